@@ -1,0 +1,534 @@
+// consan device checker.
+//
+// Compiled by NVRTC (-rdc) and linked by nvJitLink with the instrumented
+// PTX, whose probes call the extern "C" functions at the bottom. The same
+// source builds for the host with -DCONSAN_HOST (one lane per warp), so CI
+// can drive the decision logic with event traces and no GPU.
+//
+// Model (docs/model.md): logical threads are the CTA's warps; each keeps a
+// vector clock in the *visibility* table; a barrier generation joins the
+// arrivers' clocks into a *barrier* slot and each waiter joins it back. The
+// *buffer* table keeps, per 4-byte granule, the last write epoch and, per
+// warp, the clock of its last read since that write.
+//
+// consan_abi.h is generated from instrument/abi.py by the build (never edited).
+
+#ifdef CONSAN_HOST
+#include <stdint.h>
+#else
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#endif
+#include "consan_abi.h"
+
+#ifdef CONSAN_HOST
+#define CS_DEV static inline
+#define CS_ENTRY extern "C"
+#define CS_SHARED static
+struct cs_host_ctx_t { uint32_t cta[3]; uint32_t warp; uint32_t nthreads_block; };
+static cs_host_ctx_t cs_host_ctx;
+CS_ENTRY cs_state_t __consan_state;
+static uint32_t cs_slot_sh, cs_gen_sh;
+CS_DEV uint32_t cs_lane() { return 0; }
+CS_DEV uint32_t cs_warp() { return cs_host_ctx.warp; }
+CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
+CS_DEV uint32_t cs_activemask() { return 1u; }
+CS_DEV uint32_t cs_match(uint32_t, uint64_t) { return 1u; }
+CS_DEV uint32_t cs_min(uint32_t, uint32_t v) { return v; }
+CS_DEV uint32_t cs_max(uint32_t, uint32_t v) { return v; }
+CS_DEV uint32_t cs_or(uint32_t, uint32_t v) { return v; }
+CS_DEV uint32_t cs_bcast(uint32_t, uint32_t v, int) { return v; }
+CS_DEV void cs_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+CS_DEV void cs_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+CS_DEV void cs_cta_sync() {}
+CS_DEV void cs_syncwarp(uint32_t) {}
+CS_DEV uint32_t cs_ld32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+CS_DEV uint64_t cs_ld64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+CS_DEV void cs_st32(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+CS_DEV void cs_st64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+CS_DEV uint32_t cs_add32(uint32_t* p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+CS_DEV uint64_t cs_add64(uint64_t* p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) {
+    uint32_t o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return o;
+}
+CS_DEV uint64_t cs_or64(uint64_t* p, uint64_t v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+CS_DEV uint64_t cs_and64(uint64_t* p, uint64_t v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
+CS_DEV uint64_t cs_xchg64(uint64_t* p, uint64_t v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+CS_DEV uint32_t cs_xchg32(uint32_t* p, uint32_t v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+CS_DEV uint64_t cs_cas64(uint64_t* p, uint64_t cmp, uint64_t v) {
+    __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return cmp;
+}
+CS_DEV uint32_t cs_cas32(uint32_t* p, uint32_t cmp, uint32_t v) {
+    __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return cmp;
+}
+CS_DEV int cs_popc(uint32_t v) { return __builtin_popcount(v); }
+CS_DEV int cs_ffs(uint32_t v) { return __builtin_ffs(v); }
+CS_DEV int cs_ffsll(uint64_t v) { return __builtin_ffsll(v); }
+CS_DEV bool cs_is_shared(uint64_t) { return true; }
+CS_DEV uint32_t cs_to_shared(uint64_t a) { return (uint32_t)a; }
+CS_DEV void cs_cta_id(uint32_t* c) { c[0] = cs_host_ctx.cta[0]; c[1] = cs_host_ctx.cta[1]; c[2] = cs_host_ctx.cta[2]; }
+CS_DEV uint32_t cs_block_threads() { return cs_host_ctx.nthreads_block; }
+CS_DEV uint32_t cs_cta_linear() { return cs_host_ctx.cta[0]; }
+#else
+#define CS_DEV static __device__ __forceinline__
+#define CS_ENTRY extern "C" __device__
+extern "C" {
+__constant__ cs_state_t __consan_state;  // filled by the runtime before each launch
+}
+__shared__ uint32_t cs_slot_sh;
+__shared__ uint32_t cs_gen_sh;
+CS_DEV uint32_t cs_lane() { uint32_t l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
+CS_DEV uint32_t cs_tid() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+CS_DEV uint32_t cs_warp() { return cs_tid() >> 5; }
+CS_DEV uint32_t cs_activemask() { return __activemask(); }
+CS_DEV uint32_t cs_match(uint32_t m, uint64_t k) { return __match_any_sync(m, k); }
+CS_DEV uint32_t cs_min(uint32_t m, uint32_t v) { return __reduce_min_sync(m, v); }
+CS_DEV uint32_t cs_max(uint32_t m, uint32_t v) { return __reduce_max_sync(m, v); }
+CS_DEV uint32_t cs_or(uint32_t m, uint32_t v) { return __reduce_or_sync(m, v); }
+CS_DEV uint32_t cs_bcast(uint32_t m, uint32_t v, int lane) { return __shfl_sync(m, v, lane); }
+CS_DEV void cs_fence() { __threadfence_block(); }
+CS_DEV void cs_fence_sys() { __threadfence_system(); }
+CS_DEV void cs_cta_sync() { __syncthreads(); }
+CS_DEV void cs_syncwarp(uint32_t m) { __syncwarp(m); }
+CS_DEV uint32_t cs_ld32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
+CS_DEV uint64_t cs_ld64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
+CS_DEV void cs_st32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
+CS_DEV void cs_st64(uint64_t* p, uint64_t v) { *(volatile uint64_t*)p = v; }
+CS_DEV uint32_t cs_add32(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
+CS_DEV uint64_t cs_add64(uint64_t* p, uint64_t v) { return atomicAdd(p, v); }
+CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) { return atomicMax(p, v); }
+CS_DEV uint64_t cs_or64(uint64_t* p, uint64_t v) { return atomicOr(p, v); }
+CS_DEV uint64_t cs_and64(uint64_t* p, uint64_t v) { return atomicAnd(p, v); }
+CS_DEV uint64_t cs_xchg64(uint64_t* p, uint64_t v) { return atomicExch(p, v); }
+CS_DEV uint32_t cs_xchg32(uint32_t* p, uint32_t v) { return atomicExch(p, v); }
+CS_DEV uint64_t cs_cas64(uint64_t* p, uint64_t c, uint64_t v) { return atomicCAS(p, c, v); }
+CS_DEV uint32_t cs_cas32(uint32_t* p, uint32_t c, uint32_t v) { return atomicCAS(p, c, v); }
+CS_DEV int cs_popc(uint32_t v) { return __popc(v); }
+CS_DEV int cs_ffs(uint32_t v) { return __ffs(v); }
+CS_DEV int cs_ffsll(uint64_t v) { return __ffsll((long long)v); }
+CS_DEV bool cs_is_shared(uint64_t a) { return __isShared((const void*)a); }
+CS_DEV uint32_t cs_to_shared(uint64_t a) { return (uint32_t)__cvta_generic_to_shared((const void*)a); }
+CS_DEV void cs_cta_id(uint32_t* c) { c[0] = blockIdx.x; c[1] = blockIdx.y; c[2] = blockIdx.z; }
+CS_DEV uint32_t cs_block_threads() { return blockDim.x * blockDim.y * blockDim.z; }
+CS_DEV uint32_t cs_cta_linear() {
+    return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+#endif
+
+#define CS_NO_SLOT 0xFFFFFFFFu
+#define S (__consan_state)
+
+// ------------------------------------------------------------- table access
+
+CS_DEV uint32_t* cs_vis(uint32_t slot, uint32_t t) {
+    return (uint32_t*)S.vis + ((uint64_t)slot * S.nlogical + t) * S.nlogical;
+}
+CS_DEV uint32_t* cs_cta(uint32_t slot) { return (uint32_t*)S.cta + (uint64_t)slot * CS_CTA_WORDS; }
+CS_DEV uint64_t* cs_barword(uint32_t slot, uint32_t b) {
+    return (uint64_t*)S.barword + (uint64_t)slot * CS_NAMED_BARRIERS + b;
+}
+CS_DEV uint32_t* cs_barvc(uint32_t slot, uint32_t b, uint32_t parity) {
+    return (uint32_t*)S.barvc + (((uint64_t)slot * CS_NAMED_BARRIERS + b) * 2 + parity) * S.nlogical;
+}
+CS_DEV uint64_t cs_gidx(uint32_t slot, uint32_t g) { return (uint64_t)slot * S.granules + g; }
+CS_DEV uint64_t* cs_rslot(uint32_t slot, uint32_t w, uint32_t g) {
+    return (uint64_t*)S.rslot + ((uint64_t)slot * S.nwarps + w) * S.granules + g;
+}
+
+// ------------------------------------------------------------- violation log
+
+CS_DEV void cs_record(const cs_record_t& r) {
+    cs_log_header_t* h = (cs_log_header_t*)S.log;
+    cs_key_t* keys = (cs_key_t*)S.keys;
+    cs_add32(&h->occurrences, 1);
+    uint64_t key = ((uint64_t)r.kind << 56) | ((uint64_t)(r.site & 0xFFFFFFFu) << 28) |
+                   (uint64_t)(r.prev_site & 0xFFFFFFFu);
+    uint32_t hsh = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) % CS_KEY_TABLE_ENTRIES;
+    cs_key_t* k = 0;
+    for (uint32_t i = 0; i < 64; ++i) {
+        cs_key_t* e = &keys[(hsh + i) % CS_KEY_TABLE_ENTRIES];
+        uint64_t cur = cs_ld64(&e->key);
+        if (cur == 0) cur = cs_cas64(&e->key, 0, key);
+        if (cur == 0 || cur == key) { k = e; break; }
+    }
+    if (k == 0) {
+        cs_add32(&h->key_overflow, 1);
+    } else if (cs_add32(&k->count, 1) >= CS_RECORDS_PER_KEY) {
+        cs_add32(&h->dropped, 1);
+        return;
+    }
+    uint32_t idx = cs_add32(&h->stored, 1);
+    if (idx >= h->capacity) {
+        cs_add32(&h->dropped, 1);
+        return;
+    }
+    if (k) cs_add32(&k->stored, 1);
+    // Fields first, kind last: a record is valid once its kind is non-zero,
+    // so a log read after a crash never shows a half-written record.
+    cs_record_t* out = (cs_record_t*)(S.log + sizeof(cs_log_header_t)) + idx;
+    cs_record_t tmp = r;
+    uint32_t kind = tmp.kind;
+    tmp.kind = 0;
+    const uint32_t* src = (const uint32_t*)&tmp;
+    uint32_t* dst = (uint32_t*)out;
+    for (uint32_t i = 1; i < sizeof(cs_record_t) / 4; ++i) cs_st32(dst + i, src[i]);
+    cs_fence_sys();
+    cs_st32(dst, kind);
+    cs_fence_sys();
+}
+
+CS_DEV cs_record_t cs_blank(uint32_t kind, uint32_t site) {
+    cs_record_t r = {};
+    r.kind = kind;
+    r.site = site;
+    r.prev_site = CS_NO_SITE;
+    r.warp = cs_warp();
+    r.prev_warp = CS_NO_WARP;
+    r.lanes = cs_activemask();
+    uint32_t c[3];
+    cs_cta_id(c);
+    r.cta_x = c[0]; r.cta_y = c[1]; r.cta_z = c[2];
+    return r;
+}
+
+// ------------------------------------------------------------- CTA life
+
+CS_DEV uint32_t cs_claim_slot() {
+    uint32_t n = S.nslots;
+    uint32_t start = cs_cta_linear() % n;
+    uint32_t* busy = (uint32_t*)S.slot_busy;
+    for (uint32_t pass = 0; pass < 1000000u; ++pass) {
+        for (uint32_t i = 0; i < n; ++i) {
+            uint32_t s = (start + i) % n;
+            if (cs_ld32(&busy[s]) == 0 && cs_cas32(&busy[s], 0, 1) == 0) return s;
+        }
+    }
+    return CS_NO_SLOT;
+}
+
+// Run by one thread: claim a slot, start a new generation, reset the small tables.
+CS_DEV void cs_begin_leader(uint32_t nthreads) {
+    uint32_t slot = cs_claim_slot();
+    cs_add32(&((cs_log_header_t*)S.log)->ctas_begun, 1);
+    if (slot == CS_NO_SLOT) {
+        cs_record(cs_blank(CS_TOOL_NO_SLOT, CS_NO_SITE));
+        cs_slot_sh = CS_NO_SLOT;
+        return;
+    }
+    uint32_t* gens = (uint32_t*)S.slot_gen;
+    uint32_t gen = (gens[slot] + 1) & 0xFFFFu;
+    if (gen == 0) gen = 1;
+    gens[slot] = gen;
+    uint32_t* cta = cs_cta(slot);
+    uint32_t nw = (nthreads + 31) / 32;
+    cta[CS_CTA_LIVE_THREADS] = nthreads;
+    cta[CS_CTA_LIVE_WARPS] = nw;
+    for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) {
+#ifdef CONSAN_HOST
+        cta[CS_CTA_WARP_LANES + w] = w < nw ? 1u : 0u;  // the host drives one lane per warp
+#else
+        uint32_t lanes = nthreads > w * 32 ? nthreads - w * 32 : 0;
+        cta[CS_CTA_WARP_LANES + w] = lanes > 32 ? 32 : lanes;
+#endif
+    }
+    for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
+    cs_slot_sh = slot;
+    cs_gen_sh = gen;
+}
+
+// Run by every thread (i = thread index, n = threads): clear clocks and barrier slots.
+CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
+    uint32_t L = S.nlogical;
+    uint32_t* vis = cs_vis(slot, 0);
+    for (uint32_t k = i; k < L * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
+    uint32_t* bvc = cs_barvc(slot, 0, 0);
+    for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
+}
+
+// ------------------------------------------------------------- barriers
+
+// Word of a named barrier: gen:32 | count_warps:16 (0 = all) | arrived:16.
+#define CS_BW_ARRIVED(w) ((uint32_t)((w) & 0xFFFFu))
+#define CS_BW_COUNT(w) ((uint32_t)(((w) >> 16) & 0xFFFFu))
+#define CS_BW_GEN(w) ((uint32_t)((w) >> 32))
+#define CS_BW_COMPLETING 0xFFFFu
+
+// Close generation `gen` of barrier b (caller won the right to): clear the
+// clock slot the next generation will use, then open it.
+CS_DEV void cs_bar_complete(uint32_t slot, uint32_t b, uint32_t gen) {
+    uint32_t* next = cs_barvc(slot, b, (gen + 1) & 1);
+    for (uint32_t u = 0; u < S.nlogical; ++u) cs_st32(&next[u], 0);
+    cs_fence();
+    cs_st64(cs_barword(slot, b), (uint64_t)(gen + 1) << 32);
+    cs_fence();
+}
+
+// Try to close the current generation if `expected` warps have arrived.
+CS_DEV void cs_bar_try_complete(uint32_t slot, uint32_t b, uint64_t seen, uint32_t expected) {
+    if (CS_BW_ARRIVED(seen) == 0 || CS_BW_ARRIVED(seen) == CS_BW_COMPLETING) return;
+    if (CS_BW_ARRIVED(seen) < expected) return;
+    uint64_t claim = (seen & ~0xFFFFull) | CS_BW_COMPLETING;
+    if (cs_cas64(cs_barword(slot, b), seen, claim) == seen)
+        cs_bar_complete(slot, b, CS_BW_GEN(seen));
+}
+
+// Release: count this warp's arrival and join its clock into the generation's slot.
+CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
+    uint32_t slot = cs_slot_sh;
+    uint32_t active = cs_activemask();
+    uint32_t lane = cs_lane();
+    uint32_t leader = cs_ffs(active) - 1;
+    uint32_t w = cs_warp();
+    b &= 15u;
+    uint32_t cw = count / 32;  // thread count -> warps (0 = every live warp)
+    uint64_t old = 0;
+    if (lane == leader) {
+        old = cs_add64(cs_barword(slot, b), 1ull);
+        if (CS_BW_ARRIVED(old) == 0 && cw) cs_or64(cs_barword(slot, b), (uint64_t)cw << 16);
+    }
+    uint32_t gen = cs_bcast(active, CS_BW_GEN(old), leader);
+    uint32_t* vc = cs_barvc(slot, b, gen & 1);
+    uint32_t* mine = cs_vis(slot, w);
+    uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
+    uint32_t n = cs_popc(active);
+    for (uint32_t u = rank; u < S.nlogical; u += n) {
+        uint32_t v = mine[u];
+        if (v) cs_max32(&vc[u], v);
+    }
+    cs_fence();
+    cs_syncwarp(active);
+    if (lane == leader) {
+        mine[w] = mine[w] + 1;  // accesses after the release are not covered by it
+        uint32_t arrived = CS_BW_ARRIVED(old) + 1;
+        uint32_t expected = cw ? cw : cs_ld32(&cs_cta(slot)[CS_CTA_LIVE_WARPS]);
+        if (arrived >= expected)
+            cs_bar_try_complete(slot, b, cs_ld64(cs_barword(slot, b)), expected);
+    }
+    cs_syncwarp(active);
+    (void)site;
+    (void)mode;
+    return gen;
+}
+
+// Acquire: join the generation's slot into this warp's clock.
+CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
+    uint32_t slot = cs_slot_sh;
+    uint32_t active = cs_activemask();
+    uint32_t lane = cs_lane();
+    uint32_t w = cs_warp();
+    b &= 15u;
+    const uint32_t* vc = cs_barvc(slot, b, gen & 1);
+    uint32_t* mine = cs_vis(slot, w);
+    uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
+    uint32_t n = cs_popc(active);
+    for (uint32_t u = rank; u < S.nlogical; u += n) {
+        uint32_t v = cs_ld32(&vc[u]);
+        if (v > mine[u] && u != w) mine[u] = v;
+    }
+    cs_fence();
+    cs_syncwarp(active);
+    (void)site;
+}
+
+// ------------------------------------------------------------- accesses
+
+struct cs_finding { uint32_t kind, prev_site, prev_warp; };
+
+CS_DEV bool cs_ordered(const uint32_t* mine, uint32_t w, uint32_t t, uint32_t clock) {
+    return t == w || mine[t] >= clock;
+}
+
+CS_DEV void cs_check_read(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clock, uint32_t g,
+                          uint32_t site, const uint32_t* mine, cs_finding& f) {
+    // Publish the read first, then look at the write (Dekker with cs_check_write).
+    uint64_t* rs = cs_rslot(slot, w, g);
+    uint64_t* rm = (uint64_t*)S.rmask + cs_gidx(slot, g);
+    uint64_t m = cs_ld64(rm);
+    uint64_t bit = 1ull << w;
+    bool fresh = (m >> CS_RM_GEN_SHIFT) == gen;
+    if (!(fresh && (m & bit) && (uint32_t)cs_ld64(rs) == clock)) {
+        cs_st64(rs, ((uint64_t)site << 32) | clock);
+        cs_fence();
+        if (fresh) {
+            if (!(m & bit)) cs_or64(rm, bit);
+        } else {
+            uint64_t want = ((uint64_t)gen << CS_RM_GEN_SHIFT) | bit;
+            uint64_t seen = cs_cas64(rm, m, want);
+            if (seen != m) cs_or64(rm, bit);  // someone renewed it first
+        }
+        cs_fence();
+    }
+    uint64_t ww = cs_ld64((uint64_t*)S.wword + cs_gidx(slot, g));
+    if ((ww >> CS_WW_GEN_SHIFT) != gen) {
+        if (!f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+        return;
+    }
+    uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu;
+    uint32_t wclock = (uint32_t)ww;
+    if (!cs_ordered(mine, w, t, wclock) && !f.kind)
+        f = {CS_RACE_RAW, cs_ld32((uint32_t*)S.wsite + cs_gidx(slot, g)), t};
+}
+
+CS_DEV void cs_check_write(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clock, uint32_t g,
+                           uint32_t site, bool atomic, const uint32_t* mine, cs_finding& f) {
+    uint64_t idx = cs_gidx(slot, g);
+    uint64_t flags = atomic ? CS_WW_FLAG_ATOMIC : 0;
+    uint64_t now = ((uint64_t)gen << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
+                   ((uint64_t)w << CS_WW_TID_SHIFT) | clock;
+    uint64_t old = cs_xchg64((uint64_t*)S.wword + idx, now);
+    uint32_t old_site = cs_xchg32((uint32_t*)S.wsite + idx, site);
+    cs_fence();
+    bool written = (old >> CS_WW_GEN_SHIFT) == gen;
+    if (!written) {
+        if (atomic && !f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+    } else {
+        uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
+        bool both_atomic = atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC);
+        if (!both_atomic && !cs_ordered(mine, w, t, (uint32_t)old) && !f.kind)
+            f = {CS_RACE_WAW, old_site, t};
+    }
+    uint64_t* rm = (uint64_t*)S.rmask + idx;
+    uint64_t m = cs_ld64(rm);
+    if ((m >> CS_RM_GEN_SHIFT) != gen) {
+        if (m) cs_cas64(rm, m, (uint64_t)gen << CS_RM_GEN_SHIFT);
+        return;
+    }
+    uint64_t readers = m & 0xFFFFFFFFull;
+    uint64_t checked = readers & ~(1ull << w);
+    while (checked) {
+        uint32_t u = cs_ffsll(checked) - 1;
+        checked &= checked - 1;
+        uint64_t r = cs_ld64(cs_rslot(slot, u, g));
+        if (!cs_ordered(mine, w, u, (uint32_t)r) && !f.kind) f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
+    }
+    if (readers) cs_and64(rm, ~readers);
+}
+
+CS_DEV void cs_access(uint64_t addr, uint32_t site, uint32_t info) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    uint32_t active = cs_activemask();
+    uint32_t lane = cs_lane();
+    uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
+    uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
+    uint32_t shape = (info >> CS_INFO_SHAPE_SHIFT) & 15u;
+    uint32_t size = info & CS_INFO_SIZE_MASK;
+    bool skip = false;
+    uint32_t off = 0;
+    if (space == CS_SPACE_GENERIC) {
+        if (cs_is_shared(addr)) off = cs_to_shared(addr); else skip = true;
+    } else {
+        off = (uint32_t)addr;
+    }
+    if (shape && lane >= 8u * shape) skip = true;  // ldmatrix/stmatrix: lanes giving row addresses
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    if (!skip) {
+        uint32_t w = cs_warp();
+        uint32_t gen = cs_gen_sh;
+        const uint32_t* mine = cs_vis(slot, w);
+        uint32_t clock = mine[w];
+        uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
+        if (g1 >= S.granules) {
+            f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+        } else {
+            for (uint32_t g = g0; g <= g1; ++g) {
+                if (mode == CS_MODE_READ)
+                    cs_check_read(slot, gen, w, clock, g, site, mine, f);
+                else
+                    cs_check_write(slot, gen, w, clock, g, site, mode == CS_MODE_ATOMIC, mine, f);
+            }
+        }
+    }
+    // One record per warp and distinct finding: lanes that agree are merged.
+    uint64_t key = ((uint64_t)f.kind << 48) | ((uint64_t)f.prev_warp << 32) | f.prev_site;
+    uint32_t same = cs_match(active, key);
+    uint32_t lo = cs_min(same, skip ? 0xFFFFFFFFu : off);
+    uint32_t hi = cs_max(same, skip ? 0u : off + size);
+    if (f.kind && lane == (uint32_t)(cs_ffs(same) - 1)) {
+        cs_record_t r = cs_blank(f.kind, site);
+        r.prev_site = f.prev_site;
+        r.prev_warp = f.prev_warp;
+        r.lanes = same;
+        r.offset_lo = lo;
+        r.offset_hi = hi;
+        r.clock = cs_vis(slot, cs_warp())[cs_warp()];
+        cs_record(r);
+    }
+}
+
+// ------------------------------------------------------------- exits
+
+CS_DEV void cs_thread_exit(uint32_t site) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    uint32_t active = cs_activemask();
+    uint32_t lane = cs_lane();
+    if (lane != (uint32_t)(cs_ffs(active) - 1)) return;
+    uint32_t n = cs_popc(active);
+    uint32_t* cta = cs_cta(slot);
+    uint32_t w = cs_warp();
+    if (cs_add32(&cta[CS_CTA_WARP_LANES + w], 0u - n) == n) {
+        // The whole warp is gone: barriers waiting for "every live warp" may now be complete.
+        uint32_t live = cs_add32(&cta[CS_CTA_LIVE_WARPS], (uint32_t)-1) - 1;
+        cs_fence();
+        for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) {
+            uint64_t seen = cs_ld64(cs_barword(slot, b));
+            if (CS_BW_COUNT(seen) == 0) cs_bar_try_complete(slot, b, seen, live);
+        }
+    }
+    if (cs_add32(&cta[CS_CTA_LIVE_THREADS], 0u - n) == n) {
+        cs_add32(&((cs_log_header_t*)S.log)->ctas_ended, 1);
+        cs_fence();
+        cs_st32(&((uint32_t*)S.slot_busy)[slot], 0);
+    }
+    (void)site;
+}
+
+// ------------------------------------------------------------- probe entry points
+
+CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
+    cs_access(addr, site, info);
+}
+
+CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
+    if (cs_slot_sh == CS_NO_SLOT) return 0;
+    return cs_bar_arrive(b, count, site, mode);
+}
+
+CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
+    if (cs_slot_sh == CS_NO_SLOT) return;
+    cs_bar_wait(gen, b, site);
+}
+
+CS_ENTRY void __consan_thread_exit(uint32_t site) { cs_thread_exit(site); }
+
+#ifdef CONSAN_HOST
+// Host driver: set which CTA/warp the next probe runs as; begin a CTA.
+CS_ENTRY void cs_host_set(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t warp, uint32_t nthreads) {
+    cs_host_ctx.cta[0] = cx; cs_host_ctx.cta[1] = cy; cs_host_ctx.cta[2] = cz;
+    cs_host_ctx.warp = warp;
+    cs_host_ctx.nthreads_block = nthreads;
+}
+CS_ENTRY void cs_host_set_state(const cs_state_t* s) { __consan_state = *s; }
+CS_ENTRY void __consan_cta_begin() {
+    cs_begin_leader(cs_block_threads());
+    if (cs_slot_sh != CS_NO_SLOT) cs_begin_clear(cs_slot_sh, 0, 1);
+}
+CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
+#else
+CS_ENTRY void __consan_cta_begin() {
+    uint32_t tid = cs_tid();
+    uint32_t n = cs_block_threads();
+    if (tid == 0) cs_begin_leader(n);
+    __syncthreads();
+    uint32_t slot = cs_slot_sh;
+    if (slot != CS_NO_SLOT) cs_begin_clear(slot, tid, n);
+    __syncthreads();
+}
+#endif

@@ -1,0 +1,253 @@
+"""The one definition of the ABI between the device checker and the host.
+
+Everything both sides must agree on lives here: violation kind codes, the
+probe-argument encoding the rewriter emits, the checker state block the
+runtime fills, and the violation record layout `reports/` decodes. The
+checker's C header is generated from these tables (`c_header()`), so the
+device code and the Python decoder cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# --------------------------------------------------------------------------
+# Violation kinds (stable ids: tests, JSON and exit codes use them)
+
+
+@dataclass(frozen=True)
+class Kind:
+    code: int
+    id: str
+    title: str
+    is_violation: bool = True
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind(1, "race.raw", "read-after-write race"),
+    Kind(2, "race.war", "write-after-read race"),
+    Kind(3, "race.waw", "write-after-write race"),
+    Kind(4, "async.pending-write", "access to smem an async copy is still writing"),
+    Kind(5, "async.pending-read", "write to smem an async reader may still be reading"),
+    Kind(6, "proxy.missing-fence", "generic-proxy write consumed by the async proxy without a fence"),
+    Kind(7, "uninit.read", "read of shared memory nothing has written"),
+    Kind(8, "mbarrier.uninit", "mbarrier used before init or after inval"),
+    Kind(9, "mbarrier.reinit", "init of a live mbarrier"),
+    Kind(10, "mbarrier.underflow", "mbarrier arrival or tx-count below zero"),
+    Kind(11, "mbarrier.data-access", "ordinary access to the bytes of a live mbarrier"),
+    Kind(12, "deadlock", "every live warp waits on something that cannot complete"),
+    # Tool diagnostics: reported, never counted as violations of the user's kernel.
+    Kind(64, "tool.out-of-window", "shared access outside the shadowed window", False),
+    Kind(65, "tool.no-slot", "no free shadow slot for a CTA", False),
+    Kind(66, "tool.barrier-recycled", "barrier clock slot recycled under a slow acquirer", False),
+)
+KIND_BY_CODE = {k.code: k for k in KINDS}
+KIND_BY_ID = {k.id: k for k in KINDS}
+VIOLATION_KINDS = tuple(k.id for k in KINDS if k.is_violation)
+
+# --------------------------------------------------------------------------
+# Probe argument encoding.  Every access probe gets (u64 addr, u32 code,
+# u32 info): code = site id, info = size | mode | space | shape.
+
+INFO_SIZE_MASK = 0xFF  # bytes this lane touches (1..32)
+INFO_MODE_SHIFT = 8  # 2 bits
+MODE_READ, MODE_WRITE, MODE_ATOMIC = 0, 1, 2
+INFO_SPACE_SHIFT = 10  # 2 bits
+SPACE_SHARED, SPACE_GENERIC, SPACE_CLUSTER = 0, 1, 2
+INFO_SHAPE_SHIFT = 12  # 4 bits: 0 plain, else matrix rows x count (ldmatrix/stmatrix)
+SHAPE_PLAIN = 0
+SHAPE_MATRIX_X1, SHAPE_MATRIX_X2, SHAPE_MATRIX_X4 = 1, 2, 4
+
+# Barrier probe modes.
+BAR_SYNC, BAR_ARRIVE, BAR_RED = 0, 1, 2
+BAR_COUNT_ALL = 0  # "no thread count": every non-exited warp of the CTA
+
+NO_SITE = 0xFFFFFFFF
+NO_WARP = 0xFF
+
+
+def access_info(size: int, mode: int, space: int, shape: int = SHAPE_PLAIN) -> int:
+    assert 0 < size <= INFO_SIZE_MASK
+    return size | (mode << INFO_MODE_SHIFT) | (space << INFO_SPACE_SHIFT) | (shape << INFO_SHAPE_SHIFT)
+
+
+# Probe symbols the rewriter calls and the checker defines (extern "C").
+PROBE_ACCESS = "__consan_access"
+PROBE_BAR_ARRIVE = "__consan_bar_arrive"
+PROBE_BAR_WAIT = "__consan_bar_wait"
+PROBE_CTA_BEGIN = "__consan_cta_begin"
+PROBE_THREAD_EXIT = "__consan_thread_exit"
+STATE_SYMBOL = "__consan_state"
+
+# PTX prototypes of the probes (the rewriter declares them .extern).
+PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
+    PROBE_ACCESS: ((".b64", ".b32", ".b32"), None),
+    PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
+    PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),
+    PROBE_CTA_BEGIN: ((), None),
+    PROBE_THREAD_EXIT: ((".b32",), None),
+}
+
+# --------------------------------------------------------------------------
+# Sizes of the model.
+
+GRANULE_BYTES = 4
+MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
+MAX_LOGICAL = 64  # room for the async agents (cp.async / bulk / wgmma units)
+NAMED_BARRIERS = 16
+KEY_TABLE_ENTRIES = 4096  # distinct (kind, site, prev_site) findings per launch
+RECORDS_PER_KEY = 64  # detailed records kept per finding; the rest are counted
+SMEM_RESERVED_BYTES = 1024  # the window may start above the user's offsets on sm_80+
+
+# --------------------------------------------------------------------------
+# Struct layouts shared by C and numpy.  Fields are (name, ctype).
+
+_NP = {"uint32_t": "<u4", "uint64_t": "<u8", "int32_t": "<i4"}
+
+RECORD_FIELDS: tuple[tuple[str, str], ...] = (
+    ("kind", "uint32_t"),
+    ("site", "uint32_t"),  # site of the current access / operation
+    ("prev_site", "uint32_t"),  # site of the earlier conflicting one (NO_SITE: none)
+    ("warp", "uint32_t"),  # logical thread doing the current access
+    ("prev_warp", "uint32_t"),  # logical thread of the earlier access (NO_WARP: none)
+    ("lanes", "uint32_t"),  # lanes of the warp involved
+    ("cta_x", "uint32_t"),
+    ("cta_y", "uint32_t"),
+    ("cta_z", "uint32_t"),
+    ("cluster_rank", "uint32_t"),
+    ("offset_lo", "uint32_t"),  # smem byte range [lo, hi) the lanes touched
+    ("offset_hi", "uint32_t"),
+    ("barrier", "uint32_t"),  # barrier id / mbarrier offset (barrier kinds)
+    ("phase", "uint32_t"),  # generation / phase
+    ("count", "uint32_t"),  # pending count or bytes
+    ("clock", "uint32_t"),  # accessor's clock (diagnostics)
+)
+
+LOG_HEADER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("capacity", "uint32_t"),  # records the log can hold
+    ("stored", "uint32_t"),  # records written (may exceed capacity: then dropped)
+    ("occurrences", "uint32_t"),  # every violation found, stored or not
+    ("dropped", "uint32_t"),  # records not stored (log full or per-finding cap)
+    ("key_overflow", "uint32_t"),  # findings with no key-table entry left
+    ("ctas_begun", "uint32_t"),
+    ("ctas_ended", "uint32_t"),
+    ("pad", "uint32_t"),
+)
+
+KEY_FIELDS: tuple[tuple[str, str], ...] = (
+    ("key", "uint64_t"),  # kind<<56 | site<<28 | prev_site (0 = empty)
+    ("count", "uint32_t"),
+    ("stored", "uint32_t"),
+)
+
+# The state block: one per launch, device memory, pointed to by STATE_SYMBOL.
+STATE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("log", "uint64_t"),  # mapped pinned: header then records
+    ("keys", "uint64_t"),  # mapped pinned: key table
+    ("slot_busy", "uint64_t"),  # u32 [nslots]
+    ("slot_gen", "uint64_t"),  # u32 [nslots]
+    ("cta", "uint64_t"),  # u32 [nslots][CTA_WORDS]
+    ("vis", "uint64_t"),  # u32 [nslots][nlogical][nlogical]   visibility (vector clocks)
+    ("barword", "uint64_t"),  # u64 [nslots][NAMED_BARRIERS]      gen<<32 | arrived warps
+    ("barvc", "uint64_t"),  # u32 [nslots][NAMED_BARRIERS][2][nlogical]
+    ("wword", "uint64_t"),  # u64 [nslots][granules]  buffer table: last write epoch
+    ("wsite", "uint64_t"),  # u32 [nslots][granules]  site of the last write
+    ("rmask", "uint64_t"),  # u64 [nslots][granules]  gen<<48 | reader mask
+    ("rslot", "uint64_t"),  # u64 [nslots][nwarps][granules]  site<<32 | read clock
+    ("nslots", "uint32_t"),
+    ("granules", "uint32_t"),
+    ("nwarps", "uint32_t"),
+    ("nthreads", "uint32_t"),
+    ("nlogical", "uint32_t"),
+    ("window_bytes", "uint32_t"),
+    ("log_capacity", "uint32_t"),
+    ("flags", "uint32_t"),
+)
+
+# Per-slot CTA words (u32): live threads, live warps, then per-warp live lanes.
+CTA_LIVE_THREADS = 0
+CTA_LIVE_WARPS = 1
+CTA_WARP_LANES = 8  # [8, 8+MAX_WARPS): live lane mask of each warp
+CTA_WORDS = CTA_WARP_LANES + MAX_WARPS
+
+# Write-epoch word (wword): gen:16 | flags:8 | tid:8 | clock:32
+WW_GEN_SHIFT = 48
+WW_FLAGS_SHIFT = 40
+WW_TID_SHIFT = 32
+WW_FLAG_ATOMIC = 0x1
+RM_GEN_SHIFT = 48
+
+
+def _dtype(fields):
+    import numpy as np
+
+    return np.dtype([(n, _NP[t]) for n, t in fields])
+
+
+def record_dtype():
+    return _dtype(RECORD_FIELDS)
+
+
+def log_header_dtype():
+    return _dtype(LOG_HEADER_FIELDS)
+
+
+def key_dtype():
+    return _dtype(KEY_FIELDS)
+
+
+def state_dtype():
+    return _dtype(STATE_FIELDS)
+
+
+def _c_struct(name: str, fields) -> str:
+    body = "\n".join(f"    {t} {n};" for n, t in fields)
+    return f"typedef struct {{\n{body}\n}} {name};\n"
+
+
+def c_header() -> str:
+    """The checker's view of this module, as C (included before checker.cu)."""
+    lines = ["// Generated from instrument/abi.py -- do not edit.", "#pragma once"]
+    for k in KINDS:
+        cname = "CS_" + k.id.upper().replace(".", "_").replace("-", "_")
+        lines.append(f"#define {cname} {k.code}u")
+    consts = {
+        "CS_INFO_SIZE_MASK": INFO_SIZE_MASK,
+        "CS_INFO_MODE_SHIFT": INFO_MODE_SHIFT,
+        "CS_MODE_READ": MODE_READ,
+        "CS_MODE_WRITE": MODE_WRITE,
+        "CS_MODE_ATOMIC": MODE_ATOMIC,
+        "CS_INFO_SPACE_SHIFT": INFO_SPACE_SHIFT,
+        "CS_SPACE_SHARED": SPACE_SHARED,
+        "CS_SPACE_GENERIC": SPACE_GENERIC,
+        "CS_SPACE_CLUSTER": SPACE_CLUSTER,
+        "CS_INFO_SHAPE_SHIFT": INFO_SHAPE_SHIFT,
+        "CS_BAR_SYNC": BAR_SYNC,
+        "CS_BAR_ARRIVE": BAR_ARRIVE,
+        "CS_BAR_RED": BAR_RED,
+        "CS_BAR_COUNT_ALL": BAR_COUNT_ALL,
+        "CS_NO_SITE": NO_SITE,
+        "CS_NO_WARP": NO_WARP,
+        "CS_GRANULE_BYTES": GRANULE_BYTES,
+        "CS_MAX_WARPS": MAX_WARPS,
+        "CS_MAX_LOGICAL": MAX_LOGICAL,
+        "CS_NAMED_BARRIERS": NAMED_BARRIERS,
+        "CS_KEY_TABLE_ENTRIES": KEY_TABLE_ENTRIES,
+        "CS_RECORDS_PER_KEY": RECORDS_PER_KEY,
+        "CS_CTA_LIVE_THREADS": CTA_LIVE_THREADS,
+        "CS_CTA_LIVE_WARPS": CTA_LIVE_WARPS,
+        "CS_CTA_WARP_LANES": CTA_WARP_LANES,
+        "CS_CTA_WORDS": CTA_WORDS,
+        "CS_WW_GEN_SHIFT": WW_GEN_SHIFT,
+        "CS_WW_FLAGS_SHIFT": WW_FLAGS_SHIFT,
+        "CS_WW_TID_SHIFT": WW_TID_SHIFT,
+        "CS_WW_FLAG_ATOMIC": WW_FLAG_ATOMIC,
+        "CS_RM_GEN_SHIFT": RM_GEN_SHIFT,
+    }
+    lines += [f"#define {k} {v}u" for k, v in consts.items()]
+    lines.append("")
+    lines.append(_c_struct("cs_record_t", RECORD_FIELDS))
+    lines.append(_c_struct("cs_log_header_t", LOG_HEADER_FIELDS))
+    lines.append(_c_struct("cs_key_t", KEY_FIELDS))
+    lines.append(_c_struct("cs_state_t", STATE_FIELDS))
+    return "\n".join(lines)

@@ -1,0 +1,218 @@
+"""The one table that maps PTX instructions to model events.
+
+Supporting a new instruction is one row in `TABLE`. Anything that touches
+shared memory or synchronises and matches no modelled row is returned as
+`Event.UNMODELED` with a reason, so the rewriter can list it: nothing is
+skipped silently.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from . import abi
+from .ptx import Item
+
+
+class Event(str, Enum):
+    READ = "access.read"
+    WRITE = "access.write"
+    ATOMIC = "access.atomic"
+    BAR_SYNC = "barrier.sync"
+    BAR_ARRIVE = "barrier.arrive"
+    BAR_RED = "barrier.red"
+    WARP_SYNC = "warp.sync"  # intra-warp: program order already covers it
+    FENCE = "fence"  # generic-proxy fences order nothing extra between warps
+    EXIT = "exit"
+    ADDRESS = "address"  # computes or tests smem addresses without touching memory
+    UNMODELED = "unmodeled"  # touches smem / synchronises, not modelled yet
+
+    @property
+    def probed(self) -> bool:
+        return self in _PROBED
+
+
+_PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
+           Event.BAR_RED, Event.EXIT}
+
+_ACCESS_MODE = {Event.READ: abi.MODE_READ, Event.WRITE: abi.MODE_WRITE,
+                Event.ATOMIC: abi.MODE_ATOMIC}
+
+
+@dataclass(frozen=True)
+class Row:
+    """Opcode `prefix` (dot-separated parts); first matching row wins."""
+
+    prefix: str
+    event: Event
+    access: bool = False  # classify by state space; the address is the '[..]' operand
+    note: str = ""  # for UNMODELED rows: what will model it
+
+    def matches(self, opcode: str) -> bool:
+        return opcode == self.prefix or opcode.startswith(self.prefix + ".")
+
+
+TABLE: tuple[Row, ...] = (
+    # shared-memory accesses (state space decides: .shared / generic / other)
+    Row("ld", Event.READ, access=True),
+    Row("ldu", Event.READ, access=True),
+    Row("st.async", Event.UNMODELED, note="st.async with complete_tx (async issue)"),
+    Row("st", Event.WRITE, access=True),
+    Row("atom", Event.ATOMIC, access=True),
+    Row("red.async", Event.UNMODELED, note="red.async with complete_tx (async issue)"),
+    Row("red", Event.ATOMIC, access=True),
+    Row("ldmatrix", Event.READ, access=True),
+    Row("stmatrix", Event.WRITE, access=True),
+    # CTA barriers
+    Row("bar.warp.sync", Event.WARP_SYNC),
+    Row("bar.sync", Event.BAR_SYNC),
+    Row("bar.cta.sync", Event.BAR_SYNC),
+    Row("barrier.sync", Event.BAR_SYNC),
+    Row("barrier.cta.sync", Event.BAR_SYNC),
+    Row("bar.arrive", Event.BAR_ARRIVE),
+    Row("bar.cta.arrive", Event.BAR_ARRIVE),
+    Row("barrier.arrive", Event.BAR_ARRIVE),
+    Row("barrier.cta.arrive", Event.BAR_ARRIVE),
+    Row("bar.red", Event.BAR_RED),
+    Row("bar.cta.red", Event.BAR_RED),
+    Row("barrier.red", Event.BAR_RED),
+    Row("barrier.cta.red", Event.BAR_RED),
+    Row("barrier.cluster", Event.UNMODELED, note="cluster barriers (cluster issue)"),
+    # fences that create no happens-before between warps in the model
+    Row("membar", Event.FENCE),
+    Row("fence.proxy.async", Event.UNMODELED, note="proxy fences (async issue)"),
+    Row("fence.proxy.tensormap", Event.FENCE),
+    Row("fence.mbarrier_init", Event.UNMODELED, note="mbarrier (async issue)"),
+    Row("fence", Event.FENCE),
+    Row("ret", Event.EXIT),
+    Row("cvta", Event.ADDRESS),
+    Row("isspacep", Event.ADDRESS),
+    Row("mapa", Event.ADDRESS),
+    Row("getctarank", Event.ADDRESS),
+    Row("mov", Event.ADDRESS),
+    Row("prefetch", Event.ADDRESS),
+    Row("prefetchu", Event.ADDRESS),
+    Row("exit", Event.EXIT),
+    # asynchronous machinery: modelled by the async issue
+    Row("cp.async.bulk.prefetch", Event.FENCE),  # global -> L2 only, no smem
+    Row("cp.async", Event.UNMODELED, note="cp.async / bulk / TMA copies (async issue)"),
+    Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions (async issue)"),
+    Row("mbarrier", Event.UNMODELED, note="mbarrier (async issue)"),
+    Row("wgmma", Event.UNMODELED, note="wgmma (async issue)"),
+    Row("tcgen05", Event.UNMODELED, note="tcgen05 (not modelled)"),
+    Row("clusterlaunchcontrol", Event.UNMODELED, note="cluster launch control (not modelled)"),
+)
+
+_STATE_SPACES = {"global", "local", "param", "const", "tex"}
+_TYPE_BYTES = re.compile(r"^[busf](8|16|32|64|128)$|^(b|f)16x2$|^bf16(x2)?$|^e[45]m[23]x[24]$")
+
+
+@dataclass(frozen=True)
+class Classified:
+    event: Event
+    row: Row | None = None
+    size: int = 0  # bytes per lane (accesses)
+    space: int = abi.SPACE_SHARED
+    shape: int = abi.SHAPE_PLAIN
+    address: str | None = None  # the '[..]' operand, without brackets
+    reason: str = ""  # for UNMODELED
+
+    @property
+    def mode(self) -> int:
+        return _ACCESS_MODE[self.event]
+
+    @property
+    def info(self) -> int:
+        return abi.access_info(self.size, self.mode, self.space, self.shape)
+
+
+def _elem_bytes(parts: list[str]) -> int:
+    for p in reversed(parts):
+        m = _TYPE_BYTES.match(p)
+        if m:
+            if m.group(1):
+                return int(m.group(1)) // 8
+            if p.endswith("x2") or p.startswith("e"):
+                return 4
+            return 2
+        if p == "pred":
+            return 1
+    return 4
+
+
+def _space(parts: list[str]) -> int | None:
+    """abi SPACE_* for accesses, or None if the access is not to smem."""
+    for p in parts:
+        if p == "shared" or p == "shared::cta":
+            return abi.SPACE_SHARED
+        if p == "shared::cluster":
+            return abi.SPACE_CLUSTER
+        if p in _STATE_SPACES:
+            return None
+    return abi.SPACE_GENERIC
+
+
+def _access(it: Item, row: Row, shared_symbols: set[str]) -> Classified | None:
+    parts = it.op_parts
+    space = _space(parts[1:])
+    addr = next((o for o in it.operands if o.startswith("[")), None)
+    if addr is None:
+        return None
+    addr = addr[1:-1].strip()
+    if space == abi.SPACE_GENERIC:
+        base = re.split(r"[+\-\s]", addr, maxsplit=1)[0]
+        if not base.startswith("%") and not base[:1].isdigit():
+            # a named variable: shared only if it is declared .shared
+            if base in shared_symbols:
+                space = abi.SPACE_SHARED
+            else:
+                return None
+    if space is None:
+        return None
+    if space == abi.SPACE_CLUSTER:
+        return Classified(Event.UNMODELED, row, reason="distributed shared memory access "
+                          "(.shared::cluster) is not modelled yet")
+    shape = abi.SHAPE_PLAIN
+    if row.prefix in ("ldmatrix", "stmatrix"):
+        num = next((p for p in parts if p in ("x1", "x2", "x4")), "x1")
+        shape = int(num[1])
+        size = 16
+    else:
+        vec = next((int(p[1:]) for p in parts if p in ("v2", "v4", "v8")), 1)
+        size = _elem_bytes(parts) * vec
+    return Classified(row.event, row, size=size, space=space, shape=shape, address=addr)
+
+
+def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
+    parts = it.op_parts
+    if any(p.startswith("shared") for p in parts):
+        return True
+    if parts[0] in ("bar", "barrier", "mbarrier", "membar", "fence", "wgmma", "tcgen05") or \
+            it.opcode.startswith("cp."):
+        return True
+    return any(o.startswith("[") and re.split(r"[+\-\s]", o[1:-1].strip())[0] in shared_symbols
+               for o in it.operands)
+
+
+def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = True
+             ) -> Classified | None:
+    """The model event of one instruction, or None if it is irrelevant."""
+    if not it.is_instruction:
+        return None
+    for row in TABLE:
+        if not row.matches(it.opcode):
+            continue
+        if row.access:
+            return _access(it, row, shared_symbols)
+        if row.event is Event.EXIT and it.opcode.startswith("ret") and not in_entry:
+            return None  # returning from a .func is not leaving the kernel
+        if row.event is Event.ADDRESS:
+            return None
+        if row.event is Event.UNMODELED:
+            return Classified(Event.UNMODELED, row, reason=row.note)
+        return Classified(row.event, row)
+    if _touches_sync_or_smem(it, shared_symbols):
+        return Classified(Event.UNMODELED, None, reason="instruction not in consan's event table")
+    return None

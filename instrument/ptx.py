@@ -1,0 +1,372 @@
+"""PTX module parser that keeps every byte.
+
+The module is split into items (trivia, statements, labels, braces, raw
+section blocks) that partition the input text exactly, so `render()` of an
+unmodified module is the input, and the rewriter only ever *inserts* text
+between items. Statements know their line/column, their predicate, opcode and
+top-level operands; that is all instrumentation needs. Structural errors
+(unbalanced braces, unterminated statements, strings or comments) raise
+`PTXSyntaxError` naming the line and column.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Directives that end at the end of their line (no ';').
+LINE_DIRECTIVES = frozenset(
+    """.version .target .address_size .file .loc .maxnreg .maxntid .reqntid .minnctapersm
+    .maxnctapersm .explicitcluster .reqnctapercluster .maxclusterrank .noreturn .pragma_line
+    .blocksareclusters .abi_preserve .abi_preserve_control""".split()
+)
+# Tokens that begin a function header (`.entry` / `.func`), possibly after linkage.
+LINKAGE = frozenset({".visible", ".extern", ".weak", ".common"})
+
+
+class PTXSyntaxError(ValueError):
+    def __init__(self, msg: str, line: int, col: int, name: str = "<ptx>"):
+        super().__init__(f"{name}:{line}:{col}: {msg}")
+        self.msg, self.line, self.col, self.name = msg, line, col, name
+
+
+@dataclass
+class Item:
+    kind: str  # trivia | stmt | label | open | close | section
+    text: str
+    line: int
+    col: int
+
+    # Filled for statements.
+    pred: str | None = None  # "@%p1" / "@!%p1"
+    opcode: str = ""  # "ld.shared.u32", ".reg", ".loc", ...
+    operands: list[str] = field(default_factory=list)
+
+    @property
+    def is_directive(self) -> bool:
+        return self.kind == "stmt" and self.opcode.startswith(".")
+
+    @property
+    def is_instruction(self) -> bool:
+        return self.kind == "stmt" and not self.opcode.startswith(".")
+
+    @property
+    def op_parts(self) -> list[str]:
+        """Opcode split at dots, e.g. ['ld', 'shared', 'v4', 'f32']."""
+        return self.opcode.split(".")
+
+
+@dataclass
+class Function:
+    name: str
+    is_entry: bool
+    header: Item  # the .entry/.func statement
+    body: list[Item]  # items between its outer braces (exclusive)
+    open_index: int  # index of the outer '{' in Module.items
+    close_index: int
+
+
+@dataclass
+class Module:
+    items: list[Item]
+    name: str = "<ptx>"
+    functions: list[Function] = field(default_factory=list)
+
+    def render(self) -> str:
+        return "".join(i.text for i in self.items)
+
+    def directive(self, opcode: str) -> Item | None:
+        for it in self.items:
+            if it.kind == "stmt" and it.opcode == opcode:
+                return it
+        return None
+
+    @property
+    def version(self) -> tuple[int, int] | None:
+        d = self.directive(".version")
+        if d is None or not d.operands:
+            return None
+        major, _, minor = d.operands[0].partition(".")
+        return int(major), int(minor or 0)
+
+    @property
+    def target(self) -> list[str]:
+        d = self.directive(".target")
+        return [t.strip() for t in d.operands] if d else []
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    @property
+    def kernels(self) -> list[str]:
+        return [f.name for f in self.functions if f.is_entry]
+
+
+_IDENT = re.compile(r"[A-Za-z_$%.][\w$%.]*")
+_LABEL = re.compile(r"[A-Za-z_$%][\w$%.]*\s*:(?!:)")
+
+
+class _Scanner:
+    def __init__(self, text: str, name: str):
+        self.s, self.name, self.n = text, name, len(text)
+        self.pos, self.line, self.col = 0, 1, 1
+        self.items: list[Item] = []
+
+    def err(self, msg: str, line: int | None = None, col: int | None = None):
+        raise PTXSyntaxError(msg, line or self.line, col or self.col, self.name)
+
+    def advance(self, k: int) -> str:
+        chunk = self.s[self.pos : self.pos + k]
+        nl = chunk.count("\n")
+        if nl:
+            self.line += nl
+            self.col = k - chunk.rfind("\n")
+        else:
+            self.col += k
+        self.pos += k
+        return chunk
+
+    def trivia_len(self, p: int, stop_at_newline: bool = False) -> int:
+        """Length of whitespace/comments starting at p."""
+        s, start = self.s, p
+        while p < self.n:
+            c = s[p]
+            if c == "\n" and stop_at_newline:
+                break
+            if c in " \t\r\n\f\v":
+                p += 1
+            elif s.startswith("//", p):
+                e = s.find("\n", p)
+                p = self.n if e < 0 else e
+            elif s.startswith("/*", p):
+                e = s.find("*/", p + 2)
+                if e < 0:
+                    line, col = self._pos_of(p)
+                    self.err("unterminated /* comment", line, col)
+                p = e + 2
+            else:
+                break
+        return p - start
+
+    def _pos_of(self, p: int) -> tuple[int, int]:
+        line = self.s.count("\n", 0, p) + 1
+        return line, p - (self.s.rfind("\n", 0, p) + 1) + 1
+
+    def emit(self, kind: str, length: int, **kw) -> Item:
+        line, col = self.line, self.col
+        it = Item(kind, self.advance(length), line, col, **kw)
+        self.items.append(it)
+        return it
+
+    # A statement runs to ';' at depth 0; directive headers may end at '{'
+    # or at a newline (line directives, or a function header followed by a
+    # performance directive).
+    def statement_len(self, p: int) -> int:
+        s, start = self.s, p
+        first = _IDENT.match(s, p)
+        head = first.group(0) if first else ""
+        line_directive = head in LINE_DIRECTIVES
+        is_header = head in (".entry", ".func", ".section") or head in LINKAGE
+        depth_paren = depth_brace = depth_brack = 0
+        while p < self.n:
+            c = s[p]
+            if c == '"':
+                e = p + 1
+                while e < self.n and s[e] != '"':
+                    if s[e] == "\n":
+                        break
+                    e += 2 if s[e] == "\\" else 1
+                if e >= self.n or s[e] != '"':
+                    line, col = self._pos_of(p)
+                    self.err("unterminated string", line, col)
+                p = e + 1
+                continue
+            if s.startswith("//", p) or s.startswith("/*", p):
+                if line_directive and s.startswith("//", p):
+                    return p - start
+                p += self.trivia_len(p, stop_at_newline=True) or 1
+                continue
+            if c == "\n":
+                if line_directive:
+                    return p - start
+                if is_header and depth_paren == 0 and self._header_ends_here(p):
+                    return p - start
+            elif c == "(":
+                depth_paren += 1
+            elif c == ")":
+                depth_paren -= 1
+            elif c == "[":
+                depth_brack += 1
+            elif c == "]":
+                depth_brack -= 1
+            elif c == "{":
+                if is_header and depth_paren == 0:
+                    return p - start  # body / section block follows
+                depth_brace += 1
+            elif c == "}":
+                if depth_brace == 0:
+                    line, col = self._pos_of(start)
+                    self.err("statement not terminated by ';' before '}'", line, col)
+                depth_brace -= 1
+            elif c == ";" and depth_paren == depth_brace == depth_brack == 0:
+                return p + 1 - start
+            p += 1
+        if line_directive:
+            return p - start
+        line, col = self._pos_of(start)
+        self.err("statement not terminated by ';' at end of input", line, col)
+        return 0
+
+    def _header_ends_here(self, p: int) -> bool:
+        q = p + self.trivia_len(p)
+        m = _IDENT.match(self.s, q)
+        return bool(m and m.group(0) in LINE_DIRECTIVES) or q >= self.n
+
+    def section_block_len(self, p: int) -> int:
+        """Length of a raw `{ ... }` section body starting at '{'."""
+        depth, q = 0, p
+        while q < self.n:
+            c = self.s[q]
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    return q + 1 - p
+            elif c == '"':
+                q = self.s.find('"', q + 1)
+                if q < 0:
+                    break
+            q += 1
+        line, col = self._pos_of(p)
+        self.err("unterminated section block", line, col)
+        return 0
+
+    def run(self) -> list[Item]:
+        s = self.s
+        pending_section = False
+        while self.pos < self.n:
+            t = self.trivia_len(self.pos)
+            if t:
+                self.emit("trivia", t)
+                continue
+            c = s[self.pos]
+            if c == "{":
+                if pending_section:
+                    self.emit("section", self.section_block_len(self.pos))
+                    pending_section = False
+                else:
+                    self.emit("open", 1)
+                continue
+            if c == "}":
+                self.emit("close", 1)
+                continue
+            m = _LABEL.match(s, self.pos)
+            if m and not s.startswith(".", self.pos):
+                self.emit("label", m.end() - self.pos)
+                continue
+            if not (c.isalnum() or c in "._@$%"):
+                self.err(f"unexpected character {c!r}")
+            length = self.statement_len(self.pos)
+            it = self.emit("stmt", length)
+            _fill_statement(it)
+            pending_section = it.opcode == ".section"
+        return self.items
+
+
+_PRED = re.compile(r"@!?[%\w$.]+\s*")
+
+
+def _fill_statement(it: Item) -> None:
+    text = it.text.rstrip(";").strip()
+    m = _PRED.match(text)
+    if m:
+        it.pred = m.group(0).strip()
+        text = text[m.end() :]
+    head = re.match(r"[^\s({\[,]+", text)
+    if head is None:
+        raise PTXSyntaxError("statement without an opcode", it.line, it.col)
+    op = head.group(0)
+    rest = text[head.end() :]
+    # Linkage/attribute words before .entry/.func/.global belong to the opcode.
+    while op in LINKAGE:
+        nxt = re.match(r"\s*([^\s({\[,]+)", rest)
+        if not nxt:
+            break
+        op = nxt.group(1)
+        rest = rest[nxt.end() :]
+    it.opcode = op
+    it.operands = split_operands(rest)
+
+
+def split_operands(text: str) -> list[str]:
+    """Split at top-level commas, keeping `{..}`, `[..]` and `(..)` together."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    last = "".join(cur).strip()
+    if last or out:
+        out.append(last)
+    return out
+
+
+def _function_name(header: Item) -> tuple[str, bool] | None:
+    if header.opcode not in (".entry", ".func"):
+        return None
+    text = header.text
+    i = text.find(header.opcode) + len(header.opcode)
+    rest = text[i:].strip()
+    if rest.startswith("("):  # .func (.param .b32 ret) name (...)
+        depth = 0
+        for j, ch in enumerate(rest):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0:
+                rest = rest[j + 1 :].strip()
+                break
+    m = re.match(r"[A-Za-z_$%][\w$%.]*", rest)
+    return (m.group(0), header.opcode == ".entry") if m else None
+
+
+def parse(text: str, name: str = "<ptx>") -> Module:
+    items = _Scanner(text, name).run()
+    mod = Module(items=items, name=name)
+    # Match braces; find function bodies.
+    stack: list[int] = []
+    last_header: tuple[Item, str, bool] | None = None
+    header_waiting = False
+    for idx, it in enumerate(items):
+        if it.kind == "stmt":
+            fn = _function_name(it) if not stack else None
+            if fn is not None and not it.text.rstrip().endswith(";"):
+                last_header = (it, *fn)
+                header_waiting = True
+            elif it.opcode not in LINE_DIRECTIVES:
+                header_waiting = False if not stack else header_waiting
+        elif it.kind == "open":
+            stack.append(idx)
+        elif it.kind == "close":
+            if not stack:
+                raise PTXSyntaxError("'}' without a matching '{'", it.line, it.col, name)
+            open_idx = stack.pop()
+            if not stack and header_waiting and last_header is not None:
+                header, fname, is_entry = last_header
+                mod.functions.append(
+                    Function(fname, is_entry, header, items[open_idx + 1 : idx], open_idx, idx)
+                )
+                header_waiting = False
+    if stack:
+        it = items[stack[-1]]
+        raise PTXSyntaxError("'{' is never closed", it.line, it.col, name)
+    return mod

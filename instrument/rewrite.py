@@ -1,0 +1,326 @@
+"""Insert probe calls into a parsed PTX module and build its site table.
+
+Every instruction the event table classifies as probed gets a call into the
+device checker placed right before it (and, for synchronising barriers,
+right after it too), predicated like the instruction itself. Each entry
+claims its CTA's shadow slot first and releases it at every `ret`/`exit`.
+Unmodelled instructions that touch shared memory or synchronise are listed
+in `Instrumented.unmodeled`, with their line and the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import abi
+from .events import Classified, Event, classify
+from .ptx import Function, Item, Module, PTXSyntaxError, parse
+from .sites import SiteTable, SourceLoc
+
+REG_ADDR = "%__cs_a"
+REG_TOKEN = "%__cs_tok"
+
+
+@dataclass(frozen=True)
+class Unmodeled:
+    line: int
+    col: int
+    kernel: str
+    text: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.text}  ({self.reason})"
+
+
+@dataclass
+class Instrumented:
+    ptx: str
+    sites: SiteTable
+    kernels: list[str]
+    unmodeled: list[Unmodeled] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)  # Event value -> number of sites
+
+
+class InstrumentError(ValueError):
+    """The PTX cannot be instrumented (the message says where and why)."""
+
+
+# ---------------------------------------------------------------- debug info
+
+_FILE = re.compile(r'(\d+)\s+"((?:[^"\\]|\\.)*)"')
+_DEMANGLED = re.compile(r"_Z(?:N\d*)?(\d+)")
+
+
+def _files(mod: Module) -> dict[int, str]:
+    out = {}
+    for it in mod.items:
+        if it.kind == "stmt" and it.opcode == ".file" and it.operands:
+            m = _FILE.match(it.operands[0].strip())
+            if m:
+                out[int(m.group(1))] = m.group(2)
+    return out
+
+
+def _debug_strings(mod: Module) -> dict[str, str]:
+    """Labels of .debug_str to their strings (inlined function names)."""
+    out: dict[str, str] = {}
+    for i, it in enumerate(mod.items):
+        if it.kind != "section" or i == 0:
+            continue
+        hdr = next((p for p in reversed(mod.items[:i]) if p.kind == "stmt"), None)
+        if hdr is None or ".debug_str" not in hdr.text:
+            continue
+        for m in re.finditer(r"([\w$]+):\s*((?:\.b8\s+[\d,\s]+)+)", it.text):
+            nums = [int(x) for x in re.findall(r"\d+", re.sub(r"\.b8", "", m.group(2)))]
+            out[m.group(1)] = bytes(nums).split(b"\0")[0].decode("utf-8", "replace")
+    return out
+
+
+def demangle(name: str) -> str:
+    """Best-effort short name of an Itanium-mangled function (no dependency)."""
+    m = _DEMANGLED.match(name)
+    if not m:
+        return name
+    n, start = int(m.group(1)), m.end()
+    return name[start : start + n] or name
+
+
+def _parse_loc(it: Item, files: dict[int, str], strings: dict[str, str]
+               ) -> tuple[SourceLoc, tuple[SourceLoc, ...]] | None:
+    ops = it.operands
+    nums = ops[0].split() if ops else []
+    if len(nums) < 2:
+        return None
+    fno, line = int(nums[0]), int(nums[1])
+    col = int(nums[2]) if len(nums) > 2 else 0
+    if line == 0:
+        return None
+    fn, chain = None, ()
+    for extra in ops[1:]:
+        words = extra.split()
+        if words[:1] == ["function_name"] and len(words) > 1:
+            fn = demangle(strings.get(words[1], words[1]))
+        elif words[:1] == ["inlined_at"] and len(words) >= 3:
+            f2 = files.get(int(words[1]), f"file{words[1]}")
+            chain = (SourceLoc(f2, int(words[2]), int(words[3]) if len(words) > 3 else 0),)
+    return SourceLoc(files.get(fno, f"file{fno}"), line, col, fn), chain
+
+
+# ---------------------------------------------------------------- registers
+
+_REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+(.*)")
+
+
+def _register_widths(fn: Function) -> dict[str, int]:
+    widths: dict[str, int] = {}
+    for it in [fn.header, *fn.body]:
+        if it.kind != "stmt" or it.opcode != ".reg":
+            continue
+        m = _REG_DECL.match(it.text.strip().rstrip(";"))
+        if not m:
+            continue
+        ty = m.group(1)
+        bits = int(re.sub(r"\D", "", ty) or 32) if ty != "pred" else 1
+        for name in m.group(2).split(","):
+            widths[name.strip().split("<")[0]] = bits
+    # .param registers in the header are not addressable registers; ignore.
+    return widths
+
+
+def _width(reg: str, widths: dict[str, int]) -> int | None:
+    if reg in widths:
+        return widths[reg]
+    return widths.get(re.sub(r"\d+$", "", reg))
+
+
+_ADDR = re.compile(r"^([^\s+\-]+)\s*(?:\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+)))?$")
+
+
+def _address_code(addr: str, widths: dict[str, int], where: Item) -> list[str]:
+    """PTX computing the 64-bit address operand into REG_ADDR."""
+    m = _ADDR.match(addr.strip())
+    if not m:
+        raise InstrumentError(f"line {where.line}:{where.col}: cannot parse address "
+                              f"operand [{addr}] of `{where.text.strip()}`")
+    base, off = m.group(1), (m.group(2) or "0").replace(" ", "")
+    offset = int(off, 0)
+    if base.startswith("%"):
+        w = _width(base, widths)
+        if w is None:
+            raise InstrumentError(f"line {where.line}:{where.col}: register {base} in "
+                                  f"`{where.text.strip()}` is not declared")
+        first = f"cvt.u64.u32 {REG_ADDR}, {base};" if w == 32 else f"mov.b64 {REG_ADDR}, {base};"
+    elif re.match(r"^(0[xX][0-9a-fA-F]+|\d+)$", base):
+        first = f"mov.b64 {REG_ADDR}, {int(base, 0) + offset};"
+        return [first]
+    else:
+        first = f"mov.u64 {REG_ADDR}, {base};"
+    code = [first]
+    if offset:
+        code.append(f"add.s64 {REG_ADDR}, {REG_ADDR}, {offset};")
+    return code
+
+
+# ---------------------------------------------------------------- probe text
+
+def _call(pred: str | None, func: str, args: list[tuple[str, str]], ret: bool = False,
+          pre: list[str] = (), comment: str = "") -> str:
+    """A scoped call: declare params, store args, call, optionally read the result."""
+    lines = [f"{{ // consan {comment}".rstrip()]
+    names = []
+    for i, (ty, _val) in enumerate(args):
+        lines.append(f".param {ty} __cs_p{i};")
+        names.append(f"__cs_p{i}")
+    if ret:
+        lines.append(".param .b32 __cs_r;")
+    lines += list(pre)
+    for i, (ty, val) in enumerate(args):
+        lines.append(f"st.param{ty} [__cs_p{i}], {val};")
+    p = f"{pred} " if pred else ""
+    arglist = f", ({', '.join(names)})" if names else ""
+    retpart = "(__cs_r), " if ret else ""
+    lines.append(f"{p}call {retpart}{func}{arglist};")
+    if ret:
+        lines.append(f"ld.param.b32 {REG_TOKEN}, [__cs_r];")
+    lines.append("}")
+    return "\n\t".join(lines)
+
+
+def _externs() -> str:
+    out = []
+    for name, (params, ret) in abi.PROBE_PROTOTYPES.items():
+        plist = ", ".join(f".param {t} __cs_a{i}" for i, t in enumerate(params))
+        r = f"(.param {ret} __cs_ret) " if ret else ""
+        out.append(f".extern .func {r}{name} ({plist});" if params else
+                   f".extern .func {r}{name} ();")
+    return "\n// consan probes\n" + "\n".join(out) + "\n"
+
+
+def _bar_operands(it: Item, event: Event) -> tuple[str, str]:
+    ops = it.operands
+    if event is Event.BAR_RED:  # d, a{, b}, {!}c
+        a = ops[1]
+        b = ops[2] if len(ops) == 4 else "0"
+    else:
+        a = ops[0] if ops else "0"
+        b = ops[1] if len(ops) > 1 else "0"
+    return a, b
+
+
+# ---------------------------------------------------------------- rewriting
+
+def _shared_symbols(mod: Module) -> set[str]:
+    syms = set()
+    for it in mod.items:
+        if it.kind == "stmt" and it.opcode == ".shared":
+            m = re.search(r"([A-Za-z_$][\w$]*)\s*(\[[^\]]*\])?\s*;?\s*$", it.text.strip())
+            if m:
+                syms.add(m.group(1))
+    return syms
+
+
+def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
+    mod = ptx if isinstance(ptx, Module) else parse(ptx, name)
+    if not mod.functions:
+        raise InstrumentError(f"{mod.name}: no .entry or .func bodies in this PTX")
+    files = _files(mod)
+    strings = _debug_strings(mod)
+    shared = _shared_symbols(mod)
+    table = SiteTable(ptx_name=mod.name)
+    before: dict[int, str] = {}
+    after: dict[int, str] = {}
+    unmodeled: list[Unmodeled] = []
+    counts: Counter = Counter()
+    index_of = {id(it): i for i, it in enumerate(mod.items)}
+
+    for fn in mod.functions:
+        widths = _register_widths(fn)
+        loc: tuple[SourceLoc, tuple[SourceLoc, ...]] | None = None
+        probes = 0
+        first_code: int | None = None
+        depth = 0
+        for it in fn.body:
+            idx = index_of[id(it)]
+            if it.kind == "open":
+                depth += 1
+            elif it.kind == "close":
+                depth -= 1
+            if first_code is None and depth == 0 and (it.kind == "label" or it.is_instruction):
+                first_code = idx
+            if it.kind == "stmt" and it.opcode == ".loc":
+                loc = _parse_loc(it, files, strings)
+                continue
+            c = classify(it, shared, in_entry=fn.is_entry)
+            if c is None:
+                continue
+            counts[c.event.value] += 1
+            if c.event is Event.UNMODELED:
+                unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason))
+                continue
+            if not c.event.probed:
+                continue
+            site = table.add(kernel=fn.name, event=c.event.value, ptx_line=it.line,
+                             ptx_text=it.text.strip(), size=c.size,
+                             loc=loc[0] if loc else None, inlined_at=loc[1] if loc else ())
+            probes += 1
+            before[idx], after_text = _probe(it, c, site.id, widths)
+            if after_text:
+                after[idx] = after_text
+        if fn.is_entry:
+            if first_code is None:
+                first_code = fn.close_index
+            before[first_code] = f"call {abi.PROBE_CTA_BEGIN};\n\t" + before.get(first_code, "")
+        if probes or fn.is_entry:
+            after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR};\n\t.reg .b32 {REG_TOKEN};"
+                                    + after.get(fn.open_index, ""))
+
+    # Declare the probes right after the module header.
+    hdr = mod.directive(".address_size") or mod.directive(".target")
+    if hdr is None:
+        raise InstrumentError(f"{mod.name}: no .target directive; is this PTX?")
+    hidx = index_of[id(hdr)]
+    after[hidx] = after.get(hidx, "") + "\n" + _externs()
+
+    out = []
+    for i, it in enumerate(mod.items):
+        if i in before:
+            out.append(before[i])
+        out.append(it.text)
+        if i in after:
+            out.append(after[i])
+    return Instrumented("".join(out), table, mod.kernels, unmodeled, counts)
+
+
+def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[str, str]:
+    """(text before, text after) the instruction."""
+    pred = it.pred
+    ev = c.event
+    if ev in (Event.READ, Event.WRITE, Event.ATOMIC):
+        code = _address_code(c.address or "", widths, it)
+        call = _call(pred, abi.PROBE_ACCESS,
+                     [(".b64", REG_ADDR), (".b32", str(site)), (".b32", str(c.info))],
+                     pre=code, comment=f"site {site}")
+        return call + "\n\t", ""
+    if ev in (Event.BAR_SYNC, Event.BAR_ARRIVE, Event.BAR_RED):
+        a, b = _bar_operands(it, ev)
+        mode = {Event.BAR_SYNC: abi.BAR_SYNC, Event.BAR_ARRIVE: abi.BAR_ARRIVE,
+                Event.BAR_RED: abi.BAR_RED}[ev]
+        arrive = _call(pred, abi.PROBE_BAR_ARRIVE,
+                       [(".b32", a), (".b32", b), (".b32", str(site)), (".b32", str(mode))],
+                       ret=True, comment=f"site {site}")
+        if ev is Event.BAR_ARRIVE:
+            return arrive + "\n\t", ""
+        wait = _call(pred, abi.PROBE_BAR_WAIT,
+                     [(".b32", REG_TOKEN), (".b32", a), (".b32", str(site))],
+                     comment=f"site {site}")
+        return arrive + "\n\t", "\n\t" + wait
+    if ev is Event.EXIT:
+        return _call(pred, abi.PROBE_THREAD_EXIT, [(".b32", str(site))],
+                     comment=f"site {site}") + "\n\t", ""
+    raise AssertionError(ev)
+
+
+__all__ = ["instrument", "Instrumented", "Unmodeled", "InstrumentError", "PTXSyntaxError"]

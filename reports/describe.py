@@ -1,0 +1,129 @@
+"""Plain-text pieces of a finding: compact numbers, locations and the two sentences.
+
+Shared by the terminal renderer and the JSON export so both say the same
+thing in the same words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from instrument import abi
+from instrument.sites import Site
+
+from . import templates
+from .finding import Finding
+
+MAX_CTAS_SHOWN = 4
+MAX_RANGES_SHOWN = 4
+
+
+def compact_ints(values: Iterable[int]) -> str:
+    """Sorted runs as ranges: {0,1,2,3,7} -> "0-3, 7"."""
+    runs: list[list[int]] = []
+    for v in sorted(set(values)):
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def lanes_text(mask: int) -> str:
+    return "lanes " + compact_ints(i for i in range(32) if mask >> i & 1)
+
+
+def who(threads: Iterable[int], lanes: int = 0) -> str:
+    """Logical threads in words: warps are < MAX_WARPS, the async agents above them."""
+    threads = set(threads)
+    warps = {t for t in threads if t < abi.MAX_WARPS}
+    agents = threads - warps
+    parts = []
+    if warps:
+        parts.append(("warp " if len(warps) == 1 else "warps ") + compact_ints(warps))
+    if agents:
+        parts.append(("async agent " if len(agents) == 1 else "async agents ")
+                     + compact_ints(agents))
+    if not parts:
+        return "an unknown warp"
+    text = " and ".join(parts)
+    return f"{text} ({lanes_text(lanes)})" if lanes else text
+
+
+def bytes_text(ranges: list[tuple[int, int]]) -> str:
+    """Merged smem ranges as hex offsets, the first few then a count."""
+    if not ranges:
+        return "unknown shared bytes"
+    shown = ", ".join(f"smem[{lo:#x}..{hi:#x})" for lo, hi in ranges[:MAX_RANGES_SHOWN])
+    more = len(ranges) - MAX_RANGES_SHOWN
+    return shown + (f" and {more} more ranges" if more > 0 else "")
+
+
+def cta_text(ctas: list[tuple[int, int, int]]) -> str:
+    shown = ", ".join("({},{},{})".format(*c) for c in ctas[:MAX_CTAS_SHOWN])
+    more = len(ctas) - MAX_CTAS_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def where(site: Site | None) -> str:
+    """Short location for sentences: file:line, else the PTX line."""
+    if site is None:
+        return "an unknown site"
+    if site.loc is not None:
+        return f"{site.loc.file}:{site.loc.line}"
+    return f"PTX line {site.ptx_line}"
+
+
+def roles(kind: str) -> tuple[str, str | None]:
+    return templates.ROLES.get(kind, templates.DEFAULT_ROLES)
+
+
+def _field(f: Finding, name: str, as_offset: bool = False) -> str:
+    values = sorted({getattr(r, name) for r in f.records})
+    if not values:
+        return "?"
+    if as_offset:
+        return ", ".join(f"smem[{v:#x}]" for v in values[:MAX_RANGES_SHOWN])
+    return compact_ints(values)
+
+
+def fields(f: Finding) -> dict[str, str]:
+    """Values for the template placeholders of `reports.templates`."""
+    return {
+        "kind": f.kind,
+        "cur": where(f.site),
+        "prev": where(f.prev_site),
+        "cur_who": who(f.warps, f.lanes),
+        "prev_who": who(f.prev_warps),
+        "bytes": bytes_text(f.byte_ranges),
+        "barrier": _field(f, "barrier"),
+        "mbar": _field(f, "barrier", as_offset=True),
+        "phase": _field(f, "phase"),
+        "count": _field(f, "count"),
+    }
+
+
+def what_happened(f: Finding) -> str:
+    """Which warp did what where, or why that is unknown."""
+    if not f.records:
+        return (f"{f.occurrences} occurrences were counted but none was stored, "
+                "so the warps and bytes involved are unknown.")
+    text = templates.WHAT.get(f.kind, templates.DEFAULT_WHAT).format(**fields(f))
+    return text[0].upper() + text[1:]
+
+
+def fix(f: Finding) -> str:
+    """The one sentence naming the missing synchronisation and how to add it."""
+    if not f.is_violation:
+        return templates.NOTES.get(f.kind, templates.DEFAULT_NOTE)
+    return templates.FIX.get(f.kind, templates.DEFAULT_FIX).format(**fields(f))
+
+
+def occurrence_text(f: Finding) -> str:
+    n = f.occurrences
+    occ = f"{n} occurrence" + ("" if n == 1 else "s")
+    if not f.records:
+        return f"{occ}, none stored"
+    ctas = len(f.ctas)
+    cta = f"{ctas} CTA" + ("" if ctas == 1 else "s")
+    return f"{occ} in {'at least ' if f.not_stored else ''}{cta}"

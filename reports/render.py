@@ -1,0 +1,199 @@
+"""The human report: findings with source context, sentences and a summary, via rich.
+
+Everything is built from rich `Text` objects (never markup strings), so source
+text such as `smem[tid]` is printed as written. Colour is decided by the
+console: `Report.__str__` renders to a plain one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from rich.console import Console, RenderableType
+from rich.padding import Padding
+from rich.text import Text
+
+from instrument.sites import Site
+
+from . import describe
+from .finding import Finding
+from .source import SourceLines
+
+if TYPE_CHECKING:
+    from .report import Report
+
+INDENT = 2
+CODE_INDENT = 4
+TAB = 4
+
+
+def _para(text: Text, indent: int = INDENT) -> Padding:
+    """A wrapped paragraph whose continuation lines keep the indent."""
+    return Padding(text, (0, 0, 0, indent), expand=False)
+
+
+def _line(*parts: tuple[str, str] | str) -> Text:
+    """One unwrapped line; long source lines are cut with an ellipsis instead of wrapping."""
+    text = Text.assemble(*parts)
+    text.no_wrap = True
+    text.overflow = "ellipsis"
+    return text
+
+
+def _source_lines(site: Site, src: SourceLines) -> list[Text] | None:
+    loc = site.loc
+    ctx = src.context(loc.file, loc.line) if loc is not None else None
+    if loc is None or ctx is None:
+        return None
+    width = len(str(ctx[-1][0]))
+    out = []
+    for n, raw in ctx:
+        code = raw.expandtabs(TAB)
+        if n == loc.line:
+            out.append(_line(("  > ", "bold red"), (f"{n:>{width}} | ", "dim"),
+                             (code, "bold yellow")))
+            if 0 < loc.col <= len(raw) + 1:
+                caret = len(raw[: loc.col - 1].expandtabs(TAB))
+                out.append(_line(" " * CODE_INDENT, (f"{'':>{width}} | ", "dim"),
+                                 (" " * caret + "^", "bold red")))
+        else:
+            out.append(_line(" " * CODE_INDENT, (f"{n:>{width}} | ", "dim"), (code, "dim")))
+    return out
+
+
+def _ptx_line(site: Site, ptx_name: str, marked: bool) -> Text:
+    lead = ("  > ", "bold red") if marked else " " * CODE_INDENT
+    style = "bold yellow" if marked else "dim"
+    return _line(lead, (f"{ptx_name}:{site.ptx_line} | ", "dim"), (site.ptx_text.strip(), style))
+
+
+def site_block(role: str, site: Site | None, src: SourceLines, ptx_name: str,
+               same_as: Site | None = None) -> list[RenderableType]:
+    """Role, location, source context (or the PTX instruction) and the inline chain of a site."""
+    head = Text(" " * INDENT)
+    head.append(role, style="bold cyan")
+    head.append("  ")
+    if site is None:
+        head.append("unknown site", style="bold")
+        return [head]
+    if same_as is not None and same_as.id == site.id:
+        head.append(f"the same instruction ({site.where()}), by another warp", style="bold")
+        return [head]
+    head.append(site.where() if site.loc is not None else f"{ptx_name}:{site.ptx_line}",
+                style="bold")
+    if site.loc is not None and site.loc.function:
+        head.append(f" in {site.loc.function}")
+    out: list[RenderableType] = [head]
+    code = _source_lines(site, src)
+    if code is None:
+        if site.loc is not None:
+            out.append(Text(f"{' ' * CODE_INDENT}(source of {site.loc.file} not available; "
+                            "PTX instruction:)", style="dim"))
+        out.append(_ptx_line(site, ptx_name, marked=True))
+    else:
+        out.extend(code)
+        out.append(_ptx_line(site, ptx_name, marked=False))
+    for loc in site.inlined_at:
+        fn = f" (in {loc.function})" if loc.function else ""
+        out.append(Text(f"{' ' * CODE_INDENT}inlined from {loc.file}:{loc.line}{fn}", style="dim"))
+    return out
+
+
+def finding_block(f: Finding, src: SourceLines, ptx_name: str) -> list[RenderableType]:
+    """Everything the report says about one finding."""
+    head = Text()
+    head.append(f.kind, style="bold red")
+    head.append(f"  {f.title}", style="bold")
+    head.append(f"  ({describe.occurrence_text(f)})", style="dim")
+    cur_role, prev_role = describe.roles(f.kind)
+    out: list[RenderableType] = [head]
+    out += site_block(cur_role, f.site, src, ptx_name)
+    if f.prev_site is not None:
+        out += site_block(prev_role or "earlier site", f.prev_site, src, ptx_name,
+                          same_as=f.site)
+    out.append(_para(Text(describe.what_happened(f))))
+    fix = Text()
+    fix.append("fix: ", style="bold green")
+    fix.append(describe.fix(f), style="green")
+    out.append(_para(fix))
+    out.extend(_para(Text(line, style="dim")) for line in _extent_lines(f))
+    return out
+
+
+def _extent_lines(f: Finding) -> list[str]:
+    lines = []
+    if f.ctas:
+        cta = "CTA " if len(f.ctas) == 1 else "CTAs "
+        ranks = {r.cluster_rank for r in f.records}
+        rank = f"; cluster ranks {describe.compact_ints(ranks)}" if ranks - {0} else ""
+        lines.append(cta + describe.cta_text(f.ctas) + rank)
+    if f.not_stored and f.records:
+        n = len(f.records)
+        lines.append(f"{f.not_stored} of {f.occurrences} occurrences not stored; the details "
+                     f"above come from the {n} stored record{'' if n == 1 else 's'}.")
+    return lines
+
+
+def note_block(f: Finding) -> Text:
+    """A tool note in one dim paragraph: it says what was not checked, not what is wrong."""
+    text = Text(style="dim")
+    text.append(f.kind, style="bold")
+    text.append(f"  {f.title}  ({describe.occurrence_text(f)}) at {describe.where(f.site)}: ")
+    text.append(describe.fix(f))
+    return text
+
+
+def _launch_text(launch: dict | None) -> str:
+    if not launch:
+        return ""
+    def dims(v) -> str:
+        return "(" + ",".join(str(x) for x in v) + ")" if isinstance(v, (tuple, list)) else str(v)
+    parts = [f"{k}={dims(launch[k])}" for k in ("grid", "block") if launch.get(k) is not None]
+    if launch.get("shared_mem"):
+        parts.append(f"shared_mem={launch['shared_mem']}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def summary(report: Report) -> str:
+    """The one-line verdict that ends every report."""
+    kernel = report.kernel
+    if report.ok:
+        return f"consan: no violations in kernel {kernel}{_launch_text(report.launch)}"
+    stored = "all records stored" if not report.dropped else f"{report.dropped} records not stored"
+    occ = f"{report.occurrences} occurrence" + ("" if report.occurrences == 1 else "s")
+    if not report.findings:
+        return (f"consan: {occ} of violations in kernel {kernel}, but their records were not "
+                f"stored ({stored}): kinds and sites unknown")
+    counts = Counter(f.kind for f in report.findings)
+    by_kind = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    n = len(report.findings)
+    return (f"consan: {n} finding{'' if n == 1 else 's'} ({by_kind}) in kernel {kernel}; "
+            f"{occ}; {stored}")
+
+
+def render_report(report: Report, console: Console) -> None:
+    src = SourceLines(report.sites.sources if report.sites is not None else None)
+    ptx_name = report.sites.ptx_name if report.sites is not None else "<ptx>"
+    for f in report.findings:
+        for part in finding_block(f, src, ptx_name):
+            console.print(part)
+        console.print()
+    if report.unattributed and report.findings:
+        console.print(Text(f"{report.unattributed} more occurrences were counted without a "
+                           "key-table entry or stored record: their kinds and sites are unknown.",
+                           style="yellow"))
+    if report.notes:
+        console.print(Text("consan notes", style="dim bold"))
+        for note in report.notes:
+            console.print(_para(note_block(note)))
+        console.print()
+    style = "bold green" if report.ok else "bold red"
+    console.print(Text(summary(report), style=style))
+
+
+def plain_console(file) -> Console:
+    """A console that writes plain text, 100 columns, whatever the environment says."""
+    return Console(file=file, width=100, color_system=None, force_terminal=False,
+                   force_jupyter=False, no_color=True, highlight=False, markup=False,
+                   emoji=False, soft_wrap=False, legacy_windows=False)

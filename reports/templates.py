@@ -1,0 +1,109 @@
+"""Per-kind wording: site roles, what-happened sentences and fix sentences.
+
+Every word a report uses about a kind lives in these tables, so refining the
+advice for a kind is an edit to one row. Placeholders, filled by
+`reports.describe`:
+
+    {cur} {prev}          short source location (file:line) of the current / earlier site
+    {cur_who} {prev_who}  "warp 5 (lanes 0-31)", "warps 0-3, 7", "async agent 33"
+    {bytes}               merged smem byte ranges, "smem[0x100..0x180)"
+    {barrier}             barrier id(s) as recorded, {mbar} the same as smem offsets
+    {phase} {count}       phase / generation and pending count (or bytes) as recorded
+"""
+
+from __future__ import annotations
+
+# kind -> (role of the current site, role of the earlier site or None)
+ROLES: dict[str, tuple[str, str | None]] = {
+    "race.raw": ("read", "earlier write"),
+    "race.war": ("write", "earlier read"),
+    "race.waw": ("write", "earlier write"),
+    "async.pending-write": ("access", "async copy"),
+    "async.pending-read": ("write", "async read"),
+    "proxy.missing-fence": ("async-proxy use", "generic-proxy write"),
+    "uninit.read": ("read", None),
+    "mbarrier.uninit": ("mbarrier use", "inval"),
+    "mbarrier.reinit": ("init", "earlier init"),
+    "mbarrier.underflow": ("arrive", "earlier arrive"),
+    "mbarrier.data-access": ("access", "mbarrier init"),
+    "deadlock": ("wait", "last arrive"),
+}
+DEFAULT_ROLES: tuple[str, str | None] = ("site", "earlier site")
+
+# kind -> one sentence saying which warp did what, where.
+WHAT: dict[str, str] = {
+    "race.raw": "{prev_who} wrote {bytes} at {prev}; {cur_who} read it at {cur}.",
+    "race.war": "{prev_who} read {bytes} at {prev}; {cur_who} overwrote it at {cur}.",
+    "race.waw": "{prev_who} wrote {bytes} at {prev}; {cur_who} wrote it again at {cur}.",
+    "async.pending-write": "{prev_who} issued an async copy into {bytes} at {prev}; "
+                           "{cur_who} accessed those bytes at {cur} before it was known complete.",
+    "async.pending-read": "{prev_who} issued an async read of {bytes} at {prev}; "
+                          "{cur_who} wrote those bytes at {cur} while it may still be reading.",
+    "proxy.missing-fence": "{prev_who} wrote {bytes} at {prev} through the generic proxy; "
+                           "{cur_who} handed them to the async proxy at {cur}.",
+    "uninit.read": "{cur_who} read {bytes} at {cur}, "
+                   "but nothing in the CTA wrote these bytes since launch.",
+    "mbarrier.uninit": "{cur_who} used the mbarrier at {mbar} at {cur} "
+                       "while it was not initialised.",
+    "mbarrier.reinit": "{cur_who} initialised the mbarrier at {mbar} at {cur} "
+                       "while it was still live (phase {phase}).",
+    "mbarrier.underflow": "{cur_who} arrived on the mbarrier at {mbar} at {cur} in phase {phase}, "
+                          "taking its pending count below zero (count {count}).",
+    "mbarrier.data-access": "{cur_who} accessed {bytes} at {cur}: "
+                            "the bytes of the live mbarrier at {mbar}.",
+    "deadlock": "{cur_who} waits at {cur} on barrier {barrier} phase {phase} "
+                "with {count} arrivals (or bytes) still missing, and no live warp can supply them.",
+}
+DEFAULT_WHAT = "{cur_who} at {cur}."
+
+# kind -> exactly one sentence naming the missing synchronisation and the fix.
+FIX: dict[str, str] = {
+    "race.raw": "No barrier orders the write at {prev} before the read at {cur}: "
+                "a __syncthreads() (bar.sync) between them, reached by both warps, "
+                "would order them.",
+    "race.war": "No barrier orders the read at {prev} before the write at {cur}: the read must "
+                "finish before the overwrite, so a barrier after the read at {prev} and before "
+                "the write at {cur}, reached by both warps, would order them.",
+    "race.waw": "No barrier orders the write at {prev} before the write at {cur}: "
+                "a __syncthreads() (bar.sync) between them, reached by both warps, "
+                "would order them (or let only one warp write these bytes).",
+    "async.pending-write": "The access at {cur} does not wait for the async copy issued at "
+                           "{prev}: wait for it first (cp.async.wait_group / wait_all for "
+                           "cp.async, the mbarrier phase for bulk / TMA copies), then a barrier "
+                           "if other warps touch these bytes.",
+    "async.pending-read": "The write at {cur} does not wait for the async read issued at {prev}: "
+                          "wait for it first (cp.async.bulk.wait_group.read for bulk / TMA "
+                          "stores, wgmma.wait_group for wgmma operands) before overwriting.",
+    "proxy.missing-fence": "No fence.proxy.async orders the generic-proxy write at {prev} before "
+                           "the async-proxy use at {cur}: a fence.proxy.async.shared::cta by the "
+                           "writer after the write (then a barrier if another warp issues the "
+                           "async operation) would order them.",
+    "uninit.read": "Initialise these bytes (or guard the read) before reading them; if another "
+                   "CTA or a copy is meant to fill them, its completion is not waited for.",
+    "mbarrier.uninit": "Initialise the mbarrier at {mbar} (mbarrier.init, then "
+                       "fence.mbarrier_init or a barrier so every warp sees it) before the use "
+                       "at {cur}, and do not use it after mbarrier.inval.",
+    "mbarrier.reinit": "Invalidate the mbarrier at {mbar} (mbarrier.inval) after its last phase "
+                       "completes and before the init at {cur}, or initialise it only once.",
+    "mbarrier.underflow": "Phase {phase} of the mbarrier at {mbar} received more arrivals or "
+                          "transaction bytes than it expected: make the count given to "
+                          "mbarrier.init and expect_tx match the arrivals and bytes, including "
+                          "the arrive at {cur}.",
+    "mbarrier.data-access": "Touch the mbarrier at {mbar} only through mbarrier.* operations "
+                            "while it is live, or mbarrier.inval it before reusing its bytes "
+                            "at {cur}.",
+    "deadlock": "Barrier {barrier} phase {phase} that the wait at {cur} needs can no longer "
+                "complete: every warp counted by the barrier must reach its arrive (check early "
+                "exits, divergent branches and the expected arrival count).",
+}
+DEFAULT_FIX = "No fix is known for kind {kind}; this is a consan diagnostic."
+
+# Tool notes: what the diagnostic means for the check, one sentence each.
+NOTES: dict[str, str] = {
+    "tool.out-of-window": "These accesses fell outside the shadowed shared-memory window and "
+                          "were not checked.",
+    "tool.no-slot": "A CTA found no free shadow slot and ran unchecked.",
+    "tool.barrier-recycled": "A barrier clock slot was reused while a slow warp still needed "
+                             "it; ordering through that barrier may be reported imprecisely.",
+}
+DEFAULT_NOTE = "The device checker emitted a record this decoder does not understand."

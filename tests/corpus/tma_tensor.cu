@@ -1,0 +1,118 @@
+// consan-corpus: sm_90a-only
+// TMA tensor copies (cp.async.bulk.tensor 2D) with a __grid_constant__ CUtensorMap parameter.
+// cuda.h is not available to NVRTC, so declare an opaque 128-byte, 64-byte aligned struct.
+
+struct __align__(64) TensorMap128 {
+    unsigned long long opaque[16];
+};
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+#define TILE_M 64
+#define TILE_N 64
+
+// Load a 64x64 f32 tile via TMA, scale it, write it back via TMA store. Launch: 128 threads.
+extern "C" __global__ void tma_load_store_2d(const __grid_constant__ TensorMap128 in_map,
+                                             const __grid_constant__ TensorMap128 out_map, float scale) {
+    __shared__ __align__(128) float tile[TILE_M * TILE_N];
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned b = smem_u32(&bar);
+    int c0 = blockIdx.x * TILE_N, c1 = blockIdx.y * TILE_M;
+    unsigned long long in_desc = reinterpret_cast<unsigned long long>(&in_map);
+    unsigned long long out_desc = reinterpret_cast<unsigned long long>(&out_map);
+    if (threadIdx.x == 0) {
+        asm volatile("prefetch.tensormap [%0];" ::"l"(in_desc) : "memory");
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(b), "r"(1) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(TILE_M * TILE_N * 4)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+            "[%4];" ::"r"(smem_u32(tile)),
+            "l"(in_desc), "r"(c0), "r"(c1), "r"(b)
+            : "memory");
+    }
+    asm volatile(
+        "{\n\t.reg .pred P1;\n"
+        "LAB_WAIT:\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n\t"
+        "@P1 bra DONE;\n\t"
+        "bra LAB_WAIT;\n"
+        "DONE:\n\t}" ::"r"(b),
+        "r"(0)
+        : "memory");
+    for (int i = threadIdx.x; i < TILE_M * TILE_N; i += blockDim.x) tile[i] *= scale;
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(out_desc),
+                     "r"(c0), "r"(c1), "r"(smem_u32(tile))
+                     : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+    __syncthreads();
+}
+
+// Pipelined TMA loads of a column of tiles, reduction into a register, TMA 1D and 3D variants.
+extern "C" __global__ void tma_pipeline_rows(const __grid_constant__ TensorMap128 map,
+                                             const __grid_constant__ TensorMap128 map3d, float* out, int ntiles) {
+    __shared__ __align__(128) float tiles[2][32 * 32];
+    __shared__ __align__(8) unsigned long long full[2];
+    unsigned long long desc = reinterpret_cast<unsigned long long>(&map);
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&full[0])) : "memory");
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&full[1])) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    float acc = 0.0f;
+    for (int t = 0; t < ntiles; ++t) {
+        int s = t & 1;
+        unsigned fb = smem_u32(&full[s]);
+        if (threadIdx.x == 0) {
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(fb), "r"(4096) : "memory");
+            asm volatile(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                "[%4];" ::"r"(smem_u32(tiles[s])),
+                "l"(desc), "r"(0), "r"(t * 32), "r"(fb)
+                : "memory");
+        }
+        unsigned ok = 0;
+        while (!ok)
+            asm volatile(
+                "{\n\t.reg .pred p;\n\t"
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                "selp.u32 %0, 1, 0, p;\n\t}"
+                : "=r"(ok)
+                : "r"(fb), "r"((t >> 1) & 1)
+                : "memory");
+        for (int i = threadIdx.x; i < 1024; i += blockDim.x) acc += tiles[s][i];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        unsigned fb = smem_u32(&full[0]);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(fb), "r"(4096) : "memory");
+        asm volatile(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+            "[%5];" ::"r"(smem_u32(tiles[0])),
+            "l"(reinterpret_cast<unsigned long long>(&map3d)), "r"(0), "r"(0), "r"(blockIdx.x), "r"(fb)
+            : "memory");
+    }
+    unsigned parity = (ntiles + 1) / 2 & 1;  // uses of barrier 0 so far
+    unsigned ok = 0;
+    while (!ok)
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(ok)
+            : "r"(smem_u32(&full[0])), "r"(parity)
+            : "memory");
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc + tiles[0][threadIdx.x];
+}
