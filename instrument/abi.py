@@ -142,8 +142,9 @@ KEY_FIELDS: tuple[tuple[str, str], ...] = (
 
 # The state block: one per launch, device memory, pointed to by STATE_SYMBOL.
 STATE_FIELDS: tuple[tuple[str, str], ...] = (
-    ("log", "uint64_t"),  # mapped pinned: header then records
-    ("keys", "uint64_t"),  # mapped pinned: key table
+    ("log", "uint64_t"),  # device: log header (counters)
+    ("records", "uint64_t"),  # mapped pinned host memory: survives a crash of the kernel
+    ("keys", "uint64_t"),  # device: key table
     ("slot_busy", "uint64_t"),  # u32 [nslots]
     ("slot_gen", "uint64_t"),  # u32 [nslots]
     ("cta", "uint64_t"),  # u32 [nslots][CTA_WORDS]

@@ -27,7 +27,9 @@ typedef unsigned long long uint64_t;
 #define CS_SHARED static
 struct cs_host_ctx_t { uint32_t cta[3]; uint32_t warp; uint32_t nthreads_block; };
 static cs_host_ctx_t cs_host_ctx;
-CS_ENTRY cs_state_t __consan_state;
+extern "C" {
+cs_state_t __consan_state;
+}
 static uint32_t cs_slot_sh, cs_gen_sh;
 CS_DEV uint32_t cs_lane() { return 0; }
 CS_DEV uint32_t cs_warp() { return cs_host_ctx.warp; }
@@ -171,7 +173,7 @@ CS_DEV void cs_record(const cs_record_t& r) {
     if (k) cs_add32(&k->stored, 1);
     // Fields first, kind last: a record is valid once its kind is non-zero,
     // so a log read after a crash never shows a half-written record.
-    cs_record_t* out = (cs_record_t*)(S.log + sizeof(cs_log_header_t)) + idx;
+    cs_record_t* out = (cs_record_t*)S.records + idx;
     cs_record_t tmp = r;
     uint32_t kind = tmp.kind;
     tmp.kind = 0;
@@ -227,11 +229,15 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     gens[slot] = gen;
     uint32_t* cta = cs_cta(slot);
     uint32_t nw = (nthreads + 31) / 32;
-    cta[CS_CTA_LIVE_THREADS] = nthreads;
     cta[CS_CTA_LIVE_WARPS] = nw;
+#ifdef CONSAN_HOST
+    cta[CS_CTA_LIVE_THREADS] = nw;  // the host drives one lane per warp
+#else
+    cta[CS_CTA_LIVE_THREADS] = nthreads;
+#endif
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) {
 #ifdef CONSAN_HOST
-        cta[CS_CTA_WARP_LANES + w] = w < nw ? 1u : 0u;  // the host drives one lane per warp
+        cta[CS_CTA_WARP_LANES + w] = w < nw ? 1u : 0u;
 #else
         uint32_t lanes = nthreads > w * 32 ? nthreads - w * 32 : 0;
         cta[CS_CTA_WARP_LANES + w] = lanes > 32 ? 32 : lanes;

@@ -19,7 +19,7 @@ extern "C" __global__ void stmatrix_roundtrip(const unsigned* frag, unsigned* ou
     asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(addr2), "r"(r0), "r"(r1)
                  : "memory");
     __syncwarp();
-    asm volatile("stmatrix.sync.aligned.x1.m8n8.shared::cta.b16 [%0], {%1};" ::"r"(addr2), "r"(r2) : "memory");
+    asm volatile("stmatrix.sync.aligned.m8n8.x1.shared::cta.b16 [%0], {%1};" ::"r"(addr2), "r"(r2) : "memory");
     __syncwarp();
     unsigned x0, x1, x2, x3;
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"

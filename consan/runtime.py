@@ -1,0 +1,314 @@
+"""Build, launch and read back an instrumented kernel.
+
+CUDA C++ (or PTX) -> NVRTC -> PTX -> instrument -> nvJitLink with the checker
+-> cubin -> CuPy Module. The shadow tables live in device memory and belong
+to shadow *slots*, one per CTA that can be resident at once, not one per CTA
+of the grid; a CTA claims a free slot at entry and bumps its generation, so
+nothing is cleared between CTAs. Violation records go to mapped pinned host
+memory, which stays readable when the user's kernel crashes the context.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from instrument import abi
+from instrument.ptx import parse
+from instrument.rewrite import Instrumented, demangle, instrument
+from reports import Report
+
+from . import toolchain
+from .errors import ConsanError, NoGPUError
+
+__version__ = "0.1.0"
+
+LOG_CAPACITY = 1 << 16  # records kept per launch (the rest are counted)
+DEFAULT_SOURCE_NAME = "kernel.cu"
+_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+_CU_FUNC_ATTRIBUTE_NUM_REGS = 4
+
+
+def gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any failure means "no usable GPU"
+        return False
+
+
+def _require_gpu():
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return cupy
+    except Exception as exc:  # noqa: BLE001
+        raise NoGPUError(f"consan needs a CUDA GPU to run kernels, and none is usable here "
+                         f"({type(exc).__name__}: {exc}).") from None
+    raise NoGPUError("consan needs a CUDA GPU to run kernels, and none is present.")
+
+
+def is_ptx(text: str) -> bool:
+    return bool(re.search(r"^\s*\.version\s+\d", text, re.M) and
+                re.search(r"^\s*\.target\s", text, re.M))
+
+
+def device_arch():
+    cupy = _require_gpu()
+    dev = cupy.cuda.Device()
+    major, minor = dev.compute_capability[:-1], dev.compute_capability[-1]
+    return toolchain.Arch.for_device(int(major), int(minor))
+
+
+def _split_arch(options: tuple[str, ...]) -> tuple[list[str], toolchain.Arch | None]:
+    rest, arch = [], None
+    it = iter(options)
+    for o in it:
+        m = re.fullmatch(r"(?:-arch|--gpu-architecture)(?:=(.*))?", o)
+        if m:
+            arch = toolchain.Arch.parse(m.group(1) if m.group(1) else next(it))
+        else:
+            rest.append(o)
+    return rest, arch
+
+
+@dataclass
+class Build:
+    """An instrumented module, assembled: everything but device state."""
+
+    cubin: bytes
+    instrumented: Instrumented
+    arch: toolchain.Arch
+    source_name: str
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("CONSAN_CACHE", Path.home() / ".cache" / "consan"))
+
+
+def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | None = None,
+          source_name: str = DEFAULT_SOURCE_NAME) -> Build:
+    """Compile (if CUDA), instrument and link. Needs no GPU when `arch` is given."""
+    rest, opt_arch = _split_arch(tuple(options))
+    arch = opt_arch or arch or device_arch()
+    if is_ptx(source):
+        ptx, name = source, source_name if source_name.endswith(".ptx") else "kernel.ptx"
+    else:
+        if not any(o in ("-G", "--device-debug", "-lineinfo", "--generate-line-info")
+                   for o in rest):
+            rest.append("-lineinfo")
+        ptx = toolchain.compile_cuda(source, source_name, [f"-arch={arch.compute}", *rest])
+        name = source_name
+    ins = instrument(parse(ptx, name))
+    if not is_ptx(source):
+        for path in {s.loc.file for s in ins.sites.sites if s.loc}:
+            if os.path.basename(path) == os.path.basename(source_name):
+                ins.sites.sources[path] = source
+    key = hashlib.sha256(
+        "\0".join([__version__, arch.sm, ins.ptx, toolchain.CHECKER_SOURCE.read_text(),
+                   abi.c_header()]).encode()).hexdigest()[:32]
+    path = _cache_dir() / f"{key}.cubin"
+    cubin = path.read_bytes() if path.exists() else None
+    if cubin is None:
+        cubin = toolchain.link([(name, ins.ptx), ("consan_checker.ptx",
+                                                  toolchain.checker_ptx(arch))], arch)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(cubin)
+            tmp.replace(path)
+        except OSError:
+            pass  # the cache is an optimisation only
+    return Build(cubin, ins, arch, name)
+
+
+def resolve_kernel(ins: Instrumented, kernel: str) -> str:
+    if kernel in ins.kernels:
+        return kernel
+    matches = [k for k in ins.kernels if demangle(k) == kernel]
+    if len(matches) == 1:
+        return matches[0]
+    have = ", ".join(ins.kernels) or "(none)"
+    hint = " (several overloads match; pass the mangled name)" if matches else ""
+    raise ConsanError(f"kernel {kernel!r} is not in this module{hint}; its kernels are: {have}")
+
+
+def _dim3(v) -> tuple[int, int, int]:
+    t = (v,) if isinstance(v, int) else tuple(v)
+    t = tuple(int(x) for x in t) + (1,) * (3 - len(t))
+    if len(t) != 3 or min(t) < 1:
+        raise ConsanError(f"bad launch dimension {v!r}: give 1 to 3 positive integers")
+    return t  # type: ignore[return-value]
+
+
+class Prepared:
+    """An instrumented kernel bound to a launch shape, with its shadow tables."""
+
+    def __init__(self, b: Build, kernel: str, grid, block, shared_mem: int = 0):
+        cupy = _require_gpu()
+        from cupy.cuda import driver, runtime
+
+        self.build, self.grid, self.block = b, _dim3(grid), _dim3(block)
+        self.shared_mem = int(shared_mem)
+        self.kernel = resolve_kernel(b.instrumented, kernel)
+        self.module = cupy.cuda.function.Module()
+        self.module.load(b.cubin)
+        self.function = self.module.get_function(self.kernel)
+        fptr = self.function.ptr
+        if self.shared_mem > 48 * 1024:
+            driver.funcSetAttribute(fptr, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    self.shared_mem)
+        nthreads = self.block[0] * self.block[1] * self.block[2]
+        if nthreads > 1024:
+            raise ConsanError(f"block {self.block} has {nthreads} threads; at most 1024")
+        self.nwarps = (nthreads + 31) // 32
+        static = driver.funcGetAttribute(_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fptr)
+        self.window_bytes = static + self.shared_mem + abi.SMEM_RESERVED_BYTES
+        self.granules = (self.window_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
+        dev = cupy.cuda.Device()
+        sms = dev.attributes["MultiProcessorCount"]
+        per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fptr, nthreads,
+                                                                  self.shared_mem)
+        if per_sm < 1:
+            raise ConsanError(
+                f"the instrumented kernel {self.kernel} cannot launch with block {self.block} "
+                f"and {self.shared_mem} bytes of dynamic shared memory (it uses "
+                f"{driver.funcGetAttribute(_CU_FUNC_ATTRIBUTE_NUM_REGS, fptr)} registers and "
+                f"{static} bytes of static shared memory); use a smaller block")
+        ctas = self.grid[0] * self.grid[1] * self.grid[2]
+        self.nslots = max(1, min(ctas, per_sm * sms))
+        self.nlogical = abi.MAX_LOGICAL
+        self._alloc(cupy, runtime)
+
+    # ---------------------------------------------------------------- tables
+    def _sizes(self) -> dict[str, int]:
+        L, G, n = self.nlogical, self.granules, self.nslots
+        return {
+            "slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * abi.CTA_WORDS * n,
+            "vis": 4 * L * L * n, "barword": 8 * abi.NAMED_BARRIERS * n,
+            "barvc": 4 * abi.NAMED_BARRIERS * 2 * L * n,
+            "wword": 8 * G * n, "wsite": 4 * G * n, "rmask": 8 * G * n,
+            "rslot": 8 * G * self.nwarps * n,
+        }
+
+    @property
+    def shadow_bytes(self) -> int:
+        return sum(self._sizes().values())
+
+    @property
+    def shadow_bytes_per_cta(self) -> int:
+        return self.shadow_bytes // self.nslots
+
+    def _alloc(self, cupy, runtime) -> None:
+        sizes = self._sizes()
+        need = sum(sizes.values()) + 64 * 1024 + 16 * abi.KEY_TABLE_ENTRIES
+        free, _total = runtime.memGetInfo()
+        if need > free:
+            raise ConsanError(
+                f"the shadow tables for {self.kernel} need {need / 2**20:.1f} MiB of device "
+                f"memory ({self.nslots} resident CTAs x {self.shadow_bytes_per_cta / 2**10:.1f} "
+                f"KiB for {self.window_bytes} bytes of shared memory and {self.nwarps} warps) "
+                f"but only {free / 2**20:.1f} MiB are free; free device memory or launch fewer "
+                f"warps per CTA")
+        self.tables = {k: cupy.zeros(max(v, 8), dtype=np.uint8) for k, v in sizes.items()}
+        self.header = cupy.zeros(abi.log_header_dtype().itemsize, dtype=np.uint8)
+        self.keys = cupy.zeros(abi.key_dtype().itemsize * abi.KEY_TABLE_ENTRIES, dtype=np.uint8)
+        rec = abi.record_dtype()
+        nbytes = rec.itemsize * LOG_CAPACITY
+        self._host_ptr = runtime.hostAlloc(nbytes, runtime.hostAllocMapped)
+        self._host_free = runtime.freeHost
+        buf = (ctypes.c_uint8 * nbytes).from_address(self._host_ptr)
+        self.records = np.frombuffer(buf, dtype=rec)
+        self.records.view(np.uint8)[:] = 0
+        state = np.zeros(1, dtype=abi.state_dtype())
+        for k in sizes:
+            state[k] = self.tables[k].data.ptr
+        state["log"] = self.header.data.ptr
+        state["records"] = self._host_ptr  # UVA: the mapped host pointer is valid on the device
+        state["keys"] = self.keys.data.ptr
+        state["nslots"], state["granules"] = self.nslots, self.granules
+        state["nwarps"] = self.nwarps
+        state["nthreads"] = self.block[0] * self.block[1] * self.block[2]
+        state["nlogical"], state["window_bytes"] = self.nlogical, self.window_bytes
+        state["log_capacity"] = LOG_CAPACITY
+        self._state = state
+        gptr = self.module.get_global_var(abi.STATE_SYMBOL)
+        gptr.copy_from_host(state.ctypes.data, state.nbytes)
+        self._stored_prev = 0
+
+    def __del__(self):
+        ptr = getattr(self, "_host_ptr", None)
+        if ptr:
+            try:
+                self._host_free(ptr)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+            self._host_ptr = None
+
+    # ---------------------------------------------------------------- launch
+    def launch(self, args: tuple = ()) -> None:
+        """Launch once on the current stream (asynchronous); reset the log first."""
+        self.header.fill(0)
+        self.keys.fill(0)
+        hdr = np.zeros(1, dtype=abi.log_header_dtype())
+        hdr["capacity"] = LOG_CAPACITY
+        self.header.set(hdr.view(np.uint8))
+        if self._stored_prev:
+            self.records[: min(self._stored_prev, LOG_CAPACITY)] = 0
+        self.tables["slot_busy"].fill(0)
+        self.function(self.grid, self.block, tuple(args), shared_mem=self.shared_mem)
+        self._stored_prev = LOG_CAPACITY  # until read back, assume the worst
+
+    def report(self, sync: bool = True) -> Report:
+        """Read back what the last launch recorded and decode it."""
+        import cupy
+
+        launch = {"grid": self.grid, "block": self.block, "shared_mem": self.shared_mem,
+                  "arch": self.build.arch.sm, "slots": self.nslots,
+                  "shadow_bytes": self.shadow_bytes}
+        error = None
+        try:
+            if sync:
+                cupy.cuda.get_current_stream().synchronize()
+            header = self.header.get().view(abi.log_header_dtype())[0]
+            keys = self.keys.get().view(abi.key_dtype())
+        except Exception as exc:  # noqa: BLE001 - the user's kernel crashed
+            error = f"{type(exc).__name__}: {exc}"
+            valid = self.records[self.records["kind"] != 0]
+            header = np.zeros(1, dtype=abi.log_header_dtype())[0]
+            header["capacity"], header["stored"] = LOG_CAPACITY, len(valid)
+            header["occurrences"] = len(valid)
+            keys = None
+        stored = int(min(header["stored"], LOG_CAPACITY))
+        records = self.records[:stored].copy()
+        self._stored_prev = stored
+        rep = Report.from_log(header, records, keys, self.build.instrumented.sites,
+                              self.kernel, launch=launch)
+        rep.unmodeled = list(self.build.instrumented.unmodeled)
+        rep.error = error
+        return rep
+
+
+def prepare(source: str, kernel: str, grid=(1, 1, 1), block=(256, 1, 1), shared_mem: int = 0,
+            options: tuple[str, ...] = (), source_name: str = DEFAULT_SOURCE_NAME) -> Prepared:
+    _require_gpu()
+    return Prepared(build(source, tuple(options), source_name=source_name), kernel, grid, block,
+                    shared_mem)
+
+
+def check(source: str, kernel: str, grid=(1, 1, 1), block=(256, 1, 1), args: tuple = (),
+          shared_mem: int = 0, options: tuple[str, ...] = (),
+          source_name: str = DEFAULT_SOURCE_NAME) -> Report:
+    """Run one launch of `kernel` under the checker and return its report."""
+    p = prepare(source, kernel, grid, block, shared_mem, options, source_name)
+    p.launch(args)
+    return p.report()

@@ -1,0 +1,155 @@
+"""The device checker built for the host (g++ -DCONSAN_HOST), driven by event traces.
+
+The same checker.cu that NVRTC compiles for the GPU is compiled here with one
+lane per warp, so CI exercises every decision the checker makes without a
+GPU. A trace is a sequence of calls on `HostChecker` in the order the events
+would happen on the device (the caller plays the hardware barrier).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from consan.toolchain import CHECKER_SOURCE
+from instrument import abi
+from instrument.sites import SiteTable
+from reports import Report
+
+
+@functools.cache
+def library() -> ctypes.CDLL:
+    src = CHECKER_SOURCE.read_text()
+    hdr = abi.c_header()
+    key = hashlib.sha256((src + hdr).encode()).hexdigest()[:16]
+    out = Path(tempfile.gettempdir()) / f"consan_host_{key}"
+    so = out / "checker.so"
+    if not so.exists():
+        cxx = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+        if cxx is None:
+            raise RuntimeError("a C++ compiler (g++) is needed to build the host checker")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "consan_abi.h").write_text(hdr)
+        (out / "checker.cpp").write_text(src)
+        tmp = out / f"checker.{id(out)}.so"
+        subprocess.run([cxx, "-DCONSAN_HOST", "-std=c++17", "-O1", "-shared", "-fPIC",
+                        "-Wall", "-Wno-unused-function", "-I", str(out), "-o", str(tmp),
+                        str(out / "checker.cpp")], check=True, capture_output=True, text=True)
+        tmp.replace(so)
+    lib = ctypes.CDLL(str(so))
+    u32, u64 = ctypes.c_uint32, ctypes.c_uint64
+    sig = {abi.PROBE_ACCESS: ([u64, u32, u32], None),
+           abi.PROBE_BAR_ARRIVE: ([u32, u32, u32, u32], u32),
+           abi.PROBE_BAR_WAIT: ([u32, u32, u32], None),
+           abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None)}
+    for name, (args, ret) in sig.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, ret
+    lib.cs_host_set.argtypes = [u32, u32, u32, u32, u32]
+    lib.cs_host_set_state.argtypes = [ctypes.c_void_p]
+    lib.cs_host_slot.restype = u32
+    return lib
+
+
+class HostChecker:
+    """Shadow tables in numpy, one CTA slot (or more), warps driven one call at a time."""
+
+    def __init__(self, nwarps: int = 4, smem_bytes: int = 1024, nslots: int = 1,
+                 capacity: int = 1024):
+        self.lib = library()
+        self.nwarps, self.nslots = nwarps, nslots
+        self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
+        L, G, n = abi.MAX_LOGICAL, self.granules, nslots
+        sizes = {"slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * abi.CTA_WORDS * n,
+                 "vis": 4 * L * L * n, "barword": 8 * abi.NAMED_BARRIERS * n,
+                 "barvc": 4 * abi.NAMED_BARRIERS * 2 * L * n, "wword": 8 * G * n,
+                 "wsite": 4 * G * n, "rmask": 8 * G * n, "rslot": 8 * G * nwarps * n}
+        self.tables = {k: np.zeros(v // 8 + 1, dtype=np.uint64) for k, v in sizes.items()}
+        self.header = np.zeros(1, dtype=abi.log_header_dtype())
+        self.header["capacity"] = capacity
+        self.keys = np.zeros(abi.KEY_TABLE_ENTRIES, dtype=abi.key_dtype())
+        self.records = np.zeros(capacity, dtype=abi.record_dtype())
+        st = np.zeros(1, dtype=abi.state_dtype())
+        for k, arr in self.tables.items():
+            st[k] = arr.ctypes.data
+        st["log"], st["records"], st["keys"] = (self.header.ctypes.data,
+                                                self.records.ctypes.data, self.keys.ctypes.data)
+        st["nslots"], st["granules"], st["nwarps"] = n, G, nwarps
+        st["nthreads"], st["nlogical"] = nwarps * 32, L
+        st["window_bytes"], st["log_capacity"] = smem_bytes, capacity
+        self.state = st
+        self.lib.cs_host_set_state(st.ctypes.data)
+        self.cta = (0, 0, 0)
+
+    def _probe(self, name: str):
+        return getattr(self.lib, name)
+
+    def _as(self, warp: int) -> None:
+        self.lib.cs_host_set(*self.cta, warp, self.nwarps * 32)
+
+    # events --------------------------------------------------------------
+    def begin(self, cta: tuple[int, int, int] = (0, 0, 0)) -> int:
+        self.cta = cta
+        self._as(0)
+        self._probe(abi.PROBE_CTA_BEGIN)()
+        return self.lib.cs_host_slot()
+
+    def access(self, warp: int, off: int, size: int, mode: int, site: int,
+               space: int = abi.SPACE_SHARED, shape: int = abi.SHAPE_PLAIN) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_ACCESS)(off, site, abi.access_info(size, mode, space, shape))
+
+    def read(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
+        self.access(warp, off, size, abi.MODE_READ, site)
+
+    def write(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
+        self.access(warp, off, size, abi.MODE_WRITE, site)
+
+    def atomic(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
+        self.access(warp, off, size, abi.MODE_ATOMIC, site)
+
+    def arrive(self, warp: int, barrier: int = 0, count: int = 0, site: int = 0,
+               mode: int = abi.BAR_ARRIVE) -> int:
+        self._as(warp)
+        return self._probe(abi.PROBE_BAR_ARRIVE)(barrier, count, site, mode)
+
+    def wait(self, warp: int, token: int, barrier: int = 0, site: int = 0) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_BAR_WAIT)(token, barrier, site)
+
+    def sync(self, warps, barrier: int = 0, count: int = 0, site: int = 0) -> None:
+        """bar.sync by `warps`: every arrive, then (the hardware releases) every wait."""
+        tokens = {w: self.arrive(w, barrier, count, site, abi.BAR_SYNC) for w in warps}
+        for w, t in tokens.items():
+            self.wait(w, t, barrier, site)
+
+    def exit(self, warp: int, site: int = 0) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_THREAD_EXIT)(site)
+
+    # results -------------------------------------------------------------
+    def report(self, sites: SiteTable | None = None) -> Report:
+        if sites is None:
+            sites = SiteTable()
+            for i in range(64):
+                sites.add(kernel="k", event="access", ptx_line=i + 1, ptx_text=f"site{i}")
+        n = int(min(self.header["stored"][0], len(self.records)))
+        return Report.from_log(self.header[0], self.records[:n].copy(), self.keys.copy(), sites,
+                               "k")
+
+    def kinds(self) -> list[tuple[str, int, int]]:
+        """(kind, site, prev_site) of every stored record, in order."""
+        n = int(min(self.header["stored"][0], len(self.records)))
+        out = []
+        for r in self.records[:n]:
+            k = abi.KIND_BY_CODE[int(r["kind"])].id
+            prev = int(r["prev_site"])
+            out.append((k, int(r["site"]), -1 if prev == abi.NO_SITE else prev))
+        return out

@@ -1,0 +1,207 @@
+"""The checker's decisions on event traces, with checker.cu compiled for the host."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from instrument import abi
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                                reason="needs a host C++ compiler")
+
+
+@pytest.fixture
+def ck():
+    from tests.checker_host import HostChecker
+
+    c = HostChecker(nwarps=4, smem_bytes=1024)
+    assert c.begin() == 0
+    return c
+
+
+ALL = range(4)
+
+
+def test_raw_without_barrier(ck):
+    ck.write(0, 16, site=1)
+    ck.read(1, 16, site=2)
+    assert ck.kinds() == [("race.raw", 2, 1)]
+
+
+def test_barrier_orders_write_before_read(ck):
+    ck.write(0, 16, site=1)
+    ck.sync(ALL)
+    ck.read(1, 16, site=2)
+    assert ck.kinds() == []
+
+
+def test_program_order_within_a_warp(ck):
+    ck.write(2, 16, site=1)
+    ck.read(2, 16, site=2)
+    ck.write(2, 16, site=3)
+    assert ck.kinds() == []
+
+
+def test_war(ck):
+    ck.write(0, 32, site=1)
+    ck.sync(ALL)
+    ck.read(1, 32, site=2)
+    ck.write(0, 32, site=3)
+    assert ck.kinds() == [("race.war", 3, 2)]
+
+
+def test_war_ordered_by_second_barrier(ck):
+    ck.write(0, 32, site=1)
+    ck.sync(ALL)
+    ck.read(1, 32, site=2)
+    ck.sync(ALL)
+    ck.write(0, 32, site=3)
+    assert ck.kinds() == []
+
+
+def test_waw(ck):
+    ck.write(0, 8, site=1)
+    ck.write(3, 8, site=2)
+    assert ck.kinds() == [("race.waw", 2, 1)]
+
+
+def test_uninit_read(ck):
+    ck.read(1, 100, site=5)
+    assert ck.kinds() == [("uninit.read", 5, -1)]
+
+
+def test_multi_granule_access(ck):
+    ck.write(0, 64, size=16, site=1)  # granules 16..19
+    ck.read(1, 76, site=2)  # last one
+    ck.read(1, 80, site=3)  # next one: never written
+    assert ck.kinds() == [("race.raw", 2, 1), ("uninit.read", 3, -1)]
+
+
+def test_named_barrier_producer_consumer(ck):
+    ck.write(0, 0, site=1)
+    t = ck.arrive(0, barrier=1, count=64, site=2)  # bar.arrive 1, 64
+    tok = ck.arrive(1, barrier=1, count=64, site=3, mode=abi.BAR_SYNC)  # bar.sync 1, 64
+    assert tok == t == 0
+    ck.wait(1, tok, barrier=1, site=3)
+    ck.read(1, 0, site=4)
+    assert ck.kinds() == []
+
+
+def test_named_barrier_missing_arrive(ck):
+    ck.write(0, 0, site=1)
+    ck.sync([1], barrier=1, count=32)  # the consumer waits for itself only
+    ck.read(1, 0, site=4)
+    assert ck.kinds() == [("race.raw", 4, 1)]
+
+
+def test_producer_write_after_arrive_is_not_published(ck):
+    ck.write(0, 0, site=1)
+    ck.arrive(0, barrier=1, count=64, site=2)
+    ck.write(0, 4, site=5)  # after the release
+    ck.sync([1], barrier=1, count=64)  # completes with the producer's arrival
+    ck.read(1, 0, site=6)
+    ck.read(1, 4, site=7)
+    assert ck.kinds() == [("race.raw", 7, 5)]
+
+
+def test_generations_alternate_clock_slots(ck):
+    for rnd in range(6):
+        writer, reader = rnd % 4, (rnd + 1) % 4
+        ck.write(writer, 8 * rnd, site=1)
+        ck.sync(ALL)
+        ck.read(reader, 8 * rnd, site=2)
+        ck.sync(ALL)
+    assert ck.kinds() == []
+    ck.write(0, 0, site=3)
+    ck.read(1, 0, site=4)  # no barrier this time
+    assert ck.kinds() == [("race.raw", 4, 3)]
+
+
+def test_partial_barrier_does_not_order_other_warps(ck):
+    ck.write(0, 0, site=1)
+    ck.sync([0, 1], barrier=2, count=64)
+    ck.read(1, 0, site=2)  # ordered
+    ck.read(2, 0, site=3)  # warp 2 did not take part
+    assert ck.kinds() == [("race.raw", 3, 1)]
+
+
+def test_exited_warps_do_not_hold_barriers(ck):
+    ck.exit(3)
+    ck.write(0, 0, site=1)
+    ck.sync([0, 1, 2])  # bar.sync 0 with every live warp
+    ck.read(2, 0, site=2)
+    ck.write(1, 4, site=3)
+    ck.sync([0, 1, 2])
+    ck.read(0, 4, site=4)
+    assert ck.kinds() == []
+
+
+def test_atomics_do_not_race_each_other(ck):
+    ck.write(0, 0, site=1)  # zero the bin
+    ck.sync(ALL)
+    ck.atomic(1, 0, site=2)
+    ck.atomic(2, 0, site=2)
+    ck.atomic(3, 0, site=2)
+    assert ck.kinds() == []
+    ck.read(0, 0, site=3)  # no barrier after the atomics
+    assert ck.kinds() == [("race.raw", 3, 2)]
+
+
+def test_atomic_on_unzeroed_bin_is_uninit(ck):
+    ck.atomic(1, 0, site=2)
+    assert ck.kinds() == [("uninit.read", 2, -1)]
+
+
+def test_atomic_after_unordered_plain_write(ck):
+    ck.write(0, 0, site=1)
+    ck.atomic(1, 0, site=2)
+    assert ck.kinds() == [("race.waw", 2, 1)]
+
+
+def test_slot_reuse_resets_lazily(ck):
+    ck.write(0, 0, site=1)
+    for w in ALL:
+        ck.exit(w)
+    assert ck.begin((1, 0, 0)) == 0  # the same slot, a new generation
+    ck.read(1, 0, site=2)
+    assert ck.kinds() == [("uninit.read", 2, -1)]
+    assert int(ck.header["ctas_begun"][0]) == 2 and int(ck.header["ctas_ended"][0]) == 1
+
+
+def test_log_overflow_is_counted_not_lost():
+    from tests.checker_host import HostChecker
+
+    ck = HostChecker(nwarps=2, capacity=4)
+    ck.begin()
+    for i in range(10):
+        ck.read(1, 4 * i, site=i)  # ten distinct uninit findings
+    h = ck.header[0]
+    assert int(h["occurrences"]) == 10
+    assert int(h["stored"]) == 10 and int(h["dropped"]) == 6
+    rep = ck.report()
+    assert not rep.ok
+    assert rep.dropped == 6
+    assert "not stored" in str(rep)
+
+
+def test_repeated_finding_is_capped_per_key():
+    from tests.checker_host import HostChecker
+
+    ck = HostChecker(nwarps=2, smem_bytes=4096, capacity=4096)
+    ck.begin()
+    for i in range(abi.RECORDS_PER_KEY + 36):
+        ck.read(1, 4 * i, site=7)
+    assert int(ck.header["occurrences"][0]) == abi.RECORDS_PER_KEY + 36
+    assert len(ck.kinds()) == abi.RECORDS_PER_KEY
+    rep = ck.report()
+    (f,) = rep.findings
+    assert f.kind == "uninit.read" and f.occurrences == abi.RECORDS_PER_KEY + 36
+    assert f.not_stored == 36
+
+
+def test_out_of_window_access_is_a_tool_note(ck):
+    ck.write(0, 4096, site=1)  # the window is 1024 bytes
+    assert ck.kinds() == [("tool.out-of-window", 1, -1)]
+    assert ck.report().ok
