@@ -14,7 +14,7 @@ import ctypes
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -101,18 +101,17 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
     rest, opt_arch = _split_arch(tuple(options))
     arch = opt_arch or arch or device_arch()
     if is_ptx(source):
-        ptx, name = source, source_name if source_name.endswith(".ptx") else "kernel.ptx"
+        ptx = source
+        name = source_name if source_name.endswith(".ptx") else "kernel.ptx"
     else:
         if not any(o in ("-G", "--device-debug", "-lineinfo", "--generate-line-info")
                    for o in rest):
             rest.append("-lineinfo")
         ptx = toolchain.compile_cuda(source, source_name, [f"-arch={arch.compute}", *rest])
-        name = source_name
+        name = source_name + ".ptx"
     ins = instrument(parse(ptx, name))
     if not is_ptx(source):
-        for path in {s.loc.file for s in ins.sites.sites if s.loc}:
-            if os.path.basename(path) == os.path.basename(source_name):
-                ins.sites.sources[path] = source
+        _name_source(ins, source, source_name)
     key = hashlib.sha256(
         "\0".join([__version__, arch.sm, ins.ptx, toolchain.CHECKER_SOURCE.read_text(),
                    abi.c_header()]).encode()).hexdigest()[:32]
@@ -129,6 +128,22 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
         except OSError:
             pass  # the cache is an optimisation only
     return Build(cubin, ins, arch, name)
+
+
+def _name_source(ins: Instrumented, source: str, source_name: str) -> None:
+    """NVRTC prefixes its working directory to the program name; report the name given."""
+    base = os.path.basename(source_name)
+    for i, s in enumerate(ins.sites.sites):
+        fix = {}
+        if s.loc and os.path.basename(s.loc.file) == base:
+            fix["loc"] = replace(s.loc, file=source_name)
+        chain = tuple(replace(c, file=source_name) if os.path.basename(c.file) == base else c
+                      for c in s.inlined_at)
+        if chain != s.inlined_at:
+            fix["inlined_at"] = chain
+        if fix:
+            ins.sites.sites[i] = replace(s, **fix)
+    ins.sites.sources[source_name] = source
 
 
 def resolve_kernel(ins: Instrumented, kernel: str) -> str:
@@ -241,8 +256,8 @@ class Prepared:
         state["nlogical"], state["window_bytes"] = self.nlogical, self.window_bytes
         state["log_capacity"] = LOG_CAPACITY
         self._state = state
-        gptr = self.module.get_global_var(abi.STATE_SYMBOL)
-        gptr.copy_from_host(state.ctypes.data, state.nbytes)
+        gptr = self.module.get_global_var(abi.STATE_SYMBOL)  # a device address
+        runtime.memcpy(gptr, state.ctypes.data, state.nbytes, runtime.memcpyHostToDevice)
         self._stored_prev = 0
 
     def __del__(self):

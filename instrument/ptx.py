@@ -171,6 +171,7 @@ class _Scanner:
         line_directive = head in LINE_DIRECTIVES
         is_header = head in (".entry", ".func", ".section") or head in LINKAGE
         depth_paren = depth_brace = depth_brack = 0
+        opened: list[int] = []  # positions of unclosed ( [ {
         while p < self.n:
             c = s[p]
             if c == '"':
@@ -196,29 +197,48 @@ class _Scanner:
                     return p - start
             elif c == "(":
                 depth_paren += 1
+                opened.append(p)
             elif c == ")":
                 depth_paren -= 1
+                self._close(opened, p, "(")
             elif c == "[":
                 depth_brack += 1
+                opened.append(p)
             elif c == "]":
                 depth_brack -= 1
+                self._close(opened, p, "[")
             elif c == "{":
                 if is_header and depth_paren == 0:
                     return p - start  # body / section block follows
                 depth_brace += 1
+                opened.append(p)
             elif c == "}":
                 if depth_brace == 0:
+                    self._unclosed(opened)
                     line, col = self._pos_of(start)
                     self.err("statement not terminated by ';' before '}'", line, col)
                 depth_brace -= 1
+                self._close(opened, p, "{")
             elif c == ";" and depth_paren == depth_brace == depth_brack == 0:
                 return p + 1 - start
             p += 1
         if line_directive:
             return p - start
+        self._unclosed(opened)
         line, col = self._pos_of(start)
         self.err("statement not terminated by ';' at end of input", line, col)
         return 0
+
+    def _close(self, opened: list[int], p: int, want: str) -> None:
+        if not opened or self.s[opened[-1]] != want:
+            line, col = self._pos_of(p)
+            self.err(f"unbalanced {self.s[p]!r}", line, col)
+        opened.pop()
+
+    def _unclosed(self, opened: list[int]) -> None:
+        if opened:
+            line, col = self._pos_of(opened[-1])
+            self.err(f"{self.s[opened[-1]]!r} is never closed", line, col)
 
     def _header_ends_here(self, p: int) -> bool:
         q = p + self.trivia_len(p)

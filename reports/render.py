@@ -144,6 +144,9 @@ def note_block(f: Finding) -> Text:
     return text
 
 
+MAX_UNMODELED_SHOWN = 10
+
+
 def _launch_text(launch: dict | None) -> str:
     if not launch:
         return ""
@@ -183,6 +186,17 @@ def render_report(report: Report, console: Console) -> None:
         console.print(Text(f"{report.unattributed} more occurrences were counted without a "
                            "key-table entry or stored record: their kinds and sites are unknown.",
                            style="yellow"))
+    if report.error:
+        console.print(Text(f"The launch failed: {report.error}. Records written before the "
+                           "failure are shown; counts may be incomplete.", style="bold red"))
+    if report.unmodeled:
+        console.print(Text(f"consan did not check {len(report.unmodeled)} instruction(s) it "
+                           "does not model yet:", style="yellow"))
+        for u in report.unmodeled[:MAX_UNMODELED_SHOWN]:
+            console.print(_para(Text(str(u), style="yellow")))
+        if len(report.unmodeled) > MAX_UNMODELED_SHOWN:
+            console.print(_para(Text(f"... and {len(report.unmodeled) - MAX_UNMODELED_SHOWN} "
+                                     "more", style="yellow")))
     if report.notes:
         console.print(Text("consan notes", style="dim bold"))
         for note in report.notes:

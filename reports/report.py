@@ -66,6 +66,8 @@ class Report:
         self.unattributed = max(0, header.get("occurrences", 0) - counted)
         self.occurrences = sum(f.occurrences for f in findings) + self.unattributed
         self.dropped = header.get("dropped", 0) + header.get("key_overflow", 0)
+        self.unmodeled: list = []  # instructions the checker did not model (never silent)
+        self.error: str | None = None  # the launch failed: what the driver said
 
     @classmethod
     def from_log(cls, header: Mapping[str, Any] | np.void | None, records: np.ndarray | None,
@@ -118,6 +120,8 @@ class Report:
             "log": self.header,
             "findings": [finding_dict(f) for f in self.findings],
             "notes": [finding_dict(f) for f in self.notes],
+            "unmodeled": [str(u) for u in self.unmodeled],
+            "error": self.error,
         }
 
     def to_json(self, indent: int | None = 2) -> str:

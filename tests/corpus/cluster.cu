@@ -1,4 +1,5 @@
 // consan-corpus: sm_90a-only
+// consan-corpus: debug
 // Thread-block clusters: distributed shared memory, cluster barriers, mapa, remote atomics.
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
@@ -61,8 +62,9 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) dsmem_histogram(const int* 
 }
 
 // st.shared::cluster pushes, split arrive/wait with relaxed arrive, generic-address mapa.
-// Launch: cluster 2, 64 threads. Uses __launch_bounds__ max cluster rank.
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(64, 1, 2) dsmem_push(const float* in, float* out) {
+// Launch: 64 threads with a runtime cluster size of 2 (cudaLaunchAttributeClusterDimension);
+// __launch_bounds__ gives the max cluster rank (.maxclusterrank) instead of __cluster_dims__.
+extern "C" __global__ void __launch_bounds__(64, 1, 2) dsmem_push(const float* in, float* out) {
     __shared__ float inbox[64];
     unsigned rank = cluster_ctarank();
     unsigned peer = rank ^ 1;
@@ -125,4 +127,52 @@ extern "C" __global__ void __block_size__((128, 1, 1)) reqntid_kernel(const floa
     s[threadIdx.x] = in[blockIdx.x * 128 + threadIdx.x];
     __syncthreads();
     out[blockIdx.x * 128 + threadIdx.x] = s[127 - threadIdx.x];
+}
+
+// st.async: push values into the peer CTA's smem, completion counted on the peer's mbarrier.
+// Launch: cluster 2, 32 threads.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) dsmem_st_async(const unsigned* in, unsigned* out) {
+    __shared__ __align__(8) unsigned inbox[32];
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned rank = cluster_ctarank();
+    unsigned b = smem_u32(&bar);
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(32 * 4) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    cluster_sync();
+    unsigned peer = rank ^ 1;
+    unsigned rdst = map_to_rank(smem_u32(&inbox[threadIdx.x]), peer);
+    unsigned rbar = map_to_rank(b, peer);
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];" ::"r"(rdst),
+                 "r"(in[blockIdx.x * 32 + threadIdx.x]), "r"(rbar)
+                 : "memory");
+    unsigned ok = 0;
+    while (!ok)
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(ok)
+            : "r"(b), "r"(0)
+            : "memory");
+    out[blockIdx.x * 32 + threadIdx.x] = inbox[31 - threadIdx.x];
+    cluster_sync();
+}
+
+// Programmatic dependent launch + elect.sync.
+extern "C" __global__ void pdl_elect(const int* in, int* out) {
+    __shared__ int s[64];
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    s[threadIdx.x] = in[blockIdx.x * 64 + threadIdx.x];
+    unsigned leader;
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t.reg .b32 lane;\n\t"
+        "elect.sync lane|p, 0xffffffff;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(leader));
+    __syncthreads();
+    if (leader) out[blockIdx.x * 2 + threadIdx.x / 32] = s[(threadIdx.x + 32) & 63];
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }

@@ -50,3 +50,11 @@ extern "C" __global__ void multi_return(const int* flags, int* out, int n) {
     }
     out[i] = f * 2;
 }
+
+// Register cap via __maxnreg__ (.maxnreg) on an early-exit kernel.
+extern "C" __global__ void __maxnreg__(32) capped_regs_early_exit(const float4* in, float4* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float4 v = in[i];
+    out[i] = make_float4(v.w, v.z, v.y, v.x);
+}

@@ -70,6 +70,7 @@ extern "C" __global__ void volatile_spin(int* out) {
     }
     if (threadIdx.x == 0) {
         while (ready == 0) {
+            __nanosleep(32);
         }
         __threadfence_block();
         int s = 0;

@@ -1,3 +1,4 @@
+// consan-corpus: debug
 // Named barriers via inline PTX: producer/consumer warp groups, bar.red.
 
 __device__ __forceinline__ void named_sync(int id, int nthreads) {
@@ -44,6 +45,19 @@ extern "C" __global__ void split_groups_bar(const int* in, int* out) {
     s[tid] = v * 2;
     __syncthreads();
     out[blockIdx.x * 128 + tid] = s[127 - tid];
+}
+
+// Literal 64-thread named barrier: warp 0 arrives on barrier 1, warp 1 waits on it.
+// Launch: blockDim.x == 64.
+extern "C" __global__ void arrive_sync_64(const int* in, int* out) {
+    __shared__ int slot[32];
+    if (threadIdx.x < 32) {
+        slot[threadIdx.x] = in[blockIdx.x * 32 + threadIdx.x] + 1;
+        asm volatile("bar.arrive 1, 64;" ::: "memory");
+    } else {
+        asm volatile("bar.sync 1, 64;" ::: "memory");
+        out[blockIdx.x * 32 + threadIdx.x - 32] = slot[63 - threadIdx.x];
+    }
 }
 
 // Warp 0 signals (bar.arrive) without waiting; warps 1..3 wait (bar.sync).

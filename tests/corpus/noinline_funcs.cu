@@ -56,3 +56,18 @@ extern "C" __global__ void noinline_double(const double* in, double* out, int ch
     int base = (threadIdx.x * chunk) % 256;
     out[blockIdx.x * blockDim.x + threadIdx.x] = dsum(&sd[base], min(chunk, 256 - base));
 }
+
+// Indirect calls through a device function-pointer table (.callprototype in PTX).
+typedef float (*binop_t)(float, float);
+__device__ __noinline__ float op_add(float a, float b) { return a + b; }
+__device__ __noinline__ float op_mul(float a, float b) { return a * b; }
+__device__ __noinline__ float op_max(float a, float b) { return fmaxf(a, b); }
+__device__ binop_t g_ops[3] = {op_add, op_mul, op_max};
+
+extern "C" __global__ void indirect_calls(const float* in, float* out, int which) {
+    __shared__ float s[128];
+    s[threadIdx.x] = in[blockIdx.x * 128 + threadIdx.x];
+    __syncthreads();
+    binop_t f = g_ops[(which + threadIdx.x) % 3];  // divergent indirect call
+    out[blockIdx.x * 128 + threadIdx.x] = f(s[threadIdx.x], s[127 - threadIdx.x]);
+}

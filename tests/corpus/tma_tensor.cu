@@ -116,3 +116,38 @@ extern "C" __global__ void tma_pipeline_rows(const __grid_constant__ TensorMap12
             : "memory");
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc + tiles[0][threadIdx.x];
 }
+
+// Multicast TMA load: CTA rank 0 loads a tile and multicasts it into both CTAs of the cluster.
+// Launch: cluster 2, 128 threads.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) tma_multicast(const __grid_constant__ TensorMap128 map, float* out) {
+    __shared__ __align__(128) float tile[32 * 32];
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned b = smem_u32(&bar);
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(4096) : "memory");
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (rank == 0 && threadIdx.x == 0) {
+        unsigned short mask = 0x3;
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+            " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_u32(tile)),
+            "l"(reinterpret_cast<unsigned long long>(&map)), "r"(0), "r"((int)blockIdx.y * 32), "r"(b), "h"(mask)
+            : "memory");
+    }
+    unsigned ok = 0;
+    while (!ok)
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(ok)
+            : "r"(b), "r"(0)
+            : "memory");
+    for (int i = threadIdx.x; i < 1024; i += blockDim.x) out[blockIdx.x * 1024 + i] = tile[i];
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}

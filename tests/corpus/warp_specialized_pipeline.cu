@@ -64,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(160, 1) ws_bulk_pipeline(const floa
             asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(&empty[s])) : "memory");
     }
     asm volatile("bar.sync 1, 128;" ::: "memory");  // consumer-only barrier
-    ring[0][threadIdx.x] = acc;                      // safe: producer is done with stage 0? (all chunks consumed)
+    ring[0][threadIdx.x] = acc;  // every chunk has landed and been consumed: stage 0 is free
     asm volatile("bar.sync 1, 128;" ::: "memory");
     out[blockIdx.x * CONSUMERS + threadIdx.x] = ring[0][CONSUMERS - 1 - threadIdx.x];
 }

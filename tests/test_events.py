@@ -1,0 +1,115 @@
+"""The event table: every PTX form this issue models is classified as the model says."""
+
+from __future__ import annotations
+
+import pytest
+
+from instrument import abi
+from instrument.events import Event, classify
+from instrument.ptx import parse
+
+
+def one(instr: str, shared=frozenset({"smem"}), in_entry=True):
+    mod = parse(f".version 9.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{{\n"
+                f"\t{instr}\n}}\n")
+    (it,) = [i for i in mod.functions[0].body if i.is_instruction]
+    return classify(it, set(shared), in_entry=in_entry)
+
+
+@pytest.mark.parametrize("instr,event,size,space", [
+    ("ld.shared.u32 %r1, [%r2];", Event.READ, 4, abi.SPACE_SHARED),
+    ("ld.shared::cta.u32 %r1, [%r2+4];", Event.READ, 4, abi.SPACE_SHARED),
+    ("ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];", Event.READ, 16, abi.SPACE_SHARED),
+    ("ld.shared.v2.u64 {%rd1, %rd2}, [%r1];", Event.READ, 16, abi.SPACE_SHARED),
+    ("ld.shared.u8 %rs1, [%r1];", Event.READ, 1, abi.SPACE_SHARED),
+    ("ld.shared.s16 %rs1, [%r1];", Event.READ, 2, abi.SPACE_SHARED),
+    ("ld.volatile.shared.u32 %r1, [%r2];", Event.READ, 4, abi.SPACE_SHARED),
+    ("ld.u32 %r1, [%rd2];", Event.READ, 4, abi.SPACE_GENERIC),
+    ("ld.f64 %fd1, [%rd2+8];", Event.READ, 8, abi.SPACE_GENERIC),
+    ("st.shared.u32 [%r2], %r1;", Event.WRITE, 4, abi.SPACE_SHARED),
+    ("st.shared.v4.b32 [%r2+16], {%r1, %r3, %r4, %r5};", Event.WRITE, 16, abi.SPACE_SHARED),
+    ("st.shared.b8 [smem+3], %rs1;", Event.WRITE, 1, abi.SPACE_SHARED),
+    ("st.b16 [%rd2], %rs1;", Event.WRITE, 2, abi.SPACE_GENERIC),
+    ("st.u32 [smem], %r1;", Event.WRITE, 4, abi.SPACE_SHARED),  # generic use of a .shared name
+    ("atom.shared.add.u32 %r1, [%r2], 1;", Event.ATOMIC, 4, abi.SPACE_SHARED),
+    ("atom.shared.cas.b64 %rd1, [%r2], %rd3, %rd4;", Event.ATOMIC, 8, abi.SPACE_SHARED),
+    ("atom.add.f32 %f1, [%rd2], %f3;", Event.ATOMIC, 4, abi.SPACE_GENERIC),
+    ("red.shared.add.u32 [%r2], %r1;", Event.ATOMIC, 4, abi.SPACE_SHARED),
+    ("@%p1 st.shared.u32 [%r2], %r1;", Event.WRITE, 4, abi.SPACE_SHARED),
+    ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];",
+     Event.READ, 16, abi.SPACE_SHARED),
+    ("ldmatrix.sync.aligned.m8n8.x2.trans.shared::cta.b16 {%r1, %r2}, [%r5];",
+     Event.READ, 16, abi.SPACE_SHARED),
+    ("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r5], {%r1};", Event.WRITE, 16,
+     abi.SPACE_SHARED),
+])
+def test_accesses(instr, event, size, space):
+    c = one(instr)
+    assert c is not None and c.event is event
+    assert c.size == size and c.space == space
+
+
+@pytest.mark.parametrize("instr,shape", [
+    ("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r1}, [%r5];", 1),
+    ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];", 4),
+])
+def test_ldmatrix_rows_per_lane(instr, shape):
+    assert one(instr).shape == shape
+
+
+@pytest.mark.parametrize("instr", [
+    "ld.global.u32 %r1, [%rd2];", "ld.param.u64 %rd1, [k_param_0];", "ld.local.u32 %r1, [%rd1];",
+    "ld.const.u32 %r1, [c];", "st.global.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};",
+    "atom.global.add.u32 %r1, [%rd1], 1;", "ld.global.nc.f32 %f1, [%rd1];",
+    "mov.u64 %rd1, smem;", "cvta.shared.u64 %rd1, %rd2;", "cvta.to.shared.u32 %r1, %rd2;",
+    "isspacep.shared %p1, %rd1;", "add.s32 %r1, %r2, %r3;", "ld.u32 %r1, [gvar];",
+    "redux.sync.add.u32 %r1, %r2, -1;", "shfl.sync.bfly.b32 %r1, %r2, 1, 31, -1;",
+])
+def test_irrelevant(instr):
+    assert one(instr) is None
+
+
+@pytest.mark.parametrize("instr,event", [
+    ("bar.sync 0;", Event.BAR_SYNC), ("bar.sync 1, 64;", Event.BAR_SYNC),
+    ("barrier.sync 0;", Event.BAR_SYNC), ("barrier.sync.aligned 2, %r3;", Event.BAR_SYNC),
+    ("bar.cta.sync 0;", Event.BAR_SYNC), ("barrier.cta.sync.aligned 0;", Event.BAR_SYNC),
+    ("bar.arrive 1, 64;", Event.BAR_ARRIVE), ("barrier.arrive 1, 64;", Event.BAR_ARRIVE),
+    ("barrier.cta.arrive.aligned 3, 96;", Event.BAR_ARRIVE),
+    ("bar.red.popc.u32 %r1, 0, %p1;", Event.BAR_RED),
+    ("bar.red.and.pred %p2, 1, 64, %p1;", Event.BAR_RED),
+    ("barrier.red.or.pred %p2, 0, !%p1;", Event.BAR_RED),
+    ("bar.warp.sync -1;", Event.WARP_SYNC), ("membar.cta;", Event.FENCE),
+    ("fence.acq_rel.gpu;", Event.FENCE), ("fence.sc.cta;", Event.FENCE),
+    ("ret;", Event.EXIT), ("exit;", Event.EXIT), ("@%p1 ret;", Event.EXIT),
+])
+def test_sync(instr, event):
+    assert one(instr).event is event
+
+
+def test_ret_in_a_func_is_not_an_exit():
+    assert one("ret;", in_entry=False) is None
+    assert one("exit;", in_entry=False).event is Event.EXIT
+
+
+@pytest.mark.parametrize("instr", [
+    "cp.async.ca.shared.global [%r1], [%rd1], 16;",
+    "cp.async.commit_group;",
+    "cp.async.wait_group 1;",
+    "mbarrier.init.shared.b64 [%r1], 1;",
+    "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;",
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 256, [%r2];",
+    "wgmma.fence.sync.aligned;",
+    "fence.proxy.async.shared::cta;",
+    "barrier.cluster.arrive.release.aligned;",
+    "ld.shared::cluster.u32 %r1, [%r2];",
+    "st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r1], %r2, [%r3];",
+    "fence.mbarrier_init.release.cluster;",
+])
+def test_unmodeled_is_never_silent(instr):
+    c = one(instr)
+    assert c is not None and c.event is Event.UNMODELED and c.reason
+
+
+def test_unknown_shared_instruction_is_reported():
+    c = one("foo.shared.u32 %r1, [%r2];")
+    assert c.event is Event.UNMODELED and "not in consan's event table" in c.reason

@@ -1,0 +1,244 @@
+"""consan on a real GPU: racy/clean twin kernels and clean real-world kernels.
+
+The kernels live in `gpu_kernels.py` beside this file (plain strings, no
+GPU needed to import). Every test here needs consan and a CUDA GPU; on a
+machine without one the whole module is skipped at collection.
+
+Racy twins: the racy kernel must report exactly the expected kind(s), every
+violation at the marked line (and the earlier access at the marked earlier
+line), by the expected warps; its clean twin must report nothing.
+Clean kernels: outputs under consan equal native outputs (and the NumPy
+reference), and the report is clean.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+import sys
+
+import numpy as np
+import pytest
+
+
+def _load_kernels():
+    path = pathlib.Path(__file__).with_name("gpu_kernels.py")
+    spec = importlib.util.spec_from_file_location("consan_test_gpu_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look the module up while building classes
+    spec.loader.exec_module(mod)
+    return mod
+
+
+K = _load_kernels()
+
+
+def _gpu() -> bool:
+    try:
+        import consan
+
+        return bool(consan.gpu_available())
+    except Exception:
+        return False
+
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not _gpu(), reason="needs consan and a CUDA GPU"),
+]
+
+
+def line_of(src: str, marker: str) -> int:
+    """1-based line of the one line of `src` that carries `marker` (a whole token)."""
+    pat = re.compile(re.escape(marker) + r"(?![\w-])")
+    hits = [i for i, text in enumerate(src.splitlines(), 1) if pat.search(text)]
+    assert len(hits) == 1, f"marker {marker!r} on lines {hits}, expected exactly one"
+    return hits[0]
+
+
+# --------------------------------------------------------------------------
+# Fixtures and helpers
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy
+
+    return cupy
+
+
+@pytest.fixture(scope="module")
+def arch_options(cp):
+    cc = cp.cuda.Device().compute_capability  # e.g. "90"
+    return (f"-arch=sm_{cc}a" if cc == "90" else f"-arch=sm_{cc}",)
+
+
+def _twin_args(cp):
+    in_ = cp.arange(K.IN_WORDS, dtype=cp.int32)
+    out = cp.zeros(K.OUT_WORDS, dtype=cp.int32)
+    return in_, out
+
+
+def _check(src, name, twin, arch_options, cp):
+    import consan
+
+    in_, out = _twin_args(cp)
+    return consan.check(src, name, grid=twin.grid, block=twin.block, args=(in_, out),
+                        shared_mem=twin.shared_mem, options=arch_options)
+
+
+def _summary(rep) -> str:
+    rows = [f"  {v.kind} line={v.line} prev_line={v.prev_line} warp={v.warp} "
+            f"prev_warp={v.prev_warp}" for v in rep.violations[:20]]
+    more = f"\n  ... {len(rep.violations) - 20} more" if len(rep.violations) > 20 else ""
+    return "violations:\n" + "\n".join(rows) + more + "\n\nreport:\n" + str(rep)
+
+
+def _clean_twins():
+    seen, out = set(), []
+    for t in K.TWINS:
+        if t.clean_name not in seen:
+            seen.add(t.clean_name)
+            out.append(t)
+    return out
+
+
+# What the clean twins compute natively (in = arange), as (out slice, values).
+def _clean_twin_expected(key: str, in_: np.ndarray):
+    return {
+        "raw": (slice(0, 32), in_[:32] * 2 + 1),
+        "war": (slice(0, 64), in_[:64]),
+        "waw": (slice(0, 32), in_[32:64]),
+        "uninit": (slice(0, 64), in_[:64]),
+        "named-missing": (slice(0, 32), in_[:32] + 7),
+        "named-count": (slice(0, 32), in_[:32] + 7),
+        "reduce": (slice(0, 2), in_[:512].reshape(2, 256).sum(axis=1)),
+        "dyn64k": (slice(0, 32), in_[K.DYN_WORDS - 32:K.DYN_WORDS] ^ 0x5A5A),
+    }[key]
+
+
+# --------------------------------------------------------------------------
+# The twins run natively: nothing hangs, and the clean twins compute the
+# right thing (the racy ones may compute anything).
+
+
+@pytest.mark.parametrize("twin", K.TWINS, ids=lambda t: t.key)
+def test_twins_run_natively(twin, arch_options, cp):
+    for name, src in ((twin.racy_name, twin.racy_src), (twin.clean_name, twin.clean_src)):
+        kern = cp.RawKernel(src, name, options=arch_options)
+        if twin.shared_mem > 48 * 1024:
+            kern.max_dynamic_shared_size_bytes = twin.shared_mem
+        in_, out = _twin_args(cp)
+        kern(twin.grid, twin.block, (in_, out), shared_mem=twin.shared_mem)
+        cp.cuda.Device().synchronize()
+        if name == twin.clean_name:
+            sl, want = _clean_twin_expected(twin.key, in_.get())
+            np.testing.assert_array_equal(out.get()[sl], want, err_msg=name)
+
+
+# --------------------------------------------------------------------------
+# Racy twins report exactly the expected kind at the marked lines.
+
+
+@pytest.mark.parametrize("twin", K.TWINS, ids=lambda t: t.key)
+def test_racy_twin_reports_expected_kind(twin, arch_options, cp):
+    src = twin.racy_src
+    rep = _check(src, twin.racy_name, twin, arch_options, cp)
+    kinds = {v.kind for v in rep.violations}
+    line = line_of(src, twin.line)
+    prev = line_of(src, twin.prev) if twin.prev else None
+
+    assert not rep.ok, _summary(rep)
+    assert rep.violations, _summary(rep)
+    if twin.either_order:
+        # A genuine timing race: whichever warp reaches the word first decides
+        # between race.raw and race.war; both name the same line pair here.
+        assert kinds and kinds <= set(twin.kinds), _summary(rep)
+    else:
+        assert kinds == set(twin.kinds), _summary(rep)
+
+    for v in rep.violations:
+        assert v.line == line, _summary(rep)
+        assert v.prev_line == prev, _summary(rep)
+        if twin.either_order and v.kind == "race.war":
+            assert (v.warp, v.prev_warp) == (twin.prev_warp, twin.warp), _summary(rep)
+        else:
+            assert v.warp == twin.warp, _summary(rep)
+            if twin.prev_warp is not None:
+                assert v.prev_warp == twin.prev_warp, _summary(rep)
+
+    assert rep.findings, _summary(rep)
+    for f in rep.findings:
+        assert f.kind in kinds, _summary(rep)
+        assert f.site.loc.line == line, _summary(rep)
+        if prev is not None:
+            assert f.prev_site.loc.line == prev, _summary(rep)
+
+
+@pytest.mark.parametrize("twin", _clean_twins(), ids=lambda t: t.clean_name)
+def test_clean_twin_is_clean(twin, arch_options, cp):
+    rep = _check(twin.clean_src, twin.clean_name, twin, arch_options, cp)
+    assert rep.ok and not rep.violations, _summary(rep)
+
+
+# --------------------------------------------------------------------------
+# Clean kernels: native == under consan == reference, and no violation.
+
+# (rtol, atol) against the float64 NumPy reference; None: exact.
+_REF_TOL = {
+    "block_reduce_sum": (1e-4, 1e-3),
+    "transpose_tiled": None,
+    "stencil_1d": (1e-5, 1e-5),
+    "sgemm_tiled": (1e-4, 1e-4),
+    "histogram256": None,
+}
+_CLEAN_NAMES = sorted(K.CLEAN)
+
+
+def _setup(name):
+    # Host (NumPy) inputs: every make_args(cp) call uploads a fresh copy.
+    return K.clean_setup(name, K.TEST_SIZES[name], np, seed=20240611)
+
+
+def _run_native(setup, arch_options, cp):
+    kern = cp.RawKernel(setup.source, setup.name, options=arch_options)
+    args, outs = setup.make_args(cp)
+    kern(setup.grid, setup.block, args, shared_mem=setup.shared_mem)
+    cp.cuda.Device().synchronize()
+    return [o.get() for o in outs]
+
+
+@pytest.mark.parametrize("name", _CLEAN_NAMES)
+def test_clean_kernel_native_matches_reference(name, arch_options, cp):
+    """The test kernel itself is right (independent of consan)."""
+    setup = _setup(name)
+    got = _run_native(setup, arch_options, cp)
+    for g, want in zip(got, setup.reference(), strict=True):
+        tol = _REF_TOL[name]
+        if tol is None:
+            np.testing.assert_array_equal(g, want)
+        else:
+            np.testing.assert_allclose(g, want, rtol=tol[0], atol=tol[1])
+
+
+@pytest.mark.parametrize("name", _CLEAN_NAMES)
+def test_clean_kernel_under_consan_matches_native(name, arch_options, cp):
+    import consan
+
+    setup = _setup(name)
+    native = _run_native(setup, arch_options, cp)
+
+    args, outs = setup.make_args(cp)
+    rep = consan.check(setup.source, setup.name, grid=setup.grid, block=setup.block,
+                       args=args, shared_mem=setup.shared_mem, options=arch_options)
+    checked = [o.get() for o in outs]
+
+    assert rep.ok and not rep.violations, _summary(rep)
+    for c, n in zip(checked, native, strict=True):
+        if setup.exact:
+            np.testing.assert_array_equal(c, n)
+        else:
+            # Same arithmetic; allow a few ulps (ptxas may contract mul+add
+            # differently around the probes, and CuPy compiles with -ftz).
+            np.testing.assert_allclose(c, n, rtol=1e-5, atol=1e-5)
