@@ -93,7 +93,7 @@ def cmd_instrument(a, out: Console) -> int:
         from consan.runtime import resolve_kernel
 
         resolve_kernel(ins, a.kernel)  # raises with the list of kernels
-    toolchain.link([(name, ins.ptx), ("consan_checker.ptx", toolchain.checker_ptx(arch))], arch)
+    toolchain.link_with_checker(ins, name, arch)
     if a.output:
         Path(a.output).write_text(ins.ptx)
     table = Table(title=f"consan instrument {a.file} ({arch.sm})", show_lines=False)

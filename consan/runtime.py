@@ -118,8 +118,7 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
     path = _cache_dir() / f"{key}.cubin"
     cubin = path.read_bytes() if path.exists() else None
     if cubin is None:
-        cubin = toolchain.link([(name, ins.ptx), ("consan_checker.ptx",
-                                                  toolchain.checker_ptx(arch))], arch)
+        cubin = toolchain.link_with_checker(ins, name, arch)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -136,6 +136,16 @@ def _jitlink_log(handle) -> str:
         return ""
 
 
+def link_with_checker(ins, name: str, arch: Arch) -> bytes:
+    """An instrumented module + the checker -> cubin. `ins` is an instrument.Instrumented.
+
+    A kernel with `.maxnreg N` may only call functions that fit in N registers,
+    so the probes are assembled under the module's tightest cap.
+    """
+    extra = (f"-maxrregcount={ins.max_regs}",) if ins.max_regs else ()
+    return link([(name, ins.ptx), ("consan_checker.ptx", checker_ptx(arch))], arch, extra)
+
+
 @functools.cache
 def checker_ptx(arch: Arch) -> str:
     """The device checker compiled for `arch` (relocatable, so probes link to it)."""

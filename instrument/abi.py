@@ -29,7 +29,8 @@ KINDS: tuple[Kind, ...] = (
     Kind(3, "race.waw", "write-after-write race"),
     Kind(4, "async.pending-write", "access to smem an async copy is still writing"),
     Kind(5, "async.pending-read", "write to smem an async reader may still be reading"),
-    Kind(6, "proxy.missing-fence", "generic-proxy write consumed by the async proxy without a fence"),
+    Kind(6, "proxy.missing-fence",
+         "generic-proxy write consumed by the async proxy without a fence"),
     Kind(7, "uninit.read", "read of shared memory nothing has written"),
     Kind(8, "mbarrier.uninit", "mbarrier used before init or after inval"),
     Kind(9, "mbarrier.reinit", "init of a live mbarrier"),
@@ -68,7 +69,8 @@ NO_WARP = 0xFF
 
 def access_info(size: int, mode: int, space: int, shape: int = SHAPE_PLAIN) -> int:
     assert 0 < size <= INFO_SIZE_MASK
-    return size | (mode << INFO_MODE_SHIFT) | (space << INFO_SPACE_SHIFT) | (shape << INFO_SHAPE_SHIFT)
+    return (size | (mode << INFO_MODE_SHIFT) | (space << INFO_SPACE_SHIFT)
+            | (shape << INFO_SHAPE_SHIFT))
 
 
 # Probe symbols the rewriter calls and the checker defines (extern "C").

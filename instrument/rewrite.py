@@ -42,6 +42,7 @@ class Instrumented:
     kernels: list[str]
     unmodeled: list[Unmodeled] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)  # Event value -> number of sites
+    max_regs: int | None = None  # tightest .maxnreg of the module: the probes must fit it
 
 
 class InstrumentError(ValueError):
@@ -291,7 +292,10 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
         out.append(it.text)
         if i in after:
             out.append(after[i])
-    return Instrumented("".join(out), table, mod.kernels, unmodeled, counts)
+    caps = [int(it.operands[0]) for it in mod.items
+            if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
+    return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
+                        min(caps) if caps else None)
 
 
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[str, str]:

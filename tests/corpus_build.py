@@ -265,7 +265,7 @@ def compile_cached(source: str, name: str, options: Sequence[str]) -> str:
     return ptx
 
 
-def _workers() -> int:
+def default_workers() -> int:
     return max(2, min(8, os.cpu_count() or 2))
 
 
@@ -275,7 +275,7 @@ def compile_variants(variants: Sequence[Variant]) -> list[tuple[Variant, str]]:
     def one(v: Variant) -> str:
         return compile_cached(v.file.source(), v.file.path.name, v.options)
 
-    with ThreadPoolExecutor(max_workers=_workers()) as pool:
+    with ThreadPoolExecutor(max_workers=default_workers()) as pool:
         ptxs = list(pool.map(one, variants))
     return list(zip(variants, ptxs, strict=True))
 

@@ -99,7 +99,7 @@ def compiled() -> dict[str, str | Exception]:
         except cb.NvrtcError as exc:
             return exc
 
-    with ThreadPoolExecutor(max_workers=cb._workers()) as pool:
+    with ThreadPoolExecutor(max_workers=cb.default_workers()) as pool:
         results = list(pool.map(one, VARIANTS))
     return {v.label: r for v, r in zip(VARIANTS, results, strict=True)}
 

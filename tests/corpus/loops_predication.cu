@@ -52,7 +52,7 @@ extern "C" __global__ void loop_data_dependent(const int* next, int* depth, int 
 
 // Divergent if/else chains each touching different smem regions; switch on threadIdx.
 extern "C" __global__ void divergent_branches(const float* in, float* out) {
-    __shared__ float a[64], b[64], c[64];
+    __shared__ float a[64], b[64], c[64], d[64];
     int t = threadIdx.x;  // blockDim.x == 64
     float v = in[blockIdx.x * 64 + t];
     if (t < 16)
@@ -61,14 +61,15 @@ extern "C" __global__ void divergent_branches(const float* in, float* out) {
         b[t] = v * 2.0f;
     else
         c[t] = v * 3.0f;
+    __syncthreads();
     switch (t % 4) {
-        case 0: a[t + 1 < 64 ? t + 1 : t] = v; break;
-        case 1: b[t ^ 2] = -v; break;
-        case 2: c[(t * 3) % 64] = v + 1.0f; break;
-        default: break;
+        case 0: d[t] = a[t & 15]; break;
+        case 1: d[t] = -b[16 + t % 24]; break;
+        case 2: d[t] = c[40 + t % 24] + 1.0f; break;
+        default: d[t] = v; break;
     }
     __syncthreads();
-    out[blockIdx.x * 64 + t] = a[t] + b[t] + c[t];
+    out[blockIdx.x * 64 + t] = d[63 - t];
 }
 
 // Predicated loads/stores with explicit PTX predicates.

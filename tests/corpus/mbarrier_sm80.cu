@@ -44,6 +44,7 @@ extern "C" __global__ void mbarrier_split_phase(const float* in, float* out) {
 // Warp 0 drops out of the barrier after the first phase (arrive_drop). Launch: blockDim.x == 128.
 extern "C" __global__ void mbarrier_arrive_drop(int* data, unsigned* pending) {
     __shared__ int s[128];
+    __shared__ int s2[128];
     __shared__ __align__(8) unsigned long long bar;
     unsigned b = smem_u32(&bar);
     if (threadIdx.x == 0) asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(b), "r"(128) : "memory");
@@ -61,9 +62,10 @@ extern "C" __global__ void mbarrier_arrive_drop(int* data, unsigned* pending) {
     asm volatile("mbarrier.pending_count.b64 %0, %1;" : "=r"(cnt) : "l"(st));
     mbar_wait(b, st);
     int v = s[(threadIdx.x + 32) & 127];
-    st = mbar_arrive(b);  // only 96 expected now
+    s2[threadIdx.x] = v;
+    st = mbar_arrive(b);  // phase 1: only 96 arrivals expected now
     mbar_wait(b, st);
-    s[threadIdx.x] = v;
+    data[threadIdx.x] = s2[32 + (threadIdx.x - 31) % 96];
     if (threadIdx.x == 32) *pending = cnt;
 }
 

@@ -60,6 +60,8 @@ extern "C" __global__ void mbar_expect_complete_tx(const float* in, float* out, 
         if (r > 0) mbar_wait_parity(eb, (r - 1) & 1);
         if (threadIdx.x == 0) mbar_arrive_expect_tx(fb, 128 * 4);
         s[threadIdx.x] = in[r * 128 + threadIdx.x];
+        // complete_tx is relaxed: a fence turns it into a release of the st.shared above.
+        asm volatile("fence.acq_rel.cta;" ::: "memory");
         asm volatile("mbarrier.complete_tx.shared::cta.b64 [%0], %1;" ::"r"(fb), "r"(4) : "memory");
         while (!mbar_try_wait_parity(fb, r & 1)) {
         }

@@ -17,6 +17,8 @@ __device__ void block_reduce_sum(const float* __restrict__ in, float* __restrict
         if (tid < s) sdata[tid] += sdata[tid + s];
         __syncthreads();
     }
+    // Legacy warp-synchronous tail (volatile, no __syncwarp). Real code still has this; under
+    // independent thread scheduling (sm_70+) it is formally a data race between lanes.
     if (tid < 32) {
         volatile float* vs = sdata;
         if (BLOCK >= 64) vs[tid] += vs[tid + 32];

@@ -12,7 +12,7 @@ extern "C" __global__ void smem_float4(const float4* in, float4* out) {
     out[blockIdx.x * 128 + t] = v;
 }
 
-// int2 / double2 / uint4 accesses and a float4 view of a float array.
+// int2 / double2 / uint4 accesses and a float4 view of a float array. Launch: blockDim.x == 64.
 extern "C" __global__ void smem_mixed_vectors(const int2* a, const double2* b, uint4* c, float* d) {
     __shared__ int2 si[64];
     __shared__ double2 sd[64];
@@ -35,7 +35,7 @@ extern "C" __global__ void smem_subword(const unsigned char* in8, const short* i
     __shared__ short h[256];
     __shared__ char4 c4[64];
     __shared__ short2 s2[128];
-    int t = threadIdx.x;  // blockDim.x == 256
+    int t = threadIdx.x;  // Launch: blockDim.x == 256
     b[t] = in8[t];
     h[t] = in16[t];
     if (t < 64) c4[t] = make_char4(t, t + 1, t + 2, t + 3);
@@ -52,7 +52,7 @@ extern "C" __global__ void smem_subword(const unsigned char* in8, const short* i
     out[t] = b[t] + h0 + q.x + q.z + q.w + r.x + r.y + h[t];
 }
 
-// Explicit vector ld/st.shared via inline asm, including v2.u64 and v4.b32.
+// Explicit vector ld/st.shared via inline asm, including v2.u64 and v4.b32. Launch: blockDim.x == 128.
 extern "C" __global__ void smem_vector_asm(const unsigned* in, unsigned* out) {
     __shared__ __align__(16) unsigned s[512];
     unsigned addr = (unsigned)__cvta_generic_to_shared(&s[threadIdx.x * 4]);

@@ -1,0 +1,171 @@
+"""Parser round trip, the rewriter's output, and assembling instrumented modules."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from consan import toolchain
+from instrument import abi
+from instrument.ptx import PTXSyntaxError, parse
+from instrument.rewrite import InstrumentError, instrument
+from tests import corpus_build
+
+TRITON = sorted((Path(__file__).parent / "corpus" / "triton").glob("*.ptx"))
+HEADER = ".version 9.0\n.target sm_90a\n.address_size 64\n"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    mods = corpus_build.corpus_ptx()
+    mods += [(f"triton/{p.name}", p.read_text()) for p in TRITON]
+    return mods
+
+
+def test_corpus_is_large_enough(corpus):
+    assert len(corpus) >= 60
+    assert len(TRITON) >= 3
+
+
+def test_round_trip_is_exact(corpus):
+    for label, text in corpus:
+        assert parse(text, label).render() == text, label
+
+
+def test_parser_sees_functions(corpus):
+    for label, text in corpus:
+        mod = parse(text, label)
+        assert mod.kernels, label
+        for fn in mod.functions:
+            assert mod.items[fn.open_index].kind == "open"
+            assert mod.items[fn.close_index].kind == "close"
+
+
+def _arch_of(label: str, text: str) -> list[toolchain.Arch]:
+    target = parse(text).target[0]
+    return [toolchain.Arch.parse(target)]
+
+
+def test_every_instrumented_module_assembles(corpus):
+    """Instrument each module and link it with the checker for its target (sm_80 / sm_90a)."""
+
+    def one(item):
+        label, text = item
+        ins = instrument(parse(text, label))
+        assert parse(ins.ptx).render() == ins.ptx
+        arch = _arch_of(label, text)[0]
+        toolchain.link_with_checker(ins, label, arch)
+        return arch.sm
+
+    for a in ("sm_80", "sm_90a"):
+        toolchain.checker_ptx(toolchain.Arch.parse(a))  # compile once, not in every thread
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        archs = list(pool.map(one, corpus))
+    assert "sm_80" in archs and "sm_90a" in archs
+
+
+SMALL = HEADER + """
+.visible .entry k(
+\t.param .u64 k_param_0
+)
+.maxntid 128, 1, 1
+{
+\t.reg .pred %p<3>;
+\t.reg .b32 %r<9>;
+\t.reg .b64 %rd<5>;
+\t.shared .align 4 .b8 smem[512];
+\t.loc 1 10 3
+\tmov.u32 %r1, %tid.x;
+$L__BB0_1:
+\tsetp.lt.u32 %p1, %r1, 64;
+\t.loc 1 12 5
+\t@%p1 st.shared.u32 [%r2+4], %r1;
+\t.loc 1 13 5
+\tbar.sync 0;
+\t.loc 1 14 2
+\tmov.u32 %r7, 0;
+\t.loc 2 7 9, function_name $L__info_string0, inlined_at 1 14 2
+\tld.shared.v2.u32 {%r3, %r4}, [smem+8];
+\tbar.arrive 1, 64;
+\tbar.red.popc.u32 %r5, 2, 96, %p1;
+\t@%p1 bra $L__BB0_1;
+\tld.u32 %r6, [%rd1];
+\tret;
+}
+\t.file 1 "/src/k.cu"
+\t.file 2 "/src/helpers.cuh"
+\t.section .debug_str
+\t{
+$L__info_string0:
+.b8 95,90,54,104,101,108,112,101,114,80,105,0
+\t}
+"""
+
+
+def test_rewrite_small_module():
+    ins = instrument(SMALL, "small.ptx")
+    events = [s.event for s in ins.sites.sites]
+    assert events == ["access.write", "barrier.sync", "access.read", "barrier.arrive",
+                      "barrier.red", "access.read", "exit"]
+    w, bar, r, *_ = ins.sites.sites
+    assert (w.loc.file, w.loc.line, w.loc.col) == ("/src/k.cu", 12, 5)
+    assert bar.loc.line == 13
+    assert (r.loc.file, r.loc.line, r.loc.function) == ("/src/helpers.cuh", 7, "helper")
+    assert [(c.file, c.line) for c in r.inlined_at] == [("/src/k.cu", 14)]
+    assert r.size == 8
+    out = ins.ptx
+    assert parse(out).render() == out
+    # predicated access -> predicated probe, with the address computed from a 32-bit register
+    assert "cvt.u64.u32 %__cs_a, %r2;" in out and "add.s64 %__cs_a, %__cs_a, 4;" in out
+    assert f"@%p1 call {abi.PROBE_ACCESS}" in out
+    # symbol address
+    assert "mov.u64 %__cs_a, smem;" in out
+    # barrier: arrive before and wait after; arrive-only has no wait
+    assert out.count(f"call (__cs_r), {abi.PROBE_BAR_ARRIVE}") == 3
+    assert out.count(f"call {abi.PROBE_BAR_WAIT}") == 2
+    # the CTA claims its slot before the first instruction, not inside the loop
+    begin = out.index(f"call {abi.PROBE_CTA_BEGIN};")
+    assert begin < out.index("mov.u32 %r1, %tid.x;") < out.index("$L__BB0_1:")
+    assert begin > out.index("smem[512];")
+    assert out.index(f"call {abi.PROBE_THREAD_EXIT}") < out.rindex("ret;")
+    assert ".extern .func (.param .b32 __cs_ret) __consan_bar_arrive" in out
+    # bar.red with a thread count passes the count
+    red = out[out.index("// consan site 4"):]
+    assert "st.param.b32 [__cs_p0], 2;" in red and "st.param.b32 [__cs_p1], 96;" in red
+
+
+def test_small_module_assembles_for_both_targets():
+    for a in ("sm_80", "sm_90a"):
+        arch = toolchain.Arch.parse(a)
+        text = SMALL.replace("sm_90a", a)
+        toolchain.link_with_checker(instrument(text), "small", arch)
+
+
+@pytest.mark.parametrize("text,line,col,msg", [
+    (HEADER + ".visible .entry k()\n{\n\tld.shared.u32 %r1, [%r2;\n\tret;\n}\n", 6, 21,
+     "never closed"),
+    (HEADER + ".visible .entry k()\n{\n\tret;\n", 5, 1, "never closed"),
+    (HEADER + ".visible .entry k()\n{\n\tret;\n}\n}\n", 8, 1, "without a matching"),
+    (HEADER + ".visible .entry k()\n{\n\tmov.u32 %r1, 1\n}\n", 6, 2, "not terminated"),
+    (HEADER + "/* unterminated\n.visible .entry k()\n", 4, 1, "unterminated"),
+    (HEADER + '.file 1 "k.cu\n', 4, 9, "unterminated string"),
+    (HEADER + ".visible .entry k()\n{\n\t# bad\n}\n", 6, 2, "unexpected character"),
+])
+def test_malformed_ptx_names_line_and_column(text, line, col, msg):
+    with pytest.raises(PTXSyntaxError) as e:
+        parse(text, "bad.ptx")
+    assert (e.value.line, e.value.col) == (line, col), str(e.value)
+    assert msg in e.value.msg and str(e.value).startswith(f"bad.ptx:{line}:{col}:")
+
+
+def test_undeclared_address_register_is_an_error():
+    text = HEADER + ".visible .entry k()\n{\n\tst.shared.u32 [%q1], 0;\n\tret;\n}\n"
+    with pytest.raises(InstrumentError, match="line 6.*%q1"):
+        instrument(text)
+
+
+def test_module_without_code_is_an_error():
+    with pytest.raises(InstrumentError, match="no .entry"):
+        instrument(HEADER + ".global .u32 g;\n")
