@@ -50,9 +50,9 @@ K = _load_kernels()
 ORDER = ("block_reduce_sum", "transpose_tiled", "stencil_1d", "sgemm_tiled", "histogram256")
 FULL_SIZES = {
     "block_reduce_sum": 1 << 30,  # 4 GiB of floats
-    "transpose_tiled": (16384, 16384),  # 1 GiB in, 1 GiB out
+    "transpose_tiled": (20480, 20480),  # 1.6 GiB in, 1.6 GiB out
     "stencil_1d": 1 << 29,  # 2 GiB in, 2 GiB out
-    "sgemm_tiled": (2048, 2048, 2048),
+    "sgemm_tiled": (4096, 4096, 4096),
     "histogram256": 1 << 30,  # 1 GiB of bytes
 }
 QUICK_SIZES = {

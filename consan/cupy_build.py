@@ -1,0 +1,291 @@
+"""Rebuild, instrumented, a module CuPy compiled: same source, options and template names.
+
+CuPy hands its compiler the CUDA source, its options and the C++ name
+expressions; we compile the same to PTX with NVRTC (adding the template
+instantiations the name expressions ask for and `-lineinfo`), cache that PTX
+on disk, and let `runtime.build` instrument and link it (which caches the
+cubin). Line info then names the Python file and line where the kernel's
+source string is written, when that string can be found verbatim, so reports
+and SARIF point at the user's code rather than at a temporary file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from instrument.rewrite import demangle
+
+from . import runtime, toolchain
+
+_CUPY_ADDED = ("-ftz=true", "--device-as-default-execution-space")
+_LINEINFO = ("-G", "--device-debug", "-lineinfo", "--generate-line-info")
+
+
+@dataclass
+class CompileSpec:
+    """What CuPy compiled, as `_compile_module_with_cache` (or a `.ptx` path) received it."""
+
+    source: str | None = None  # CUDA C++; None for a PTX file
+    options: tuple[str, ...] = ()
+    name_expressions: tuple[str, ...] | None = None
+    arch: str | None = None  # CuPy's arch argument, e.g. "90"
+    ptx_path: str | None = None
+    candidates: tuple[str, ...] = ()  # Python files that may hold the source string
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("CONSAN_CACHE", Path.home() / ".cache" / "consan"))
+
+
+def split_arch(options: tuple[str, ...]) -> tuple[list[str], toolchain.Arch | None]:
+    """Options without any -arch flag, and the architecture that flag named."""
+    rest, arch = [], None
+    it = iter(options)
+    for o in it:
+        m = re.fullmatch(r"(?:-arch|--gpu-architecture)(?:=(.*))?", o)
+        if m:
+            arch = toolchain.Arch.parse(m.group(1) if m.group(1) else next(it))
+        else:
+            rest.append(o)
+    return rest, arch
+
+
+def target_arch(spec: CompileSpec) -> toolchain.Arch:
+    _, arch = split_arch(spec.options)
+    if arch is not None:
+        return arch
+    if spec.arch:
+        cc = str(spec.arch)
+        return toolchain.Arch.for_device(int(cc[:-1]), int(cc[-1]))
+    return runtime.device_arch()
+
+
+def compile_ptx(source: str, name: str, options: list[str],
+                name_expressions: tuple[str, ...] | None) -> str:
+    """CUDA C++ -> PTX with NVRTC, instantiating the given C++ name expressions."""
+    if not name_expressions:
+        return toolchain.compile_cuda(source, name, options)
+    from cuda.bindings import nvrtc
+
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    if int(err):
+        raise toolchain.CompileError(f"nvrtcCreateProgram failed ({err!r})", "")
+    try:
+        for expr in name_expressions:
+            nvrtc.nvrtcAddNameExpression(prog, expr.encode())
+        opts = [o.encode() for o in options]
+        res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, n = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * n
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        if int(res[0]):
+            raise toolchain.CompileError(
+                f"NVRTC could not compile {name} (options: {' '.join(options)})",
+                log.decode(errors="replace").rstrip("\x00"))
+        _, n = nvrtc.nvrtcGetPTXSize(prog)
+        buf = b" " * n
+        nvrtc.nvrtcGetPTX(prog, buf)
+        return buf.decode().rstrip("\x00")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def program_name(source: str) -> str:
+    return f"consan_{hashlib.sha256(source.encode()).hexdigest()[:12]}.cu"
+
+
+def cuda_to_ptx(spec: CompileSpec, arch: toolchain.Arch) -> str:
+    """The PTX of a CuPy compile, from the on-disk cache when we have made it before."""
+    assert spec.source is not None
+    rest, _ = split_arch(spec.options)
+    opts = [f"-arch={arch.compute}", *rest]
+    opts += [o for o in _CUPY_ADDED if o not in opts]
+    if not any(o in _LINEINFO for o in opts):
+        opts.append("-lineinfo")
+    name = program_name(spec.source)
+    nvrtc_version = ".".join(map(str, toolchain.nvrtc_version()))
+    key = hashlib.sha256("\0".join([
+        runtime.__version__, nvrtc_version, spec.source, *opts, "names",
+        *(spec.name_expressions or ())]).encode()).hexdigest()[:32]
+    path = _cache_dir() / "ptx" / f"{key}.ptx"
+    try:
+        return path.read_text()
+    except OSError:
+        pass
+    ptx = compile_ptx(spec.source, name, opts, spec.name_expressions)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(ptx)
+        tmp.replace(path)
+    except OSError:
+        pass  # the cache is an optimisation only
+    return ptx
+
+
+def build(spec: CompileSpec) -> tuple[runtime.Build, list[str]]:
+    """The instrumented module and the names of its user globals (mirrored around launches)."""
+    arch = target_arch(spec)
+    if spec.ptx_path is not None:
+        ptx = Path(spec.ptx_path).read_text()
+        b = runtime.build(ptx, arch=arch, source_name=os.path.basename(spec.ptx_path))
+        return b, ptx_globals(ptx)
+    ptx = cuda_to_ptx(spec, arch)
+    name = program_name(spec.source or "")
+    b = runtime.build(ptx, arch=arch, source_name=name + ".ptx")
+    place_source(b, name, spec.source or "", spec.candidates)
+    return b, ptx_globals(ptx)
+
+
+# ------------------------------------------------------------------ globals
+
+_DECL = re.compile(r"^\s*(?:\.(?:visible|weak|common)\s+)*\.(?:global|const)\s")
+
+
+def ptx_globals(ptx: str) -> list[str]:
+    """Module-scope `.global`/`.const` variables the user's code defines.
+
+    The instrumented module is a second copy of the user's module: its
+    `__constant__` and `__device__` variables must be copied in before a
+    launch and back after, or the kernel reads what the user never wrote.
+    """
+    names = []
+    for line in ptx.splitlines():
+        if not _DECL.match(line) or ".extern" in line.split("=", 1)[0]:
+            continue
+        decl = line.split("=", 1)[0].split(";", 1)[0]
+        decl = re.sub(r"\[[^\]]*\]", " ", decl).split()
+        if decl:
+            name = decl[-1]
+            if not name.startswith(("$", "__consan", ".")):
+                names.append(name)
+    return names
+
+
+# ------------------------------------------------------------------ sources
+
+_FILE_TEXT: dict[str, tuple[float, str]] = {}
+
+
+def _read(path: str) -> str | None:
+    try:
+        mtime = os.path.getmtime(path)
+        hit = _FILE_TEXT.get(path)
+        if hit is not None and hit[0] == mtime:
+            return hit[1]
+        text = Path(path).read_text(errors="replace")
+    except (OSError, ValueError):
+        return None
+    _FILE_TEXT[path] = (mtime, text)
+    return text
+
+
+def find_source(source: str, candidates: tuple[str, ...]) -> tuple[str, int, int] | None:
+    """(file, line offset, column offset of line 1) of `source` written in a candidate file."""
+    if len(source.strip()) < 16:
+        return None
+    for path in dict.fromkeys(candidates):
+        text = _read(path)
+        if not text:
+            continue
+        idx = text.find(source)
+        if idx >= 0:
+            start = text.rfind("\n", 0, idx) + 1
+            return path, text.count("\n", 0, idx), idx - start
+        hit = _find_by_lines(source, text)
+        if hit is not None:
+            return path, hit[0], hit[1]
+    return None
+
+
+def _find_by_lines(source: str, text: str) -> tuple[int, int] | None:
+    """A source string written with escapes (not a raw string): match line by line."""
+    src = source.split("\n")
+    lines = text.split("\n")
+    body = [s.strip() for s in src[1:-1]]
+    if len([b for b in body if b]) < 2:
+        return None
+    first = src[0].strip()
+    for i in range(len(lines) - len(src) + 1):
+        if [ln.strip() for ln in lines[i + 1:i + len(src) - 1]] != body:
+            continue
+        head = lines[i]
+        if first and not head.rstrip().endswith(first):
+            continue
+        col = len(head.rstrip()) - len(first) if first else len(head)
+        return i, col
+    return None
+
+
+def place_source(b: runtime.Build, program: str, source: str,
+                 candidates: tuple[str, ...]) -> None:
+    """Name the user's file and line in the site table (or a readable stand-in name)."""
+    sites = b.instrumented.sites
+    hit = find_source(source, candidates)
+    if hit is not None:
+        target, line_off, col_off = hit
+        sites.sources[target] = _read(target) or ""
+    else:
+        kernels = b.instrumented.kernels
+        label = demangle(kernels[0]) if kernels else "kernel"
+        target, line_off, col_off = f"<CuPy source of {label}>", 0, 0
+        sites.sources[target] = source
+
+    def move(loc):
+        if loc is None or os.path.basename(loc.file) != program:
+            return loc
+        col = loc.col + (col_off if loc.line == 1 and loc.col else 0)
+        return replace(loc, file=target, line=loc.line + line_off, col=col)
+
+    for i, s in enumerate(sites.sites):
+        loc = move(s.loc)
+        chain = tuple(move(c) for c in s.inlined_at)
+        if loc is not s.loc or chain != s.inlined_at:
+            sites.sites[i] = replace(s, loc=loc, inlined_at=chain)
+
+
+# ------------------------------------------------------------------ frames
+
+_INTERNAL = tuple(os.path.dirname(p) + os.sep for p in (
+    __file__, runtime.__file__))
+
+
+def _internal_roots() -> tuple[str, ...]:
+    roots = list(_INTERNAL)
+    for name in ("cupy", "cupyx", "cupy_backends", "runpy", "_pytest", "pluggy", "importlib"):
+        mod = sys.modules.get(name)
+        f = getattr(mod, "__file__", None)
+        if f:
+            roots.append(os.path.dirname(f) + os.sep if name not in ("runpy",) else f)
+    return tuple(roots)
+
+
+def user_frames(limit: int = 64) -> list[tuple[str, int]]:
+    """(file, line) of the calling frames that are not CuPy, consan or the import machinery."""
+    roots = _internal_roots()
+    out = []
+    f = sys._getframe(1)
+    while f is not None and len(out) < limit:
+        name = f.f_code.co_filename
+        if not name.startswith("<") and not name.startswith(roots):
+            out.append((name, f.f_lineno))
+        f = f.f_back
+    return out
+
+
+def module_files(roots: tuple[str, ...]) -> list[str]:
+    """Files of loaded modules under the program's own directories (not installed packages)."""
+    if not roots:
+        return []
+    skip = tuple(p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p)
+    out = []
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and f.endswith(".py") and f.startswith(roots) and not f.startswith(skip):
+            out.append(f)
+    return out

@@ -1,0 +1,267 @@
+"""What a whole sanitized program (or test) found: many launches, one verdict.
+
+A program launches the same kernel thousands of times; the user wants each
+bug once, with how often it fired, plus an honest account of what was *not*
+checked. The session report is plain data (JSON types only), so the JSON
+export, SARIF and the end summary are all built from the same dict, and a
+JSON file read back gives the same summary and SARIF.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .finding import Finding
+from .render import finding_block
+from .source import SourceLines
+
+SCHEMA = "consan.session/1"
+
+
+def human_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+@dataclass
+class KernelStats:
+    """Per kernel: what was checked, what was found, what it cost."""
+
+    name: str
+    launches_checked: int = 0
+    findings: dict[str, int] = field(default_factory=dict)  # kind -> unique findings
+    occurrences: int = 0
+    suppressed: int = 0
+    shadow_bytes: int = 0  # the largest set of shadow tables one launch used
+    notes: dict[str, int] = field(default_factory=dict)  # tool note kind -> occurrences
+    unmodeled: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "launches_checked": self.launches_checked,
+                "findings": dict(self.findings), "occurrences": self.occurrences,
+                "suppressed": self.suppressed, "shadow_bytes": self.shadow_bytes,
+                "notes": dict(self.notes), "unmodeled": list(self.unmodeled),
+                "errors": list(self.errors)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> KernelStats:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+class SessionReport:
+    """Findings of every sanitized launch of one program or test, deduplicated."""
+
+    def __init__(self) -> None:
+        self.version = ""
+        self.program: dict[str, Any] = {}  # argv, exit_status, error
+        self.kernels: dict[str, KernelStats] = {}
+        self.findings: list[dict[str, Any]] = []  # finding dicts + kernel, launches, ...
+        self.not_checked: list[dict[str, Any]] = []  # kernel, reason, launches
+        self.skipped: dict[str, int] = {}  # option -> launches it skipped
+        self.unattributed = 0  # violations counted with no kind or site known
+        self.aborted = False
+        self.suppressions: dict[str, Any] = {}  # file, unused rules
+        self.other_launches: str | None = None  # why launches outside CuPy were not counted
+
+    # ------------------------------------------------------------ verdict
+    @property
+    def active_findings(self) -> list[dict[str, Any]]:
+        """Findings that count against the program: not suppressed, not expected."""
+        return [f for f in self.findings if not f.get("suppressed_by") and not f.get("expected")]
+
+    @property
+    def suppressed_findings(self) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f.get("suppressed_by")]
+
+    @property
+    def ok(self) -> bool:
+        return not self.active_findings and self.unattributed == 0
+
+    @property
+    def launches_checked(self) -> int:
+        return sum(k.launches_checked for k in self.kernels.values())
+
+    def kernel(self, name: str) -> KernelStats:
+        if name not in self.kernels:
+            self.kernels[name] = KernelStats(name)
+        return self.kernels[name]
+
+    def add_not_checked(self, kernel: str, reason: str, launches: int = 1) -> None:
+        for row in self.not_checked:
+            if row["kernel"] == kernel and row["reason"] == reason:
+                row["launches"] += launches
+                return
+        self.not_checked.append({"kernel": kernel, "reason": reason, "launches": launches})
+
+    # ------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "tool": "consan", "version": self.version,
+            "ok": self.ok, "summary": self.summary_line(),
+            "program": dict(self.program), "aborted": self.aborted,
+            "launches_checked": self.launches_checked,
+            "kernels": [k.to_dict() for k in self.kernels.values()],
+            "findings": self.findings,
+            "unattributed": self.unattributed,
+            "not_checked": self.not_checked, "skipped": dict(self.skipped),
+            "other_launches": self.other_launches,
+            "suppressions": dict(self.suppressions),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SessionReport:
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"not a consan session report (schema {d.get('schema')!r}, "
+                             f"expected {SCHEMA!r})")
+        rep = cls()
+        rep.version = d.get("version", "")
+        rep.program = dict(d.get("program") or {})
+        rep.aborted = bool(d.get("aborted"))
+        rep.kernels = {k["name"]: KernelStats.from_dict(k) for k in d.get("kernels", [])}
+        rep.findings = list(d.get("findings", []))
+        rep.unattributed = int(d.get("unattributed", 0))
+        rep.not_checked = list(d.get("not_checked", []))
+        rep.skipped = dict(d.get("skipped", {}))
+        rep.other_launches = d.get("other_launches")
+        rep.suppressions = dict(d.get("suppressions", {}))
+        return rep
+
+    @classmethod
+    def from_json(cls, text: str) -> SessionReport:
+        return cls.from_dict(json.loads(text))
+
+    # ------------------------------------------------------------ text
+    def summary_line(self) -> str:
+        n_k = len([k for k in self.kernels.values() if k.launches_checked])
+        checked = (f"{self.launches_checked} launch{'' if self.launches_checked == 1 else 'es'}"
+                   f" of {n_k} kernel{'' if n_k == 1 else 's'} checked")
+        active = self.active_findings
+        if self.ok:
+            verdict = "no findings"
+        elif not active:
+            verdict = (f"{self.unattributed} violation occurrence(s) counted whose kind and site "
+                       "are unknown (their records were not stored)")
+        else:
+            kinds = Counter(f["kind"] for f in active)
+            verdict = (f"{len(active)} finding{'' if len(active) == 1 else 's'} ("
+                       + ", ".join(f"{n} {k}" for k, n in kinds.items()) + ")")
+        extra = []
+        if self.suppressed_findings:
+            extra.append(f"{len(self.suppressed_findings)} suppressed")
+        unchecked = sum(r["launches"] for r in self.not_checked)
+        if unchecked:
+            extra.append(f"{unchecked} launch{'' if unchecked == 1 else 'es'} not checked")
+        tail = f" ({'; '.join(extra)})" if extra else ""
+        return f"consan: {verdict}; {checked}{tail}"
+
+    def render_summary(self, console: Console) -> None:
+        """The end-of-run summary: per kernel, what was not checked, and the verdict."""
+        if self.kernels:
+            table = Table(title="consan summary", title_justify="left", show_edge=False,
+                          pad_edge=False)
+            table.add_column("kernel", overflow="fold")
+            table.add_column("launches checked", justify="right")
+            table.add_column("findings")
+            table.add_column("shadow memory", justify="right")
+            for k in sorted(self.kernels.values(), key=lambda k: k.name):
+                found = ", ".join(f"{n} {kind}" for kind, n in sorted(k.findings.items()))
+                if k.suppressed:
+                    found += (", " if found else "") + f"{k.suppressed} suppressed"
+                table.add_row(k.name, str(k.launches_checked), found or "-",
+                              human_bytes(k.shadow_bytes) if k.shadow_bytes else "-")
+            console.print(table)
+        for k in self.kernels.values():
+            if k.unmodeled:
+                console.print(Text(f"{k.name}: {len(k.unmodeled)} instruction(s) that consan "
+                                   "does not model yet were not checked", style="yellow"))
+            for kind, n in k.notes.items():
+                console.print(Text(f"{k.name}: tool note {kind} ({n} occurrence(s))",
+                                   style="yellow"))
+            for err in k.errors:
+                console.print(Text(f"{k.name}: a launch failed: {err}", style="bold red"))
+        if self.not_checked:
+            total = sum(r["launches"] for r in self.not_checked)
+            console.print(Text(f"not checked: {total} launch{'' if total == 1 else 'es'} of "
+                               f"{len({r['kernel'] for r in self.not_checked})} kernel(s)",
+                               style="bold yellow"))
+            for r in sorted(self.not_checked, key=lambda r: (-r["launches"], r["kernel"])):
+                line = Text("  ")
+                line.append(r["kernel"], style="yellow")
+                line.append(f"  {r['launches']} launch{'' if r['launches'] == 1 else 'es'}: "
+                            f"{r['reason']}")
+                console.print(line)
+        if self.other_launches:
+            console.print(Text(f"launches outside CuPy's compiler (cuBLAS, CUB, cuFFT, ...) "
+                               f"were not counted: {self.other_launches}", style="yellow"))
+        for option, n in self.skipped.items():
+            if n:
+                console.print(Text(f"{n} launch{'' if n == 1 else 'es'} skipped by {option}",
+                                   style="dim"))
+        if self.suppressed_findings:
+            console.print(Text(f"{len(self.suppressed_findings)} finding(s) suppressed by "
+                               f"{self.suppressions.get('file', 'the suppressions file')}",
+                               style="dim"))
+        for rule in self.suppressions.get("unused", []):
+            console.print(Text(f"unused suppression {rule}", style="dim"))
+        if self.aborted:
+            console.print(Text("consan stopped the program at the first launch with a "
+                               "finding (--on-violation=abort)", style="bold red"))
+        console.print(Text(self.summary_line(), style="bold green" if self.ok else "bold red"))
+
+    def render_findings(self, console: Console) -> None:
+        """Every active finding as a short plain block (used when no live report was kept)."""
+        for f in self.active_findings:
+            cur = (f.get("sites") or {}).get("current") or {}
+            console.print(Text(f"{f['kind']}  {f.get('title', '')}  in {f.get('kernel')} at "
+                               f"{cur.get('where', 'unknown site')}", style="bold red"))
+            console.print(Text(f"  {f.get('what', '')}"))
+            console.print(Text(f"  fix: {f.get('fix', '')}", style="green"))
+
+
+def launch_text(launch: dict[str, Any] | None) -> str:
+    if not launch:
+        return ""
+    def dims(v: Any) -> str:
+        return "(" + ",".join(str(x) for x in v) + ")" if isinstance(v, (list, tuple)) else str(v)
+    parts = [f"{k}={dims(launch[k])}" for k in ("grid", "block", "cluster")
+             if launch.get(k) is not None]
+    if launch.get("shared_mem"):
+        parts.append(f"shared_mem={launch['shared_mem']}")
+    return ", ".join(parts)
+
+
+def finding_header(kernel: str, launch: dict[str, Any] | None, launch_no: int,
+                   launched_from: dict[str, Any] | None) -> Text:
+    """One line that says which launch of which kernel, from where, the blocks below are about."""
+    text = Text()
+    text.append("consan: ", style="bold")
+    text.append(f"kernel {kernel}", style="bold")
+    shape = launch_text(launch)
+    text.append(f", launch #{launch_no}" + (f" ({shape})" if shape else ""))
+    if launched_from and launched_from.get("file"):
+        text.append(f", launched from {launched_from['file']}:{launched_from.get('line')}")
+    return text
+
+
+def render_live_findings(console: Console, findings: list[Finding], sources: dict[str, str],
+                         ptx_name: str, header: Text) -> None:
+    """New findings of one launch, with source context, as the terminal report shows them."""
+    src = SourceLines(sources)
+    console.print(header)
+    for f in findings:
+        for part in finding_block(f, src, ptx_name):
+            console.print(part)
+        console.print()
