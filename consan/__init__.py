@@ -2,6 +2,9 @@
 
     rep = consan.check(source, "kernel", grid=..., block=..., args=..., shared_mem=0)
     rep.ok, rep.violations, print(rep)
+
+    with consan.expect("race.raw", where="kernel.cu:42"):   # a known race is still caught
+        run_the_racy_kernel()
 """
 
 from __future__ import annotations
@@ -9,8 +12,9 @@ from __future__ import annotations
 from reports import Finding, Report, Violation
 
 from .errors import ConsanError, NoGPUError
+from .expectations import expect
 from .runtime import __version__, build, check, gpu_available, prepare
 from .toolchain import CompileError
 
-__all__ = ["check", "prepare", "build", "gpu_available", "Report", "Violation", "Finding",
-           "ConsanError", "NoGPUError", "CompileError", "__version__"]
+__all__ = ["check", "prepare", "build", "gpu_available", "expect", "Report", "Violation",
+           "Finding", "ConsanError", "NoGPUError", "CompileError", "__version__"]

@@ -112,13 +112,14 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
     ins = instrument(parse(ptx, name))
     if not is_ptx(source):
         _name_source(ins, source, source_name)
+    link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
     key = hashlib.sha256(
-        "\0".join([__version__, arch.sm, ins.ptx, toolchain.CHECKER_SOURCE.read_text(),
+        "\0".join([__version__, arch.sm, *link_opts, ins.ptx, toolchain.CHECKER_SOURCE.read_text(),
                    abi.c_header()]).encode()).hexdigest()[:32]
     path = _cache_dir() / f"{key}.cubin"
     cubin = path.read_bytes() if path.exists() else None
     if cubin is None:
-        cubin = toolchain.link_with_checker(ins, name, arch)
+        cubin = toolchain.link_with_checker(ins, name, arch, link_opts)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -205,14 +206,7 @@ class Prepared:
 
     # ---------------------------------------------------------------- tables
     def _sizes(self) -> dict[str, int]:
-        L, G, n = self.nlogical, self.granules, self.nslots
-        return {
-            "slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * abi.CTA_WORDS * n,
-            "vis": 4 * L * L * n, "barword": 8 * abi.NAMED_BARRIERS * n,
-            "barvc": 4 * abi.NAMED_BARRIERS * 2 * L * n,
-            "wword": 8 * G * n, "wsite": 4 * G * n, "rmask": 8 * G * n,
-            "rslot": 8 * G * self.nwarps * n,
-        }
+        return abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical)
 
     @property
     def shadow_bytes(self) -> int:

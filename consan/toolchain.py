@@ -136,13 +136,14 @@ def _jitlink_log(handle) -> str:
         return ""
 
 
-def link_with_checker(ins, name: str, arch: Arch) -> bytes:
+def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = ()) -> bytes:
     """An instrumented module + the checker -> cubin. `ins` is an instrument.Instrumented.
 
     A kernel with `.maxnreg N` may only call functions that fit in N registers,
     so the probes are assembled under the module's tightest cap.
     """
-    extra = (f"-maxrregcount={ins.max_regs}",) if ins.max_regs else ()
+    if ins.max_regs:
+        extra = (*extra, f"-maxrregcount={ins.max_regs}")
     return link([(name, ins.ptx), ("consan_checker.ptx", checker_ptx(arch))], arch, extra)
 
 

@@ -61,6 +61,7 @@ SHAPE_MATRIX_X1, SHAPE_MATRIX_X2, SHAPE_MATRIX_X4 = 1, 2, 4
 
 # Barrier probe modes.
 BAR_SYNC, BAR_ARRIVE, BAR_RED = 0, 1, 2
+BAR_ALIGNED = 4  # or-ed into the mode: every non-exited lane of the warp executes it
 BAR_COUNT_ALL = 0  # "no thread count": every non-exited warp of the CTA
 
 NO_SITE = 0xFFFFFFFF
@@ -153,9 +154,8 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("vis", "uint64_t"),  # u32 [nslots][nlogical][nlogical]   visibility (vector clocks)
     ("barword", "uint64_t"),  # u64 [nslots][NAMED_BARRIERS]      gen<<32 | arrived warps
     ("barvc", "uint64_t"),  # u32 [nslots][NAMED_BARRIERS][2][nlogical]
-    ("wword", "uint64_t"),  # u64 [nslots][granules]  buffer table: last write epoch
+    ("granule", "uint64_t"),  # u64 [nslots][granules][2]  buffer table: write epoch, readers
     ("wsite", "uint64_t"),  # u32 [nslots][granules]  site of the last write
-    ("rmask", "uint64_t"),  # u64 [nslots][granules]  gen<<48 | reader mask
     ("rslot", "uint64_t"),  # u64 [nslots][nwarps][granules]  site<<32 | read clock
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
@@ -167,18 +167,32 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("flags", "uint32_t"),
 )
 
-# Per-slot CTA words (u32): live threads, live warps, then per-warp live lanes.
+# Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
 CTA_LIVE_THREADS = 0
 CTA_LIVE_WARPS = 1
 CTA_WARP_LANES = 8  # [8, 8+MAX_WARPS): live lane mask of each warp
 CTA_WORDS = CTA_WARP_LANES + MAX_WARPS
 
-# Write-epoch word (wword): gen:16 | flags:8 | tid:8 | clock:32
+# Buffer-table entry of a granule: two u64, loaded together.
+# word 0, write epoch: gen:16 | flags:8 | tid:8 | clock:32
+# word 1, readers:     gen:16 | mask:32 (one bit per warp that read since that write)
 WW_GEN_SHIFT = 48
 WW_FLAGS_SHIFT = 40
 WW_TID_SHIFT = 32
 WW_FLAG_ATOMIC = 0x1
 RM_GEN_SHIFT = 48
+
+
+def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOGICAL
+                ) -> dict[str, int]:
+    """Bytes of each shadow table (STATE_FIELDS pointers) for a launch shape."""
+    n, G, L = nslots, granules, nlogical
+    return {
+        "slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
+        "vis": 4 * L * L * n, "barword": 8 * NAMED_BARRIERS * n,
+        "barvc": 4 * NAMED_BARRIERS * 2 * L * n,
+        "granule": 16 * G * n, "wsite": 4 * G * n, "rslot": 8 * G * nwarps * n,
+    }
 
 
 def _dtype(fields):
@@ -228,6 +242,7 @@ def c_header() -> str:
         "CS_BAR_SYNC": BAR_SYNC,
         "CS_BAR_ARRIVE": BAR_ARRIVE,
         "CS_BAR_RED": BAR_RED,
+        "CS_BAR_ALIGNED": BAR_ALIGNED,
         "CS_BAR_COUNT_ALL": BAR_COUNT_ALL,
         "CS_NO_SITE": NO_SITE,
         "CS_NO_WARP": NO_WARP,

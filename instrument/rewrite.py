@@ -312,6 +312,9 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[
         a, b = _bar_operands(it, ev)
         mode = {Event.BAR_SYNC: abi.BAR_SYNC, Event.BAR_ARRIVE: abi.BAR_ARRIVE,
                 Event.BAR_RED: abi.BAR_RED}[ev]
+        parts = it.op_parts
+        if parts[0] == "bar" or "aligned" in parts:  # bar.* is barrier.*.aligned
+            mode |= abi.BAR_ALIGNED
         arrive = _call(pred, abi.PROBE_BAR_ARRIVE,
                        [(".b32", a), (".b32", b), (".b32", str(site)), (".b32", str(mode))],
                        ret=True, comment=f"site {site}")

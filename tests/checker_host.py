@@ -67,10 +67,7 @@ class HostChecker:
         self.nwarps, self.nslots = nwarps, nslots
         self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
         L, G, n = abi.MAX_LOGICAL, self.granules, nslots
-        sizes = {"slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * abi.CTA_WORDS * n,
-                 "vis": 4 * L * L * n, "barword": 8 * abi.NAMED_BARRIERS * n,
-                 "barvc": 4 * abi.NAMED_BARRIERS * 2 * L * n, "wword": 8 * G * n,
-                 "wsite": 4 * G * n, "rmask": 8 * G * n, "rslot": 8 * G * nwarps * n}
+        sizes = abi.table_bytes(n, G, nwarps, L)
         self.tables = {k: np.zeros(v // 8 + 1, dtype=np.uint64) for k, v in sizes.items()}
         self.header = np.zeros(1, dtype=abi.log_header_dtype())
         self.header["capacity"] = capacity

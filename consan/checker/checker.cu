@@ -31,6 +31,7 @@ extern "C" {
 cs_state_t __consan_state;
 }
 static uint32_t cs_slot_sh, cs_gen_sh;
+static uint32_t cs_clock_sh[CS_MAX_WARPS];
 CS_DEV uint32_t cs_lane() { return 0; }
 CS_DEV uint32_t cs_warp() { return cs_host_ctx.warp; }
 CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
@@ -57,6 +58,7 @@ CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) {
 }
 CS_DEV uint64_t cs_or64(uint64_t* p, uint64_t v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint64_t cs_and64(uint64_t* p, uint64_t v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
+CS_DEV uint32_t cs_and32(uint32_t* p, uint32_t v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint64_t cs_xchg64(uint64_t* p, uint64_t v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint32_t cs_xchg32(uint32_t* p, uint32_t v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint64_t cs_cas64(uint64_t* p, uint64_t cmp, uint64_t v) {
@@ -83,6 +85,7 @@ __constant__ cs_state_t __consan_state;  // filled by the runtime before each la
 }
 __shared__ uint32_t cs_slot_sh;
 __shared__ uint32_t cs_gen_sh;
+__shared__ uint32_t cs_clock_sh[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
 CS_DEV uint32_t cs_lane() { uint32_t l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
 CS_DEV uint32_t cs_tid() {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -107,6 +110,7 @@ CS_DEV uint64_t cs_add64(uint64_t* p, uint64_t v) { return atomicAdd(p, v); }
 CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) { return atomicMax(p, v); }
 CS_DEV uint64_t cs_or64(uint64_t* p, uint64_t v) { return atomicOr(p, v); }
 CS_DEV uint64_t cs_and64(uint64_t* p, uint64_t v) { return atomicAnd(p, v); }
+CS_DEV uint32_t cs_and32(uint32_t* p, uint32_t v) { return atomicAnd(p, v); }
 CS_DEV uint64_t cs_xchg64(uint64_t* p, uint64_t v) { return atomicExch(p, v); }
 CS_DEV uint32_t cs_xchg32(uint32_t* p, uint32_t v) { return atomicExch(p, v); }
 CS_DEV uint64_t cs_cas64(uint64_t* p, uint64_t c, uint64_t v) { return atomicCAS(p, c, v); }
@@ -139,6 +143,8 @@ CS_DEV uint32_t* cs_barvc(uint32_t slot, uint32_t b, uint32_t parity) {
     return (uint32_t*)S.barvc + (((uint64_t)slot * CS_NAMED_BARRIERS + b) * 2 + parity) * S.nlogical;
 }
 CS_DEV uint64_t cs_gidx(uint32_t slot, uint32_t g) { return (uint64_t)slot * S.granules + g; }
+// Buffer-table entry: [0] write epoch, [1] reader mask (loaded together on the fast path).
+CS_DEV uint64_t* cs_gent(uint32_t slot, uint32_t g) { return (uint64_t*)S.granule + 2 * cs_gidx(slot, g); }
 CS_DEV uint64_t* cs_rslot(uint32_t slot, uint32_t w, uint32_t g) {
     return (uint64_t*)S.rslot + ((uint64_t)slot * S.nwarps + w) * S.granules + g;
 }
@@ -223,10 +229,9 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
         cs_slot_sh = CS_NO_SLOT;
         return;
     }
-    uint32_t* gens = (uint32_t*)S.slot_gen;
-    uint32_t gen = (gens[slot] + 1) & 0xFFFFu;
-    if (gen == 0) gen = 1;
-    gens[slot] = gen;
+    // The previous owner may have run on another SM: go through L2, not this SM's L1.
+    uint32_t gen = (cs_add32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
+    if (gen == 0) gen = (cs_add32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
     uint32_t* cta = cs_cta(slot);
     uint32_t nw = (nthreads + 31) / 32;
     cta[CS_CTA_LIVE_WARPS] = nw;
@@ -240,10 +245,11 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
         cta[CS_CTA_WARP_LANES + w] = w < nw ? 1u : 0u;
 #else
         uint32_t lanes = nthreads > w * 32 ? nthreads - w * 32 : 0;
-        cta[CS_CTA_WARP_LANES + w] = lanes > 32 ? 32 : lanes;
+        cta[CS_CTA_WARP_LANES + w] = lanes >= 32 ? 0xFFFFFFFFu : (1u << lanes) - 1u;
 #endif
     }
     for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
+    for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) cs_clock_sh[w] = 1;
     cs_slot_sh = slot;
     cs_gen_sh = gen;
 }
@@ -288,6 +294,12 @@ CS_DEV void cs_bar_try_complete(uint32_t slot, uint32_t b, uint64_t seen, uint32
 CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
     uint32_t slot = cs_slot_sh;
     uint32_t active = cs_activemask();
+    if (mode & CS_BAR_ALIGNED) {
+        // An aligned barrier is one arrival of the whole warp: lanes still finishing a
+        // divergent branch must reach it before the warp's clock is published.
+        active = cs_ld32(&cs_cta(slot)[CS_CTA_WARP_LANES + cs_warp()]);
+        cs_syncwarp(active);
+    }
     uint32_t lane = cs_lane();
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t w = cs_warp();
@@ -311,6 +323,7 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     cs_syncwarp(active);
     if (lane == leader) {
         mine[w] = mine[w] + 1;  // accesses after the release are not covered by it
+        cs_clock_sh[w] = mine[w];
         uint32_t arrived = CS_BW_ARRIVED(old) + 1;
         uint32_t expected = cw ? cw : cs_ld32(&cs_cta(slot)[CS_CTA_LIVE_WARPS]);
         if (arrived >= expected)
@@ -354,7 +367,7 @@ CS_DEV void cs_check_read(uint32_t slot, uint32_t gen, uint32_t w, uint32_t cloc
                           uint32_t site, const uint32_t* mine, cs_finding& f) {
     // Publish the read first, then look at the write (Dekker with cs_check_write).
     uint64_t* rs = cs_rslot(slot, w, g);
-    uint64_t* rm = (uint64_t*)S.rmask + cs_gidx(slot, g);
+    uint64_t* rm = cs_gent(slot, g) + 1;
     uint64_t m = cs_ld64(rm);
     uint64_t bit = 1ull << w;
     bool fresh = (m >> CS_RM_GEN_SHIFT) == gen;
@@ -370,7 +383,7 @@ CS_DEV void cs_check_read(uint32_t slot, uint32_t gen, uint32_t w, uint32_t cloc
         }
         cs_fence();
     }
-    uint64_t ww = cs_ld64((uint64_t*)S.wword + cs_gidx(slot, g));
+    uint64_t ww = cs_ld64(cs_gent(slot, g));
     if ((ww >> CS_WW_GEN_SHIFT) != gen) {
         if (!f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
         return;
@@ -387,7 +400,7 @@ CS_DEV void cs_check_write(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clo
     uint64_t flags = atomic ? CS_WW_FLAG_ATOMIC : 0;
     uint64_t now = ((uint64_t)gen << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
                    ((uint64_t)w << CS_WW_TID_SHIFT) | clock;
-    uint64_t old = cs_xchg64((uint64_t*)S.wword + idx, now);
+    uint64_t old = cs_xchg64(cs_gent(slot, g), now);
     uint32_t old_site = cs_xchg32((uint32_t*)S.wsite + idx, site);
     cs_fence();
     bool written = (old >> CS_WW_GEN_SHIFT) == gen;
@@ -399,7 +412,7 @@ CS_DEV void cs_check_write(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clo
         if (!both_atomic && !cs_ordered(mine, w, t, (uint32_t)old) && !f.kind)
             f = {CS_RACE_WAW, old_site, t};
     }
-    uint64_t* rm = (uint64_t*)S.rmask + idx;
+    uint64_t* rm = cs_gent(slot, g) + 1;
     uint64_t m = cs_ld64(rm);
     if ((m >> CS_RM_GEN_SHIFT) != gen) {
         if (m) cs_cas64(rm, m, (uint64_t)gen << CS_RM_GEN_SHIFT);
@@ -416,7 +429,14 @@ CS_DEV void cs_check_write(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clo
     if (readers) cs_and64(rm, ~readers);
 }
 
-CS_DEV void cs_access(uint64_t addr, uint32_t site, uint32_t info) {
+#ifdef CONSAN_HOST
+#define CS_NOINLINE static
+#else
+#define CS_NOINLINE static __device__ __noinline__
+#endif
+
+// Everything the fast path does not settle: recording reads, writes, findings.
+CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
     uint32_t active = cs_activemask();
@@ -438,7 +458,7 @@ CS_DEV void cs_access(uint64_t addr, uint32_t site, uint32_t info) {
         uint32_t w = cs_warp();
         uint32_t gen = cs_gen_sh;
         const uint32_t* mine = cs_vis(slot, w);
-        uint32_t clock = mine[w];
+        uint32_t clock = cs_clock_sh[w];
         uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
         if (g1 >= S.granules) {
             f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
@@ -463,9 +483,51 @@ CS_DEV void cs_access(uint64_t addr, uint32_t site, uint32_t info) {
         r.lanes = same;
         r.offset_lo = lo;
         r.offset_hi = hi;
-        r.clock = cs_vis(slot, cs_warp())[cs_warp()];
+        r.clock = cs_clock_sh[cs_warp()];
         cs_record(r);
     }
+}
+
+
+// The common case, in few registers: a plain access (at most 4 granules) whose
+// every granule needs no update -- a read already recorded at this clock of a
+// write that happens before it, or a rewrite by the same warp at the same
+// clock with no other reader. Nothing is stored; anything else goes slow.
+CS_DEV bool cs_access_fast(uint64_t addr, uint32_t info) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return true;
+    uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
+    uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
+    if (space != CS_SPACE_SHARED || mode == CS_MODE_ATOMIC || ((info >> CS_INFO_SHAPE_SHIFT) & 15u))
+        return false;
+    uint32_t off = (uint32_t)addr;
+    uint32_t size = info & CS_INFO_SIZE_MASK;
+    uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
+    if (g1 - g0 > 3 || g1 >= S.granules) return false;
+    uint32_t w = cs_warp();
+    uint64_t gen = cs_gen_sh;
+    uint32_t clock = cs_clock_sh[w];
+    uint64_t bit = 1ull << w;
+    const uint32_t* mine = cs_vis(slot, w);
+    for (uint32_t g = g0; g <= g1; ++g) {
+        const uint64_t* e = cs_gent(slot, g);
+        uint64_t ww = cs_ld64(e), rm = cs_ld64(e + 1);
+        if ((ww >> CS_WW_GEN_SHIFT) != gen) return false;
+        uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu;
+        if (mode == CS_MODE_READ) {
+            if ((rm >> CS_RM_GEN_SHIFT) != gen || !(rm & bit)) return false;
+            if ((uint32_t)cs_ld64(cs_rslot(slot, w, g)) != clock) return false;
+            if (t != w && mine[t] < (uint32_t)ww) return false;
+        } else {
+            if (t != w || (uint32_t)ww != clock || ((ww >> CS_WW_FLAGS_SHIFT) & 0xFFu)) return false;
+            if ((rm >> CS_RM_GEN_SHIFT) == gen && (rm & 0xFFFFFFFFull & ~bit)) return false;
+        }
+    }
+    return true;
+}
+
+CS_DEV void cs_access(uint64_t addr, uint32_t site, uint32_t info) {
+    if (!cs_access_fast(addr, info)) cs_access_slow(addr, site, info);
 }
 
 // ------------------------------------------------------------- exits
@@ -479,7 +541,7 @@ CS_DEV void cs_thread_exit(uint32_t site) {
     uint32_t n = cs_popc(active);
     uint32_t* cta = cs_cta(slot);
     uint32_t w = cs_warp();
-    if (cs_add32(&cta[CS_CTA_WARP_LANES + w], 0u - n) == n) {
+    if ((cs_and32(&cta[CS_CTA_WARP_LANES + w], ~active) & ~active) == 0) {
         // The whole warp is gone: barriers waiting for "every live warp" may now be complete.
         uint32_t live = cs_add32(&cta[CS_CTA_LIVE_WARPS], (uint32_t)-1) - 1;
         cs_fence();
