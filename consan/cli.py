@@ -166,6 +166,10 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--arch", help="target (default: the GPU's)")
     chk.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     compile_opts(chk)
+
+    sub.add_parser("run", add_help=False,
+                   help="run a Python program and sanitize every kernel it launches through "
+                        "CuPy (consan run -h for options)")
     return p
 
 
@@ -177,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "run":
+        # The program's own arguments follow its name: they are not consan's to parse.
+        from consan.run import run
+
+        return run(argv[1:], err)
     p = _parser()
     try:
         a = p.parse_args(argv)

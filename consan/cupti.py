@@ -52,6 +52,29 @@ def own_launch() -> Iterator[None]:
         _tls.own -= 1
 
 
+def pretty(name: str) -> str:
+    """A readable kernel name from a mangled symbol: `cub::...::DeviceReduceKernel<...>`."""
+    if not name.startswith("_Z"):
+        return name
+    nested = name.startswith("_ZN")
+    i = 3 if nested else 2
+    while i < len(name) and name[i] in "KVr":
+        i += 1
+    parts = []
+    while i < len(name) and name[i].isdigit():
+        j = i
+        while j < len(name) and name[j].isdigit():
+            j += 1
+        n = int(name[i:j])
+        parts.append(name[j:j + n])
+        i = j + n
+        if not nested or i >= len(name) or name[i] in "IE":
+            break
+    if not parts:
+        return name
+    return "::".join(parts) + ("<...>" if i < len(name) and name[i] == "I" else "")
+
+
 def _load() -> ctypes.CDLL:
     errors = []
     try:

@@ -81,14 +81,14 @@ def compile_ptx(source: str, name: str, options: list[str],
         opts = [o.encode() for o in options]
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         _, n = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * n
+        log = bytearray(n)  # never b" " * n: a 1-byte bytes object is a shared singleton
         nvrtc.nvrtcGetProgramLog(prog, log)
         if int(res[0]):
             raise toolchain.CompileError(
                 f"NVRTC could not compile {name} (options: {' '.join(options)})",
                 log.decode(errors="replace").rstrip("\x00"))
         _, n = nvrtc.nvrtcGetPTXSize(prog)
-        buf = b" " * n
+        buf = bytearray(n)  # never b" " * n: a 1-byte bytes object is a shared singleton
         nvrtc.nvrtcGetPTX(prog, buf)
         return buf.decode().rstrip("\x00")
     finally:

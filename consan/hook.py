@@ -414,7 +414,8 @@ class Session:
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        if self.options.count_other_launches and self._counter is None:
+        if self.options.count_other_launches and self._counter is None and \
+                runtime.gpu_available():
             counter = cupti.LaunchCounter(self._other_launch)
             why = counter.start()
             if why is None:
@@ -432,8 +433,7 @@ class Session:
         self._prepared.clear()
 
     def _other_launch(self, name: str) -> None:
-        self.report.add_not_checked(demangle(name) if name.startswith("_Z") else name,
-                                    NOT_INTERCEPTED)
+        self.report.add_not_checked(cupti.pretty(name), NOT_INTERCEPTED)
 
     # ------------------------------------------------------------ selection
     def _selected(self, fn) -> str | None:
@@ -481,6 +481,10 @@ class Session:
             except ConsanError as exc:
                 self.report.add_not_checked(name, f"consan could not prepare it: {exc}")
                 return _run_native(native)
+            except Exception as exc:  # noqa: BLE001 - a consan bug must not break the program
+                self.report.add_not_checked(name, f"consan failed to prepare it "
+                                                  f"({type(exc).__name__}: {exc})")
+                return _run_native(native)
             frames = cupy_build.user_frames()
             launched_from = {"file": frames[0][0], "line": frames[0][1]} if frames else None
             with _busy(), _stream_context(stream):
@@ -509,8 +513,9 @@ class Session:
         block = _dim3((config.blockDimX, config.blockDimY, config.blockDimZ))
         stream = _ExStream(int(config.hStream)) if config.hStream is not None else None
         cluster = None
+        cluster_id = int(driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
         for attr in list(config.attrs or [])[: int(config.numAttrs or 0)]:
-            if int(attr.id) == int(driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION):
+            if int(attr.id) == cluster_id:
                 c = attr.value.clusterDim
                 cluster = [int(c.x), int(c.y), int(c.z)]
 

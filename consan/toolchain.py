@@ -79,14 +79,14 @@ def compile_cuda(source: str, name: str, options: tuple[str, ...] | list[str],
         opts = [o.encode() for o in options]
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         _, n = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * n
+        log = bytearray(n)  # never b" " * n: a 1-byte bytes object is a shared singleton
         nvrtc.nvrtcGetProgramLog(prog, log)
         log_text = log.decode(errors="replace").rstrip("\x00")
         if int(res[0]) != 0:
             raise CompileError(f"NVRTC could not compile {name} (options: {' '.join(options)})",
                                log_text)
         _, n = nvrtc.nvrtcGetPTXSize(prog)
-        buf = b" " * n
+        buf = bytearray(n)  # never b" " * n: a 1-byte bytes object is a shared singleton
         nvrtc.nvrtcGetPTX(prog, buf)
         return buf.decode().rstrip("\x00")
     finally:

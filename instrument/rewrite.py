@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from . import abi
+from . import abi, coalesce
 from .events import Classified, Event, classify
 from .ptx import Function, Item, Module, PTXSyntaxError, parse
 from .sites import SiteTable, SourceLoc
@@ -243,6 +243,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
         probes = 0
         first_code: int | None = None
         depth = 0
+        walk: list[tuple[int, Item, Classified | None, tuple | None]] = []
         for it in fn.body:
             idx = index_of[id(it)]
             if it.kind == "open":
@@ -255,17 +256,28 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                 loc = _parse_loc(it, files, strings)
                 continue
             c = classify(it, shared, in_entry=fn.is_entry)
+            walk.append((idx, it, c, loc))
             if c is None:
                 continue
             counts[c.event.value] += 1
             if c.event is Event.UNMODELED:
                 unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason))
+        merged = coalesce.plan([(i, it, c) for i, it, c, _ in walk])
+        lines = {i: it.line for i, it, _, _ in walk}
+        for idx, it, c, loc in walk:
+            if c is None or not c.event.probed:
                 continue
-            if not c.event.probed:
-                continue
+            covers: tuple[int, ...] = ()
+            if idx in merged:
+                p = merged[idx]
+                if p is None:
+                    continue  # checked by the probe of an earlier access
+                c = replace(c, address=p.address, size=p.size)
+                covers = tuple(lines[i] for i in p.members[1:])
             site = table.add(kernel=fn.name, event=c.event.value, ptx_line=it.line,
                              ptx_text=it.text.strip(), size=c.size,
-                             loc=loc[0] if loc else None, inlined_at=loc[1] if loc else ())
+                             loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
+                             merged_lines=covers)
             probes += 1
             before[idx], after_text = _probe(it, c, site.id, widths)
             if after_text:

@@ -33,6 +33,7 @@ class Site:
     size: int = 0  # bytes per lane for accesses
     loc: SourceLoc | None = None  # innermost source location
     inlined_at: tuple[SourceLoc, ...] = ()  # outward chain of call sites
+    merged_lines: tuple[int, ...] = ()  # PTX lines of later accesses this probe also checks
 
     def where(self) -> str:
         if self.loc is not None:
@@ -73,5 +74,6 @@ class SiteTable:
         for s in d["sites"]:
             loc = SourceLoc(**s["loc"]) if s.get("loc") else None
             chain = tuple(SourceLoc(**c) for c in s.get("inlined_at", ()))
-            sites.append(Site(**{**s, "loc": loc, "inlined_at": chain}))
+            sites.append(Site(**{**s, "loc": loc, "inlined_at": chain,
+                                  "merged_lines": tuple(s.get("merged_lines", ()))}))
         return cls(sites=sites, ptx_name=d.get("ptx_name", "<ptx>"), sources=d.get("sources", {}))

@@ -489,7 +489,7 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
 }
 
 
-// The common case, in few registers: a plain access (at most 4 granules) whose
+// The common case, in few registers: a plain access (at most 16 granules) whose
 // every granule needs no update -- a read already recorded at this clock of a
 // write that happens before it, or a rewrite by the same warp at the same
 // clock with no other reader. Nothing is stored; anything else goes slow.
@@ -503,7 +503,7 @@ CS_DEV bool cs_access_fast(uint64_t addr, uint32_t info) {
     uint32_t off = (uint32_t)addr;
     uint32_t size = info & CS_INFO_SIZE_MASK;
     uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
-    if (g1 - g0 > 3 || g1 >= S.granules) return false;
+    if (g1 - g0 > 15 || g1 >= S.granules) return false;
     uint32_t w = cs_warp();
     uint64_t gen = cs_gen_sh;
     uint32_t clock = cs_clock_sh[w];

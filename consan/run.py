@@ -1,0 +1,336 @@
+"""`consan run SCRIPT [ARGS...]` / `consan run -m MODULE [ARGS...]`.
+
+The program runs in this process, with its own `sys.argv` and `__main__`, so
+that every kernel it compiles through CuPy can be swapped for its
+instrumented twin. consan's own output goes to stderr: the program's stdout is
+the same as without consan. Exit status: 0 no findings, 1 findings, 2 consan
+could not run (usage, no GPU, tool error); with no findings the program's own
+non-zero status is passed through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import runpy
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+_VALUE_OPTIONS = {"--kernel-name", "--kernel-name-exclude", "--launch-skip", "--launch-count",
+                  "--print-limit", "--on-violation", "--json", "--sarif", "--suppressions"}
+
+
+class RunUsageError(Exception):
+    """Bad `consan run` command line: exit status 2 with this message."""
+
+
+@dataclass
+class Program:
+    """What to run: a script path or a module name, and its arguments."""
+
+    script: str | None = None
+    module: str | None = None
+    args: list[str] = field(default_factory=list)
+
+    @property
+    def argv(self) -> list[str]:
+        return ([self.script] if self.script else ["-m", self.module or ""]) + self.args
+
+
+def option_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="consan run", add_help=True,
+        usage="consan run [OPTIONS] SCRIPT [ARGS...]  |  consan run [OPTIONS] -m MODULE "
+              "[ARGS...]",
+        description="Run a Python program and sanitize every kernel it launches through CuPy.")
+    p.add_argument("--kernel-name", metavar="REGEX",
+                   help="check only kernels whose name matches (re.search)")
+    p.add_argument("--kernel-name-exclude", metavar="REGEX",
+                   help="do not check kernels whose name matches")
+    p.add_argument("--launch-skip", type=_count, default=0, metavar="N",
+                   help="skip the first N launches of the selected kernels")
+    p.add_argument("--launch-count", type=_count, default=None, metavar="N",
+                   help="check at most N launches, then run the rest natively")
+    p.add_argument("--print-limit", type=_count, default=100, metavar="N",
+                   help="print at most N findings as they are found (default 100)")
+    p.add_argument("--on-violation", choices=("continue", "abort"), default="continue",
+                   help="abort: stop the program at the first launch with a finding")
+    p.add_argument("--json", metavar="FILE", help="write the session report as JSON")
+    p.add_argument("--sarif", metavar="FILE", help="write findings as SARIF 2.1.0")
+    p.add_argument("--suppressions", metavar="FILE",
+                   help="accepted findings (KIND LOCATION per line); counted, not failed")
+    p.add_argument("--quiet", action="store_true",
+                   help="print only the one-line verdict (and errors)")
+    return p
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") \
+            from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {n}")
+    return n
+
+
+def split_argv(argv: list[str]) -> tuple[list[str], Program]:
+    """consan's options, then the program: everything after SCRIPT or `-m MODULE` is its own."""
+    opts: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "-m":
+            if i + 1 >= len(argv):
+                raise RunUsageError("-m needs a module name")
+            return opts, Program(module=argv[i + 1], args=argv[i + 2:])
+        if tok.startswith("-m") and len(tok) > 2 and not tok.startswith("--"):
+            return opts, Program(module=tok[2:], args=argv[i + 1:])
+        if tok == "--":
+            if i + 1 >= len(argv):
+                raise RunUsageError("no program given after --")
+            return opts, Program(script=argv[i + 1], args=argv[i + 2:])
+        if tok.startswith("-") and tok != "-":
+            opts.append(tok)
+            if tok in _VALUE_OPTIONS:
+                if i + 1 >= len(argv):
+                    raise RunUsageError(f"{tok} needs a value")
+                opts.append(argv[i + 1])
+                i += 1
+            i += 1
+            continue
+        return opts, Program(script=tok, args=argv[i + 1:])
+    if any(o in ("-h", "--help") for o in opts):
+        return opts, Program()
+    raise RunUsageError("no program given: consan run [OPTIONS] SCRIPT [ARGS...] or "
+                        "consan run [OPTIONS] -m MODULE [ARGS...]")
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, Program]:
+    """Parse `consan run` arguments; RunUsageError (or SystemExit from -h) on bad input."""
+    opts, program = split_argv(argv)
+    parser = option_parser()
+    try:
+        a = parser.parse_args(opts)
+    except SystemExit as e:
+        if e.code:
+            raise RunUsageError("bad options (see above)") from None
+        raise
+    for name in ("kernel_name", "kernel_name_exclude"):
+        pattern = getattr(a, name)
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise RunUsageError(f"--{name.replace('_', '-')} {pattern!r} is not a valid "
+                                    f"regular expression: {exc}") from None
+    if program.script is not None and not Path(program.script).is_file():
+        raise RunUsageError(f"{program.script}: no such file")
+    return a, program
+
+
+# ---------------------------------------------------------------------- running
+
+@dataclass
+class Outcome:
+    status: int | None = 0  # the program's exit status (None: stopped by consan)
+    no_gpu: str | None = None  # the program needed a GPU and none is usable: why
+    tool_error: str | None = None
+
+
+def _trim(tb):
+    """Drop consan's and runpy's frames from the program's traceback."""
+    internal = (os.path.dirname(__file__) + os.sep, runpy.__file__)
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(internal):
+        tb = tb.tb_next
+    return tb
+
+
+def _cuda_failure(exc: BaseException) -> bool:
+    from .errors import NoGPUError
+
+    if isinstance(exc, NoGPUError):
+        return True
+    mod = type(exc).__module__ or ""
+    return mod.startswith(("cupy_backends", "cupy.cuda", "cuda.")) or "CUDA" in type(exc).__name__
+
+
+def _where(tb) -> str:
+    """The program's own line that needed the GPU (the innermost frame outside CuPy/consan)."""
+    from .cupy_build import _internal_roots
+
+    roots = _internal_roots()
+    frames = [f for f in traceback.extract_tb(tb)
+              if not f.filename.startswith(roots) and not f.filename.endswith(".pyx")] or \
+        traceback.extract_tb(tb)
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+
+
+def execute(program: Program, err: Console) -> Outcome:
+    """Run the program as `python SCRIPT` / `python -m MODULE` would, in this process."""
+    from .hook import ConsanAbort
+
+    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    if program.module is not None:
+        sys.argv = [program.module, *program.args]
+        path0 = os.getcwd()
+    else:
+        sys.argv = [program.script or "", *program.args]
+        path0 = os.path.dirname(os.path.abspath(program.script or "."))
+    if sys.path:
+        sys.path[0] = path0
+    else:
+        sys.path.append(path0)
+    try:
+        if program.module is not None:
+            runpy.run_module(program.module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(program.script or "", run_name="__main__")
+        return Outcome(0)
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            return Outcome(0)
+        if isinstance(code, int):
+            return Outcome(code)
+        print(code, file=sys.stderr)
+        return Outcome(1)
+    except ConsanAbort:
+        return Outcome(None)
+    except KeyboardInterrupt:
+        return Outcome(130)
+    except BaseException as e:  # noqa: BLE001 - the program's own error, reported like Python
+        from .runtime import gpu_available
+
+        if _cuda_failure(e) and not gpu_available():
+            where = _where(_trim(e.__traceback__))
+            return Outcome(1, no_gpu=f"{type(e).__name__}: {e} (at {where})")
+        sys.stderr.flush()
+        traceback.print_exception(type(e), e, _trim(e.__traceback__))
+        return Outcome(1)
+    finally:
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+        sys.stdout.flush()
+
+
+class Progress:
+    """A transient status line on a terminal: launches checked and findings so far."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._status: Any = None
+        self._last = 0.0
+
+    def __call__(self, session) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.1:
+            return
+        self._last = now
+        rep = session.report
+        n = len(rep.active_findings)
+        text = (f"consan: {rep.launches_checked} launches checked, "
+                f"{n} finding{'' if n == 1 else 's'} so far")
+        if self._status is None:
+            self._status = self.console.status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def run(argv: list[str], err: Console | None = None) -> int:
+    """`consan run ...`: the exit status."""
+    err = err if err is not None else Console(stderr=True, highlight=False)
+    try:
+        a, program = parse(argv)
+    except RunUsageError as e:
+        err.print(f"consan run: {e}", markup=False)
+        return EXIT_ERROR
+    except SystemExit as e:  # -h
+        return EXIT_CLEAN if not e.code else EXIT_ERROR
+    from reports import suppress
+
+    suppressions = None
+    if a.suppressions:
+        try:
+            suppressions = suppress.load(a.suppressions)
+        except suppress.SuppressionError as e:
+            err.print(f"consan run: {e}", markup=False)
+            return EXIT_ERROR
+    try:
+        import cupy  # noqa: F401 - the hook wraps CuPy's compiler
+    except Exception as e:  # noqa: BLE001
+        err.print(f"consan run: CuPy cannot be imported ({type(e).__name__}: {e}); consan "
+                  "sanitizes kernels launched through CuPy", markup=False)
+        return EXIT_ERROR
+    from . import hook
+
+    options = hook.Options(
+        kernel_name=a.kernel_name, kernel_name_exclude=a.kernel_name_exclude,
+        launch_skip=a.launch_skip, launch_count=a.launch_count,
+        print_limit=0 if a.quiet else a.print_limit, on_violation=a.on_violation,
+        suppressions=suppressions)
+    progress = Progress(err) if err.is_terminal and not a.quiet else None
+    roots = tuple(dict.fromkeys(
+        [os.getcwd() + os.sep] +
+        ([os.path.dirname(os.path.abspath(program.script)) + os.sep] if program.script else [])))
+    session = hook.Session(options, console=err, roots=roots, progress=progress,
+                           print_findings=not a.quiet)
+    session.report.program = {"argv": program.argv, "cwd": os.getcwd()}
+    try:
+        with hook.sanitizing(session):
+            outcome = execute(program, err)
+    finally:
+        if progress is not None:
+            progress.stop()
+        hook.uninstall()
+    report = session.report
+    report.program["exit_status"] = outcome.status
+    if outcome.no_gpu:
+        report.program["error"] = f"no usable CUDA GPU: {outcome.no_gpu}"
+    status = _write_outputs(a, report, err)
+    if outcome.no_gpu:
+        err.print(f"consan run: the program needs a CUDA GPU and none is usable here "
+                  f"({outcome.no_gpu}). consan checks kernels by running them: run it on a "
+                  "machine with a CUDA GPU (`consan instrument` works without one).",
+                  markup=False, soft_wrap=True)
+        return EXIT_ERROR
+    if a.quiet:
+        err.print(report.summary_line(), markup=False)
+    else:
+        report.render_summary(err)
+    if status:
+        return status
+    if not report.ok:
+        return EXIT_FINDINGS
+    return outcome.status if outcome.status else EXIT_CLEAN
+
+
+def _write_outputs(a: argparse.Namespace, report, err: Console) -> int:
+    from reports.sarif import to_sarif_json
+
+    try:
+        if a.json:
+            Path(a.json).write_text(report.to_json())
+        if a.sarif:
+            Path(a.sarif).write_text(to_sarif_json(report))
+    except OSError as e:
+        err.print(f"consan run: cannot write {e.filename}: {e.strerror}", markup=False)
+        return EXIT_ERROR
+    return 0
