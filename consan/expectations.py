@@ -23,6 +23,7 @@ from .errors import NoGPUError
 @contextlib.contextmanager
 def expect(kind: str, where: str | None = None) -> Iterator[hook.Expectation]:
     """Expect a finding of `kind` (an id or glob) at `where` (FILE[:LINE[-LINE]]) in the block."""
+    __tracebackhide__ = True  # pytest: the failure is the user's block, not this frame
     if not any(fnmatch.fnmatchcase(k.id, kind) for k in abi.KINDS if k.is_violation):
         raise ValueError(f"consan.expect: {kind!r} matches no finding kind; kinds are: "
                          + ", ".join(abi.VIOLATION_KINDS))

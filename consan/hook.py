@@ -412,6 +412,14 @@ class Session:
             if self.options.kernel_name_exclude else None
         self.lock = threading.RLock()
 
+    def expect(self, kind: str, where: str | None = None):
+        """`consan.expect` within this session (the pytest fixture yields the session)."""
+        from .expectations import expect
+
+        if current_session() is not self:
+            raise ConsanError("this consan session is not active")
+        return expect(kind, where)
+
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         if self.options.count_other_launches and self._counter is None and \

@@ -205,3 +205,24 @@ def test_out_of_window_access_is_a_tool_note(ck):
     ck.write(0, 4096, site=1)  # the window is 1024 bytes
     assert ck.kinds() == [("tool.out-of-window", 1, -1)]
     assert ck.report().ok
+
+
+def test_cta_wide_phase_orders_old_reads_but_not_new_ones(ck):
+    ck.write(0, 0, site=1)
+    ck.sync(ALL)
+    ck.read(1, 0, site=2)  # before the next CTA-wide barrier: ordered by it
+    ck.sync(ALL)
+    ck.read(2, 0, site=3)  # after it: not ordered before the write below
+    ck.write(0, 0, site=4)
+    assert ck.kinds() == [("race.war", 4, 3)]
+
+
+def test_rewrite_by_the_last_writer_still_checks_readers(ck):
+    ck.write(0, 0, site=1)
+    ck.sync(ALL)
+    ck.read(3, 0, site=2)
+    ck.write(0, 0, site=3)  # warp 0 wrote last, warp 3 read since without a barrier
+    assert ck.kinds() == [("race.war", 3, 2)]
+    ck.sync(ALL)
+    ck.write(0, 0, site=4)
+    assert len(ck.kinds()) == 1

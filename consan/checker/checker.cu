@@ -32,6 +32,7 @@ cs_state_t __consan_state;
 }
 static uint32_t cs_slot_sh, cs_gen_sh;
 static uint32_t cs_clock_sh[CS_MAX_WARPS];
+static uint32_t cs_phase_sh[CS_MAX_WARPS];
 CS_DEV uint32_t cs_lane() { return 0; }
 CS_DEV uint32_t cs_warp() { return cs_host_ctx.warp; }
 CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
@@ -86,6 +87,7 @@ __constant__ cs_state_t __consan_state;  // filled by the runtime before each la
 __shared__ uint32_t cs_slot_sh;
 __shared__ uint32_t cs_gen_sh;
 __shared__ uint32_t cs_clock_sh[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
+__shared__ uint32_t cs_phase_sh[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
 CS_DEV uint32_t cs_lane() { uint32_t l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
 CS_DEV uint32_t cs_tid() {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -128,6 +130,7 @@ CS_DEV uint32_t cs_cta_linear() {
 #endif
 
 #define CS_NO_SLOT 0xFFFFFFFFu
+#define CS_TOKEN_CTA_WIDE 0x80000000u  // in a barrier token: the generation was CTA-wide
 #define S (__consan_state)
 
 // ------------------------------------------------------------- table access
@@ -249,7 +252,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
 #endif
     }
     for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
-    for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) cs_clock_sh[w] = 1;
+    for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) cs_clock_sh[w] = 1, cs_phase_sh[w] = 1;
     cs_slot_sh = slot;
     cs_gen_sh = gen;
 }
@@ -331,8 +334,7 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     }
     cs_syncwarp(active);
     (void)site;
-    (void)mode;
-    return gen;
+    return gen | (cw == 0 ? CS_TOKEN_CTA_WIDE : 0u);  // bit 31: every live warp takes part
 }
 
 // Acquire: join the generation's slot into this warp's clock.
@@ -351,6 +353,7 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
         if (v > mine[u] && u != w) mine[u] = v;
     }
     cs_fence();
+    if ((gen & CS_TOKEN_CTA_WIDE) && lane == (uint32_t)(cs_ffs(active) - 1)) cs_phase_sh[w] += 1;
     cs_syncwarp(active);
     (void)site;
 }
@@ -363,6 +366,17 @@ CS_DEV bool cs_ordered(const uint32_t* mine, uint32_t w, uint32_t t, uint32_t cl
     return t == w || mine[t] >= clock;
 }
 
+// Reader word of a granule: gen:16 | phase:16 | mask:32. `phase` is the latest
+// CTA phase (count of CTA-wide barriers passed) at which a recorded read
+// happened: a writer that has passed a later CTA-wide barrier is ordered
+// after every recorded read without looking at them one by one.
+#define CS_RM_PHASE(m) ((uint32_t)((m) >> 32) & 0xFFFFu)
+
+CS_DEV bool cs_phase_after(uint32_t mine, uint32_t theirs) {  // 16-bit serial numbers
+    uint32_t d = (mine - theirs) & 0xFFFFu;
+    return d != 0 && d < 0x8000u;
+}
+
 CS_DEV void cs_check_read(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clock, uint32_t g,
                           uint32_t site, const uint32_t* mine, cs_finding& f) {
     // Publish the read first, then look at the write (Dekker with cs_check_write).
@@ -370,16 +384,20 @@ CS_DEV void cs_check_read(uint32_t slot, uint32_t gen, uint32_t w, uint32_t cloc
     uint64_t* rm = cs_gent(slot, g) + 1;
     uint64_t m = cs_ld64(rm);
     uint64_t bit = 1ull << w;
-    bool fresh = (m >> CS_RM_GEN_SHIFT) == gen;
-    if (!(fresh && (m & bit) && (uint32_t)cs_ld64(rs) == clock)) {
+    uint32_t phase = cs_phase_sh[w];
+    if (!((m >> CS_RM_GEN_SHIFT) == gen && (m & bit) && CS_RM_PHASE(m) == phase &&
+          (uint32_t)cs_ld64(rs) == clock)) {
         cs_st64(rs, ((uint64_t)site << 32) | clock);
         cs_fence();
-        if (fresh) {
-            if (!(m & bit)) cs_or64(rm, bit);
-        } else {
-            uint64_t want = ((uint64_t)gen << CS_RM_GEN_SHIFT) | bit;
+        for (int tries = 0; tries < 64; ++tries) {
+            bool fresh = (m >> CS_RM_GEN_SHIFT) == gen;
+            uint64_t mask = fresh ? (m & 0xFFFFFFFFull) : 0;
+            uint32_t ph = fresh && !cs_phase_after(phase, CS_RM_PHASE(m)) ? CS_RM_PHASE(m) : phase;
+            uint64_t want = ((uint64_t)gen << CS_RM_GEN_SHIFT) | ((uint64_t)ph << 32) | mask | bit;
+            if (want == m) break;
             uint64_t seen = cs_cas64(rm, m, want);
-            if (seen != m) cs_or64(rm, bit);  // someone renewed it first
+            if (seen == m) break;
+            m = seen;
         }
         cs_fence();
     }
@@ -394,39 +412,59 @@ CS_DEV void cs_check_read(uint32_t slot, uint32_t gen, uint32_t w, uint32_t cloc
         f = {CS_RACE_RAW, cs_ld32((uint32_t*)S.wsite + cs_gidx(slot, g)), t};
 }
 
+CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, uint32_t w,
+                                bool atomic, const uint32_t* mine, cs_finding& f) {
+    if ((old >> CS_WW_GEN_SHIFT) != gen) {
+        if (atomic && !f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+        return;
+    }
+    uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
+    bool both_atomic = atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC);
+    if (!both_atomic && !cs_ordered(mine, w, t, (uint32_t)old) && !f.kind)
+        f = {CS_RACE_WAW, old_site, t};
+}
+
 CS_DEV void cs_check_write(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clock, uint32_t g,
                            uint32_t site, bool atomic, const uint32_t* mine, cs_finding& f) {
-    uint64_t idx = cs_gidx(slot, g);
+    uint64_t* e = cs_gent(slot, g);
+    uint32_t* ws = (uint32_t*)S.wsite + cs_gidx(slot, g);
     uint64_t flags = atomic ? CS_WW_FLAG_ATOMIC : 0;
     uint64_t now = ((uint64_t)gen << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
                    ((uint64_t)w << CS_WW_TID_SHIFT) | clock;
-    uint64_t old = cs_xchg64(cs_gent(slot, g), now);
-    uint32_t old_site = cs_xchg32((uint32_t*)S.wsite + idx, site);
-    cs_fence();
-    bool written = (old >> CS_WW_GEN_SHIFT) == gen;
-    if (!written) {
-        if (atomic && !f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+    uint64_t old = cs_ld64(e), m = cs_ld64(e + 1);
+    bool fresh_w = (old >> CS_WW_GEN_SHIFT) == gen;
+    bool fresh_r = (m >> CS_RM_GEN_SHIFT) == gen;
+    uint64_t readers = fresh_r ? (m & 0xFFFFFFFFull & ~(1ull << w)) : 0;
+    uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
+    // Reads recorded before a CTA-wide barrier this warp has passed are ordered.
+    if (readers && cs_phase_after(cs_phase_sh[w], CS_RM_PHASE(m))) readers = 0;
+    uint64_t emptied = (uint64_t)gen << CS_RM_GEN_SHIFT;
+    if (fresh_w && (t == w || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)))) {
+        // This warp wrote last, or atomics follow atomics: no write-write conflict is
+        // possible, so plain stores do (a simultaneous writer from another warp takes
+        // the exchange below and sees this epoch).
+        cs_st64(e, now);
+        if (fresh_r && (m & 0xFFFFFFFFull)) cs_st64(e + 1, emptied);
+        if (t != w || (uint32_t)old != clock) cs_st32(ws, site);
+        cs_fence();
     } else {
-        uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
-        bool both_atomic = atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC);
-        if (!both_atomic && !cs_ordered(mine, w, t, (uint32_t)old) && !f.kind)
-            f = {CS_RACE_WAW, old_site, t};
+        old = cs_xchg64(e, now);
+        uint32_t old_site = cs_xchg32(ws, site);
+        cs_fence();
+        cs_check_prev_write(old, old_site, gen, w, atomic, mine, f);
+        m = cs_ld64(e + 1);
+        fresh_r = (m >> CS_RM_GEN_SHIFT) == gen;
+        readers = fresh_r ? (m & 0xFFFFFFFFull & ~(1ull << w)) : 0;
+        if (readers && cs_phase_after(cs_phase_sh[w], CS_RM_PHASE(m))) readers = 0;
+        if (!fresh_r && m) cs_cas64(e + 1, m, emptied);
+        else if (fresh_r && (m & 0xFFFFFFFFull)) cs_and64(e + 1, ~(m & 0xFFFFFFFFull));
     }
-    uint64_t* rm = cs_gent(slot, g) + 1;
-    uint64_t m = cs_ld64(rm);
-    if ((m >> CS_RM_GEN_SHIFT) != gen) {
-        if (m) cs_cas64(rm, m, (uint64_t)gen << CS_RM_GEN_SHIFT);
-        return;
-    }
-    uint64_t readers = m & 0xFFFFFFFFull;
-    uint64_t checked = readers & ~(1ull << w);
-    while (checked) {
-        uint32_t u = cs_ffsll(checked) - 1;
-        checked &= checked - 1;
+    while (readers) {
+        uint32_t u = cs_ffsll(readers) - 1;
+        readers &= readers - 1;
         uint64_t r = cs_ld64(cs_rslot(slot, u, g));
         if (!cs_ordered(mine, w, u, (uint32_t)r) && !f.kind) f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
     }
-    if (readers) cs_and64(rm, ~readers);
 }
 
 #ifdef CONSAN_HOST
