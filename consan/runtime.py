@@ -114,8 +114,9 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
         _name_source(ins, source, source_name)
     link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
     key = hashlib.sha256(
-        "\0".join([__version__, arch.sm, *link_opts, ins.ptx, toolchain.CHECKER_SOURCE.read_text(),
-                   abi.c_header()]).encode()).hexdigest()[:32]
+        "\0".join([__version__, arch.sm, *link_opts, *toolchain.checker_defines(), ins.ptx,
+                   toolchain.CHECKER_SOURCE.read_text(), abi.c_header()]).encode()
+    ).hexdigest()[:32]
     path = _cache_dir() / f"{key}.cubin"
     cubin = path.read_bytes() if path.exists() else None
     if cubin is None:

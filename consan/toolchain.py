@@ -9,6 +9,7 @@ CUDA 13.0, so we always hand the driver a cubin.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,9 +148,18 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = ()) -
     return link([(name, ins.ptx), ("consan_checker.ptx", checker_ptx(arch))], arch, extra)
 
 
+def checker_defines() -> tuple[str, ...]:
+    """Extra -D options for the checker (CONSAN_CHECKER_DEFINES; for measurements only)."""
+    return tuple(f"-D{d}" for d in os.environ.get("CONSAN_CHECKER_DEFINES", "").split())
+
+
 @functools.cache
-def checker_ptx(arch: Arch) -> str:
-    """The device checker compiled for `arch` (relocatable, so probes link to it)."""
-    opts = ("-rdc=true", f"-arch={arch.compute}", "-std=c++17")
+def _checker_ptx(arch: Arch, defines: tuple[str, ...]) -> str:
+    opts = ("-rdc=true", f"-arch={arch.compute}", "-std=c++17", *defines)
     return compile_cuda(CHECKER_SOURCE.read_text(), "consan_checker.cu", opts,
                         headers={"consan_abi.h": abi.c_header()})
+
+
+def checker_ptx(arch: Arch) -> str:
+    """The device checker compiled for `arch` (relocatable, so probes link to it)."""
+    return _checker_ptx(arch, checker_defines())

@@ -58,7 +58,9 @@ def parse_location(text: str) -> Location:
     """`file.cu:42`, `*.py:10-20`, `src/k.cu`, `*`; raises ValueError on a bad one."""
     text = text.strip()
     m = _LOC.match(text)
-    if not text or not m or not m.group("file"):
+    head, colon, tail = text.rpartition(":")
+    bad_lines = colon and len(head) > 1 and not re.fullmatch(r"\d+(?:-\d+)?", tail)
+    if not text or not m or not m.group("file") or bad_lines:
         raise ValueError(f"bad location {text!r}: use FILE[:LINE[-LINE]] (globs allowed)")
     if m.group("lo") is None:
         return Location(m.group("file"))
@@ -108,8 +110,9 @@ class Rule:
         sites = finding.get("sites") or {}
         if not self.where.matches(*site_file_line(sites.get("current"))):
             return False
-        if self.earlier is not None and \
-                not self.earlier.matches(*site_file_line(sites.get("earlier"))):
+        if self.earlier is not None and (
+                not sites.get("earlier")
+                or not self.earlier.matches(*site_file_line(sites.get("earlier")))):
             return False
         if self.kernel is not None:
             names = [n for n in (finding.get("kernel"), finding.get("kernel_mangled")) if n]
