@@ -150,7 +150,7 @@ class Outcome:
 
 def _trim(tb):
     """Drop consan's and runpy's frames from the program's traceback."""
-    internal = (os.path.dirname(__file__) + os.sep, runpy.__file__)
+    internal = (os.path.dirname(__file__) + os.sep, runpy.__file__, "<frozen runpy>")
     while tb is not None and tb.tb_frame.f_code.co_filename.startswith(internal):
         tb = tb.tb_next
     return tb
@@ -170,8 +170,9 @@ def _where(tb) -> str:
     from .cupy_build import _internal_roots
 
     roots = _internal_roots()
+    cython = (".pyx", ".pxd", ".pxi")
     frames = [f for f in traceback.extract_tb(tb)
-              if not f.filename.startswith(roots) and not f.filename.endswith(".pyx")] or \
+              if not f.filename.startswith(roots) and not f.filename.endswith(cython)] or \
         traceback.extract_tb(tb)
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
 
@@ -180,17 +181,14 @@ def execute(program: Program, err: Console) -> Outcome:
     """Run the program as `python SCRIPT` / `python -m MODULE` would, in this process."""
     from .hook import ConsanAbort
 
-    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
     if program.module is not None:
         sys.argv = [program.module, *program.args]
         path0 = os.getcwd()
     else:
         sys.argv = [program.script or "", *program.args]
         path0 = os.path.dirname(os.path.abspath(program.script or "."))
-    if sys.path:
-        sys.path[0] = path0
-    else:
-        sys.path.append(path0)
+    sys.path.insert(0, path0)  # as Python does; consan's own entries stay behind it
     try:
         if program.module is not None:
             runpy.run_module(program.module, run_name="__main__", alter_sys=True)
@@ -220,8 +218,7 @@ def execute(program: Program, err: Console) -> Outcome:
         return Outcome(1)
     finally:
         sys.argv = saved_argv
-        if saved_path0 is not None and sys.path:
-            sys.path[0] = saved_path0
+        sys.path[:] = saved_path
         sys.stdout.flush()
 
 
@@ -260,7 +257,7 @@ def run(argv: list[str], err: Console | None = None) -> int:
     try:
         a, program = parse(argv)
     except RunUsageError as e:
-        err.print(f"consan run: {e}", markup=False)
+        err.print(f"consan run: {e}", markup=False, soft_wrap=True)
         return EXIT_ERROR
     except SystemExit as e:  # -h
         return EXIT_CLEAN if not e.code else EXIT_ERROR
@@ -271,13 +268,13 @@ def run(argv: list[str], err: Console | None = None) -> int:
         try:
             suppressions = suppress.load(a.suppressions)
         except suppress.SuppressionError as e:
-            err.print(f"consan run: {e}", markup=False)
+            err.print(f"consan run: {e}", markup=False, soft_wrap=True)
             return EXIT_ERROR
     try:
         import cupy  # noqa: F401 - the hook wraps CuPy's compiler
     except Exception as e:  # noqa: BLE001
         err.print(f"consan run: CuPy cannot be imported ({type(e).__name__}: {e}); consan "
-                  "sanitizes kernels launched through CuPy", markup=False)
+                  "sanitizes kernels launched through CuPy", markup=False, soft_wrap=True)
         return EXIT_ERROR
     from . import hook
 
@@ -331,6 +328,7 @@ def _write_outputs(a: argparse.Namespace, report, err: Console) -> int:
         if a.sarif:
             Path(a.sarif).write_text(to_sarif_json(report))
     except OSError as e:
-        err.print(f"consan run: cannot write {e.filename}: {e.strerror}", markup=False)
+        err.print(f"consan run: cannot write {e.filename}: {e.strerror}", markup=False,
+                  soft_wrap=True)
         return EXIT_ERROR
     return 0

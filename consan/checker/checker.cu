@@ -70,6 +70,12 @@ CS_DEV uint32_t cs_cas32(uint32_t* p, uint32_t cmp, uint32_t v) {
     __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return cmp;
 }
+CS_DEV uint32_t cs_gadd32(uint32_t* p, uint32_t v) { return cs_add32(p, v); }
+CS_DEV uint32_t cs_gcas32(uint32_t* p, uint32_t c, uint32_t v) { return cs_cas32(p, c, v); }
+CS_DEV uint64_t cs_gcas64(uint64_t* p, uint64_t c, uint64_t v) { return cs_cas64(p, c, v); }
+CS_DEV uint32_t cs_gxchg32(uint32_t* p, uint32_t v) { return cs_xchg32(p, v); }
+CS_DEV uint64_t cs_gld64(const uint64_t* p) { return cs_ld64(p); }
+CS_DEV void cs_sst32(uint32_t* p, uint32_t v) { cs_st32(p, v); }
 CS_DEV int cs_popc(uint32_t v) { return __builtin_popcount(v); }
 CS_DEV int cs_ffs(uint32_t v) { return __builtin_ffs(v); }
 CS_DEV int cs_ffsll(uint64_t v) { return __builtin_ffsll(v); }
@@ -103,20 +109,37 @@ CS_DEV void cs_fence() { __threadfence_block(); }
 CS_DEV void cs_fence_sys() { __threadfence_system(); }
 CS_DEV void cs_cta_sync() { __syncthreads(); }
 CS_DEV void cs_syncwarp(uint32_t m) { __syncwarp(m); }
-CS_DEV uint32_t cs_ld32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
-CS_DEV uint64_t cs_ld64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
-CS_DEV void cs_st32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
-CS_DEV void cs_st64(uint64_t* p, uint64_t v) { *(volatile uint64_t*)p = v; }
-CS_DEV uint32_t cs_add32(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
-CS_DEV uint64_t cs_add64(uint64_t* p, uint64_t v) { return atomicAdd(p, v); }
-CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) { return atomicMax(p, v); }
-CS_DEV uint64_t cs_or64(uint64_t* p, uint64_t v) { return atomicOr(p, v); }
-CS_DEV uint64_t cs_and64(uint64_t* p, uint64_t v) { return atomicAnd(p, v); }
-CS_DEV uint32_t cs_and32(uint32_t* p, uint32_t v) { return atomicAnd(p, v); }
-CS_DEV uint64_t cs_xchg64(uint64_t* p, uint64_t v) { return atomicExch(p, v); }
-CS_DEV uint32_t cs_xchg32(uint32_t* p, uint32_t v) { return atomicExch(p, v); }
-CS_DEV uint64_t cs_cas64(uint64_t* p, uint64_t c, uint64_t v) { return atomicCAS(p, c, v); }
-CS_DEV uint32_t cs_cas32(uint32_t* p, uint32_t c, uint32_t v) { return atomicCAS(p, c, v); }
+// Shadow tables belong to one CTA (one SM): relaxed CTA-scope accesses may hit in L1.
+CS_DEV uint32_t cs_ld32(const uint32_t* p) {
+    uint32_t v; asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
+}
+CS_DEV uint64_t cs_ld64(const uint64_t* p) {
+    uint64_t v; asm volatile("ld.relaxed.cta.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v;
+}
+CS_DEV void cs_st32(uint32_t* p, uint32_t v) {
+    asm volatile("st.relaxed.cta.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+CS_DEV void cs_st64(uint64_t* p, uint64_t v) {
+    asm volatile("st.relaxed.cta.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+CS_DEV uint32_t cs_add32(uint32_t* p, uint32_t v) { return atomicAdd_block(p, v); }
+CS_DEV uint64_t cs_add64(uint64_t* p, uint64_t v) { return atomicAdd_block(p, v); }
+CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) { return atomicMax_block(p, v); }
+CS_DEV uint64_t cs_or64(uint64_t* p, uint64_t v) { return atomicOr_block(p, v); }
+CS_DEV uint64_t cs_and64(uint64_t* p, uint64_t v) { return atomicAnd_block(p, v); }
+CS_DEV uint32_t cs_and32(uint32_t* p, uint32_t v) { return atomicAnd_block(p, v); }
+CS_DEV uint64_t cs_xchg64(uint64_t* p, uint64_t v) { return atomicExch_block(p, v); }
+CS_DEV uint32_t cs_xchg32(uint32_t* p, uint32_t v) { return atomicExch_block(p, v); }
+CS_DEV uint64_t cs_cas64(uint64_t* p, uint64_t c, uint64_t v) { return atomicCAS_block(p, c, v); }
+CS_DEV uint32_t cs_cas32(uint32_t* p, uint32_t c, uint32_t v) { return atomicCAS_block(p, c, v); }
+// Tables shared by every CTA of the launch (slots, log, key table): GPU scope;
+// records live in host memory: system scope.
+CS_DEV uint32_t cs_gadd32(uint32_t* p, uint32_t v) { return atomicAdd(p, v); }
+CS_DEV uint32_t cs_gcas32(uint32_t* p, uint32_t c, uint32_t v) { return atomicCAS(p, c, v); }
+CS_DEV uint64_t cs_gcas64(uint64_t* p, uint64_t c, uint64_t v) { return atomicCAS(p, c, v); }
+CS_DEV uint32_t cs_gxchg32(uint32_t* p, uint32_t v) { return atomicExch(p, v); }
+CS_DEV uint64_t cs_gld64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
+CS_DEV void cs_sst32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
 CS_DEV int cs_popc(uint32_t v) { return __popc(v); }
 CS_DEV int cs_ffs(uint32_t v) { return __ffs(v); }
 CS_DEV int cs_ffsll(uint64_t v) { return __ffsll((long long)v); }
@@ -157,29 +180,29 @@ CS_DEV uint64_t* cs_rslot(uint32_t slot, uint32_t w, uint32_t g) {
 CS_DEV void cs_record(const cs_record_t& r) {
     cs_log_header_t* h = (cs_log_header_t*)S.log;
     cs_key_t* keys = (cs_key_t*)S.keys;
-    cs_add32(&h->occurrences, 1);
+    cs_gadd32(&h->occurrences, 1);
     uint64_t key = ((uint64_t)r.kind << 56) | ((uint64_t)(r.site & 0xFFFFFFFu) << 28) |
                    (uint64_t)(r.prev_site & 0xFFFFFFFu);
     uint32_t hsh = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) % CS_KEY_TABLE_ENTRIES;
     cs_key_t* k = 0;
     for (uint32_t i = 0; i < 64; ++i) {
         cs_key_t* e = &keys[(hsh + i) % CS_KEY_TABLE_ENTRIES];
-        uint64_t cur = cs_ld64(&e->key);
-        if (cur == 0) cur = cs_cas64(&e->key, 0, key);
+        uint64_t cur = cs_gld64(&e->key);
+        if (cur == 0) cur = cs_gcas64(&e->key, 0, key);
         if (cur == 0 || cur == key) { k = e; break; }
     }
     if (k == 0) {
-        cs_add32(&h->key_overflow, 1);
-    } else if (cs_add32(&k->count, 1) >= CS_RECORDS_PER_KEY) {
-        cs_add32(&h->dropped, 1);
+        cs_gadd32(&h->key_overflow, 1);
+    } else if (cs_gadd32(&k->count, 1) >= CS_RECORDS_PER_KEY) {
+        cs_gadd32(&h->dropped, 1);
         return;
     }
-    uint32_t idx = cs_add32(&h->stored, 1);
+    uint32_t idx = cs_gadd32(&h->stored, 1);
     if (idx >= h->capacity) {
-        cs_add32(&h->dropped, 1);
+        cs_gadd32(&h->dropped, 1);
         return;
     }
-    if (k) cs_add32(&k->stored, 1);
+    if (k) cs_gadd32(&k->stored, 1);
     // Fields first, kind last: a record is valid once its kind is non-zero,
     // so a log read after a crash never shows a half-written record.
     cs_record_t* out = (cs_record_t*)S.records + idx;
@@ -188,9 +211,9 @@ CS_DEV void cs_record(const cs_record_t& r) {
     tmp.kind = 0;
     const uint32_t* src = (const uint32_t*)&tmp;
     uint32_t* dst = (uint32_t*)out;
-    for (uint32_t i = 1; i < sizeof(cs_record_t) / 4; ++i) cs_st32(dst + i, src[i]);
+    for (uint32_t i = 1; i < sizeof(cs_record_t) / 4; ++i) cs_sst32(dst + i, src[i]);
     cs_fence_sys();
-    cs_st32(dst, kind);
+    cs_sst32(dst, kind);
     cs_fence_sys();
 }
 
@@ -217,7 +240,7 @@ CS_DEV uint32_t cs_claim_slot() {
     for (uint32_t pass = 0; pass < 1000000u; ++pass) {
         for (uint32_t i = 0; i < n; ++i) {
             uint32_t s = (start + i) % n;
-            if (cs_ld32(&busy[s]) == 0 && cs_cas32(&busy[s], 0, 1) == 0) return s;
+            if (cs_gcas32(&busy[s], 0, 1) == 0) return s;
         }
     }
     return CS_NO_SLOT;
@@ -226,15 +249,15 @@ CS_DEV uint32_t cs_claim_slot() {
 // Run by one thread: claim a slot, start a new generation, reset the small tables.
 CS_DEV void cs_begin_leader(uint32_t nthreads) {
     uint32_t slot = cs_claim_slot();
-    cs_add32(&((cs_log_header_t*)S.log)->ctas_begun, 1);
+    cs_gadd32(&((cs_log_header_t*)S.log)->ctas_begun, 1);
     if (slot == CS_NO_SLOT) {
         cs_record(cs_blank(CS_TOOL_NO_SLOT, CS_NO_SITE));
         cs_slot_sh = CS_NO_SLOT;
         return;
     }
     // The previous owner may have run on another SM: go through L2, not this SM's L1.
-    uint32_t gen = (cs_add32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
-    if (gen == 0) gen = (cs_add32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
+    uint32_t gen = (cs_gadd32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
+    if (gen == 0) gen = (cs_gadd32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
     uint32_t* cta = cs_cta(slot);
     uint32_t nw = (nthreads + 31) / 32;
     cta[CS_CTA_LIVE_WARPS] = nw;
@@ -380,28 +403,33 @@ CS_DEV bool cs_phase_after(uint32_t mine, uint32_t theirs) {  // 16-bit serial n
 CS_DEV void cs_check_read(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clock, uint32_t g,
                           uint32_t site, const uint32_t* mine, cs_finding& f) {
     // Publish the read first, then look at the write (Dekker with cs_check_write).
+    uint64_t* e = cs_gent(slot, g);
     uint64_t* rs = cs_rslot(slot, w, g);
-    uint64_t* rm = cs_gent(slot, g) + 1;
-    uint64_t m = cs_ld64(rm);
+    uint64_t m = cs_ld64(e + 1);
     uint64_t bit = 1ull << w;
     uint32_t phase = cs_phase_sh[w];
-    if (!((m >> CS_RM_GEN_SHIFT) == gen && (m & bit) && CS_RM_PHASE(m) == phase &&
-          (uint32_t)cs_ld64(rs) == clock)) {
+    uint64_t head = ((uint64_t)gen << CS_RM_GEN_SHIFT) | ((uint64_t)phase << 32);
+    if (!((m & ~0xFFFFFFFFull) == head && (m & bit) && (uint32_t)cs_ld64(rs) == clock)) {
         cs_st64(rs, ((uint64_t)site << 32) | clock);
         cs_fence();
         for (int tries = 0; tries < 64; ++tries) {
-            bool fresh = (m >> CS_RM_GEN_SHIFT) == gen;
-            uint64_t mask = fresh ? (m & 0xFFFFFFFFull) : 0;
-            uint32_t ph = fresh && !cs_phase_after(phase, CS_RM_PHASE(m)) ? CS_RM_PHASE(m) : phase;
-            uint64_t want = ((uint64_t)gen << CS_RM_GEN_SHIFT) | ((uint64_t)ph << 32) | mask | bit;
-            if (want == m) break;
-            uint64_t seen = cs_cas64(rm, m, want);
+            if ((m & ~0xFFFFFFFFull) == head) {  // readers of this CTA phase: join them
+                if (!(m & bit)) cs_or64(e + 1, bit);
+                break;
+            }
+            // Readers of an earlier phase are ordered before every warp that can write now
+            // (all live warps passed the CTA-wide barrier since): start a new reader set.
+            if ((m >> CS_RM_GEN_SHIFT) == gen && !cs_phase_after(phase, CS_RM_PHASE(m))) {
+                cs_or64(e + 1, bit);  // a later phase is recorded already (cannot happen)
+                break;
+            }
+            uint64_t seen = cs_cas64(e + 1, m, head | bit);
             if (seen == m) break;
             m = seen;
         }
         cs_fence();
     }
-    uint64_t ww = cs_ld64(cs_gent(slot, g));
+    uint64_t ww = cs_ld64(e);
     if ((ww >> CS_WW_GEN_SHIFT) != gen) {
         if (!f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
         return;
@@ -424,6 +452,12 @@ CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, u
         f = {CS_RACE_WAW, old_site, t};
 }
 
+// Readers this writer must check one by one: those recorded in its own CTA phase.
+CS_DEV uint64_t cs_same_phase_readers(uint64_t m, uint32_t gen, uint32_t w) {
+    if ((m >> CS_RM_GEN_SHIFT) != gen || cs_phase_after(cs_phase_sh[w], CS_RM_PHASE(m))) return 0;
+    return m & 0xFFFFFFFFull;
+}
+
 CS_DEV void cs_check_write(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clock, uint32_t g,
                            uint32_t site, bool atomic, const uint32_t* mine, cs_finding& f) {
     uint64_t* e = cs_gent(slot, g);
@@ -431,34 +465,24 @@ CS_DEV void cs_check_write(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clo
     uint64_t flags = atomic ? CS_WW_FLAG_ATOMIC : 0;
     uint64_t now = ((uint64_t)gen << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
                    ((uint64_t)w << CS_WW_TID_SHIFT) | clock;
-    uint64_t old = cs_ld64(e), m = cs_ld64(e + 1);
-    bool fresh_w = (old >> CS_WW_GEN_SHIFT) == gen;
-    bool fresh_r = (m >> CS_RM_GEN_SHIFT) == gen;
-    uint64_t readers = fresh_r ? (m & 0xFFFFFFFFull & ~(1ull << w)) : 0;
+    uint64_t old = cs_ld64(e);
     uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
-    // Reads recorded before a CTA-wide barrier this warp has passed are ordered.
-    if (readers && cs_phase_after(cs_phase_sh[w], CS_RM_PHASE(m))) readers = 0;
-    uint64_t emptied = (uint64_t)gen << CS_RM_GEN_SHIFT;
-    if (fresh_w && (t == w || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)))) {
+    if ((old >> CS_WW_GEN_SHIFT) == gen &&
+        (t == w || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)))) {
         // This warp wrote last, or atomics follow atomics: no write-write conflict is
-        // possible, so plain stores do (a simultaneous writer from another warp takes
+        // possible, so a plain store does (a simultaneous writer from another warp takes
         // the exchange below and sees this epoch).
         cs_st64(e, now);
-        if (fresh_r && (m & 0xFFFFFFFFull)) cs_st64(e + 1, emptied);
         if (t != w || (uint32_t)old != clock) cs_st32(ws, site);
-        cs_fence();
     } else {
         old = cs_xchg64(e, now);
         uint32_t old_site = cs_xchg32(ws, site);
-        cs_fence();
         cs_check_prev_write(old, old_site, gen, w, atomic, mine, f);
-        m = cs_ld64(e + 1);
-        fresh_r = (m >> CS_RM_GEN_SHIFT) == gen;
-        readers = fresh_r ? (m & 0xFFFFFFFFull & ~(1ull << w)) : 0;
-        if (readers && cs_phase_after(cs_phase_sh[w], CS_RM_PHASE(m))) readers = 0;
-        if (!fresh_r && m) cs_cas64(e + 1, m, emptied);
-        else if (fresh_r && (m & 0xFFFFFFFFull)) cs_and64(e + 1, ~(m & 0xFFFFFFFFull));
     }
+    cs_fence();
+    uint64_t readers = cs_same_phase_readers(cs_ld64(e + 1), gen, w);
+    if (readers) cs_and64(e + 1, ~readers);
+    readers &= ~(1ull << w);
     while (readers) {
         uint32_t u = cs_ffsll(readers) - 1;
         readers &= readers - 1;
@@ -553,12 +577,13 @@ CS_DEV bool cs_access_fast(uint64_t addr, uint32_t info) {
         if ((ww >> CS_WW_GEN_SHIFT) != gen) return false;
         uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu;
         if (mode == CS_MODE_READ) {
-            if ((rm >> CS_RM_GEN_SHIFT) != gen || !(rm & bit)) return false;
+            if ((rm >> CS_RM_GEN_SHIFT) != gen || !(rm & bit) || CS_RM_PHASE(rm) != cs_phase_sh[w])
+                return false;
             if ((uint32_t)cs_ld64(cs_rslot(slot, w, g)) != clock) return false;
             if (t != w && mine[t] < (uint32_t)ww) return false;
         } else {
             if (t != w || (uint32_t)ww != clock || ((ww >> CS_WW_FLAGS_SHIFT) & 0xFFu)) return false;
-            if ((rm >> CS_RM_GEN_SHIFT) == gen && (rm & 0xFFFFFFFFull & ~bit)) return false;
+            if (cs_same_phase_readers(rm, gen, w) & ~bit) return false;
         }
     }
     return true;
@@ -589,9 +614,9 @@ CS_DEV void cs_thread_exit(uint32_t site) {
         }
     }
     if (cs_add32(&cta[CS_CTA_LIVE_THREADS], 0u - n) == n) {
-        cs_add32(&((cs_log_header_t*)S.log)->ctas_ended, 1);
-        cs_fence();
-        cs_st32(&((uint32_t*)S.slot_busy)[slot], 0);
+        cs_gadd32(&((cs_log_header_t*)S.log)->ctas_ended, 1);
+        cs_fence_sys();
+        cs_gxchg32(&((uint32_t*)S.slot_busy)[slot], 0);
     }
     (void)site;
 }
