@@ -551,7 +551,7 @@ class Session:
         return result[0] if result else (driver.CUresult.CUDA_SUCCESS,)
 
     def _prepare(self, fn, b: runtime.Build, grid, block, shared_mem: int):
-        key = (id(fn.module), fn.kernel, grid, block, shared_mem)
+        key = (id(b), fn.kernel, grid, block, shared_mem)  # p.build keeps b (and its id) alive
         p = self._prepared.get(key)
         if p is None:
             with _busy():

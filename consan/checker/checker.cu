@@ -38,6 +38,7 @@ CS_DEV uint32_t cs_warp() { return cs_host_ctx.warp; }
 CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
 CS_DEV uint32_t cs_activemask() { return 1u; }
 CS_DEV uint32_t cs_match(uint32_t, uint64_t) { return 1u; }
+CS_DEV bool cs_any(uint32_t, bool p) { return p; }
 CS_DEV uint32_t cs_min(uint32_t, uint32_t v) { return v; }
 CS_DEV uint32_t cs_max(uint32_t, uint32_t v) { return v; }
 CS_DEV uint32_t cs_or(uint32_t, uint32_t v) { return v; }
@@ -101,6 +102,7 @@ CS_DEV uint32_t cs_tid() {
 CS_DEV uint32_t cs_warp() { return cs_tid() >> 5; }
 CS_DEV uint32_t cs_activemask() { return __activemask(); }
 CS_DEV uint32_t cs_match(uint32_t m, uint64_t k) { return __match_any_sync(m, k); }
+CS_DEV bool cs_any(uint32_t m, bool p) { return __any_sync(m, p); }
 CS_DEV uint32_t cs_min(uint32_t m, uint32_t v) { return __reduce_min_sync(m, v); }
 CS_DEV uint32_t cs_max(uint32_t m, uint32_t v) { return __reduce_max_sync(m, v); }
 CS_DEV uint32_t cs_or(uint32_t m, uint32_t v) { return __reduce_or_sync(m, v); }
@@ -400,44 +402,65 @@ CS_DEV bool cs_phase_after(uint32_t mine, uint32_t theirs) {  // 16-bit serial n
     return d != 0 && d < 0x8000u;
 }
 
-CS_DEV void cs_check_read(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clock, uint32_t g,
-                          uint32_t site, const uint32_t* mine, cs_finding& f) {
-    // Publish the read first, then look at the write (Dekker with cs_check_write).
-    uint64_t* e = cs_gent(slot, g);
-    uint64_t* rs = cs_rslot(slot, w, g);
-    uint64_t m = cs_ld64(e + 1);
-    uint64_t bit = 1ull << w;
-    uint32_t phase = cs_phase_sh[w];
-    uint64_t head = ((uint64_t)gen << CS_RM_GEN_SHIFT) | ((uint64_t)phase << 32);
-    if (!((m & ~0xFFFFFFFFull) == head && (m & bit) && (uint32_t)cs_ld64(rs) == clock)) {
-        cs_st64(rs, ((uint64_t)site << 32) | clock);
-        cs_fence();
-        for (int tries = 0; tries < 64; ++tries) {
-            if ((m & ~0xFFFFFFFFull) == head) {  // readers of this CTA phase: join them
-                if (!(m & bit)) cs_or64(e + 1, bit);
-                break;
-            }
-            // Readers of an earlier phase are ordered before every warp that can write now
-            // (all live warps passed the CTA-wide barrier since): start a new reader set.
-            if ((m >> CS_RM_GEN_SHIFT) == gen && !cs_phase_after(phase, CS_RM_PHASE(m))) {
-                cs_or64(e + 1, bit);  // a later phase is recorded already (cannot happen)
-                break;
-            }
-            uint64_t seen = cs_cas64(e + 1, m, head | bit);
-            if (seen == m) break;
-            m = seen;
+// What one warp's probe needs of its CTA's tables, with the pointer arithmetic done once.
+struct cs_view {
+    uint64_t* ent;        // buffer-table entries of the slot: [g][2]
+    uint64_t* rslots;     // read slots of the slot: [warp][g]
+    uint64_t* mine_rs;    // this warp's read slots: [g]
+    uint32_t* wsite;      // [g]
+    const uint32_t* mine; // this warp's vector clock
+    uint32_t granules, gen, w, clock, phase;
+};
+
+CS_DEV cs_view cs_make_view(uint32_t slot, uint32_t w) {
+    cs_view v;
+    uint64_t base = (uint64_t)slot * S.granules;
+    v.granules = S.granules;
+    v.ent = (uint64_t*)S.granule + 2 * base;
+    v.rslots = (uint64_t*)S.rslot + base * S.nwarps;
+    v.mine_rs = v.rslots + (uint64_t)w * v.granules;
+    v.wsite = (uint32_t*)S.wsite + base;
+    v.mine = cs_vis(slot, w);
+    v.gen = cs_gen_sh;
+    v.w = w;
+    v.clock = cs_clock_sh[w];
+    v.phase = cs_phase_sh[w];
+    return v;
+}
+
+// Publish this warp's read of granule g (the writer side looks for it after its store).
+CS_DEV void cs_record_read(const cs_view& v, uint32_t g, uint32_t site) {
+    uint64_t* rm = v.ent + 2 * g + 1;
+    uint64_t* rs = v.mine_rs + g;
+    uint64_t m = cs_ld64(rm);
+    uint64_t bit = 1ull << v.w;
+    uint64_t head = ((uint64_t)v.gen << CS_RM_GEN_SHIFT) | ((uint64_t)v.phase << 32);
+    if ((m & ~0xFFFFFFFFull) == head && (m & bit) && (uint32_t)cs_ld64(rs) == v.clock) return;
+    cs_st64(rs, ((uint64_t)site << 32) | v.clock);
+    for (int tries = 0; tries < 64; ++tries) {
+        // Readers of an earlier CTA phase are ordered before every warp that can write
+        // now (all live warps passed a CTA-wide barrier since): start a new reader set.
+        if ((m & ~0xFFFFFFFFull) == head || ((m >> CS_RM_GEN_SHIFT) == v.gen &&
+                                             !cs_phase_after(v.phase, CS_RM_PHASE(m)))) {
+            if (!(m & bit)) cs_or64(rm, bit);
+            return;
         }
-        cs_fence();
+        uint64_t seen = cs_cas64(rm, m, head | bit);
+        if (seen == m) return;
+        m = seen;
     }
-    uint64_t ww = cs_ld64(e);
-    if ((ww >> CS_WW_GEN_SHIFT) != gen) {
+}
+
+// After the reads are published: is the last write of granule g ordered before them?
+CS_DEV void cs_check_raw(const cs_view& v, uint32_t g, cs_finding& f) {
+    uint64_t ww = cs_ld64(v.ent + 2 * g);
+    if ((ww >> CS_WW_GEN_SHIFT) != v.gen) {
         if (!f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
         return;
     }
     uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu;
-    uint32_t wclock = (uint32_t)ww;
-    if (!cs_ordered(mine, w, t, wclock) && !f.kind)
-        f = {CS_RACE_RAW, cs_ld32((uint32_t*)S.wsite + cs_gidx(slot, g)), t};
+    if (!cs_ordered(v.mine, v.w, t, (uint32_t)ww) && !f.kind)
+        f = {CS_RACE_RAW, cs_ld32(v.wsite + g), t};
 }
 
 CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, uint32_t w,
@@ -453,41 +476,42 @@ CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, u
 }
 
 // Readers this writer must check one by one: those recorded in its own CTA phase.
-CS_DEV uint64_t cs_same_phase_readers(uint64_t m, uint32_t gen, uint32_t w) {
-    if ((m >> CS_RM_GEN_SHIFT) != gen || cs_phase_after(cs_phase_sh[w], CS_RM_PHASE(m))) return 0;
+CS_DEV uint64_t cs_same_phase_readers(uint64_t m, uint32_t gen, uint32_t phase) {
+    if ((m >> CS_RM_GEN_SHIFT) != gen || cs_phase_after(phase, CS_RM_PHASE(m))) return 0;
     return m & 0xFFFFFFFFull;
 }
 
-CS_DEV void cs_check_write(uint32_t slot, uint32_t gen, uint32_t w, uint32_t clock, uint32_t g,
-                           uint32_t site, bool atomic, const uint32_t* mine, cs_finding& f) {
-    uint64_t* e = cs_gent(slot, g);
-    uint32_t* ws = (uint32_t*)S.wsite + cs_gidx(slot, g);
+CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool atomic,
+                           cs_finding& f) {
+    uint64_t* e = v.ent + 2 * g;
+    uint32_t* ws = v.wsite + g;
     uint64_t flags = atomic ? CS_WW_FLAG_ATOMIC : 0;
-    uint64_t now = ((uint64_t)gen << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
-                   ((uint64_t)w << CS_WW_TID_SHIFT) | clock;
+    uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
+                   ((uint64_t)v.w << CS_WW_TID_SHIFT) | v.clock;
     uint64_t old = cs_ld64(e);
     uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
-    if ((old >> CS_WW_GEN_SHIFT) == gen &&
-        (t == w || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)))) {
+    if ((old >> CS_WW_GEN_SHIFT) == v.gen &&
+        (t == v.w || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)))) {
         // This warp wrote last, or atomics follow atomics: no write-write conflict is
         // possible, so a plain store does (a simultaneous writer from another warp takes
         // the exchange below and sees this epoch).
         cs_st64(e, now);
-        if (t != w || (uint32_t)old != clock) cs_st32(ws, site);
+        if (t != v.w || (uint32_t)old != v.clock) cs_st32(ws, site);
     } else {
         old = cs_xchg64(e, now);
         uint32_t old_site = cs_xchg32(ws, site);
-        cs_check_prev_write(old, old_site, gen, w, atomic, mine, f);
+        cs_check_prev_write(old, old_site, v.gen, v.w, atomic, v.mine, f);
     }
     cs_fence();
-    uint64_t readers = cs_same_phase_readers(cs_ld64(e + 1), gen, w);
+    uint64_t readers = cs_same_phase_readers(cs_ld64(e + 1), v.gen, v.phase);
     if (readers) cs_and64(e + 1, ~readers);
-    readers &= ~(1ull << w);
+    readers &= ~(1ull << v.w);
     while (readers) {
         uint32_t u = cs_ffsll(readers) - 1;
         readers &= readers - 1;
-        uint64_t r = cs_ld64(cs_rslot(slot, u, g));
-        if (!cs_ordered(mine, w, u, (uint32_t)r) && !f.kind) f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
+        uint64_t r = cs_ld64(v.rslots + (uint64_t)u * v.granules + g);
+        if (!cs_ordered(v.mine, v.w, u, (uint32_t)r) && !f.kind)
+            f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
     }
 }
 
@@ -517,22 +541,24 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     if (shape && lane >= 8u * shape) skip = true;  // ldmatrix/stmatrix: lanes giving row addresses
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     if (!skip) {
-        uint32_t w = cs_warp();
-        uint32_t gen = cs_gen_sh;
-        const uint32_t* mine = cs_vis(slot, w);
-        uint32_t clock = cs_clock_sh[w];
         uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
         if (g1 >= S.granules) {
             f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
         } else {
-            for (uint32_t g = g0; g <= g1; ++g) {
-                if (mode == CS_MODE_READ)
-                    cs_check_read(slot, gen, w, clock, g, site, mine, f);
-                else
-                    cs_check_write(slot, gen, w, clock, g, site, mode == CS_MODE_ATOMIC, mine, f);
+            cs_view v = cs_make_view(slot, cs_warp());
+            if (mode == CS_MODE_READ) {
+                // Publish every read, one fence, then look at the writes (Dekker with
+                // cs_check_write, which stores its epoch, fences, then looks for readers).
+                for (uint32_t g = g0; g <= g1; ++g) cs_record_read(v, g, site);
+                cs_fence();
+                for (uint32_t g = g0; g <= g1; ++g) cs_check_raw(v, g, f);
+            } else {
+                for (uint32_t g = g0; g <= g1; ++g)
+                    cs_check_write(v, g, site, mode == CS_MODE_ATOMIC, f);
             }
         }
     }
+    if (!cs_any(active, f.kind != 0)) return;
     // One record per warp and distinct finding: lanes that agree are merged.
     uint64_t key = ((uint64_t)f.kind << 48) | ((uint64_t)f.prev_warp << 32) | f.prev_site;
     uint32_t same = cs_match(active, key);
@@ -583,7 +609,7 @@ CS_DEV bool cs_access_fast(uint64_t addr, uint32_t info) {
             if (t != w && mine[t] < (uint32_t)ww) return false;
         } else {
             if (t != w || (uint32_t)ww != clock || ((ww >> CS_WW_FLAGS_SHIFT) & 0xFFu)) return false;
-            if (cs_same_phase_readers(rm, gen, w) & ~bit) return false;
+            if (cs_same_phase_readers(rm, (uint32_t)gen, cs_phase_sh[w]) & ~bit) return false;
         }
     }
     return true;
