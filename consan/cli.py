@@ -1,4 +1,4 @@
-"""The `consan` command line.
+"""The `consan` command line: `instrument`, `check` and `run` (in consan/run.py).
 
 Exit status: 0 clean, 1 violations found, 2 usage or tool error (no GPU,
 bad input, compiler error) -- like compute-sanitizer's --error-exitcode.

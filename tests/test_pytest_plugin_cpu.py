@@ -1,0 +1,83 @@
+"""CPU tests of the pytest plugin: registration, options, and skipping without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+import consan
+
+pytest_plugins = ["pytester"]
+
+NO_GPU = pytest.mark.skipif(consan.gpu_available(), reason="checks the no-GPU behaviour")
+
+DEMO = """
+import pytest
+import consan as consan_api
+
+def test_fixture(consan):
+    raise AssertionError("must be skipped before it runs")
+
+@pytest.mark.consan
+def test_marker():
+    raise AssertionError("must be skipped before it runs")
+
+def test_plain():
+    assert True
+
+def test_expect_without_gpu():
+    with pytest.raises(consan_api.NoGPUError, match="needs a CUDA GPU"):
+        with consan_api.expect("race.raw"):
+            pass
+
+def test_expect_rejects_unknown_kinds():
+    with pytest.raises(ValueError, match="matches no finding kind"):
+        with consan_api.expect("race.rwa"):
+            pass
+"""
+
+
+def test_marker_and_options_are_registered(pytester):
+    result = pytester.runpytest("-p", "consan.pytest_plugin", "--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.consan: sanitize every kernel*"])
+    result = pytester.runpytest("-p", "consan.pytest_plugin", "--help")
+    result.stdout.fnmatch_lines(["*--consan *sanitize every kernel*",
+                                 "*--consan-suppressions=FILE*"])
+
+
+@NO_GPU
+def test_fixture_and_marker_skip_without_gpu(pytester):
+    pytester.makepyfile(test_demo=DEMO)
+    result = pytester.runpytest("-p", "consan.pytest_plugin", "-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, skipped=2)
+    result.stdout.fnmatch_lines(["*consan needs a CUDA GPU to sanitize kernels, and none is "
+                                 "usable here*"])
+
+
+@NO_GPU
+def test_session_option_applies_to_every_test(pytester):
+    pytester.makepyfile(test_demo="def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    result = pytester.runpytest("-p", "consan.pytest_plugin", "--consan", "-p",
+                                "no:cacheprovider")
+    result.assert_outcomes(skipped=2)
+    result = pytester.runpytest("-p", "consan.pytest_plugin", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_bad_suppressions_file_is_a_usage_error(pytester):
+    bad = pytester.path / "supp.txt"
+    bad.write_text("race.nope k.cu\n")
+    pytester.makepyfile(test_demo="def test_a():\n    pass\n")
+    result = pytester.runpytest("-p", "consan.pytest_plugin", "--consan-suppressions",
+                                str(bad))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*supp.txt:1*matches no finding kind*"])
+
+
+def test_plugin_leaves_cupy_alone_when_not_asked(pytester):
+    pytester.makepyfile(test_demo="""
+        def test_untouched():
+            import cupy.cuda.compiler as c
+            assert c._compile_module_with_cache.__module__ == "cupy.cuda.compiler"
+    """)
+    result = pytester.runpytest("-p", "consan.pytest_plugin", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
