@@ -42,57 +42,14 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("CONSAN_CACHE", Path.home() / ".cache" / "consan"))
 
 
-def split_arch(options: tuple[str, ...]) -> tuple[list[str], toolchain.Arch | None]:
-    """Options without any -arch flag, and the architecture that flag named."""
-    rest, arch = [], None
-    it = iter(options)
-    for o in it:
-        m = re.fullmatch(r"(?:-arch|--gpu-architecture)(?:=(.*))?", o)
-        if m:
-            arch = toolchain.Arch.parse(m.group(1) if m.group(1) else next(it))
-        else:
-            rest.append(o)
-    return rest, arch
-
-
 def target_arch(spec: CompileSpec) -> toolchain.Arch:
-    _, arch = split_arch(spec.options)
+    _, arch = toolchain.split_arch(spec.options)
     if arch is not None:
         return arch
     if spec.arch:
         cc = str(spec.arch)
         return toolchain.Arch.for_device(int(cc[:-1]), int(cc[-1]))
     return runtime.device_arch()
-
-
-def compile_ptx(source: str, name: str, options: list[str],
-                name_expressions: tuple[str, ...] | None) -> str:
-    """CUDA C++ -> PTX with NVRTC, instantiating the given C++ name expressions."""
-    if not name_expressions:
-        return toolchain.compile_cuda(source, name, options)
-    from cuda.bindings import nvrtc
-
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
-    if int(err):
-        raise toolchain.CompileError(f"nvrtcCreateProgram failed ({err!r})", "")
-    try:
-        for expr in name_expressions:
-            nvrtc.nvrtcAddNameExpression(prog, expr.encode())
-        opts = [o.encode() for o in options]
-        res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        _, n = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = bytearray(n)  # never b" " * n: a 1-byte bytes object is a shared singleton
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        if int(res[0]):
-            raise toolchain.CompileError(
-                f"NVRTC could not compile {name} (options: {' '.join(options)})",
-                log.decode(errors="replace").rstrip("\x00"))
-        _, n = nvrtc.nvrtcGetPTXSize(prog)
-        buf = bytearray(n)  # never b" " * n: a 1-byte bytes object is a shared singleton
-        nvrtc.nvrtcGetPTX(prog, buf)
-        return buf.decode().rstrip("\x00")
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
 
 
 def program_name(source: str) -> str:
@@ -102,7 +59,7 @@ def program_name(source: str) -> str:
 def cuda_to_ptx(spec: CompileSpec, arch: toolchain.Arch) -> str:
     """The PTX of a CuPy compile, from the on-disk cache when we have made it before."""
     assert spec.source is not None
-    rest, _ = split_arch(spec.options)
+    rest, _ = toolchain.split_arch(spec.options)
     opts = [f"-arch={arch.compute}", *rest]
     opts += [o for o in _CUPY_ADDED if o not in opts]
     if not any(o in _LINEINFO for o in opts):
@@ -117,7 +74,8 @@ def cuda_to_ptx(spec: CompileSpec, arch: toolchain.Arch) -> str:
         return path.read_text()
     except OSError:
         pass
-    ptx = compile_ptx(spec.source, name, opts, spec.name_expressions)
+    ptx = toolchain.compile_cuda(spec.source, name, opts,
+                               name_expressions=spec.name_expressions or ())
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -69,18 +69,6 @@ def device_arch():
     return toolchain.Arch.for_device(int(major), int(minor))
 
 
-def _split_arch(options: tuple[str, ...]) -> tuple[list[str], toolchain.Arch | None]:
-    rest, arch = [], None
-    it = iter(options)
-    for o in it:
-        m = re.fullmatch(r"(?:-arch|--gpu-architecture)(?:=(.*))?", o)
-        if m:
-            arch = toolchain.Arch.parse(m.group(1) if m.group(1) else next(it))
-        else:
-            rest.append(o)
-    return rest, arch
-
-
 @dataclass
 class Build:
     """An instrumented module, assembled: everything but device state."""
@@ -98,7 +86,7 @@ def _cache_dir() -> Path:
 def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | None = None,
           source_name: str = DEFAULT_SOURCE_NAME) -> Build:
     """Compile (if CUDA), instrument and link. Needs no GPU when `arch` is given."""
-    rest, opt_arch = _split_arch(tuple(options))
+    rest, opt_arch = toolchain.split_arch(tuple(options))
     arch = opt_arch or arch or device_arch()
     if is_ptx(source):
         ptx = source

@@ -66,9 +66,27 @@ def nvrtc_version() -> tuple[int, int]:
     return major, minor
 
 
+def split_arch(options) -> tuple[list[str], Arch | None]:
+    """Options without any -arch flag, and the architecture that flag named."""
+    rest, arch = [], None
+    it = iter(options)
+    for o in it:
+        m = re.fullmatch(r"(?:-arch|--gpu-architecture)(?:=(.*))?", o)
+        if m:
+            arch = Arch.parse(m.group(1) if m.group(1) else next(it))
+        else:
+            rest.append(o)
+    return rest, arch
+
+
 def compile_cuda(source: str, name: str, options: tuple[str, ...] | list[str],
-                 headers: dict[str, str] | None = None) -> str:
-    """CUDA C++ -> PTX with NVRTC. Raises CompileError carrying the compiler log."""
+                 headers: dict[str, str] | None = None,
+                 name_expressions: tuple[str, ...] | list[str] = ()) -> str:
+    """CUDA C++ -> PTX with NVRTC. Raises CompileError carrying the compiler log.
+
+    `name_expressions` (C++ names such as `kern<float>`) are instantiated, as
+    CuPy's RawModule asks.
+    """
     from cuda.bindings import nvrtc
 
     headers = headers or {}
@@ -77,6 +95,8 @@ def compile_cuda(source: str, name: str, options: tuple[str, ...] | list[str],
         [v.encode() for v in headers.values()], [k.encode() for k in headers])
     _check(err, "nvrtcCreateProgram")
     try:
+        for expr in name_expressions:
+            nvrtc.nvrtcAddNameExpression(prog, expr.encode())
         opts = [o.encode() for o in options]
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         _, n = nvrtc.nvrtcGetProgramLogSize(prog)

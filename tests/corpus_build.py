@@ -25,10 +25,9 @@ import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-from cuda.bindings import nvjitlink, nvrtc
+from consan import toolchain
 
 TESTS_DIR = Path(__file__).resolve().parent
 CORPUS_DIR = TESTS_DIR / "corpus"
@@ -41,106 +40,15 @@ _DIRECTIVE_RE = re.compile(r"^\s*//\s*consan-corpus:\s*(.+?)\s*$")
 _KNOWN_DIRECTIVES = {"sm_90a-only", "debug"}
 
 
-class NvrtcError(RuntimeError):
-    """NVRTC failed to compile a program; the message carries the compiler log."""
-
-
-class NvJitLinkError(RuntimeError):
-    """nvJitLink failed to assemble/link PTX; the message carries the error log."""
-
-
-# --------------------------------------------------------------------------- NVRTC
-
-
-def _check_nvrtc(result, what: str) -> None:
-    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        _, msg = nvrtc.nvrtcGetErrorString(result)
-        raise NvrtcError(f"{what} failed: {msg.decode(errors='replace')}")
-
-
-def _program_log(prog) -> str:
-    err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-    _check_nvrtc(err, "nvrtcGetProgramLogSize")
-    buf = b" " * size
-    (err,) = nvrtc.nvrtcGetProgramLog(prog, buf)
-    _check_nvrtc(err, "nvrtcGetProgramLog")
-    return buf.rstrip(b"\0").decode(errors="replace")
-
-
-@lru_cache(maxsize=1)
-def nvrtc_version() -> tuple[int, int]:
-    err, major, minor = nvrtc.nvrtcVersion()
-    _check_nvrtc(err, "nvrtcVersion")
-    return major, minor
-
-
-def compile_cuda(source: str, name: str, options: Sequence[str]) -> str:
-    """Compile CUDA C++ ``source`` (called ``name`` in diagnostics) to PTX text.
-
-    Raises :class:`NvrtcError` with the full NVRTC log if compilation fails.
-    """
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
-    _check_nvrtc(err, "nvrtcCreateProgram")
-    try:
-        opts = [o.encode() for o in options]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            log = _program_log(prog)
-            raise NvrtcError(
-                f"NVRTC failed to compile {name} with options {list(options)}:\n{log}"
-            )
-        err, size = nvrtc.nvrtcGetPTXSize(prog)
-        _check_nvrtc(err, "nvrtcGetPTXSize")
-        buf = b" " * size
-        (err,) = nvrtc.nvrtcGetPTX(prog, buf)
-        _check_nvrtc(err, "nvrtcGetPTX")
-        return buf.rstrip(b"\0").decode()
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-
-
-# --------------------------------------------------------------------------- nvJitLink
-
-
-def _jitlink_log(handle: int, info: bool = False) -> str:
-    try:
-        if info:
-            size = nvjitlink.get_info_log_size(handle)
-        else:
-            size = nvjitlink.get_error_log_size(handle)
-        if size <= 1:
-            return ""
-        buf = bytearray(size)
-        if info:
-            nvjitlink.get_info_log(handle, buf)
-        else:
-            nvjitlink.get_error_log(handle, buf)
-        return bytes(buf).rstrip(b"\0").decode(errors="replace")
-    except nvjitlink.nvJitLinkError as exc:  # pragma: no cover - log retrieval itself failed
-        return f"<could not retrieve log: {exc}>"
+# The project's own toolchain (consan.toolchain) compiles and assembles the corpus.
+NvrtcError = NvJitLinkError = toolchain.CompileError
+compile_cuda = toolchain.compile_cuda
+nvrtc_version = toolchain.nvrtc_version
 
 
 def assemble(ptx: str, arch: str, name: str = "module.ptx") -> bytes:
-    """Assemble ``ptx`` into a cubin for ``arch`` (e.g. ``"sm_80"``, ``"sm_90a"``).
-
-    Raises :class:`NvJitLinkError` with the nvJitLink error log on failure.
-    """
-    options = [f"-arch={arch}"]
-    handle = nvjitlink.create(len(options), options)
-    try:
-        try:
-            data = ptx.encode()
-            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), name)
-            nvjitlink.complete(handle)
-            size = nvjitlink.get_linked_cubin_size(handle)
-            cubin = bytearray(size)
-            nvjitlink.get_linked_cubin(handle, cubin)
-        except nvjitlink.nvJitLinkError as exc:
-            log = _jitlink_log(handle)
-            raise NvJitLinkError(f"nvJitLink failed for {name} ({arch}): {exc}\n{log}") from exc
-        return bytes(cubin)
-    finally:
-        nvjitlink.destroy(handle)
+    """Assemble ``ptx`` into a cubin for ``arch`` (e.g. ``"sm_80"``, ``"sm_90a"``)."""
+    return toolchain.link([(name, ptx)], toolchain.Arch.parse(arch))
 
 
 # --------------------------------------------------------------------------- corpus

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from consan import cupti, cupy_build, hook
+from consan import cupti, cupy_build, hook, toolchain
 from reports import suppress
 from reports.session import SessionReport
 from tests.test_reports import LAUNCH, header, make_sites, rec, records
@@ -226,9 +226,9 @@ def test_ptx_globals_parsing():
 
 
 def test_split_arch_and_target():
-    rest, arch = cupy_build.split_arch(("-I/x", "-arch=sm_80", "-DX"))
+    rest, arch = toolchain.split_arch(("-I/x", "-arch=sm_80", "-DX"))
     assert rest == ["-I/x", "-DX"] and arch.sm == "sm_80"
-    rest, arch = cupy_build.split_arch(("--gpu-architecture", "compute_90a"))
+    rest, arch = toolchain.split_arch(("--gpu-architecture", "compute_90a"))
     assert rest == [] and arch.sm == "sm_90a"
     assert cupy_build.target_arch(cupy_build.CompileSpec(arch="90")).sm == "sm_90a"
 
