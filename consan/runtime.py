@@ -195,7 +195,8 @@ class Prepared:
 
     # ---------------------------------------------------------------- tables
     def _sizes(self) -> dict[str, int]:
-        return abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical)
+        return abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical,
+                               self.build.instrumented.phase_mode)
 
     @property
     def shadow_bytes(self) -> int:
@@ -237,6 +238,7 @@ class Prepared:
         state["nthreads"] = self.block[0] * self.block[1] * self.block[2]
         state["nlogical"], state["window_bytes"] = self.nlogical, self.window_bytes
         state["log_capacity"] = LOG_CAPACITY
+        state["flags"] = abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0
         self._state = state
         gptr = self.module.get_global_var(abi.STATE_SYMBOL)  # a device address
         runtime.memcpy(gptr, state.ctypes.data, state.nbytes, runtime.memcpyHostToDevice)

@@ -157,6 +157,8 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("granule", "uint64_t"),  # u64 [nslots][granules][2]  buffer table: write epoch, readers
     ("wsite", "uint64_t"),  # u32 [nslots][granules]  site of the last write
     ("rslot", "uint64_t"),  # u64 [nslots][nwarps][granules]  site<<32 | read clock
+    ("readbits", "uint64_t"),  # u32 [nslots][nwarps][2][words]  phase mode: granules read
+    ("rsite", "uint64_t"),  # u32 [nslots][granules]  phase mode: site of a read this phase
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
     ("nwarps", "uint32_t"),
@@ -164,8 +166,13 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("nlogical", "uint32_t"),
     ("window_bytes", "uint32_t"),
     ("log_capacity", "uint32_t"),
-    ("flags", "uint32_t"),
+    ("flags", "uint32_t"),  # FLAG_*
 )
+
+# The kernel synchronises only with CTA-wide barriers: happens-before between two
+# warps is then exactly "a CTA-wide barrier lies between", and the checker keeps
+# per-warp read bitmaps per CTA phase instead of vector clocks (docs/model.md).
+FLAG_PHASE_MODE = 0x1
 
 # Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
 CTA_LIVE_THREADS = 0
@@ -183,15 +190,22 @@ WW_FLAG_ATOMIC = 0x1
 RM_GEN_SHIFT = 48
 
 
-def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOGICAL
-                ) -> dict[str, int]:
+def bitmap_words(granules: int) -> int:
+    return (granules + 31) // 32
+
+
+def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOGICAL,
+                phase_mode: bool = False) -> dict[str, int]:
     """Bytes of each shadow table (STATE_FIELDS pointers) for a launch shape."""
     n, G, L = nslots, granules, nlogical
     return {
         "slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
         "vis": 4 * L * L * n, "barword": 8 * NAMED_BARRIERS * n,
         "barvc": 4 * NAMED_BARRIERS * 2 * L * n,
-        "granule": 16 * G * n, "wsite": 4 * G * n, "rslot": 8 * G * nwarps * n,
+        "granule": 16 * G * n, "wsite": 4 * G * n,
+        "rslot": 0 if phase_mode else 8 * G * nwarps * n,
+        "readbits": 4 * nwarps * 2 * bitmap_words(G) * n if phase_mode else 0,
+        "rsite": 4 * G * n if phase_mode else 0,
     }
 
 
@@ -261,6 +275,7 @@ def c_header() -> str:
         "CS_WW_TID_SHIFT": WW_TID_SHIFT,
         "CS_WW_FLAG_ATOMIC": WW_FLAG_ATOMIC,
         "CS_RM_GEN_SHIFT": RM_GEN_SHIFT,
+        "CS_FLAG_PHASE_MODE": FLAG_PHASE_MODE,
     }
     lines += [f"#define {k} {v}u" for k, v in consts.items()]
     lines.append("")

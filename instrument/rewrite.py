@@ -43,6 +43,7 @@ class Instrumented:
     unmodeled: list[Unmodeled] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)  # Event value -> number of sites
     max_regs: int | None = None  # tightest .maxnreg of the module: the probes must fit it
+    phase_mode: bool = True  # only CTA-wide barriers: the checker may use CTA phases
 
 
 class InstrumentError(ValueError):
@@ -235,6 +236,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     after: dict[int, str] = {}
     unmodeled: list[Unmodeled] = []
     counts: Counter = Counter()
+    cta_wide_only = True
     index_of = {id(it): i for i, it in enumerate(mod.items)}
 
     for fn in mod.functions:
@@ -259,6 +261,9 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             walk.append((idx, it, c, loc))
             if c is None:
                 continue
+            if c.event in (Event.BAR_SYNC, Event.BAR_ARRIVE, Event.BAR_RED):
+                cta_wide_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
+                    it, c.event)[1] == "0"
             counts[c.event.value] += 1
             if c.event is Event.UNMODELED:
                 unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason))
@@ -307,7 +312,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     caps = [int(it.operands[0]) for it in mod.items
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
-                        min(caps) if caps else None)
+                        min(caps) if caps else None, cta_wide_only)
 
 
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[str, str]:

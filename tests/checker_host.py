@@ -39,9 +39,11 @@ def library() -> ctypes.CDLL:
         (out / "consan_abi.h").write_text(hdr)
         (out / "checker.cpp").write_text(src)
         tmp = out / f"checker.{id(out)}.so"
-        subprocess.run([cxx, "-DCONSAN_HOST", "-std=c++17", "-O1", "-shared", "-fPIC",
-                        "-Wall", "-Wno-unused-function", "-I", str(out), "-o", str(tmp),
-                        str(out / "checker.cpp")], check=True, capture_output=True, text=True)
+        res = subprocess.run([cxx, "-DCONSAN_HOST", "-std=c++17", "-O1", "-shared", "-fPIC",
+                              "-Wall", "-Wno-unused-function", "-I", str(out), "-o", str(tmp),
+                              str(out / "checker.cpp")], capture_output=True, text=True)
+        if res.returncode:
+            raise RuntimeError(f"the host build of the checker failed:\n{res.stderr}")
         tmp.replace(so)
     lib = ctypes.CDLL(str(so))
     u32, u64 = ctypes.c_uint32, ctypes.c_uint64
@@ -62,12 +64,12 @@ class HostChecker:
     """Shadow tables in numpy, one CTA slot (or more), warps driven one call at a time."""
 
     def __init__(self, nwarps: int = 4, smem_bytes: int = 1024, nslots: int = 1,
-                 capacity: int = 1024):
+                 capacity: int = 1024, phase_mode: bool = False):
         self.lib = library()
         self.nwarps, self.nslots = nwarps, nslots
         self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
         L, G, n = abi.MAX_LOGICAL, self.granules, nslots
-        sizes = abi.table_bytes(n, G, nwarps, L)
+        sizes = abi.table_bytes(n, G, nwarps, L, phase_mode)
         self.tables = {k: np.zeros(v // 8 + 1, dtype=np.uint64) for k, v in sizes.items()}
         self.header = np.zeros(1, dtype=abi.log_header_dtype())
         self.header["capacity"] = capacity
@@ -81,6 +83,7 @@ class HostChecker:
         st["nslots"], st["granules"], st["nwarps"] = n, G, nwarps
         st["nthreads"], st["nlogical"] = nwarps * 32, L
         st["window_bytes"], st["log_capacity"] = smem_bytes, capacity
+        st["flags"] = abi.FLAG_PHASE_MODE if phase_mode else 0
         self.state = st
         self.lib.cs_host_set_state(st.ctypes.data)
         self.cta = (0, 0, 0)

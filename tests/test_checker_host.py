@@ -12,13 +12,24 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c+
                                 reason="needs a host C++ compiler")
 
 
-@pytest.fixture
-def ck():
+def _checker(phase_mode: bool):
     from tests.checker_host import HostChecker
 
-    c = HostChecker(nwarps=4, smem_bytes=1024)
+    c = HostChecker(nwarps=4, smem_bytes=1024, phase_mode=phase_mode)
     assert c.begin() == 0
     return c
+
+
+@pytest.fixture(params=[False, True], ids=["clocks", "phases"])
+def ck(request):
+    """Both representations: vector clocks, and CTA phases (only CTA-wide barriers)."""
+    return _checker(request.param)
+
+
+@pytest.fixture
+def ckv():
+    """Vector clocks only: the trace uses named barriers, arrive or partial counts."""
+    return _checker(False)
 
 
 ALL = range(4)
@@ -79,31 +90,31 @@ def test_multi_granule_access(ck):
     assert ck.kinds() == [("race.raw", 2, 1), ("uninit.read", 3, -1)]
 
 
-def test_named_barrier_producer_consumer(ck):
-    ck.write(0, 0, site=1)
-    t = ck.arrive(0, barrier=1, count=64, site=2)  # bar.arrive 1, 64
-    tok = ck.arrive(1, barrier=1, count=64, site=3, mode=abi.BAR_SYNC)  # bar.sync 1, 64
+def test_named_barrier_producer_consumer(ckv):
+    ckv.write(0, 0, site=1)
+    t = ckv.arrive(0, barrier=1, count=64, site=2)  # bar.arrive 1, 64
+    tok = ckv.arrive(1, barrier=1, count=64, site=3, mode=abi.BAR_SYNC)  # bar.sync 1, 64
     assert tok == t == 0
-    ck.wait(1, tok, barrier=1, site=3)
-    ck.read(1, 0, site=4)
-    assert ck.kinds() == []
+    ckv.wait(1, tok, barrier=1, site=3)
+    ckv.read(1, 0, site=4)
+    assert ckv.kinds() == []
 
 
-def test_named_barrier_missing_arrive(ck):
-    ck.write(0, 0, site=1)
-    ck.sync([1], barrier=1, count=32)  # the consumer waits for itself only
-    ck.read(1, 0, site=4)
-    assert ck.kinds() == [("race.raw", 4, 1)]
+def test_named_barrier_missing_arrive(ckv):
+    ckv.write(0, 0, site=1)
+    ckv.sync([1], barrier=1, count=32)  # the consumer waits for itself only
+    ckv.read(1, 0, site=4)
+    assert ckv.kinds() == [("race.raw", 4, 1)]
 
 
-def test_producer_write_after_arrive_is_not_published(ck):
-    ck.write(0, 0, site=1)
-    ck.arrive(0, barrier=1, count=64, site=2)
-    ck.write(0, 4, site=5)  # after the release
-    ck.sync([1], barrier=1, count=64)  # completes with the producer's arrival
-    ck.read(1, 0, site=6)
-    ck.read(1, 4, site=7)
-    assert ck.kinds() == [("race.raw", 7, 5)]
+def test_producer_write_after_arrive_is_not_published(ckv):
+    ckv.write(0, 0, site=1)
+    ckv.arrive(0, barrier=1, count=64, site=2)
+    ckv.write(0, 4, site=5)  # after the release
+    ckv.sync([1], barrier=1, count=64)  # completes with the producer's arrival
+    ckv.read(1, 0, site=6)
+    ckv.read(1, 4, site=7)
+    assert ckv.kinds() == [("race.raw", 7, 5)]
 
 
 def test_generations_alternate_clock_slots(ck):
@@ -119,12 +130,12 @@ def test_generations_alternate_clock_slots(ck):
     assert ck.kinds() == [("race.raw", 4, 3)]
 
 
-def test_partial_barrier_does_not_order_other_warps(ck):
-    ck.write(0, 0, site=1)
-    ck.sync([0, 1], barrier=2, count=64)
-    ck.read(1, 0, site=2)  # ordered
-    ck.read(2, 0, site=3)  # warp 2 did not take part
-    assert ck.kinds() == [("race.raw", 3, 1)]
+def test_partial_barrier_does_not_order_other_warps(ckv):
+    ckv.write(0, 0, site=1)
+    ckv.sync([0, 1], barrier=2, count=64)
+    ckv.read(1, 0, site=2)  # ordered
+    ckv.read(2, 0, site=3)  # warp 2 did not take part
+    assert ckv.kinds() == [("race.raw", 3, 1)]
 
 
 def test_exited_warps_do_not_hold_barriers(ck):

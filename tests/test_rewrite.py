@@ -169,3 +169,12 @@ def test_undeclared_address_register_is_an_error():
 def test_module_without_code_is_an_error():
     with pytest.raises(InstrumentError, match="no .entry"):
         instrument(HEADER + ".global .u32 g;\n")
+
+
+def test_phase_mode_only_with_cta_wide_barriers():
+    body = ".visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\tbar.sync 0;\n\t{bar}\n\tret;\n}\n"
+    assert instrument(HEADER + body.replace("{bar}", "barrier.sync.aligned 0;")).phase_mode
+    assert instrument(HEADER + body.replace("{bar}", "bar.red.popc.u32 %r1, 0, 1;")).phase_mode
+    assert instrument(HEADER + body.replace("{bar}", "barrier.sync %r1;")).phase_mode
+    for named in ("bar.sync 1, 64;", "bar.arrive 1, 64;", "bar.sync 0, %r2;"):
+        assert not instrument(HEADER + body.replace("{bar}", named)).phase_mode, named

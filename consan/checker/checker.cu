@@ -61,6 +61,7 @@ CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) {
 CS_DEV uint64_t cs_or64(uint64_t* p, uint64_t v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint64_t cs_and64(uint64_t* p, uint64_t v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint32_t cs_and32(uint32_t* p, uint32_t v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
+CS_DEV uint32_t cs_or32(uint32_t* p, uint32_t v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint64_t cs_xchg64(uint64_t* p, uint64_t v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint32_t cs_xchg32(uint32_t* p, uint32_t v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint64_t cs_cas64(uint64_t* p, uint64_t cmp, uint64_t v) {
@@ -130,6 +131,7 @@ CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) { return atomicMax_block(p, v)
 CS_DEV uint64_t cs_or64(uint64_t* p, uint64_t v) { return atomicOr_block(p, v); }
 CS_DEV uint64_t cs_and64(uint64_t* p, uint64_t v) { return atomicAnd_block(p, v); }
 CS_DEV uint32_t cs_and32(uint32_t* p, uint32_t v) { return atomicAnd_block(p, v); }
+CS_DEV uint32_t cs_or32(uint32_t* p, uint32_t v) { return atomicOr_block(p, v); }
 CS_DEV uint64_t cs_xchg64(uint64_t* p, uint64_t v) { return atomicExch_block(p, v); }
 CS_DEV uint32_t cs_xchg32(uint32_t* p, uint32_t v) { return atomicExch_block(p, v); }
 CS_DEV uint64_t cs_cas64(uint64_t* p, uint64_t c, uint64_t v) { return atomicCAS_block(p, c, v); }
@@ -282,13 +284,22 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     cs_gen_sh = gen;
 }
 
-// Run by every thread (i = thread index, n = threads): clear clocks and barrier slots.
+CS_DEV uint32_t* cs_readbits(uint32_t slot, uint32_t w, uint32_t parity);
+CS_DEV bool cs_phase_mode();
+CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint32_t lane);
+
+// Run by every thread (i = thread index, n = threads): clear clocks, barrier slots, bitmaps.
 CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
     uint32_t L = S.nlogical;
     uint32_t* vis = cs_vis(slot, 0);
     for (uint32_t k = i; k < L * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
     uint32_t* bvc = cs_barvc(slot, 0, 0);
     for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
+    if (cs_phase_mode()) {
+        uint32_t* bm = cs_readbits(slot, 0, 0);
+        uint32_t words = 2 * S.nwarps * ((S.granules + 31) / 32);
+        for (uint32_t k = i; k < words; k += n) bm[k] = 0;
+    }
 }
 
 // ------------------------------------------------------------- barriers
@@ -343,9 +354,13 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     uint32_t* mine = cs_vis(slot, w);
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
     uint32_t n = cs_popc(active);
-    for (uint32_t u = rank; u < S.nlogical; u += n) {
-        uint32_t v = mine[u];
-        if (v) cs_max32(&vc[u], v);
+    if (cs_phase_mode()) {
+        cs_phase_clear_next(slot, w, active, lane);
+    } else {
+        for (uint32_t u = rank; u < S.nlogical; u += n) {
+            uint32_t v = mine[u];
+            if (v) cs_max32(&vc[u], v);
+        }
     }
     cs_fence();
     cs_syncwarp(active);
@@ -373,7 +388,7 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     uint32_t* mine = cs_vis(slot, w);
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
     uint32_t n = cs_popc(active);
-    for (uint32_t u = rank; u < S.nlogical; u += n) {
+    for (uint32_t u = rank; u < S.nlogical && !cs_phase_mode(); u += n) {
         uint32_t v = cs_ld32(&vc[u]);
         if (v > mine[u] && u != w) mine[u] = v;
     }
@@ -515,6 +530,84 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
     }
 }
 
+
+// ------------------------------------------------------------- phase mode
+//
+// When the kernel synchronises only with CTA-wide barriers, two accesses by
+// different warps are ordered exactly when a CTA-wide barrier lies between
+// them, i.e. when their CTA phases differ. Each warp keeps a bitmap of the
+// granules it read in the current phase (two bitmaps, by phase parity); a
+// write epoch records the writer's phase. No vector clocks are needed.
+
+CS_DEV uint32_t* cs_readbits(uint32_t slot, uint32_t w, uint32_t parity) {
+    uint32_t words = (S.granules + 31) / 32;
+    return (uint32_t*)S.readbits + (((uint64_t)slot * S.nwarps + w) * 2 + parity) * words;
+}
+
+CS_DEV bool cs_phase_mode() { return S.flags & CS_FLAG_PHASE_MODE; }
+
+CS_DEV void cs_phase_read(uint32_t slot, uint32_t w, uint32_t phase, uint32_t g, uint32_t site,
+                          cs_finding& f) {
+    uint32_t* word = cs_readbits(slot, w, phase & 1) + (g >> 5);
+    uint32_t bit = 1u << (g & 31);
+    if (cs_ld32(word) & bit) return;  // read already this phase: a later writer sees the bit
+    cs_or32(word, bit);
+    cs_st32((uint32_t*)S.rsite + cs_gidx(slot, g), site);
+    cs_fence();  // publish the read, then look at the write (Dekker with cs_phase_write)
+    uint64_t ww = cs_ld64(cs_gent(slot, g));
+    if ((ww >> CS_WW_GEN_SHIFT) != cs_gen_sh) {
+        if (!f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+        return;
+    }
+    uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu;
+    if (t != w && (uint32_t)ww == phase && !f.kind)
+        f = {CS_RACE_RAW, cs_ld32((uint32_t*)S.wsite + cs_gidx(slot, g)), t};
+}
+
+CS_DEV void cs_phase_write(uint32_t slot, uint32_t w, uint32_t phase, uint32_t g, uint32_t site,
+                           bool atomic, cs_finding& f) {
+    uint64_t* e = cs_gent(slot, g);
+    uint32_t* ws = (uint32_t*)S.wsite + cs_gidx(slot, g);
+    uint64_t gen = cs_gen_sh;
+    uint64_t flags = atomic ? CS_WW_FLAG_ATOMIC : 0;
+    uint64_t now = (gen << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
+                   ((uint64_t)w << CS_WW_TID_SHIFT) | phase;
+    uint64_t old = cs_ld64(e);
+    if (old == now) return;  // rewritten by this warp this phase: nothing new to check
+    uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
+    if ((old >> CS_WW_GEN_SHIFT) == gen && t == w) {
+        cs_st64(e, now);
+        cs_st32(ws, site);
+    } else {
+        old = cs_xchg64(e, now);
+        uint32_t old_site = cs_xchg32(ws, site);
+        t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
+        if ((old >> CS_WW_GEN_SHIFT) != gen) {
+            if (atomic && !f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+        } else if (t != w && (uint32_t)old == phase && !f.kind &&
+                   !(atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC))) {
+            f = {CS_RACE_WAW, old_site, t};
+        }
+    }
+    cs_fence();
+    uint32_t bit = 1u << (g & 31);
+    for (uint32_t u = 0; u < S.nwarps; ++u) {
+        if (u == w || !(cs_ld32(cs_readbits(slot, u, phase & 1) + (g >> 5)) & bit)) continue;
+        if (!f.kind) f = {CS_RACE_WAR, cs_ld32((uint32_t*)S.rsite + cs_gidx(slot, g)), u};
+        break;
+    }
+}
+
+// Before a warp arrives at the CTA-wide barrier that ends phase p: empty its bitmap
+// for phase p+1 (it holds p-1, which no one can look at any more).
+CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint32_t lane) {
+    uint32_t* bm = cs_readbits(slot, w, (cs_phase_sh[w] + 1) & 1);
+    uint32_t words = (S.granules + 31) / 32;
+    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
+    for (uint32_t i = rank; i < words; i += n) cs_st32(&bm[i], 0);
+    cs_fence();
+}
+
 #ifdef CONSAN_HOST
 #define CS_NOINLINE static
 #else
@@ -545,8 +638,14 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
         if (g1 >= S.granules) {
             f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
         } else {
-            cs_view v = cs_make_view(slot, cs_warp());
-            if (mode == CS_MODE_READ) {
+            uint32_t w = cs_warp();
+            cs_view v = cs_make_view(slot, w);
+            if (cs_phase_mode()) {
+                for (uint32_t g = g0; g <= g1; ++g) {
+                    if (mode == CS_MODE_READ) cs_phase_read(slot, w, v.phase, g, site, f);
+                    else cs_phase_write(slot, w, v.phase, g, site, mode == CS_MODE_ATOMIC, f);
+                }
+            } else if (mode == CS_MODE_READ) {
                 // Publish every read, one fence, then look at the writes (Dekker with
                 // cs_check_write, which stores its epoch, fences, then looks for readers).
                 for (uint32_t g = g0; g <= g1; ++g) cs_record_read(v, g, site);
@@ -594,6 +693,19 @@ CS_DEV bool cs_access_fast(uint64_t addr, uint32_t info) {
     if (g1 - g0 > 15 || g1 >= S.granules) return false;
     uint32_t w = cs_warp();
     uint64_t gen = cs_gen_sh;
+    if (cs_phase_mode()) {
+        uint32_t phase = cs_phase_sh[w];
+        const uint32_t* bm = cs_readbits(slot, w, phase & 1);
+        uint64_t mine_now = (gen << CS_WW_GEN_SHIFT) | ((uint64_t)w << CS_WW_TID_SHIFT) | phase;
+        for (uint32_t g = g0; g <= g1; ++g) {
+            if (mode == CS_MODE_READ) {
+                if (!(cs_ld32(bm + (g >> 5)) & (1u << (g & 31)))) return false;
+            } else if (cs_ld64(cs_gent(slot, g)) != mine_now) {
+                return false;
+            }
+        }
+        return true;
+    }
     uint32_t clock = cs_clock_sh[w];
     uint64_t bit = 1ull << w;
     const uint32_t* mine = cs_vis(slot, w);
