@@ -158,7 +158,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("wsite", "uint64_t"),  # u32 [nslots][granules]  site of the last write
     ("rslot", "uint64_t"),  # u64 [nslots][nwarps][granules]  site<<32 | read clock
     ("readbits", "uint64_t"),  # u32 [nslots][nwarps][2][words]  phase mode: granules read
-    ("rsite", "uint64_t"),  # u32 [nslots][granules]  phase mode: site of a read this phase
+    ("rsite", "uint64_t"),  # u64 [nslots][granules]  phase mode: phase<<32 | site of a read
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
     ("nwarps", "uint32_t"),
@@ -205,7 +205,7 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
         "granule": 16 * G * n, "wsite": 4 * G * n,
         "rslot": 0 if phase_mode else 8 * G * nwarps * n,
         "readbits": 4 * nwarps * 2 * bitmap_words(G) * n if phase_mode else 0,
-        "rsite": 4 * G * n if phase_mode else 0,
+        "rsite": 8 * G * n if phase_mode else 0,
     }
 
 

@@ -552,7 +552,7 @@ CS_DEV void cs_phase_read(uint32_t slot, uint32_t w, uint32_t phase, uint32_t g,
     uint32_t bit = 1u << (g & 31);
     if (cs_ld32(word) & bit) return;  // read already this phase: a later writer sees the bit
     cs_or32(word, bit);
-    cs_st32((uint32_t*)S.rsite + cs_gidx(slot, g), site);
+    cs_st64((uint64_t*)S.rsite + cs_gidx(slot, g), ((uint64_t)phase << 32) | site);
     cs_fence();  // publish the read, then look at the write (Dekker with cs_phase_write)
     uint64_t ww = cs_ld64(cs_gent(slot, g));
     if ((ww >> CS_WW_GEN_SHIFT) != cs_gen_sh) {
@@ -590,10 +590,13 @@ CS_DEV void cs_phase_write(uint32_t slot, uint32_t w, uint32_t phase, uint32_t g
         }
     }
     cs_fence();
+    // Granules no one read this phase (most writes) skip the look at every warp's bitmap.
+    uint64_t rs = cs_ld64((uint64_t*)S.rsite + cs_gidx(slot, g));
+    if ((uint32_t)(rs >> 32) != phase) return;
     uint32_t bit = 1u << (g & 31);
     for (uint32_t u = 0; u < S.nwarps; ++u) {
         if (u == w || !(cs_ld32(cs_readbits(slot, u, phase & 1) + (g >> 5)) & bit)) continue;
-        if (!f.kind) f = {CS_RACE_WAR, cs_ld32((uint32_t*)S.rsite + cs_gidx(slot, g)), u};
+        if (!f.kind) f = {CS_RACE_WAR, (uint32_t)rs, u};
         break;
     }
 }
