@@ -39,6 +39,14 @@ CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
 CS_DEV uint32_t cs_activemask() { return 1u; }
 CS_DEV uint32_t cs_match(uint32_t, uint64_t) { return 1u; }
 CS_DEV bool cs_any(uint32_t, bool p) { return p; }
+CS_DEV bool cs_all(uint32_t, bool p) { return p; }
+CS_DEV uint32_t cs_ballot(uint32_t, bool p) { return p ? 1u : 0u; }
+CS_DEV bool cs_uniform(uint32_t, uint32_t) { return true; }
+CS_DEV uint32_t cs_nth_set(uint32_t m, uint32_t k) {
+    for (uint32_t i = 0; i < 32; ++i) if ((m >> i) & 1u) { if (k == 0) return i; --k; }
+    return 0;
+}
+CS_DEV uint32_t cs_bcast_any(uint32_t, uint32_t v, uint32_t) { return v; }
 CS_DEV uint32_t cs_min(uint32_t, uint32_t v) { return v; }
 CS_DEV uint32_t cs_max(uint32_t, uint32_t v) { return v; }
 CS_DEV uint32_t cs_or(uint32_t, uint32_t v) { return v; }
@@ -104,6 +112,11 @@ CS_DEV uint32_t cs_warp() { return cs_tid() >> 5; }
 CS_DEV uint32_t cs_activemask() { return __activemask(); }
 CS_DEV uint32_t cs_match(uint32_t m, uint64_t k) { return __match_any_sync(m, k); }
 CS_DEV bool cs_any(uint32_t m, bool p) { return __any_sync(m, p); }
+CS_DEV bool cs_all(uint32_t m, bool p) { return __all_sync(m, p); }
+CS_DEV uint32_t cs_ballot(uint32_t m, bool p) { return __ballot_sync(m, p); }
+CS_DEV bool cs_uniform(uint32_t m, uint32_t v) { int pred; __match_all_sync(m, v, &pred); return pred; }
+CS_DEV uint32_t cs_nth_set(uint32_t m, uint32_t k) { return __fns(m, 0, (int)k + 1); }
+CS_DEV uint32_t cs_bcast_any(uint32_t m, uint32_t v, uint32_t lane) { return __shfl_sync(m, v, lane); }
 CS_DEV uint32_t cs_min(uint32_t m, uint32_t v) { return __reduce_min_sync(m, v); }
 CS_DEV uint32_t cs_max(uint32_t m, uint32_t v) { return __reduce_max_sync(m, v); }
 CS_DEV uint32_t cs_or(uint32_t m, uint32_t v) { return __reduce_or_sync(m, v); }
@@ -636,8 +649,32 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     }
     if (shape && lane >= 8u * shape) skip = true;  // ldmatrix/stmatrix: lanes giving row addresses
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
-    if (!skip) {
-        uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
+    uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
+    bool inside = !skip && g1 < S.granules;
+    if (cs_phase_mode() && mode == CS_MODE_READ && cs_all(active, inside || skip) &&
+        cs_uniform(active, skip ? 0xFFFFFFFFu : g1 - g0)) {
+        // Lanes reading the same granules (broadcast reads, as in tiled GEMMs) collapse:
+        // the distinct ranges are spread over the warp's lanes, a granule per lane.
+        uint32_t readers = cs_ballot(active, !skip);
+        uint32_t group = cs_match(active, skip ? (1ull << 32) : (uint64_t)g0);
+        uint32_t leaders = readers & cs_ballot(active, lane == (uint32_t)(cs_ffs(group) - 1));
+        uint32_t n = g1 - g0 + 1;
+        n = cs_bcast(active, n, cs_ffs(readers ? readers : active) - 1);
+        uint32_t total = cs_popc(leaders) * n, lanes = cs_popc(active);
+        uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
+        uint32_t w = cs_warp(), phase = cs_phase_sh[w];
+        for (uint32_t base = 0; base < total; base += lanes) {
+            uint32_t item = base + rank;
+            uint32_t src = item < total ? cs_nth_set(leaders, item / n) : lane;
+            uint32_t g = cs_bcast_any(active, g0, src) + (item < total ? item % n : 0);
+            if (item < total) {
+                cs_finding before = f;
+                cs_phase_read(slot, w, phase, g, site, f);
+                if (f.kind && !before.kind) off = g * CS_GRANULE_BYTES, size = CS_GRANULE_BYTES;
+            }
+        }
+        skip = skip || !f.kind;
+    } else if (!skip) {
         if (g1 >= S.granules) {
             f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
         } else {
