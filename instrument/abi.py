@@ -52,7 +52,7 @@ VIOLATION_KINDS = tuple(k.id for k in KINDS if k.is_violation)
 
 INFO_SIZE_MASK = 0xFF  # bytes this lane touches (1..32)
 INFO_MODE_SHIFT = 8  # 2 bits
-MODE_READ, MODE_WRITE, MODE_ATOMIC = 0, 1, 2
+MODE_READ, MODE_WRITE, MODE_ATOMIC, MODE_ASYNC_WRITE = 0, 1, 2, 3  # async: cp.async
 INFO_SPACE_SHIFT = 10  # 2 bits
 SPACE_SHARED, SPACE_GENERIC, SPACE_CLUSTER = 0, 1, 2
 INFO_SHAPE_SHIFT = 12  # 4 bits: 0 plain, else matrix rows x count (ldmatrix/stmatrix)
@@ -80,6 +80,8 @@ PROBE_BAR_ARRIVE = "__consan_bar_arrive"
 PROBE_BAR_WAIT = "__consan_bar_wait"
 PROBE_CTA_BEGIN = "__consan_cta_begin"
 PROBE_THREAD_EXIT = "__consan_thread_exit"
+PROBE_ASYNC = "__consan_async"  # (op, n, site): cp.async group bookkeeping
+ASYNC_COMMIT, ASYNC_WAIT, ASYNC_WAIT_ALL = 0, 1, 2
 STATE_SYMBOL = "__consan_state"
 
 # PTX prototypes of the probes (the rewriter declares them .extern).
@@ -89,6 +91,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),
     PROBE_CTA_BEGIN: ((), None),
     PROBE_THREAD_EXIT: ((".b32",), None),
+    PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
 }
 
 # --------------------------------------------------------------------------
@@ -96,7 +99,8 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
 
 GRANULE_BYTES = 4
 MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
-MAX_LOGICAL = 64  # room for the async agents (cp.async / bulk / wgmma units)
+MAX_LOGICAL = 64  # 32..63: the cp.async unit of warp w is logical thread 32 + w
+AGENT_CPASYNC = 32
 NAMED_BARRIERS = 16
 KEY_TABLE_ENTRIES = 4096  # distinct (kind, site, prev_site) findings per launch
 RECORDS_PER_KEY = 64  # detailed records kept per finding; the rest are counted
@@ -178,7 +182,8 @@ FLAG_PHASE_MODE = 0x1
 CTA_LIVE_THREADS = 0
 CTA_LIVE_WARPS = 1
 CTA_WARP_LANES = 8  # [8, 8+MAX_WARPS): live lane mask of each warp
-CTA_WORDS = CTA_WARP_LANES + MAX_WARPS
+CTA_CPASYNC_COMMITS = CTA_WARP_LANES + MAX_WARPS  # per warp: cp.async groups committed
+CTA_WORDS = CTA_CPASYNC_COMMITS + MAX_WARPS
 
 # Buffer-table entry of a granule: two u64, loaded together.
 # word 0, write epoch: gen:16 | flags:8 | tid:8 | clock:32
@@ -248,6 +253,12 @@ def c_header() -> str:
         "CS_MODE_READ": MODE_READ,
         "CS_MODE_WRITE": MODE_WRITE,
         "CS_MODE_ATOMIC": MODE_ATOMIC,
+        "CS_MODE_ASYNC_WRITE": MODE_ASYNC_WRITE,
+        "CS_ASYNC_COMMIT": ASYNC_COMMIT,
+        "CS_ASYNC_WAIT": ASYNC_WAIT,
+        "CS_ASYNC_WAIT_ALL": ASYNC_WAIT_ALL,
+        "CS_AGENT_CPASYNC": AGENT_CPASYNC,
+        "CS_CTA_CPASYNC_COMMITS": CTA_CPASYNC_COMMITS,
         "CS_INFO_SPACE_SHIFT": INFO_SPACE_SHIFT,
         "CS_SPACE_SHARED": SPACE_SHARED,
         "CS_SPACE_GENERIC": SPACE_GENERIC,

@@ -20,6 +20,10 @@ class Event(str, Enum):
     READ = "access.read"
     WRITE = "access.write"
     ATOMIC = "access.atomic"
+    ASYNC_WRITE = "async.cp"  # cp.async: a write by the warp's copy unit, pending until waited
+    ASYNC_COMMIT = "async.commit"
+    ASYNC_WAIT = "async.wait"
+    ASYNC_WAIT_ALL = "async.wait_all"
     BAR_SYNC = "barrier.sync"
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
@@ -35,10 +39,11 @@ class Event(str, Enum):
 
 
 _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
-           Event.BAR_RED, Event.EXIT}
+           Event.BAR_RED, Event.EXIT, Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
+           Event.ASYNC_WAIT_ALL}
 
 _ACCESS_MODE = {Event.READ: abi.MODE_READ, Event.WRITE: abi.MODE_WRITE,
-                Event.ATOMIC: abi.MODE_ATOMIC}
+                Event.ATOMIC: abi.MODE_ATOMIC, Event.ASYNC_WRITE: abi.MODE_ASYNC_WRITE}
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,14 @@ TABLE: tuple[Row, ...] = (
     Row("exit", Event.EXIT),
     # asynchronous machinery: modelled by the async issue
     Row("cp.async.bulk.prefetch", Event.FENCE),  # global -> L2 only, no smem
-    Row("cp.async", Event.UNMODELED, note="cp.async / bulk / TMA copies (async issue)"),
+    Row("cp.async.commit_group", Event.ASYNC_COMMIT),
+    Row("cp.async.wait_group", Event.ASYNC_WAIT),
+    Row("cp.async.wait_all", Event.ASYNC_WAIT_ALL),
+    Row("cp.async.ca", Event.ASYNC_WRITE, access=True),
+    Row("cp.async.cg", Event.ASYNC_WRITE, access=True),
+    Row("cp.async.mbarrier", Event.UNMODELED, note="cp.async completion on an mbarrier "
+        "(async issue)"),
+    Row("cp.async", Event.UNMODELED, note="bulk / TMA copies (async issue)"),
     Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions (async issue)"),
     Row("mbarrier", Event.UNMODELED, note="mbarrier (async issue)"),
     Row("wgmma", Event.UNMODELED, note="wgmma (async issue)"),
@@ -175,6 +187,13 @@ def _access(it: Item, row: Row, shared_symbols: set[str]) -> Classified | None:
         return Classified(Event.UNMODELED, row, reason="distributed shared memory access "
                           "(.shared::cluster) is not modelled yet")
     shape = abi.SHAPE_PLAIN
+    if row.event is Event.ASYNC_WRITE:  # cp.async [dst], [src], cp-size{, src-size}
+        try:
+            size = int(it.operands[2], 0)
+        except (IndexError, ValueError):
+            return Classified(Event.UNMODELED, row, reason="cp.async with a copy size that "
+                              "is not an immediate")
+        return Classified(row.event, row, size=size, space=space, address=addr)
     if row.prefix in ("ldmatrix", "stmatrix"):
         num = next((p for p in parts if p in ("x1", "x2", "x4")), "x1")
         shape = int(num[1])

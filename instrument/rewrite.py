@@ -261,6 +261,8 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             walk.append((idx, it, c, loc))
             if c is None:
                 continue
+            if c.event.value.startswith("async."):
+                cta_wide_only = False  # async agents need the vector clocks
             if c.event in (Event.BAR_SYNC, Event.BAR_ARRIVE, Event.BAR_RED):
                 cta_wide_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
                     it, c.event)[1] == "0"
@@ -319,7 +321,15 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[
     """(text before, text after) the instruction."""
     pred = it.pred
     ev = c.event
-    if ev in (Event.READ, Event.WRITE, Event.ATOMIC):
+    if ev in (Event.ASYNC_COMMIT, Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL):
+        op = {Event.ASYNC_COMMIT: abi.ASYNC_COMMIT, Event.ASYNC_WAIT: abi.ASYNC_WAIT,
+              Event.ASYNC_WAIT_ALL: abi.ASYNC_WAIT_ALL}[ev]
+        n = it.operands[0] if ev is Event.ASYNC_WAIT and it.operands else "0"
+        call = _call(pred, abi.PROBE_ASYNC, [(".b32", str(op)), (".b32", n), (".b32", str(site))],
+                     comment=f"site {site}")
+        # The wait takes effect once the instruction has returned: probe after it.
+        return ("", "\n\t" + call) if ev is not Event.ASYNC_COMMIT else (call + "\n\t", "")
+    if ev in (Event.READ, Event.WRITE, Event.ATOMIC, Event.ASYNC_WRITE):
         code = _address_code(c.address or "", widths, it)
         call = _call(pred, abi.PROBE_ACCESS,
                      [(".b64", REG_ADDR), (".b32", str(site)), (".b32", str(c.info))],

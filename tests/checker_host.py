@@ -50,7 +50,8 @@ def library() -> ctypes.CDLL:
     sig = {abi.PROBE_ACCESS: ([u64, u32, u32], None),
            abi.PROBE_BAR_ARRIVE: ([u32, u32, u32, u32], u32),
            abi.PROBE_BAR_WAIT: ([u32, u32, u32], None),
-           abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None)}
+           abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None),
+           abi.PROBE_ASYNC: ([u32, u32, u32], None)}
     for name, (args, ret) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ret
@@ -114,6 +115,21 @@ class HostChecker:
 
     def atomic(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
         self.access(warp, off, size, abi.MODE_ATOMIC, site)
+
+    def cp_async(self, warp: int, off: int, size: int = 16, site: int = 0) -> None:
+        self.access(warp, off, size, abi.MODE_ASYNC_WRITE, site)
+
+    def commit(self, warp: int, site: int = 0) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_ASYNC)(abi.ASYNC_COMMIT, 0, site)
+
+    def wait_group(self, warp: int, n: int, site: int = 0) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_ASYNC)(abi.ASYNC_WAIT, n, site)
+
+    def wait_all(self, warp: int, site: int = 0) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_ASYNC)(abi.ASYNC_WAIT_ALL, 0, site)
 
     def arrive(self, warp: int, barrier: int = 0, count: int = 0, site: int = 0,
                mode: int = abi.BAR_ARRIVE) -> int:

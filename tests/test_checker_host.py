@@ -237,3 +237,58 @@ def test_rewrite_by_the_last_writer_still_checks_readers(ck):
     ck.sync(ALL)
     ck.write(0, 0, site=4)
     assert len(ck.kinds()) == 1
+
+
+# cp.async: the copy unit of each warp is its own logical thread; groups are its clock.
+
+def test_cp_async_read_before_wait_is_pending(ckv):
+    ckv.cp_async(0, 0, site=1)
+    ckv.commit(0)
+    ckv.sync(ALL)
+    ckv.read(1, 4, site=2)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_cp_async_waited_then_barrier_is_clean(ckv):
+    ckv.cp_async(0, 0, site=1)
+    ckv.commit(0)
+    ckv.wait_group(0, 0)
+    ckv.sync(ALL)
+    ckv.read(1, 4, site=2)
+    ckv.read(0, 8, site=3)
+    assert ckv.kinds() == []
+
+
+def test_wait_without_barrier_orders_only_the_waiting_warp(ckv):
+    ckv.cp_async(0, 0, site=1)
+    ckv.wait_all(0)
+    ckv.read(0, 0, site=2)  # the issuing warp waited: fine
+    ckv.read(1, 0, site=3)  # another warp, no barrier after the wait
+    assert ckv.kinds() == [("async.pending-write", 3, 1)]
+
+
+def test_wait_group_1_leaves_the_last_group_in_flight(ckv):
+    ckv.cp_async(0, 0, site=1)  # group 0 -> stage A
+    ckv.commit(0)
+    ckv.cp_async(0, 64, site=2)  # group 1 -> stage B
+    ckv.commit(0)
+    ckv.wait_group(0, 1)
+    ckv.sync(ALL)
+    ckv.read(2, 0, site=3)  # stage A: complete
+    ckv.write(3, 64, site=4)  # epilogue reuses stage B while its copy is in flight
+    assert ckv.kinds() == [("async.pending-write", 4, 2)]
+
+
+def test_own_destination_read_before_wait(ckv):
+    ckv.cp_async(2, 32, size=8, site=1)
+    ckv.commit(2)
+    ckv.read(2, 36, site=2)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_cp_async_over_unsynchronised_readers_is_war(ckv):
+    ckv.write(0, 0, site=1)
+    ckv.sync(ALL)
+    ckv.read(1, 0, site=2)
+    ckv.cp_async(0, 0, size=4, site=3)  # refills the buffer warp 1 may still be reading
+    assert ckv.kinds() == [("race.war", 3, 2)]

@@ -91,10 +91,24 @@ def test_ret_in_a_func_is_not_an_exit():
     assert one("exit;", in_entry=False).event is Event.EXIT
 
 
+@pytest.mark.parametrize("instr,event,size", [
+    ("cp.async.ca.shared.global [%r1], [%rd1], 16;", Event.ASYNC_WRITE, 16),
+    ("cp.async.cg.shared.global.L2::128B [%r1+16], [%rd1], 16, %r3;", Event.ASYNC_WRITE, 16),
+    ("cp.async.ca.shared::cta.global [%r1], [%rd1], 4;", Event.ASYNC_WRITE, 4),
+    ("@%p1 cp.async.ca.shared.global [%rd1], [%rd2], 8, 0;", Event.ASYNC_WRITE, 8),
+    ("cp.async.commit_group;", Event.ASYNC_COMMIT, 0),
+    ("cp.async.wait_group 1;", Event.ASYNC_WAIT, 0),
+    ("cp.async.wait_all;", Event.ASYNC_WAIT_ALL, 0),
+])
+def test_cp_async(instr, event, size):
+    c = one(instr)
+    assert c.event is event and c.size == size
+    if event is Event.ASYNC_WRITE:
+        assert c.mode == abi.MODE_ASYNC_WRITE and c.space == abi.SPACE_SHARED
+
+
 @pytest.mark.parametrize("instr", [
-    "cp.async.ca.shared.global [%r1], [%rd1], 16;",
-    "cp.async.commit_group;",
-    "cp.async.wait_group 1;",
+    "cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];",
     "mbarrier.init.shared.b64 [%r1], 1;",
     "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;",
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 256, [%r2];",

@@ -284,6 +284,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     cta[CS_CTA_LIVE_THREADS] = nthreads;
 #endif
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) {
+        cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
 #ifdef CONSAN_HOST
         cta[CS_CTA_WARP_LANES + w] = w < nw ? 1u : 0u;
 #else
@@ -488,7 +489,7 @@ CS_DEV void cs_check_raw(const cs_view& v, uint32_t g, cs_finding& f) {
     }
     uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu;
     if (!cs_ordered(v.mine, v.w, t, (uint32_t)ww) && !f.kind)
-        f = {CS_RACE_RAW, cs_ld32(v.wsite + g), t};
+        f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(v.wsite + g), t};
 }
 
 CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, uint32_t w,
@@ -500,7 +501,7 @@ CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, u
     uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
     bool both_atomic = atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC);
     if (!both_atomic && !cs_ordered(mine, w, t, (uint32_t)old) && !f.kind)
-        f = {CS_RACE_WAW, old_site, t};
+        f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_WAW, old_site, t};
 }
 
 // Readers this writer must check one by one: those recorded in its own CTA phase.
@@ -509,22 +510,24 @@ CS_DEV uint64_t cs_same_phase_readers(uint64_t m, uint32_t gen, uint32_t phase) 
     return m & 0xFFFFFFFFull;
 }
 
+// A write of granule g by this warp -- or, for cp.async, by its copy unit `by` at the
+// unit's clock `clk` (the group it belongs to); ordering is judged from the warp's clock.
 CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool atomic,
-                           cs_finding& f) {
+                           cs_finding& f, uint32_t by, uint32_t clk) {
     uint64_t* e = v.ent + 2 * g;
     uint32_t* ws = v.wsite + g;
     uint64_t flags = atomic ? CS_WW_FLAG_ATOMIC : 0;
     uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
-                   ((uint64_t)v.w << CS_WW_TID_SHIFT) | v.clock;
+                   ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
     uint64_t old = cs_ld64(e);
     uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
     if ((old >> CS_WW_GEN_SHIFT) == v.gen &&
-        (t == v.w || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)))) {
+        (t == by || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)))) {
         // This warp wrote last, or atomics follow atomics: no write-write conflict is
         // possible, so a plain store does (a simultaneous writer from another warp takes
         // the exchange below and sees this epoch).
         cs_st64(e, now);
-        if (t != v.w || (uint32_t)old != v.clock) cs_st32(ws, site);
+        if (t != by || (uint32_t)old != clk) cs_st32(ws, site);
     } else {
         old = cs_xchg64(e, now);
         uint32_t old_site = cs_xchg32(ws, site);
@@ -692,8 +695,13 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
                 cs_fence();
                 for (uint32_t g = g0; g <= g1; ++g) cs_check_raw(v, g, f);
             } else {
+                uint32_t by = w, clk = v.clock;
+                if (mode == CS_MODE_ASYNC_WRITE) {  // group k of the copy unit has clock k+1
+                    by = CS_AGENT_CPASYNC + w;
+                    clk = cs_ld32(&cs_cta(slot)[CS_CTA_CPASYNC_COMMITS + w]) + 1;
+                }
                 for (uint32_t g = g0; g <= g1; ++g)
-                    cs_check_write(v, g, site, mode == CS_MODE_ATOMIC, f);
+                    cs_check_write(v, g, site, mode == CS_MODE_ATOMIC, f, by, clk);
             }
         }
     }
@@ -725,7 +733,7 @@ CS_DEV bool cs_access_fast(uint64_t addr, uint32_t info) {
     if (slot == CS_NO_SLOT) return true;
     uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
-    if (space != CS_SPACE_SHARED || mode == CS_MODE_ATOMIC || ((info >> CS_INFO_SHAPE_SHIFT) & 15u))
+    if (space != CS_SPACE_SHARED || mode >= CS_MODE_ATOMIC || ((info >> CS_INFO_SHAPE_SHIFT) & 15u))
         return false;
     uint32_t off = (uint32_t)addr;
     uint32_t size = info & CS_INFO_SIZE_MASK;
@@ -819,6 +827,34 @@ CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
 }
 
 CS_ENTRY void __consan_thread_exit(uint32_t site) { cs_thread_exit(site); }
+
+// cp.async groups: the copy unit of warp w is logical thread AGENT_CPASYNC + w, and its
+// clock counts groups. commit_group closes group k; wait_group n completes every group
+// but the last n, so the waiting warp acquires the unit's clock up to that group.
+CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    uint32_t active = cs_activemask();
+    uint32_t w = cs_warp();
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        uint32_t* commits = &cs_cta(slot)[CS_CTA_CPASYNC_COMMITS + w];
+        uint32_t c = *commits;
+        uint32_t done = 0;
+        if (op == CS_ASYNC_COMMIT) {
+            *commits = c + 1;
+        } else if (op == CS_ASYNC_WAIT) {
+            done = c > n ? c - n : 0;
+        } else {  // wait_all: commit, then wait for everything
+            *commits = c + 1;
+            done = c + 1;
+        }
+        uint32_t* mine = cs_vis(slot, w);
+        if (done > mine[CS_AGENT_CPASYNC + w]) mine[CS_AGENT_CPASYNC + w] = done;
+        cs_fence();
+    }
+    cs_syncwarp(active);
+    (void)site;
+}
 
 #ifdef CONSAN_HOST
 // Host driver: set which CTA/warp the next probe runs as; begin a CTA.

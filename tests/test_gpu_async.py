@@ -1,0 +1,151 @@
+"""cp.async on a real GPU: each racy kernel has a clean twin differing only by the wait.
+
+Seeds 000/003: a multi-stage cp.async main loop that ends with `wait_group 1`
+and a `__syncthreads`, then an epilogue that reuses the stage memory while the
+last (unused) prefetch is still in flight.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+
+def _gpu() -> bool:
+    try:
+        import consan
+
+        return bool(consan.gpu_available())
+    except Exception:  # noqa: BLE001 - no consan, no cupy, no GPU: skip
+        return False
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU")]
+
+CP = r"""
+__device__ __forceinline__ void cp4(float* dst, const float* src) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(d), "l"(src) : "memory");
+}
+#define COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#define WAIT(n) asm volatile("cp.async.wait_group %0;" :: "n"(n) : "memory")
+"""
+
+READ_BEFORE_WAIT = CP + r"""
+extern "C" __global__ void cp_read(const float* in, float* out) {
+    __shared__ __align__(16) float s[256];
+    int t = threadIdx.x;
+    cp4(&s[t], in + blockIdx.x * 256 + t);  // @cp
+    COMMIT();
+    WAIT_HERE
+    __syncthreads();
+    out[blockIdx.x * 256 + t] = s[(t + 32) % 256];  // @use
+}
+"""
+
+LAST_GROUP = CP + r"""
+extern "C" __global__ void cp_two_groups(const float* in, float* out) {
+    __shared__ __align__(16) float a[256];
+    __shared__ __align__(16) float b[256];
+    int t = threadIdx.x;
+    cp4(&a[t], in + t);
+    COMMIT();
+    cp4(&b[t], in + 256 + t);  // @cp-b
+    COMMIT();
+    WAIT_HERE
+    __syncthreads();
+    float x = a[(t + 32) % 256];
+    float y = b[(t + 32) % 256];  // @use-b
+    out[blockIdx.x * 256 + t] = x + y;
+}
+"""
+
+EPILOGUE = CP + r"""
+extern "C" __global__ void pipeline_epilogue(const float* in, float* out, int ntiles) {
+    __shared__ __align__(16) float stage[2][256];
+    int t = threadIdx.x;
+    float acc = 0.0f;
+    cp4(&stage[0][t], in + t);
+    COMMIT();
+    for (int k = 0; k < ntiles; ++k) {
+        // prefetch the next tile; the last iteration fetches one that is never used
+        cp4(&stage[(k + 1) % 2][t], in + ((k + 1) % ntiles) * 256 + t);  // @prefetch
+        COMMIT();
+        WAIT(1);  // tile k has landed, tile k+1 may still be in flight
+        __syncthreads();
+        acc += stage[k % 2][(t + 32) % 256];
+        __syncthreads();
+    }
+    WAIT_HERE
+    __syncthreads();
+    stage[ntiles % 2][t] = acc;  // @epilogue
+    __syncthreads();
+    out[blockIdx.x * 256 + t] = stage[ntiles % 2][(t + 1) % 256];
+}
+"""
+
+
+def line_of(src: str, marker: str) -> int:
+    hits = [i for i, s in enumerate(src.splitlines(), 1) if re.search(re.escape(marker) + r"\b", s)]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def _lines(site) -> set[int]:
+    return {site.loc.line, *(c.line for c in site.inlined_at)} if site and site.loc else set()
+
+
+def _arch() -> str:
+    import cupy as cp
+
+    cc = cp.cuda.Device().compute_capability
+    return f"-arch=sm_{cc}{'a' if cc == '90' else ''}"
+
+
+CASES = [
+    # (source, kernel, racy wait, clean wait, marker of the access, marker of the copy)
+    (READ_BEFORE_WAIT, "cp_read", "", "WAIT(0);", "@use", "@cp"),
+    (LAST_GROUP, "cp_two_groups", "WAIT(1);", "WAIT(0);", "@use-b", "@cp-b"),
+    (EPILOGUE, "pipeline_epilogue", "", "WAIT(0);", "@epilogue", "@prefetch"),
+]
+
+
+def _run(src: str, kernel: str, native: bool):
+    import cupy as cp
+
+    rng = np.random.default_rng(7)
+    x = cp.asarray(rng.random(256 * 8, dtype=np.float32))
+    out = cp.full(256 * 4, np.nan, dtype=cp.float32)
+    args = (x, out) + ((np.int32(5),) if kernel == "pipeline_epilogue" else ())
+    if native:
+        cp.RawKernel(src, kernel, options=(_arch(),))((4,), (256,), args)
+        cp.cuda.Device().synchronize()
+        return None, out.get()
+    import consan
+
+    rep = consan.check(src, kernel, grid=(4,), block=(256,), args=args, options=(_arch(),))
+    return rep, out.get()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[1] for c in CASES])
+def test_missing_wait_is_a_pending_async_write(case):
+    src, kernel, racy, _clean, use, copy = case
+    src = src.replace("WAIT_HERE", racy)
+    rep, _ = _run(src, kernel, native=False)
+    assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
+    assert {v.line for v in rep.violations} == {line_of(src, use)}, str(rep)
+    # the copy is issued inside an inlined helper: its call line is in the inline chain
+    assert all(line_of(src, copy) in _lines(v.prev_site) for v in rep.violations), str(rep)
+    assert "async.pending-write" in str(rep)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[1] for c in CASES])
+def test_clean_twin_is_clean_and_computes_the_same(case):
+    src, kernel, _racy, clean, _use, _copy = case
+    src = src.replace("WAIT_HERE", clean)
+    rep, got = _run(src, kernel, native=False)
+    assert rep.ok, str(rep)
+    _, want = _run(src, kernel, native=True)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
