@@ -41,6 +41,12 @@ def who(threads: Iterable[int], lanes: int = 0) -> str:
     parts = []
     if warps:
         parts.append(("warp " if len(warps) == 1 else "warps ") + compact_ints(warps))
+    copiers = {t - abi.AGENT_CPASYNC for t in agents
+               if abi.AGENT_CPASYNC <= t < abi.AGENT_CPASYNC + abi.MAX_WARPS}
+    if copiers:
+        parts.append(("the cp.async unit of warp " if len(copiers) == 1 else
+                      "the cp.async units of warps ") + compact_ints(copiers))
+        agents -= {abi.AGENT_CPASYNC + w for w in copiers}
     if agents:
         parts.append(("async agent " if len(agents) == 1 else "async agents ")
                      + compact_ints(agents))
