@@ -82,6 +82,10 @@ PROBE_CTA_BEGIN = "__consan_cta_begin"
 PROBE_THREAD_EXIT = "__consan_thread_exit"
 PROBE_ASYNC = "__consan_async"  # (op, n, site): cp.async group bookkeeping
 ASYNC_COMMIT, ASYNC_WAIT, ASYNC_WAIT_ALL = 0, 1, 2
+PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
+MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
+MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
+MBARRIERS = 32  # mbarriers tracked per CTA
 STATE_SYMBOL = "__consan_state"
 
 # PTX prototypes of the probes (the rewriter declares them .extern).
@@ -92,6 +96,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_CTA_BEGIN: ((), None),
     PROBE_THREAD_EXIT: ((".b32",), None),
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
+    PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), None),
 }
 
 # --------------------------------------------------------------------------
@@ -163,6 +168,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("rslot", "uint64_t"),  # u64 [nslots][nwarps][granules]  site<<32 | read clock
     ("readbits", "uint64_t"),  # u32 [nslots][nwarps][2][words]  phase mode: granules read
     ("rsite", "uint64_t"),  # u64 [nslots][granules]  phase mode: phase<<32 | site of a read
+    ("mbar", "uint64_t"),  # u32 [nslots][MBARRIERS][MB_WORDS]  barrier table for mbarriers
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
     ("nwarps", "uint32_t"),
@@ -192,6 +198,7 @@ WW_GEN_SHIFT = 48
 WW_FLAGS_SHIFT = 40
 WW_TID_SHIFT = 32
 WW_FLAG_ATOMIC = 0x1
+WW_FLAG_MBAR = 0x2  # the granule holds a live mbarrier object
 RM_GEN_SHIFT = 48
 
 
@@ -211,7 +218,19 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
         "rslot": 0 if phase_mode else 8 * G * nwarps * n,
         "readbits": 4 * nwarps * 2 * bitmap_words(G) * n if phase_mode else 0,
         "rsite": 8 * G * n if phase_mode else 0,
+        "mbar": 4 * MBARRIERS * mb_words(L) * n,
     }
+
+
+# An mbarrier entry (u32 words): key (offset+1), live, expected, pending, tx, phase,
+# lock, then per warp the phase of its last arrive, then two clock slots (phase parity).
+MB_KEY, MB_LIVE, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_LOCK = range(7)
+MB_LASTPH = 8
+MB_VC = MB_LASTPH + MAX_WARPS
+
+
+def mb_words(nlogical: int = MAX_LOGICAL) -> int:
+    return MB_VC + 2 * nlogical
 
 
 def _dtype(fields):
@@ -287,6 +306,15 @@ def c_header() -> str:
         "CS_WW_FLAG_ATOMIC": WW_FLAG_ATOMIC,
         "CS_RM_GEN_SHIFT": RM_GEN_SHIFT,
         "CS_FLAG_PHASE_MODE": FLAG_PHASE_MODE,
+        "CS_WW_FLAG_MBAR": WW_FLAG_MBAR,
+        "CS_MB_INIT": MB_INIT, "CS_MB_INVAL": MB_INVAL, "CS_MB_ARRIVE": MB_ARRIVE,
+        "CS_MB_ARRIVE_DROP": MB_ARRIVE_DROP, "CS_MB_EXPECT_TX": MB_EXPECT_TX,
+        "CS_MB_ARRIVE_EXPECT_TX": MB_ARRIVE_EXPECT_TX, "CS_MB_COMPLETE_TX": MB_COMPLETE_TX,
+        "CS_MB_WAIT_PARITY": MB_WAIT_PARITY, "CS_MB_WAIT_TOKEN": MB_WAIT_TOKEN,
+        "CS_MBARRIERS": MBARRIERS, "CS_MB_KEY": MB_KEY, "CS_MB_LIVE": MB_LIVE,
+        "CS_MB_EXPECTED": MB_EXPECTED, "CS_MB_PENDING": MB_PENDING, "CS_MB_TX": MB_TX,
+        "CS_MB_PHASE": MB_PHASE, "CS_MB_LOCK": MB_LOCK, "CS_MB_LASTPH": MB_LASTPH,
+        "CS_MB_VC": MB_VC,
     }
     lines += [f"#define {k} {v}u" for k, v in consts.items()]
     lines.append("")

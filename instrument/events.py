@@ -24,6 +24,7 @@ class Event(str, Enum):
     ASYNC_COMMIT = "async.commit"
     ASYNC_WAIT = "async.wait"
     ASYNC_WAIT_ALL = "async.wait_all"
+    MBARRIER = "mbarrier"  # init / inval / arrive / expect_tx / complete_tx / test_wait / try_wait
     BAR_SYNC = "barrier.sync"
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
@@ -40,7 +41,7 @@ class Event(str, Enum):
 
 _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
            Event.BAR_RED, Event.EXIT, Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
-           Event.ASYNC_WAIT_ALL}
+           Event.ASYNC_WAIT_ALL, Event.MBARRIER}
 
 _ACCESS_MODE = {Event.READ: abi.MODE_READ, Event.WRITE: abi.MODE_WRITE,
                 Event.ATOMIC: abi.MODE_ATOMIC, Event.ASYNC_WRITE: abi.MODE_ASYNC_WRITE}
@@ -89,7 +90,7 @@ TABLE: tuple[Row, ...] = (
     Row("membar", Event.FENCE),
     Row("fence.proxy.async", Event.UNMODELED, note="proxy fences (async issue)"),
     Row("fence.proxy.tensormap", Event.FENCE),
-    Row("fence.mbarrier_init", Event.UNMODELED, note="mbarrier (async issue)"),
+    Row("fence.mbarrier_init", Event.FENCE),  # makes inits visible to the cluster
     Row("fence", Event.FENCE),
     Row("ret", Event.EXIT),
     Row("cvta", Event.ADDRESS),
@@ -111,7 +112,8 @@ TABLE: tuple[Row, ...] = (
         "(async issue)"),
     Row("cp.async", Event.UNMODELED, note="bulk / TMA copies (async issue)"),
     Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions (async issue)"),
-    Row("mbarrier", Event.UNMODELED, note="mbarrier (async issue)"),
+    Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
+    Row("mbarrier", Event.MBARRIER),
     Row("wgmma", Event.UNMODELED, note="wgmma (async issue)"),
     Row("tcgen05", Event.UNMODELED, note="tcgen05 (not modelled)"),
     Row("clusterlaunchcontrol", Event.UNMODELED, note="cluster launch control (not modelled)"),
@@ -130,6 +132,9 @@ class Classified:
     shape: int = abi.SHAPE_PLAIN
     address: str | None = None  # the '[..]' operand, without brackets
     reason: str = ""  # for UNMODELED
+    op: int = 0  # MBARRIER: abi.MB_*
+    arg: str = "0"  # MBARRIER: count / bytes operand; waits: the parity or state operand
+    result: str | None = None  # MBARRIER waits: the predicate the instruction sets
 
     @property
     def mode(self) -> int:
@@ -204,6 +209,37 @@ def _access(it: Item, row: Row, shared_symbols: set[str]) -> Classified | None:
     return Classified(row.event, row, size=size, space=space, shape=shape, address=addr)
 
 
+_MB_OPS = (("init", abi.MB_INIT), ("inval", abi.MB_INVAL),
+           ("arrive_drop", abi.MB_ARRIVE_DROP), ("arrive", abi.MB_ARRIVE),
+           ("expect_tx", abi.MB_EXPECT_TX), ("complete_tx", abi.MB_COMPLETE_TX),
+           ("test_wait", abi.MB_WAIT_TOKEN), ("try_wait", abi.MB_WAIT_TOKEN))
+
+
+def _mbarrier(it: Item, row: Row) -> Classified:
+    parts = it.op_parts
+    op = next((code for name, code in _MB_OPS if parts[1] == name), None)
+    if op is None:
+        return Classified(Event.UNMODELED, row, reason=f"mbarrier.{parts[1]} is not modelled")
+    if "shared::cluster" in parts or _space(parts[2:]) == abi.SPACE_GENERIC:
+        return Classified(Event.UNMODELED, row, reason="mbarrier on a .shared::cluster or "
+                          "generic address (remote CTA) is not modelled yet")
+    ops = it.operands
+    i = next((k for k, o in enumerate(ops) if o.startswith("[")), None)
+    if i is None:
+        return Classified(Event.UNMODELED, row, reason="mbarrier without an address operand")
+    addr = ops[i][1:-1].strip()
+    after = ops[i + 1] if i + 1 < len(ops) else None
+    if op in (abi.MB_ARRIVE, abi.MB_ARRIVE_DROP) and "expect_tx" in parts:
+        op = abi.MB_ARRIVE_EXPECT_TX
+    if op == abi.MB_WAIT_TOKEN:
+        if "parity" in parts:
+            op = abi.MB_WAIT_PARITY
+        return Classified(Event.MBARRIER, row, address=addr, op=op, arg=after or "0",
+                          result=ops[0])
+    default = "0" if op in (abi.MB_INVAL,) else "1"
+    return Classified(Event.MBARRIER, row, address=addr, op=op, arg=after or default)
+
+
 def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
     parts = it.op_parts
     if any(p.startswith("shared") for p in parts):
@@ -231,6 +267,8 @@ def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = 
             return None
         if row.event is Event.UNMODELED:
             return Classified(Event.UNMODELED, row, reason=row.note)
+        if row.event is Event.MBARRIER:
+            return _mbarrier(it, row)
         return Classified(row.event, row)
     if _touches_sync_or_smem(it, shared_symbols):
         return Classified(Event.UNMODELED, None, reason="instruction not in consan's event table")

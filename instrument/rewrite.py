@@ -261,7 +261,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             walk.append((idx, it, c, loc))
             if c is None:
                 continue
-            if c.event.value.startswith("async."):
+            if c.event.value.startswith("async.") or c.event is Event.MBARRIER:
                 cta_wide_only = False  # async agents need the vector clocks
             if c.event in (Event.BAR_SYNC, Event.BAR_ARRIVE, Event.BAR_RED):
                 cta_wide_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
@@ -329,6 +329,20 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[
                      comment=f"site {site}")
         # The wait takes effect once the instruction has returned: probe after it.
         return ("", "\n\t" + call) if ev is not Event.ASYNC_COMMIT else (call + "\n\t", "")
+    if ev is Event.MBARRIER:
+        code = _address_code(c.address or "", widths, it)
+        args = [(".b64", REG_ADDR), (".b32", str(c.op)), (".b32", c.arg), (".b32", str(site))]
+        if c.result is None:
+            return _call(pred, abi.PROBE_MBAR, args, pre=code, comment=f"site {site}") + "\n\t", ""
+        # A wait acquires only if it succeeded: pass the outcome (and, for the parity form,
+        # the parity) once the instruction has run.
+        arg = "%__cs_tok"
+        post = [f"selp.u32 {REG_TOKEN}, 2, 0, {c.result};"]
+        if c.op == abi.MB_WAIT_PARITY:
+            post.append(f"add.u32 {REG_TOKEN}, {REG_TOKEN}, {c.arg};")
+        args[2] = (".b32", arg)
+        call = _call(pred, abi.PROBE_MBAR, args, pre=code + post, comment=f"site {site}")
+        return "", "\n\t" + call
     if ev in (Event.READ, Event.WRITE, Event.ATOMIC, Event.ASYNC_WRITE):
         code = _address_code(c.address or "", widths, it)
         call = _call(pred, abi.PROBE_ACCESS,

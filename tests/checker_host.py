@@ -51,7 +51,8 @@ def library() -> ctypes.CDLL:
            abi.PROBE_BAR_ARRIVE: ([u32, u32, u32, u32], u32),
            abi.PROBE_BAR_WAIT: ([u32, u32, u32], None),
            abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None),
-           abi.PROBE_ASYNC: ([u32, u32, u32], None)}
+           abi.PROBE_ASYNC: ([u32, u32, u32], None),
+           abi.PROBE_MBAR: ([u64, u32, u32, u32], None)}
     for name, (args, ret) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ret
@@ -130,6 +131,13 @@ class HostChecker:
     def wait_all(self, warp: int, site: int = 0) -> None:
         self._as(warp)
         self._probe(abi.PROBE_ASYNC)(abi.ASYNC_WAIT_ALL, 0, site)
+
+    def mbar(self, warp: int, off: int, op: int, arg: int = 1, site: int = 0) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_MBAR)(off, op, arg, site)
+
+    def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> None:
+        self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)
 
     def arrive(self, warp: int, barrier: int = 0, count: int = 0, site: int = 0,
                mode: int = abi.BAR_ARRIVE) -> int:

@@ -292,3 +292,71 @@ def test_cp_async_over_unsynchronised_readers_is_war(ckv):
     ckv.read(1, 0, site=2)
     ckv.cp_async(0, 0, size=4, site=3)  # refills the buffer warp 1 may still be reading
     assert ckv.kinds() == [("race.war", 3, 2)]
+
+
+# mbarriers: arrive releases into the phase, a successful wait acquires it.
+MB = 512  # the mbarrier object's smem offset
+
+
+def _init(c, count=1):
+    c.mbar(0, MB, abi.MB_INIT, count, site=10)
+    c.sync(ALL)
+
+
+def test_mbarrier_orders_producer_and_consumer(ckv):
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=2)
+    assert ckv.kinds() == []
+
+
+def test_reading_before_the_wait_is_a_race(ckv):
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)
+    ckv.read(1, 0, site=2)  # no wait
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+
+
+def test_failed_wait_and_stale_parity_acquire_nothing(ckv):
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    ckv.mbar_wait(1, MB, parity=0, ok=False)  # the try_wait said "not yet"
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)  # phase 0 completes
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=2)  # ordered
+    ckv.write(0, 4, site=3)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)  # phase 1 completes
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)  # phase 2 completes
+    ckv.mbar_wait(1, MB, parity=1)  # phase 1 is no longer the latest: nothing acquired
+    ckv.read(1, 4, site=4)
+    assert ckv.kinds() == [("race.raw", 4, 3)]
+
+
+def test_expect_tx_holds_the_phase_until_complete_tx(ckv):
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=11)
+    ckv.mbar(0, MB, abi.MB_COMPLETE_TX, 32, site=12)
+    ckv.mbar_wait(1, MB, parity=0)  # would not succeed on the device: phase not complete
+    ckv.read(1, 0, site=2)
+    ckv.mbar(0, MB, abi.MB_COMPLETE_TX, 32, site=12)
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=3)
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+
+
+def test_mbarrier_misuse_kinds(ckv):
+    ckv.mbar(1, MB, abi.MB_ARRIVE, 1, site=20)  # before init
+    _init(ckv)
+    ckv.mbar(0, MB, abi.MB_INIT, 1, site=21)  # live: re-init
+    ckv.mbar(2, MB, abi.MB_ARRIVE, 2, site=22)  # pending 1, arrives 2
+    ckv.read(3, MB, site=23)  # ordinary load of the object
+    ckv.write(3, MB + 4, site=24)
+    ckv.mbar(0, MB, abi.MB_INVAL, 0, site=25)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=26)  # after inval
+    kinds = [k for k, _, _ in ckv.kinds()]
+    assert kinds == ["mbarrier.uninit", "mbarrier.reinit", "mbarrier.underflow",
+                     "mbarrier.data-access", "mbarrier.data-access", "mbarrier.uninit"]

@@ -107,17 +107,36 @@ def test_cp_async(instr, event, size):
         assert c.mode == abi.MODE_ASYNC_WRITE and c.space == abi.SPACE_SHARED
 
 
+@pytest.mark.parametrize("instr,op,arg,result", [
+    ("mbarrier.init.shared.b64 [%r1], 1;", abi.MB_INIT, "1", None),
+    ("mbarrier.inval.shared::cta.b64 [%r1];", abi.MB_INVAL, "0", None),
+    ("mbarrier.arrive.shared.b64 %rd1, [%r1];", abi.MB_ARRIVE, "1", None),
+    ("mbarrier.arrive.release.cta.shared::cta.b64 _, [%r1], %r3;", abi.MB_ARRIVE, "%r3", None),
+    ("mbarrier.arrive_drop.shared.b64 %rd1, [%r1], 2;", abi.MB_ARRIVE_DROP, "2", None),
+    ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 4096;", abi.MB_ARRIVE_EXPECT_TX,
+     "4096", None),
+    ("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%r1], 128;", abi.MB_EXPECT_TX, "128", None),
+    ("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%r1], 128;", abi.MB_COMPLETE_TX, "128",
+     None),
+    ("mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;", abi.MB_WAIT_PARITY, "%r2",
+     "%p1"),
+    ("mbarrier.test_wait.shared.b64 %p2, [%r1], %rd2;", abi.MB_WAIT_TOKEN, "%rd2", "%p2"),
+])
+def test_mbarrier(instr, op, arg, result):
+    c = one(instr)
+    assert (c.event, c.op, c.arg, c.result) == (Event.MBARRIER, op, arg, result)
+    assert c.address == "%r1"
+
+
 @pytest.mark.parametrize("instr", [
     "cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];",
-    "mbarrier.init.shared.b64 [%r1], 1;",
-    "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;",
+    "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1];",
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 256, [%r2];",
     "wgmma.fence.sync.aligned;",
     "fence.proxy.async.shared::cta;",
     "barrier.cluster.arrive.release.aligned;",
     "ld.shared::cluster.u32 %r1, [%r2];",
     "st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r1], %r2, [%r3];",
-    "fence.mbarrier_init.release.cluster;",
 ])
 def test_unmodeled_is_never_silent(instr):
     c = one(instr)

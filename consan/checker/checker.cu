@@ -18,6 +18,7 @@
 #else
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
+typedef int int32_t;
 #endif
 #include "consan_abi.h"
 
@@ -488,6 +489,10 @@ CS_DEV void cs_check_raw(const cs_view& v, uint32_t g, cs_finding& f) {
         return;
     }
     uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu;
+    if (((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR) && !f.kind) {
+        f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(v.wsite + g), t};
+        return;
+    }
     if (!cs_ordered(v.mine, v.w, t, (uint32_t)ww) && !f.kind)
         f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(v.wsite + g), t};
 }
@@ -521,6 +526,10 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
                    ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
     uint64_t old = cs_ld64(e);
     uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
+    if ((old >> CS_WW_GEN_SHIFT) == v.gen && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)) {
+        if (!f.kind) f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(ws), t};
+        return;  // the object stays an mbarrier: keep its mark
+    }
     if ((old >> CS_WW_GEN_SHIFT) == v.gen &&
         (t == by || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)))) {
         // This warp wrote last, or atomics follow atomics: no write-write conflict is
@@ -766,6 +775,7 @@ CS_DEV bool cs_access_fast(uint64_t addr, uint32_t info) {
             if ((rm >> CS_RM_GEN_SHIFT) != gen || !(rm & bit) || CS_RM_PHASE(rm) != cs_phase_sh[w])
                 return false;
             if ((uint32_t)cs_ld64(cs_rslot(slot, w, g)) != clock) return false;
+            if ((ww >> CS_WW_FLAGS_SHIFT) & 0xFFu) return false;
             if (t != w && mine[t] < (uint32_t)ww) return false;
         } else {
             if (t != w || (uint32_t)ww != clock || ((ww >> CS_WW_FLAGS_SHIFT) & 0xFFu)) return false;
@@ -854,6 +864,144 @@ CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
     }
     cs_syncwarp(active);
     (void)site;
+}
+
+
+// ------------------------------------------------------------- mbarriers
+//
+// Each mbarrier the CTA initialises gets an entry (key = smem offset + 1). An
+// arrive releases the warp's clock into the slot of the current phase; the
+// phase completes when the pending arrivals and the transaction bytes reach
+// zero; a successful wait acquires the slot of the phase it waited for. The
+// entry is updated under its own lock: mbarrier operations are rare next to
+// shared-memory accesses.
+
+CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create) {
+    uint32_t words = CS_MB_VC + 2 * S.nlogical;
+    uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
+    uint32_t h = (off >> 3) % CS_MBARRIERS;
+    for (uint32_t i = 0; i < CS_MBARRIERS; ++i) {
+        uint32_t* e = table + ((h + i) % CS_MBARRIERS) * words;
+        uint32_t k = cs_ld32(&e[CS_MB_KEY]);
+        if (k == off + 1) return e;
+        if (k == 0) {
+            if (!create) return 0;
+            uint32_t seen = cs_cas32(&e[CS_MB_KEY], 0, off + 1);
+            if (seen == 0 || seen == off + 1) return e;
+        }
+    }
+    return 0;
+}
+
+CS_DEV void cs_lock(uint32_t* l) { while (cs_cas32(l, 0, 1) != 0) {} cs_fence(); }
+CS_DEV void cs_unlock(uint32_t* l) { cs_fence(); cs_xchg32(l, 0); }
+
+CS_DEV void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, const uint32_t* e) {
+    cs_record_t r = cs_blank(kind, site);
+    r.offset_lo = off;
+    r.offset_hi = off + 8;
+    r.barrier = off;
+    if (e) {
+        r.phase = e[CS_MB_PHASE];
+        r.count = e[CS_MB_PENDING];
+        r.clock = e[CS_MB_TX];
+    }
+    cs_record(r);
+}
+
+// Mark (or unmark) the two granules of the object so ordinary accesses to it are caught.
+CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
+    uint32_t w = cs_warp();
+    uint64_t flags = live ? CS_WW_FLAG_MBAR : 0;
+    uint64_t ww = ((uint64_t)cs_gen_sh << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
+                  ((uint64_t)w << CS_WW_TID_SHIFT) | cs_clock_sh[w];
+    for (uint32_t g = off / CS_GRANULE_BYTES; g < (off + 8) / CS_GRANULE_BYTES; ++g)
+        if (g < S.granules) cs_st64(cs_gent(slot, g), ww);
+}
+
+// Complete the current phase (lock held): open the next one with a clean clock slot.
+CS_DEV void cs_mbar_try_complete(uint32_t* e) {
+    if ((int32_t)e[CS_MB_PENDING] > 0 || (int32_t)e[CS_MB_TX] > 0) return;
+    uint32_t ph = e[CS_MB_PHASE] + 1;
+    uint32_t* next = e + CS_MB_VC + (ph & 1) * S.nlogical;
+    for (uint32_t u = 0; u < S.nlogical; ++u) next[u] = 0;
+    e[CS_MB_PHASE] = ph;
+    e[CS_MB_PENDING] = e[CS_MB_EXPECTED];
+    e[CS_MB_TX] = 0;
+}
+
+CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
+    uint32_t* mine = cs_vis(slot, w);
+    for (uint32_t u = 0; u < S.nlogical; ++u) {
+        uint32_t v = cs_ld32(&vc[u]);
+        if (v > mine[u] && u != w) mine[u] = v;
+    }
+}
+
+CS_ENTRY void __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    uint32_t active = cs_activemask();
+    uint32_t w = cs_warp();
+    uint32_t lanes = cs_popc(active);
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        uint32_t off = (uint32_t)addr;
+        uint32_t* e = cs_mbar_entry(slot, off, op == CS_MB_INIT);
+        if (e == 0) {
+            cs_mbar_record(CS_MBARRIER_UNINIT, site, off, 0);
+        } else {
+            cs_lock(&e[CS_MB_LOCK]);
+            bool live = e[CS_MB_LIVE] == cs_gen_sh;  // live in this CTA's generation
+            uint32_t* mine = cs_vis(slot, w);
+            if (op == CS_MB_INIT) {
+                if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
+                e[CS_MB_LIVE] = cs_gen_sh;
+                e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
+                e[CS_MB_TX] = 0;
+                e[CS_MB_PHASE] = 0;
+                for (uint32_t u = 0; u < 2 * S.nlogical; ++u) e[CS_MB_VC + u] = 0;
+                cs_mbar_mark(slot, off, true);
+            } else if (!live) {
+                cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
+            } else if (op == CS_MB_INVAL) {
+                e[CS_MB_LIVE] = 0;
+                cs_mbar_mark(slot, off, false);
+            } else if (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) {
+                // Succeeded: acquire the phase waited for, if its releases are still held
+                // (the latest completed phase); a stale parity acquires nothing.
+                uint32_t done = e[CS_MB_PHASE];  // phases completed so far
+                uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (e[CS_MB_LASTPH + w] & 1);
+                bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
+                          (op == CS_MB_WAIT_PARITY || e[CS_MB_LASTPH + w] == done - 1);
+                if (ok) cs_mbar_acquire(slot, w, e + CS_MB_VC + ((done - 1) & 1) * S.nlogical);
+            } else {
+                uint32_t n = arg * lanes;  // every thread's arrive / tx counts
+                if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
+                if (op == CS_MB_COMPLETE_TX) {
+                    if ((int32_t)e[CS_MB_TX] < (int32_t)n) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+                    e[CS_MB_TX] -= n;
+                }
+                if (op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX) {
+                    uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
+                    uint32_t* vc = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;
+                    for (uint32_t u = 0; u < S.nlogical; ++u)
+                        if (mine[u] > vc[u]) vc[u] = mine[u];
+                    e[CS_MB_LASTPH + w] = e[CS_MB_PHASE];
+                    if ((int32_t)e[CS_MB_PENDING] < (int32_t)count) {
+                        cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+                        e[CS_MB_PENDING] = count;
+                    }
+                    e[CS_MB_PENDING] -= count;
+                    if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
+                    mine[w] += 1;  // accesses after the release are not covered by it
+                    cs_clock_sh[w] = mine[w];
+                }
+                cs_mbar_try_complete(e);
+            }
+            cs_unlock(&e[CS_MB_LOCK]);
+        }
+    }
+    cs_syncwarp(active);
 }
 
 #ifdef CONSAN_HOST
