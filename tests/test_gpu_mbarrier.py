@@ -1,0 +1,137 @@
+"""mbarriers on a real GPU: racy kernels and clean twins that differ by one line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+
+def _gpu() -> bool:
+    try:
+        import consan
+
+        return bool(consan.gpu_available())
+    except Exception:  # noqa: BLE001 - no consan, no cupy, no GPU: skip
+        return False
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU")]
+
+MB = r"""
+__device__ __forceinline__ unsigned sa(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mb_init(unsigned long long* b, unsigned n) {
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;" :: "r"(sa(b)), "r"(n) : "memory");
+}
+__device__ __forceinline__ void mb_inval(unsigned long long* b) {
+    asm volatile("mbarrier.inval.shared.b64 [%0];" :: "r"(sa(b)) : "memory");
+}
+__device__ __forceinline__ void mb_arrive(unsigned long long* b, unsigned n) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" :: "r"(sa(b)), "r"(n) : "memory");
+}
+__device__ __forceinline__ void mb_wait(unsigned long long* b, unsigned parity) {
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra W;\n}" :: "r"(sa(b)), "r"(parity) : "memory");
+}
+"""
+
+# Warp 0 produces into smem and arrives; warp 1 waits on the phase and consumes.
+PRODUCER_CONSUMER = MB + r"""
+extern "C" __global__ void mb_pc(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ float buf[32];
+    int t = threadIdx.x, lane = t % 32;
+    if (t == 0) mb_init(&bar, 1);
+    __syncthreads();
+    if (t < 32) {
+        buf[lane] = in[lane] * 2.0f;  // @produce
+        __syncwarp();
+        if (lane == 0) mb_arrive(&bar, 1);
+    } else {
+        // let the producer go first, so a missing wait shows as a read of its write
+        long long t0 = clock64();
+        while (clock64() - t0 < 2000000) {}
+        WAIT_HERE
+        out[lane] = buf[31 - lane];  // @consume
+        mb_wait(&bar, 0);
+    }
+}
+"""
+
+MISUSE = MB + r"""
+extern "C" __global__ void mb_misuse(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar[2];
+    int t = threadIdx.x;
+    if (t == 0) {
+        PREP
+        mb_init(&bar[0], 2);
+        BUG
+        out[0] = in[0];
+    }
+}
+"""
+
+MISUSE_CASES = {
+    # kind: (prep, bug, clean bug-line)
+    "mbarrier.uninit": ("mb_arrive(&bar[1], 1);  // @bug", "", ""),
+    "mbarrier.reinit": ("", "mb_init(&bar[0], 2);  // @bug",
+                        "mb_inval(&bar[0]); mb_init(&bar[0], 2);"),
+    "mbarrier.underflow": ("", "mb_arrive(&bar[0], 3);  // @bug", "mb_arrive(&bar[0], 2);"),
+    "mbarrier.data-access": ("", "out[1] = (float)*(volatile unsigned*)&bar[0];  // @bug",
+                             "out[1] = 0.0f;"),
+}
+
+
+def line_of(src: str, marker: str) -> int:
+    hits = [i for i, s in enumerate(src.splitlines(), 1) if re.search(re.escape(marker) + r"\b", s)]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def _arch() -> str:
+    import cupy as cp
+
+    cc = cp.cuda.Device().compute_capability
+    return f"-arch=sm_{cc}{'a' if cc == '90' else ''}"
+
+
+def _check(src: str, kernel: str, block: int):
+    import cupy as cp
+
+    import consan
+
+    x = cp.asarray(np.random.default_rng(3).random(64, dtype=np.float32))
+    out = cp.zeros(64, dtype=cp.float32)
+    rep = consan.check(src, kernel, grid=(2,), block=(block,), args=(x, out), options=(_arch(),))
+    return rep, out.get(), x.get()
+
+
+def test_consumer_before_the_wait_races():
+    src = PRODUCER_CONSUMER.replace("WAIT_HERE", "")
+    rep, _, _ = _check(src, "mb_pc", 64)
+    assert {v.kind for v in rep.violations} == {"race.raw"}, str(rep)
+    assert {v.line for v in rep.violations} == {line_of(src, "@consume")}, str(rep)
+    assert {v.prev_line for v in rep.violations} == {line_of(src, "@produce")}, str(rep)
+
+
+def test_consumer_after_the_wait_is_clean():
+    src = PRODUCER_CONSUMER.replace("WAIT_HERE", "mb_wait(&bar, 0);")
+    rep, out, x = _check(src, "mb_pc", 64)
+    assert rep.ok, str(rep)
+    np.testing.assert_allclose(out[:32], (x[:32] * 2.0)[::-1])
+
+
+@pytest.mark.parametrize("kind", sorted(MISUSE_CASES))
+def test_mbarrier_misuse(kind):
+    prep, bug, clean = MISUSE_CASES[kind]
+    src = MISUSE.replace("PREP", prep).replace("BUG", bug)
+    rep, _, _ = _check(src, "mb_misuse", 32)
+    assert {v.kind for v in rep.violations} == {kind}, str(rep)
+    assert {v.line for v in rep.violations} == {line_of(src, "@bug")}, str(rep)
+    fixed = MISUSE.replace("PREP", "" if kind == "mbarrier.uninit" else prep).replace(
+        "BUG", clean)
+    rep, _, _ = _check(fixed, "mb_misuse", 32)
+    assert rep.ok, str(rep)
