@@ -96,7 +96,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_CTA_BEGIN: ((), None),
     PROBE_THREAD_EXIT: ((".b32",), None),
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
-    PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), None),
+    PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), ".b32"),  # 1: skip the faulting op
 }
 
 # --------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from .sites import SiteTable, SourceLoc
 
 REG_ADDR = "%__cs_a"
 REG_TOKEN = "%__cs_tok"
+REG_OK = "%__cs_ok"  # predicate: the guarded mbarrier operation may run
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     table = SiteTable(ptx_name=mod.name)
     before: dict[int, str] = {}
     after: dict[int, str] = {}
+    replaced: dict[int, str] = {}  # instructions rewritten (guarded mbarrier operations)
     unmodeled: list[Unmodeled] = []
     counts: Counter = Counter()
     cta_wide_only = True
@@ -289,13 +291,16 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             before[idx], after_text = _probe(it, c, site.id, widths)
             if after_text:
                 after[idx] = after_text
+            if c.event is Event.MBARRIER and c.result is None:
+                body = it.text[len(it.pred):].lstrip() if it.pred else it.text
+                replaced[idx] = f"@{REG_OK} {body}"
         if fn.is_entry:
             if first_code is None:
                 first_code = fn.close_index
             before[first_code] = f"call {abi.PROBE_CTA_BEGIN};\n\t" + before.get(first_code, "")
         if probes or fn.is_entry:
             after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR};\n\t.reg .b32 {REG_TOKEN};"
-                                    + after.get(fn.open_index, ""))
+                                    f"\n\t.reg .pred {REG_OK};" + after.get(fn.open_index, ""))
 
     # Declare the probes right after the module header.
     hdr = mod.directive(".address_size") or mod.directive(".target")
@@ -308,7 +313,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     for i, it in enumerate(mod.items):
         if i in before:
             out.append(before[i])
-        out.append(it.text)
+        out.append(replaced.get(i, it.text))
         if i in after:
             out.append(after[i])
     caps = [int(it.operands[0]) for it in mod.items
@@ -333,7 +338,15 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[
         code = _address_code(c.address or "", widths, it)
         args = [(".b64", REG_ADDR), (".b32", str(c.op)), (".b32", c.arg), (".b32", str(site))]
         if c.result is None:
-            return _call(pred, abi.PROBE_MBAR, args, pre=code, comment=f"site {site}") + "\n\t", ""
+            # The checker answers 1 for an operation that would fault (uninitialised
+            # mbarrier, arrival below zero): the instruction is then skipped (see below).
+            call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code, comment=f"site {site}")
+            guard = [f"setp.eq.u32 {REG_OK}, {REG_TOKEN}, 0;"]
+            if pred:  # keep the instruction's own predicate: ok &= pred
+                neg = pred.startswith("@!")
+                off = f"@{'' if neg else '!'}{pred.lstrip('@!')}"
+                guard.append(f"{off} setp.eq.u32 {REG_OK}, 1, 0;")
+            return call + "\n\t" + "\n\t".join(guard) + "\n\t", ""
         # A wait acquires only if it succeeded: pass the outcome (and, for the parity form,
         # the parity) once the instruction has run.
         arg = "%__cs_tok"
@@ -341,7 +354,8 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[
         if c.op == abi.MB_WAIT_PARITY:
             post.append(f"add.u32 {REG_TOKEN}, {REG_TOKEN}, {c.arg};")
         args[2] = (".b32", arg)
-        call = _call(pred, abi.PROBE_MBAR, args, pre=code + post, comment=f"site {site}")
+        call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code + post,
+                     comment=f"site {site}")
         return "", "\n\t" + call
     if ev in (Event.READ, Event.WRITE, Event.ATOMIC, Event.ASYNC_WRITE):
         code = _address_code(c.address or "", widths, it)

@@ -91,6 +91,10 @@ def line_of(src: str, marker: str) -> int:
     return hits[0]
 
 
+def _lines(site) -> set[int]:
+    return {site.loc.line, *(c.line for c in site.inlined_at)} if site and site.loc else set()
+
+
 def _arch() -> str:
     import cupy as cp
 
@@ -130,8 +134,9 @@ def test_mbarrier_misuse(kind):
     src = MISUSE.replace("PREP", prep).replace("BUG", bug)
     rep, _, _ = _check(src, "mb_misuse", 32)
     assert {v.kind for v in rep.violations} == {kind}, str(rep)
-    assert {v.line for v in rep.violations} == {line_of(src, "@bug")}, str(rep)
+    # the operation sits in an inlined helper: its call line is in the inline chain
+    assert all(line_of(src, "@bug") in _lines(v.site) for v in rep.violations), str(rep)
     fixed = MISUSE.replace("PREP", "" if kind == "mbarrier.uninit" else prep).replace(
         "BUG", clean)
     rep, _, _ = _check(fixed, "mb_misuse", 32)
-    assert rep.ok, str(rep)
+    assert rep.ok, str(rep)  # and the context survived the faulting op consan skipped

@@ -178,3 +178,17 @@ def test_phase_mode_only_with_cta_wide_barriers():
     assert instrument(HEADER + body.replace("{bar}", "barrier.sync %r1;")).phase_mode
     for named in ("bar.sync 1, 64;", "bar.arrive 1, 64;", "bar.sync 0, %r2;"):
         assert not instrument(HEADER + body.replace("{bar}", named)).phase_mode, named
+
+
+def test_mbarrier_operations_are_guarded_by_the_checker():
+    body = (".visible .entry k()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n"
+            "\tmbarrier.init.shared.b64 [%r1], 1;\n"
+            "\t@!%p1 mbarrier.arrive.shared.b64 _, [%r1];\n"
+            "\tmbarrier.try_wait.parity.shared.b64 %p1, [%r1], %r2;\n\tret;\n}\n")
+    out = instrument(HEADER + body).ptx
+    assert "@%__cs_ok mbarrier.init.shared.b64 [%r1], 1;" in out
+    assert "@%__cs_ok mbarrier.arrive.shared.b64 _, [%r1];" in out
+    assert "@%p1 setp.eq.u32 %__cs_ok, 1, 0;" in out  # the original @!%p1 still holds
+    wait = out.index("mbarrier.try_wait")
+    assert out.index("selp.u32 %__cs_tok, 2, 0, %p1;") > wait  # probed after, with the outcome
+    toolchain.link_with_checker(instrument(HEADER + body), "m", toolchain.Arch.parse("sm_90a"))

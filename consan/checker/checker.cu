@@ -938,17 +938,23 @@ CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
     }
 }
 
-CS_ENTRY void __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
+// Returns 1 when the operation would fault on the hardware (an mbarrier that is not
+// live, an arrival below zero): the rewritten kernel then skips it, so the report is
+// read back and the CUDA context stays usable.
+CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
     uint32_t slot = cs_slot_sh;
-    if (slot == CS_NO_SLOT) return;
+    if (slot == CS_NO_SLOT) return 0;
     uint32_t active = cs_activemask();
     uint32_t w = cs_warp();
     uint32_t lanes = cs_popc(active);
-    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+    uint32_t leader = cs_ffs(active) - 1;
+    uint32_t skip = 0;
+    if (cs_lane() == leader) {
         uint32_t off = (uint32_t)addr;
         uint32_t* e = cs_mbar_entry(slot, off, op == CS_MB_INIT);
         if (e == 0) {
             cs_mbar_record(CS_MBARRIER_UNINIT, site, off, 0);
+            skip = 1;
         } else {
             cs_lock(&e[CS_MB_LOCK]);
             bool live = e[CS_MB_LIVE] == cs_gen_sh;  // live in this CTA's generation
@@ -963,6 +969,7 @@ CS_ENTRY void __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t s
                 cs_mbar_mark(slot, off, true);
             } else if (!live) {
                 cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
+                skip = 1;
             } else if (op == CS_MB_INVAL) {
                 e[CS_MB_LIVE] = 0;
                 cs_mbar_mark(slot, off, false);
@@ -978,7 +985,10 @@ CS_ENTRY void __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t s
                 uint32_t n = arg * lanes;  // every thread's arrive / tx counts
                 if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
                 if (op == CS_MB_COMPLETE_TX) {
-                    if ((int32_t)e[CS_MB_TX] < (int32_t)n) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+                    if ((int32_t)e[CS_MB_TX] < (int32_t)n) {
+                        cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+                        skip = 1;
+                    }
                     e[CS_MB_TX] -= n;
                 }
                 if (op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX) {
@@ -990,6 +1000,7 @@ CS_ENTRY void __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t s
                     if ((int32_t)e[CS_MB_PENDING] < (int32_t)count) {
                         cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
                         e[CS_MB_PENDING] = count;
+                        skip = 1;
                     }
                     e[CS_MB_PENDING] -= count;
                     if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
@@ -1002,6 +1013,7 @@ CS_ENTRY void __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t s
         }
     }
     cs_syncwarp(active);
+    return cs_bcast(active, skip, leader);
 }
 
 #ifdef CONSAN_HOST
