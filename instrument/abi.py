@@ -83,6 +83,7 @@ PROBE_THREAD_EXIT = "__consan_thread_exit"
 PROBE_ASYNC = "__consan_async"  # (op, n, site): cp.async group bookkeeping
 ASYNC_COMMIT, ASYNC_WAIT, ASYNC_WAIT_ALL = 0, 1, 2
 PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
+PROBE_BULK = "__consan_bulk"  # (dst, bytes, mbar, site): bulk copy global -> shared
 MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
 MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
 MBARRIERS = 32  # mbarriers tracked per CTA
@@ -97,6 +98,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_THREAD_EXIT: ((".b32",), None),
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
     PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), ".b32"),  # 1: skip the faulting op
+    PROBE_BULK: ((".b64", ".b32", ".b64", ".b32"), ".b32"),
 }
 
 # --------------------------------------------------------------------------
@@ -104,8 +106,9 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
 
 GRANULE_BYTES = 4
 MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
-MAX_LOGICAL = 64  # 32..63: the cp.async unit of warp w is logical thread 32 + w
+MAX_LOGICAL = 96  # 32..63: the cp.async unit of warp w; 64..95: the copy engine of mbarrier j
 AGENT_CPASYNC = 32
+AGENT_MBAR = 64
 NAMED_BARRIERS = 16
 KEY_TABLE_ENTRIES = 4096  # distinct (kind, site, prev_site) findings per launch
 RECORDS_PER_KEY = 64  # detailed records kept per finding; the rest are counted
@@ -277,6 +280,7 @@ def c_header() -> str:
         "CS_ASYNC_WAIT": ASYNC_WAIT,
         "CS_ASYNC_WAIT_ALL": ASYNC_WAIT_ALL,
         "CS_AGENT_CPASYNC": AGENT_CPASYNC,
+        "CS_AGENT_MBAR": AGENT_MBAR,
         "CS_CTA_CPASYNC_COMMITS": CTA_CPASYNC_COMMITS,
         "CS_INFO_SPACE_SHIFT": INFO_SPACE_SHIFT,
         "CS_SPACE_SHARED": SPACE_SHARED,

@@ -25,6 +25,7 @@ class Event(str, Enum):
     ASYNC_WAIT = "async.wait"
     ASYNC_WAIT_ALL = "async.wait_all"
     MBARRIER = "mbarrier"  # init / inval / arrive / expect_tx / complete_tx / test_wait / try_wait
+    BULK_LOAD = "async.bulk"  # cp.async.bulk global -> shared, completing on an mbarrier
     BAR_SYNC = "barrier.sync"
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
@@ -41,7 +42,7 @@ class Event(str, Enum):
 
 _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
            Event.BAR_RED, Event.EXIT, Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
-           Event.ASYNC_WAIT_ALL, Event.MBARRIER}
+           Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD}
 
 _ACCESS_MODE = {Event.READ: abi.MODE_READ, Event.WRITE: abi.MODE_WRITE,
                 Event.ATOMIC: abi.MODE_ATOMIC, Event.ASYNC_WRITE: abi.MODE_ASYNC_WRITE}
@@ -57,7 +58,7 @@ class Row:
     note: str = ""  # for UNMODELED rows: what will model it
 
     def matches(self, opcode: str) -> bool:
-        return opcode == self.prefix or opcode.startswith(self.prefix + ".")
+        return opcode.startswith(self.prefix) and opcode[len(self.prefix):][:1] in ("", ".", ":")
 
 
 TABLE: tuple[Row, ...] = (
@@ -110,7 +111,9 @@ TABLE: tuple[Row, ...] = (
     Row("cp.async.cg", Event.ASYNC_WRITE, access=True),
     Row("cp.async.mbarrier", Event.UNMODELED, note="cp.async completion on an mbarrier "
         "(async issue)"),
-    Row("cp.async", Event.UNMODELED, note="bulk / TMA copies (async issue)"),
+    Row("cp.async.bulk.shared::cluster.global.mbarrier", Event.BULK_LOAD),
+    Row("cp.async.bulk.shared::cta.global.mbarrier", Event.BULK_LOAD),
+    Row("cp.async", Event.UNMODELED, note="bulk stores / TMA tensor copies (async issue)"),
     Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions (async issue)"),
     Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
     Row("mbarrier", Event.MBARRIER),
@@ -240,6 +243,16 @@ def _mbarrier(it: Item, row: Row) -> Classified:
     return Classified(Event.MBARRIER, row, address=addr, op=op, arg=after or default)
 
 
+def _bulk_load(it: Item, row: Row) -> Classified:
+    """cp.async.bulk [dst], [src], size, [mbar]: the copy engine writes dst, then complete_tx."""
+    ops = it.operands
+    if "multicast::cluster" in it.op_parts or len(ops) < 4:
+        return Classified(Event.UNMODELED, row, reason="multicast bulk copies are not modelled "
+                          "yet (cluster issue)")
+    return Classified(Event.BULK_LOAD, row, address=ops[0][1:-1].strip(), arg=ops[2],
+                      result=ops[3][1:-1].strip())
+
+
 def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
     parts = it.op_parts
     if any(p.startswith("shared") for p in parts):
@@ -269,6 +282,8 @@ def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = 
             return Classified(Event.UNMODELED, row, reason=row.note)
         if row.event is Event.MBARRIER:
             return _mbarrier(it, row)
+        if row.event is Event.BULK_LOAD:
+            return _bulk_load(it, row)
         return Classified(row.event, row)
     if _touches_sync_or_smem(it, shared_symbols):
         return Classified(Event.UNMODELED, None, reason="instruction not in consan's event table")

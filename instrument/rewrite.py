@@ -20,6 +20,7 @@ from .ptx import Function, Item, Module, PTXSyntaxError, parse
 from .sites import SiteTable, SourceLoc
 
 REG_ADDR = "%__cs_a"
+REG_ADDR2 = "%__cs_b"  # a second address (the mbarrier of a bulk copy)
 REG_TOKEN = "%__cs_tok"
 REG_OK = "%__cs_ok"  # predicate: the guarded mbarrier operation may run
 
@@ -142,8 +143,9 @@ def _width(reg: str, widths: dict[str, int]) -> int | None:
 _ADDR = re.compile(r"^([^\s+\-]+)\s*(?:\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+)))?$")
 
 
-def _address_code(addr: str, widths: dict[str, int], where: Item) -> list[str]:
-    """PTX computing the 64-bit address operand into REG_ADDR."""
+def _address_code(addr: str, widths: dict[str, int], where: Item, reg: str = REG_ADDR
+                  ) -> list[str]:
+    """PTX computing the 64-bit address operand into `reg`."""
     m = _ADDR.match(addr.strip())
     if not m:
         raise InstrumentError(f"line {where.line}:{where.col}: cannot parse address "
@@ -155,15 +157,15 @@ def _address_code(addr: str, widths: dict[str, int], where: Item) -> list[str]:
         if w is None:
             raise InstrumentError(f"line {where.line}:{where.col}: register {base} in "
                                   f"`{where.text.strip()}` is not declared")
-        first = f"cvt.u64.u32 {REG_ADDR}, {base};" if w == 32 else f"mov.b64 {REG_ADDR}, {base};"
+        first = f"cvt.u64.u32 {reg}, {base};" if w == 32 else f"mov.b64 {reg}, {base};"
     elif re.match(r"^(0[xX][0-9a-fA-F]+|\d+)$", base):
-        first = f"mov.b64 {REG_ADDR}, {int(base, 0) + offset};"
+        first = f"mov.b64 {reg}, {int(base, 0) + offset};"
         return [first]
     else:
-        first = f"mov.u64 {REG_ADDR}, {base};"
+        first = f"mov.u64 {reg}, {base};"
     code = [first]
     if offset:
-        code.append(f"add.s64 {REG_ADDR}, {REG_ADDR}, {offset};")
+        code.append(f"add.s64 {reg}, {reg}, {offset};")
     return code
 
 
@@ -263,7 +265,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             walk.append((idx, it, c, loc))
             if c is None:
                 continue
-            if c.event.value.startswith("async.") or c.event is Event.MBARRIER:
+            if c.event.value.startswith("async.") or c.event is Event.MBARRIER:  # agents: clocks
                 cta_wide_only = False  # async agents need the vector clocks
             if c.event in (Event.BAR_SYNC, Event.BAR_ARRIVE, Event.BAR_RED):
                 cta_wide_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
@@ -291,7 +293,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             before[idx], after_text = _probe(it, c, site.id, widths)
             if after_text:
                 after[idx] = after_text
-            if c.event is Event.MBARRIER and c.result is None:
+            if (c.event is Event.MBARRIER and c.result is None) or c.event is Event.BULK_LOAD:
                 body = it.text[len(it.pred):].lstrip() if it.pred else it.text
                 replaced[idx] = f"@{REG_OK} {body}"
         if fn.is_entry:
@@ -299,7 +301,8 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                 first_code = fn.close_index
             before[first_code] = f"call {abi.PROBE_CTA_BEGIN};\n\t" + before.get(first_code, "")
         if probes or fn.is_entry:
-            after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR};\n\t.reg .b32 {REG_TOKEN};"
+            after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2};"
+                                    f"\n\t.reg .b32 {REG_TOKEN};"
                                     f"\n\t.reg .pred {REG_OK};" + after.get(fn.open_index, ""))
 
     # Declare the probes right after the module header.
@@ -322,6 +325,15 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                         min(caps) if caps else None, cta_wide_only)
 
 
+def _guard(call: str, pred: str | None) -> str:
+    """After a probe that answers 1 for "would fault": REG_OK says whether to run the op."""
+    guard = [f"setp.eq.u32 {REG_OK}, {REG_TOKEN}, 0;"]
+    if pred:  # keep the instruction's own predicate: ok &= pred
+        off = f"@{'' if pred.startswith('@!') else '!'}{pred.lstrip('@!')}"
+        guard.append(f"{off} setp.eq.u32 {REG_OK}, 1, 0;")
+    return call + "\n\t" + "\n\t".join(guard) + "\n\t"
+
+
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[str, str]:
     """(text before, text after) the instruction."""
     pred = it.pred
@@ -334,6 +346,12 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[
                      comment=f"site {site}")
         # The wait takes effect once the instruction has returned: probe after it.
         return ("", "\n\t" + call) if ev is not Event.ASYNC_COMMIT else (call + "\n\t", "")
+    if ev is Event.BULK_LOAD:
+        code = (_address_code(c.address or "", widths, it)
+                + _address_code(c.result or "", widths, it, REG_ADDR2))
+        args = [(".b64", REG_ADDR), (".b32", c.arg), (".b64", REG_ADDR2), (".b32", str(site))]
+        call = _call(pred, abi.PROBE_BULK, args, ret=True, pre=code, comment=f"site {site}")
+        return _guard(call, pred), ""
     if ev is Event.MBARRIER:
         code = _address_code(c.address or "", widths, it)
         args = [(".b64", REG_ADDR), (".b32", str(c.op)), (".b32", c.arg), (".b32", str(site))]
@@ -341,12 +359,7 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[
             # The checker answers 1 for an operation that would fault (uninitialised
             # mbarrier, arrival below zero): the instruction is then skipped (see below).
             call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code, comment=f"site {site}")
-            guard = [f"setp.eq.u32 {REG_OK}, {REG_TOKEN}, 0;"]
-            if pred:  # keep the instruction's own predicate: ok &= pred
-                neg = pred.startswith("@!")
-                off = f"@{'' if neg else '!'}{pred.lstrip('@!')}"
-                guard.append(f"{off} setp.eq.u32 {REG_OK}, 1, 0;")
-            return call + "\n\t" + "\n\t".join(guard) + "\n\t", ""
+            return _guard(call, pred), ""
         # A wait acquires only if it succeeded: pass the outcome (and, for the parity form,
         # the parity) once the instruction has run.
         arg = "%__cs_tok"

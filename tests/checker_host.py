@@ -52,7 +52,8 @@ def library() -> ctypes.CDLL:
            abi.PROBE_BAR_WAIT: ([u32, u32, u32], None),
            abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None),
            abi.PROBE_ASYNC: ([u32, u32, u32], None),
-           abi.PROBE_MBAR: ([u64, u32, u32, u32], None)}
+           abi.PROBE_MBAR: ([u64, u32, u32, u32], u32),
+           abi.PROBE_BULK: ([u64, u32, u64, u32], u32)}
     for name, (args, ret) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ret
@@ -135,6 +136,10 @@ class HostChecker:
     def mbar(self, warp: int, off: int, op: int, arg: int = 1, site: int = 0) -> None:
         self._as(warp)
         self._probe(abi.PROBE_MBAR)(off, op, arg, site)
+
+    def bulk_load(self, warp: int, dst: int, nbytes: int, mbar_off: int, site: int = 0) -> int:
+        self._as(warp)
+        return self._probe(abi.PROBE_BULK)(dst, nbytes, mbar_off, site)
 
     def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> None:
         self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)

@@ -360,3 +360,18 @@ def test_mbarrier_misuse_kinds(ckv):
     kinds = [k for k, _, _ in ckv.kinds()]
     assert kinds == ["mbarrier.uninit", "mbarrier.reinit", "mbarrier.underflow",
                      "mbarrier.data-access", "mbarrier.data-access", "mbarrier.uninit"]
+
+
+def test_bulk_load_visible_only_after_the_phase_wait(ckv):
+    _init(ckv)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 256, site=11)
+    assert ckv.bulk_load(0, 0, 256, MB, site=1) == 0
+    ckv.read(1, 16, site=2)  # before the wait: the copy may still be landing
+    ckv.mbar_wait(2, MB, parity=0)
+    ckv.read(2, 32, site=3)  # after the wait: fine
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_bulk_load_on_a_dead_mbarrier_is_skipped(ckv):
+    assert ckv.bulk_load(0, 0, 64, MB, site=1) == 1
+    assert ckv.kinds() == [("mbarrier.uninit", 1, -1)]

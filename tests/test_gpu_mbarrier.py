@@ -61,6 +61,32 @@ extern "C" __global__ void mb_pc(const float* in, float* out) {
 }
 """
 
+# A bulk copy (the copy engine completes the mbarrier's transaction bytes) read by
+# another warp, before or after waiting on the phase.
+BULK = MB + r"""
+extern "C" __global__ void mb_bulk(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(128) float buf[256];
+    int t = threadIdx.x;
+    if (t == 0) mb_init(&bar, 1);
+    __syncthreads();
+    if (t == 0) {
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 1024;"
+                     :: "r"(sa(&bar)) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     " [%0], [%1], 1024, [%2];"  // @bulk
+                     :: "r"(sa(buf)), "l"(in), "r"(sa(&bar)) : "memory");
+    }
+    if (t >= 32) {
+        long long t0 = clock64();
+        while (clock64() - t0 < 2000000) {}
+        WAIT_HERE
+        out[t - 32] = buf[t - 32];  // @use
+    }
+    if (t == 0) mb_wait(&bar, 0);
+}
+"""
+
 MISUSE = MB + r"""
 extern "C" __global__ void mb_misuse(const float* in, float* out) {
     __shared__ __align__(8) unsigned long long bar[2];
@@ -126,6 +152,28 @@ def test_consumer_after_the_wait_is_clean():
     rep, out, x = _check(src, "mb_pc", 64)
     assert rep.ok, str(rep)
     np.testing.assert_allclose(out[:32], (x[:32] * 2.0)[::-1])
+
+
+def _hopper() -> bool:
+    import cupy as cp
+
+    return int(cp.cuda.Device().compute_capability) >= 90
+
+
+@pytest.mark.parametrize("wait", ["", "mb_wait(&bar, 0);"], ids=["racy", "clean"])
+def test_bulk_copy_visible_after_the_phase_wait(wait):
+    if not _hopper():
+        pytest.skip("cp.async.bulk needs sm_90")
+    src = BULK.replace("WAIT_HERE", wait)
+    rep, out, x = _check(src, "mb_bulk", 64)
+    if wait:
+        assert rep.ok, str(rep)
+        np.testing.assert_array_equal(out[:32], x[:32])
+    else:
+        assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
+        assert {v.line for v in rep.violations} == {line_of(src, "@use")}, str(rep)
+        assert all(line_of(src, "@bulk") in _lines(v.prev_site) or
+                   v.prev_line == line_of(src, "@bulk") - 1 for v in rep.violations), str(rep)
 
 
 @pytest.mark.parametrize("kind", sorted(MISUSE_CASES))

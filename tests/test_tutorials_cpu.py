@@ -61,6 +61,33 @@ def test_markers_map_to_the_python_file(path):
 
 @pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
 @pytest.mark.parametrize("path", TUTORIALS, ids=IDS)
+def test_rebuilt_sites_name_the_epilogue_and_prefetch_lines(path, fixed, tmp_path, monkeypatch):
+    """What `consan run` rebuilds from the RawKernel: the lines the GPU test expects."""
+    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    mod = _load(path)
+    spec = cupy_build.CompileSpec(source=mod.SOURCE, options=("-DFIXED",) if fixed else (),
+                                  arch="90", candidates=(str(path),))
+    b, _ = cupy_build.build(spec)
+    sites = [s for s in b.instrumented.sites.sites if s.loc is not None]
+    assert {s.loc.file for s in sites} == {str(path)}
+    assert not b.instrumented.unmodeled
+    epilogue, prefetch = _line(path, "@epilogue"), _line(path, "@prefetch")
+    # every shared-memory store of the kernel is the epilogue's
+    assert {s.loc.line for s in sites if s.event == "access.write"} == {epilogue}
+    # the prefetch copies are inlined from the prefetch line (the helper holds the asm)
+    copies = [s for s in sites if s.event == "async.cp"]
+    assert any(prefetch in {c.line for c in s.inlined_at} for s in copies)
+
+
+def _line(path: Path, marker: str) -> int:
+    hits = [i for i, t in enumerate(path.read_text().splitlines(), 1)
+            if re.search(r"//\s*" + re.escape(marker) + r"\b", t)]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+@pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
+@pytest.mark.parametrize("path", TUTORIALS, ids=IDS)
 def test_consan_instrument_lists_the_async_copies(path, fixed, tmp_path, capsys):
     cu = tmp_path / f"{path.stem}.cu"
     cu.write_text(_load(path).SOURCE)

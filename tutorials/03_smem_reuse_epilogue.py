@@ -6,10 +6,10 @@ shared-memory tile reuse the memory of the A and B operand tiles once the main l
 that memory has finished, and the reuse pass checked this the way one checks ordinary loads
 and stores: it made sure a `__syncthreads()` separates the last read of A and B from the first
 write of C. But in a cp.async pipeline the main loop is not the last writer of the operand
-tiles: a multistage loop keeps issuing copies for tiles beyond the end of K (predicated off,
-they still write zeros into their stage), and nobody waits for them. A barrier cannot order an
-access against a copy the threads never waited for, so the epilogue's C tile can be
-overwritten after it was written, once in a long while.
+tiles: a multistage loop like the one below keeps issuing copies for tiles beyond the end of K
+(predicated off, they still write zeros into their stage), and nobody waits for them. A
+barrier cannot order an access against a copy the threads never waited for, so the
+epilogue's C tile can be overwritten after it was written, once in a long while.
 
 This script is a plain tiled SGEMM with that layout: a 32x64 tile per CTA, a 3-stage pipeline
 (`cp.async.wait_group 1` at the top of each iteration, zero-fill copies past the end of K) in

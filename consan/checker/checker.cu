@@ -1016,6 +1016,61 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     return cs_bcast(active, skip, leader);
 }
 
+
+// cp.async.bulk global -> shared with mbarrier::complete_tx: the copy engine bound to
+// mbarrier j (logical thread AGENT_MBAR + j) writes the destination; its clock is the
+// phase the copy completes + 1, published in that phase's slot, so only a wait on the
+// phase makes the bytes visible.
+CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return 0;
+    uint32_t active = cs_activemask();
+    uint32_t leader = cs_ffs(active) - 1;
+    uint32_t skip = 0;
+    if (cs_lane() == leader) {
+        uint32_t moff = (uint32_t)mbar;
+        uint32_t* e = cs_mbar_entry(slot, moff, false);
+        if (e == 0 || cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh) {
+            cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
+            skip = 1;
+        } else {
+            uint32_t words = CS_MB_VC + 2 * S.nlogical;
+            uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
+            uint32_t agent = CS_AGENT_MBAR + (uint32_t)((e - table) / words);
+            cs_lock(&e[CS_MB_LOCK]);
+            uint32_t ph = e[CS_MB_PHASE];
+            cs_unlock(&e[CS_MB_LOCK]);
+            cs_view v = cs_make_view(slot, cs_warp());
+            uint32_t off = (uint32_t)dst;
+            uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
+            cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+            if (bytes == 0 || g1 >= S.granules) {
+                f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+            } else {
+                for (uint32_t g = g0; g <= g1; ++g) cs_check_write(v, g, site, false, f, agent, ph + 1);
+            }
+            if (f.kind) {
+                cs_record_t r = cs_blank(f.kind, site);
+                r.prev_site = f.prev_site;
+                r.prev_warp = f.prev_warp;
+                r.offset_lo = off;
+                r.offset_hi = off + bytes;
+                r.barrier = moff;
+                r.phase = ph;
+                cs_record(r);
+            }
+            cs_lock(&e[CS_MB_LOCK]);
+            uint32_t* vc = e + CS_MB_VC + (ph & 1) * S.nlogical;
+            if (vc[agent] < ph + 1) vc[agent] = ph + 1;
+            e[CS_MB_TX] -= bytes;
+            if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
+            cs_unlock(&e[CS_MB_LOCK]);
+        }
+    }
+    cs_syncwarp(active);
+    return cs_bcast(active, skip, leader);
+}
+
 #ifdef CONSAN_HOST
 // Host driver: set which CTA/warp the next probe runs as; begin a CTA.
 CS_ENTRY void cs_host_set(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t warp, uint32_t nthreads) {
