@@ -92,8 +92,12 @@ def demangle(name: str) -> str:
     return name[start : start + n] or name
 
 
-def _parse_loc(it: Item, files: dict[int, str], strings: dict[str, str]
+def _parse_loc(it: Item, files: dict[int, str], strings: dict[str, str],
+               chains: dict[tuple[str, int, int], tuple[SourceLoc, ...]] | None = None
                ) -> tuple[SourceLoc, tuple[SourceLoc, ...]] | None:
+    """A `.loc` and its inline chain, outward. `chains` remembers the chain of every
+    location seen so far: an `inlined_at` names only the innermost call site, whose
+    own `.loc` (emitted earlier) carries the rest."""
     ops = it.operands
     nums = ops[0].split() if ops else []
     if len(nums) < 2:
@@ -109,8 +113,12 @@ def _parse_loc(it: Item, files: dict[int, str], strings: dict[str, str]
             fn = demangle(strings.get(words[1], words[1]))
         elif words[:1] == ["inlined_at"] and len(words) >= 3:
             f2 = files.get(int(words[1]), f"file{words[1]}")
-            chain = (SourceLoc(f2, int(words[2]), int(words[3]) if len(words) > 3 else 0),)
-    return SourceLoc(files.get(fno, f"file{fno}"), line, col, fn), chain
+            at = SourceLoc(f2, int(words[2]), int(words[3]) if len(words) > 3 else 0)
+            chain = (at, *(chains or {}).get((at.file, at.line, at.col), ()))
+    here = SourceLoc(files.get(fno, f"file{fno}"), line, col, fn)
+    if chains is not None:
+        chains.setdefault((here.file, here.line, here.col), chain)
+    return here, chain
 
 
 # ---------------------------------------------------------------- registers
@@ -245,6 +253,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
 
     for fn in mod.functions:
         widths = _register_widths(fn)
+        chains: dict[tuple[str, int, int], tuple[SourceLoc, ...]] = {}
         loc: tuple[SourceLoc, tuple[SourceLoc, ...]] | None = None
         probes = 0
         first_code: int | None = None
@@ -259,7 +268,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             if first_code is None and depth == 0 and (it.kind == "label" or it.is_instruction):
                 first_code = idx
             if it.kind == "stmt" and it.opcode == ".loc":
-                loc = _parse_loc(it, files, strings)
+                loc = _parse_loc(it, files, strings, chains)
                 continue
             c = classify(it, shared, in_entry=fn.is_entry)
             walk.append((idx, it, c, loc))

@@ -131,7 +131,9 @@ def test_mbarrier(instr, op, arg, result):
 @pytest.mark.parametrize("instr", [
     "cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];",
     "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1];",
-    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 256, [%r2];",
+    "cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1], 256;",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
+    "[%rd1, {%r2, %r3}], [%r4];",
     "wgmma.fence.sync.aligned;",
     "fence.proxy.async.shared::cta;",
     "barrier.cluster.arrive.release.aligned;",
@@ -141,6 +143,12 @@ def test_mbarrier(instr, op, arg, result):
 def test_unmodeled_is_never_silent(instr):
     c = one(instr)
     assert c is not None and c.event is Event.UNMODELED and c.reason
+
+
+def test_bulk_load_on_an_mbarrier():
+    c = one("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], "
+            "256, [%r2];")
+    assert (c.event, c.address, c.arg, c.result) == (Event.BULK_LOAD, "%r1", "256", "%r2")
 
 
 def test_unknown_shared_instruction_is_reported():

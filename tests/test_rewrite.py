@@ -192,3 +192,14 @@ def test_mbarrier_operations_are_guarded_by_the_checker():
     wait = out.index("mbarrier.try_wait")
     assert out.index("selp.u32 %__cs_tok, 2, 0, %p1;") > wait  # probed after, with the outcome
     toolchain.link_with_checker(instrument(HEADER + body), "m", toolchain.Arch.parse("sm_90a"))
+
+
+def test_inline_chain_is_followed_to_the_kernel():
+    src = ("__device__ __forceinline__ void inner(float* s, int i) { s[i] = 1.0f; }\n"
+           "__device__ __forceinline__ void outer(float* s, int i) { inner(s, i + 1); }\n"
+           "extern \"C\" __global__ void k(float* o) { __shared__ float s[64]; "
+           "outer(s, threadIdx.x); __syncthreads(); o[threadIdx.x] = s[threadIdx.x]; }\n")
+    ptx = toolchain.compile_cuda(src, "k.cu", ["-arch=compute_90a", "-lineinfo"])
+    (w,) = [s for s in instrument(ptx).sites.sites if s.event == "access.write"]
+    assert w.loc.line == 1 and w.loc.function == "inner"
+    assert [c.line for c in w.inlined_at] == [2, 3]
