@@ -47,6 +47,11 @@ def who(threads: Iterable[int], lanes: int = 0) -> str:
         parts.append(("the cp.async unit of warp " if len(copiers) == 1 else
                       "the cp.async units of warps ") + compact_ints(copiers))
         agents -= {abi.AGENT_CPASYNC + w for w in copiers}
+    engines = {t - abi.AGENT_MBAR for t in agents if t >= abi.AGENT_MBAR}
+    if engines:
+        parts.append(("the copy engine of mbarrier " if len(engines) == 1 else
+                      "the copy engines of mbarriers ") + compact_ints(engines))
+        agents -= {abi.AGENT_MBAR + j for j in engines}
     if agents:
         parts.append(("async agent " if len(agents) == 1 else "async agents ")
                      + compact_ints(agents))
