@@ -163,7 +163,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("slot_busy", "uint64_t"),  # u32 [nslots]
     ("slot_gen", "uint64_t"),  # u32 [nslots]
     ("cta", "uint64_t"),  # u32 [nslots][CTA_WORDS]
-    ("vis", "uint64_t"),  # u32 [nslots][nlogical][nlogical]   visibility (vector clocks)
+    ("vis", "uint64_t"),  # u32 [nslots][MAX_WARPS][nlogical]  visibility (warps' vector clocks)
     ("barword", "uint64_t"),  # u64 [nslots][NAMED_BARRIERS]      gen<<32 | arrived warps
     ("barvc", "uint64_t"),  # u32 [nslots][NAMED_BARRIERS][2][nlogical]
     ("granule", "uint64_t"),  # u64 [nslots][granules][2]  buffer table: write epoch, readers
@@ -215,13 +215,13 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
     n, G, L = nslots, granules, nlogical
     return {
         "slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
-        "vis": 4 * L * L * n, "barword": 8 * NAMED_BARRIERS * n,
+        "vis": 4 * MAX_WARPS * L * n, "barword": 8 * NAMED_BARRIERS * n,
         "barvc": 4 * NAMED_BARRIERS * 2 * L * n,
         "granule": 16 * G * n, "wsite": 4 * G * n,
         "rslot": 0 if phase_mode else 8 * G * nwarps * n,
         "readbits": 4 * nwarps * 2 * bitmap_words(G) * n if phase_mode else 0,
         "rsite": 8 * G * n if phase_mode else 0,
-        "mbar": 4 * MBARRIERS * mb_words(L) * n,
+        "mbar": 0 if phase_mode else 4 * MBARRIERS * mb_words(L) * n,
     }
 
 

@@ -176,8 +176,9 @@ CS_DEV uint32_t cs_cta_linear() {
 
 // ------------------------------------------------------------- table access
 
+// Visibility: only warps acquire, so only warps have a vector clock (agents have none).
 CS_DEV uint32_t* cs_vis(uint32_t slot, uint32_t t) {
-    return (uint32_t*)S.vis + ((uint64_t)slot * S.nlogical + t) * S.nlogical;
+    return (uint32_t*)S.vis + ((uint64_t)slot * CS_MAX_WARPS + t) * S.nlogical;
 }
 CS_DEV uint32_t* cs_cta(uint32_t slot) { return (uint32_t*)S.cta + (uint64_t)slot * CS_CTA_WORDS; }
 CS_DEV uint64_t* cs_barword(uint32_t slot, uint32_t b) {
@@ -307,7 +308,7 @@ CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint
 CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
     uint32_t L = S.nlogical;
     uint32_t* vis = cs_vis(slot, 0);
-    for (uint32_t k = i; k < L * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
+    for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
     uint32_t* bvc = cs_barvc(slot, 0, 0);
     for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
     if (cs_phase_mode()) {
