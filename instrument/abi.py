@@ -192,7 +192,10 @@ CTA_LIVE_THREADS = 0
 CTA_LIVE_WARPS = 1
 CTA_WARP_LANES = 8  # [8, 8+MAX_WARPS): live lane mask of each warp
 CTA_CPASYNC_COMMITS = CTA_WARP_LANES + MAX_WARPS  # per warp: cp.async groups committed
-CTA_WORDS = CTA_CPASYNC_COMMITS + MAX_WARPS
+CTA_SPIN_PHASE = CTA_CPASYNC_COMMITS + MAX_WARPS  # per warp: mbarrier phase + 1 it spins on
+CTA_SPIN_SINCE = CTA_SPIN_PHASE + MAX_WARPS  # per warp: when that spin began (ms)
+CTA_WORDS = CTA_SPIN_SINCE + MAX_WARPS
+DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
 # word 0, write epoch: gen:16 | flags:8 | tid:8 | clock:32
@@ -282,6 +285,9 @@ def c_header() -> str:
         "CS_AGENT_CPASYNC": AGENT_CPASYNC,
         "CS_AGENT_MBAR": AGENT_MBAR,
         "CS_CTA_CPASYNC_COMMITS": CTA_CPASYNC_COMMITS,
+        "CS_CTA_SPIN_PHASE": CTA_SPIN_PHASE,
+        "CS_CTA_SPIN_SINCE": CTA_SPIN_SINCE,
+        "CS_DEADLOCK_MS": DEADLOCK_MS,
         "CS_INFO_SPACE_SHIFT": INFO_SPACE_SHIFT,
         "CS_SPACE_SHARED": SPACE_SHARED,
         "CS_SPACE_GENERIC": SPACE_GENERIC,

@@ -375,3 +375,14 @@ def test_bulk_load_visible_only_after_the_phase_wait(ckv):
 def test_bulk_load_on_a_dead_mbarrier_is_skipped(ckv):
     assert ckv.bulk_load(0, 0, 64, MB, site=1) == 1
     assert ckv.kinds() == [("mbarrier.uninit", 1, -1)]
+
+
+def test_a_wait_that_never_completes_is_a_deadlock(ckv):
+    _init(ckv, count=2)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)  # one of the two arrivals never comes
+    for _ in range(abi.DEADLOCK_MS // 100 + 2):  # the host clock advances 100 ms a look
+        ckv.mbar_wait(1, MB, parity=0, ok=False, site=12)
+    recs = ckv.kinds()
+    assert recs == [("deadlock", 12, -1)]
+    r = ckv.records[0]
+    assert int(r["barrier"]) == MB and int(r["phase"]) == 0 and int(r["count"]) == 1

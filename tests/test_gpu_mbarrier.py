@@ -87,6 +87,34 @@ extern "C" __global__ void mb_bulk(const float* in, float* out) {
 }
 """
 
+# Waits that can never complete: consan reports a deadlock and the kernel ends.
+DEADLOCK = MB + r"""
+extern "C" __global__ void mb_stuck(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(128) float buf[256];
+    int t = threadIdx.x;
+    if (t == 0) mb_init(&bar, 2);
+    __syncthreads();
+    if (t == 0) {
+        BUG
+    }
+    if (t >= 32) {
+        mb_wait(&bar, 0);  // @wait
+        out[t - 32] = buf[t - 32];
+    }
+}
+"""
+
+DEADLOCKS = {
+    # the phase needs 2 arrivals; one comes
+    "missing-arrive": "mb_arrive(&bar, 1);",
+    # the producer expects more bytes than its bulk copy brings
+    "expect-tx-too-large": (
+        'asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 2048;" :: '
+        '"r"(sa(&bar)) : "memory"); mb_arrive(&bar, 1); '
+        'asm volatile(BULK_1K :: "r"(sa(buf)), "l"(in), "r"(sa(&bar)) : "memory");'),
+}
+
 MISUSE = MB + r"""
 extern "C" __global__ void mb_misuse(const float* in, float* out) {
     __shared__ __align__(8) unsigned long long bar[2];
@@ -173,6 +201,23 @@ def test_bulk_copy_visible_after_the_phase_wait(wait):
         assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
         assert {v.line for v in rep.violations} == {line_of(src, "@use")}, str(rep)
         assert {v.prev_line for v in rep.violations} == {line_of(src, "@bulk")}, str(rep)
+
+
+@pytest.mark.parametrize("case", sorted(DEADLOCKS))
+def test_deadlock_is_reported_and_the_process_goes_on(case):
+    if case.startswith("expect") and not _hopper():
+        pytest.skip("cp.async.bulk needs sm_90")
+    src = DEADLOCK.replace("BUG", DEADLOCKS[case])
+    if "BULK_1K" in src:
+        src = BULK.split("extern")[0] + src.split(MB, 1)[1]
+    rep, _, _ = _check(src, "mb_stuck", 64)
+    assert {v.kind for v in rep.violations} == {"deadlock"}, str(rep)
+    assert all(line_of(src, "@wait") in _lines(v.site) for v in rep.violations), str(rep)
+    assert {v.phase for v in rep.violations} == {0}, str(rep)
+    # the context is still usable: a clean kernel checks fine afterwards
+    clean = PRODUCER_CONSUMER.replace("WAIT_HERE", "mb_wait(&bar, 0);")
+    rep2, out, x = _check(clean, "mb_pc", 64)
+    assert rep2.ok, str(rep2)
 
 
 @pytest.mark.parametrize("kind", sorted(MISUSE_CASES))

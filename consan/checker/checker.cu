@@ -40,6 +40,9 @@ CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
 CS_DEV uint32_t cs_activemask() { return 1u; }
 CS_DEV uint32_t cs_match(uint32_t, uint64_t) { return 1u; }
 CS_DEV bool cs_any(uint32_t, bool p) { return p; }
+static uint32_t cs_host_ms;  // the host driver's clock: every look advances it 100 ms
+CS_DEV uint32_t cs_now_ms() { return cs_host_ms += 100; }
+CS_DEV void cs_exit_thread() {}
 CS_DEV bool cs_all(uint32_t, bool p) { return p; }
 CS_DEV uint32_t cs_ballot(uint32_t, bool p) { return p ? 1u : 0u; }
 CS_DEV bool cs_uniform(uint32_t, uint32_t) { return true; }
@@ -113,6 +116,12 @@ CS_DEV uint32_t cs_warp() { return cs_tid() >> 5; }
 CS_DEV uint32_t cs_activemask() { return __activemask(); }
 CS_DEV uint32_t cs_match(uint32_t m, uint64_t k) { return __match_any_sync(m, k); }
 CS_DEV bool cs_any(uint32_t m, bool p) { return __any_sync(m, p); }
+CS_DEV uint32_t cs_now_ms() {
+    uint64_t ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    return (uint32_t)(ns / 1000000ull);
+}
+CS_DEV void cs_exit_thread() { asm volatile("exit;"); }
 CS_DEV bool cs_all(uint32_t m, bool p) { return __all_sync(m, p); }
 CS_DEV uint32_t cs_ballot(uint32_t m, bool p) { return __ballot_sync(m, p); }
 CS_DEV bool cs_uniform(uint32_t m, uint32_t v) { int pred; __match_all_sync(m, v, &pred); return pred; }
@@ -287,6 +296,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
 #endif
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) {
         cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
+        cta[CS_CTA_SPIN_PHASE + w] = 0;
 #ifdef CONSAN_HOST
         cta[CS_CTA_WARP_LANES + w] = w < nw ? 1u : 0u;
 #else
@@ -974,7 +984,21 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
             } else if (op == CS_MB_INVAL) {
                 e[CS_MB_LIVE] = 0;
                 cs_mbar_mark(slot, off, false);
+            } else if ((op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) && !(arg & 2)) {
+                // A failed wait: if this mbarrier's phase has not moved for DEADLOCK_MS while
+                // this warp spins on it, nothing will complete it. Report, then let the
+                // warp leave so the kernel ends instead of hanging the process.
+                uint32_t* cta = cs_cta(slot);
+                uint32_t now = cs_now_ms(), ph = e[CS_MB_PHASE] + 1;
+                if (cta[CS_CTA_SPIN_PHASE + w] != ph) {
+                    cta[CS_CTA_SPIN_PHASE + w] = ph;
+                    cta[CS_CTA_SPIN_SINCE + w] = now;
+                } else if (now - cta[CS_CTA_SPIN_SINCE + w] > CS_DEADLOCK_MS) {
+                    cs_mbar_record(CS_DEADLOCK, site, off, e);
+                    skip = 2;
+                }
             } else if (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) {
+                cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
                 // Succeeded: acquire the phase waited for, if its releases are still held
                 // (the latest completed phase); a stale parity acquires nothing.
                 uint32_t done = e[CS_MB_PHASE];  // phases completed so far
@@ -1014,7 +1038,12 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
         }
     }
     cs_syncwarp(active);
-    return cs_bcast(active, skip, leader);
+    skip = cs_bcast(active, skip, leader);
+    if (skip == 2) {  // deadlock: every lane of the warp leaves the kernel
+        cs_thread_exit(site);
+        cs_exit_thread();
+    }
+    return skip;
 }
 
 
@@ -1069,7 +1098,12 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
         }
     }
     cs_syncwarp(active);
-    return cs_bcast(active, skip, leader);
+    skip = cs_bcast(active, skip, leader);
+    if (skip == 2) {  // deadlock: every lane of the warp leaves the kernel
+        cs_thread_exit(site);
+        cs_exit_thread();
+    }
+    return skip;
 }
 
 #ifdef CONSAN_HOST
