@@ -7,22 +7,12 @@ last (unused) prefetch is still in flight.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
+from tests.gpu_util import GPU, arch_option, line_of, lines
 
-def _gpu() -> bool:
-    try:
-        import consan
-
-        return bool(consan.gpu_available())
-    except Exception:  # noqa: BLE001 - no consan, no cupy, no GPU: skip
-        return False
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU")]
+pytestmark = GPU
 
 CP = r"""
 __device__ __forceinline__ void cp4(float* dst, const float* src) {
@@ -87,23 +77,6 @@ extern "C" __global__ void pipeline_epilogue(const float* in, float* out, int nt
 """
 
 
-def line_of(src: str, marker: str) -> int:
-    hits = [i for i, s in enumerate(src.splitlines(), 1) if re.search(re.escape(marker) + r"\b", s)]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
-
-
-def _lines(site) -> set[int]:
-    return {site.loc.line, *(c.line for c in site.inlined_at)} if site and site.loc else set()
-
-
-def _arch() -> str:
-    import cupy as cp
-
-    cc = cp.cuda.Device().compute_capability
-    return f"-arch=sm_{cc}{'a' if cc == '90' else ''}"
-
-
 CASES = [
     # (source, kernel, racy wait, clean wait, marker of the access, marker of the copy)
     (READ_BEFORE_WAIT, "cp_read", "", "WAIT(0);", "@use", "@cp"),
@@ -120,12 +93,12 @@ def _run(src: str, kernel: str, native: bool):
     out = cp.full(256 * 4, np.nan, dtype=cp.float32)
     args = (x, out) + ((np.int32(5),) if kernel == "pipeline_epilogue" else ())
     if native:
-        cp.RawKernel(src, kernel, options=(_arch(),))((4,), (256,), args)
+        cp.RawKernel(src, kernel, options=(arch_option(),))((4,), (256,), args)
         cp.cuda.Device().synchronize()
         return None, out.get()
     import consan
 
-    rep = consan.check(src, kernel, grid=(4,), block=(256,), args=args, options=(_arch(),))
+    rep = consan.check(src, kernel, grid=(4,), block=(256,), args=args, options=(arch_option(),))
     return rep, out.get()
 
 
@@ -137,7 +110,7 @@ def test_missing_wait_is_a_pending_async_write(case):
     assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
     assert {v.line for v in rep.violations} == {line_of(src, use)}, str(rep)
     # the copy is issued inside an inlined helper: its call line is in the inline chain
-    assert all(line_of(src, copy) in _lines(v.prev_site) for v in rep.violations), str(rep)
+    assert all(line_of(src, copy) in lines(v.prev_site) for v in rep.violations), str(rep)
     assert "async.pending-write" in str(rep)
 
 

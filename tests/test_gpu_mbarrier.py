@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
+from tests.gpu_util import GPU, arch_option, line_of, lines
 
-def _gpu() -> bool:
-    try:
-        import consan
-
-        return bool(consan.gpu_available())
-    except Exception:  # noqa: BLE001 - no consan, no cupy, no GPU: skip
-        return False
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU")]
+pytestmark = GPU
 
 MB = r"""
 __device__ __forceinline__ unsigned sa(const void* p) {
@@ -139,23 +129,6 @@ MISUSE_CASES = {
 }
 
 
-def line_of(src: str, marker: str) -> int:
-    hits = [i for i, s in enumerate(src.splitlines(), 1) if re.search(re.escape(marker) + r"\b", s)]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
-
-
-def _lines(site) -> set[int]:
-    return {site.loc.line, *(c.line for c in site.inlined_at)} if site and site.loc else set()
-
-
-def _arch() -> str:
-    import cupy as cp
-
-    cc = cp.cuda.Device().compute_capability
-    return f"-arch=sm_{cc}{'a' if cc == '90' else ''}"
-
-
 def _check(src: str, kernel: str, block: int):
     import cupy as cp
 
@@ -163,7 +136,8 @@ def _check(src: str, kernel: str, block: int):
 
     x = cp.asarray(np.random.default_rng(3).random(64, dtype=np.float32))
     out = cp.zeros(64, dtype=cp.float32)
-    rep = consan.check(src, kernel, grid=(2,), block=(block,), args=(x, out), options=(_arch(),))
+    rep = consan.check(src, kernel, grid=(2,), block=(block,), args=(x, out),
+                       options=(arch_option(),))
     return rep, out.get(), x.get()
 
 
@@ -212,7 +186,7 @@ def test_deadlock_is_reported_and_the_process_goes_on(case):
         src = BULK.split("extern")[0] + src.split(MB, 1)[1]
     rep, _, _ = _check(src, "mb_stuck", 64)
     assert {v.kind for v in rep.violations} == {"deadlock"}, str(rep)
-    assert all(line_of(src, "@wait") in _lines(v.site) for v in rep.violations), str(rep)
+    assert all(line_of(src, "@wait") in lines(v.site) for v in rep.violations), str(rep)
     assert {v.phase for v in rep.violations} == {0}, str(rep)
     # the context is still usable: a clean kernel checks fine afterwards
     clean = PRODUCER_CONSUMER.replace("WAIT_HERE", "mb_wait(&bar, 0);")
@@ -227,7 +201,7 @@ def test_mbarrier_misuse(kind):
     rep, _, _ = _check(src, "mb_misuse", 32)
     assert {v.kind for v in rep.violations} == {kind}, str(rep)
     # the operation sits in an inlined helper: its call line is in the inline chain
-    assert all(line_of(src, "@bug") in _lines(v.site) for v in rep.violations), str(rep)
+    assert all(line_of(src, "@bug") in lines(v.site) for v in rep.violations), str(rep)
     fixed = MISUSE.replace("PREP", "" if kind == "mbarrier.uninit" else prep).replace(
         "BUG", clean)
     rep, _, _ = _check(fixed, "mb_misuse", 32)

@@ -949,6 +949,18 @@ CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
     }
 }
 
+// The leader's verdict on a guarded operation, for every lane: 0 run it, 1 skip it
+// (it would fault), 2 deadlock -- the warp's lanes leave the kernel here.
+CS_DEV uint32_t cs_guard_verdict(uint32_t active, uint32_t skip, uint32_t leader, uint32_t site) {
+    cs_syncwarp(active);
+    skip = cs_bcast(active, skip, leader);
+    if (skip == 2) {
+        cs_thread_exit(site);
+        cs_exit_thread();
+    }
+    return skip;
+}
+
 // Returns 1 when the operation would fault on the hardware (an mbarrier that is not
 // live, an arrival below zero): the rewritten kernel then skips it, so the report is
 // read back and the CUDA context stays usable.
@@ -1037,13 +1049,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
             cs_unlock(&e[CS_MB_LOCK]);
         }
     }
-    cs_syncwarp(active);
-    skip = cs_bcast(active, skip, leader);
-    if (skip == 2) {  // deadlock: every lane of the warp leaves the kernel
-        cs_thread_exit(site);
-        cs_exit_thread();
-    }
-    return skip;
+    return cs_guard_verdict(active, skip, leader, site);
 }
 
 
@@ -1097,13 +1103,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
             cs_unlock(&e[CS_MB_LOCK]);
         }
     }
-    cs_syncwarp(active);
-    skip = cs_bcast(active, skip, leader);
-    if (skip == 2) {  // deadlock: every lane of the warp leaves the kernel
-        cs_thread_exit(site);
-        cs_exit_thread();
-    }
-    return skip;
+    return cs_guard_verdict(active, skip, leader, site);
 }
 
 #ifdef CONSAN_HOST
