@@ -105,5 +105,7 @@ NOTES: dict[str, str] = {
     "tool.no-slot": "A CTA found no free shadow slot and ran unchecked.",
     "tool.barrier-recycled": "A barrier clock slot was reused while a slow warp still needed "
                              "it; ordering through that barrier may be reported imprecisely.",
+    "tool.remote-smem": "These accesses reach another CTA's shared memory in the cluster "
+                        "(distributed shared memory), which consan does not check yet.",
 }
 DEFAULT_NOTE = "The device checker emitted a record this decoder does not understand."

@@ -98,6 +98,7 @@ CS_DEV uint32_t cs_to_shared(uint64_t a) { return (uint32_t)a; }
 CS_DEV void cs_cta_id(uint32_t* c) { c[0] = cs_host_ctx.cta[0]; c[1] = cs_host_ctx.cta[1]; c[2] = cs_host_ctx.cta[2]; }
 CS_DEV uint32_t cs_block_threads() { return cs_host_ctx.nthreads_block; }
 CS_DEV uint32_t cs_cta_linear() { return cs_host_ctx.cta[0]; }
+CS_DEV uint32_t cs_ctarank() { return 0; }
 #else
 #define CS_DEV static __device__ __forceinline__
 #define CS_ENTRY extern "C" __device__
@@ -177,10 +178,27 @@ CS_DEV uint32_t cs_block_threads() { return blockDim.x * blockDim.y * blockDim.z
 CS_DEV uint32_t cs_cta_linear() {
     return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
 }
+CS_DEV uint32_t cs_ctarank() {
+#if __CUDA_ARCH__ >= 900
+    uint32_t r;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+#else
+    return 0;  // no clusters before sm_90
+#endif
+}
 #endif
 
 #define CS_NO_SLOT 0xFFFFFFFFu
 #define CS_TOKEN_CTA_WIDE 0x80000000u  // in a barrier token: the generation was CTA-wide
+#define CS_RANK_SHIFT 24u  // in a cluster launch a shared address carries the CTA's rank here
+
+// The offset of a shared address in this CTA's window; false when it names another
+// CTA of the cluster (distributed shared memory, not modelled yet).
+CS_DEV bool cs_local(uint32_t a, uint32_t& off) {
+    off = a & ((1u << CS_RANK_SHIFT) - 1u);
+    return (a >> CS_RANK_SHIFT) == 0 || (a >> CS_RANK_SHIFT) == cs_ctarank();
+}
 #define S (__consan_state)
 
 // ------------------------------------------------------------- table access
@@ -663,15 +681,20 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
     uint32_t shape = (info >> CS_INFO_SHAPE_SHIFT) & 15u;
     uint32_t size = info & CS_INFO_SIZE_MASK;
-    bool skip = false;
+    bool skip = false, remote = false;
     uint32_t off = 0;
     if (space == CS_SPACE_GENERIC) {
-        if (cs_is_shared(addr)) off = cs_to_shared(addr); else skip = true;
-    } else {
-        off = (uint32_t)addr;
+        if (!cs_is_shared(addr)) skip = true;
+        else if (!cs_local(cs_to_shared(addr), off)) remote = true;
+    } else if (!cs_local((uint32_t)addr, off)) {
+        remote = true;
     }
     if (shape && lane >= 8u * shape) skip = true;  // ldmatrix/stmatrix: lanes giving row addresses
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    if (remote && !skip) {  // another CTA's shared memory: said, not checked
+        f = {CS_TOOL_REMOTE_SMEM, CS_NO_SITE, CS_NO_WARP};
+        skip = true;
+    }
     uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
     bool inside = !skip && g1 < S.granules;
     if (cs_phase_mode() && mode == CS_MODE_READ && cs_all(active, inside || skip) &&
@@ -755,7 +778,8 @@ CS_DEV bool cs_access_fast(uint64_t addr, uint32_t info) {
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
     if (space != CS_SPACE_SHARED || mode >= CS_MODE_ATOMIC || ((info >> CS_INFO_SHAPE_SHIFT) & 15u))
         return false;
-    uint32_t off = (uint32_t)addr;
+    uint32_t off;
+    if (!cs_local((uint32_t)addr, off)) return false;
     uint32_t size = info & CS_INFO_SIZE_MASK;
     uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
     if (g1 - g0 > 15 || g1 >= S.granules) return false;
@@ -973,7 +997,8 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0;
     if (cs_lane() == leader) {
-        uint32_t off = (uint32_t)addr;
+        uint32_t off;
+        cs_local((uint32_t)addr, off);  // .shared::cta forms only: always this CTA
         uint32_t* e = cs_mbar_entry(slot, off, op == CS_MB_INIT);
         if (e == 0) {
             cs_mbar_record(CS_MBARRIER_UNINIT, site, off, 0);
@@ -1064,7 +1089,8 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0;
     if (cs_lane() == leader) {
-        uint32_t moff = (uint32_t)mbar;
+        uint32_t moff;
+        cs_local((uint32_t)mbar, moff);
         uint32_t* e = cs_mbar_entry(slot, moff, false);
         if (e == 0 || cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh) {
             cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
@@ -1077,7 +1103,8 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
             uint32_t ph = e[CS_MB_PHASE];
             cs_unlock(&e[CS_MB_LOCK]);
             cs_view v = cs_make_view(slot, cs_warp());
-            uint32_t off = (uint32_t)dst;
+            uint32_t off;
+            cs_local((uint32_t)dst, off);
             uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
             cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
             if (bytes == 0 || g1 >= S.granules) {
