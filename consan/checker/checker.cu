@@ -697,27 +697,25 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     }
     uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
     bool inside = !skip && g1 < S.granules;
+    uint32_t mn = cs_min(active, inside ? g0 : 0xFFFFFFFFu);
+    uint32_t mx = cs_max(active, inside ? g1 : 0u);
     if (cs_phase_mode() && mode == CS_MODE_READ && cs_all(active, inside || skip) &&
-        cs_uniform(active, skip ? 0xFFFFFFFFu : g1 - g0)) {
-        // Lanes reading the same granules (broadcast reads, as in tiled GEMMs) collapse:
-        // the distinct ranges are spread over the warp's lanes, a granule per lane.
-        uint32_t readers = cs_ballot(active, !skip);
-        uint32_t group = cs_match(active, skip ? (1ull << 32) : (uint64_t)g0);
-        uint32_t leaders = readers & cs_ballot(active, lane == (uint32_t)(cs_ffs(group) - 1));
-        uint32_t n = g1 - g0 + 1;
-        n = cs_bcast(active, n, cs_ffs(readers ? readers : active) - 1);
-        uint32_t total = cs_popc(leaders) * n, lanes = cs_popc(active);
-        uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
+        mn <= mx && mx - mn < 64) {
+        // The warp's reads cover at most 64 neighbouring granules (tiles, stencils,
+        // broadcasts): take their union and spread it a granule per lane, so granules
+        // read by several lanes are recorded once.
+        uint64_t own = 0;
+        if (inside) own = ((g1 - g0 == 63) ? ~0ull : ((1ull << (g1 - g0 + 1)) - 1)) << (g0 - mn);
+        uint32_t lo = cs_or(active, (uint32_t)own), hi = cs_or(active, (uint32_t)(own >> 32));
+        uint32_t total = cs_popc(lo) + cs_popc(hi), nlo = cs_popc(lo);
+        uint32_t lanes = cs_popc(active), rank = cs_popc(active & ((1u << lane) - 1u));
         uint32_t w = cs_warp(), phase = cs_phase_sh[w];
-        for (uint32_t base = 0; base < total; base += lanes) {
-            uint32_t item = base + rank;
-            uint32_t src = item < total ? cs_nth_set(leaders, item / n) : lane;
-            uint32_t g = cs_bcast_any(active, g0, src) + (item < total ? item % n : 0);
-            if (item < total) {
-                cs_finding before = f;
-                cs_phase_read(slot, w, phase, g, site, f);
-                if (f.kind && !before.kind) off = g * CS_GRANULE_BYTES, size = CS_GRANULE_BYTES;
-            }
+        for (uint32_t item = rank; item < total; item += lanes) {
+            uint32_t bit = item < nlo ? cs_nth_set(lo, item) : 32 + cs_nth_set(hi, item - nlo);
+            uint32_t g = mn + bit;
+            cs_finding before = f;
+            cs_phase_read(slot, w, phase, g, site, f);
+            if (f.kind && !before.kind) off = g * CS_GRANULE_BYTES, size = CS_GRANULE_BYTES;
         }
         skip = skip || !f.kind;
     } else if (!skip) {
