@@ -40,7 +40,6 @@ KINDS: tuple[Kind, ...] = (
     # Tool diagnostics: reported, never counted as violations of the user's kernel.
     Kind(64, "tool.out-of-window", "shared access outside the shadowed window", False),
     Kind(65, "tool.no-slot", "no free shadow slot for a CTA", False),
-    Kind(66, "tool.barrier-recycled", "barrier clock slot recycled under a slow acquirer", False),
     Kind(67, "tool.remote-smem", "access to another CTA's shared memory (DSMEM), not checked",
          False),
 )

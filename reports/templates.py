@@ -103,8 +103,6 @@ NOTES: dict[str, str] = {
     "tool.out-of-window": "These accesses fell outside the shadowed shared-memory window and "
                           "were not checked.",
     "tool.no-slot": "A CTA found no free shadow slot and ran unchecked.",
-    "tool.barrier-recycled": "A barrier clock slot was reused while a slow warp still needed "
-                             "it; ordering through that barrier may be reported imprecisely.",
     "tool.remote-smem": "These accesses reach another CTA's shared memory in the cluster "
                         "(distributed shared memory), which consan does not check yet.",
 }

@@ -44,20 +44,16 @@ static uint32_t cs_host_ms;  // the host driver's clock: every look advances it 
 CS_DEV uint32_t cs_now_ms() { return cs_host_ms += 100; }
 CS_DEV void cs_exit_thread() {}
 CS_DEV bool cs_all(uint32_t, bool p) { return p; }
-CS_DEV uint32_t cs_ballot(uint32_t, bool p) { return p ? 1u : 0u; }
-CS_DEV bool cs_uniform(uint32_t, uint32_t) { return true; }
 CS_DEV uint32_t cs_nth_set(uint32_t m, uint32_t k) {
     for (uint32_t i = 0; i < 32; ++i) if ((m >> i) & 1u) { if (k == 0) return i; --k; }
     return 0;
 }
-CS_DEV uint32_t cs_bcast_any(uint32_t, uint32_t v, uint32_t) { return v; }
 CS_DEV uint32_t cs_min(uint32_t, uint32_t v) { return v; }
 CS_DEV uint32_t cs_max(uint32_t, uint32_t v) { return v; }
 CS_DEV uint32_t cs_or(uint32_t, uint32_t v) { return v; }
 CS_DEV uint32_t cs_bcast(uint32_t, uint32_t v, int) { return v; }
 CS_DEV void cs_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 CS_DEV void cs_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-CS_DEV void cs_cta_sync() {}
 CS_DEV void cs_syncwarp(uint32_t) {}
 CS_DEV uint32_t cs_ld32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 CS_DEV uint64_t cs_ld64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
@@ -124,17 +120,13 @@ CS_DEV uint32_t cs_now_ms() {
 }
 CS_DEV void cs_exit_thread() { asm volatile("exit;"); }
 CS_DEV bool cs_all(uint32_t m, bool p) { return __all_sync(m, p); }
-CS_DEV uint32_t cs_ballot(uint32_t m, bool p) { return __ballot_sync(m, p); }
-CS_DEV bool cs_uniform(uint32_t m, uint32_t v) { int pred; __match_all_sync(m, v, &pred); return pred; }
 CS_DEV uint32_t cs_nth_set(uint32_t m, uint32_t k) { return __fns(m, 0, (int)k + 1); }
-CS_DEV uint32_t cs_bcast_any(uint32_t m, uint32_t v, uint32_t lane) { return __shfl_sync(m, v, lane); }
 CS_DEV uint32_t cs_min(uint32_t m, uint32_t v) { return __reduce_min_sync(m, v); }
 CS_DEV uint32_t cs_max(uint32_t m, uint32_t v) { return __reduce_max_sync(m, v); }
 CS_DEV uint32_t cs_or(uint32_t m, uint32_t v) { return __reduce_or_sync(m, v); }
 CS_DEV uint32_t cs_bcast(uint32_t m, uint32_t v, int lane) { return __shfl_sync(m, v, lane); }
 CS_DEV void cs_fence() { __threadfence_block(); }
 CS_DEV void cs_fence_sys() { __threadfence_system(); }
-CS_DEV void cs_cta_sync() { __syncthreads(); }
 CS_DEV void cs_syncwarp(uint32_t m) { __syncwarp(m); }
 // Shadow tables belong to one CTA (one SM): relaxed CTA-scope accesses may hit in L1.
 CS_DEV uint32_t cs_ld32(const uint32_t* p) {
