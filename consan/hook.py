@@ -535,7 +535,13 @@ class Session:
                 ptr = real.ptr
 
                 def __call__(self, *_a, **_k) -> None:
-                    (err,) = original(config, driver.CUfunction(int(real.ptr)), params, extra)
+                    user_smem = config.sharedMemBytes
+                    config.sharedMemBytes = p.launch_shared_mem  # with consan's tables
+                    try:
+                        (err,) = original(config, driver.CUfunction(int(real.ptr)), params,
+                                          extra)
+                    finally:
+                        config.sharedMemBytes = user_smem
                     if int(err) != 0:
                         raise ConsanError(f"cuLaunchKernelEx of the instrumented kernel failed "
                                           f"({err!r})")

@@ -14,7 +14,7 @@ import ctypes
 import hashlib
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +77,13 @@ class Build:
     instrumented: Instrumented
     arch: toolchain.Arch
     source_name: str
+    _psh: bytes | None = field(default=None, repr=False)
+
+    def psh_cubin(self) -> bytes:
+        """The same module linked with the shared-memory phase-mode checker (cached)."""
+        if self._psh is None:
+            self._psh = _linked(self.instrumented, self.source_name, self.arch, psh=True)
+        return self._psh
 
 
 def _cache_dir() -> Path:
@@ -100,15 +107,21 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
     ins = instrument(parse(ptx, name))
     if not is_ptx(source):
         _name_source(ins, source, source_name)
+    return Build(_linked(ins, name, arch), ins, arch, name)
+
+
+def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = False) -> bytes:
+    """Link with the checker, through the on-disk cache."""
     link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
     key = hashlib.sha256(
         "\0".join([__version__, arch.sm, *link_opts, *toolchain.checker_defines(), ins.ptx,
-                   toolchain.CHECKER_SOURCE.read_text(), abi.c_header()]).encode()
+                   "psh" if psh else "", toolchain.CHECKER_SOURCE.read_text(),
+                   abi.c_header()]).encode()
     ).hexdigest()[:32]
     path = _cache_dir() / f"{key}.cubin"
     cubin = path.read_bytes() if path.exists() else None
     if cubin is None:
-        cubin = toolchain.link_with_checker(ins, name, arch, link_opts)
+        cubin = toolchain.link_with_checker(ins, name, arch, link_opts, psh=psh)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -116,7 +129,7 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
             tmp.replace(path)
         except OSError:
             pass  # the cache is an optimisation only
-    return Build(cubin, ins, arch, name)
+    return cubin
 
 
 def _name_source(ins: Instrumented, source: str, source_name: str) -> None:
@@ -164,24 +177,29 @@ class Prepared:
         self.build, self.grid, self.block = b, _dim3(grid), _dim3(block)
         self.shared_mem = int(shared_mem)
         self.kernel = resolve_kernel(b.instrumented, kernel)
-        self.module = cupy.cuda.function.Module()
-        self.module.load(b.cubin)
-        self.function = self.module.get_function(self.kernel)
-        fptr = self.function.ptr
-        if self.shared_mem > 48 * 1024:
-            driver.funcSetAttribute(fptr, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    self.shared_mem)
         nthreads = self.block[0] * self.block[1] * self.block[2]
         if nthreads > 1024:
             raise ConsanError(f"block {self.block} has {nthreads} threads; at most 1024")
         self.nwarps = (nthreads + 31) // 32
-        static = driver.funcGetAttribute(_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fptr)
-        self.window_bytes = static + self.shared_mem + abi.SMEM_RESERVED_BYTES
-        self.granules = (self.window_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
         dev = cupy.cuda.Device()
         sms = dev.attributes["MultiProcessorCount"]
+        # Phase mode keeps its tables in the CTA's shared memory when they fit.
+        self.psh_bytes = 0
+        if b.instrumented.phase_mode and os.environ.get("CONSAN_PHASE_SMEM", "1") != "0":
+            self._load(cupy, driver, b.psh_cubin())
+            psh = abi.psh_bytes(self.granules, self.nwarps)
+            room = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024) - self.static_smem
+            if self.psh_offset + psh <= room:
+                self.psh_bytes = psh
+        if not self.psh_bytes:
+            self._load(cupy, driver, b.cubin)
+        fptr = self.function.ptr
+        if self.launch_shared_mem > 48 * 1024:
+            driver.funcSetAttribute(fptr, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    self.launch_shared_mem)
+        static = self.static_smem
         per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fptr, nthreads,
-                                                                  self.shared_mem)
+                                                                  self.launch_shared_mem)
         if per_sm < 1:
             raise ConsanError(
                 f"the instrumented kernel {self.kernel} cannot launch with block {self.block} "
@@ -193,14 +211,36 @@ class Prepared:
         self.nlogical = abi.MAX_LOGICAL
         self._alloc(cupy, runtime)
 
+    def _load(self, cupy, driver, cubin: bytes) -> None:
+        self.module = cupy.cuda.function.Module()
+        self.module.load(cubin)
+        self.function = self.module.get_function(self.kernel)
+        self.static_smem = driver.funcGetAttribute(_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                                   self.function.ptr)
+        self.window_bytes = self.static_smem + self.shared_mem + abi.SMEM_RESERVED_BYTES
+        self.granules = (self.window_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
+
+    @property
+    def psh_offset(self) -> int:
+        """Where the shared-memory tables start in dynamic shared memory."""
+        return (self.shared_mem + 15) // 16 * 16
+
+    @property
+    def launch_shared_mem(self) -> int:
+        """Dynamic shared memory of the instrumented launch: the user's, then ours."""
+        return self.psh_offset + self.psh_bytes if self.psh_bytes else self.shared_mem
+
     # ---------------------------------------------------------------- tables
     def _sizes(self) -> dict[str, int]:
-        return abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical,
-                               self.build.instrumented.phase_mode)
+        sizes = abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical,
+                                self.build.instrumented.phase_mode)
+        if self.psh_bytes:  # every table the probes touch is in shared memory
+            sizes = dict.fromkeys(sizes, 0)
+        return sizes
 
     @property
     def shadow_bytes(self) -> int:
-        return sum(self._sizes().values())
+        return sum(self._sizes().values()) + self.psh_bytes * self.nslots
 
     @property
     def shadow_bytes_per_cta(self) -> int:
@@ -239,6 +279,9 @@ class Prepared:
         state["nlogical"], state["window_bytes"] = self.nlogical, self.window_bytes
         state["log_capacity"] = LOG_CAPACITY
         state["flags"] = abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0
+        if self.psh_bytes:
+            state["flags"] |= abi.FLAG_PHASE_SMEM
+            state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.psh_bytes
         self._state = state
         gptr = self.module.get_global_var(abi.STATE_SYMBOL)  # a device address
         runtime.memcpy(gptr, state.ctypes.data, state.nbytes, runtime.memcpyHostToDevice)
@@ -264,7 +307,7 @@ class Prepared:
         if self._stored_prev:
             self.records[: min(self._stored_prev, LOG_CAPACITY)] = 0
         self.tables["slot_busy"].fill(0)
-        self.function(self.grid, self.block, tuple(args), shared_mem=self.shared_mem)
+        self.function(self.grid, self.block, tuple(args), shared_mem=self.launch_shared_mem)
         self._stored_prev = LOG_CAPACITY  # until read back, assume the worst
 
     def report(self, sync: bool = True) -> Report:

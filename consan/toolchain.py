@@ -157,15 +157,18 @@ def _jitlink_log(handle) -> str:
         return ""
 
 
-def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = ()) -> bytes:
+def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
+                      psh: bool = False) -> bytes:
     """An instrumented module + the checker -> cubin. `ins` is an instrument.Instrumented.
 
     A kernel with `.maxnreg N` may only call functions that fit in N registers,
-    so the probes are assembled under the module's tightest cap.
+    so the probes are assembled under the module's tightest cap. `psh` links
+    the phase-mode checker that keeps its tables in shared memory: it has no
+    vector-clock code, so the probes need far fewer registers.
     """
     if ins.max_regs:
         extra = (*extra, f"-maxrregcount={ins.max_regs}")
-    return link([(name, ins.ptx), ("consan_checker.ptx", checker_ptx(arch))], arch, extra)
+    return link([(name, ins.ptx), ("consan_checker.ptx", checker_ptx(arch, psh))], arch, extra)
 
 
 def checker_defines() -> tuple[str, ...]:
@@ -180,6 +183,6 @@ def _checker_ptx(arch: Arch, defines: tuple[str, ...]) -> str:
                         headers={"consan_abi.h": abi.c_header()})
 
 
-def checker_ptx(arch: Arch) -> str:
+def checker_ptx(arch: Arch, psh: bool = False) -> str:
     """The device checker compiled for `arch` (relocatable, so probes link to it)."""
-    return _checker_ptx(arch, checker_defines())
+    return _checker_ptx(arch, checker_defines() + (("-DCONSAN_PSH",) if psh else ()))

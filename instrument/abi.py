@@ -181,12 +181,17 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("window_bytes", "uint32_t"),
     ("log_capacity", "uint32_t"),
     ("flags", "uint32_t"),  # FLAG_*
+    ("psh_offset", "uint32_t"),  # FLAG_PHASE_SMEM: byte offset of the tables in dynamic smem
+    ("psh_bytes", "uint32_t"),  # FLAG_PHASE_SMEM: their size (psh_bytes())
 )
 
 # The kernel synchronises only with CTA-wide barriers: happens-before between two
 # warps is then exactly "a CTA-wide barrier lies between", and the checker keeps
 # per-warp read bitmaps per CTA phase instead of vector clocks (docs/model.md).
 FLAG_PHASE_MODE = 0x1
+# Phase mode with every table in the CTA's own shared memory, appended to the
+# launch's dynamic shared memory (no global-memory traffic on the hot path).
+FLAG_PHASE_SMEM = 0x2
 
 # Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
 CTA_LIVE_THREADS = 0
@@ -211,6 +216,16 @@ RM_GEN_SHIFT = 48
 
 def bitmap_words(granules: int) -> int:
     return (granules + 31) // 32
+
+
+def psh_bytes(granules: int, nwarps: int) -> int:
+    """Shared-memory tables of phase mode (FLAG_PHASE_SMEM), per CTA.
+
+    Per granule: write epoch (u64), write site, read site, latest read phase
+    (u32 each); per warp and phase parity: a bitmap of the granules it read.
+    """
+    total = 20 * granules + 4 * 2 * nwarps * bitmap_words(granules)
+    return (total + 15) // 16 * 16
 
 
 def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOGICAL,
@@ -317,6 +332,7 @@ def c_header() -> str:
         "CS_WW_FLAG_ATOMIC": WW_FLAG_ATOMIC,
         "CS_RM_GEN_SHIFT": RM_GEN_SHIFT,
         "CS_FLAG_PHASE_MODE": FLAG_PHASE_MODE,
+        "CS_FLAG_PHASE_SMEM": FLAG_PHASE_SMEM,
         "CS_WW_FLAG_MBAR": WW_FLAG_MBAR,
         "CS_MB_INIT": MB_INIT, "CS_MB_INVAL": MB_INVAL, "CS_MB_ARRIVE": MB_ARRIVE,
         "CS_MB_ARRIVE_DROP": MB_ARRIVE_DROP, "CS_MB_EXPECT_TX": MB_EXPECT_TX,

@@ -60,6 +60,7 @@ def library() -> ctypes.CDLL:
     lib.cs_host_set.argtypes = [u32, u32, u32, u32, u32]
     lib.cs_host_set_state.argtypes = [ctypes.c_void_p]
     lib.cs_host_slot.restype = u32
+    lib.cs_host_set_dyn.argtypes = [ctypes.c_void_p]
     return lib
 
 
@@ -67,9 +68,9 @@ class HostChecker:
     """Shadow tables in numpy, one CTA slot (or more), warps driven one call at a time."""
 
     def __init__(self, nwarps: int = 4, smem_bytes: int = 1024, nslots: int = 1,
-                 capacity: int = 1024, phase_mode: bool = False):
+                 capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False):
         self.lib = library()
-        self.nwarps, self.nslots = nwarps, nslots
+        self.nwarps, self.nslots, self.phase_smem = nwarps, nslots, phase_smem
         self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
         L, G, n = abi.MAX_LOGICAL, self.granules, nslots
         sizes = abi.table_bytes(n, G, nwarps, L, phase_mode)
@@ -86,7 +87,12 @@ class HostChecker:
         st["nslots"], st["granules"], st["nwarps"] = n, G, nwarps
         st["nthreads"], st["nlogical"] = nwarps * 32, L
         st["window_bytes"], st["log_capacity"] = smem_bytes, capacity
-        st["flags"] = abi.FLAG_PHASE_MODE if phase_mode else 0
+        st["flags"] = abi.FLAG_PHASE_MODE if phase_mode or phase_smem else 0
+        if phase_smem:  # the tables the device keeps in the CTA's dynamic shared memory
+            st["flags"] |= abi.FLAG_PHASE_SMEM
+            st["psh_bytes"] = abi.psh_bytes(G, nwarps)
+            self.smem = np.zeros(int(st["psh_bytes"][0]) // 8, dtype=np.uint64)
+            self.lib.cs_host_set_dyn(self.smem.ctypes.data)
         self.state = st
         self.lib.cs_host_set_state(st.ctypes.data)
         self.cta = (0, 0, 0)

@@ -16,6 +16,7 @@
 #ifdef CONSAN_HOST
 #include <stdint.h>
 #else
+typedef unsigned char uint8_t;
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 typedef int int32_t;
@@ -842,26 +843,241 @@ CS_DEV void cs_thread_exit(uint32_t site) {
     (void)site;
 }
 
+// ------------------------------------------------------------- phase mode, tables in smem
+//
+// Phase mode with its tables in the CTA's own shared memory (FLAG_PHASE_SMEM;
+// the device build compiled with -DCONSAN_PSH has only this path). The runtime
+// appends psh_bytes of dynamic shared memory at psh_offset; the CTA clears them
+// when it begins, so no slot, generation tag or global-memory atomic is needed.
+// Per granule: the write epoch (phase:32 | tid:8 | flags:8, 0 = never written),
+// the sites of the last write and read, the latest phase anyone read it in;
+// per warp and phase parity a bitmap of the granules it read (abi.psh_layout).
+
+#ifdef CONSAN_HOST
+static uint8_t* cs_dyn_host;
+#define CS_DYN cs_dyn_host
+#else
+extern __shared__ __align__(16) uint8_t cs_dyn[];
+#define CS_DYN cs_dyn
+#endif
+#define CS_PSH_MULTI 0xFFu  // writer tid: several warps updated the granule atomically
+
+CS_DEV uint32_t cs_vld32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
+CS_DEV uint64_t cs_vld64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
+CS_DEV void cs_vst32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
+
+CS_DEV uint8_t* cs_psh() { return CS_DYN + S.psh_offset; }
+CS_DEV uint64_t* cs_psh_ww() { return (uint64_t*)cs_psh(); }
+CS_DEV uint32_t* cs_psh_u32(uint32_t table) {  // table k of the u32 tables after the epochs
+    return (uint32_t*)(cs_psh() + (uint64_t)(8u + 4u * table) * S.granules);
+}
+#define CS_PSH_WSITE 0u
+#define CS_PSH_RSITE 1u
+#define CS_PSH_RPHASE 2u
+CS_DEV uint32_t* cs_psh_bits(uint32_t w, uint32_t parity) {
+    uint32_t words = (S.granules + 31) / 32;
+    return cs_psh_u32(3) + (w * 2 + parity) * words;
+}
+
+// One record per distinct finding among the lanes that call together.
+CS_NOINLINE void cs_psh_note(uint32_t kind, uint32_t site, uint32_t prev_site,
+                             uint32_t prev_warp, uint32_t lo, uint32_t hi) {
+    uint32_t active = cs_activemask();
+    if (prev_warp == CS_PSH_MULTI) prev_warp = CS_NO_WARP;
+    uint64_t key = ((uint64_t)kind << 48) | ((uint64_t)prev_warp << 32) | prev_site;
+    uint32_t same = cs_match(active, key);
+    lo = cs_min(same, lo);
+    hi = cs_max(same, hi);
+    if (cs_lane() != (uint32_t)(cs_ffs(same) - 1)) return;
+    cs_record_t r = cs_blank(kind, site);
+    r.prev_site = prev_site;
+    r.prev_warp = prev_warp;
+    r.lanes = same;
+    r.offset_lo = lo;
+    r.offset_hi = hi;
+    r.clock = cs_phase_sh[cs_warp()];
+    cs_record(r);
+}
+
+CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
+    uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
+    uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
+    uint32_t shape = (info >> CS_INFO_SHAPE_SHIFT) & 15u;
+    uint32_t size = info & CS_INFO_SIZE_MASK;
+    if (space == CS_SPACE_GENERIC) {
+        if (!cs_is_shared(addr)) return;
+        addr = cs_to_shared(addr);
+    }
+    if (shape && cs_lane() >= 8u * shape) return;  // ldmatrix/stmatrix: lanes giving row addresses
+    uint32_t off;
+    if (!cs_local((uint32_t)addr, off)) {
+        cs_psh_note(CS_TOOL_REMOTE_SMEM, site, CS_NO_SITE, CS_NO_WARP, 0xFFFFFFFFu, 0u);
+        return;
+    }
+    uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
+    if (g1 >= S.granules) {
+        cs_psh_note(CS_TOOL_OUT_OF_WINDOW, site, CS_NO_SITE, CS_NO_WARP, off, off + size);
+        return;
+    }
+    uint32_t w = cs_warp(), phase = cs_phase_sh[w];
+    uint64_t* ww = cs_psh_ww();
+    uint32_t kind = 0, prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP;
+    if (mode == CS_MODE_READ) {
+        // Set this warp's bits; only granules it had not read this phase need a look.
+        uint32_t* bm = cs_psh_bits(w, phase & 1);
+        uint32_t* rsite = cs_psh_u32(CS_PSH_RSITE);
+        uint32_t* rphase = cs_psh_u32(CS_PSH_RPHASE);
+        uint32_t fresh[3] = {0, 0, 0}, k0 = g0 >> 5, any = 0;
+        for (uint32_t k = k0; k <= (g1 >> 5); ++k) {
+            uint32_t lo = k == k0 ? (g0 & 31) : 0, hi = k == (g1 >> 5) ? (g1 & 31) : 31;
+            uint32_t m = (hi == 31 ? 0xFFFFFFFFu : ((1u << (hi + 1)) - 1)) & ~((1u << lo) - 1);
+            if ((cs_vld32(&bm[k]) & m) == m) continue;
+            uint32_t f = m & ~cs_or32(&bm[k], m);
+            fresh[k - k0] = f;
+            any |= f;
+            for (uint32_t b = f; b; b &= b - 1) {
+                uint32_t g = k * 32 + (uint32_t)(cs_ffs(b) - 1);
+                cs_vst32(&rphase[g], phase);
+                cs_vst32(&rsite[g], site);
+            }
+        }
+        if (!any) return;
+        cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+        for (uint32_t k = k0; k <= (g1 >> 5) && !kind; ++k) {
+            for (uint32_t b = fresh[k - k0]; b; b &= b - 1) {
+                uint32_t g = k * 32 + (uint32_t)(cs_ffs(b) - 1);
+                uint64_t e = cs_vld64(&ww[g]);
+                uint32_t t = (uint32_t)(e >> CS_WW_TID_SHIFT) & 0xFFu;
+                if (e == 0) {
+                    kind = CS_UNINIT_READ;
+                } else if ((uint32_t)e == phase && t != w) {
+                    kind = CS_RACE_RAW;
+                    prev_site = cs_vld32(&cs_psh_u32(CS_PSH_WSITE)[g]);
+                    prev_warp = t;
+                }
+                if (kind) break;
+            }
+        }
+    } else {
+        uint64_t atom = mode == CS_MODE_ATOMIC ? (uint64_t)CS_WW_FLAG_ATOMIC << CS_WW_FLAGS_SHIFT : 0;
+        uint64_t now = phase | ((uint64_t)w << CS_WW_TID_SHIFT) | atom;
+        uint64_t multi = phase | ((uint64_t)CS_PSH_MULTI << CS_WW_TID_SHIFT) | atom;
+        uint32_t* wsite = cs_psh_u32(CS_PSH_WSITE);
+        bool stored = false;
+        for (uint32_t g = g0; g <= g1; ++g) {
+            uint64_t e = cs_vld64(&ww[g]);
+            // Rewritten by this warp, or updated atomically by several, this phase:
+            // whoever reads or writes it next this phase sees this epoch.
+            if (e == now || (atom && e == multi)) continue;
+            bool other_atomic = atom && (uint32_t)e == phase && (e & atom);
+            uint64_t old = cs_xchg64(&ww[g], other_atomic ? multi : now);
+            uint32_t old_site = cs_xchg32(&wsite[g], site);
+            stored = true;
+            uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
+            if (kind) continue;
+            if (old == 0) {
+                if (atom) kind = CS_UNINIT_READ;  // an atomic reads the granule
+            } else if ((uint32_t)old == phase && t != w && !(atom && (old & atom))) {
+                kind = CS_RACE_WAW;
+                prev_site = old_site;
+                prev_warp = t;
+            }
+        }
+        if (stored) {
+            cs_fence();  // publish the write, then look for readers of this phase
+            const uint32_t* rphase = cs_psh_u32(CS_PSH_RPHASE);
+            for (uint32_t g = g0; g <= g1 && !kind; ++g) {
+                if (cs_vld32(&rphase[g]) != phase) continue;  // most writes: nobody read it
+                uint32_t bit = 1u << (g & 31);
+                for (uint32_t u = 0; u < S.nwarps; ++u) {
+                    if (u == w || !(cs_vld32(&cs_psh_bits(u, phase & 1)[g >> 5]) & bit)) continue;
+                    kind = CS_RACE_WAR;
+                    prev_site = cs_vld32(&cs_psh_u32(CS_PSH_RSITE)[g]);
+                    prev_warp = u;
+                    break;
+                }
+            }
+        }
+    }
+    if (kind) cs_psh_note(kind, site, prev_site, prev_warp, off, off + size);
+}
+
+// Before the CTA-wide barrier that ends phase p: empty this warp's bitmap for
+// p+1 (it holds p-1, which no one can look at any more).
+CS_DEV uint32_t cs_psh_bar_arrive() {
+    uint32_t active = cs_activemask();
+    uint32_t lane = cs_lane(), w = cs_warp();
+    uint32_t* bm = cs_psh_bits(w, (cs_phase_sh[w] + 1) & 1);
+    uint32_t words = (S.granules + 31) / 32;
+    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
+    for (uint32_t i = rank; i < words; i += n) cs_vst32(&bm[i], 0);
+    cs_fence();
+    cs_syncwarp(active);
+    return CS_TOKEN_CTA_WIDE;
+}
+
+CS_DEV void cs_psh_bar_wait(uint32_t gen) {
+    uint32_t active = cs_activemask();
+    if ((gen & CS_TOKEN_CTA_WIDE) && cs_lane() == (uint32_t)(cs_ffs(active) - 1))
+        cs_phase_sh[cs_warp()] += 1;
+    cs_syncwarp(active);
+}
+
+// Run by every thread (i of n) when the CTA begins.
+CS_DEV void cs_psh_begin(uint32_t i, uint32_t n) {
+    if (i == 0) {
+        cs_gadd32(&((cs_log_header_t*)S.log)->ctas_begun, 1);
+        cs_slot_sh = 0;
+    }
+    for (uint32_t w = i; w < CS_MAX_WARPS; w += n) cs_phase_sh[w] = 1;
+    uint32_t* p = (uint32_t*)cs_psh();
+    for (uint32_t k = i; k < S.psh_bytes / 4; k += n) p[k] = 0;
+}
+
+CS_DEV bool cs_psh_mode() {
+#if defined(CONSAN_PSH)
+    return true;
+#elif defined(CONSAN_HOST)
+    return S.flags & CS_FLAG_PHASE_SMEM;
+#else
+    return false;
+#endif
+}
+
 // ------------------------------------------------------------- probe entry points
 
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
 #ifdef CONSAN_NULL_ACCESS  // benchmarks only: the cost of the probe call alone
     return;
 #endif
+    if (cs_psh_mode()) return cs_psh_access(addr, site, info);
+#ifndef CONSAN_PSH
     cs_access(addr, site, info);
+#endif
 }
 
 CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
+    if (cs_psh_mode()) return cs_psh_bar_arrive();
+#ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return 0;
     return cs_bar_arrive(b, count, site, mode);
+#endif
 }
 
 CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
+    if (cs_psh_mode()) return cs_psh_bar_wait(gen);
+#ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return;
     cs_bar_wait(gen, b, site);
+#endif
 }
 
-CS_ENTRY void __consan_thread_exit(uint32_t site) { cs_thread_exit(site); }
+CS_ENTRY void __consan_thread_exit(uint32_t site) {
+    if (cs_psh_mode()) return;  // phase mode keeps no count of live warps
+#ifndef CONSAN_PSH
+    cs_thread_exit(site);
+#endif
+}
 
 // cp.async groups: the copy unit of warp w is logical thread AGENT_CPASYNC + w, and its
 // clock counts groups. commit_group closes group k; wait_group n completes every group
@@ -1131,7 +1347,9 @@ CS_ENTRY void cs_host_set(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t warp, 
     cs_host_ctx.nthreads_block = nthreads;
 }
 CS_ENTRY void cs_host_set_state(const cs_state_t* s) { __consan_state = *s; }
+CS_ENTRY void cs_host_set_dyn(uint8_t* p) { cs_dyn_host = p; }
 CS_ENTRY void __consan_cta_begin() {
+    if (cs_psh_mode()) return cs_psh_begin(0, 1);
     cs_begin_leader(cs_block_threads());
     if (cs_slot_sh != CS_NO_SLOT) cs_begin_clear(cs_slot_sh, 0, 1);
 }
@@ -1140,6 +1358,11 @@ CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
 CS_ENTRY void __consan_cta_begin() {
     uint32_t tid = cs_tid();
     uint32_t n = cs_block_threads();
+#ifdef CONSAN_PSH
+    cs_psh_begin(tid, n);
+    __syncthreads();
+    return;
+#endif
     if (tid == 0) cs_begin_leader(n);
     __syncthreads();
     uint32_t slot = cs_slot_sh;
