@@ -77,13 +77,14 @@ class Build:
     instrumented: Instrumented
     arch: toolchain.Arch
     source_name: str
-    _psh: bytes | None = field(default=None, repr=False)
+    _psh: dict[int, bytes] = field(default_factory=dict, repr=False)
 
-    def psh_cubin(self) -> bytes:
+    def psh_cubin(self, max_regs: int) -> bytes:
         """The same module linked with the shared-memory phase-mode checker (cached)."""
-        if self._psh is None:
-            self._psh = _linked(self.instrumented, self.source_name, self.arch, psh=True)
-        return self._psh
+        if max_regs not in self._psh:
+            self._psh[max_regs] = _linked(self.instrumented, self.source_name, self.arch,
+                                          psh=True, max_regs=max_regs)
+        return self._psh[max_regs]
 
 
 def _cache_dir() -> Path:
@@ -110,18 +111,20 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
     return Build(_linked(ins, name, arch), ins, arch, name)
 
 
-def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = False) -> bytes:
+def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = False,
+            max_regs: int = 0) -> bytes:
     """Link with the checker, through the on-disk cache."""
     link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
     key = hashlib.sha256(
         "\0".join([__version__, arch.sm, *link_opts, *toolchain.checker_defines(), ins.ptx,
-                   "psh" if psh else "", toolchain.CHECKER_SOURCE.read_text(),
+                   f"psh{max_regs}" if psh else "", toolchain.CHECKER_SOURCE.read_text(),
                    abi.c_header()]).encode()
     ).hexdigest()[:32]
     path = _cache_dir() / f"{key}.cubin"
     cubin = path.read_bytes() if path.exists() else None
     if cubin is None:
-        cubin = toolchain.link_with_checker(ins, name, arch, link_opts, psh=psh)
+        cubin = toolchain.link_with_checker(ins, name, arch, link_opts, psh=psh,
+                                            max_regs=max_regs)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -167,6 +170,18 @@ def _dim3(v) -> tuple[int, int, int]:
     return t  # type: ignore[return-value]
 
 
+def psh_max_regs(nthreads: int) -> int:
+    """Register cap for a kernel linked with the phase-mode checker.
+
+    ptxas places the kernel's live registers above those its callees use, so
+    probes push a kernel far above its native count (sgemm: 70 -> 136, one CTA
+    per SM). The cap keeps two CTAs of up to 256 threads per SM, and any block
+    launchable (CONSAN_PSH_MAXREG overrides, for measurements).
+    """
+    env = int(os.environ.get("CONSAN_PSH_MAXREG", "0") or 0)
+    return env or max(32, min(128, 65536 // max(nthreads, 32) // 8 * 8))
+
+
 class Prepared:
     """An instrumented kernel bound to a launch shape, with its shadow tables."""
 
@@ -186,10 +201,10 @@ class Prepared:
         # Phase mode keeps its tables in the CTA's shared memory when they fit.
         self.psh_bytes = 0
         if b.instrumented.phase_mode and os.environ.get("CONSAN_PHASE_SMEM", "1") != "0":
-            self._load(cupy, driver, b.psh_cubin())
+            self._load(cupy, driver, b.psh_cubin(psh_max_regs(nthreads)))
             psh = abi.psh_bytes(self.granules, self.nwarps)
             room = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024) - self.static_smem
-            if self.psh_offset + psh <= room:
+            if self.psh_offset + psh + 16 <= room:
                 self.psh_bytes = psh
         if not self.psh_bytes:
             self._load(cupy, driver, b.cubin)
@@ -228,7 +243,8 @@ class Prepared:
     @property
     def launch_shared_mem(self) -> int:
         """Dynamic shared memory of the instrumented launch: the user's, then ours."""
-        return self.psh_offset + self.psh_bytes if self.psh_bytes else self.shared_mem
+        # 16 more: the checker aligns the tables itself (docs/model.md)
+        return self.psh_offset + self.psh_bytes + 16 if self.psh_bytes else self.shared_mem
 
     # ---------------------------------------------------------------- tables
     def _sizes(self) -> dict[str, int]:

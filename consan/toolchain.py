@@ -158,16 +158,18 @@ def _jitlink_log(handle) -> str:
 
 
 def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
-                      psh: bool = False) -> bytes:
+                      psh: bool = False, max_regs: int = 0) -> bytes:
     """An instrumented module + the checker -> cubin. `ins` is an instrument.Instrumented.
 
     A kernel with `.maxnreg N` may only call functions that fit in N registers,
     so the probes are assembled under the module's tightest cap. `psh` links
     the phase-mode checker that keeps its tables in shared memory: it has no
-    vector-clock code, so the probes need far fewer registers.
+    vector-clock code, so the probes need far fewer registers. `max_regs` caps
+    the registers of every function (the tighter of it and `.maxnreg` wins).
     """
-    if ins.max_regs:
-        extra = (*extra, f"-maxrregcount={ins.max_regs}")
+    caps = [c for c in (ins.max_regs, max_regs) if c]
+    if caps:
+        extra = (*extra, f"-maxrregcount={min(caps)}")
     return link([(name, ins.ptx), ("consan_checker.ptx", checker_ptx(arch, psh))], arch, extra)
 
 

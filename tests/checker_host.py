@@ -91,7 +91,7 @@ class HostChecker:
         if phase_smem:  # the tables the device keeps in the CTA's dynamic shared memory
             st["flags"] |= abi.FLAG_PHASE_SMEM
             st["psh_bytes"] = abi.psh_bytes(G, nwarps)
-            self.smem = np.zeros(int(st["psh_bytes"][0]) // 8, dtype=np.uint64)
+            self.smem = np.zeros(int(st["psh_bytes"][0]) // 8 + 2, dtype=np.uint64)
             self.lib.cs_host_set_dyn(self.smem.ctypes.data)
         self.state = st
         self.lib.cs_host_set_state(st.ctypes.data)

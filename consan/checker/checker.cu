@@ -866,7 +866,11 @@ CS_DEV uint32_t cs_vld32(const uint32_t* p) { return *(const volatile uint32_t*)
 CS_DEV uint64_t cs_vld64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
 CS_DEV void cs_vst32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
 
-CS_DEV uint8_t* cs_psh() { return CS_DYN + S.psh_offset; }
+// The dynamic window is only as aligned as the user's extern shared arrays ask:
+// start the tables at the next 16 bytes (the runtime adds 16 for this).
+CS_DEV uint8_t* cs_psh() {
+    return CS_DYN + ((0u - (uint32_t)(uint64_t)CS_DYN) & 15u) + S.psh_offset;
+}
 CS_DEV uint64_t* cs_psh_ww() { return (uint64_t*)cs_psh(); }
 CS_DEV uint32_t* cs_psh_u32(uint32_t table) {  // table k of the u32 tables after the epochs
     return (uint32_t*)(cs_psh() + (uint64_t)(8u + 4u * table) * S.granules);
@@ -927,13 +931,23 @@ CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
         uint32_t* bm = cs_psh_bits(w, phase & 1);
         uint32_t* rsite = cs_psh_u32(CS_PSH_RSITE);
         uint32_t* rphase = cs_psh_u32(CS_PSH_RPHASE);
-        uint32_t fresh[3] = {0, 0, 0}, k0 = g0 >> 5, any = 0;
-        for (uint32_t k = k0; k <= (g1 >> 5); ++k) {
-            uint32_t lo = k == k0 ? (g0 & 31) : 0, hi = k == (g1 >> 5) ? (g1 & 31) : 31;
-            uint32_t m = (hi == 31 ? 0xFFFFFFFFu : ((1u << (hi + 1)) - 1)) & ~((1u << lo) - 1);
-            if ((cs_vld32(&bm[k]) & m) == m) continue;
-            uint32_t f = m & ~cs_or32(&bm[k], m);
-            fresh[k - k0] = f;
+        // Lanes setting bits of the same bitmap word (tiles, broadcasts) combine them:
+        // one atomic per word, not one per lane.
+        uint32_t active = cs_activemask(), lane = cs_lane();
+        uint32_t fresh[3] = {0, 0, 0}, k0 = g0 >> 5, k1 = g1 >> 5, any = 0;
+        for (uint32_t j = 0; cs_any(active, k0 + j <= k1); ++j) {
+            uint32_t k = k0 + j, m = 0;
+            if (k <= k1) {
+                uint32_t lo = j == 0 ? (g0 & 31) : 0, hi = k == k1 ? (g1 & 31) : 31;
+                m = (hi == 31 ? 0xFFFFFFFFu : ((1u << (hi + 1)) - 1)) & ~((1u << lo) - 1);
+            }
+            uint32_t peers = cs_match(active, m ? k : 0xFFFFFFFFu);
+            uint32_t all = cs_or(peers, m), leader = (uint32_t)(cs_ffs(peers) - 1), f = 0;
+            if (all && lane == leader && (cs_vld32(&bm[k]) & all) != all)
+                f = all & ~cs_or32(&bm[k], all);
+            f = cs_bcast(peers, f, (int)leader) & m;
+            if (!f) continue;
+            fresh[j] = f;
             any |= f;
             for (uint32_t b = f; b; b &= b - 1) {
                 uint32_t g = k * 32 + (uint32_t)(cs_ffs(b) - 1);
@@ -943,7 +957,7 @@ CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
         }
         if (!any) return;
         cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
-        for (uint32_t k = k0; k <= (g1 >> 5) && !kind; ++k) {
+        for (uint32_t k = k0; k <= k1 && !kind; ++k) {
             for (uint32_t b = fresh[k - k0]; b; b &= b - 1) {
                 uint32_t g = k * 32 + (uint32_t)(cs_ffs(b) - 1);
                 uint64_t e = cs_vld64(&ww[g]);
