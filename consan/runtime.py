@@ -175,11 +175,15 @@ def psh_max_regs(nthreads: int) -> int:
 
     ptxas places the kernel's live registers above those its callees use, so
     probes push a kernel far above its native count (sgemm: 70 -> 136, one CTA
-    per SM). The cap keeps two CTAs of up to 256 threads per SM, and any block
-    launchable (CONSAN_PSH_MAXREG overrides, for measurements).
+    per SM). The cap keeps 24 warps (37.5% occupancy) resident per SM as far as
+    registers go, and any block launchable; the spills it costs around probe
+    calls are cheaper than the lost warps (benchmarks/RESULTS.md: sgemm 128
+    registers 48x, 80 registers 36x). CONSAN_PSH_MAXREG overrides it.
     """
     env = int(os.environ.get("CONSAN_PSH_MAXREG", "0") or 0)
-    return env or max(32, min(128, 65536 // max(nthreads, 32) // 8 * 8))
+    threads = max(nthreads, 32)
+    ctas = -(-768 // threads)
+    return env or max(32, min(128, 65536 // (threads * ctas) // 8 * 8))
 
 
 class Prepared:

@@ -102,10 +102,19 @@ CS_DEV uint32_t cs_ctarank() { return 0; }
 extern "C" {
 __constant__ cs_state_t __consan_state;  // filled by the runtime before each launch
 }
-__shared__ uint32_t cs_slot_sh;
-__shared__ uint32_t cs_gen_sh;
-__shared__ uint32_t cs_clock_sh[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
-__shared__ uint32_t cs_phase_sh[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
+// The checker's own shared variables, one block whose size is a multiple of 16, so
+// the dynamic window after the static ones keeps the alignment it has natively (the
+// linker does not raise it for extern arrays of another module: measured on the H100).
+struct __align__(16) cs_shared_t {
+    uint32_t slot, gen, pad[2];
+    uint32_t clock[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
+    uint32_t phase[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
+};
+__shared__ cs_shared_t cs_shv;
+#define cs_slot_sh (cs_shv.slot)
+#define cs_gen_sh (cs_shv.gen)
+#define cs_clock_sh (cs_shv.clock)
+#define cs_phase_sh (cs_shv.phase)
 CS_DEV uint32_t cs_lane() { uint32_t l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
 CS_DEV uint32_t cs_tid() {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -868,8 +877,15 @@ CS_DEV void cs_vst32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
 
 // The dynamic window is only as aligned as the user's extern shared arrays ask:
 // start the tables at the next 16 bytes (the runtime adds 16 for this).
+// (asm: the compiler would assume the declared alignment and fold the pad to 0).
 CS_DEV uint8_t* cs_psh() {
-    return CS_DYN + ((0u - (uint32_t)(uint64_t)CS_DYN) & 15u) + S.psh_offset;
+#ifdef CONSAN_HOST
+    uint32_t a = (uint32_t)(uint64_t)CS_DYN;
+#else
+    uint32_t a;
+    asm("mov.u32 %0, cs_dyn;" : "=r"(a));
+#endif
+    return CS_DYN + ((0u - a) & 15u) + S.psh_offset;
 }
 CS_DEV uint64_t* cs_psh_ww() { return (uint64_t*)cs_psh(); }
 CS_DEV uint32_t* cs_psh_u32(uint32_t table) {  // table k of the u32 tables after the epochs
@@ -931,23 +947,28 @@ CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
         uint32_t* bm = cs_psh_bits(w, phase & 1);
         uint32_t* rsite = cs_psh_u32(CS_PSH_RSITE);
         uint32_t* rphase = cs_psh_u32(CS_PSH_RPHASE);
-        // Lanes setting bits of the same bitmap word (tiles, broadcasts) combine them:
-        // one atomic per word, not one per lane.
+        // When the warp's reads fall in at most three bitmap words (tiles, broadcasts,
+        // stencils), the lanes combine their bits: one shared atomic per word instead
+        // of up to 32 serialised ones. Scattered reads (columns) set their own bits.
         uint32_t active = cs_activemask(), lane = cs_lane();
         uint32_t fresh[3] = {0, 0, 0}, k0 = g0 >> 5, k1 = g1 >> 5, any = 0;
-        for (uint32_t j = 0; cs_any(active, k0 + j <= k1); ++j) {
-            uint32_t k = k0 + j, m = 0;
-            if (k <= k1) {
-                uint32_t lo = j == 0 ? (g0 & 31) : 0, hi = k == k1 ? (g1 & 31) : 31;
+        uint32_t kmin = cs_min(active, k0), kmax = cs_max(active, k1);
+        bool together = kmax - kmin <= 2;
+        uint32_t first = together ? kmin : k0, last = together ? kmax : k1;
+        for (uint32_t k = first; k <= last; ++k) {
+            uint32_t m = 0;
+            if (k >= k0 && k <= k1) {
+                uint32_t lo = k == k0 ? (g0 & 31) : 0, hi = k == k1 ? (g1 & 31) : 31;
                 m = (hi == 31 ? 0xFFFFFFFFu : ((1u << (hi + 1)) - 1)) & ~((1u << lo) - 1);
             }
-            uint32_t peers = cs_match(active, m ? k : 0xFFFFFFFFu);
-            uint32_t all = cs_or(peers, m), leader = (uint32_t)(cs_ffs(peers) - 1), f = 0;
+            uint32_t all = together ? cs_or(active, m) : m, f = 0;
+            uint32_t leader = together ? (uint32_t)(cs_ffs(active) - 1) : lane;
             if (all && lane == leader && (cs_vld32(&bm[k]) & all) != all)
                 f = all & ~cs_or32(&bm[k], all);
-            f = cs_bcast(peers, f, (int)leader) & m;
+            if (together) f = cs_bcast(active, f, (int)leader);
+            f &= m;
             if (!f) continue;
-            fresh[j] = f;
+            fresh[k - k0] = f;
             any |= f;
             for (uint32_t b = f; b; b &= b - 1) {
                 uint32_t g = k * 32 + (uint32_t)(cs_ffs(b) - 1);
