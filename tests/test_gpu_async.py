@@ -76,12 +76,25 @@ extern "C" __global__ void pipeline_epilogue(const float* in, float* out, int nt
 }
 """
 
+NO_BARRIER = CP + r"""
+extern "C" __global__ void cp_no_barrier(const float* in, float* out) {
+    __shared__ __align__(16) float s[256];
+    int t = threadIdx.x;
+    cp4(&s[t], in + blockIdx.x * 256 + t);  // @cp
+    COMMIT();
+    WAIT_HERE
+    out[blockIdx.x * 256 + t] = s[(t + 32) % 256];  // @use (another warp's copy)
+}
+"""
+
 
 CASES = [
     # (source, kernel, racy wait, clean wait, marker of the access, marker of the copy)
     (READ_BEFORE_WAIT, "cp_read", "", "WAIT(0);", "@use", "@cp"),
     (LAST_GROUP, "cp_two_groups", "WAIT(1);", "WAIT(0);", "@use-b", "@cp-b"),
     (EPILOGUE, "pipeline_epilogue", "", "WAIT(0);", "@epilogue", "@prefetch"),
+    # each warp waits for its own copies; another warp's need the barrier after the wait
+    (NO_BARRIER, "cp_no_barrier", "WAIT(0);", "WAIT(0);\n    __syncthreads();", "@use", "@cp"),
 ]
 
 
@@ -122,3 +135,23 @@ def test_clean_twin_is_clean_and_computes_the_same(case):
     assert rep.ok, str(rep)
     _, want = _run(src, kernel, native=True)
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_multistage_cp_async_ldmatrix_mma_gemm_is_clean_and_exact():
+    """Feature-dense clean kernel: 3-stage cp.async ring, ldmatrix, mma.sync (sm_80+)."""
+    import cupy as cp
+
+    import consan
+    from tests import mma_gemm as g
+
+    m = n = 128
+    k = 256
+    a, bt, c, want = g.inputs(cp, m, n, k)
+    rep = consan.check(g.SOURCE, g.KERNEL, grid=g.grid(m, n), block=g.BLOCK,
+                       args=g.args(a, bt, c, m, n, k), options=(arch_option(),))
+    assert rep.ok, str(rep)
+    np.testing.assert_array_equal(c.get(), want)  # small integers: exact in fp32
+    native = cp.zeros_like(c)
+    cp.RawKernel(g.SOURCE, g.KERNEL, options=(arch_option(),))(
+        g.grid(m, n), g.BLOCK, g.args(a, bt, native, m, n, k))
+    np.testing.assert_array_equal(native.get(), c.get())
