@@ -1,0 +1,219 @@
+"""Hopper pipelines on mbarriers and bulk copies (sm_90): each racy kernel has a clean
+twin that differs by the one wait it is missing.
+
+- a warp-specialised ring: a producer lane fills STAGES slots with bulk copies that
+  complete `full[s]`; two consumer warps read a slot after waiting `full[s]` and
+  release it by arriving on `empty[s]`. Racy: the producer skips the empty wait
+  (its copy overwrites a slot the consumers read: race.war), or the consumers read
+  before the full wait (async.pending-write);
+- a stale parity on the second trip through one mbarrier, and a wait on the wrong
+  mbarrier: both acquire nothing, so the read of the copy is async.pending-write.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.gpu_util import GPU, arch_option, line_of
+from tests.test_gpu_mbarrier import MB
+
+pytestmark = GPU
+
+COPY = MB + r"""
+__device__ __forceinline__ void expect_copy(float* dst, const float* src, unsigned long long* b) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 1024;"
+                 :: "r"(sa(b)) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1], 1024, [%2];" :: "r"(sa(dst)), "l"(src), "r"(sa(b)) : "memory");
+}
+__device__ __forceinline__ void spin(long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
+}
+"""
+
+RING = COPY + r"""
+#define STAGES 2
+#define TILE 256
+extern "C" __global__ void ring(const float* in, float* out, int ntiles) {
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    __shared__ __align__(128) float buf[STAGES][TILE];
+    int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    if (t == 0)
+        for (int s = 0; s < STAGES; ++s) mb_init(&full[s], 1), mb_init(&empty[s], 2);
+    __syncthreads();
+    const float* src = in + (size_t)blockIdx.x * ntiles * TILE;
+    if (warp == 0) {
+        if (lane == 0) {
+            for (int i = 0; i < ntiles; ++i) {
+                int s = i % STAGES;
+                unsigned ph = (i / STAGES) & 1;
+                if (i >= STAGES) {
+                    PRODUCER_WAIT
+                }
+                expect_copy(buf[s], src + i * TILE, &full[s]);  // @produce
+            }
+            // the last copies must land before the CTA exits
+            for (int i = ntiles > STAGES ? ntiles - STAGES : 0; i < ntiles; ++i)
+                mb_wait(&full[i % STAGES], (i / STAGES) & 1);
+        }
+    } else {
+        CONSUMER_DELAY
+        float acc = 0.0f;
+        int c = t - 32;
+        for (int i = 0; i < ntiles; ++i) {
+            int s = i % STAGES;
+            unsigned ph = (i / STAGES) & 1;
+            WAIT_BEFORE
+            for (int j = c; j < TILE; j += 64) acc += buf[s][j];  // @consume
+            WAIT_AFTER
+            __syncwarp();
+            if (lane == 0) mb_arrive(&empty[s], 1);
+        }
+        out[blockIdx.x * 64 + c] = acc;
+    }
+}
+"""
+
+CLEAN_RING = {"PRODUCER_WAIT": "mb_wait(&empty[s], ph ^ 1);", "CONSUMER_DELAY": "",
+              "WAIT_BEFORE": "mb_wait(&full[s], ph);", "WAIT_AFTER": ""}
+RING_CASES = {
+    # the producer overwrites a slot without waiting for its release; it runs late, so
+    # the consumers' reads of the slot come first and the copy is the unordered write
+    "producer-skips-empty-wait": ({"PRODUCER_WAIT": "spin(2000000);"}, 8, "race.war",
+                                  "@produce", "@consume"),
+    # the consumers read a slot before waiting for its copy (they start late, so the
+    # copies were issued first)
+    "consumer-reads-before-full-wait": ({"CONSUMER_DELAY": "spin(2000000);", "WAIT_BEFORE": "",
+                                         "WAIT_AFTER": "mb_wait(&full[s], ph);"}, 2,
+                                        "async.pending-write", "@consume", "@produce"),
+}
+
+TRIPS = COPY + r"""
+extern "C" __global__ void two_trips(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(128) float buf[2][256];
+    int t = threadIdx.x;
+    if (t == 0) mb_init(&bar, 1);
+    __syncthreads();
+    if (t == 0) {
+        expect_copy(buf[0], in, &bar);
+        mb_wait(&bar, 0);  // phase 0 complete before phase 1's arrival
+        expect_copy(buf[1], in + 256, &bar);  // @copy-1
+        mb_wait(&bar, 1);
+    }
+    if (t >= 32) {
+        mb_wait(&bar, 0);
+        float a = buf[0][t - 32];
+        spin(2000000);  // the second copy has been issued by now
+        mb_wait(&bar, SECOND_PARITY);
+        out[t - 32] = a + buf[1][t - 32];  // @use-1
+    }
+}
+"""
+
+WRONG_BARRIER = COPY + r"""
+extern "C" __global__ void wrong_barrier(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar_a, bar_b;
+    __shared__ __align__(128) float buf[256];
+    int t = threadIdx.x;
+    if (t == 0) mb_init(&bar_a, 1), mb_init(&bar_b, 1);
+    __syncthreads();
+    if (t == 0) {
+        expect_copy(buf, in, &bar_a);  // @copy
+        mb_arrive(&bar_b, 1);
+        mb_wait(&bar_a, 0);
+    }
+    if (t >= 32) {
+        spin(2000000);
+        mb_wait(&WAITED, 0);
+        out[t - 32] = buf[t - 32];  // @use
+    }
+}
+"""
+
+
+def _hopper_or_skip():
+    import cupy as cp
+
+    if int(cp.cuda.Device().compute_capability) < 90:
+        pytest.skip("cp.async.bulk needs sm_90")
+
+
+def _fill(src: str, subs: dict[str, str]) -> str:
+    for k, v in subs.items():
+        src = src.replace(k, v)
+    return src
+
+
+def _ring(subs: dict[str, str], ntiles: int):
+    import cupy as cp
+
+    import consan
+
+    src = _fill(RING, {**CLEAN_RING, **subs})
+    x = cp.asarray(np.random.default_rng(5).integers(0, 8, 2 * ntiles * 256).astype(np.float32))
+    out = cp.zeros(128, dtype=cp.float32)
+    args = (x, out, np.int32(ntiles))
+    rep = consan.check(src, "ring", grid=(2,), block=(96,), args=args, options=(arch_option(),))
+    got = out.get()
+    want = x.get().reshape(2, ntiles, 4, 64).sum(axis=(1, 2))  # thread c sums column c of each tile
+    return src, rep, got, want.reshape(-1)
+
+
+def test_ring_clean_is_clean_and_computes_the_sums():
+    _hopper_or_skip()
+    _, rep, got, want = _ring({}, 8)
+    assert rep.ok, str(rep)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", sorted(RING_CASES))
+def test_ring_missing_wait(case):
+    _hopper_or_skip()
+    subs, ntiles, kind, at, prev = RING_CASES[case]
+    src, rep, _, _ = _ring(subs, ntiles)
+    assert {v.kind for v in rep.violations} == {kind}, str(rep)
+    assert {v.line for v in rep.violations} == {line_of(src, at)}, str(rep)
+    assert {v.prev_line for v in rep.violations} == {line_of(src, prev)}, str(rep)
+
+
+def _run(src: str, kernel: str):
+    import cupy as cp
+
+    import consan
+
+    x = cp.asarray(np.random.default_rng(9).integers(0, 8, 512).astype(np.float32))
+    out = cp.zeros(64, dtype=cp.float32)
+    rep = consan.check(src, kernel, grid=(2,), block=(96,), args=(x, out),
+                       options=(arch_option(),))
+    return rep, out.get(), x.get()
+
+
+@pytest.mark.parametrize("parity", ["0", "1"], ids=["stale", "right"])
+def test_second_trip_needs_the_second_parity(parity):
+    _hopper_or_skip()
+    src = TRIPS.replace("SECOND_PARITY", parity)
+    rep, out, x = _run(src, "two_trips")
+    if parity == "1":
+        assert rep.ok, str(rep)
+        np.testing.assert_array_equal(out, x[:64] + x[256:320])
+    else:
+        assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
+        assert {v.line for v in rep.violations} == {line_of(src, "@use-1")}, str(rep)
+        assert {v.prev_line for v in rep.violations} == {line_of(src, "@copy-1")}, str(rep)
+
+
+@pytest.mark.parametrize("waited", ["bar_b", "bar_a"], ids=["wrong", "right"])
+def test_waiting_the_wrong_mbarrier_acquires_nothing(waited):
+    _hopper_or_skip()
+    src = WRONG_BARRIER.replace("WAITED", waited)
+    rep, out, x = _run(src, "wrong_barrier")
+    if waited == "bar_a":
+        assert rep.ok, str(rep)
+        np.testing.assert_array_equal(out, x[:64])
+    else:
+        assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
+        assert {v.line for v in rep.violations} == {line_of(src, "@use")}, str(rep)
+        assert {v.prev_line for v in rep.violations} == {line_of(src, "@copy")}, str(rep)
