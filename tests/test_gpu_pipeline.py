@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, arch_option, line_of
+from tests.gpu_util import GPU, arch_option, line_of, lines
 from tests.test_gpu_mbarrier import MB
 
 pytestmark = GPU
@@ -175,8 +175,9 @@ def test_ring_missing_wait(case):
     subs, ntiles, kind, at, prev = RING_CASES[case]
     src, rep, _, _ = _ring(subs, ntiles)
     assert {v.kind for v in rep.violations} == {kind}, str(rep)
-    assert {v.line for v in rep.violations} == {line_of(src, at)}, str(rep)
-    assert {v.prev_line for v in rep.violations} == {line_of(src, prev)}, str(rep)
+    # the copy is issued in an inlined helper: its call line is in the inline chain
+    assert all(line_of(src, at) in lines(v.site) for v in rep.violations), str(rep)
+    assert all(line_of(src, prev) in lines(v.prev_site) for v in rep.violations), str(rep)
 
 
 def _run(src: str, kernel: str):
@@ -202,7 +203,8 @@ def test_second_trip_needs_the_second_parity(parity):
     else:
         assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
         assert {v.line for v in rep.violations} == {line_of(src, "@use-1")}, str(rep)
-        assert {v.prev_line for v in rep.violations} == {line_of(src, "@copy-1")}, str(rep)
+        assert all(line_of(src, "@copy-1") in lines(v.prev_site) for v in rep.violations), \
+            str(rep)
 
 
 @pytest.mark.parametrize("waited", ["bar_b", "bar_a"], ids=["wrong", "right"])
@@ -216,4 +218,5 @@ def test_waiting_the_wrong_mbarrier_acquires_nothing(waited):
     else:
         assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
         assert {v.line for v in rep.violations} == {line_of(src, "@use")}, str(rep)
-        assert {v.prev_line for v in rep.violations} == {line_of(src, "@copy")}, str(rep)
+        assert all(line_of(src, "@copy") in lines(v.prev_site) for v in rep.violations), \
+            str(rep)
