@@ -90,12 +90,16 @@ RING_CASES = {
                                         "async.pending-write", "@consume", "@produce"),
 }
 
+# Each phase needs the producer's arrival (with the copy's bytes) and one consumer's.
+# The consumer's arrival for phase 1 comes after the read in the racy kernel, so the
+# stale wait on parity 0 returns at once (phase 0 is complete, phase 1 is not): on the
+# hardware too the read may see the bytes before they land.
 TRIPS = COPY + r"""
 extern "C" __global__ void two_trips(const float* in, float* out) {
     __shared__ __align__(8) unsigned long long bar;
     __shared__ __align__(128) float buf[2][256];
     int t = threadIdx.x;
-    if (t == 0) mb_init(&bar, 1);
+    if (t == 0) mb_init(&bar, 2);
     __syncthreads();
     if (t == 0) {
         expect_copy(buf[0], in, &bar);
@@ -104,11 +108,14 @@ extern "C" __global__ void two_trips(const float* in, float* out) {
         mb_wait(&bar, 1);
     }
     if (t >= 32) {
+        if (t == 32) mb_arrive(&bar, 1);
         mb_wait(&bar, 0);
         float a = buf[0][t - 32];
         spin(2000000);  // the second copy has been issued by now
+        ARRIVE_BEFORE
         mb_wait(&bar, SECOND_PARITY);
         out[t - 32] = a + buf[1][t - 32];  // @use-1
+        ARRIVE_AFTER
     }
 }
 """
@@ -195,7 +202,9 @@ def _run(src: str, kernel: str):
 @pytest.mark.parametrize("parity", ["0", "1"], ids=["stale", "right"])
 def test_second_trip_needs_the_second_parity(parity):
     _hopper_or_skip()
-    src = TRIPS.replace("SECOND_PARITY", parity)
+    arrive = "if (t == 32) mb_arrive(&bar, 1);"
+    src = _fill(TRIPS, {"SECOND_PARITY": parity, "ARRIVE_BEFORE": arrive if parity == "1" else "",
+                        "ARRIVE_AFTER": "" if parity == "1" else arrive})
     rep, out, x = _run(src, "two_trips")
     if parity == "1":
         assert rep.ok, str(rep)
