@@ -587,3 +587,20 @@ def test_async_refill_of_a_source_still_being_read(ckv):
     ckv.bulk_load(1, 32, 16, MB, site=4)  # a bulk load into it, by another warp
     assert ckv.kinds() == [("async.pending-read", 3, 2), ("async.pending-read", 4, 2)]
 
+
+def test_bulk_store_reports_name_the_wait_and_the_fence(ckv):
+    _tile(ckv, fence=False, warps=[1, 2])
+    ckv.bulk_store(0, 16, 32, site=2)
+    ckv.bulk_commit(0)
+    ckv.write(3, 16, site=3)
+    rep = ckv.report()
+    kinds = {f.kind: f for f in rep.findings}
+    assert set(kinds) == {"proxy.missing-fence", "async.pending-read"}
+    from reports import describe
+
+    fence = describe.fix(kinds["proxy.missing-fence"])
+    assert "fence.proxy.async" in fence and "warps 1-2" in fence
+    assert "PTX line 2" in fence and "PTX line 3" in fence  # the write (site 1), the store
+    wait = describe.fix(kinds["async.pending-read"])
+    assert "cp.async.bulk.wait_group.read" in wait and "warp 0" in wait
+    assert "bulk-store unit of warp 0" in describe.what_happened(kinds["async.pending-read"])
