@@ -227,7 +227,7 @@ class Prepared:
                 f"{static} bytes of static shared memory); use a smaller block")
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
         self.nslots = max(1, min(ctas, per_sm * sms))
-        self.nlogical = abi.MAX_LOGICAL
+        self.nlogical = abi.logical_threads(b.instrumented.async_proxy)
         self._alloc(cupy, runtime)
 
     def _load(self, cupy, driver, cubin: bytes) -> None:

@@ -87,6 +87,9 @@ PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
 PROBE_BULK = "__consan_bulk"  # (dst, bytes, mbar, site): bulk copy global -> shared
 MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
 MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
+PROBE_BULK_STORE = "__consan_bulk_store"  # (src, bytes, site): bulk store shared -> global
+PROBE_BULK_GROUP = "__consan_bulk_group"  # (op, n, site): bulk groups, fence.proxy.async
+BULK_COMMIT, BULK_WAIT, PROXY_FENCE = 0, 1, 2
 MBARRIERS = 32  # mbarriers tracked per CTA
 STATE_SYMBOL = "__consan_state"
 
@@ -100,6 +103,8 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
     PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), ".b32"),  # 1: skip the faulting op
     PROBE_BULK: ((".b64", ".b32", ".b64", ".b32"), ".b32"),
+    PROBE_BULK_STORE: ((".b64", ".b32", ".b32"), None),
+    PROBE_BULK_GROUP: ((".b32", ".b32", ".b32"), None),
 }
 
 # --------------------------------------------------------------------------
@@ -107,9 +112,19 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
 
 GRANULE_BYTES = 4
 MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
-MAX_LOGICAL = 96  # 32..63: the cp.async unit of warp w; 64..95: the copy engine of mbarrier j
-AGENT_CPASYNC = 32
-AGENT_MBAR = 64
+MAX_LOGICAL = 160  # warps, then 32 of each AGENT_* below
+AGENT_CPASYNC = 32  # 32..63: the cp.async unit of warp w
+AGENT_MBAR = 64  # 64..95: the copy engine of mbarrier j
+AGENT_BULK = 96  # 96..127: the bulk-store unit of warp w (its clock counts bulk groups)
+AGENT_PROXY = 128  # 128..159: warp w's async-proxy view (its clock at its last fence.proxy.async)
+
+
+def logical_threads(async_proxy: bool) -> int:
+    """Logical threads a module's clocks cover: the bulk-store units and async-proxy views
+    (and the async-read table) only for modules that issue bulk stores (docs/model.md)."""
+    return MAX_LOGICAL if async_proxy else AGENT_BULK
+
+
 NAMED_BARRIERS = 16
 KEY_TABLE_ENTRIES = 4096  # distinct (kind, site, prev_site) findings per launch
 RECORDS_PER_KEY = 64  # detailed records kept per finding; the rest are counted
@@ -173,6 +188,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("readbits", "uint64_t"),  # u32 [nslots][nwarps][2][words]  phase mode: granules read
     ("rsite", "uint64_t"),  # u64 [nslots][granules]  phase mode: phase<<32 | site of a read
     ("mbar", "uint64_t"),  # u32 [nslots][MBARRIERS][MB_WORDS]  barrier table for mbarriers
+    ("aread", "uint64_t"),  # u64 [nslots][granules] then u32 [nslots][granules]: async reads
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
     ("nwarps", "uint32_t"),
@@ -200,7 +216,8 @@ CTA_WARP_LANES = 8  # [8, 8+MAX_WARPS): live lane mask of each warp
 CTA_CPASYNC_COMMITS = CTA_WARP_LANES + MAX_WARPS  # per warp: cp.async groups committed
 CTA_SPIN_PHASE = CTA_CPASYNC_COMMITS + MAX_WARPS  # per warp: mbarrier phase + 1 it spins on
 CTA_SPIN_SINCE = CTA_SPIN_PHASE + MAX_WARPS  # per warp: when that spin began (ms)
-CTA_WORDS = CTA_SPIN_SINCE + MAX_WARPS
+CTA_BULK_COMMITS = CTA_SPIN_SINCE + MAX_WARPS  # per warp: bulk groups committed
+CTA_WORDS = CTA_BULK_COMMITS + MAX_WARPS
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -212,6 +229,10 @@ WW_TID_SHIFT = 32
 WW_FLAG_ATOMIC = 0x1
 WW_FLAG_MBAR = 0x2  # the granule holds a live mbarrier object
 RM_GEN_SHIFT = 48
+# Async-read entry of a granule (bulk stores): gen:16 | tid:8 | clock:32, the bulk-store unit
+# and the group it reads in; its site is in the u32 array after the entries.
+AR_GEN_SHIFT = 48
+AR_TID_SHIFT = 32
 
 
 def bitmap_words(granules: int) -> int:
@@ -241,6 +262,7 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
         "readbits": 4 * nwarps * 2 * bitmap_words(G) * n if phase_mode else 0,
         "rsite": 8 * G * n if phase_mode else 0,
         "mbar": 0 if phase_mode else 4 * MBARRIERS * mb_words(L) * n,
+        "aread": 12 * G * n if L > AGENT_BULK else 0,
     }
 
 
@@ -300,6 +322,14 @@ def c_header() -> str:
         "CS_ASYNC_WAIT_ALL": ASYNC_WAIT_ALL,
         "CS_AGENT_CPASYNC": AGENT_CPASYNC,
         "CS_AGENT_MBAR": AGENT_MBAR,
+        "CS_AGENT_BULK": AGENT_BULK,
+        "CS_AGENT_PROXY": AGENT_PROXY,
+        "CS_BULK_COMMIT": BULK_COMMIT,
+        "CS_BULK_WAIT": BULK_WAIT,
+        "CS_PROXY_FENCE": PROXY_FENCE,
+        "CS_CTA_BULK_COMMITS": CTA_BULK_COMMITS,
+        "CS_AR_GEN_SHIFT": AR_GEN_SHIFT,
+        "CS_AR_TID_SHIFT": AR_TID_SHIFT,
         "CS_CTA_CPASYNC_COMMITS": CTA_CPASYNC_COMMITS,
         "CS_CTA_SPIN_PHASE": CTA_SPIN_PHASE,
         "CS_CTA_SPIN_SINCE": CTA_SPIN_SINCE,

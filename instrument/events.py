@@ -26,6 +26,10 @@ class Event(str, Enum):
     ASYNC_WAIT_ALL = "async.wait_all"
     MBARRIER = "mbarrier"  # init / inval / arrive / expect_tx / complete_tx / test_wait / try_wait
     BULK_LOAD = "async.bulk"  # cp.async.bulk global -> shared, completing on an mbarrier
+    BULK_STORE = "async.bulk_store"  # cp{.reduce}.async.bulk shared -> global: an async read
+    BULK_COMMIT = "async.bulk_commit"  # cp.async.bulk.commit_group
+    BULK_WAIT = "async.bulk_wait"  # cp.async.bulk.wait_group{.read} N: retires the reads
+    PROXY_FENCE = "fence.proxy_async"  # the warp's generic writes so far reach the async proxy
     BAR_SYNC = "barrier.sync"
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
@@ -42,7 +46,8 @@ class Event(str, Enum):
 
 _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
            Event.BAR_RED, Event.EXIT, Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
-           Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD}
+           Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD, Event.BULK_STORE,
+           Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE}
 
 _ACCESS_MODE = {Event.READ: abi.MODE_READ, Event.WRITE: abi.MODE_WRITE,
                 Event.ATOMIC: abi.MODE_ATOMIC, Event.ASYNC_WRITE: abi.MODE_ASYNC_WRITE}
@@ -89,7 +94,7 @@ TABLE: tuple[Row, ...] = (
     Row("barrier.cluster", Event.UNMODELED, note="cluster barriers (cluster issue)"),
     # fences that create no happens-before between warps in the model
     Row("membar", Event.FENCE),
-    Row("fence.proxy.async", Event.UNMODELED, note="proxy fences (async issue)"),
+    Row("fence.proxy.async", Event.PROXY_FENCE),  # the form decides: see _proxy_fence
     Row("fence.proxy.tensormap", Event.FENCE),
     Row("fence.mbarrier_init", Event.FENCE),  # makes inits visible to the cluster
     Row("fence", Event.FENCE),
@@ -113,8 +118,14 @@ TABLE: tuple[Row, ...] = (
         "(async issue)"),
     Row("cp.async.bulk.shared::cluster.global.mbarrier", Event.BULK_LOAD),
     Row("cp.async.bulk.shared::cta.global.mbarrier", Event.BULK_LOAD),
-    Row("cp.async", Event.UNMODELED, note="bulk stores / TMA tensor copies (async issue)"),
-    Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions (async issue)"),
+    Row("cp.async.bulk.global.shared::cta.bulk_group", Event.BULK_STORE),
+    Row("cp.reduce.async.bulk.global.shared::cta.bulk_group", Event.BULK_STORE),
+    Row("cp.async.bulk.commit_group", Event.BULK_COMMIT),
+    Row("cp.async.bulk.wait_group", Event.BULK_WAIT),  # and .read: both retire the reads
+    Row("cp.async", Event.UNMODELED, note="TMA tensor copies / bulk copies between CTAs "
+        "(async issue)"),
+    Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions into shared::cluster / TMA "
+        "tensor reductions (async issue)"),
     Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
     Row("mbarrier", Event.MBARRIER),
     Row("wgmma", Event.UNMODELED, note="wgmma (async issue)"),
@@ -253,6 +264,34 @@ def _bulk_load(it: Item, row: Row) -> Classified:
                       result=ops[3][1:-1].strip())
 
 
+def _bulk_store(it: Item, row: Row) -> Classified:
+    """cp{.reduce}.async.bulk.global.shared::cta.bulk_group [dst], [src], size{, ...}."""
+    ops = it.operands
+    if len(ops) < 3 or not ops[1].startswith("["):
+        return Classified(Event.UNMODELED, row, reason="bulk store with unexpected operands")
+    return Classified(Event.BULK_STORE, row, address=ops[1][1:-1].strip(), arg=ops[2])
+
+
+def _proxy_fence(it: Item, row: Row) -> Classified:
+    """fence.proxy.async{.shared::cta,.shared::cluster} and the release form restricted to
+    shared::cta order the warp's generic smem writes before its later async-proxy reads;
+    `.global` covers no shared memory and the acquire form orders async accesses before
+    generic ones, which the model never needs (async writes are seen through their wait)."""
+    parts = it.op_parts
+    if parts[2] == "async":
+        space = ".".join(parts[3:])
+        if space in ("", "shared::cta", "shared::cluster"):
+            return Classified(Event.PROXY_FENCE, row)
+        if space == "global":
+            return Classified(Event.FENCE, row)
+    elif parts[2] == "async::generic" and len(parts) == 6:
+        if parts[3:5] == ["release", "sync_restrict::shared::cta"]:
+            return Classified(Event.PROXY_FENCE, row)
+        if parts[3:5] == ["acquire", "sync_restrict::shared::cluster"]:
+            return Classified(Event.FENCE, row)
+    return Classified(Event.UNMODELED, row, reason=f"{it.opcode} is not modelled")
+
+
 def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
     parts = it.op_parts
     if any(p.startswith("shared") for p in parts):
@@ -284,6 +323,12 @@ def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = 
             return _mbarrier(it, row)
         if row.event is Event.BULK_LOAD:
             return _bulk_load(it, row)
+        if row.event is Event.BULK_STORE:
+            return _bulk_store(it, row)
+        if row.event is Event.PROXY_FENCE:
+            return _proxy_fence(it, row)
+        if row.event is Event.BULK_WAIT and not it.operands:
+            return Classified(Event.UNMODELED, row, reason="bulk wait without a group count")
         return Classified(row.event, row)
     if _touches_sync_or_smem(it, shared_symbols):
         return Classified(Event.UNMODELED, None, reason="instruction not in consan's event table")

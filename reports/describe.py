@@ -47,11 +47,16 @@ def who(threads: Iterable[int], lanes: int = 0) -> str:
         parts.append(("the cp.async unit of warp " if len(copiers) == 1 else
                       "the cp.async units of warps ") + compact_ints(copiers))
         agents -= {abi.AGENT_CPASYNC + w for w in copiers}
-    engines = {t - abi.AGENT_MBAR for t in agents if t >= abi.AGENT_MBAR}
+    engines = {t - abi.AGENT_MBAR for t in agents if abi.AGENT_MBAR <= t < abi.AGENT_BULK}
     if engines:
         parts.append(("the copy engine of mbarrier " if len(engines) == 1 else
                       "the copy engines of mbarriers ") + compact_ints(engines))
         agents -= {abi.AGENT_MBAR + j for j in engines}
+    stores = {t - abi.AGENT_BULK for t in agents if abi.AGENT_BULK <= t < abi.AGENT_PROXY}
+    if stores:
+        parts.append(("the bulk-store unit of warp " if len(stores) == 1 else
+                      "the bulk-store units of warps ") + compact_ints(stores))
+        agents -= {abi.AGENT_BULK + w for w in stores}
     if agents:
         parts.append(("async agent " if len(agents) == 1 else "async agents ")
                      + compact_ints(agents))
@@ -59,6 +64,13 @@ def who(threads: Iterable[int], lanes: int = 0) -> str:
         return "an unknown warp"
     text = " and ".join(parts)
     return f"{text} ({lanes_text(lanes)})" if lanes else text
+
+
+def issuers(threads: Iterable[int]) -> str:
+    """The warps that issued work to the given agents (a warp stands for itself)."""
+    per_warp = (abi.AGENT_CPASYNC, abi.AGENT_BULK, abi.AGENT_PROXY)
+    return who({t - base for t in threads for base in (0, *per_warp)
+                if base <= t < base + abi.MAX_WARPS})
 
 
 def bytes_text(ranges: list[tuple[int, int]]) -> str:
@@ -106,6 +118,7 @@ def fields(f: Finding) -> dict[str, str]:
         "prev": where(f.prev_site),
         "cur_who": who(f.warps, f.lanes),
         "prev_who": who(f.prev_warps),
+        "prev_issuer": issuers(f.prev_warps),
         "bytes": bytes_text(f.byte_ranges),
         "barrier": _field(f, "barrier"),
         "mbar": _field(f, "barrier", as_offset=True),

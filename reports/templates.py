@@ -6,6 +6,7 @@ advice for a kind is an edit to one row. Placeholders, filled by
 
     {cur} {prev}          short source location (file:line) of the current / earlier site
     {cur_who} {prev_who}  "warp 5 (lanes 0-31)", "warps 0-3, 7", "async agent 33"
+    {prev_issuer}         the warps that issued the earlier agents' work ("warp 0")
     {bytes}               merged smem byte ranges, "smem[0x100..0x180)"
     {barrier}             barrier id(s) as recorded, {mbar} the same as smem offsets
     {phase} {count}       phase / generation and pending count (or bytes) as recorded
@@ -71,13 +72,17 @@ FIX: dict[str, str] = {
                            "{prev}: wait for it first (cp.async.wait_group / wait_all for "
                            "cp.async, the mbarrier phase for bulk / TMA copies), then a barrier "
                            "if other warps touch these bytes.",
-    "async.pending-read": "The write at {cur} does not wait for the async read issued at {prev}: "
-                          "wait for it first (cp.async.bulk.wait_group.read for bulk / TMA "
-                          "stores, wgmma.wait_group for wgmma operands) before overwriting.",
-    "proxy.missing-fence": "No fence.proxy.async orders the generic-proxy write at {prev} before "
-                           "the async-proxy use at {cur}: a fence.proxy.async.shared::cta by the "
-                           "writer after the write (then a barrier if another warp issues the "
-                           "async operation) would order them.",
+    "async.pending-read": "No wait orders the end of the async read issued at {prev} before the "
+                          "write at {cur}: a cp.async.bulk.wait_group.read by {prev_issuer} after "
+                          "the bulk store's cp.async.bulk.commit_group and before the write at "
+                          "{cur} (then a barrier, if another warp writes) would order them "
+                          "(wgmma.wait_group for wgmma operands).",
+    "proxy.missing-fence": "No fence.proxy.async by the writer orders the generic-proxy write at "
+                           "{prev} before the async-proxy read at {cur}: a "
+                           "fence.proxy.async.shared::cta by {prev_who} after the write at "
+                           "{prev} and before the barrier that hands the bytes to the issuing "
+                           "warp (before {cur} itself when the writer issues it) would order "
+                           "them.",
     "uninit.read": "Initialise these bytes (or guard the read) before reading them; if another "
                    "CTA or a copy is meant to fill them, its completion is not waited for.",
     "mbarrier.uninit": "Initialise the mbarrier at {mbar} (mbarrier.init, then "

@@ -53,7 +53,9 @@ def library() -> ctypes.CDLL:
            abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None),
            abi.PROBE_ASYNC: ([u32, u32, u32], None),
            abi.PROBE_MBAR: ([u64, u32, u32, u32], u32),
-           abi.PROBE_BULK: ([u64, u32, u64, u32], u32)}
+           abi.PROBE_BULK: ([u64, u32, u64, u32], u32),
+           abi.PROBE_BULK_STORE: ([u64, u32, u32], None),
+           abi.PROBE_BULK_GROUP: ([u32, u32, u32], None)}
     for name, (args, ret) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ret
@@ -146,6 +148,25 @@ class HostChecker:
     def bulk_load(self, warp: int, dst: int, nbytes: int, mbar_off: int, site: int = 0) -> int:
         self._as(warp)
         return self._probe(abi.PROBE_BULK)(dst, nbytes, mbar_off, site)
+
+    def bulk_store(self, warp: int, src: int, nbytes: int, site: int = 0) -> None:
+        """cp.async.bulk.global.shared::cta.bulk_group: the warp's bulk-store unit reads src."""
+        self._as(warp)
+        self._probe(abi.PROBE_BULK_STORE)(src, nbytes, site)
+
+    def bulk_commit(self, warp: int, site: int = 0) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_BULK_GROUP)(abi.BULK_COMMIT, 0, site)
+
+    def bulk_wait(self, warp: int, n: int, site: int = 0) -> None:
+        """cp.async.bulk.wait_group{.read} n."""
+        self._as(warp)
+        self._probe(abi.PROBE_BULK_GROUP)(abi.BULK_WAIT, n, site)
+
+    def proxy_fence(self, warp: int, site: int = 0) -> None:
+        """fence.proxy.async{.shared::cta}."""
+        self._as(warp)
+        self._probe(abi.PROBE_BULK_GROUP)(abi.PROXY_FENCE, 0, site)
 
     def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> None:
         self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)

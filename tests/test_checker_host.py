@@ -411,3 +411,221 @@ def test_a_wait_that_never_completes_is_a_deadlock(ckv):
     assert recs == [("deadlock", 12, -1)]
     r = ckv.records[0]
     assert int(r["barrier"]) == MB and int(r["phase"]) == 0 and int(r["count"]) == 1
+
+
+# Bulk stores: the bulk-store unit of each warp reads the source until the group is retired;
+# generic writes reach it only through a fence.proxy.async by the writer.
+TILE = 64  # bytes of the tile every warp writes 16 of
+
+
+def _tile(c, fence=True, warps=ALL):
+    for w in warps:
+        c.write(w, 16 * w, size=16, site=1)
+        if fence:
+            c.proxy_fence(w, site=9)
+    c.sync(ALL, site=8)
+
+
+def test_bulk_store_source_overwritten_before_the_wait(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.write(1, 16, site=3)  # the next tile, while the store may still read the buffer
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+    r = ckv.records[0]
+    assert int(r["prev_warp"]) == abi.AGENT_BULK + 0 and int(r["warp"]) == 1
+
+
+def test_issuing_warp_overwrites_after_its_wait_read(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 0)  # cp.async.bulk.wait_group.read 0
+    ckv.write(0, 0, size=16, site=3)
+    assert ckv.kinds() == []
+
+
+def test_issuing_warp_overwrites_before_its_wait(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.write(0, 4, site=3)
+    ckv.bulk_wait(0, 0)
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
+def test_other_warp_after_the_wait_and_a_barrier(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 0)
+    ckv.sync(ALL)
+    for w in ALL:
+        ckv.write(w, 16 * w, size=16, site=3)
+    assert ckv.kinds() == []
+
+
+def test_other_warp_after_the_wait_without_a_barrier(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 0)  # retired, but warp 2 is not ordered after the wait
+    ckv.write(2, 32, site=3)
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
+def test_a_wait_by_another_warp_retires_nothing(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(1, 0)  # warp 1 has no bulk groups of its own
+    ckv.sync(ALL)
+    ckv.write(1, 16, site=3)
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
+def test_uncommitted_store_is_not_retired_by_the_wait(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_wait(0, 0)  # the store's group is still open
+    ckv.write(0, 0, site=3)
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
+def test_wait_read_1_leaves_the_newest_group_reading(ckv):
+    _tile(ckv)  # stage A: bytes 0..64
+    for w in ALL:
+        ckv.write(w, 64 + 16 * w, size=16, site=4)  # stage B
+        ckv.proxy_fence(w)
+    ckv.sync(ALL)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_store(0, 64, TILE, site=5)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 1)
+    ckv.sync(ALL)
+    ckv.write(3, 48, site=6)  # stage A: its store has been read
+    ckv.write(3, 112, site=7)  # stage B: its store may still read it
+    assert ckv.kinds() == [("async.pending-read", 7, 5)]
+
+
+def test_bulk_store_without_a_fence(ckv):
+    _tile(ckv, fence=False)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    recs = ckv.kinds()
+    assert set(recs) == {("proxy.missing-fence", 2, 1)}
+    # one record per writing warp, each with the bytes it wrote
+    got = {(int(r["prev_warp"]), int(r["offset_lo"]), int(r["offset_hi"]))
+           for r in ckv.records[: len(recs)]}
+    assert got == {(w, 16 * w, 16 * w + 16) for w in ALL}
+
+
+def test_bulk_store_with_the_writers_fences_is_clean(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 0)
+    assert ckv.kinds() == []
+
+
+def test_fence_by_the_wrong_warp(ckv):
+    ckv.write(1, 0, size=16, site=1)
+    ckv.proxy_fence(2)  # not the writer
+    ckv.sync(ALL)
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == [("proxy.missing-fence", 2, 1)]
+    assert int(ckv.records[0]["prev_warp"]) == 1
+
+
+def test_issuers_fence_after_the_barrier_does_not_cover_other_warps(ckv):
+    ckv.write(1, 0, size=16, site=1)
+    ckv.sync(ALL)
+    ckv.proxy_fence(0)  # the issuing warp, after the barrier
+    ckv.proxy_fence(1)  # the writer, but after the release that reaches warp 0
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == [("proxy.missing-fence", 2, 1)]
+
+
+def test_fence_before_the_write_does_not_cover_it(ckv):
+    ckv.proxy_fence(1)
+    ckv.write(1, 0, size=16, site=1)
+    ckv.sync(ALL)
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == [("proxy.missing-fence", 2, 1)]
+
+
+def test_one_warp_writes_fences_and_stores(ckv):
+    ckv.write(2, 0, size=32, site=1)
+    ckv.proxy_fence(2)
+    ckv.bulk_store(2, 0, 32, site=2)
+    ckv.write(3, 64, size=32, site=3)
+    ckv.bulk_store(3, 64, 32, site=4)  # no fence
+    assert ckv.kinds() == [("proxy.missing-fence", 4, 3)]
+
+
+def test_fence_reaches_the_issuer_through_an_mbarrier(ckv):
+    _init(ckv)
+    ckv.write(1, 0, size=16, site=1)
+    ckv.proxy_fence(1)
+    ckv.mbar(1, MB, abi.MB_ARRIVE, 1, site=11)
+    ckv.mbar_wait(0, MB, parity=0)
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == []
+
+
+def test_bulk_store_without_any_barrier_is_a_race(ckv):
+    ckv.write(1, 0, size=16, site=1)
+    ckv.proxy_fence(1)
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+
+
+def test_bulk_store_of_unwritten_smem(ckv):
+    ckv.bulk_store(0, 256, 16, site=2)
+    assert ckv.kinds() == [("uninit.read", 2, -1)]
+
+
+def test_async_writes_need_no_fence_before_a_bulk_store(ckv):
+    _init(ckv)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=11)
+    ckv.bulk_load(0, 0, 64, MB, site=1)
+    ckv.bulk_store(1, 0, 64, site=2)  # before the phase wait: the copy may still land
+    ckv.mbar_wait(0, MB, parity=0)
+    ckv.bulk_store(0, 0, 64, site=3)  # after it: async -> async, no fence needed
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_rewrite_at_the_same_clock_still_sees_the_store(ckv):
+    ckv.write(0, 0, size=16, site=1)
+    ckv.bulk_store(0, 0, 16, site=2)  # no fence: reported
+    ckv.write(0, 0, size=16, site=3)  # same warp, no barrier since its first write
+    assert ckv.kinds() == [("proxy.missing-fence", 2, 1), ("async.pending-read", 3, 2)]
+
+
+def test_async_refill_of_a_source_still_being_read(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.cp_async(0, 0, size=16, site=3)  # cp.async into the buffer before the wait
+    _init(ckv)
+    ckv.mbar(1, MB, abi.MB_ARRIVE_EXPECT_TX, 16, site=11)
+    ckv.bulk_load(1, 32, 16, MB, site=4)  # a bulk load into it, by another warp
+    assert ckv.kinds() == [("async.pending-read", 3, 2), ("async.pending-read", 4, 2)]
+
+
+def test_bulk_store_reports_name_the_wait_and_the_fence(ckv):
+    _tile(ckv, fence=False, warps=[1, 2])
+    ckv.bulk_store(0, 16, 32, site=2)
+    ckv.bulk_commit(0)
+    ckv.write(3, 16, site=3)
+    rep = ckv.report()
+    kinds = {f.kind: f for f in rep.findings}
+    assert set(kinds) == {"proxy.missing-fence", "async.pending-read"}
+    from reports import describe
+
+    fence = describe.fix(kinds["proxy.missing-fence"])
+    assert "fence.proxy.async" in fence and "warps 1-2" in fence
+    assert "PTX line 2" in fence and "PTX line 3" in fence  # the write (site 1), the store
+    wait = describe.fix(kinds["async.pending-read"])
+    assert "cp.async.bulk.wait_group.read" in wait and "warp 0" in wait
+    assert "bulk-store unit of warp 0" in describe.what_happened(kinds["async.pending-read"])

@@ -131,11 +131,15 @@ def test_mbarrier(instr, op, arg, result):
 @pytest.mark.parametrize("instr", [
     "cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];",
     "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1];",
-    "cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1], 256;",
+    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r2, %r3}], [%r1];",
+    "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r1], [%r2], 64, "
+    "[%r3];",
+    "cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 "
+    "[%r1], [%r2], 64, [%r3];",
     "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
     "[%rd1, {%r2, %r3}], [%r4];",
     "wgmma.fence.sync.aligned;",
-    "fence.proxy.async.shared::cta;",
+    "fence.proxy.async::generic.release.sync_restrict::shared::cluster::read.cluster;",
     "barrier.cluster.arrive.release.aligned;",
     "ld.shared::cluster.u32 %r1, [%r2];",
     "st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r1], %r2, [%r3];",
@@ -143,6 +147,49 @@ def test_mbarrier(instr, op, arg, result):
 def test_unmodeled_is_never_silent(instr):
     c = one(instr)
     assert c is not None and c.event is Event.UNMODELED and c.reason
+
+
+# Bulk stores, their groups and proxy fences: the forms NVRTC 13 emits for inline asm and for
+# the cuda::ptx / cuda::device::experimental wrappers (which add a trailing comment).
+@pytest.mark.parametrize("instr,address,size", [
+    ("cp.async.bulk.global.shared::cta.bulk_group [%rd3], [%r4], %r10;", "%r4", "%r10"),
+    ("cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1+128], 4096;", "%r1+128", "4096"),
+    ("@%p1 cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%rd1], [%rd2], 256, "
+     "%rd3;", "%rd2", "256"),
+    ("cp.async.bulk.global.shared::cta.bulk_group.cp_mask [%rd1], [%r1], 256, %rs1;", "%r1",
+     "256"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32  [%rd5], [%r4], %r10; // 4.",
+     "%r4", "%r10"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.min.u64  [%rd5], [%r4], 512; // 4.",
+     "%r4", "512"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.noftz.bf16 [%rd5], [%r4], 64;",
+     "%r4", "64"),
+    ("cp.reduce.async.bulk.global.shared::cta.bulk_group.L2::cache_hint.and.b32 [%rd5], [%r4], "
+     "64, %rd6;", "%r4", "64"),
+])
+def test_bulk_store(instr, address, size):
+    c = one(instr)
+    assert (c.event, c.address, c.arg) == (Event.BULK_STORE, address, size)
+    assert c.event.probed
+
+
+@pytest.mark.parametrize("instr,event", [
+    ("cp.async.bulk.commit_group;", Event.BULK_COMMIT),
+    ("cp.async.bulk.wait_group 0;", Event.BULK_WAIT),
+    ("cp.async.bulk.wait_group 2;", Event.BULK_WAIT),
+    ("cp.async.bulk.wait_group.read 0;", Event.BULK_WAIT),
+    ("cp.async.bulk.wait_group.read 1;", Event.BULK_WAIT),
+    ("fence.proxy.async;", Event.PROXY_FENCE),
+    ("fence.proxy.async; // 5.", Event.PROXY_FENCE),
+    ("fence.proxy.async.shared::cta; // 6.", Event.PROXY_FENCE),
+    ("fence.proxy.async.shared::cluster;", Event.PROXY_FENCE),
+    ("fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;", Event.PROXY_FENCE),
+    # no shared memory / the async -> generic direction: nothing for the model to do
+    ("fence.proxy.async.global; // 6.", Event.FENCE),
+    ("fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;", Event.FENCE),
+])
+def test_bulk_groups_and_proxy_fences(instr, event):
+    assert one(instr).event is event
 
 
 def test_bulk_load_on_an_mbarrier():

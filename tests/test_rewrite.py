@@ -203,3 +203,59 @@ def test_inline_chain_is_followed_to_the_kernel():
     (w,) = [s for s in instrument(ptx).sites.sites if s.event == "access.write"]
     assert w.loc.line == 1 and w.loc.function == "inner"
     assert [c.line for c in w.inlined_at] == [2, 3]
+
+
+def test_bulk_store_probes():
+    body = (".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n\t.reg .pred %p<2>;\n"
+            "\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n"
+            "\tst.shared.u32 [%r1], %r2;\n"
+            "\tfence.proxy.async.shared::cta; // 6.\n"
+            "\tbar.sync 0;\n"
+            "\t@%p1 cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1+64], %r3;\n"
+            "\tcp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32  [%rd2], [%r1], 256;"
+            " // 4.\n"
+            "\tcp.async.bulk.commit_group;\n"
+            "\tcp.async.bulk.wait_group.read 1;\n"
+            "\tcp.async.bulk.wait_group 0;\n"
+            "\tst.shared.u32 [%r1], %r2;\n\tret;\n}\n")
+    ins = instrument(HEADER + body)
+    assert not ins.unmodeled
+    assert ins.async_proxy and not ins.phase_mode
+    assert abi.logical_threads(ins.async_proxy) == abi.MAX_LOGICAL
+    events = [s.event for s in ins.sites.sites]
+    assert events == ["access.write", "fence.proxy_async", "barrier.sync", "async.bulk_store",
+                      "async.bulk_store", "async.bulk_commit", "async.bulk_wait",
+                      "async.bulk_wait", "access.write", "exit"]
+    out = ins.ptx
+    assert parse(out).render() == out
+    site = {s.event + str(i): s.id for i, s in enumerate(ins.sites.sites)}
+
+    def probe(i):  # the text of the probe of site i
+        start = out.index(f"// consan site {i}\n")
+        return out[start:out.index("}", start)]
+
+    store = probe(site["async.bulk_store3"])
+    assert f"@%p1 call {abi.PROBE_BULK_STORE}" in store
+    assert "add.s64 %__cs_a, %__cs_a, 64;" in store and "[__cs_p1], %r3;" in store
+    assert "[__cs_p1], 256;" in probe(site["async.bulk_store4"])
+    # the store and the commit are probed before the instruction, waits and fences after
+    assert out.index(f"// consan site {site['async.bulk_store3']}\n") < out.index("@%p1 cp.async")
+    assert out.index(f"// consan site {site['async.bulk_commit5']}\n") < out.index(
+        "cp.async.bulk.commit_group;")
+    assert out.index(f"// consan site {site['async.bulk_wait6']}\n") > out.index(
+        "cp.async.bulk.wait_group.read 1;")
+    assert out.index(f"// consan site {site['fence.proxy_async1']}\n") > out.index(
+        "fence.proxy.async.shared::cta;")
+    wait = probe(site["async.bulk_wait6"])
+    assert f"[__cs_p0], {abi.BULK_WAIT};" in wait and "[__cs_p1], 1;" in wait
+    fence = probe(site["fence.proxy_async1"])
+    assert f"call {abi.PROBE_BULK_GROUP}" in fence and f"[__cs_p0], {abi.PROXY_FENCE};" in fence
+    toolchain.link_with_checker(ins, "bulk", toolchain.Arch.parse("sm_90a"))
+
+
+def test_proxy_fence_alone_keeps_phase_mode():
+    body = (".visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\tst.shared.u32 [%r1], %r2;\n"
+            "\tfence.proxy.async;\n\tbar.sync 0;\n\tret;\n}\n")
+    ins = instrument(HEADER + body)
+    assert ins.phase_mode and not ins.async_proxy
+    assert abi.logical_threads(ins.async_proxy) == abi.AGENT_BULK

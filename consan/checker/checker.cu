@@ -317,6 +317,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) {
         cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
         cta[CS_CTA_SPIN_PHASE + w] = 0;
+        cta[CS_CTA_BULK_COMMITS + w] = 0;
 #ifdef CONSAN_HOST
         cta[CS_CTA_WARP_LANES + w] = w < nw ? 1u : 0u;
 #else
@@ -546,6 +547,9 @@ CS_DEV uint64_t cs_same_phase_readers(uint64_t m, uint32_t gen, uint32_t phase) 
     return m & 0xFFFFFFFFull;
 }
 
+CS_DEV bool cs_async_proxy();  // bulk stores and proxy fences: their section, below
+CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f);
+
 // A write of granule g by this warp -- or, for cp.async, by its copy unit `by` at the
 // unit's clock `clk` (the group it belongs to); ordering is judged from the warp's clock.
 CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool atomic,
@@ -584,6 +588,7 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
         if (!cs_ordered(v.mine, v.w, u, (uint32_t)r) && !f.kind)
             f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
     }
+    if (cs_async_proxy()) cs_check_async_read(v, g, f);
 }
 
 
@@ -1377,6 +1382,158 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
         }
     }
     return cs_guard_verdict(active, skip, leader, site);
+}
+
+// ------------------------------------------------------------- bulk stores and proxy fences
+//
+// cp{.reduce}.async.bulk.global.shared::cta.bulk_group: the bulk-store unit of warp w
+// (logical thread AGENT_BULK + w) reads the source some time before the bulk group the store
+// belongs to is retired. Its clock counts bulk groups: a store issued while w has committed
+// k groups reads with clock k + 1, and cp.async.bulk.wait_group{.read} n raises
+// VC_w[AGENT_BULK + w] to k' - n (k' = the groups committed by then). The read is kept in
+// the granule's async-read entry (the latest one) and judged when the granule is next
+// written (cs_check_async_read), so a wait never walks shadow memory.
+//
+// fence.proxy.async by warp x: VC_x[AGENT_PROXY + x] = VC_x[x] -- every generic write x
+// made so far may be read by the async proxy -- then VC_x[x] += 1, so later writes are not
+// covered. Releases carry that column like any other: a bulk store by w may read the
+// generic write (x, c) when VC_w[x] >= c (ordered) and VC_w[AGENT_PROXY + x] >= c (x fenced
+// it before a release that reaches w). Only modules that issue bulk stores have these
+// columns and the async-read table (S.nlogical == logical_threads(True)); they never run
+// in phase mode.
+
+CS_DEV bool cs_async_proxy() { return S.nlogical > CS_AGENT_BULK && !cs_phase_mode(); }
+
+// Async-read table: u64 entries gen:16 | tid:8 | clock:32 for every slot, then u32 sites.
+CS_DEV uint64_t* cs_aread(uint32_t slot, uint32_t g) { return (uint64_t*)S.aread + cs_gidx(slot, g); }
+CS_DEV uint32_t* cs_arsite(uint32_t slot, uint32_t g) {
+    return (uint32_t*)((uint64_t*)S.aread + (uint64_t)S.nslots * S.granules) + cs_gidx(slot, g);
+}
+
+// A write of granule g (its epoch published and fenced): a bulk store whose group the
+// writer has not seen retired may still be reading the old bytes.
+CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f) {
+    if (f.kind) return;
+    uint32_t slot = cs_slot_sh;
+    uint64_t a = cs_ld64(cs_aread(slot, g));
+    if ((uint32_t)(a >> CS_AR_GEN_SHIFT) != v.gen) return;
+    uint32_t t = (uint32_t)(a >> CS_AR_TID_SHIFT) & 0xFFu;
+    if (!cs_ordered(v.mine, v.w, t, (uint32_t)a))
+        f = {CS_ASYNC_PENDING_READ, cs_ld32(cs_arsite(slot, g)), t};
+}
+
+#define CS_BULK_FINDINGS 16  // distinct (kind, earlier site, earlier warp) per bulk store
+
+// One bulk store of [off, off + bytes) issued by lane `lane` of warp w (run by one lane).
+CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t off,
+                              uint32_t bytes, uint32_t site) {
+    uint32_t agent = CS_AGENT_BULK + w;
+    uint32_t clk = cs_ld32(&cs_cta(slot)[CS_CTA_BULK_COMMITS + w]) + 1;
+    cs_record_t r = cs_blank(CS_TOOL_OUT_OF_WINDOW, site);
+    r.lanes = 1u << lane;
+    r.count = bytes;
+    r.clock = clk;
+    if (bytes == 0 || off + bytes < off || (off + bytes - 1) / CS_GRANULE_BYTES >= S.granules) {
+        r.offset_lo = off;
+        r.offset_hi = off + bytes;
+        cs_record(r);
+        return;
+    }
+    cs_view v = cs_make_view(slot, w);
+    uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
+    // Publish the read, then look at the writes (Dekker with cs_check_write).
+    uint64_t mark = ((uint64_t)v.gen << CS_AR_GEN_SHIFT) | ((uint64_t)agent << CS_AR_TID_SHIFT) | clk;
+    for (uint32_t g = g0; g <= g1; ++g) {
+        cs_st64(cs_aread(slot, g), mark);
+        cs_st32(cs_arsite(slot, g), site);
+    }
+    cs_fence();
+    cs_finding found[CS_BULK_FINDINGS];
+    uint32_t lo[CS_BULK_FINDINGS], hi[CS_BULK_FINDINGS], nfound = 0;
+    for (uint32_t g = g0; g <= g1; ++g) {
+        uint64_t ww = cs_ld64(v.ent + 2 * g);
+        cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+        uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, c = (uint32_t)ww;
+        if ((ww >> CS_WW_GEN_SHIFT) != v.gen) {
+            f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+        } else if ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR) {
+            f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(v.wsite + g), t};
+        } else if (!cs_ordered(v.mine, w, t, c)) {
+            f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(v.wsite + g), t};
+        } else if (t < CS_MAX_WARPS && v.mine[CS_AGENT_PROXY + t] < c) {
+            // Ordered in the generic proxy, but no fence.proxy.async by the writer after it.
+            f = {CS_PROXY_MISSING_FENCE, cs_ld32(v.wsite + g), t};
+        }
+        if (!f.kind) continue;
+        uint32_t i = 0;
+        while (i < nfound && !(found[i].kind == f.kind && found[i].prev_site == f.prev_site &&
+                               found[i].prev_warp == f.prev_warp)) ++i;
+        if (i == nfound) {
+            if (nfound == CS_BULK_FINDINGS) continue;  // the first ones already tell the story
+            found[nfound++] = f;
+            lo[i] = g * CS_GRANULE_BYTES;
+        }
+        hi[i] = (g + 1) * CS_GRANULE_BYTES;
+    }
+    for (uint32_t i = 0; i < nfound; ++i) {
+        r.kind = found[i].kind;
+        r.prev_site = found[i].prev_site;
+        r.prev_warp = found[i].prev_warp;
+        r.offset_lo = lo[i];
+        r.offset_hi = hi[i];
+        cs_record(r);
+    }
+    // The issuing warp's later writes must not take the fast path past the async-read
+    // entries (it would if it rewrote a granule it wrote at this clock): a new clock.
+    uint32_t* mine = cs_vis(slot, w);
+    mine[w] += 1;
+    cs_clock_sh[w] = mine[w];
+    cs_fence();
+}
+
+CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
+    uint32_t active = cs_activemask();
+    uint32_t leader = cs_ffs(active) - 1, lane = cs_lane(), w = cs_warp();
+    uint32_t n = cs_popc(active);
+    for (uint32_t i = 0; i < n; ++i) {  // every lane's store, in lane order
+        uint32_t l = cs_nth_set(active, i);
+        uint32_t a = cs_bcast(active, (uint32_t)src, (int)l);
+        uint32_t b = cs_bcast(active, bytes, (int)l);
+        if (lane == leader) {
+            uint32_t off;
+            cs_local(a, off);  // .shared::cta: always this CTA
+            cs_bulk_store_one(slot, w, l, off, b, site);
+        }
+    }
+    cs_syncwarp(active);
+}
+
+// cp.async.bulk.commit_group closes warp w's open bulk group; cp.async.bulk.wait_group{.read}
+// n retires the reads of all but the newest n; fence.proxy.async (see above).
+CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
+    uint32_t active = cs_activemask();
+    uint32_t w = cs_warp();
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        uint32_t* commits = &cs_cta(slot)[CS_CTA_BULK_COMMITS + w];
+        uint32_t* mine = cs_vis(slot, w);
+        if (op == CS_BULK_COMMIT) {
+            *commits += 1;
+        } else if (op == CS_BULK_WAIT) {
+            uint32_t c = *commits, done = c > n ? c - n : 0;
+            if (done > mine[CS_AGENT_BULK + w]) mine[CS_AGENT_BULK + w] = done;
+        } else {  // CS_PROXY_FENCE
+            mine[CS_AGENT_PROXY + w] = mine[w];
+            mine[w] += 1;
+            cs_clock_sh[w] = mine[w];
+        }
+        cs_fence();
+    }
+    cs_syncwarp(active);
+    (void)site;
 }
 
 #ifdef CONSAN_HOST
