@@ -31,7 +31,18 @@ def _gpu() -> bool:
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU")]
 
 ROOT = Path(__file__).resolve().parents[1]
-TUTORIALS = ["tutorials/00_splitk_epilogue.py", "tutorials/03_smem_reuse_epilogue.py"]
+TUTORIALS = ["tutorials/00_splitk_epilogue.py", "tutorials/02_tma_store_fence.py",
+             "tutorials/03_smem_reuse_epilogue.py"]
+
+
+def _expect(script: str) -> dict:
+    """The tutorial's EXPECT: kind, marker of the reported access, marker of the earlier one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.EXPECT
 
 
 def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -58,21 +69,22 @@ def _lines(site: dict | None) -> set[int]:
 
 
 @pytest.mark.parametrize("script", TUTORIALS, ids=[Path(t).stem for t in TUTORIALS])
-def test_consan_run_reports_the_epilogue_race(script, tmp_path):
+def test_consan_run_reports_the_story(script, tmp_path):
+    exp = _expect(script)
     out = tmp_path / "report.json"
     r = _run("-m", "consan", "run", "--json", str(out), script)
     assert r.returncode == 1, r.stdout + r.stderr
     rep = json.loads(out.read_text())
     findings = rep["findings"]
-    assert findings and {f["kind"] for f in findings} == {"async.pending-write"}, r.stderr
-    epilogue, prefetch = _line(script, "@epilogue"), _line(script, "@prefetch")
+    assert findings and {f["kind"] for f in findings} == {exp["kind"]}, r.stderr
+    current, earlier = _line(script, exp["current"]), _line(script, exp["earlier"])
     name = Path(script).name
     for f in findings:
         cur, prev = f["sites"]["current"], f["sites"]["earlier"]
-        assert Path(cur["file"]).name == name and cur["line"] == epilogue, f
+        assert Path(cur["file"]).name == name and current in _lines(cur), f
         assert prev is not None and Path(prev["file"]).name == name, f
-        assert prefetch in _lines(prev), f  # the copy issued by the prefetch, not the prologue
-    assert "async.pending-write" in r.stderr and f"{name}:{epilogue}" in r.stderr, r.stderr
+        assert earlier in _lines(prev), f  # e.g. the copy issued by the prefetch line
+    assert exp["kind"] in r.stderr and f"{name}:{current}" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("script", TUTORIALS, ids=[Path(t).stem for t in TUTORIALS])
@@ -91,9 +103,9 @@ def test_consan_run_fixed_is_clean(script, tmp_path):
 def test_native_runs(script):
     fixed = _run(script, "--fixed")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    assert "max |C - A@B|" in fixed.stdout and " ok" in fixed.stdout, fixed.stdout
+    assert "max |" in fixed.stdout and " ok" in fixed.stdout, fixed.stdout
     # The buggy kernel is usually right natively, but the unused copy may land on the staged
     # output tile after the epilogue wrote it: a wrong result (exit 1) is the bug, not a failure.
     buggy = _run(script)
     assert buggy.returncode in (0, 1), buggy.stdout + buggy.stderr
-    assert "max |C - A@B|" in buggy.stdout, buggy.stdout + buggy.stderr
+    assert "max |" in buggy.stdout, buggy.stdout + buggy.stderr

@@ -20,6 +20,9 @@ from consan import cli, cupy_build
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))
 IDS = [p.stem for p in TUTORIALS]
+# The cp.async stories (000, 003): their pipeline's sites are checked one by one below.
+CP_ASYNC = [p for p in TUTORIALS if p.stem in ("00_splitk_epilogue", "03_smem_reuse_epilogue")]
+CP_IDS = [p.stem for p in CP_ASYNC]
 
 
 def _load(path: Path):
@@ -30,17 +33,18 @@ def _load(path: Path):
     return mod
 
 
-def test_both_seed_tutorials_exist():
-    assert {p.name for p in TUTORIALS} >= {"00_splitk_epilogue.py", "03_smem_reuse_epilogue.py"}
+def test_the_seed_tutorials_exist():
+    assert {p.name for p in TUTORIALS} >= {"00_splitk_epilogue.py", "02_tma_store_fence.py",
+                                           "03_smem_reuse_epilogue.py"}
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=IDS)
 def test_tutorial_imports_and_documents_itself(path):
     mod = _load(path)
-    assert isinstance(mod.SOURCE, str) and "cp.async" in mod.SOURCE
+    assert isinstance(mod.SOURCE, str) and "-DFIXED" in (mod.__doc__ or "")
     doc = mod.__doc__ or ""
     assert f"consan run tutorials/{path.name}" in doc
-    assert "async.pending-write" in doc and "--fixed" in doc
+    assert mod.EXPECT["kind"] in doc and "--fixed" in doc
     assert callable(mod.main)
 
 
@@ -52,7 +56,7 @@ def test_markers_map_to_the_python_file(path):
     assert hit is not None and hit[0] == str(path)
     offset = hit[1]
     file_lines = path.read_text().splitlines()
-    for marker in ("@prefetch", "@epilogue"):
+    for marker in (mod.EXPECT["current"], mod.EXPECT["earlier"]):
         src_hits = [i for i, t in enumerate(mod.SOURCE.splitlines(), 1)
                     if re.search(r"//\s*" + re.escape(marker) + r"\b", t)]
         assert len(src_hits) == 1, (marker, src_hits)
@@ -61,6 +65,23 @@ def test_markers_map_to_the_python_file(path):
 
 @pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
 @pytest.mark.parametrize("path", TUTORIALS, ids=IDS)
+def test_rebuilt_sites_name_both_marked_lines(path, fixed, tmp_path, monkeypatch):
+    """Every tutorial: the two lines its report names are probed sites of the .py file."""
+    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    mod = _load(path)
+    spec = cupy_build.CompileSpec(source=mod.SOURCE, options=("-DFIXED",) if fixed else (),
+                                  arch="90", candidates=(str(path),))
+    b, _ = cupy_build.build(spec)
+    sites = [s for s in b.instrumented.sites.sites if s.loc is not None]
+    assert {s.loc.file for s in sites} == {str(path)}
+    assert not b.instrumented.unmodeled
+    seen = {s.loc.line for s in sites} | {c.line for s in sites for c in s.inlined_at}
+    for marker in (mod.EXPECT["current"], mod.EXPECT["earlier"]):
+        assert _line(path, marker) in seen, marker
+
+
+@pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
+@pytest.mark.parametrize("path", CP_ASYNC, ids=CP_IDS)
 def test_rebuilt_sites_name_the_epilogue_and_prefetch_lines(path, fixed, tmp_path, monkeypatch):
     """What `consan run` rebuilds from the RawKernel: the lines the GPU test expects."""
     monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
@@ -87,7 +108,7 @@ def _line(path: Path, marker: str) -> int:
 
 
 @pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
-@pytest.mark.parametrize("path", TUTORIALS, ids=IDS)
+@pytest.mark.parametrize("path", CP_ASYNC, ids=CP_IDS)
 def test_consan_instrument_lists_the_async_copies(path, fixed, tmp_path, capsys):
     cu = tmp_path / f"{path.stem}.cu"
     cu.write_text(_load(path).SOURCE)

@@ -114,6 +114,9 @@ extern "C" __global__ void splitk_sgemm(const float* A, const float* B, float* C
 }
 """
 
+# What consan must report for the buggy version (tests/test_gpu_tutorials.py).
+EXPECT = {"kind": "async.pending-write", "current": "@epilogue", "earlier": "@prefetch"}
+
 
 def splitk_matmul(a, b, splits: int, fixed: bool):
     """C = a @ b on the GPU (CuPy float32 arrays), with `splits` K slices per output tile."""

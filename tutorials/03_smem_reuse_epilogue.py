@@ -128,6 +128,9 @@ extern "C" __global__ void gemm_smem_epilogue(const float* A, const float* B, fl
 }
 """
 
+# What consan must report for the buggy version (tests/test_gpu_tutorials.py).
+EXPECT = {"kind": "async.pending-write", "current": "@epilogue", "earlier": "@prefetch"}
+
 
 def matmul(a, b, fixed: bool):
     """C = a @ b on the GPU (CuPy float32 arrays)."""
