@@ -1,10 +1,10 @@
 """The tutorials on a real GPU: `consan run` catches each seed story, and its `--fixed` is clean.
 
 Each tutorial runs in a subprocess as a user would run it, from the repository root:
-under `python -m consan run --json`, the buggy version must exit 1 with only
-`async.pending-write` findings at the epilogue's store (the earlier site being the
-`cp.async` inlined from the prefetch line), and `--fixed` must exit 0 with no findings;
-natively the fixed version must compute the right product.
+under `python -m consan run --json`, the buggy version must exit 1 with only the
+findings its EXPECT names (kind, the line of the reported access, the line of the
+earlier one, possibly through an inline chain), and `--fixed` must exit 0 with no
+findings; natively the fixed version must compute the right result.
 """
 
 from __future__ import annotations
