@@ -87,6 +87,7 @@ PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
 PROBE_BULK = "__consan_bulk"  # (dst, bytes, mbar, site): bulk copy global -> shared
 MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
 MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
+MB_CP_ARRIVE = 9  # cp.async.mbarrier.arrive(.noinc): the cp.async unit arrives (arg: 1 noinc)
 PROBE_BULK_STORE = "__consan_bulk_store"  # (src, bytes, site): bulk store shared -> global
 PROBE_BULK_GROUP = "__consan_bulk_group"  # (op, n, site): bulk groups, fence.proxy.async
 BULK_COMMIT, BULK_WAIT, PROXY_FENCE = 0, 1, 2
@@ -368,6 +369,7 @@ def c_header() -> str:
         "CS_MB_ARRIVE_DROP": MB_ARRIVE_DROP, "CS_MB_EXPECT_TX": MB_EXPECT_TX,
         "CS_MB_ARRIVE_EXPECT_TX": MB_ARRIVE_EXPECT_TX, "CS_MB_COMPLETE_TX": MB_COMPLETE_TX,
         "CS_MB_WAIT_PARITY": MB_WAIT_PARITY, "CS_MB_WAIT_TOKEN": MB_WAIT_TOKEN,
+        "CS_MB_CP_ARRIVE": MB_CP_ARRIVE,
         "CS_MBARRIERS": MBARRIERS, "CS_MB_KEY": MB_KEY, "CS_MB_LIVE": MB_LIVE,
         "CS_MB_EXPECTED": MB_EXPECTED, "CS_MB_PENDING": MB_PENDING, "CS_MB_TX": MB_TX,
         "CS_MB_PHASE": MB_PHASE, "CS_MB_LOCK": MB_LOCK, "CS_MB_LASTPH": MB_LASTPH,

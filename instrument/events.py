@@ -114,8 +114,7 @@ TABLE: tuple[Row, ...] = (
     Row("cp.async.wait_all", Event.ASYNC_WAIT_ALL),
     Row("cp.async.ca", Event.ASYNC_WRITE, access=True),
     Row("cp.async.cg", Event.ASYNC_WRITE, access=True),
-    Row("cp.async.mbarrier", Event.UNMODELED, note="cp.async completion on an mbarrier "
-        "(async issue)"),
+    Row("cp.async.mbarrier.arrive", Event.MBARRIER),  # the cp.async unit arrives
     Row("cp.async.bulk.shared::cluster.global.mbarrier", Event.BULK_LOAD),
     Row("cp.async.bulk.shared::cta.global.mbarrier", Event.BULK_LOAD),
     Row("cp.async.bulk.global.shared::cta.bulk_group", Event.BULK_STORE),
@@ -231,6 +230,12 @@ _MB_OPS = (("init", abi.MB_INIT), ("inval", abi.MB_INVAL),
 
 def _mbarrier(it: Item, row: Row) -> Classified:
     parts = it.op_parts
+    if parts[0] == "cp":  # cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [mbar]
+        if "shared::cluster" in parts or _space(parts[3:]) != abi.SPACE_SHARED:
+            return Classified(Event.UNMODELED, row, reason="cp.async.mbarrier.arrive on a "
+                              "generic or .shared::cluster address is not modelled yet")
+        return Classified(Event.MBARRIER, row, address=it.operands[0][1:-1].strip(),
+                          op=abi.MB_CP_ARRIVE, arg="1" if "noinc" in parts else "0")
     op = next((code for name, code in _MB_OPS if parts[1] == name), None)
     if op is None:
         return Classified(Event.UNMODELED, row, reason=f"mbarrier.{parts[1]} is not modelled")

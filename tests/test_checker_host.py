@@ -337,6 +337,29 @@ def test_mbarrier_orders_producer_and_consumer(ckv):
     assert ckv.kinds() == []
 
 
+def test_cp_async_mbarrier_arrive_publishes_the_copies(ckv):
+    _init(ckv, count=2)
+    ckv.cp_async(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_CP_ARRIVE, 1, site=11)  # .noinc: counts one arrival
+    ckv.read(1, 0, site=2)  # before the phase completes and is waited
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+    ckv.mbar(1, MB, abi.MB_ARRIVE, 1, site=12)
+    ckv.mbar_wait(2, MB, parity=0)
+    ckv.read(2, 0, site=3)  # the copy is covered by the phase waited for
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_copies_after_the_cp_async_arrive_are_not_covered(ckv):
+    _init(ckv)
+    ckv.cp_async(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_CP_ARRIVE, 1, site=11)
+    ckv.cp_async(0, 64, site=4)  # the next stage: its own arrive comes later
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=2)
+    ckv.read(1, 64, site=3)
+    assert ckv.kinds() == [("async.pending-write", 3, 4)]
+
+
 def test_reading_before_the_wait_is_a_race(ckv):
     _init(ckv)
     ckv.write(0, 0, site=1)

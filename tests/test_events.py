@@ -121,6 +121,8 @@ def test_cp_async(instr, event, size):
     ("mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;", abi.MB_WAIT_PARITY, "%r2",
      "%p1"),
     ("mbarrier.test_wait.shared.b64 %p2, [%r1], %rd2;", abi.MB_WAIT_TOKEN, "%rd2", "%p2"),
+    ("cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];", abi.MB_CP_ARRIVE, "1", None),
+    ("cp.async.mbarrier.arrive.shared::cta.b64 [%r1];", abi.MB_CP_ARRIVE, "0", None),
 ])
 def test_mbarrier(instr, op, arg, result):
     c = one(instr)
@@ -129,7 +131,7 @@ def test_mbarrier(instr, op, arg, result):
 
 
 @pytest.mark.parametrize("instr", [
-    "cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];",
+    "cp.async.mbarrier.arrive.b64 [%rd1];",  # a generic address: maybe another CTA's
     "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1];",
     "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r2, %r3}], [%r1];",
     "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r1], [%r2], 64, "

@@ -87,6 +87,25 @@ extern "C" __global__ void cp_no_barrier(const float* in, float* out) {
 }
 """
 
+# sm_80+: the cp.async unit arrives on an mbarrier once the thread's copies landed
+# (cp.async.mbarrier.arrive.noinc); waiting on the phase makes every thread's copies visible.
+CP_MBAR = CP + r"""
+extern "C" __global__ void cp_mbar(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(16) float s[256];
+    int t = threadIdx.x;
+    unsigned b = (unsigned)__cvta_generic_to_shared(&bar);
+    if (t == 0) asm volatile("mbarrier.init.shared.b64 [%0], 256;" :: "r"(b) : "memory");
+    __syncthreads();
+    cp4(&s[t], in + blockIdx.x * 256 + t);  // @cp
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(b) : "memory");
+    WAIT_HERE
+    out[blockIdx.x * 256 + t] = s[(t + 32) % 256];  // @use
+}
+"""
+MB_WAIT0 = ('asm volatile("{\\n .reg .pred p;\\n W: mbarrier.test_wait.parity.shared.b64 p, '
+            '[%0], 0;\\n @!p bra W;\\n}" :: "r"(b) : "memory");')
+
 
 CASES = [
     # (source, kernel, racy wait, clean wait, marker of the access, marker of the copy)
@@ -95,6 +114,7 @@ CASES = [
     (EPILOGUE, "pipeline_epilogue", "", "WAIT(0);", "@epilogue", "@prefetch"),
     # each warp waits for its own copies; another warp's need the barrier after the wait
     (NO_BARRIER, "cp_no_barrier", "WAIT(0);", "WAIT(0);\n    __syncthreads();", "@use", "@cp"),
+    (CP_MBAR, "cp_mbar", "", MB_WAIT0, "@use", "@cp"),
 ]
 
 

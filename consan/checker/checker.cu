@@ -1294,6 +1294,24 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
                           (op == CS_MB_WAIT_PARITY || e[CS_MB_LASTPH + w] == done - 1);
                 if (ok) cs_mbar_acquire(slot, w, e + CS_MB_VC + ((done - 1) & 1) * S.nlogical);
+            } else if (op == CS_MB_CP_ARRIVE) {
+                // The cp.async unit of warp w arrives once the warp's copies so far have
+                // landed: its clock up to the open group is released into this phase, and
+                // the open group is closed so later copies are not covered. .noinc (arg 1):
+                // each thread's arrival counts; without it the count is raised first (net 0).
+                uint32_t* cta = cs_cta(slot);
+                uint32_t* vc = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;
+                uint32_t clk = cta[CS_CTA_CPASYNC_COMMITS + w] + 1;
+                if (vc[CS_AGENT_CPASYNC + w] < clk) vc[CS_AGENT_CPASYNC + w] = clk;
+                cta[CS_CTA_CPASYNC_COMMITS + w] = clk;
+                uint32_t count = arg * lanes;
+                if ((int32_t)e[CS_MB_PENDING] < (int32_t)count) {
+                    cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+                    e[CS_MB_PENDING] = count;
+                    skip = 1;
+                }
+                e[CS_MB_PENDING] -= count;
+                cs_mbar_try_complete(e);
             } else {
                 uint32_t n = arg * lanes;  // every thread's arrive / tx counts
                 if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
