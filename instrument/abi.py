@@ -87,6 +87,12 @@ PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
 PROBE_BULK = "__consan_bulk"  # (dst, bytes, mbar, site): bulk copy global -> shared
 MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
 MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
+# The info word of an mma_async probe: N, where A comes from, major-ness, element size.
+WG_INFO_N_MASK = 0x1FF  # N of .m64nNkK (8..256); M is always 64
+WG_INFO_A_SMEM = 1 << 9  # A through a matrix descriptor (else from registers: not smem)
+WG_INFO_TRANS_A = 1 << 10  # imm-trans-a = 1: A is M-major (else K-major)
+WG_INFO_TRANS_B = 1 << 11  # imm-trans-b = 1: B is N-major (else K-major)
+WG_INFO_ELOG_SHIFT = 12  # 2 bits: log2 of the bytes of an A/B element (.b1: 0)
 MBARRIERS = 32  # mbarriers tracked per CTA
 STATE_SYMBOL = "__consan_state"
 
