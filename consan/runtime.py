@@ -190,7 +190,7 @@ class Prepared:
                 f"{static} bytes of static shared memory); use a smaller block")
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
         self.nslots = max(1, min(ctas, per_sm * sms))
-        self.nlogical = abi.MAX_LOGICAL
+        self.nlogical = abi.logical_threads(wgmma=b.instrumented.wgmma)
         self._alloc(cupy, runtime)
 
     # ---------------------------------------------------------------- tables
@@ -238,7 +238,8 @@ class Prepared:
         state["nthreads"] = self.block[0] * self.block[1] * self.block[2]
         state["nlogical"], state["window_bytes"] = self.nlogical, self.window_bytes
         state["log_capacity"] = LOG_CAPACITY
-        state["flags"] = abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0
+        state["flags"] = ((abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0)
+                          | (abi.FLAG_WGMMA if self.build.instrumented.wgmma else 0))
         self._state = state
         gptr = self.module.get_global_var(abi.STATE_SYMBOL)  # a device address
         runtime.memcpy(gptr, state.ctypes.data, state.nbytes, runtime.memcpyHostToDevice)

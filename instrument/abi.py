@@ -87,6 +87,10 @@ PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
 PROBE_BULK = "__consan_bulk"  # (dst, bytes, mbar, site): bulk copy global -> shared
 MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
 MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
+# wgmma (docs/model.md, "wgmma"): an mma_async's operand reads, and its group bookkeeping.
+PROBE_WGMMA = "__consan_wgmma"  # (desc_a, desc_b, info, site): operands read from smem
+PROBE_WGMMA_GROUP = "__consan_wgmma_group"  # (op, n, site): groups and fence.proxy.async
+WGMMA_COMMIT, WGMMA_WAIT, PROXY_FENCE = 0, 1, 2
 # The info word of an mma_async probe: N, where A comes from, major-ness, element size.
 WG_INFO_N_MASK = 0x1FF  # N of .m64nNkK (8..256); M is always 64
 WG_INFO_A_SMEM = 1 << 9  # A through a matrix descriptor (else from registers: not smem)
@@ -106,6 +110,8 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
     PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), ".b32"),  # 1: skip the faulting op
     PROBE_BULK: ((".b64", ".b32", ".b64", ".b32"), ".b32"),
+    PROBE_WGMMA: ((".b64", ".b64", ".b32", ".b32"), None),
+    PROBE_WGMMA_GROUP: ((".b32", ".b32", ".b32"), None),
 }
 
 # --------------------------------------------------------------------------
@@ -113,9 +119,19 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
 
 GRANULE_BYTES = 4
 MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
-MAX_LOGICAL = 96  # 32..63: the cp.async unit of warp w; 64..95: the copy engine of mbarrier j
-AGENT_CPASYNC = 32
-AGENT_MBAR = 64
+MAX_LOGICAL = 104  # warps, then the AGENT_* ranges below
+AGENT_CPASYNC = 32  # 32..63: the cp.async unit of warp w
+AGENT_MBAR = 64  # 64..95: the copy engine of mbarrier j
+AGENT_WGMMA = 96  # 96..103: the wgmma unit of warpgroup g (warps 4g..4g+3)
+WARPGROUPS = MAX_WARPS // 4
+
+
+def logical_threads(*, wgmma: bool) -> int:
+    """Logical threads a module's clocks cover: the wgmma units (and the table of their
+    reads) only for modules that issue wgmma.mma_async."""
+    return MAX_LOGICAL if wgmma else AGENT_WGMMA
+
+
 NAMED_BARRIERS = 16
 KEY_TABLE_ENTRIES = 4096  # distinct (kind, site, prev_site) findings per launch
 RECORDS_PER_KEY = 64  # detailed records kept per finding; the rest are counted
@@ -179,6 +195,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("readbits", "uint64_t"),  # u32 [nslots][nwarps][2][words]  phase mode: granules read
     ("rsite", "uint64_t"),  # u64 [nslots][granules]  phase mode: phase<<32 | site of a read
     ("mbar", "uint64_t"),  # u32 [nslots][MBARRIERS][MB_WORDS]  barrier table for mbarriers
+    ("wgread", "uint64_t"),  # u64 [nslots][nwg][granules], then u32 sites: wgmma operand reads
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
     ("nwarps", "uint32_t"),
@@ -193,6 +210,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
 # warps is then exactly "a CTA-wide barrier lies between", and the checker keeps
 # per-warp read bitmaps per CTA phase instead of vector clocks (docs/model.md).
 FLAG_PHASE_MODE = 0x1
+FLAG_WGMMA = 0x2  # the module issues wgmma.mma_async: writes look for its async reads
 
 # Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
 CTA_LIVE_THREADS = 0
@@ -201,7 +219,10 @@ CTA_WARP_LANES = 8  # [8, 8+MAX_WARPS): live lane mask of each warp
 CTA_CPASYNC_COMMITS = CTA_WARP_LANES + MAX_WARPS  # per warp: cp.async groups committed
 CTA_SPIN_PHASE = CTA_CPASYNC_COMMITS + MAX_WARPS  # per warp: mbarrier phase + 1 it spins on
 CTA_SPIN_SINCE = CTA_SPIN_PHASE + MAX_WARPS  # per warp: when that spin began (ms)
-CTA_WORDS = CTA_SPIN_SINCE + MAX_WARPS
+CTA_WGMMA_COMMITS = CTA_SPIN_SINCE + MAX_WARPS  # per warp: wgmma groups committed
+CTA_PROXY_FENCE = CTA_WGMMA_COMMITS + MAX_WARPS  # per warp: its clock at its last
+#   fence.proxy.async (its generic writes up to that clock reach the async proxy)
+CTA_WORDS = CTA_PROXY_FENCE + MAX_WARPS
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -212,7 +233,11 @@ WW_FLAGS_SHIFT = 40
 WW_TID_SHIFT = 32
 WW_FLAG_ATOMIC = 0x1
 WW_FLAG_MBAR = 0x2  # the granule holds a live mbarrier object
+WW_FLAG_WGREAD = 0x4  # a wgmma unit read the granule since this write (see the wgread table)
 RM_GEN_SHIFT = 48
+# wgmma read entry of a granule, per warpgroup: gen:16 | clock:32 (the group + 1 it reads in);
+# its site is in the u32 array after the entries.
+WG_GEN_SHIFT = 48
 
 
 def bitmap_words(granules: int) -> int:
@@ -232,7 +257,12 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
         "readbits": 4 * nwarps * 2 * bitmap_words(G) * n if phase_mode else 0,
         "rsite": 8 * G * n if phase_mode else 0,
         "mbar": 0 if phase_mode else 4 * MBARRIERS * mb_words(L) * n,
+        "wgread": 12 * G * warpgroups(nwarps) * n if L > AGENT_WGMMA else 0,
     }
+
+
+def warpgroups(nwarps: int) -> int:
+    return (nwarps + 3) // 4
 
 
 # An mbarrier entry (u32 words): key (offset+1), live, expected, pending, tx, phase,
@@ -332,6 +362,14 @@ def c_header() -> str:
         "CS_MB_EXPECTED": MB_EXPECTED, "CS_MB_PENDING": MB_PENDING, "CS_MB_TX": MB_TX,
         "CS_MB_PHASE": MB_PHASE, "CS_MB_LOCK": MB_LOCK, "CS_MB_LASTPH": MB_LASTPH,
         "CS_MB_VC": MB_VC,
+        "CS_WGMMA_COMMIT": WGMMA_COMMIT, "CS_WGMMA_WAIT": WGMMA_WAIT,
+        "CS_PROXY_FENCE": PROXY_FENCE, "CS_WG_INFO_N_MASK": WG_INFO_N_MASK,
+        "CS_WG_INFO_A_SMEM": WG_INFO_A_SMEM, "CS_WG_INFO_TRANS_A": WG_INFO_TRANS_A,
+        "CS_WG_INFO_TRANS_B": WG_INFO_TRANS_B, "CS_WG_INFO_ELOG_SHIFT": WG_INFO_ELOG_SHIFT,
+        "CS_AGENT_WGMMA": AGENT_WGMMA, "CS_WARPGROUPS": WARPGROUPS,
+        "CS_CTA_WGMMA_COMMITS": CTA_WGMMA_COMMITS, "CS_CTA_PROXY_FENCE": CTA_PROXY_FENCE,
+        "CS_FLAG_WGMMA": FLAG_WGMMA, "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
+        "CS_WG_GEN_SHIFT": WG_GEN_SHIFT,
     }
     lines += [f"#define {k} {v}u" for k, v in consts.items()]
     lines.append("")

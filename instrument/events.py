@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from . import abi
+from . import abi, wgmma_desc
 from .ptx import Item
 
 
@@ -26,6 +26,10 @@ class Event(str, Enum):
     ASYNC_WAIT_ALL = "async.wait_all"
     MBARRIER = "mbarrier"  # init / inval / arrive / expect_tx / complete_tx / test_wait / try_wait
     BULK_LOAD = "async.bulk"  # cp.async.bulk global -> shared, completing on an mbarrier
+    WGMMA = wgmma_desc.EVENT  # wgmma.mma_async: the warpgroup's unit reads A and B (async)
+    WGMMA_COMMIT = "async.wgmma_commit"  # wgmma.commit_group
+    WGMMA_WAIT = "async.wgmma_wait"  # wgmma.wait_group N
+    PROXY_FENCE = "fence.proxy_async"  # the warp's generic writes so far reach the async proxy
     BAR_SYNC = "barrier.sync"
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
@@ -42,7 +46,8 @@ class Event(str, Enum):
 
 _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
            Event.BAR_RED, Event.EXIT, Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
-           Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD}
+           Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD, Event.WGMMA,
+           Event.WGMMA_COMMIT, Event.WGMMA_WAIT, Event.PROXY_FENCE}
 
 _ACCESS_MODE = {Event.READ: abi.MODE_READ, Event.WRITE: abi.MODE_WRITE,
                 Event.ATOMIC: abi.MODE_ATOMIC, Event.ASYNC_WRITE: abi.MODE_ASYNC_WRITE}
@@ -89,7 +94,7 @@ TABLE: tuple[Row, ...] = (
     Row("barrier.cluster", Event.UNMODELED, note="cluster barriers (cluster issue)"),
     # fences that create no happens-before between warps in the model
     Row("membar", Event.FENCE),
-    Row("fence.proxy.async", Event.UNMODELED, note="proxy fences (async issue)"),
+    Row("fence.proxy.async", Event.PROXY_FENCE),  # the form decides: see _proxy_fence
     Row("fence.proxy.tensormap", Event.FENCE),
     Row("fence.mbarrier_init", Event.FENCE),  # makes inits visible to the cluster
     Row("fence", Event.FENCE),
@@ -117,7 +122,11 @@ TABLE: tuple[Row, ...] = (
     Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions (async issue)"),
     Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
     Row("mbarrier", Event.MBARRIER),
-    Row("wgmma", Event.UNMODELED, note="wgmma (async issue)"),
+    Row("wgmma.fence", Event.FENCE),  # orders register accesses only, no shared memory
+    Row("wgmma.mma_async", Event.WGMMA),
+    Row("wgmma.commit_group", Event.WGMMA_COMMIT),
+    Row("wgmma.wait_group", Event.WGMMA_WAIT),
+    Row("wgmma", Event.UNMODELED, note="wgmma instruction not in consan's event table"),
     Row("tcgen05", Event.UNMODELED, note="tcgen05 (not modelled)"),
     Row("clusterlaunchcontrol", Event.UNMODELED, note="cluster launch control (not modelled)"),
 )
@@ -135,7 +144,7 @@ class Classified:
     shape: int = abi.SHAPE_PLAIN
     address: str | None = None  # the '[..]' operand, without brackets
     reason: str = ""  # for UNMODELED
-    op: int = 0  # MBARRIER: abi.MB_*
+    op: int = 0  # MBARRIER: abi.MB_*; WGMMA: the probe's info word (abi.WG_INFO_*)
     arg: str = "0"  # MBARRIER: count / bytes operand; waits: the parity or state operand
     result: str | None = None  # MBARRIER waits: the predicate the instruction sets
 
@@ -253,6 +262,39 @@ def _bulk_load(it: Item, row: Row) -> Classified:
                       result=ops[3][1:-1].strip())
 
 
+def _wgmma(it: Item, row: Row) -> Classified:
+    """mma_async d, a-desc | {a}, b-desc, ...: the descriptors go to the probe (`address`:
+    A's, or None when A is in registers; `arg`: B's), with the shape as its info word."""
+    try:
+        shape = wgmma_desc.parse_mma(it.opcode, it.operands)
+    except wgmma_desc.NotModeled as exc:
+        return Classified(Event.UNMODELED, row, reason=str(exc))
+    ops = it.operands
+    return Classified(Event.WGMMA, row, address=ops[1] if shape.a_smem else None, arg=ops[2],
+                      op=shape.info)
+
+
+def _proxy_fence(it: Item, row: Row) -> Classified:
+    """fence.proxy.async{.shared::cta,.shared::cluster} and the release form restricted to
+    shared::cta order the warp's generic smem writes before its later async-proxy reads;
+    `.global` covers no shared memory, and the acquire form orders async-proxy accesses
+    before generic ones, which the model never needs (async writes are seen through
+    their own wait)."""
+    parts = it.op_parts
+    if parts[2] == "async":
+        space = ".".join(parts[3:])
+        if space in ("", "shared::cta", "shared::cluster"):
+            return Classified(Event.PROXY_FENCE, row)
+        if space == "global":
+            return Classified(Event.FENCE, row)
+    elif parts[2] == "async::generic" and len(parts) == 6:
+        if parts[3:5] == ["release", "sync_restrict::shared::cta"]:
+            return Classified(Event.PROXY_FENCE, row)
+        if parts[3:5] == ["acquire", "sync_restrict::shared::cluster"]:
+            return Classified(Event.FENCE, row)
+    return Classified(Event.UNMODELED, row, reason=f"{it.opcode} is not modelled")
+
+
 def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
     parts = it.op_parts
     if any(p.startswith("shared") for p in parts):
@@ -284,6 +326,12 @@ def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = 
             return _mbarrier(it, row)
         if row.event is Event.BULK_LOAD:
             return _bulk_load(it, row)
+        if row.event is Event.WGMMA:
+            return _wgmma(it, row)
+        if row.event is Event.PROXY_FENCE:
+            return _proxy_fence(it, row)
+        if row.event is Event.WGMMA_WAIT and not it.operands:
+            return Classified(Event.UNMODELED, row, reason="wgmma.wait_group without N")
         return Classified(row.event, row)
     if _touches_sync_or_smem(it, shared_symbols):
         return Classified(Event.UNMODELED, None, reason="instruction not in consan's event table")

@@ -46,6 +46,7 @@ class Instrumented:
     counts: Counter = field(default_factory=Counter)  # Event value -> number of sites
     max_regs: int | None = None  # tightest .maxnreg of the module: the probes must fit it
     phase_mode: bool = True  # only CTA-wide barriers: the checker may use CTA phases
+    wgmma: bool = False  # issues wgmma.mma_async: clocks cover abi.logical_threads(wgmma=True)
 
 
 class InstrumentError(ValueError):
@@ -249,6 +250,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     unmodeled: list[Unmodeled] = []
     counts: Counter = Counter()
     cta_wide_only = True
+    wgmma = False
     index_of = {id(it): i for i, it in enumerate(mod.items)}
 
     for fn in mod.functions:
@@ -280,6 +282,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                 cta_wide_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
                     it, c.event)[1] == "0"
             counts[c.event.value] += 1
+            wgmma |= c.event is Event.WGMMA
             if c.event is Event.UNMODELED:
                 unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason))
         merged = coalesce.plan([(i, it, c) for i, it, c, _ in walk])
@@ -331,7 +334,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     caps = [int(it.operands[0]) for it in mod.items
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
-                        min(caps) if caps else None, cta_wide_only)
+                        min(caps) if caps else None, cta_wide_only, wgmma)
 
 
 def _guard(call: str, pred: str | None) -> str:
@@ -355,6 +358,18 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[
                      comment=f"site {site}")
         # The wait takes effect once the instruction has returned: probe after it.
         return ("", "\n\t" + call) if ev is not Event.ASYNC_COMMIT else (call + "\n\t", "")
+    if ev is Event.WGMMA:  # the operands are read from issue on: probe before it
+        args = [(".b64", c.address or "0"), (".b64", c.arg), (".b32", str(c.op)),
+                (".b32", str(site))]
+        return _call(pred, abi.PROBE_WGMMA, args, comment=f"site {site}") + "\n\t", ""
+    if ev in (Event.WGMMA_COMMIT, Event.WGMMA_WAIT, Event.PROXY_FENCE):
+        op = {Event.WGMMA_COMMIT: abi.WGMMA_COMMIT, Event.WGMMA_WAIT: abi.WGMMA_WAIT,
+              Event.PROXY_FENCE: abi.PROXY_FENCE}[ev]
+        n = it.operands[0] if ev is Event.WGMMA_WAIT else "0"
+        call = _call(pred, abi.PROBE_WGMMA_GROUP, [(".b32", str(op)), (".b32", n),
+                                                    (".b32", str(site))], comment=f"site {site}")
+        # A wait or a fence takes effect once the instruction has returned: probe after it.
+        return (call + "\n\t", "") if ev is Event.WGMMA_COMMIT else ("", "\n\t" + call)
     if ev is Event.BULK_LOAD:
         code = (_address_code(c.address or "", widths, it)
                 + _address_code(c.result or "", widths, it, REG_ADDR2))

@@ -203,3 +203,25 @@ def test_inline_chain_is_followed_to_the_kernel():
     (w,) = [s for s in instrument(ptx).sites.sites if s.event == "access.write"]
     assert w.loc.line == 1 and w.loc.function == "inner"
     assert [c.line for c in w.inlined_at] == [2, 3]
+
+
+def test_wgmma_corpus_module_is_instrumented_and_assembles():
+    f = next(f for f in corpus_build.corpus_files() if f.stem == "wgmma")
+    ptx = corpus_build.compile_cached(f.source(), "wgmma.cu",
+                                      ["-arch=compute_90a", "-std=c++17", "-lineinfo"])
+    ins = instrument(parse(ptx, "wgmma.ptx"))
+    assert ins.unmodeled == [] and ins.wgmma and not ins.phase_mode
+    assert ins.counts["async.wgmma"] == 3 and ins.counts["async.wgmma_wait"] == 3
+    assert ins.counts["async.wgmma_commit"] == 3 and ins.counts["fence.proxy_async"] == 2
+    out = ins.ptx
+    # the mma_async probe comes first, with both descriptors (RS form: A is 0) and the info
+    mma = out.index("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16")
+    call = out.rindex(f"call {abi.PROBE_WGMMA},", 0, mma)
+    assert "st.param.b64 [__cs_p0], %rd51;" in out[call - 300:call]
+    rs = out.index("wgmma.mma_async.sync.aligned.m64n16k16")
+    call_rs = out.rindex(f"call {abi.PROBE_WGMMA},", 0, rs)
+    assert "st.param.b64 [__cs_p0], 0;" in out[call_rs - 300:rs]
+    # waits and fences are probed after the instruction, commits before
+    wait = out.index("wgmma.wait_group.sync.aligned 0;")
+    assert out.index(f"call {abi.PROBE_WGMMA_GROUP}", wait) - wait < 400
+    toolchain.link_with_checker(ins, "wgmma.ptx", toolchain.Arch.parse("sm_90a"))

@@ -3,10 +3,16 @@
 Expected footprints come from two independent places: hand-computed tiles
 (the layouts CUTLASS-style kernels write) and the PTX ISA's own worked
 examples of the canonical layouts ("Shared Memory Matrix Layout"), written
-here as CuTe layouts and evaluated element by element.
+here as CuTe layouts and evaluated element by element. The device checker's C
+decode (host build) must agree with the Python one on many descriptors.
 """
 
 from __future__ import annotations
+
+import ctypes
+import itertools
+import random
+import shutil
 
 import pytest
 
@@ -232,3 +238,34 @@ def test_describe_an_operand():
     assert out.startswith("operand B (16x64 .f16, K-major; start smem[0x400], LBO 16, SBO 1024, "
                           "128-byte swizzle) reads smem[0x400..")
     assert describe("bar.sync 0;", 0, d) is None
+
+
+# ------------------------------------------------ the checker's C decode agrees
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="needs a host C++ compiler")
+def test_c_decode_agrees_with_python():
+    from tests.checker_host import library
+
+    lib = library()
+    fn = lib.cs_host_wg_chunk
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                   ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)]
+    fn.restype = ctypes.c_uint32
+    rng = random.Random(4)
+    width = ctypes.c_uint32()
+    cases = 0
+    for swz, base, k_major, (elog, rows) in itertools.product(
+            range(4), (0, 0, 5), (True, False),
+            [(1, 64), (1, 8), (1, 256), (1, 40), (2, 16), (0, 64)]):
+        if not k_major and elog != 1 and elog != 2:
+            continue
+        for _ in range(6):
+            d = Descriptor(rng.randrange(0, 1 << 18, 16), rng.randrange(0, 1 << 14, 16),
+                           rng.randrange(0, 1 << 14, 16), base, swz)
+            op = Operand(rows, k_major, 1 << elog)
+            for i, (addr, n) in enumerate(chunks(d, op)):
+                got = fn(d.encode(), rows, int(k_major), elog, i, ctypes.byref(width))
+                assert (got, width.value) == (addr, n), (d, op, i)
+                cases += 1
+    assert cases > 10000
