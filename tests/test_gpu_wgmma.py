@@ -168,27 +168,40 @@ def test_clean_wgmma_gemm_is_clean_and_exact(swizzle):
     np.testing.assert_array_equal(got, native)
 
 
-@pytest.mark.parametrize("swizzle", LAYOUTS, ids=LAYOUT_IDS)
-def test_refill_before_wait_group_is_a_pending_read(swizzle):
-    src = source(swizzle, wait=False)
-    rep, _ = _run(src, native=False)
+def check_pending_read(rep, src: str) -> None:
+    """Seed 004: the refill stores are async.pending-read against the wgmma (shared with the
+    CPU replay in tests/test_wgmma_kernels_cpu.py)."""
     assert {v.kind for v in rep.violations} == {"async.pending-read"}, str(rep)
     assert {v.line for v in rep.violations} == {line_of(src, "@storeA"),
                                                line_of(src, "@storeB")}, str(rep)
     for v in rep.violations:
         assert line_of(src, "@mma") in lines(v.prev_site), str(rep)
         assert line_of(src, "@mma-call") in lines(v.prev_site), str(rep)
-    text = str(rep)
-    assert "wgmma.wait_group" in text and "the wgmma unit of warpgroup 0" in text
+    text = " ".join(str(rep).split())  # the report with its line wrapping undone
+    assert "add wgmma.wait_group 0" in text and "wgmma unit of warpgroup 0 (warps 0-3)" in text
+
+
+def check_missing_fence(rep, src: str) -> None:
+    """No fence.proxy.async: proxy.missing-fence at the wgmma against the stores."""
+    assert {v.kind for v in rep.violations} == {"proxy.missing-fence"}, str(rep)
+    for v in rep.violations:
+        assert line_of(src, "@mma") in lines(v.site), str(rep)
+        assert line_of(src, "@mma-call") in lines(v.site), str(rep)
+        assert v.prev_line in {line_of(src, "@storeA"), line_of(src, "@storeB")}, str(rep)
+    text = " ".join(str(rep).split())
+    assert "Add fence.proxy.async.shared::cta in the threads that write at" in text
+    assert "operand A (64x16 .f16, K-major;" in text or "operand B (16x64 .f16, K-major;" in text
+
+
+@pytest.mark.parametrize("swizzle", LAYOUTS, ids=LAYOUT_IDS)
+def test_refill_before_wait_group_is_a_pending_read(swizzle):
+    src = source(swizzle, wait=False)
+    rep, _ = _run(src, native=False)
+    check_pending_read(rep, src)
 
 
 @pytest.mark.parametrize("swizzle", LAYOUTS, ids=LAYOUT_IDS)
 def test_no_proxy_fence_is_a_missing_fence_at_the_wgmma(swizzle):
     src = source(swizzle, fence=False)
     rep, _ = _run(src, native=False)
-    assert {v.kind for v in rep.violations} == {"proxy.missing-fence"}, str(rep)
-    for v in rep.violations:
-        assert line_of(src, "@mma") in lines(v.site), str(rep)
-        assert line_of(src, "@mma-call") in lines(v.site), str(rep)
-        assert v.prev_line in {line_of(src, "@storeA"), line_of(src, "@storeB")}, str(rep)
-    assert "fence.proxy.async.shared::cta" in str(rep)
+    check_missing_fence(rep, src)
