@@ -227,7 +227,8 @@ class Prepared:
                 f"{static} bytes of static shared memory); use a smaller block")
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
         self.nslots = max(1, min(ctas, per_sm * sms))
-        self.nlogical = abi.logical_threads(b.instrumented.async_proxy)
+        self.nlogical = abi.logical_threads(async_proxy=b.instrumented.async_proxy,
+                                            wgmma=b.instrumented.wgmma)
         self._alloc(cupy, runtime)
 
     def _load(self, cupy, driver, cubin: bytes) -> None:
@@ -298,7 +299,8 @@ class Prepared:
         state["nthreads"] = self.block[0] * self.block[1] * self.block[2]
         state["nlogical"], state["window_bytes"] = self.nlogical, self.window_bytes
         state["log_capacity"] = LOG_CAPACITY
-        state["flags"] = abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0
+        state["flags"] = ((abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0)
+                          | (abi.FLAG_WGMMA if self.build.instrumented.wgmma else 0))
         if self.psh_bytes:
             state["flags"] |= abi.FLAG_PHASE_SMEM
             state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.psh_bytes

@@ -91,6 +91,16 @@ MB_CP_ARRIVE = 9  # cp.async.mbarrier.arrive(.noinc): the cp.async unit arrives 
 PROBE_BULK_STORE = "__consan_bulk_store"  # (src, bytes, site): bulk store shared -> global
 PROBE_BULK_GROUP = "__consan_bulk_group"  # (op, n, site): bulk groups, fence.proxy.async
 BULK_COMMIT, BULK_WAIT, PROXY_FENCE = 0, 1, 2
+# wgmma (docs/model.md, "wgmma"): an mma_async's operand reads, and its group bookkeeping.
+PROBE_WGMMA = "__consan_wgmma"  # (desc_a, desc_b, info, site): operands read from smem
+PROBE_WGMMA_GROUP = "__consan_wgmma_group"  # (op, n, site): groups and fence.proxy.async
+WGMMA_COMMIT, WGMMA_WAIT, PROXY_FENCE = 0, 1, 2
+# The info word of an mma_async probe: N, where A comes from, major-ness, element size.
+WG_INFO_N_MASK = 0x1FF  # N of .m64nNkK (8..256); M is always 64
+WG_INFO_A_SMEM = 1 << 9  # A through a matrix descriptor (else from registers: not smem)
+WG_INFO_TRANS_A = 1 << 10  # imm-trans-a = 1: A is M-major (else K-major)
+WG_INFO_TRANS_B = 1 << 11  # imm-trans-b = 1: B is N-major (else K-major)
+WG_INFO_ELOG_SHIFT = 12  # 2 bits: log2 of the bytes of an A/B element (.b1: 0)
 MBARRIERS = 32  # mbarriers tracked per CTA
 STATE_SYMBOL = "__consan_state"
 
@@ -106,6 +116,8 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_BULK: ((".b64", ".b32", ".b64", ".b32"), ".b32"),
     PROBE_BULK_STORE: ((".b64", ".b32", ".b32"), None),
     PROBE_BULK_GROUP: ((".b32", ".b32", ".b32"), None),
+    PROBE_WGMMA: ((".b64", ".b64", ".b32", ".b32"), None),
+    PROBE_WGMMA_GROUP: ((".b32", ".b32", ".b32"), None),
 }
 
 # --------------------------------------------------------------------------
@@ -113,17 +125,22 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
 
 GRANULE_BYTES = 4
 MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
-MAX_LOGICAL = 160  # warps, then 32 of each AGENT_* below
+MAX_LOGICAL = 168  # warps, then the AGENT_* ranges below
 AGENT_CPASYNC = 32  # 32..63: the cp.async unit of warp w
 AGENT_MBAR = 64  # 64..95: the copy engine of mbarrier j
 AGENT_BULK = 96  # 96..127: the bulk-store unit of warp w (its clock counts bulk groups)
 AGENT_PROXY = 128  # 128..159: warp w's async-proxy view (its clock at its last fence.proxy.async)
+AGENT_WGMMA = 160  # 160..167: the wgmma unit of warpgroup g (warps 4g..4g+3)
+WARPGROUPS = MAX_WARPS // 4
 
 
-def logical_threads(async_proxy: bool) -> int:
-    """Logical threads a module's clocks cover: the bulk-store units and async-proxy views
-    (and the async-read table) only for modules that issue bulk stores (docs/model.md)."""
-    return MAX_LOGICAL if async_proxy else AGENT_BULK
+def logical_threads(*, async_proxy: bool = False, wgmma: bool = False) -> int:
+    """Logical threads a module's clocks cover (docs/model.md): the bulk-store units and
+    async-proxy views (and the async-read table) only for modules that issue bulk stores,
+    the wgmma units (and the table of their reads) only for modules that issue wgmma."""
+    if wgmma:
+        return MAX_LOGICAL
+    return AGENT_WGMMA if async_proxy else AGENT_BULK
 
 
 NAMED_BARRIERS = 16
@@ -190,6 +207,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("rsite", "uint64_t"),  # u64 [nslots][granules]  phase mode: phase<<32 | site of a read
     ("mbar", "uint64_t"),  # u32 [nslots][MBARRIERS][MB_WORDS]  barrier table for mbarriers
     ("aread", "uint64_t"),  # u64 [nslots][granules] then u32 [nslots][granules]: async reads
+    ("wgread", "uint64_t"),  # u64 [nslots][nwg][granules], then u32 sites: wgmma operand reads
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
     ("nwarps", "uint32_t"),
@@ -209,6 +227,7 @@ FLAG_PHASE_MODE = 0x1
 # Phase mode with every table in the CTA's own shared memory, appended to the
 # launch's dynamic shared memory (no global-memory traffic on the hot path).
 FLAG_PHASE_SMEM = 0x2
+FLAG_WGMMA = 0x4  # the module issues wgmma.mma_async: writes look for its async reads
 
 # Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
 CTA_LIVE_THREADS = 0
@@ -218,7 +237,10 @@ CTA_CPASYNC_COMMITS = CTA_WARP_LANES + MAX_WARPS  # per warp: cp.async groups co
 CTA_SPIN_PHASE = CTA_CPASYNC_COMMITS + MAX_WARPS  # per warp: mbarrier phase + 1 it spins on
 CTA_SPIN_SINCE = CTA_SPIN_PHASE + MAX_WARPS  # per warp: when that spin began (ms)
 CTA_BULK_COMMITS = CTA_SPIN_SINCE + MAX_WARPS  # per warp: bulk groups committed
-CTA_WORDS = CTA_BULK_COMMITS + MAX_WARPS
+CTA_WGMMA_COMMITS = CTA_BULK_COMMITS + MAX_WARPS  # per warp: wgmma groups committed
+CTA_PROXY_FENCE = CTA_WGMMA_COMMITS + MAX_WARPS  # per warp: its clock at its last
+#   fence.proxy.async (its generic writes up to that clock reach the async proxy)
+CTA_WORDS = CTA_PROXY_FENCE + MAX_WARPS
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -229,11 +251,15 @@ WW_FLAGS_SHIFT = 40
 WW_TID_SHIFT = 32
 WW_FLAG_ATOMIC = 0x1
 WW_FLAG_MBAR = 0x2  # the granule holds a live mbarrier object
+WW_FLAG_WGREAD = 0x4  # a wgmma unit read the granule since this write (see the wgread table)
 RM_GEN_SHIFT = 48
 # Async-read entry of a granule (bulk stores): gen:16 | tid:8 | clock:32, the bulk-store unit
 # and the group it reads in; its site is in the u32 array after the entries.
 AR_GEN_SHIFT = 48
 AR_TID_SHIFT = 32
+# wgmma read entry of a granule, per warpgroup: gen:16 | clock:32 (the group + 1 it reads in);
+# its site is in the u32 array after the entries.
+WG_GEN_SHIFT = 48
 
 
 def bitmap_words(granules: int) -> int:
@@ -264,7 +290,12 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
         "rsite": 8 * G * n if phase_mode else 0,
         "mbar": 0 if phase_mode else 4 * MBARRIERS * mb_words(L) * n,
         "aread": 12 * G * n if L > AGENT_BULK else 0,
+        "wgread": 12 * G * warpgroups(nwarps) * n if L > AGENT_WGMMA else 0,
     }
+
+
+def warpgroups(nwarps: int) -> int:
+    return (nwarps + 3) // 4
 
 
 # An mbarrier entry (u32 words): key (offset+1), live, expected, pending, tx, phase,
@@ -374,6 +405,14 @@ def c_header() -> str:
         "CS_MB_EXPECTED": MB_EXPECTED, "CS_MB_PENDING": MB_PENDING, "CS_MB_TX": MB_TX,
         "CS_MB_PHASE": MB_PHASE, "CS_MB_LOCK": MB_LOCK, "CS_MB_LASTPH": MB_LASTPH,
         "CS_MB_VC": MB_VC,
+        "CS_WGMMA_COMMIT": WGMMA_COMMIT, "CS_WGMMA_WAIT": WGMMA_WAIT,
+        "CS_WG_INFO_N_MASK": WG_INFO_N_MASK,
+        "CS_WG_INFO_A_SMEM": WG_INFO_A_SMEM, "CS_WG_INFO_TRANS_A": WG_INFO_TRANS_A,
+        "CS_WG_INFO_TRANS_B": WG_INFO_TRANS_B, "CS_WG_INFO_ELOG_SHIFT": WG_INFO_ELOG_SHIFT,
+        "CS_AGENT_WGMMA": AGENT_WGMMA, "CS_WARPGROUPS": WARPGROUPS,
+        "CS_CTA_WGMMA_COMMITS": CTA_WGMMA_COMMITS, "CS_CTA_PROXY_FENCE": CTA_PROXY_FENCE,
+        "CS_FLAG_WGMMA": FLAG_WGMMA, "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
+        "CS_WG_GEN_SHIFT": WG_GEN_SHIFT,
     }
     lines += [f"#define {k} {v}u" for k, v in consts.items()]
     lines.append("")

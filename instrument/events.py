@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from . import abi
+from . import abi, wgmma_desc
 from .ptx import Item
 
 
@@ -29,6 +29,9 @@ class Event(str, Enum):
     BULK_STORE = "async.bulk_store"  # cp{.reduce}.async.bulk shared -> global: an async read
     BULK_COMMIT = "async.bulk_commit"  # cp.async.bulk.commit_group
     BULK_WAIT = "async.bulk_wait"  # cp.async.bulk.wait_group{.read} N: retires the reads
+    WGMMA = wgmma_desc.EVENT  # wgmma.mma_async: the warpgroup's unit reads A and B (async)
+    WGMMA_COMMIT = "async.wgmma_commit"  # wgmma.commit_group
+    WGMMA_WAIT = "async.wgmma_wait"  # wgmma.wait_group N
     PROXY_FENCE = "fence.proxy_async"  # the warp's generic writes so far reach the async proxy
     BAR_SYNC = "barrier.sync"
     BAR_ARRIVE = "barrier.arrive"
@@ -47,7 +50,8 @@ class Event(str, Enum):
 _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
            Event.BAR_RED, Event.EXIT, Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
            Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD, Event.BULK_STORE,
-           Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE}
+           Event.BULK_COMMIT, Event.BULK_WAIT, Event.WGMMA, Event.WGMMA_COMMIT,
+           Event.WGMMA_WAIT, Event.PROXY_FENCE}
 
 _ACCESS_MODE = {Event.READ: abi.MODE_READ, Event.WRITE: abi.MODE_WRITE,
                 Event.ATOMIC: abi.MODE_ATOMIC, Event.ASYNC_WRITE: abi.MODE_ASYNC_WRITE}
@@ -127,7 +131,11 @@ TABLE: tuple[Row, ...] = (
         "tensor reductions (async issue)"),
     Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
     Row("mbarrier", Event.MBARRIER),
-    Row("wgmma", Event.UNMODELED, note="wgmma (async issue)"),
+    Row("wgmma.fence", Event.FENCE),  # orders register accesses only, no shared memory
+    Row("wgmma.mma_async", Event.WGMMA),
+    Row("wgmma.commit_group", Event.WGMMA_COMMIT),
+    Row("wgmma.wait_group", Event.WGMMA_WAIT),
+    Row("wgmma", Event.UNMODELED, note="wgmma instruction not in consan's event table"),
     Row("tcgen05", Event.UNMODELED, note="tcgen05 (not modelled)"),
     Row("clusterlaunchcontrol", Event.UNMODELED, note="cluster launch control (not modelled)"),
 )
@@ -145,7 +153,7 @@ class Classified:
     shape: int = abi.SHAPE_PLAIN
     address: str | None = None  # the '[..]' operand, without brackets
     reason: str = ""  # for UNMODELED
-    op: int = 0  # MBARRIER: abi.MB_*
+    op: int = 0  # MBARRIER: abi.MB_*; WGMMA: the probe's info word (abi.WG_INFO_*)
     arg: str = "0"  # MBARRIER: count / bytes operand; waits: the parity or state operand
     result: str | None = None  # MBARRIER waits: the predicate the instruction sets
 
@@ -275,6 +283,16 @@ def _bulk_store(it: Item, row: Row) -> Classified:
     if len(ops) < 3 or not ops[1].startswith("["):
         return Classified(Event.UNMODELED, row, reason="bulk store with unexpected operands")
     return Classified(Event.BULK_STORE, row, address=ops[1][1:-1].strip(), arg=ops[2])
+def _wgmma(it: Item, row: Row) -> Classified:
+    """mma_async d, a-desc | {a}, b-desc, ...: the descriptors go to the probe (`address`:
+    A's, or None when A is in registers; `arg`: B's), with the shape as its info word."""
+    try:
+        shape = wgmma_desc.parse_mma(it.opcode, it.operands)
+    except wgmma_desc.NotModeled as exc:
+        return Classified(Event.UNMODELED, row, reason=str(exc))
+    ops = it.operands
+    return Classified(Event.WGMMA, row, address=ops[1] if shape.a_smem else None, arg=ops[2],
+                      op=shape.info)
 
 
 def _proxy_fence(it: Item, row: Row) -> Classified:
@@ -330,10 +348,14 @@ def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = 
             return _bulk_load(it, row)
         if row.event is Event.BULK_STORE:
             return _bulk_store(it, row)
+        if row.event is Event.WGMMA:
+            return _wgmma(it, row)
         if row.event is Event.PROXY_FENCE:
             return _proxy_fence(it, row)
         if row.event is Event.BULK_WAIT and not it.operands:
             return Classified(Event.UNMODELED, row, reason="bulk wait without a group count")
+        if row.event is Event.WGMMA_WAIT and not it.operands:
+            return Classified(Event.UNMODELED, row, reason="wgmma.wait_group without N")
         return Classified(row.event, row)
     if _touches_sync_or_smem(it, shared_symbols):
         return Classified(Event.UNMODELED, None, reason="instruction not in consan's event table")

@@ -47,6 +47,7 @@ class Instrumented:
     max_regs: int | None = None  # tightest .maxnreg of the module: the probes must fit it
     phase_mode: bool = True  # only CTA-wide barriers: the checker may use CTA phases
     async_proxy: bool = False  # issues bulk stores: clocks cover abi.logical_threads(True)
+    wgmma: bool = False  # issues wgmma.mma_async: clocks cover abi.logical_threads(wgmma=True)
 
 
 class InstrumentError(ValueError):
@@ -251,6 +252,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     counts: Counter = Counter()
     cta_wide_only = True
     async_proxy = False
+    wgmma = False
     index_of = {id(it): i for i, it in enumerate(mod.items)}
 
     for fn in mod.functions:
@@ -283,6 +285,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                     it, c.event)[1] == "0"
             counts[c.event.value] += 1
             async_proxy |= c.event is Event.BULK_STORE
+            wgmma |= c.event is Event.WGMMA
             if c.event is Event.UNMODELED:
                 unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason))
         merged = coalesce.plan([(i, it, c) for i, it, c, _ in walk])
@@ -334,7 +337,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     caps = [int(it.operands[0]) for it in mod.items
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
-                        min(caps) if caps else None, cta_wide_only, async_proxy)
+                        min(caps) if caps else None, cta_wide_only, async_proxy, wgmma)
 
 
 def _guard(call: str, pred: str | None) -> str:
@@ -364,14 +367,25 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[
                      [(".b64", REG_ADDR), (".b32", c.arg), (".b32", str(site))],
                      pre=code, comment=f"site {site}")
         return call + "\n\t", ""
-    if ev in (Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE):
-        op = {Event.BULK_COMMIT: abi.BULK_COMMIT, Event.BULK_WAIT: abi.BULK_WAIT,
-              Event.PROXY_FENCE: abi.PROXY_FENCE}[ev]
-        n = it.operands[0] if ev is Event.BULK_WAIT else "0"
-        call = _call(pred, abi.PROBE_BULK_GROUP, [(".b32", str(op)), (".b32", n),
-                                                   (".b32", str(site))], comment=f"site {site}")
+    if ev is Event.WGMMA:  # the operands are read from issue on: probe before it
+        args = [(".b64", c.address or "0"), (".b64", c.arg), (".b32", str(c.op)),
+                (".b32", str(site))]
+        return _call(pred, abi.PROBE_WGMMA, args, comment=f"site {site}") + "\n\t", ""
+    # Group bookkeeping of the bulk-store and wgmma units; one fence.proxy.async serves both
+    # (the bulk-group probe records it for bulk stores and for wgmma operands).
+    groups = {Event.BULK_COMMIT: (abi.PROBE_BULK_GROUP, abi.BULK_COMMIT),
+              Event.BULK_WAIT: (abi.PROBE_BULK_GROUP, abi.BULK_WAIT),
+              Event.PROXY_FENCE: (abi.PROBE_BULK_GROUP, abi.PROXY_FENCE),
+              Event.WGMMA_COMMIT: (abi.PROBE_WGMMA_GROUP, abi.WGMMA_COMMIT),
+              Event.WGMMA_WAIT: (abi.PROBE_WGMMA_GROUP, abi.WGMMA_WAIT)}
+    if ev in groups:
+        probe, op = groups[ev]
+        n = it.operands[0] if ev in (Event.BULK_WAIT, Event.WGMMA_WAIT) else "0"
+        call = _call(pred, probe, [(".b32", str(op)), (".b32", n), (".b32", str(site))],
+                     comment=f"site {site}")
         # A wait or a fence takes effect once the instruction has returned: probe after it.
-        return (call + "\n\t", "") if ev is Event.BULK_COMMIT else ("", "\n\t" + call)
+        committed = ev in (Event.BULK_COMMIT, Event.WGMMA_COMMIT)
+        return (call + "\n\t", "") if committed else ("", "\n\t" + call)
     if ev is Event.BULK_LOAD:
         code = (_address_code(c.address or "", widths, it)
                 + _address_code(c.result or "", widths, it, REG_ADDR2))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from instrument import abi
+from instrument import abi, wgmma_desc
 from instrument.sites import Site
 
 from . import templates
@@ -47,7 +47,14 @@ def who(threads: Iterable[int], lanes: int = 0) -> str:
         parts.append(("the cp.async unit of warp " if len(copiers) == 1 else
                       "the cp.async units of warps ") + compact_ints(copiers))
         agents -= {abi.AGENT_CPASYNC + w for w in copiers}
-    engines = {t - abi.AGENT_MBAR for t in agents if abi.AGENT_MBAR <= t < abi.AGENT_BULK}
+    units = {t - abi.AGENT_WGMMA for t in agents
+             if abi.AGENT_WGMMA <= t < abi.AGENT_WGMMA + abi.WARPGROUPS}
+    if units:
+        parts.append(", ".join(f"the wgmma unit of warpgroup {g} (warps {4 * g}-{4 * g + 3})"
+                               for g in sorted(units)))
+        agents -= {abi.AGENT_WGMMA + g for g in units}
+    engines = {t - abi.AGENT_MBAR for t in agents
+               if abi.AGENT_MBAR <= t < abi.AGENT_MBAR + abi.MBARRIERS}
     if engines:
         parts.append(("the copy engine of mbarrier " if len(engines) == 1 else
                       "the copy engines of mbarriers ") + compact_ints(engines))
@@ -97,8 +104,21 @@ def where(site: Site | None) -> str:
     return f"PTX line {site.ptx_line}"
 
 
-def roles(kind: str) -> tuple[str, str | None]:
-    return templates.ROLES.get(kind, templates.DEFAULT_ROLES)
+def variant(f: Finding) -> str | None:
+    """A refinement of the kind's wording: "wgmma" when an mma_async is one of the sites."""
+    if any(s is not None and s.event == wgmma_desc.EVENT for s in (f.site, f.prev_site)):
+        return "wgmma"
+    return None
+
+
+def _row(table: dict, kind: str, var: str | None, default):
+    if var is not None and f"{kind}/{var}" in table:
+        return table[f"{kind}/{var}"]
+    return table.get(kind, default)
+
+
+def roles(kind: str, var: str | None = None) -> tuple[str, str | None]:
+    return _row(templates.ROLES, kind, var, templates.DEFAULT_ROLES)
 
 
 def _field(f: Finding, name: str, as_offset: bool = False) -> str:
@@ -124,7 +144,19 @@ def fields(f: Finding) -> dict[str, str]:
         "mbar": _field(f, "barrier", as_offset=True),
         "phase": _field(f, "phase"),
         "count": _field(f, "count"),
+        "operand": operand_text(f),
     }
+
+
+def operand_text(f: Finding) -> str:
+    """At an mma_async: which operand, its layout and the bytes it reads (from the record's
+    descriptor and the instruction's shape), as ' (operand B (...) reads smem[..))'."""
+    site = f.site
+    if site is None or site.event != wgmma_desc.EVENT or not f.records:
+        return ""
+    r = f.records[0]
+    text = wgmma_desc.describe(site.ptx_text, r.barrier, r.count | r.clock << 32)
+    return f" ({text}, in wgmma group {r.phase})" if text else ""
 
 
 def what_happened(f: Finding) -> str:
@@ -132,7 +164,7 @@ def what_happened(f: Finding) -> str:
     if not f.records:
         return (f"{f.occurrences} occurrences were counted but none was stored, "
                 "so the warps and bytes involved are unknown.")
-    text = templates.WHAT.get(f.kind, templates.DEFAULT_WHAT).format(**fields(f))
+    text = _row(templates.WHAT, f.kind, variant(f), templates.DEFAULT_WHAT).format(**fields(f))
     return text[0].upper() + text[1:]
 
 
@@ -140,7 +172,7 @@ def fix(f: Finding) -> str:
     """The one sentence naming the missing synchronisation and how to add it."""
     if not f.is_violation:
         return templates.NOTES.get(f.kind, templates.DEFAULT_NOTE)
-    return templates.FIX.get(f.kind, templates.DEFAULT_FIX).format(**fields(f))
+    return _row(templates.FIX, f.kind, variant(f), templates.DEFAULT_FIX).format(**fields(f))
 
 
 def occurrence_text(f: Finding) -> str:

@@ -106,7 +106,7 @@ def finding_block(f: Finding, src: SourceLines, ptx_name: str) -> list[Renderabl
     head.append(f.kind, style="bold red")
     head.append(f"  {f.title}", style="bold")
     head.append(f"  ({describe.occurrence_text(f)})", style="dim")
-    cur_role, prev_role = describe.roles(f.kind)
+    cur_role, prev_role = describe.roles(f.kind, describe.variant(f))
     out: list[RenderableType] = [head]
     out += site_block(cur_role, f.site, src, ptx_name)
     if f.prev_site is not None:

@@ -158,7 +158,7 @@ def site_dict(site: Site | None, role: str | None) -> dict[str, Any] | None:
 
 def finding_dict(f: Finding) -> dict[str, Any]:
     """One finding for JSON: the same facts and sentences the terminal report shows."""
-    cur_role, prev_role = describe.roles(f.kind)
+    cur_role, prev_role = describe.roles(f.kind, describe.variant(f))
 
     def values(name: str) -> list[int]:
         return sorted({getattr(r, name) for r in f.records})

@@ -10,6 +10,10 @@ advice for a kind is an edit to one row. Placeholders, filled by
     {bytes}               merged smem byte ranges, "smem[0x100..0x180)"
     {barrier}             barrier id(s) as recorded, {mbar} the same as smem offsets
     {phase} {count}       phase / generation and pending count (or bytes) as recorded
+    {operand}             at an mma_async: " (operand B (...) reads smem[...), in wgmma group 3)"
+
+A row keyed "kind/variant" refines the kind's row for findings of that variant
+(`reports.describe.variant`: "wgmma" when an mma_async is one of the sites).
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ ROLES: dict[str, tuple[str, str | None]] = {
     "mbarrier.underflow": ("arrive", "earlier arrive"),
     "mbarrier.data-access": ("access", "mbarrier init"),
     "deadlock": ("wait", "last arrive"),
+    "async.pending-read/wgmma": ("write", "wgmma (reads its operands until its group retires)"),
+    "proxy.missing-fence/wgmma": ("wgmma (reads through the async proxy)",
+                                  "generic-proxy write"),
 }
 DEFAULT_ROLES: tuple[str, str | None] = ("site", "earlier site")
 
@@ -54,6 +61,21 @@ WHAT: dict[str, str] = {
                             "the bytes of the live mbarrier at {mbar}.",
     "deadlock": "{cur_who} waits at {cur} on barrier {barrier} phase {phase} "
                 "with {count} arrivals (or bytes) still missing, and no live warp can supply them.",
+    "race.raw/wgmma": "{prev_who} wrote {bytes} at {prev}; the wgmma at {cur}, issued by "
+                      "{cur_who}, reads them{operand} with nothing ordering the write before it.",
+    "uninit.read/wgmma": "The wgmma at {cur}, issued by {cur_who}, reads {bytes}{operand}, but "
+                         "nothing in the CTA wrote these bytes since launch (check the "
+                         "operand's descriptor if they should hold the tile).",
+    "async.pending-write/wgmma": "{prev_who} issued an async copy into {bytes} at {prev}; the "
+                                "wgmma at {cur}, issued by {cur_who}, reads them{operand} "
+                                "before the copy was known complete.",
+    "async.pending-read/wgmma": "{prev_who} reads {bytes} as an operand of the wgmma issued at "
+                                "{prev}; {cur_who} overwrote those bytes at {cur} before a "
+                                "wgmma.wait_group retired that wgmma's group.",
+    "proxy.missing-fence/wgmma": "{prev_who} wrote {bytes} at {prev} through the generic proxy "
+                                 "and executed no fence.proxy.async after it; the wgmma at "
+                                 "{cur}, issued by {cur_who}, reads them through the async "
+                                 "proxy{operand}.",
 }
 DEFAULT_WHAT = "{cur_who} at {cur}."
 
@@ -100,6 +122,16 @@ FIX: dict[str, str] = {
     "deadlock": "Barrier {barrier} phase {phase} that the wait at {cur} needs can no longer "
                 "complete: every warp counted by the barrier must reach its arrive (check early "
                 "exits, divergent branches and the expected arrival count).",
+    "async.pending-read/wgmma": "The write at {cur} does not wait for the wgmma issued at {prev}: "
+                                "add wgmma.wait_group 0 (or wait_group N small enough to retire "
+                                "that wgmma's group) after the wgmma.commit_group that follows "
+                                "{prev} and before the write at {cur}, executed by the "
+                                "warpgroup that issued the wgmma (then a barrier or an mbarrier "
+                                "arrive/wait if another warp writes).",
+    "proxy.missing-fence/wgmma": "Add fence.proxy.async.shared::cta in the threads that write at "
+                                 "{prev}, after that write and before the barrier (or mbarrier "
+                                 "arrive) that orders it before the wgmma at {cur}: without it "
+                                 "the wgmma may read the bytes' old values.",
 }
 DEFAULT_FIX = "No fix is known for kind {kind}; this is a consan diagnostic."
 

@@ -55,7 +55,9 @@ def library() -> ctypes.CDLL:
            abi.PROBE_MBAR: ([u64, u32, u32, u32], u32),
            abi.PROBE_BULK: ([u64, u32, u64, u32], u32),
            abi.PROBE_BULK_STORE: ([u64, u32, u32], None),
-           abi.PROBE_BULK_GROUP: ([u32, u32, u32], None)}
+           abi.PROBE_BULK_GROUP: ([u32, u32, u32], None),
+           abi.PROBE_WGMMA: ([u64, u64, u32, u32], None),
+           abi.PROBE_WGMMA_GROUP: ([u32, u32, u32], None)}
     for name, (args, ret) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ret
@@ -70,11 +72,12 @@ class HostChecker:
     """Shadow tables in numpy, one CTA slot (or more), warps driven one call at a time."""
 
     def __init__(self, nwarps: int = 4, smem_bytes: int = 1024, nslots: int = 1,
-                 capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False):
+                 capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False,
+                 wgmma: bool = False):
         self.lib = library()
         self.nwarps, self.nslots, self.phase_smem = nwarps, nslots, phase_smem
         self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
-        L, G, n = abi.MAX_LOGICAL, self.granules, nslots
+        L, G, n = abi.logical_threads(async_proxy=True, wgmma=wgmma), self.granules, nslots
         sizes = abi.table_bytes(n, G, nwarps, L, phase_mode)
         self.tables = {k: np.zeros(v // 8 + 1, dtype=np.uint64) for k, v in sizes.items()}
         self.header = np.zeros(1, dtype=abi.log_header_dtype())
@@ -89,7 +92,8 @@ class HostChecker:
         st["nslots"], st["granules"], st["nwarps"] = n, G, nwarps
         st["nthreads"], st["nlogical"] = nwarps * 32, L
         st["window_bytes"], st["log_capacity"] = smem_bytes, capacity
-        st["flags"] = abi.FLAG_PHASE_MODE if phase_mode or phase_smem else 0
+        st["flags"] = ((abi.FLAG_PHASE_MODE if phase_mode or phase_smem else 0)
+                       | (abi.FLAG_WGMMA if wgmma else 0))
         if phase_smem:  # the tables the device keeps in the CTA's dynamic shared memory
             st["flags"] |= abi.FLAG_PHASE_SMEM
             st["psh_bytes"] = abi.psh_bytes(G, nwarps)
@@ -170,6 +174,25 @@ class HostChecker:
 
     def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> None:
         self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)
+
+    def wgmma(self, warpgroup: int, desc_a: int, desc_b: int, info: int, site: int = 0,
+              warps=range(4)) -> None:
+        """wgmma.mma_async by the warps of a warpgroup (each checks its share of the chunks)."""
+        for q in warps:
+            self._as(4 * warpgroup + q)
+            self._probe(abi.PROBE_WGMMA)(desc_a, desc_b, info, site)
+
+    def wgmma_group(self, warp: int, op: int, n: int = 0, site: int = 0) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_WGMMA_GROUP)(op, n, site)
+
+    def wgmma_commit(self, warpgroup: int, site: int = 0) -> None:
+        for q in range(4):
+            self.wgmma_group(4 * warpgroup + q, abi.WGMMA_COMMIT, 0, site)
+
+    def wgmma_wait(self, warpgroup: int, n: int, site: int = 0) -> None:
+        for q in range(4):
+            self.wgmma_group(4 * warpgroup + q, abi.WGMMA_WAIT, n, site)
 
     def arrive(self, warp: int, barrier: int = 0, count: int = 0, site: int = 0,
                mode: int = abi.BAR_ARRIVE) -> int:

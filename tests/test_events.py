@@ -140,8 +140,10 @@ def test_mbarrier(instr, op, arg, result):
     "[%r1], [%r2], 64, [%r3];",
     "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
     "[%rd1, {%r2, %r3}], [%r4];",
-    "wgmma.fence.sync.aligned;",
     "fence.proxy.async::generic.release.sync_restrict::shared::cluster::read.cluster;",
+    "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd1, %rd2, "
+    "%r1, 0, 1, 1, 1, 0, 0;",
+    "fence.proxy.async::generic.release.sync_restrict::shared::cluster.cluster;",
     "barrier.cluster.arrive.release.aligned;",
     "ld.shared::cluster.u32 %r1, [%r2];",
     "st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r1], %r2, [%r3];",
@@ -203,3 +205,57 @@ def test_bulk_load_on_an_mbarrier():
 def test_unknown_shared_instruction_is_reported():
     c = one("foo.shared.u32 %r1, [%r2];")
     assert c.event is Event.UNMODELED and "not in consan's event table" in c.reason
+
+
+# wgmma: the forms NVRTC 13 emits for CUTLASS-style inline asm (tests/corpus/wgmma.cu)
+
+@pytest.mark.parametrize("instr,info,a,b", [
+    ("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f34, %f33, %f35, %f36}, %rd51, "
+     "%rd52, p, 1, 1, 0, 0;", 8 | abi.WG_INFO_A_SMEM | 1 << abi.WG_INFO_ELOG_SHIFT,
+     "%rd51", "%rd52"),
+    ("wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%f1, %f2, %f3, %f4, %f5, %f6, %f7, "
+     "%f8}, {%r18, %r19, %r20, %r21}, %rd24, 0, 1, 1, 0;", 16 | 1 << abi.WG_INFO_ELOG_SHIFT,
+     None, "%rd24"),
+    ("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f17, %f18, %f19, %f20}, {%r18, "
+     "%r19, %r20, %r21}, %rd25, 0, 1, 1, 1;",
+     8 | abi.WG_INFO_TRANS_B | 1 << abi.WG_INFO_ELOG_SHIFT, None, "%rd25"),
+    ("@%p3 wgmma.mma_async.sync.aligned.m64n128k16.f16.f16.f16 {%r1, %r2}, %rd1, %rd2, %p1, 1, "
+     "-1, 1, 0;", 128 | abi.WG_INFO_A_SMEM | abi.WG_INFO_TRANS_A | 1 << abi.WG_INFO_ELOG_SHIFT,
+     "%rd1", "%rd2"),
+    ("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%f1, %f2}, %rd1, %rd2, 1, 1, 1;",
+     64 | abi.WG_INFO_A_SMEM | 2 << abi.WG_INFO_ELOG_SHIFT, "%rd1", "%rd2"),
+    ("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {%f1}, %rd1, %rd2, p, 1, 1;",
+     256 | abi.WG_INFO_A_SMEM, "%rd1", "%rd2"),
+    ("wgmma.mma_async.sync.aligned.m64n48k32.satfinite.s32.s8.s8 {%r1}, %rd1, %rd2, 1;",
+     48 | abi.WG_INFO_A_SMEM, "%rd1", "%rd2"),
+    ("wgmma.mma_async.sync.aligned.m64n8k256.s32.b1.b1.and.popc {%r1}, %rd1, %rd2, 0;",
+     8 | abi.WG_INFO_A_SMEM, "%rd1", "%rd2"),
+])
+def test_wgmma_mma_async(instr, info, a, b):
+    c = one(instr)
+    assert (c.event, c.op, c.address, c.arg) == (Event.WGMMA, info, a, b)
+
+
+@pytest.mark.parametrize("instr,event", [
+    ("wgmma.fence.sync.aligned;", Event.FENCE),
+    ("wgmma.commit_group.sync.aligned;", Event.WGMMA_COMMIT),
+    ("wgmma.wait_group.sync.aligned 0;", Event.WGMMA_WAIT),
+    ("wgmma.wait_group.sync.aligned 1;", Event.WGMMA_WAIT),
+    ("fence.proxy.async;", Event.PROXY_FENCE),
+    ("fence.proxy.async.shared::cta;", Event.PROXY_FENCE),
+    ("fence.proxy.async.shared::cluster;", Event.PROXY_FENCE),
+    ("fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;",
+     Event.PROXY_FENCE),
+    ("fence.proxy.async.global;", Event.FENCE),
+    ("fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;", Event.FENCE),
+])
+def test_wgmma_groups_and_proxy_fences(instr, event):
+    c = one(instr)
+    assert c.event is event
+    assert c.event.probed == (event is not Event.FENCE)
+
+
+def test_wgmma_events_leave_phase_mode():
+    # async agents need vector clocks: the rewriter keys this on the "async." prefix
+    assert all(e.value.startswith("async.") for e in (Event.WGMMA, Event.WGMMA_COMMIT,
+                                                      Event.WGMMA_WAIT))

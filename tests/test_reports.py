@@ -362,3 +362,55 @@ def test_reports_imports_no_runtime():
             "if m.split('.')[0] in ('cupy', 'consan')]; assert not bad, bad")
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True)
+
+
+# ---------------------------------------------------------------- wgmma wording
+
+WG_SRC = """\
+__global__ void g(const half* a) {
+    As[t] = a[t];
+    fence();
+    __syncthreads();
+    mma(da, db);
+    commit();
+    As[t] = a[t + 4096];
+}
+"""
+
+
+def wgmma_sites() -> SiteTable:
+    st = SiteTable(ptx_name="g.ptx", sources={"g.cu": WG_SRC})
+    st.add(kernel="g", event="access.write", ptx_line=20, ptx_text="st.shared.u16 [%r4], %rs1;",
+           size=2, loc=SourceLoc("g.cu", 2, 5))  # 0
+    st.add(kernel="g", event="async.wgmma", ptx_line=30,
+           ptx_text="wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1, %f2}, %rd1, %rd2, "
+                    "p, 1, 1, 0, 0;", loc=SourceLoc("g.cu", 5, 5))  # 1
+    st.add(kernel="g", event="access.write", ptx_line=40, ptx_text="st.shared.u16 [%r4], %rs2;",
+           size=2, loc=SourceLoc("g.cu", 7, 5))  # 2
+    return st
+
+
+def test_wgmma_pending_read_names_the_wait_and_the_unit():
+    from instrument.wgmma_desc import Descriptor
+
+    desc = Descriptor(0x400, 16, 1024, 0, 1).encode()
+    recs = records(
+        rec("async.pending-read", 2, 1, warp=1, prev_warp=abi.AGENT_WGMMA, lo=0x400, hi=0x410),
+        rec("proxy.missing-fence", 1, 0, warp=0, prev_warp=2, lo=0x800, hi=0x810, barrier=1,
+            phase=3, count=desc & 0xFFFFFFFF, clock=desc >> 32),
+    )
+    rep = Report.from_log(header(stored=2, occurrences=2), recs, None, wgmma_sites(), "g")
+    body = flat(str(rep))
+    assert ("The wgmma unit of warpgroup 0 (warps 0-3) reads smem[0x400..0x410) as an operand "
+            "of the wgmma issued at g.cu:5") in body
+    assert "add wgmma.wait_group 0" in body and "before the write at g.cu:7" in body
+    assert "wgmma (reads its operands until its group retires)" in body
+    assert ("Warp 2 wrote smem[0x800..0x810) at g.cu:2 through the generic proxy and executed "
+            "no fence.proxy.async after it") in body
+    assert ("(operand B (16x64 .f16, K-major; start smem[0x400], LBO 16, SBO 1024, 128-byte "
+            "swizzle) reads smem[0x400..") in body
+    assert "in wgmma group 3)" in body
+    assert "Add fence.proxy.async.shared::cta in the threads that write at g.cu:2" in body
+    d = rep.to_dict()
+    roles = {f["kind"]: f["sites"]["current"]["role"] for f in d["findings"]}
+    assert roles["proxy.missing-fence"] == "wgmma (reads through the async proxy)"

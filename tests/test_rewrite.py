@@ -221,7 +221,7 @@ def test_bulk_store_probes():
     ins = instrument(HEADER + body)
     assert not ins.unmodeled
     assert ins.async_proxy and not ins.phase_mode
-    assert abi.logical_threads(ins.async_proxy) == abi.MAX_LOGICAL
+    assert abi.logical_threads(async_proxy=ins.async_proxy) == abi.AGENT_WGMMA
     events = [s.event for s in ins.sites.sites]
     assert events == ["access.write", "fence.proxy_async", "barrier.sync", "async.bulk_store",
                       "async.bulk_store", "async.bulk_commit", "async.bulk_wait",
@@ -258,4 +258,24 @@ def test_proxy_fence_alone_keeps_phase_mode():
             "\tfence.proxy.async;\n\tbar.sync 0;\n\tret;\n}\n")
     ins = instrument(HEADER + body)
     assert ins.phase_mode and not ins.async_proxy
-    assert abi.logical_threads(ins.async_proxy) == abi.AGENT_BULK
+    assert abi.logical_threads(async_proxy=ins.async_proxy) == abi.AGENT_BULK
+def test_wgmma_corpus_module_is_instrumented_and_assembles():
+    f = next(f for f in corpus_build.corpus_files() if f.stem == "wgmma")
+    ptx = corpus_build.compile_cached(f.source(), "wgmma.cu",
+                                      ["-arch=compute_90a", "-std=c++17", "-lineinfo"])
+    ins = instrument(parse(ptx, "wgmma.ptx"))
+    assert ins.unmodeled == [] and ins.wgmma and not ins.phase_mode
+    assert ins.counts["async.wgmma"] == 3 and ins.counts["async.wgmma_wait"] == 3
+    assert ins.counts["async.wgmma_commit"] == 3 and ins.counts["fence.proxy_async"] == 2
+    out = ins.ptx
+    # the mma_async probe comes first, with both descriptors (RS form: A is 0) and the info
+    mma = out.index("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16")
+    call = out.rindex(f"call {abi.PROBE_WGMMA},", 0, mma)
+    assert "st.param.b64 [__cs_p0], %rd51;" in out[call - 300:call]
+    rs = out.index("wgmma.mma_async.sync.aligned.m64n16k16")
+    call_rs = out.rindex(f"call {abi.PROBE_WGMMA},", 0, rs)
+    assert "st.param.b64 [__cs_p0], 0;" in out[call_rs - 300:rs]
+    # waits and fences are probed after the instruction, commits before
+    wait = out.index("wgmma.wait_group.sync.aligned 0;")
+    assert out.index(f"call {abi.PROBE_WGMMA_GROUP}", wait) - wait < 400
+    toolchain.link_with_checker(ins, "wgmma.ptx", toolchain.Arch.parse("sm_90a"))

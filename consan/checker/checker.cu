@@ -318,6 +318,8 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
         cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
         cta[CS_CTA_SPIN_PHASE + w] = 0;
         cta[CS_CTA_BULK_COMMITS + w] = 0;
+        cta[CS_CTA_WGMMA_COMMITS + w] = 0;
+        cta[CS_CTA_PROXY_FENCE + w] = 0;
 #ifdef CONSAN_HOST
         cta[CS_CTA_WARP_LANES + w] = w < nw ? 1u : 0u;
 #else
@@ -549,6 +551,8 @@ CS_DEV uint64_t cs_same_phase_readers(uint64_t m, uint32_t gen, uint32_t phase) 
 
 CS_DEV bool cs_async_proxy();  // bulk stores and proxy fences: their section, below
 CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f);
+CS_DEV bool cs_wgmma_module();  // wgmma section below
+CS_DEV void cs_wg_check_reads(const cs_view& v, uint32_t g, cs_finding& f);
 
 // A write of granule g by this warp -- or, for cp.async, by its copy unit `by` at the
 // unit's clock `clk` (the group it belongs to); ordering is judged from the warp's clock.
@@ -565,18 +569,22 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
         if (!f.kind) f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(ws), t};
         return;  // the object stays an mbarrier: keep its mark
     }
-    if ((old >> CS_WW_GEN_SHIFT) == v.gen &&
-        (t == by || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)))) {
+    bool wg = cs_wgmma_module();
+    bool same = (old >> CS_WW_GEN_SHIFT) == v.gen &&
+                (t == by || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)));
+    if (same && (!wg || cs_cas64(e, old, now) == old)) {
         // This warp wrote last, or atomics follow atomics: no write-write conflict is
         // possible, so a plain store does (a simultaneous writer from another warp takes
-        // the exchange below and sees this epoch).
-        cs_st64(e, now);
+        // the exchange below and sees this epoch). With wgmma a compare-and-swap: a wgmma
+        // read flagging the epoch meanwhile must not be lost.
+        if (!wg) cs_st64(e, now);
         if (t != by || (uint32_t)old != clk) cs_st32(ws, site);
     } else {
         old = cs_xchg64(e, now);
         uint32_t old_site = cs_xchg32(ws, site);
         cs_check_prev_write(old, old_site, v.gen, v.w, atomic, v.mine, f);
     }
+    if (wg && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_WGREAD)) cs_wg_check_reads(v, g, f);
     cs_fence();
     uint64_t readers = cs_same_phase_readers(cs_ld64(e + 1), v.gen, v.phase);
     if (readers) cs_and64(e + 1, ~readers);
@@ -1532,7 +1540,8 @@ CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
 // n retires the reads of all but the newest n; fence.proxy.async (see above).
 CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
     uint32_t slot = cs_slot_sh;
-    if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
+    bool bulk = cs_async_proxy(), wg = cs_wgmma_module() && !cs_phase_mode();
+    if (slot == CS_NO_SLOT || !(bulk || wg)) return;
     uint32_t active = cs_activemask();
     uint32_t w = cs_warp();
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
@@ -1543,8 +1552,9 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
         } else if (op == CS_BULK_WAIT) {
             uint32_t c = *commits, done = c > n ? c - n : 0;
             if (done > mine[CS_AGENT_BULK + w]) mine[CS_AGENT_BULK + w] = done;
-        } else {  // CS_PROXY_FENCE
-            mine[CS_AGENT_PROXY + w] = mine[w];
+        } else {  // CS_PROXY_FENCE: one fence serves bulk stores and wgmma operands
+            if (bulk) mine[CS_AGENT_PROXY + w] = mine[w];
+            if (wg) cs_st32(&cs_cta(slot)[CS_CTA_PROXY_FENCE + w], mine[w]);
             mine[w] += 1;
             cs_clock_sh[w] = mine[w];
         }
@@ -1553,6 +1563,206 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
     cs_syncwarp(active);
     (void)site;
 }
+
+// ------------------------------------------------------------- wgmma
+//
+// wgmma.mma_async reads its shared-memory operands asynchronously, through the
+// async proxy, for its whole warpgroup: the wgmma unit of warpgroup u (warps
+// 4u..4u+3) is logical thread AGENT_WGMMA + u. Its clock counts wgmma groups:
+// an mma_async issued after warp w committed k groups reads in group k, clock
+// k + 1; wgmma.wait_group n by warp w acquires the unit's clock up to w's
+// commits - n (no walk over the reads: completion is lazy, as for cp.async).
+// A wgmma group completes as a whole, so one unit per warpgroup is exact.
+//
+// Each granule keeps, per warpgroup, the clock and site of the unit's last read
+// (the wgread table) and a flag in its write epoch saying such a read happened
+// since that write: a write looks at the table only when the flag is set, and a
+// write not ordered after the read's group is async.pending-read. The read itself
+// is judged like a warp's: the last write must happen before the issuing warp
+// (race.raw / async.pending-write / uninit.read), and when a warp wrote the bytes
+// through the generic proxy, that warp must have executed fence.proxy.async since
+// the write -- its clock at its last fence (CTA_PROXY_FENCE) reaches the write's
+// clock -- else proxy.missing-fence. Reads of A from registers touch no smem.
+
+CS_DEV bool cs_wgmma_module() { return S.flags & CS_FLAG_WGMMA; }
+CS_DEV uint32_t cs_nwg() { return (S.nwarps + 3) / 4; }
+CS_DEV uint64_t cs_wg_idx(uint32_t slot, uint32_t u, uint32_t g) {
+    return ((uint64_t)slot * cs_nwg() + u) * S.granules + g;
+}
+// wgread table: u64 entries gen:16 | clock:32, then the u32 sites, [slot][warpgroup][granule].
+CS_DEV uint64_t* cs_wg_rec(uint32_t slot, uint32_t u, uint32_t g) {
+    return (uint64_t*)S.wgread + cs_wg_idx(slot, u, g);
+}
+CS_DEV uint32_t* cs_wg_site(uint32_t slot, uint32_t u, uint32_t g) {
+    uint64_t* sites = (uint64_t*)S.wgread + (uint64_t)S.nslots * cs_nwg() * S.granules;
+    return (uint32_t*)sites + cs_wg_idx(slot, u, g);
+}
+
+// Operand footprint (docs/model.md "wgmma operands"; instrument/wgmma_desc.py is the
+// same rule): the shared address of chunk i (0 <= i < 2 * rows) of an operand of `rows`
+// rows (64 for A, N for B), 32 bytes of K per row. *width is 16, or the whole aligned
+// swizzle row when a non-zero base offset leaves the chunk's place in it unknown.
+CS_DEV uint32_t cs_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor, uint32_t elog,
+                            uint32_t i, uint32_t* width) {
+    uint32_t start = (uint32_t)(desc & 0x3FFFu) << 4;
+    uint32_t lbo = (uint32_t)((desc >> 16) & 0x3FFFu) << 4;
+    uint32_t sbo = (uint32_t)((desc >> 32) & 0x3FFFu) << 4;
+    uint32_t base = (uint32_t)(desc >> 49) & 7u;
+    uint32_t mode = (uint32_t)(desc >> 62) & 3u;
+    uint32_t sw = mode == 1 ? 128u : mode == 2 ? 64u : mode == 3 ? 32u : 0u;
+    uint32_t a;
+    (void)rows;
+    if (kmajor) {  // row r, 16-byte K chunk c
+        uint32_t r = i >> 1, c = i & 1u;
+        a = sw ? start + (r & 7u) * sw + (r >> 3) * sbo + c * 16u
+               : start + (r & 7u) * 16u + (r >> 3) * sbo + c * lbo;
+    } else {  // 16-byte MN chunk j, K row k (32 bytes of K: 32 >> elog rows)
+        uint32_t krows = 32u >> elog, j = i / krows, k = i % krows;
+        a = sw ? start + (j * 16u) % sw + (j * 16u / sw) * lbo + (k & 7u) * sw + (k >> 3) * sbo
+               : start + j * sbo + (k & 7u) * 16u + (k >> 3) * lbo;
+    }
+    *width = 16u;
+    if (!sw) return a;
+    if (base) {
+        *width = sw;
+        return a & ~(sw - 1u);
+    }
+    return a ^ (((a >> 7) & (sw / 16u - 1u)) << 4);  // Swizzle<log2(sw/16), 4, 3>
+}
+
+// A write of granule g that replaced an epoch flagged as read by a wgmma unit: is every
+// such read's group retired for this writer? The write supersedes the reads.
+CS_DEV void cs_wg_check_reads(const cs_view& v, uint32_t g, cs_finding& f) {
+    uint32_t slot = cs_slot_sh;
+    for (uint32_t u = 0; u < cs_nwg(); ++u) {
+        uint64_t* rec = cs_wg_rec(slot, u, g);
+        uint64_t r = cs_ld64(rec);
+        if ((r >> CS_WG_GEN_SHIFT) != v.gen) continue;
+        if (!cs_ordered(v.mine, v.w, CS_AGENT_WGMMA + u, (uint32_t)r) && !f.kind)
+            f = {CS_ASYNC_PENDING_READ, cs_ld32(cs_wg_site(slot, u, g)), CS_AGENT_WGMMA + u};
+        cs_st64(rec, 0);
+    }
+}
+
+// The write epoch `ww` a wgmma read of granule g found: ordered, fenced, initialised?
+CS_DEV void cs_wg_check_source(const cs_view& v, uint32_t slot, uint32_t g, uint64_t ww,
+                               cs_finding& f) {
+    if (f.kind) return;
+    if ((ww >> CS_WW_GEN_SHIFT) != v.gen) {
+        f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+        return;
+    }
+    uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, clock = (uint32_t)ww;
+    if ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)
+        f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(v.wsite + g), t};
+    else if (!cs_ordered(v.mine, v.w, t, clock))
+        f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(v.wsite + g), t};
+    else if (t < CS_MAX_WARPS && cs_ld32(&cs_cta(slot)[CS_CTA_PROXY_FENCE + t]) < clock)
+        f = {CS_PROXY_MISSING_FENCE, cs_ld32(v.wsite + g), t};
+}
+
+// wgmma.mma_async (before it issues): the unit of the warpgroup reads A (if through a
+// descriptor) and B in the issuing warp's open group. The four warps of the warpgroup
+// share the work: warp w takes chunks w % 4, w % 4 + 4, ... spread over its lanes.
+// A record at an mma_async names the operand (barrier: 0 A, 1 B), the group (phase) and
+// the operand's descriptor (count: bits 0-31, clock: bits 32-63).
+CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    uint32_t active = cs_activemask(), lane = cs_lane(), w = cs_warp();
+    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), lanes = cs_popc(active);
+    uint32_t u = w >> 2;
+    uint32_t clk = cs_ld32(&cs_cta(slot)[CS_CTA_WGMMA_COMMITS + w]) + 1;
+    uint32_t n = info & CS_WG_INFO_N_MASK, elog = (info >> CS_WG_INFO_ELOG_SHIFT) & 3u;
+    uint32_t na = (info & CS_WG_INFO_A_SMEM) ? 2u * 64u : 0u, total = na + 2u * n;
+    cs_view v = cs_make_view(slot, w);
+    uint64_t head = ((uint64_t)v.gen << CS_WG_GEN_SHIFT) | clk;
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    uint32_t lo = 0xFFFFFFFFu, hi = 0, operand = 0;
+    uint64_t desc = 0;
+    for (uint32_t i = (w & 3u) + 4u * rank; i < total; i += 4u * lanes) {
+        bool isb = i >= na;
+        uint32_t width;
+        uint32_t a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
+                         : cs_wg_chunk(da, 64, !(info & CS_WG_INFO_TRANS_A), elog, i, &width);
+        uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
+        bool had = f.kind != 0;
+        if (g1 >= v.granules) {
+            if (!f.kind) f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+        } else {
+            for (uint32_t g = g0; g <= g1; ++g) {
+                cs_st64(cs_wg_rec(slot, u, g), head);
+                cs_st32(cs_wg_site(slot, u, g), site);
+            }
+            cs_fence();  // publish the reads, then look at the writes (Dekker with cs_check_write)
+            for (uint32_t g = g0; g <= g1; ++g) {
+                uint64_t ww = cs_or64(v.ent + 2 * g, (uint64_t)CS_WW_FLAG_WGREAD << CS_WW_FLAGS_SHIFT);
+                cs_wg_check_source(v, slot, g, ww, f);
+            }
+        }
+        if (f.kind && !had) {
+            lo = a;
+            hi = a + width;
+            operand = isb;
+            desc = isb ? db : da;
+        }
+    }
+    if (!cs_any(active, f.kind != 0)) return;
+    // One record per warp and distinct finding: lanes that agree are merged.
+    uint64_t key = ((uint64_t)f.kind << 48) | ((uint64_t)f.prev_warp << 32) | f.prev_site;
+    uint32_t same = cs_match(active, key);
+    lo = cs_min(same, lo);
+    hi = cs_max(same, hi);
+    if (f.kind && lane == (uint32_t)(cs_ffs(same) - 1)) {
+        cs_record_t r = cs_blank(f.kind, site);
+        r.prev_site = f.prev_site;
+        r.prev_warp = f.prev_warp;
+        r.lanes = same;
+        r.offset_lo = lo;
+        r.offset_hi = hi;
+        r.barrier = operand;
+        r.phase = clk - 1;
+        r.count = (uint32_t)desc;
+        r.clock = (uint32_t)(desc >> 32);
+        cs_record(r);
+    }
+}
+
+// wgmma.commit_group (before it), wgmma.wait_group n (after it), and fence.proxy.async
+// (after it): warp w's clock up to the fence covers its generic writes for the async
+// proxy; w's clock moves on, so later writes are not covered. (Phase mode has no async
+// proxy readers: the fence is nothing there.)
+CS_ENTRY void __consan_wgmma_group(uint32_t op, uint32_t n, uint32_t site) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT || (op == CS_PROXY_FENCE && cs_phase_mode())) return;
+    uint32_t active = cs_activemask();
+    uint32_t w = cs_warp();
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        uint32_t* cta = cs_cta(slot);
+        uint32_t* mine = cs_vis(slot, w);
+        if (op == CS_WGMMA_COMMIT) {
+            cta[CS_CTA_WGMMA_COMMITS + w] += 1;
+        } else if (op == CS_WGMMA_WAIT) {
+            uint32_t c = cta[CS_CTA_WGMMA_COMMITS + w];
+            uint32_t done = c > n ? c - n : 0;
+            if (done > mine[CS_AGENT_WGMMA + (w >> 2)]) mine[CS_AGENT_WGMMA + (w >> 2)] = done;
+        } else {  // CS_PROXY_FENCE
+            cs_st32(&cta[CS_CTA_PROXY_FENCE + w], mine[w]);
+            mine[w] += 1;
+            cs_clock_sh[w] = mine[w];
+        }
+        cs_fence();
+    }
+    cs_syncwarp(active);
+    (void)site;
+}
+
+#ifdef CONSAN_HOST
+CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor, uint32_t elog,
+                                   uint32_t i, uint32_t* width) {
+    return cs_wg_chunk(desc, rows, kmajor, elog, i, width);
+}
+#endif
 
 #ifdef CONSAN_HOST
 // Host driver: set which CTA/warp the next probe runs as; begin a CTA.
