@@ -26,6 +26,8 @@ class Event(str, Enum):
     ASYNC_WAIT_ALL = "async.wait_all"
     MBARRIER = "mbarrier"  # init / inval / arrive / expect_tx / complete_tx / test_wait / try_wait
     BULK_LOAD = "async.bulk"  # cp.async.bulk global -> shared, completing on an mbarrier
+    TENSOR_LOAD = "async.tensor_load"  # cp.async.bulk.tensor global -> shared, on an mbarrier
+    TENSOR_STORE = "async.tensor_store"  # cp.async.bulk.tensor shared -> global, bulk group
     BAR_SYNC = "barrier.sync"
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
@@ -42,7 +44,8 @@ class Event(str, Enum):
 
 _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
            Event.BAR_RED, Event.EXIT, Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
-           Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD}
+           Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD, Event.TENSOR_LOAD,
+           Event.TENSOR_STORE}
 
 _ACCESS_MODE = {Event.READ: abi.MODE_READ, Event.WRITE: abi.MODE_WRITE,
                 Event.ATOMIC: abi.MODE_ATOMIC, Event.ASYNC_WRITE: abi.MODE_ASYNC_WRITE}
@@ -113,6 +116,10 @@ TABLE: tuple[Row, ...] = (
         "(async issue)"),
     Row("cp.async.bulk.shared::cluster.global.mbarrier", Event.BULK_LOAD),
     Row("cp.async.bulk.shared::cta.global.mbarrier", Event.BULK_LOAD),
+    # TMA tensor copies (tile mode; the footprint comes from the tensor map, see _tensor)
+    *(Row(f"cp.async.bulk.tensor.{n}d.{dst}", Event.TENSOR_LOAD)
+      for n in range(1, 6) for dst in ("shared::cluster", "shared::cta")),
+    *(Row(f"cp.async.bulk.tensor.{n}d.global", Event.TENSOR_STORE) for n in range(1, 6)),
     Row("cp.async", Event.UNMODELED, note="bulk stores / TMA tensor copies (async issue)"),
     Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions (async issue)"),
     Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
@@ -134,9 +141,10 @@ class Classified:
     space: int = abi.SPACE_SHARED
     shape: int = abi.SHAPE_PLAIN
     address: str | None = None  # the '[..]' operand, without brackets
-    reason: str = ""  # for UNMODELED
-    op: int = 0  # MBARRIER: abi.MB_*
-    arg: str = "0"  # MBARRIER: count / bytes operand; waits: the parity or state operand
+    reason: str = ""  # for UNMODELED; for a modelled event, what the model leaves out
+    op: int = 0  # MBARRIER: abi.MB_*; tensor copies: the rank
+    arg: str = "0"  # MBARRIER: count / bytes operand; waits: the parity or state operand;
+    # tensor copies: the tensor-map address operand
     result: str | None = None  # MBARRIER waits: the predicate the instruction sets
 
     @property
@@ -253,6 +261,41 @@ def _bulk_load(it: Item, row: Row) -> Classified:
                       result=ops[3][1:-1].strip())
 
 
+TENSOR_STORE_GAP = ("the async read of the source until cp.async.bulk.wait_group.read is not "
+                    "modelled yet (bulk-store issue): only the data it stores is checked")
+
+
+def _tensor(it: Item, row: Row) -> Classified:
+    """cp.async.bulk.tensor.Nd, tile mode.
+
+    load:  [dst], [tensorMap, {coords}], [mbar] {, ctaMask} {, cachePolicy}
+    store: [tensorMap, {coords}], [src] {, cachePolicy}
+    """
+    parts, ops = it.op_parts, it.operands
+    load = row.event is Event.TENSOR_LOAD
+    rank = int(parts[4][0])
+    mode = next((p for p in parts[7:] if p.startswith(("tile", "im2col"))), "tile")
+    if mode != "tile":
+        return Classified(Event.UNMODELED, row, reason=f".{mode} tensor copies are not modelled "
+                          "(their shared-memory footprint is not the box)")
+    if any(p.startswith("cta_group") for p in parts):
+        return Classified(Event.UNMODELED, row, reason="tensor copies of a CTA pair "
+                          "(.cta_group) are not modelled")
+    need = "mbarrier::complete_tx::bytes" if load else "bulk_group"
+    brackets = [o for o in ops if o.startswith("[")]
+    if need not in parts or len(brackets) < (3 if load else 2):
+        return Classified(Event.UNMODELED, row, reason="tensor copy form not recognised")
+    if load and "multicast::cluster" in parts:
+        return Classified(Event.UNMODELED, row, reason="multicast tensor copies write every CTA "
+                          "of the mask: not modelled yet (cluster issue)")
+    tmap = brackets[1 if load else 0][1:-1].split(",")[0].strip()
+    if load:
+        return Classified(Event.TENSOR_LOAD, row, address=brackets[0][1:-1].strip(), arg=tmap,
+                          result=brackets[2][1:-1].strip(), op=rank)
+    return Classified(Event.TENSOR_STORE, row, address=brackets[1][1:-1].strip(), arg=tmap,
+                      op=rank, reason=TENSOR_STORE_GAP)
+
+
 def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
     parts = it.op_parts
     if any(p.startswith("shared") for p in parts):
@@ -284,6 +327,8 @@ def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = 
             return _mbarrier(it, row)
         if row.event is Event.BULK_LOAD:
             return _bulk_load(it, row)
+        if row.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE):
+            return _tensor(it, row)
         return Classified(row.event, row)
     if _touches_sync_or_smem(it, shared_symbols):
         return Classified(Event.UNMODELED, None, reason="instruction not in consan's event table")

@@ -53,7 +53,8 @@ def library() -> ctypes.CDLL:
            abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None),
            abi.PROBE_ASYNC: ([u32, u32, u32], None),
            abi.PROBE_MBAR: ([u64, u32, u32, u32], u32),
-           abi.PROBE_BULK: ([u64, u32, u64, u32], u32)}
+           abi.PROBE_BULK: ([u64, u32, u64, u32], u32),
+           abi.PROBE_TENSOR: ([u64, u64, u64, u32, u32], u32)}
     for name, (args, ret) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ret
@@ -87,6 +88,9 @@ class HostChecker:
         st["nthreads"], st["nlogical"] = nwarps * 32, L
         st["window_bytes"], st["log_capacity"] = smem_bytes, capacity
         st["flags"] = abi.FLAG_PHASE_MODE if phase_mode else 0
+        self.tmaps = np.zeros(abi.TMAP_ENTRIES, dtype=abi.tmap_dtype())
+        st["tmaps"] = self.tmaps.ctypes.data
+        self._maps: list[np.ndarray] = []  # tensor maps the probes point at (kept alive)
         self.state = st
         self.lib.cs_host_set_state(st.ctypes.data)
         self.cta = (0, 0, 0)
@@ -140,6 +144,26 @@ class HostChecker:
     def bulk_load(self, warp: int, dst: int, nbytes: int, mbar_off: int, site: int = 0) -> int:
         self._as(warp)
         return self._probe(abi.PROBE_BULK)(dst, nbytes, mbar_off, site)
+
+    def tensor_map(self, data: bytes, footprint: int | None = None) -> int:
+        """A 64-byte aligned copy of a tensor map's 128 bytes (its address is what the
+        instruction names); with `footprint`, the map is known to the checker."""
+        buf = np.zeros(abi.TMAP_BYTES + 64, dtype=np.uint8)
+        start = -buf.ctypes.data % 64
+        buf[start:start + abi.TMAP_BYTES] = np.frombuffer(data, dtype=np.uint8)
+        self._maps.append(buf)
+        if footprint is not None:
+            k = int(np.count_nonzero(self.tmaps["fingerprint"]))
+            self.tmaps[k] = (abi.tensor_map_fingerprint(data), footprint, 0)
+        return buf.ctypes.data + start
+
+    def tensor_load(self, warp: int, dst: int, tmap: int, mbar_off: int, site: int = 0) -> int:
+        self._as(warp)
+        return self._probe(abi.PROBE_TENSOR)(dst, tmap, mbar_off, site, abi.TENSOR_LOAD)
+
+    def tensor_store(self, warp: int, src: int, tmap: int, site: int = 0) -> int:
+        self._as(warp)
+        return self._probe(abi.PROBE_TENSOR)(src, tmap, 0, site, abi.TENSOR_STORE)
 
     def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> None:
         self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)

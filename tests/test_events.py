@@ -132,8 +132,16 @@ def test_mbarrier(instr, op, arg, result):
     "cp.async.mbarrier.arrive.noinc.shared.b64 [%r1];",
     "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1];",
     "cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1], 256;",
-    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
-    "[%rd1, {%r2, %r3}], [%r4];",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    ".multicast::cluster [%r1], [%rd1, {%r2, %r3}], [%r4], %rs1;",
+    "cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+    "[%r1], [%rd1, {%r2, %r3, %r5}], [%r4], {%rs1};",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes "
+    "[%r1], [%rd1, {%r2, %r3, %r5, %r6, %r7}], [%r4];",
+    "cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group [%rd1, {%r2, %r3}], "
+    "[%r1];",
+    "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%rd1, {%r2, %r3}], "
+    "[%r1];",
     "wgmma.fence.sync.aligned;",
     "fence.proxy.async.shared::cta;",
     "barrier.cluster.arrive.release.aligned;",
@@ -154,3 +162,38 @@ def test_bulk_load_on_an_mbarrier():
 def test_unknown_shared_instruction_is_reported():
     c = one("foo.shared.u32 %r1, [%r2];")
     assert c.event is Event.UNMODELED and "not in consan's event table" in c.reason
+
+
+@pytest.mark.parametrize("instr,rank,dst,tmap,mbar", [
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], "
+     "[%rd1, {%r2, %r3}], [%r4];", 2, "%r1", "%rd1", "%r4"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1+64], "
+     "[%rd1, {%r2, %r3}], [%r4];", 2, "%r1+64", "%rd1", "%r4"),  # .tile is the default
+    ("cp.async.bulk.tensor.1d.shared::cta.global.tile.mbarrier::complete_tx::bytes [%r1], "
+     "[%rd1, {%r2}], [%r4];", 1, "%r1", "%rd1", "%r4"),
+    ("@%p1 cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+     ".L2::cache_hint [%r1], [gmap, {%r2, %r3, %r5, %r6, %r7}], [%r4], %rd9;", 5, "%r1", "gmap",
+     "%r4"),
+])
+def test_tensor_load(instr, rank, dst, tmap, mbar):
+    c = one(instr)
+    assert (c.event, c.op, c.address, c.arg, c.result) == (Event.TENSOR_LOAD, rank, dst, tmap,
+                                                          mbar)
+    assert not c.reason
+
+
+@pytest.mark.parametrize("instr,rank,src,tmap", [
+    ("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd14, {%r1, %r2}], [%r21];",
+     2, "%r21", "%rd14"),
+    ("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group.L2::cache_hint "
+     "[%rd1, {%r1, %r2, %r3}], [%r21+128], %rd2;", 3, "%r21+128", "%rd1"),
+])
+def test_tensor_store_is_probed_and_said_to_be_partial(instr, rank, src, tmap):
+    c = one(instr)
+    assert (c.event, c.op, c.address, c.arg) == (Event.TENSOR_STORE, rank, src, tmap)
+    assert "wait_group.read" in c.reason  # listed as not modelled in every report
+
+
+def test_tensor_prefetch_touches_no_smem():
+    c = one("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd1, {%r1, %r2}];")
+    assert c.event is Event.FENCE
