@@ -37,7 +37,7 @@ from reports import suppress
 from reports.report import finding_dict
 from reports.session import SessionReport, finding_header, render_live_findings
 
-from . import cupti, cupy_build, runtime
+from . import cupti, cupy_build, runtime, tma
 from .errors import ConsanError
 
 MAX_PREPARED = 16  # launch shapes kept ready (each holds shadow tables and a pinned log)
@@ -302,6 +302,10 @@ def install() -> None:
             return
         _originals["launch_ex"] = (driver, "cuLaunchKernelEx", driver.cuLaunchKernelEx)
         driver.cuLaunchKernelEx = _launch_ex_wrapper
+        # Maps built by the program through the driver become known (their box geometry).
+        _originals["tmap_encode"] = (driver, "cuTensorMapEncodeTiled",
+                                     driver.cuTensorMapEncodeTiled)
+        driver.cuTensorMapEncodeTiled = tma.observing(driver.cuTensorMapEncodeTiled)
 
 
 def uninstall() -> None:
