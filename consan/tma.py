@@ -291,8 +291,10 @@ def info_from_encode_args(args: tuple, kwargs: dict) -> TensorMapInfo:
     def ints(v, n):
         return tuple(int(x) for x in list(v or ())[:n])
 
-    addr = a.get("globalAddress", 0)
-    addr = int(getattr(addr, "getPtr", lambda: addr)()) if not isinstance(addr, int) else addr
+    try:
+        addr = int(a.get("globalAddress") or 0)  # an int or a CUdeviceptr
+    except TypeError:
+        addr = 0
     return TensorMapInfo(int(a["tensorDataType"]), global_dim=ints(a["globalDim"], rank),
                          box_dim=ints(a["boxDim"], rank),
                          element_strides=ints(a["elementStrides"], rank),
@@ -383,9 +385,11 @@ def encode(info: TensorMapInfo) -> bytes:
         raise ConsanError(f"encoding a tensor map needs the CUDA driver: {exc}") from None
     if int(err) != 0:
         raise ConsanError(f"cuInit failed ({err!r}): no usable GPU driver")
+    u32, u64 = d.cuuint32_t, d.cuuint64_t  # the bindings refuse plain ints in these lists
     err, tmap = enc(d.CUtensorMapDataType(info.data_type), info.rank, info.global_address,
-                    list(info.global_dim), list(info.global_strides), list(info.box_dim),
-                    list(info.element_strides), d.CUtensorMapInterleave(info.interleave),
+                    [u64(v) for v in info.global_dim], [u64(v) for v in info.global_strides],
+                    [u32(v) for v in info.box_dim], [u32(v) for v in info.element_strides],
+                    d.CUtensorMapInterleave(info.interleave),
                     d.CUtensorMapSwizzle(info.swizzle),
                     d.CUtensorMapL2promotion(info.l2_promotion),
                     d.CUtensorMapFloatOOBfill(info.oob_fill))

@@ -178,13 +178,18 @@ def test_observing_the_driver_registers_what_it_encodes():
 
     def encode(*args, **kwargs):
         calls.append(args)
-        ok = args[1] != 3
+        ok = len(args) < 2 or args[1] != 3
         return (1 - ok, SimpleNamespace(opaque=[len(calls)] * 16))
 
     wrapped = tma.observing(encode)
     assert tma.observing(wrapped) is wrapped
-    err, m = wrapped(7, 2, SimpleNamespace(getPtr=lambda: 0x2000), [64, 32], [256], [16, 8],
-                     [1, 1], 0, 1, 2, 0)
+    from cuda.bindings import driver as d
+
+    u32, u64 = d.cuuint32_t, d.cuuint64_t
+    err, m = wrapped(d.CUtensorMapDataType(7), 2, d.CUdeviceptr(0x2000), [u64(64), u64(32)],
+                     [u64(256)], [u32(16), u32(8)], [u32(1), u32(1)],
+                     d.CUtensorMapInterleave(0), d.CUtensorMapSwizzle(1),
+                     d.CUtensorMapL2promotion(2), d.CUtensorMapFloatOOBfill(0))
     assert err == 0
     i = tma.tensor_map_info(m)
     assert i.global_address == 0x2000 and i.box_dim == (16, 8) and i.swizzle == 1
@@ -220,3 +225,18 @@ def test_encoding_without_a_driver_says_so(monkeypatch):
     monkeypatch.undo()  # the real encoder
     with pytest.raises(ConsanError, match="driver"):
         tma.encode(info((32, 32)))
+
+
+def test_encode_gives_cuda_bindings_arguments_of_the_types_it_takes(monkeypatch):
+    """Without a driver the call gets as far as loading libcuda: every argument passed the
+    bindings' type checks (plain ints in the dimension lists would not)."""
+    if consan.gpu_available():
+        pytest.skip("a driver is present: tests/test_gpu_tma.py encodes real maps")
+    from cuda.bindings import driver
+
+    monkeypatch.undo()  # the real encoder
+    monkeypatch.setattr(driver, "cuInit", lambda flags: (driver.CUresult.CUDA_SUCCESS,))
+    i = tma.TensorMapInfo(7, global_dim=(96, 64), box_dim=(32, 32), element_strides=(1, 1),
+                          global_strides=(384,), global_address=0x7F0000000000)
+    with pytest.raises(RuntimeError, match="libcuda"):
+        tma.encode(i)
