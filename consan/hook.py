@@ -43,7 +43,8 @@ from .errors import ConsanError
 MAX_PREPARED = 16  # launch shapes kept ready (each holds shadow tables and a pinned log)
 MAX_KEPT_TEXT = 20  # rendered findings kept for the pytest failure message
 _WORK_EVENTS = {Event.READ.value, Event.WRITE.value, Event.ATOMIC.value,
-                Event.BAR_SYNC.value, Event.BAR_ARRIVE.value, Event.BAR_RED.value}
+                Event.BAR_SYNC.value, Event.BAR_ARRIVE.value, Event.BAR_RED.value,
+                Event.TENSOR_LOAD.value, Event.TENSOR_STORE.value}  # TMA: smem writes / reads
 _RDC = ("-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c")
 NOT_INTERCEPTED = ("not compiled through CuPy while consan was active: a precompiled library "
                    "kernel (cuBLAS, CUB/Thrust, cuFFT, ...) or one CuPy compiled before "

@@ -120,7 +120,7 @@ TABLE: tuple[Row, ...] = (
     *(Row(f"cp.async.bulk.tensor.{n}d.{dst}", Event.TENSOR_LOAD)
       for n in range(1, 6) for dst in ("shared::cluster", "shared::cta")),
     *(Row(f"cp.async.bulk.tensor.{n}d.global", Event.TENSOR_STORE) for n in range(1, 6)),
-    Row("cp.async", Event.UNMODELED, note="bulk stores / TMA tensor copies (async issue)"),
+    Row("cp.async", Event.UNMODELED, note="bulk stores and bulk groups (async issue)"),
     Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions (async issue)"),
     Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
     Row("mbarrier", Event.MBARRIER),
