@@ -416,8 +416,12 @@ def device_table(args=()) -> np.ndarray:
             seen.add(data)
             entries.append((data, info))
     with _lock:
-        rest = [(d, i) for d, i in reversed(_registry.items()) if d not in seen]
-    for k, (data, info) in enumerate((entries + rest)[: abi.TMAP_ENTRIES]):
+        for d, i in reversed(_registry.items()):
+            if len(entries) >= abi.TMAP_ENTRIES:
+                break
+            if d not in seen:
+                entries.append((d, i))
+    for k, (data, info) in enumerate(entries[: abi.TMAP_ENTRIES]):
         table[k]["fingerprint"] = abi.tensor_map_fingerprint(data)
         table[k]["bytes"] = info.footprint_bytes
     return table
