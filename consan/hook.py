@@ -37,13 +37,14 @@ from reports import suppress
 from reports.report import finding_dict
 from reports.session import SessionReport, finding_header, render_live_findings
 
-from . import cupti, cupy_build, runtime
+from . import cupti, cupy_build, runtime, tma
 from .errors import ConsanError
 
 MAX_PREPARED = 16  # launch shapes kept ready (each holds shadow tables and a pinned log)
 MAX_KEPT_TEXT = 20  # rendered findings kept for the pytest failure message
 _WORK_EVENTS = {Event.READ.value, Event.WRITE.value, Event.ATOMIC.value,
-                Event.BAR_SYNC.value, Event.BAR_ARRIVE.value, Event.BAR_RED.value}
+                Event.BAR_SYNC.value, Event.BAR_ARRIVE.value, Event.BAR_RED.value,
+                Event.TENSOR_LOAD.value, Event.TENSOR_STORE.value}  # TMA: smem writes / reads
 _RDC = ("-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c")
 NOT_INTERCEPTED = ("not compiled through CuPy while consan was active: a precompiled library "
                    "kernel (cuBLAS, CUB/Thrust, cuFFT, ...) or one CuPy compiled before "
@@ -302,6 +303,10 @@ def install() -> None:
             return
         _originals["launch_ex"] = (driver, "cuLaunchKernelEx", driver.cuLaunchKernelEx)
         driver.cuLaunchKernelEx = _launch_ex_wrapper
+        # Maps built by the program through the driver become known (their box geometry).
+        _originals["tmap_encode"] = (driver, "cuTensorMapEncodeTiled",
+                                     driver.cuTensorMapEncodeTiled)
+        driver.cuTensorMapEncodeTiled = tma.observing(driver.cuTensorMapEncodeTiled)
 
 
 def uninstall() -> None:

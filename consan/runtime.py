@@ -24,7 +24,7 @@ from instrument.ptx import parse
 from instrument.rewrite import Instrumented, demangle, instrument
 from reports import Report
 
-from . import toolchain
+from . import tma, toolchain
 from .errors import ConsanError, NoGPUError
 
 __version__ = "0.1.0"
@@ -294,6 +294,10 @@ class Prepared:
         state["log"] = self.header.data.ptr
         state["records"] = self._host_ptr  # UVA: the mapped host pointer is valid on the device
         state["keys"] = self.keys.data.ptr
+        # Tensor maps of known geometry: filled at each launch from the registry.
+        self.tmaps = cupy.zeros(abi.tmap_dtype().itemsize * abi.TMAP_ENTRIES, dtype=np.uint8)
+        self._tmaps_set = b"\0" * self.tmaps.nbytes
+        state["tmaps"] = self.tmaps.data.ptr
         state["nslots"], state["granules"] = self.nslots, self.granules
         state["nwarps"] = self.nwarps
         state["nthreads"] = self.block[0] * self.block[1] * self.block[2]
@@ -329,6 +333,10 @@ class Prepared:
         if self._stored_prev:
             self.records[: min(self._stored_prev, LOG_CAPACITY)] = 0
         self.tables["slot_busy"].fill(0)
+        table = tma.device_table(args).tobytes()
+        if table != self._tmaps_set:
+            self.tmaps.set(np.frombuffer(table, dtype=np.uint8))
+            self._tmaps_set = table
         self.function(self.grid, self.block, tuple(args), shared_mem=self.launch_shared_mem)
         self._stored_prev = LOG_CAPACITY  # until read back, assume the worst
 

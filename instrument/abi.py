@@ -42,6 +42,9 @@ KINDS: tuple[Kind, ...] = (
     Kind(65, "tool.no-slot", "no free shadow slot for a CTA", False),
     Kind(67, "tool.remote-smem", "access to another CTA's shared memory (DSMEM), not checked",
          False),
+    Kind(68, "tool.tensor-map-unknown",
+         "TMA tensor copy through a tensor map consan does not know: its footprint was guessed",
+         False),
 )
 KIND_BY_CODE = {k.code: k for k in KINDS}
 KIND_BY_ID = {k.id: k for k in KINDS}
@@ -101,6 +104,8 @@ WG_INFO_A_SMEM = 1 << 9  # A through a matrix descriptor (else from registers: n
 WG_INFO_TRANS_A = 1 << 10  # imm-trans-a = 1: A is M-major (else K-major)
 WG_INFO_TRANS_B = 1 << 11  # imm-trans-b = 1: B is N-major (else K-major)
 WG_INFO_ELOG_SHIFT = 12  # 2 bits: log2 of the bytes of an A/B element (.b1: 0)
+PROBE_TENSOR = "__consan_tensor"  # (smem, map, mbar, site, op): TMA tensor copy (tile mode)
+TENSOR_LOAD, TENSOR_STORE = 0, 1  # global -> shared on an mbarrier / shared -> global (bulk group)
 MBARRIERS = 32  # mbarriers tracked per CTA
 STATE_SYMBOL = "__consan_state"
 
@@ -118,6 +123,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_BULK_GROUP: ((".b32", ".b32", ".b32"), None),
     PROBE_WGMMA: ((".b64", ".b64", ".b32", ".b32"), None),
     PROBE_WGMMA_GROUP: ((".b32", ".b32", ".b32"), None),
+    PROBE_TENSOR: ((".b64", ".b64", ".b64", ".b32", ".b32"), ".b32"),
 }
 
 # --------------------------------------------------------------------------
@@ -208,6 +214,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("mbar", "uint64_t"),  # u32 [nslots][MBARRIERS][MB_WORDS]  barrier table for mbarriers
     ("aread", "uint64_t"),  # u64 [nslots][granules] then u32 [nslots][granules]: async reads
     ("wgread", "uint64_t"),  # u64 [nslots][nwg][granules], then u32 sites: wgmma operand reads
+    ("tmaps", "uint64_t"),  # cs_tmap_t [TMAP_ENTRIES]  tensor maps of known geometry (0: none)
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
     ("nwarps", "uint32_t"),
@@ -309,6 +316,38 @@ def mb_words(nlogical: int = MAX_LOGICAL) -> int:
     return MB_VC + 2 * nlogical
 
 
+# --------------------------------------------------------------------------
+# TMA tensor maps.  The 128-byte CUtensorMap is opaque to the device checker, so the
+# runtime hands it a table of the maps whose geometry it knows (built with
+# consan.tensor_map, or seen going through cuTensorMapEncodeTiled): per map, a
+# fingerprint of its 128 bytes and the bytes one copy writes into (or reads from)
+# shared memory. The checker reads the map the instruction names, fingerprints it the
+# same way and looks it up; a miss is a `tool.tensor-map-unknown` note.
+
+TMAP_ENTRIES = 64  # maps one launch can know
+TMAP_BYTES = 128
+TMAP_FP_SEED = 0xCBF29CE484222325
+TMAP_FP_MUL = 0x9E3779B97F4A7C15
+TMAP_FIELDS: tuple[tuple[str, str], ...] = (
+    ("fingerprint", "uint64_t"),  # tensor_map_fingerprint(map bytes); 0 = empty entry
+    ("bytes", "uint32_t"),  # shared-memory footprint of one copy (= its transaction bytes)
+    ("flags", "uint32_t"),  # reserved
+)
+
+_M64 = (1 << 64) - 1
+
+
+def tensor_map_fingerprint(data: bytes) -> int:
+    """64-bit fingerprint of a tensor map's 128 bytes (the checker computes the same)."""
+    assert len(data) == TMAP_BYTES, len(data)
+    h = TMAP_FP_SEED
+    for i in range(0, TMAP_BYTES, 8):
+        h ^= int.from_bytes(data[i:i + 8], "little")
+        h = (h * TMAP_FP_MUL) & _M64
+        h ^= h >> 29
+    return h or 1
+
+
 def _dtype(fields):
     import numpy as np
 
@@ -329,6 +368,10 @@ def key_dtype():
 
 def state_dtype():
     return _dtype(STATE_FIELDS)
+
+
+def tmap_dtype():
+    return _dtype(TMAP_FIELDS)
 
 
 def _c_struct(name: str, fields) -> str:
@@ -413,11 +456,15 @@ def c_header() -> str:
         "CS_CTA_WGMMA_COMMITS": CTA_WGMMA_COMMITS, "CS_CTA_PROXY_FENCE": CTA_PROXY_FENCE,
         "CS_FLAG_WGMMA": FLAG_WGMMA, "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
         "CS_WG_GEN_SHIFT": WG_GEN_SHIFT,
+        "CS_TENSOR_LOAD": TENSOR_LOAD, "CS_TENSOR_STORE": TENSOR_STORE,
+        "CS_TMAP_ENTRIES": TMAP_ENTRIES, "CS_TMAP_FP_SEED": TMAP_FP_SEED,
+        "CS_TMAP_FP_MUL": TMAP_FP_MUL,
     }
-    lines += [f"#define {k} {v}u" for k, v in consts.items()]
+    lines += [f"#define {k} {v}{'ull' if v > 0xFFFFFFFF else 'u'}" for k, v in consts.items()]
     lines.append("")
     lines.append(_c_struct("cs_record_t", RECORD_FIELDS))
     lines.append(_c_struct("cs_log_header_t", LOG_HEADER_FIELDS))
     lines.append(_c_struct("cs_key_t", KEY_FIELDS))
     lines.append(_c_struct("cs_state_t", STATE_FIELDS))
+    lines.append(_c_struct("cs_tmap_t", TMAP_FIELDS))
     return "\n".join(lines)

@@ -33,6 +33,8 @@ class Event(str, Enum):
     WGMMA_COMMIT = "async.wgmma_commit"  # wgmma.commit_group
     WGMMA_WAIT = "async.wgmma_wait"  # wgmma.wait_group N
     PROXY_FENCE = "fence.proxy_async"  # the warp's generic writes so far reach the async proxy
+    TENSOR_LOAD = "async.tensor_load"  # cp.async.bulk.tensor global -> shared, on an mbarrier
+    TENSOR_STORE = "async.tensor_store"  # cp.async.bulk.tensor shared -> global, bulk group
     BAR_SYNC = "barrier.sync"
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
@@ -51,7 +53,7 @@ _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRI
            Event.BAR_RED, Event.EXIT, Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
            Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD, Event.BULK_STORE,
            Event.BULK_COMMIT, Event.BULK_WAIT, Event.WGMMA, Event.WGMMA_COMMIT,
-           Event.WGMMA_WAIT, Event.PROXY_FENCE}
+           Event.WGMMA_WAIT, Event.PROXY_FENCE, Event.TENSOR_LOAD, Event.TENSOR_STORE}
 
 _ACCESS_MODE = {Event.READ: abi.MODE_READ, Event.WRITE: abi.MODE_WRITE,
                 Event.ATOMIC: abi.MODE_ATOMIC, Event.ASYNC_WRITE: abi.MODE_ASYNC_WRITE}
@@ -125,8 +127,11 @@ TABLE: tuple[Row, ...] = (
     Row("cp.reduce.async.bulk.global.shared::cta.bulk_group", Event.BULK_STORE),
     Row("cp.async.bulk.commit_group", Event.BULK_COMMIT),
     Row("cp.async.bulk.wait_group", Event.BULK_WAIT),  # and .read: both retire the reads
-    Row("cp.async", Event.UNMODELED, note="TMA tensor copies / bulk copies between CTAs "
-        "(async issue)"),
+    # TMA tensor copies (tile mode; the footprint comes from the tensor map, see _tensor)
+    *(Row(f"cp.async.bulk.tensor.{n}d.{dst}", Event.TENSOR_LOAD)
+      for n in range(1, 6) for dst in ("shared::cluster", "shared::cta")),
+    *(Row(f"cp.async.bulk.tensor.{n}d.global", Event.TENSOR_STORE) for n in range(1, 6)),
+    Row("cp.async", Event.UNMODELED, note="bulk copies between CTAs (async issue)"),
     Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions into shared::cluster / TMA "
         "tensor reductions (async issue)"),
     Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
@@ -152,9 +157,10 @@ class Classified:
     space: int = abi.SPACE_SHARED
     shape: int = abi.SHAPE_PLAIN
     address: str | None = None  # the '[..]' operand, without brackets
-    reason: str = ""  # for UNMODELED
-    op: int = 0  # MBARRIER: abi.MB_*; WGMMA: the probe's info word (abi.WG_INFO_*)
-    arg: str = "0"  # MBARRIER: count / bytes operand; waits: the parity or state operand
+    reason: str = ""  # for UNMODELED; for a modelled event, what the model leaves out
+    op: int = 0  # MBARRIER: abi.MB_*; WGMMA: the probe's info word; tensor copies: the rank
+    arg: str = "0"  # MBARRIER: count / bytes operand; waits: the parity or state operand;
+    # tensor copies: the tensor-map address operand
     result: str | None = None  # MBARRIER waits: the predicate the instruction sets
 
     @property
@@ -313,6 +319,40 @@ def _proxy_fence(it: Item, row: Row) -> Classified:
         if parts[3:5] == ["acquire", "sync_restrict::shared::cluster"]:
             return Classified(Event.FENCE, row)
     return Classified(Event.UNMODELED, row, reason=f"{it.opcode} is not modelled")
+TENSOR_STORE_GAP = ("the async read of the source until cp.async.bulk.wait_group.read and its "
+                    "proxy fence are not modelled for tensor stores yet: only the data it "
+                    "stores is checked")
+
+
+def _tensor(it: Item, row: Row) -> Classified:
+    """cp.async.bulk.tensor.Nd, tile mode.
+
+    load:  [dst], [tensorMap, {coords}], [mbar] {, ctaMask} {, cachePolicy}
+    store: [tensorMap, {coords}], [src] {, cachePolicy}
+    """
+    parts, ops = it.op_parts, it.operands
+    load = row.event is Event.TENSOR_LOAD
+    rank = int(parts[4][0])
+    mode = next((p for p in parts[7:] if p.startswith(("tile", "im2col"))), "tile")
+    if mode != "tile":
+        return Classified(Event.UNMODELED, row, reason=f".{mode} tensor copies are not modelled "
+                          "(their shared-memory footprint is not the box)")
+    if any(p.startswith("cta_group") for p in parts):
+        return Classified(Event.UNMODELED, row, reason="tensor copies of a CTA pair "
+                          "(.cta_group) are not modelled")
+    need = "mbarrier::complete_tx::bytes" if load else "bulk_group"
+    brackets = [o for o in ops if o.startswith("[")]
+    if need not in parts or len(brackets) < (3 if load else 2):
+        return Classified(Event.UNMODELED, row, reason="tensor copy form not recognised")
+    if load and "multicast::cluster" in parts:
+        return Classified(Event.UNMODELED, row, reason="multicast tensor copies write every CTA "
+                          "of the mask: not modelled yet (cluster issue)")
+    tmap = brackets[1 if load else 0][1:-1].split(",")[0].strip()
+    if load:
+        return Classified(Event.TENSOR_LOAD, row, address=brackets[0][1:-1].strip(), arg=tmap,
+                          result=brackets[2][1:-1].strip(), op=rank)
+    return Classified(Event.TENSOR_STORE, row, address=brackets[1][1:-1].strip(), arg=tmap,
+                      op=rank, reason=TENSOR_STORE_GAP)
 
 
 def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
@@ -356,6 +396,8 @@ def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = 
             return Classified(Event.UNMODELED, row, reason="bulk wait without a group count")
         if row.event is Event.WGMMA_WAIT and not it.operands:
             return Classified(Event.UNMODELED, row, reason="wgmma.wait_group without N")
+        if row.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE):
+            return _tensor(it, row)
         return Classified(row.event, row)
     if _touches_sync_or_smem(it, shared_symbols):
         return Classified(Event.UNMODELED, None, reason="instruction not in consan's event table")

@@ -21,6 +21,7 @@ from .sites import SiteTable, SourceLoc
 
 REG_ADDR = "%__cs_a"
 REG_ADDR2 = "%__cs_b"  # a second address (the mbarrier of a bulk copy)
+REG_ADDR3 = "%__cs_c"  # a third address (the tensor map of a TMA tensor copy)
 REG_TOKEN = "%__cs_tok"
 REG_OK = "%__cs_ok"  # predicate: the guarded mbarrier operation may run
 
@@ -237,6 +238,42 @@ def _shared_symbols(mod: Module) -> set[str]:
     return syms
 
 
+_DECL = re.compile(r"^\s*(?:\.(?:visible|extern|weak|common)\s+)*\.(global|const)\b.*?"
+                   r"([A-Za-z_$][\w$]*)\s*(?:\[[^\]]*\])*\s*(?:=.*)?;?\s*$", re.S)
+
+
+def _symbol_spaces(mod: Module, cache: dict[str, str]) -> dict[str, str]:
+    """State space of the module-level .global / .const names (a tensor-map operand may
+    name a .global variable; ptxas refuses a kernel parameter's name there)."""
+    if "" not in cache:
+        cache[""] = ""
+        for it in mod.items:
+            m = _DECL.match(it.text) if it.kind == "stmt" and it.opcode in (
+                ".global", ".const", ".visible", ".extern", ".weak", ".common") else None
+            if m:
+                cache[m.group(2)] = m.group(1)
+    return cache
+
+
+def _generic_address_code(addr: str, widths: dict[str, int], where: Item, reg: str,
+                          spaces: dict[str, str]) -> list[str]:
+    """PTX putting the generic address of a tensor-map operand into `reg`: a register is
+    one already; a .global or .const name is converted (cvta); any other name gives 0,
+    which the checker treats as a map it does not know."""
+    m = _ADDR.match(addr.strip())
+    base = m.group(1) if m else ""
+    if base.startswith("%") or not m:
+        return _address_code(addr, widths, where, reg)
+    space = spaces.get(base)
+    if space is None or re.match(r"^(0[xX][0-9a-fA-F]+|\d+)$", base):
+        return [f"mov.b64 {reg}, 0;"]
+    code = [f"mov.u64 {reg}, {base};", f"cvta.{space}.u64 {reg}, {reg};"]
+    off = int((m.group(2) or "0").replace(" ", ""), 0)
+    if off:
+        code.append(f"add.s64 {reg}, {reg}, {off};")
+    return code
+
+
 def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     mod = ptx if isinstance(ptx, Module) else parse(ptx, name)
     if not mod.functions:
@@ -244,6 +281,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     files = _files(mod)
     strings = _debug_strings(mod)
     shared = _shared_symbols(mod)
+    spaces: dict[str, str] = {}
     table = SiteTable(ptx_name=mod.name)
     before: dict[int, str] = {}
     after: dict[int, str] = {}
@@ -286,7 +324,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             counts[c.event.value] += 1
             async_proxy |= c.event is Event.BULK_STORE
             wgmma |= c.event is Event.WGMMA
-            if c.event is Event.UNMODELED:
+            if c.event is Event.UNMODELED or c.reason:  # or modelled in part: said, too
                 unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason))
         merged = coalesce.plan([(i, it, c) for i, it, c, _ in walk])
         lines = {i: it.line for i, it, _, _ in walk}
@@ -305,10 +343,13 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                              loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
                              merged_lines=covers)
             probes += 1
-            before[idx], after_text = _probe(it, c, site.id, widths)
+            tensor = c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE)
+            before[idx], after_text = _probe(it, c, site.id, widths,
+                                             _symbol_spaces(mod, spaces) if tensor else None)
             if after_text:
                 after[idx] = after_text
-            if (c.event is Event.MBARRIER and c.result is None) or c.event is Event.BULK_LOAD:
+            if (c.event is Event.MBARRIER and c.result is None) or \
+                    c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD):
                 body = it.text[len(it.pred):].lstrip() if it.pred else it.text
                 replaced[idx] = f"@{REG_OK} {body}"
         if fn.is_entry:
@@ -316,7 +357,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                 first_code = fn.close_index
             before[first_code] = f"call {abi.PROBE_CTA_BEGIN};\n\t" + before.get(first_code, "")
         if probes or fn.is_entry:
-            after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2};"
+            after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3};"
                                     f"\n\t.reg .b32 {REG_TOKEN};"
                                     f"\n\t.reg .pred {REG_OK};" + after.get(fn.open_index, ""))
 
@@ -349,10 +390,25 @@ def _guard(call: str, pred: str | None) -> str:
     return call + "\n\t" + "\n\t".join(guard) + "\n\t"
 
 
-def _probe(it: Item, c: Classified, site: int, widths: dict[str, int]) -> tuple[str, str]:
+def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
+           spaces: dict[str, str] | None = None) -> tuple[str, str]:
     """(text before, text after) the instruction."""
     pred = it.pred
     ev = c.event
+    if ev in (Event.TENSOR_LOAD, Event.TENSOR_STORE):
+        # (smem, tensor map, mbarrier, site, op): the checker looks the map's geometry up;
+        # a load whose mbarrier is not live is skipped, like a bulk copy.
+        code = (_address_code(c.address or "", widths, it)
+                + _generic_address_code(c.arg, widths, it, REG_ADDR3, spaces or {}))
+        if ev is Event.TENSOR_LOAD:
+            code += _address_code(c.result or "", widths, it, REG_ADDR2)
+        else:
+            code.append(f"mov.b64 {REG_ADDR2}, 0;")
+        op = abi.TENSOR_LOAD if ev is Event.TENSOR_LOAD else abi.TENSOR_STORE
+        args = [(".b64", REG_ADDR), (".b64", REG_ADDR3), (".b64", REG_ADDR2),
+                (".b32", str(site)), (".b32", str(op))]
+        call = _call(pred, abi.PROBE_TENSOR, args, ret=True, pre=code, comment=f"site {site}")
+        return (_guard(call, pred) if ev is Event.TENSOR_LOAD else call + "\n\t"), ""
     if ev in (Event.ASYNC_COMMIT, Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL):
         op = {Event.ASYNC_COMMIT: abi.ASYNC_COMMIT, Event.ASYNC_WAIT: abi.ASYNC_WAIT,
               Event.ASYNC_WAIT_ALL: abi.ASYNC_WAIT_ALL}[ev]

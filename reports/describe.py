@@ -171,7 +171,7 @@ def what_happened(f: Finding) -> str:
 def fix(f: Finding) -> str:
     """The one sentence naming the missing synchronisation and how to add it."""
     if not f.is_violation:
-        return templates.NOTES.get(f.kind, templates.DEFAULT_NOTE)
+        return templates.NOTES.get(f.kind, templates.DEFAULT_NOTE).format(**fields(f))
     return _row(templates.FIX, f.kind, variant(f), templates.DEFAULT_FIX).format(**fields(f))
 
 

@@ -135,12 +135,18 @@ FIX: dict[str, str] = {
 }
 DEFAULT_FIX = "No fix is known for kind {kind}; this is a consan diagnostic."
 
-# Tool notes: what the diagnostic means for the check, one sentence each.
+# Tool notes: what the diagnostic means for the check, one sentence each (same placeholders).
 NOTES: dict[str, str] = {
     "tool.out-of-window": "These accesses fell outside the shadowed shared-memory window and "
                           "were not checked.",
     "tool.no-slot": "A CTA found no free shadow slot and ran unchecked.",
     "tool.remote-smem": "These accesses reach another CTA's shared memory in the cluster "
                         "(distributed shared memory), which consan does not check yet.",
+    "tool.tensor-map-unknown": "The tensor map of the TMA copy at {cur} is not one consan "
+                               "knows, so its footprint was guessed ({bytes}: a load takes the "
+                               "bytes its mbarrier phase still expects, a store is not "
+                               "checked); build the map with consan.tensor_map() (or "
+                               "cuTensorMapEncodeTiled under consan run), or declare it with "
+                               "consan.register_tensor_map().",
 }
 DEFAULT_NOTE = "The device checker emitted a record this decoder does not understand."

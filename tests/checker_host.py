@@ -57,7 +57,8 @@ def library() -> ctypes.CDLL:
            abi.PROBE_BULK_STORE: ([u64, u32, u32], None),
            abi.PROBE_BULK_GROUP: ([u32, u32, u32], None),
            abi.PROBE_WGMMA: ([u64, u64, u32, u32], None),
-           abi.PROBE_WGMMA_GROUP: ([u32, u32, u32], None)}
+           abi.PROBE_WGMMA_GROUP: ([u32, u32, u32], None),
+           abi.PROBE_TENSOR: ([u64, u64, u64, u32, u32], u32)}
     for name, (args, ret) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ret
@@ -99,6 +100,9 @@ class HostChecker:
             st["psh_bytes"] = abi.psh_bytes(G, nwarps)
             self.smem = np.zeros(int(st["psh_bytes"][0]) // 8 + 2, dtype=np.uint64)
             self.lib.cs_host_set_dyn(self.smem.ctypes.data)
+        self.tmaps = np.zeros(abi.TMAP_ENTRIES, dtype=abi.tmap_dtype())
+        st["tmaps"] = self.tmaps.ctypes.data
+        self._maps: list[np.ndarray] = []  # tensor maps the probes point at (kept alive)
         self.state = st
         self.lib.cs_host_set_state(st.ctypes.data)
         self.cta = (0, 0, 0)
@@ -171,6 +175,25 @@ class HostChecker:
         """fence.proxy.async{.shared::cta}."""
         self._as(warp)
         self._probe(abi.PROBE_BULK_GROUP)(abi.PROXY_FENCE, 0, site)
+    def tensor_map(self, data: bytes, footprint: int | None = None) -> int:
+        """A 64-byte aligned copy of a tensor map's 128 bytes (its address is what the
+        instruction names); with `footprint`, the map is known to the checker."""
+        buf = np.zeros(abi.TMAP_BYTES + 64, dtype=np.uint8)
+        start = -buf.ctypes.data % 64
+        buf[start:start + abi.TMAP_BYTES] = np.frombuffer(data, dtype=np.uint8)
+        self._maps.append(buf)
+        if footprint is not None:
+            k = int(np.count_nonzero(self.tmaps["fingerprint"]))
+            self.tmaps[k] = (abi.tensor_map_fingerprint(data), footprint, 0)
+        return buf.ctypes.data + start
+
+    def tensor_load(self, warp: int, dst: int, tmap: int, mbar_off: int, site: int = 0) -> int:
+        self._as(warp)
+        return self._probe(abi.PROBE_TENSOR)(dst, tmap, mbar_off, site, abi.TENSOR_LOAD)
+
+    def tensor_store(self, warp: int, src: int, tmap: int, site: int = 0) -> int:
+        self._as(warp)
+        return self._probe(abi.PROBE_TENSOR)(src, tmap, 0, site, abi.TENSOR_STORE)
 
     def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> None:
         self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)

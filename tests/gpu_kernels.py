@@ -613,3 +613,147 @@ TEST_SIZES = {
     "sgemm_tiled": (128, 192, 80),
     "histogram256": 1 << 18,
 }
+
+
+# --------------------------------------------------------------------------
+# TMA tensor copies (sm_90): kernels taking a 2-D tensor map (`consan.tensor_map`,
+# float32, box TMA_BOX_ROWS x TMA_BOX_COLS) as a `__grid_constant__` 128-byte struct.
+# Each template is filled by `fill(template, subs)`: the racy and clean kernels differ
+# by one substitution on one line, so they share line numbers.
+
+TMA_PRELUDE = r"""// consan TMA test kernel
+struct __align__(64) TensorMap128 { unsigned long long opaque[16]; };
+__device__ __forceinline__ unsigned sa(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mb_init(unsigned long long* b, unsigned n) {
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;" :: "r"(sa(b)), "r"(n) : "memory");
+}
+__device__ __forceinline__ void mb_arrive(unsigned long long* b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(sa(b)) : "memory");
+}
+__device__ __forceinline__ void mb_wait(unsigned long long* b, unsigned parity) {
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra W;\n}" :: "r"(sa(b)), "r"(parity) : "memory");
+}
+// Expect `bytes` on b, then load the box at column x, row y of the map into dst.
+__device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap128* map, int x, int y,
+                                            unsigned long long* b, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                 :: "r"(sa(b)), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+                 ".mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(sa(dst)), "l"(reinterpret_cast<unsigned long long>(map)), "r"(x),
+                    "r"(y), "r"(sa(b)) : "memory");
+}
+__device__ __forceinline__ void spin(long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
+}
+"""
+
+# One 32 x 32 tile per CTA, loaded by thread 0; warps 1.. write 2 * tile to `out`
+# (row-major, `width` columns). Racy: they read the tile without waiting on the
+# mbarrier (they start late, so the copy was issued first): async.pending-write.
+TMA_TILE_ROWS = TMA_TILE_COLS = 32
+TMA_TILE = TMA_PRELUDE + r"""
+#define TR 32
+#define TC 32
+extern "C" __global__ void tma_tile(const __grid_constant__ TensorMap128 map, float* out,
+                                    int width) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(128) float tile[TR * TC];
+    int t = threadIdx.x;
+    int x0 = blockIdx.x * TC, y0 = blockIdx.y * TR;
+    if (t == 0) mb_init(&bar, 1);
+    __syncthreads();
+    if (t == 0) tma_load_2d(tile, &map, x0, y0, &bar, TR * TC * 4);  // @tma
+    if (t >= 32) {
+        spin(2000000);
+        WAIT_HERE
+        for (int i = t - 32; i < TR * TC; i += blockDim.x - 32)
+            out[(y0 + i / TC) * width + x0 + i % TC] = 2.0f * tile[i];  // @use
+    }
+    if (t == 0) mb_wait(&bar, 0);
+}
+"""
+TMA_TILE_CLEAN = {"WAIT_HERE": "mb_wait(&bar, 0);"}
+TMA_TILE_RACY = {"WAIT_HERE": ""}
+
+# A warp-specialised pipeline: warp 0 (one lane) streams `ntiles` boxes of
+# TMA_RING_ROWS x 64 floats (rows blockIdx.x * ntiles * TMA_RING_ROWS on) through a
+# ring of TMA_STAGES slots; `full[s]` completes with the copy, `empty[s]` with one
+# arrival from each of the two consumer warps, which sum each column of every box:
+# out[blockIdx.x * 64 + c] = sum of column c of the CTA's rows. Launch: 96 threads.
+TMA_STAGES = 4
+TMA_RING_ROWS = 32
+TMA_RING_COLS = 64
+TMA_RING = TMA_PRELUDE + r"""
+#define STAGES 4
+#define ROWS 32
+#define COLS 64
+#define BOX_BYTES (ROWS * COLS * 4)
+extern "C" __global__ void tma_ring(const __grid_constant__ TensorMap128 map, float* out,
+                                    int ntiles) {
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    __shared__ __align__(128) float buf[STAGES][ROWS * COLS];
+    int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    if (t == 0)
+        for (int s = 0; s < STAGES; ++s) mb_init(&full[s], 1), mb_init(&empty[s], 2);
+    __syncthreads();
+    int row0 = blockIdx.x * ntiles * ROWS;
+    if (warp == 0) {
+        if (lane == 0) {
+            for (int i = 0; i < ntiles; ++i) {
+                int s = i % STAGES;
+                unsigned ph = (i / STAGES) & 1;
+                if (i >= STAGES) {
+                    PRODUCER_WAIT
+                }
+                tma_load_2d(buf[s], &map, 0, row0 + i * ROWS, &full[s], BOX_BYTES);  // @produce
+            }
+            // the last copies must land before the CTA exits
+            for (int i = ntiles > STAGES ? ntiles - STAGES : 0; i < ntiles; ++i)
+                mb_wait(&full[i % STAGES], (i / STAGES) & 1);
+        }
+    } else {
+        CONSUMER_DELAY
+        int c = t - 32;
+        float acc = 0.0f;
+        for (int i = 0; i < ntiles; ++i) {
+            int s = i % STAGES;
+            unsigned ph = (i / STAGES) & 1;
+            WAIT_BEFORE
+            for (int r = 0; r < ROWS; ++r) acc += buf[s][r * COLS + c];  // @consume
+            WAIT_AFTER
+            __syncwarp();
+            if (lane == 0) mb_arrive(&empty[s]);
+        }
+        out[blockIdx.x * COLS + c] = acc;
+    }
+}
+"""
+TMA_RING_CLEAN = {"PRODUCER_WAIT": "mb_wait(&empty[s], ph ^ 1);", "CONSUMER_DELAY": "",
+                  "WAIT_BEFORE": "mb_wait(&full[s], ph);", "WAIT_AFTER": ""}
+# case -> (substitutions over the clean ones, ntiles, kind, site marker, earlier-site marker)
+TMA_RING_RACY = {
+    # the producer refills a slot without waiting for its release; it runs late, so the
+    # consumers' reads of the slot come first and the copy is the unordered write
+    "producer-skips-empty-wait": ({"PRODUCER_WAIT": "spin(2000000);"}, 12, "race.war",
+                                  "@produce", "@consume"),
+    # the consumers read a slot before waiting for its copy (they start late)
+    "consumer-reads-before-full-wait": ({"CONSUMER_DELAY": "spin(2000000);", "WAIT_BEFORE": "",
+                                         "WAIT_AFTER": "mb_wait(&full[s], ph);"}, 4,
+                                        "async.pending-write", "@consume", "@produce"),
+}
+
+
+def fill(template: str, subs: dict[str, str]) -> str:
+    for k, v in subs.items():
+        template = template.replace(k, v)
+    return template
+
+
+def tma_ring_reference(x: np.ndarray, ctas: int, ntiles: int) -> np.ndarray:
+    """What tma_ring computes from the (ctas * ntiles * TMA_RING_ROWS, 64) matrix x."""
+    return x.reshape(ctas, ntiles * TMA_RING_ROWS, TMA_RING_COLS).sum(axis=1).reshape(-1)

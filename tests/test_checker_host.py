@@ -652,3 +652,114 @@ def test_bulk_store_reports_name_the_wait_and_the_fence(ckv):
     wait = describe.fix(kinds["async.pending-read"])
     assert "cp.async.bulk.wait_group.read" in wait and "warp 0" in wait
     assert "bulk-store unit of warp 0" in describe.what_happened(kinds["async.pending-read"])
+# TMA tensor copies: the runtime's table gives a known map's footprint; an unknown map
+# is a tool note and a guess.
+MAP_A = bytes(range(7, 135))  # 128 opaque bytes (the checker only fingerprints them)
+MAP_B = bytes((i * 37 + 5) % 256 for i in range(128))
+
+
+def _span(op, warp, off, n, site):
+    for o in range(off, off + n, 16):
+        op(warp, o, 16, site=site)
+
+
+def _records(c, kind):
+    return [r for r in c.records[: int(c.header["stored"][0])]
+            if abi.KIND_BY_CODE[int(r["kind"])].id == kind]
+
+
+def test_tensor_load_writes_exactly_the_box_of_a_known_map(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A, footprint=256)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 256, site=11)
+    assert ckv.tensor_load(0, 64, tmap, MB, site=1) == 0
+    ckv.read(1, 64 + 252, site=2)  # the box's last granule, before the wait
+    ckv.read(1, 64 + 256, site=3)  # just past the box: the copy did not write it
+    ckv.mbar_wait(2, MB, parity=0)
+    _span(ckv.read, 2, 64, 256, 4)  # after the wait: all of it, fine
+    assert ckv.kinds() == [("async.pending-write", 2, 1), ("uninit.read", 3, -1)]
+    (r,) = _records(ckv, "async.pending-write")
+    assert int(r["prev_warp"]) == abi.AGENT_MBAR + 0  # the copy engine of the mbarrier
+
+
+def test_tensor_loads_complete_the_phase_with_their_box_bytes(ckv):
+    _init(ckv)
+    a, b = ckv.tensor_map(MAP_A, footprint=128), ckv.tensor_map(MAP_B, footprint=64)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 192, site=11)
+    ckv.tensor_load(0, 0, a, MB, site=1)
+    ckv.mbar_wait(1, MB, parity=0)  # would still spin on the device: 64 bytes missing
+    ckv.read(1, 0, site=2)
+    ckv.tensor_load(0, 256, b, MB, site=5)
+    ckv.mbar_wait(1, MB, parity=0)
+    _span(ckv.read, 1, 0, 128, 3)
+    _span(ckv.read, 1, 256, 64, 4)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_tensor_load_through_an_unknown_map_takes_the_expected_bytes(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A)  # not in the table
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 128, site=11)
+    ckv.tensor_load(0, 0, tmap, MB, site=1)
+    ckv.read(1, 124, site=2)  # inside the guess, before the wait
+    ckv.mbar_wait(1, MB, parity=0)  # the guess completed the phase
+    _span(ckv.read, 1, 0, 128, 3)
+    assert ckv.kinds() == [("tool.tensor-map-unknown", 1, -1), ("async.pending-write", 2, 1)]
+    (note,) = _records(ckv, "tool.tensor-map-unknown")
+    assert (int(note["offset_lo"]), int(note["offset_hi"]), int(note["count"])) == (0, 128, 128)
+    rep = ckv.report()
+    assert [f.kind for f in rep.notes] == ["tool.tensor-map-unknown"]
+    text = str(rep)
+    assert "consan.tensor_map" in text and "smem[0x0..0x80)" in text
+
+
+def test_unknown_map_with_nothing_expected_guesses_up_to_the_next_mbarrier(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A)
+    ckv.tensor_load(0, 256, tmap, MB, site=1)  # issued before the expect_tx
+    (note,) = _records(ckv, "tool.tensor-map-unknown")
+    assert (int(note["offset_lo"]), int(note["offset_hi"])) == (256, MB)
+    assert not _records(ckv, "mbarrier.data-access")  # the guess stops short of the object
+
+
+def test_tensor_load_on_a_dead_mbarrier_is_skipped(ckv):
+    tmap = ckv.tensor_map(MAP_A, footprint=64)
+    assert ckv.tensor_load(0, 0, tmap, MB, site=1) == 1
+    assert ckv.kinds() == [("mbarrier.uninit", 1, -1)]
+
+
+def test_tensor_load_over_unordered_readers_is_war(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A, footprint=64)
+    _span(ckv.write, 1, 0, 64, 2)
+    ckv.sync(ALL)
+    ckv.read(1, 32, site=3)  # consumer still reading...
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=11)
+    ckv.tensor_load(0, 0, tmap, MB, site=1)  # ...when the producer refills the buffer
+    assert ckv.kinds() == [("race.war", 1, 3)]
+
+
+def test_tensor_store_reads_the_box_it_stores(ckv):
+    tmap = ckv.tensor_map(MAP_B, footprint=128)
+    _span(ckv.write, 1, 0, 64, 2)  # half the box, by another warp, no barrier
+    ckv.tensor_store(0, 0, tmap, site=1)
+    assert ckv.kinds() == [("race.raw", 1, 2)]  # the first finding of the probe
+    _span(ckv.write, 1, 64, 64, 3)
+    ckv.sync(ALL)
+    before = len(ckv.kinds())
+    ckv.tensor_store(0, 0, tmap, site=4)  # every byte written and ordered: clean
+    assert len(ckv.kinds()) == before
+
+
+def test_tensor_store_through_an_unknown_map_is_only_noted(ckv):
+    tmap = ckv.tensor_map(MAP_B)
+    ckv.tensor_store(0, 0, tmap, site=1)  # nothing written: not checked, so no uninit.read
+    assert ckv.kinds() == [("tool.tensor-map-unknown", 1, -1)]
+
+
+def test_tensor_store_of_bytes_never_written_is_uninit(ckv):
+    tmap = ckv.tensor_map(MAP_B, footprint=32)
+    ckv.tensor_store(0, 128, tmap, site=1)
+    assert ckv.kinds() == [("uninit.read", 1, -1)]
+    (r,) = _records(ckv, "uninit.read")
+    assert (int(r["offset_lo"]), int(r["offset_hi"])) == (128, 160)

@@ -75,6 +75,9 @@ REQUIRED_CONSTRUCTS = {
     "fence_proxy_async_release": r"fence\.proxy\.async::generic\.release",
     "bulk_tensor_load": r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global",
     "bulk_tensor_store": r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta",
+    "bulk_tensor_load_cta": r"cp\.async\.bulk\.tensor\.1d\.shared::cta\.global\.tile",
+    "bulk_tensor_load_5d_hint": r"cp\.async\.bulk\.tensor\.5d\.shared::cluster\.global\.tile"
+                                r"\.mbarrier::complete_tx::bytes\.L2::cache_hint",
     "wgmma_fence": r"wgmma\.fence\.sync\.aligned;",
     "wgmma_mma_async": r"wgmma\.mma_async\.sync\.aligned",
     "wgmma_commit": r"wgmma\.commit_group\.sync\.aligned;",

@@ -133,17 +133,24 @@ def test_mbarrier(instr, op, arg, result):
 @pytest.mark.parametrize("instr", [
     "cp.async.mbarrier.arrive.b64 [%rd1];",  # a generic address: maybe another CTA's
     "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1];",
-    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r2, %r3}], [%r1];",
     "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r1], [%r2], 64, "
     "[%r3];",
     "cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 "
     "[%r1], [%r2], 64, [%r3];",
-    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
-    "[%rd1, {%r2, %r3}], [%r4];",
     "fence.proxy.async::generic.release.sync_restrict::shared::cluster::read.cluster;",
     "wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd1, %rd2, "
     "%r1, 0, 1, 1, 1, 0, 0;",
     "fence.proxy.async::generic.release.sync_restrict::shared::cluster.cluster;",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    ".multicast::cluster [%r1], [%rd1, {%r2, %r3}], [%r4], %rs1;",
+    "cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
+    "[%r1], [%rd1, {%r2, %r3, %r5}], [%r4], {%rs1};",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes "
+    "[%r1], [%rd1, {%r2, %r3, %r5, %r6, %r7}], [%r4];",
+    "cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group [%rd1, {%r2, %r3}], "
+    "[%r1];",
+    "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%rd1, {%r2, %r3}], "
+    "[%r1];",
     "barrier.cluster.arrive.release.aligned;",
     "ld.shared::cluster.u32 %r1, [%r2];",
     "st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r1], %r2, [%r3];",
@@ -259,3 +266,36 @@ def test_wgmma_events_leave_phase_mode():
     # async agents need vector clocks: the rewriter keys this on the "async." prefix
     assert all(e.value.startswith("async.") for e in (Event.WGMMA, Event.WGMMA_COMMIT,
                                                       Event.WGMMA_WAIT))
+@pytest.mark.parametrize("instr,rank,dst,tmap,mbar", [
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], "
+     "[%rd1, {%r2, %r3}], [%r4];", 2, "%r1", "%rd1", "%r4"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1+64], "
+     "[%rd1, {%r2, %r3}], [%r4];", 2, "%r1+64", "%rd1", "%r4"),  # .tile is the default
+    ("cp.async.bulk.tensor.1d.shared::cta.global.tile.mbarrier::complete_tx::bytes [%r1], "
+     "[%rd1, {%r2}], [%r4];", 1, "%r1", "%rd1", "%r4"),
+    ("@%p1 cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+     ".L2::cache_hint [%r1], [gmap, {%r2, %r3, %r5, %r6, %r7}], [%r4], %rd9;", 5, "%r1", "gmap",
+     "%r4"),
+])
+def test_tensor_load(instr, rank, dst, tmap, mbar):
+    c = one(instr)
+    assert (c.event, c.op, c.address, c.arg, c.result) == (Event.TENSOR_LOAD, rank, dst, tmap,
+                                                          mbar)
+    assert not c.reason
+
+
+@pytest.mark.parametrize("instr,rank,src,tmap", [
+    ("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd14, {%r1, %r2}], [%r21];",
+     2, "%r21", "%rd14"),
+    ("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group.L2::cache_hint "
+     "[%rd1, {%r1, %r2, %r3}], [%r21+128], %rd2;", 3, "%r21+128", "%rd1"),
+])
+def test_tensor_store_is_probed_and_said_to_be_partial(instr, rank, src, tmap):
+    c = one(instr)
+    assert (c.event, c.op, c.address, c.arg) == (Event.TENSOR_STORE, rank, src, tmap)
+    assert "wait_group.read" in c.reason  # listed as not modelled in every report
+
+
+def test_tensor_prefetch_touches_no_smem():
+    c = one("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd1, {%r1, %r2}];")
+    assert c.event is Event.FENCE

@@ -279,3 +279,55 @@ def test_wgmma_corpus_module_is_instrumented_and_assembles():
     wait = out.index("wgmma.wait_group.sync.aligned 0;")
     assert out.index(f"call {abi.PROBE_WGMMA_GROUP}", wait) - wait < 400
     toolchain.link_with_checker(ins, "wgmma.ptx", toolchain.Arch.parse("sm_90a"))
+TENSOR = HEADER + """.global .align 64 .b8 gmap[128];
+.visible .entry k(
+\t.param .align 64 .b8 k_param_0[128]
+)
+{
+\t.reg .pred %p<2>;
+\t.reg .b32 %r<4>;
+\t.reg .b64 %rd<3>;
+\t.shared .align 128 .b8 tile[4096];
+\t.shared .align 8 .b64 bar;
+\tmov.b64 %rd1, k_param_0;
+\tcvta.param.u64 %rd2, %rd1;
+\tmov.u32 %r1, tile;
+\tmov.u32 %r2, bar;
+\tmov.u32 %r3, 0;
+\tsetp.eq.u32 %p1, %r3, 0;
+\tmbarrier.init.shared::cta.b64 [%r2], 1;
+\t@%p1 cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], \
+[%rd2, {%r3, %r3}], [%r2];
+\tcp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [%r1+2048], \
+[gmap, {%r3, %r3}], [%r2];
+\tcp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd2, {%r3, %r3}], [%r1];
+\tret;
+}
+"""
+
+
+def test_tensor_copies_pass_the_map_address_and_are_guarded():
+    ins = instrument(TENSOR, "tensor.ptx")
+    events = [s.event for s in ins.sites.sites]
+    assert events == ["mbarrier", "async.tensor_load", "async.tensor_load",
+                      "async.tensor_store", "exit"]
+    assert not ins.phase_mode
+    out = ins.ptx
+    assert out.count(f"call (__cs_r), {abi.PROBE_TENSOR}") == 3
+    # the map: a generic address in a register as is; a .global name through cvta
+    assert "mov.b64 %__cs_c, %rd2;" in out
+    assert "mov.u64 %__cs_c, gmap;\n\tcvta.global.u64 %__cs_c, %__cs_c;" in out
+    # loads are skipped when the checker says their mbarrier is not live; stores are not
+    assert ("@%__cs_ok cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier"
+            "::complete_tx::bytes [%r1]") in out
+    assert "@%__cs_ok cp.async.bulk.tensor.2d.shared::cta" in out
+    assert "@%__cs_ok cp.async.bulk.tensor.2d.global" not in out
+    assert "@!%p1 setp.eq.u32 %__cs_ok, 1, 0;" in out  # the load's own predicate still holds
+    store = out[out.index("// consan site 3"):]
+    assert "mov.b64 %__cs_b, 0;" in store and f"st.param.b32 [__cs_p4], {abi.TENSOR_STORE};" \
+        in store
+    # the store's asynchronous read is listed as not modelled, with its line
+    (u,) = ins.unmodeled
+    line = next(i for i, t in enumerate(TENSOR.splitlines(), 1) if "tile.bulk_group" in t)
+    assert u.line == line and "wait_group.read" in u.reason
+    toolchain.link_with_checker(ins, "tensor", toolchain.Arch.parse("sm_90a"))

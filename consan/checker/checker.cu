@@ -1763,6 +1763,174 @@ CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor
     return cs_wg_chunk(desc, rows, kmajor, elog, i, width);
 }
 #endif
+// ------------------------------------------------------------- TMA tensor copies
+//
+// cp.async.bulk.tensor, tile mode. The instruction names a 128-byte tensor map the
+// checker cannot decode; the runtime's table (S.tmaps) lists the maps whose geometry it
+// knows, by a fingerprint of their 128 bytes, with the bytes one copy moves (its box,
+// contiguous in shared memory: swizzling permutes bytes inside it). A load is then a
+// bulk copy of that many bytes: a write by the copy engine of its mbarrier, visible to a
+// wait on the phase it completes. A store reads its box: the data it stores must happen
+// before it (its asynchronous read until wait_group.read belongs to the bulk stores, and
+// is listed as not modelled). A map not in the table is a tool.tensor-map-unknown note,
+// and the footprint is guessed (docs/model.md).
+
+CS_DEV uint64_t cs_bcast64(uint32_t m, uint64_t v, int lane) {
+    return ((uint64_t)cs_bcast(m, (uint32_t)(v >> 32), lane) << 32) | cs_bcast(m, (uint32_t)v, lane);
+}
+
+// A map lives in global, constant or kernel-parameter memory; the generic address the
+// instruction names is read unless it is 0 (a name the rewriter could not convert) or
+// points into shared or local memory. (The copy itself reads the same address.)
+CS_DEV bool cs_tmap_readable(uint64_t a) {
+#ifdef CONSAN_HOST
+    return a != 0;
+#else
+    uint32_t other;
+    asm volatile("{\n\t.reg .pred s, l;\n\t"
+                 "isspacep.shared s, %1;\n\tisspacep.local l, %1;\n\t"
+                 "or.pred s, s, l;\n\tselp.u32 %0, 1, 0, s;\n\t}"
+                 : "=r"(other) : "l"(a));
+    return a != 0 && other == 0;
+#endif
+}
+
+CS_DEV uint64_t cs_tmap_fingerprint(const uint64_t* m) {  // = abi.tensor_map_fingerprint
+    uint64_t h = CS_TMAP_FP_SEED;
+    for (uint32_t i = 0; i < 16; ++i) {
+        h ^= m[i];
+        h *= CS_TMAP_FP_MUL;
+        h ^= h >> 29;
+    }
+    return h ? h : 1;
+}
+
+// Bytes one copy through the map at (generic) address `map` moves; 0: a map not known.
+CS_DEV uint32_t cs_tmap_bytes(uint64_t map) {
+    const cs_tmap_t* t = (const cs_tmap_t*)S.tmaps;
+    if (t == 0 || (map & 63u) != 0 || !cs_tmap_readable(map)) return 0;
+    uint64_t fp = cs_tmap_fingerprint((const uint64_t*)map);
+    for (uint32_t i = 0; i < CS_TMAP_ENTRIES && t[i].fingerprint; ++i)
+        if (t[i].fingerprint == fp) return t[i].bytes;
+    return 0;
+}
+
+CS_DEV void cs_tensor_record(uint32_t kind, uint32_t site, const cs_finding& f, uint32_t lo,
+                             uint32_t hi, uint32_t moff, uint32_t ph, uint32_t bytes) {
+    cs_record_t r = cs_blank(kind, site);
+    r.prev_site = f.prev_site;
+    r.prev_warp = f.prev_warp;
+    r.offset_lo = lo;
+    r.offset_hi = hi;
+    r.barrier = moff;
+    r.phase = ph;
+    r.count = bytes;
+    cs_record(r);
+}
+
+// One tensor load (run by the leader lane). Returns 1 when the copy would fault.
+CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64_t mbar,
+                               uint32_t site) {
+    cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
+    uint32_t moff, off;
+    cs_local((uint32_t)mbar, moff);
+    if (!cs_local((uint32_t)dst, off)) {  // another CTA's smem (and mbarrier): not checked
+        cs_tensor_record(CS_TOOL_REMOTE_SMEM, site, none, off, off, moff, 0, 0);
+        return 0;
+    }
+    uint32_t* e = cs_mbar_entry(slot, moff, false);
+    if (e == 0 || cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh) {
+        cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
+        return 1;
+    }
+    uint32_t words = CS_MB_VC + 2 * S.nlogical;
+    uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
+    uint32_t agent = CS_AGENT_MBAR + (uint32_t)((e - table) / words);
+    cs_lock(&e[CS_MB_LOCK]);
+    uint32_t ph = e[CS_MB_PHASE];
+    int32_t tx = (int32_t)e[CS_MB_TX];
+    cs_unlock(&e[CS_MB_LOCK]);
+    uint32_t end = S.granules * CS_GRANULE_BYTES;
+    uint32_t bytes = cs_tmap_bytes(map);  // transaction bytes the copy completes
+    bool guessed = bytes == 0;
+    uint32_t span = bytes;  // bytes of the window it writes
+    if (guessed) {
+        // Unknown map: the bytes the phase still expects (exact when one copy fills the
+        // phase), else up to the end of the window; never past a live mbarrier.
+        bytes = tx > 0 ? (uint32_t)tx : 0;
+        span = bytes ? bytes : (off < end ? end - off : 0);
+        if (off >= end) span = 0;
+        else if (span > end - off) span = end - off;
+        uint32_t g1 = span ? (off + span - 1) / CS_GRANULE_BYTES : 0;
+        for (uint32_t g = off / CS_GRANULE_BYTES; span && g <= g1; ++g) {
+            uint64_t ww = cs_ld64(cs_gent(slot, g));
+            if ((ww >> CS_WW_GEN_SHIFT) == cs_gen_sh && ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)) {
+                span = g * CS_GRANULE_BYTES > off ? g * CS_GRANULE_BYTES - off : 0;
+                break;
+            }
+        }
+        cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off + span, moff, ph, span);
+    }
+    cs_finding f = none;
+    if (!guessed && (off >= end || bytes > end - off)) {
+        f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+    } else if (span) {
+        cs_view v = cs_make_view(slot, cs_warp());
+        uint32_t g1 = (off + span - 1) / CS_GRANULE_BYTES;
+        for (uint32_t g = off / CS_GRANULE_BYTES; g <= g1; ++g)
+            cs_check_write(v, g, site, false, f, agent, ph + 1);
+    }
+    if (f.kind) cs_tensor_record(f.kind, site, f, off, off + span, moff, ph, bytes);
+    cs_lock(&e[CS_MB_LOCK]);
+    uint32_t* vc = e + CS_MB_VC + (ph & 1) * S.nlogical;
+    if (vc[agent] < ph + 1) vc[agent] = ph + 1;
+    e[CS_MB_TX] -= bytes;
+    if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
+    cs_unlock(&e[CS_MB_LOCK]);
+    return 0;
+}
+
+// One tensor store (run by the leader lane): the box it reads must be written, and those
+// writes must happen before the store.
+CS_DEV void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint32_t site) {
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    uint32_t off;
+    cs_local((uint32_t)src, off);  // .shared::cta: this CTA
+    uint32_t bytes = cs_tmap_bytes(map);
+    uint32_t end = S.granules * CS_GRANULE_BYTES;
+    if (bytes == 0) {  // not checked: guessing the source would invent reads
+        cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, f, off, off, 0, 0, 0);
+        return;
+    }
+    if (off >= end || bytes > end - off) {
+        f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+    } else {
+        cs_view v = cs_make_view(slot, cs_warp());
+        uint32_t g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
+        for (uint32_t g = off / CS_GRANULE_BYTES; g <= g1; ++g) cs_check_raw(v, g, f);
+    }
+    if (f.kind) cs_tensor_record(f.kind, site, f, off, off + bytes, 0, 0, bytes);
+}
+
+// Every active lane issues its own copy: the leader models them in lane order. A load on
+// an mbarrier that is not live is skipped (1), as for bulk copies.
+CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
+                                  uint32_t op) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return 0;
+    uint32_t active = cs_activemask();
+    uint32_t leader = cs_ffs(active) - 1;
+    uint32_t skip = 0;
+    for (uint32_t rest = active; rest; rest &= rest - 1) {
+        int k = cs_ffs(rest) - 1;
+        uint64_t d = cs_bcast64(active, smem, k), m = cs_bcast64(active, map, k);
+        uint64_t b = cs_bcast64(active, mbar, k);
+        if (cs_lane() != leader) continue;
+        if (op == CS_TENSOR_LOAD) skip |= cs_tensor_load(slot, d, m, b, site);
+        else cs_tensor_store(slot, d, m, site);
+    }
+    return cs_guard_verdict(active, skip, leader, site);
+}
 
 #ifdef CONSAN_HOST
 // Host driver: set which CTA/warp the next probe runs as; begin a CTA.

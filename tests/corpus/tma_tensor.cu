@@ -151,3 +151,51 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) tma_multicast(const __grid_
     for (int i = threadIdx.x; i < 1024; i += blockDim.x) out[blockIdx.x * 1024 + i] = tile[i];
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+
+// The other tile-mode spellings: 1-D into .shared::cta (PTX 8.6), 5-D with an L2 cache
+// hint, stores with and without one, and a map that lives in global memory (passed by
+// pointer, e.g. after tensormap.replace). Launch: 32 threads.
+extern "C" __global__ void tma_forms(const __grid_constant__ TensorMap128 map1d,
+                                     const __grid_constant__ TensorMap128 map5d,
+                                     const TensorMap128* __restrict__ gmap, float* out) {
+    __shared__ __align__(128) float tile[1024];
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned b = smem_u32(&bar), t = smem_u32(tile);
+    unsigned long long d1 = reinterpret_cast<unsigned long long>(&map1d);
+    unsigned long long d5 = reinterpret_cast<unsigned long long>(&map5d);
+    unsigned long long dg = reinterpret_cast<unsigned long long>(gmap);
+    unsigned long long policy = 0;
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(4096) : "memory");
+        asm volatile(
+            "cp.async.bulk.tensor.1d.shared::cta.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2}], [%3];" ::"r"(t),
+            "l"(d1), "r"(0), "r"(b)
+            : "memory");
+        asm volatile(
+            "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+            " [%0], [%1, {%2, %2, %2, %2, %2}], [%3], %4;" ::"r"(t + 2048),
+            "l"(d5), "r"(0), "r"(b), "l"(policy)
+            : "memory");
+    }
+    unsigned ok = 0;
+    while (!ok)
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(ok)
+            : "r"(b), "r"(0)
+            : "memory");
+    out[threadIdx.x] = tile[threadIdx.x] + tile[512 + threadIdx.x];
+    if (threadIdx.x == 0) {
+        asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group.L2::cache_hint [%0, {%1, %1, %1}], [%2], %3;" ::"l"(dg),
+                     "r"(0), "r"(t), "l"(policy)
+                     : "memory");
+        asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%1}], [%2];" ::"l"(d1), "r"(0), "r"(t)
+                     : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+}

@@ -1,0 +1,202 @@
+"""TMA tensor copies on a real GPU (sm_90): maps built by consan.tensor_map, racy kernels
+and clean twins that differ by one line, the clean ones compared with a native launch
+and with NumPy.
+
+- one 2-D tile per CTA: reading it before the mbarrier wait is async.pending-write at
+  the read; a map consan does not know is a tool.tensor-map-unknown note and a guess;
+  a map built directly with cuda-bindings while the hook is installed is known;
+- a 4-stage warp-specialised ring (kernels in tests/gpu_kernels.py, for benchmarks too):
+  clean, the producer skipping the empty wait (race.war at its copy), the consumers
+  reading before the full wait (async.pending-write).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests import gpu_kernels as gk
+from tests.gpu_util import GPU, arch_option, line_of, lines
+
+pytestmark = GPU
+
+ROWS, COLS = 64, 96  # the tile kernel's matrix: 2 x 3 tiles of 32 x 32
+
+
+def _hopper_or_skip():
+    import cupy as cp
+
+    if int(cp.cuda.Device().compute_capability) < 90:
+        pytest.skip("TMA tensor copies need sm_90")
+
+
+def _matrix(shape, seed):
+    import cupy as cp
+
+    return cp.asarray(np.random.default_rng(seed).integers(0, 8, shape).astype(np.float32))
+
+
+def _tile(src: str, tmap):
+    """(report, output under consan)."""
+    import cupy as cp
+
+    import consan
+
+    out = cp.zeros((ROWS, COLS), dtype=cp.float32)
+    grid = (COLS // gk.TMA_TILE_COLS, ROWS // gk.TMA_TILE_ROWS)
+    rep = consan.check(src, "tma_tile", grid=grid, block=(128,),
+                       args=(tmap, out, np.int32(COLS)), options=(arch_option(),))
+    return rep, out.get()
+
+
+def _tile_native(src: str, tmap):
+    import cupy as cp
+
+    out = cp.zeros((ROWS, COLS), dtype=cp.float32)
+    kern = cp.RawKernel(src, "tma_tile", options=(arch_option(),))
+    kern((COLS // gk.TMA_TILE_COLS, ROWS // gk.TMA_TILE_ROWS), (128,), (tmap, out, np.int32(COLS)))
+    return out.get()
+
+
+def test_tensor_map_of_a_cupy_array():
+    _hopper_or_skip()
+    import consan
+
+    x = _matrix((ROWS, COLS), 1)
+    m = consan.tensor_map(x, box_shape=(32, 32))
+    assert type(m) is np.void and m.dtype.itemsize == 128 and any(m.tobytes())
+    info = consan.tensor_map_info(m)
+    assert info.global_address == x.data.ptr and info.global_dim == (COLS, ROWS)
+    assert info.footprint_bytes == 32 * 32 * 4
+    assert consan.tensor_map_info(np.void(m.tobytes())) == info  # known by its bytes
+
+
+def test_tile_read_before_the_wait_is_pending_write():
+    _hopper_or_skip()
+    import consan
+
+    src = gk.fill(gk.TMA_TILE, gk.TMA_TILE_RACY)
+    x = _matrix((ROWS, COLS), 2)
+    rep, _ = _tile(src, consan.tensor_map(x, box_shape=(32, 32)))
+    assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
+    assert {v.line for v in rep.violations} == {line_of(src, "@use")}, str(rep)
+    # the copy is issued in an inlined helper: its call line is in the inline chain
+    assert all(line_of(src, "@tma") in lines(v.prev_site) for v in rep.violations), str(rep)
+    assert not rep.notes, str(rep)  # the map is known: nothing guessed
+
+
+def test_tile_after_the_wait_is_clean_and_computes_what_native_does():
+    _hopper_or_skip()
+    import consan
+
+    src = gk.fill(gk.TMA_TILE, gk.TMA_TILE_CLEAN)
+    x = _matrix((ROWS, COLS), 3)
+    m = consan.tensor_map(x, box_shape=(32, 32))
+    rep, got = _tile(src, m)
+    assert rep.ok and not rep.notes, str(rep)
+    assert not [u for u in rep.unmodeled if "tensor" in u.text], rep.unmodeled
+    np.testing.assert_array_equal(got, 2.0 * x.get())
+    np.testing.assert_array_equal(_tile_native(src, m), got)
+
+
+@pytest.mark.parametrize("subs", [gk.TMA_TILE_CLEAN, gk.TMA_TILE_RACY], ids=["clean", "racy"])
+def test_unknown_map_is_noted_and_its_box_guessed_from_the_expected_bytes(subs):
+    _hopper_or_skip()
+    import consan
+    from consan import tma
+
+    src = gk.fill(gk.TMA_TILE, subs)
+    x = _matrix((ROWS, COLS), 4)
+    data = consan.tensor_map(x, box_shape=(32, 32)).tobytes()
+    tma.forget_all()
+    stranger = np.void(data)  # the same map, its geometry forgotten
+    assert consan.tensor_map_info(stranger) is None
+    rep, got = _tile(src, stranger)
+    assert [f.kind for f in rep.notes] == ["tool.tensor-map-unknown"], str(rep)
+    assert all(line_of(src, "@tma") in lines(v.site) for v in rep.tool_notes), str(rep)
+    # the phase expected exactly the box: the guess is the box
+    assert {(v.offset_hi - v.offset_lo) for v in rep.tool_notes} == {32 * 32 * 4}, str(rep)
+    if subs is gk.TMA_TILE_CLEAN:
+        assert rep.ok, str(rep)
+        np.testing.assert_array_equal(got, 2.0 * x.get())
+    else:
+        assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
+
+
+def test_map_encoded_through_cuda_bindings_under_the_hook_is_known():
+    _hopper_or_skip()
+    import struct
+
+    from cuda.bindings import driver
+
+    from consan import hook, tma
+
+    x = _matrix((ROWS, COLS), 5)
+    tma.forget_all()
+    was = hook.installed()
+    hook.install()
+    try:
+        u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+        err, cu = driver.cuTensorMapEncodeTiled(
+            driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, x.data.ptr,
+            [u64(COLS), u64(ROWS)], [u64(COLS * 4)], [u32(32), u32(32)], [u32(1), u32(1)],
+            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    finally:
+        if not was:
+            hook.uninstall()
+    assert int(err) == 0
+    m = np.void(struct.pack("<16Q", *(int(w) for w in cu.opaque)))
+    assert tma.tensor_map_info(m).footprint_bytes == 32 * 32 * 4
+    src = gk.fill(gk.TMA_TILE, gk.TMA_TILE_CLEAN)
+    rep, got = _tile(src, m)
+    assert rep.ok and not rep.notes, str(rep)
+    np.testing.assert_array_equal(got, 2.0 * x.get())
+
+
+# ---------------------------------------------------------------- the 4-stage ring
+
+RING_CTAS = 2
+
+
+def _ring(subs: dict[str, str], ntiles: int, native: bool = False):
+    import cupy as cp
+
+    import consan
+
+    src = gk.fill(gk.TMA_RING, {**gk.TMA_RING_CLEAN, **subs})
+    x = _matrix((RING_CTAS * ntiles * gk.TMA_RING_ROWS, gk.TMA_RING_COLS), 6)
+    m = consan.tensor_map(x, box_shape=(gk.TMA_RING_ROWS, gk.TMA_RING_COLS))
+    out = cp.zeros(RING_CTAS * gk.TMA_RING_COLS, dtype=cp.float32)
+    args = (m, out, np.int32(ntiles))
+    rep = consan.check(src, "tma_ring", grid=(RING_CTAS,), block=(96,), args=args,
+                       options=(arch_option(),))
+    got = out.get()
+    want = gk.tma_ring_reference(x.get(), RING_CTAS, ntiles)
+    nat = None
+    if native:
+        out2 = cp.zeros_like(out)
+        cp.RawKernel(src, "tma_ring", options=(arch_option(),))((RING_CTAS,), (96,),
+                                                                 (m, out2, np.int32(ntiles)))
+        nat = out2.get()
+    return src, rep, got, want, nat
+
+
+def test_ring_clean_is_clean_and_computes_the_sums():
+    _hopper_or_skip()
+    _, rep, got, want, nat = _ring({}, 12, native=True)
+    assert rep.ok and not rep.notes, str(rep)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(nat, want)
+
+
+@pytest.mark.parametrize("case", sorted(gk.TMA_RING_RACY))
+def test_ring_missing_wait(case):
+    _hopper_or_skip()
+    subs, ntiles, kind, at, prev = gk.TMA_RING_RACY[case]
+    src, rep, _, _, _ = _ring(subs, ntiles)
+    assert {v.kind for v in rep.violations} == {kind}, str(rep)
+    assert all(line_of(src, at) in lines(v.site) for v in rep.violations), str(rep)
+    assert all(line_of(src, prev) in lines(v.prev_site) for v in rep.violations), str(rep)
