@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs a CU
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIALS = ["tutorials/00_splitk_epilogue.py", "tutorials/02_tma_store_fence.py",
-             "tutorials/03_smem_reuse_epilogue.py"]
+             "tutorials/03_smem_reuse_epilogue.py", "tutorials/04_wgmma_flush.py"]
 
 
 def _expect(script: str) -> dict:
