@@ -238,5 +238,5 @@ def test_encode_gives_cuda_bindings_arguments_of_the_types_it_takes(monkeypatch)
     monkeypatch.setattr(driver, "cuInit", lambda flags: (driver.CUresult.CUDA_SUCCESS,))
     i = tma.TensorMapInfo(7, global_dim=(96, 64), box_dim=(32, 32), element_strides=(1, 1),
                           global_strides=(384,), global_address=0x7F0000000000)
-    with pytest.raises(RuntimeError, match="libcuda"):
+    with pytest.raises(RuntimeError, match="libcuda|driver library"):  # wording by version
         tma.encode(i)
