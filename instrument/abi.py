@@ -96,8 +96,8 @@ PROBE_BULK_GROUP = "__consan_bulk_group"  # (op, n, site): bulk groups, fence.pr
 BULK_COMMIT, BULK_WAIT, PROXY_FENCE = 0, 1, 2
 # wgmma (docs/model.md, "wgmma"): an mma_async's operand reads, and its group bookkeeping.
 PROBE_WGMMA = "__consan_wgmma"  # (desc_a, desc_b, info, site): operands read from smem
-PROBE_WGMMA_GROUP = "__consan_wgmma_group"  # (op, n, site): groups and fence.proxy.async
-WGMMA_COMMIT, WGMMA_WAIT, PROXY_FENCE = 0, 1, 2
+PROBE_WGMMA_GROUP = "__consan_wgmma_group"  # (op, n, site): wgmma groups
+WGMMA_COMMIT, WGMMA_WAIT = 0, 1  # (fence.proxy.async goes to PROBE_BULK_GROUP)
 # The info word of an mma_async probe: N, where A comes from, major-ness, element size.
 WG_INFO_N_MASK = 0x1FF  # N of .m64nNkK (8..256); M is always 64
 WG_INFO_A_SMEM = 1 << 9  # A through a matrix descriptor (else from registers: not smem)

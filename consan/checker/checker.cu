@@ -1135,28 +1135,32 @@ CS_ENTRY void __consan_thread_exit(uint32_t site) {
 // cp.async groups: the copy unit of warp w is logical thread AGENT_CPASYNC + w, and its
 // clock counts groups. commit_group closes group k; wait_group n completes every group
 // but the last n, so the waiting warp acquires the unit's clock up to that group.
-CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
+// Group bookkeeping of a warp's async unit (cp.async, bulk-store or wgmma unit), by the
+// leader lane: `commit` closes the open group (CTA word `counter` + w counts them); `wait`
+// retires all but the newest n, joining the unit's clock (column `unit`) up to them. The
+// unit's clock counts groups, so a wait never walks shadow memory.
+CS_DEV void cs_unit_groups(uint32_t counter, uint32_t unit, bool commit, bool wait, uint32_t n) {
     uint32_t slot = cs_slot_sh;
-    if (slot == CS_NO_SLOT) return;
     uint32_t active = cs_activemask();
     uint32_t w = cs_warp();
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
-        uint32_t* commits = &cs_cta(slot)[CS_CTA_CPASYNC_COMMITS + w];
-        uint32_t c = *commits;
-        uint32_t done = 0;
-        if (op == CS_ASYNC_COMMIT) {
-            *commits = c + 1;
-        } else if (op == CS_ASYNC_WAIT) {
-            done = c > n ? c - n : 0;
-        } else {  // wait_all: commit, then wait for everything
-            *commits = c + 1;
-            done = c + 1;
+        uint32_t* commits = &cs_cta(slot)[counter + w];
+        if (commit) *commits += 1;
+        if (wait) {
+            uint32_t c = *commits, done = c > n ? c - n : 0;
+            uint32_t* mine = cs_vis(slot, w);
+            if (done > mine[unit]) mine[unit] = done;
         }
-        uint32_t* mine = cs_vis(slot, w);
-        if (done > mine[CS_AGENT_CPASYNC + w]) mine[CS_AGENT_CPASYNC + w] = done;
         cs_fence();
     }
     cs_syncwarp(active);
+}
+
+CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
+    if (cs_slot_sh == CS_NO_SLOT) return;
+    // wait_all: commit, then wait for everything
+    cs_unit_groups(CS_CTA_CPASYNC_COMMITS, CS_AGENT_CPASYNC + cs_warp(), op != CS_ASYNC_WAIT,
+                   op != CS_ASYNC_COMMIT, op == CS_ASYNC_WAIT ? n : 0);
     (void)site;
 }
 
@@ -1542,26 +1546,22 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
     uint32_t slot = cs_slot_sh;
     bool bulk = cs_async_proxy(), wg = cs_wgmma_module() && !cs_phase_mode();
     if (slot == CS_NO_SLOT || !(bulk || wg)) return;
+    (void)site;
+    if (op != CS_PROXY_FENCE)
+        return cs_unit_groups(CS_CTA_BULK_COMMITS, CS_AGENT_BULK + cs_warp(),
+                              op == CS_BULK_COMMIT, op == CS_BULK_WAIT, n);
+    // One fence serves bulk stores (the P_w column) and wgmma operands (proxy_fence word).
     uint32_t active = cs_activemask();
     uint32_t w = cs_warp();
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
-        uint32_t* commits = &cs_cta(slot)[CS_CTA_BULK_COMMITS + w];
         uint32_t* mine = cs_vis(slot, w);
-        if (op == CS_BULK_COMMIT) {
-            *commits += 1;
-        } else if (op == CS_BULK_WAIT) {
-            uint32_t c = *commits, done = c > n ? c - n : 0;
-            if (done > mine[CS_AGENT_BULK + w]) mine[CS_AGENT_BULK + w] = done;
-        } else {  // CS_PROXY_FENCE: one fence serves bulk stores and wgmma operands
-            if (bulk) mine[CS_AGENT_PROXY + w] = mine[w];
-            if (wg) cs_st32(&cs_cta(slot)[CS_CTA_PROXY_FENCE + w], mine[w]);
-            mine[w] += 1;
-            cs_clock_sh[w] = mine[w];
-        }
+        if (bulk) mine[CS_AGENT_PROXY + w] = mine[w];
+        if (wg) cs_st32(&cs_cta(slot)[CS_CTA_PROXY_FENCE + w], mine[w]);
+        mine[w] += 1;
+        cs_clock_sh[w] = mine[w];
         cs_fence();
     }
     cs_syncwarp(active);
-    (void)site;
 }
 
 // ------------------------------------------------------------- wgmma
@@ -1733,27 +1733,10 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
 // proxy; w's clock moves on, so later writes are not covered. (Phase mode has no async
 // proxy readers: the fence is nothing there.)
 CS_ENTRY void __consan_wgmma_group(uint32_t op, uint32_t n, uint32_t site) {
-    uint32_t slot = cs_slot_sh;
-    if (slot == CS_NO_SLOT || (op == CS_PROXY_FENCE && cs_phase_mode())) return;
-    uint32_t active = cs_activemask();
-    uint32_t w = cs_warp();
-    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
-        uint32_t* cta = cs_cta(slot);
-        uint32_t* mine = cs_vis(slot, w);
-        if (op == CS_WGMMA_COMMIT) {
-            cta[CS_CTA_WGMMA_COMMITS + w] += 1;
-        } else if (op == CS_WGMMA_WAIT) {
-            uint32_t c = cta[CS_CTA_WGMMA_COMMITS + w];
-            uint32_t done = c > n ? c - n : 0;
-            if (done > mine[CS_AGENT_WGMMA + (w >> 2)]) mine[CS_AGENT_WGMMA + (w >> 2)] = done;
-        } else {  // CS_PROXY_FENCE
-            cs_st32(&cta[CS_CTA_PROXY_FENCE + w], mine[w]);
-            mine[w] += 1;
-            cs_clock_sh[w] = mine[w];
-        }
-        cs_fence();
-    }
-    cs_syncwarp(active);
+    if (cs_slot_sh == CS_NO_SLOT) return;
+    // the unit belongs to the warpgroup: a wait by any of its warps covers all its reads
+    cs_unit_groups(CS_CTA_WGMMA_COMMITS, CS_AGENT_WGMMA + (cs_warp() >> 2),
+                   op == CS_WGMMA_COMMIT, op == CS_WGMMA_WAIT, n);
     (void)site;
 }
 
