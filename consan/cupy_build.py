@@ -76,13 +76,7 @@ def cuda_to_ptx(spec: CompileSpec, arch: toolchain.Arch) -> str:
         pass
     ptx = toolchain.compile_cuda(spec.source, name, opts,
                                name_expressions=spec.name_expressions or ())
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(ptx)
-        tmp.replace(path)
-    except OSError:
-        pass  # the cache is an optimisation only
+    runtime.cache_put(path, ptx)
     return ptx
 
 

@@ -125,14 +125,19 @@ def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = Fals
     if cubin is None:
         cubin = toolchain.link_with_checker(ins, name, arch, link_opts, psh=psh,
                                             max_regs=max_regs)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(cubin)
-            tmp.replace(path)
-        except OSError:
-            pass  # the cache is an optimisation only
+        cache_put(path, cubin)
     return cubin
+
+
+def cache_put(path: Path, data: bytes | str) -> None:
+    """Write a cache entry atomically (a concurrent reader sees all of it or nothing)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+        tmp.replace(path)
+    except OSError:
+        pass  # the cache is an optimisation only
 
 
 def _name_source(ins: Instrumented, source: str, source_name: str) -> None:
