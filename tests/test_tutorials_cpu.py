@@ -63,10 +63,9 @@ def test_markers_map_to_the_python_file(path):
         assert marker in file_lines[src_hits[0] + offset - 1]
 
 
-@pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
-@pytest.mark.parametrize("path", TUTORIALS, ids=IDS)
-def test_rebuilt_sites_name_both_marked_lines(path, fixed, tmp_path, monkeypatch):
-    """Every tutorial: the two lines its report names are probed sites of the .py file."""
+def _rebuilt_sites(path: Path, fixed: bool, tmp_path, monkeypatch):
+    """What `consan run` rebuilds from the tutorial's RawKernel: (module, its located sites),
+    all in the .py file, nothing unmodelled."""
     monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
     mod = _load(path)
     spec = cupy_build.CompileSpec(source=mod.SOURCE, options=("-DFIXED",) if fixed else (),
@@ -75,6 +74,14 @@ def test_rebuilt_sites_name_both_marked_lines(path, fixed, tmp_path, monkeypatch
     sites = [s for s in b.instrumented.sites.sites if s.loc is not None]
     assert {s.loc.file for s in sites} == {str(path)}
     assert not b.instrumented.unmodeled
+    return mod, sites
+
+
+@pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
+@pytest.mark.parametrize("path", TUTORIALS, ids=IDS)
+def test_rebuilt_sites_name_both_marked_lines(path, fixed, tmp_path, monkeypatch):
+    """Every tutorial: the two lines its report names are probed sites of the .py file."""
+    mod, sites = _rebuilt_sites(path, fixed, tmp_path, monkeypatch)
     seen = {s.loc.line for s in sites} | {c.line for s in sites for c in s.inlined_at}
     for marker in (mod.EXPECT["current"], mod.EXPECT["earlier"]):
         assert _line(path, marker) in seen, marker
@@ -84,14 +91,7 @@ def test_rebuilt_sites_name_both_marked_lines(path, fixed, tmp_path, monkeypatch
 @pytest.mark.parametrize("path", CP_ASYNC, ids=CP_IDS)
 def test_rebuilt_sites_name_the_epilogue_and_prefetch_lines(path, fixed, tmp_path, monkeypatch):
     """What `consan run` rebuilds from the RawKernel: the lines the GPU test expects."""
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
-    mod = _load(path)
-    spec = cupy_build.CompileSpec(source=mod.SOURCE, options=("-DFIXED",) if fixed else (),
-                                  arch="90", candidates=(str(path),))
-    b, _ = cupy_build.build(spec)
-    sites = [s for s in b.instrumented.sites.sites if s.loc is not None]
-    assert {s.loc.file for s in sites} == {str(path)}
-    assert not b.instrumented.unmodeled
+    _, sites = _rebuilt_sites(path, fixed, tmp_path, monkeypatch)
     epilogue, prefetch = _line(path, "@epilogue"), _line(path, "@prefetch")
     # every shared-memory store of the kernel is the epilogue's
     assert {s.loc.line for s in sites if s.event == "access.write"} == {epilogue}
