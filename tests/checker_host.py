@@ -149,9 +149,10 @@ class HostChecker:
         self._as(warp)
         self._probe(abi.PROBE_ASYNC)(abi.ASYNC_WAIT_ALL, 0, site)
 
-    def mbar(self, warp: int, off: int, op: int, arg: int = 1, site: int = 0) -> None:
+    def mbar(self, warp: int, off: int, op: int, arg: int = 1, site: int = 0) -> int:
+        """The probe's verdict: 0 run the instruction, 1 skip it, 2 the warp leaves."""
         self._as(warp)
-        self._probe(abi.PROBE_MBAR)(off, op, arg, site)
+        return self._probe(abi.PROBE_MBAR)(off, op, arg, site)
 
     def bulk_load(self, warp: int, dst: int, nbytes: int, mbar_off: int, site: int = 0) -> int:
         self._as(warp)
@@ -195,8 +196,8 @@ class HostChecker:
         self._as(warp)
         return self._probe(abi.PROBE_TENSOR)(src, tmap, 0, site, abi.TENSOR_STORE)
 
-    def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> None:
-        self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)
+    def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> int:
+        return self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)
 
     def wgmma(self, warpgroup: int, desc_a: int, desc_b: int, info: int, site: int = 0,
               warps=range(4)) -> None:

@@ -695,11 +695,13 @@ TMA_RING = TMA_PRELUDE + r"""
 #define BOX_BYTES (ROWS * COLS * 4)
 extern "C" __global__ void tma_ring(const __grid_constant__ TensorMap128 map, float* out,
                                     int ntiles) {
-    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES], issued;
     __shared__ __align__(128) float buf[STAGES][ROWS * COLS];
     int t = threadIdx.x, warp = t / 32, lane = t % 32;
-    if (t == 0)
+    if (t == 0) {
         for (int s = 0; s < STAGES; ++s) mb_init(&full[s], 1), mb_init(&empty[s], 2);
+        mb_init(&issued, 1);
+    }
     __syncthreads();
     int row0 = blockIdx.x * ntiles * ROWS;
     if (warp == 0) {
@@ -712,6 +714,7 @@ extern "C" __global__ void tma_ring(const __grid_constant__ TensorMap128 map, fl
                 }
                 tma_load_2d(buf[s], &map, 0, row0 + i * ROWS, &full[s], BOX_BYTES);  // @produce
             }
+            PRODUCER_ISSUED
             // the last copies must land before the CTA exits
             for (int i = ntiles > STAGES ? ntiles - STAGES : 0; i < ntiles; ++i)
                 mb_wait(&full[i % STAGES], (i / STAGES) & 1);
@@ -733,18 +736,21 @@ extern "C" __global__ void tma_ring(const __grid_constant__ TensorMap128 map, fl
     }
 }
 """
-TMA_RING_CLEAN = {"PRODUCER_WAIT": "mb_wait(&empty[s], ph ^ 1);", "CONSUMER_DELAY": "",
-                  "WAIT_BEFORE": "mb_wait(&full[s], ph);", "WAIT_AFTER": ""}
+TMA_RING_CLEAN = {"PRODUCER_WAIT": "mb_wait(&empty[s], ph ^ 1);", "PRODUCER_ISSUED": "",
+                  "CONSUMER_DELAY": "", "WAIT_BEFORE": "mb_wait(&full[s], ph);",
+                  "WAIT_AFTER": ""}
 # case -> (substitutions over the clean ones, ntiles, kind, site marker, earlier-site marker)
 TMA_RING_RACY = {
     # the producer refills a slot without waiting for its release; it runs late, so the
     # consumers' reads of the slot come first and the copy is the unordered write
     "producer-skips-empty-wait": ({"PRODUCER_WAIT": "spin(2000000);"}, 12, "race.war",
                                   "@produce", "@consume"),
-    # the consumers read a slot before waiting for its copy (they start late)
-    "consumer-reads-before-full-wait": ({"CONSUMER_DELAY": "spin(2000000);", "WAIT_BEFORE": "",
-                                         "WAIT_AFTER": "mb_wait(&full[s], ph);"}, 4,
-                                        "async.pending-write", "@consume", "@produce"),
+    # the consumers read a slot before waiting for its copy; they start once every copy
+    # is issued (the `issued` mbarrier orders the producer's issue, not the copies' writes)
+    "consumer-reads-before-full-wait": ({"PRODUCER_ISSUED": "mb_arrive(&issued);",
+                                         "CONSUMER_DELAY": "mb_wait(&issued, 0);",
+                                         "WAIT_BEFORE": "", "WAIT_AFTER": "mb_wait(&full[s], ph);"},
+                                        4, "async.pending-write", "@consume", "@produce"),
 }
 
 

@@ -436,6 +436,16 @@ def test_a_wait_that_never_completes_is_a_deadlock(ckv):
     assert int(r["barrier"]) == MB and int(r["phase"]) == 0 and int(r["count"]) == 1
 
 
+
+def test_a_wait_on_an_mbarrier_never_initialised_ends_as_a_deadlock(ckv):
+    # The hardware may spin on such a barrier for ever: the checker must not.
+    looks = [ckv.mbar_wait(1, MB, parity=0, ok=False, site=12)
+             for _ in range(abi.DEADLOCK_MS // 100 + 2)]
+    assert looks[0] == 1 and looks[-1] == 2  # skipped, until the warp is sent away
+    kinds = [k for k, _, _ in ckv.kinds()]
+    assert set(kinds) == {"mbarrier.uninit", "deadlock"} and kinds[-1] == "deadlock"
+
+
 # Bulk stores: the bulk-store unit of each warp reads the source until the group is retired;
 # generic writes reach it only through a fence.proxy.async by the writer.
 TILE = 64  # bytes of the tile every warp writes 16 of

@@ -7,7 +7,9 @@ and with NumPy.
   a map built directly with cuda-bindings while the hook is installed is known;
 - a 4-stage warp-specialised ring (kernels in tests/gpu_kernels.py, for benchmarks too):
   clean, the producer skipping the empty wait (race.war at its copy), the consumers
-  reading before the full wait (async.pending-write).
+  reading before the full wait (async.pending-write). The clean ring once hung the GPU:
+  a consumer's one-lane arrive ran its probe together with the lanes of another call
+  site and counted 32 arrivals (checker.cu, cs_group); 12 tiles reproduced it.
 """
 
 from __future__ import annotations
@@ -184,14 +186,6 @@ def _ring(subs: dict[str, str], ntiles: int, native: bool = False):
     return src, rep, got, want, nat
 
 
-# On the H100 (device run of 2026-11-22 08:20 UTC) the clean ring under consan.check did
-# not return: the GPU hung past consan's 2 s deadlock detection, so these tests would hang
-# the suite. Skipped, loudly, until the cause is found (see the issue note).
-RING_HANGS = pytest.mark.skip(reason="the 4-stage TMA ring hung the H100 on 2026-11-22; "
-                              "cause not found yet")
-
-
-@RING_HANGS
 def test_ring_clean_is_clean_and_computes_the_sums():
     _hopper_or_skip()
     _, rep, got, want, nat = _ring({}, 12, native=True)
@@ -200,7 +194,6 @@ def test_ring_clean_is_clean_and_computes_the_sums():
     np.testing.assert_array_equal(nat, want)
 
 
-@RING_HANGS
 @pytest.mark.parametrize("case", sorted(gk.TMA_RING_RACY))
 def test_ring_missing_wait(case):
     _hopper_or_skip()

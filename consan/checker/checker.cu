@@ -39,6 +39,7 @@ CS_DEV uint32_t cs_lane() { return 0; }
 CS_DEV uint32_t cs_warp() { return cs_host_ctx.warp; }
 CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
 CS_DEV uint32_t cs_activemask() { return 1u; }
+CS_DEV uint32_t cs_group(uint64_t, uint64_t) { return 1u; }
 CS_DEV uint32_t cs_match(uint32_t, uint64_t) { return 1u; }
 CS_DEV bool cs_any(uint32_t, bool p) { return p; }
 static uint32_t cs_host_ms;  // the host driver's clock: every look advances it 100 ms
@@ -121,6 +122,15 @@ CS_DEV uint32_t cs_tid() {
 }
 CS_DEV uint32_t cs_warp() { return cs_tid() >> 5; }
 CS_DEV uint32_t cs_activemask() { return __activemask(); }
+// The lanes that make this probe call together: those with the same site and arguments.
+// __activemask() alone may also hold lanes of the warp that reached the same checker code
+// from another call site or loop trip: independent thread scheduling can reconverge them
+// inside the callee (seen on the H100: a one-lane mbarrier.arrive ran its probe with 32
+// active lanes, counted 32 arrivals and hung the ring it skipped).
+CS_DEV uint32_t cs_group(uint64_t k1, uint64_t k2) {
+    uint32_t a = __activemask();
+    return __match_any_sync(a, k1) & __match_any_sync(a, k2);
+}
 CS_DEV uint32_t cs_match(uint32_t m, uint64_t k) { return __match_any_sync(m, k); }
 CS_DEV bool cs_any(uint32_t m, bool p) { return __any_sync(m, p); }
 CS_DEV uint32_t cs_now_ms() {
@@ -381,7 +391,7 @@ CS_DEV void cs_bar_try_complete(uint32_t slot, uint32_t b, uint64_t seen, uint32
 // Release: count this warp's arrival and join its clock into the generation's slot.
 CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
     uint32_t slot = cs_slot_sh;
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(((uint64_t)site << 32) | count, b);
     if (mode & CS_BAR_ALIGNED) {
         // An aligned barrier is one arrival of the whole warp: lanes still finishing a
         // divergent branch must reach it before the warp's clock is published.
@@ -429,7 +439,7 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
 // Acquire: join the generation's slot into this warp's clock.
 CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     uint32_t slot = cs_slot_sh;
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(((uint64_t)site << 32) | gen, b);
     uint32_t lane = cs_lane();
     uint32_t w = cs_warp();
     b &= 15u;
@@ -690,7 +700,7 @@ CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint
 CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(((uint64_t)site << 32) | info, 0);
     uint32_t lane = cs_lane();
     uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
@@ -842,7 +852,7 @@ CS_DEV void cs_access(uint64_t addr, uint32_t site, uint32_t info) {
 CS_DEV void cs_thread_exit(uint32_t site) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(site, 0);
     uint32_t lane = cs_lane();
     if (lane != (uint32_t)(cs_ffs(active) - 1)) return;
     uint32_t n = cs_popc(active);
@@ -918,7 +928,7 @@ CS_NOINLINE void cs_psh_note(uint32_t kind, uint32_t site, uint32_t prev_site,
     uint32_t active = cs_activemask();
     if (prev_warp == CS_PSH_MULTI) prev_warp = CS_NO_WARP;
     uint64_t key = ((uint64_t)kind << 48) | ((uint64_t)prev_warp << 32) | prev_site;
-    uint32_t same = cs_match(active, key);
+    uint32_t same = cs_match(active, key) & cs_match(active, site);
     lo = cs_min(same, lo);
     hi = cs_max(same, hi);
     if (cs_lane() != (uint32_t)(cs_ffs(same) - 1)) return;
@@ -1139,9 +1149,10 @@ CS_ENTRY void __consan_thread_exit(uint32_t site) {
 // leader lane: `commit` closes the open group (CTA word `counter` + w counts them); `wait`
 // retires all but the newest n, joining the unit's clock (column `unit`) up to them. The
 // unit's clock counts groups, so a wait never walks shadow memory.
-CS_DEV void cs_unit_groups(uint32_t counter, uint32_t unit, bool commit, bool wait, uint32_t n) {
+CS_DEV void cs_unit_groups(uint32_t counter, uint32_t unit, bool commit, bool wait, uint32_t n,
+                           uint32_t site) {
     uint32_t slot = cs_slot_sh;
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(((uint64_t)site << 32) | n, (uint64_t)commit << 1 | wait);
     uint32_t w = cs_warp();
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
         uint32_t* commits = &cs_cta(slot)[counter + w];
@@ -1160,8 +1171,7 @@ CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
     if (cs_slot_sh == CS_NO_SLOT) return;
     // wait_all: commit, then wait for everything
     cs_unit_groups(CS_CTA_CPASYNC_COMMITS, CS_AGENT_CPASYNC + cs_warp(), op != CS_ASYNC_WAIT,
-                   op != CS_ASYNC_COMMIT, op == CS_ASYNC_WAIT ? n : 0);
-    (void)site;
+                   op != CS_ASYNC_COMMIT, op == CS_ASYNC_WAIT ? n : 0, site);
 }
 
 
@@ -1236,6 +1246,19 @@ CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
     }
 }
 
+// A warp spinning on failed waits: true once `key` (the phase it waits for to complete,
+// or the mbarrier that is not live) has stayed the same for DEADLOCK_MS.
+CS_DEV bool cs_spin_stuck(uint32_t slot, uint32_t w, uint32_t key) {
+    uint32_t* cta = cs_cta(slot);
+    uint32_t now = cs_now_ms();
+    if (cta[CS_CTA_SPIN_PHASE + w] != key) {
+        cta[CS_CTA_SPIN_PHASE + w] = key;
+        cta[CS_CTA_SPIN_SINCE + w] = now;
+        return false;
+    }
+    return now - cta[CS_CTA_SPIN_SINCE + w] > CS_DEADLOCK_MS;
+}
+
 // The leader's verdict on a guarded operation, for every lane: 0 run it, 1 skip it
 // (it would fault), 2 deadlock -- the warp's lanes leave the kernel here.
 CS_DEV uint32_t cs_guard_verdict(uint32_t active, uint32_t skip, uint32_t leader, uint32_t site) {
@@ -1254,18 +1277,25 @@ CS_DEV uint32_t cs_guard_verdict(uint32_t active, uint32_t skip, uint32_t leader
 CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(((uint64_t)site << 32) | arg, addr);
     uint32_t w = cs_warp();
     uint32_t lanes = cs_popc(active);
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0;
+    bool failed_wait = (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) && !(arg & 2);
     if (cs_lane() == leader) {
         uint32_t off;
         cs_local((uint32_t)addr, off);  // .shared::cta forms only: always this CTA
         uint32_t* e = cs_mbar_entry(slot, off, op == CS_MB_INIT);
-        if (e == 0) {
-            cs_mbar_record(CS_MBARRIER_UNINIT, site, off, 0);
+        if (e == 0 || (op != CS_MB_INIT && cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh)) {
+            // Not live. A wait on it may spin for ever in the hardware: after DEADLOCK_MS
+            // of failed waits it is a deadlock too.
+            cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
             skip = 1;
+            if (failed_wait && cs_spin_stuck(slot, w, 0x80000000u | off)) {
+                cs_mbar_record(CS_DEADLOCK, site, off, 0);
+                skip = 2;
+            }
         } else {
             cs_lock(&e[CS_MB_LOCK]);
             bool live = e[CS_MB_LIVE] == cs_gen_sh;  // live in this CTA's generation
@@ -1278,22 +1308,17 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 e[CS_MB_PHASE] = 0;
                 for (uint32_t u = 0; u < 2 * S.nlogical; ++u) e[CS_MB_VC + u] = 0;
                 cs_mbar_mark(slot, off, true);
-            } else if (!live) {
+            } else if (!live) {  // invalidated since the look above
                 cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
                 skip = 1;
             } else if (op == CS_MB_INVAL) {
                 e[CS_MB_LIVE] = 0;
                 cs_mbar_mark(slot, off, false);
-            } else if ((op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) && !(arg & 2)) {
-                // A failed wait: if this mbarrier's phase has not moved for DEADLOCK_MS while
-                // this warp spins on it, nothing will complete it. Report, then let the
-                // warp leave so the kernel ends instead of hanging the process.
-                uint32_t* cta = cs_cta(slot);
-                uint32_t now = cs_now_ms(), ph = e[CS_MB_PHASE] + 1;
-                if (cta[CS_CTA_SPIN_PHASE + w] != ph) {
-                    cta[CS_CTA_SPIN_PHASE + w] = ph;
-                    cta[CS_CTA_SPIN_SINCE + w] = now;
-                } else if (now - cta[CS_CTA_SPIN_SINCE + w] > CS_DEADLOCK_MS) {
+            } else if (failed_wait) {
+                // If this mbarrier's phase has not moved for DEADLOCK_MS while this warp
+                // spins on it, nothing will complete it. Report, then let the warp leave so
+                // the kernel ends instead of hanging the process.
+                if (cs_spin_stuck(slot, w, e[CS_MB_PHASE] + 1)) {
                     cs_mbar_record(CS_DEADLOCK, site, off, e);
                     skip = 2;
                 }
@@ -1366,7 +1391,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
 CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32));
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0;
     if (cs_lane() == leader) {
@@ -1524,7 +1549,7 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
 CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(site, 0);
     uint32_t leader = cs_ffs(active) - 1, lane = cs_lane(), w = cs_warp();
     uint32_t n = cs_popc(active);
     for (uint32_t i = 0; i < n; ++i) {  // every lane's store, in lane order
@@ -1546,12 +1571,11 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
     uint32_t slot = cs_slot_sh;
     bool bulk = cs_async_proxy(), wg = cs_wgmma_module() && !cs_phase_mode();
     if (slot == CS_NO_SLOT || !(bulk || wg)) return;
-    (void)site;
     if (op != CS_PROXY_FENCE)
         return cs_unit_groups(CS_CTA_BULK_COMMITS, CS_AGENT_BULK + cs_warp(),
-                              op == CS_BULK_COMMIT, op == CS_BULK_WAIT, n);
+                              op == CS_BULK_COMMIT, op == CS_BULK_WAIT, n, site);
     // One fence serves bulk stores (the P_w column) and wgmma operands (proxy_fence word).
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(site, 0);
     uint32_t w = cs_warp();
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
         uint32_t* mine = cs_vis(slot, w);
@@ -1669,7 +1693,7 @@ CS_DEV void cs_wg_check_source(const cs_view& v, uint32_t slot, uint32_t g, uint
 CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
-    uint32_t active = cs_activemask(), lane = cs_lane(), w = cs_warp();
+    uint32_t active = cs_group(((uint64_t)site << 32) | info, da), lane = cs_lane(), w = cs_warp();
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), lanes = cs_popc(active);
     uint32_t u = w >> 2;
     uint32_t clk = cs_ld32(&cs_cta(slot)[CS_CTA_WGMMA_COMMITS + w]) + 1;
@@ -1736,8 +1760,7 @@ CS_ENTRY void __consan_wgmma_group(uint32_t op, uint32_t n, uint32_t site) {
     if (cs_slot_sh == CS_NO_SLOT) return;
     // the unit belongs to the warpgroup: a wait by any of its warps covers all its reads
     cs_unit_groups(CS_CTA_WGMMA_COMMITS, CS_AGENT_WGMMA + (cs_warp() >> 2),
-                   op == CS_WGMMA_COMMIT, op == CS_WGMMA_WAIT, n);
-    (void)site;
+                   op == CS_WGMMA_COMMIT, op == CS_WGMMA_WAIT, n, site);
 }
 
 #ifdef CONSAN_HOST
@@ -1901,7 +1924,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
                                   uint32_t op) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
-    uint32_t active = cs_activemask();
+    uint32_t active = cs_group(((uint64_t)site << 32) | op, 0);
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0;
     for (uint32_t rest = active; rest; rest &= rest - 1) {
