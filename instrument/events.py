@@ -319,9 +319,6 @@ def _proxy_fence(it: Item, row: Row) -> Classified:
         if parts[3:5] == ["acquire", "sync_restrict::shared::cluster"]:
             return Classified(Event.FENCE, row)
     return Classified(Event.UNMODELED, row, reason=f"{it.opcode} is not modelled")
-TENSOR_STORE_GAP = ("the async read of the source until cp.async.bulk.wait_group.read and its "
-                    "proxy fence are not modelled for tensor stores yet: only the data it "
-                    "stores is checked")
 
 
 def _tensor(it: Item, row: Row) -> Classified:
@@ -352,7 +349,7 @@ def _tensor(it: Item, row: Row) -> Classified:
         return Classified(Event.TENSOR_LOAD, row, address=brackets[0][1:-1].strip(), arg=tmap,
                           result=brackets[2][1:-1].strip(), op=rank)
     return Classified(Event.TENSOR_STORE, row, address=brackets[1][1:-1].strip(), arg=tmap,
-                      op=rank, reason=TENSOR_STORE_GAP)
+                      op=rank)
 
 
 def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:

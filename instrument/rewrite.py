@@ -47,7 +47,7 @@ class Instrumented:
     counts: Counter = field(default_factory=Counter)  # Event value -> number of sites
     max_regs: int | None = None  # tightest .maxnreg of the module: the probes must fit it
     phase_mode: bool = True  # only CTA-wide barriers: the checker may use CTA phases
-    async_proxy: bool = False  # issues bulk stores: clocks cover abi.logical_threads(True)
+    async_proxy: bool = False  # issues bulk or tensor stores: clocks cover logical_threads(True)
     wgmma: bool = False  # issues wgmma.mma_async: clocks cover abi.logical_threads(wgmma=True)
 
 
@@ -322,7 +322,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                 cta_wide_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
                     it, c.event)[1] == "0"
             counts[c.event.value] += 1
-            async_proxy |= c.event is Event.BULK_STORE
+            async_proxy |= c.event in (Event.BULK_STORE, Event.TENSOR_STORE)
             wgmma |= c.event is Event.WGMMA
             if c.event is Event.UNMODELED or c.reason:  # or modelled in part: said, too
                 unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason))

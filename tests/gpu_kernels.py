@@ -680,6 +680,46 @@ extern "C" __global__ void tma_tile(const __grid_constant__ TensorMap128 map, fl
 TMA_TILE_CLEAN = {"WAIT_HERE": "mb_wait(&bar, 0);"}
 TMA_TILE_RACY = {"WAIT_HERE": ""}
 
+# A TMA tensor store epilogue: the CTA writes 3 * its 32 x 32 tile of `in` to shared
+# memory, thread 0 stores the tile through the map (over `out`), then reuses the buffer.
+# Clean: fence.proxy.async after the writes, and cp.async.bulk.wait_group.read 0 before
+# the reuse. Racy twins: no fence (proxy.missing-fence at the store), or the reuse before
+# the wait (async.pending-read at the reuse).
+TMA_STORE = TMA_PRELUDE + r"""
+#define TR 32
+#define TC 32
+extern "C" __global__ void tma_store(const __grid_constant__ TensorMap128 map, const float* in,
+                                     int width) {
+    __shared__ __align__(128) float tile[TR * TC];
+    int t = threadIdx.x;
+    int x0 = blockIdx.x * TC, y0 = blockIdx.y * TR;
+    for (int i = t; i < TR * TC; i += blockDim.x)
+        tile[i] = 3.0f * in[(y0 + i / TC) * width + x0 + i % TC];  // @fill
+    FENCE
+    __syncthreads();
+    if (t == 0) {
+        asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
+                     " [%0, {%1, %2}], [%3];"
+                     :: "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x0), "r"(y0),
+                        "r"(sa(tile)) : "memory");  // @store
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        WAIT_EARLY
+        tile[0] = -1.0f;  // @reuse
+        WAIT_LATE
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
+}
+"""
+_READ_WAIT = 'asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");'
+TMA_STORE_CLEAN = {"FENCE": 'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");',
+                   "WAIT_EARLY": _READ_WAIT, "WAIT_LATE": ""}
+# case -> (substitutions over the clean ones, kind, site marker, earlier-site marker)
+TMA_STORE_RACY = {
+    "no-proxy-fence": ({"FENCE": ""}, "proxy.missing-fence", "@store", "@fill"),
+    "reuse-before-wait-read": ({"WAIT_EARLY": "", "WAIT_LATE": _READ_WAIT},
+                               "async.pending-read", "@reuse", "@store"),
+}
+
 # A warp-specialised pipeline: warp 0 (one lane) streams `ntiles` boxes of
 # TMA_RING_ROWS x 64 floats (rows blockIdx.x * ntiles * TMA_RING_ROWS on) through a
 # ring of TMA_STAGES slots; `full[s]` completes with the copy, `empty[s]` with one

@@ -753,12 +753,34 @@ def test_tensor_store_reads_the_box_it_stores(ckv):
     tmap = ckv.tensor_map(MAP_B, footprint=128)
     _span(ckv.write, 1, 0, 64, 2)  # half the box, by another warp, no barrier
     ckv.tensor_store(0, 0, tmap, site=1)
-    assert ckv.kinds() == [("race.raw", 1, 2)]  # the first finding of the probe
+    assert set(ckv.kinds()) == {("race.raw", 1, 2), ("uninit.read", 1, -1)}
     _span(ckv.write, 1, 64, 64, 3)
+    ckv.proxy_fence(1, site=9)
     ckv.sync(ALL)
     before = len(ckv.kinds())
-    ckv.tensor_store(0, 0, tmap, site=4)  # every byte written and ordered: clean
+    ckv.tensor_store(0, 0, tmap, site=4)  # every byte written, fenced and ordered: clean
     assert len(ckv.kinds()) == before
+
+
+# A tensor store is a bulk store of its box (docs/model.md): the same two hazards.
+def test_tensor_store_without_the_writers_proxy_fence(ckv):
+    tmap = ckv.tensor_map(MAP_B, footprint=TILE)
+    _tile(ckv, fence=False)
+    ckv.tensor_store(0, 0, tmap, site=2)
+    assert {k for k, _, _ in ckv.kinds()} == {"proxy.missing-fence"}
+    assert {p for _, _, p in ckv.kinds()} == {1}
+
+
+def test_tensor_store_source_overwritten_before_wait_group_read(ckv):
+    tmap = ckv.tensor_map(MAP_B, footprint=TILE)
+    _tile(ckv)
+    ckv.tensor_store(0, 0, tmap, site=2)
+    ckv.bulk_commit(0)
+    ckv.write(0, 0, site=3)  # the issuing warp refills before cp.async.bulk.wait_group.read
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+    ckv.bulk_wait(0, 0, site=4)
+    ckv.write(0, 4, site=5)  # after the wait: the store has read its source
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
 
 
 def test_tensor_store_through_an_unknown_map_is_only_noted(ckv):

@@ -9,7 +9,10 @@ and with NumPy.
   clean, the producer skipping the empty wait (race.war at its copy), the consumers
   reading before the full wait (async.pending-write). The clean ring once hung the GPU:
   a consumer's one-lane arrive ran its probe together with the lanes of another call
-  site and counted 32 arrivals (checker.cu, cs_group); 12 tiles reproduced it.
+  site and counted 32 arrivals (checker.cu, cs_group); 12 tiles reproduced it;
+- a tensor-store epilogue (a bulk store of the box): clean with its proxy fence and its
+  wait_group.read before the buffer is reused; without the fence proxy.missing-fence at
+  the store; reusing the buffer before the wait async.pending-read at the reuse.
 """
 
 from __future__ import annotations
@@ -201,4 +204,43 @@ def test_ring_missing_wait(case):
     src, rep, _, _, _ = _ring(subs, ntiles)
     assert {v.kind for v in rep.violations} == {kind}, str(rep)
     assert all(line_of(src, at) in lines(v.site) for v in rep.violations), str(rep)
+    assert all(line_of(src, prev) in lines(v.prev_site) for v in rep.violations), str(rep)
+
+
+# ---------------------------------------------------------------- tensor stores
+
+def _store(subs: dict[str, str], native: bool = False):
+    import cupy as cp
+
+    import consan
+
+    src = gk.fill(gk.TMA_STORE, {**gk.TMA_STORE_CLEAN, **subs})
+    x = _matrix((ROWS, COLS), 7)
+    out = cp.zeros((ROWS, COLS), dtype=cp.float32)
+    m = consan.tensor_map(out, box_shape=(32, 32))
+    grid, args = (COLS // 32, ROWS // 32), (m, x, np.int32(COLS))
+    if native:
+        cp.RawKernel(src, "tma_store", options=(arch_option(),))(grid, (128,), args)
+        return src, None, out.get(), x.get()
+    rep = consan.check(src, "tma_store", grid=grid, block=(128,), args=args,
+                       options=(arch_option(),))
+    return src, rep, out.get(), x.get()
+
+
+def test_tensor_store_epilogue_is_clean_and_stores_the_tile():
+    _hopper_or_skip()
+    _, rep, got, x = _store({})
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    np.testing.assert_array_equal(got, 3.0 * x)
+    _, _, nat, _ = _store({}, native=True)
+    np.testing.assert_array_equal(nat, got)
+
+
+@pytest.mark.parametrize("case", sorted(gk.TMA_STORE_RACY))
+def test_tensor_store_hazards(case):
+    _hopper_or_skip()
+    subs, kind, at, prev = gk.TMA_STORE_RACY[case]
+    src, rep, _, _ = _store(subs)
+    assert {v.kind for v in rep.violations} == {kind}, str(rep)
+    assert {v.line for v in rep.violations} == {line_of(src, at)}, str(rep)
     assert all(line_of(src, prev) in lines(v.prev_site) for v in rep.violations), str(rep)

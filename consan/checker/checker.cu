@@ -1776,10 +1776,9 @@ CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor
 // knows, by a fingerprint of their 128 bytes, with the bytes one copy moves (its box,
 // contiguous in shared memory: swizzling permutes bytes inside it). A load is then a
 // bulk copy of that many bytes: a write by the copy engine of its mbarrier, visible to a
-// wait on the phase it completes. A store reads its box: the data it stores must happen
-// before it (its asynchronous read until wait_group.read belongs to the bulk stores, and
-// is listed as not modelled). A map not in the table is a tool.tensor-map-unknown note,
-// and the footprint is guessed (docs/model.md).
+// wait on the phase it completes. A store is a bulk store of its box (its source is read
+// until cp.async.bulk.wait_group.read retires its group). A map not in the table is a
+// tool.tensor-map-unknown note, and a load's footprint is guessed (docs/model.md).
 
 CS_DEV uint64_t cs_bcast64(uint32_t m, uint64_t v, int lane) {
     return ((uint64_t)cs_bcast(m, (uint32_t)(v >> 32), lane) << 32) | cs_bcast(m, (uint32_t)v, lane);
@@ -1896,26 +1895,21 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
     return 0;
 }
 
-// One tensor store (run by the leader lane): the box it reads must be written, and those
-// writes must happen before the store.
-CS_DEV void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint32_t site) {
-    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+// One tensor store by lane `lane` (run by the leader lane): a bulk store of the map's
+// box, so its source is read asynchronously until the warp's bulk group is retired by
+// cp.async.bulk.wait_group.read, and generic writes reach it only through a proxy fence
+// (cs_bulk_store_one). An unknown map is not checked: guessing the source would invent reads.
+CS_DEV void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint32_t lane,
+                            uint32_t site) {
+    cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t off;
     cs_local((uint32_t)src, off);  // .shared::cta: this CTA
     uint32_t bytes = cs_tmap_bytes(map);
-    uint32_t end = S.granules * CS_GRANULE_BYTES;
-    if (bytes == 0) {  // not checked: guessing the source would invent reads
-        cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, f, off, off, 0, 0, 0);
+    if (bytes == 0) {
+        cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off, 0, 0, 0);
         return;
     }
-    if (off >= end || bytes > end - off) {
-        f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
-    } else {
-        cs_view v = cs_make_view(slot, cs_warp());
-        uint32_t g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
-        for (uint32_t g = off / CS_GRANULE_BYTES; g <= g1; ++g) cs_check_raw(v, g, f);
-    }
-    if (f.kind) cs_tensor_record(f.kind, site, f, off, off + bytes, 0, 0, bytes);
+    if (cs_async_proxy()) cs_bulk_store_one(slot, cs_warp(), lane, off, bytes, site);
 }
 
 // Every active lane issues its own copy: the leader models them in lane order. A load on
@@ -1933,7 +1927,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
         uint64_t b = cs_bcast64(active, mbar, k);
         if (cs_lane() != leader) continue;
         if (op == CS_TENSOR_LOAD) skip |= cs_tensor_load(slot, d, m, b, site);
-        else cs_tensor_store(slot, d, m, site);
+        else cs_tensor_store(slot, d, m, (uint32_t)k, site);
     }
     return cs_guard_verdict(active, skip, leader, site);
 }
