@@ -54,10 +54,42 @@ def _mma_gemm(cp, size: int) -> Launch:
                   g.args(a, bt, c, size, size, size), [c])
 
 
+RING_TILES = 16  # boxes of 32 x 64 floats each CTA streams through the TMA ring
+
+
+def _tma_ring(cp, ctas: int) -> Launch:
+    import numpy as np
+
+    import consan
+    from tests import gpu_kernels as gk
+
+    rows = ctas * RING_TILES * gk.TMA_RING_ROWS
+    x = cp.asarray(np.random.default_rng(6).integers(0, 8, (rows, gk.TMA_RING_COLS))
+                   .astype(np.float32))
+    m = consan.tensor_map(x, box_shape=(gk.TMA_RING_ROWS, gk.TMA_RING_COLS))
+    out = cp.zeros(ctas * gk.TMA_RING_COLS, dtype=cp.float32)
+    return Launch(gk.fill(gk.TMA_RING, gk.TMA_RING_CLEAN), "tma_ring", (ctas, 1, 1), (96, 1, 1),
+                  (m, out, np.int32(RING_TILES)), [out])
+
+
+GEMM_K = 1024
+
+
+def _tma_wgmma(cp, m: int) -> Launch:
+    from tests import tma_wgmma_gemm as g
+
+    a, b, d, _ = g.inputs(cp, m, GEMM_K)
+    return Launch(g.SOURCE, g.KERNEL, g.grid(m), g.BLOCK, g.args(a, b, d, GEMM_K), [d])
+
+
 # name -> (size label, default size, builder)
 CASES: dict[str, tuple[str, int, Callable[[Any, int], Launch]]] = {
     "mma_gemm_cp_async": ("{0}^3 fp16->fp32, 3-stage cp.async + ldmatrix + mma.sync", 1024,
                           _mma_gemm),
+    "tma_ring_4stage": (f"{{0}} CTAs x {RING_TILES} boxes of 32x64 f32, 4-stage TMA + "
+                        "mbarrier producer/consumer ring", 264, _tma_ring),
+    "tma_wgmma_gemm": (f"{{0}}x64x{GEMM_K} fp16->fp32, 2-stage TMA (128B swizzle) + wgmma",
+                       16896, _tma_wgmma),
 }
 
 

@@ -1,4 +1,5 @@
-"""wgmma on a real GPU (sm_90a): a one-warpgroup GEMM tile and its two racy twins.
+"""wgmma on a real GPU (sm_90a): a one-warpgroup GEMM tile and its two racy twins, and a
+TMA-fed GEMM tile (tests/tma_wgmma_gemm.py) with its seed-004 twin.
 
 D (64 x 64, f32) = A (64 x 128, f16) * B^T (B: 64 x 128, f16), two k-steps of 64
 halves; each step writes the A and B tiles to shared memory with generic stores,
@@ -205,3 +206,41 @@ def test_no_proxy_fence_is_a_missing_fence_at_the_wgmma(swizzle):
     src = source(swizzle, fence=False)
     rep, _ = _run(src, native=False)
     check_missing_fence(rep, src)
+
+
+# ------------------------------------------------ TMA + wgmma (tests/tma_wgmma_gemm.py)
+
+TMA_M, TMA_K = 2 * 64, 4 * 64  # two CTAs, four K steps: each stage is refilled once
+
+
+def _tma_gemm(racy: bool, native: bool = False):
+    import cupy as cp
+
+    from tests import tma_wgmma_gemm as g
+
+    src = g.source(racy)
+    a, b, d, want = g.inputs(cp, TMA_M, TMA_K)
+    args = g.args(a, b, d, TMA_K)
+    if native:
+        cp.RawKernel(src, g.KERNEL, options=(arch_option(),))(g.grid(TMA_M), g.BLOCK, args)
+        return src, None, d.get(), want
+    import consan
+
+    rep = consan.check(src, g.KERNEL, grid=g.grid(TMA_M), block=g.BLOCK, args=args,
+                       options=(arch_option(),))
+    return src, rep, d.get(), want
+
+
+def test_tma_wgmma_gemm_is_clean_and_exact():
+    _, rep, got, want = _tma_gemm(racy=False)
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    np.testing.assert_array_equal(got, want)
+    _, _, nat, _ = _tma_gemm(racy=False, native=True)
+    np.testing.assert_array_equal(nat, want)
+
+
+def test_tma_refill_before_wgmma_wait_is_a_pending_read():
+    src, rep, _, _ = _tma_gemm(racy=True)
+    assert {v.kind for v in rep.violations} == {"async.pending-read"}, str(rep)
+    assert all(line_of(src, "@refill") in lines(v.site) for v in rep.violations), str(rep)
+    assert all(line_of(src, "@mma") in lines(v.prev_site) for v in rep.violations), str(rep)
