@@ -44,6 +44,7 @@ class Launch:
     args: tuple
     outputs: list
     shared_mem: int = 0
+    keep: tuple = ()  # arrays only a tensor map points at: they must outlive the launches
 
 
 def _mma_gemm(cp, size: int) -> Launch:
@@ -69,7 +70,7 @@ def _tma_ring(cp, ctas: int) -> Launch:
     m = consan.tensor_map(x, box_shape=(gk.TMA_RING_ROWS, gk.TMA_RING_COLS))
     out = cp.zeros(ctas * gk.TMA_RING_COLS, dtype=cp.float32)
     return Launch(gk.fill(gk.TMA_RING, gk.TMA_RING_CLEAN), "tma_ring", (ctas, 1, 1), (96, 1, 1),
-                  (m, out, np.int32(RING_TILES)), [out])
+                  (m, out, np.int32(RING_TILES)), [out], keep=(x,))
 
 
 GEMM_K = 1024
@@ -79,7 +80,8 @@ def _tma_wgmma(cp, m: int) -> Launch:
     from tests import tma_wgmma_gemm as g
 
     a, b, d, _ = g.inputs(cp, m, GEMM_K)
-    return Launch(g.SOURCE, g.KERNEL, g.grid(m), g.BLOCK, g.args(a, b, d, GEMM_K), [d])
+    return Launch(g.SOURCE, g.KERNEL, g.grid(m), g.BLOCK, g.args(a, b, d, GEMM_K), [d],
+                  keep=(a, b))
 
 
 # name -> (size label, default size, builder)

@@ -242,5 +242,7 @@ def test_tma_wgmma_gemm_is_clean_and_exact():
 def test_tma_refill_before_wgmma_wait_is_a_pending_read():
     src, rep, _, _ = _tma_gemm(racy=True)
     assert {v.kind for v in rep.violations} == {"async.pending-read"}, str(rep)
-    assert all(line_of(src, "@refill") in lines(v.site) for v in rep.violations), str(rep)
+    # the copy's line; NVRTC merges the refill with the prologue's issue, so the inline
+    # chain may name either call
+    assert all(line_of(src, "@tma") in lines(v.site) for v in rep.violations), str(rep)
     assert all(line_of(src, "@mma") in lines(v.prev_site) for v in rep.violations), str(rep)

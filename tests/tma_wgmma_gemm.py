@@ -44,10 +44,11 @@ __device__ __forceinline__ void mb_wait(u64* b, unsigned parity) {
 }
 __device__ __forceinline__ void tma_2d(void* dst, const TensorMap128* map, int x, int y,
                                        u64* b) {
+    // (NVRTC gives an asm statement the line of its operands: the marker is there)
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile"
                  ".mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(sa(dst)), "l"(reinterpret_cast<u64>(map)), "r"(x), "r"(y), "r"(sa(b))
-                 : "memory");  // @tma
+                 :: "r"(sa(dst)), "l"((u64)map), "r"(x), "r"(y), "r"(sa(b))  // @tma
+                 : "memory");
 }
 
 // Descriptor of K step s (halves 16s .. 16s+15) of a 64 x KT tile, K-major, 128-byte
@@ -65,6 +66,18 @@ __device__ __forceinline__ void mma_m64n64k16(float* d, u64 da, u64 db, int accu
     asm volatile(WGMMA_M64N64K16 : @OUTS@ : "l"(da), "l"(db), "r"(accumulate));  // @mma
 }
 
+// Thread 0: both boxes of K step ks, on the mbarrier of its stage.
+__device__ __forceinline__ void issue(unsigned short* as, unsigned short* bs, u64* bar,
+                                      const TensorMap128* amap, const TensorMap128* bmap,
+                                      int ks, int m0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                 :: "r"(sa(bar)), "r"(2 * BOX_BYTES) : "memory");
+    tma_2d(as, amap, ks * KT, m0, bar);
+    tma_2d(bs, bmap, ks * KT, 0, bar);
+}
+#define ISSUE(ks) issue(As[(ks) % STAGES], Bs[(ks) % STAGES], &full[(ks) % STAGES], &amap, \
+                        &bmap, (ks), m0)
+
 extern "C" __global__ void __launch_bounds__(128)
 tma_wgmma_gemm(const __grid_constant__ TensorMap128 amap,
                const __grid_constant__ TensorMap128 bmap, float* D, int ksteps) {
@@ -76,15 +89,8 @@ tma_wgmma_gemm(const __grid_constant__ TensorMap128 amap,
     if (t == 0)
         for (int s = 0; s < STAGES; ++s) mb_init(&full[s], 1);
     __syncthreads();
-    auto issue = [&](int ks) {  // thread 0: both boxes of K step ks on its stage's mbarrier
-        int s = ks % STAGES;
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                     :: "r"(sa(&full[s])), "r"(2 * BOX_BYTES) : "memory");
-        tma_2d(As[s], &amap, ks * KT, m0, &full[s]);
-        tma_2d(Bs[s], &bmap, ks * KT, 0, &full[s]);
-    };
     if (t == 0)
-        for (int ks = 0; ks < STAGES && ks < ksteps; ++ks) issue(ks);
+        for (int ks = 0; ks < STAGES && ks < ksteps; ++ks) ISSUE(ks);
     float d[32];
     for (int i = 0; i < 32; ++i) d[i] = 0.0f;
     for (int ks = 0; ks < ksteps; ++ks) {
@@ -115,7 +121,7 @@ tma_wgmma_gemm(const __grid_constant__ TensorMap128 amap,
 
 KERNEL = "tma_wgmma_gemm"
 BLOCK = (128, 1, 1)
-_REFILL = "if (t == 0 && ks + STAGES < ksteps) issue(ks + STAGES);  // @refill"
+_REFILL = "if (t == 0 && ks + STAGES < ksteps) ISSUE(ks + STAGES);  // @refill"
 
 
 def source(racy: bool = False) -> str:

@@ -610,6 +610,85 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
 }
 
 
+// Granules [g0, g1] written by the async agent `by` at clock `clk`, issued by warp v.w: a
+// bulk or tensor copy's box, which one lane models. The rules of cs_check_write for such a
+// write, with the atomics of CS_RUN granules in flight together and one fence per run:
+// one lane walking an 8 KiB box pays for latency, not work.
+#define CS_RUN 8
+CS_DEV uint64_t* cs_wg_rec(uint32_t slot, uint32_t u, uint32_t g);
+CS_DEV uint32_t* cs_wg_site(uint32_t slot, uint32_t u, uint32_t g);
+CS_DEV uint32_t cs_nwg();
+CS_DEV void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
+                            uint32_t by, uint32_t clk, cs_finding& f) {
+    uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
+    bool wg = cs_wgmma_module(), ap = cs_async_proxy();
+    uint32_t slot = cs_slot_sh;
+    for (uint32_t base = g0; base <= g1; base += CS_RUN) {
+        uint32_t n = g1 - base + 1 < CS_RUN ? g1 - base + 1 : CS_RUN;
+        uint64_t old[CS_RUN], x[CS_RUN];
+        uint32_t osite[CS_RUN], mbar = 0, wgread = 0;
+#pragma unroll
+        for (uint32_t i = 0; i < CS_RUN; ++i)
+            if (i < n) old[i] = cs_xchg64(v.ent + 2 * (base + i), now);
+#pragma unroll
+        for (uint32_t i = 0; i < CS_RUN; ++i)
+            if (i < n) osite[i] = cs_xchg32(v.wsite + base + i, site);
+        for (uint32_t i = 0; i < n; ++i) {
+            uint64_t o = old[i];
+            bool live = (o >> CS_WW_GEN_SHIFT) == v.gen;
+            uint32_t t = (uint32_t)(o >> CS_WW_TID_SHIFT) & 0xFFu;
+            if (live && ((o >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)) {
+                // the object stays an mbarrier: put its mark back
+                cs_st64(v.ent + 2 * (base + i), o);
+                cs_st32(v.wsite + base + i, osite[i]);
+                if (!f.kind) f = {CS_MBARRIER_DATA_ACCESS, osite[i], t};
+                mbar |= 1u << i;
+                continue;
+            }
+            if (!(live && t == by)) cs_check_prev_write(o, osite[i], v.gen, v.w, false, v.mine, f);
+            if (wg && ((o >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_WGREAD)) wgread |= 1u << i;
+        }
+        // wgmma reads of these granules (cs_wg_check_reads, the loads of a run together)
+        for (uint32_t u = 0; wgread && u < cs_nwg(); ++u) {
+#pragma unroll
+            for (uint32_t i = 0; i < CS_RUN; ++i)
+                if (wgread & (1u << i)) x[i] = cs_ld64(cs_wg_rec(slot, u, base + i));
+            for (uint32_t i = 0; i < n; ++i) {
+                if (!(wgread & (1u << i)) || (x[i] >> CS_WG_GEN_SHIFT) != v.gen) continue;
+                if (!cs_ordered(v.mine, v.w, CS_AGENT_WGMMA + u, (uint32_t)x[i]) && !f.kind)
+                    f = {CS_ASYNC_PENDING_READ, cs_ld32(cs_wg_site(slot, u, base + i)),
+                         CS_AGENT_WGMMA + u};
+                cs_st64(cs_wg_rec(slot, u, base + i), 0);
+            }
+        }
+        cs_fence();
+        // readers recorded in this CTA phase (the first of each granule loaded together)
+        uint64_t rd[CS_RUN];
+#pragma unroll
+        for (uint32_t i = 0; i < CS_RUN; ++i)
+            if (i < n) x[i] = cs_ld64(v.ent + 2 * (base + i) + 1);
+#pragma unroll
+        for (uint32_t i = 0; i < CS_RUN; ++i) {
+            rd[i] = 0;
+            if (i >= n || (mbar & (1u << i))) continue;
+            uint64_t readers = cs_same_phase_readers(x[i], v.gen, v.phase);
+            if (readers) cs_and64(v.ent + 2 * (base + i) + 1, ~readers);
+            rd[i] = readers & ~(1ull << v.w);
+            if (rd[i]) x[i] = cs_ld64(v.rslots + (uint64_t)(cs_ffsll(rd[i]) - 1) * v.granules + base + i);
+        }
+        for (uint32_t i = 0; i < n; ++i) {
+            uint32_t g = base + i;
+            for (uint64_t readers = rd[i]; readers; readers &= readers - 1) {
+                uint32_t u = cs_ffsll(readers) - 1;
+                uint64_t r = readers == rd[i] ? x[i] : cs_ld64(v.rslots + (uint64_t)u * v.granules + g);
+                if (!cs_ordered(v.mine, v.w, u, (uint32_t)r) && !f.kind)
+                    f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
+            }
+            if (ap && !(mbar & (1u << i))) cs_check_async_read(v, g, f);
+        }
+    }
+}
+
 // ------------------------------------------------------------- phase mode
 //
 // When the kernel synchronises only with CTA-wide barriers, two accesses by
@@ -1416,7 +1495,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
             if (bytes == 0 || g1 >= S.granules) {
                 f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
             } else {
-                for (uint32_t g = g0; g <= g1; ++g) cs_check_write(v, g, site, false, f, agent, ph + 1);
+                cs_engine_write(v, g0, g1, site, agent, ph + 1, f);
             }
             if (f.kind) {
                 cs_record_t r = cs_blank(f.kind, site);
@@ -1881,9 +1960,8 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
         f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     } else if (span) {
         cs_view v = cs_make_view(slot, cs_warp());
-        uint32_t g1 = (off + span - 1) / CS_GRANULE_BYTES;
-        for (uint32_t g = off / CS_GRANULE_BYTES; g <= g1; ++g)
-            cs_check_write(v, g, site, false, f, agent, ph + 1);
+        cs_engine_write(v, off / CS_GRANULE_BYTES, (off + span - 1) / CS_GRANULE_BYTES, site,
+                        agent, ph + 1, f);
     }
     if (f.kind) cs_tensor_record(f.kind, site, f, off, off + span, moff, ph, bytes);
     cs_lock(&e[CS_MB_LOCK]);
