@@ -620,6 +620,9 @@ CS_DEV uint32_t* cs_wg_site(uint32_t slot, uint32_t u, uint32_t g);
 CS_DEV uint32_t cs_nwg();
 CS_DEV void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
                             uint32_t by, uint32_t clk, cs_finding& f) {
+#ifdef CONSAN_NULL_ENGINE_WRITE  // measurements only: the cost of the box walk
+    return;
+#endif
     uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
     bool wg = cs_wgmma_module(), ap = cs_async_proxy();
     uint32_t slot = cs_slot_sh;
@@ -633,7 +636,9 @@ CS_DEV void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t
 #pragma unroll
         for (uint32_t i = 0; i < CS_RUN; ++i)
             if (i < n) osite[i] = cs_xchg32(v.wsite + base + i, site);
-        for (uint32_t i = 0; i < n; ++i) {
+#pragma unroll
+        for (uint32_t i = 0; i < CS_RUN; ++i) {
+            if (i >= n) break;
             uint64_t o = old[i];
             bool live = (o >> CS_WW_GEN_SHIFT) == v.gen;
             uint32_t t = (uint32_t)(o >> CS_WW_TID_SHIFT) & 0xFFu;
@@ -653,7 +658,8 @@ CS_DEV void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t
 #pragma unroll
             for (uint32_t i = 0; i < CS_RUN; ++i)
                 if (wgread & (1u << i)) x[i] = cs_ld64(cs_wg_rec(slot, u, base + i));
-            for (uint32_t i = 0; i < n; ++i) {
+#pragma unroll
+            for (uint32_t i = 0; i < CS_RUN; ++i) {
                 if (!(wgread & (1u << i)) || (x[i] >> CS_WG_GEN_SHIFT) != v.gen) continue;
                 if (!cs_ordered(v.mine, v.w, CS_AGENT_WGMMA + u, (uint32_t)x[i]) && !f.kind)
                     f = {CS_ASYNC_PENDING_READ, cs_ld32(cs_wg_site(slot, u, base + i)),
@@ -676,7 +682,9 @@ CS_DEV void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t
             rd[i] = readers & ~(1ull << v.w);
             if (rd[i]) x[i] = cs_ld64(v.rslots + (uint64_t)(cs_ffsll(rd[i]) - 1) * v.granules + base + i);
         }
-        for (uint32_t i = 0; i < n; ++i) {
+#pragma unroll
+        for (uint32_t i = 0; i < CS_RUN; ++i) {
+            if (i >= n) break;
             uint32_t g = base + i;
             for (uint64_t readers = rd[i]; readers; readers &= readers - 1) {
                 uint32_t u = cs_ffsll(readers) - 1;
