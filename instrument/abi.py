@@ -247,7 +247,11 @@ CTA_BULK_COMMITS = CTA_SPIN_SINCE + MAX_WARPS  # per warp: bulk groups committed
 CTA_WGMMA_COMMITS = CTA_BULK_COMMITS + MAX_WARPS  # per warp: wgmma groups committed
 CTA_PROXY_FENCE = CTA_WGMMA_COMMITS + MAX_WARPS  # per warp: its clock at its last
 #   fence.proxy.async (its generic writes up to that clock reach the async proxy)
-CTA_WORDS = CTA_PROXY_FENCE + MAX_WARPS
+CTA_CPASYNC_TICKS = CTA_PROXY_FENCE + MAX_WARPS  # per warp: the cp.async unit's clock - 1;
+#   commit_group and cp.async.mbarrier.arrive advance it, so it can run ahead of the groups
+CPASYNC_GROUP_ENDS = 8  # per warp: the clock of each of the last 8 committed groups
+CTA_CPASYNC_ENDS = CTA_CPASYNC_TICKS + MAX_WARPS  # [warp][group % CPASYNC_GROUP_ENDS]
+CTA_WORDS = CTA_CPASYNC_ENDS + MAX_WARPS * CPASYNC_GROUP_ENDS
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -406,6 +410,9 @@ def c_header() -> str:
         "CS_AR_GEN_SHIFT": AR_GEN_SHIFT,
         "CS_AR_TID_SHIFT": AR_TID_SHIFT,
         "CS_CTA_CPASYNC_COMMITS": CTA_CPASYNC_COMMITS,
+        "CS_CTA_CPASYNC_TICKS": CTA_CPASYNC_TICKS,
+        "CS_CTA_CPASYNC_ENDS": CTA_CPASYNC_ENDS,
+        "CS_CPASYNC_GROUP_ENDS": CPASYNC_GROUP_ENDS,
         "CS_CTA_SPIN_PHASE": CTA_SPIN_PHASE,
         "CS_CTA_SPIN_SINCE": CTA_SPIN_SINCE,
         "CS_DEADLOCK_MS": DEADLOCK_MS,

@@ -360,6 +360,38 @@ def test_copies_after_the_cp_async_arrive_are_not_covered(ckv):
     assert ckv.kinds() == [("async.pending-write", 3, 4)]
 
 
+def test_cp_async_arrive_does_not_shift_wait_group(ckv):
+    # group 0: copy A; group 1: copy B, a cp.async arrive, copy C. wait_group 1 retires
+    # group 0 only: B and C are still in flight even though the arrive advanced the clock.
+    _init(ckv)
+    ckv.cp_async(0, 0, site=1)  # A
+    ckv.commit(0)
+    ckv.cp_async(0, 64, site=2)  # B
+    ckv.mbar(0, MB, abi.MB_CP_ARRIVE, 1, site=11)
+    ckv.cp_async(0, 128, site=3)  # C
+    ckv.commit(0)
+    ckv.wait_group(0, 1)
+    ckv.read(0, 0, site=4)  # A landed
+    ckv.read(0, 64, site=5)  # B: not yet
+    ckv.read(0, 128, site=6)  # C: not yet
+    assert ckv.kinds() == [("async.pending-write", 5, 2), ("async.pending-write", 6, 3)]
+    ckv.wait_group(0, 0)
+    ckv.read(0, 68, site=7)  # now everything landed
+    assert len(ckv.kinds()) == 2
+
+
+def test_wait_group_beyond_the_kept_groups_acquires_nothing(ckv):
+    for k in range(abi.CPASYNC_GROUP_ENDS + 2):
+        ckv.cp_async(0, 16 * k, site=1)
+        ckv.commit(0)
+    ckv.wait_group(0, abi.CPASYNC_GROUP_ENDS + 1)  # retires group 0, older than those kept
+    ckv.read(0, 0, site=2)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]  # the safe side: still in flight
+    ckv.wait_group(0, 1)
+    ckv.read(0, 4, site=3)
+    assert len(ckv.kinds()) == 1
+
+
 def test_reading_before_the_wait_is_a_race(ckv):
     _init(ckv)
     ckv.write(0, 0, site=1)

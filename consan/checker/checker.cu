@@ -326,6 +326,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
 #endif
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) {
         cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
+        cta[CS_CTA_CPASYNC_TICKS + w] = 0;
         cta[CS_CTA_SPIN_PHASE + w] = 0;
         cta[CS_CTA_BULK_COMMITS + w] = 0;
         cta[CS_CTA_WGMMA_COMMITS + w] = 0;
@@ -849,9 +850,9 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
                 for (uint32_t g = g0; g <= g1; ++g) cs_check_raw(v, g, f);
             } else {
                 uint32_t by = w, clk = v.clock;
-                if (mode == CS_MODE_ASYNC_WRITE) {  // group k of the copy unit has clock k+1
+                if (mode == CS_MODE_ASYNC_WRITE) {  // the copy unit's clock (__consan_async)
                     by = CS_AGENT_CPASYNC + w;
-                    clk = cs_ld32(&cs_cta(slot)[CS_CTA_CPASYNC_COMMITS + w]) + 1;
+                    clk = cs_ld32(&cs_cta(slot)[CS_CTA_CPASYNC_TICKS + w]) + 1;
                 }
                 for (uint32_t g = g0; g <= g1; ++g)
                     cs_check_write(v, g, site, mode == CS_MODE_ATOMIC, f, by, clk);
@@ -1229,10 +1230,7 @@ CS_ENTRY void __consan_thread_exit(uint32_t site) {
 #endif
 }
 
-// cp.async groups: the copy unit of warp w is logical thread AGENT_CPASYNC + w, and its
-// clock counts groups. commit_group closes group k; wait_group n completes every group
-// but the last n, so the waiting warp acquires the unit's clock up to that group.
-// Group bookkeeping of a warp's async unit (cp.async, bulk-store or wgmma unit), by the
+// Group bookkeeping of a warp's bulk-store or wgmma unit, by the
 // leader lane: `commit` closes the open group (CTA word `counter` + w counts them); `wait`
 // retires all but the newest n, joining the unit's clock (column `unit`) up to them. The
 // unit's clock counts groups, so a wait never walks shadow memory.
@@ -1254,11 +1252,40 @@ CS_DEV void cs_unit_groups(uint32_t counter, uint32_t unit, bool commit, bool wa
     cs_syncwarp(active);
 }
 
+// cp.async groups: the copy unit of warp w is logical thread AGENT_CPASYNC + w. A copy
+// gets the unit's clock ticks + 1; commit_group ends the open
+// group at that clock (kept for the last CPASYNC_GROUP_ENDS groups) and advances it;
+// wait_group n joins the clock at the end of the newest group it completes (all but the
+// last n). cp.async.mbarrier.arrive advances the clock too but ends no group, so the
+// group arithmetic of wait_group is not shifted by it.
 CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
-    if (cs_slot_sh == CS_NO_SLOT) return;
-    // wait_all: commit, then wait for everything
-    cs_unit_groups(CS_CTA_CPASYNC_COMMITS, CS_AGENT_CPASYNC + cs_warp(), op != CS_ASYNC_WAIT,
-                   op != CS_ASYNC_COMMIT, op == CS_ASYNC_WAIT ? n : 0, site);
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    uint32_t active = cs_group(((uint64_t)site << 32) | n, op);
+    uint32_t w = cs_warp();
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        uint32_t* cta = cs_cta(slot);
+        uint32_t* ends = &cta[CS_CTA_CPASYNC_ENDS + w * CS_CPASYNC_GROUP_ENDS];
+        uint32_t commits = cta[CS_CTA_CPASYNC_COMMITS + w];
+        if (op != CS_ASYNC_WAIT) {  // commit_group; wait_all commits first
+            uint32_t t = cta[CS_CTA_CPASYNC_TICKS + w] + 1;
+            cta[CS_CTA_CPASYNC_TICKS + w] = t;
+            ends[commits % CS_CPASYNC_GROUP_ENDS] = t;
+            cta[CS_CTA_CPASYNC_COMMITS + w] = ++commits;
+        }
+        if (op != CS_ASYNC_COMMIT) {
+            uint32_t keep = op == CS_ASYNC_WAIT ? n : 0;
+            uint32_t done = commits > keep ? commits - keep : 0;
+            // a wait that retires a group older than those kept acquires nothing (safe side)
+            if (done && keep < CS_CPASYNC_GROUP_ENDS) {
+                uint32_t clk = ends[(done - 1) % CS_CPASYNC_GROUP_ENDS];
+                uint32_t* mine = cs_vis(slot, w);
+                if (clk > mine[CS_AGENT_CPASYNC + w]) mine[CS_AGENT_CPASYNC + w] = clk;
+            }
+        }
+        cs_fence();
+    }
+    cs_syncwarp(active);
 }
 
 
@@ -1425,9 +1452,9 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 // each thread's arrival counts; without it the count is raised first (net 0).
                 uint32_t* cta = cs_cta(slot);
                 uint32_t* vc = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;
-                uint32_t clk = cta[CS_CTA_CPASYNC_COMMITS + w] + 1;
+                uint32_t clk = cta[CS_CTA_CPASYNC_TICKS + w] + 1;
                 if (vc[CS_AGENT_CPASYNC + w] < clk) vc[CS_AGENT_CPASYNC + w] = clk;
-                cta[CS_CTA_CPASYNC_COMMITS + w] = clk;
+                cta[CS_CTA_CPASYNC_TICKS + w] = clk;
                 uint32_t count = arg * lanes;
                 if ((int32_t)e[CS_MB_PENDING] < (int32_t)count) {
                     cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
