@@ -1410,6 +1410,15 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 cs_mbar_record(CS_DEADLOCK, site, off, 0);
                 skip = 2;
             }
+        } else if (failed_wait) {
+            // If this mbarrier's phase has not moved for DEADLOCK_MS while this warp spins
+            // on it, nothing will complete it. Report, then let the warp leave so the kernel
+            // ends instead of hanging the process. No lock: the phase is only looked at, and
+            // spinning warps must not hold up the arrivals they wait for.
+            if (cs_spin_stuck(slot, w, cs_ld32(&e[CS_MB_PHASE]) + 1)) {
+                cs_mbar_record(CS_DEADLOCK, site, off, e);
+                skip = 2;
+            }
         } else {
             cs_lock(&e[CS_MB_LOCK]);
             bool live = e[CS_MB_LIVE] == cs_gen_sh;  // live in this CTA's generation
@@ -1428,14 +1437,6 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
             } else if (op == CS_MB_INVAL) {
                 e[CS_MB_LIVE] = 0;
                 cs_mbar_mark(slot, off, false);
-            } else if (failed_wait) {
-                // If this mbarrier's phase has not moved for DEADLOCK_MS while this warp
-                // spins on it, nothing will complete it. Report, then let the warp leave so
-                // the kernel ends instead of hanging the process.
-                if (cs_spin_stuck(slot, w, e[CS_MB_PHASE] + 1)) {
-                    cs_mbar_record(CS_DEADLOCK, site, off, e);
-                    skip = 2;
-                }
             } else if (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) {
                 cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
                 // Succeeded: acquire the phase waited for, if its releases are still held
