@@ -209,8 +209,6 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("granule", "uint64_t"),  # u64 [nslots][granules][2]  buffer table: write epoch, readers
     ("wsite", "uint64_t"),  # u32 [nslots][granules]  site of the last write
     ("rslot", "uint64_t"),  # u64 [nslots][nwarps][granules]  site<<32 | read clock
-    ("rpage", "uint64_t"),  # u32 [nslots][nwarps][rpages(granules)]  clock of the warp's
-    #   latest recorded read in each 1 KiB page (a box write skips readers ordered page-wide)
     ("readbits", "uint64_t"),  # u32 [nslots][nwarps][2][words]  phase mode: granules read
     ("rsite", "uint64_t"),  # u64 [nslots][granules]  phase mode: phase<<32 | site of a read
     ("mbar", "uint64_t"),  # u32 [nslots][MBARRIERS][MB_WORDS]  barrier table for mbarriers
@@ -299,20 +297,12 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
         "barvc": 4 * NAMED_BARRIERS * 2 * L * n,
         "granule": 16 * G * n, "wsite": 4 * G * n,
         "rslot": 0 if phase_mode else 8 * G * nwarps * n,
-        "rpage": 0 if phase_mode else 4 * rpages(G) * nwarps * n,
         "readbits": 4 * nwarps * 2 * bitmap_words(G) * n if phase_mode else 0,
         "rsite": 8 * G * n if phase_mode else 0,
         "mbar": 0 if phase_mode else 4 * MBARRIERS * mb_words(L) * n,
         "aread": 12 * G * n if L > AGENT_BULK else 0,
         "wgread": 12 * G * warpgroups(nwarps) * n if L > AGENT_WGMMA else 0,
     }
-
-
-RPAGE_SHIFT = 8  # granules per read-summary page: 256 (1 KiB)
-
-
-def rpages(granules: int) -> int:
-    return (granules + (1 << RPAGE_SHIFT) - 1) >> RPAGE_SHIFT
 
 
 def warpgroups(nwarps: int) -> int:
@@ -421,7 +411,6 @@ def c_header() -> str:
         "CS_AR_TID_SHIFT": AR_TID_SHIFT,
         "CS_CTA_CPASYNC_COMMITS": CTA_CPASYNC_COMMITS,
         "CS_CTA_CPASYNC_TICKS": CTA_CPASYNC_TICKS,
-        "CS_RPAGE_SHIFT": RPAGE_SHIFT,
         "CS_CTA_CPASYNC_ENDS": CTA_CPASYNC_ENDS,
         "CS_CPASYNC_GROUP_ENDS": CPASYNC_GROUP_ENDS,
         "CS_CTA_SPIN_PHASE": CTA_SPIN_PHASE,

@@ -827,32 +827,3 @@ def test_tensor_store_of_bytes_never_written_is_uninit(ckv):
     assert ckv.kinds() == [("uninit.read", 1, -1)]
     (r,) = _records(ckv, "uninit.read")
     assert (int(r["offset_lo"]), int(r["offset_hi"])) == (128, 160)
-
-
-def test_box_write_skips_only_readers_ordered_in_the_whole_page():
-    # A copy into a 1 KiB page looks at a reader's read slots only when the reader's
-    # latest read there is not ordered before the issuer (abi.RPAGE_SHIFT).
-    from tests.checker_host import HostChecker
-
-    c = HostChecker(nwarps=4, smem_bytes=4096)
-    c.begin()
-    mb2 = 1536
-    c.mbar(0, MB, abi.MB_INIT, 1, site=10)
-    c.mbar(0, mb2, abi.MB_INIT, 1, site=10)
-    tmap = c.tensor_map(MAP_A, footprint=64)
-    _span(c.write, 0, 0, 64, 1)
-    _span(c.write, 0, 2048, 64, 1)
-    c.sync(ALL)
-    c.read(1, 0, site=2)  # page 0, then released to the producer
-    c.mbar(1, MB, abi.MB_ARRIVE, 1, site=11)
-    c.mbar_wait(0, MB, parity=0)
-    c.read(1, 2048 + 16, site=3)  # page 2: after the release, unordered
-    c.mbar(0, mb2, abi.MB_ARRIVE_EXPECT_TX, 128, site=12)
-    c.tensor_load(0, 0, tmap, mb2, site=4)  # page 0: every read there ordered: clean
-    assert c.kinds() == []
-    c.tensor_load(0, 2048, tmap, mb2, site=5)  # page 2: the reader is still reading
-    assert c.kinds() == [("race.war", 5, 3)]
-    c.read(1, 8, site=6)  # page 0 again, unordered now
-    c.mbar(0, mb2, abi.MB_ARRIVE_EXPECT_TX, 64, site=12)
-    c.tensor_load(0, 0, tmap, mb2, site=7)
-    assert c.kinds()[-1] == ("race.war", 7, 6)

@@ -482,10 +482,9 @@ struct cs_view {
     uint64_t* ent;        // buffer-table entries of the slot: [g][2]
     uint64_t* rslots;     // read slots of the slot: [warp][g]
     uint64_t* mine_rs;    // this warp's read slots: [g]
-    uint32_t* rpage;      // read-summary pages of the slot: [warp][page]
     uint32_t* wsite;      // [g]
     const uint32_t* mine; // this warp's vector clock
-    uint32_t granules, pages, gen, w, clock, phase;
+    uint32_t granules, gen, w, clock, phase;
 };
 
 CS_DEV cs_view cs_make_view(uint32_t slot, uint32_t w) {
@@ -495,8 +494,6 @@ CS_DEV cs_view cs_make_view(uint32_t slot, uint32_t w) {
     v.ent = (uint64_t*)S.granule + 2 * base;
     v.rslots = (uint64_t*)S.rslot + base * S.nwarps;
     v.mine_rs = v.rslots + (uint64_t)w * v.granules;
-    v.pages = (S.granules + (1u << CS_RPAGE_SHIFT) - 1) >> CS_RPAGE_SHIFT;
-    v.rpage = (uint32_t*)S.rpage + (uint64_t)slot * S.nwarps * v.pages;
     v.wsite = (uint32_t*)S.wsite + base;
     v.mine = cs_vis(slot, w);
     v.gen = cs_gen_sh;
@@ -515,7 +512,6 @@ CS_DEV void cs_record_read(const cs_view& v, uint32_t g, uint32_t site) {
     uint64_t head = ((uint64_t)v.gen << CS_RM_GEN_SHIFT) | ((uint64_t)v.phase << 32);
     if ((m & ~0xFFFFFFFFull) == head && (m & bit) && (uint32_t)cs_ld64(rs) == v.clock) return;
     cs_st64(rs, ((uint64_t)site << 32) | v.clock);
-    cs_st32(v.rpage + v.w * v.pages + (g >> CS_RPAGE_SHIFT), v.clock);  // before the mask bit
     for (int tries = 0; tries < 64; ++tries) {
         // Readers of an earlier CTA phase are ordered before every warp that can write
         // now (all live warps passed a CTA-wide barrier since): start a new reader set.
@@ -620,14 +616,6 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
 // write, with the atomics of CS_RUN granules in flight together and one fence per run:
 // one lane walking an 8 KiB box pays for latency, not work.
 #define CS_RUN 8
-// The warps whose latest recorded read in `page`, and so every one there, happens
-// before this warp: their readers need no look at their read slots.
-CS_DEV uint64_t cs_page_ordered(const cs_view& v, uint32_t page) {
-    uint64_t ok = 0;
-    for (uint32_t u = 0; u < S.nwarps; ++u)
-        if (v.mine[u] >= cs_ld32(v.rpage + u * v.pages + page)) ok |= 1ull << u;
-    return ok;
-}
 CS_DEV uint64_t* cs_wg_rec(uint32_t slot, uint32_t u, uint32_t g);
 CS_DEV uint32_t* cs_wg_site(uint32_t slot, uint32_t u, uint32_t g);
 CS_DEV uint32_t cs_nwg();
@@ -639,8 +627,6 @@ CS_DEV void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t
     uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
     bool wg = cs_wgmma_module(), ap = cs_async_proxy();
     uint32_t slot = cs_slot_sh;
-    uint32_t page = 0xFFFFFFFFu;
-    uint64_t paged = 0;  // warps whose every recorded read in `page` happens before the issuer
     for (uint32_t base = g0; base <= g1; base += CS_RUN) {
         uint32_t n = g1 - base + 1 < CS_RUN ? g1 - base + 1 : CS_RUN;
         uint64_t old[CS_RUN], x[CS_RUN];
@@ -694,11 +680,7 @@ CS_DEV void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t
             if (i >= n || (mbar & (1u << i))) continue;
             uint64_t readers = cs_same_phase_readers(x[i], v.gen, v.phase);
             if (readers) cs_and64(v.ent + 2 * (base + i) + 1, ~readers);
-            if (readers && (base + i) >> CS_RPAGE_SHIFT != page) {
-                page = (base + i) >> CS_RPAGE_SHIFT;
-                paged = cs_page_ordered(v, page);
-            }
-            rd[i] = readers & ~(1ull << v.w) & ~paged;
+            rd[i] = readers & ~(1ull << v.w);
             if (rd[i]) x[i] = cs_ld64(v.rslots + (uint64_t)(cs_ffsll(rd[i]) - 1) * v.granules + base + i);
         }
 #pragma unroll
