@@ -76,10 +76,10 @@ TABLE: tuple[Row, ...] = (
     # shared-memory accesses (state space decides: .shared / generic / other)
     Row("ld", Event.READ, access=True),
     Row("ldu", Event.READ, access=True),
-    Row("st.async", Event.UNMODELED, note="st.async with complete_tx (async issue)"),
+    Row("st.async", Event.BULK_LOAD),  # a write completing tx bytes: see _async_store
     Row("st", Event.WRITE, access=True),
     Row("atom", Event.ATOMIC, access=True),
-    Row("red.async", Event.UNMODELED, note="red.async with complete_tx (async issue)"),
+    Row("red.async", Event.BULK_LOAD),
     Row("red", Event.ATOMIC, access=True),
     Row("ldmatrix", Event.READ, access=True),
     Row("stmatrix", Event.WRITE, access=True),
@@ -253,9 +253,9 @@ def _mbarrier(it: Item, row: Row) -> Classified:
     op = next((code for name, code in _MB_OPS if parts[1] == name), None)
     if op is None:
         return Classified(Event.UNMODELED, row, reason=f"mbarrier.{parts[1]} is not modelled")
-    if "shared::cluster" in parts or _space(parts[2:]) == abi.SPACE_GENERIC:
-        return Classified(Event.UNMODELED, row, reason="mbarrier on a .shared::cluster or "
-                          "generic address (remote CTA) is not modelled yet")
+    if _space(parts[2:]) == abi.SPACE_GENERIC:
+        return Classified(Event.UNMODELED, row, reason="mbarrier on a generic address is not "
+                          "modelled yet")
     ops = it.operands
     i = next((k for k, o in enumerate(ops) if o.startswith("[")), None)
     if i is None:
@@ -275,12 +275,29 @@ def _mbarrier(it: Item, row: Row) -> Classified:
 
 def _bulk_load(it: Item, row: Row) -> Classified:
     """cp.async.bulk [dst], [src], size, [mbar]: the copy engine writes dst, then complete_tx."""
+    if row.prefix in ("st.async", "red.async"):
+        return _async_store(it, row)
     ops = it.operands
     if "multicast::cluster" in it.op_parts or len(ops) < 4:
         return Classified(Event.UNMODELED, row, reason="multicast bulk copies are not modelled "
                           "yet (cluster issue)")
     return Classified(Event.BULK_LOAD, row, address=ops[0][1:-1].strip(), arg=ops[2],
                       result=ops[3][1:-1].strip())
+
+
+def _async_store(it: Item, row: Row) -> Classified:
+    """st.async / red.async ...mbarrier::complete_tx::bytes{.vec}.type [a], b, [mbar]: a write
+    of the element (or vector) at `a` that completes its bytes on `mbar` -- the model of a
+    bulk copy of that many bytes (its mbarrier's copy engine writes; visible to the phase
+    wait). `a` and `mbar` are .shared::cluster addresses: the checker notes another CTA's."""
+    parts, ops = it.op_parts, it.operands
+    if "mbarrier::complete_tx::bytes" not in parts or len(ops) < 3 or not ops[2].startswith("["):
+        return Classified(Event.UNMODELED, row, reason=f"{row.prefix} without an mbarrier "
+                          "completion is not modelled")
+    vec = next((int(p[1:]) for p in parts if p in ("v2", "v4", "v8")), 1)
+    size = _elem_bytes(parts) * vec
+    return Classified(Event.BULK_LOAD, row, address=ops[0][1:-1].strip(), arg=str(size),
+                      result=ops[2][1:-1].strip(), size=size)
 
 
 def _bulk_store(it: Item, row: Row) -> Classified:

@@ -827,3 +827,37 @@ def test_tensor_store_of_bytes_never_written_is_uninit(ckv):
     assert ckv.kinds() == [("uninit.read", 1, -1)]
     (r,) = _records(ckv, "uninit.read")
     assert (int(r["offset_lo"]), int(r["offset_hi"])) == (128, 160)
+
+
+# st.async / red.async (probed as a bulk copy of their element) and .shared::cluster
+# mbarrier forms: the host runs as rank 0, so an address with rank 1 in bits 24 and up is
+# another CTA's (not modelled: a note, and the instruction runs).
+REMOTE = 1 << 24
+
+
+def test_st_async_write_is_visible_after_the_phase_wait(ckv):
+    _init(ckv)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 8, site=11)
+    assert ckv.bulk_load(0, 16, 4, MB, site=1) == 0  # st.async.b32 [16]
+    ckv.read(1, 16, site=2)  # before the wait
+    assert ckv.bulk_load(0, 20, 4, MB, site=3) == 0  # the second completes the phase
+    ckv.mbar_wait(2, MB, parity=0)
+    ckv.read(2, 16, size=8, site=4)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_st_async_into_another_cta_is_only_noted(ckv):
+    _init(ckv)
+    assert ckv.bulk_load(0, REMOTE | 16, 4, REMOTE | MB, site=1) == 0
+    assert ckv.kinds() == [("tool.remote-smem", 1, -1)]
+
+
+def test_mbarrier_of_another_cta_is_only_noted(ckv):
+    _init(ckv)
+    assert ckv.mbar(0, REMOTE | MB, abi.MB_ARRIVE, 1, site=11) == 0
+    assert ckv.kinds() == [("tool.remote-smem", 11, -1)]
+    ckv.write(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=12)  # the local phase still needs its arrival
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=2)
+    assert len(ckv.kinds()) == 1

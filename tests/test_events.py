@@ -132,7 +132,7 @@ def test_mbarrier(instr, op, arg, result):
 
 @pytest.mark.parametrize("instr", [
     "cp.async.mbarrier.arrive.b64 [%rd1];",  # a generic address: maybe another CTA's
-    "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1];",
+    "mbarrier.arrive.b64 _, [%rd1];",  # generic: maybe another CTA's
     "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r1], [%r2], 64, "
     "[%r3];",
     "cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 "
@@ -153,11 +153,42 @@ def test_mbarrier(instr, op, arg, result):
     "[%r1];",
     "barrier.cluster.arrive.release.aligned;",
     "ld.shared::cluster.u32 %r1, [%r2];",
-    "st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r1], %r2, [%r3];",
+    "st.async.shared::cluster.u32 [%r1], %r2;",  # no mbarrier completion
 ])
 def test_unmodeled_is_never_silent(instr):
     c = one(instr)
     assert c is not None and c.event is Event.UNMODELED and c.reason
+
+
+# st.async / red.async: a write of the element (vector) that completes its bytes on the
+# mbarrier: probed as a bulk copy of that size (the checker notes another CTA's address).
+@pytest.mark.parametrize("instr,size", [
+    ("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r1], %r2, [%r3];", 4),
+    ("st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.v2.b64 [%r1], {%rd1, %rd2}, "
+     "[%r3];", 16),
+    ("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%r1+16], "
+     "{%f1, %f2, %f3, %f4}, [%r3];", 16),
+    ("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%r1], "
+     "%r2, [%r3];", 4),
+    ("red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u64 [%r1], "
+     "%rd2, [%r3];", 8),
+])
+def test_st_async_and_red_async_are_copies_completing_tx(instr, size):
+    c = one(instr)
+    assert c.event is Event.BULK_LOAD and not c.reason
+    assert (c.address.split("+")[0], c.arg, c.result) == ("%r1", str(size), "%r3")
+
+
+@pytest.mark.parametrize("instr,op", [
+    ("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1];", abi.MB_ARRIVE),
+    ("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1], 2;", abi.MB_ARRIVE),
+    ("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%r1], 64;",
+     abi.MB_ARRIVE_EXPECT_TX),
+    ("mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [%r1], 64;", abi.MB_COMPLETE_TX),
+])
+def test_cluster_mbarrier_forms_are_modelled(instr, op):
+    c = one(instr)
+    assert (c.event, c.op, c.address) == (Event.MBARRIER, op, "%r1") and not c.reason
 
 
 # Bulk stores, their groups and proxy fences: the forms NVRTC 13 emits for inline asm and for

@@ -330,3 +330,36 @@ def test_tensor_copies_pass_the_map_address_and_are_guarded():
     # the columns of the bulk-store units and async-proxy views
     assert not ins.unmodeled and ins.async_proxy
     toolchain.link_with_checker(ins, "tensor", toolchain.Arch.parse("sm_90a"))
+
+
+ST_ASYNC = HEADER + """.visible .entry k()
+{
+\t.reg .b32 %r<7>;
+\t.shared .align 16 .b8 buf[64];
+\t.shared .align 8 .b64 bar;
+\tmov.u32 %r1, buf;
+\tmov.u32 %r2, bar;
+\tmov.u32 %r3, %cluster_ctarank;
+\tmapa.shared::cluster.u32 %r4, %r1, %r3;
+\tmapa.shared::cluster.u32 %r5, %r2, %r3;
+\tmbarrier.init.shared::cta.b64 [%r2], 1;
+\tmbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%r5], 4;
+\tst.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%r4], %r3, [%r5];
+\tmbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r5];
+\tred.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%r4+4], \
+%r3, [%r5];
+\tret;
+}
+"""
+
+
+def test_st_async_and_cluster_mbarriers_are_probed_guarded_and_assemble():
+    ins = instrument(ST_ASYNC, "st_async.ptx")
+    assert [s.event for s in ins.sites.sites] == ["mbarrier", "mbarrier", "async.bulk",
+                                                  "mbarrier", "async.bulk", "exit"]
+    assert not ins.unmodeled
+    out = ins.ptx
+    # skipped when the checker says their mbarrier is not live, like bulk copies
+    assert "@%__cs_ok st.async.shared::cluster" in out
+    assert "@%__cs_ok red.async.relaxed.cluster" in out
+    toolchain.link_with_checker(ins, "st_async", toolchain.Arch.parse("sm_90a"))

@@ -1399,9 +1399,11 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     bool failed_wait = (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) && !(arg & 2);
     if (cs_lane() == leader) {
         uint32_t off;
-        cs_local((uint32_t)addr, off);  // .shared::cta forms only: always this CTA
-        uint32_t* e = cs_mbar_entry(slot, off, op == CS_MB_INIT);
-        if (e == 0 || (op != CS_MB_INIT && cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh)) {
+        bool local = cs_local((uint32_t)addr, off);  // .shared::cluster: maybe another CTA's
+        uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT) : 0;
+        if (!local) {  // another CTA's mbarrier: said, not modelled (DSMEM)
+            cs_mbar_record(CS_TOOL_REMOTE_SMEM, site, off, 0);
+        } else if (e == 0 || (op != CS_MB_INIT && cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh)) {
             // Not live. A wait on it may spin for ever in the hardware: after DEADLOCK_MS
             // of failed waits it is a deadlock too.
             cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
@@ -1510,10 +1512,16 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0;
     if (cs_lane() == leader) {
-        uint32_t moff;
-        cs_local((uint32_t)mbar, moff);
-        uint32_t* e = cs_mbar_entry(slot, moff, false);
-        if (e == 0 || cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh) {
+        uint32_t moff, doff;
+        bool local = cs_local((uint32_t)mbar, moff);
+        local = cs_local((uint32_t)dst, doff) && local;
+        uint32_t* e = local ? cs_mbar_entry(slot, moff, false) : 0;
+        if (!local) {  // st.async / red.async into another CTA: said, not modelled (DSMEM)
+            cs_record_t r = cs_blank(CS_TOOL_REMOTE_SMEM, site);
+            r.offset_lo = doff;
+            r.offset_hi = doff + bytes;
+            cs_record(r);
+        } else if (e == 0 || cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh) {
             cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
             skip = 1;
         } else {
