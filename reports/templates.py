@@ -92,8 +92,8 @@ FIX: dict[str, str] = {
                 "would order them (or let only one warp write these bytes).",
     "async.pending-write": "The access at {cur} does not wait for the async copy issued at "
                            "{prev}: wait for it first (cp.async.wait_group / wait_all for "
-                           "cp.async, the mbarrier phase for bulk / TMA copies), then a barrier "
-                           "if other warps touch these bytes.",
+                           "cp.async, the mbarrier phase for bulk / TMA copies and st.async), "
+                           "then a barrier if other warps touch these bytes.",
     "async.pending-read": "No wait orders the end of the async read issued at {prev} before the "
                           "write at {cur}: a cp.async.bulk.wait_group.read by {prev_issuer} after "
                           "the bulk store's cp.async.bulk.commit_group and before the write at "
