@@ -294,6 +294,9 @@ def _async_store(it: Item, row: Row) -> Classified:
     if "mbarrier::complete_tx::bytes" not in parts or len(ops) < 3 or not ops[2].startswith("["):
         return Classified(Event.UNMODELED, row, reason=f"{row.prefix} without an mbarrier "
                           "completion is not modelled")
+    if _space(parts[1:]) == abi.SPACE_GENERIC:
+        return Classified(Event.UNMODELED, row, reason=f"{row.prefix} on a generic address is "
+                          "not modelled (the .shared::cluster form is)")
     vec = next((int(p[1:]) for p in parts if p in ("v2", "v4", "v8")), 1)
     size = _elem_bytes(parts) * vec
     return Classified(Event.BULK_LOAD, row, address=ops[0][1:-1].strip(), arg=str(size),

@@ -154,6 +154,8 @@ def test_mbarrier(instr, op, arg, result):
     "barrier.cluster.arrive.release.aligned;",
     "ld.shared::cluster.u32 %r1, [%r2];",
     "st.async.shared::cluster.u32 [%r1], %r2;",  # no mbarrier completion
+    "st.async.mbarrier::complete_tx::bytes.u32 [%rd1], %r2, [%rd3];",  # generic addresses
+    "red.async.relaxed.cluster.mbarrier::complete_tx::bytes.add.u32 [%rd1], %r2, [%rd3];",
 ])
 def test_unmodeled_is_never_silent(instr):
     c = one(instr)
