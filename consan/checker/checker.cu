@@ -462,6 +462,26 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
 
 struct cs_finding { uint32_t kind, prev_site, prev_warp; };
 
+// One record per distinct finding among the lanes of `active` (every one of them calls
+// this): lanes that agree merge their byte ranges [lo, hi). True in the lane that records,
+// with `r` filled but for the fields its event adds; the caller then calls cs_record.
+CS_DEV bool cs_merged_record(uint32_t active, const cs_finding& f, uint32_t site, uint32_t lo,
+                             uint32_t hi, cs_record_t& r) {
+    uint64_t key = ((uint64_t)f.kind << 48) | ((uint64_t)f.prev_warp << 32) | f.prev_site;
+    uint32_t same = cs_match(active, key);
+    lo = cs_min(same, lo);
+    hi = cs_max(same, hi);
+    if (!f.kind || cs_lane() != (uint32_t)(cs_ffs(same) - 1)) return false;
+    r = cs_blank(f.kind, site);
+    r.prev_site = f.prev_site;
+    r.prev_warp = f.prev_warp;
+    r.lanes = same;
+    r.offset_lo = lo;
+    r.offset_hi = hi;
+    r.clock = cs_clock_sh[cs_warp()];
+    return true;
+}
+
 CS_DEV bool cs_ordered(const uint32_t* mine, uint32_t w, uint32_t t, uint32_t clock) {
     return t == w || mine[t] >= clock;
 }
@@ -860,21 +880,9 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
         }
     }
     if (!cs_any(active, f.kind != 0)) return;
-    // One record per warp and distinct finding: lanes that agree are merged.
-    uint64_t key = ((uint64_t)f.kind << 48) | ((uint64_t)f.prev_warp << 32) | f.prev_site;
-    uint32_t same = cs_match(active, key);
-    uint32_t lo = cs_min(same, skip ? 0xFFFFFFFFu : off);
-    uint32_t hi = cs_max(same, skip ? 0u : off + size);
-    if (f.kind && lane == (uint32_t)(cs_ffs(same) - 1)) {
-        cs_record_t r = cs_blank(f.kind, site);
-        r.prev_site = f.prev_site;
-        r.prev_warp = f.prev_warp;
-        r.lanes = same;
-        r.offset_lo = lo;
-        r.offset_hi = hi;
-        r.clock = cs_clock_sh[cs_warp()];
+    cs_record_t r;
+    if (cs_merged_record(active, f, site, skip ? 0xFFFFFFFFu : off, skip ? 0u : off + size, r))
         cs_record(r);
-    }
 }
 
 
@@ -1013,19 +1021,10 @@ CS_DEV uint32_t* cs_psh_bits(uint32_t w, uint32_t parity) {
 // One record per distinct finding among the lanes that call together.
 CS_NOINLINE void cs_psh_note(uint32_t kind, uint32_t site, uint32_t prev_site,
                              uint32_t prev_warp, uint32_t lo, uint32_t hi) {
-    uint32_t active = cs_activemask();
-    if (prev_warp == CS_PSH_MULTI) prev_warp = CS_NO_WARP;
-    uint64_t key = ((uint64_t)kind << 48) | ((uint64_t)prev_warp << 32) | prev_site;
-    uint32_t same = cs_match(active, key) & cs_match(active, site);
-    lo = cs_min(same, lo);
-    hi = cs_max(same, hi);
-    if (cs_lane() != (uint32_t)(cs_ffs(same) - 1)) return;
-    cs_record_t r = cs_blank(kind, site);
-    r.prev_site = prev_site;
-    r.prev_warp = prev_warp;
-    r.lanes = same;
-    r.offset_lo = lo;
-    r.offset_hi = hi;
+    uint32_t active = cs_match(cs_activemask(), site);
+    cs_finding f = {kind, prev_site, prev_warp == CS_PSH_MULTI ? CS_NO_WARP : prev_warp};
+    cs_record_t r;
+    if (!cs_merged_record(active, f, site, lo, hi, r)) return;
     r.clock = cs_phase_sh[cs_warp()];
     cs_record(r);
 }
@@ -1855,18 +1854,8 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
         }
     }
     if (!cs_any(active, f.kind != 0)) return;
-    // One record per warp and distinct finding: lanes that agree are merged.
-    uint64_t key = ((uint64_t)f.kind << 48) | ((uint64_t)f.prev_warp << 32) | f.prev_site;
-    uint32_t same = cs_match(active, key);
-    lo = cs_min(same, lo);
-    hi = cs_max(same, hi);
-    if (f.kind && lane == (uint32_t)(cs_ffs(same) - 1)) {
-        cs_record_t r = cs_blank(f.kind, site);
-        r.prev_site = f.prev_site;
-        r.prev_warp = f.prev_warp;
-        r.lanes = same;
-        r.offset_lo = lo;
-        r.offset_hi = hi;
+    cs_record_t r;
+    if (cs_merged_record(active, f, site, lo, hi, r)) {
         r.barrier = operand;
         r.phase = clk - 1;
         r.count = (uint32_t)desc;
