@@ -15,14 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests import gpu_kernels as gk
 from tests.gpu_util import GPU, arch_option, line_of, lines
 
 pytestmark = GPU
 
-PRELUDE = r"""
-__device__ __forceinline__ unsigned sa(const void* p) {
-    return (unsigned)__cvta_generic_to_shared(p);
-}
+PRELUDE = gk.TMA_PRELUDE + r"""
 __device__ __forceinline__ unsigned rank() {
     unsigned r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -36,10 +34,6 @@ __device__ __forceinline__ unsigned mapa(const void* p, unsigned r) {  // p in C
 __device__ __forceinline__ void st_async(unsigned a, unsigned v, unsigned bar) {
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];"
                  :: "r"(a), "r"(v), "r"(bar) : "memory");  // @st
-}
-__device__ __forceinline__ void mb_wait(unsigned long long* b, unsigned parity) {
-    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 " @!p bra W;\n}" :: "r"(sa(b)), "r"(parity) : "memory");
 }
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\t"

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.gpu_util import GPU, arch_option, line_of, lines
+from tests.tma_wgmma_gemm import WGMMA_TILE
 
 pytestmark = GPU
 
@@ -28,10 +29,8 @@ KSTEPS = 2
 K = KT * KSTEPS
 CTAS = 2  # CTA b computes rows 64b .. 64b+63 of D
 
-_REGS = ", ".join(f"%{i}" for i in range(32))
-_OUTS = ", ".join(f'"+f"(d[{i}])' for i in range(32))
 
-SRC = r"""
+SRC = WGMMA_TILE + r"""
 #define SWIZZLE @SWIZZLE@
 #define KT @KT@
 #define KSTEPS @KSTEPS@
@@ -64,15 +63,6 @@ __device__ __forceinline__ unsigned long long step_desc(const void* tile, int s)
 #endif
 }
 
-// D += A * B^T for one 16-half K step; both operands K-major through descriptors.
-#define WGMMA_M64N64K16 "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t" \
-    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {@REGS@}, %32, %33, p, 1, 1, 0, 0;\n\t}"
-#define ACC32 @OUTS@
-typedef unsigned long long u64;
-__device__ __forceinline__ void mma_m64n64k16(float* d, u64 da, u64 db, int accumulate) {
-    asm volatile(WGMMA_M64N64K16 : ACC32 : "l"(da), "l"(db), "r"(accumulate));  // @mma
-}
-
 extern "C" __global__ void __launch_bounds__(128) wgmma_gemm(const unsigned short* A,
                                                              const unsigned short* B, float* D) {
     __shared__ __align__(1024) unsigned short As[64 * KT];
@@ -98,16 +88,7 @@ extern "C" __global__ void __launch_bounds__(128) wgmma_gemm(const unsigned shor
         __syncthreads();
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");  // @final-wait
-    // accumulator layout of m64nNk16: warp w holds rows 16w..16w+15; lane l row l/4 (+8),
-    // columns 8i + 2(l%4) (+1) in d[4i .. 4i+3]
-    int warp = t / 32, lane = t % 32;
-    int row = blockIdx.x * 64 + warp * 16 + lane / 4, col = (lane % 4) * 2;
-    for (int i = 0; i < 8; ++i) {
-        D[row * 64 + 8 * i + col] = d[4 * i];
-        D[row * 64 + 8 * i + col + 1] = d[4 * i + 1];
-        D[(row + 8) * 64 + 8 * i + col] = d[4 * i + 2];
-        D[(row + 8) * 64 + 8 * i + col + 1] = d[4 * i + 3];
-    }
+    store_d(D, d, blockIdx.x * 64);
 }
 """
 
@@ -120,7 +101,7 @@ LAYOUT_IDS = ["no-swizzle", "swizzle-128B"]
 def source(swizzle: bool, fence: bool = True, wait: bool = True) -> str:
     """The kernel; the racy twins leave out the proxy fence or the in-loop wait."""
     return (SRC.replace("@SWIZZLE@", "1" if swizzle else "0").replace("@KT@", str(KT))
-            .replace("@KSTEPS@", str(KSTEPS)).replace("@REGS@", _REGS).replace("@OUTS@", _OUTS)
+            .replace("@KSTEPS@", str(KSTEPS))
             .replace("@FENCE@", FENCE if fence else "// (no proxy fence)")
             .replace("@WAIT@", WAIT if wait else "// (no wait_group 0: seed 004)"))
 

@@ -18,30 +18,41 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.gpu_kernels import TMA_PRELUDE
+
 KT = 64  # halves of K per stage: one 128-byte swizzled row per M / N row
 STAGES = 2
 BOX_BYTES = 64 * KT * 2
 
-_REGS = ", ".join(f"%{i}" for i in range(32))
-_OUTS = ", ".join(f'"+f"(d[{i}])' for i in range(32))
+# The m64n64k16 wgmma (A and B K-major through descriptors, f32 accumulators in d[32])
+# and the store of a warpgroup's 64 x 64 accumulator tile: shared with test_gpu_wgmma.py.
+WGMMA_TILE = r"""
+typedef unsigned long long u64;
+#define WGMMA_M64N64K16 "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t" \
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {@REGS@}, %32, %33, p, 1, 1, 0, 0;\n\t}"
+__device__ __forceinline__ void mma_m64n64k16(float* d, u64 da, u64 db, int accumulate) {
+    asm volatile(WGMMA_M64N64K16 : @OUTS@ : "l"(da), "l"(db), "r"(accumulate));  // @mma
+}
+// Rows m0 .. m0+63 of D (64 columns). Accumulator layout of m64nNk16: warp w holds rows
+// 16w..16w+15; lane l row l/4 (+8), columns 8i + 2(l%4) (+1) in d[4i .. 4i+3].
+__device__ __forceinline__ void store_d(float* D, const float* d, int m0) {
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int row = m0 + warp * 16 + lane / 4, col = (lane % 4) * 2;
+    for (int i = 0; i < 8; ++i) {
+        D[row * 64 + 8 * i + col] = d[4 * i];
+        D[row * 64 + 8 * i + col + 1] = d[4 * i + 1];
+        D[(row + 8) * 64 + 8 * i + col] = d[4 * i + 2];
+        D[(row + 8) * 64 + 8 * i + col + 1] = d[4 * i + 3];
+    }
+}
+""".replace("@REGS@", ", ".join(f"%{i}" for i in range(32))).replace(
+    "@OUTS@", ", ".join(f'"+f"(d[{i}])' for i in range(32)))
 
-SRC = r"""
+SRC = TMA_PRELUDE + WGMMA_TILE + r"""
 #define KT @KT@
 #define STAGES @STAGES@
 #define BOX_BYTES @BOX_BYTES@
-struct __align__(64) TensorMap128 { unsigned long long opaque[16]; };
-typedef unsigned long long u64;
 
-__device__ __forceinline__ unsigned sa(const void* p) {
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void mb_init(u64* b, unsigned n) {
-    asm volatile("mbarrier.init.shared.b64 [%0], %1;" :: "r"(sa(b)), "r"(n) : "memory");
-}
-__device__ __forceinline__ void mb_wait(u64* b, unsigned parity) {
-    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 " @!p bra W;\n}" :: "r"(sa(b)), "r"(parity) : "memory");
-}
 __device__ __forceinline__ void tma_2d(void* dst, const TensorMap128* map, int x, int y,
                                        u64* b) {
     // (NVRTC gives an asm statement the line of its operands: the marker is there)
@@ -58,12 +69,6 @@ __device__ __forceinline__ u64 step_desc(const void* tile, int s) {
     unsigned a = sa(tile) + 32 * s;
     return (u64)((a & 0x3FFFF) >> 4) | (u64)(16 >> 4) << 16 | (u64)(1024 >> 4) << 32 |
            (u64)1 << 62;
-}
-
-#define WGMMA_M64N64K16 "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t" \
-    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {@REGS@}, %32, %33, p, 1, 1, 0, 0;\n\t}"
-__device__ __forceinline__ void mma_m64n64k16(float* d, u64 da, u64 db, int accumulate) {
-    asm volatile(WGMMA_M64N64K16 : @OUTS@ : "l"(da), "l"(db), "r"(accumulate));  // @mma
 }
 
 // Thread 0: both boxes of K step ks, on the mbarrier of its stage.
@@ -106,16 +111,7 @@ tma_wgmma_gemm(const __grid_constant__ TensorMap128 amap,
         __syncthreads();  // every warp's wgmmas are done with stage s
         LATE_REFILL
     }
-    // accumulator layout of m64nNk16: warp w holds rows 16w..16w+15; lane l row l/4 (+8),
-    // columns 8i + 2(l%4) (+1) in d[4i .. 4i+3]
-    int warp = t / 32, lane = t % 32;
-    int row = m0 + warp * 16 + lane / 4, col = (lane % 4) * 2;
-    for (int i = 0; i < 8; ++i) {
-        D[row * 64 + 8 * i + col] = d[4 * i];
-        D[row * 64 + 8 * i + col + 1] = d[4 * i + 1];
-        D[(row + 8) * 64 + 8 * i + col] = d[4 * i + 2];
-        D[(row + 8) * 64 + 8 * i + col + 1] = d[4 * i + 3];
-    }
+    store_d(D, d, m0);
 }
 """
 
@@ -127,8 +123,7 @@ _REFILL = "if (t == 0 && ks + STAGES < ksteps) ISSUE(ks + STAGES);  // @refill"
 def source(racy: bool = False) -> str:
     """The kernel; the racy twin refills a stage before wgmma.wait_group (seed 004)."""
     return (SRC.replace("@KT@", str(KT)).replace("@STAGES@", str(STAGES))
-            .replace("@BOX_BYTES@", str(BOX_BYTES)).replace("@REGS@", _REGS)
-            .replace("@OUTS@", _OUTS)
+            .replace("@BOX_BYTES@", str(BOX_BYTES))
             .replace("EARLY_REFILL", _REFILL if racy else "")
             .replace("LATE_REFILL", "" if racy else _REFILL))
 
