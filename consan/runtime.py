@@ -258,8 +258,9 @@ class Prepared:
 
     # ---------------------------------------------------------------- tables
     def _sizes(self) -> dict[str, int]:
+        ins = self.build.instrumented
         sizes = abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical,
-                                self.build.instrumented.phase_mode)
+                                ins.phase_mode, ins.copy_engine)
         if self.psh_bytes:  # every table the probes touch is in shared memory
             sizes = dict.fromkeys(sizes, 0)
         return sizes
@@ -283,9 +284,22 @@ class Prepared:
                 f"KiB for {self.window_bytes} bytes of shared memory and {self.nwarps} warps) "
                 f"but only {free / 2**20:.1f} MiB are free; free device memory or launch fewer "
                 f"warps per CTA")
-        self.tables = {k: cupy.zeros(max(v, 8), dtype=np.uint8) for k, v in sizes.items()}
-        self.header = cupy.zeros(abi.log_header_dtype().itemsize, dtype=np.uint8)
-        self.keys = cupy.zeros(abi.key_dtype().itemsize * abi.KEY_TABLE_ENTRIES, dtype=np.uint8)
+        self.tables = {k: cupy.zeros(max(v, 8), dtype=np.uint8) for k, v in sizes.items()
+                       if k != "slot_busy"}
+        # What each launch zeroes, in one buffer: one memset, not a kernel per table (a
+        # launch of a 20 us kernel must not pay 100 us of resets).
+        parts = {"header": abi.log_header_dtype().itemsize,
+                 "keys": abi.key_dtype().itemsize * abi.KEY_TABLE_ENTRIES,
+                 "slot_busy": max(sizes["slot_busy"], 8)}
+        self._reset = cupy.zeros(sum(-(-n // 256) * 256 for n in parts.values()), dtype=np.uint8)
+        at = 0
+        for name, n in parts.items():
+            view = self._reset[at:at + n]
+            if name == "slot_busy":
+                self.tables[name] = view
+            else:
+                setattr(self, name, view)
+            at += -(-n // 256) * 256
         rec = abi.record_dtype()
         nbytes = rec.itemsize * LOG_CAPACITY
         self._host_ptr = runtime.hostAlloc(nbytes, runtime.hostAllocMapped)
@@ -310,6 +324,10 @@ class Prepared:
         state["log_capacity"] = LOG_CAPACITY
         state["flags"] = ((abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0)
                           | (abi.FLAG_WGMMA if self.build.instrumented.wgmma else 0))
+        if sizes["bsum"]:
+            state["flags"] |= abi.FLAG_BOX_SUMMARY
+            state["bsum_shift"] = abi.bsum_shift(self.nwarps)
+            state["bsum_words"] = abi.bsum_words(self.nwarps)
         if self.psh_bytes:
             state["flags"] |= abi.FLAG_PHASE_SMEM
             state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.psh_bytes
@@ -328,20 +346,22 @@ class Prepared:
             self._host_ptr = None
 
     # ---------------------------------------------------------------- launch
-    def launch(self, args: tuple = ()) -> None:
-        """Launch once on the current stream (asynchronous); reset the log first."""
-        self.header.fill(0)
-        self.keys.fill(0)
-        hdr = np.zeros(1, dtype=abi.log_header_dtype())
-        hdr["capacity"] = LOG_CAPACITY
-        self.header.set(hdr.view(np.uint8))
+    def launch_resets(self, args: tuple = ()) -> None:
+        """What `launch` does before the kernel: zero the log and the slot table."""
+        import cupy
+
+        stream = cupy.cuda.get_current_stream()
+        cupy.cuda.runtime.memsetAsync(self._reset.data.ptr, 0, self._reset.nbytes, stream.ptr)
         if self._stored_prev:
             self.records[: min(self._stored_prev, LOG_CAPACITY)] = 0
-        self.tables["slot_busy"].fill(0)
         table = tma.device_table(args).tobytes()
         if table != self._tmaps_set:
             self.tmaps.set(np.frombuffer(table, dtype=np.uint8))
             self._tmaps_set = table
+
+    def launch(self, args: tuple = ()) -> None:
+        """Launch once on the current stream (asynchronous); reset the log first."""
+        self.launch_resets(args)
         self.function(self.grid, self.block, tuple(args), shared_mem=self.launch_shared_mem)
         self._stored_prev = LOG_CAPACITY  # until read back, assume the worst
 
@@ -357,6 +377,7 @@ class Prepared:
             if sync:
                 cupy.cuda.get_current_stream().synchronize()
             header = self.header.get().view(abi.log_header_dtype())[0]
+            header["capacity"] = LOG_CAPACITY  # the device takes it from the state block
             keys = self.keys.get().view(abi.key_dtype())
         except Exception as exc:  # noqa: BLE001 - the user's kernel crashed
             error = f"{type(exc).__name__}: {exc}"

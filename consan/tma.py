@@ -25,6 +25,7 @@ The geometry arithmetic and the registry need no GPU; encoding needs the driver.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 import threading
@@ -402,6 +403,11 @@ def encode(info: TensorMapInfo) -> bytes:
 
 # ---------------------------------------------------------------- the launch table
 
+# Every launch lists its maps: hashing 128 bytes in Python each time would be most of the
+# host time of a launch of a small kernel.
+_fingerprint = functools.lru_cache(maxsize=4 * abi.TMAP_ENTRIES)(abi.tensor_map_fingerprint)
+
+
 def device_table(args=()) -> np.ndarray:
     """The checker's table (abi.TMAP_FIELDS, TMAP_ENTRIES entries): first the maps among
     `args` that consan knows, then the other registered maps, most recent first (a map
@@ -422,7 +428,7 @@ def device_table(args=()) -> np.ndarray:
             if d not in seen:
                 entries.append((d, i))
     for k, (data, info) in enumerate(entries[: abi.TMAP_ENTRIES]):
-        table[k]["fingerprint"] = abi.tensor_map_fingerprint(data)
+        table[k]["fingerprint"] = _fingerprint(data)
         table[k]["bytes"] = info.footprint_bytes
     return table
 

@@ -186,7 +186,7 @@ LOG_HEADER_FIELDS: tuple[tuple[str, str], ...] = (
     ("key_overflow", "uint32_t"),  # findings with no key-table entry left
     ("ctas_begun", "uint32_t"),
     ("ctas_ended", "uint32_t"),
-    ("pad", "uint32_t"),
+    ("walked", "uint32_t"),  # granules of copy-engine writes walked one by one (no summary)
 )
 
 KEY_FIELDS: tuple[tuple[str, str], ...] = (
@@ -214,6 +214,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("mbar", "uint64_t"),  # u32 [nslots][MBARRIERS][MB_WORDS]  barrier table for mbarriers
     ("aread", "uint64_t"),  # u64 [nslots][granules] then u32 [nslots][granules]: async reads
     ("wgread", "uint64_t"),  # u64 [nslots][nwg][granules], then u32 sites: wgmma operand reads
+    ("bsum", "uint64_t"),  # u32 [nslots][blocks][bsum_words]: box summaries (FLAG_BOX_SUMMARY)
     ("tmaps", "uint64_t"),  # cs_tmap_t [TMAP_ENTRIES]  tensor maps of known geometry (0: none)
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
@@ -225,6 +226,8 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("flags", "uint32_t"),  # FLAG_*
     ("psh_offset", "uint32_t"),  # FLAG_PHASE_SMEM: byte offset of the tables in dynamic smem
     ("psh_bytes", "uint32_t"),  # FLAG_PHASE_SMEM: their size (psh_bytes())
+    ("bsum_shift", "uint32_t"),  # FLAG_BOX_SUMMARY: log2 of the granules of a summary block
+    ("bsum_words", "uint32_t"),  # FLAG_BOX_SUMMARY: u32 words of one block's summary
 )
 
 # The kernel synchronises only with CTA-wide barriers: happens-before between two
@@ -235,6 +238,10 @@ FLAG_PHASE_MODE = 0x1
 # launch's dynamic shared memory (no global-memory traffic on the hot path).
 FLAG_PHASE_SMEM = 0x2
 FLAG_WGMMA = 0x4  # the module issues wgmma.mma_async: writes look for its async reads
+# The module issues copy-engine writes (bulk / tensor loads, st.async): every access also
+# keeps a per-block summary, so a copy over blocks whose every access is ordered before it
+# stores its epochs without walking the readers (docs/model.md, "Box summaries").
+FLAG_BOX_SUMMARY = 0x8
 
 # Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
 CTA_LIVE_THREADS = 0
@@ -273,6 +280,46 @@ AR_TID_SHIFT = 32
 WG_GEN_SHIFT = 48
 
 
+# Box summary of a block of 2**shift granules (u32 words, 16-byte aligned so a copy loads
+# it in a few vector loads): flags, 3 pad; BSUM_WRITERS u64 writer entries (valid:1 |
+# tid:8 at bit 32, clock:32: the latest clock of each writer); then per reader index r
+# (warp w: w; bulk unit of w: nwarps + w; wgmma unit u: 2 * nwarps + u) the clock of its
+# latest read, padded to 4 words; then, as many, the site of that read.
+BS_FLAGS = 0
+BS_WRITERS = 4
+BSUM_WRITERS = 4
+BS_READERS = BS_WRITERS + 2 * BSUM_WRITERS
+BS_FLAG_OVERFLOW = 0x1  # more writers than entries
+BS_FLAG_MBAR = 0x2  # the block holds (or held) an mbarrier object
+BSUM_MIN_SHIFT = 5  # 32 granules: 128 bytes, the alignment of a TMA box
+
+
+def bsum_readers(nwarps: int) -> int:
+    return 2 * nwarps + warpgroups(nwarps)
+
+
+def bsum_reader_words(nwarps: int) -> int:
+    """Words of the reader clocks (and of the sites after them): a multiple of 4."""
+    return (bsum_readers(nwarps) + 3) // 4 * 4
+
+
+def bsum_words(nwarps: int) -> int:
+    return BS_READERS + 2 * bsum_reader_words(nwarps)
+
+
+def bsum_shift(nwarps: int) -> int:
+    """Smallest block (from 128 bytes) whose summary is at most twice its own bytes."""
+    shift = BSUM_MIN_SHIFT
+    while 4 * bsum_words(nwarps) > 2 * (GRANULE_BYTES << shift):
+        shift += 1
+    return shift
+
+
+def bsum_blocks(granules: int, nwarps: int) -> int:
+    shift = bsum_shift(nwarps)
+    return (granules + (1 << shift) - 1) >> shift
+
+
 def bitmap_words(granules: int) -> int:
     return (granules + 31) // 32
 
@@ -288,7 +335,7 @@ def psh_bytes(granules: int, nwarps: int) -> int:
 
 
 def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOGICAL,
-                phase_mode: bool = False) -> dict[str, int]:
+                phase_mode: bool = False, box_summary: bool = False) -> dict[str, int]:
     """Bytes of each shadow table (STATE_FIELDS pointers) for a launch shape."""
     n, G, L = nslots, granules, nlogical
     return {
@@ -302,6 +349,8 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
         "mbar": 0 if phase_mode else 4 * MBARRIERS * mb_words(L) * n,
         "aread": 12 * G * n if L > AGENT_BULK else 0,
         "wgread": 12 * G * warpgroups(nwarps) * n if L > AGENT_WGMMA else 0,
+        "bsum": 4 * bsum_blocks(G, nwarps) * bsum_words(nwarps) * n
+        if box_summary and not phase_mode else 0,
     }
 
 
@@ -461,7 +510,10 @@ def c_header() -> str:
         "CS_WG_INFO_TRANS_B": WG_INFO_TRANS_B, "CS_WG_INFO_ELOG_SHIFT": WG_INFO_ELOG_SHIFT,
         "CS_AGENT_WGMMA": AGENT_WGMMA, "CS_WARPGROUPS": WARPGROUPS,
         "CS_CTA_WGMMA_COMMITS": CTA_WGMMA_COMMITS, "CS_CTA_PROXY_FENCE": CTA_PROXY_FENCE,
-        "CS_FLAG_WGMMA": FLAG_WGMMA, "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
+        "CS_FLAG_WGMMA": FLAG_WGMMA, "CS_FLAG_BOX_SUMMARY": FLAG_BOX_SUMMARY,
+        "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,
+        "CS_BS_READERS": BS_READERS, "CS_BS_FLAG_OVERFLOW": BS_FLAG_OVERFLOW,
+        "CS_BS_FLAG_MBAR": BS_FLAG_MBAR, "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
         "CS_WG_GEN_SHIFT": WG_GEN_SHIFT,
         "CS_TENSOR_LOAD": TENSOR_LOAD, "CS_TENSOR_STORE": TENSOR_STORE,
         "CS_TMAP_ENTRIES": TMAP_ENTRIES, "CS_TMAP_FP_SEED": TMAP_FP_SEED,

@@ -50,6 +50,11 @@ class Instrumented:
     async_proxy: bool = False  # issues bulk or tensor stores: clocks cover logical_threads(True)
     wgmma: bool = False  # issues wgmma.mma_async: clocks cover abi.logical_threads(wgmma=True)
 
+    @property
+    def copy_engine(self) -> bool:
+        """Copy engines write smem (bulk / tensor loads, st.async): box summaries pay off."""
+        return any(self.counts.get(e.value, 0) for e in (Event.BULK_LOAD, Event.TENSOR_LOAD))
+
 
 class InstrumentError(ValueError):
     """The PTX cannot be instrumented (the message says where and why)."""

@@ -74,12 +74,12 @@ class HostChecker:
 
     def __init__(self, nwarps: int = 4, smem_bytes: int = 1024, nslots: int = 1,
                  capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False,
-                 wgmma: bool = False):
+                 wgmma: bool = False, box_summary: bool = True):
         self.lib = library()
         self.nwarps, self.nslots, self.phase_smem = nwarps, nslots, phase_smem
         self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
         L, G, n = abi.logical_threads(async_proxy=True, wgmma=wgmma), self.granules, nslots
-        sizes = abi.table_bytes(n, G, nwarps, L, phase_mode)
+        sizes = abi.table_bytes(n, G, nwarps, L, phase_mode, box_summary)
         self.tables = {k: np.zeros(v // 8 + 1, dtype=np.uint64) for k, v in sizes.items()}
         self.header = np.zeros(1, dtype=abi.log_header_dtype())
         self.header["capacity"] = capacity
@@ -95,6 +95,9 @@ class HostChecker:
         st["window_bytes"], st["log_capacity"] = smem_bytes, capacity
         st["flags"] = ((abi.FLAG_PHASE_MODE if phase_mode or phase_smem else 0)
                        | (abi.FLAG_WGMMA if wgmma else 0))
+        if sizes["bsum"]:  # as the runtime sets it for modules with copy-engine writes
+            st["flags"] |= abi.FLAG_BOX_SUMMARY
+            st["bsum_shift"], st["bsum_words"] = abi.bsum_shift(nwarps), abi.bsum_words(nwarps)
         if phase_smem:  # the tables the device keeps in the CTA's dynamic shared memory
             st["flags"] |= abi.FLAG_PHASE_SMEM
             st["psh_bytes"] = abi.psh_bytes(G, nwarps)

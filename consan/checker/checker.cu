@@ -61,10 +61,19 @@ CS_DEV uint32_t cs_ld32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_
 CS_DEV uint64_t cs_ld64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 CS_DEV void cs_st32(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 CS_DEV void cs_st64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+CS_DEV void cs_st128(uint64_t* p, uint64_t a, uint64_t b) { cs_st64(p, a); cs_st64(p + 1, b); }
+struct cs_u4 { uint32_t x, y, z, w; };
+CS_DEV cs_u4 cs_ld128(const uint32_t* p) { return {cs_ld32(p), cs_ld32(p + 1), cs_ld32(p + 2), cs_ld32(p + 3)}; }
+CS_DEV void cs_st128_32(uint32_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) cs_st32(p + i, v); }
 CS_DEV uint32_t cs_add32(uint32_t* p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint64_t cs_add64(uint64_t* p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) {
     uint32_t o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return o;
+}
+CS_DEV uint64_t cs_max64(uint64_t* p, uint64_t v) {
+    uint64_t o = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     return o;
 }
@@ -161,9 +170,23 @@ CS_DEV void cs_st32(uint32_t* p, uint32_t v) {
 CS_DEV void cs_st64(uint64_t* p, uint64_t v) {
     asm volatile("st.relaxed.cta.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
 }
+CS_DEV void cs_st128(uint64_t* p, uint64_t a, uint64_t b) {  // p 16-byte aligned
+    asm volatile("st.relaxed.cta.global.v2.u64 [%0], {%1, %2};" :: "l"(p), "l"(a), "l"(b) : "memory");
+}
+CS_DEV void cs_st128_32(uint32_t* p, uint32_t v) {  // four copies of v; p 16-byte aligned
+    asm volatile("st.relaxed.cta.global.v4.u32 [%0], {%1, %1, %1, %1};" :: "l"(p), "r"(v) : "memory");
+}
+struct cs_u4 { uint32_t x, y, z, w; };
+CS_DEV cs_u4 cs_ld128(const uint32_t* p) {  // p 16-byte aligned
+    cs_u4 v;
+    asm volatile("ld.relaxed.cta.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    return v;
+}
 CS_DEV uint32_t cs_add32(uint32_t* p, uint32_t v) { return atomicAdd_block(p, v); }
 CS_DEV uint64_t cs_add64(uint64_t* p, uint64_t v) { return atomicAdd_block(p, v); }
 CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) { return atomicMax_block(p, v); }
+CS_DEV uint64_t cs_max64(uint64_t* p, uint64_t v) { return atomicMax_block(p, v); }
 CS_DEV uint64_t cs_or64(uint64_t* p, uint64_t v) { return atomicOr_block(p, v); }
 CS_DEV uint64_t cs_and64(uint64_t* p, uint64_t v) { return atomicAnd_block(p, v); }
 CS_DEV uint32_t cs_and32(uint32_t* p, uint32_t v) { return atomicAnd_block(p, v); }
@@ -199,6 +222,12 @@ CS_DEV uint32_t cs_ctarank() {
     return 0;  // no clusters before sm_90
 #endif
 }
+#endif
+
+#ifdef CONSAN_HOST
+#define CS_NOINLINE static
+#else
+#define CS_NOINLINE static __device__ __noinline__
 #endif
 
 #define CS_NO_SLOT 0xFFFFFFFFu
@@ -256,7 +285,7 @@ CS_DEV void cs_record(const cs_record_t& r) {
         return;
     }
     uint32_t idx = cs_gadd32(&h->stored, 1);
-    if (idx >= h->capacity) {
+    if (idx >= S.log_capacity) {
         cs_gadd32(&h->dropped, 1);
         return;
     }
@@ -347,6 +376,8 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
 CS_DEV uint32_t* cs_readbits(uint32_t slot, uint32_t w, uint32_t parity);
 CS_DEV bool cs_phase_mode();
 CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint32_t lane);
+CS_DEV bool cs_bsum_on();
+CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b);
 
 // Run by every thread (i = thread index, n = threads): clear clocks, barrier slots, bitmaps.
 CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
@@ -355,6 +386,11 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
     for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
     uint32_t* bvc = cs_barvc(slot, 0, 0);
     for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
+    if (cs_bsum_on()) {
+        uint32_t* bs = cs_bsum(slot, 0);
+        uint32_t words = ((S.granules + (1u << S.bsum_shift) - 1) >> S.bsum_shift) * S.bsum_words;
+        for (uint32_t k = i; k < words; k += n) bs[k] = 0;
+    }
     if (cs_phase_mode()) {
         uint32_t* bm = cs_readbits(slot, 0, 0);
         uint32_t words = 2 * S.nwarps * ((S.granules + 31) / 32);
@@ -523,6 +559,151 @@ CS_DEV cs_view cs_make_view(uint32_t slot, uint32_t w) {
     return v;
 }
 
+// ------------------------------------------------------------- box summaries
+//
+// FLAG_BOX_SUMMARY (modules whose copy engines write smem; docs/model.md "Box
+// summaries"): per block of 2^bsum_shift granules, the latest clock of each writer
+// and of each reader -- warps' reads, bulk-store and wgmma units' async reads -- with
+// the reader's site. A copy over a block whose summary shows every access ordered
+// before the issuing warp would find nothing in a walk: it stores its epochs and empty
+// reader sets (what the walk leaves behind), so one lane pays a few vector loads and a
+// store per granule, not round trips per granule.
+
+CS_DEV uint32_t cs_nwg();
+CS_DEV bool cs_bsum_on() { return (S.flags & CS_FLAG_BOX_SUMMARY) && !cs_phase_mode(); }
+CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b) {
+    uint32_t nb = (S.granules + (1u << S.bsum_shift) - 1) >> S.bsum_shift;
+    return (uint32_t*)S.bsum + ((uint64_t)slot * nb + b) * S.bsum_words;
+}
+CS_DEV uint32_t cs_bsum_nreaders() { return 2 * S.nwarps + cs_nwg(); }
+// Reader index r: warp r, the bulk-store unit of warp r - nwarps, the wgmma unit r - 2 nwarps.
+CS_DEV uint32_t cs_bsum_reader_tid(uint32_t r) {
+    uint32_t nw = S.nwarps;
+    return r < nw ? r : r < 2 * nw ? CS_AGENT_BULK + r - nw : CS_AGENT_WGMMA + r - 2 * nw;
+}
+CS_DEV uint32_t* cs_bsum_rclock(uint32_t* s, uint32_t r) { return s + CS_BS_READERS + r; }
+CS_DEV uint32_t* cs_bsum_rsite(uint32_t* s, uint32_t r) {
+    return s + CS_BS_READERS + ((cs_bsum_nreaders() + 3) & ~3u) + r;
+}
+
+// Reads of granules [g0, g1] by reader index r at clock c (published before the reader's
+// fence, like its reader-mask bit).
+CS_DEV void cs_bsum_read(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t r, uint32_t c,
+                         uint32_t site) {
+    for (uint32_t b = g0 >> S.bsum_shift; b <= g1 >> S.bsum_shift; ++b) {
+        uint32_t* s = cs_bsum(slot, b);
+        if (cs_ld32(cs_bsum_rclock(s, r)) < c) {
+            cs_max32(cs_bsum_rclock(s, r), c);
+            cs_st32(cs_bsum_rsite(s, r), site);
+        }
+    }
+}
+
+// Writes of granules [g0, g1] by logical thread t at clock c (noted before the epochs).
+CS_DEV void cs_bsum_write(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t t, uint32_t c) {
+    uint64_t key = (1ull << 40) | ((uint64_t)t << 32);
+    for (uint32_t b = g0 >> S.bsum_shift; b <= g1 >> S.bsum_shift; ++b) {
+        uint32_t* s = cs_bsum(slot, b);
+        uint64_t* wr = (uint64_t*)(s + CS_BS_WRITERS);
+        uint32_t i = 0;
+        for (; i < CS_BSUM_WRITERS; ++i) {  // entries are claimed in order: no holes
+            uint64_t e = cs_ld64(&wr[i]);
+            if (e == 0 && (e = cs_cas64(&wr[i], 0, key | c)) == 0) break;
+            if ((e >> 32) == (key >> 32)) {
+                if ((uint32_t)e < c) cs_max64(&wr[i], key | c);
+                break;
+            }
+        }
+        if (i == CS_BSUM_WRITERS) cs_or32(&s[CS_BS_FLAGS], CS_BS_FLAG_OVERFLOW);
+    }
+}
+
+CS_DEV void cs_bsum_flag(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t flag) {
+    for (uint32_t b = g0 >> S.bsum_shift; b <= g1 >> S.bsum_shift; ++b)
+        cs_or32(&cs_bsum(slot, b)[CS_BS_FLAGS], flag);
+}
+
+// The issuing warp's clock of each reader index (all ones for its own reads: program
+// order), taken once per copy. Up to CS_BSUM_FASTR readers in registers.
+#define CS_BSUM_FASTR 16
+struct cs_bsum_vc {
+    uint32_t c[CS_BSUM_FASTR];
+    uint32_t n;
+};
+CS_DEV void cs_bsum_vc_init(const cs_view& v, cs_bsum_vc& q) {
+    q.n = cs_bsum_nreaders();
+#pragma unroll
+    for (uint32_t r = 0; r < CS_BSUM_FASTR; ++r) {
+        uint32_t t = cs_bsum_reader_tid(r);
+        q.c[r] = r < q.n && t != v.w ? v.mine[t] : 0xFFFFFFFFu;
+    }
+}
+
+// One block's summary as a copy looks at it: loaded in a few vector loads, judged after.
+struct cs_bsum_blk {
+    cs_u4 rc[CS_BSUM_FASTR / 4], h, w01, w23;
+};
+CS_DEV void cs_bsum_load(uint32_t* s, const cs_bsum_vc& q, bool writers, cs_bsum_blk& x) {
+#pragma unroll
+    for (uint32_t k = 0; k < CS_BSUM_FASTR / 4; ++k)
+        x.rc[k] = 4 * k < q.n && q.n <= CS_BSUM_FASTR ? cs_ld128(cs_bsum_rclock(s, 4 * k))
+                                                      : cs_u4{0, 0, 0, 0};
+    if (writers) {
+        x.h = cs_ld128(s);
+        x.w01 = cs_ld128(s + CS_BS_WRITERS);
+        x.w23 = cs_ld128(s + CS_BS_WRITERS + 4);
+    }
+}
+
+// Is every read summary s saw ordered before a copy issued by warp v.w?
+CS_DEV bool cs_bsum_readers_ordered(const cs_view& v, uint32_t* s, const cs_bsum_vc& q,
+                                    const cs_bsum_blk& x) {
+    bool clear = true;
+    if (q.n > CS_BSUM_FASTR) {  // many warps: one reader at a time
+        for (uint32_t r = 0; r < q.n; ++r) {
+            uint32_t t = cs_bsum_reader_tid(r), c = cs_ld32(cs_bsum_rclock(s, r));
+            if (c && !cs_ordered(v.mine, v.w, t, c)) clear = false;
+        }
+        return clear;
+    }
+#pragma unroll
+    for (uint32_t k = 0; k < CS_BSUM_FASTR / 4; ++k)
+        clear = clear && x.rc[k].x <= q.c[4 * k] && x.rc[k].y <= q.c[4 * k + 1] &&
+                x.rc[k].z <= q.c[4 * k + 2] && x.rc[k].w <= q.c[4 * k + 3];
+    return clear;
+}
+
+// ...and every write, but those of `by` itself, with no flag set? by_i, by_c: the writer
+// entry of `by` (CS_BSUM_WRITERS: none) and its clock.
+CS_DEV bool cs_bsum_writers_ordered(const cs_view& v, uint32_t by, const cs_bsum_blk& x,
+                                    uint32_t& by_i, uint32_t& by_c) {
+    uint64_t wr[CS_BSUM_WRITERS] = {((uint64_t)x.w01.y << 32) | x.w01.x,
+                                    ((uint64_t)x.w01.w << 32) | x.w01.z,
+                                    ((uint64_t)x.w23.y << 32) | x.w23.x,
+                                    ((uint64_t)x.w23.w << 32) | x.w23.z};
+    bool clear = x.h.x == 0;
+    by_i = CS_BSUM_WRITERS;
+    by_c = 0;
+#pragma unroll
+    for (uint32_t i = 0; i < CS_BSUM_WRITERS; ++i) {
+        uint32_t t = (uint32_t)(wr[i] >> 32) & 0xFFu;
+        if (wr[i] && t == by) by_i = i, by_c = (uint32_t)wr[i];
+        else if (wr[i] && !cs_ordered(v.mine, v.w, t, (uint32_t)wr[i])) clear = false;
+    }
+    return clear;
+}
+
+// After the stores: the first reader of summary s not ordered before the copy.
+CS_DEV cs_finding cs_bsum_late_reader(const cs_view& v, uint32_t* s) {
+    for (uint32_t r = 0; r < cs_bsum_nreaders(); ++r) {
+        uint32_t t = cs_bsum_reader_tid(r), c = cs_ld32(cs_bsum_rclock(s, r));
+        if (c && !cs_ordered(v.mine, v.w, t, c))
+            return {t < CS_MAX_WARPS ? CS_RACE_WAR : CS_ASYNC_PENDING_READ,
+                    cs_ld32(cs_bsum_rsite(s, r)), t};
+    }
+    return {0, CS_NO_SITE, CS_NO_WARP};
+}
+
 // Publish this warp's read of granule g (the writer side looks for it after its store).
 CS_DEV void cs_record_read(const cs_view& v, uint32_t g, uint32_t site) {
     uint64_t* rm = v.ent + 2 * g + 1;
@@ -639,11 +820,9 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
 CS_DEV uint64_t* cs_wg_rec(uint32_t slot, uint32_t u, uint32_t g);
 CS_DEV uint32_t* cs_wg_site(uint32_t slot, uint32_t u, uint32_t g);
 CS_DEV uint32_t cs_nwg();
-CS_DEV void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
-                            uint32_t by, uint32_t clk, cs_finding& f) {
-#ifdef CONSAN_NULL_ENGINE_WRITE  // measurements only: the cost of the box walk
-    return;
-#endif
+CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
+                           uint32_t by, uint32_t clk, cs_finding& f) {
+    cs_gadd32(&((cs_log_header_t*)S.log)->walked, g1 - g0 + 1);
     uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
     bool wg = cs_wgmma_module(), ap = cs_async_proxy();
     uint32_t slot = cs_slot_sh;
@@ -714,6 +893,89 @@ CS_DEV void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t
                     f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
             }
             if (ap && !(mbar & (1u << i))) cs_check_async_read(v, g, f);
+        }
+    }
+}
+
+// A copy engine's write of granules [g0, g1] (see cs_engine_walk). Blocks whose summary
+// says every earlier access is ordered before the issuing warp take stores only: the
+// epoch, an empty reader set, the site. Then one fence, and a second look at their
+// readers: one that came meanwhile raced with this copy (in a whole block it is reported
+// from the summary -- its reader bit may be gone; in part of one, the part is walked).
+// The summaries are loaded a block ahead (and four at a time after the fence): one lane
+// does all of this, and its time is the latency of loads it did not overlap.
+#define CS_BSUM_BATCH 32
+CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
+                                 uint32_t by, uint32_t clk, cs_finding& f) {
+#ifdef CONSAN_NULL_ENGINE_WRITE  // measurements only: the cost of the box walk
+    return;
+#endif
+    if (!cs_bsum_on()) return cs_engine_walk(v, g0, g1, site, by, clk, f);
+    uint32_t slot = cs_slot_sh, sh = S.bsum_shift;
+    uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
+    uint64_t head = ((uint64_t)v.gen << CS_RM_GEN_SHIFT) | ((uint64_t)v.phase << 32);
+    uint64_t mine_entry = (1ull << 40) | ((uint64_t)by << 32) | clk;
+    cs_bsum_vc q;
+    cs_bsum_vc_init(v, q);
+    for (uint32_t b0 = g0 >> sh; b0 <= g1 >> sh; b0 += CS_BSUM_BATCH) {
+        uint32_t fast = 0, nb = (g1 >> sh) - b0 + 1;
+        nb = nb < CS_BSUM_BATCH ? nb : CS_BSUM_BATCH;
+        cs_bsum_blk cur, nxt;
+        cs_bsum_load(cs_bsum(slot, b0), q, true, cur);
+        for (uint32_t i = 0; i < nb; ++i) {
+            uint32_t b = b0 + i, a = b << sh, z = ((b + 1) << sh) - 1;
+            a = a < g0 ? g0 : a;
+            z = z > g1 ? g1 : z;
+            uint32_t* s = cs_bsum(slot, b);
+            if (i + 1 < nb) cs_bsum_load(cs_bsum(slot, b + 1), q, true, nxt);
+            uint32_t by_i, by_c;
+            bool clear = cs_bsum_writers_ordered(v, by, cur, by_i, by_c);
+            clear = cs_bsum_readers_ordered(v, s, q, cur) && clear;
+            cur = nxt;
+            if (by_i == CS_BSUM_WRITERS) cs_bsum_write(slot, a, z, by, clk);  // its first copy here
+            else if (by_c < clk) cs_max64((uint64_t*)(s + CS_BS_WRITERS) + by_i, mine_entry);
+            if (!clear) {
+                cs_engine_walk(v, a, z, site, by, clk, f);
+                continue;
+            }
+            fast |= 1u << i;
+#ifdef CONSAN_NULL_BOX_STORES  // measurements only: the cost of the stores-only path's stores
+            continue;
+#endif
+            uint32_t g = a;
+            for (; g <= z && (g & 3u); ++g) cs_st32(v.wsite + g, site);
+            if (((uint64_t)(v.wsite + g) & 15u) == 0)
+                for (; g + 3 <= z; g += 4) cs_st128_32(v.wsite + g, site);
+            for (; g <= z; ++g) cs_st32(v.wsite + g, site);
+            for (g = a; g <= z; ++g) cs_st128(v.ent + 2 * g, now, head);
+        }
+        if (!fast) continue;
+        cs_fence();
+#ifdef CONSAN_NULL_BOX_RECHECK  // measurements only: the cost of the look after the stores
+        fast = 0;
+#endif
+        while (fast) {
+            uint32_t ids[4];
+            cs_bsum_blk x[4];
+#pragma unroll
+            for (uint32_t j = 0; j < 4; ++j) {
+                ids[j] = fast ? b0 + cs_ffs(fast) - 1 : 0xFFFFFFFFu;
+                fast &= fast - 1;
+            }
+#pragma unroll
+            for (uint32_t j = 0; j < 4; ++j)
+                if (ids[j] != 0xFFFFFFFFu) cs_bsum_load(cs_bsum(slot, ids[j]), q, false, x[j]);
+#pragma unroll
+            for (uint32_t j = 0; j < 4; ++j) {
+                if (ids[j] == 0xFFFFFFFFu) continue;
+                uint32_t b = ids[j], a = b << sh, z = ((b + 1) << sh) - 1;
+                uint32_t* s = cs_bsum(slot, b);
+                if (cs_bsum_readers_ordered(v, s, q, x[j])) continue;
+                if (!(a >= g0 && z <= g1))
+                    cs_engine_walk(v, a < g0 ? g0 : a, z > g1 ? g1 : z, site, by, clk, f);
+                else if (!f.kind)
+                    f = cs_bsum_late_reader(v, s);
+            }
         }
     }
 }
@@ -798,11 +1060,6 @@ CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint
     cs_fence();
 }
 
-#ifdef CONSAN_HOST
-#define CS_NOINLINE static
-#else
-#define CS_NOINLINE static __device__ __noinline__
-#endif
 
 // Everything the fast path does not settle: recording reads, writes, findings.
 CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
@@ -866,6 +1123,7 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
                 // Publish every read, one fence, then look at the writes (Dekker with
                 // cs_check_write, which stores its epoch, fences, then looks for readers).
                 for (uint32_t g = g0; g <= g1; ++g) cs_record_read(v, g, site);
+                if (cs_bsum_on()) cs_bsum_read(slot, g0, g1, w, v.clock, site);
                 cs_fence();
                 for (uint32_t g = g0; g <= g1; ++g) cs_check_raw(v, g, f);
             } else {
@@ -874,6 +1132,7 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
                     by = CS_AGENT_CPASYNC + w;
                     clk = cs_ld32(&cs_cta(slot)[CS_CTA_CPASYNC_TICKS + w]) + 1;
                 }
+                if (cs_bsum_on()) cs_bsum_write(slot, g0, g1, by, clk);
                 for (uint32_t g = g0; g <= g1; ++g)
                     cs_check_write(v, g, site, mode == CS_MODE_ATOMIC, f, by, clk);
             }
@@ -1195,8 +1454,39 @@ CS_DEV bool cs_psh_mode() {
 }
 
 // ------------------------------------------------------------- probe entry points
+// CONSAN_PROFILE (measurements only, benchmarks/breakdown_async.py): the cycles each probe
+// kind takes, summed over calls (one lane per call), in cs_prof[2 * kind] (cycles) and
+// cs_prof[2 * kind + 1] (calls).
+#if defined(CONSAN_PROFILE) && !defined(CONSAN_HOST)
+extern "C" __device__ unsigned long long cs_prof[64];
+__device__ unsigned long long cs_prof[64];
+__device__ __forceinline__ long long cs_clock64() {
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+    return t;
+}
+struct cs_prof_scope {
+    uint32_t k;
+    long long t0;
+    bool me;
+    __device__ cs_prof_scope(uint32_t kind) : k(kind), t0(cs_clock64()) {
+        me = cs_lane() == (uint32_t)(__ffs(__activemask()) - 1);
+    }
+    __device__ ~cs_prof_scope() {
+        if (me) {
+            atomicAdd(&cs_prof[2 * k], (unsigned long long)(cs_clock64() - t0));
+            atomicAdd(&cs_prof[2 * k + 1], 1ull);
+        }
+    }
+};
+#define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#else
+#define CS_PROF(kind)
+#endif
+
 
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_PROF(0);
 #ifdef CONSAN_NULL_ACCESS  // benchmarks only: the cost of the probe call alone
     return;
 #endif
@@ -1207,6 +1497,7 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
 }
 
 CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
+    CS_PROF(1);
     if (cs_psh_mode()) return cs_psh_bar_arrive();
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return 0;
@@ -1215,6 +1506,7 @@ CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site,
 }
 
 CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
+    CS_PROF(2);
     if (cs_psh_mode()) return cs_psh_bar_wait(gen);
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return;
@@ -1223,6 +1515,7 @@ CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
 }
 
 CS_ENTRY void __consan_thread_exit(uint32_t site) {
+    CS_PROF(3);
     if (cs_psh_mode()) return;  // phase mode keeps no count of live warps
 #ifndef CONSAN_PSH
     cs_thread_exit(site);
@@ -1258,6 +1551,7 @@ CS_DEV void cs_unit_groups(uint32_t counter, uint32_t unit, bool commit, bool wa
 // last n). cp.async.mbarrier.arrive advances the clock too but ends no group, so the
 // group arithmetic of wait_group is not shifted by it.
 CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
+    CS_PROF(4);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
     uint32_t active = cs_group(((uint64_t)site << 32) | n, op);
@@ -1338,25 +1632,63 @@ CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
                   ((uint64_t)w << CS_WW_TID_SHIFT) | cs_clock_sh[w];
     for (uint32_t g = off / CS_GRANULE_BYTES; g < (off + 8) / CS_GRANULE_BYTES; ++g)
         if (g < S.granules) cs_st64(cs_gent(slot, g), ww);
+    uint32_t g1 = (off + 7) / CS_GRANULE_BYTES;
+    if (live && cs_bsum_on() && g1 < S.granules)
+        cs_bsum_flag(slot, off / CS_GRANULE_BYTES, g1, CS_BS_FLAG_MBAR);
+}
+
+// The columns of a vector clock that can be non-zero in this CTA, as ranges [a, b): its
+// warps, their cp.async units, the mbarriers' copy engines, then (where the module has
+// them) the bulk-store units, the proxy views and the wgmma units. The mbarrier probes run
+// in one lane under a lock: visiting these few dozen columns, eight loads in flight at a
+// time, instead of all nlogical one after another, is most of what they cost.
+#define CS_VC_RANGES 6
+CS_DEV uint32_t cs_vc_ranges(uint32_t* a, uint32_t* b) {
+    uint32_t nw = S.nwarps, L = S.nlogical, n = 0;
+    const uint32_t base[CS_VC_RANGES] = {0, CS_AGENT_CPASYNC, CS_AGENT_MBAR, CS_AGENT_BULK,
+                                         CS_AGENT_PROXY, CS_AGENT_WGMMA};
+    const uint32_t width[CS_VC_RANGES] = {nw, nw, CS_MBARRIERS, nw, nw, cs_nwg()};
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
+        if (base[k] < L) {
+            a[n] = base[k];
+            b[n++] = base[k] + width[k] < L ? base[k] + width[k] : L;
+        }
+    return n;
+}
+
+// dst[u] = max(dst[u], src[u]) over those columns, but column `skip`; src 0 clears dst.
+// (Plain loads: the caller holds the lock the writers of both hold.)
+CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip) {
+    uint32_t a[CS_VC_RANGES], b[CS_VC_RANGES];
+    uint32_t n = cs_vc_ranges(a, b);
+    for (uint32_t k = 0; k < n; ++k) {
+        for (uint32_t u = a[k]; u < b[k]; u += 8) {
+            uint32_t x[8], d[8];
+#pragma unroll
+            for (uint32_t i = 0; i < 8; ++i) {
+                bool in = u + i < b[k];
+                x[i] = in && src ? src[u + i] : 0;
+                d[i] = in && src ? dst[u + i] : 1;
+            }
+#pragma unroll
+            for (uint32_t i = 0; i < 8; ++i)
+                if (u + i < b[k] && u + i != skip && (src ? x[i] > d[i] : true)) dst[u + i] = x[i];
+        }
+    }
 }
 
 // Complete the current phase (lock held): open the next one with a clean clock slot.
 CS_DEV void cs_mbar_try_complete(uint32_t* e) {
     if ((int32_t)e[CS_MB_PENDING] > 0 || (int32_t)e[CS_MB_TX] > 0) return;
     uint32_t ph = e[CS_MB_PHASE] + 1;
-    uint32_t* next = e + CS_MB_VC + (ph & 1) * S.nlogical;
-    for (uint32_t u = 0; u < S.nlogical; ++u) next[u] = 0;
+    cs_vc_join(e + CS_MB_VC + (ph & 1) * S.nlogical, 0, CS_NO_SLOT);
     e[CS_MB_PHASE] = ph;
     e[CS_MB_PENDING] = e[CS_MB_EXPECTED];
     e[CS_MB_TX] = 0;
 }
 
 CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
-    uint32_t* mine = cs_vis(slot, w);
-    for (uint32_t u = 0; u < S.nlogical; ++u) {
-        uint32_t v = cs_ld32(&vc[u]);
-        if (v > mine[u] && u != w) mine[u] = v;
-    }
+    cs_vc_join(cs_vis(slot, w), vc, w);
 }
 
 // A warp spinning on failed waits: true once `key` (the phase it waits for to complete,
@@ -1388,6 +1720,7 @@ CS_DEV uint32_t cs_guard_verdict(uint32_t active, uint32_t skip, uint32_t leader
 // live, an arrival below zero): the rewritten kernel then skips it, so the report is
 // read back and the CUDA context stays usable.
 CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
+    CS_PROF(((op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) && !(arg & 2)) ? 12u : 5);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     uint32_t active = cs_group(((uint64_t)site << 32) | arg, addr);
@@ -1430,7 +1763,8 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
                 e[CS_MB_TX] = 0;
                 e[CS_MB_PHASE] = 0;
-                for (uint32_t u = 0; u < 2 * S.nlogical; ++u) e[CS_MB_VC + u] = 0;
+                cs_vc_join(e + CS_MB_VC, 0, CS_NO_SLOT);
+                cs_vc_join(e + CS_MB_VC + S.nlogical, 0, CS_NO_SLOT);
                 cs_mbar_mark(slot, off, true);
             } else if (!live) {  // invalidated since the look above
                 cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
@@ -1477,9 +1811,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 }
                 if (op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX) {
                     uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
-                    uint32_t* vc = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;
-                    for (uint32_t u = 0; u < S.nlogical; ++u)
-                        if (mine[u] > vc[u]) vc[u] = mine[u];
+                    cs_vc_join(e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical, mine, CS_NO_SLOT);
                     e[CS_MB_LASTPH + w] = e[CS_MB_PHASE];
                     if ((int32_t)e[CS_MB_PENDING] < (int32_t)count) {
                         cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
@@ -1505,6 +1837,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
 // phase the copy completes + 1, published in that phase's slot, so only a wait on the
 // phase makes the bytes visible.
 CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site) {
+    CS_PROF(6);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32));
@@ -1624,6 +1957,7 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
         cs_st64(cs_aread(slot, g), mark);
         cs_st32(cs_arsite(slot, g), site);
     }
+    if (cs_bsum_on()) cs_bsum_read(slot, g0, g1, S.nwarps + w, clk, site);
     cs_fence();
     cs_finding found[CS_BULK_FINDINGS];
     uint32_t lo[CS_BULK_FINDINGS], hi[CS_BULK_FINDINGS], nfound = 0;
@@ -1669,6 +2003,7 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
 }
 
 CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
+    CS_PROF(7);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
     uint32_t active = cs_group(site, 0);
@@ -1690,6 +2025,7 @@ CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
 // cp.async.bulk.commit_group closes warp w's open bulk group; cp.async.bulk.wait_group{.read}
 // n retires the reads of all but the newest n; fence.proxy.async (see above).
 CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
+    CS_PROF(8);
     uint32_t slot = cs_slot_sh;
     bool bulk = cs_async_proxy(), wg = cs_wgmma_module() && !cs_phase_mode();
     if (slot == CS_NO_SLOT || !(bulk || wg)) return;
@@ -1813,6 +2149,7 @@ CS_DEV void cs_wg_check_source(const cs_view& v, uint32_t slot, uint32_t g, uint
 // A record at an mma_async names the operand (barrier: 0 A, 1 B), the group (phase) and
 // the operand's descriptor (count: bits 0-31, clock: bits 32-63).
 CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
+    CS_PROF(9);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
     uint32_t active = cs_group(((uint64_t)site << 32) | info, da), lane = cs_lane(), w = cs_warp();
@@ -1840,6 +2177,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
                 cs_st64(cs_wg_rec(slot, u, g), head);
                 cs_st32(cs_wg_site(slot, u, g), site);
             }
+            if (cs_bsum_on()) cs_bsum_read(slot, g0, g1, 2 * S.nwarps + u, clk, site);
             cs_fence();  // publish the reads, then look at the writes (Dekker with cs_check_write)
             for (uint32_t g = g0; g <= g1; ++g) {
                 uint64_t ww = cs_or64(v.ent + 2 * g, (uint64_t)CS_WW_FLAG_WGREAD << CS_WW_FLAGS_SHIFT);
@@ -1869,6 +2207,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
 // proxy; w's clock moves on, so later writes are not covered. (Phase mode has no async
 // proxy readers: the fence is nothing there.)
 CS_ENTRY void __consan_wgmma_group(uint32_t op, uint32_t n, uint32_t site) {
+    CS_PROF(10);
     if (cs_slot_sh == CS_NO_SLOT) return;
     // the unit belongs to the warpgroup: a wait by any of its warps covers all its reads
     cs_unit_groups(CS_CTA_WGMMA_COMMITS, CS_AGENT_WGMMA + (cs_warp() >> 2),
@@ -2027,6 +2366,7 @@ CS_DEV void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint32_t 
 // an mbarrier that is not live is skipped (1), as for bulk copies.
 CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
                                   uint32_t op) {
+    CS_PROF(11);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     uint32_t active = cs_group(((uint64_t)site << 32) | op, 0);
@@ -2060,6 +2400,7 @@ CS_ENTRY void __consan_cta_begin() {
 CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
 #else
 CS_ENTRY void __consan_cta_begin() {
+    CS_PROF(13);
     uint32_t tid = cs_tid();
     uint32_t n = cs_block_threads();
 #ifdef CONSAN_PSH
