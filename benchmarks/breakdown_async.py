@@ -1,0 +1,132 @@
+#!/usr/bin/env python
+"""Where consan's time goes on the feature-dense async kernels of bench_async.py.
+
+    PYTHONPATH=. python benchmarks/breakdown_async.py [--only K1,K2] [--repeats N]
+
+Each configuration builds the checker with parts of it switched off
+(CONSAN_CHECKER_DEFINES, for measurement only: the model is wrong in those builds) and
+times the same consan launch in its own process (CUDA events, median). "resets only"
+times what a launch does besides the kernel (zeroing the log and the slot table).
+--profile instead prints, per probe kind, the cycles it took per CTA (CONSAN_PROFILE).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks.bench_async import CASES  # noqa: E402
+from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
+
+CONFIGS = {  # (switching the mbarrier or tensor probes off would hang the TMA kernels)
+    "full": "",
+    "no copy-engine writes": "CONSAN_NULL_ENGINE_WRITE",
+    "no access probes": "CONSAN_NULL_ACCESS",
+    "neither": "CONSAN_NULL_ENGINE_WRITE CONSAN_NULL_ACCESS",
+}
+
+
+PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "bulk",
+          "bulk_store", "bulk_group", "wgmma", "wgmma_group", "tensor", "mbar failed wait",
+          "cta_begin")
+
+
+def profile(name: str) -> None:
+    """One launch of a checker built with CONSAN_PROFILE: cycles per probe kind."""
+    import cupy as cp
+    import numpy as np
+
+    import consan
+
+    _, size, build = CASES[name]
+    ln = build(cp, size)
+    p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
+                       shared_mem=ln.shared_mem, options=_arch_options(cp))
+    p.launch(ln.args)
+    p.report()
+    ptr = p.module.get_global_var("cs_prof")
+    cp.cuda.runtime.memset(ptr, 0, 64 * 8)
+    p.launch(ln.args)
+    rep = p.report()
+    prof = np.zeros(64, dtype=np.uint64)
+    cp.cuda.runtime.memcpy(prof.ctypes.data, ptr, 64 * 8, cp.cuda.runtime.memcpyDeviceToHost)
+    ctas = ln.grid[0] * ln.grid[1] * ln.grid[2]
+    print(f"granules walked by copies: {rep.header.get('walked', 0)} (the rest: stores only)")
+    print("probe | calls per CTA | kcycles per CTA | cycles per call")
+    for k, label in enumerate(PROBES):
+        cyc, calls = int(prof[2 * k]), int(prof[2 * k + 1])
+        if calls:
+            print(f"{label} | {calls / ctas:.1f} | {cyc / ctas / 1e3:.1f} | {cyc / calls:.0f}")
+
+
+def child(name: str, repeats: int) -> None:
+    import cupy as cp
+
+    import consan
+
+    _, size, build = CASES[name]
+    ln = build(cp, size)
+    p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
+                       shared_mem=ln.shared_mem, options=_arch_options(cp))
+    ms = _time(cp, lambda: p.launch(ln.args), lambda: p.report(sync=False), 2, repeats)
+    resets = _time(cp, lambda: p.launch_resets(ln.args), lambda: p.report(sync=False), 2,
+                   repeats)
+    native = cp.RawKernel(ln.source, ln.kernel, options=_arch_options(cp))
+    nat = _time(cp, lambda: native(ln.grid, ln.block, ln.args, shared_mem=ln.shared_mem),
+                lambda: None, 3, 20)
+    print(f"CHILD {statistics.median(ms)} {statistics.median(resets)} {statistics.median(nat)}",
+          flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", metavar="K1,K2")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--configs", metavar="C1,C2", help=f"subset of: {', '.join(CONFIGS)}")
+    ap.add_argument("--profile", action="store_true",
+                    help="cycles per probe kind instead (checker built with CONSAN_PROFILE)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.profile:
+        os.environ["CONSAN_CHECKER_DEFINES"] = " ".join(
+            ["CONSAN_PROFILE", *os.environ.get("CONSAN_CHECKER_DEFINES", "").split()])
+        for name in [n for n in CASES if not args.only or n in args.only.split(",")]:
+            print(f"[{name}]", flush=True)
+            profile(name)
+        return 0
+    if args.child:
+        child(args.child, args.repeats)
+        return 0
+    names = [n for n in CASES if not args.only or n in args.only.split(",")]
+    print("kernel | configuration | consan ms | x native | resets only ms")
+    for name in names:
+        for label, defines in CONFIGS.items():
+            if args.configs and label not in args.configs.split(","):
+                continue
+            env = {**os.environ, "PYTHONPATH": ROOT, "CONSAN_CHECKER_DEFINES": defines}
+            try:
+                res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name,
+                                      "--repeats", str(args.repeats)],
+                                     capture_output=True, text=True, env=env, timeout=120)
+            except subprocess.TimeoutExpired:
+                print(f"{name} | {label} | timed out after 120 s", flush=True)
+                continue
+            line = next((x for x in res.stdout.splitlines() if x.startswith("CHILD ")), None)
+            if line is None:
+                tail = (res.stdout + res.stderr).strip().splitlines()[-2:]
+                print(f"{name} | {label} | failed: {' | '.join(tail)}", flush=True)
+                continue
+            ms, resets, nat = map(float, line.split()[1:])
+            print(f"{name} | {label} | {ms:.3f} | {ms / nat:.1f} | {resets:.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
