@@ -193,6 +193,7 @@ def test_ring_clean_is_clean_and_computes_the_sums():
     _hopper_or_skip()
     _, rep, got, want, nat = _ring({}, 12, native=True)
     assert rep.ok and not rep.notes, str(rep)
+    assert rep.header["walked"] == 0  # every copy's box: summaries clear, stores only
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(nat, want)
 
@@ -205,6 +206,8 @@ def test_ring_missing_wait(case):
     assert {v.kind for v in rep.violations} == {kind}, str(rep)
     assert all(line_of(src, at) in lines(v.site) for v in rep.violations), str(rep)
     assert all(line_of(src, prev) in lines(v.prev_site) for v in rep.violations), str(rep)
+    if kind == "race.war":  # the refill's summary shows the unordered reads: walked
+        assert rep.header["walked"] > 0
 
 
 # ---------------------------------------------------------------- tensor stores

@@ -242,6 +242,36 @@ CS_DEV bool cs_local(uint32_t a, uint32_t& off) {
 }
 #define S (__consan_state)
 
+// CONSAN_PROFILE (measurements only, benchmarks/breakdown_async.py): the cycles each probe
+// kind takes, summed over calls (one lane per call), in cs_prof[2 * kind] (cycles) and
+// cs_prof[2 * kind + 1] (calls).
+#if defined(CONSAN_PROFILE) && !defined(CONSAN_HOST)
+extern "C" __device__ unsigned long long cs_prof[64];
+__device__ unsigned long long cs_prof[64];
+__device__ __forceinline__ long long cs_clock64() {
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+    return t;
+}
+struct cs_prof_scope {
+    uint32_t k;
+    long long t0;
+    bool me;
+    __device__ cs_prof_scope(uint32_t kind) : k(kind), t0(cs_clock64()) {
+        me = cs_lane() == (uint32_t)(__ffs(__activemask()) - 1);
+    }
+    __device__ ~cs_prof_scope() {
+        if (me) {
+            atomicAdd(&cs_prof[2 * k], (unsigned long long)(cs_clock64() - t0));
+            atomicAdd(&cs_prof[2 * k + 1], 1ull);
+        }
+    }
+};
+#define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#else
+#define CS_PROF(kind)
+#endif
+
 // ------------------------------------------------------------- table access
 
 // Visibility: only warps acquire, so only warps have a vector clock (agents have none).
@@ -624,7 +654,8 @@ CS_DEV void cs_bsum_flag(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t flag)
 }
 
 // The issuing warp's clock of each reader index (all ones for its own reads: program
-// order), taken once per copy. Up to CS_BSUM_FASTR readers in registers.
+// order, and for units the module's clocks do not cover: they never read), taken once
+// per copy. Up to CS_BSUM_FASTR readers in registers.
 #define CS_BSUM_FASTR 16
 struct cs_bsum_vc {
     uint32_t c[CS_BSUM_FASTR];
@@ -635,7 +666,7 @@ CS_DEV void cs_bsum_vc_init(const cs_view& v, cs_bsum_vc& q) {
 #pragma unroll
     for (uint32_t r = 0; r < CS_BSUM_FASTR; ++r) {
         uint32_t t = cs_bsum_reader_tid(r);
-        q.c[r] = r < q.n && t != v.w ? v.mine[t] : 0xFFFFFFFFu;
+        q.c[r] = r < q.n && t != v.w && t < S.nlogical ? v.mine[t] : 0xFFFFFFFFu;
     }
 }
 
@@ -1063,6 +1094,7 @@ CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint
 
 // Everything the fast path does not settle: recording reads, writes, findings.
 CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_PROF(14);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
     uint32_t active = cs_group(((uint64_t)site << 32) | info, 0);
@@ -1112,6 +1144,7 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
         if (g1 >= S.granules) {
             f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
         } else {
+            CS_PROF(15);
             uint32_t w = cs_warp();
             cs_view v = cs_make_view(slot, w);
             if (cs_phase_mode()) {
@@ -1454,35 +1487,6 @@ CS_DEV bool cs_psh_mode() {
 }
 
 // ------------------------------------------------------------- probe entry points
-// CONSAN_PROFILE (measurements only, benchmarks/breakdown_async.py): the cycles each probe
-// kind takes, summed over calls (one lane per call), in cs_prof[2 * kind] (cycles) and
-// cs_prof[2 * kind + 1] (calls).
-#if defined(CONSAN_PROFILE) && !defined(CONSAN_HOST)
-extern "C" __device__ unsigned long long cs_prof[64];
-__device__ unsigned long long cs_prof[64];
-__device__ __forceinline__ long long cs_clock64() {
-    long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
-    return t;
-}
-struct cs_prof_scope {
-    uint32_t k;
-    long long t0;
-    bool me;
-    __device__ cs_prof_scope(uint32_t kind) : k(kind), t0(cs_clock64()) {
-        me = cs_lane() == (uint32_t)(__ffs(__activemask()) - 1);
-    }
-    __device__ ~cs_prof_scope() {
-        if (me) {
-            atomicAdd(&cs_prof[2 * k], (unsigned long long)(cs_clock64() - t0));
-            atomicAdd(&cs_prof[2 * k + 1], 1ull);
-        }
-    }
-};
-#define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
-#else
-#define CS_PROF(kind)
-#endif
 
 
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
@@ -1640,8 +1644,8 @@ CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
 // The columns of a vector clock that can be non-zero in this CTA, as ranges [a, b): its
 // warps, their cp.async units, the mbarriers' copy engines, then (where the module has
 // them) the bulk-store units, the proxy views and the wgmma units. The mbarrier probes run
-// in one lane under a lock: visiting these few dozen columns, eight loads in flight at a
-// time, instead of all nlogical one after another, is most of what they cost.
+// in one lane under a lock and visit only these few dozen columns, eight loads in flight
+// at a time, not all nlogical (up to 168) one after another.
 #define CS_VC_RANGES 6
 CS_DEV uint32_t cs_vc_ranges(uint32_t* a, uint32_t* b) {
     uint32_t nw = S.nwarps, L = S.nlogical, n = 0;
