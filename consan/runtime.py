@@ -288,18 +288,13 @@ class Prepared:
                        if k != "slot_busy"}
         # What each launch zeroes, in one buffer: one memset, not a kernel per table (a
         # launch of a 20 us kernel must not pay 100 us of resets).
-        parts = {"header": abi.log_header_dtype().itemsize,
-                 "keys": abi.key_dtype().itemsize * abi.KEY_TABLE_ENTRIES,
-                 "slot_busy": max(sizes["slot_busy"], 8)}
-        self._reset = cupy.zeros(sum(-(-n // 256) * 256 for n in parts.values()), dtype=np.uint8)
-        at = 0
-        for name, n in parts.items():
-            view = self._reset[at:at + n]
-            if name == "slot_busy":
-                self.tables[name] = view
-            else:
-                setattr(self, name, view)
-            at += -(-n // 256) * 256
+        sizes_reset = (abi.log_header_dtype().itemsize,
+                       abi.key_dtype().itemsize * abi.KEY_TABLE_ENTRIES, max(sizes["slot_busy"], 8))
+        starts = np.cumsum([0] + [-(-n // 256) * 256 for n in sizes_reset])
+        self._reset = cupy.zeros(int(starts[-1]), dtype=np.uint8)
+        self.header, self.keys, self.tables["slot_busy"] = (
+            self._reset[int(at):int(at) + n]
+            for at, n in zip(starts[:-1], sizes_reset, strict=True))
         rec = abi.record_dtype()
         nbytes = rec.itemsize * LOG_CAPACITY
         self._host_ptr = runtime.hostAlloc(nbytes, runtime.hostAllocMapped)
@@ -325,9 +320,7 @@ class Prepared:
         state["flags"] = ((abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0)
                           | (abi.FLAG_WGMMA if self.build.instrumented.wgmma else 0))
         if sizes["bsum"]:
-            state["flags"] |= abi.FLAG_BOX_SUMMARY
-            state["bsum_shift"] = abi.bsum_shift(self.nwarps)
-            state["bsum_words"] = abi.bsum_words(self.nwarps)
+            abi.set_box_summary(state, self.nwarps)
         if self.psh_bytes:
             state["flags"] |= abi.FLAG_PHASE_SMEM
             state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.psh_bytes

@@ -315,6 +315,12 @@ def bsum_shift(nwarps: int) -> int:
     return shift
 
 
+def set_box_summary(state, nwarps: int) -> None:
+    """Turn box summaries on in a state block (its table must be allocated)."""
+    state["flags"] |= FLAG_BOX_SUMMARY
+    state["bsum_shift"], state["bsum_words"] = bsum_shift(nwarps), bsum_words(nwarps)
+
+
 def bsum_blocks(granules: int, nwarps: int) -> int:
     shift = bsum_shift(nwarps)
     return (granules + (1 << shift) - 1) >> shift

@@ -96,8 +96,7 @@ class HostChecker:
         st["flags"] = ((abi.FLAG_PHASE_MODE if phase_mode or phase_smem else 0)
                        | (abi.FLAG_WGMMA if wgmma else 0))
         if sizes["bsum"]:  # as the runtime sets it for modules with copy-engine writes
-            st["flags"] |= abi.FLAG_BOX_SUMMARY
-            st["bsum_shift"], st["bsum_words"] = abi.bsum_shift(nwarps), abi.bsum_words(nwarps)
+            abi.set_box_summary(st, nwarps)
         if phase_smem:  # the tables the device keeps in the CTA's dynamic shared memory
             st["flags"] |= abi.FLAG_PHASE_SMEM
             st["psh_bytes"] = abi.psh_bytes(G, nwarps)

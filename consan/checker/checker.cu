@@ -64,7 +64,6 @@ CS_DEV void cs_st64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_R
 CS_DEV void cs_st128(uint64_t* p, uint64_t a, uint64_t b) { cs_st64(p, a); cs_st64(p + 1, b); }
 struct cs_u4 { uint32_t x, y, z, w; };
 CS_DEV cs_u4 cs_ld128(const uint32_t* p) { return {cs_ld32(p), cs_ld32(p + 1), cs_ld32(p + 2), cs_ld32(p + 3)}; }
-CS_DEV void cs_st128_32(uint32_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) cs_st32(p + i, v); }
 CS_DEV uint32_t cs_add32(uint32_t* p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint64_t cs_add64(uint64_t* p, uint64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint32_t cs_max32(uint32_t* p, uint32_t v) {
@@ -172,9 +171,6 @@ CS_DEV void cs_st64(uint64_t* p, uint64_t v) {
 }
 CS_DEV void cs_st128(uint64_t* p, uint64_t a, uint64_t b) {  // p 16-byte aligned
     asm volatile("st.relaxed.cta.global.v2.u64 [%0], {%1, %2};" :: "l"(p), "l"(a), "l"(b) : "memory");
-}
-CS_DEV void cs_st128_32(uint32_t* p, uint32_t v) {  // four copies of v; p 16-byte aligned
-    asm volatile("st.relaxed.cta.global.v4.u32 [%0], {%1, %1, %1, %1};" :: "l"(p), "r"(v) : "memory");
 }
 struct cs_u4 { uint32_t x, y, z, w; };
 CS_DEV cs_u4 cs_ld128(const uint32_t* p) {  // p 16-byte aligned
@@ -407,6 +403,7 @@ CS_DEV uint32_t* cs_readbits(uint32_t slot, uint32_t w, uint32_t parity);
 CS_DEV bool cs_phase_mode();
 CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint32_t lane);
 CS_DEV bool cs_bsum_on();
+CS_DEV uint32_t cs_bsum_blocks();
 CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b);
 
 // Run by every thread (i = thread index, n = threads): clear clocks, barrier slots, bitmaps.
@@ -418,8 +415,7 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
     for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
     if (cs_bsum_on()) {
         uint32_t* bs = cs_bsum(slot, 0);
-        uint32_t words = ((S.granules + (1u << S.bsum_shift) - 1) >> S.bsum_shift) * S.bsum_words;
-        for (uint32_t k = i; k < words; k += n) bs[k] = 0;
+        for (uint32_t k = i; k < cs_bsum_blocks() * S.bsum_words; k += n) bs[k] = 0;
     }
     if (cs_phase_mode()) {
         uint32_t* bm = cs_readbits(slot, 0, 0);
@@ -601,9 +597,9 @@ CS_DEV cs_view cs_make_view(uint32_t slot, uint32_t w) {
 
 CS_DEV uint32_t cs_nwg();
 CS_DEV bool cs_bsum_on() { return (S.flags & CS_FLAG_BOX_SUMMARY) && !cs_phase_mode(); }
+CS_DEV uint32_t cs_bsum_blocks() { return (S.granules + (1u << S.bsum_shift) - 1) >> S.bsum_shift; }
 CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b) {
-    uint32_t nb = (S.granules + (1u << S.bsum_shift) - 1) >> S.bsum_shift;
-    return (uint32_t*)S.bsum + ((uint64_t)slot * nb + b) * S.bsum_words;
+    return (uint32_t*)S.bsum + ((uint64_t)slot * cs_bsum_blocks() + b) * S.bsum_words;
 }
 CS_DEV uint32_t cs_bsum_nreaders() { return 2 * S.nwarps + cs_nwg(); }
 // Reader index r: warp r, the bulk-store unit of warp r - nwarps, the wgmma unit r - 2 nwarps.
@@ -612,8 +608,8 @@ CS_DEV uint32_t cs_bsum_reader_tid(uint32_t r) {
     return r < nw ? r : r < 2 * nw ? CS_AGENT_BULK + r - nw : CS_AGENT_WGMMA + r - 2 * nw;
 }
 CS_DEV uint32_t* cs_bsum_rclock(uint32_t* s, uint32_t r) { return s + CS_BS_READERS + r; }
-CS_DEV uint32_t* cs_bsum_rsite(uint32_t* s, uint32_t r) {
-    return s + CS_BS_READERS + ((cs_bsum_nreaders() + 3) & ~3u) + r;
+CS_DEV uint32_t* cs_bsum_rsite(uint32_t* s, uint32_t r) {  // after the clocks: half the rest
+    return s + CS_BS_READERS + (S.bsum_words - CS_BS_READERS) / 2 + r;
 }
 
 // Reads of granules [g0, g1] by reader index r at clock c (published before the reader's
@@ -933,8 +929,6 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
 // epoch, an empty reader set, the site. Then one fence, and a second look at their
 // readers: one that came meanwhile raced with this copy (in a whole block it is reported
 // from the summary -- its reader bit may be gone; in part of one, the part is walked).
-// The summaries are loaded a block ahead (and four at a time after the fence): one lane
-// does all of this, and its time is the latency of loads it did not overlap.
 #define CS_BSUM_BATCH 32
 CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
                                  uint32_t by, uint32_t clk, cs_finding& f) {
@@ -951,18 +945,16 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
     for (uint32_t b0 = g0 >> sh; b0 <= g1 >> sh; b0 += CS_BSUM_BATCH) {
         uint32_t fast = 0, nb = (g1 >> sh) - b0 + 1;
         nb = nb < CS_BSUM_BATCH ? nb : CS_BSUM_BATCH;
-        cs_bsum_blk cur, nxt;
-        cs_bsum_load(cs_bsum(slot, b0), q, true, cur);
         for (uint32_t i = 0; i < nb; ++i) {
             uint32_t b = b0 + i, a = b << sh, z = ((b + 1) << sh) - 1;
             a = a < g0 ? g0 : a;
             z = z > g1 ? g1 : z;
             uint32_t* s = cs_bsum(slot, b);
-            if (i + 1 < nb) cs_bsum_load(cs_bsum(slot, b + 1), q, true, nxt);
+            cs_bsum_blk x;
+            cs_bsum_load(s, q, true, x);
             uint32_t by_i, by_c;
-            bool clear = cs_bsum_writers_ordered(v, by, cur, by_i, by_c);
-            clear = cs_bsum_readers_ordered(v, s, q, cur) && clear;
-            cur = nxt;
+            bool clear = cs_bsum_writers_ordered(v, by, x, by_i, by_c);
+            clear = cs_bsum_readers_ordered(v, s, q, x) && clear;
             if (by_i == CS_BSUM_WRITERS) cs_bsum_write(slot, a, z, by, clk);  // its first copy here
             else if (by_c < clk) cs_max64((uint64_t*)(s + CS_BS_WRITERS) + by_i, mine_entry);
             if (!clear) {
@@ -973,40 +965,26 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
 #ifdef CONSAN_NULL_BOX_STORES  // measurements only: the cost of the stores-only path's stores
             continue;
 #endif
-            uint32_t g = a;
-            for (; g <= z && (g & 3u); ++g) cs_st32(v.wsite + g, site);
-            if (((uint64_t)(v.wsite + g) & 15u) == 0)
-                for (; g + 3 <= z; g += 4) cs_st128_32(v.wsite + g, site);
-            for (; g <= z; ++g) cs_st32(v.wsite + g, site);
-            for (g = a; g <= z; ++g) cs_st128(v.ent + 2 * g, now, head);
+            for (uint32_t g = a; g <= z; ++g) {
+                cs_st128(v.ent + 2 * g, now, head);
+                cs_st32(v.wsite + g, site);
+            }
         }
         if (!fast) continue;
         cs_fence();
 #ifdef CONSAN_NULL_BOX_RECHECK  // measurements only: the cost of the look after the stores
         fast = 0;
 #endif
-        while (fast) {
-            uint32_t ids[4];
-            cs_bsum_blk x[4];
-#pragma unroll
-            for (uint32_t j = 0; j < 4; ++j) {
-                ids[j] = fast ? b0 + cs_ffs(fast) - 1 : 0xFFFFFFFFu;
-                fast &= fast - 1;
-            }
-#pragma unroll
-            for (uint32_t j = 0; j < 4; ++j)
-                if (ids[j] != 0xFFFFFFFFu) cs_bsum_load(cs_bsum(slot, ids[j]), q, false, x[j]);
-#pragma unroll
-            for (uint32_t j = 0; j < 4; ++j) {
-                if (ids[j] == 0xFFFFFFFFu) continue;
-                uint32_t b = ids[j], a = b << sh, z = ((b + 1) << sh) - 1;
-                uint32_t* s = cs_bsum(slot, b);
-                if (cs_bsum_readers_ordered(v, s, q, x[j])) continue;
-                if (!(a >= g0 && z <= g1))
-                    cs_engine_walk(v, a < g0 ? g0 : a, z > g1 ? g1 : z, site, by, clk, f);
-                else if (!f.kind)
-                    f = cs_bsum_late_reader(v, s);
-            }
+        for (; fast; fast &= fast - 1) {
+            uint32_t b = b0 + cs_ffs(fast) - 1, a = b << sh, z = ((b + 1) << sh) - 1;
+            uint32_t* s = cs_bsum(slot, b);
+            cs_bsum_blk x;
+            cs_bsum_load(s, q, false, x);
+            if (cs_bsum_readers_ordered(v, s, q, x)) continue;
+            if (!(a >= g0 && z <= g1))
+                cs_engine_walk(v, a < g0 ? g0 : a, z > g1 ? g1 : z, site, by, clk, f);
+            else if (!f.kind)
+                f = cs_bsum_late_reader(v, s);
         }
     }
 }
