@@ -30,16 +30,12 @@ CONFIGS = {  # (switching the mbarrier or tensor probes off would hang the TMA k
     "no copy-engine writes": "CONSAN_NULL_ENGINE_WRITE",
     "no access probes": "CONSAN_NULL_ACCESS",
     "neither": "CONSAN_NULL_ENGINE_WRITE CONSAN_NULL_ACCESS",
-    "compact blocks' locks without fences": "CONSAN_CB_NOFENCE",
-    "access probes without the block operation": "CONSAN_NULL_CB",
-    "block operation without the lock": "CONSAN_CB_NOLOCK CONSAN_CB_NOFENCE",
 }
 
 
 PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "bulk",
           "bulk_store", "bulk_group", "wgmma", "wgmma_group", "tensor", "mbar failed wait",
-          "cta_begin", "(access: slow path)", "(access: slow path, tables)",
-          "(compact: a leader's block operation)")
+          "cta_begin", "(access: slow path)", "(access: slow path, tables)")
 
 
 def profile(name: str) -> None:
@@ -62,8 +58,7 @@ def profile(name: str) -> None:
     prof = np.zeros(64, dtype=np.uint64)
     cp.cuda.runtime.memcpy(prof.ctypes.data, ptr, 64 * 8, cp.cuda.runtime.memcpyDeviceToHost)
     ctas = ln.grid[0] * ln.grid[1] * ln.grid[2]
-    print(f"granules walked by copies: {rep.header.get('walked', 0)}; compact blocks split: "
-          f"{rep.header.get('split', 0)}")
+    print(f"granules walked by copies: {rep.header.get('walked', 0)} (the rest: stores only)")
     print("probe | calls per CTA | kcycles per CTA | cycles per call")
     for k, label in enumerate(PROBES):
         cyc, calls = int(prof[2 * k]), int(prof[2 * k + 1])

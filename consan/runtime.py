@@ -217,14 +217,6 @@ class Prepared:
                 self.psh_bytes = psh
         if not self.psh_bytes:
             self._load(cupy, driver, b.cubin)
-        # Vector-clock mode keeps the compact-block table in shared memory when it fits.
-        self.cb_bytes = 0
-        if not self.psh_bytes and not b.instrumented.phase_mode and \
-                os.environ.get("CONSAN_COMPACT", "1") != "0":
-            room = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024) - self.static_smem
-            cb = abi.cb_bytes(self.granules, self.nwarps)
-            if self.psh_offset + cb + 16 <= room:
-                self.cb_bytes = cb
         fptr = self.function.ptr
         if self.launch_shared_mem > 48 * 1024:
             driver.funcSetAttribute(fptr, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -232,10 +224,6 @@ class Prepared:
         static = self.static_smem
         per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fptr, nthreads,
                                                                   self.launch_shared_mem)
-        if per_sm < 1 and self.cb_bytes:  # the block table leaves no room: global tables
-            self.cb_bytes = 0
-            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fptr, nthreads,
-                                                                      self.launch_shared_mem)
         if per_sm < 1:
             raise ConsanError(
                 f"the instrumented kernel {self.kernel} cannot launch with block {self.block} "
@@ -266,8 +254,7 @@ class Prepared:
     def launch_shared_mem(self) -> int:
         """Dynamic shared memory of the instrumented launch: the user's, then ours."""
         # 16 more: the checker aligns the tables itself (docs/model.md)
-        ours = self.psh_bytes or self.cb_bytes
-        return self.psh_offset + ours + 16 if ours else self.shared_mem
+        return self.psh_offset + self.psh_bytes + 16 if self.psh_bytes else self.shared_mem
 
     # ---------------------------------------------------------------- tables
     def _sizes(self) -> dict[str, int]:
@@ -280,7 +267,7 @@ class Prepared:
 
     @property
     def shadow_bytes(self) -> int:
-        return sum(self._sizes().values()) + (self.psh_bytes + self.cb_bytes) * self.nslots
+        return sum(self._sizes().values()) + self.psh_bytes * self.nslots
 
     @property
     def shadow_bytes_per_cta(self) -> int:
@@ -337,9 +324,6 @@ class Prepared:
         if self.psh_bytes:
             state["flags"] |= abi.FLAG_PHASE_SMEM
             state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.psh_bytes
-        if self.cb_bytes:
-            state["flags"] |= abi.FLAG_COMPACT
-            state["cb_offset"] = self.psh_offset
         self._state = state
         gptr = self.module.get_global_var(abi.STATE_SYMBOL)  # a device address
         runtime.memcpy(gptr, state.ctypes.data, state.nbytes, runtime.memcpyHostToDevice)
@@ -380,7 +364,7 @@ class Prepared:
 
         launch = {"grid": self.grid, "block": self.block, "shared_mem": self.shared_mem,
                   "arch": self.build.arch.sm, "slots": self.nslots,
-                  "shadow_bytes": self.shadow_bytes, "compact_blocks": bool(self.cb_bytes)}
+                  "shadow_bytes": self.shadow_bytes}
         error = None
         try:
             if sync:

@@ -187,7 +187,6 @@ LOG_HEADER_FIELDS: tuple[tuple[str, str], ...] = (
     ("ctas_begun", "uint32_t"),
     ("ctas_ended", "uint32_t"),
     ("walked", "uint32_t"),  # granules of copy-engine writes walked one by one (no summary)
-    ("split", "uint32_t"),  # compact blocks split out to the granule tables (FLAG_COMPACT)
 )
 
 KEY_FIELDS: tuple[tuple[str, str], ...] = (
@@ -229,7 +228,6 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("psh_bytes", "uint32_t"),  # FLAG_PHASE_SMEM: their size (psh_bytes())
     ("bsum_shift", "uint32_t"),  # FLAG_BOX_SUMMARY: log2 of the granules of a summary block
     ("bsum_words", "uint32_t"),  # FLAG_BOX_SUMMARY: u32 words of one block's summary
-    ("cb_offset", "uint32_t"),  # FLAG_COMPACT: byte offset of the block table in dynamic smem
 )
 
 # The kernel synchronises only with CTA-wide barriers: happens-before between two
@@ -244,10 +242,6 @@ FLAG_WGMMA = 0x4  # the module issues wgmma.mma_async: writes look for its async
 # keeps a per-block summary, so a copy over blocks whose every access is ordered before it
 # stores its epochs without walking the readers (docs/model.md, "Box summaries").
 FLAG_BOX_SUMMARY = 0x8
-# Compact blocks (docs/model.md, "Compact blocks"): a table in the CTA's dynamic shared
-# memory holds each 128-byte block's accesses as a few (granule mask, epoch) entries; the
-# granule tables hold only the blocks split out of it.
-FLAG_COMPACT = 0x10
 
 # Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
 CTA_LIVE_THREADS = 0
@@ -330,33 +324,6 @@ def set_box_summary(state, nwarps: int) -> None:
 def bsum_blocks(granules: int, nwarps: int) -> int:
     shift = bsum_shift(nwarps)
     return (granules + (1 << shift) - 1) >> shift
-
-
-# Compact block of CB_GRANULES granules (u32 words): lock, state (CB_SPLIT, CB_PINNED),
-# occupancy (bit i: write entry i, bit 8 + j: reader entry j), pad; CB_WRITERS write
-# entries {granule mask, tid | flags << 8, clock, site}; CB_READERS reader entries
-# {granule mask, tid | phase << 16, clock, site}.
-CB_GRANULES = 32
-CB_SHIFT = 5
-CB_WRITERS = 4
-CB_READERS = 8
-CB_WRITES = 4  # word of the first write entry
-CB_READS = CB_WRITES + 4 * CB_WRITERS
-CB_WORDS = CB_READS + 4 * CB_READERS
-CB_SPLIT = 0x1  # the granule tables hold this block
-CB_PINNED = 0x2  # it held an mbarrier or a bulk store's source: it stays split
-
-
-def cb_blocks(granules: int) -> int:
-    return (granules + CB_GRANULES - 1) // CB_GRANULES
-
-
-CB_SCRATCH_WORDS = 160  # per warp, after the blocks: its lanes' masks, verdicts, findings
-
-
-def cb_bytes(granules: int, nwarps: int) -> int:
-    """Shared memory of the compact-block table of one CTA (FLAG_COMPACT)."""
-    return 4 * (CB_WORDS * cb_blocks(granules) + CB_SCRATCH_WORDS * nwarps)
 
 
 def bitmap_words(granules: int) -> int:
@@ -557,10 +524,6 @@ def c_header() -> str:
         "CS_TENSOR_LOAD": TENSOR_LOAD, "CS_TENSOR_STORE": TENSOR_STORE,
         "CS_TMAP_ENTRIES": TMAP_ENTRIES, "CS_TMAP_FP_SEED": TMAP_FP_SEED,
         "CS_TMAP_FP_MUL": TMAP_FP_MUL,
-        "CS_FLAG_COMPACT": FLAG_COMPACT, "CS_CB_GRANULES": CB_GRANULES, "CS_CB_SHIFT": CB_SHIFT,
-        "CS_CB_WRITERS": CB_WRITERS, "CS_CB_READERS": CB_READERS, "CS_CB_WRITES": CB_WRITES,
-        "CS_CB_READS": CB_READS, "CS_CB_WORDS": CB_WORDS, "CS_CB_SPLIT": CB_SPLIT,
-        "CS_CB_PINNED": CB_PINNED, "CS_CB_SCRATCH_WORDS": CB_SCRATCH_WORDS,
     }
     lines += [f"#define {k} {v}{'ull' if v > 0xFFFFFFFF else 'u'}" for k, v in consts.items()]
     lines.append("")

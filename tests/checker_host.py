@@ -74,12 +74,11 @@ class HostChecker:
 
     def __init__(self, nwarps: int = 4, smem_bytes: int = 1024, nslots: int = 1,
                  capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False,
-                 wgmma: bool = False, box_summary: bool = True, compact: bool = True,
-                 async_proxy: bool = True):
+                 wgmma: bool = False, box_summary: bool = True):
         self.lib = library()
         self.nwarps, self.nslots, self.phase_smem = nwarps, nslots, phase_smem
         self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
-        L, G, n = abi.logical_threads(async_proxy=async_proxy, wgmma=wgmma), self.granules, nslots
+        L, G, n = abi.logical_threads(async_proxy=True, wgmma=wgmma), self.granules, nslots
         sizes = abi.table_bytes(n, G, nwarps, L, phase_mode, box_summary)
         self.tables = {k: np.zeros(v // 8 + 1, dtype=np.uint64) for k, v in sizes.items()}
         self.header = np.zeros(1, dtype=abi.log_header_dtype())
@@ -102,10 +101,6 @@ class HostChecker:
             st["flags"] |= abi.FLAG_PHASE_SMEM
             st["psh_bytes"] = abi.psh_bytes(G, nwarps)
             self.smem = np.zeros(int(st["psh_bytes"][0]) // 8 + 2, dtype=np.uint64)
-            self.lib.cs_host_set_dyn(self.smem.ctypes.data)
-        if compact and not (phase_mode or phase_smem):  # the runtime's default where it fits
-            st["flags"] |= abi.FLAG_COMPACT
-            self.smem = np.zeros(abi.cb_bytes(G, nwarps) * n // 8 + 2, dtype=np.uint64)
             self.lib.cs_host_set_dyn(self.smem.ctypes.data)
         self.tmaps = np.zeros(abi.TMAP_ENTRIES, dtype=abi.tmap_dtype())
         st["tmaps"] = self.tmaps.ctypes.data

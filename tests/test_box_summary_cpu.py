@@ -24,7 +24,7 @@ ALL = range(NWARPS)
 def _checker(summary: bool):
     from tests.checker_host import HostChecker
 
-    c = HostChecker(nwarps=NWARPS, smem_bytes=1024, box_summary=summary, compact=False)
+    c = HostChecker(nwarps=NWARPS, smem_bytes=1024, box_summary=summary)
     assert c.begin() == 0
     c.mbar(0, FULL, abi.MB_INIT, 1, site=10)
     c.mbar(0, EMPTY, abi.MB_INIT, 2, site=10)

@@ -170,8 +170,6 @@ def test_multistage_cp_async_ldmatrix_mma_gemm_is_clean_and_exact():
     rep = consan.check(g.SOURCE, g.KERNEL, grid=g.grid(m, n), block=g.BLOCK,
                        args=g.args(a, bt, c, m, n, k), options=(arch_option(),))
     assert rep.ok, str(rep)
-    # every cp.async and ldmatrix access fit the compact blocks' entries (docs/model.md)
-    assert rep.launch["compact_blocks"] and rep.header["split"] == 0, rep.header
     np.testing.assert_array_equal(c.get(), want)  # small integers: exact in fp32
     native = cp.zeros_like(c)
     cp.RawKernel(g.SOURCE, g.KERNEL, options=(arch_option(),))(

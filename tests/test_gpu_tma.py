@@ -193,8 +193,7 @@ def test_ring_clean_is_clean_and_computes_the_sums():
     _hopper_or_skip()
     _, rep, got, want, nat = _ring({}, 12, native=True)
     assert rep.ok and not rep.notes, str(rep)
-    # every copy's box stayed compact (docs/model.md): only each CTA's mbarrier block split
-    assert rep.header["walked"] == 0 and rep.header["split"] == RING_CTAS, rep.header
+    assert rep.header["walked"] == 0  # every copy's box: summaries clear, stores only
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(nat, want)
 
@@ -207,19 +206,8 @@ def test_ring_missing_wait(case):
     assert {v.kind for v in rep.violations} == {kind}, str(rep)
     assert all(line_of(src, at) in lines(v.site) for v in rep.violations), str(rep)
     assert all(line_of(src, prev) in lines(v.prev_site) for v in rep.violations), str(rep)
-    assert rep.header["split"] == RING_CTAS, rep.header  # found from the compact blocks
-
-
-def test_ring_race_without_compact_blocks(monkeypatch):
-    """CONSAN_COMPACT=0: the granule tables and box summaries find the same race."""
-    _hopper_or_skip()
-    monkeypatch.setenv("CONSAN_COMPACT", "0")
-    subs, ntiles, kind, at, prev = gk.TMA_RING_RACY["producer-skips-empty-wait"]
-    src, rep, _, _, _ = _ring(subs, ntiles)
-    assert not rep.launch["compact_blocks"]
-    assert {v.kind for v in rep.violations} == {kind}, str(rep)
-    assert all(line_of(src, prev) in lines(v.prev_site) for v in rep.violations), str(rep)
-    assert rep.header["walked"] > 0 and rep.header["split"] == 0, rep.header
+    if kind == "race.war":  # the refill's summary shows the unordered reads: walked
+        assert rep.header["walked"] > 0
 
 
 # ---------------------------------------------------------------- tensor stores

@@ -268,15 +268,6 @@ struct cs_prof_scope {
 #define CS_PROF(kind)
 #endif
 
-// Dynamic shared memory: the kernel's own, then the tables the runtime appends.
-#ifdef CONSAN_HOST
-static uint8_t* cs_dyn_host;
-#define CS_DYN cs_dyn_host
-#else
-extern __shared__ __align__(16) uint8_t cs_dyn[];
-#define CS_DYN cs_dyn
-#endif
-
 // ------------------------------------------------------------- table access
 
 // Visibility: only warps acquire, so only warps have a vector clock (agents have none).
@@ -413,9 +404,6 @@ CS_DEV bool cs_phase_mode();
 CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint32_t lane);
 CS_DEV bool cs_bsum_on();
 CS_DEV uint32_t cs_bsum_blocks();
-CS_DEV bool cs_cb_on();
-CS_DEV uint32_t cs_cb_blocks();
-CS_DEV uint32_t* cs_cb(uint32_t b);
 CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b);
 
 // Run by every thread (i = thread index, n = threads): clear clocks, barrier slots, bitmaps.
@@ -425,10 +413,6 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
     for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
     uint32_t* bvc = cs_barvc(slot, 0, 0);
     for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
-    if (cs_cb_on()) {
-        uint32_t* cb = cs_cb(0);
-        for (uint32_t k = i; k < cs_cb_blocks() * CS_CB_WORDS; k += n) cb[k] = 0;
-    }
     if (cs_bsum_on()) {
         uint32_t* bs = cs_bsum(slot, 0);
         for (uint32_t k = i; k < cs_bsum_blocks() * S.bsum_words; k += n) bs[k] = 0;
@@ -612,9 +596,7 @@ CS_DEV cs_view cs_make_view(uint32_t slot, uint32_t w) {
 // store per granule, not round trips per granule.
 
 CS_DEV uint32_t cs_nwg();
-CS_DEV bool cs_bsum_on() {
-    return (S.flags & CS_FLAG_BOX_SUMMARY) && !(S.flags & CS_FLAG_COMPACT) && !cs_phase_mode();
-}
+CS_DEV bool cs_bsum_on() { return (S.flags & CS_FLAG_BOX_SUMMARY) && !cs_phase_mode(); }
 CS_DEV uint32_t cs_bsum_blocks() { return (S.granules + (1u << S.bsum_shift) - 1) >> S.bsum_shift; }
 CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b) {
     return (uint32_t*)S.bsum + ((uint64_t)slot * cs_bsum_blocks() + b) * S.bsum_words;
@@ -942,432 +924,6 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
     }
 }
 
-// ------------------------------------------------------------- compact blocks
-//
-// FLAG_COMPACT (docs/model.md "Compact blocks"): each block of 32 granules keeps its
-// accesses in the CTA's own shared memory as a few entries -- up to CS_CB_WRITERS write
-// epochs and CS_CB_READERS reads, each with the mask of the granules it holds -- so an
-// access costs a few shared-memory operations per block instead of global round trips per
-// granule, and a copy over a block stores one entry. A block whose accesses do not fit
-// (more entries, an atomic, an mbarrier, a bulk store's source) is *split*: its entries go
-// to the granule tables, which hold it from then on; a copy engine's write of the whole
-// block makes it compact again. One lock per block orders everything done to it.
-//
-// The probes look at one entry at a time, straight from shared memory: a probe that holds
-// a block in registers pays for saving them on every call (the callee-saved registers of
-// the call ABI), which costs more than the loads.
-CS_DEV void cs_wg_check_source(const cs_view& v, uint32_t slot, uint32_t g, uint64_t ww,
-                               cs_finding& f);
-
-CS_DEV bool cs_cb_on() { return (S.flags & CS_FLAG_COMPACT) && !cs_phase_mode(); }
-CS_DEV uint32_t cs_cb_blocks() { return (S.granules + CS_CB_GRANULES - 1) >> CS_CB_SHIFT; }
-CS_DEV uint32_t* cs_cb(uint32_t b) {
-#ifdef CONSAN_HOST  // one table per slot
-    uint32_t* base = (uint32_t*)CS_DYN + (uint64_t)cs_slot_sh * cs_cb_blocks() * CS_CB_WORDS;
-#else
-    uint32_t a;
-    asm("mov.u32 %0, cs_dyn;" : "=r"(a));  // aligned as cs_psh() does
-    uint32_t* base = (uint32_t*)(CS_DYN + ((0u - a) & 15u) + S.cb_offset);
-#endif
-    return base + (uint64_t)b * CS_CB_WORDS;
-}
-// A warp's scratch words after the blocks: [lane] its lanes' granule masks, [32 + lane]
-// the verdict of the leader `lane` (collectives over a few lanes cost more than these).
-CS_DEV uint32_t* cs_cb_scratch(uint32_t w) {
-    return cs_cb(cs_cb_blocks()) + (uint64_t)w * CS_CB_SCRATCH_WORDS;
-}
-CS_DEV uint32_t cs_cb_bits(uint32_t lo, uint32_t hi) {  // granules lo..hi of a block
-    return (hi - lo == 31 ? 0xFFFFFFFFu : ((1u << (hi - lo + 1)) - 1u)) << lo;
-}
-// Entry k of a block: write entries 0 .. CS_CB_WRITERS - 1, then the reader entries.
-// Write entry {mask, tid | flags << 8, clock, site}; reader {mask, tid | phase << 16,
-// clock, site} (phase: warps' reads only). Occupancy word: bit k, entry k non-empty.
-#define CS_CB_ENTRIES (CS_CB_WRITERS + CS_CB_READERS)
-#define CS_CB_STATE 1u
-#define CS_CB_OCC 2u
-CS_DEV uint32_t* cs_cb_entry(uint32_t* p, uint32_t k) { return p + CS_CB_WRITES + 4 * k; }
-
-#ifdef CONSAN_HOST
-CS_DEV cs_u4 cs_cb_ld4(const uint32_t* p) { return {p[0], p[1], p[2], p[3]}; }
-CS_DEV void cs_cb_st4(uint32_t* p, cs_u4 v) { p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w; }
-CS_DEV uint32_t cs_cb_ld(const uint32_t* p) { return *p; }
-CS_DEV void cs_cb_st(uint32_t* p, uint32_t v) { *p = v; }
-CS_DEV void cs_cb_lock(uint32_t* l) { *l = 1; }
-CS_DEV void cs_cb_unlock(uint32_t* l) { *l = 0; }
-#else
-CS_DEV cs_u4 cs_cb_ld4(const uint32_t* p) {
-    cs_u4 v;
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
-    return v;
-}
-CS_DEV void cs_cb_st4(uint32_t* p, cs_u4 v) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("st.volatile.shared.v4.u32 [%0], {%1, %2, %3, %4};"
-                 :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-CS_DEV uint32_t cs_cb_ld(const uint32_t* p) { return *(const volatile uint32_t*)p; }
-CS_DEV void cs_cb_st(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
-CS_DEV void cs_cb_lock(uint32_t* l) {
-#ifdef CONSAN_CB_NOLOCK  // measurements only: the lock's cost (wrong under contention)
-    return;
-#endif
-    while (atomicCAS_block(l, 0u, 1u) != 0u) {}
-#ifndef CONSAN_CB_NOFENCE  // measurements only: the cost of the lock's fences
-    __threadfence_block();
-#endif
-}
-CS_DEV void cs_cb_unlock(uint32_t* l) {
-#ifndef CONSAN_CB_NOFENCE
-    __threadfence_block();
-#endif
-    atomicExch_block(l, 0u);
-}
-#endif
-
-#define CS_CB_OP_READ 0u
-#define CS_CB_OP_WRITE 1u
-#define CS_CB_OP_WGREAD 2u
-
-// The first finding among granules m of an access `op` (by `by`, issued by warp v.w) of a
-// compact block, as the granule tables give it. For a warp's access (run = 1): per
-// granule, lowest first, the earlier write (or never written), then wgmma units' reads
-// by unit, then warps' reads by warp. For a copy, as cs_engine_walk finds them: runs of
-// CS_RUN granules from granule `origin`, and in each run the writes, then the wgmma
-// reads, then the warps' reads. Nothing changes.
-CS_DEV uint32_t cs_cb_key(uint32_t c, uint32_t cat, uint32_t t, uint32_t run, uint32_t origin) {
-    uint32_t g = (uint32_t)cs_ffs(c) - 1 - origin;  // the entry's first granule in question
-    return ((g / run) << 24) | (cat << 16) |
-           (cat == 1 ? (t << 8) | (g % run) : ((g % run) << 8) | (cat ? t : 0u));
-}
-CS_DEV cs_finding cs_cb_judge(const cs_view& v, uint32_t* p, uint32_t occ, uint32_t op,
-                              uint32_t m, uint32_t by, uint32_t run = 1, uint32_t origin = 0) {
-    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
-    uint32_t best = 0xFFFFFFFFu, covered = 0;
-#pragma unroll 1
-    for (uint32_t k = 0; k < CS_CB_ENTRIES; ++k) {
-        if (!((occ >> k) & 1u)) continue;
-        cs_u4 e = cs_cb_ld4(cs_cb_entry(p, k));
-        uint32_t t = e.y & 0xFFu, kind = 0, c = e.x & m, key;
-        if (k < CS_CB_WRITERS) {
-            covered |= e.x;
-            if (!c) continue;
-            key = cs_cb_key(c, 0, t, run, origin);
-            bool ordered = cs_ordered(v.mine, v.w, t, e.z);
-            if (op == CS_CB_OP_WRITE) {
-                if (t != by && !ordered) kind = t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_WAW;
-            } else if (!ordered) {
-                kind = t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW;
-            } else if (op == CS_CB_OP_WGREAD && t < CS_MAX_WARPS &&
-                       cs_ld32(&cs_cta(cs_slot_sh)[CS_CTA_PROXY_FENCE + t]) < e.z) {
-                kind = CS_PROXY_MISSING_FENCE;
-            }
-        } else {
-            if (!c || op != CS_CB_OP_WRITE) continue;
-            key = cs_cb_key(c, t >= CS_AGENT_WGMMA ? 1u : 2u, t, run, origin);
-            if (t >= CS_AGENT_WGMMA) {
-                if (!cs_ordered(v.mine, v.w, t, e.z)) kind = CS_ASYNC_PENDING_READ;
-            } else if (t != v.w && !cs_phase_after(v.phase, e.y >> 16) &&
-                       !cs_ordered(v.mine, v.w, t, e.z)) {
-                kind = CS_RACE_WAR;
-            }
-        }
-        if (kind && key < best) best = key, f = {kind, e.w, t};
-    }
-    uint32_t c = op == CS_CB_OP_WRITE ? 0u : m & ~covered;
-    if (c && cs_cb_key(c, 0, 0, run, origin) < best) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
-    return f;
-}
-
-// How the lock holder's step on a block ended.
-#define CS_CB_DONE 0u   // applied
-#define CS_CB_GRAN 1u   // split: the granule tables take the access
-#define CS_CB_FOUND 2u  // findings to name before applying
-#define CS_CB_FULL 3u   // no entry left for the access: nothing changed
-
-// One pass over a compact block's entries for an access `op` of granules m by `by` at
-// clock clk, issued by warp w (clock row `mine`, CTA phase `phase`). With `judge`, an
-// access that finds anything changes nothing (CS_CB_FOUND: cs_cb_judge names it, per
-// lane). Else it is applied: a write supersedes every earlier write and read of m; a read
-// by reader `by` (a warp, or a wgmma unit) supersedes its own earlier reads of m and, for
-// a warp, warps' reads of m in earlier CTA phases; a granule the same writer / reader
-// already holds at this clock keeps that access's site (as cs_check_write /
-// cs_record_read do).
-CS_DEV uint32_t cs_cb_step(const uint32_t* mine, uint32_t w, uint32_t phase, uint32_t* p,
-                           uint32_t op, uint32_t m, uint32_t by, uint32_t clk, uint32_t site,
-                           bool judge) {
-    bool write = op == CS_CB_OP_WRITE, warp = by < CS_MAX_WARPS;
-    uint32_t y = write ? by : by | (warp ? (phase & 0xFFFFu) << 16 : 0u);
-    const uint32_t wmask = (1u << CS_CB_WRITERS) - 1u, all = (1u << CS_CB_ENTRIES) - 1u;
-    uint32_t range = write ? wmask : all & ~wmask;  // entries the access itself goes to
-    uint32_t occ = cs_cb_ld(p + CS_CB_OCC), keep = 0, drop = 0, covered = 0, freed = 0;
-    int at = -1;
-    bool found = false;
-    for (uint32_t rest = occ; rest; rest &= rest - 1) {
-        uint32_t k = cs_ffs(rest) - 1;
-        cs_u4 e = cs_cb_ld4(cs_cb_entry(p, k));
-        uint32_t c = e.x & m, t = e.y & 0xFFu;
-        bool again = ((range >> k) & 1u) && e.y == y && e.z == clk;
-        if (again && e.w == site) at = (int)k;
-        if (k < CS_CB_WRITERS) covered |= e.x;
-        if (!c) continue;
-        if (judge && k < CS_CB_WRITERS) {
-            bool ordered = cs_ordered(mine, w, t, e.z);
-            if (write) found |= t != by && !ordered;
-            else found |= !ordered || (op == CS_CB_OP_WGREAD && t < CS_MAX_WARPS &&
-                                       cs_ld32(&cs_cta(cs_slot_sh)[CS_CTA_PROXY_FENCE + t]) < e.z);
-        } else if (judge && write) {
-            found |= (t >= CS_AGENT_WGMMA || (t != w && !cs_phase_after(phase, e.y >> 16))) &&
-                     !cs_ordered(mine, w, t, e.z);
-        }
-        if (again) {
-            keep |= c;
-        } else if (write || (k >= CS_CB_WRITERS &&
-                             (t == by || (warp && t < CS_MAX_WARPS &&
-                                          cs_phase_after(phase, e.y >> 16))))) {
-            drop |= 1u << k;
-            if (!(e.x & ~m)) freed |= 1u << k;
-        }
-    }
-    if (judge && !write && (m & ~covered)) found = true;  // never written: uninit.read
-    if (found) return CS_CB_FOUND;
-    uint32_t add = m & ~keep, free_slots = ((~occ & all) | freed) & range;
-    if (add && at < 0 && !free_slots) return CS_CB_FULL;
-    for (uint32_t rest = drop; rest; rest &= rest - 1) {
-        uint32_t k = cs_ffs(rest) - 1, x = cs_cb_ld(cs_cb_entry(p, k)) & ~m;
-        cs_cb_st(cs_cb_entry(p, k), x);
-        if (!x) occ &= ~(1u << k);
-    }
-    if (add && at >= 0) {
-        cs_cb_st(cs_cb_entry(p, at), cs_cb_ld(cs_cb_entry(p, at)) | add);
-    } else if (add) {
-        uint32_t k = cs_ffs(free_slots) - 1;
-        cs_cb_st4(cs_cb_entry(p, k), cs_u4{add, y, clk, site});
-        occ |= 1u << k;
-    }
-    cs_cb_st(p + CS_CB_OCC, occ);
-    return CS_CB_DONE;
-}
-
-// Split block b (its lock held): write its entries out to the granule tables in the form
-// cs_record_read / cs_check_write / the wgmma reads leave there.
-CS_NOINLINE void cs_cb_split(const cs_view& v, uint32_t b, uint32_t* p) {
-    cs_gadd32(&((cs_log_header_t*)S.log)->split, 1);
-    uint32_t slot = cs_slot_sh, g0 = b << CS_CB_SHIFT, occ = cs_cb_ld(p + CS_CB_OCC);
-    bool wg = cs_wgmma_module();
-    for (uint32_t k = 0; k < CS_CB_GRANULES && g0 + k < v.granules; ++k) {
-        uint32_t g = g0 + k, ws = 0, phase = 0, warps = 0, units = 0;
-        bool written = false;
-        uint64_t ww = 0;
-        for (uint32_t n = 0; n < CS_CB_ENTRIES; ++n) {
-            if (!((occ >> n) & 1u)) continue;
-            cs_u4 e = cs_cb_ld4(cs_cb_entry(p, n));
-            if (!((e.x >> k) & 1u)) continue;
-            uint32_t t = e.y & 0xFFu;
-            if (n < CS_CB_WRITERS) {
-                ww = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)(e.y >> 8) << CS_WW_FLAGS_SHIFT) |
-                     ((uint64_t)t << CS_WW_TID_SHIFT) | e.z;
-                ws = e.w;
-                written = true;
-            } else if (t >= CS_AGENT_WGMMA) {
-                units |= 1u << (t - CS_AGENT_WGMMA);
-                cs_st64(cs_wg_rec(slot, t - CS_AGENT_WGMMA, g), ((uint64_t)v.gen << CS_WG_GEN_SHIFT) | e.z);
-                cs_st32(cs_wg_site(slot, t - CS_AGENT_WGMMA, g), e.w);
-            } else {
-                uint32_t ph = e.y >> 16;
-                if (!warps || cs_phase_after(ph, phase)) phase = ph, warps = 0;
-                if (ph != phase) continue;
-                warps |= 1u << t;
-                cs_st64(v.rslots + (uint64_t)t * v.granules + g, ((uint64_t)e.w << 32) | e.z);
-            }
-        }
-        if (wg) {
-            for (uint32_t u = 0; u < cs_nwg(); ++u)
-                if (!((units >> u) & 1u)) cs_st64(cs_wg_rec(slot, u, g), 0);
-            if (units) ww |= (uint64_t)CS_WW_FLAG_WGREAD << CS_WW_FLAGS_SHIFT;
-        }
-        uint64_t rm = warps ? ((uint64_t)v.gen << CS_RM_GEN_SHIFT) | ((uint64_t)phase << 32) | warps : 0;
-        cs_st128(v.ent + 2 * g, ww, rm);
-        if (written) cs_st32(v.wsite + g, ws);
-    }
-    cs_fence();
-    cs_cb_st(p + CS_CB_OCC, 0);
-    cs_cb_st(p + CS_CB_STATE, cs_cb_ld(p + CS_CB_STATE) | CS_CB_SPLIT);
-}
-
-// Split block b for good (a bulk store's source, an mbarrier): its granule tables are then
-// the ones bulk-store reads and mbarrier marks keep.
-CS_DEV void cs_cb_pin(const cs_view& v, uint32_t b) {
-    uint32_t* p = cs_cb(b);
-    cs_cb_lock(p);
-    if (!(cs_cb_ld(p + CS_CB_STATE) & CS_CB_SPLIT)) cs_cb_split(v, b, p);
-    cs_cb_st(p + CS_CB_STATE, CS_CB_SPLIT | CS_CB_PINNED);
-    cs_cb_unlock(p);
-}
-CS_DEV void cs_cb_pin_range(uint32_t g0, uint32_t g1) {
-    if (!cs_cb_on() || g1 >= S.granules) return;
-    cs_view v = cs_make_view(cs_slot_sh, cs_warp());
-    for (uint32_t b = g0 >> CS_CB_SHIFT; b <= g1 >> CS_CB_SHIFT; ++b) cs_cb_pin(v, b);
-}
-
-// The granule tables' path for granules [g0, g1] of one lane (a split block).
-CS_NOINLINE void cs_cb_granules(uint32_t op, uint32_t g0, uint32_t g1, uint32_t site, bool atomic,
-                                uint32_t by, uint32_t clk, cs_finding& f) {
-    cs_view v = cs_make_view(cs_slot_sh, cs_warp());
-    if (op == CS_CB_OP_READ) {
-        for (uint32_t g = g0; g <= g1; ++g) cs_record_read(v, g, site);
-        cs_fence();
-        for (uint32_t g = g0; g <= g1; ++g) cs_check_raw(v, g, f);
-    } else if (op == CS_CB_OP_WRITE) {
-        for (uint32_t g = g0; g <= g1; ++g) cs_check_write(v, g, site, atomic, f, by, clk);
-    } else {
-        uint32_t slot = cs_slot_sh, u = by - CS_AGENT_WGMMA;
-        for (uint32_t g = g0; g <= g1; ++g) {
-            cs_st64(cs_wg_rec(slot, u, g), ((uint64_t)v.gen << CS_WG_GEN_SHIFT) | clk);
-            cs_st32(cs_wg_site(slot, u, g), site);
-        }
-        cs_fence();
-        for (uint32_t g = g0; g <= g1; ++g) {
-            uint64_t ww = cs_or64(v.ent + 2 * g, (uint64_t)CS_WW_FLAG_WGREAD << CS_WW_FLAGS_SHIFT);
-            cs_wg_check_source(v, slot, g, ww, f);
-        }
-    }
-}
-
-// Scratch words of a warp (after the blocks): per lane its granule mask, the verdict of
-// the leader it is (CS_CB_DONE / CS_CB_GRAN, | CS_CB_NAMED when the lanes' findings are
-// in), and the kind, earlier site and earlier warp of its finding.
-#define CS_CB_SC_MASK 0u
-#define CS_CB_SC_VERDICT 32u
-#define CS_CB_SC_KIND 64u
-#define CS_CB_SC_SITE 96u
-#define CS_CB_SC_WARP 128u
-#define CS_CB_NAMED 0x10u
-#define CS_CB_QUIET 0x20u  // judged, then split: the granule tables only take the access
-
-// The leader's part: the operation on block b for the lanes `same` (masks in scratch,
-// their union m). No lock is held when it returns, and no collective runs while one is:
-// lanes of two warps waiting for each other's locks inside a warp-wide sync would hang.
-CS_DEV uint32_t cs_cb_lead(uint32_t* scratch, uint32_t same, uint32_t b, uint32_t op, bool atomic,
-                           uint32_t m, uint32_t by, uint32_t clk, uint32_t site) {
-    uint32_t w = cs_warp(), *p = cs_cb(b), st;
-    cs_cb_lock(p);
-    if (cs_cb_ld(p + CS_CB_STATE) & CS_CB_SPLIT) {
-        st = CS_CB_GRAN;
-    } else if (atomic) {
-        st = CS_CB_FULL;
-    } else {
-        st = cs_cb_step(cs_vis(cs_slot_sh, w), w, cs_phase_sh[w], p, op, m, by, clk, site, true);
-    }
-    if (st == CS_CB_FOUND) {  // each lane's first finding among its own granules
-        cs_view v = cs_make_view(cs_slot_sh, w);
-        uint32_t occ = cs_cb_ld(p + CS_CB_OCC);
-        for (uint32_t rest = same; rest; rest &= rest - 1) {
-            uint32_t k = cs_ffs(rest) - 1;
-            cs_finding fk = cs_cb_judge(v, p, occ, op, cs_cb_ld(scratch + CS_CB_SC_MASK + k), by);
-            cs_cb_st(scratch + CS_CB_SC_KIND + k, fk.kind);
-            cs_cb_st(scratch + CS_CB_SC_SITE + k, fk.prev_site);
-            cs_cb_st(scratch + CS_CB_SC_WARP + k, fk.prev_warp);
-        }
-        st = cs_cb_step(v.mine, w, v.phase, p, op, m, by, clk, site, false) == CS_CB_DONE
-                 ? CS_CB_DONE | CS_CB_NAMED
-                 : CS_CB_FULL | CS_CB_NAMED;
-    }
-    if ((st & 0xFu) == CS_CB_FULL) {
-        cs_cb_split(cs_make_view(cs_slot_sh, w), b, p);
-        st = (st & CS_CB_NAMED) ? CS_CB_GRAN | CS_CB_NAMED | CS_CB_QUIET : CS_CB_GRAN;
-    }
-    cs_cb_unlock(p);
-    return st;
-}
-
-// One access by the lanes of `active` in compact mode: lanes with `in` touch granules
-// [g0, g1] (a read, a write by `by` at `clk`, or a wgmma unit's read). The lanes on one
-// block make one operation, done by the first of them under the block's lock; each lane
-// then reports the first finding among its own granules, as the granule tables would. A
-// split block's granules are then taken by the lanes themselves (no lock: the granule
-// tables order their accesses as before).
-CS_NOINLINE void cs_cb_access(uint32_t active, bool in, uint32_t g0, uint32_t g1, uint32_t op,
-                              bool atomic, uint32_t by, uint32_t clk, uint32_t site, cs_finding& f) {
-    uint32_t lane = cs_lane(), b = g0 >> CS_CB_SHIFT;
-    bool straddle = in && (g1 >> CS_CB_SHIFT) != b, block = in && !straddle;
-    uint32_t same = cs_match(active, !in ? 0xFFFFFFFFu : straddle ? 0xFFFFFFFEu : b);
-#ifdef CONSAN_NULL_CB  // measurements only: the cost of the probe around the block operation
-    return;
-#endif
-    uint32_t leader = cs_ffs(same) - 1;
-    uint32_t lm = block ? cs_cb_bits(g0 & (CS_CB_GRANULES - 1), g1 & (CS_CB_GRANULES - 1)) : 0u;
-    // Collectives over the whole warp only: the lanes on a block hand their masks to its
-    // leader and get its verdict back through the warp's scratch words.
-    bool one = cs_all(active, same == active);
-    uint32_t* scratch = cs_cb_scratch(cs_warp()), m = 0;
-    cs_cb_st(scratch + CS_CB_SC_MASK + lane, lm);
-    cs_syncwarp(active);
-    if (one) m = cs_or(active, lm);
-    for (uint32_t rest = !one && lane == leader && block ? same : 0u; rest; rest &= rest - 1)
-        m |= cs_cb_ld(scratch + CS_CB_SC_MASK + cs_ffs(rest) - 1);
-    uint32_t st = CS_CB_DONE;
-    if (lane == leader && block) {
-        CS_PROF(16);
-        st = cs_cb_lead(scratch, same, b, op, atomic, m, by, clk, site);
-        cs_cb_st(scratch + CS_CB_SC_VERDICT + lane, st);
-    }
-    cs_syncwarp(active);
-    st = cs_cb_ld(scratch + CS_CB_SC_VERDICT + leader);
-    if (block && (st & CS_CB_NAMED) && !f.kind && cs_cb_ld(scratch + CS_CB_SC_KIND + lane))
-        f = {cs_cb_ld(scratch + CS_CB_SC_KIND + lane), cs_cb_ld(scratch + CS_CB_SC_SITE + lane),
-             cs_cb_ld(scratch + CS_CB_SC_WARP + lane)};
-    cs_syncwarp(active);  // the scratch words are free again
-    if (straddle) {  // both blocks to the granule tables for good, then the granules
-        cs_cb_pin_range(g0, g0);
-        cs_cb_pin_range(g1, g1);
-        cs_cb_granules(op, g0, g1, site, atomic, by, clk, f);
-    } else if (block && (st & 0xFu) == CS_CB_GRAN) {
-        cs_finding q = {0, CS_NO_SITE, CS_NO_WARP};
-        cs_cb_granules(op, g0, g1, site, atomic, by, clk, (st & CS_CB_QUIET) ? q : f);
-    }
-}
-
-// A copy engine's write of granules [g0, g1] by `by` at clk (one lane), block by block.
-CS_NOINLINE void cs_cb_engine(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
-                              uint32_t by, uint32_t clk, cs_finding& f) {
-    for (uint32_t b = g0 >> CS_CB_SHIFT; b <= g1 >> CS_CB_SHIFT; ++b) {
-        uint32_t base = b << CS_CB_SHIFT, a = base < g0 ? g0 : base;
-        uint32_t z = base + CS_CB_GRANULES - 1 > g1 ? g1 : base + CS_CB_GRANULES - 1;
-        uint32_t* p = cs_cb(b), m = cs_cb_bits(a - base, z - base);
-        cs_cb_lock(p);
-        if (!(cs_cb_ld(p + CS_CB_STATE) & CS_CB_SPLIT)) {
-            uint32_t st = cs_cb_step(v.mine, v.w, v.phase, p, CS_CB_OP_WRITE, m, by, clk, site, true);
-            if (st == CS_CB_FOUND) {
-                if (!f.kind)
-                    f = cs_cb_judge(v, p, cs_cb_ld(p + CS_CB_OCC), CS_CB_OP_WRITE, m, by, CS_RUN,
-                                    a - base);
-                st = cs_cb_step(v.mine, v.w, v.phase, p, CS_CB_OP_WRITE, m, by, clk, site, false);
-            }
-            if (st == CS_CB_DONE) {
-                cs_cb_unlock(p);
-                continue;
-            }
-            cs_cb_split(v, b, p);  // full: the granule tables take it (judged above)
-            cs_finding q = {0, CS_NO_SITE, CS_NO_WARP};
-            cs_engine_walk(v, a, z, site, by, clk, q);
-        } else {
-            cs_engine_walk(v, a, z, site, by, clk, f);
-        }
-        // A split block the copy wrote whole holds one epoch and no reads: compact again
-        // (not with an mbarrier in it, nor where bulk stores keep reads in the granule tables).
-        bool whole = a == base && (z == base + CS_CB_GRANULES - 1 || z + 1 == v.granules);
-        uint32_t state = cs_cb_ld(p + CS_CB_STATE);
-        if (whole && !(state & CS_CB_PINNED) && !cs_async_proxy()) {
-            cs_cb_st4(cs_cb_entry(p, 0), cs_u4{m, by, clk, site});
-            cs_cb_st(p + CS_CB_OCC, 1u);
-            cs_cb_st(p + CS_CB_STATE, state & ~CS_CB_SPLIT);
-        }
-        cs_cb_unlock(p);
-    }
-}
-
 // A copy engine's write of granules [g0, g1] (see cs_engine_walk). Blocks whose summary
 // says every earlier access is ordered before the issuing warp take stores only: the
 // epoch, an empty reader set, the site. Then one fence, and a second look at their
@@ -1379,7 +935,6 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
 #ifdef CONSAN_NULL_ENGINE_WRITE  // measurements only: the cost of the box walk
     return;
 #endif
-    if (cs_cb_on()) return cs_cb_engine(v, g0, g1, site, by, clk, f);
     if (!cs_bsum_on()) return cs_engine_walk(v, g0, g1, site, by, clk, f);
     uint32_t slot = cs_slot_sh, sh = S.bsum_shift;
     uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
@@ -1563,15 +1118,6 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
             if (f.kind && !before.kind) off = g * CS_GRANULE_BYTES, size = CS_GRANULE_BYTES;
         }
         skip = skip || !f.kind;
-    } else if (cs_cb_on()) {
-        if (!skip && !inside) f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
-        uint32_t w = cs_warp(), by = w, clk = cs_clock_sh[w];
-        if (mode == CS_MODE_ASYNC_WRITE) {  // the copy unit's clock (__consan_async)
-            by = CS_AGENT_CPASYNC + w;
-            clk = cs_ld32(&cs_cta(slot)[CS_CTA_CPASYNC_TICKS + w]) + 1;
-        }
-        cs_cb_access(active, inside, g0, g1, mode == CS_MODE_READ ? CS_CB_OP_READ : CS_CB_OP_WRITE,
-                     mode == CS_MODE_ATOMIC, by, clk, site, f);
     } else if (!skip) {
         if (g1 >= S.granules) {
             f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
@@ -1617,7 +1163,6 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
 CS_DEV bool cs_access_fast(uint64_t addr, uint32_t info) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return true;
-    if (cs_cb_on()) return false;  // compact blocks: no granule tables to look at
     uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
     if (space != CS_SPACE_SHARED || mode >= CS_MODE_ATOMIC || ((info >> CS_INFO_SHAPE_SHIFT) & 15u))
@@ -1706,6 +1251,13 @@ CS_DEV void cs_thread_exit(uint32_t site) {
 // the sites of the last write and read, the latest phase anyone read it in;
 // per warp and phase parity a bitmap of the granules it read (abi.psh_layout).
 
+#ifdef CONSAN_HOST
+static uint8_t* cs_dyn_host;
+#define CS_DYN cs_dyn_host
+#else
+extern __shared__ __align__(16) uint8_t cs_dyn[];
+#define CS_DYN cs_dyn
+#endif
 #define CS_PSH_MULTI 0xFFu  // writer tid: several warps updated the granule atomically
 
 CS_DEV uint32_t cs_vld32(const uint32_t* p) { return *(const volatile uint32_t*)p; }
@@ -2060,7 +1612,6 @@ CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
     uint64_t flags = live ? CS_WW_FLAG_MBAR : 0;
     uint64_t ww = ((uint64_t)cs_gen_sh << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
                   ((uint64_t)w << CS_WW_TID_SHIFT) | cs_clock_sh[w];
-    cs_cb_pin_range(off / CS_GRANULE_BYTES, (off + 7) / CS_GRANULE_BYTES);
     for (uint32_t g = off / CS_GRANULE_BYTES; g < (off + 8) / CS_GRANULE_BYTES; ++g)
         if (g < S.granules) cs_st64(cs_gent(slot, g), ww);
     uint32_t g1 = (off + 7) / CS_GRANULE_BYTES;
@@ -2382,7 +1933,6 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
     }
     cs_view v = cs_make_view(slot, w);
     uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
-    cs_cb_pin_range(g0, g1);  // a bulk store's reads live in the granule tables
     // Publish the read, then look at the writes (Dekker with cs_check_write).
     uint64_t mark = ((uint64_t)v.gen << CS_AR_GEN_SHIFT) | ((uint64_t)agent << CS_AR_TID_SHIFT) | clk;
     for (uint32_t g = g0; g <= g1; ++g) {
@@ -2595,26 +2145,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t lo = 0xFFFFFFFFu, hi = 0, operand = 0;
     uint64_t desc = 0;
-    // Compact blocks: every lane goes round the same number of times (the lanes on one
-    // block make one operation together).
-    for (uint32_t base = 0; cs_cb_on() && base < total; base += 4u * lanes) {
-        uint32_t i = base + (w & 3u) + 4u * rank, width = 16, a = 0, g0 = 0, g1 = 0;
-        bool isb = i >= na, valid = i < total;
-        if (valid)
-            a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
-                    : cs_wg_chunk(da, 64, !(info & CS_WG_INFO_TRANS_A), elog, i, &width);
-        g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
-        bool had = f.kind != 0, in = valid && g1 < v.granules;
-        if (valid && !in && !f.kind) f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
-        cs_cb_access(active, in, g0, g1, CS_CB_OP_WGREAD, false, CS_AGENT_WGMMA + u, clk, site, f);
-        if (f.kind && !had) {
-            lo = a;
-            hi = a + width;
-            operand = isb;
-            desc = isb ? db : da;
-        }
-    }
-    for (uint32_t i = (w & 3u) + 4u * rank; !cs_cb_on() && i < total; i += 4u * lanes) {
+    for (uint32_t i = (w & 3u) + 4u * rank; i < total; i += 4u * lanes) {
         bool isb = i >= na;
         uint32_t width;
         uint32_t a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
