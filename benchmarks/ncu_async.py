@@ -40,8 +40,9 @@ def launch(name: str) -> None:
         p.report()
 
 
-def summary(path: str) -> None:
+def summary(path: str, top: int = 0) -> None:
     per = collections.defaultdict(collections.Counter)
+    lines = []  # (stall samples, warp instructions, function, SASS)
     func, header = None, None
     with open(path, newline="") as fh:
         for row in csv.reader(fh):
@@ -55,6 +56,9 @@ def summary(path: str) -> None:
                     c = per[func]
                     c["samples"] += int(d["Warp Stall Sampling (All Samples)"] or 0)
                     c["instructions"] += int(d["Instructions Executed"] or 0)
+                    lines.append((int(d["Warp Stall Sampling (All Samples)"] or 0),
+                                  int(d["Instructions Executed"] or 0), func,
+                                  d.get("Source", "")))
                     for k in header:
                         if k.startswith("stall_") and "(Not" not in k:
                             c[k] += int(d[k] or 0)
@@ -65,18 +69,24 @@ def summary(path: str) -> None:
     for func, c in sorted(per.items(), key=lambda x: -x[1]["samples"]):
         if c["samples"] * 200 < total:
             continue
-        top = sorted(((v, k[6:]) for k, v in c.items() if k.startswith("stall_")), reverse=True)
-        stalls = ", ".join(f"{k} {100 * v / max(c['samples'], 1):.0f}%" for v, k in top[:3])
+        worst = sorted(((v, k[6:]) for k, v in c.items() if k.startswith("stall_")), reverse=True)
+        stalls = ", ".join(f"{k} {100 * v / max(c['samples'], 1):.0f}%" for v, k in worst[:3])
         print(f"{func} | {100 * c['samples'] / total:.1f} | {c['instructions']} | {stalls}")
+    if top:
+        print(f"\nthe {top} SASS instructions with the most stall samples:")
+        print("stall samples % | warp instructions | function | SASS")
+        for smp, ins, fn, src in sorted(lines, reverse=True)[:top]:
+            print(f"{100 * smp / total:.1f} | {ins} | {fn[-40:]} | {src.strip()[:70]}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kernel", nargs="?")
     ap.add_argument("--summary", metavar="CSV")
+    ap.add_argument("--top", type=int, default=0, help="also the N SASS lines stalled most")
     args = ap.parse_args(argv)
     if args.summary:
-        summary(args.summary)
+        summary(args.summary, args.top)
     elif args.kernel:
         launch(args.kernel)
     else:

@@ -78,6 +78,7 @@ class Build:
     arch: toolchain.Arch
     source_name: str
     _psh: dict[int, bytes] = field(default_factory=dict, repr=False)
+    _vsh: bytes | None = field(default=None, repr=False)
 
     def psh_cubin(self, max_regs: int) -> bytes:
         """The same module linked with the shared-memory phase-mode checker (cached)."""
@@ -85,6 +86,13 @@ class Build:
             self._psh[max_regs] = _linked(self.instrumented, self.source_name, self.arch,
                                           psh=True, max_regs=max_regs)
         return self._psh[max_regs]
+
+    def vsh_cubin(self) -> bytes:
+        """The same module linked with the vector-clock checker whose buffer tables are in
+        shared memory (cached)."""
+        if self._vsh is None:
+            self._vsh = _linked(self.instrumented, self.source_name, self.arch, vsh=True)
+        return self._vsh
 
 
 def _cache_dir() -> Path:
@@ -112,19 +120,20 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
 
 
 def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = False,
-            max_regs: int = 0) -> bytes:
+            max_regs: int = 0, vsh: bool = False) -> bytes:
     """Link with the checker, through the on-disk cache."""
     link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
     key = hashlib.sha256(
         "\0".join([__version__, arch.sm, *link_opts, *toolchain.checker_defines(), ins.ptx,
-                   f"psh{max_regs}" if psh else "", toolchain.CHECKER_SOURCE.read_text(),
+                   f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
+                   toolchain.CHECKER_SOURCE.read_text(),
                    abi.c_header()]).encode()
     ).hexdigest()[:32]
     path = _cache_dir() / f"{key}.cubin"
     cubin = path.read_bytes() if path.exists() else None
     if cubin is None:
         cubin = toolchain.link_with_checker(ins, name, arch, link_opts, psh=psh,
-                                            max_regs=max_regs)
+                                            max_regs=max_regs, vsh=vsh)
         cache_put(path, cubin)
     return cubin
 
@@ -191,6 +200,42 @@ def psh_max_regs(nthreads: int) -> int:
     return env or max(32, min(128, 65536 // (threads * ctas) // 8 * 8))
 
 
+_WINDOW_BASE: dict[int, int] = {}
+_WINDOW_BASE_SRC = r"""
+extern "C" __global__ void consan_window_base(unsigned* out) {
+    __shared__ unsigned s;
+    extern __shared__ unsigned d[];
+    s = 1u;
+    d[0] = 1u;
+    out[0] = (unsigned)__cvta_generic_to_shared(&s);
+    out[1] = (unsigned)__cvta_generic_to_shared(d);
+}
+"""
+
+
+def smem_window_base() -> int:
+    """The lowest shared-memory address a kernel's own data gets on this device: the
+    hardware reserves the first bytes of the window (1 KiB on sm_80 and later), and the
+    granule tables in shared memory skip them. Measured once per device with a tiny
+    kernel (the address of its static and of its dynamic shared memory); 0 if that fails,
+    which only costs the tables the reserved bytes."""
+    cupy = _require_gpu()
+    dev = cupy.cuda.Device().id
+    if dev not in _WINDOW_BASE:
+        try:
+            arch = device_arch()
+            ptx = toolchain.compile_cuda(_WINDOW_BASE_SRC, "consan_window_base.cu",
+                                         [f"-arch={arch.compute}"])
+            mod = cupy.cuda.function.Module()
+            mod.load(toolchain.link([("consan_window_base.ptx", ptx)], arch))
+            out = cupy.zeros(2, dtype=np.uint32)
+            mod.get_function("consan_window_base")((1, 1, 1), (1, 1, 1), (out,), shared_mem=16)
+            _WINDOW_BASE[dev] = int(out.get().min()) // abi.GRANULE_BYTES * abi.GRANULE_BYTES
+        except Exception:  # noqa: BLE001 - the tables then start at 0: correct, a bit larger
+            _WINDOW_BASE[dev] = 0
+    return _WINDOW_BASE[dev]
+
+
 class Prepared:
     """An instrumented kernel bound to a launch shape, with its shadow tables."""
 
@@ -207,23 +252,31 @@ class Prepared:
         self.nwarps = (nthreads + 31) // 32
         dev = cupy.cuda.Device()
         sms = dev.attributes["MultiProcessorCount"]
+        ins = b.instrumented
+        room_all = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)
+        self.nlogical = abi.logical_threads(async_proxy=ins.async_proxy, wgmma=ins.wgmma)
         # Phase mode keeps its tables in the CTA's shared memory when they fit.
-        self.psh_bytes = 0
-        if b.instrumented.phase_mode and os.environ.get("CONSAN_PHASE_SMEM", "1") != "0":
+        self.psh_bytes = self.vsh_bytes = self.vsh_readers = 0
+        self.vsh_base = smem_window_base()
+        if ins.phase_mode and os.environ.get("CONSAN_PHASE_SMEM", "1") != "0":
             self._load(cupy, driver, b.psh_cubin(psh_max_regs(nthreads)))
             psh = abi.psh_bytes(self.granules, self.nwarps)
-            room = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024) - self.static_smem
-            if self.psh_offset + psh + 16 <= room:
+            if self.psh_offset + psh + 16 <= room_all - self.static_smem:
                 self.psh_bytes = psh
-        if not self.psh_bytes:
+        # So does vector-clock mode its buffer tables (the granule tables in shared memory).
+        elif not ins.phase_mode and os.environ.get("CONSAN_VC_SMEM", "1") != "0":
+            self._load(cupy, driver, b.vsh_cubin())
+            readers = abi.vsh_readers(self.nwarps, ins.warp_reads, ins.async_proxy, ins.wgmma)
+            vsh = abi.vsh_bytes(self.granules, readers, self.vsh_base)
+            if self.psh_offset + vsh + 16 <= room_all - self.static_smem:
+                self.vsh_bytes, self.vsh_readers = vsh, readers
+                if self._occupancy(driver, nthreads) < 1:  # no room left to launch
+                    self.vsh_bytes = self.vsh_readers = 0
+        if not (self.psh_bytes or self.vsh_bytes):
             self._load(cupy, driver, b.cubin)
         fptr = self.function.ptr
-        if self.launch_shared_mem > 48 * 1024:
-            driver.funcSetAttribute(fptr, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    self.launch_shared_mem)
         static = self.static_smem
-        per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(fptr, nthreads,
-                                                                  self.launch_shared_mem)
+        per_sm = self._occupancy(driver, nthreads)
         if per_sm < 1:
             raise ConsanError(
                 f"the instrumented kernel {self.kernel} cannot launch with block {self.block} "
@@ -232,9 +285,17 @@ class Prepared:
                 f"{static} bytes of static shared memory); use a smaller block")
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
         self.nslots = max(1, min(ctas, per_sm * sms))
-        self.nlogical = abi.logical_threads(async_proxy=b.instrumented.async_proxy,
-                                            wgmma=b.instrumented.wgmma)
         self._alloc(cupy, runtime)
+
+    def _occupancy(self, driver, nthreads: int) -> int:
+        """CTAs of the instrumented launch one SM can hold (sets the dynamic-smem limit)."""
+        fptr = self.function.ptr
+        # (over 48 KiB in all, static and dynamic, a launch needs the opt-in)
+        if self.launch_shared_mem + self.static_smem > 48 * 1024:
+            driver.funcSetAttribute(fptr, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    self.launch_shared_mem)
+        return driver.occupancyMaxActiveBlocksPerMultiprocessor(fptr, nthreads,
+                                                               self.launch_shared_mem)
 
     def _load(self, cupy, driver, cubin: bytes) -> None:
         self.module = cupy.cuda.function.Module()
@@ -254,20 +315,22 @@ class Prepared:
     def launch_shared_mem(self) -> int:
         """Dynamic shared memory of the instrumented launch: the user's, then ours."""
         # 16 more: the checker aligns the tables itself (docs/model.md)
-        return self.psh_offset + self.psh_bytes + 16 if self.psh_bytes else self.shared_mem
+        ours = self.psh_bytes or self.vsh_bytes
+        return self.psh_offset + ours + 16 if ours else self.shared_mem
 
     # ---------------------------------------------------------------- tables
     def _sizes(self) -> dict[str, int]:
         ins = self.build.instrumented
         sizes = abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical,
-                                ins.phase_mode, ins.copy_engine)
+                                ins.phase_mode, ins.copy_engine, self.vsh_readers,
+                                self.vsh_base)
         if self.psh_bytes:  # every table the probes touch is in shared memory
             sizes = dict.fromkeys(sizes, 0)
         return sizes
 
     @property
     def shadow_bytes(self) -> int:
-        return sum(self._sizes().values()) + self.psh_bytes * self.nslots
+        return sum(self._sizes().values()) + (self.psh_bytes + self.vsh_bytes) * self.nslots
 
     @property
     def shadow_bytes_per_cta(self) -> int:
@@ -324,6 +387,16 @@ class Prepared:
         if self.psh_bytes:
             state["flags"] |= abi.FLAG_PHASE_SMEM
             state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.psh_bytes
+        if self.vsh_bytes:
+            state["flags"] |= abi.FLAG_VC_SMEM
+            state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.vsh_bytes
+            state["vsh_base"], state["vsh_readers"] = self.vsh_base, self.vsh_readers
+        if self.build.instrumented.async_proxy:
+            state["flags"] |= abi.FLAG_BULK_STORES
+        if self.build.instrumented.cp_async:
+            state["flags"] |= abi.FLAG_CP_ASYNC
+        if self.build.instrumented.warp_reads:
+            state["flags"] |= abi.FLAG_WARP_READS
         self._state = state
         gptr = self.module.get_global_var(abi.STATE_SYMBOL)  # a device address
         runtime.memcpy(gptr, state.ctypes.data, state.nbytes, runtime.memcpyHostToDevice)
@@ -364,7 +437,8 @@ class Prepared:
 
         launch = {"grid": self.grid, "block": self.block, "shared_mem": self.shared_mem,
                   "arch": self.build.arch.sm, "slots": self.nslots,
-                  "shadow_bytes": self.shadow_bytes}
+                  "shadow_bytes": self.shadow_bytes,
+                  "tables": "shared" if self.psh_bytes or self.vsh_bytes else "device"}
         error = None
         try:
             if sync:

@@ -158,19 +158,22 @@ def _jitlink_log(handle) -> str:
 
 
 def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
-                      psh: bool = False, max_regs: int = 0) -> bytes:
+                      psh: bool = False, max_regs: int = 0, vsh: bool = False) -> bytes:
     """An instrumented module + the checker -> cubin. `ins` is an instrument.Instrumented.
 
     A kernel with `.maxnreg N` may only call functions that fit in N registers,
     so the probes are assembled under the module's tightest cap. `psh` links
     the phase-mode checker that keeps its tables in shared memory: it has no
-    vector-clock code, so the probes need far fewer registers. `max_regs` caps
-    the registers of every function (the tighter of it and `.maxnreg` wins).
+    vector-clock code, so the probes need far fewer registers. `vsh` links the
+    vector-clock checker that keeps its buffer tables in shared memory (no
+    device-memory table code on its paths). `max_regs` caps the registers of
+    every function (the tighter of it and `.maxnreg` wins).
     """
     caps = [c for c in (ins.max_regs, max_regs) if c]
     if caps:
         extra = (*extra, f"-maxrregcount={min(caps)}")
-    return link([(name, ins.ptx), ("consan_checker.ptx", checker_ptx(arch, psh))], arch, extra)
+    return link([(name, ins.ptx), ("consan_checker.ptx", checker_ptx(arch, psh, vsh))], arch,
+                extra)
 
 
 def checker_defines() -> tuple[str, ...]:
@@ -185,6 +188,7 @@ def _checker_ptx(arch: Arch, defines: tuple[str, ...]) -> str:
                         headers={"consan_abi.h": abi.c_header()})
 
 
-def checker_ptx(arch: Arch, psh: bool = False) -> str:
+def checker_ptx(arch: Arch, psh: bool = False, vsh: bool = False) -> str:
     """The device checker compiled for `arch` (relocatable, so probes link to it)."""
-    return _checker_ptx(arch, checker_defines() + (("-DCONSAN_PSH",) if psh else ()))
+    return _checker_ptx(arch, checker_defines() + (("-DCONSAN_PSH",) if psh else ())
+                        + (("-DCONSAN_VSH",) if vsh else ()))

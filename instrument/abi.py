@@ -45,6 +45,9 @@ KINDS: tuple[Kind, ...] = (
     Kind(68, "tool.tensor-map-unknown",
          "TMA tensor copy through a tensor map consan does not know: its footprint was guessed",
          False),
+    Kind(69, "tool.clock-overflow",
+         "a clock outgrew the 23 bits the shared-memory tables keep: later findings of this CTA "
+         "may be wrong", False),
 )
 KIND_BY_CODE = {k.code: k for k in KINDS}
 KIND_BY_ID = {k.id: k for k in KINDS}
@@ -80,6 +83,12 @@ def access_info(size: int, mode: int, space: int, shape: int = SHAPE_PLAIN) -> i
 
 # Probe symbols the rewriter calls and the checker defines (extern "C").
 PROBE_ACCESS = "__consan_access"
+# (addr, site, info, rep): one probe for `count` accesses of the same size at addr,
+# addr + stride, ... (an unrolled loop's loads through one base register); rep =
+# stride << REP_STRIDE_SHIFT | count.
+PROBE_ACCESS_N = "__consan_access_n"
+REP_STRIDE_SHIFT = 8
+REP_COUNT_MASK = 0xFF
 PROBE_BAR_ARRIVE = "__consan_bar_arrive"
 PROBE_BAR_WAIT = "__consan_bar_wait"
 PROBE_CTA_BEGIN = "__consan_cta_begin"
@@ -91,6 +100,10 @@ PROBE_BULK = "__consan_bulk"  # (dst, bytes, mbar, site): bulk copy global -> sh
 MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
 MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
 MB_CP_ARRIVE = 9  # cp.async.mbarrier.arrive(.noinc): the cp.async unit arrives (arg: 1 noinc)
+# A failed mbarrier.try_wait / test_wait calls the checker only every MB_WAIT_SAMPLE-th time
+# in a row (it acquires nothing; the checker only watches for a deadlock): spinning warps
+# then leave the issue slots to the warps they wait for.
+MB_WAIT_SAMPLE = 64
 PROBE_BULK_STORE = "__consan_bulk_store"  # (src, bytes, site): bulk store shared -> global
 PROBE_BULK_GROUP = "__consan_bulk_group"  # (op, n, site): bulk groups, fence.proxy.async
 BULK_COMMIT, BULK_WAIT, PROXY_FENCE = 0, 1, 2
@@ -112,6 +125,7 @@ STATE_SYMBOL = "__consan_state"
 # PTX prototypes of the probes (the rewriter declares them .extern).
 PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_ACCESS: ((".b64", ".b32", ".b32"), None),
+    PROBE_ACCESS_N: ((".b64", ".b32", ".b32", ".b32"), None),
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),
     PROBE_CTA_BEGIN: ((), None),
@@ -215,6 +229,9 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("aread", "uint64_t"),  # u64 [nslots][granules] then u32 [nslots][granules]: async reads
     ("wgread", "uint64_t"),  # u64 [nslots][nwg][granules], then u32 sites: wgmma operand reads
     ("bsum", "uint64_t"),  # u32 [nslots][blocks][bsum_words]: box summaries (FLAG_BOX_SUMMARY)
+    # FLAG_VC_SMEM, u32 per slot: the read sites [nreaders][vsh_granules], then the site of
+    # each block's whole-block copy [vsh_granules / VSH_BLOCK_GRANULES]
+    ("vrsite", "uint64_t"),
     ("tmaps", "uint64_t"),  # cs_tmap_t [TMAP_ENTRIES]  tensor maps of known geometry (0: none)
     ("nslots", "uint32_t"),
     ("granules", "uint32_t"),
@@ -224,8 +241,11 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("window_bytes", "uint32_t"),
     ("log_capacity", "uint32_t"),
     ("flags", "uint32_t"),  # FLAG_*
-    ("psh_offset", "uint32_t"),  # FLAG_PHASE_SMEM: byte offset of the tables in dynamic smem
-    ("psh_bytes", "uint32_t"),  # FLAG_PHASE_SMEM: their size (psh_bytes())
+    # FLAG_PHASE_SMEM / FLAG_VC_SMEM: byte offset of the tables in dynamic smem, their size
+    ("psh_offset", "uint32_t"),
+    ("psh_bytes", "uint32_t"),
+    ("vsh_base", "uint32_t"),  # FLAG_VC_SMEM: first window byte the tables hold (a granule)
+    ("vsh_readers", "uint32_t"),  # FLAG_VC_SMEM: reader indices (vsh_readers())
     ("bsum_shift", "uint32_t"),  # FLAG_BOX_SUMMARY: log2 of the granules of a summary block
     ("bsum_words", "uint32_t"),  # FLAG_BOX_SUMMARY: u32 words of one block's summary
 )
@@ -242,6 +262,14 @@ FLAG_WGMMA = 0x4  # the module issues wgmma.mma_async: writes look for its async
 # keeps a per-block summary, so a copy over blocks whose every access is ordered before it
 # stores its epochs without walking the readers (docs/model.md, "Box summaries").
 FLAG_BOX_SUMMARY = 0x8
+# Vector-clock mode with the buffer tables in the CTA's own shared memory (docs/model.md,
+# "Granule tables in shared memory"): a 32-bit write epoch and a clock byte per reader for
+# every granule, and per 128-byte block each reader's latest read clock; the sites of the
+# accesses go to device memory (wsite, vrsite). The device build is -DCONSAN_VSH.
+FLAG_VC_SMEM = 0x10
+FLAG_BULK_STORES = 0x20  # the module issues bulk or tensor stores (their units read smem)
+FLAG_CP_ASYNC = 0x40  # the module issues cp.async (its copy units' clock columns are used)
+FLAG_WARP_READS = 0x80  # the module reads shared memory through the generic proxy (ld, ldmatrix)
 
 # Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
 CTA_LIVE_THREADS = 0
@@ -340,10 +368,58 @@ def psh_bytes(granules: int, nwarps: int) -> int:
     return (total + 15) // 16 * 16
 
 
+# Write epoch of a granule in the shared-memory tables (FLAG_VC_SMEM), u32:
+# mbarrier:1 | atomic:1 | tid:7 | clock:23 (0: never written in this CTA).
+VW_MBAR = 1 << 31
+VW_ATOMIC = 1 << 30
+VW_TID_SHIFT = 23
+VW_CLOCK_MASK = (1 << 23) - 1
+VSH_BLOCK_GRANULES = 32  # a read-summary block: 128 bytes
+
+
+def vsh_readers(nwarps: int, warp_reads: bool, bulk_stores: bool, wgmma: bool) -> int:
+    """Reader indices of FLAG_VC_SMEM: (modules that read shared memory through the generic
+    proxy) the warps, then (modules with bulk stores) their bulk-store units, then (modules
+    with wgmma) the warpgroups' wgmma units."""
+    return ((nwarps if warp_reads else 0) + (nwarps if bulk_stores else 0)
+            + (warpgroups(nwarps) if wgmma else 0))
+
+
+def vsh_granules(granules: int, base: int = SMEM_RESERVED_BYTES) -> int:
+    """Granules the FLAG_VC_SMEM tables hold: the window above the `base` bytes the
+    hardware reserves (no user access lands there), in whole read-summary blocks."""
+    g = granules - base // GRANULE_BYTES
+    return -(-g // VSH_BLOCK_GRANULES) * VSH_BLOCK_GRANULES
+
+
+def vsh_bytes(granules: int, nreaders: int, base: int = SMEM_RESERVED_BYTES) -> int:
+    """Shared memory of the FLAG_VC_SMEM tables of one CTA: per granule its write epoch
+    (u32) and a clock byte per reader; per 128-byte block each reader's latest read clock
+    and the word of a copy that wrote the block whole (u32 each)."""
+    gp = vsh_granules(granules, base)
+    rss = 4 if nreaders <= 4 else nreaders  # up to 4 readers: one vector load per block
+    return 4 * gp + nreaders * gp + 4 * (rss + 1) * (gp // VSH_BLOCK_GRANULES)
+
+
+def vsh_site_words(gp: int, nreaders: int) -> int:
+    """u32 words of one slot's FLAG_VC_SMEM sites (vrsite): the read sites of each reader,
+    then one per block, padded to 16 bytes (the checker stores four sites at once)."""
+    return nreaders * gp + -(-(gp // VSH_BLOCK_GRANULES) // 4) * 4
+
+
 def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOGICAL,
-                phase_mode: bool = False, box_summary: bool = False) -> dict[str, int]:
+                phase_mode: bool = False, box_summary: bool = False,
+                vsh_readers: int = 0, vsh_base: int = SMEM_RESERVED_BYTES) -> dict[str, int]:
     """Bytes of each shadow table (STATE_FIELDS pointers) for a launch shape."""
     n, G, L = nslots, granules, nlogical
+    if vsh_readers:  # FLAG_VC_SMEM: the buffer tables are in shared memory, their sites here
+        gp = vsh_granules(G, vsh_base)
+        return {"slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
+                "vis": 4 * MAX_WARPS * L * n, "barword": 8 * NAMED_BARRIERS * n,
+                "barvc": 4 * NAMED_BARRIERS * 2 * L * n, "granule": 0, "wsite": 4 * gp * n,
+                "rslot": 0, "readbits": 0, "rsite": 0,
+                "mbar": 4 * MBARRIERS * mb_words(L) * n, "aread": 0, "wgread": 0, "bsum": 0,
+                "vrsite": 4 * vsh_site_words(gp, vsh_readers) * n}
     return {
         "slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
         "vis": 4 * MAX_WARPS * L * n, "barword": 8 * NAMED_BARRIERS * n,
@@ -357,6 +433,7 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
         "wgread": 12 * G * warpgroups(nwarps) * n if L > AGENT_WGMMA else 0,
         "bsum": 4 * bsum_blocks(G, nwarps) * bsum_words(nwarps) * n
         if box_summary and not phase_mode else 0,
+        "vrsite": 0,
     }
 
 
@@ -517,6 +594,12 @@ def c_header() -> str:
         "CS_AGENT_WGMMA": AGENT_WGMMA, "CS_WARPGROUPS": WARPGROUPS,
         "CS_CTA_WGMMA_COMMITS": CTA_WGMMA_COMMITS, "CS_CTA_PROXY_FENCE": CTA_PROXY_FENCE,
         "CS_FLAG_WGMMA": FLAG_WGMMA, "CS_FLAG_BOX_SUMMARY": FLAG_BOX_SUMMARY,
+        "CS_FLAG_VC_SMEM": FLAG_VC_SMEM, "CS_FLAG_BULK_STORES": FLAG_BULK_STORES,
+        "CS_FLAG_CP_ASYNC": FLAG_CP_ASYNC, "CS_FLAG_WARP_READS": FLAG_WARP_READS,
+        "CS_VW_MBAR": VW_MBAR, "CS_VW_ATOMIC": VW_ATOMIC,
+        "CS_VW_TID_SHIFT": VW_TID_SHIFT, "CS_VW_CLOCK_MASK": VW_CLOCK_MASK,
+        "CS_VSH_BLOCK_GRANULES": VSH_BLOCK_GRANULES, "CS_REP_STRIDE_SHIFT": REP_STRIDE_SHIFT,
+        "CS_REP_COUNT_MASK": REP_COUNT_MASK,
         "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,
         "CS_BS_READERS": BS_READERS, "CS_BS_FLAG_OVERFLOW": BS_FLAG_OVERFLOW,
         "CS_BS_FLAG_MBAR": BS_FLAG_MBAR, "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,

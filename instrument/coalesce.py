@@ -8,6 +8,10 @@ barrier, scope or redefinition of the base in between, and no access of the
 other mode that could interleave with them -- touch the same logical thread's
 shadow state in an order that cannot change a verdict, so one probe placed
 before the first of them checks their contiguous byte range at once.
+
+An unrolled loop over rows reads one element per row, `[%r+0]`, `[%r+256]`, ...:
+runs of the same size whose starts are evenly spaced, all from one source line,
+become one strided probe (`abi.PROBE_ACCESS_N`) that checks every run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from .events import Classified, Event
 from .ptx import Item
 
 MAX_SPAN = 64  # bytes one merged probe may cover (16 granules)
+MAX_STRIDE = (1 << 24) - 1  # abi.REP_*: the stride and count a strided probe can carry
 _ADDR = re.compile(r"^([^\s+\-]+)\s*(?:\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+)))?$")
 _CONTROL = ("bra", "brx", "call", "ret", "exit", "trap", "brkpt")
 _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "cp", "mbarrier",
@@ -49,19 +54,23 @@ class Probe:
     address: str
     size: int
     members: tuple[int, ...]  # item indices whose accesses it checks (first = idx)
+    stride: int = 0  # a strided probe: `count` runs of `size` bytes, `stride` bytes apart
+    count: int = 1
 
 
-def plan(items: list[tuple[int, Item, Classified | None]]) -> dict[int, Probe | None]:
+def plan(items: list[tuple[int, Item, Classified | None]],
+         where: dict[int, object] | None = None) -> dict[int, Probe | None]:
     """For each access item index: its Probe, or None if another probe covers it.
 
-    `items` is a function body in order: (item index, item, classification).
+    `items` is a function body in order: (item index, item, classification); `where`
+    gives each item's source location (strided probes merge one location's accesses).
     """
     out: dict[int, Probe | None] = {}
     open_groups: dict[tuple[Event, str], _Group] = {}
 
     def close(pred=lambda g: True) -> None:
         for key in [k for k, g in open_groups.items() if pred(g)]:
-            _emit(open_groups.pop(key), out)
+            _emit(open_groups.pop(key), out, where or {})
 
     for idx, it, c in items:
         if it.kind in ("label", "open", "close"):
@@ -92,7 +101,7 @@ def plan(items: list[tuple[int, Item, Classified | None]]) -> dict[int, Probe | 
     return out
 
 
-def _emit(g: _Group, out: dict[int, Probe | None]) -> None:
+def _emit(g: _Group, out: dict[int, Probe | None], where: dict[int, object]) -> None:
     runs: list[list[tuple[int, int, int]]] = []
     for m in sorted(g.members, key=lambda m: m[1]):
         lo = runs[-1][0][1] if runs else 0
@@ -101,11 +110,28 @@ def _emit(g: _Group, out: dict[int, Probe | None]) -> None:
             runs[-1].append(m)
         else:
             runs.append([m])
-    for run in runs:
-        lo = run[0][1]
-        hi = max(o + s for _, o, s in run)
+    spans = [(run[0][1], max(o + s for _, o, s in run)) for run in runs]
+    if _strided(spans) and len({where.get(i) for run in runs for i, _, _ in run}) == 1:
+        lo, hi = spans[0]
+        order = sorted(i for run in runs for i, _, _ in run)
+        addr = g.base if lo == 0 else f"{g.base}+{lo}"
+        out[order[0]] = Probe(addr, hi - lo, tuple(order), spans[1][0] - lo, len(spans))
+        for i in order[1:]:
+            out[i] = None
+        return
+    for run, (lo, hi) in zip(runs, spans, strict=True):
         order = sorted(i for i, _, _ in run)
         addr = g.base if lo == 0 else f"{g.base}+{lo}"
         out[order[0]] = Probe(addr, hi - lo, tuple(order))
         for i in order[1:]:
             out[i] = None
+
+
+def _strided(spans: list[tuple[int, int]]) -> bool:
+    """Several runs of one size, evenly spaced and not overlapping."""
+    if not 2 <= len(spans) <= abi.REP_COUNT_MASK:
+        return False
+    size, stride = spans[0][1] - spans[0][0], spans[1][0] - spans[0][0]
+    return (size <= abi.INFO_SIZE_MASK and size <= stride <= MAX_STRIDE
+            and all(hi - lo == size and lo - spans[0][0] == k * stride
+                    for k, (lo, hi) in enumerate(spans)))

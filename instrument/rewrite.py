@@ -24,6 +24,9 @@ REG_ADDR2 = "%__cs_b"  # a second address (the mbarrier of a bulk copy)
 REG_ADDR3 = "%__cs_c"  # a third address (the tensor map of a TMA tensor copy)
 REG_TOKEN = "%__cs_tok"
 REG_OK = "%__cs_ok"  # predicate: the guarded mbarrier operation may run
+REG_SPIN = "%__cs_spin"  # failed mbarrier waits in a row (sampled: abi.MB_WAIT_SAMPLE)
+REG_SPIN_LOW = "%__cs_spl"
+REG_SKIP = "%__cs_skip"  # predicate: this failed wait is not sampled
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,12 @@ class Instrumented:
     phase_mode: bool = True  # only CTA-wide barriers: the checker may use CTA phases
     async_proxy: bool = False  # issues bulk or tensor stores: clocks cover logical_threads(True)
     wgmma: bool = False  # issues wgmma.mma_async: clocks cover abi.logical_threads(wgmma=True)
+    cp_async: bool = False  # issues cp.async (copies, groups or mbarrier arrives)
+
+    @property
+    def warp_reads(self) -> bool:
+        """Reads shared memory through the generic proxy (loads, ldmatrix, generic ld)."""
+        return self.counts.get(Event.READ.value, 0) > 0
 
     @property
     def copy_engine(self) -> bool:
@@ -296,6 +305,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     cta_wide_only = True
     async_proxy = False
     wgmma = False
+    cp_async = False
     index_of = {id(it): i for i, it in enumerate(mod.items)}
 
     for fn in mod.functions:
@@ -329,20 +339,28 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             counts[c.event.value] += 1
             async_proxy |= c.event in (Event.BULK_STORE, Event.TENSOR_STORE)
             wgmma |= c.event is Event.WGMMA
+            cp_async |= c.event in (Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
+                                    Event.ASYNC_WAIT_ALL) or (
+                c.event is Event.MBARRIER and c.op == abi.MB_CP_ARRIVE)
             if c.event is Event.UNMODELED or c.reason:  # or modelled in part: said, too
                 unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason))
-        merged = coalesce.plan([(i, it, c) for i, it, c, _ in walk])
+        merged = coalesce.plan([(i, it, c) for i, it, c, _ in walk],
+                               {i: (lc[0].file, lc[0].line) if lc else None
+                                for i, _, _, lc in walk})
         lines = {i: it.line for i, it, _, _ in walk}
         for idx, it, c, loc in walk:
             if c is None or not c.event.probed:
                 continue
             covers: tuple[int, ...] = ()
+            rep = None
             if idx in merged:
                 p = merged[idx]
                 if p is None:
                     continue  # checked by the probe of an earlier access
                 c = replace(c, address=p.address, size=p.size)
                 covers = tuple(lines[i] for i in p.members[1:])
+                if p.count > 1:
+                    rep = (p.stride << abi.REP_STRIDE_SHIFT) | p.count
             site = table.add(kernel=fn.name, event=c.event.value, ptx_line=it.line,
                              ptx_text=it.text.strip(), size=c.size,
                              loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
@@ -350,7 +368,8 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             probes += 1
             tensor = c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE)
             before[idx], after_text = _probe(it, c, site.id, widths,
-                                             _symbol_spaces(mod, spaces) if tensor else None)
+                                             _symbol_spaces(mod, spaces) if tensor else None,
+                                             rep)
             if after_text:
                 after[idx] = after_text
             if (c.event is Event.MBARRIER and c.result is None) or \
@@ -363,8 +382,11 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             before[first_code] = f"call {abi.PROBE_CTA_BEGIN};\n\t" + before.get(first_code, "")
         if probes or fn.is_entry:
             after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3};"
-                                    f"\n\t.reg .b32 {REG_TOKEN};"
-                                    f"\n\t.reg .pred {REG_OK};" + after.get(fn.open_index, ""))
+                                    f"\n\t.reg .b32 {REG_TOKEN}, {REG_SPIN}, {REG_SPIN_LOW};"
+                                    f"\n\t.reg .pred {REG_OK}, {REG_SKIP};"
+                                    + after.get(fn.open_index, ""))
+            start = fn.close_index if first_code is None else first_code
+            before[start] = f"mov.u32 {REG_SPIN}, 0;\n\t" + before.get(start, "")
 
     # Declare the probes right after the module header.
     hdr = mod.directive(".address_size") or mod.directive(".target")
@@ -383,7 +405,8 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     caps = [int(it.operands[0]) for it in mod.items
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
-                        min(caps) if caps else None, cta_wide_only, async_proxy, wgmma)
+                        min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
+                        cp_async)
 
 
 def _guard(call: str, pred: str | None) -> str:
@@ -396,8 +419,9 @@ def _guard(call: str, pred: str | None) -> str:
 
 
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
-           spaces: dict[str, str] | None = None) -> tuple[str, str]:
-    """(text before, text after) the instruction."""
+           spaces: dict[str, str] | None = None, rep: int | None = None) -> tuple[str, str]:
+    """(text before, text after) the instruction. `rep`: a strided probe's stride and
+    count (abi.PROBE_ACCESS_N)."""
     pred = it.pred
     ev = c.event
     if ev in (Event.TENSOR_LOAD, Event.TENSOR_STORE):
@@ -462,19 +486,29 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
             call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code, comment=f"site {site}")
             return _guard(call, pred), ""
         # A wait acquires only if it succeeded: pass the outcome (and, for the parity form,
-        # the parity) once the instruction has run.
+        # the parity) once the instruction has run. A failed one is passed on only every
+        # MB_WAIT_SAMPLE-th time in a row (the checker then looks for a deadlock).
         arg = "%__cs_tok"
         post = [f"selp.u32 {REG_TOKEN}, 2, 0, {c.result};"]
         if c.op == abi.MB_WAIT_PARITY:
             post.append(f"add.u32 {REG_TOKEN}, {REG_TOKEN}, {c.arg};")
+        skip = f"$__cs_spin_{site}"
+        sample = [f"selp.u32 {REG_SPIN_LOW}, 0, 1, {c.result};",
+                  f"mul.lo.u32 {REG_SPIN}, {REG_SPIN}, {REG_SPIN_LOW};",  # reset on success
+                  f"add.u32 {REG_SPIN}, {REG_SPIN}, {REG_SPIN_LOW};",
+                  f"and.b32 {REG_SPIN_LOW}, {REG_SPIN}, {abi.MB_WAIT_SAMPLE - 1};",
+                  f"setp.ne.and.u32 {REG_SKIP}, {REG_SPIN_LOW}, 0, !{c.result};",
+                  f"@{REG_SKIP} bra {skip};"]
         args[2] = (".b32", arg)
         call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code + post,
                      comment=f"site {site}")
-        return "", "\n\t" + call
+        return "", "\n\t" + "\n\t".join(sample) + "\n\t" + call + f"\n{skip}:"
     if ev in (Event.READ, Event.WRITE, Event.ATOMIC, Event.ASYNC_WRITE):
         code = _address_code(c.address or "", widths, it)
-        call = _call(pred, abi.PROBE_ACCESS,
-                     [(".b64", REG_ADDR), (".b32", str(site)), (".b32", str(c.info))],
+        args = [(".b64", REG_ADDR), (".b32", str(site)), (".b32", str(c.info))]
+        if rep is not None:
+            args.append((".b32", str(rep)))
+        call = _call(pred, abi.PROBE_ACCESS_N if rep is not None else abi.PROBE_ACCESS, args,
                      pre=code, comment=f"site {site}")
         return call + "\n\t", ""
     if ev in (Event.BAR_SYNC, Event.BAR_ARRIVE, Event.BAR_RED):

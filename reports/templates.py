@@ -148,5 +148,9 @@ NOTES: dict[str, str] = {
                                "checked); build the map with consan.tensor_map() (or "
                                "cuTensorMapEncodeTiled under consan run), or declare it with "
                                "consan.register_tensor_map().",
+    "tool.clock-overflow": "A clock of this CTA passed the 8 M ticks the shared-memory "
+                           "tables keep, so the write at {cur} was not recorded and later "
+                           "findings of the CTA may be wrong; run with CONSAN_VC_SMEM=0 (the "
+                           "tables in device memory keep 32-bit clocks).",
 }
 DEFAULT_NOTE = "The device checker emitted a record this decoder does not understand."

@@ -48,6 +48,7 @@ def library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(so))
     u32, u64 = ctypes.c_uint32, ctypes.c_uint64
     sig = {abi.PROBE_ACCESS: ([u64, u32, u32], None),
+           abi.PROBE_ACCESS_N: ([u64, u32, u32, u32], None),
            abi.PROBE_BAR_ARRIVE: ([u32, u32, u32, u32], u32),
            abi.PROBE_BAR_WAIT: ([u32, u32, u32], None),
            abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None),
@@ -74,12 +75,18 @@ class HostChecker:
 
     def __init__(self, nwarps: int = 4, smem_bytes: int = 1024, nslots: int = 1,
                  capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False,
-                 wgmma: bool = False, box_summary: bool = True):
+                 wgmma: bool = False, box_summary: bool = True, vsh: bool = True,
+                 async_proxy: bool = True, warp_reads: bool = True):
         self.lib = library()
         self.nwarps, self.nslots, self.phase_smem = nwarps, nslots, phase_smem
         self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
-        L, G, n = abi.logical_threads(async_proxy=True, wgmma=wgmma), self.granules, nslots
-        sizes = abi.table_bytes(n, G, nwarps, L, phase_mode, box_summary)
+        L, G, n = abi.logical_threads(async_proxy=async_proxy, wgmma=wgmma), self.granules, nslots
+        # The runtime's default where they fit: the granule tables in shared memory
+        # (FLAG_VC_SMEM); the host has no reserved bytes below the window.
+        self.vsh = vsh and not (phase_mode or phase_smem)
+        nreaders = abi.vsh_readers(nwarps, warp_reads, async_proxy, wgmma) if self.vsh else 0
+        sizes = abi.table_bytes(n, G, nwarps, L, phase_mode, box_summary and not self.vsh,
+                                vsh_readers=nreaders, vsh_base=0)
         self.tables = {k: np.zeros(v // 8 + 1, dtype=np.uint64) for k, v in sizes.items()}
         self.header = np.zeros(1, dtype=abi.log_header_dtype())
         self.header["capacity"] = capacity
@@ -94,13 +101,21 @@ class HostChecker:
         st["nthreads"], st["nlogical"] = nwarps * 32, L
         st["window_bytes"], st["log_capacity"] = smem_bytes, capacity
         st["flags"] = ((abi.FLAG_PHASE_MODE if phase_mode or phase_smem else 0)
-                       | (abi.FLAG_WGMMA if wgmma else 0))
+                       | (abi.FLAG_WGMMA if wgmma else 0)
+                       | (abi.FLAG_BULK_STORES if async_proxy else 0) | abi.FLAG_CP_ASYNC
+                       | (abi.FLAG_WARP_READS if warp_reads else 0))
         if sizes["bsum"]:  # as the runtime sets it for modules with copy-engine writes
             abi.set_box_summary(st, nwarps)
         if phase_smem:  # the tables the device keeps in the CTA's dynamic shared memory
             st["flags"] |= abi.FLAG_PHASE_SMEM
             st["psh_bytes"] = abi.psh_bytes(G, nwarps)
             self.smem = np.zeros(int(st["psh_bytes"][0]) // 8 + 2, dtype=np.uint64)
+            self.lib.cs_host_set_dyn(self.smem.ctypes.data)
+        if self.vsh:
+            st["flags"] |= abi.FLAG_VC_SMEM
+            st["psh_bytes"] = abi.vsh_bytes(G, nreaders, base=0)
+            st["vsh_base"], st["vsh_readers"] = 0, nreaders
+            self.smem = np.zeros(int(st["psh_bytes"][0]) // 8 + 4, dtype=np.uint64)
             self.lib.cs_host_set_dyn(self.smem.ctypes.data)
         self.tmaps = np.zeros(abi.TMAP_ENTRIES, dtype=abi.tmap_dtype())
         st["tmaps"] = self.tmaps.ctypes.data
@@ -126,6 +141,14 @@ class HostChecker:
                space: int = abi.SPACE_SHARED, shape: int = abi.SHAPE_PLAIN) -> None:
         self._as(warp)
         self._probe(abi.PROBE_ACCESS)(off, site, abi.access_info(size, mode, space, shape))
+
+    def access_n(self, warp: int, off: int, size: int, mode: int, count: int, stride: int,
+                 site: int = 0) -> None:
+        """One coalesced probe for `count` accesses at off, off + stride, ..."""
+        self._as(warp)
+        rep = (stride << abi.REP_STRIDE_SHIFT) | count
+        self._probe(abi.PROBE_ACCESS_N)(off, site, abi.access_info(size, mode, abi.SPACE_SHARED),
+                                        rep)
 
     def read(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
         self.access(warp, off, size, abi.MODE_READ, site)

@@ -1,7 +1,8 @@
-"""Box summaries (docs/model.md): a copy over a block whose every access is ordered before
-it stores its epochs instead of walking the readers. Each trace runs with the summaries
-and without (the walk alone): the findings must be the same, and the tests say when the
-stores-only path was taken."""
+"""Box summaries (docs/model.md): with the tables in device memory, a copy over a block
+whose every access is ordered before it stores its epochs instead of walking the readers.
+Each trace runs with the summaries, without them (the walk alone) and with the granule
+tables in shared memory (FLAG_VC_SMEM): the findings must be the same, and the tests say
+when the stores-only path was taken."""
 
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ FULL, EMPTY = 512, 520  # mbarriers: the copy landed / the consumers are done wi
 ALL = range(NWARPS)
 
 
-def _checker(summary: bool):
+def _checker(summary: bool, vsh: bool = False):
     from tests.checker_host import HostChecker
 
-    c = HostChecker(nwarps=NWARPS, smem_bytes=1024, box_summary=summary)
+    c = HostChecker(nwarps=NWARPS, smem_bytes=1024, box_summary=summary, vsh=vsh)
     assert c.begin() == 0
     c.mbar(0, FULL, abi.MB_INIT, 1, site=10)
     c.mbar(0, EMPTY, abi.MB_INIT, 2, site=10)
@@ -37,9 +38,12 @@ def _both(trace):
     kept them, to look at."""
     plain = _checker(False)  # one at a time: the host library holds one checker's state
     trace(plain)
+    smem = _checker(False, vsh=True)
+    trace(smem)
     summed = _checker(True)
     trace(summed)
     assert summed.kinds() == plain.kinds()
+    assert smem.kinds() == plain.kinds()
     return summed
 
 

@@ -34,11 +34,12 @@ TILE = 2048
 MMA, WRITE, REFILL, COMMIT, WAIT = 5, 1, 7, 8, 9  # sites
 
 
-@pytest.fixture
-def ck():
+@pytest.fixture(params=["shared", "device"])
+def ck(request):
+    """The checker with its buffer tables in shared memory, and in device memory."""
     from tests.checker_host import HostChecker
 
-    c = HostChecker(nwarps=8, smem_bytes=16384, wgmma=True)
+    c = HostChecker(nwarps=8, smem_bytes=16384, wgmma=True, vsh=request.param == "shared")
     assert c.begin() == 0
     return c
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from instrument import abi
 from instrument.rewrite import instrument
 
 HEAD = """.version 9.0
@@ -25,9 +26,49 @@ def test_unrolled_reads_share_one_probe():
     assert sites(body) == [("access.read", 16, 3)]
 
 
-def test_gap_makes_two_probes():
-    assert sites("\tld.shared.f32 %f1, [%r1];\n\tld.shared.f32 %f2, [%r1+8];\n") == [
-        ("access.read", 4, 0), ("access.read", 4, 0)]
+def test_gap_makes_a_strided_probe():
+    ins = instrument(HEAD + "\tld.shared.f32 %f1, [%r1];\n\tld.shared.f32 %f2, [%r1+8];\n"
+                     "\tret;\n}\n")
+    assert [(s.event, s.size, len(s.merged_lines)) for s in ins.sites.sites][:1] == [
+        ("access.read", 4, 1)]
+    rep = (8 << abi.REP_STRIDE_SHIFT) | 2
+    assert f"st.param.b32 [__cs_p3], {rep};" in ins.ptx
+    assert f"call {abi.PROBE_ACCESS_N}," in ins.ptx
+
+
+def test_an_unrolled_column_loop_is_one_strided_probe():
+    """One load per row of a 256-byte row (the TMA ring's consumers): 32 loads, one probe."""
+    body = "".join(f"\tld.shared.f32 %f{i % 16}, [%r1+{256 * i}];\n\tadd.f32 %f17, %f17, "
+                   f"%f{i % 16};\n" for i in range(32))
+    ins = instrument(HEAD + body + "\tret;\n}\n")
+    reads = [s for s in ins.sites.sites if s.event == "access.read"]
+    assert [(s.size, len(s.merged_lines)) for s in reads] == [(4, 31)]
+    assert f"st.param.b32 [__cs_p3], {(256 << abi.REP_STRIDE_SHIFT) | 32};" in ins.ptx
+
+
+def test_uneven_spacing_or_sizes_stay_apart():
+    uneven = "\tld.shared.f32 %f1, [%r1];\n\tld.shared.f32 %f2, [%r1+8];\n" \
+             "\tld.shared.f32 %f3, [%r1+20];\n"
+    assert sites(uneven) == [("access.read", 4, 0)] * 3
+    sizes = "\tld.shared.f32 %f1, [%r1];\n\tld.shared.v2.f32 {%f2, %f3}, [%r1+16];\n"
+    assert sites(sizes) == [("access.read", 4, 0), ("access.read", 8, 0)]
+
+
+def test_a_strided_probe_keeps_to_one_source_line():
+    body = ("\t.loc 1 10 1\n\tld.shared.f32 %f1, [%r1];\n"
+            "\t.loc 1 11 1\n\tld.shared.f32 %f2, [%r1+64];\n")
+    assert sites('\t.file 1 "k.cu"\n' + body) == [("access.read", 4, 0)] * 2
+
+
+def test_a_failed_wait_calls_the_checker_only_when_sampled():
+    body = ("\t{\n\t.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%r1], %r2;\n"
+            "\t@!p bra W;\n\t}\n")
+    ptx = instrument(HEAD + body + "\tret;\n}\n").ptx
+    assert f"and.b32 %__cs_spl, %__cs_spin, {abi.MB_WAIT_SAMPLE - 1};" in ptx
+    assert "setp.ne.and.u32 %__cs_skip, %__cs_spl, 0, !p;" in ptx
+    skip = ptx.index("@%__cs_skip bra $__cs_spin_")
+    assert skip < ptx.index(f"call (__cs_r), {abi.PROBE_MBAR}") < ptx.index("$__cs_spin_0:")
+    assert "mov.u32 %__cs_spin, 0;" in ptx
 
 
 def test_write_between_reads_keeps_them_apart():

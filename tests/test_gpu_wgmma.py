@@ -212,19 +212,30 @@ def _tma_gemm(racy: bool, native: bool = False):
     return src, rep, d.get(), want
 
 
-def test_tma_wgmma_gemm_is_clean_and_exact():
+# The buffer tables in shared memory (default) or in device memory (CONSAN_VC_SMEM=0).
+TABLES = ("shared", "device")
+
+
+@pytest.mark.parametrize("tables", TABLES)
+def test_tma_wgmma_gemm_is_clean_and_exact(tables, monkeypatch):
+    monkeypatch.setenv("CONSAN_VC_SMEM", "1" if tables == "shared" else "0")
     _, rep, got, want = _tma_gemm(racy=False)
     assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
-    assert rep.header["walked"] == 0  # each refill's summaries: every wgmma read retired
+    assert rep.launch["tables"] == tables
+    assert rep.header["walked"] == 0  # device tables: every wgmma read retired by summary
     np.testing.assert_array_equal(got, want)
     _, _, nat, _ = _tma_gemm(racy=False, native=True)
     np.testing.assert_array_equal(nat, want)
 
 
-def test_tma_refill_before_wgmma_wait_is_a_pending_read():
+@pytest.mark.parametrize("tables", TABLES)
+def test_tma_refill_before_wgmma_wait_is_a_pending_read(tables, monkeypatch):
+    monkeypatch.setenv("CONSAN_VC_SMEM", "1" if tables == "shared" else "0")
     src, rep, _, _ = _tma_gemm(racy=True)
     assert {v.kind for v in rep.violations} == {"async.pending-read"}, str(rep)
-    assert rep.header["walked"] > 0  # the early refill's blocks, walked to name the reads
+    assert rep.launch["tables"] == tables
+    if tables == "device":
+        assert rep.header["walked"] > 0  # the early refill's blocks, walked to name the reads
     # the copy's line; NVRTC merges the refill with the prologue's issue, so the inline
     # chain may name either call
     assert all(line_of(src, "@tma") in lines(v.site) for v in rep.violations), str(rep)

@@ -15,6 +15,7 @@
 
 #ifdef CONSAN_HOST
 #include <stdint.h>
+#include <stdlib.h>
 #else
 typedef unsigned char uint8_t;
 typedef unsigned int uint32_t;
@@ -32,7 +33,16 @@ static cs_host_ctx_t cs_host_ctx;
 extern "C" {
 cs_state_t __consan_state;
 }
-static uint32_t cs_slot_sh, cs_gen_sh;
+static uint32_t cs_slot_sh, cs_gen_sh, cs_mbar_used_sh;
+typedef uintptr_t cs_sp;  // an address in the CTA's shared memory
+// Where the granule tables in shared memory (FLAG_VC_SMEM) are: set when the CTA begins.
+struct cs_vlay {
+    cs_sp W, R, RS, BT;
+    uint32_t gp, nr, nb, rss;
+    uint32_t *ws, *rsite;
+};
+static cs_vlay cs_vlay_sh;
+static uint32_t cs_mlock_sh[CS_MBARRIERS];
 static uint32_t cs_clock_sh[CS_MAX_WARPS];
 static uint32_t cs_phase_sh[CS_MAX_WARPS];
 CS_DEV uint32_t cs_lane() { return 0; }
@@ -99,6 +109,7 @@ CS_DEV void cs_sst32(uint32_t* p, uint32_t v) { cs_st32(p, v); }
 CS_DEV int cs_popc(uint32_t v) { return __builtin_popcount(v); }
 CS_DEV int cs_ffs(uint32_t v) { return __builtin_ffs(v); }
 CS_DEV int cs_ffsll(uint64_t v) { return __builtin_ffsll(v); }
+CS_DEV int cs_clz(uint32_t v) { return v ? __builtin_clz(v) : 32; }
 CS_DEV bool cs_is_shared(uint64_t) { return true; }
 CS_DEV uint32_t cs_to_shared(uint64_t a) { return (uint32_t)a; }
 CS_DEV void cs_cta_id(uint32_t* c) { c[0] = cs_host_ctx.cta[0]; c[1] = cs_host_ctx.cta[1]; c[2] = cs_host_ctx.cta[2]; }
@@ -114,13 +125,25 @@ __constant__ cs_state_t __consan_state;  // filled by the runtime before each la
 // The checker's own shared variables, one block whose size is a multiple of 16, so
 // the dynamic window after the static ones keeps the alignment it has natively (the
 // linker does not raise it for extern arrays of another module: measured on the H100).
+typedef uint32_t cs_sp;  // an address in the CTA's shared memory
+// Where the granule tables in shared memory (FLAG_VC_SMEM) are: set when the CTA begins.
+struct cs_vlay {
+    cs_sp W, R, RS, BT;
+    uint32_t gp, nr, nb, rss;
+    uint32_t *ws, *rsite;
+};
 struct __align__(16) cs_shared_t {
-    uint32_t slot, gen, pad[2];
+    uint32_t slot, gen, mbar_used, pad;  // mbar_used: bit j, mbarrier entry j is in use
     uint32_t clock[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
     uint32_t phase[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
+    uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
+    cs_vlay vlay;
 };
 __shared__ cs_shared_t cs_shv;
+#define cs_vlay_sh (cs_shv.vlay)
+#define cs_mlock_sh (cs_shv.mlock)
 #define cs_slot_sh (cs_shv.slot)
+#define cs_mbar_used_sh (cs_shv.mbar_used)
 #define cs_gen_sh (cs_shv.gen)
 #define cs_clock_sh (cs_shv.clock)
 #define cs_phase_sh (cs_shv.phase)
@@ -202,6 +225,7 @@ CS_DEV void cs_sst32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
 CS_DEV int cs_popc(uint32_t v) { return __popc(v); }
 CS_DEV int cs_ffs(uint32_t v) { return __ffs(v); }
 CS_DEV int cs_ffsll(uint64_t v) { return __ffsll((long long)v); }
+CS_DEV int cs_clz(uint32_t v) { return __clz(v); }
 CS_DEV bool cs_is_shared(uint64_t a) { return __isShared((const void*)a); }
 CS_DEV uint32_t cs_to_shared(uint64_t a) { return (uint32_t)__cvta_generic_to_shared((const void*)a); }
 CS_DEV void cs_cta_id(uint32_t* c) { c[0] = blockIdx.x; c[1] = blockIdx.y; c[2] = blockIdx.z; }
@@ -346,6 +370,9 @@ CS_DEV cs_record_t cs_blank(uint32_t kind, uint32_t site) {
 
 // ------------------------------------------------------------- CTA life
 
+CS_DEV bool cs_vsh_on();
+CS_DEV void cs_vsh_layout(uint32_t slot);
+
 CS_DEV uint32_t cs_claim_slot() {
     uint32_t n = S.nslots;
     uint32_t start = cs_cta_linear() % n;
@@ -393,10 +420,13 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
         cta[CS_CTA_WARP_LANES + w] = lanes >= 32 ? 0xFFFFFFFFu : (1u << lanes) - 1u;
 #endif
     }
+    cs_mbar_used_sh = 0;
+    for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = 0;
     for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) cs_clock_sh[w] = 1, cs_phase_sh[w] = 1;
     cs_slot_sh = slot;
     cs_gen_sh = gen;
+    if (cs_vsh_on()) cs_vsh_layout(slot);
 }
 
 CS_DEV uint32_t* cs_readbits(uint32_t slot, uint32_t w, uint32_t parity);
@@ -405,6 +435,7 @@ CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint
 CS_DEV bool cs_bsum_on();
 CS_DEV uint32_t cs_bsum_blocks();
 CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b);
+CS_DEV uint8_t* cs_psh();
 
 // Run by every thread (i = thread index, n = threads): clear clocks, barrier slots, bitmaps.
 CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
@@ -413,6 +444,10 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
     for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
     uint32_t* bvc = cs_barvc(slot, 0, 0);
     for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
+    if (cs_vsh_on()) {  // the CTA's own shared memory: cleared, no generation tags
+        uint32_t* p = (uint32_t*)cs_psh();
+        for (uint32_t k = i; k < S.psh_bytes / 4; k += n) p[k] = 0;
+    }
     if (cs_bsum_on()) {
         uint32_t* bs = cs_bsum(slot, 0);
         for (uint32_t k = i; k < cs_bsum_blocks() * S.bsum_words; k += n) bs[k] = 0;
@@ -422,6 +457,52 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
         uint32_t words = 2 * S.nwarps * ((S.granules + 31) / 32);
         for (uint32_t k = i; k < words; k += n) bm[k] = 0;
     }
+}
+
+CS_DEV uint32_t cs_nwg();
+// The columns of a vector clock that can be non-zero in this CTA, as ranges [a, b): its
+// warps, their cp.async units, the mbarriers' copy engines, then (where the module has
+// them) the bulk-store units, the proxy views and the wgmma units. The mbarrier probes run
+// in one lane under a lock and visit only these columns, sixteen loads in flight at a
+// time, not all nlogical (up to 168) one after another.
+#define CS_VC_RANGES 6
+CS_DEV uint32_t cs_vc_ranges(uint32_t* a, uint32_t* b, bool all) {
+    uint32_t nw = S.nwarps, L = S.nlogical, n = 0;
+    // the copy engines of the mbarrier entries in use (entries are hashed by offset, so a
+    // CTA's few mbarriers usually take a short run of them); the other engines' columns are
+    // 0 in every clock (cleared at CTA begin and at init: `all`) until their entry is made
+    uint32_t used = all ? 0xFFFFFFFFu : *(volatile uint32_t*)&cs_mbar_used_sh;
+    uint32_t e0 = used ? cs_ffs(used) - 1 : 0, e1 = used ? 32 - cs_clz(used) : 0;
+    // and only the agents the module has (cp.async units, bulk-store units and proxy views)
+    uint32_t ncp = (S.flags & CS_FLAG_CP_ASYNC) ? nw : 0u, nbulk = (S.flags & CS_FLAG_BULK_STORES) ? nw : 0u;
+    const uint32_t base[CS_VC_RANGES] = {0, CS_AGENT_CPASYNC, CS_AGENT_MBAR + e0, CS_AGENT_BULK,
+                                         CS_AGENT_PROXY, CS_AGENT_WGMMA};
+    const uint32_t width[CS_VC_RANGES] = {nw, ncp, e1 - e0, nbulk, nbulk, cs_nwg()};
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
+        if (base[k] < L) {
+            a[n] = base[k];
+            b[n++] = base[k] + width[k] < L ? base[k] + width[k] : L;
+        }
+    return n;
+}
+
+// Columns i of those ranges, counted in order (lanes share a join by i).
+struct cs_cols {
+    uint32_t a[CS_VC_RANGES], b[CS_VC_RANGES], n, total;
+};
+CS_DEV cs_cols cs_vc_cols(bool all) {
+    cs_cols c;
+    c.n = cs_vc_ranges(c.a, c.b, all);
+    c.total = 0;
+    for (uint32_t k = 0; k < c.n; ++k) c.total += c.b[k] - c.a[k];
+    return c;
+}
+CS_DEV uint32_t cs_vc_col(const cs_cols& c, uint32_t i) {
+    for (uint32_t k = 0; k < c.n; ++k) {
+        if (i < c.b[k] - c.a[k]) return c.a[k] + i;
+        i -= c.b[k] - c.a[k];
+    }
+    return 0;
 }
 
 // ------------------------------------------------------------- barriers
@@ -436,7 +517,8 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
 // clock slot the next generation will use, then open it.
 CS_DEV void cs_bar_complete(uint32_t slot, uint32_t b, uint32_t gen) {
     uint32_t* next = cs_barvc(slot, b, (gen + 1) & 1);
-    for (uint32_t u = 0; u < S.nlogical; ++u) cs_st32(&next[u], 0);
+    cs_cols cols = cs_vc_cols(false);
+    for (uint32_t i = 0; i < cols.total; ++i) cs_st32(&next[cs_vc_col(cols, i)], 0);
     cs_fence();
     cs_st64(cs_barword(slot, b), (uint64_t)(gen + 1) << 32);
     cs_fence();
@@ -479,8 +561,9 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     if (cs_phase_mode()) {
         cs_phase_clear_next(slot, w, active, lane);
     } else {
-        for (uint32_t u = rank; u < S.nlogical; u += n) {
-            uint32_t v = mine[u];
+        cs_cols cols = cs_vc_cols(false);
+        for (uint32_t i = rank; i < cols.total; i += n) {
+            uint32_t u = cs_vc_col(cols, i), v = mine[u];
             if (v) cs_max32(&vc[u], v);
         }
     }
@@ -510,8 +593,9 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     uint32_t* mine = cs_vis(slot, w);
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
     uint32_t n = cs_popc(active);
-    for (uint32_t u = rank; u < S.nlogical && !cs_phase_mode(); u += n) {
-        uint32_t v = cs_ld32(&vc[u]);
+    cs_cols cols = cs_vc_cols(false);
+    for (uint32_t i = rank; i < cols.total && !cs_phase_mode(); i += n) {
+        uint32_t u = cs_vc_col(cols, i), v = cs_ld32(&vc[u]);
         if (v > mine[u] && u != w) mine[u] = v;
     }
     cs_fence();
@@ -857,6 +941,10 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
         uint32_t n = g1 - base + 1 < CS_RUN ? g1 - base + 1 : CS_RUN;
         uint64_t old[CS_RUN], x[CS_RUN];
         uint32_t osite[CS_RUN], mbar = 0, wgread = 0;
+        // each granule's first finding; the copy's is that of the first granule with one
+        cs_finding fi[CS_RUN];
+#pragma unroll
+        for (uint32_t i = 0; i < CS_RUN; ++i) fi[i] = {0, CS_NO_SITE, CS_NO_WARP};
 #pragma unroll
         for (uint32_t i = 0; i < CS_RUN; ++i)
             if (i < n) old[i] = cs_xchg64(v.ent + 2 * (base + i), now);
@@ -873,11 +961,11 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
                 // the object stays an mbarrier: put its mark back
                 cs_st64(v.ent + 2 * (base + i), o);
                 cs_st32(v.wsite + base + i, osite[i]);
-                if (!f.kind) f = {CS_MBARRIER_DATA_ACCESS, osite[i], t};
+                fi[i] = {CS_MBARRIER_DATA_ACCESS, osite[i], t};
                 mbar |= 1u << i;
                 continue;
             }
-            if (!(live && t == by)) cs_check_prev_write(o, osite[i], v.gen, v.w, false, v.mine, f);
+            if (!(live && t == by)) cs_check_prev_write(o, osite[i], v.gen, v.w, false, v.mine, fi[i]);
             if (wg && ((o >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_WGREAD)) wgread |= 1u << i;
         }
         // wgmma reads of these granules (cs_wg_check_reads, the loads of a run together)
@@ -888,9 +976,9 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
 #pragma unroll
             for (uint32_t i = 0; i < CS_RUN; ++i) {
                 if (!(wgread & (1u << i)) || (x[i] >> CS_WG_GEN_SHIFT) != v.gen) continue;
-                if (!cs_ordered(v.mine, v.w, CS_AGENT_WGMMA + u, (uint32_t)x[i]) && !f.kind)
-                    f = {CS_ASYNC_PENDING_READ, cs_ld32(cs_wg_site(slot, u, base + i)),
-                         CS_AGENT_WGMMA + u};
+                if (!cs_ordered(v.mine, v.w, CS_AGENT_WGMMA + u, (uint32_t)x[i]) && !fi[i].kind)
+                    fi[i] = {CS_ASYNC_PENDING_READ, cs_ld32(cs_wg_site(slot, u, base + i)),
+                             CS_AGENT_WGMMA + u};
                 cs_st64(cs_wg_rec(slot, u, base + i), 0);
             }
         }
@@ -916,10 +1004,11 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
             for (uint64_t readers = rd[i]; readers; readers &= readers - 1) {
                 uint32_t u = cs_ffsll(readers) - 1;
                 uint64_t r = readers == rd[i] ? x[i] : cs_ld64(v.rslots + (uint64_t)u * v.granules + g);
-                if (!cs_ordered(v.mine, v.w, u, (uint32_t)r) && !f.kind)
-                    f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
+                if (!cs_ordered(v.mine, v.w, u, (uint32_t)r) && !fi[i].kind)
+                    fi[i] = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
             }
-            if (ap && !(mbar & (1u << i))) cs_check_async_read(v, g, f);
+            if (ap && !(mbar & (1u << i))) cs_check_async_read(v, g, fi[i]);
+            if (!f.kind && fi[i].kind) f = fi[i];
         }
     }
 }
@@ -930,11 +1019,20 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
 // readers: one that came meanwhile raced with this copy (in a whole block it is reported
 // from the summary -- its reader bit may be gone; in part of one, the part is walked).
 #define CS_BSUM_BATCH 32
+CS_DEV bool cs_vsh_on();
+CS_NOINLINE void cs_vsh_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t g1,
+                               uint32_t site, uint32_t by, uint32_t clk, cs_finding& f);
 CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
                                  uint32_t by, uint32_t clk, cs_finding& f) {
 #ifdef CONSAN_NULL_ENGINE_WRITE  // measurements only: the cost of the box walk
     return;
 #endif
+    if (cs_vsh_on()) {
+        uint32_t b = S.vsh_base / CS_GRANULE_BYTES;
+        if (g0 < b) f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+        else cs_vsh_engine(cs_slot_sh, v.w, g0 - b, g1 - b, site, by, clk, f);
+        return;
+    }
     if (!cs_bsum_on()) return cs_engine_walk(v, g0, g1, site, by, clk, f);
     uint32_t slot = cs_slot_sh, sh = S.bsum_shift;
     uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
@@ -1464,6 +1562,789 @@ CS_DEV bool cs_psh_mode() {
 #endif
 }
 
+// ------------------------------------------------------------- granule tables in smem
+//
+// FLAG_VC_SMEM (docs/model.md "Granule tables in shared memory"; the device build is
+// -DCONSAN_VSH): vector-clock mode with the buffer tables in the CTA's own shared memory,
+// where each lane updates the entries of its own granules -- no leader, no lock -- so a
+// warp's access costs each lane a few shared-memory operations. Per granule:
+//   W   u32 write epoch: mbarrier:1 | atomic:1 | tid:7 | clock:23 (0: never written);
+//   R   per reader index a byte: the clock of its latest read since that write, as
+//       c % 255 + 1 (0: none); one row of bytes per reader.
+// Per 128-byte block:
+//   RS  each reader's latest read clock among the block's bytes (0: none). It bounds the
+//       bytes from above, so a write whose readers RS shows ordered needs no look at them;
+//   BT  0, or WHOLE | the epoch of a copy that wrote the whole block: the block's W
+//       entries are stale and this one epoch stands for them (a copy of a box stores a word
+//       per block). A lane writing single granules of such a block first gives them the
+//       epoch back (BT locked meanwhile; readers wait the few stores out).
+// The sites of the accesses go to device memory (wsite; vrsite: the read sites per reader,
+// then the sites of the whole-block copies) with plain stores: only reports read them. The
+// tables start at window byte S.vsh_base (the hardware reserves the bytes below it); the
+// probes work in granules relative to it.
+
+CS_DEV bool cs_vsh_on() {
+#if defined(CONSAN_VSH)
+    return true;
+#elif defined(CONSAN_HOST)
+    return S.flags & CS_FLAG_VC_SMEM;
+#else
+    return false;
+#endif
+}
+
+// An address in the CTA's shared memory, and the table operations on it (LDS/STS/ATOMS,
+// not the generic path).
+#ifdef CONSAN_HOST
+CS_DEV uint32_t* cs_sp32(cs_sp a) { return (uint32_t*)a; }
+CS_DEV uint32_t cs_s_ld(cs_sp a) { return __atomic_load_n(cs_sp32(a), __ATOMIC_RELAXED); }
+CS_DEV void cs_s_st(cs_sp a, uint32_t v) { __atomic_store_n(cs_sp32(a), v, __ATOMIC_RELAXED); }
+// (vector operations need 16-byte alignment on the device: the host build checks it)
+CS_DEV cs_sp cs_al16(cs_sp a) { if (a & 15) abort(); return a; }
+CS_DEV cs_u4 cs_s_ld4(cs_sp a) { cs_al16(a); return {cs_s_ld(a), cs_s_ld(a + 4), cs_s_ld(a + 8), cs_s_ld(a + 12)}; }
+CS_DEV void cs_s_st4(cs_sp a, cs_u4 v) { cs_al16(a); cs_s_st(a, v.x); cs_s_st(a + 4, v.y); cs_s_st(a + 8, v.z); cs_s_st(a + 12, v.w); }
+CS_DEV uint32_t cs_s_ld8(cs_sp a) { return __atomic_load_n((uint8_t*)a, __ATOMIC_RELAXED); }
+CS_DEV void cs_s_st8(cs_sp a, uint32_t v) { __atomic_store_n((uint8_t*)a, (uint8_t)v, __ATOMIC_RELAXED); }
+CS_DEV uint32_t cs_s_xchg(cs_sp a, uint32_t v) { return __atomic_exchange_n(cs_sp32(a), v, __ATOMIC_RELAXED); }
+CS_DEV uint32_t cs_s_cas(cs_sp a, uint32_t c, uint32_t v) { return cs_cas32(cs_sp32(a), c, v); }
+CS_DEV void cs_s_max(cs_sp a, uint32_t v) { cs_max32(cs_sp32(a), v); }
+CS_DEV cs_sp cs_vsh_base() { return (cs_sp)cs_psh(); }
+CS_DEV void cs_g_st(uint32_t* p, uint32_t v) { *p = v; }
+CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) { cs_al16((cs_sp)p); p[0] = p[1] = p[2] = p[3] = v; }
+#else
+CS_DEV uint32_t cs_s_ld(cs_sp a) {
+    uint32_t v; asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v;
+}
+CS_DEV void cs_s_st(cs_sp a, uint32_t v) {
+    asm volatile("st.volatile.shared.u32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
+}
+CS_DEV cs_u4 cs_s_ld4(cs_sp a) {  // a 16-byte aligned
+    cs_u4 v;
+    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+    return v;
+}
+CS_DEV void cs_s_st4(cs_sp a, cs_u4 v) {  // a 16-byte aligned
+    asm volatile("st.volatile.shared.v4.u32 [%0], {%1, %2, %3, %4};"
+                 :: "r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+CS_DEV uint32_t cs_s_ld8(cs_sp a) {
+    uint32_t v; asm volatile("ld.volatile.shared.u8 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v;
+}
+CS_DEV void cs_s_st8(cs_sp a, uint32_t v) {
+    asm volatile("st.volatile.shared.u8 [%0], %1;" :: "r"(a), "r"(v) : "memory");
+}
+CS_DEV uint32_t cs_s_xchg(cs_sp a, uint32_t v) {
+    uint32_t o; asm volatile("atom.shared.exch.b32 %0, [%1], %2;" : "=r"(o) : "r"(a), "r"(v) : "memory"); return o;
+}
+CS_DEV uint32_t cs_s_cas(cs_sp a, uint32_t c, uint32_t v) {
+    uint32_t o;
+    asm volatile("atom.shared.cas.b32 %0, [%1], %2, %3;" : "=r"(o) : "r"(a), "r"(c), "r"(v) : "memory");
+    return o;
+}
+CS_DEV void cs_s_max(cs_sp a, uint32_t v) {
+    asm volatile("red.shared.max.u32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
+}
+CS_DEV cs_sp cs_vsh_base() { return (cs_sp)__cvta_generic_to_shared(cs_psh()); }
+CS_DEV void cs_g_st(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
+CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) {  // p 16-byte aligned
+    asm volatile("st.global.v4.u32 [%0], {%1, %1, %1, %1};" :: "l"(p), "r"(v) : "memory");
+}
+#endif
+
+#define CS_VSH_B CS_VSH_BLOCK_GRANULES
+#define CS_BT_WHOLE 0x80000000u  // (the mbarrier bit of an epoch: a copy never has it)
+#define CS_BT_LOCKED 0xFFFFFFFFu  // (the atomic bit set: never a copy's epoch)
+#define CS_VSH_FASTR 8  // readers whose clocks a probe keeps in registers
+
+// What a probe needs of the tables, computed once.
+// The layout (cs_vlay): write epochs W [gp], reader bytes R [nr][gp], summaries RS
+// [nb][rss] (rss: 4 words up to 4 readers, for one vector load), block words BT [nb]; the
+// slot's write sites ws [gp] and read sites rsite [nr][gp], then whole-block copy sites [nb].
+CS_DEV void cs_vsh_layout(uint32_t slot) {
+    cs_vlay& l = cs_vlay_sh;
+    l.gp = (S.granules - S.vsh_base / CS_GRANULE_BYTES + CS_VSH_B - 1) & ~(CS_VSH_B - 1);
+    l.nr = S.vsh_readers;
+    l.nb = l.gp / CS_VSH_B;
+    l.rss = l.nr <= 4 ? 4u : l.nr;  // abi.vsh_bytes
+    l.W = cs_vsh_base();
+    l.R = l.W + 4u * l.gp;
+    l.RS = l.R + l.nr * l.gp;
+    l.BT = l.RS + 4u * l.rss * l.nb;
+    l.ws = (uint32_t*)S.wsite + (uint64_t)slot * l.gp;
+    l.rsite = (uint32_t*)S.vrsite + (uint64_t)slot * (l.nr * l.gp + ((l.nb + 3) & ~3u));  // abi.vsh_site_words
+}
+
+// What a probe needs of the tables.
+struct cs_vctx : cs_vlay {
+    uint32_t slot, w;
+    const uint32_t* mine; // the probing warp's vector clock
+};
+CS_DEV cs_vctx cs_vsh_ctx(uint32_t slot, uint32_t w) {
+    cs_vctx x;
+    static_cast<cs_vlay&>(x) = cs_vlay_sh;
+    x.slot = slot;
+    x.w = w;
+    x.mine = cs_vis(slot, w);
+    return x;
+}
+CS_DEV uint32_t* cs_vsh_bsite(const cs_vctx& x, uint32_t b) { return x.rsite + x.nr * x.gp + b; }
+
+// Reader indices: warps, then the bulk-store units (modules with bulk stores), then the
+// wgmma units (abi.vsh_readers).
+// Each kind only where the module has it: a module with no generic smem read (TMA + wgmma
+// kernels) keeps no byte for its warps.
+CS_DEV uint32_t cs_vsh_nwr() { return (S.flags & CS_FLAG_WARP_READS) ? S.nwarps : 0u; }
+CS_DEV uint32_t cs_vsh_nbulk() { return (S.flags & CS_FLAG_BULK_STORES) ? S.nwarps : 0u; }
+CS_DEV uint32_t cs_vsh_reader_tid(uint32_t ri) {
+    uint32_t nw = cs_vsh_nwr(), nb = cs_vsh_nbulk();
+    return ri < nw ? ri : ri < nw + nb ? CS_AGENT_BULK + ri - nw : CS_AGENT_WGMMA + ri - nw - nb;
+}
+CS_DEV uint32_t cs_vsh_ri_bulk(uint32_t w) { return cs_vsh_nwr() + w; }
+CS_DEV uint32_t cs_vsh_ri_wgmma(uint32_t u) { return cs_vsh_nwr() + cs_vsh_nbulk() + u; }
+
+// The clock a reader reads with now: the newest its bytes can stand for.
+CS_DEV uint32_t cs_vsh_reader_now(uint32_t slot, uint32_t ri) {
+    uint32_t t = cs_vsh_reader_tid(ri);
+    if (t < CS_MAX_WARPS) return *(volatile uint32_t*)&cs_clock_sh[t];
+    const uint32_t* cta = cs_cta(slot);
+    if (t < CS_AGENT_WGMMA) return cs_ld32(&cta[CS_CTA_BULK_COMMITS + t - CS_AGENT_BULK]) + 1;
+    uint32_t u = t - CS_AGENT_WGMMA, m = 0;
+    for (uint32_t q = 4 * u; q < 4 * u + 4 && q < S.nwarps; ++q) {
+        uint32_t c = cs_ld32(&cta[CS_CTA_WGMMA_COMMITS + q]);
+        m = c > m ? c : m;
+    }
+    return m + 1;
+}
+
+CS_DEV uint32_t cs_vsh_byte(uint32_t c) { return c % 255u + 1u; }
+// The clock byte b stands for: the latest c <= hi with c % 255 + 1 == b (exact while the
+// read is fewer than 255 of its reader's clock ticks old).
+CS_DEV uint32_t cs_vsh_unbyte(uint32_t b, uint32_t hi) {
+    uint32_t d = (hi % 255u + 255u - (b - 1u)) % 255u;
+    return hi >= d ? hi - d : 0u;
+}
+CS_DEV uint32_t cs_vw(uint32_t t, uint32_t clk, uint32_t flags) {
+    return flags | (t << CS_VW_TID_SHIFT) | (clk & CS_VW_CLOCK_MASK);
+}
+CS_DEV uint32_t cs_vw_t(uint32_t e) { return (e >> CS_VW_TID_SHIFT) & 0x7Fu; }
+CS_DEV uint32_t cs_vw_c(uint32_t e) { return e & CS_VW_CLOCK_MASK; }
+
+// A clock past 23 bits cannot be kept in a write epoch: say so.
+CS_DEV bool cs_vsh_clock_fits(uint32_t clk, uint32_t site) {
+    if (clk <= CS_VW_CLOCK_MASK) return true;
+    cs_record(cs_blank(CS_TOOL_CLOCK_OVERFLOW, site));
+    return false;
+}
+
+// Block b's word, once no lane is giving its granules their epochs back.
+CS_DEV uint32_t cs_vsh_bt(const cs_vctx& x, uint32_t b) {
+    uint32_t bt;
+    while ((bt = cs_s_ld(x.BT + 4u * b)) == CS_BT_LOCKED) {}
+    return bt;
+}
+
+// Before single granules of block b are written: if a copy holds the block whole, its
+// epoch and site go back to the block's granules (one lane; the others wait).
+CS_DEV void cs_vsh_claim(const cs_vctx& x, uint32_t b) {
+    cs_sp p = x.BT + 4u * b;
+    for (;;) {
+        uint32_t bt = cs_vsh_bt(x, b);
+        if (bt == 0) return;
+        if (cs_s_cas(p, bt, CS_BT_LOCKED) != bt) continue;
+        uint32_t e = bt & ~CS_BT_WHOLE, s = cs_ld32(cs_vsh_bsite(x, b));
+        for (uint32_t i = 0; i < CS_VSH_B; i += 4) {
+            cs_s_st4(x.W + 4u * (b * CS_VSH_B + i), cs_u4{e, e, e, e});
+            cs_g_st4(x.ws + b * CS_VSH_B + i, s);
+        }
+        cs_fence();
+        cs_s_st(p, 0);
+        return;
+    }
+}
+
+// The lanes of a warp mostly read one block together: one of them raises its summary.
+CS_DEV void cs_vsh_note(const cs_vctx& x, uint32_t b, uint32_t ri, uint32_t clk) {
+    cs_sp p = x.RS + 4u * (b * x.rss + ri);
+    uint32_t m = cs_activemask(), lead = cs_ffs(m) - 1;
+    bool one = cs_all(m, cs_bcast(m, b, (int)lead) == b);
+    if ((!one || cs_lane() == lead) && cs_s_ld(p) < clk) cs_s_max(p, clk);
+}
+
+// Publish reader ri's reads of granules [g0, g1] at clock clk: its bytes, its sites, the
+// blocks' summaries (the caller fences, then looks at the writes: Dekker with the writer).
+// A granule read again at the same clock keeps the site of the first read, as the
+// device-memory tables do.
+CS_DEV void cs_vsh_publish(const cs_vctx& x, uint32_t ri, uint32_t clk, uint32_t g0, uint32_t g1,
+                           uint32_t site) {
+    cs_sp R = x.R + ri * x.gp;
+    uint32_t* rs = x.rsite + ri * x.gp;
+    uint32_t c8 = cs_vsh_byte(clk), c32 = c8 * 0x01010101u;
+    if ((g0 & 3u) == 0 && g1 == g0 + 3) {  // an aligned 16-byte chunk (ldmatrix, v4, wgmma)
+        uint32_t old = cs_s_ld(R + g0);
+        if (old != c32) {
+            cs_s_st(R + g0, c32);
+            if (old == 0) {
+                cs_g_st4(rs + g0, site);
+            } else {
+                for (uint32_t i = 0; i < 4; ++i)
+                    if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g0 + i, site);
+            }
+        }
+        cs_vsh_note(x, g0 / CS_VSH_B, ri, clk);
+        return;
+    }
+    for (uint32_t g = g0; g <= g1;) {
+        if ((g & 3u) == 0 && g + 3 <= g1) {
+            uint32_t old = cs_s_ld(R + g);
+            if (old != c32) {
+                cs_s_st(R + g, c32);
+                if (old == 0) {
+                    cs_g_st4(rs + g, site);
+                } else {
+                    for (uint32_t i = 0; i < 4; ++i)
+                        if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
+                }
+            }
+            g += 4;
+        } else {
+            if (cs_s_ld8(R + g) != c8) {
+                cs_s_st8(R + g, c8);
+                cs_g_st(rs + g, site);
+            }
+            g += 1;
+        }
+    }
+    uint32_t b0 = g0 / CS_VSH_B, b1 = g1 / CS_VSH_B;
+    cs_vsh_note(x, b0, ri, clk);
+    for (uint32_t b = b0 + 1; b <= b1; ++b) {
+        cs_sp p = x.RS + 4u * (b * x.rss + ri);
+        if (cs_s_ld(p) < clk) cs_s_max(p, clk);
+    }
+}
+
+#define CS_PROXY_NONE 0u   // a warp's read through the generic proxy
+#define CS_PROXY_BULK 1u   // a bulk-store unit's read: the writer's fence column
+#define CS_PROXY_WGMMA 2u  // a wgmma unit's read: the writer's fence word
+
+// Write epoch e (its site at *ws) as a reader issued by warp x.w sees it.
+CS_DEV cs_finding cs_vsh_judge_read(const cs_vctx& x, uint32_t e, const uint32_t* ws,
+                                    uint32_t proxy) {
+    if (e == 0) return {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+    uint32_t t = cs_vw_t(e), c = cs_vw_c(e);
+    if (e & CS_VW_MBAR) return {CS_MBARRIER_DATA_ACCESS, cs_ld32(ws), t};
+    if (!cs_ordered(x.mine, x.w, t, c))
+        return {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(ws), t};
+    if (proxy != CS_PROXY_NONE && t < CS_MAX_WARPS) {
+        uint32_t fenced = proxy == CS_PROXY_BULK ? x.mine[CS_AGENT_PROXY + t]
+                                                 : cs_ld32(&cs_cta(x.slot)[CS_CTA_PROXY_FENCE + t]);
+        if (fenced < c) return {CS_PROXY_MISSING_FENCE, cs_ld32(ws), t};
+    }
+    return {0, CS_NO_SITE, CS_NO_WARP};
+}
+
+// Look at the write epochs of granules [g0, g1] for a reader (after publishing its reads):
+// the first finding, and the granule it is at. `ok` carries an epoch already judged clean.
+CS_DEV cs_finding cs_vsh_look(const cs_vctx& x, uint32_t g0, uint32_t g1, uint32_t proxy,
+                              uint32_t& ok, uint32_t& at) {
+    if ((g0 & 3u) == 0 && g1 == g0 + 3) {  // an aligned 16-byte chunk: one block
+        uint32_t bt = cs_vsh_bt(x, g0 / CS_VSH_B);
+        if (bt && (bt & ~CS_BT_WHOLE) == ok) return {0, CS_NO_SITE, CS_NO_WARP};
+        if (!bt) {
+            cs_u4 e = cs_s_ld4(x.W + 4u * g0);
+            if (e.x == ok && e.y == ok && e.z == ok && e.w == ok) return {0, CS_NO_SITE, CS_NO_WARP};
+        }
+    }
+    for (uint32_t b = g0 / CS_VSH_B; b <= g1 / CS_VSH_B; ++b) {
+        uint32_t a = b * CS_VSH_B > g0 ? b * CS_VSH_B : g0;
+        uint32_t z = b * CS_VSH_B + CS_VSH_B - 1 < g1 ? b * CS_VSH_B + CS_VSH_B - 1 : g1;
+        uint32_t bt = cs_vsh_bt(x, b);
+        if (bt) {  // a copy wrote the block whole: its epoch stands for every granule
+            uint32_t e = bt & ~CS_BT_WHOLE;
+            if (e == ok) continue;
+            cs_finding f = cs_vsh_judge_read(x, e, cs_vsh_bsite(x, b), proxy);
+            if (f.kind) {
+                at = a;
+                return f;
+            }
+            ok = e;
+            continue;
+        }
+        for (uint32_t g = a; g <= z;) {
+            if ((g & 3u) == 0 && g + 3 <= z) {
+                cs_u4 e = cs_s_ld4(x.W + 4u * g);
+                if (e.x == ok && e.y == ok && e.z == ok && e.w == ok) {
+                    g += 4;
+                    continue;
+                }
+            }
+            uint32_t e = cs_s_ld(x.W + 4u * g);
+            if (e != ok) {
+                cs_finding f = cs_vsh_judge_read(x, e, x.ws + g, proxy);
+                if (f.kind) {
+                    at = g;
+                    return f;
+                }
+                ok = e;
+            }
+            g += 1;
+        }
+    }
+    return {0, CS_NO_SITE, CS_NO_WARP};
+}
+
+// Accesses of one lane: n spans of `size` bytes at off, off + stride, ... (table offsets).
+struct cs_vsh_span { uint32_t off, size, stride, n; };
+CS_DEV uint32_t cs_span_g0(const cs_vsh_span& s, uint32_t k) { return (s.off + k * s.stride) / CS_GRANULE_BYTES; }
+CS_DEV uint32_t cs_span_g1(const cs_vsh_span& s, uint32_t k) {
+    return (s.off + k * s.stride + s.size - 1) / CS_GRANULE_BYTES;
+}
+
+// A warp's reads (each lane its spans): publish them all, one fence, then the writes.
+// Spans of one granule each (an unrolled loop of scalar loads) take a short path.
+CS_DEV void cs_vsh_read(const cs_vctx& x, const cs_vsh_span& s, uint32_t site, cs_finding& f,
+                        uint32_t& fk) {
+    uint32_t clk = cs_clock_sh[x.w], ok = 0xFFFFFFFFu, at;
+    if ((s.off & 3u) + s.size <= 4u && (s.stride & 3u) == 0) {
+        cs_sp R = x.R + x.w * x.gp;
+        uint32_t* rs = x.rsite + x.w * x.gp;
+        uint32_t c8 = cs_vsh_byte(clk);
+        for (uint32_t k = 0; k < s.n; ++k) {
+            uint32_t g = (s.off + k * s.stride) / CS_GRANULE_BYTES;
+            if (cs_s_ld8(R + g) != c8) {  // (read again at this clock: the first site stays)
+                cs_s_st8(R + g, c8);
+                cs_g_st(rs + g, site);
+            }
+            cs_vsh_note(x, g / CS_VSH_B, x.w, clk);
+        }
+        cs_fence();
+        for (uint32_t k = 0; k < s.n; ++k) {
+            uint32_t g = (s.off + k * s.stride) / CS_GRANULE_BYTES, b = g / CS_VSH_B;
+            uint32_t bt = cs_vsh_bt(x, b);
+            uint32_t e = bt ? bt & ~CS_BT_WHOLE : cs_s_ld(x.W + 4u * g);
+            if (e == ok) continue;
+            f = cs_vsh_judge_read(x, e, bt ? cs_vsh_bsite(x, b) : x.ws + g, CS_PROXY_NONE);
+            if (f.kind) {
+                fk = k;
+                return;
+            }
+            ok = e;
+        }
+        return;
+    }
+    for (uint32_t k = 0; k < s.n; ++k) cs_vsh_publish(x, x.w, clk, cs_span_g0(s, k), cs_span_g1(s, k), site);
+    cs_fence();
+    for (uint32_t k = 0; k < s.n && !f.kind; ++k) {
+        f = cs_vsh_look(x, cs_span_g0(s, k), cs_span_g1(s, k), CS_PROXY_NONE, ok, at);
+        fk = k;
+    }
+}
+
+// The clocks, in warp x.w's view, of the readers a probe keeps in registers (its own
+// reads are ordered: all ones).
+struct cs_vsh_vcr { uint32_t c[CS_VSH_FASTR]; };
+CS_DEV cs_vsh_vcr cs_vsh_reader_clocks(const cs_vctx& x) {
+    cs_vsh_vcr q;
+#pragma unroll
+    for (uint32_t ri = 0; ri < CS_VSH_FASTR; ++ri) {
+        uint32_t t = cs_vsh_reader_tid(ri);
+        q.c[ri] = ri < x.nr && t != x.w ? x.mine[t] : 0xFFFFFFFFu;
+    }
+    return q;
+}
+CS_DEV uint32_t cs_vsh_vc(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t ri) {
+    if (ri < CS_VSH_FASTR) return q.c[ri];
+    uint32_t t = cs_vsh_reader_tid(ri);
+    return t == x.w ? 0xFFFFFFFFu : x.mine[t];
+}
+
+// The bytes of granule g, one reader at a time (in the device-memory tables' order:
+// wgmma units, warps, bulk-store units): the first read not ordered before warp x.w.
+CS_DEV void cs_vsh_check_readers(const cs_vctx& x, uint32_t g, cs_finding& f) {
+    uint32_t nw = cs_vsh_nwr(), nb = cs_vsh_nbulk(), nwg = x.nr - nw - nb;
+    for (uint32_t j = 0; j < x.nr && !f.kind; ++j) {
+        uint32_t ri = j < nwg ? nw + nb + j : j - nwg;
+        uint32_t b8 = cs_s_ld8(x.R + ri * x.gp + g), t = cs_vsh_reader_tid(ri);
+        if (!b8 || t == x.w) continue;
+        uint32_t c = cs_vsh_unbyte(b8, cs_vsh_reader_now(x.slot, ri));
+        if (!cs_ordered(x.mine, x.w, t, c))
+            f = {t < CS_MAX_WARPS ? CS_RACE_WAR : CS_ASYNC_PENDING_READ,
+                 cs_ld32(x.rsite + ri * x.gp + g), t};
+    }
+}
+
+CS_DEV void cs_vsh_zero(cs_sp R, uint32_t a, uint32_t z) {  // bytes a..z of a reader's row
+    for (uint32_t g = a; g <= z;) {
+        if ((g & 15u) == 0 && g + 15 <= z) {
+            cs_s_st4(R + g, cs_u4{0, 0, 0, 0});
+            g += 16;
+        } else if ((g & 3u) == 0 && g + 3 <= z) {
+            cs_s_st(R + g, 0);
+            g += 4;
+        } else {
+            cs_s_st8(R + g, 0);
+            g += 1;
+        }
+    }
+}
+
+// Granules [a, z] of block b were written (epochs published and fenced): judge their
+// readers -- by the block's summary, or byte by byte where it says some read may be
+// unordered -- then empty their bytes (the write supersedes the reads); a block written
+// whole empties its summary too.
+CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t b, uint32_t a,
+                                 uint32_t z, cs_finding& f, uint32_t& at) {
+    bool whole = z - a == CS_VSH_B - 1;
+    cs_sp rs = x.RS + 4u * b * x.rss;
+    uint32_t seen = 0;  // readers with bytes in the block (the first 32 reader indices)
+    bool late = false;
+    if (x.nr <= 4) {  // the summary in one load
+        cs_u4 v = cs_s_ld4(rs);
+        seen = (v.x ? 1u : 0u) | (v.y ? 2u : 0u) | (v.z ? 4u : 0u) | (v.w ? 8u : 0u);
+        late = v.x > q.c[0] || v.y > q.c[1] || v.z > q.c[2] || v.w > q.c[3];
+    } else {
+        for (uint32_t ri = 0; ri < x.nr; ++ri) {
+            uint32_t c = cs_s_ld(rs + 4u * ri);
+            if (!c) continue;
+            seen |= ri < 32 ? 1u << ri : 0u;
+            late = late || c > cs_vsh_vc(x, q, ri) || ri >= 32;
+        }
+    }
+    if (!seen && !late) return;
+    if (late) {
+        for (uint32_t g = a; g <= z; ++g) {
+            bool had = f.kind != 0;
+            cs_vsh_check_readers(x, g, f);
+            if (f.kind && !had) at = g;
+        }
+    }
+    for (uint32_t ri = 0; ri < x.nr; ++ri) {
+        if (ri < 32 && !(seen & (1u << ri))) continue;
+        cs_sp R = x.R + ri * x.gp;
+        if (whole) {
+            cs_s_st4(R + a, cs_u4{0, 0, 0, 0});
+            cs_s_st4(R + a + 16, cs_u4{0, 0, 0, 0});
+            cs_s_st(rs + 4u * ri, 0);
+        } else {
+            cs_vsh_zero(R, a, z);
+        }
+    }
+}
+
+CS_DEV void cs_vsh_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t g0, uint32_t g1,
+                           cs_finding& f, uint32_t& at) {
+    for (uint32_t b = g0 / CS_VSH_B; b <= g1 / CS_VSH_B; ++b) {
+        uint32_t a = b * CS_VSH_B > g0 ? b * CS_VSH_B : g0;
+        uint32_t z = b * CS_VSH_B + CS_VSH_B - 1 < g1 ? b * CS_VSH_B + CS_VSH_B - 1 : g1;
+        cs_vsh_block_readers(x, q, b, a, z, f, at);
+    }
+}
+
+// Of a write's finding on an epoch (fw, at span kw, granule aw) and on a reader (fr, kr,
+// ar): the one at the earlier granule, the epoch's at the same one -- the order in which
+// the device-memory tables judge a write granule by granule.
+CS_DEV cs_finding cs_vsh_first(const cs_finding& fw, uint32_t kw, uint32_t aw,
+                               const cs_finding& fr, uint32_t kr, uint32_t ar, uint32_t& k) {
+    bool epoch = fw.kind && (!fr.kind || kw < kr || (kw == kr && aw <= ar));
+    k = epoch ? kw : kr;
+    return epoch ? fw : fr;
+}
+
+// The epoch a write by `by` (warp x.w or one of its agents) replaces: a finding?
+CS_DEV cs_finding cs_vsh_judge_write(const cs_vctx& x, uint32_t old, const uint32_t* ws,
+                                     bool atomic, uint32_t by) {
+    uint32_t t = cs_vw_t(old);
+    if (old & CS_VW_MBAR) return {CS_MBARRIER_DATA_ACCESS, cs_ld32(ws), t};
+    if (old == 0)  // an atomic reads the old value
+        return {atomic ? CS_UNINIT_READ : 0u, CS_NO_SITE, CS_NO_WARP};
+    if (t == by || (atomic && (old & CS_VW_ATOMIC)) || cs_ordered(x.mine, x.w, t, cs_vw_c(old)))
+        return {0, CS_NO_SITE, CS_NO_WARP};
+    return {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_WAW, cs_ld32(ws), t};
+}
+
+// One lane's write of granules [g0, g1] by `by` at clk: exchange the epochs (two unordered
+// writers see each other). A granule rewritten by `by` at the same clock keeps its site.
+CS_DEV void cs_vsh_write_span(const cs_vctx& x, uint32_t g0, uint32_t g1, uint32_t site,
+                              bool atomic, uint32_t by, uint32_t clk, cs_finding& f,
+                              uint32_t& at) {
+    uint32_t now = cs_vw(by, clk, atomic ? CS_VW_ATOMIC : 0u);
+    for (uint32_t b = g0 / CS_VSH_B; b <= g1 / CS_VSH_B; ++b) cs_vsh_claim(x, b);
+    if ((g0 & 3u) == 0 && g1 == g0 + 3) {  // an aligned 16-byte chunk (cp.async 16, st.v4)
+        uint32_t o[4];
+        for (uint32_t i = 0; i < 4; ++i) o[i] = cs_s_xchg(x.W + 4u * (g0 + i), now);
+        if (o[0] == o[1] && o[1] == o[2] && o[2] == o[3] && !(o[0] & CS_VW_MBAR)) {
+            if ((o[0] & ~CS_VW_ATOMIC) == (now & ~CS_VW_ATOMIC)) return;  // the first sites stay
+            cs_finding y = cs_vsh_judge_write(x, o[0], x.ws + g0, atomic, by);
+            if (y.kind && !f.kind) f = y, at = g0;
+            cs_g_st4(x.ws + g0, site);
+            return;
+        }
+        for (uint32_t i = 0; i < 4; ++i) {
+            uint32_t g = g0 + i, old = o[i];
+            if ((old & ~CS_VW_ATOMIC) == (now & ~CS_VW_ATOMIC)) continue;
+            cs_finding y = cs_vsh_judge_write(x, old, x.ws + g, atomic, by);
+            if (y.kind && !f.kind) f = y, at = g;
+            if (old & CS_VW_MBAR) cs_s_st(x.W + 4u * g, old);  // the object stays an mbarrier
+            else cs_g_st(x.ws + g, site);
+        }
+        return;
+    }
+    for (uint32_t g = g0; g <= g1; ++g) {
+        uint32_t old = cs_s_xchg(x.W + 4u * g, now);
+        if ((old & ~CS_VW_ATOMIC) == (now & ~CS_VW_ATOMIC)) continue;
+        cs_finding y = cs_vsh_judge_write(x, old, x.ws + g, atomic, by);
+        if (y.kind && !f.kind) f = y, at = g;
+        if (old & CS_VW_MBAR) cs_s_st(x.W + 4u * g, old);  // the object stays an mbarrier
+        else cs_g_st(x.ws + g, site);
+    }
+}
+
+CS_DEV void cs_vsh_write(const cs_vctx& x, const cs_vsh_span& s, uint32_t site, bool atomic,
+                         uint32_t by, uint32_t clk, cs_finding& f, uint32_t& fk) {
+    if (!cs_vsh_clock_fits(clk, site)) return;
+    cs_finding fw = {0, CS_NO_SITE, CS_NO_WARP}, fr = fw;
+    uint32_t aw = 0, ar = 0, kw = 0, kr = 0;
+    for (uint32_t k = 0; k < s.n; ++k) {
+        bool had = fw.kind != 0;
+        cs_vsh_write_span(x, cs_span_g0(s, k), cs_span_g1(s, k), site, atomic, by, clk, fw, aw);
+        if (fw.kind && !had) kw = k;
+    }
+    cs_fence();  // publish the writes, then look at the readers (Dekker with the reader)
+    cs_vsh_vcr q = cs_vsh_reader_clocks(x);
+    for (uint32_t k = 0; k < s.n; ++k) {
+        bool had = fr.kind != 0;
+        cs_vsh_readers(x, q, cs_span_g0(s, k), cs_span_g1(s, k), fr, ar);
+        if (fr.kind && !had) kr = k;
+    }
+    if (!f.kind) f = cs_vsh_first(fw, kw, aw, fr, kr, ar, fk);
+}
+
+// What a copy's write has found so far: the first finding on an epoch and on a reader,
+// with the granule each is at, and an epoch already judged clean.
+struct cs_vsh_copy {
+    cs_finding fw, fr;
+    uint32_t aw, ar, ok;
+};
+
+// The epochs of one block [a, z] of a copy's write, in general: whole blocks are taken
+// whole (one word) once their old epochs are judged -- one when a copy held the block, else
+// 32 of them, four at a time while they equal one judged clean -- others, and blocks with
+// an mbarrier in them, granule by granule.
+CS_NOINLINE void cs_vsh_copy_block(const cs_vctx& x, uint32_t b, uint32_t a, uint32_t z,
+                                   uint32_t site, uint32_t by, uint32_t now, cs_vsh_copy& c) {
+    bool whole = z - a == CS_VSH_B - 1, held = false;
+    while (whole && !held) {
+        uint32_t bt = cs_vsh_bt(x, b), mbar = 0;
+        if (bt) {  // held whole by a copy: one epoch to judge
+            uint32_t e = bt & ~CS_BT_WHOLE;
+            if (e != c.ok) {
+                cs_finding y = cs_vsh_judge_write(x, e, cs_vsh_bsite(x, b), false, by);
+                if (y.kind && !c.fw.kind) c.fw = y, c.aw = a;
+                if (!y.kind) c.ok = e;
+            }
+        } else {
+            for (uint32_t g = a; g <= z; g += 4) {
+                cs_u4 e = cs_s_ld4(x.W + 4u * g);
+                if (e.x == c.ok && e.y == c.ok && e.z == c.ok && e.w == c.ok) continue;
+                uint32_t v[4] = {e.x, e.y, e.z, e.w};
+                for (uint32_t i = 0; i < 4; ++i) {
+                    if (v[i] == c.ok) continue;
+                    mbar |= v[i] & CS_VW_MBAR;
+                    cs_finding y = cs_vsh_judge_write(x, v[i], x.ws + g + i, false, by);
+                    if (y.kind && !c.fw.kind) c.fw = y, c.aw = g + i;
+                    if (!y.kind) c.ok = v[i];
+                }
+            }
+        }
+        if (mbar) break;  // an mbarrier in the block keeps its own epoch: granules below
+        held = cs_s_cas(x.BT + 4u * b, bt, CS_BT_WHOLE | now) == bt;
+        if (held) cs_g_st(cs_vsh_bsite(x, b), site);
+        else if (c.fw.kind && c.aw >= a) c.fw = {0, CS_NO_SITE, CS_NO_WARP};  // judged again
+    }
+    if (held) return;
+    cs_vsh_claim(x, b);
+    for (uint32_t g = a; g <= z; ++g) {
+        uint32_t e = cs_s_ld(x.W + 4u * g);
+        if (e & CS_VW_MBAR) {  // the object stays an mbarrier
+            if (!c.fw.kind) c.fw = {CS_MBARRIER_DATA_ACCESS, cs_ld32(x.ws + g), cs_vw_t(e)}, c.aw = g;
+            continue;
+        }
+        if (e != c.ok && !whole) {
+            cs_finding y = cs_vsh_judge_write(x, e, x.ws + g, false, by);
+            if (y.kind && !c.fw.kind) c.fw = y, c.aw = g;
+        }
+        cs_s_st(x.W + 4u * g, now);
+        cs_g_st(x.ws + g, site);
+    }
+}
+
+CS_NOINLINE void cs_vsh_copy_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t b,
+                                     uint32_t a, uint32_t z, cs_vsh_copy& c) {
+    cs_vsh_block_readers(x, q, b, a, z, c.fr, c.ar);
+}
+
+// A copy engine's write of granules [g0, g1] by `by` at clk, issued by warp w (one lane).
+// The loops are kept short for the common case -- a block a copy held whole with an epoch
+// judged clean, readers its summary shows ordered -- and call out for anything else:
+// epochs of every block first, one fence, then the readers. Plain stores: a warp's write
+// racing with the copy in the same few cycles may go unseen by both.
+CS_NOINLINE void cs_vsh_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t g1,
+                               uint32_t site, uint32_t by, uint32_t clk, cs_finding& f) {
+    if (!cs_vsh_clock_fits(clk, site)) return;
+    const cs_vctx x = cs_vsh_ctx(slot, w);
+    const uint32_t now = cs_vw(by, clk, 0), wnow = CS_BT_WHOLE | now;
+    cs_vsh_copy c = {{0, CS_NO_SITE, CS_NO_WARP}, {0, CS_NO_SITE, CS_NO_WARP}, 0, 0, 0xFFFFFFFFu};
+    const uint32_t b0 = g0 / CS_VSH_B, b1 = g1 / CS_VSH_B;
+    const uint32_t w0 = (g0 + CS_VSH_B - 1) / CS_VSH_B, w1 = (g1 + 1) / CS_VSH_B;  // whole: [w0, w1)
+    uint32_t* bsite = cs_vsh_bsite(x, 0);
+    for (uint32_t b = b0; b <= b1; ++b) {
+        cs_sp p = x.BT + 4u * b;
+        if (b >= w0 && b < w1) {
+            // (bt ^ WHOLE == ok: held whole by a copy whose epoch was judged clean; a word
+            // of 0 or LOCKED never matches, nor can ok be an mbarrier's epoch)
+            uint32_t bt = cs_s_ld(p);
+            if ((bt ^ CS_BT_WHOLE) == c.ok && cs_s_cas(p, bt, wnow) == bt) {
+                cs_g_st(bsite + b, site);
+                continue;
+            }
+        }
+        uint32_t a = b * CS_VSH_B > g0 ? b * CS_VSH_B : g0;
+        uint32_t z = b * CS_VSH_B + CS_VSH_B - 1 < g1 ? b * CS_VSH_B + CS_VSH_B - 1 : g1;
+        cs_vsh_copy_block(x, b, a, z, site, by, now, c);
+    }
+    cs_fence();
+    // The readers: a summary of at most 4 readers in one load; none with bytes, or all
+    // ordered before the copy, and the bytes of those with some are emptied.
+    cs_vsh_vcr q = cs_vsh_reader_clocks(x);
+    for (uint32_t b = b0; b <= b1; ++b) {
+        if (b >= w0 && b < w1 && x.nr <= 4) {
+            cs_sp p = x.RS + 16u * b;
+            cs_u4 v = cs_s_ld4(p);
+            if ((v.x | v.y | v.z | v.w) == 0) continue;
+            if (v.x <= q.c[0] && v.y <= q.c[1] && v.z <= q.c[2] && v.w <= q.c[3]) {
+                cs_sp R = x.R + b * CS_VSH_B;
+                const uint32_t rc[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (uint32_t ri = 0; ri < 4; ++ri) {
+                    if (!rc[ri]) continue;
+                    cs_s_st4(R + ri * x.gp, cs_u4{0, 0, 0, 0});
+                    cs_s_st4(R + ri * x.gp + 16, cs_u4{0, 0, 0, 0});
+                }
+                cs_s_st4(p, cs_u4{0, 0, 0, 0});
+                continue;
+            }
+        }
+        uint32_t a = b * CS_VSH_B > g0 ? b * CS_VSH_B : g0;
+        uint32_t z = b * CS_VSH_B + CS_VSH_B - 1 < g1 ? b * CS_VSH_B + CS_VSH_B - 1 : g1;
+        cs_vsh_copy_readers(x, q, b, a, z, c);
+    }
+    uint32_t k;
+    if (!f.kind) f = cs_vsh_first(c.fw, 0, c.aw, c.fr, 0, c.ar, k);
+}
+
+// An async reader's (bulk-store unit, wgmma unit) reads of granules [g0, g1] at clk for
+// warp w: published, fenced, judged like a warp's read plus the proxy rule. The findings
+// go to `sink` (distinct ones, with their byte ranges).
+#define CS_SINK 16  // distinct (kind, earlier site, earlier warp) kept per operation
+struct cs_sink {
+    cs_finding f[CS_SINK];
+    uint32_t lo[CS_SINK], hi[CS_SINK], n;
+};
+CS_DEV void cs_sink_add(cs_sink& s, const cs_finding& f, uint32_t lo, uint32_t hi) {
+    uint32_t i = 0;
+    while (i < s.n && !(s.f[i].kind == f.kind && s.f[i].prev_site == f.prev_site &&
+                        s.f[i].prev_warp == f.prev_warp)) ++i;
+    if (i == s.n) {
+        if (s.n == CS_SINK) return;  // the first ones already tell the story
+        s.f[s.n++] = f;
+        s.lo[i] = lo;
+    }
+    s.hi[i] = hi;
+}
+
+CS_DEV void cs_vsh_async_read(uint32_t slot, uint32_t w, uint32_t ri, uint32_t clk,
+                              uint32_t g0, uint32_t g1, uint32_t site, uint32_t proxy,
+                              cs_sink& sink) {
+    cs_vctx x = cs_vsh_ctx(slot, w);
+    cs_vsh_publish(x, ri, clk, g0, g1, site);
+    cs_fence();
+    uint32_t ok = 0xFFFFFFFFu, base = S.vsh_base;
+    for (uint32_t g = g0; g <= g1;) {
+        uint32_t at = g;
+        cs_finding f = cs_vsh_look(x, g, g1, proxy, ok, at);
+        if (!f.kind) break;
+        cs_sink_add(sink, f, base + at * CS_GRANULE_BYTES, base + (at + 1) * CS_GRANULE_BYTES);
+        g = at + 1;
+    }
+}
+
+// mbarrier init / inval (off: a window offset): the object's granules carry (or lose) the
+// mark ordinary accesses are caught by.
+CS_DEV void cs_vsh_mark(uint32_t slot, uint32_t off, uint32_t w, uint32_t clk, bool live) {
+    if (off < S.vsh_base) return;
+    cs_vctx x = cs_vsh_ctx(slot, w);
+    off -= S.vsh_base;
+    for (uint32_t g = off / CS_GRANULE_BYTES; g < (off + 8) / CS_GRANULE_BYTES && g < x.gp; ++g) {
+        cs_vsh_claim(x, g / CS_VSH_B);
+        cs_s_st(x.W + 4u * g, cs_vw(w, clk, live ? CS_VW_MBAR : 0u));
+    }
+}
+CS_DEV bool cs_vsh_is_mbar(uint32_t slot, uint32_t g) {  // g: a window granule
+    cs_vctx x = cs_vsh_ctx(slot, cs_warp());
+    uint32_t b = S.vsh_base / CS_GRANULE_BYTES;
+    if (g < b || g - b >= x.gp || cs_vsh_bt(x, (g - b) / CS_VSH_B)) return false;
+    return cs_s_ld(x.W + 4u * (g - b)) & CS_VW_MBAR;
+}
+
+// The access probe: each lane its own granules; collectives only to name a finding.
+CS_DEV void cs_vsh_access(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
+    uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
+    uint32_t shape = (info >> CS_INFO_SHAPE_SHIFT) & 15u;
+    cs_vsh_span s = {0, info & CS_INFO_SIZE_MASK, rep >> CS_REP_STRIDE_SHIFT, rep & CS_REP_COUNT_MASK};
+    bool skip = false, remote = false;
+    uint32_t off = 0;
+    if (space == CS_SPACE_GENERIC) {
+        if (!cs_is_shared(addr)) skip = true;
+        else if (!cs_local(cs_to_shared(addr), off)) remote = true;
+    } else if (!cs_local((uint32_t)addr, off)) {
+        remote = true;
+    }
+    if (shape && cs_lane() >= 8u * shape) skip = true;  // ldmatrix/stmatrix: row-address lanes
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    uint32_t fk = 0, end = off + (s.n - 1) * s.stride + s.size;
+    if (remote && !skip) {  // another CTA's shared memory: said, not checked
+        f = {CS_TOOL_REMOTE_SMEM, CS_NO_SITE, CS_NO_WARP};
+        skip = true;
+    } else if (!skip && (s.n == 0 || off < S.vsh_base || end > S.granules * CS_GRANULE_BYTES ||
+                         end < off)) {
+        f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+        s.n = 1;
+    } else if (!skip) {
+        uint32_t w = cs_warp();
+        cs_vctx x = cs_vsh_ctx(slot, w);
+        s.off = off - S.vsh_base;
+        if (mode == CS_MODE_READ) {
+            cs_vsh_read(x, s, site, f, fk);
+        } else {
+            uint32_t by = w, clk = cs_clock_sh[w];
+            if (mode == CS_MODE_ASYNC_WRITE) {  // the copy unit's clock (__consan_async)
+                by = CS_AGENT_CPASYNC + w;
+                clk = cs_ld32(&cs_cta(slot)[CS_CTA_CPASYNC_TICKS + w]) + 1;
+            }
+            cs_vsh_write(x, s, site, mode == CS_MODE_ATOMIC, by, clk, f, fk);
+        }
+    }
+    uint32_t m = cs_activemask();
+    if (!cs_any(m, f.kind != 0)) return;
+    uint32_t active = cs_match(m, ((uint64_t)site << 32) | info);
+    uint32_t lo = skip ? 0xFFFFFFFFu : off + fk * s.stride;
+    cs_record_t r;
+    if (cs_merged_record(active, f, site, lo, skip ? 0u : lo + s.size, r)) cs_record(r);
+}
+
 // ------------------------------------------------------------- probe entry points
 
 
@@ -1472,10 +2353,28 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
 #ifdef CONSAN_NULL_ACCESS  // benchmarks only: the cost of the probe call alone
     return;
 #endif
+    if (cs_vsh_on()) return cs_vsh_access(addr, site, info, 1u);
     if (cs_psh_mode()) return cs_psh_access(addr, site, info);
-#ifndef CONSAN_PSH
+#if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
     cs_access(addr, site, info);
 #endif
+}
+
+// `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).
+CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
+    CS_PROF(0);
+#ifdef CONSAN_NULL_ACCESS
+    return;
+#endif
+    if (cs_vsh_on()) return cs_vsh_access(addr, site, info, rep);
+    uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
+    for (uint32_t k = 0; k < n; ++k) {
+        uint64_t a = addr + (uint64_t)k * stride;
+        if (cs_psh_mode()) cs_psh_access(a, site, info);
+#if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
+        else cs_access(a, site, info);
+#endif
+    }
 }
 
 CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
@@ -1592,6 +2491,15 @@ CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create) {
 
 CS_DEV void cs_lock(uint32_t* l) { while (cs_cas32(l, 0, 1) != 0) {} cs_fence(); }
 CS_DEV void cs_unlock(uint32_t* l) { cs_fence(); cs_xchg32(l, 0); }
+// An mbarrier entry's lock lives in the CTA's shared memory (only its warps take it): a
+// shared-memory compare-and-swap, not a device-memory round trip, per try.
+CS_DEV uint32_t* cs_mbar_lockword(uint32_t slot, const uint32_t* e) {
+    uint32_t words = CS_MB_VC + 2 * S.nlogical;
+    const uint32_t* table = (const uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
+    return &cs_mlock_sh[(uint32_t)((e - table) / words) % CS_MBARRIERS];
+}
+CS_DEV void cs_mbar_lock(uint32_t slot, const uint32_t* e) { cs_lock(cs_mbar_lockword(slot, e)); }
+CS_DEV void cs_mbar_unlock(uint32_t slot, const uint32_t* e) { cs_unlock(cs_mbar_lockword(slot, e)); }
 
 CS_DEV void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, const uint32_t* e) {
     cs_record_t r = cs_blank(kind, site);
@@ -1609,6 +2517,7 @@ CS_DEV void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, const uin
 // Mark (or unmark) the two granules of the object so ordinary accesses to it are caught.
 CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
     uint32_t w = cs_warp();
+    if (cs_vsh_on()) return cs_vsh_mark(slot, off, w, cs_clock_sh[w], live);
     uint64_t flags = live ? CS_WW_FLAG_MBAR : 0;
     uint64_t ww = ((uint64_t)cs_gen_sh << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
                   ((uint64_t)w << CS_WW_TID_SHIFT) | cs_clock_sh[w];
@@ -1619,41 +2528,23 @@ CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
         cs_bsum_flag(slot, off / CS_GRANULE_BYTES, g1, CS_BS_FLAG_MBAR);
 }
 
-// The columns of a vector clock that can be non-zero in this CTA, as ranges [a, b): its
-// warps, their cp.async units, the mbarriers' copy engines, then (where the module has
-// them) the bulk-store units, the proxy views and the wgmma units. The mbarrier probes run
-// in one lane under a lock and visit only these few dozen columns, eight loads in flight
-// at a time, not all nlogical (up to 168) one after another.
-#define CS_VC_RANGES 6
-CS_DEV uint32_t cs_vc_ranges(uint32_t* a, uint32_t* b) {
-    uint32_t nw = S.nwarps, L = S.nlogical, n = 0;
-    const uint32_t base[CS_VC_RANGES] = {0, CS_AGENT_CPASYNC, CS_AGENT_MBAR, CS_AGENT_BULK,
-                                         CS_AGENT_PROXY, CS_AGENT_WGMMA};
-    const uint32_t width[CS_VC_RANGES] = {nw, nw, CS_MBARRIERS, nw, nw, cs_nwg()};
-    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
-        if (base[k] < L) {
-            a[n] = base[k];
-            b[n++] = base[k] + width[k] < L ? base[k] + width[k] : L;
-        }
-    return n;
-}
-
-// dst[u] = max(dst[u], src[u]) over those columns, but column `skip`; src 0 clears dst.
-// (Plain loads: the caller holds the lock the writers of both hold.)
-CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip) {
+// dst[u] = max(dst[u], src[u]) over those columns, but column `skip`; src 0 clears dst
+// (`all`: every engine's column, at init). (Plain loads: the caller holds the lock the
+// writers of both hold.)
+CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip, bool all = false) {
     uint32_t a[CS_VC_RANGES], b[CS_VC_RANGES];
-    uint32_t n = cs_vc_ranges(a, b);
+    uint32_t n = cs_vc_ranges(a, b, all);
     for (uint32_t k = 0; k < n; ++k) {
-        for (uint32_t u = a[k]; u < b[k]; u += 8) {
-            uint32_t x[8], d[8];
+        for (uint32_t u = a[k]; u < b[k]; u += 16) {
+            uint32_t x[16], d[16];
 #pragma unroll
-            for (uint32_t i = 0; i < 8; ++i) {
+            for (uint32_t i = 0; i < 16; ++i) {
                 bool in = u + i < b[k];
                 x[i] = in && src ? src[u + i] : 0;
                 d[i] = in && src ? dst[u + i] : 1;
             }
 #pragma unroll
-            for (uint32_t i = 0; i < 8; ++i)
+            for (uint32_t i = 0; i < 16; ++i)
                 if (u + i < b[k] && u + i != skip && (src ? x[i] > d[i] : true)) dst[u + i] = x[i];
         }
     }
@@ -1736,17 +2627,20 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 skip = 2;
             }
         } else {
-            cs_lock(&e[CS_MB_LOCK]);
+            cs_mbar_lock(slot, e);
             bool live = e[CS_MB_LIVE] == cs_gen_sh;  // live in this CTA's generation
             uint32_t* mine = cs_vis(slot, w);
             if (op == CS_MB_INIT) {
                 if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
+                uint32_t words = CS_MB_VC + 2 * S.nlogical;
+                uint32_t j = (uint32_t)((e - (uint32_t*)S.mbar) / words) % CS_MBARRIERS;
+                cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
                 e[CS_MB_LIVE] = cs_gen_sh;
                 e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
                 e[CS_MB_TX] = 0;
                 e[CS_MB_PHASE] = 0;
-                cs_vc_join(e + CS_MB_VC, 0, CS_NO_SLOT);
-                cs_vc_join(e + CS_MB_VC + S.nlogical, 0, CS_NO_SLOT);
+                cs_vc_join(e + CS_MB_VC, 0, CS_NO_SLOT, true);
+                cs_vc_join(e + CS_MB_VC + S.nlogical, 0, CS_NO_SLOT, true);
                 cs_mbar_mark(slot, off, true);
             } else if (!live) {  // invalidated since the look above
                 cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
@@ -1807,7 +2701,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 }
                 cs_mbar_try_complete(e);
             }
-            cs_unlock(&e[CS_MB_LOCK]);
+            cs_mbar_unlock(slot, e);
         }
     }
     return cs_guard_verdict(active, skip, leader, site);
@@ -1842,9 +2736,9 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
             uint32_t words = CS_MB_VC + 2 * S.nlogical;
             uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
             uint32_t agent = CS_AGENT_MBAR + (uint32_t)((e - table) / words);
-            cs_lock(&e[CS_MB_LOCK]);
+            cs_mbar_lock(slot, e);
             uint32_t ph = e[CS_MB_PHASE];
-            cs_unlock(&e[CS_MB_LOCK]);
+            cs_mbar_unlock(slot, e);
             cs_view v = cs_make_view(slot, cs_warp());
             uint32_t off;
             cs_local((uint32_t)dst, off);
@@ -1865,12 +2759,12 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
                 r.phase = ph;
                 cs_record(r);
             }
-            cs_lock(&e[CS_MB_LOCK]);
+            cs_mbar_lock(slot, e);
             uint32_t* vc = e + CS_MB_VC + (ph & 1) * S.nlogical;
             if (vc[agent] < ph + 1) vc[agent] = ph + 1;
             e[CS_MB_TX] -= bytes;
             if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
-            cs_unlock(&e[CS_MB_LOCK]);
+            cs_mbar_unlock(slot, e);
         }
     }
     return cs_guard_verdict(active, skip, leader, site);
@@ -1914,8 +2808,6 @@ CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f) {
         f = {CS_ASYNC_PENDING_READ, cs_ld32(cs_arsite(slot, g)), t};
 }
 
-#define CS_BULK_FINDINGS 16  // distinct (kind, earlier site, earlier warp) per bulk store
-
 // One bulk store of [off, off + bytes) issued by lane `lane` of warp w (run by one lane).
 CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t off,
                               uint32_t bytes, uint32_t site) {
@@ -1925,7 +2817,9 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
     r.lanes = 1u << lane;
     r.count = bytes;
     r.clock = clk;
-    if (bytes == 0 || off + bytes < off || (off + bytes - 1) / CS_GRANULE_BYTES >= S.granules) {
+    uint32_t below = cs_vsh_on() ? S.vsh_base : 0u;
+    if (bytes == 0 || off + bytes < off || off < below ||
+        (off + bytes - 1) / CS_GRANULE_BYTES >= S.granules) {
         r.offset_lo = off;
         r.offset_hi = off + bytes;
         cs_record(r);
@@ -1933,47 +2827,43 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
     }
     cs_view v = cs_make_view(slot, w);
     uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
-    // Publish the read, then look at the writes (Dekker with cs_check_write).
-    uint64_t mark = ((uint64_t)v.gen << CS_AR_GEN_SHIFT) | ((uint64_t)agent << CS_AR_TID_SHIFT) | clk;
-    for (uint32_t g = g0; g <= g1; ++g) {
-        cs_st64(cs_aread(slot, g), mark);
-        cs_st32(cs_arsite(slot, g), site);
-    }
-    if (cs_bsum_on()) cs_bsum_read(slot, g0, g1, S.nwarps + w, clk, site);
-    cs_fence();
-    cs_finding found[CS_BULK_FINDINGS];
-    uint32_t lo[CS_BULK_FINDINGS], hi[CS_BULK_FINDINGS], nfound = 0;
-    for (uint32_t g = g0; g <= g1; ++g) {
-        uint64_t ww = cs_ld64(v.ent + 2 * g);
-        cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
-        uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, c = (uint32_t)ww;
-        if ((ww >> CS_WW_GEN_SHIFT) != v.gen) {
-            f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
-        } else if ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR) {
-            f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(v.wsite + g), t};
-        } else if (!cs_ordered(v.mine, w, t, c)) {
-            f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(v.wsite + g), t};
-        } else if (t < CS_MAX_WARPS && v.mine[CS_AGENT_PROXY + t] < c) {
-            // Ordered in the generic proxy, but no fence.proxy.async by the writer after it.
-            f = {CS_PROXY_MISSING_FENCE, cs_ld32(v.wsite + g), t};
+    cs_sink sink;
+    sink.n = 0;
+    if (cs_vsh_on()) {
+        uint32_t b = below / CS_GRANULE_BYTES;
+        cs_vsh_async_read(slot, w, cs_vsh_ri_bulk(w), clk, g0 - b, g1 - b, site, CS_PROXY_BULK, sink);
+    } else {
+        // Publish the read, then look at the writes (Dekker with cs_check_write).
+        uint64_t mark = ((uint64_t)v.gen << CS_AR_GEN_SHIFT) | ((uint64_t)agent << CS_AR_TID_SHIFT) | clk;
+        for (uint32_t g = g0; g <= g1; ++g) {
+            cs_st64(cs_aread(slot, g), mark);
+            cs_st32(cs_arsite(slot, g), site);
         }
-        if (!f.kind) continue;
-        uint32_t i = 0;
-        while (i < nfound && !(found[i].kind == f.kind && found[i].prev_site == f.prev_site &&
-                               found[i].prev_warp == f.prev_warp)) ++i;
-        if (i == nfound) {
-            if (nfound == CS_BULK_FINDINGS) continue;  // the first ones already tell the story
-            found[nfound++] = f;
-            lo[i] = g * CS_GRANULE_BYTES;
+        if (cs_bsum_on()) cs_bsum_read(slot, g0, g1, S.nwarps + w, clk, site);
+        cs_fence();
+        for (uint32_t g = g0; g <= g1; ++g) {
+            uint64_t ww = cs_ld64(v.ent + 2 * g);
+            cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+            uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, c = (uint32_t)ww;
+            if ((ww >> CS_WW_GEN_SHIFT) != v.gen) {
+                f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+            } else if ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR) {
+                f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(v.wsite + g), t};
+            } else if (!cs_ordered(v.mine, w, t, c)) {
+                f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(v.wsite + g), t};
+            } else if (t < CS_MAX_WARPS && v.mine[CS_AGENT_PROXY + t] < c) {
+                // Ordered in the generic proxy, but no fence.proxy.async by the writer after it.
+                f = {CS_PROXY_MISSING_FENCE, cs_ld32(v.wsite + g), t};
+            }
+            if (f.kind) cs_sink_add(sink, f, g * CS_GRANULE_BYTES, (g + 1) * CS_GRANULE_BYTES);
         }
-        hi[i] = (g + 1) * CS_GRANULE_BYTES;
     }
-    for (uint32_t i = 0; i < nfound; ++i) {
-        r.kind = found[i].kind;
-        r.prev_site = found[i].prev_site;
-        r.prev_warp = found[i].prev_warp;
-        r.offset_lo = lo[i];
-        r.offset_hi = hi[i];
+    for (uint32_t i = 0; i < sink.n; ++i) {
+        r.kind = sink.f[i].kind;
+        r.prev_site = sink.f[i].prev_site;
+        r.prev_warp = sink.f[i].prev_warp;
+        r.offset_lo = sink.lo[i];
+        r.offset_hi = sink.hi[i];
         cs_record(r);
     }
     // The issuing warp's later writes must not take the fast path past the async-read
@@ -2145,7 +3035,31 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t lo = 0xFFFFFFFFu, hi = 0, operand = 0;
     uint64_t desc = 0;
-    for (uint32_t i = (w & 3u) + 4u * rank; i < total; i += 4u * lanes) {
+    // Granule tables in shared memory: publish every chunk's reads, one fence, then look.
+    uint32_t base = S.vsh_base / CS_GRANULE_BYTES, ok = 0xFFFFFFFFu, at;
+    cs_vctx x = cs_vsh_ctx(slot, w);
+    for (uint32_t pass = 0; cs_vsh_on() && pass < 2; ++pass) {
+        for (uint32_t i = (w & 3u) + 4u * rank; i < total; i += 4u * lanes) {
+            bool isb = i >= na;
+            uint32_t width;
+            uint32_t a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
+                             : cs_wg_chunk(da, 64, !(info & CS_WG_INFO_TRANS_A), elog, i, &width);
+            uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
+            cs_finding y = {0, CS_NO_SITE, CS_NO_WARP};
+            if (g0 < base || g1 >= v.granules) y = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+            else if (pass == 0) cs_vsh_publish(x, cs_vsh_ri_wgmma(u), clk, g0 - base, g1 - base, site);
+            else y = cs_vsh_look(x, g0 - base, g1 - base, CS_PROXY_WGMMA, ok, at);
+            if (pass == 1 && y.kind && !f.kind) {
+                f = y;
+                lo = a;
+                hi = a + width;
+                operand = isb;
+                desc = isb ? db : da;
+            }
+        }
+        if (pass == 0) cs_fence();  // publish the reads, then look at the writes (Dekker)
+    }
+    for (uint32_t i = (w & 3u) + 4u * rank; !cs_vsh_on() && i < total; i += 4u * lanes) {
         bool isb = i >= na;
         uint32_t width;
         uint32_t a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
@@ -2284,12 +3198,16 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
     uint32_t words = CS_MB_VC + 2 * S.nlogical;
     uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
     uint32_t agent = CS_AGENT_MBAR + (uint32_t)((e - table) / words);
-    cs_lock(&e[CS_MB_LOCK]);
+    cs_mbar_lock(slot, e);
     uint32_t ph = e[CS_MB_PHASE];
     int32_t tx = (int32_t)e[CS_MB_TX];
-    cs_unlock(&e[CS_MB_LOCK]);
+    cs_mbar_unlock(slot, e);
     uint32_t end = S.granules * CS_GRANULE_BYTES;
-    uint32_t bytes = cs_tmap_bytes(map);  // transaction bytes the copy completes
+    uint32_t bytes;  // transaction bytes the copy completes
+    {
+        CS_PROF(17);
+        bytes = cs_tmap_bytes(map);
+    }
     bool guessed = bytes == 0;
     uint32_t span = bytes;  // bytes of the window it writes
     if (guessed) {
@@ -2301,8 +3219,9 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
         else if (span > end - off) span = end - off;
         uint32_t g1 = span ? (off + span - 1) / CS_GRANULE_BYTES : 0;
         for (uint32_t g = off / CS_GRANULE_BYTES; span && g <= g1; ++g) {
-            uint64_t ww = cs_ld64(cs_gent(slot, g));
-            if ((ww >> CS_WW_GEN_SHIFT) == cs_gen_sh && ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)) {
+            uint64_t ww = cs_vsh_on() ? 0 : cs_ld64(cs_gent(slot, g));
+            if (cs_vsh_on() ? cs_vsh_is_mbar(slot, g) : (ww >> CS_WW_GEN_SHIFT) == cs_gen_sh &&
+                                                  ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)) {
                 span = g * CS_GRANULE_BYTES > off ? g * CS_GRANULE_BYTES - off : 0;
                 break;
             }
@@ -2313,17 +3232,18 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
     if (!guessed && (off >= end || bytes > end - off)) {
         f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     } else if (span) {
+        CS_PROF(18);
         cs_view v = cs_make_view(slot, cs_warp());
         cs_engine_write(v, off / CS_GRANULE_BYTES, (off + span - 1) / CS_GRANULE_BYTES, site,
                         agent, ph + 1, f);
     }
     if (f.kind) cs_tensor_record(f.kind, site, f, off, off + span, moff, ph, bytes);
-    cs_lock(&e[CS_MB_LOCK]);
+    cs_mbar_lock(slot, e);
     uint32_t* vc = e + CS_MB_VC + (ph & 1) * S.nlogical;
     if (vc[agent] < ph + 1) vc[agent] = ph + 1;
     e[CS_MB_TX] -= bytes;
     if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
-    cs_unlock(&e[CS_MB_LOCK]);
+    cs_mbar_unlock(slot, e);
     return 0;
 }
 
