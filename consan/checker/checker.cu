@@ -372,6 +372,9 @@ CS_DEV cs_record_t cs_blank(uint32_t kind, uint32_t site) {
 
 CS_DEV bool cs_vsh_on();
 CS_DEV void cs_vsh_layout(uint32_t slot);
+// A block word of the granule tables in shared memory (FLAG_VC_SMEM), see there.
+#define CS_BT_WHOLE 0x80000000u  // (the mbarrier bit of an epoch: a copy never has it)
+#define CS_BT_LOCKED 0xFFFFFFFFu  // (the atomic bit set: never a copy's epoch)
 
 CS_DEV uint32_t cs_claim_slot() {
     uint32_t n = S.nslots;
@@ -445,8 +448,11 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
     uint32_t* bvc = cs_barvc(slot, 0, 0);
     for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
     if (cs_vsh_on()) {  // the CTA's own shared memory: cleared, no generation tags
+        // Every block starts held whole with the epoch 0 (never written): the first copy
+        // into a block then takes one word, not a look at 32 epochs (cs_vsh_copy_run).
         uint32_t* p = (uint32_t*)cs_psh();
-        for (uint32_t k = i; k < S.psh_bytes / 4; k += n) p[k] = 0;
+        uint32_t bt0 = (uint32_t)(cs_vlay_sh.BT - cs_vlay_sh.W) / 4, bt1 = bt0 + cs_vlay_sh.nb;
+        for (uint32_t k = i; k < S.psh_bytes / 4; k += n) p[k] = k >= bt0 && k < bt1 ? CS_BT_WHOLE : 0u;
     }
     if (cs_bsum_on()) {
         uint32_t* bs = cs_bsum(slot, 0);
@@ -1653,8 +1659,6 @@ CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) {  // p 16-byte aligned
 #endif
 
 #define CS_VSH_B CS_VSH_BLOCK_GRANULES
-#define CS_BT_WHOLE 0x80000000u  // (the mbarrier bit of an epoch: a copy never has it)
-#define CS_BT_LOCKED 0xFFFFFFFFu  // (the atomic bit set: never a copy's epoch)
 #define CS_VSH_FASTR 8  // readers whose clocks a probe keeps in registers
 
 // What a probe needs of the tables, computed once.
@@ -2183,60 +2187,81 @@ CS_NOINLINE void cs_vsh_copy_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint
     cs_vsh_block_readers(x, q, b, a, z, c.fr, c.ar);
 }
 
-// A copy engine's write of granules [g0, g1] by `by` at clk, issued by warp w (one lane).
-// The loops are kept short for the common case -- a block a copy held whole with an epoch
-// judged clean, readers its summary shows ordered -- and call out for anything else:
-// epochs of every block first, one fence, then the readers. Plain stores: a warp's write
-// racing with the copy in the same few cycles may go unseen by both.
+// The common case of a copy, in loops that keep few values live (no spills): whole blocks
+// [b, e) that a copy held whole with the epoch `ok` take the new word (wnow) and site;
+// returns the first block that needs more.
+CS_NOINLINE uint32_t cs_vsh_copy_run(cs_sp BT, uint32_t* bsite, uint32_t b, uint32_t e,
+                                     uint32_t ok, uint32_t wnow, uint32_t site) {
+    const uint32_t held = ok ^ CS_BT_WHOLE;  // (never matches a word of 0 or LOCKED)
+    for (; b < e; ++b) {
+        cs_sp p = BT + 4u * b;
+        if (cs_s_ld(p) != held || cs_s_cas(p, held, wnow) != held) break;
+        cs_g_st(bsite + b, site);
+    }
+    return b;
+}
+
+// ...and their readers: whole blocks [b, e) whose summary (up to 4 readers, one load) is
+// empty or ordered before the copy (clocks q0..q3) get their bytes and summary emptied;
+// returns the first block that needs more.
+CS_NOINLINE uint32_t cs_vsh_copy_clear(cs_sp RS, cs_sp R, uint32_t gp, uint32_t b, uint32_t e,
+                                       uint32_t q0, uint32_t q1, uint32_t q2, uint32_t q3) {
+    for (; b < e; ++b) {
+        cs_sp p = RS + 16u * b;
+        cs_u4 v = cs_s_ld4(p);
+        if ((v.x | v.y | v.z | v.w) == 0) continue;
+        if (v.x > q0 || v.y > q1 || v.z > q2 || v.w > q3) break;
+        cs_sp r = R + b * CS_VSH_B;
+        const cs_u4 zero = {0, 0, 0, 0};
+        if (v.x) cs_s_st4(r, zero), cs_s_st4(r + 16, zero);
+        if (v.y) cs_s_st4(r + gp, zero), cs_s_st4(r + gp + 16, zero);
+        if (v.z) cs_s_st4(r + 2 * gp, zero), cs_s_st4(r + 2 * gp + 16, zero);
+        if (v.w) cs_s_st4(r + 3 * gp, zero), cs_s_st4(r + 3 * gp + 16, zero);
+        cs_s_st4(p, zero);
+    }
+    return b;
+}
+
+// A copy engine's write of granules [g0, g1] by `by` at clk, issued by warp w (one lane):
+// epochs of every block first (the runs above, anything else block by block), one fence,
+// then the readers likewise. Plain stores: a warp's write racing with the copy in the same
+// few cycles may go unseen by both.
 CS_NOINLINE void cs_vsh_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t g1,
                                uint32_t site, uint32_t by, uint32_t clk, cs_finding& f) {
     if (!cs_vsh_clock_fits(clk, site)) return;
     const cs_vctx x = cs_vsh_ctx(slot, w);
-    const uint32_t now = cs_vw(by, clk, 0), wnow = CS_BT_WHOLE | now;
+    const uint32_t now = cs_vw(by, clk, 0);
     cs_vsh_copy c = {{0, CS_NO_SITE, CS_NO_WARP}, {0, CS_NO_SITE, CS_NO_WARP}, 0, 0, 0xFFFFFFFFu};
     const uint32_t b0 = g0 / CS_VSH_B, b1 = g1 / CS_VSH_B;
     const uint32_t w0 = (g0 + CS_VSH_B - 1) / CS_VSH_B, w1 = (g1 + 1) / CS_VSH_B;  // whole: [w0, w1)
     uint32_t* bsite = cs_vsh_bsite(x, 0);
-    for (uint32_t b = b0; b <= b1; ++b) {
-        cs_sp p = x.BT + 4u * b;
+    for (uint32_t b = b0; b <= b1;) {
         if (b >= w0 && b < w1) {
-            // (bt ^ WHOLE == ok: held whole by a copy whose epoch was judged clean; a word
-            // of 0 or LOCKED never matches, nor can ok be an mbarrier's epoch)
-            uint32_t bt = cs_s_ld(p);
-            if ((bt ^ CS_BT_WHOLE) == c.ok && cs_s_cas(p, bt, wnow) == bt) {
-                cs_g_st(bsite + b, site);
+            uint32_t e = cs_vsh_copy_run(x.BT, bsite, b, w1, c.ok, CS_BT_WHOLE | now, site);
+            if (e > b) {
+                b = e;
                 continue;
             }
         }
         uint32_t a = b * CS_VSH_B > g0 ? b * CS_VSH_B : g0;
         uint32_t z = b * CS_VSH_B + CS_VSH_B - 1 < g1 ? b * CS_VSH_B + CS_VSH_B - 1 : g1;
         cs_vsh_copy_block(x, b, a, z, site, by, now, c);
+        ++b;
     }
     cs_fence();
-    // The readers: a summary of at most 4 readers in one load; none with bytes, or all
-    // ordered before the copy, and the bytes of those with some are emptied.
     cs_vsh_vcr q = cs_vsh_reader_clocks(x);
-    for (uint32_t b = b0; b <= b1; ++b) {
+    for (uint32_t b = b0; b <= b1;) {
         if (b >= w0 && b < w1 && x.nr <= 4) {
-            cs_sp p = x.RS + 16u * b;
-            cs_u4 v = cs_s_ld4(p);
-            if ((v.x | v.y | v.z | v.w) == 0) continue;
-            if (v.x <= q.c[0] && v.y <= q.c[1] && v.z <= q.c[2] && v.w <= q.c[3]) {
-                cs_sp R = x.R + b * CS_VSH_B;
-                const uint32_t rc[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                for (uint32_t ri = 0; ri < 4; ++ri) {
-                    if (!rc[ri]) continue;
-                    cs_s_st4(R + ri * x.gp, cs_u4{0, 0, 0, 0});
-                    cs_s_st4(R + ri * x.gp + 16, cs_u4{0, 0, 0, 0});
-                }
-                cs_s_st4(p, cs_u4{0, 0, 0, 0});
+            uint32_t e = cs_vsh_copy_clear(x.RS, x.R, x.gp, b, w1, q.c[0], q.c[1], q.c[2], q.c[3]);
+            if (e > b) {
+                b = e;
                 continue;
             }
         }
         uint32_t a = b * CS_VSH_B > g0 ? b * CS_VSH_B : g0;
         uint32_t z = b * CS_VSH_B + CS_VSH_B - 1 < g1 ? b * CS_VSH_B + CS_VSH_B - 1 : g1;
         cs_vsh_copy_readers(x, q, b, a, z, c);
+        ++b;
     }
     uint32_t k;
     if (!f.kind) f = cs_vsh_first(c.fw, 0, c.aw, c.fr, 0, c.ar, k);
