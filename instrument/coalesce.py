@@ -24,7 +24,7 @@ from .events import Classified, Event
 from .ptx import Item
 
 MAX_SPAN = 64  # bytes one merged probe may cover (16 granules)
-MAX_STRIDE = (1 << 24) - 1  # abi.REP_*: the stride and count a strided probe can carry
+MAX_STRIDE = (1 << (32 - abi.REP_STRIDE_SHIFT)) - 1  # what a strided probe's rep word carries
 _ADDR = re.compile(r"^([^\s+\-]+)\s*(?:\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+)))?$")
 _CONTROL = ("bra", "brx", "call", "ret", "exit", "trap", "brkpt")
 _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "cp", "mbarrier",
@@ -113,18 +113,21 @@ def _emit(g: _Group, out: dict[int, Probe | None], where: dict[int, object]) -> 
     spans = [(run[0][1], max(o + s for _, o, s in run)) for run in runs]
     if _strided(spans) and len({where.get(i) for run in runs for i, _, _ in run}) == 1:
         lo, hi = spans[0]
-        order = sorted(i for run in runs for i, _, _ in run)
-        addr = g.base if lo == 0 else f"{g.base}+{lo}"
-        out[order[0]] = Probe(addr, hi - lo, tuple(order), spans[1][0] - lo, len(spans))
-        for i in order[1:]:
-            out[i] = None
+        _place(g.base, [m for run in runs for m in run], lo, hi - lo, out,
+               spans[1][0] - lo, len(spans))
         return
     for run, (lo, hi) in zip(runs, spans, strict=True):
-        order = sorted(i for i, _, _ in run)
-        addr = g.base if lo == 0 else f"{g.base}+{lo}"
-        out[order[0]] = Probe(addr, hi - lo, tuple(order))
-        for i in order[1:]:
-            out[i] = None
+        _place(g.base, run, lo, hi - lo, out)
+
+
+def _place(base: str, members, lo: int, size: int, out: dict[int, Probe | None],
+           stride: int = 0, count: int = 1) -> None:
+    """The probe goes before the first of `members`; the others need none."""
+    order = sorted(i for i, _, _ in members)
+    addr = base if lo == 0 else f"{base}+{lo}"
+    out[order[0]] = Probe(addr, size, tuple(order), stride, count)
+    for i in order[1:]:
+        out[i] = None
 
 
 def _strided(spans: list[tuple[int, int]]) -> bool:

@@ -492,25 +492,6 @@ CS_DEV uint32_t cs_vc_ranges(uint32_t* a, uint32_t* b, bool all) {
     return n;
 }
 
-// Columns i of those ranges, counted in order (lanes share a join by i).
-struct cs_cols {
-    uint32_t a[CS_VC_RANGES], b[CS_VC_RANGES], n, total;
-};
-CS_DEV cs_cols cs_vc_cols(bool all) {
-    cs_cols c;
-    c.n = cs_vc_ranges(c.a, c.b, all);
-    c.total = 0;
-    for (uint32_t k = 0; k < c.n; ++k) c.total += c.b[k] - c.a[k];
-    return c;
-}
-CS_DEV uint32_t cs_vc_col(const cs_cols& c, uint32_t i) {
-    for (uint32_t k = 0; k < c.n; ++k) {
-        if (i < c.b[k] - c.a[k]) return c.a[k] + i;
-        i -= c.b[k] - c.a[k];
-    }
-    return 0;
-}
-
 // ------------------------------------------------------------- barriers
 
 // Word of a named barrier: gen:32 | count_warps:16 (0 = all) | arrived:16.
@@ -523,8 +504,9 @@ CS_DEV uint32_t cs_vc_col(const cs_cols& c, uint32_t i) {
 // clock slot the next generation will use, then open it.
 CS_DEV void cs_bar_complete(uint32_t slot, uint32_t b, uint32_t gen) {
     uint32_t* next = cs_barvc(slot, b, (gen + 1) & 1);
-    cs_cols cols = cs_vc_cols(false);
-    for (uint32_t i = 0; i < cols.total; ++i) cs_st32(&next[cs_vc_col(cols, i)], 0);
+    uint32_t a[CS_VC_RANGES], z[CS_VC_RANGES], nr = cs_vc_ranges(a, z, false);
+    for (uint32_t k = 0; k < nr; ++k)
+        for (uint32_t u = a[k]; u < z[k]; ++u) cs_st32(&next[u], 0);
     cs_fence();
     cs_st64(cs_barword(slot, b), (uint64_t)(gen + 1) << 32);
     cs_fence();
@@ -567,10 +549,12 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     if (cs_phase_mode()) {
         cs_phase_clear_next(slot, w, active, lane);
     } else {
-        cs_cols cols = cs_vc_cols(false);
-        for (uint32_t i = rank; i < cols.total; i += n) {
-            uint32_t u = cs_vc_col(cols, i), v = mine[u];
-            if (v) cs_max32(&vc[u], v);
+        uint32_t a[CS_VC_RANGES], z[CS_VC_RANGES], nr = cs_vc_ranges(a, z, false);
+        for (uint32_t k = 0; k < nr; ++k) {
+            for (uint32_t u = a[k] + rank; u < z[k]; u += n) {
+                uint32_t v = mine[u];
+                if (v) cs_max32(&vc[u], v);
+            }
         }
     }
     cs_fence();
@@ -599,10 +583,12 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     uint32_t* mine = cs_vis(slot, w);
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
     uint32_t n = cs_popc(active);
-    cs_cols cols = cs_vc_cols(false);
-    for (uint32_t i = rank; i < cols.total && !cs_phase_mode(); i += n) {
-        uint32_t u = cs_vc_col(cols, i), v = cs_ld32(&vc[u]);
-        if (v > mine[u] && u != w) mine[u] = v;
+    uint32_t a[CS_VC_RANGES], z[CS_VC_RANGES], nr = cs_phase_mode() ? 0 : cs_vc_ranges(a, z, false);
+    for (uint32_t k = 0; k < nr; ++k) {
+        for (uint32_t u = a[k] + rank; u < z[k]; u += n) {
+            uint32_t v = cs_ld32(&vc[u]);
+            if (v > mine[u] && u != w) mine[u] = v;
+        }
     }
     cs_fence();
     if ((gen & CS_TOKEN_CTA_WIDE) && lane == (uint32_t)(cs_ffs(active) - 1)) cs_phase_sh[w] += 1;
@@ -1779,43 +1765,41 @@ CS_DEV void cs_vsh_note(const cs_vctx& x, uint32_t b, uint32_t ri, uint32_t clk)
 // blocks' summaries (the caller fences, then looks at the writes: Dekker with the writer).
 // A granule read again at the same clock keeps the site of the first read, as the
 // device-memory tables do.
+// One reader byte (R + g) and its site, or four aligned ones at once; a byte that already
+// holds this clock keeps its site.
+CS_DEV void cs_vsh_put1(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site) {
+    if (cs_s_ld8(R + g) == c8) return;
+    cs_s_st8(R + g, c8);
+    cs_g_st(rs + g, site);
+}
+CS_DEV void cs_vsh_put4(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site) {
+    uint32_t old = cs_s_ld(R + g), c32 = c8 * 0x01010101u;
+    if (old == c32) return;
+    cs_s_st(R + g, c32);
+    if (old == 0) {
+        cs_g_st4(rs + g, site);
+        return;
+    }
+    for (uint32_t i = 0; i < 4; ++i)
+        if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
+}
+
 CS_DEV void cs_vsh_publish(const cs_vctx& x, uint32_t ri, uint32_t clk, uint32_t g0, uint32_t g1,
                            uint32_t site) {
     cs_sp R = x.R + ri * x.gp;
     uint32_t* rs = x.rsite + ri * x.gp;
-    uint32_t c8 = cs_vsh_byte(clk), c32 = c8 * 0x01010101u;
+    uint32_t c8 = cs_vsh_byte(clk);
     if ((g0 & 3u) == 0 && g1 == g0 + 3) {  // an aligned 16-byte chunk (ldmatrix, v4, wgmma)
-        uint32_t old = cs_s_ld(R + g0);
-        if (old != c32) {
-            cs_s_st(R + g0, c32);
-            if (old == 0) {
-                cs_g_st4(rs + g0, site);
-            } else {
-                for (uint32_t i = 0; i < 4; ++i)
-                    if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g0 + i, site);
-            }
-        }
+        cs_vsh_put4(R, rs, g0, c8, site);
         cs_vsh_note(x, g0 / CS_VSH_B, ri, clk);
         return;
     }
     for (uint32_t g = g0; g <= g1;) {
         if ((g & 3u) == 0 && g + 3 <= g1) {
-            uint32_t old = cs_s_ld(R + g);
-            if (old != c32) {
-                cs_s_st(R + g, c32);
-                if (old == 0) {
-                    cs_g_st4(rs + g, site);
-                } else {
-                    for (uint32_t i = 0; i < 4; ++i)
-                        if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
-                }
-            }
+            cs_vsh_put4(R, rs, g, c8, site);
             g += 4;
         } else {
-            if (cs_s_ld8(R + g) != c8) {
-                cs_s_st8(R + g, c8);
-                cs_g_st(rs + g, site);
-            }
+            cs_vsh_put1(R, rs, g, c8, site);
             g += 1;
         }
     }
@@ -1915,10 +1899,7 @@ CS_DEV void cs_vsh_read(const cs_vctx& x, const cs_vsh_span& s, uint32_t site, c
         uint32_t c8 = cs_vsh_byte(clk);
         for (uint32_t k = 0; k < s.n; ++k) {
             uint32_t g = (s.off + k * s.stride) / CS_GRANULE_BYTES;
-            if (cs_s_ld8(R + g) != c8) {  // (read again at this clock: the first site stays)
-                cs_s_st8(R + g, c8);
-                cs_g_st(rs + g, site);
-            }
+            cs_vsh_put1(R, rs, g, c8, site);
             cs_vsh_note(x, g / CS_VSH_B, x.w, clk);
         }
         cs_fence();
