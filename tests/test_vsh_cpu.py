@@ -40,25 +40,40 @@ def _both(trace, wgmma: bool = False, async_proxy: bool = True):
     return smem
 
 
-def _ring(c, trips: int, wait_empty: bool = True, wait_full: bool = True):
-    c.mbar(0, FULL, abi.MB_INIT, 1, site=10)
-    c.mbar(0, EMPTY, abi.MB_INIT, 2, site=10)
+def _ring(c, trips: int, wait_empty: bool = True, wait_full: bool = True,
+          bars: tuple[int, int] = (FULL, EMPTY)):
+    full, empty = bars
+    c.mbar(0, full, abi.MB_INIT, 1, site=10)
+    c.mbar(0, empty, abi.MB_INIT, 2, site=10)
     c.sync(ALL)
     for trip in range(trips):
         if trip and wait_empty:
-            c.mbar_wait(0, EMPTY, parity=(trip - 1) & 1, site=3)
-        c.mbar(0, FULL, abi.MB_ARRIVE_EXPECT_TX, BOX, site=4)
-        assert c.bulk_load(0, 0, BOX, FULL, site=1) == 0
+            c.mbar_wait(0, empty, parity=(trip - 1) & 1, site=3)
+        c.mbar(0, full, abi.MB_ARRIVE_EXPECT_TX, BOX, site=4)
+        assert c.bulk_load(0, 0, BOX, full, site=1) == 0
         for w in (1, 2):
             if wait_full:
-                c.mbar_wait(w, FULL, parity=trip & 1, site=5)
+                c.mbar_wait(w, full, parity=trip & 1, site=5)
             for o in range(0, BOX, 16):
                 c.read(w, o, 16, site=2)
-            c.mbar(w, EMPTY, abi.MB_ARRIVE, 1, site=6)
+            c.mbar(w, empty, abi.MB_ARRIVE, 1, site=6)
 
 
 def test_clean_ring():
     assert _both(lambda c: _ring(c, 6)).kinds() == []
+
+
+# mbarrier entries are hashed by offset into MBARRIERS (32) entries: these two take the
+# last entry and the first, so the entries in use wrap past the end of the table, and the
+# clock joins must still visit both copy engines' columns
+WRAPPING = (512 + 256, 31 * 8 + 512)  # (full, empty): the copies bind the first entry
+
+
+@pytest.mark.parametrize("racy", [False, True])
+def test_mbarrier_entries_that_wrap_past_the_table_end(racy):
+    assert {(WRAPPING[0] >> 3) % abi.MBARRIERS, (WRAPPING[1] >> 3) % abi.MBARRIERS} == {31, 0}
+    c = _both(lambda c: _ring(c, 6, wait_full=not racy, bars=WRAPPING))
+    assert {k for k, _, _ in c.kinds()} == ({"async.pending-write"} if racy else set())
 
 
 def test_a_ring_in_another_slot():

@@ -34,6 +34,7 @@ extern "C" {
 cs_state_t __consan_state;
 }
 static uint32_t cs_slot_sh, cs_gen_sh, cs_mbar_used_sh;
+static uint64_t cs_mbar_arc_sh;
 typedef uintptr_t cs_sp;  // an address in the CTA's shared memory
 // Where the granule tables in shared memory (FLAG_VC_SMEM) are: set when the CTA begins.
 struct cs_vlay {
@@ -134,6 +135,7 @@ struct cs_vlay {
 };
 struct __align__(16) cs_shared_t {
     uint32_t slot, gen, mbar_used, pad;  // mbar_used: bit j, mbarrier entry j is in use
+    uint64_t mbar_arc;  // the entries' columns to visit, for the mask they were made from
     uint32_t clock[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
     uint32_t phase[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
     uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
@@ -144,6 +146,7 @@ __shared__ cs_shared_t cs_shv;
 #define cs_mlock_sh (cs_shv.mlock)
 #define cs_slot_sh (cs_shv.slot)
 #define cs_mbar_used_sh (cs_shv.mbar_used)
+#define cs_mbar_arc_sh (cs_shv.mbar_arc)
 #define cs_gen_sh (cs_shv.gen)
 #define cs_clock_sh (cs_shv.clock)
 #define cs_phase_sh (cs_shv.phase)
@@ -424,6 +427,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
 #endif
     }
     cs_mbar_used_sh = 0;
+    cs_mbar_arc_sh = 0;
     for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = 0;
     for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) cs_clock_sh[w] = 1, cs_phase_sh[w] = 1;
@@ -468,28 +472,54 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
 CS_DEV uint32_t cs_nwg();
 // The columns of a vector clock that can be non-zero in this CTA, as ranges [a, b): its
 // warps, their cp.async units, the mbarriers' copy engines, then (where the module has
-// them) the bulk-store units, the proxy views and the wgmma units. The mbarrier probes run
-// in one lane under a lock and visit only these columns, sixteen loads in flight at a
-// time, not all nlogical (up to 168) one after another.
-#define CS_VC_RANGES 6
-CS_DEV uint32_t cs_vc_ranges(uint32_t* a, uint32_t* b, bool all) {
-    uint32_t nw = S.nwarps, L = S.nlogical, n = 0;
-    // the copy engines of the mbarrier entries in use (entries are hashed by offset, so a
-    // CTA's few mbarriers usually take a short run of them); the other engines' columns are
-    // 0 in every clock (cleared at CTA begin and at init: `all`) until their entry is made
-    uint32_t used = all ? 0xFFFFFFFFu : *(volatile uint32_t*)&cs_mbar_used_sh;
-    uint32_t e0 = used ? cs_ffs(used) - 1 : 0, e1 = used ? 32 - cs_clz(used) : 0;
+// them) the bulk-store units, the proxy views and the wgmma units (an empty range where the
+// module has none). Loops over them visit only these columns, not all nlogical (up to
+// 168); they unroll over the ranges so the bounds stay in registers.
+#define CS_VC_RANGES 7
+struct cs_cols { uint32_t a[CS_VC_RANGES], b[CS_VC_RANGES]; };
+
+// The shortest circular run of entry indices that covers the set bits of `used` (entries
+// are hashed by offset, so a CTA's few mbarriers usually take a short run, which may wrap
+// past the last index): its start | length << 8. Computed again only when the mask changes.
+CS_DEV uint32_t cs_mbar_arc(uint32_t used) {
+    if (used == 0 || used == 0xFFFFFFFFu) return used ? 32u << 8 : 0u;
+    uint32_t gap = 0, start = 0;  // the longest run of clear bits, and the set bit after it
+    for (uint32_t i = 0; i < 32; ++i) {
+        if (!((used >> i) & 1u)) continue;
+        uint32_t r = 1;
+        while (!((used >> ((i + 32 - r) % 32)) & 1u)) ++r;
+        if (r - 1 > gap) gap = r - 1, start = i;
+    }
+    return start | (32 - gap) << 8;
+}
+CS_DEV uint32_t cs_mbar_arc_now(uint32_t used) {
+    uint64_t c = *(volatile uint64_t*)&cs_mbar_arc_sh;
+    if ((uint32_t)c == used) return (uint32_t)(c >> 32);
+    uint32_t arc = cs_mbar_arc(used);
+    *(volatile uint64_t*)&cs_mbar_arc_sh = (uint64_t)arc << 32 | used;
+    return arc;
+}
+
+CS_DEV cs_cols cs_vc_cols(bool all) {
+    uint32_t nw = S.nwarps, L = S.nlogical;
+    // the copy engines of the mbarrier entries in use (an arc of the table, maybe wrapping:
+    // two ranges); the other engines' columns are 0 in every clock (cleared at CTA begin
+    // and at init: `all`) until their entry is made
+    uint32_t arc = all ? 32u << 8 : cs_mbar_arc_now(*(volatile uint32_t*)&cs_mbar_used_sh);
+    uint32_t e0 = arc & 0xFFu, e1 = e0 + (arc >> 8), e2 = e1 > 32 ? e1 - 32 : 0;
+    e1 = e1 > 32 ? 32 : e1;
     // and only the agents the module has (cp.async units, bulk-store units and proxy views)
     uint32_t ncp = (S.flags & CS_FLAG_CP_ASYNC) ? nw : 0u, nbulk = (S.flags & CS_FLAG_BULK_STORES) ? nw : 0u;
-    const uint32_t base[CS_VC_RANGES] = {0, CS_AGENT_CPASYNC, CS_AGENT_MBAR + e0, CS_AGENT_BULK,
-                                         CS_AGENT_PROXY, CS_AGENT_WGMMA};
-    const uint32_t width[CS_VC_RANGES] = {nw, ncp, e1 - e0, nbulk, nbulk, cs_nwg()};
-    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
-        if (base[k] < L) {
-            a[n] = base[k];
-            b[n++] = base[k] + width[k] < L ? base[k] + width[k] : L;
-        }
-    return n;
+    const uint32_t base[CS_VC_RANGES] = {0, CS_AGENT_CPASYNC, CS_AGENT_MBAR + e0, CS_AGENT_MBAR,
+                                         CS_AGENT_BULK, CS_AGENT_PROXY, CS_AGENT_WGMMA};
+    const uint32_t width[CS_VC_RANGES] = {nw, ncp, e1 - e0, e2, nbulk, nbulk, cs_nwg()};
+    cs_cols c;
+#pragma unroll
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
+        c.a[k] = base[k] < L ? base[k] : L;
+        c.b[k] = base[k] + width[k] < L ? base[k] + width[k] : L;
+    }
+    return c;
 }
 
 // ------------------------------------------------------------- barriers
@@ -504,9 +534,10 @@ CS_DEV uint32_t cs_vc_ranges(uint32_t* a, uint32_t* b, bool all) {
 // clock slot the next generation will use, then open it.
 CS_DEV void cs_bar_complete(uint32_t slot, uint32_t b, uint32_t gen) {
     uint32_t* next = cs_barvc(slot, b, (gen + 1) & 1);
-    uint32_t a[CS_VC_RANGES], z[CS_VC_RANGES], nr = cs_vc_ranges(a, z, false);
-    for (uint32_t k = 0; k < nr; ++k)
-        for (uint32_t u = a[k]; u < z[k]; ++u) cs_st32(&next[u], 0);
+    cs_cols c = cs_vc_cols(false);
+#pragma unroll
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
+        for (uint32_t u = c.a[k]; u < c.b[k]; ++u) cs_st32(&next[u], 0);
     cs_fence();
     cs_st64(cs_barword(slot, b), (uint64_t)(gen + 1) << 32);
     cs_fence();
@@ -549,9 +580,10 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     if (cs_phase_mode()) {
         cs_phase_clear_next(slot, w, active, lane);
     } else {
-        uint32_t a[CS_VC_RANGES], z[CS_VC_RANGES], nr = cs_vc_ranges(a, z, false);
-        for (uint32_t k = 0; k < nr; ++k) {
-            for (uint32_t u = a[k] + rank; u < z[k]; u += n) {
+        cs_cols c = cs_vc_cols(false);
+#pragma unroll
+        for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
+            for (uint32_t u = c.a[k] + rank; u < c.b[k]; u += n) {
                 uint32_t v = mine[u];
                 if (v) cs_max32(&vc[u], v);
             }
@@ -583,9 +615,11 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     uint32_t* mine = cs_vis(slot, w);
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
     uint32_t n = cs_popc(active);
-    uint32_t a[CS_VC_RANGES], z[CS_VC_RANGES], nr = cs_phase_mode() ? 0 : cs_vc_ranges(a, z, false);
-    for (uint32_t k = 0; k < nr; ++k) {
-        for (uint32_t u = a[k] + rank; u < z[k]; u += n) {
+    cs_cols c = cs_vc_cols(false);
+    uint32_t nr = cs_phase_mode() ? 0 : CS_VC_RANGES;
+#pragma unroll
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
+        for (uint32_t u = c.a[k] + rank; k < nr && u < c.b[k]; u += n) {
             uint32_t v = cs_ld32(&vc[u]);
             if (v > mine[u] && u != w) mine[u] = v;
         }
@@ -1836,11 +1870,21 @@ CS_DEV cs_finding cs_vsh_judge_read(const cs_vctx& x, uint32_t e, const uint32_t
 CS_DEV cs_finding cs_vsh_look(const cs_vctx& x, uint32_t g0, uint32_t g1, uint32_t proxy,
                               uint32_t& ok, uint32_t& at) {
     if ((g0 & 3u) == 0 && g1 == g0 + 3) {  // an aligned 16-byte chunk: one block
-        uint32_t bt = cs_vsh_bt(x, g0 / CS_VSH_B);
-        if (bt && (bt & ~CS_BT_WHOLE) == ok) return {0, CS_NO_SITE, CS_NO_WARP};
-        if (!bt) {
-            cs_u4 e = cs_s_ld4(x.W + 4u * g0);
-            if (e.x == ok && e.y == ok && e.z == ok && e.w == ok) return {0, CS_NO_SITE, CS_NO_WARP};
+        uint32_t b = g0 / CS_VSH_B, bt = cs_vsh_bt(x, b), e = bt & ~CS_BT_WHOLE;
+        const uint32_t* ws = cs_vsh_bsite(x, b);
+        bool one = bt != 0;
+        if (!bt) {  // one epoch for the four granules (one write wrote them): judged once
+            cs_u4 v = cs_s_ld4(x.W + 4u * g0);
+            one = v.x == v.y && v.y == v.z && v.z == v.w;
+            e = v.x;
+            ws = x.ws + g0;
+        }
+        if (one) {
+            if (e == ok) return {0, CS_NO_SITE, CS_NO_WARP};
+            cs_finding f = cs_vsh_judge_read(x, e, ws, proxy);
+            if (f.kind) at = g0;
+            else ok = e;
+            return f;
         }
     }
     for (uint32_t b = g0 / CS_VSH_B; b <= g1 / CS_VSH_B; ++b) {
@@ -1888,33 +1932,81 @@ CS_DEV uint32_t cs_span_g1(const cs_vsh_span& s, uint32_t k) {
     return (s.off + k * s.stride + s.size - 1) / CS_GRANULE_BYTES;
 }
 
+// Spans of one granule each (an unrolled loop of scalar loads: a strided probe), four at a
+// time so their loads are in flight together. When every lane's k-th span lies in the
+// first lane's k-th block (the warp reads along a row of blocks), the blocks' summaries
+// are raised one per lane, not once per span by a warp-wide vote.
+#define CS_VSH_BATCH 4
+CS_DEV void cs_vsh_read_granules(const cs_vctx& x, const cs_vsh_span& s, uint32_t site,
+                                 uint32_t clk, cs_finding& f, uint32_t& fk) {
+    cs_sp R = x.R + x.w * x.gp;
+    uint32_t* rs = x.rsite + x.w * x.gp;
+    const uint32_t c8 = cs_vsh_byte(clk), bb = 4u * CS_VSH_B;  // bb: bytes per block
+    uint32_t m = cs_activemask(), lead = cs_ffs(m) - 1;
+    bool row = s.stride % bb == 0 && cs_all(m, cs_bcast(m, s.off / bb, (int)lead) == s.off / bb);
+    for (uint32_t k0 = 0; k0 < s.n; k0 += CS_VSH_BATCH) {
+        uint32_t g[CS_VSH_BATCH], b8[CS_VSH_BATCH];
+#pragma unroll
+        for (uint32_t i = 0; i < CS_VSH_BATCH; ++i) {
+            g[i] = (s.off + (k0 + i < s.n ? k0 + i : k0) * s.stride) / CS_GRANULE_BYTES;
+            b8[i] = cs_s_ld8(R + g[i]);
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < CS_VSH_BATCH; ++i) {
+            if (k0 + i >= s.n || b8[i] == c8) continue;
+            cs_s_st8(R + g[i], c8);
+            cs_g_st(rs + g[i], site);
+        }
+        if (!row) {
+            for (uint32_t i = 0; i < CS_VSH_BATCH && k0 + i < s.n; ++i)
+                cs_vsh_note(x, g[i] / CS_VSH_B, x.w, clk);
+        }
+    }
+    if (row) {  // lane of rank j: the blocks of spans j, j + lanes, ...
+        uint32_t rank = cs_popc(m & ((1u << cs_lane()) - 1u)), lanes = cs_popc(m);
+        uint32_t b0 = s.off / bb;  // (the same in every lane)
+        for (uint32_t k = rank; k < s.n; k += lanes) {
+            cs_sp p = x.RS + 4u * ((b0 + k * (s.stride / bb)) * x.rss + x.w);
+            if (cs_s_ld(p) < clk) cs_s_max(p, clk);
+        }
+    }
+    cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+    uint32_t ok = 0xFFFFFFFFu;
+    for (uint32_t k0 = 0; k0 < s.n; k0 += CS_VSH_BATCH) {
+        uint32_t g[CS_VSH_BATCH], bt[CS_VSH_BATCH], e[CS_VSH_BATCH];
+#pragma unroll
+        for (uint32_t i = 0; i < CS_VSH_BATCH; ++i) {
+            g[i] = (s.off + (k0 + i < s.n ? k0 + i : k0) * s.stride) / CS_GRANULE_BYTES;
+            bt[i] = cs_s_ld(x.BT + 4u * (g[i] / CS_VSH_B));
+            e[i] = cs_s_ld(x.W + 4u * g[i]);
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < CS_VSH_BATCH; ++i) {
+            if (k0 + i >= s.n) break;
+            if (bt[i] == CS_BT_LOCKED) {  // a lane is giving the block's granules their epochs
+                bt[i] = cs_vsh_bt(x, g[i] / CS_VSH_B);
+                e[i] = cs_s_ld(x.W + 4u * g[i]);
+            }
+            uint32_t ep = bt[i] ? bt[i] & ~CS_BT_WHOLE : e[i];
+            if (ep == ok) continue;
+            f = cs_vsh_judge_read(x, ep, bt[i] ? cs_vsh_bsite(x, g[i] / CS_VSH_B) : x.ws + g[i],
+                                  CS_PROXY_NONE);
+            if (f.kind) {
+                fk = k0 + i;
+                return;
+            }
+            ok = ep;
+        }
+    }
+}
+
 // A warp's reads (each lane its spans): publish them all, one fence, then the writes.
 // Spans of one granule each (an unrolled loop of scalar loads) take a short path.
 CS_DEV void cs_vsh_read(const cs_vctx& x, const cs_vsh_span& s, uint32_t site, cs_finding& f,
                         uint32_t& fk) {
     uint32_t clk = cs_clock_sh[x.w], ok = 0xFFFFFFFFu, at;
     if ((s.off & 3u) + s.size <= 4u && (s.stride & 3u) == 0) {
-        cs_sp R = x.R + x.w * x.gp;
-        uint32_t* rs = x.rsite + x.w * x.gp;
-        uint32_t c8 = cs_vsh_byte(clk);
-        for (uint32_t k = 0; k < s.n; ++k) {
-            uint32_t g = (s.off + k * s.stride) / CS_GRANULE_BYTES;
-            cs_vsh_put1(R, rs, g, c8, site);
-            cs_vsh_note(x, g / CS_VSH_B, x.w, clk);
-        }
-        cs_fence();
-        for (uint32_t k = 0; k < s.n; ++k) {
-            uint32_t g = (s.off + k * s.stride) / CS_GRANULE_BYTES, b = g / CS_VSH_B;
-            uint32_t bt = cs_vsh_bt(x, b);
-            uint32_t e = bt ? bt & ~CS_BT_WHOLE : cs_s_ld(x.W + 4u * g);
-            if (e == ok) continue;
-            f = cs_vsh_judge_read(x, e, bt ? cs_vsh_bsite(x, b) : x.ws + g, CS_PROXY_NONE);
-            if (f.kind) {
-                fk = k;
-                return;
-            }
-            ok = e;
-        }
+        cs_vsh_read_granules(x, s, site, clk, f, fk);
         return;
     }
     for (uint32_t k = 0; k < s.n; ++k) cs_vsh_publish(x, x.w, clk, cs_span_g0(s, k), cs_span_g1(s, k), site);
@@ -1928,19 +2020,20 @@ CS_DEV void cs_vsh_read(const cs_vctx& x, const cs_vsh_span& s, uint32_t site, c
 // The clocks, in warp x.w's view, of the readers a probe keeps in registers (its own
 // reads are ordered: all ones).
 struct cs_vsh_vcr { uint32_t c[CS_VSH_FASTR]; };
+CS_DEV uint32_t cs_vsh_vc1(const cs_vctx& x, uint32_t ri) {
+    uint32_t t = cs_vsh_reader_tid(ri);
+    return ri >= x.nr || t == x.w ? 0xFFFFFFFFu : x.mine[t];
+}
 CS_DEV cs_vsh_vcr cs_vsh_reader_clocks(const cs_vctx& x) {
     cs_vsh_vcr q;
 #pragma unroll
-    for (uint32_t ri = 0; ri < CS_VSH_FASTR; ++ri) {
-        uint32_t t = cs_vsh_reader_tid(ri);
-        q.c[ri] = ri < x.nr && t != x.w ? x.mine[t] : 0xFFFFFFFFu;
-    }
+    for (uint32_t ri = 0; ri < CS_VSH_FASTR; ++ri) q.c[ri] = cs_vsh_vc1(x, ri);
     return q;
 }
-CS_DEV uint32_t cs_vsh_vc(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t ri) {
-    if (ri < CS_VSH_FASTR) return q.c[ri];
-    uint32_t t = cs_vsh_reader_tid(ri);
-    return t == x.w ? 0xFFFFFFFFu : x.mine[t];
+// Reader ri's clock: from q where the caller has them (copies), else looked up (an access
+// probe needs it only where a block's summary names the reader).
+CS_DEV uint32_t cs_vsh_vc(const cs_vctx& x, const cs_vsh_vcr* q, uint32_t ri) {
+    return q && ri < CS_VSH_FASTR ? q->c[ri] : cs_vsh_vc1(x, ri);
 }
 
 // The bytes of granule g, one reader at a time (in the device-memory tables' order:
@@ -1959,6 +2052,7 @@ CS_DEV void cs_vsh_check_readers(const cs_vctx& x, uint32_t g, cs_finding& f) {
 }
 
 CS_DEV void cs_vsh_zero(cs_sp R, uint32_t a, uint32_t z) {  // bytes a..z of a reader's row
+    if ((a & 3u) == 0 && z == a + 3) return cs_s_st(R + a, 0);  // an aligned 16-byte write
     for (uint32_t g = a; g <= z;) {
         if ((g & 15u) == 0 && g + 15 <= z) {
             cs_s_st4(R + g, cs_u4{0, 0, 0, 0});
@@ -1977,7 +2071,7 @@ CS_DEV void cs_vsh_zero(cs_sp R, uint32_t a, uint32_t z) {  // bytes a..z of a r
 // readers -- by the block's summary, or byte by byte where it says some read may be
 // unordered -- then empty their bytes (the write supersedes the reads); a block written
 // whole empties its summary too.
-CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t b, uint32_t a,
+CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr* q, uint32_t b, uint32_t a,
                                  uint32_t z, cs_finding& f, uint32_t& at) {
     bool whole = z - a == CS_VSH_B - 1;
     cs_sp rs = x.RS + 4u * b * x.rss;
@@ -1986,7 +2080,9 @@ CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t
     if (x.nr <= 4) {  // the summary in one load
         cs_u4 v = cs_s_ld4(rs);
         seen = (v.x ? 1u : 0u) | (v.y ? 2u : 0u) | (v.z ? 4u : 0u) | (v.w ? 8u : 0u);
-        late = v.x > q.c[0] || v.y > q.c[1] || v.z > q.c[2] || v.w > q.c[3];
+        if (!seen) return;
+        late = (v.x && v.x > cs_vsh_vc(x, q, 0)) || (v.y && v.y > cs_vsh_vc(x, q, 1)) ||
+               (v.z && v.z > cs_vsh_vc(x, q, 2)) || (v.w && v.w > cs_vsh_vc(x, q, 3));
     } else {
         for (uint32_t ri = 0; ri < x.nr; ++ri) {
             uint32_t c = cs_s_ld(rs + 4u * ri);
@@ -2016,7 +2112,7 @@ CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t
     }
 }
 
-CS_DEV void cs_vsh_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t g0, uint32_t g1,
+CS_DEV void cs_vsh_readers(const cs_vctx& x, const cs_vsh_vcr* q, uint32_t g0, uint32_t g1,
                            cs_finding& f, uint32_t& at) {
     for (uint32_t b = g0 / CS_VSH_B; b <= g1 / CS_VSH_B; ++b) {
         uint32_t a = b * CS_VSH_B > g0 ? b * CS_VSH_B : g0;
@@ -2095,10 +2191,9 @@ CS_DEV void cs_vsh_write(const cs_vctx& x, const cs_vsh_span& s, uint32_t site, 
         if (fw.kind && !had) kw = k;
     }
     cs_fence();  // publish the writes, then look at the readers (Dekker with the reader)
-    cs_vsh_vcr q = cs_vsh_reader_clocks(x);
     for (uint32_t k = 0; k < s.n; ++k) {
         bool had = fr.kind != 0;
-        cs_vsh_readers(x, q, cs_span_g0(s, k), cs_span_g1(s, k), fr, ar);
+        cs_vsh_readers(x, nullptr, cs_span_g0(s, k), cs_span_g1(s, k), fr, ar);
         if (fr.kind && !had) kr = k;
     }
     if (!f.kind) f = cs_vsh_first(fw, kw, aw, fr, kr, ar, fk);
@@ -2165,7 +2260,7 @@ CS_NOINLINE void cs_vsh_copy_block(const cs_vctx& x, uint32_t b, uint32_t a, uin
 
 CS_NOINLINE void cs_vsh_copy_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t b,
                                      uint32_t a, uint32_t z, cs_vsh_copy& c) {
-    cs_vsh_block_readers(x, q, b, a, z, c.fr, c.ar);
+    cs_vsh_block_readers(x, &q, b, a, z, c.fr, c.ar);
 }
 
 // The common case of a copy, in loops that keep few values live (no spills): whole blocks
@@ -2174,10 +2269,30 @@ CS_NOINLINE void cs_vsh_copy_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint
 CS_NOINLINE uint32_t cs_vsh_copy_run(cs_sp BT, uint32_t* bsite, uint32_t b, uint32_t e,
                                      uint32_t ok, uint32_t wnow, uint32_t site) {
     const uint32_t held = ok ^ CS_BT_WHOLE;  // (never matches a word of 0 or LOCKED)
-    for (; b < e; ++b) {
+    // four aligned blocks at a time (their loads, then their swaps, in flight together); a
+    // block taken after the first that was not is taken again by the caller (the same word)
+    while (b < e) {
         cs_sp p = BT + 4u * b;
+        if (b + 4 <= e && (p & 15u) == 0) {
+            cs_u4 v = cs_s_ld4(p);
+            if (v.x == held && v.y == held && v.z == held && v.w == held) {
+                uint32_t o0 = cs_s_cas(p, held, wnow), o1 = cs_s_cas(p + 4, held, wnow);
+                uint32_t o2 = cs_s_cas(p + 8, held, wnow), o3 = cs_s_cas(p + 12, held, wnow);
+                if (o0 == held && o1 == held && o2 == held && o3 == held) {
+                    if ((b & 3u) == 0) cs_g_st4(bsite + b, site);
+                    else cs_g_st(bsite + b, site), cs_g_st(bsite + b + 1, site),
+                         cs_g_st(bsite + b + 2, site), cs_g_st(bsite + b + 3, site);
+                    b += 4;
+                    continue;
+                }
+                uint32_t n = o0 != held ? 0 : o1 != held ? 1 : o2 != held ? 2 : 3;
+                for (uint32_t i = 0; i < n; ++i) cs_g_st(bsite + b + i, site);
+                return b + n;
+            }
+        }
         if (cs_s_ld(p) != held || cs_s_cas(p, held, wnow) != held) break;
         cs_g_st(bsite + b, site);
+        ++b;
     }
     return b;
 }
@@ -2185,20 +2300,35 @@ CS_NOINLINE uint32_t cs_vsh_copy_run(cs_sp BT, uint32_t* bsite, uint32_t b, uint
 // ...and their readers: whole blocks [b, e) whose summary (up to 4 readers, one load) is
 // empty or ordered before the copy (clocks q0..q3) get their bytes and summary emptied;
 // returns the first block that needs more.
+CS_DEV bool cs_vsh_clear_ok(cs_u4 v, uint32_t q0, uint32_t q1, uint32_t q2, uint32_t q3) {
+    return !(v.x > q0 || v.y > q1 || v.z > q2 || v.w > q3);
+}
+CS_DEV void cs_vsh_clear1(cs_sp p, cs_sp r, uint32_t gp, cs_u4 v) {
+    const cs_u4 zero = {0, 0, 0, 0};
+    if ((v.x | v.y | v.z | v.w) == 0) return;
+    if (v.x) cs_s_st4(r, zero), cs_s_st4(r + 16, zero);
+    if (v.y) cs_s_st4(r + gp, zero), cs_s_st4(r + gp + 16, zero);
+    if (v.z) cs_s_st4(r + 2 * gp, zero), cs_s_st4(r + 2 * gp + 16, zero);
+    if (v.w) cs_s_st4(r + 3 * gp, zero), cs_s_st4(r + 3 * gp + 16, zero);
+    cs_s_st4(p, zero);
+}
 CS_NOINLINE uint32_t cs_vsh_copy_clear(cs_sp RS, cs_sp R, uint32_t gp, uint32_t b, uint32_t e,
                                        uint32_t q0, uint32_t q1, uint32_t q2, uint32_t q3) {
+    for (; b + 4 <= e; b += 4) {  // four summaries in flight
+        cs_u4 v0 = cs_s_ld4(RS + 16u * b), v1 = cs_s_ld4(RS + 16u * (b + 1));
+        cs_u4 v2 = cs_s_ld4(RS + 16u * (b + 2)), v3 = cs_s_ld4(RS + 16u * (b + 3));
+        if (!cs_vsh_clear_ok(v0, q0, q1, q2, q3) || !cs_vsh_clear_ok(v1, q0, q1, q2, q3) ||
+            !cs_vsh_clear_ok(v2, q0, q1, q2, q3) || !cs_vsh_clear_ok(v3, q0, q1, q2, q3))
+            break;
+        cs_vsh_clear1(RS + 16u * b, R + b * CS_VSH_B, gp, v0);
+        cs_vsh_clear1(RS + 16u * (b + 1), R + (b + 1) * CS_VSH_B, gp, v1);
+        cs_vsh_clear1(RS + 16u * (b + 2), R + (b + 2) * CS_VSH_B, gp, v2);
+        cs_vsh_clear1(RS + 16u * (b + 3), R + (b + 3) * CS_VSH_B, gp, v3);
+    }
     for (; b < e; ++b) {
-        cs_sp p = RS + 16u * b;
-        cs_u4 v = cs_s_ld4(p);
-        if ((v.x | v.y | v.z | v.w) == 0) continue;
-        if (v.x > q0 || v.y > q1 || v.z > q2 || v.w > q3) break;
-        cs_sp r = R + b * CS_VSH_B;
-        const cs_u4 zero = {0, 0, 0, 0};
-        if (v.x) cs_s_st4(r, zero), cs_s_st4(r + 16, zero);
-        if (v.y) cs_s_st4(r + gp, zero), cs_s_st4(r + gp + 16, zero);
-        if (v.z) cs_s_st4(r + 2 * gp, zero), cs_s_st4(r + 2 * gp + 16, zero);
-        if (v.w) cs_s_st4(r + 3 * gp, zero), cs_s_st4(r + 3 * gp + 16, zero);
-        cs_s_st4(p, zero);
+        cs_u4 v = cs_s_ld4(RS + 16u * b);
+        if (!cs_vsh_clear_ok(v, q0, q1, q2, q3)) break;
+        cs_vsh_clear1(RS + 16u * b, R + b * CS_VSH_B, gp, v);
     }
     return b;
 }
@@ -2538,21 +2668,26 @@ CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
 // (`all`: every engine's column, at init). (Plain loads: the caller holds the lock the
 // writers of both hold.)
 CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip, bool all = false) {
-    uint32_t a[CS_VC_RANGES], b[CS_VC_RANGES];
-    uint32_t n = cs_vc_ranges(a, b, all);
-    for (uint32_t k = 0; k < n; ++k) {
-        for (uint32_t u = a[k]; u < b[k]; u += 16) {
-            uint32_t x[16], d[16];
+    cs_cols c = cs_vc_cols(all);
 #pragma unroll
-            for (uint32_t i = 0; i < 16; ++i) {
-                bool in = u + i < b[k];
-                x[i] = in && src ? src[u + i] : 0;
-                d[i] = in && src ? dst[u + i] : 1;
-            }
-#pragma unroll
-            for (uint32_t i = 0; i < 16; ++i)
-                if (u + i < b[k] && u + i != skip && (src ? x[i] > d[i] : true)) dst[u + i] = x[i];
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
+        uint32_t u = c.a[k];
+        if (!src) {
+            for (; u < c.b[k]; ++u) dst[u] = 0;
+            continue;
         }
+        for (; u + 4 <= c.b[k]; u += 4) {  // four columns' loads in flight
+            const uint32_t* s = src + u;
+            uint32_t* d = dst + u;
+            uint32_t x0 = s[0], x1 = s[1], x2 = s[2], x3 = s[3];
+            uint32_t d0 = d[0], d1 = d[1], d2 = d[2], d3 = d[3];
+            if (x0 > d0 && u != skip) d[0] = x0;
+            if (x1 > d1 && u + 1 != skip) d[1] = x1;
+            if (x2 > d2 && u + 2 != skip) d[2] = x2;
+            if (x3 > d3 && u + 3 != skip) d[3] = x3;
+        }
+        for (; u < c.b[k]; ++u)
+            if (src[u] > dst[u] && u != skip) dst[u] = src[u];
     }
 }
 
