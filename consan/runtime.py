@@ -267,7 +267,7 @@ class Prepared:
         elif not ins.phase_mode and os.environ.get("CONSAN_VC_SMEM", "1") != "0":
             self._load(cupy, driver, b.vsh_cubin())
             readers = abi.vsh_readers(self.nwarps, ins.warp_reads, ins.async_proxy, ins.wgmma)
-            vsh = abi.vsh_bytes(self.granules, readers, self.vsh_base)
+            vsh = abi.vsh_bytes(self.granules, readers, self.nwarps, self.nlogical, self.vsh_base)
             if self.psh_offset + vsh + 16 <= room_all - self.static_smem:
                 self.vsh_bytes, self.vsh_readers = vsh, readers
                 if self._occupancy(driver, nthreads) < 1:  # no room left to launch

@@ -392,13 +392,17 @@ def vsh_granules(granules: int, base: int = SMEM_RESERVED_BYTES) -> int:
     return -(-g // VSH_BLOCK_GRANULES) * VSH_BLOCK_GRANULES
 
 
-def vsh_bytes(granules: int, nreaders: int, base: int = SMEM_RESERVED_BYTES) -> int:
+def vsh_bytes(granules: int, nreaders: int, nwarps: int, nlogical: int,
+              base: int = SMEM_RESERVED_BYTES) -> int:
     """Shared memory of the FLAG_VC_SMEM tables of one CTA: per granule its write epoch
     (u32) and a clock byte per reader; per 128-byte block each reader's latest read clock
-    and the word of a copy that wrote the block whole (u32 each)."""
+    and the word of a copy that wrote the block whole (u32 each); then, 8-byte aligned,
+    the named barriers' words (u64), barrier 0's two clock slots and the vector clocks of
+    the CTA's warps (u32 [2][nlogical] and [nwarps][nlogical])."""
     gp = vsh_granules(granules, base)
     rss = 4 if nreaders <= 4 else nreaders  # up to 4 readers: one vector load per block
-    return 4 * gp + nreaders * gp + 4 * (rss + 1) * (gp // VSH_BLOCK_GRANULES)
+    tables = 4 * gp + nreaders * gp + 4 * (rss + 1) * (gp // VSH_BLOCK_GRANULES)
+    return -(-tables // 8) * 8 + 8 * NAMED_BARRIERS + 4 * (2 + nwarps) * nlogical
 
 
 def vsh_site_words(gp: int, nreaders: int) -> int:
@@ -415,7 +419,7 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
     if vsh_readers:  # FLAG_VC_SMEM: the buffer tables are in shared memory, their sites here
         gp = vsh_granules(G, vsh_base)
         return {"slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
-                "vis": 4 * MAX_WARPS * L * n, "barword": 8 * NAMED_BARRIERS * n,
+                "vis": 0, "barword": 8 * NAMED_BARRIERS * n,
                 "barvc": 4 * NAMED_BARRIERS * 2 * L * n, "granule": 0, "wsite": 4 * gp * n,
                 "rslot": 0, "readbits": 0, "rsite": 0,
                 "mbar": 4 * MBARRIERS * mb_words(L) * n, "aread": 0, "wgread": 0, "bsum": 0,

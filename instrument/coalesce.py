@@ -12,6 +12,12 @@ before the first of them checks their contiguous byte range at once.
 An unrolled loop over rows reads one element per row, `[%r+0]`, `[%r+256]`, ...:
 runs of the same size whose starts are evenly spaced, all from one source line,
 become one strided probe (`abi.PROBE_ACCESS_N`) that checks every run.
+
+Compilers often give each unrolled access its own address register, computed
+from a common one by adds of constants (`add.s64 %rd7, %rd6, 32; cvt.u32.u64
+%r9, %rd7;`): such registers are followed back to that root, so their accesses
+group as `[%rd6+0]`, `[%rd6+32]`. ldmatrix/stmatrix accesses of one shape group
+the same way (a lane's row addresses, every matrix's alike).
 """
 
 from __future__ import annotations
@@ -47,6 +53,44 @@ class _Group:
     members: list[tuple[int, int, int]] = field(default_factory=list)  # (idx, offset, size)
 
 
+_INT_TYPES = ("u32", "u64", "s32", "s64", "b32", "b64")
+_IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)$")
+
+
+def _affine(it: Item, roots: dict[str, tuple[str, int]]) -> tuple[str, int] | None:
+    """The register `it` defines as (root register, constant offset), when it is one: a
+    mov or integer cvt of a register, or an add/sub of a constant to one."""
+    if it.pred is not None or len(it.operands) < 2:
+        return None
+    op, types = it.op_parts[0], it.op_parts[1:]
+    if not types or not all(t in _INT_TYPES for t in types):
+        return None
+    src = [o.strip() for o in it.operands[1:]]
+    if op in ("mov", "cvt") and len(src) == 1 and _REG.fullmatch(src[0]):
+        return roots.get(src[0], (src[0], 0))
+    if op in ("add", "sub") and len(src) == 2:
+        reg, imm = src
+        if op == "add" and _IMM.match(reg):
+            reg, imm = imm, reg
+        if _REG.fullmatch(reg) and _IMM.match(imm):
+            root, off = roots.get(reg, (reg, 0))
+            return root, off + (int(imm, 0) if op == "add" else -int(imm, 0))
+    return None
+
+
+def _define(it: Item, roots: dict[str, tuple[str, int]]) -> None:
+    """Follow `it`'s definition: its register's root, and no root for the registers
+    whose root it overwrites."""
+    if it.op_parts[0] in _NO_DEST or not it.operands:
+        return
+    dests = set(_REG.findall(it.operands[0]))
+    new = _affine(it, roots) if len(dests) == 1 else None
+    for d in [r for r, (root, _) in roots.items() if root in dests or r in dests]:
+        del roots[d]
+    if new is not None and new[0] not in dests:
+        roots[dests.pop()] = new
+
+
 @dataclass(frozen=True)
 class Probe:
     """The probe placed before item `idx`: it covers `size` bytes at base+offset."""
@@ -66,7 +110,8 @@ def plan(items: list[tuple[int, Item, Classified | None]],
     gives each item's source location (strided probes merge one location's accesses).
     """
     out: dict[int, Probe | None] = {}
-    open_groups: dict[tuple[Event, str], _Group] = {}
+    open_groups: dict[tuple[Event, str, int], _Group] = {}
+    roots: dict[str, tuple[str, int]] = {}  # register -> (root register, offset)
 
     def close(pred=lambda g: True) -> None:
         for key in [k for k, g in open_groups.items() if pred(g)]:
@@ -80,9 +125,11 @@ def plan(items: list[tuple[int, Item, Classified | None]],
             continue
         op0 = it.op_parts[0]
         mergeable = (c is not None and c.event in (Event.READ, Event.WRITE)
-                     and c.space == abi.SPACE_SHARED and c.shape == abi.SHAPE_PLAIN
-                     and it.pred is None)
+                     and c.space == abi.SPACE_SHARED and it.pred is None)
         parts = split_address(c.address or "") if mergeable else None
+        if parts is not None and parts[0] in roots:
+            root, off = roots[parts[0]]
+            parts = root, off + parts[1]
         if c is not None and c.event in (Event.READ, Event.WRITE, Event.ATOMIC):
             # an access of another mode may touch the same bytes: keep the order
             close(lambda g, ev=c.event: g.mode is not ev or ev is Event.ATOMIC)
@@ -90,13 +137,14 @@ def plan(items: list[tuple[int, Item, Classified | None]],
             close()  # barriers, exits, unmodelled synchronisation, control flow
         if parts is not None:
             base, off = parts
-            g = open_groups.setdefault((c.event, base), _Group(c.event, base))
+            g = open_groups.setdefault((c.event, base, c.shape), _Group(c.event, base))
             g.members.append((idx, off, c.size))
         elif c is not None and c.event in (Event.READ, Event.WRITE, Event.ATOMIC):
             out[idx] = Probe(c.address or "", c.size, (idx,))
         if op0 not in _NO_DEST and it.operands:  # the base register redefined?
             dest = set(_REG.findall(it.operands[0]))
             close(lambda g, d=dest: g.base in d)
+        _define(it, roots)
     close()
     return out
 
@@ -111,13 +159,36 @@ def _emit(g: _Group, out: dict[int, Probe | None], where: dict[int, object]) -> 
         else:
             runs.append([m])
     spans = [(run[0][1], max(o + s for _, o, s in run)) for run in runs]
-    if _strided(spans) and len({where.get(i) for run in runs for i, _, _ in run}) == 1:
-        lo, hi = spans[0]
-        _place(g.base, [m for run in runs for m in run], lo, hi - lo, out,
-               spans[1][0] - lo, len(spans))
-        return
+    one_line = len({where.get(i) for run in runs for i, _, _ in run}) == 1
+    # evenly spaced runs from one source line: one strided probe each progression (an
+    # unrolled 2-D loop, `[+0] [+32] [+1280] [+1312]`, is two)
+    first = 0
+    while one_line and first + 1 < len(runs):
+        pick = [first + k for k in _progression(spans[first:])]
+        if len(pick) < 2:
+            first += 1
+            continue
+        lo, hi = spans[pick[0]]
+        _place(g.base, [m for k in pick for m in runs[k]], lo, hi - lo, out,
+               spans[pick[1]][0] - lo, len(pick))
+        runs = [r for k, r in enumerate(runs) if k not in pick]
+        spans = [sp for k, sp in enumerate(spans) if k not in pick]
     for run, (lo, hi) in zip(runs, spans, strict=True):
         _place(g.base, run, lo, hi - lo, out)
+
+
+def _progression(spans: list[tuple[int, int]]) -> list[int]:
+    """Indices of the first span and those evenly spaced after it at the distance of the
+    nearest one of its size (spans sorted by start): the runs one strided probe takes."""
+    size = spans[0][1] - spans[0][0]
+    same = [k for k, (lo, hi) in enumerate(spans) if hi - lo == size]
+    if len(same) < 2:
+        return []
+    start, stride = spans[0][0], spans[same[1]][0] - spans[0][0]
+    pick = [k for k in same if (spans[k][0] - start) % stride == 0]
+    pick = [k for n, k in enumerate(pick) if spans[k][0] == start + n * stride]
+    pick = pick[:abi.REP_COUNT_MASK]
+    return pick if _strided([spans[k] for k in pick]) else []
 
 
 def _place(base: str, members, lo: int, size: int, out: dict[int, Probe | None],

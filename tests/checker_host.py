@@ -113,7 +113,7 @@ class HostChecker:
             self.lib.cs_host_set_dyn(self.smem.ctypes.data)
         if self.vsh:
             st["flags"] |= abi.FLAG_VC_SMEM
-            st["psh_bytes"] = abi.vsh_bytes(G, nreaders, base=0)
+            st["psh_bytes"] = abi.vsh_bytes(G, nreaders, nwarps, L, base=0)
             st["vsh_base"], st["vsh_readers"] = 0, nreaders
             self.smem = np.zeros(int(st["psh_bytes"][0]) // 8 + 4, dtype=np.uint64)
             self.lib.cs_host_set_dyn(self.smem.ctypes.data)

@@ -47,9 +47,13 @@ def test_an_unrolled_column_loop_is_one_strided_probe():
 
 
 def test_uneven_spacing_or_sizes_stay_apart():
+    """0, 8, 20: the evenly spaced pair is one strided probe, the third its own."""
     uneven = "\tld.shared.f32 %f1, [%r1];\n\tld.shared.f32 %f2, [%r1+8];\n" \
              "\tld.shared.f32 %f3, [%r1+20];\n"
-    assert sites(uneven) == [("access.read", 4, 0)] * 3
+    assert sorted(sites(uneven)) == [("access.read", 4, 0), ("access.read", 4, 1)]
+    ptx = instrument(HEAD + uneven + "\tret;\n}\n").ptx
+    assert ptx.count(f"call {abi.PROBE_ACCESS_N},") == 1
+    assert f"st.param.b32 [__cs_p3], {(8 << abi.REP_STRIDE_SHIFT) | 2};" in ptx
     sizes = "\tld.shared.f32 %f1, [%r1];\n\tld.shared.v2.f32 {%f2, %f3}, [%r1+16];\n"
     assert sites(sizes) == [("access.read", 4, 0), ("access.read", 8, 0)]
 
@@ -100,3 +104,46 @@ def test_span_is_capped():
     body = "".join(f"\tld.shared.v4.f32 {{%f1, %f2, %f3, %f4}}, [%r1+{16 * i}];\n"
                    for i in range(6))
     assert sites(body) == [("access.read", 64, 3), ("access.read", 32, 1)]
+
+
+HEAD64 = HEAD.replace("\t.reg .f32 %f<20>;\n", "\t.reg .f32 %f<20>;\n\t.reg .b64 %rd<20>;\n")
+# NVRTC's unrolled ldmatrix loop (tests/mma_gemm.py): each matrix's address its own
+# register, an add of a constant to a common 64-bit one, then cvt to 32 bits
+LDMATRIX = ("\tcvt.u32.u64 %r1, %rd1;\n"
+            "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r2,%r3,%r4,%r5}, [%r1];\n"
+            "\tadd.s64 %rd2, %rd1, 1280;\n\tcvt.u32.u64 %r6, %rd2;\n"
+            "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r7,%r8,%r9,%r10}, [%r6];\n"
+            "\tadd.s64 %rd3, %rd1, 32;\n\tcvt.u32.u64 %r11, %rd3;\n"
+            "{REDEFINE}"
+            "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r12,%r13,%r14,%r15}, [%r11];\n"
+            "\tadd.s64 %rd4, %rd1, 1312;\n\tcvt.u32.u64 %r16, %rd4;\n"
+            "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r2,%r3,%r4,%r5}, [%r16];\n")
+
+
+def test_addresses_offset_from_one_register_group_by_it():
+    """The four matrices of a 2-D unrolled loop ([+0] [+1280] [+32] [+1312] from %rd1):
+    two strided probes from %rd1, one per row of the loop, ldmatrix's shape kept."""
+    ins = instrument(HEAD64 + LDMATRIX.replace("{REDEFINE}", "") + "\tret;\n}\n")
+    reads = [s for s in ins.sites.sites if s.event == "access.read"]
+    assert [(s.size, len(s.merged_lines)) for s in reads] == [(16, 1), (16, 1)]
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS_N},") == 2
+    assert ins.ptx.count("mov.b64 %__cs_a, %rd1;") == 2  # both probes address %rd1
+    assert "add.s64 %__cs_a, %__cs_a, 1280;" in ins.ptx
+    assert ins.ptx.count(f"st.param.b32 [__cs_p3], {(32 << abi.REP_STRIDE_SHIFT) | 2};") == 2
+
+
+def test_a_root_redefined_between_keeps_the_accesses_apart():
+    """%rd1 changes before the third access: the registers computed from the old value
+    no longer name offsets of the new one."""
+    body = LDMATRIX.replace("{REDEFINE}", "\tmov.u64 %rd1, %rd9;\n")
+    ins = instrument(HEAD64 + body + "\tret;\n}\n")
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS_N},") == 1  # the first two only
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS},") == 2
+
+
+def test_accesses_of_other_shapes_stay_apart():
+    body = ("\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r2,%r3,%r4,%r5}, [%r1];\n"
+            "\tldmatrix.sync.aligned.m8n8.x2.shared.b16 {%r7,%r8}, [%r1+64];\n"
+            "\tld.shared.f32 %f1, [%r1+128];\n")
+    ins = instrument(HEAD + body + "\tret;\n}\n")
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS},") == 3

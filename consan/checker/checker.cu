@@ -41,6 +41,9 @@ struct cs_vlay {
     cs_sp W, R, RS, BT;
     uint32_t gp, nr, nb, rss;
     uint32_t *ws, *rsite;
+    uint32_t* vis;  // the warps' vector clocks [nwarps][nlogical] (generic address)
+    uint64_t* barw;  // the named barriers' words [NAMED_BARRIERS]
+    uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
 };
 static cs_vlay cs_vlay_sh;
 static uint32_t cs_mlock_sh[CS_MBARRIERS];
@@ -132,6 +135,9 @@ struct cs_vlay {
     cs_sp W, R, RS, BT;
     uint32_t gp, nr, nb, rss;
     uint32_t *ws, *rsite;
+    uint32_t* vis;  // the warps' vector clocks [nwarps][nlogical] (generic address)
+    uint64_t* barw;  // the named barriers' words [NAMED_BARRIERS]
+    uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
 };
 struct __align__(16) cs_shared_t {
     uint32_t slot, gen, mbar_used, pad;  // mbar_used: bit j, mbarrier entry j is in use
@@ -298,15 +304,36 @@ struct cs_prof_scope {
 // ------------------------------------------------------------- table access
 
 // Visibility: only warps acquire, so only warps have a vector clock (agents have none).
+// With the granule tables in shared memory the CTA's clocks are there too (after them):
+// every probe reads its warp's clock, and joins walk them column by column.
+CS_DEV bool cs_vsh_on();
 CS_DEV uint32_t* cs_vis(uint32_t slot, uint32_t t) {
+    if (cs_vsh_on()) return cs_vlay_sh.vis + t * S.nlogical;
     return (uint32_t*)S.vis + ((uint64_t)slot * CS_MAX_WARPS + t) * S.nlogical;
 }
 CS_DEV uint32_t* cs_cta(uint32_t slot) { return (uint32_t*)S.cta + (uint64_t)slot * CS_CTA_WORDS; }
+// (With the granule tables in shared memory, the barriers' words and barrier 0's clock
+// slots are there too: __syncthreads is the barrier most kernels run most.)
 CS_DEV uint64_t* cs_barword(uint32_t slot, uint32_t b) {
+    if (cs_vsh_on()) return cs_vlay_sh.barw + b;
     return (uint64_t*)S.barword + (uint64_t)slot * CS_NAMED_BARRIERS + b;
 }
 CS_DEV uint32_t* cs_barvc(uint32_t slot, uint32_t b, uint32_t parity) {
+    if (cs_vsh_on() && b == 0) return cs_vlay_sh.bvc0 + parity * S.nlogical;
     return (uint32_t*)S.barvc + (((uint64_t)slot * CS_NAMED_BARRIERS + b) * 2 + parity) * S.nlogical;
+}
+// Loads and stores of barrier words and slots, which may be in shared memory.
+CS_DEV uint64_t cs_bw_ld(uint64_t* p) { return cs_vsh_on() ? *(volatile uint64_t*)p : cs_ld64(p); }
+CS_DEV void cs_bw_st(uint64_t* p, uint64_t v) {
+    if (cs_vsh_on()) *(volatile uint64_t*)p = v;
+    else cs_st64(p, v);
+}
+CS_DEV uint32_t cs_bvc_ld(const uint32_t* p) {
+    return cs_vsh_on() ? *(const volatile uint32_t*)p : cs_ld32(p);
+}
+CS_DEV void cs_bvc_st(uint32_t* p, uint32_t v) {
+    if (cs_vsh_on()) *(volatile uint32_t*)p = v;
+    else cs_st32(p, v);
 }
 CS_DEV uint64_t cs_gidx(uint32_t slot, uint32_t g) { return (uint64_t)slot * S.granules + g; }
 // Buffer-table entry: [0] write epoch, [1] reader mask (loaded together on the fast path).
@@ -429,11 +456,11 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     cs_mbar_used_sh = 0;
     cs_mbar_arc_sh = 0;
     for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = 0;
-    for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
+    if (cs_vsh_on()) cs_vsh_layout(slot);  // (its barrier words are cleared with the tables)
+    else for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) cs_clock_sh[w] = 1, cs_phase_sh[w] = 1;
     cs_slot_sh = slot;
     cs_gen_sh = gen;
-    if (cs_vsh_on()) cs_vsh_layout(slot);
 }
 
 CS_DEV uint32_t* cs_readbits(uint32_t slot, uint32_t w, uint32_t parity);
@@ -447,16 +474,23 @@ CS_DEV uint8_t* cs_psh();
 // Run by every thread (i = thread index, n = threads): clear clocks, barrier slots, bitmaps.
 CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
     uint32_t L = S.nlogical;
-    uint32_t* vis = cs_vis(slot, 0);
-    for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
-    uint32_t* bvc = cs_barvc(slot, 0, 0);
+    if (!cs_vsh_on()) {
+        uint32_t* vis = cs_vis(slot, 0);
+        for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
+    }
+    uint32_t* bvc = (uint32_t*)S.barvc + (uint64_t)slot * CS_NAMED_BARRIERS * 2 * L;
     for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
     if (cs_vsh_on()) {  // the CTA's own shared memory: cleared, no generation tags
         // Every block starts held whole with the epoch 0 (never written): the first copy
         // into a block then takes one word, not a look at 32 epochs (cs_vsh_copy_run).
+        // The warps' clocks start with each warp's own column at 1.
         uint32_t* p = (uint32_t*)cs_psh();
         uint32_t bt0 = (uint32_t)(cs_vlay_sh.BT - cs_vlay_sh.W) / 4, bt1 = bt0 + cs_vlay_sh.nb;
-        for (uint32_t k = i; k < S.psh_bytes / 4; k += n) p[k] = k >= bt0 && k < bt1 ? CS_BT_WHOLE : 0u;
+        uint32_t v0 = (uint32_t)(cs_vlay_sh.vis - p), v1 = v0 + S.nwarps * L;
+        for (uint32_t k = i; k < S.psh_bytes / 4; k += n) {
+            uint32_t v = k - v0;  // (a word of the clocks: [warp][column])
+            p[k] = k >= bt0 && k < bt1 ? CS_BT_WHOLE : k >= v0 && k < v1 && v % (L + 1) == 0 ? 1u : 0u;
+        }
     }
     if (cs_bsum_on()) {
         uint32_t* bs = cs_bsum(slot, 0);
@@ -537,9 +571,9 @@ CS_DEV void cs_bar_complete(uint32_t slot, uint32_t b, uint32_t gen) {
     cs_cols c = cs_vc_cols(false);
 #pragma unroll
     for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
-        for (uint32_t u = c.a[k]; u < c.b[k]; ++u) cs_st32(&next[u], 0);
+        for (uint32_t u = c.a[k]; u < c.b[k]; ++u) cs_bvc_st(&next[u], 0);
     cs_fence();
-    cs_st64(cs_barword(slot, b), (uint64_t)(gen + 1) << 32);
+    cs_bw_st(cs_barword(slot, b), (uint64_t)(gen + 1) << 32);
     cs_fence();
 }
 
@@ -597,7 +631,7 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
         uint32_t arrived = CS_BW_ARRIVED(old) + 1;
         uint32_t expected = cw ? cw : cs_ld32(&cs_cta(slot)[CS_CTA_LIVE_WARPS]);
         if (arrived >= expected)
-            cs_bar_try_complete(slot, b, cs_ld64(cs_barword(slot, b)), expected);
+            cs_bar_try_complete(slot, b, cs_bw_ld(cs_barword(slot, b)), expected);
     }
     cs_syncwarp(active);
     (void)site;
@@ -620,7 +654,7 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
 #pragma unroll
     for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
         for (uint32_t u = c.a[k] + rank; k < nr && u < c.b[k]; u += n) {
-            uint32_t v = cs_ld32(&vc[u]);
+            uint32_t v = cs_bvc_ld(&vc[u]);
             if (v > mine[u] && u != w) mine[u] = v;
         }
     }
@@ -1353,7 +1387,7 @@ CS_DEV void cs_thread_exit(uint32_t site) {
         uint32_t live = cs_add32(&cta[CS_CTA_LIVE_WARPS], (uint32_t)-1) - 1;
         cs_fence();
         for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) {
-            uint64_t seen = cs_ld64(cs_barword(slot, b));
+            uint64_t seen = cs_bw_ld(cs_barword(slot, b));
             if (CS_BW_COUNT(seen) == 0) cs_bar_try_complete(slot, b, seen, live);
         }
     }
@@ -1695,6 +1729,11 @@ CS_DEV void cs_vsh_layout(uint32_t slot) {
     l.R = l.W + 4u * l.gp;
     l.RS = l.R + l.nr * l.gp;
     l.BT = l.RS + 4u * l.rss * l.nb;
+    // then (abi.vsh_bytes) the barriers' words, barrier 0's slots, the warps' clocks
+    uint32_t after = ((uint32_t)(l.BT - l.W) + 4u * l.nb + 7u) & ~7u;
+    l.barw = (uint64_t*)(cs_psh() + after);
+    l.bvc0 = (uint32_t*)(l.barw + CS_NAMED_BARRIERS);
+    l.vis = l.bvc0 + 2u * S.nlogical;
     l.ws = (uint32_t*)S.wsite + (uint64_t)slot * l.gp;
     l.rsite = (uint32_t*)S.vrsite + (uint64_t)slot * (l.nr * l.gp + ((l.nb + 3) & ~3u));  // abi.vsh_site_words
 }
@@ -2667,27 +2706,35 @@ CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
 // dst[u] = max(dst[u], src[u]) over those columns, but column `skip`; src 0 clears dst
 // (`all`: every engine's column, at init). (Plain loads: the caller holds the lock the
 // writers of both hold.)
+// Columns [0, n) of d joined with s (column `skip` left alone), eight loads of each in
+// flight before any store: the mbarrier slots are device memory that other warps have just
+// written, so each load is a round trip to L2, and the lock is held meanwhile.
+CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict__ s, uint32_t n,
+                           uint32_t skip) {
+    for (uint32_t u = 0; u < n; u += 8) {
+        uint32_t x[8], y[8];
+#pragma unroll
+        for (uint32_t i = 0; i < 8; ++i) {
+            bool in = u + i < n;
+            x[i] = in ? s[u + i] : 0u;
+            y[i] = in ? d[u + i] : 0xFFFFFFFFu;
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < 8; ++i)
+            if (x[i] > y[i] && u + i != skip) d[u + i] = x[i];
+    }
+}
+
 CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip, bool all = false) {
     cs_cols c = cs_vc_cols(all);
 #pragma unroll
     for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
-        uint32_t u = c.a[k];
+        uint32_t a = c.a[k], n = c.b[k] - c.a[k];
         if (!src) {
-            for (; u < c.b[k]; ++u) dst[u] = 0;
-            continue;
+            for (uint32_t u = 0; u < n; ++u) dst[a + u] = 0;
+        } else if (n) {
+            cs_vc_join_run(dst + a, src + a, n, skip - a);
         }
-        for (; u + 4 <= c.b[k]; u += 4) {  // four columns' loads in flight
-            const uint32_t* s = src + u;
-            uint32_t* d = dst + u;
-            uint32_t x0 = s[0], x1 = s[1], x2 = s[2], x3 = s[3];
-            uint32_t d0 = d[0], d1 = d[1], d2 = d[2], d3 = d[3];
-            if (x0 > d0 && u != skip) d[0] = x0;
-            if (x1 > d1 && u + 1 != skip) d[1] = x1;
-            if (x2 > d2 && u + 2 != skip) d[2] = x2;
-            if (x3 > d3 && u + 3 != skip) d[3] = x3;
-        }
-        for (; u < c.b[k]; ++u)
-            if (src[u] > dst[u] && u != skip) dst[u] = src[u];
     }
 }
 
@@ -2734,7 +2781,8 @@ CS_DEV uint32_t cs_guard_verdict(uint32_t active, uint32_t skip, uint32_t leader
 // live, an arrival below zero): the rewritten kernel then skips it, so the report is
 // read back and the CUDA context stays usable.
 CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
-    CS_PROF(((op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) && !(arg & 2)) ? 12u : 5);
+    bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
+    CS_PROF(waits ? ((arg & 2) ? 20u : 12u) : 5u);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     uint32_t active = cs_group(((uint64_t)site << 32) | arg, addr);
@@ -2768,7 +2816,11 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 skip = 2;
             }
         } else {
-            cs_mbar_lock(slot, e);
+            {
+                CS_PROF(19);
+                cs_mbar_lock(slot, e);
+            }
+            CS_PROF(21);
             bool live = e[CS_MB_LIVE] == cs_gen_sh;  // live in this CTA's generation
             uint32_t* mine = cs_vis(slot, w);
             if (op == CS_MB_INIT) {
@@ -3339,10 +3391,10 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
     uint32_t words = CS_MB_VC + 2 * S.nlogical;
     uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
     uint32_t agent = CS_AGENT_MBAR + (uint32_t)((e - table) / words);
-    cs_mbar_lock(slot, e);
-    uint32_t ph = e[CS_MB_PHASE];
-    int32_t tx = (int32_t)e[CS_MB_TX];
-    cs_mbar_unlock(slot, e);
+    // (no lock: the phase cannot complete before this copy's bytes arrive, and the words
+    // are read whole; the lock below completes it if it is still this phase)
+    uint32_t ph = cs_ld32(&e[CS_MB_PHASE]);
+    int32_t tx = (int32_t)cs_ld32(&e[CS_MB_TX]);
     uint32_t end = S.granules * CS_GRANULE_BYTES;
     uint32_t bytes;  // transaction bytes the copy completes
     {
