@@ -273,8 +273,8 @@ FLAG_WARP_READS = 0x80  # the module reads shared memory through the generic pro
 
 # Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
 CTA_LIVE_THREADS = 0
-CTA_LIVE_WARPS = 1
-CTA_WARP_LANES = 8  # [8, 8+MAX_WARPS): live lane mask of each warp
+CTA_LIVE_WARPS = 1  # (unused: live warps and each warp's live lanes, read by every
+CTA_WARP_LANES = 8  #  barrier probe, are kept in the CTA's shared memory)
 CTA_CPASYNC_COMMITS = CTA_WARP_LANES + MAX_WARPS  # per warp: cp.async groups committed
 CTA_SPIN_PHASE = CTA_CPASYNC_COMMITS + MAX_WARPS  # per warp: mbarrier phase + 1 it spins on
 CTA_SPIN_SINCE = CTA_SPIN_PHASE + MAX_WARPS  # per warp: when that spin began (ms)
@@ -282,10 +282,11 @@ CTA_BULK_COMMITS = CTA_SPIN_SINCE + MAX_WARPS  # per warp: bulk groups committed
 CTA_WGMMA_COMMITS = CTA_BULK_COMMITS + MAX_WARPS  # per warp: wgmma groups committed
 CTA_PROXY_FENCE = CTA_WGMMA_COMMITS + MAX_WARPS  # per warp: its clock at its last
 #   fence.proxy.async (its generic writes up to that clock reach the async proxy)
-CTA_CPASYNC_TICKS = CTA_PROXY_FENCE + MAX_WARPS  # per warp: the cp.async unit's clock - 1;
-#   commit_group and cp.async.mbarrier.arrive advance it, so it can run ahead of the groups
+# (per warp, the cp.async unit's clock - 1 -- commit_group and cp.async.mbarrier.arrive
+#  advance it, so it can run ahead of the groups -- is kept in the CTA's shared memory:
+#  every cp.async probe reads it)
 CPASYNC_GROUP_ENDS = 8  # per warp: the clock of each of the last 8 committed groups
-CTA_CPASYNC_ENDS = CTA_CPASYNC_TICKS + MAX_WARPS  # [warp][group % CPASYNC_GROUP_ENDS]
+CTA_CPASYNC_ENDS = CTA_PROXY_FENCE + MAX_WARPS  # [warp][group % CPASYNC_GROUP_ENDS]
 CTA_WORDS = CTA_CPASYNC_ENDS + MAX_WARPS * CPASYNC_GROUP_ENDS
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
@@ -546,7 +547,6 @@ def c_header() -> str:
         "CS_AR_GEN_SHIFT": AR_GEN_SHIFT,
         "CS_AR_TID_SHIFT": AR_TID_SHIFT,
         "CS_CTA_CPASYNC_COMMITS": CTA_CPASYNC_COMMITS,
-        "CS_CTA_CPASYNC_TICKS": CTA_CPASYNC_TICKS,
         "CS_CTA_CPASYNC_ENDS": CTA_CPASYNC_ENDS,
         "CS_CPASYNC_GROUP_ENDS": CPASYNC_GROUP_ENDS,
         "CS_CTA_SPIN_PHASE": CTA_SPIN_PHASE,
@@ -571,8 +571,6 @@ def c_header() -> str:
         "CS_KEY_TABLE_ENTRIES": KEY_TABLE_ENTRIES,
         "CS_RECORDS_PER_KEY": RECORDS_PER_KEY,
         "CS_CTA_LIVE_THREADS": CTA_LIVE_THREADS,
-        "CS_CTA_LIVE_WARPS": CTA_LIVE_WARPS,
-        "CS_CTA_WARP_LANES": CTA_WARP_LANES,
         "CS_CTA_WORDS": CTA_WORDS,
         "CS_WW_GEN_SHIFT": WW_GEN_SHIFT,
         "CS_WW_FLAGS_SHIFT": WW_FLAGS_SHIFT,

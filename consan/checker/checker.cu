@@ -44,10 +44,14 @@ struct cs_vlay {
     uint32_t* vis;  // the warps' vector clocks [nwarps][nlogical] (generic address)
     uint64_t* barw;  // the named barriers' words [NAMED_BARRIERS]
     uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
+    uint32_t rtid[2];  // the logical thread of readers 0..7, a byte each
 };
 static cs_vlay cs_vlay_sh;
 static uint32_t cs_mlock_sh[CS_MBARRIERS];
 static uint32_t cs_clock_sh[CS_MAX_WARPS];
+static uint32_t cs_cpticks_sh[CS_MAX_WARPS];
+static uint32_t cs_lanes_sh[CS_MAX_WARPS];
+static uint32_t cs_livew_sh;
 static uint32_t cs_phase_sh[CS_MAX_WARPS];
 CS_DEV uint32_t cs_lane() { return 0; }
 CS_DEV uint32_t cs_warp() { return cs_host_ctx.warp; }
@@ -138,11 +142,16 @@ struct cs_vlay {
     uint32_t* vis;  // the warps' vector clocks [nwarps][nlogical] (generic address)
     uint64_t* barw;  // the named barriers' words [NAMED_BARRIERS]
     uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
+    uint32_t rtid[2];  // the logical thread of readers 0..7, a byte each
 };
 struct __align__(16) cs_shared_t {
     uint32_t slot, gen, mbar_used, pad;  // mbar_used: bit j, mbarrier entry j is in use
     uint64_t mbar_arc;  // the entries' columns to visit, for the mask they were made from
     uint32_t clock[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
+    uint32_t cpticks[CS_MAX_WARPS];  // each warp's cp.async unit's clock - 1 (every cp.async
+                                     // probe reads it: shared memory, not the CTA table)
+    uint32_t lanes[CS_MAX_WARPS];  // each warp's live lanes (every barrier probe reads them)
+    uint32_t live_warps;           // warps with a live lane
     uint32_t phase[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
     uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
     cs_vlay vlay;
@@ -155,6 +164,9 @@ __shared__ cs_shared_t cs_shv;
 #define cs_mbar_arc_sh (cs_shv.mbar_arc)
 #define cs_gen_sh (cs_shv.gen)
 #define cs_clock_sh (cs_shv.clock)
+#define cs_cpticks_sh (cs_shv.cpticks)
+#define cs_lanes_sh (cs_shv.lanes)
+#define cs_livew_sh (cs_shv.live_warps)
 #define cs_phase_sh (cs_shv.phase)
 CS_DEV uint32_t cs_lane() { uint32_t l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
 CS_DEV uint32_t cs_tid() {
@@ -433,7 +445,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     if (gen == 0) gen = (cs_gadd32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
     uint32_t* cta = cs_cta(slot);
     uint32_t nw = (nthreads + 31) / 32;
-    cta[CS_CTA_LIVE_WARPS] = nw;
+    cs_livew_sh = nw;
 #ifdef CONSAN_HOST
     cta[CS_CTA_LIVE_THREADS] = nw;  // the host drives one lane per warp
 #else
@@ -441,16 +453,16 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
 #endif
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) {
         cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
-        cta[CS_CTA_CPASYNC_TICKS + w] = 0;
+        cs_cpticks_sh[w] = 0;
         cta[CS_CTA_SPIN_PHASE + w] = 0;
         cta[CS_CTA_BULK_COMMITS + w] = 0;
         cta[CS_CTA_WGMMA_COMMITS + w] = 0;
         cta[CS_CTA_PROXY_FENCE + w] = 0;
 #ifdef CONSAN_HOST
-        cta[CS_CTA_WARP_LANES + w] = w < nw ? 1u : 0u;
+        cs_lanes_sh[w] = w < nw ? 1u : 0u;
 #else
         uint32_t lanes = nthreads > w * 32 ? nthreads - w * 32 : 0;
-        cta[CS_CTA_WARP_LANES + w] = lanes >= 32 ? 0xFFFFFFFFu : (1u << lanes) - 1u;
+        cs_lanes_sh[w] = lanes >= 32 ? 0xFFFFFFFFu : (1u << lanes) - 1u;
 #endif
     }
     cs_mbar_used_sh = 0;
@@ -487,10 +499,9 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
         uint32_t* p = (uint32_t*)cs_psh();
         uint32_t bt0 = (uint32_t)(cs_vlay_sh.BT - cs_vlay_sh.W) / 4, bt1 = bt0 + cs_vlay_sh.nb;
         uint32_t v0 = (uint32_t)(cs_vlay_sh.vis - p), v1 = v0 + S.nwarps * L;
-        for (uint32_t k = i; k < S.psh_bytes / 4; k += n) {
-            uint32_t v = k - v0;  // (a word of the clocks: [warp][column])
-            p[k] = k >= bt0 && k < bt1 ? CS_BT_WHOLE : k >= v0 && k < v1 && v % (L + 1) == 0 ? 1u : 0u;
-        }
+        for (uint32_t k = i; k < v0; k += n) p[k] = k >= bt0 && k < bt1 ? CS_BT_WHOLE : 0u;
+        for (uint32_t k = v0 + i; k < v1; k += n) p[k] = (k - v0) % (L + 1) == 0 ? 1u : 0u;
+        for (uint32_t k = v1 + i; k < S.psh_bytes / 4; k += n) p[k] = 0;
     }
     if (cs_bsum_on()) {
         uint32_t* bs = cs_bsum(slot, 0);
@@ -593,7 +604,7 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     if (mode & CS_BAR_ALIGNED) {
         // An aligned barrier is one arrival of the whole warp: lanes still finishing a
         // divergent branch must reach it before the warp's clock is published.
-        active = cs_ld32(&cs_cta(slot)[CS_CTA_WARP_LANES + cs_warp()]);
+        active = *(volatile uint32_t*)&cs_lanes_sh[cs_warp()];
         cs_syncwarp(active);
     }
     uint32_t lane = cs_lane();
@@ -629,7 +640,7 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
         mine[w] = mine[w] + 1;  // accesses after the release are not covered by it
         cs_clock_sh[w] = mine[w];
         uint32_t arrived = CS_BW_ARRIVED(old) + 1;
-        uint32_t expected = cw ? cw : cs_ld32(&cs_cta(slot)[CS_CTA_LIVE_WARPS]);
+        uint32_t expected = cw ? cw : *(volatile uint32_t*)&cs_livew_sh;
         if (arrived >= expected)
             cs_bar_try_complete(slot, b, cs_bw_ld(cs_barword(slot, b)), expected);
     }
@@ -1299,7 +1310,7 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
                 uint32_t by = w, clk = v.clock;
                 if (mode == CS_MODE_ASYNC_WRITE) {  // the copy unit's clock (__consan_async)
                     by = CS_AGENT_CPASYNC + w;
-                    clk = cs_ld32(&cs_cta(slot)[CS_CTA_CPASYNC_TICKS + w]) + 1;
+                    clk = *(volatile uint32_t*)&cs_cpticks_sh[w] + 1;
                 }
                 if (cs_bsum_on()) cs_bsum_write(slot, g0, g1, by, clk);
                 for (uint32_t g = g0; g <= g1; ++g)
@@ -1382,9 +1393,9 @@ CS_DEV void cs_thread_exit(uint32_t site) {
     uint32_t n = cs_popc(active);
     uint32_t* cta = cs_cta(slot);
     uint32_t w = cs_warp();
-    if ((cs_and32(&cta[CS_CTA_WARP_LANES + w], ~active) & ~active) == 0) {
+    if ((cs_and32(&cs_lanes_sh[w], ~active) & ~active) == 0) {
         // The whole warp is gone: barriers waiting for "every live warp" may now be complete.
-        uint32_t live = cs_add32(&cta[CS_CTA_LIVE_WARPS], (uint32_t)-1) - 1;
+        uint32_t live = cs_add32(&cs_livew_sh, (uint32_t)-1) - 1;
         cs_fence();
         for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) {
             uint64_t seen = cs_bw_ld(cs_barword(slot, b));
@@ -1714,6 +1725,7 @@ CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) {  // p 16-byte aligned
 
 #define CS_VSH_B CS_VSH_BLOCK_GRANULES
 #define CS_VSH_FASTR 8  // readers whose clocks a probe keeps in registers
+CS_DEV uint32_t cs_vsh_reader_tid(uint32_t ri);
 
 // What a probe needs of the tables, computed once.
 // The layout (cs_vlay): write epochs W [gp], reader bytes R [nr][gp], summaries RS
@@ -1734,6 +1746,12 @@ CS_DEV void cs_vsh_layout(uint32_t slot) {
     l.barw = (uint64_t*)(cs_psh() + after);
     l.bvc0 = (uint32_t*)(l.barw + CS_NAMED_BARRIERS);
     l.vis = l.bvc0 + 2u * S.nlogical;
+    l.rtid[0] = l.rtid[1] = 0;
+    for (uint32_t ri = 0; ri < CS_VSH_FASTR && ri < l.nr; ++ri) {
+        uint32_t b = cs_vsh_reader_tid(ri) << (8 * (ri % 4));
+        if (ri < 4) l.rtid[0] |= b;
+        else l.rtid[1] |= b;
+    }
     l.ws = (uint32_t*)S.wsite + (uint64_t)slot * l.gp;
     l.rsite = (uint32_t*)S.vrsite + (uint64_t)slot * (l.nr * l.gp + ((l.nb + 3) & ~3u));  // abi.vsh_site_words
 }
@@ -2060,7 +2078,8 @@ CS_DEV void cs_vsh_read(const cs_vctx& x, const cs_vsh_span& s, uint32_t site, c
 // reads are ordered: all ones).
 struct cs_vsh_vcr { uint32_t c[CS_VSH_FASTR]; };
 CS_DEV uint32_t cs_vsh_vc1(const cs_vctx& x, uint32_t ri) {
-    uint32_t t = cs_vsh_reader_tid(ri);
+    uint32_t word = ri < 4 ? x.rtid[0] : x.rtid[1];  // (constant indices: x stays in registers)
+    uint32_t t = ri < CS_VSH_FASTR ? (word >> (8 * (ri % 4))) & 0xFFu : cs_vsh_reader_tid(ri);
     return ri >= x.nr || t == x.w ? 0xFFFFFFFFu : x.mine[t];
 }
 CS_DEV cs_vsh_vcr cs_vsh_reader_clocks(const cs_vctx& x) {
@@ -2507,7 +2526,7 @@ CS_DEV void cs_vsh_access(uint64_t addr, uint32_t site, uint32_t info, uint32_t 
             uint32_t by = w, clk = cs_clock_sh[w];
             if (mode == CS_MODE_ASYNC_WRITE) {  // the copy unit's clock (__consan_async)
                 by = CS_AGENT_CPASYNC + w;
-                clk = cs_ld32(&cs_cta(slot)[CS_CTA_CPASYNC_TICKS + w]) + 1;
+                clk = *(volatile uint32_t*)&cs_cpticks_sh[w] + 1;
             }
             cs_vsh_write(x, s, site, mode == CS_MODE_ATOMIC, by, clk, f, fk);
         }
@@ -2617,8 +2636,8 @@ CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
         uint32_t* ends = &cta[CS_CTA_CPASYNC_ENDS + w * CS_CPASYNC_GROUP_ENDS];
         uint32_t commits = cta[CS_CTA_CPASYNC_COMMITS + w];
         if (op != CS_ASYNC_WAIT) {  // commit_group; wait_all commits first
-            uint32_t t = cta[CS_CTA_CPASYNC_TICKS + w] + 1;
-            cta[CS_CTA_CPASYNC_TICKS + w] = t;
+            uint32_t t = cs_cpticks_sh[w] + 1;
+            *(volatile uint32_t*)&cs_cpticks_sh[w] = t;
             ends[commits % CS_CPASYNC_GROUP_ENDS] = t;
             cta[CS_CTA_CPASYNC_COMMITS + w] = ++commits;
         }
@@ -2857,9 +2876,9 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 // each thread's arrival counts; without it the count is raised first (net 0).
                 uint32_t* cta = cs_cta(slot);
                 uint32_t* vc = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;
-                uint32_t clk = cta[CS_CTA_CPASYNC_TICKS + w] + 1;
+                uint32_t clk = cs_cpticks_sh[w] + 1;
                 if (vc[CS_AGENT_CPASYNC + w] < clk) vc[CS_AGENT_CPASYNC + w] = clk;
-                cta[CS_CTA_CPASYNC_TICKS + w] = clk;
+                *(volatile uint32_t*)&cs_cpticks_sh[w] = clk;
                 uint32_t count = arg * lanes;
                 if ((int32_t)e[CS_MB_PENDING] < (int32_t)count) {
                     cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
