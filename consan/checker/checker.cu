@@ -73,6 +73,7 @@ CS_DEV uint32_t cs_max(uint32_t, uint32_t v) { return v; }
 CS_DEV uint32_t cs_or(uint32_t, uint32_t v) { return v; }
 CS_DEV uint32_t cs_bcast(uint32_t, uint32_t v, int) { return v; }
 CS_DEV void cs_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+CS_DEV void cs_fence_lock() { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 CS_DEV void cs_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 CS_DEV void cs_syncwarp(uint32_t) {}
 CS_DEV uint32_t cs_ld32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
@@ -198,6 +199,9 @@ CS_DEV uint32_t cs_max(uint32_t m, uint32_t v) { return __reduce_max_sync(m, v);
 CS_DEV uint32_t cs_or(uint32_t m, uint32_t v) { return __reduce_or_sync(m, v); }
 CS_DEV uint32_t cs_bcast(uint32_t m, uint32_t v, int lane) { return __shfl_sync(m, v, lane); }
 CS_DEV void cs_fence() { __threadfence_block(); }
+// Enough for a lock (what was written under it is seen by the next holder); not for the
+// probes' store-then-load (Dekker) orders, which take cs_fence.
+CS_DEV void cs_fence_lock() { asm volatile("fence.acq_rel.cta;" ::: "memory"); }
 CS_DEV void cs_fence_sys() { __threadfence_system(); }
 CS_DEV void cs_syncwarp(uint32_t m) { __syncwarp(m); }
 // Shadow tables belong to one CTA (one SM): relaxed CTA-scope accesses may hit in L1.
@@ -1844,12 +1848,12 @@ CS_DEV void cs_vsh_claim(const cs_vctx& x, uint32_t b) {
     }
 }
 
-// The lanes of a warp mostly read one block together: one of them raises its summary.
+// Raise reader ri's summary of block b to clk.
 CS_DEV void cs_vsh_note(const cs_vctx& x, uint32_t b, uint32_t ri, uint32_t clk) {
+    // (each lane: a warp-wide vote to pick one lane cost more than the few lanes of a
+    // block that find the summary behind and raise it)
     cs_sp p = x.RS + 4u * (b * x.rss + ri);
-    uint32_t m = cs_activemask(), lead = cs_ffs(m) - 1;
-    bool one = cs_all(m, cs_bcast(m, b, (int)lead) == b);
-    if ((!one || cs_lane() == lead) && cs_s_ld(p) < clk) cs_s_max(p, clk);
+    if (cs_s_ld(p) < clk) cs_s_max(p, clk);
 }
 
 // Publish reader ri's reads of granules [g0, g1] at clock clk: its bytes, its sites, the
@@ -2109,6 +2113,22 @@ CS_DEV void cs_vsh_check_readers(const cs_vctx& x, uint32_t g, cs_finding& f) {
     }
 }
 
+// Granules [a, z]'s readers judged one by one (a summary said some read may be unordered):
+// out of line, so the common path keeps no registers for it.
+struct cs_found { cs_finding f; uint32_t at; };
+CS_NOINLINE cs_found cs_vsh_late_readers(uint32_t slot, uint32_t w, const uint32_t* mine, cs_sp R,
+                                         uint32_t* rsite, uint32_t gp, uint32_t nr, uint32_t a,
+                                         uint32_t z) {
+    cs_vctx x;
+    x.slot = slot, x.w = w, x.mine = mine, x.R = R, x.rsite = rsite, x.gp = gp, x.nr = nr;
+    cs_found r = {{0, CS_NO_SITE, CS_NO_WARP}, 0};
+    for (uint32_t g = a; g <= z && !r.f.kind; ++g) {
+        cs_vsh_check_readers(x, g, r.f);
+        r.at = g;
+    }
+    return r;
+}
+
 CS_DEV void cs_vsh_zero(cs_sp R, uint32_t a, uint32_t z) {  // bytes a..z of a reader's row
     if ((a & 3u) == 0 && z == a + 3) return cs_s_st(R + a, 0);  // an aligned 16-byte write
     for (uint32_t g = a; g <= z;) {
@@ -2150,12 +2170,16 @@ CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr* q, uint32_t
         }
     }
     if (!seen && !late) return;
-    if (late) {
-        for (uint32_t g = a; g <= z; ++g) {
-            bool had = f.kind != 0;
-            cs_vsh_check_readers(x, g, f);
-            if (f.kind && !had) at = g;
-        }
+    if (late && !f.kind) {
+        cs_found r = cs_vsh_late_readers(x.slot, x.w, x.mine, x.R, x.rsite, x.gp, x.nr, a, z);
+        if (r.f.kind) f = r.f, at = r.at;
+    }
+    if (x.nr <= 4 && (a & 3u) == 0 && z == a + 3) {  // an aligned 16-byte write: a word each
+        if (seen & 1u) cs_s_st(x.R + a, 0);
+        if (seen & 2u) cs_s_st(x.R + x.gp + a, 0);
+        if (seen & 4u) cs_s_st(x.R + 2 * x.gp + a, 0);
+        if (seen & 8u) cs_s_st(x.R + 3 * x.gp + a, 0);
+        return;
     }
     for (uint32_t ri = 0; ri < x.nr; ++ri) {
         if (ri < 32 && !(seen & (1u << ri))) continue;
@@ -2683,8 +2707,8 @@ CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create) {
     return 0;
 }
 
-CS_DEV void cs_lock(uint32_t* l) { while (cs_cas32(l, 0, 1) != 0) {} cs_fence(); }
-CS_DEV void cs_unlock(uint32_t* l) { cs_fence(); cs_xchg32(l, 0); }
+CS_DEV void cs_lock(uint32_t* l) { while (cs_cas32(l, 0, 1) != 0) {} cs_fence_lock(); }
+CS_DEV void cs_unlock(uint32_t* l) { cs_fence_lock(); cs_xchg32(l, 0); }
 // An mbarrier entry's lock lives in the CTA's shared memory (only its warps take it): a
 // shared-memory compare-and-swap, not a device-memory round trip, per try.
 CS_DEV uint32_t* cs_mbar_lockword(uint32_t slot, const uint32_t* e) {
