@@ -2768,16 +2768,22 @@ CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict_
     }
 }
 
+// The clear (src 0) is out of line: phases complete once per many probes, and inline its
+// column ranges were computed at the top of every probe that may complete one.
+CS_NOINLINE void cs_vc_clear(uint32_t* dst, bool all) {
+    cs_cols c = cs_vc_cols(all);
+#pragma unroll
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
+        for (uint32_t u = c.a[k]; u < c.b[k]; ++u) dst[u] = 0;
+}
+
 CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip, bool all = false) {
+    if (!src) return cs_vc_clear(dst, all);
     cs_cols c = cs_vc_cols(all);
 #pragma unroll
     for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
         uint32_t a = c.a[k], n = c.b[k] - c.a[k];
-        if (!src) {
-            for (uint32_t u = 0; u < n; ++u) dst[a + u] = 0;
-        } else if (n) {
-            cs_vc_join_run(dst + a, src + a, n, skip - a);
-        }
+        if (n) cs_vc_join_run(dst + a, src + a, n, skip - a);
     }
 }
 
