@@ -287,3 +287,22 @@ def test_a_module_without_generic_reads_keeps_bytes_for_its_units_only(early):
         got.append(c.kinds())
     assert got[0] == got[1]
     assert {k for k, _, _ in got[1]} == ({"async.pending-read"} if early else set())
+
+
+@pytest.mark.parametrize("vsh", [False, True])
+def test_a_slots_next_cta_finds_its_mbarrier_past_an_earlier_ctas_entry(vsh):
+    """CTA 1 leaves an entry (key FULL) in the slot's mbarrier table; CTA 2's mbarrier at
+    another offset with the same hash goes to the next entry. CTA 2's later probes must
+    find it there (the shared-memory keys hold CTA 2's entries only): a clean ring."""
+    from tests.checker_host import HostChecker
+
+    c = HostChecker(nwarps=NWARPS, smem_bytes=1024, vsh=vsh, box_summary=False)
+    assert c.begin() == 0
+    c.mbar(0, FULL, abi.MB_INIT, 1, site=10)
+    for w in ALL:
+        c.exit(w)
+    assert c.begin((1, 0, 0)) == 0  # the same slot, a new generation
+    other = FULL + 8 * abi.MBARRIERS  # same hash as FULL, another mbarrier
+    assert (other >> 3) % abi.MBARRIERS == (FULL >> 3) % abi.MBARRIERS
+    _ring(c, 3, bars=(other, EMPTY))
+    assert c.kinds() == []

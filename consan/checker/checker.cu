@@ -48,6 +48,7 @@ struct cs_vlay {
 };
 static cs_vlay cs_vlay_sh;
 static uint32_t cs_mlock_sh[CS_MBARRIERS];
+static uint32_t cs_mkey_sh[CS_MBARRIERS], cs_mlive_sh[CS_MBARRIERS];
 static uint32_t cs_clock_sh[CS_MAX_WARPS];
 static uint32_t cs_cpticks_sh[CS_MAX_WARPS];
 static uint32_t cs_lanes_sh[CS_MAX_WARPS];
@@ -155,11 +156,15 @@ struct __align__(16) cs_shared_t {
     uint32_t live_warps;           // warps with a live lane
     uint32_t phase[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
     uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
+    uint32_t mkey[CS_MBARRIERS];   // the key of each entry this CTA made (0: none)
+    uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
     cs_vlay vlay;
 };
 __shared__ cs_shared_t cs_shv;
 #define cs_vlay_sh (cs_shv.vlay)
 #define cs_mlock_sh (cs_shv.mlock)
+#define cs_mkey_sh (cs_shv.mkey)
+#define cs_mlive_sh (cs_shv.mlive)
 #define cs_slot_sh (cs_shv.slot)
 #define cs_mbar_used_sh (cs_shv.mbar_used)
 #define cs_mbar_arc_sh (cs_shv.mbar_arc)
@@ -471,7 +476,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     }
     cs_mbar_used_sh = 0;
     cs_mbar_arc_sh = 0;
-    for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = 0;
+    for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = cs_mkey_sh[j] = cs_mlive_sh[j] = 0;
     if (cs_vsh_on()) cs_vsh_layout(slot);  // (its barrier words are cleared with the tables)
     else for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) cs_clock_sh[w] = 1, cs_phase_sh[w] = 1;
@@ -2690,22 +2695,31 @@ CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
 // entry is updated under its own lock: mbarrier operations are rare next to
 // shared-memory accesses.
 
-CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create) {
+// The entry of the mbarrier at `off` (j: its index), made when `create` (init). Entries
+// are made in device memory, where a slot's earlier CTAs left theirs; each CTA keeps the
+// keys of those it made, and their liveness, in its shared memory, where every other
+// probe looks them up (device-memory words other warps keep writing miss in L1).
+CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create, uint32_t& j) {
     uint32_t words = CS_MB_VC + 2 * S.nlogical;
     uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
     uint32_t h = (off >> 3) % CS_MBARRIERS;
     for (uint32_t i = 0; i < CS_MBARRIERS; ++i) {
-        uint32_t* e = table + ((h + i) % CS_MBARRIERS) * words;
+        j = (h + i) % CS_MBARRIERS;
+        uint32_t* e = table + j * words;
+        if (!create) {  // (an earlier CTA's entry may sit before it: no early stop)
+            if (*(volatile uint32_t*)&cs_mkey_sh[j] == off + 1) return e;
+            continue;
+        }
         uint32_t k = cs_ld32(&e[CS_MB_KEY]);
-        if (k == off + 1) return e;
-        if (k == 0) {
-            if (!create) return 0;
-            uint32_t seen = cs_cas32(&e[CS_MB_KEY], 0, off + 1);
-            if (seen == 0 || seen == off + 1) return e;
+        if (k == 0) k = cs_cas32(&e[CS_MB_KEY], 0, off + 1), k = k ? k : off + 1;
+        if (k == off + 1) {
+            *(volatile uint32_t*)&cs_mkey_sh[j] = off + 1;
+            return e;
         }
     }
     return 0;
 }
+CS_DEV bool cs_mbar_live(uint32_t j) { return *(volatile uint32_t*)&cs_mlive_sh[j] == cs_gen_sh; }
 
 CS_DEV void cs_lock(uint32_t* l) { while (cs_cas32(l, 0, 1) != 0) {} cs_fence_lock(); }
 CS_DEV void cs_unlock(uint32_t* l) { cs_fence_lock(); cs_xchg32(l, 0); }
@@ -2843,10 +2857,11 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     if (cs_lane() == leader) {
         uint32_t off;
         bool local = cs_local((uint32_t)addr, off);  // .shared::cluster: maybe another CTA's
-        uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT) : 0;
+        uint32_t j = 0;
+        uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT, j) : 0;
         if (!local) {  // another CTA's mbarrier: said, not modelled (DSMEM)
             cs_mbar_record(CS_TOOL_REMOTE_SMEM, site, off, 0);
-        } else if (e == 0 || (op != CS_MB_INIT && cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh)) {
+        } else if (e == 0 || (op != CS_MB_INIT && !cs_mbar_live(j))) {
             // Not live. A wait on it may spin for ever in the hardware: after DEADLOCK_MS
             // of failed waits it is a deadlock too.
             cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
@@ -2870,7 +2885,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 cs_mbar_lock(slot, e);
             }
             CS_PROF(21);
-            bool live = e[CS_MB_LIVE] == cs_gen_sh;  // live in this CTA's generation
+            bool live = cs_mbar_live(j);  // live in this CTA's generation
             uint32_t* mine = cs_vis(slot, w);
             if (op == CS_MB_INIT) {
                 if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
@@ -2878,6 +2893,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 uint32_t j = (uint32_t)((e - (uint32_t*)S.mbar) / words) % CS_MBARRIERS;
                 cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
                 e[CS_MB_LIVE] = cs_gen_sh;
+                *(volatile uint32_t*)&cs_mlive_sh[j] = cs_gen_sh;
                 e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
                 e[CS_MB_TX] = 0;
                 e[CS_MB_PHASE] = 0;
@@ -2889,6 +2905,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 skip = 1;
             } else if (op == CS_MB_INVAL) {
                 e[CS_MB_LIVE] = 0;
+                *(volatile uint32_t*)&cs_mlive_sh[j] = 0;
                 cs_mbar_mark(slot, off, false);
             } else if (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) {
                 cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
@@ -2965,13 +2982,14 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
         uint32_t moff, doff;
         bool local = cs_local((uint32_t)mbar, moff);
         local = cs_local((uint32_t)dst, doff) && local;
-        uint32_t* e = local ? cs_mbar_entry(slot, moff, false) : 0;
+        uint32_t j = 0;
+        uint32_t* e = local ? cs_mbar_entry(slot, moff, false, j) : 0;
         if (!local) {  // st.async / red.async into another CTA: said, not modelled (DSMEM)
             cs_record_t r = cs_blank(CS_TOOL_REMOTE_SMEM, site);
             r.offset_lo = doff;
             r.offset_hi = doff + bytes;
             cs_record(r);
-        } else if (e == 0 || cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh) {
+        } else if (e == 0 || !cs_mbar_live(j)) {
             cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
             skip = 1;
         } else {
@@ -3432,8 +3450,9 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
         cs_tensor_record(CS_TOOL_REMOTE_SMEM, site, none, off, off, moff, 0, 0);
         return 0;
     }
-    uint32_t* e = cs_mbar_entry(slot, moff, false);
-    if (e == 0 || cs_ld32(&e[CS_MB_LIVE]) != cs_gen_sh) {
+    uint32_t j = 0;
+    uint32_t* e = cs_mbar_entry(slot, moff, false, j);
+    if (e == 0 || !cs_mbar_live(j)) {
         cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
         return 1;
     }
