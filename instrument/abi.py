@@ -271,20 +271,17 @@ FLAG_BULK_STORES = 0x20  # the module issues bulk or tensor stores (their units 
 FLAG_CP_ASYNC = 0x40  # the module issues cp.async (its copy units' clock columns are used)
 FLAG_WARP_READS = 0x80  # the module reads shared memory through the generic proxy (ld, ldmatrix)
 
-# Per-slot CTA words (u32): live threads, live warps, then per-warp live lane masks.
+# Per-slot CTA words (u32): live threads, then per-warp counters.
 CTA_LIVE_THREADS = 0
-CTA_LIVE_WARPS = 1  # (unused: live warps and each warp's live lanes, read by every
-CTA_WARP_LANES = 8  #  barrier probe, are kept in the CTA's shared memory)
-CTA_CPASYNC_COMMITS = CTA_WARP_LANES + MAX_WARPS  # per warp: cp.async groups committed
+# (live warps, each warp's live lanes and its cp.async unit's clock, read by every
+#  barrier or cp.async probe, are kept in the CTA's shared memory)
+CTA_CPASYNC_COMMITS = 8  # per warp: cp.async groups committed
 CTA_SPIN_PHASE = CTA_CPASYNC_COMMITS + MAX_WARPS  # per warp: mbarrier phase + 1 it spins on
 CTA_SPIN_SINCE = CTA_SPIN_PHASE + MAX_WARPS  # per warp: when that spin began (ms)
 CTA_BULK_COMMITS = CTA_SPIN_SINCE + MAX_WARPS  # per warp: bulk groups committed
 CTA_WGMMA_COMMITS = CTA_BULK_COMMITS + MAX_WARPS  # per warp: wgmma groups committed
 CTA_PROXY_FENCE = CTA_WGMMA_COMMITS + MAX_WARPS  # per warp: its clock at its last
 #   fence.proxy.async (its generic writes up to that clock reach the async proxy)
-# (per warp, the cp.async unit's clock - 1 -- commit_group and cp.async.mbarrier.arrive
-#  advance it, so it can run ahead of the groups -- is kept in the CTA's shared memory:
-#  every cp.async probe reads it)
 CPASYNC_GROUP_ENDS = 8  # per warp: the clock of each of the last 8 committed groups
 CTA_CPASYNC_ENDS = CTA_PROXY_FENCE + MAX_WARPS  # [warp][group % CPASYNC_GROUP_ENDS]
 CTA_WORDS = CTA_CPASYNC_ENDS + MAX_WARPS * CPASYNC_GROUP_ENDS

@@ -25,17 +25,12 @@ typedef int int32_t;
 #include "consan_abi.h"
 
 #ifdef CONSAN_HOST
-#define CS_DEV static inline
-#define CS_ENTRY extern "C"
-#define CS_SHARED static
-struct cs_host_ctx_t { uint32_t cta[3]; uint32_t warp; uint32_t nthreads_block; };
-static cs_host_ctx_t cs_host_ctx;
-extern "C" {
-cs_state_t __consan_state;
-}
-static uint32_t cs_slot_sh, cs_gen_sh, cs_mbar_used_sh;
-static uint64_t cs_mbar_arc_sh;
 typedef uintptr_t cs_sp;  // an address in the CTA's shared memory
+#define CS_ALIGN16 alignas(16)
+#else
+typedef uint32_t cs_sp;  // an address in the CTA's shared memory
+#define CS_ALIGN16 __align__(16)
+#endif
 // Where the granule tables in shared memory (FLAG_VC_SMEM) are: set when the CTA begins.
 struct cs_vlay {
     cs_sp W, R, RS, BT;
@@ -46,14 +41,46 @@ struct cs_vlay {
     uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
     uint32_t rtid[2];  // the logical thread of readers 0..7, a byte each
 };
-static cs_vlay cs_vlay_sh;
-static uint32_t cs_mlock_sh[CS_MBARRIERS];
-static uint32_t cs_mkey_sh[CS_MBARRIERS], cs_mlive_sh[CS_MBARRIERS];
-static uint32_t cs_clock_sh[CS_MAX_WARPS];
-static uint32_t cs_cpticks_sh[CS_MAX_WARPS];
-static uint32_t cs_lanes_sh[CS_MAX_WARPS];
-static uint32_t cs_livew_sh;
-static uint32_t cs_phase_sh[CS_MAX_WARPS];
+// The CTA's checker state in its shared memory (a static in the host build).
+struct CS_ALIGN16 cs_shared_t {
+    uint32_t slot, gen, mbar_used, pad;  // mbar_used: bit j, mbarrier entry j is in use
+    uint64_t mbar_arc;  // the entries' columns to visit, for the mask they were made from
+    uint32_t clock[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
+    uint32_t cpticks[CS_MAX_WARPS];  // each warp's cp.async unit's clock - 1: commit_group and
+                                     // cp.async.mbarrier.arrive advance it (every cp.async
+                                     // probe reads it: shared memory, not the CTA table)
+    uint32_t lanes[CS_MAX_WARPS];  // each warp's live lanes (every barrier probe reads them)
+    uint32_t live_warps;           // warps with a live lane
+    uint32_t phase[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
+    uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
+    uint32_t mkey[CS_MBARRIERS];   // the key of each entry this CTA made (0: none)
+    uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
+    cs_vlay vlay;
+};
+#define cs_vlay_sh (cs_shv.vlay)
+#define cs_mlock_sh (cs_shv.mlock)
+#define cs_mkey_sh (cs_shv.mkey)
+#define cs_mlive_sh (cs_shv.mlive)
+#define cs_slot_sh (cs_shv.slot)
+#define cs_mbar_used_sh (cs_shv.mbar_used)
+#define cs_mbar_arc_sh (cs_shv.mbar_arc)
+#define cs_gen_sh (cs_shv.gen)
+#define cs_clock_sh (cs_shv.clock)
+#define cs_cpticks_sh (cs_shv.cpticks)
+#define cs_lanes_sh (cs_shv.lanes)
+#define cs_livew_sh (cs_shv.live_warps)
+#define cs_phase_sh (cs_shv.phase)
+
+#ifdef CONSAN_HOST
+#define CS_DEV static inline
+#define CS_ENTRY extern "C"
+#define CS_SHARED static
+struct cs_host_ctx_t { uint32_t cta[3]; uint32_t warp; uint32_t nthreads_block; };
+static cs_host_ctx_t cs_host_ctx;
+extern "C" {
+cs_state_t __consan_state;
+}
+static cs_shared_t cs_shv;
 CS_DEV uint32_t cs_lane() { return 0; }
 CS_DEV uint32_t cs_warp() { return cs_host_ctx.warp; }
 CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
@@ -135,45 +162,7 @@ __constant__ cs_state_t __consan_state;  // filled by the runtime before each la
 // The checker's own shared variables, one block whose size is a multiple of 16, so
 // the dynamic window after the static ones keeps the alignment it has natively (the
 // linker does not raise it for extern arrays of another module: measured on the H100).
-typedef uint32_t cs_sp;  // an address in the CTA's shared memory
-// Where the granule tables in shared memory (FLAG_VC_SMEM) are: set when the CTA begins.
-struct cs_vlay {
-    cs_sp W, R, RS, BT;
-    uint32_t gp, nr, nb, rss;
-    uint32_t *ws, *rsite;
-    uint32_t* vis;  // the warps' vector clocks [nwarps][nlogical] (generic address)
-    uint64_t* barw;  // the named barriers' words [NAMED_BARRIERS]
-    uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
-    uint32_t rtid[2];  // the logical thread of readers 0..7, a byte each
-};
-struct __align__(16) cs_shared_t {
-    uint32_t slot, gen, mbar_used, pad;  // mbar_used: bit j, mbarrier entry j is in use
-    uint64_t mbar_arc;  // the entries' columns to visit, for the mask they were made from
-    uint32_t clock[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
-    uint32_t cpticks[CS_MAX_WARPS];  // each warp's cp.async unit's clock - 1 (every cp.async
-                                     // probe reads it: shared memory, not the CTA table)
-    uint32_t lanes[CS_MAX_WARPS];  // each warp's live lanes (every barrier probe reads them)
-    uint32_t live_warps;           // warps with a live lane
-    uint32_t phase[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
-    uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
-    uint32_t mkey[CS_MBARRIERS];   // the key of each entry this CTA made (0: none)
-    uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
-    cs_vlay vlay;
-};
 __shared__ cs_shared_t cs_shv;
-#define cs_vlay_sh (cs_shv.vlay)
-#define cs_mlock_sh (cs_shv.mlock)
-#define cs_mkey_sh (cs_shv.mkey)
-#define cs_mlive_sh (cs_shv.mlive)
-#define cs_slot_sh (cs_shv.slot)
-#define cs_mbar_used_sh (cs_shv.mbar_used)
-#define cs_mbar_arc_sh (cs_shv.mbar_arc)
-#define cs_gen_sh (cs_shv.gen)
-#define cs_clock_sh (cs_shv.clock)
-#define cs_cpticks_sh (cs_shv.cpticks)
-#define cs_lanes_sh (cs_shv.lanes)
-#define cs_livew_sh (cs_shv.live_warps)
-#define cs_phase_sh (cs_shv.phase)
 CS_DEV uint32_t cs_lane() { uint32_t l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
 CS_DEV uint32_t cs_tid() {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -2725,13 +2714,8 @@ CS_DEV void cs_lock(uint32_t* l) { while (cs_cas32(l, 0, 1) != 0) {} cs_fence_lo
 CS_DEV void cs_unlock(uint32_t* l) { cs_fence_lock(); cs_xchg32(l, 0); }
 // An mbarrier entry's lock lives in the CTA's shared memory (only its warps take it): a
 // shared-memory compare-and-swap, not a device-memory round trip, per try.
-CS_DEV uint32_t* cs_mbar_lockword(uint32_t slot, const uint32_t* e) {
-    uint32_t words = CS_MB_VC + 2 * S.nlogical;
-    const uint32_t* table = (const uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
-    return &cs_mlock_sh[(uint32_t)((e - table) / words) % CS_MBARRIERS];
-}
-CS_DEV void cs_mbar_lock(uint32_t slot, const uint32_t* e) { cs_lock(cs_mbar_lockword(slot, e)); }
-CS_DEV void cs_mbar_unlock(uint32_t slot, const uint32_t* e) { cs_unlock(cs_mbar_lockword(slot, e)); }
+CS_DEV void cs_mbar_lock(uint32_t j) { cs_lock(&cs_mlock_sh[j]); }  // j: the entry's index
+CS_DEV void cs_mbar_unlock(uint32_t j) { cs_unlock(&cs_mlock_sh[j]); }
 
 CS_DEV void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, const uint32_t* e) {
     cs_record_t r = cs_blank(kind, site);
@@ -2882,15 +2866,13 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
         } else {
             {
                 CS_PROF(19);
-                cs_mbar_lock(slot, e);
+                cs_mbar_lock(j);
             }
             CS_PROF(21);
             bool live = cs_mbar_live(j);  // live in this CTA's generation
             uint32_t* mine = cs_vis(slot, w);
             if (op == CS_MB_INIT) {
                 if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
-                uint32_t words = CS_MB_VC + 2 * S.nlogical;
-                uint32_t j = (uint32_t)((e - (uint32_t*)S.mbar) / words) % CS_MBARRIERS;
                 cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
                 e[CS_MB_LIVE] = cs_gen_sh;
                 *(volatile uint32_t*)&cs_mlive_sh[j] = cs_gen_sh;
@@ -2960,7 +2942,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
                 }
                 cs_mbar_try_complete(e);
             }
-            cs_mbar_unlock(slot, e);
+            cs_mbar_unlock(j);
         }
     }
     return cs_guard_verdict(active, skip, leader, site);
@@ -2993,12 +2975,10 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
             cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
             skip = 1;
         } else {
-            uint32_t words = CS_MB_VC + 2 * S.nlogical;
-            uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
-            uint32_t agent = CS_AGENT_MBAR + (uint32_t)((e - table) / words);
-            cs_mbar_lock(slot, e);
+            uint32_t agent = CS_AGENT_MBAR + j;
+            cs_mbar_lock(j);
             uint32_t ph = e[CS_MB_PHASE];
-            cs_mbar_unlock(slot, e);
+            cs_mbar_unlock(j);
             cs_view v = cs_make_view(slot, cs_warp());
             uint32_t off;
             cs_local((uint32_t)dst, off);
@@ -3019,12 +2999,12 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
                 r.phase = ph;
                 cs_record(r);
             }
-            cs_mbar_lock(slot, e);
+            cs_mbar_lock(j);
             uint32_t* vc = e + CS_MB_VC + (ph & 1) * S.nlogical;
             if (vc[agent] < ph + 1) vc[agent] = ph + 1;
             e[CS_MB_TX] -= bytes;
             if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
-            cs_mbar_unlock(slot, e);
+            cs_mbar_unlock(j);
         }
     }
     return cs_guard_verdict(active, skip, leader, site);
@@ -3456,9 +3436,7 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
         cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
         return 1;
     }
-    uint32_t words = CS_MB_VC + 2 * S.nlogical;
-    uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
-    uint32_t agent = CS_AGENT_MBAR + (uint32_t)((e - table) / words);
+    uint32_t agent = CS_AGENT_MBAR + j;
     // (no lock: the phase cannot complete before this copy's bytes arrive, and the words
     // are read whole; the lock below completes it if it is still this phase)
     uint32_t ph = cs_ld32(&e[CS_MB_PHASE]);
@@ -3499,12 +3477,12 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
                         agent, ph + 1, f);
     }
     if (f.kind) cs_tensor_record(f.kind, site, f, off, off + span, moff, ph, bytes);
-    cs_mbar_lock(slot, e);
+    cs_mbar_lock(j);
     uint32_t* vc = e + CS_MB_VC + (ph & 1) * S.nlogical;
     if (vc[agent] < ph + 1) vc[agent] = ph + 1;
     e[CS_MB_TX] -= bytes;
     if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
-    cs_mbar_unlock(slot, e);
+    cs_mbar_unlock(j);
     return 0;
 }
 
