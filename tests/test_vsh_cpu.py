@@ -108,6 +108,32 @@ def test_a_read_elsewhere_in_the_block_is_no_war():
     assert _both(trace).kinds() == [("race.war", 4, 2)]
 
 
+@pytest.mark.parametrize("async_proxy", [False, True])  # 4 readers (one summary load) or 8
+@pytest.mark.parametrize("racy", [False, True])
+def test_bytes_a_copy_left_stale_are_no_reads(racy, async_proxy):
+    """A copy of a whole block empties only the readers' summaries; a reader's next read in
+    the block empties its old bytes first, so a write to the granule it read before the
+    copy is no WAR -- and a write to the one it read after is. The writer learns of the
+    copy through the full barrier, whose release the producer made before it waited for
+    the reader's release: only the copy orders that first read before the write."""
+    def trace(c):
+        c.mbar(0, FULL, abi.MB_INIT, 1, site=10)
+        c.mbar(0, EMPTY, abi.MB_INIT, 1, site=10)
+        c.write(0, 0, 128, site=1)
+        c.sync(ALL)
+        c.read(1, 0, 4, site=2)  # before the copy
+        c.mbar(1, EMPTY, abi.MB_ARRIVE, 1, site=3)
+        c.mbar(0, FULL, abi.MB_ARRIVE_EXPECT_TX, 128, site=4)
+        c.mbar_wait(0, EMPTY, parity=0, site=3)
+        assert c.bulk_load(0, 0, 128, FULL, site=5) == 0
+        for w in (1, 2):
+            c.mbar_wait(w, FULL, parity=0, site=6)
+        c.read(1, 64, 4, site=7)  # after it: the block's summary is raised again
+        c.write(2, 64 if racy else 0, 4, site=8)
+    c = _both(trace, async_proxy=async_proxy)
+    assert c.kinds() == ([("race.war", 8, 7)] if racy else [])
+
+
 def test_a_copy_over_a_live_mbarrier_is_data_access():
     def trace(c):
         c.mbar(0, FULL, abi.MB_INIT, 1, site=10)

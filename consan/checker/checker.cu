@@ -41,6 +41,7 @@ struct cs_vlay {
     uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
     uint32_t rtid[2];  // the logical thread of readers 0..7, a byte each
 };
+#define CS_TMAP_CACHE 4
 // The CTA's checker state in its shared memory (a static in the host build).
 struct CS_ALIGN16 cs_shared_t {
     uint32_t slot, gen, mbar_used, pad;  // mbar_used: bit j, mbarrier entry j is in use
@@ -55,6 +56,8 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
     uint32_t mkey[CS_MBARRIERS];   // the key of each entry this CTA made (0: none)
     uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
+    uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps already looked up (0: free)
+    uint32_t tmap_bytes[CS_TMAP_CACHE], tmap_claimed;  // ...their bytes; entries taken
     cs_vlay vlay;
 };
 #define cs_vlay_sh (cs_shv.vlay)
@@ -466,6 +469,8 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     cs_mbar_used_sh = 0;
     cs_mbar_arc_sh = 0;
     for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = cs_mkey_sh[j] = cs_mlive_sh[j] = 0;
+    for (uint32_t i = 0; i < CS_TMAP_CACHE; ++i) cs_shv.tmap_at[i] = 0;
+    cs_shv.tmap_claimed = 0;
     if (cs_vsh_on()) cs_vsh_layout(slot);  // (its barrier words are cleared with the tables)
     else for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
     for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) cs_clock_sh[w] = 1, cs_phase_sh[w] = 1;
@@ -1641,8 +1646,11 @@ CS_DEV bool cs_psh_mode() {
 //   R   per reader index a byte: the clock of its latest read since that write, as
 //       c % 255 + 1 (0: none); one row of bytes per reader.
 // Per 128-byte block:
-//   RS  each reader's latest read clock among the block's bytes (0: none). It bounds the
-//       bytes from above, so a write whose readers RS shows ordered needs no look at them;
+//   RS  each reader's latest read clock among the block's bytes. It bounds the bytes from
+//       above, so a write whose readers RS shows ordered needs no look at them. 0: no
+//       read, and the reader's bytes in the block may be stale -- a write of the whole
+//       block (a copy of a box) empties only RS; the reader's next read there empties its
+//       bytes first (cs_vsh_raise, cs_vsh_fresh);
 //   BT  0, or WHOLE | the epoch of a copy that wrote the whole block: the block's W
 //       entries are stale and this one epoch stands for them (a copy of a box stores a word
 //       per block). A lane writing single granules of such a block first gives them the
@@ -1842,6 +1850,57 @@ CS_DEV void cs_vsh_claim(const cs_vctx& x, uint32_t b) {
     }
 }
 
+// Before reader ri's bytes go into block b: a summary of 0 (no read since the block was
+// written whole) leaves stale bytes, which the first read to raise it empties.
+// A row one warp owns (its reads; its bulk-store unit's): the lane whose compare-and-swap
+// raises the summary from 0 empties the bytes, as part of raising it (the warp's lanes
+// reconverge before they put their bytes).
+CS_DEV void cs_vsh_raise(const cs_vctx& x, uint32_t b, uint32_t ri, uint32_t clk) {
+    // (a load first: lanes of a warp reading one block would serialize on an atomic)
+    cs_sp p = x.RS + 4u * (b * x.rss + ri);
+    uint32_t v = cs_s_ld(p);
+    if (v == 0) v = cs_s_cas(p, 0, clk);
+    if (v == 0) {
+        cs_sp r = x.R + ri * x.gp + b * CS_VSH_B;
+        for (uint32_t i = 0; i < CS_VSH_B; i += 16) cs_s_st4(r + i, cs_u4{0, 0, 0, 0});
+    } else if (v < clk) {
+        cs_s_max(p, clk);
+    }
+}
+// A wgmma unit's row, which four warps publish into at once: one lane at a time empties
+// the bytes (ZEROING meanwhile; the others wait), then sets the summary to 1 (bytes valid,
+// no read yet); one lane per summary word among the warp's lanes here (a lane spinning on
+// its own warp's lane stalls the warp). Returns the summary, to be raised after the bytes.
+#define CS_RS_ZEROING 0xFFFFFFFFu
+CS_NOINLINE void cs_vsh_freshen(cs_sp p, cs_sp r) {
+    uint32_t same = cs_match(cs_activemask(), p);
+    if (cs_lane() == (uint32_t)cs_ffs(same) - 1) {
+        uint32_t v = cs_s_ld(p);
+        while (v == 0 || v == CS_RS_ZEROING) {
+            if (v == 0 && cs_s_cas(p, 0, CS_RS_ZEROING) == 0) {
+                for (uint32_t i = 0; i < CS_VSH_B; i += 16) cs_s_st4(r + i, cs_u4{0, 0, 0, 0});
+                cs_fence_lock();  // the bytes empty before the summary says so
+                cs_s_st(p, 1);
+                break;
+            }
+            v = cs_s_ld(p);
+        }
+    }
+    cs_syncwarp(same);
+    cs_fence_lock();
+}
+CS_DEV uint32_t cs_vsh_fresh(const cs_vctx& x, uint32_t b, uint32_t ri) {
+    cs_sp p = x.RS + 4u * (b * x.rss + ri);
+    uint32_t v = cs_s_ld(p);
+    if (v != 0 && v != CS_RS_ZEROING) return v;
+    cs_vsh_freshen(p, x.R + ri * x.gp + b * CS_VSH_B);
+    return 1;  // (or more: the caller raises it with a max)
+}
+// A writer that finds a summary ZEROING takes it for an unordered read: it can see one only
+// while a wgmma unit publishes its first read of the block since it was written whole,
+// which no synchronisation orders against this write (a race: the reader sees the write
+// too, after its fence).
+
 // Raise reader ri's summary of block b to clk.
 CS_DEV void cs_vsh_note(const cs_vctx& x, uint32_t b, uint32_t ri, uint32_t clk) {
     // (each lane: a warp-wide vote to pick one lane cost more than the few lanes of a
@@ -1861,8 +1920,9 @@ CS_DEV void cs_vsh_put1(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t
     cs_s_st8(R + g, c8);
     cs_g_st(rs + g, site);
 }
-CS_DEV void cs_vsh_put4(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site) {
-    uint32_t old = cs_s_ld(R + g), c32 = c8 * 0x01010101u;
+CS_DEV void cs_vsh_put4(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site,
+                        uint32_t old) {  // old: the word at R + g
+    uint32_t c32 = c8 * 0x01010101u;
     if (old == c32) return;
     cs_s_st(R + g, c32);
     if (old == 0) {
@@ -1874,18 +1934,31 @@ CS_DEV void cs_vsh_put4(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t
 }
 
 CS_DEV void cs_vsh_publish(const cs_vctx& x, uint32_t ri, uint32_t clk, uint32_t g0, uint32_t g1,
-                           uint32_t site) {
+                           uint32_t site, bool unit) {  // unit: ri is a wgmma unit's row
     cs_sp R = x.R + ri * x.gp;
     uint32_t* rs = x.rsite + ri * x.gp;
     uint32_t c8 = cs_vsh_byte(clk);
     if ((g0 & 3u) == 0 && g1 == g0 + 3) {  // an aligned 16-byte chunk (ldmatrix, v4, wgmma)
-        cs_vsh_put4(R, rs, g0, c8, site);
-        cs_vsh_note(x, g0 / CS_VSH_B, ri, clk);
+        uint32_t b = g0 / CS_VSH_B;
+        cs_sp p = x.RS + 4u * (b * x.rss + ri);
+        uint32_t v = cs_s_ld(p), old = cs_s_ld(R + g0);  // (both loads in flight at once)
+        if (v == 0 || v == CS_RS_ZEROING) {  // stale bytes: emptied first
+            if (unit) cs_vsh_fresh(x, b, ri);
+            else cs_vsh_raise(x, b, ri, clk);
+            old = cs_s_ld(R + g0);
+            v = unit ? 1u : clk;
+        }
+        cs_vsh_put4(R, rs, g0, c8, site, old);
+        if (v < clk) cs_s_max(p, clk);
         return;
+    }
+    for (uint32_t b = g0 / CS_VSH_B; b <= g1 / CS_VSH_B; ++b) {
+        if (unit) cs_vsh_fresh(x, b, ri);
+        else cs_vsh_raise(x, b, ri, clk);
     }
     for (uint32_t g = g0; g <= g1;) {
         if ((g & 3u) == 0 && g + 3 <= g1) {
-            cs_vsh_put4(R, rs, g, c8, site);
+            cs_vsh_put4(R, rs, g, c8, site, cs_s_ld(R + g));
             g += 4;
         } else {
             cs_vsh_put1(R, rs, g, c8, site);
@@ -1999,11 +2072,19 @@ CS_DEV void cs_vsh_read_granules(const cs_vctx& x, const cs_vsh_span& s, uint32_
     const uint32_t c8 = cs_vsh_byte(clk), bb = 4u * CS_VSH_B;  // bb: bytes per block
     uint32_t m = cs_activemask(), lead = cs_ffs(m) - 1;
     bool row = s.stride % bb == 0 && cs_all(m, cs_bcast(m, s.off / bb, (int)lead) == s.off / bb);
+    uint32_t rank = cs_popc(m & ((1u << cs_lane()) - 1u)), lanes = cs_popc(m);
+    if (row) {  // the blocks' summaries raised, one lane per block, before any lane's byte
+        // (a loop bound the same in every lane)
+        for (uint32_t k0 = 0; k0 < s.n; k0 += lanes)
+            if (k0 + rank < s.n) cs_vsh_raise(x, s.off / bb + (k0 + rank) * (s.stride / bb), x.w, clk);
+        cs_syncwarp(m);
+    }
     for (uint32_t k0 = 0; k0 < s.n; k0 += CS_VSH_BATCH) {
         uint32_t g[CS_VSH_BATCH], b8[CS_VSH_BATCH];
 #pragma unroll
         for (uint32_t i = 0; i < CS_VSH_BATCH; ++i) {
             g[i] = (s.off + (k0 + i < s.n ? k0 + i : k0) * s.stride) / CS_GRANULE_BYTES;
+            if (!row) cs_vsh_raise(x, g[i] / CS_VSH_B, x.w, clk);
             b8[i] = cs_s_ld8(R + g[i]);
         }
 #pragma unroll
@@ -2011,18 +2092,6 @@ CS_DEV void cs_vsh_read_granules(const cs_vctx& x, const cs_vsh_span& s, uint32_
             if (k0 + i >= s.n || b8[i] == c8) continue;
             cs_s_st8(R + g[i], c8);
             cs_g_st(rs + g[i], site);
-        }
-        if (!row) {
-            for (uint32_t i = 0; i < CS_VSH_BATCH && k0 + i < s.n; ++i)
-                cs_vsh_note(x, g[i] / CS_VSH_B, x.w, clk);
-        }
-    }
-    if (row) {  // lane of rank j: the blocks of spans j, j + lanes, ...
-        uint32_t rank = cs_popc(m & ((1u << cs_lane()) - 1u)), lanes = cs_popc(m);
-        uint32_t b0 = s.off / bb;  // (the same in every lane)
-        for (uint32_t k = rank; k < s.n; k += lanes) {
-            cs_sp p = x.RS + 4u * ((b0 + k * (s.stride / bb)) * x.rss + x.w);
-            if (cs_s_ld(p) < clk) cs_s_max(p, clk);
         }
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
@@ -2064,7 +2133,7 @@ CS_DEV void cs_vsh_read(const cs_vctx& x, const cs_vsh_span& s, uint32_t site, c
         cs_vsh_read_granules(x, s, site, clk, f, fk);
         return;
     }
-    for (uint32_t k = 0; k < s.n; ++k) cs_vsh_publish(x, x.w, clk, cs_span_g0(s, k), cs_span_g1(s, k), site);
+    for (uint32_t k = 0; k < s.n; ++k) cs_vsh_publish(x, x.w, clk, cs_span_g0(s, k), cs_span_g1(s, k), site, false);
     cs_fence();
     for (uint32_t k = 0; k < s.n && !f.kind; ++k) {
         f = cs_vsh_look(x, cs_span_g0(s, k), cs_span_g1(s, k), CS_PROXY_NONE, ok, at);
@@ -2094,10 +2163,15 @@ CS_DEV uint32_t cs_vsh_vc(const cs_vctx& x, const cs_vsh_vcr* q, uint32_t ri) {
 
 // The bytes of granule g, one reader at a time (in the device-memory tables' order:
 // wgmma units, warps, bulk-store units): the first read not ordered before warp x.w.
-CS_DEV void cs_vsh_check_readers(const cs_vctx& x, uint32_t g, cs_finding& f) {
+// Only readers `seen` (bit ri: its summary of the block is not 0, so its bytes are not
+// stale; readers past 32 by their summary).
+CS_DEV void cs_vsh_check_readers(const cs_vctx& x, uint32_t g, uint32_t seen, cs_finding& f) {
     uint32_t nw = cs_vsh_nwr(), nb = cs_vsh_nbulk(), nwg = x.nr - nw - nb;
     for (uint32_t j = 0; j < x.nr && !f.kind; ++j) {
         uint32_t ri = j < nwg ? nw + nb + j : j - nwg;
+        if (ri < 32 ? !((seen >> ri) & 1u)
+                    : !cs_s_ld(x.RS + 4u * ((g / CS_VSH_B) * x.rss + ri)))
+            continue;
         uint32_t b8 = cs_s_ld8(x.R + ri * x.gp + g), t = cs_vsh_reader_tid(ri);
         if (!b8 || t == x.w) continue;
         uint32_t c = cs_vsh_unbyte(b8, cs_vsh_reader_now(x.slot, ri));
@@ -2111,13 +2185,14 @@ CS_DEV void cs_vsh_check_readers(const cs_vctx& x, uint32_t g, cs_finding& f) {
 // out of line, so the common path keeps no registers for it.
 struct cs_found { cs_finding f; uint32_t at; };
 CS_NOINLINE cs_found cs_vsh_late_readers(uint32_t slot, uint32_t w, const uint32_t* mine, cs_sp R,
-                                         uint32_t* rsite, uint32_t gp, uint32_t nr, uint32_t a,
-                                         uint32_t z) {
+                                         cs_sp RS, uint32_t* rsite, uint32_t gp, uint32_t nr,
+                                         uint32_t rss, uint32_t seen, uint32_t a, uint32_t z) {
     cs_vctx x;
-    x.slot = slot, x.w = w, x.mine = mine, x.R = R, x.rsite = rsite, x.gp = gp, x.nr = nr;
+    x.slot = slot, x.w = w, x.mine = mine, x.R = R, x.RS = RS, x.rsite = rsite, x.gp = gp;
+    x.nr = nr, x.rss = rss;
     cs_found r = {{0, CS_NO_SITE, CS_NO_WARP}, 0};
     for (uint32_t g = a; g <= z && !r.f.kind; ++g) {
-        cs_vsh_check_readers(x, g, r.f);
+        cs_vsh_check_readers(x, g, seen, r.f);
         r.at = g;
     }
     return r;
@@ -2165,7 +2240,8 @@ CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr* q, uint32_t
     }
     if (!seen && !late) return;
     if (late && !f.kind) {
-        cs_found r = cs_vsh_late_readers(x.slot, x.w, x.mine, x.R, x.rsite, x.gp, x.nr, a, z);
+        cs_found r = cs_vsh_late_readers(x.slot, x.w, x.mine, x.R, x.RS, x.rsite, x.gp, x.nr,
+                                         x.rss, seen, a, z);
         if (r.f.kind) f = r.f, at = r.at;
     }
     if (x.nr <= 4 && (a & 3u) == 0 && z == a + 3) {  // an aligned 16-byte write: a word each
@@ -2177,14 +2253,8 @@ CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr* q, uint32_t
     }
     for (uint32_t ri = 0; ri < x.nr; ++ri) {
         if (ri < 32 && !(seen & (1u << ri))) continue;
-        cs_sp R = x.R + ri * x.gp;
-        if (whole) {
-            cs_s_st4(R + a, cs_u4{0, 0, 0, 0});
-            cs_s_st4(R + a + 16, cs_u4{0, 0, 0, 0});
-            cs_s_st(rs + 4u * ri, 0);
-        } else {
-            cs_vsh_zero(R, a, z);
-        }
+        if (whole) cs_s_st(rs + 4u * ri, 0);  // (the bytes go stale: cs_vsh_fresh)
+        else cs_vsh_zero(x.R + ri * x.gp, a, z);
     }
 }
 
@@ -2379,32 +2449,22 @@ CS_NOINLINE uint32_t cs_vsh_copy_run(cs_sp BT, uint32_t* bsite, uint32_t b, uint
 CS_DEV bool cs_vsh_clear_ok(cs_u4 v, uint32_t q0, uint32_t q1, uint32_t q2, uint32_t q3) {
     return !(v.x > q0 || v.y > q1 || v.z > q2 || v.w > q3);
 }
-CS_DEV void cs_vsh_clear1(cs_sp p, cs_sp r, uint32_t gp, cs_u4 v) {
-    const cs_u4 zero = {0, 0, 0, 0};
-    if ((v.x | v.y | v.z | v.w) == 0) return;
-    if (v.x) cs_s_st4(r, zero), cs_s_st4(r + 16, zero);
-    if (v.y) cs_s_st4(r + gp, zero), cs_s_st4(r + gp + 16, zero);
-    if (v.z) cs_s_st4(r + 2 * gp, zero), cs_s_st4(r + 2 * gp + 16, zero);
-    if (v.w) cs_s_st4(r + 3 * gp, zero), cs_s_st4(r + 3 * gp + 16, zero);
-    cs_s_st4(p, zero);
-}
-CS_NOINLINE uint32_t cs_vsh_copy_clear(cs_sp RS, cs_sp R, uint32_t gp, uint32_t b, uint32_t e,
-                                       uint32_t q0, uint32_t q1, uint32_t q2, uint32_t q3) {
+CS_NOINLINE uint32_t cs_vsh_copy_clear(cs_sp RS, uint32_t b, uint32_t e, uint32_t q0,
+                                       uint32_t q1, uint32_t q2, uint32_t q3) {
+    const cs_u4 zero = {0, 0, 0, 0};  // (the readers' bytes go stale: cs_vsh_fresh)
     for (; b + 4 <= e; b += 4) {  // four summaries in flight
         cs_u4 v0 = cs_s_ld4(RS + 16u * b), v1 = cs_s_ld4(RS + 16u * (b + 1));
         cs_u4 v2 = cs_s_ld4(RS + 16u * (b + 2)), v3 = cs_s_ld4(RS + 16u * (b + 3));
         if (!cs_vsh_clear_ok(v0, q0, q1, q2, q3) || !cs_vsh_clear_ok(v1, q0, q1, q2, q3) ||
             !cs_vsh_clear_ok(v2, q0, q1, q2, q3) || !cs_vsh_clear_ok(v3, q0, q1, q2, q3))
             break;
-        cs_vsh_clear1(RS + 16u * b, R + b * CS_VSH_B, gp, v0);
-        cs_vsh_clear1(RS + 16u * (b + 1), R + (b + 1) * CS_VSH_B, gp, v1);
-        cs_vsh_clear1(RS + 16u * (b + 2), R + (b + 2) * CS_VSH_B, gp, v2);
-        cs_vsh_clear1(RS + 16u * (b + 3), R + (b + 3) * CS_VSH_B, gp, v3);
+        cs_s_st4(RS + 16u * b, zero), cs_s_st4(RS + 16u * (b + 1), zero);
+        cs_s_st4(RS + 16u * (b + 2), zero), cs_s_st4(RS + 16u * (b + 3), zero);
     }
     for (; b < e; ++b) {
         cs_u4 v = cs_s_ld4(RS + 16u * b);
         if (!cs_vsh_clear_ok(v, q0, q1, q2, q3)) break;
-        cs_vsh_clear1(RS + 16u * b, R + b * CS_VSH_B, gp, v);
+        cs_s_st4(RS + 16u * b, zero);
     }
     return b;
 }
@@ -2439,7 +2499,7 @@ CS_NOINLINE void cs_vsh_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t 
     cs_vsh_vcr q = cs_vsh_reader_clocks(x);
     for (uint32_t b = b0; b <= b1;) {
         if (b >= w0 && b < w1 && x.nr <= 4) {
-            uint32_t e = cs_vsh_copy_clear(x.RS, x.R, x.gp, b, w1, q.c[0], q.c[1], q.c[2], q.c[3]);
+            uint32_t e = cs_vsh_copy_clear(x.RS, b, w1, q.c[0], q.c[1], q.c[2], q.c[3]);
             if (e > b) {
                 b = e;
                 continue;
@@ -2478,7 +2538,7 @@ CS_DEV void cs_vsh_async_read(uint32_t slot, uint32_t w, uint32_t ri, uint32_t c
                               uint32_t g0, uint32_t g1, uint32_t site, uint32_t proxy,
                               cs_sink& sink) {
     cs_vctx x = cs_vsh_ctx(slot, w);
-    cs_vsh_publish(x, ri, clk, g0, g1, site);
+    cs_vsh_publish(x, ri, clk, g0, g1, site, false);  // (a bulk-store unit: one warp's)
     cs_fence();
     uint32_t ok = 0xFFFFFFFFu, base = S.vsh_base;
     for (uint32_t g = g0; g <= g1;) {
@@ -3287,7 +3347,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
             uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
             cs_finding y = {0, CS_NO_SITE, CS_NO_WARP};
             if (g0 < base || g1 >= v.granules) y = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
-            else if (pass == 0) cs_vsh_publish(x, cs_vsh_ri_wgmma(u), clk, g0 - base, g1 - base, site);
+            else if (pass == 0) cs_vsh_publish(x, cs_vsh_ri_wgmma(u), clk, g0 - base, g1 - base, site, true);
             else y = cs_vsh_look(x, g0 - base, g1 - base, CS_PROXY_WGMMA, ok, at);
             if (pass == 1 && y.kind && !f.kind) {
                 f = y;
@@ -3397,14 +3457,46 @@ CS_DEV uint64_t cs_tmap_fingerprint(const uint64_t* m) {  // = abi.tensor_map_fi
     return h ? h : 1;
 }
 
+// A map in kernel-parameter space (a __grid_constant__ argument) cannot change while the
+// CTA runs: its bytes, once looked up, are kept (each entry written once: bytes, then the
+// address).
+CS_DEV bool cs_tmap_param(uint64_t a) {
+#ifdef CONSAN_HOST
+    return (void)a, false;
+#else
+    uint32_t p;
+    asm volatile("{\n\t.reg .pred q;\n\tisspacep.param q, %1;\n\tselp.u32 %0, 1, 0, q;\n\t}"
+                 : "=r"(p) : "l"(a));
+    return p != 0;
+#endif
+}
+
 // Bytes one copy through the map at (generic) address `map` moves; 0: a map not known.
 CS_DEV uint32_t cs_tmap_bytes(uint64_t map) {
     const cs_tmap_t* t = (const cs_tmap_t*)S.tmaps;
     if (t == 0 || (map & 63u) != 0 || !cs_tmap_readable(map)) return 0;
+    bool param = cs_tmap_param(map);
+    for (uint32_t i = 0; param && i < CS_TMAP_CACHE; ++i) {
+        if (*(volatile uint64_t*)&cs_shv.tmap_at[i] != map) continue;
+        cs_fence_lock();
+        return *(volatile uint32_t*)&cs_shv.tmap_bytes[i];
+    }
     uint64_t fp = cs_tmap_fingerprint((const uint64_t*)map);
+    uint32_t bytes = 0;
     for (uint32_t i = 0; i < CS_TMAP_ENTRIES && t[i].fingerprint; ++i)
-        if (t[i].fingerprint == fp) return t[i].bytes;
-    return 0;
+        if (t[i].fingerprint == fp) {
+            bytes = t[i].bytes;
+            break;
+        }
+    if (param && bytes) {
+        uint32_t i = cs_add32(&cs_shv.tmap_claimed, 1);
+        if (i < CS_TMAP_CACHE) {
+            *(volatile uint32_t*)&cs_shv.tmap_bytes[i] = bytes;
+            cs_fence_lock();
+            *(volatile uint64_t*)&cs_shv.tmap_at[i] = map;
+        }
+    }
+    return bytes;
 }
 
 CS_DEV void cs_tensor_record(uint32_t kind, uint32_t site, const cs_finding& f, uint32_t lo,
