@@ -394,13 +394,13 @@ def vsh_bytes(granules: int, nreaders: int, nwarps: int, nlogical: int,
               base: int = SMEM_RESERVED_BYTES) -> int:
     """Shared memory of the FLAG_VC_SMEM tables of one CTA: per granule its write epoch
     (u32) and a clock byte per reader; per 128-byte block each reader's latest read clock
-    and the word of a copy that wrote the block whole (u32 each); then, 8-byte aligned,
+    and the word of a copy that wrote the block whole (u32 each); then, 16-byte aligned,
     the named barriers' words (u64), barrier 0's two clock slots and the vector clocks of
     the CTA's warps (u32 [2][nlogical] and [nwarps][nlogical])."""
     gp = vsh_granules(granules, base)
     rss = 4 if nreaders <= 4 else nreaders  # up to 4 readers: one vector load per block
     tables = 4 * gp + nreaders * gp + 4 * (rss + 1) * (gp // VSH_BLOCK_GRANULES)
-    return -(-tables // 8) * 8 + 8 * NAMED_BARRIERS + 4 * (2 + nwarps) * nlogical
+    return -(-tables // 16) * 16 + 8 * NAMED_BARRIERS + 4 * (2 + nwarps) * nlogical
 
 
 def vsh_site_words(gp: int, nreaders: int) -> int:

@@ -1748,7 +1748,7 @@ CS_DEV void cs_vsh_layout(uint32_t slot) {
     l.RS = l.R + l.nr * l.gp;
     l.BT = l.RS + 4u * l.rss * l.nb;
     // then (abi.vsh_bytes) the barriers' words, barrier 0's slots, the warps' clocks
-    uint32_t after = ((uint32_t)(l.BT - l.W) + 4u * l.nb + 7u) & ~7u;
+    uint32_t after = ((uint32_t)(l.BT - l.W) + 4u * l.nb + 15u) & ~15u;  // (vector joins)
     l.barw = (uint64_t*)(cs_psh() + after);
     l.bvc0 = (uint32_t*)(l.barw + CS_NAMED_BARRIERS);
     l.vis = l.bvc0 + 2u * S.nlogical;
@@ -2074,9 +2074,7 @@ CS_DEV void cs_vsh_read_granules(const cs_vctx& x, const cs_vsh_span& s, uint32_
     bool row = s.stride % bb == 0 && cs_all(m, cs_bcast(m, s.off / bb, (int)lead) == s.off / bb);
     uint32_t rank = cs_popc(m & ((1u << cs_lane()) - 1u)), lanes = cs_popc(m);
     if (row) {  // the blocks' summaries raised, one lane per block, before any lane's byte
-        // (a loop bound the same in every lane)
-        for (uint32_t k0 = 0; k0 < s.n; k0 += lanes)
-            if (k0 + rank < s.n) cs_vsh_raise(x, s.off / bb + (k0 + rank) * (s.stride / bb), x.w, clk);
+        for (uint32_t k = rank; k < s.n; k += lanes) cs_vsh_raise(x, s.off / bb + k * (s.stride / bb), x.w, clk);
         cs_syncwarp(m);
     }
     for (uint32_t k0 = 0; k0 < s.n; k0 += CS_VSH_BATCH) {
@@ -2807,22 +2805,41 @@ CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
 // dst[u] = max(dst[u], src[u]) over those columns, but column `skip`; src 0 clears dst
 // (`all`: every engine's column, at init). (Plain loads: the caller holds the lock the
 // writers of both hold.)
-// Columns [0, n) of d joined with s (column `skip` left alone), eight loads of each in
-// flight before any store: the mbarrier slots are device memory that other warps have just
-// written, so each load is a round trip to L2, and the lock is held meanwhile.
-CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict__ s, uint32_t n,
-                           uint32_t skip) {
-    for (uint32_t u = 0; u < n; u += 8) {
-        uint32_t x[8], y[8];
+// Columns [a, b) of d joined with s (column `skip` left alone), four at a time from a
+// 16-byte boundary: a vector load of each, the maxima, one vector store where a column grew
+// (the columns around [a, b) in it go back as they were: the caller holds the lock every
+// writer of d holds, or d is its own warp's clock). d and s are 16-byte aligned: clock
+// slots and warps' clocks are (abi.vsh_bytes aligns them in shared memory too).
+CS_DEV cs_u4 cs_vc_ld4(const uint32_t* p) {
+#ifdef CONSAN_HOST
+    cs_al16((cs_sp)p);
+    return {p[0], p[1], p[2], p[3]};
+#else
+    uint4 v = *(const uint4*)p;
+    return {v.x, v.y, v.z, v.w};
+#endif
+}
+CS_DEV void cs_vc_st4(uint32_t* p, const uint32_t* v) {
+#ifdef CONSAN_HOST
+    cs_al16((cs_sp)p);
+    p[0] = v[0], p[1] = v[1], p[2] = v[2], p[3] = v[3];
+#else
+    *(uint4*)p = make_uint4(v[0], v[1], v[2], v[3]);
+#endif
+}
+CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict__ s, uint32_t a,
+                           uint32_t b, uint32_t skip) {
+    for (uint32_t u = a & ~3u; u < b; u += 4) {
+        cs_u4 x = cs_vc_ld4(s + u), y = cs_vc_ld4(d + u);
+        uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+        bool grew = false;
 #pragma unroll
-        for (uint32_t i = 0; i < 8; ++i) {
-            bool in = u + i < n;
-            x[i] = in ? s[u + i] : 0u;
-            y[i] = in ? d[u + i] : 0xFFFFFFFFu;
+        for (uint32_t i = 0; i < 4; ++i) {
+            bool in = u + i >= a && u + i < b && u + i != skip && xs[i] > ys[i];
+            ys[i] = in ? xs[i] : ys[i];
+            grew = grew || in;
         }
-#pragma unroll
-        for (uint32_t i = 0; i < 8; ++i)
-            if (x[i] > y[i] && u + i != skip) d[u + i] = x[i];
+        if (grew) cs_vc_st4(d + u, ys);
     }
 }
 
@@ -2839,10 +2856,8 @@ CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip, bool a
     if (!src) return cs_vc_clear(dst, all);
     cs_cols c = cs_vc_cols(all);
 #pragma unroll
-    for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
-        uint32_t a = c.a[k], n = c.b[k] - c.a[k];
-        if (n) cs_vc_join_run(dst + a, src + a, n, skip - a);
-    }
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
+        if (c.b[k] > c.a[k]) cs_vc_join_run(dst, src, c.a[k], c.b[k], skip);
 }
 
 // Complete the current phase (lock held): open the next one with a clean clock slot.
