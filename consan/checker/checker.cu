@@ -2845,11 +2845,14 @@ CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict_
 
 // The clear (src 0) is out of line: phases complete once per many probes, and inline its
 // column ranges were computed at the top of every probe that may complete one.
+// dst is a clock slot: whole 16-byte chunks go to 0 (a column next to a range is one no
+// join visits -- it is read as 0 or not at all).
 CS_NOINLINE void cs_vc_clear(uint32_t* dst, bool all) {
     cs_cols c = cs_vc_cols(all);
+    const uint32_t zero[4] = {0, 0, 0, 0};
 #pragma unroll
     for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
-        for (uint32_t u = c.a[k]; u < c.b[k]; ++u) dst[u] = 0;
+        for (uint32_t u = c.a[k] & ~3u; u < c.b[k]; u += 4) cs_vc_st4(dst + u, zero);
 }
 
 CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip, bool all = false) {
