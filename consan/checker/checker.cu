@@ -2409,32 +2409,27 @@ CS_NOINLINE void cs_vsh_copy_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint
 
 // The common case of a copy, in loops that keep few values live (no spills): whole blocks
 // [b, e) that a copy held whole with the epoch `ok` take the new word (wnow) and site;
-// returns the first block that needs more.
+// returns the first block that needs more. Plain stores after the look, four blocks at a
+// time: a lane giving a block's granules their epochs back in between (a warp's write
+// racing with this copy) may leave the copy's word unseen (the window of cs_vsh_engine).
 CS_NOINLINE uint32_t cs_vsh_copy_run(cs_sp BT, uint32_t* bsite, uint32_t b, uint32_t e,
                                      uint32_t ok, uint32_t wnow, uint32_t site) {
     const uint32_t held = ok ^ CS_BT_WHOLE;  // (never matches a word of 0 or LOCKED)
-    // four aligned blocks at a time (their loads, then their swaps, in flight together); a
-    // block taken after the first that was not is taken again by the caller (the same word)
     while (b < e) {
         cs_sp p = BT + 4u * b;
         if (b + 4 <= e && (p & 15u) == 0) {
             cs_u4 v = cs_s_ld4(p);
             if (v.x == held && v.y == held && v.z == held && v.w == held) {
-                uint32_t o0 = cs_s_cas(p, held, wnow), o1 = cs_s_cas(p + 4, held, wnow);
-                uint32_t o2 = cs_s_cas(p + 8, held, wnow), o3 = cs_s_cas(p + 12, held, wnow);
-                if (o0 == held && o1 == held && o2 == held && o3 == held) {
-                    if ((b & 3u) == 0) cs_g_st4(bsite + b, site);
-                    else cs_g_st(bsite + b, site), cs_g_st(bsite + b + 1, site),
-                         cs_g_st(bsite + b + 2, site), cs_g_st(bsite + b + 3, site);
-                    b += 4;
-                    continue;
-                }
-                uint32_t n = o0 != held ? 0 : o1 != held ? 1 : o2 != held ? 2 : 3;
-                for (uint32_t i = 0; i < n; ++i) cs_g_st(bsite + b + i, site);
-                return b + n;
+                cs_s_st4(p, cs_u4{wnow, wnow, wnow, wnow});
+                if ((b & 3u) == 0) cs_g_st4(bsite + b, site);
+                else cs_g_st(bsite + b, site), cs_g_st(bsite + b + 1, site),
+                     cs_g_st(bsite + b + 2, site), cs_g_st(bsite + b + 3, site);
+                b += 4;
+                continue;
             }
         }
-        if (cs_s_ld(p) != held || cs_s_cas(p, held, wnow) != held) break;
+        if (cs_s_ld(p) != held) break;
+        cs_s_st(p, wnow);
         cs_g_st(bsite + b, site);
         ++b;
     }
