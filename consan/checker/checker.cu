@@ -2838,11 +2838,10 @@ CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict_
     }
 }
 
-// The clear (src 0) is out of line: phases complete once per many probes, and inline its
-// column ranges were computed at the top of every probe that may complete one.
-// dst is a clock slot: whole 16-byte chunks go to 0 (a column next to a range is one no
-// join visits -- it is read as 0 or not at all).
-CS_NOINLINE void cs_vc_clear(uint32_t* dst, bool all) {
+// The clear (src 0): dst is a clock slot, so whole 16-byte chunks go to 0 (a column next to
+// a range is one no join visits -- it is read as 0 or not at all). Inline: a call from the
+// mbarrier probe's branches would cost it a convergence barrier kept across the call.
+CS_DEV void cs_vc_clear(uint32_t* dst, bool all) {
     cs_cols c = cs_vc_cols(all);
     const uint32_t zero[4] = {0, 0, 0, 0};
 #pragma unroll
@@ -2897,6 +2896,123 @@ CS_DEV uint32_t cs_guard_verdict(uint32_t active, uint32_t skip, uint32_t leader
     return skip;
 }
 
+// The leader's part of an mbarrier probe, written flat: sibling branches and a switch
+// instead of nested else-ifs, and no call out of line (cs_vc_clear is inline), which took
+// the probe from ten convergence barriers to eight and 6.7-7.2k cycles to 5.1-6.1k (ring).
+// (Eight is still two more than a callee may use without saving: a probe function that
+// uses B6-B11 saves and clears them on entry, and that releases the calling warp's other
+// lanes waiting at one of them for the lanes in the probe -- after `if (lane == 0)
+// arrive(...)` the warp runs split, every step twice; benchmarks/RESULTS.md.)
+#define CS_MB_DEAD 0xFFu  // (a switch label: an mbarrier invalidated since the look)
+CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site,
+                             uint32_t slot, uint32_t w, uint32_t lanes) {
+    bool failed_wait = (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) && !(arg & 2);
+    uint32_t off, j = 0, skip = 0;
+    bool local = cs_local((uint32_t)addr, off);  // .shared::cluster: maybe another CTA's
+    uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT, j) : 0;
+    bool dead = local && (e == 0 || (op != CS_MB_INIT && !cs_mbar_live(j)));
+    if (!local)  // another CTA's mbarrier: said, not modelled (DSMEM)
+        cs_mbar_record(CS_TOOL_REMOTE_SMEM, site, off, 0);
+    if (dead) {  // not live: a wait on it may spin for ever in the hardware
+        cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
+        skip = 1;
+    }
+    // A warp spinning on failed waits: after DEADLOCK_MS with the phase (or the dead
+    // mbarrier) unchanged, nothing will complete it -- report, and let the warp leave so
+    // the kernel ends instead of hanging. No lock: the phase is only looked at, and
+    // spinning warps must not hold up the arrivals they wait for.
+    if (local && failed_wait &&
+        cs_spin_stuck(slot, w, dead ? 0x80000000u | off : cs_ld32(&e[CS_MB_PHASE]) + 1)) {
+        cs_mbar_record(CS_DEADLOCK, site, off, dead ? 0 : e);
+        skip = 2;
+    }
+    if (!local || dead || failed_wait) return skip;
+    {
+        CS_PROF(19);
+        cs_mbar_lock(j);
+    }
+    CS_PROF(21);
+    bool live = cs_mbar_live(j);  // live in this CTA's generation
+    uint32_t* mine = cs_vis(slot, w);
+    uint32_t* cur = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;  // the open phase's slot
+    switch (live || op == CS_MB_INIT ? op : CS_MB_DEAD) {
+    case CS_MB_INIT:
+        if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
+        cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
+        e[CS_MB_LIVE] = cs_gen_sh;
+        *(volatile uint32_t*)&cs_mlive_sh[j] = cs_gen_sh;
+        e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
+        e[CS_MB_TX] = 0;
+        e[CS_MB_PHASE] = 0;
+        cs_vc_join(e + CS_MB_VC, 0, CS_NO_SLOT, true);
+        cs_vc_join(e + CS_MB_VC + S.nlogical, 0, CS_NO_SLOT, true);
+        cs_mbar_mark(slot, off, true);
+        break;
+    case CS_MB_DEAD:  // invalidated since the look above
+        cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
+        skip = 1;
+        break;
+    case CS_MB_INVAL:
+        e[CS_MB_LIVE] = 0;
+        *(volatile uint32_t*)&cs_mlive_sh[j] = 0;
+        cs_mbar_mark(slot, off, false);
+        break;
+    case CS_MB_WAIT_PARITY:
+    case CS_MB_WAIT_TOKEN: {
+        cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
+        // Succeeded: acquire the phase waited for, if its releases are still held (the
+        // latest completed phase); a stale parity acquires nothing.
+        uint32_t done = e[CS_MB_PHASE];  // phases completed so far
+        uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (e[CS_MB_LASTPH + w] & 1);
+        bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
+                  (op == CS_MB_WAIT_PARITY || e[CS_MB_LASTPH + w] == done - 1);
+        if (ok) cs_mbar_acquire(slot, w, e + CS_MB_VC + ((done - 1) & 1) * S.nlogical);
+        break;
+    }
+    case CS_MB_CP_ARRIVE: {
+        // The cp.async unit of warp w arrives once the warp's copies so far have landed:
+        // its clock up to the open group is released into this phase, and the open group
+        // is closed so later copies are not covered. .noinc (arg 1): each thread's arrival
+        // counts; without it the count is raised first (net 0).
+        uint32_t clk = cs_cpticks_sh[w] + 1;
+        if (cur[CS_AGENT_CPASYNC + w] < clk) cur[CS_AGENT_CPASYNC + w] = clk;
+        *(volatile uint32_t*)&cs_cpticks_sh[w] = clk;
+        uint32_t count = arg * lanes;
+        bool under = (int32_t)e[CS_MB_PENDING] < (int32_t)count;
+        if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+        skip = under ? 1u : skip;
+        e[CS_MB_PENDING] = (under ? count : e[CS_MB_PENDING]) - count;
+        cs_mbar_try_complete(e);
+        break;
+    }
+    default: {
+        uint32_t n = arg * lanes;  // every thread's arrive / tx counts
+        if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
+        bool tx_under = op == CS_MB_COMPLETE_TX && (int32_t)e[CS_MB_TX] < (int32_t)n;
+        if (tx_under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+        skip = tx_under ? 1u : skip;
+        if (op == CS_MB_COMPLETE_TX) e[CS_MB_TX] -= n;
+        bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
+        uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
+        if (arrives) cs_vc_join(cur, mine, CS_NO_SLOT);
+        bool under = arrives && (int32_t)e[CS_MB_PENDING] < (int32_t)count;
+        if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+        skip = under ? 1u : skip;
+        if (arrives) {
+            e[CS_MB_LASTPH + w] = e[CS_MB_PHASE];
+            e[CS_MB_PENDING] = (under ? count : e[CS_MB_PENDING]) - count;
+            if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
+            mine[w] += 1;  // accesses after the release are not covered by it
+            cs_clock_sh[w] = mine[w];
+        }
+        cs_mbar_try_complete(e);
+        break;
+    }
+    }
+    cs_mbar_unlock(j);
+    return skip;
+}
+
 // Returns 1 when the operation would fault on the hardware (an mbarrier that is not
 // live, an arrival below zero): the rewritten kernel then skips it, so the report is
 // read back and the CUDA context stays usable.
@@ -2909,115 +3025,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     uint32_t w = cs_warp();
     uint32_t lanes = cs_popc(active);
     uint32_t leader = cs_ffs(active) - 1;
-    uint32_t skip = 0;
-    bool failed_wait = (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) && !(arg & 2);
-    if (cs_lane() == leader) {
-        uint32_t off;
-        bool local = cs_local((uint32_t)addr, off);  // .shared::cluster: maybe another CTA's
-        uint32_t j = 0;
-        uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT, j) : 0;
-        if (!local) {  // another CTA's mbarrier: said, not modelled (DSMEM)
-            cs_mbar_record(CS_TOOL_REMOTE_SMEM, site, off, 0);
-        } else if (e == 0 || (op != CS_MB_INIT && !cs_mbar_live(j))) {
-            // Not live. A wait on it may spin for ever in the hardware: after DEADLOCK_MS
-            // of failed waits it is a deadlock too.
-            cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
-            skip = 1;
-            if (failed_wait && cs_spin_stuck(slot, w, 0x80000000u | off)) {
-                cs_mbar_record(CS_DEADLOCK, site, off, 0);
-                skip = 2;
-            }
-        } else if (failed_wait) {
-            // If this mbarrier's phase has not moved for DEADLOCK_MS while this warp spins
-            // on it, nothing will complete it. Report, then let the warp leave so the kernel
-            // ends instead of hanging the process. No lock: the phase is only looked at, and
-            // spinning warps must not hold up the arrivals they wait for.
-            if (cs_spin_stuck(slot, w, cs_ld32(&e[CS_MB_PHASE]) + 1)) {
-                cs_mbar_record(CS_DEADLOCK, site, off, e);
-                skip = 2;
-            }
-        } else {
-            {
-                CS_PROF(19);
-                cs_mbar_lock(j);
-            }
-            CS_PROF(21);
-            bool live = cs_mbar_live(j);  // live in this CTA's generation
-            uint32_t* mine = cs_vis(slot, w);
-            if (op == CS_MB_INIT) {
-                if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
-                cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
-                e[CS_MB_LIVE] = cs_gen_sh;
-                *(volatile uint32_t*)&cs_mlive_sh[j] = cs_gen_sh;
-                e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
-                e[CS_MB_TX] = 0;
-                e[CS_MB_PHASE] = 0;
-                cs_vc_join(e + CS_MB_VC, 0, CS_NO_SLOT, true);
-                cs_vc_join(e + CS_MB_VC + S.nlogical, 0, CS_NO_SLOT, true);
-                cs_mbar_mark(slot, off, true);
-            } else if (!live) {  // invalidated since the look above
-                cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
-                skip = 1;
-            } else if (op == CS_MB_INVAL) {
-                e[CS_MB_LIVE] = 0;
-                *(volatile uint32_t*)&cs_mlive_sh[j] = 0;
-                cs_mbar_mark(slot, off, false);
-            } else if (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) {
-                cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
-                // Succeeded: acquire the phase waited for, if its releases are still held
-                // (the latest completed phase); a stale parity acquires nothing.
-                uint32_t done = e[CS_MB_PHASE];  // phases completed so far
-                uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (e[CS_MB_LASTPH + w] & 1);
-                bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
-                          (op == CS_MB_WAIT_PARITY || e[CS_MB_LASTPH + w] == done - 1);
-                if (ok) cs_mbar_acquire(slot, w, e + CS_MB_VC + ((done - 1) & 1) * S.nlogical);
-            } else if (op == CS_MB_CP_ARRIVE) {
-                // The cp.async unit of warp w arrives once the warp's copies so far have
-                // landed: its clock up to the open group is released into this phase, and
-                // the open group is closed so later copies are not covered. .noinc (arg 1):
-                // each thread's arrival counts; without it the count is raised first (net 0).
-                uint32_t* cta = cs_cta(slot);
-                uint32_t* vc = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;
-                uint32_t clk = cs_cpticks_sh[w] + 1;
-                if (vc[CS_AGENT_CPASYNC + w] < clk) vc[CS_AGENT_CPASYNC + w] = clk;
-                *(volatile uint32_t*)&cs_cpticks_sh[w] = clk;
-                uint32_t count = arg * lanes;
-                if ((int32_t)e[CS_MB_PENDING] < (int32_t)count) {
-                    cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
-                    e[CS_MB_PENDING] = count;
-                    skip = 1;
-                }
-                e[CS_MB_PENDING] -= count;
-                cs_mbar_try_complete(e);
-            } else {
-                uint32_t n = arg * lanes;  // every thread's arrive / tx counts
-                if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
-                if (op == CS_MB_COMPLETE_TX) {
-                    if ((int32_t)e[CS_MB_TX] < (int32_t)n) {
-                        cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
-                        skip = 1;
-                    }
-                    e[CS_MB_TX] -= n;
-                }
-                if (op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX) {
-                    uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
-                    cs_vc_join(e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical, mine, CS_NO_SLOT);
-                    e[CS_MB_LASTPH + w] = e[CS_MB_PHASE];
-                    if ((int32_t)e[CS_MB_PENDING] < (int32_t)count) {
-                        cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
-                        e[CS_MB_PENDING] = count;
-                        skip = 1;
-                    }
-                    e[CS_MB_PENDING] -= count;
-                    if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
-                    mine[w] += 1;  // accesses after the release are not covered by it
-                    cs_clock_sh[w] = mine[w];
-                }
-                cs_mbar_try_complete(e);
-            }
-            cs_mbar_unlock(j);
-        }
-    }
+    uint32_t skip = cs_lane() == leader ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes) : 0;
     return cs_guard_verdict(active, skip, leader, site);
 }
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env python
+"""Which convergence barriers each checker function uses, and which it clears on entry.
+
+    PYTHONPATH=. python benchmarks/convergence_barriers.py [NAME ...]
+
+Builds the shared-memory-tables checker for sm_90a, assembles it with ptxas and reads the
+SASS (cuobjdump). A function that uses B6-B11 saves and clears them on entry
+(`BMOV.32.CLEAR`); when some lanes of a warp call it while the others wait for them at one
+of those barriers (`if (lane == 0) probe(); ...`), the clear releases the waiting lanes and
+the warp runs split after it (benchmarks/RESULTS.md, eighth session). NAME filters the
+functions by substring.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name) or os.path.join("/usr/local/cuda/bin", name)
+    if not os.path.exists(path):
+        sys.exit(f"convergence_barriers: {name} not found (it comes with the CUDA toolkit)")
+    return path
+
+
+def main() -> int:
+    from consan import toolchain
+
+    ptx = toolchain.checker_ptx(toolchain.Arch.parse("sm_90a"), vsh=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, cubin = os.path.join(tmp, "checker.ptx"), os.path.join(tmp, "checker.cubin")
+        with open(src, "w") as fh:
+            fh.write(ptx)
+        subprocess.run([_tool("ptxas"), "-arch=sm_90a", "-c", src, "-o", cubin], check=True)
+        sass = subprocess.run([_tool("cuobjdump"), "-sass", cubin], capture_output=True,
+                              text=True, check=True).stdout
+    uses: dict[str, set[int]] = collections.defaultdict(set)
+    clears: dict[str, set[int]] = collections.defaultdict(set)
+    func = None
+    for line in sass.splitlines():
+        if m := re.search(r"Function : (\S+)", line):
+            func = m.group(1)
+        elif func and (m := re.search(r"BSSY B(\d+)", line)):
+            uses[func].add(int(m.group(1)))
+        elif func and (m := re.search(r"BMOV\.32\.CLEAR \S+, B(\d+)", line)):
+            clears[func].add(int(m.group(1)))
+    print("function | barriers used | cleared on entry")
+    for f in sorted(set(uses) | set(clears)):
+        if len(sys.argv) == 1 or any(k in f for k in sys.argv[1:]):
+            print(f"{f} | {sorted(uses[f])} | {sorted(clears[f])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
