@@ -1626,15 +1626,20 @@ CS_DEV void cs_psh_begin(uint32_t i, uint32_t n) {
     for (uint32_t k = i; k < S.psh_bytes / 4; k += n) p[k] = 0;
 }
 
-CS_DEV bool cs_psh_mode() {
-#if defined(CONSAN_PSH)
-    return true;
-#elif defined(CONSAN_HOST)
-    return S.flags & CS_FLAG_PHASE_SMEM;
+// Which shared-memory tables a build keeps (FLAG_PHASE_SMEM or FLAG_VC_SMEM): the host
+// build follows the launch's flags, a device build is compiled for one kind (or none).
+CS_DEV bool cs_table_mode(uint32_t flag) {
+#if defined(CONSAN_HOST)
+    return S.flags & flag;
+#elif defined(CONSAN_PSH)
+    return flag == CS_FLAG_PHASE_SMEM;
+#elif defined(CONSAN_VSH)
+    return flag == CS_FLAG_VC_SMEM;
 #else
-    return false;
+    return (void)flag, false;
 #endif
 }
+CS_DEV bool cs_psh_mode() { return cs_table_mode(CS_FLAG_PHASE_SMEM); }
 
 // ------------------------------------------------------------- granule tables in smem
 //
@@ -1660,15 +1665,7 @@ CS_DEV bool cs_psh_mode() {
 // tables start at window byte S.vsh_base (the hardware reserves the bytes below it); the
 // probes work in granules relative to it.
 
-CS_DEV bool cs_vsh_on() {
-#if defined(CONSAN_VSH)
-    return true;
-#elif defined(CONSAN_HOST)
-    return S.flags & CS_FLAG_VC_SMEM;
-#else
-    return false;
-#endif
-}
+CS_DEV bool cs_vsh_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
 
 // An address in the CTA's shared memory, and the table operations on it (LDS/STS/ATOMS,
 // not the generic path).
@@ -1850,6 +1847,19 @@ CS_DEV void cs_vsh_claim(const cs_vctx& x, uint32_t b) {
     }
 }
 
+// Reader ri's summary word of block b, and its 32 bytes there (emptied in two stores).
+CS_DEV cs_sp cs_vsh_rsp(const cs_vctx& x, uint32_t b, uint32_t ri) {
+    return x.RS + 4u * (b * x.rss + ri);
+}
+CS_DEV cs_sp cs_vsh_row(const cs_vctx& x, uint32_t b, uint32_t ri) {
+    return x.R + ri * x.gp + b * CS_VSH_B;
+}
+CS_DEV void cs_vsh_empty(cs_sp r) {
+    static_assert(CS_VSH_B == 32, "a reader's bytes of a block: two 16-byte stores");
+    cs_s_st4(r, cs_u4{0, 0, 0, 0});
+    cs_s_st4(r + 16, cs_u4{0, 0, 0, 0});
+}
+
 // Before reader ri's bytes go into block b: a summary of 0 (no read since the block was
 // written whole) leaves stale bytes, which the first read to raise it empties.
 // A row one warp owns (its reads; its bulk-store unit's): the lane whose compare-and-swap
@@ -1857,12 +1867,11 @@ CS_DEV void cs_vsh_claim(const cs_vctx& x, uint32_t b) {
 // reconverge before they put their bytes).
 CS_DEV void cs_vsh_raise(const cs_vctx& x, uint32_t b, uint32_t ri, uint32_t clk) {
     // (a load first: lanes of a warp reading one block would serialize on an atomic)
-    cs_sp p = x.RS + 4u * (b * x.rss + ri);
+    cs_sp p = cs_vsh_rsp(x, b, ri);
     uint32_t v = cs_s_ld(p);
     if (v == 0) v = cs_s_cas(p, 0, clk);
     if (v == 0) {
-        cs_sp r = x.R + ri * x.gp + b * CS_VSH_B;
-        for (uint32_t i = 0; i < CS_VSH_B; i += 16) cs_s_st4(r + i, cs_u4{0, 0, 0, 0});
+        cs_vsh_empty(cs_vsh_row(x, b, ri));
     } else if (v < clk) {
         cs_s_max(p, clk);
     }
@@ -1870,7 +1879,12 @@ CS_DEV void cs_vsh_raise(const cs_vctx& x, uint32_t b, uint32_t ri, uint32_t clk
 // A wgmma unit's row, which four warps publish into at once: one lane at a time empties
 // the bytes (ZEROING meanwhile; the others wait), then sets the summary to 1 (bytes valid,
 // no read yet); one lane per summary word among the warp's lanes here (a lane spinning on
-// its own warp's lane stalls the warp). Returns the summary, to be raised after the bytes.
+// its own warp's lane stalls the warp). cs_vsh_fresh returns the summary, to be raised
+// after the bytes.
+// A writer that finds a summary ZEROING takes it for an unordered read: it can see one only
+// while a wgmma unit publishes its first read of the block since it was written whole,
+// which no synchronisation orders against this write (a race: the reader sees the write
+// too, after its fence).
 #define CS_RS_ZEROING 0xFFFFFFFFu
 CS_NOINLINE void cs_vsh_freshen(cs_sp p, cs_sp r) {
     uint32_t same = cs_match(cs_activemask(), p);
@@ -1878,7 +1892,7 @@ CS_NOINLINE void cs_vsh_freshen(cs_sp p, cs_sp r) {
         uint32_t v = cs_s_ld(p);
         while (v == 0 || v == CS_RS_ZEROING) {
             if (v == 0 && cs_s_cas(p, 0, CS_RS_ZEROING) == 0) {
-                for (uint32_t i = 0; i < CS_VSH_B; i += 16) cs_s_st4(r + i, cs_u4{0, 0, 0, 0});
+                cs_vsh_empty(r);
                 cs_fence_lock();  // the bytes empty before the summary says so
                 cs_s_st(p, 1);
                 break;
@@ -1890,22 +1904,17 @@ CS_NOINLINE void cs_vsh_freshen(cs_sp p, cs_sp r) {
     cs_fence_lock();
 }
 CS_DEV uint32_t cs_vsh_fresh(const cs_vctx& x, uint32_t b, uint32_t ri) {
-    cs_sp p = x.RS + 4u * (b * x.rss + ri);
+    cs_sp p = cs_vsh_rsp(x, b, ri);
     uint32_t v = cs_s_ld(p);
     if (v != 0 && v != CS_RS_ZEROING) return v;
-    cs_vsh_freshen(p, x.R + ri * x.gp + b * CS_VSH_B);
+    cs_vsh_freshen(p, cs_vsh_row(x, b, ri));
     return 1;  // (or more: the caller raises it with a max)
 }
-// A writer that finds a summary ZEROING takes it for an unordered read: it can see one only
-// while a wgmma unit publishes its first read of the block since it was written whole,
-// which no synchronisation orders against this write (a race: the reader sees the write
-// too, after its fence).
-
 // Raise reader ri's summary of block b to clk.
 CS_DEV void cs_vsh_note(const cs_vctx& x, uint32_t b, uint32_t ri, uint32_t clk) {
     // (each lane: a warp-wide vote to pick one lane cost more than the few lanes of a
     // block that find the summary behind and raise it)
-    cs_sp p = x.RS + 4u * (b * x.rss + ri);
+    cs_sp p = cs_vsh_rsp(x, b, ri);
     if (cs_s_ld(p) < clk) cs_s_max(p, clk);
 }
 
@@ -1940,7 +1949,7 @@ CS_DEV void cs_vsh_publish(const cs_vctx& x, uint32_t ri, uint32_t clk, uint32_t
     uint32_t c8 = cs_vsh_byte(clk);
     if ((g0 & 3u) == 0 && g1 == g0 + 3) {  // an aligned 16-byte chunk (ldmatrix, v4, wgmma)
         uint32_t b = g0 / CS_VSH_B;
-        cs_sp p = x.RS + 4u * (b * x.rss + ri);
+        cs_sp p = cs_vsh_rsp(x, b, ri);
         uint32_t v = cs_s_ld(p), old = cs_s_ld(R + g0);  // (both loads in flight at once)
         if (v == 0 || v == CS_RS_ZEROING) {  // stale bytes: emptied first
             if (unit) cs_vsh_fresh(x, b, ri);
@@ -1965,12 +1974,7 @@ CS_DEV void cs_vsh_publish(const cs_vctx& x, uint32_t ri, uint32_t clk, uint32_t
             g += 1;
         }
     }
-    uint32_t b0 = g0 / CS_VSH_B, b1 = g1 / CS_VSH_B;
-    cs_vsh_note(x, b0, ri, clk);
-    for (uint32_t b = b0 + 1; b <= b1; ++b) {
-        cs_sp p = x.RS + 4u * (b * x.rss + ri);
-        if (cs_s_ld(p) < clk) cs_s_max(p, clk);
-    }
+    for (uint32_t b = g0 / CS_VSH_B; unit && b <= g1 / CS_VSH_B; ++b) cs_vsh_note(x, b, ri, clk);
 }
 
 #define CS_PROXY_NONE 0u   // a warp's read through the generic proxy
@@ -2168,7 +2172,7 @@ CS_DEV void cs_vsh_check_readers(const cs_vctx& x, uint32_t g, uint32_t seen, cs
     for (uint32_t j = 0; j < x.nr && !f.kind; ++j) {
         uint32_t ri = j < nwg ? nw + nb + j : j - nwg;
         if (ri < 32 ? !((seen >> ri) & 1u)
-                    : !cs_s_ld(x.RS + 4u * ((g / CS_VSH_B) * x.rss + ri)))
+                    : !cs_s_ld(cs_vsh_rsp(x, g / CS_VSH_B, ri)))
             continue;
         uint32_t b8 = cs_s_ld8(x.R + ri * x.gp + g), t = cs_vsh_reader_tid(ri);
         if (!b8 || t == x.w) continue;
@@ -2934,7 +2938,6 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     CS_PROF(21);
     bool live = cs_mbar_live(j);  // live in this CTA's generation
     uint32_t* mine = cs_vis(slot, w);
-    uint32_t* cur = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;  // the open phase's slot
     switch (live || op == CS_MB_INIT ? op : CS_MB_DEAD) {
     case CS_MB_INIT:
         if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
@@ -2974,6 +2977,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         // its clock up to the open group is released into this phase, and the open group
         // is closed so later copies are not covered. .noinc (arg 1): each thread's arrival
         // counts; without it the count is raised first (net 0).
+        uint32_t* cur = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;  // the open phase's slot
         uint32_t clk = cs_cpticks_sh[w] + 1;
         if (cur[CS_AGENT_CPASYNC + w] < clk) cur[CS_AGENT_CPASYNC + w] = clk;
         *(volatile uint32_t*)&cs_cpticks_sh[w] = clk;
@@ -2994,7 +2998,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         if (op == CS_MB_COMPLETE_TX) e[CS_MB_TX] -= n;
         bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
         uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
-        if (arrives) cs_vc_join(cur, mine, CS_NO_SLOT);
+        if (arrives) cs_vc_join(e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical, mine, CS_NO_SLOT);
         bool under = arrives && (int32_t)e[CS_MB_PENDING] < (int32_t)count;
         if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
         skip = under ? 1u : skip;
