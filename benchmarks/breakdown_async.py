@@ -35,7 +35,8 @@ CONFIGS = {  # (switching the mbarrier or tensor probes off would hang the TMA k
 
 PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "bulk",
           "bulk_store", "bulk_group", "wgmma", "wgmma_group", "tensor", "mbar failed wait",
-          "cta_begin", "(access: slow path)", "(access: slow path, tables)", "(unused)",
+          "cta_begin", "(access: slow path)", "(access: slow path, tables)",
+          "mbar (lanes marked off)",
           "(tensor: map lookup)", "(tensor: the copy's write)", "(mbar: taking the lock)",
           "mbar successful wait", "(mbar: under the lock)")
 

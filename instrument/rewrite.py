@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from . import abi, coalesce
+from . import abi, coalesce, converge
 from .events import Classified, Event, classify
 from .ptx import Function, Item, Module, PTXSyntaxError, parse
 from .sites import SiteTable, SourceLoc
@@ -27,6 +27,7 @@ REG_OK = "%__cs_ok"  # predicate: the guarded mbarrier operation may run
 REG_SPIN = "%__cs_spin"  # failed mbarrier waits in a row (sampled: abi.MB_WAIT_SAMPLE)
 REG_SPIN_LOW = "%__cs_spl"
 REG_SKIP = "%__cs_skip"  # predicate: this failed wait is not sampled
+REG_OP = "%__cs_op"  # a probe's op word, PROBE_OFF for the lanes a converted branch skips
 
 
 @dataclass(frozen=True)
@@ -348,6 +349,9 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                                {i: (lc[0].file, lc[0].line) if lc else None
                                 for i, _, _, lc in walk})
         lines = {i: it.line for i, it, _, _ in walk}
+        regions = converge.find([(i, it, c) for i, it, c, _ in walk],
+                                {i for i, _, c, _ in walk if c is not None and c.event.probed})
+        converted = {m for r in regions for m in r.members}
         for idx, it, c, loc in walk:
             if c is None or not c.event.probed:
                 continue
@@ -369,13 +373,20 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             tensor = c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE)
             before[idx], after_text = _probe(it, c, site.id, widths,
                                              _symbol_spaces(mod, spaces) if tensor else None,
-                                             rep)
+                                             rep, on=idx in converted)
             if after_text:
                 after[idx] = after_text
             if (c.event is Event.MBARRIER and c.result is None) or \
                     c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD):
                 body = it.text[len(it.pred):].lstrip() if it.pred else it.text
                 replaced[idx] = f"@{REG_OK} {body}"
+        items = {i: it for i, it, _, _ in walk}
+        for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
+            replaced[r.branch] = r.on
+            for m in r.members:
+                if m not in replaced:
+                    pre, replaced[m] = converge.predicated(items[m])
+                    before[m] = before.get(m, "") + pre
         if fn.is_entry:
             if first_code is None:
                 first_code = fn.close_index
@@ -383,7 +394,9 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
         if probes or fn.is_entry:
             after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3};"
                                     f"\n\t.reg .b32 {REG_TOKEN}, {REG_SPIN}, {REG_SPIN_LOW};"
-                                    f"\n\t.reg .pred {REG_OK}, {REG_SKIP};"
+                                    f"\n\t.reg .b32 {REG_OP};"
+                                    f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, {converge.REG_ON}, "
+                                    f"{converge.REG_ON_OWN};"
                                     + after.get(fn.open_index, ""))
             start = fn.close_index if first_code is None else first_code
             before[start] = f"mov.u32 {REG_SPIN}, 0;\n\t" + before.get(start, "")
@@ -418,11 +431,22 @@ def _guard(call: str, pred: str | None) -> str:
     return call + "\n\t" + "\n\t".join(guard) + "\n\t"
 
 
+def _op_word(op: int, on: bool) -> tuple[list[str], str]:
+    """(code, operand) of a probe's op word: in a converted region (converge.py), the lanes
+    the branch skipped pass it with PROBE_OFF."""
+    if not on:
+        return [], str(op)
+    return [f"selp.b32 {REG_OP}, {op}, {op | abi.PROBE_OFF}, {converge.REG_ON};"], REG_OP
+
+
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
-           spaces: dict[str, str] | None = None, rep: int | None = None) -> tuple[str, str]:
+           spaces: dict[str, str] | None = None, rep: int | None = None,
+           on: bool = False) -> tuple[str, str]:
     """(text before, text after) the instruction. `rep`: a strided probe's stride and
-    count (abi.PROBE_ACCESS_N)."""
+    count (abi.PROBE_ACCESS_N). `on`: the instruction is in a converted region (every
+    lane calls the probe; its op word says which lanes run the instruction)."""
     pred = it.pred
+    guard_pred = f"@{converge.REG_ON}" if on else pred
     ev = c.event
     if ev in (Event.TENSOR_LOAD, Event.TENSOR_STORE):
         # (smem, tensor map, mbarrier, site, op): the checker looks the map's geometry up;
@@ -433,11 +457,13 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
             code += _address_code(c.result or "", widths, it, REG_ADDR2)
         else:
             code.append(f"mov.b64 {REG_ADDR2}, 0;")
-        op = abi.TENSOR_LOAD if ev is Event.TENSOR_LOAD else abi.TENSOR_STORE
+        opcode, op = _op_word(abi.TENSOR_LOAD if ev is Event.TENSOR_LOAD else abi.TENSOR_STORE,
+                              on)
         args = [(".b64", REG_ADDR), (".b64", REG_ADDR3), (".b64", REG_ADDR2),
-                (".b32", str(site)), (".b32", str(op))]
-        call = _call(pred, abi.PROBE_TENSOR, args, ret=True, pre=code, comment=f"site {site}")
-        return (_guard(call, pred) if ev is Event.TENSOR_LOAD else call + "\n\t"), ""
+                (".b32", str(site)), (".b32", op)]
+        call = _call(pred, abi.PROBE_TENSOR, args, ret=True, pre=code + opcode,
+                     comment=f"site {site}")
+        return (_guard(call, guard_pred) if ev is Event.TENSOR_LOAD else call + "\n\t"), ""
     if ev in (Event.ASYNC_COMMIT, Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL):
         op = {Event.ASYNC_COMMIT: abi.ASYNC_COMMIT, Event.ASYNC_WAIT: abi.ASYNC_WAIT,
               Event.ASYNC_WAIT_ALL: abi.ASYNC_WAIT_ALL}[ev]
@@ -479,12 +505,14 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         return _guard(call, pred), ""
     if ev is Event.MBARRIER:
         code = _address_code(c.address or "", widths, it)
-        args = [(".b64", REG_ADDR), (".b32", str(c.op)), (".b32", c.arg), (".b32", str(site))]
+        opcode, op = _op_word(c.op, on)
+        args = [(".b64", REG_ADDR), (".b32", op), (".b32", c.arg), (".b32", str(site))]
         if c.result is None:
             # The checker answers 1 for an operation that would fault (uninitialised
             # mbarrier, arrival below zero): the instruction is then skipped (see below).
-            call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code, comment=f"site {site}")
-            return _guard(call, pred), ""
+            call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code + opcode,
+                         comment=f"site {site}")
+            return _guard(call, guard_pred), ""
         # A wait acquires only if it succeeded: pass the outcome (and, for the parity form,
         # the parity) once the instruction has run. A failed one is passed on only every
         # MB_WAIT_SAMPLE-th time in a row (the checker then looks for a deadlock).

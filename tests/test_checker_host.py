@@ -337,6 +337,23 @@ def test_mbarrier_orders_producer_and_consumer(ckv):
     assert ckv.kinds() == []
 
 
+def test_lanes_marked_off_neither_arrive_nor_copy(ckv):
+    """A branch the rewriter converted (instrument/converge.py): a lane that skips the
+    operation calls the probe with PROBE_OFF and changes nothing."""
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    assert ckv.mbar(0, MB, abi.MB_ARRIVE | abi.PROBE_OFF, 1, site=11) == 0
+    ckv.mbar_wait(1, MB, parity=0)  # no phase completed: the wait acquires nothing
+    ckv.read(1, 0, site=2)
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+    # an arrival marked off does not count either: the real one completes the phase
+    assert ckv.mbar(2, MB, abi.MB_ARRIVE | abi.PROBE_OFF, 5, site=12) == 0
+    assert ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=13) == 0
+    ckv.mbar_wait(3, MB, parity=0)
+    ckv.read(3, 0, site=3)
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+
+
 def test_cp_async_mbarrier_arrive_publishes_the_copies(ckv):
     _init(ckv, count=2)
     ckv.cp_async(0, 0, site=1)
@@ -722,6 +739,21 @@ def test_tensor_load_writes_exactly_the_box_of_a_known_map(ckv):
     assert ckv.kinds() == [("async.pending-write", 2, 1), ("uninit.read", 3, -1)]
     (r,) = _records(ckv, "async.pending-write")
     assert int(r["prev_warp"]) == abi.AGENT_MBAR + 0  # the copy engine of the mbarrier
+
+
+def test_tensor_load_marked_off_writes_nothing(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A, footprint=256)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 256, site=11)
+    ckv._as(0)
+    off = ckv._probe(abi.PROBE_TENSOR)(64, tmap, MB, 1, abi.TENSOR_LOAD | abi.PROBE_OFF)
+    assert off == 0
+    ckv.read(0, 64, site=2)  # no copy in flight: nothing wrote it
+    assert ckv.kinds() == [("uninit.read", 2, -1)]
+    assert ckv.tensor_load(0, 64, tmap, MB, site=1) == 0  # the real one still completes it
+    ckv.mbar_wait(2, MB, parity=0)
+    _span(ckv.read, 2, 64, 256, 4)
+    assert ckv.kinds() == [("uninit.read", 2, -1)]
 
 
 def test_tensor_loads_complete_the_phase_with_their_box_bytes(ckv):

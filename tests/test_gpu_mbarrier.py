@@ -206,3 +206,30 @@ def test_mbarrier_misuse(kind):
         "BUG", clean)
     rep, _, _ = _check(fixed, "mb_misuse", 32)
     assert rep.ok, str(rep)  # and the context survived the faulting op consan skipped
+
+
+# `if (lane == 0) arrive`, then every lane asks which lanes run with it. Natively the warp
+# is together again after the branch; the probe must not leave it split (31 lanes, then
+# 1: instrument/converge.py).
+TOGETHER = MB + r"""
+extern "C" __global__ void mb_together(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    int t = threadIdx.x, lane = t % 32;
+    if (t == 0) mb_init(&bar, 2);
+    __syncthreads();
+    float acc = in[t] * 0.0f;
+    for (int i = 0; i < 4; ++i) {
+        __syncwarp();
+        if (lane == 0) mb_arrive(&bar, 1);
+        acc += (float)__popc(__activemask());  // @together
+        mb_wait(&bar, i & 1);
+    }
+    out[t] = acc;
+}
+"""
+
+
+def test_warp_stays_together_after_a_one_lane_arrive():
+    rep, out, _ = _check(TOGETHER, "mb_together", 64)
+    assert rep.ok, str(rep)
+    assert out.tolist() == [4 * 32.0] * 64  # natively too: 32 lanes after each branch

@@ -104,6 +104,41 @@ def test_tile_after_the_wait_is_clean_and_computes_what_native_does():
     np.testing.assert_array_equal(_tile_native(src, m), got)
 
 
+# `if (t == 0) tma_load_2d(...)`, then every lane of warp 0 asks which lanes run with it:
+# natively all 32; the probe's lanes write the box together and leave together
+# (instrument/converge.py), so warp 0 is not split after the copy.
+TOGETHER = gk.TMA_PRELUDE + r"""
+extern "C" __global__ void tma_together(const __grid_constant__ TensorMap128 map, float* out,
+                                        int width) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(128) float tile[32 * 32];
+    int t = threadIdx.x, x0 = blockIdx.x * 32, y0 = blockIdx.y * 32;
+    if (t == 0) mb_init(&bar, 1);
+    __syncthreads();
+    if (t == 0) tma_load_2d(tile, &map, x0, y0, &bar, 32 * 32 * 4);
+    float lanes = (float)__popc(__activemask());
+    mb_wait(&bar, 0);
+    for (int i = t; i < 32 * 32; i += blockDim.x)
+        out[(y0 + i / 32) * width + x0 + i % 32] = tile[i] + lanes;
+}
+"""
+
+
+def test_warp_stays_together_after_a_one_lane_tensor_load():
+    _hopper_or_skip()
+    import cupy as cp
+
+    import consan
+
+    x = _matrix((ROWS, COLS), 9)
+    out = cp.zeros((ROWS, COLS), dtype=cp.float32)
+    rep = consan.check(TOGETHER, "tma_together", grid=(COLS // 32, ROWS // 32), block=(64,),
+                       args=(consan.tensor_map(x, box_shape=(32, 32)), out, np.int32(COLS)),
+                       options=(arch_option(),))
+    assert rep.ok, str(rep)
+    np.testing.assert_array_equal(out.get(), x.get() + 32.0)  # natively too
+
+
 @pytest.mark.parametrize("subs", [gk.TMA_TILE_CLEAN, gk.TMA_TILE_RACY], ids=["clean", "racy"])
 def test_unknown_map_is_noted_and_its_box_guessed_from_the_expected_bytes(subs):
     _hopper_or_skip()

@@ -363,3 +363,48 @@ def test_st_async_and_cluster_mbarriers_are_probed_guarded_and_assemble():
     assert "@%__cs_ok st.async.shared::cluster" in out
     assert "@%__cs_ok red.async.relaxed.cluster" in out
     toolchain.link_with_checker(ins, "st_async", toolchain.Arch.parse("sm_90a"))
+
+
+CONVERT = (".visible .entry k()\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<8>;\n"
+           "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.s32 %p1, %r1, 0;\n"
+           "\t@%p1 bra $L__BB0_2;\n"
+           "\tadd.s32 %r2, %r1, 8;\n"
+           "\t@%p2 add.s32 %r2, %r2, 8;\n"
+           "\t@!%p3 add.s32 %r2, %r2, 16;\n"
+           "\t{BODY}\n"
+           "$L__BB0_2:\n\tret;\n}\n")
+
+
+def test_branch_around_an_arrive_is_converted():
+    """`if (lane == 0) arrive`: every lane calls the probe, the skipped ones marked off
+    (instrument/converge.py); the region's instructions run only where the branch fell
+    through, their own predicates kept."""
+    body = "mbarrier.arrive.shared.b64 _, [%r2];"
+    out = instrument(HEADER + CONVERT.replace("{BODY}", body)).ptx
+    assert "bra $L__BB0_2" not in out and "not.pred %__cs_on, %p1;" in out
+    assert "@%__cs_on add.s32 %r2, %r1, 8;" in out
+    assert "and.pred %__cs_oo, %p2, %__cs_on;\n\t@%__cs_oo add.s32 %r2, %r2, 8;" in out
+    assert "not.pred %__cs_oo, %p3;\n\tand.pred %__cs_oo, %__cs_oo, %__cs_on;\n\t" \
+           "@%__cs_oo add.s32 %r2, %r2, 16;" in out
+    arrive, off = abi.MB_ARRIVE, abi.MB_ARRIVE | abi.PROBE_OFF
+    assert f"selp.b32 %__cs_op, {arrive}, {off}, %__cs_on;" in out
+    assert f"\n\tcall (__cs_r), {abi.PROBE_MBAR}" in out  # not predicated
+    assert "@!%__cs_on setp.eq.u32 %__cs_ok, 1, 0;\n\t@%__cs_ok mbarrier.arrive" in out
+    toolchain.link_with_checker(instrument(HEADER + CONVERT.replace("{BODY}", body)), "k",
+                                toolchain.Arch.parse("sm_90a"))
+    neg = CONVERT.replace("@%p1 bra", "@!%p1 bra").replace("{BODY}", body)
+    assert "mov.pred %__cs_on, %p1;" in instrument(HEADER + neg).ptx
+
+
+@pytest.mark.parametrize("body", [
+    "st.shared.u32 [%r2], 1;\n\tmbarrier.arrive.shared.b64 _, [%r2];",  # an access probe
+    "mbarrier.arrive.shared.b64 _, [%r2];\n$L__BB0_9:\n\tmov.u32 %r3, 1;",  # a label inside
+    "bar.warp.sync -1;\n\tmbarrier.arrive.shared.b64 _, [%r2];",  # lanes together
+    "@%p2 mbarrier.arrive.shared.b64 _, [%r2];",  # a predicated probe
+    "mbarrier.try_wait.parity.shared.b64 %p2, [%r2], 0;",  # a wait
+    "mov.u32 %r3, 1;",  # no probe: nothing to keep together
+])
+def test_branches_the_conversion_would_change_are_kept(body):
+    out = instrument(HEADER + CONVERT.replace("{BODY}", body)).ptx
+    assert "@%p1 bra $L__BB0_2;" in out
+    assert "pred %__cs_on, %p1" not in out and "selp.b32 %__cs_op" not in out

@@ -95,6 +95,7 @@ static uint32_t cs_host_ms;  // the host driver's clock: every look advances it 
 CS_DEV uint32_t cs_now_ms() { return cs_host_ms += 100; }
 CS_DEV void cs_exit_thread() {}
 CS_DEV bool cs_all(uint32_t, bool p) { return p; }
+CS_DEV uint32_t cs_ballot(uint32_t, bool p) { return p ? 1u : 0u; }
 CS_DEV uint32_t cs_nth_set(uint32_t m, uint32_t k) {
     for (uint32_t i = 0; i < 32; ++i) if ((m >> i) & 1u) { if (k == 0) return i; --k; }
     return 0;
@@ -190,6 +191,7 @@ CS_DEV uint32_t cs_now_ms() {
 }
 CS_DEV void cs_exit_thread() { asm volatile("exit;"); }
 CS_DEV bool cs_all(uint32_t m, bool p) { return __all_sync(m, p); }
+CS_DEV uint32_t cs_ballot(uint32_t m, bool p) { return __ballot_sync(m, p); }
 CS_DEV uint32_t cs_nth_set(uint32_t m, uint32_t k) { return __fns(m, 0, (int)k + 1); }
 CS_DEV uint32_t cs_min(uint32_t m, uint32_t v) { return __reduce_min_sync(m, v); }
 CS_DEV uint32_t cs_max(uint32_t m, uint32_t v) { return __reduce_max_sync(m, v); }
@@ -2358,7 +2360,7 @@ struct cs_vsh_copy {
 // whole (one word) once their old epochs are judged -- one when a copy held the block, else
 // 32 of them, four at a time while they equal one judged clean -- others, and blocks with
 // an mbarrier in them, granule by granule.
-CS_NOINLINE void cs_vsh_copy_block(const cs_vctx& x, uint32_t b, uint32_t a, uint32_t z,
+CS_DEV void cs_vsh_copy_block_body(const cs_vctx& x, uint32_t b, uint32_t a, uint32_t z,
                                    uint32_t site, uint32_t by, uint32_t now, cs_vsh_copy& c) {
     bool whole = z - a == CS_VSH_B - 1, held = false;
     while (whole && !held) {
@@ -2404,6 +2406,11 @@ CS_NOINLINE void cs_vsh_copy_block(const cs_vctx& x, uint32_t b, uint32_t a, uin
         cs_s_st(x.W + 4u * g, now);
         cs_g_st(x.ws + g, site);
     }
+}
+
+CS_NOINLINE void cs_vsh_copy_block(const cs_vctx& x, uint32_t b, uint32_t a, uint32_t z,
+                                   uint32_t site, uint32_t by, uint32_t now, cs_vsh_copy& c) {
+    cs_vsh_copy_block_body(x, b, a, z, site, by, now, c);
 }
 
 CS_NOINLINE void cs_vsh_copy_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint32_t b,
@@ -2509,6 +2516,45 @@ CS_NOINLINE void cs_vsh_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t 
     }
     uint32_t k;
     if (!f.kind) f = cs_vsh_first(c.fw, 0, c.aw, c.fr, 0, c.ar, k);
+}
+
+// The same write by the lanes `lanes` of warp w together (every one calls it, with the
+// same arguments): lane r of n takes blocks b0 + r, b0 + r + n, ... -- its epochs, a
+// fence, then their readers -- with no call out of line on the way (a call from a branch
+// would release the lanes waiting for it: instrument/converge.py). The finding at the
+// lowest granule is every lane's.
+CS_NOINLINE cs_found cs_vsh_engine_lanes(uint32_t slot, uint32_t w, uint32_t g0, uint32_t g1,
+                                         uint32_t site, uint32_t by, uint32_t clk,
+                                         uint32_t lanes) {
+    cs_found out = {{0, CS_NO_SITE, CS_NO_WARP}, 0};
+    if (!cs_vsh_clock_fits(clk, site)) return out;
+    const cs_vctx x = cs_vsh_ctx(slot, w);
+    const uint32_t now = cs_vw(by, clk, 0);
+    const uint32_t r = cs_popc(lanes & ((1u << cs_lane()) - 1u)), n = cs_popc(lanes);
+    cs_vsh_copy c = {{0, CS_NO_SITE, CS_NO_WARP}, {0, CS_NO_SITE, CS_NO_WARP}, 0, 0, 0xFFFFFFFFu};
+    const uint32_t b0 = g0 / CS_VSH_B, b1 = g1 / CS_VSH_B;
+    for (uint32_t b = b0 + r; b <= b1; b += n) {
+        uint32_t a = b * CS_VSH_B > g0 ? b * CS_VSH_B : g0;
+        uint32_t z = b * CS_VSH_B + CS_VSH_B - 1 < g1 ? b * CS_VSH_B + CS_VSH_B - 1 : g1;
+        cs_vsh_copy_block_body(x, b, a, z, site, by, now, c);
+    }
+    cs_fence();  // (each lane looks at the readers of its own blocks)
+    cs_vsh_vcr q = cs_vsh_reader_clocks(x);
+    for (uint32_t b = b0 + r; b <= b1; b += n) {
+        uint32_t a = b * CS_VSH_B > g0 ? b * CS_VSH_B : g0;
+        uint32_t z = b * CS_VSH_B + CS_VSH_B - 1 < g1 ? b * CS_VSH_B + CS_VSH_B - 1 : g1;
+        cs_vsh_block_readers(x, &q, b, a, z, c.fr, c.ar);
+    }
+    bool epoch = c.fw.kind && (!c.fr.kind || c.aw <= c.ar);  // (as cs_vsh_first)
+    cs_finding f = epoch ? c.fw : c.fr;
+    uint32_t at = f.kind ? (epoch ? c.aw : c.ar) : 0xFFFFFFFFu;
+    uint32_t low = cs_min(lanes, at);
+    if (low == 0xFFFFFFFFu) return out;
+    int src = cs_ffs(cs_ballot(lanes, at == low)) - 1;
+    out.f = {cs_bcast(lanes, f.kind, src), cs_bcast(lanes, f.prev_site, src),
+             cs_bcast(lanes, f.prev_warp, src)};
+    out.at = low;
+    return out;
 }
 
 // An async reader's (bulk-store unit, wgmma unit) reads of granules [g0, g1] at clk for
@@ -2890,9 +2936,12 @@ CS_DEV bool cs_spin_stuck(uint32_t slot, uint32_t w, uint32_t key) {
 
 // The leader's verdict on a guarded operation, for every lane: 0 run it, 1 skip it
 // (it would fault), 2 deadlock -- the warp's lanes leave the kernel here.
-CS_DEV uint32_t cs_guard_verdict(uint32_t active, uint32_t skip, uint32_t leader, uint32_t site) {
-    cs_syncwarp(active);
-    skip = cs_bcast(active, skip, leader);
+// `all`: every lane in the probe (each asks its own group's leader). One mask for all
+// lanes: a warp-synchronous instruction run at once with different masks (a mask per
+// group) splits the warp, and nothing joins it again.
+CS_DEV uint32_t cs_guard_verdict(uint32_t all, uint32_t skip, uint32_t leader, uint32_t site) {
+    cs_syncwarp(all);
+    skip = cs_bcast(all, skip, leader);
     if (skip == 2) {
         cs_thread_exit(site);
         cs_exit_thread();
@@ -3020,17 +3069,22 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
 // Returns 1 when the operation would fault on the hardware (an mbarrier that is not
 // live, an arrival below zero): the rewritten kernel then skips it, so the report is
 // read back and the CUDA context stays usable.
+// Lanes with CS_PROBE_OFF in `op` skip the operation (a branch the rewriter converted,
+// instrument/converge.py): they only wait here for the lanes that run it.
 CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
+    bool off = op & CS_PROBE_OFF;
+    op &= ~CS_PROBE_OFF;
     bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
-    CS_PROF(waits ? ((arg & 2) ? 20u : 12u) : 5u);
+    CS_PROF(off ? 16u : waits ? ((arg & 2) ? 20u : 12u) : 5u);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
-    uint32_t active = cs_group(((uint64_t)site << 32) | arg, addr);
+    uint32_t all = cs_activemask();
+    uint32_t active = off ? cs_group(~0ull, ~0ull) : cs_group(((uint64_t)site << 32) | arg, addr);
     uint32_t w = cs_warp();
     uint32_t lanes = cs_popc(active);
     uint32_t leader = cs_ffs(active) - 1;
-    uint32_t skip = cs_lane() == leader ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes) : 0;
-    return cs_guard_verdict(active, skip, leader, site);
+    uint32_t skip = cs_lane() == leader && !off ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes) : 0;
+    return cs_guard_verdict(all, skip, leader, site);
 }
 
 
@@ -3042,6 +3096,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     CS_PROF(6);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
+    uint32_t all = cs_activemask();
     uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32));
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0;
@@ -3092,7 +3147,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
             cs_mbar_unlock(j);
         }
     }
-    return cs_guard_verdict(active, skip, leader, site);
+    return cs_guard_verdict(all, skip, leader, site);
 }
 
 // ------------------------------------------------------------- bulk stores and proxy fences
@@ -3537,40 +3592,48 @@ CS_DEV void cs_tensor_record(uint32_t kind, uint32_t site, const cs_finding& f, 
     cs_record(r);
 }
 
-// One tensor load (run by the leader lane). Returns 1 when the copy would fault.
-CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64_t mbar,
-                               uint32_t site) {
+// One tensor load, in three steps: the leader's look at the mbarrier and the map, the
+// copy's write (by every lane of the call where the tables are in shared memory), the
+// leader's transaction bytes.
+struct cs_tload {
+    uint32_t skip;  // 1: the copy would fault
+    bool write;  // the copy's write to model (span bytes at off)
+    uint32_t* e;  // the mbarrier's entry, live: its bytes and phase to update
+    uint32_t off, span, moff, j, ph, bytes;
+    cs_finding f;
+};
+CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, uint64_t mbar,
+                                     uint32_t site) {
     cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
-    uint32_t moff, off;
-    cs_local((uint32_t)mbar, moff);
-    if (!cs_local((uint32_t)dst, off)) {  // another CTA's smem (and mbarrier): not checked
-        cs_tensor_record(CS_TOOL_REMOTE_SMEM, site, none, off, off, moff, 0, 0);
-        return 0;
+    cs_tload t = {0, false, 0, 0, 0, 0, 0, 0, 0, none};
+    cs_local((uint32_t)mbar, t.moff);
+    if (!cs_local((uint32_t)dst, t.off)) {  // another CTA's smem (and mbarrier): not checked
+        cs_tensor_record(CS_TOOL_REMOTE_SMEM, site, none, t.off, t.off, t.moff, 0, 0);
+        return t;
     }
-    uint32_t j = 0;
-    uint32_t* e = cs_mbar_entry(slot, moff, false, j);
-    if (e == 0 || !cs_mbar_live(j)) {
-        cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
-        return 1;
+    uint32_t* e = cs_mbar_entry(slot, t.moff, false, t.j);
+    if (e == 0 || !cs_mbar_live(t.j)) {
+        cs_mbar_record(CS_MBARRIER_UNINIT, site, t.moff, e);
+        t.skip = 1;
+        return t;
     }
-    uint32_t agent = CS_AGENT_MBAR + j;
+    t.e = e;
     // (no lock: the phase cannot complete before this copy's bytes arrive, and the words
-    // are read whole; the lock below completes it if it is still this phase)
-    uint32_t ph = cs_ld32(&e[CS_MB_PHASE]);
+    // are read whole; the lock at the end completes it if it is still this phase)
+    t.ph = cs_ld32(&e[CS_MB_PHASE]);
     int32_t tx = (int32_t)cs_ld32(&e[CS_MB_TX]);
-    uint32_t end = S.granules * CS_GRANULE_BYTES;
-    uint32_t bytes;  // transaction bytes the copy completes
+    uint32_t end = S.granules * CS_GRANULE_BYTES, off = t.off;
     {
         CS_PROF(17);
-        bytes = cs_tmap_bytes(map);
+        t.bytes = cs_tmap_bytes(map);  // transaction bytes the copy completes
     }
-    bool guessed = bytes == 0;
-    uint32_t span = bytes;  // bytes of the window it writes
+    bool guessed = t.bytes == 0;
+    uint32_t span = t.bytes;  // bytes of the window it writes
     if (guessed) {
         // Unknown map: the bytes the phase still expects (exact when one copy fills the
         // phase), else up to the end of the window; never past a live mbarrier.
-        bytes = tx > 0 ? (uint32_t)tx : 0;
-        span = bytes ? bytes : (off < end ? end - off : 0);
+        t.bytes = tx > 0 ? (uint32_t)tx : 0;
+        span = t.bytes ? t.bytes : (off < end ? end - off : 0);
         if (off >= end) span = 0;
         else if (span > end - off) span = end - off;
         uint32_t g1 = span ? (off + span - 1) / CS_GRANULE_BYTES : 0;
@@ -3582,25 +3645,45 @@ CS_DEV uint32_t cs_tensor_load(uint32_t slot, uint64_t dst, uint64_t map, uint64
                 break;
             }
         }
-        cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off + span, moff, ph, span);
+        cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off + span, t.moff, t.ph,
+                         span);
     }
-    cs_finding f = none;
-    if (!guessed && (off >= end || bytes > end - off)) {
-        f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
-    } else if (span) {
-        CS_PROF(18);
-        cs_view v = cs_make_view(slot, cs_warp());
-        cs_engine_write(v, off / CS_GRANULE_BYTES, (off + span - 1) / CS_GRANULE_BYTES, site,
-                        agent, ph + 1, f);
+    t.span = span;
+    if (!guessed && (off >= end || t.bytes > end - off))
+        t.f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+    else
+        t.write = span != 0;
+    return t;
+}
+CS_DEV void cs_tensor_load_end(uint32_t site, const cs_tload& t) {
+    if (t.f.kind)
+        cs_tensor_record(t.f.kind, site, t.f, t.off, t.off + t.span, t.moff, t.ph, t.bytes);
+    uint32_t agent = CS_AGENT_MBAR + t.j, *e = t.e;
+    cs_mbar_lock(t.j);
+    uint32_t* vc = e + CS_MB_VC + (t.ph & 1) * S.nlogical;
+    if (vc[agent] < t.ph + 1) vc[agent] = t.ph + 1;
+    e[CS_MB_TX] -= t.bytes;
+    if (e[CS_MB_PHASE] == t.ph) cs_mbar_try_complete(e);
+    cs_mbar_unlock(t.j);
+}
+
+// The copy engine of mbarrier j writes granules [g0, g1] at clock clk: every lane of
+// `lanes` calls this; the tables in shared memory take the lanes' help, else `lead`
+// writes alone.
+CS_DEV void cs_tensor_write(uint32_t lanes, uint32_t lead, uint32_t slot, uint32_t g0,
+                            uint32_t g1, uint32_t site, uint32_t by, uint32_t clk,
+                            cs_finding& f) {
+    CS_PROF(18);
+    uint32_t base = S.vsh_base / CS_GRANULE_BYTES;
+    if (cs_vsh_on() && cs_popc(lanes) > 1 && g0 >= base) {
+        cs_found r = cs_vsh_engine_lanes(slot, cs_warp(), g0 - base, g1 - base, site, by, clk,
+                                         lanes);
+        if (!f.kind) f = r.f;
+        return;
     }
-    if (f.kind) cs_tensor_record(f.kind, site, f, off, off + span, moff, ph, bytes);
-    cs_mbar_lock(j);
-    uint32_t* vc = e + CS_MB_VC + (ph & 1) * S.nlogical;
-    if (vc[agent] < ph + 1) vc[agent] = ph + 1;
-    e[CS_MB_TX] -= bytes;
-    if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
-    cs_mbar_unlock(j);
-    return 0;
+    if (cs_lane() != lead) return;
+    cs_view v = cs_make_view(slot, cs_warp());
+    cs_engine_write(v, g0, g1, site, by, clk, f);
 }
 
 // One tensor store by lane `lane` (run by the leader lane): a bulk store of the map's
@@ -3620,25 +3703,47 @@ CS_DEV void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint32_t 
     if (cs_async_proxy()) cs_bulk_store_one(slot, cs_warp(), lane, off, bytes, site);
 }
 
-// Every active lane issues its own copy: the leader models them in lane order. A load on
-// an mbarrier that is not live is skipped (1), as for bulk copies.
+// Every active lane issues its own copy: the leader (the lowest of them) models them in
+// lane order. The lanes of the call marked CS_PROBE_OFF (instrument/converge.py) issue
+// none but help write the boxes. A load on an mbarrier that is not live is skipped (1),
+// as for bulk copies.
 CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
                                   uint32_t op) {
     CS_PROF(11);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
-    uint32_t active = cs_group(((uint64_t)site << 32) | op, 0);
-    uint32_t leader = cs_ffs(active) - 1;
-    uint32_t skip = 0;
-    for (uint32_t rest = active; rest; rest &= rest - 1) {
+    uint32_t all = cs_activemask();
+    uint32_t active = cs_group(site, 0);  // this call's lanes, those marked off too
+    uint32_t issuers = cs_ballot(active, !(op & CS_PROBE_OFF));
+    if (!issuers) return 0;
+    op &= ~CS_PROBE_OFF;
+    uint32_t leader = cs_ffs(issuers) - 1, skip = 0;
+    bool lead = cs_lane() == leader;
+    for (uint32_t rest = issuers; rest; rest &= rest - 1) {
         int k = cs_ffs(rest) - 1;
         uint64_t d = cs_bcast64(active, smem, k), m = cs_bcast64(active, map, k);
         uint64_t b = cs_bcast64(active, mbar, k);
-        if (cs_lane() != leader) continue;
-        if (op == CS_TENSOR_LOAD) skip |= cs_tensor_load(slot, d, m, b, site);
-        else cs_tensor_store(slot, d, m, (uint32_t)k, site);
+        if (op != CS_TENSOR_LOAD) {
+            if (lead) cs_tensor_store(slot, d, m, (uint32_t)k, site);
+            continue;
+        }
+        cs_tload t = {};
+        if (lead) t = cs_tensor_load_begin(slot, d, m, b, site);
+        uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
+        if (span) {
+            uint32_t g0 = cs_bcast(active, t.off, leader) / CS_GRANULE_BYTES;
+            uint32_t g1 = g0 + (cs_bcast(active, t.off % CS_GRANULE_BYTES, leader) + span - 1) /
+                                   CS_GRANULE_BYTES;
+            uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
+            uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
+            cs_tensor_write(active, leader, slot, g0, g1, site, agent, clk, t.f);
+        }
+        if (lead) {
+            skip |= t.skip;
+            if (t.e) cs_tensor_load_end(site, t);
+        }
     }
-    return cs_guard_verdict(active, skip, leader, site);
+    return cs_guard_verdict(all, skip, leader, site);
 }
 
 #ifdef CONSAN_HOST

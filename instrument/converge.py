@@ -1,0 +1,90 @@
+"""Keep a warp together across a probe called from a branch (if-conversion).
+
+A probe function that uses the callee-saved convergence barriers (B6-B11) saves and
+clears them on entry. Called from `if (lane == 0) mbarrier.arrive(...)`, that clear
+releases the warp's other lanes, which wait for lane 0 at the branch's reconvergence
+point: the warp then runs split (31 lanes, then 1) until the kernel ends, every later
+probe twice (benchmarks/RESULTS.md, eighth session). Nothing reconverges the two
+halves: a `bar.warp.sync` synchronises them but leaves them apart.
+
+So a forward branch over straight-line code holding such probes is removed: the
+region's instructions are predicated on the lanes that would have run them, and the
+probes are called by every lane, the others marked off (abi.PROBE_OFF); the probes keep
+the lanes together. Only regions the conversion cannot change the meaning of qualify.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .events import Classified, Event
+from .ptx import Item
+
+REG_ON = "%__cs_on"  # predicate: the lane runs the converted region
+REG_ON_OWN = "%__cs_oo"  # predicate: REG_ON and the instruction's own predicate
+
+# Instructions a region may not hold: control flow, and anything whose meaning depends
+# on which lanes execute it together.
+_BARRED = frozenset({"bra", "call", "ret", "exit", "trap", "brkpt", "bar", "barrier",
+                     "activemask", "elect", "vote", "shfl", "match", "redux", "setmaxnreg",
+                     "wgmma", "griddepcontrol"})
+
+
+def convertible(c: Classified | None, it: Item) -> bool:
+    """A probed instruction whose probe takes PROBE_OFF lanes (abi.PROBE_OFF)."""
+    if c is None or not c.event.probed:
+        return True
+    if it.pred:
+        return False
+    return (c.event is Event.MBARRIER and c.result is None) or \
+        c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE)
+
+
+@dataclass(frozen=True)
+class Region:
+    branch: int  # module index of the `@p bra L` removed
+    label: int  # module index of L
+    members: tuple[int, ...]  # module indices of the instructions between
+    on: str  # PTX setting REG_ON in place of the branch
+
+
+def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> list[Region]:
+    """Regions `@p bra L; <straight-line code>; L:` in one function body (module index,
+    item, classification, in order) that hold a probe (module indices in `probed`) and
+    that the conversion keeps the meaning of."""
+    out = []
+    for pos, (idx, it, _c) in enumerate(items):
+        if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
+            continue
+        target, members, ok, end = it.operands[0].strip(), [], True, None
+        for idx2, it2, c2 in items[pos + 1:]:
+            if it2.kind == "label":
+                end = idx2 if it2.text.strip().rstrip(":").strip() == target else None
+                break
+            if not it2.is_instruction:
+                continue
+            parts = it2.op_parts
+            if parts[0] in _BARRED or "sync" in parts or "aligned" in parts or \
+                    not convertible(c2, it2):
+                ok = False
+                break
+            members.append(idx2)
+        if not ok or end is None or not probed.intersection(members):
+            continue
+        p = it.pred.lstrip("@")
+        on = f"mov.pred {REG_ON}, {p[1:]};" if p.startswith("!") else f"not.pred {REG_ON}, {p};"
+        out.append(Region(idx, end, tuple(members), on))
+    return out
+
+
+def predicated(it: Item) -> tuple[str, str]:
+    """(text before, the instruction) for a member: it runs only where REG_ON holds."""
+    if not it.pred:
+        return "", f"@{REG_ON} {it.text}"
+    body = it.text[len(it.pred):].lstrip()
+    p = it.pred.lstrip("@")
+    if p.startswith("!"):
+        pre = f"not.pred {REG_ON_OWN}, {p[1:]};\n\tand.pred {REG_ON_OWN}, {REG_ON_OWN}, {REG_ON};"
+    else:
+        pre = f"and.pred {REG_ON_OWN}, {p}, {REG_ON};"
+    return pre + "\n\t", f"@{REG_ON_OWN} {body}"
