@@ -420,8 +420,8 @@ class Prepared:
         cupy.cuda.runtime.memsetAsync(self._reset.data.ptr, 0, self._reset.nbytes, stream.ptr)
         if self._stored_prev:
             self.records[: min(self._stored_prev, LOG_CAPACITY)] = 0
-        table = tma.device_table(args).tobytes()
-        if table != self._tmaps_set:
+        table = tma.device_table_bytes(args)
+        if table is not self._tmaps_set and table != self._tmaps_set:
             self.tmaps.set(np.frombuffer(table, dtype=np.uint8))
             self._tmaps_set = table
 

@@ -184,6 +184,7 @@ def _name_of(table: dict[str, int], v: int) -> str:
 
 _lock = threading.Lock()
 _registry: OrderedDict[bytes, TensorMapInfo] = OrderedDict()
+_generation = 0  # bumped whenever the registry changes: launch tables made before are stale
 
 
 def map_bytes(m: Any) -> bytes | None:
@@ -200,7 +201,9 @@ def map_bytes(m: Any) -> bytes | None:
 
 
 def register(data: bytes, info: TensorMapInfo) -> None:
+    global _generation
     with _lock:
+        _generation += 1
         _registry[bytes(data)] = info
         _registry.move_to_end(bytes(data))
         while len(_registry) > REGISTRY_SIZE:
@@ -222,7 +225,9 @@ def tensor_map_info(m: Any) -> TensorMapInfo | None:
 
 def forget_all() -> None:
     """Empty the registry (tests)."""
+    global _generation
     with _lock:
+        _generation += 1
         _registry.clear()
 
 
@@ -408,17 +413,44 @@ def encode(info: TensorMapInfo) -> bytes:
 _fingerprint = functools.lru_cache(maxsize=4 * abi.TMAP_ENTRIES)(abi.tensor_map_fingerprint)
 
 
+def _arg_maps(args) -> tuple[tuple[bytes, TensorMapInfo], ...]:
+    out = []
+    for a in args:
+        data = map_bytes(a) if isinstance(a, np.void | np.ndarray) else None
+        info = tensor_map_info(a) if data is not None else None
+        if info is not None:
+            out.append((data, info))
+    return tuple(out)
+
+
 def device_table(args=()) -> np.ndarray:
     """The checker's table (abi.TMAP_FIELDS, TMAP_ENTRIES entries): first the maps among
     `args` that consan knows, then the other registered maps, most recent first (a map
     copied to global memory is found by its bytes too)."""
+    return _table(_arg_maps(args))
+
+
+def device_table_bytes(args=()) -> bytes:
+    """device_table(args) as bytes, remembered for the same maps and registry: a launch of
+    a small kernel must not spend tens of microseconds rebuilding it."""
+    key = (_generation, _arg_maps(args))
+    got = _tables.get(key)
+    if got is None:
+        if len(_tables) >= 16:
+            _tables.clear()
+        got = _tables[key] = _table(key[1]).tobytes()
+    return got
+
+
+_tables: dict[tuple, bytes] = {}
+
+
+def _table(arg_maps: tuple[tuple[bytes, TensorMapInfo], ...]) -> np.ndarray:
     table = np.zeros(abi.TMAP_ENTRIES, dtype=abi.tmap_dtype())
     seen: set[bytes] = set()
     entries: list[tuple[bytes, TensorMapInfo]] = []
-    for a in args:
-        data = map_bytes(a) if isinstance(a, np.void | np.ndarray) else None
-        info = tensor_map_info(a) if data is not None else None
-        if info is not None and data not in seen:
+    for data, info in arg_maps:
+        if data not in seen:
             seen.add(data)
             entries.append((data, info))
     with _lock:
@@ -434,4 +466,4 @@ def device_table(args=()) -> np.ndarray:
 
 
 __all__ = ["tensor_map", "tensor_map_info", "register_tensor_map", "TensorMapInfo",
-           "device_table", "map_bytes", "observing"]
+           "device_table", "device_table_bytes", "map_bytes", "observing"]

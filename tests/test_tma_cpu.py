@@ -161,6 +161,18 @@ def test_device_table_lists_the_args_maps_first_then_the_registry():
     assert list(t["bytes"][:2]) == [8 * 16 * 4, 16 * 16 * 4]
 
 
+def test_launch_table_bytes_are_remembered_until_the_maps_change():
+    arg = consan.tensor_map(fake_array((64, 64)), box_shape=(16, 16))
+    first = tma.device_table_bytes((arg, np.int32(1)))
+    assert first == tma.device_table((arg,)).tobytes()
+    assert tma.device_table_bytes((arg, np.int32(2))) is first  # the same maps: no rebuild
+    later = consan.tensor_map(fake_array((64, 64), ptr=0x7F0000200000), box_shape=(8, 8))
+    again = tma.device_table_bytes((arg,))  # the registry changed: rebuilt
+    assert again == tma.device_table((arg,)).tobytes() != first
+    assert abi.tensor_map_fingerprint(later.tobytes()).to_bytes(8, "little") in again
+    assert tma.device_table_bytes((later,)) != again  # other maps among the args
+
+
 def test_device_table_holds_at_most_its_entries():
     for k in range(abi.TMAP_ENTRIES + 5):
         tma.register(k.to_bytes(2, "little") * 64, info((16,)))
