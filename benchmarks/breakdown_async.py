@@ -38,7 +38,8 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "cta_begin", "(access: slow path)", "(access: slow path, tables)",
           "mbar (lanes marked off)",
           "(tensor: map lookup)", "(tensor: the copy's write)", "(mbar: taking the lock)",
-          "mbar successful wait", "(mbar: under the lock)")
+          "mbar successful wait", "(mbar: under the lock)", "(copy, one lane: epochs)",
+          "(copy, one lane: fence, readers' clocks)", "(copy, one lane: readers)")
 
 
 def profile(name: str) -> None:

@@ -41,7 +41,7 @@ def _both(trace, wgmma: bool = False, async_proxy: bool = True):
 
 
 def _ring(c, trips: int, wait_empty: bool = True, wait_full: bool = True,
-          bars: tuple[int, int] = (FULL, EMPTY)):
+          bars: tuple[int, int] = (FULL, EMPTY), box: int = BOX, before_copy=None):
     full, empty = bars
     c.mbar(0, full, abi.MB_INIT, 1, site=10)
     c.mbar(0, empty, abi.MB_INIT, 2, site=10)
@@ -49,12 +49,14 @@ def _ring(c, trips: int, wait_empty: bool = True, wait_full: bool = True,
     for trip in range(trips):
         if trip and wait_empty:
             c.mbar_wait(0, empty, parity=(trip - 1) & 1, site=3)
-        c.mbar(0, full, abi.MB_ARRIVE_EXPECT_TX, BOX, site=4)
-        assert c.bulk_load(0, 0, BOX, full, site=1) == 0
+        if before_copy:
+            before_copy(trip)
+        c.mbar(0, full, abi.MB_ARRIVE_EXPECT_TX, box, site=4)
+        assert c.bulk_load(0, 0, box, full, site=1) == 0
         for w in (1, 2):
             if wait_full:
                 c.mbar_wait(w, full, parity=trip & 1, site=5)
-            for o in range(0, BOX, 16):
+            for o in range(0, box, 16):
                 c.read(w, o, 16, site=2)
             c.mbar(w, empty, abi.MB_ARRIVE, 1, site=6)
 
@@ -85,6 +87,37 @@ def test_a_ring_in_another_slot():
     assert c.begin((1, 0, 0)) == 1
     _ring(c, 3, wait_empty=False)
     assert {k for k, _, _ in c.kinds()} == {"race.war"}
+
+
+@pytest.mark.parametrize("async_proxy", [False, True])  # 4 readers (one summary load) or 8
+@pytest.mark.parametrize("racy", [None, "write", "read"])
+def test_a_box_of_many_blocks(racy, async_proxy):
+    """An 8 KiB box (64 blocks: the copy takes them sixteen and eight at a time): clean
+    trips stay clean; a warp's write or read of one granule deep in the box, unordered
+    with the next copy, is found."""
+    from tests.checker_host import HostChecker
+
+    box, bars = 8192, (16384 - 64, 16384 - 56)
+
+    def warp3(c):
+        def before_copy(trip):
+            if trip != 2 or racy is None:
+                return
+            c.mbar_wait(3, bars[0], parity=1)  # after the second copy; the third is not after it
+            if racy == "write":
+                c.write(3, 37 * 128 + 8, 4, site=7)
+            else:
+                c.read(3, 45 * 128 + 4, 4, site=7)
+        return before_copy
+
+    for vsh in (False, True):
+        c = HostChecker(nwarps=NWARPS, smem_bytes=16384, vsh=vsh, box_summary=False,
+                        async_proxy=async_proxy)
+        assert c.begin() == 0
+        _ring(c, 4, bars=bars, box=box, before_copy=warp3(c))
+        want = {None: [], "write": [("race.war", 7, 2), ("race.waw", 1, 7)],  # (and the reads)
+                "read": [("race.war", 1, 7)]}[racy]
+        assert c.kinds() == want, (vsh, c.kinds())
 
 
 def test_refill_without_the_empty_wait_is_war():

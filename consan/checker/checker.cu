@@ -2420,50 +2420,80 @@ CS_NOINLINE void cs_vsh_copy_readers(const cs_vctx& x, const cs_vsh_vcr& q, uint
 
 // The common case of a copy, in loops that keep few values live (no spills): whole blocks
 // [b, e) that a copy held whole with the epoch `ok` take the new word (wnow) and site;
-// returns the first block that needs more. Plain stores after the look, four blocks at a
-// time: a lane giving a block's granules their epochs back in between (a warp's write
-// racing with this copy) may leave the copy's word unseen (the window of cs_vsh_engine).
+// returns the first block that needs more. Plain stores after the look, sixteen blocks at
+// a time (their words' loads in flight together: one lane's dependent round trips were
+// most of a copy): a lane giving a block's granules their epochs back in between (a
+// warp's write racing with this copy) may leave the copy's word unseen (the window of
+// cs_vsh_engine).
+#define CS_RUN_STEP 16
+CS_DEV uint32_t cs_vsh_diff4(cs_u4 v, uint32_t held) {  // 0: all four words are `held`
+    return ((v.x ^ held) | (v.y ^ held)) | ((v.z ^ held) | (v.w ^ held));
+}
+CS_DEV bool cs_vsh_held4(cs_u4 v, uint32_t held) { return cs_vsh_diff4(v, held) == 0; }
 CS_NOINLINE uint32_t cs_vsh_copy_run(cs_sp BT, uint32_t* bsite, uint32_t b, uint32_t e,
                                      uint32_t ok, uint32_t wnow, uint32_t site) {
     const uint32_t held = ok ^ CS_BT_WHOLE;  // (never matches a word of 0 or LOCKED)
-    while (b < e) {
-        cs_sp p = BT + 4u * b;
-        if (b + 4 <= e && (p & 15u) == 0) {
-            cs_u4 v = cs_s_ld4(p);
-            if (v.x == held && v.y == held && v.z == held && v.w == held) {
-                cs_s_st4(p, cs_u4{wnow, wnow, wnow, wnow});
-                if ((b & 3u) == 0) cs_g_st4(bsite + b, site);
-                else cs_g_st(bsite + b, site), cs_g_st(bsite + b + 1, site),
-                     cs_g_st(bsite + b + 2, site), cs_g_st(bsite + b + 3, site);
-                b += 4;
-                continue;
-            }
-        }
-        if (cs_s_ld(p) != held) break;
-        cs_s_st(p, wnow);
+    const cs_u4 now = {wnow, wnow, wnow, wnow};
+    for (; b < e && (b & 3u); ++b) {  // (BT and the sites are 16-byte aligned at b % 4 == 0)
+        if (cs_s_ld(BT + 4u * b) != held) return b;
+        cs_s_st(BT + 4u * b, wnow);
         cs_g_st(bsite + b, site);
-        ++b;
+    }
+    for (; b + CS_RUN_STEP <= e; b += CS_RUN_STEP) {
+        static_assert(CS_RUN_STEP == 16, "a tree of four words' differences");
+        cs_u4 v[CS_RUN_STEP / 4];
+#pragma unroll
+        for (uint32_t i = 0; i < CS_RUN_STEP / 4; ++i) v[i] = cs_s_ld4(BT + 4u * (b + 4 * i));
+        // (a tree, not a chain of compares: one lane's dependent instructions were the cost)
+        uint32_t d = (cs_vsh_diff4(v[0], held) | cs_vsh_diff4(v[1], held)) |
+                     (cs_vsh_diff4(v[2], held) | cs_vsh_diff4(v[3], held));
+        if (d) break;
+#pragma unroll
+        for (uint32_t i = 0; i < CS_RUN_STEP / 4; ++i) {
+            cs_s_st4(BT + 4u * (b + 4 * i), now);
+            cs_g_st4(bsite + b + 4 * i, site);
+        }
+    }
+    for (; b + 4 <= e; b += 4) {
+        if (!cs_vsh_held4(cs_s_ld4(BT + 4u * b), held)) break;
+        cs_s_st4(BT + 4u * b, now);
+        cs_g_st4(bsite + b, site);
+    }
+    for (; b < e; ++b) {
+        if (cs_s_ld(BT + 4u * b) != held) break;
+        cs_s_st(BT + 4u * b, wnow);
+        cs_g_st(bsite + b, site);
     }
     return b;
 }
 
 // ...and their readers: whole blocks [b, e) whose summary (up to 4 readers, one load) is
 // empty or ordered before the copy (clocks q0..q3) get their bytes and summary emptied;
-// returns the first block that needs more.
+// returns the first block that needs more. Eight summaries in flight at a time.
+#define CS_CLEAR_STEP 8
+CS_DEV cs_u4 cs_u4_max(cs_u4 a, cs_u4 b) {
+    return {a.x > b.x ? a.x : b.x, a.y > b.y ? a.y : b.y, a.z > b.z ? a.z : b.z,
+            a.w > b.w ? a.w : b.w};
+}
 CS_DEV bool cs_vsh_clear_ok(cs_u4 v, uint32_t q0, uint32_t q1, uint32_t q2, uint32_t q3) {
     return !(v.x > q0 || v.y > q1 || v.z > q2 || v.w > q3);
 }
 CS_NOINLINE uint32_t cs_vsh_copy_clear(cs_sp RS, uint32_t b, uint32_t e, uint32_t q0,
                                        uint32_t q1, uint32_t q2, uint32_t q3) {
     const cs_u4 zero = {0, 0, 0, 0};  // (the readers' bytes go stale: cs_vsh_fresh)
-    for (; b + 4 <= e; b += 4) {  // four summaries in flight
-        cs_u4 v0 = cs_s_ld4(RS + 16u * b), v1 = cs_s_ld4(RS + 16u * (b + 1));
-        cs_u4 v2 = cs_s_ld4(RS + 16u * (b + 2)), v3 = cs_s_ld4(RS + 16u * (b + 3));
-        if (!cs_vsh_clear_ok(v0, q0, q1, q2, q3) || !cs_vsh_clear_ok(v1, q0, q1, q2, q3) ||
-            !cs_vsh_clear_ok(v2, q0, q1, q2, q3) || !cs_vsh_clear_ok(v3, q0, q1, q2, q3))
-            break;
-        cs_s_st4(RS + 16u * b, zero), cs_s_st4(RS + 16u * (b + 1), zero);
-        cs_s_st4(RS + 16u * (b + 2), zero), cs_s_st4(RS + 16u * (b + 3), zero);
+    for (; b + CS_CLEAR_STEP <= e; b += CS_CLEAR_STEP) {
+        static_assert(CS_CLEAR_STEP == 8, "a tree of eight summaries' maxima");
+        cs_u4 v[CS_CLEAR_STEP];
+#pragma unroll
+        for (uint32_t i = 0; i < CS_CLEAR_STEP; ++i) v[i] = cs_s_ld4(RS + 16u * (b + i));
+        // each reader's latest read over the eight blocks, by a tree of maxima
+        cs_u4 m[4];
+#pragma unroll
+        for (uint32_t i = 0; i < 4; ++i) m[i] = cs_u4_max(v[2 * i], v[2 * i + 1]);
+        m[0] = cs_u4_max(cs_u4_max(m[0], m[1]), cs_u4_max(m[2], m[3]));
+        if (!cs_vsh_clear_ok(m[0], q0, q1, q2, q3)) break;
+#pragma unroll
+        for (uint32_t i = 0; i < CS_CLEAR_STEP; ++i) cs_s_st4(RS + 16u * (b + i), zero);
     }
     for (; b < e; ++b) {
         cs_u4 v = cs_s_ld4(RS + 16u * b);
@@ -2486,6 +2516,14 @@ CS_NOINLINE void cs_vsh_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t 
     const uint32_t b0 = g0 / CS_VSH_B, b1 = g1 / CS_VSH_B;
     const uint32_t w0 = (g0 + CS_VSH_B - 1) / CS_VSH_B, w1 = (g1 + 1) / CS_VSH_B;  // whole: [w0, w1)
     uint32_t* bsite = cs_vsh_bsite(x, 0);
+    {
+    CS_PROF(22);
+    if (w0 < w1) {  // the word a copy left on the first whole block: judged once, up front
+        uint32_t bt = cs_s_ld(x.BT + 4u * w0);
+        if (bt != CS_BT_LOCKED && (bt & CS_BT_WHOLE) &&
+            !cs_vsh_judge_write(x, bt & ~CS_BT_WHOLE, bsite + w0, false, by).kind)
+            c.ok = bt & ~CS_BT_WHOLE;
+    }
     for (uint32_t b = b0; b <= b1;) {
         if (b >= w0 && b < w1) {
             uint32_t e = cs_vsh_copy_run(x.BT, bsite, b, w1, c.ok, CS_BT_WHOLE | now, site);
@@ -2499,8 +2537,14 @@ CS_NOINLINE void cs_vsh_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t 
         cs_vsh_copy_block(x, b, a, z, site, by, now, c);
         ++b;
     }
+    }
+    cs_vsh_vcr q;
+    {
+    CS_PROF(23);
     cs_fence();
-    cs_vsh_vcr q = cs_vsh_reader_clocks(x);
+    q = cs_vsh_reader_clocks(x);
+    }
+    CS_PROF(24);
     for (uint32_t b = b0; b <= b1;) {
         if (b >= w0 && b < w1 && x.nr <= 4) {
             uint32_t e = cs_vsh_copy_clear(x.RS, b, w1, q.c[0], q.c[1], q.c[2], q.c[3]);
