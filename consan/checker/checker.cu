@@ -2004,11 +2004,18 @@ CS_DEV cs_finding cs_vsh_judge_read(const cs_vctx& x, uint32_t e, const uint32_t
 CS_DEV cs_finding cs_vsh_look(const cs_vctx& x, uint32_t g0, uint32_t g1, uint32_t proxy,
                               uint32_t& ok, uint32_t& at) {
     if ((g0 & 3u) == 0 && g1 == g0 + 3) {  // an aligned 16-byte chunk: one block
-        uint32_t b = g0 / CS_VSH_B, bt = cs_vsh_bt(x, b), e = bt & ~CS_BT_WHOLE;
+        // (the block's word and the four epochs loaded together: the accesses of a warp
+        // wait on shared memory more than on anything else)
+        uint32_t b = g0 / CS_VSH_B, bt = cs_s_ld(x.BT + 4u * b);
+        cs_u4 v = cs_s_ld4(x.W + 4u * g0);
+        if (bt == CS_BT_LOCKED) {  // a lane is giving the block's granules their epochs
+            bt = cs_vsh_bt(x, b);
+            v = cs_s_ld4(x.W + 4u * g0);
+        }
+        uint32_t e = bt & ~CS_BT_WHOLE;
         const uint32_t* ws = cs_vsh_bsite(x, b);
         bool one = bt != 0;
         if (!bt) {  // one epoch for the four granules (one write wrote them): judged once
-            cs_u4 v = cs_s_ld4(x.W + 4u * g0);
             one = v.x == v.y && v.y == v.z && v.z == v.w;
             e = v.x;
             ws = x.ws + g0;
