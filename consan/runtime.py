@@ -257,6 +257,7 @@ class Prepared:
         self.nlogical = abi.logical_threads(async_proxy=ins.async_proxy, wgmma=ins.wgmma)
         # Phase mode keeps its tables in the CTA's shared memory when they fit.
         self.psh_bytes = self.vsh_bytes = self.vsh_readers = 0
+        self.bar0_rows = False
         self.vsh_base = smem_window_base()
         if ins.phase_mode and os.environ.get("CONSAN_PHASE_SMEM", "1") != "0":
             self._load(cupy, driver, b.psh_cubin(psh_max_regs(nthreads)))
@@ -270,8 +271,11 @@ class Prepared:
             vsh = abi.vsh_bytes(self.granules, readers, self.nwarps, self.nlogical, self.vsh_base)
             if self.psh_offset + vsh + 16 <= room_all - self.static_smem:
                 self.vsh_bytes, self.vsh_readers = vsh, readers
-                if self._occupancy(driver, nthreads) < 1:  # no room left to launch
+                per_sm = self._occupancy(driver, nthreads)
+                if per_sm < 1:  # no room left to launch
                     self.vsh_bytes = self.vsh_readers = 0
+                elif ins.bar0_only:
+                    self._bar0_rows(driver, nthreads, per_sm, room_all)
         if not (self.psh_bytes or self.vsh_bytes):
             self._load(cupy, driver, b.cubin)
         fptr = self.function.ptr
@@ -286,6 +290,18 @@ class Prepared:
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
         self.nslots = max(1, min(ctas, per_sm * sms))
         self._alloc(cupy, runtime)
+
+    def _bar0_rows(self, driver, nthreads: int, per_sm: int, room_all: int) -> None:
+        """Barrier 0's rows (FLAG_BAR0_ROWS) where they fit without fewer CTAs per SM."""
+        vsh = abi.vsh_bytes(self.granules, self.vsh_readers, self.nwarps, self.nlogical,
+                            self.vsh_base, bar0_rows=True)
+        if self.psh_offset + vsh + 16 > room_all - self.static_smem:
+            return
+        base, self.vsh_bytes = self.vsh_bytes, vsh
+        if self._occupancy(driver, nthreads) >= per_sm:
+            self.bar0_rows = True
+        else:
+            self.vsh_bytes = base
 
     def _occupancy(self, driver, nthreads: int) -> int:
         """CTAs of the instrumented launch one SM can hold (sets the dynamic-smem limit)."""
@@ -391,6 +407,8 @@ class Prepared:
             state["flags"] |= abi.FLAG_VC_SMEM
             state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.vsh_bytes
             state["vsh_base"], state["vsh_readers"] = self.vsh_base, self.vsh_readers
+            if self.bar0_rows:
+                state["flags"] |= abi.FLAG_BAR0_ROWS
         if self.build.instrumented.async_proxy:
             state["flags"] |= abi.FLAG_BULK_STORES
         if self.build.instrumented.cp_async:

@@ -273,6 +273,9 @@ FLAG_VC_SMEM = 0x10
 FLAG_BULK_STORES = 0x20  # the module issues bulk or tensor stores (their units read smem)
 FLAG_CP_ASYNC = 0x40  # the module issues cp.async (its copy units' clock columns are used)
 FLAG_WARP_READS = 0x80  # the module reads shared memory through the generic proxy (ld, ldmatrix)
+# FLAG_VC_SMEM, and barrier 0 is only ever a bar.sync of every thread: each warp's clock at
+# its arrival goes to a row of its own (vsh_bytes), which the warps read after the barrier
+FLAG_BAR0_ROWS = 0x100
 
 # Per-slot CTA words (u32): live threads, then per-warp counters.
 CTA_LIVE_THREADS = 0
@@ -394,16 +397,19 @@ def vsh_granules(granules: int, base: int = SMEM_RESERVED_BYTES) -> int:
 
 
 def vsh_bytes(granules: int, nreaders: int, nwarps: int, nlogical: int,
-              base: int = SMEM_RESERVED_BYTES) -> int:
+              base: int = SMEM_RESERVED_BYTES, bar0_rows: bool = False) -> int:
     """Shared memory of the FLAG_VC_SMEM tables of one CTA: per granule its write epoch
     (u32) and a clock byte per reader; per 128-byte block each reader's latest read clock
     and the word of a copy that wrote the block whole (u32 each); then, 16-byte aligned,
     the named barriers' words (u64), barrier 0's two clock slots and the vector clocks of
-    the CTA's warps (u32 [2][nlogical] and [nwarps][nlogical])."""
+    the CTA's warps (u32 [2][nlogical] and [nwarps][nlogical]); with `bar0_rows`
+    (FLAG_BAR0_ROWS) the warps' clocks at their last two arrivals at barrier 0 (u32
+    [2][nwarps][nlogical])."""
     gp = vsh_granules(granules, base)
     rss = 4 if nreaders <= 4 else nreaders  # up to 4 readers: one vector load per block
     tables = 4 * gp + nreaders * gp + 4 * (rss + 1) * (gp // VSH_BLOCK_GRANULES)
-    return -(-tables // 16) * 16 + 8 * NAMED_BARRIERS + 4 * (2 + nwarps) * nlogical
+    rows = 2 * nwarps if bar0_rows else 0
+    return -(-tables // 16) * 16 + 8 * NAMED_BARRIERS + 4 * (2 + nwarps + rows) * nlogical
 
 
 def vsh_site_words(gp: int, nreaders: int) -> int:
@@ -598,6 +604,7 @@ def c_header() -> str:
         "CS_FLAG_WGMMA": FLAG_WGMMA, "CS_FLAG_BOX_SUMMARY": FLAG_BOX_SUMMARY,
         "CS_FLAG_VC_SMEM": FLAG_VC_SMEM, "CS_FLAG_BULK_STORES": FLAG_BULK_STORES,
         "CS_FLAG_CP_ASYNC": FLAG_CP_ASYNC, "CS_FLAG_WARP_READS": FLAG_WARP_READS,
+        "CS_FLAG_BAR0_ROWS": FLAG_BAR0_ROWS,
         "CS_VW_MBAR": VW_MBAR, "CS_VW_ATOMIC": VW_ATOMIC,
         "CS_VW_TID_SHIFT": VW_TID_SHIFT, "CS_VW_CLOCK_MASK": VW_CLOCK_MASK,
         "CS_VSH_BLOCK_GRANULES": VSH_BLOCK_GRANULES, "CS_REP_STRIDE_SHIFT": REP_STRIDE_SHIFT,

@@ -54,6 +54,7 @@ class Instrumented:
     async_proxy: bool = False  # issues bulk or tensor stores: clocks cover logical_threads(True)
     wgmma: bool = False  # issues wgmma.mma_async: clocks cover abi.logical_threads(wgmma=True)
     cp_async: bool = False  # issues cp.async (copies, groups or mbarrier arrives)
+    bar0_only: bool = True  # every barrier is a bar.sync / bar.red of barrier 0, all threads
 
     @property
     def warp_reads(self) -> bool:
@@ -304,6 +305,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     unmodeled: list[Unmodeled] = []
     counts: Counter = Counter()
     cta_wide_only = True
+    bar0_only = True
     async_proxy = False
     wgmma = False
     cp_async = False
@@ -337,6 +339,8 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             if c.event in (Event.BAR_SYNC, Event.BAR_ARRIVE, Event.BAR_RED):
                 cta_wide_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
                     it, c.event)[1] == "0"
+                bar0_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
+                    it, c.event) == ("0", "0")
             counts[c.event.value] += 1
             async_proxy |= c.event in (Event.BULK_STORE, Event.TENSOR_STORE)
             wgmma |= c.event is Event.WGMMA
@@ -419,7 +423,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
-                        cp_async)
+                        cp_async, bar0_only)
 
 
 def _guard(call: str, pred: str | None) -> str:

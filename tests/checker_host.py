@@ -76,7 +76,7 @@ class HostChecker:
     def __init__(self, nwarps: int = 4, smem_bytes: int = 1024, nslots: int = 1,
                  capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False,
                  wgmma: bool = False, box_summary: bool = True, vsh: bool = True,
-                 async_proxy: bool = True, warp_reads: bool = True):
+                 async_proxy: bool = True, warp_reads: bool = True, bar0_rows: bool = False):
         self.lib = library()
         self.nwarps, self.nslots, self.phase_smem = nwarps, nslots, phase_smem
         self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
@@ -113,8 +113,11 @@ class HostChecker:
             self.lib.cs_host_set_dyn(self.smem.ctypes.data)
         if self.vsh:
             st["flags"] |= abi.FLAG_VC_SMEM
-            st["psh_bytes"] = abi.vsh_bytes(G, nreaders, nwarps, L, base=0)
+            # (bar0_rows: only for traces whose barrier 0 is only ever sync(all))
+            st["psh_bytes"] = abi.vsh_bytes(G, nreaders, nwarps, L, base=0, bar0_rows=bar0_rows)
             st["vsh_base"], st["vsh_readers"] = 0, nreaders
+            if bar0_rows:
+                st["flags"] |= abi.FLAG_BAR0_ROWS
             self.smem = np.zeros(int(st["psh_bytes"][0]) // 8 + 4, dtype=np.uint64)
             self.lib.cs_host_set_dyn(self.smem.ctypes.data)
         self.tmaps = np.zeros(abi.TMAP_ENTRIES, dtype=abi.tmap_dtype())

@@ -180,6 +180,14 @@ def test_phase_mode_only_with_cta_wide_barriers():
         assert not instrument(HEADER + body.replace("{bar}", named)).phase_mode, named
 
 
+def test_barrier_0_rows_only_when_every_barrier_syncs_all_threads_on_barrier_0():
+    body = ".visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\tbar.sync 0;\n\t{bar}\n\tret;\n}\n"
+    for only in ("barrier.sync.aligned 0;", "bar.red.popc.u32 %r1, 0, 1;", "bar.sync 0;"):
+        assert instrument(HEADER + body.replace("{bar}", only)).bar0_only, only
+    for other in ("bar.sync 1;", "bar.sync 0, 64;", "bar.arrive 0, 64;", "barrier.sync %r1;"):
+        assert not instrument(HEADER + body.replace("{bar}", other)).bar0_only, other
+
+
 def test_mbarrier_operations_are_guarded_by_the_checker():
     body = (".visible .entry k()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n"
             "\tmbarrier.init.shared.b64 [%r1], 1;\n"

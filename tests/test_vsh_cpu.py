@@ -21,19 +21,24 @@ FULL, EMPTY, SPARE = 896, 904, 912  # mbarriers, in a block of their own
 BOX = 256  # two blocks
 
 
-def _checker(vsh: bool, wgmma: bool = False, async_proxy: bool = True):
+def _checker(vsh: bool, wgmma: bool = False, async_proxy: bool = True, bar0: bool = False):
     from tests.checker_host import HostChecker
 
     c = HostChecker(nwarps=NWARPS, smem_bytes=1024, vsh=vsh, wgmma=wgmma, async_proxy=async_proxy,
-                    box_summary=False)
+                    box_summary=False, bar0_rows=bar0)
     assert c.begin() == 0
     return c
 
 
 def _both(trace, wgmma: bool = False, async_proxy: bool = True):
-    """Run the trace both ways; the findings must agree. The shared-memory one is returned."""
+    """Run the trace both ways, and in shared memory with barrier 0's rows (FLAG_BAR0_ROWS:
+    the traces sync every warp on barrier 0 and on nothing else); the findings must agree.
+    The shared-memory one is returned."""
     rows = _checker(False, wgmma, async_proxy)  # one at a time: the library holds one state
     trace(rows)
+    bar0 = _checker(True, wgmma, async_proxy, bar0=True)
+    trace(bar0)
+    assert bar0.kinds() == rows.kinds()
     smem = _checker(True, wgmma, async_proxy)
     trace(smem)
     assert smem.kinds() == rows.kinds()

@@ -40,6 +40,7 @@ struct cs_vlay {
     uint64_t* barw;  // the named barriers' words [NAMED_BARRIERS]
     uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
     uint32_t rtid[2];  // the logical thread of readers 0..7, a byte each
+    uint32_t* rows;  // FLAG_BAR0_ROWS: each warp's clock at its arrivals [2][nwarps][nlogical]
 };
 #define CS_TMAP_CACHE 4
 // The CTA's checker state in its shared memory (a static in the host build).
@@ -602,6 +603,58 @@ CS_DEV void cs_bar_try_complete(uint32_t slot, uint32_t b, uint64_t seen, uint32
         cs_bar_complete(slot, b, CS_BW_GEN(seen));
 }
 
+// Barrier 0 with FLAG_BAR0_ROWS (the module syncs every thread on it, and on nothing
+// else): no count to keep, no slot to join into and clear -- each warp copies its clock
+// to its row of the generation's parity; after the barrier each reads every row. The
+// generation is the warp's count of CTA-wide barriers passed (every warp passes each).
+// A row is written again two generations later, after every warp has read it (it passed
+// the barrier in between); a warp that has exited leaves an older clock, which adds
+// nothing.
+CS_DEV bool cs_bar0_rows(uint32_t b) { return (S.flags & CS_FLAG_BAR0_ROWS) && (b & 15u) == 0; }
+CS_DEV uint32_t* cs_bar0_row(uint32_t gen, uint32_t w) {
+    return cs_vlay_sh.rows + ((gen & 1u) * S.nwarps + w) * S.nlogical;
+}
+CS_DEV uint32_t cs_bar0_arrive(uint32_t active, uint32_t w, uint32_t lane, uint32_t leader) {
+    uint32_t gen = *(volatile uint32_t*)&cs_phase_sh[w];
+    uint32_t* mine = cs_vis(cs_slot_sh, w);
+    uint32_t* row = cs_bar0_row(gen, w);
+    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
+    cs_cols c = cs_vc_cols(false);
+#pragma unroll
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
+        for (uint32_t u = c.a[k] + rank; u < c.b[k]; u += n) row[u] = mine[u];
+    cs_fence();
+    cs_syncwarp(active);
+    if (lane == leader) {
+        mine[w] = mine[w] + 1;  // accesses after the release are not covered by it
+        cs_clock_sh[w] = mine[w];
+    }
+    cs_syncwarp(active);
+    return gen | CS_TOKEN_CTA_WIDE;
+}
+CS_DEV void cs_bar0_wait(uint32_t gen, uint32_t active, uint32_t w, uint32_t lane) {
+    uint32_t* mine = cs_vis(cs_slot_sh, w);
+    const uint32_t* rows = cs_bar0_row(gen, 0);
+    const uint32_t nw = S.nwarps, L = S.nlogical;
+    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
+    cs_cols c = cs_vc_cols(false);
+#pragma unroll
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
+        for (uint32_t u = c.a[k] + rank; u < c.b[k]; u += n) {
+            uint32_t v = 0;
+#pragma unroll 4
+            for (uint32_t q = 0; q < nw; ++q) {  // (four rows' loads in flight)
+                uint32_t x = rows[q * L + u];
+                v = x > v ? x : v;
+            }
+            if (v > mine[u] && u != w) mine[u] = v;
+        }
+    }
+    cs_fence();
+    if (lane == (uint32_t)(cs_ffs(active) - 1)) cs_phase_sh[w] += 1;
+    cs_syncwarp(active);
+}
+
 // Release: count this warp's arrival and join its clock into the generation's slot.
 CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
     uint32_t slot = cs_slot_sh;
@@ -615,6 +668,7 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     uint32_t lane = cs_lane();
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t w = cs_warp();
+    if (cs_bar0_rows(b) && !cs_phase_mode()) return cs_bar0_arrive(active, w, lane, leader);
     b &= 15u;
     uint32_t cw = count / 32;  // thread count -> warps (0 = every live warp)
     uint64_t old = 0;
@@ -660,6 +714,7 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     uint32_t active = cs_group(((uint64_t)site << 32) | gen, b);
     uint32_t lane = cs_lane();
     uint32_t w = cs_warp();
+    if (cs_bar0_rows(b) && !cs_phase_mode()) return cs_bar0_wait(gen, active, w, lane);
     b &= 15u;
     const uint32_t* vc = cs_barvc(slot, b, gen & 1);
     uint32_t* mine = cs_vis(slot, w);
@@ -1751,6 +1806,7 @@ CS_DEV void cs_vsh_layout(uint32_t slot) {
     l.barw = (uint64_t*)(cs_psh() + after);
     l.bvc0 = (uint32_t*)(l.barw + CS_NAMED_BARRIERS);
     l.vis = l.bvc0 + 2u * S.nlogical;
+    l.rows = l.vis + S.nwarps * S.nlogical;
     l.rtid[0] = l.rtid[1] = 0;
     for (uint32_t ri = 0; ri < CS_VSH_FASTR && ri < l.nr; ++ri) {
         uint32_t b = cs_vsh_reader_tid(ri) << (8 * (ri % 4));
