@@ -39,7 +39,9 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "mbar (lanes marked off)",
           "(tensor: map lookup)", "(tensor: the copy's write)", "(mbar: taking the lock)",
           "mbar successful wait", "(mbar: under the lock)", "(copy, one lane: epochs)",
-          "(copy, one lane: fence, readers' clocks)", "(copy, one lane: readers)")
+          "(copy, one lane: fence, readers' clocks)", "(copy, one lane: readers)",
+          "(tensor: the look before the copy)", "(tensor: its bytes and phase after)",
+          "(tensor: the verdict)")
 
 
 def profile(name: str) -> None:

@@ -3835,7 +3835,10 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
             continue;
         }
         cs_tload t = {};
-        if (lead) t = cs_tensor_load_begin(slot, d, m, b, site);
+        if (lead) {
+            CS_PROF(25);
+            t = cs_tensor_load_begin(slot, d, m, b, site);
+        }
         uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
         if (span) {
             uint32_t g0 = cs_bcast(active, t.off, leader) / CS_GRANULE_BYTES;
@@ -3846,11 +3849,16 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
             cs_tensor_write(active, leader, slot, g0, g1, site, agent, clk, t.f);
         }
         if (lead) {
+            CS_PROF(26);
             skip |= t.skip;
             if (t.e) cs_tensor_load_end(site, t);
         }
     }
-    return cs_guard_verdict(all, skip, leader, site);
+    {
+        CS_PROF(27);
+        skip = cs_guard_verdict(all, skip, leader, site);
+    }
+    return skip;
 }
 
 #ifdef CONSAN_HOST
