@@ -2979,19 +2979,20 @@ CS_DEV void cs_vc_st4(uint32_t* p, const uint32_t* v) {
     *(uint4*)p = make_uint4(v[0], v[1], v[2], v[3]);
 #endif
 }
+// (skip: the joining warp's own column, which no clock holds ahead of the warp's own: it
+// takes the maximum like the others.) Whole chunks: a column outside the ranges is 0 in
+// every clock, so its maximum is 0 again -- four maxima and a store where one grew, not a
+// range check per column (one lane's dependent instructions were most of a join).
 CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict__ s, uint32_t a,
                            uint32_t b, uint32_t skip) {
+    (void)skip;
     for (uint32_t u = a & ~3u; u < b; u += 4) {
         cs_u4 x = cs_vc_ld4(s + u), y = cs_vc_ld4(d + u);
-        uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
-        bool grew = false;
-#pragma unroll
-        for (uint32_t i = 0; i < 4; ++i) {
-            bool in = u + i >= a && u + i < b && u + i != skip && xs[i] > ys[i];
-            ys[i] = in ? xs[i] : ys[i];
-            grew = grew || in;
+        if ((x.x > y.x) | (x.y > y.y) | (x.z > y.z) | (x.w > y.w)) {
+            cs_u4 m = cs_u4_max(x, y);
+            const uint32_t v[4] = {m.x, m.y, m.z, m.w};
+            cs_vc_st4(d + u, v);
         }
-        if (grew) cs_vc_st4(d + u, ys);
     }
 }
 
