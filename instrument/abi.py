@@ -453,14 +453,17 @@ def warpgroups(nwarps: int) -> int:
 
 
 # An mbarrier entry (u32 words): key (offset+1), live, expected, pending, tx, phase,
-# lock, then per warp the phase of its last arrive, then two clock slots (phase parity).
+# lock, then per warp the phase of its last arrive, then MB_SLOTS clock slots (phase mod
+# MB_SLOTS: a completed phase's slot is written again only MB_SLOTS - 1 completions later,
+# so a wait reads it without the lock).
 MB_KEY, MB_LIVE, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_LOCK = range(7)
 MB_LASTPH = 8
 MB_VC = MB_LASTPH + MAX_WARPS
+MB_SLOTS = 4
 
 
 def mb_words(nlogical: int = MAX_LOGICAL) -> int:
-    return MB_VC + 2 * nlogical
+    return MB_VC + MB_SLOTS * nlogical
 
 
 # --------------------------------------------------------------------------
@@ -594,7 +597,7 @@ def c_header() -> str:
         "CS_MBARRIERS": MBARRIERS, "CS_MB_KEY": MB_KEY, "CS_MB_LIVE": MB_LIVE,
         "CS_MB_EXPECTED": MB_EXPECTED, "CS_MB_PENDING": MB_PENDING, "CS_MB_TX": MB_TX,
         "CS_MB_PHASE": MB_PHASE, "CS_MB_LOCK": MB_LOCK, "CS_MB_LASTPH": MB_LASTPH,
-        "CS_MB_VC": MB_VC,
+        "CS_MB_VC": MB_VC, "CS_MB_SLOTS": MB_SLOTS,
         "CS_WGMMA_COMMIT": WGMMA_COMMIT, "CS_WGMMA_WAIT": WGMMA_WAIT,
         "CS_WG_INFO_N_MASK": WG_INFO_N_MASK,
         "CS_WG_INFO_A_SMEM": WG_INFO_A_SMEM, "CS_WG_INFO_TRANS_A": WG_INFO_TRANS_A,

@@ -2899,7 +2899,7 @@ CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
 // keys of those it made, and their liveness, in its shared memory, where every other
 // probe looks them up (device-memory words other warps keep writing miss in L1).
 CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create, uint32_t& j) {
-    uint32_t words = CS_MB_VC + 2 * S.nlogical;
+    uint32_t words = CS_MB_VC + CS_MB_SLOTS * S.nlogical;
     uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
     uint32_t h = (off >> 3) % CS_MBARRIERS;
     for (uint32_t i = 0; i < CS_MBARRIERS; ++i) {
@@ -3015,12 +3015,19 @@ CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip, bool a
         if (c.b[k] > c.a[k]) cs_vc_join_run(dst, src, c.a[k], c.b[k], skip);
 }
 
-// Complete the current phase (lock held): open the next one with a clean clock slot.
+// The clock slot of phase ph (abi.MB_SLOTS of them, by phase).
+CS_DEV uint32_t* cs_mbar_slot(uint32_t* e, uint32_t ph) {
+    return e + CS_MB_VC + (ph % CS_MB_SLOTS) * S.nlogical;
+}
+
+// Complete the current phase (lock held): open the next one with a clean clock slot. The
+// fence: a wait reads the phase, then the completed phase's slot, without the lock.
 CS_DEV void cs_mbar_try_complete(uint32_t* e) {
     if ((int32_t)e[CS_MB_PENDING] > 0 || (int32_t)e[CS_MB_TX] > 0) return;
     uint32_t ph = e[CS_MB_PHASE] + 1;
-    cs_vc_join(e + CS_MB_VC + (ph & 1) * S.nlogical, 0, CS_NO_SLOT);
-    e[CS_MB_PHASE] = ph;
+    cs_vc_join(cs_mbar_slot(e, ph), 0, CS_NO_SLOT);
+    cs_fence_lock();
+    *(volatile uint32_t*)&e[CS_MB_PHASE] = ph;
     e[CS_MB_PENDING] = e[CS_MB_EXPECTED];
     e[CS_MB_TX] = 0;
 }
@@ -3088,6 +3095,21 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         skip = 2;
     }
     if (!local || dead || failed_wait) return skip;
+    if (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) {
+        // Succeeded: acquire the phase waited for, if its releases are still held (the
+        // latest completed phase); a stale parity acquires nothing. No lock: the phase,
+        // then its slot, which is written again only abi.MB_SLOTS - 1 completions later
+        // (cs_mbar_try_complete fences the slot's joins before the phase).
+        cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
+        uint32_t done = *(volatile uint32_t*)&e[CS_MB_PHASE];  // phases completed so far
+        cs_fence_lock();
+        uint32_t last = e[CS_MB_LASTPH + w];  // (its own warp's)
+        uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (last & 1);
+        bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
+                  (op == CS_MB_WAIT_PARITY || last == done - 1);
+        if (ok) cs_mbar_acquire(slot, w, cs_mbar_slot(e, done - 1));
+        return skip;
+    }
     {
         CS_PROF(19);
         cs_mbar_lock(j);
@@ -3104,8 +3126,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
         e[CS_MB_TX] = 0;
         e[CS_MB_PHASE] = 0;
-        cs_vc_join(e + CS_MB_VC, 0, CS_NO_SLOT, true);
-        cs_vc_join(e + CS_MB_VC + S.nlogical, 0, CS_NO_SLOT, true);
+        for (uint32_t k = 0; k < CS_MB_SLOTS; ++k) cs_vc_join(cs_mbar_slot(e, k), 0, CS_NO_SLOT, true);
         cs_mbar_mark(slot, off, true);
         break;
     case CS_MB_DEAD:  // invalidated since the look above
@@ -3117,24 +3138,12 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         *(volatile uint32_t*)&cs_mlive_sh[j] = 0;
         cs_mbar_mark(slot, off, false);
         break;
-    case CS_MB_WAIT_PARITY:
-    case CS_MB_WAIT_TOKEN: {
-        cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
-        // Succeeded: acquire the phase waited for, if its releases are still held (the
-        // latest completed phase); a stale parity acquires nothing.
-        uint32_t done = e[CS_MB_PHASE];  // phases completed so far
-        uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (e[CS_MB_LASTPH + w] & 1);
-        bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
-                  (op == CS_MB_WAIT_PARITY || e[CS_MB_LASTPH + w] == done - 1);
-        if (ok) cs_mbar_acquire(slot, w, e + CS_MB_VC + ((done - 1) & 1) * S.nlogical);
-        break;
-    }
     case CS_MB_CP_ARRIVE: {
         // The cp.async unit of warp w arrives once the warp's copies so far have landed:
         // its clock up to the open group is released into this phase, and the open group
         // is closed so later copies are not covered. .noinc (arg 1): each thread's arrival
         // counts; without it the count is raised first (net 0).
-        uint32_t* cur = e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical;  // the open phase's slot
+        uint32_t* cur = cs_mbar_slot(e, e[CS_MB_PHASE]);  // the open phase's slot
         uint32_t clk = cs_cpticks_sh[w] + 1;
         if (cur[CS_AGENT_CPASYNC + w] < clk) cur[CS_AGENT_CPASYNC + w] = clk;
         *(volatile uint32_t*)&cs_cpticks_sh[w] = clk;
@@ -3155,7 +3164,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         if (op == CS_MB_COMPLETE_TX) e[CS_MB_TX] -= n;
         bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
         uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
-        if (arrives) cs_vc_join(e + CS_MB_VC + (e[CS_MB_PHASE] & 1) * S.nlogical, mine, CS_NO_SLOT);
+        if (arrives) cs_vc_join(cs_mbar_slot(e, e[CS_MB_PHASE]), mine, CS_NO_SLOT);
         bool under = arrives && (int32_t)e[CS_MB_PENDING] < (int32_t)count;
         if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
         skip = under ? 1u : skip;
@@ -3248,7 +3257,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
                 cs_record(r);
             }
             cs_mbar_lock(j);
-            uint32_t* vc = e + CS_MB_VC + (ph & 1) * S.nlogical;
+            uint32_t* vc = cs_mbar_slot(e, ph);
             if (vc[agent] < ph + 1) vc[agent] = ph + 1;
             e[CS_MB_TX] -= bytes;
             if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
@@ -3768,7 +3777,7 @@ CS_DEV void cs_tensor_load_end(uint32_t site, const cs_tload& t) {
         cs_tensor_record(t.f.kind, site, t.f, t.off, t.off + t.span, t.moff, t.ph, t.bytes);
     uint32_t agent = CS_AGENT_MBAR + t.j, *e = t.e;
     cs_mbar_lock(t.j);
-    uint32_t* vc = e + CS_MB_VC + (t.ph & 1) * S.nlogical;
+    uint32_t* vc = cs_mbar_slot(e, t.ph);
     if (vc[agent] < t.ph + 1) vc[agent] = t.ph + 1;
     e[CS_MB_TX] -= t.bytes;
     if (e[CS_MB_PHASE] == t.ph) cs_mbar_try_complete(e);
