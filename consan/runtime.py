@@ -439,7 +439,7 @@ class Prepared:
         if self._stored_prev:
             self.records[: min(self._stored_prev, LOG_CAPACITY)] = 0
         table = tma.device_table_bytes(args)
-        if table is not self._tmaps_set and table != self._tmaps_set:
+        if table != self._tmaps_set:  # (the same bytes object when nothing changed)
             self.tmaps.set(np.frombuffer(table, dtype=np.uint8))
             self._tmaps_set = table
 

@@ -43,7 +43,6 @@ def convertible(c: Classified | None, it: Item) -> bool:
 @dataclass(frozen=True)
 class Region:
     branch: int  # module index of the `@p bra L` removed
-    label: int  # module index of L
     members: tuple[int, ...]  # module indices of the instructions between
     on: str  # PTX setting REG_ON in place of the branch
 
@@ -53,13 +52,13 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
     item, classification, in order) that hold a probe (module indices in `probed`) and
     that the conversion keeps the meaning of."""
     out = []
-    for pos, (idx, it, _c) in enumerate(items):
+    for pos, (idx, it, _) in enumerate(items):
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
-        target, members, ok, end = it.operands[0].strip(), [], True, None
-        for idx2, it2, c2 in items[pos + 1:]:
+        target, members, ok, closed = it.operands[0].strip(), [], True, False
+        for idx2, it2, c2 in items[pos + 1:]:  # (up to L, the next label)
             if it2.kind == "label":
-                end = idx2 if it2.text.strip().rstrip(":").strip() == target else None
+                closed = it2.text.strip().rstrip(":").strip() == target
                 break
             if not it2.is_instruction:
                 continue
@@ -69,11 +68,11 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
                 ok = False
                 break
             members.append(idx2)
-        if not ok or end is None or not probed.intersection(members):
+        if not ok or not closed or not probed.intersection(members):
             continue
         p = it.pred.lstrip("@")
         on = f"mov.pred {REG_ON}, {p[1:]};" if p.startswith("!") else f"not.pred {REG_ON}, {p};"
-        out.append(Region(idx, end, tuple(members), on))
+        out.append(Region(idx, tuple(members), on))
     return out
 
 

@@ -337,10 +337,9 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             if c.event.value.startswith("async.") or c.event is Event.MBARRIER:  # agents: clocks
                 cta_wide_only = False  # async agents need the vector clocks
             if c.event in (Event.BAR_SYNC, Event.BAR_ARRIVE, Event.BAR_RED):
-                cta_wide_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
-                    it, c.event)[1] == "0"
-                bar0_only &= c.event is not Event.BAR_ARRIVE and _bar_operands(
-                    it, c.event) == ("0", "0")
+                ops, arrive = _bar_operands(it, c.event), c.event is Event.BAR_ARRIVE
+                cta_wide_only &= not arrive and ops[1] == "0"
+                bar0_only &= not arrive and ops == ("0", "0")
             counts[c.event.value] += 1
             async_proxy |= c.event in (Event.BULK_STORE, Event.TENSOR_STORE)
             wgmma |= c.event is Event.WGMMA

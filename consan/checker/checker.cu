@@ -2954,14 +2954,9 @@ CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
         cs_bsum_flag(slot, off / CS_GRANULE_BYTES, g1, CS_BS_FLAG_MBAR);
 }
 
-// dst[u] = max(dst[u], src[u]) over those columns, but column `skip`; src 0 clears dst
-// (`all`: every engine's column, at init). (Plain loads: the caller holds the lock the
-// writers of both hold.)
-// Columns [a, b) of d joined with s (column `skip` left alone), four at a time from a
-// 16-byte boundary: a vector load of each, the maxima, one vector store where a column grew
-// (the columns around [a, b) in it go back as they were: the caller holds the lock every
-// writer of d holds, or d is its own warp's clock). d and s are 16-byte aligned: clock
-// slots and warps' clocks are (abi.vsh_bytes aligns them in shared memory too).
+// dst[u] = max(dst[u], src[u]) over those columns. (Plain loads: the caller holds the lock
+// every writer of dst holds, or dst is its own warp's clock.) d and s are 16-byte aligned:
+// clock slots and warps' clocks are (abi.vsh_bytes aligns them in shared memory too).
 CS_DEV cs_u4 cs_vc_ld4(const uint32_t* p) {
 #ifdef CONSAN_HOST
     cs_al16((cs_sp)p);
@@ -2979,13 +2974,12 @@ CS_DEV void cs_vc_st4(uint32_t* p, const uint32_t* v) {
     *(uint4*)p = make_uint4(v[0], v[1], v[2], v[3]);
 #endif
 }
-// (skip: the joining warp's own column, which no clock holds ahead of the warp's own: it
-// takes the maximum like the others.) Whole chunks: a column outside the ranges is 0 in
-// every clock, so its maximum is 0 again -- four maxima and a store where one grew, not a
-// range check per column (one lane's dependent instructions were most of a join).
+// Columns [a, b) in whole 16-byte chunks: a column outside the ranges is 0 in every clock,
+// so its maximum is 0 again, and no clock holds a warp's own column ahead of the warp's own
+// clock -- four maxima and a store where one grew, no check per column (one lane's
+// dependent instructions were most of a join).
 CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict__ s, uint32_t a,
-                           uint32_t b, uint32_t skip) {
-    (void)skip;
+                           uint32_t b) {
     for (uint32_t u = a & ~3u; u < b; u += 4) {
         cs_u4 x = cs_vc_ld4(s + u), y = cs_vc_ld4(d + u);
         if ((x.x > y.x) | (x.y > y.y) | (x.z > y.z) | (x.w > y.w)) {
@@ -2996,9 +2990,9 @@ CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict_
     }
 }
 
-// The clear (src 0): dst is a clock slot, so whole 16-byte chunks go to 0 (a column next to
-// a range is one no join visits -- it is read as 0 or not at all). Inline: a call from the
-// mbarrier probe's branches would cost it a convergence barrier kept across the call.
+// Empty a clock slot (`all`: every engine's column, at init), in whole 16-byte chunks.
+// Inline: a call from the mbarrier probe's branches would cost it a convergence barrier
+// kept across the call.
 CS_DEV void cs_vc_clear(uint32_t* dst, bool all) {
     cs_cols c = cs_vc_cols(all);
     const uint32_t zero[4] = {0, 0, 0, 0};
@@ -3007,12 +3001,11 @@ CS_DEV void cs_vc_clear(uint32_t* dst, bool all) {
         for (uint32_t u = c.a[k] & ~3u; u < c.b[k]; u += 4) cs_vc_st4(dst + u, zero);
 }
 
-CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src, uint32_t skip, bool all = false) {
-    if (!src) return cs_vc_clear(dst, all);
-    cs_cols c = cs_vc_cols(all);
+CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src) {
+    cs_cols c = cs_vc_cols(false);
 #pragma unroll
     for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
-        if (c.b[k] > c.a[k]) cs_vc_join_run(dst, src, c.a[k], c.b[k], skip);
+        if (c.b[k] > c.a[k]) cs_vc_join_run(dst, src, c.a[k], c.b[k]);
 }
 
 // The clock slot of phase ph (abi.MB_SLOTS of them, by phase).
@@ -3025,7 +3018,7 @@ CS_DEV uint32_t* cs_mbar_slot(uint32_t* e, uint32_t ph) {
 CS_DEV void cs_mbar_try_complete(uint32_t* e) {
     if ((int32_t)e[CS_MB_PENDING] > 0 || (int32_t)e[CS_MB_TX] > 0) return;
     uint32_t ph = e[CS_MB_PHASE] + 1;
-    cs_vc_join(cs_mbar_slot(e, ph), 0, CS_NO_SLOT);
+    cs_vc_clear(cs_mbar_slot(e, ph), false);
     cs_fence_lock();
     *(volatile uint32_t*)&e[CS_MB_PHASE] = ph;
     e[CS_MB_PENDING] = e[CS_MB_EXPECTED];
@@ -3033,7 +3026,7 @@ CS_DEV void cs_mbar_try_complete(uint32_t* e) {
 }
 
 CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
-    cs_vc_join(cs_vis(slot, w), vc, w);
+    cs_vc_join(cs_vis(slot, w), vc);
 }
 
 // A warp spinning on failed waits: true once `key` (the phase it waits for to complete,
@@ -3067,10 +3060,8 @@ CS_DEV uint32_t cs_guard_verdict(uint32_t all, uint32_t skip, uint32_t leader, u
 // The leader's part of an mbarrier probe, written flat: sibling branches and a switch
 // instead of nested else-ifs, and no call out of line (cs_vc_clear is inline), which took
 // the probe from ten convergence barriers to eight and 6.7-7.2k cycles to 5.1-6.1k (ring).
-// (Eight is still two more than a callee may use without saving: a probe function that
-// uses B6-B11 saves and clears them on entry, and that releases the calling warp's other
-// lanes waiting at one of them for the lanes in the probe -- after `if (lane == 0)
-// arrive(...)` the warp runs split, every step twice; benchmarks/RESULTS.md.)
+// (Eight is still two more than a callee may use without saving, which releases lanes
+// waiting for the probe: instrument/converge.py has every lane call it instead.)
 #define CS_MB_DEAD 0xFFu  // (a switch label: an mbarrier invalidated since the look)
 CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site,
                              uint32_t slot, uint32_t w, uint32_t lanes) {
@@ -3126,7 +3117,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
         e[CS_MB_TX] = 0;
         e[CS_MB_PHASE] = 0;
-        for (uint32_t k = 0; k < CS_MB_SLOTS; ++k) cs_vc_join(cs_mbar_slot(e, k), 0, CS_NO_SLOT, true);
+        for (uint32_t k = 0; k < CS_MB_SLOTS; ++k) cs_vc_clear(cs_mbar_slot(e, k), true);
         cs_mbar_mark(slot, off, true);
         break;
     case CS_MB_DEAD:  // invalidated since the look above
@@ -3164,7 +3155,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         if (op == CS_MB_COMPLETE_TX) e[CS_MB_TX] -= n;
         bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
         uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
-        if (arrives) cs_vc_join(cs_mbar_slot(e, e[CS_MB_PHASE]), mine, CS_NO_SLOT);
+        if (arrives) cs_vc_join(cs_mbar_slot(e, e[CS_MB_PHASE]), mine);
         bool under = arrives && (int32_t)e[CS_MB_PENDING] < (int32_t)count;
         if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
         skip = under ? 1u : skip;
@@ -3851,9 +3842,8 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
         }
         uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
         if (span) {
-            uint32_t g0 = cs_bcast(active, t.off, leader) / CS_GRANULE_BYTES;
-            uint32_t g1 = g0 + (cs_bcast(active, t.off % CS_GRANULE_BYTES, leader) + span - 1) /
-                                   CS_GRANULE_BYTES;
+            uint32_t off = cs_bcast(active, t.off, leader);
+            uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
             uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
             uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
             cs_tensor_write(active, leader, slot, g0, g1, site, agent, clk, t.f);
