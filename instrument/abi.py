@@ -120,8 +120,12 @@ WG_INFO_A_SMEM = 1 << 9  # A through a matrix descriptor (else from registers: n
 WG_INFO_TRANS_A = 1 << 10  # imm-trans-a = 1: A is M-major (else K-major)
 WG_INFO_TRANS_B = 1 << 11  # imm-trans-b = 1: B is N-major (else K-major)
 WG_INFO_ELOG_SHIFT = 12  # 2 bits: log2 of the bytes of an A/B element (.b1: 0)
-PROBE_TENSOR = "__consan_tensor"  # (smem, map, mbar, site, op): TMA tensor copy (tile mode)
+# (smem, map, mbar, site, op, tx, asite): TMA tensor copy (tile mode)
+PROBE_TENSOR = "__consan_tensor"
 TENSOR_LOAD, TENSOR_STORE = 0, 1  # global -> shared on an mbarrier / shared -> global (bulk group)
+# Or'ed into a load's op word: it carries the mbarrier.arrive.expect_tx of tx bytes (site
+# asite) made just before it on its mbarrier (instrument/carry.py).
+TENSOR_ARRIVE_TX = 1 << 9
 MBARRIERS = 32  # mbarriers tracked per CTA
 STATE_SYMBOL = "__consan_state"
 
@@ -140,7 +144,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_BULK_GROUP: ((".b32", ".b32", ".b32"), None),
     PROBE_WGMMA: ((".b64", ".b64", ".b32", ".b32"), None),
     PROBE_WGMMA_GROUP: ((".b32", ".b32", ".b32"), None),
-    PROBE_TENSOR: ((".b64", ".b64", ".b64", ".b32", ".b32"), ".b32"),
+    PROBE_TENSOR: ((".b64", ".b64", ".b64", ".b32", ".b32", ".b32", ".b32"), ".b32"),
 }
 
 # --------------------------------------------------------------------------
@@ -617,6 +621,7 @@ def c_header() -> str:
         "CS_BS_FLAG_MBAR": BS_FLAG_MBAR, "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
         "CS_WG_GEN_SHIFT": WG_GEN_SHIFT,
         "CS_TENSOR_LOAD": TENSOR_LOAD, "CS_TENSOR_STORE": TENSOR_STORE,
+        "CS_TENSOR_ARRIVE_TX": TENSOR_ARRIVE_TX,
         "CS_TMAP_ENTRIES": TMAP_ENTRIES, "CS_TMAP_FP_SEED": TMAP_FP_SEED,
         "CS_TMAP_FP_MUL": TMAP_FP_MUL,
     }

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from . import abi, coalesce, converge
+from . import abi, carry, coalesce, converge
 from .events import Classified, Event, classify
 from .ptx import Function, Item, Module, PTXSyntaxError, parse
 from .sites import SiteTable, SourceLoc
@@ -355,6 +355,10 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
         regions = converge.find([(i, it, c) for i, it, c, _ in walk],
                                 {i for i, _, c, _ in walk if c is not None and c.event.probed})
         converted = {m for r in regions for m in r.members}
+        items_by = {i: it for i, it, _, _ in walk}
+        carried = carry.find([(i, it, c) for i, it, c, _ in walk], converted)
+        arrives = {k.arrive: k for k in carried.values()}
+        arrive_site: dict[int, int] = {}  # load -> the site of the arrive it carries
         for idx, it, c, loc in walk:
             if c is None or not c.event.probed:
                 continue
@@ -372,23 +376,30 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                              ptx_text=it.text.strip(), size=c.size,
                              loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
                              merged_lines=covers)
+            if idx in arrives:  # modelled by the probe of the load that carries it
+                arrive_site[arrives[idx].load] = site.id
+                replaced[idx] = ""
+                continue
             probes += 1
             tensor = c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE)
+            k = carried.get(idx)
             before[idx], after_text = _probe(it, c, site.id, widths,
                                              _symbol_spaces(mod, spaces) if tensor else None,
-                                             rep, on=idx in converted)
+                                             rep, on=idx in converted,
+                                             carry=(k.count, arrive_site[idx]) if k else None)
             if after_text:
                 after[idx] = after_text
             if (c.event is Event.MBARRIER and c.result is None) or \
                     c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD):
-                body = it.text[len(it.pred):].lstrip() if it.pred else it.text
-                replaced[idx] = f"@{REG_OK} {body}"
-        items = {i: it for i, it, _, _ in walk}
+                replaced[idx] = f"@{REG_OK} {_unpredicated(it)}"
+                if k:  # the arrive runs after the probe that modelled it, before the load
+                    replaced[idx] = f"@{REG_OK} {_unpredicated(items_by[k.arrive])}\n\t" + \
+                        replaced[idx]
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
             for m in r.members:
                 if m not in replaced:
-                    pre, replaced[m] = converge.predicated(items[m])
+                    pre, replaced[m] = converge.predicated(items_by[m])
                     before[m] = before.get(m, "") + pre
         if fn.is_entry:
             if first_code is None:
@@ -425,6 +436,10 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                         cp_async, bar0_only)
 
 
+def _unpredicated(it: Item) -> str:
+    return it.text[len(it.pred):].lstrip() if it.pred else it.text
+
+
 def _guard(call: str, pred: str | None) -> str:
     """After a probe that answers 1 for "would fault": REG_OK says whether to run the op."""
     guard = [f"setp.eq.u32 {REG_OK}, {REG_TOKEN}, 0;"]
@@ -444,10 +459,12 @@ def _op_word(op: int, on: bool) -> tuple[list[str], str]:
 
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
            spaces: dict[str, str] | None = None, rep: int | None = None,
-           on: bool = False) -> tuple[str, str]:
+           on: bool = False, carry: tuple[str, int] | None = None) -> tuple[str, str]:
     """(text before, text after) the instruction. `rep`: a strided probe's stride and
     count (abi.PROBE_ACCESS_N). `on`: the instruction is in a converted region (every
-    lane calls the probe; its op word says which lanes run the instruction)."""
+    lane calls the probe; its op word says which lanes run the instruction). `carry`: a
+    tensor load's probe models the arrive.expect_tx before it too (its byte operand and
+    site: instrument/carry.py)."""
     pred = it.pred
     guard_pred = f"@{converge.REG_ON}" if on else pred
     ev = c.event
@@ -460,10 +477,11 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
             code += _address_code(c.result or "", widths, it, REG_ADDR2)
         else:
             code.append(f"mov.b64 {REG_ADDR2}, 0;")
-        opcode, op = _op_word(abi.TENSOR_LOAD if ev is Event.TENSOR_LOAD else abi.TENSOR_STORE,
-                              on)
+        word = abi.TENSOR_LOAD if ev is Event.TENSOR_LOAD else abi.TENSOR_STORE
+        opcode, op = _op_word(word | (abi.TENSOR_ARRIVE_TX if carry else 0), on)
+        tx, asite = carry if carry else ("0", abi.NO_SITE)
         args = [(".b64", REG_ADDR), (".b64", REG_ADDR3), (".b64", REG_ADDR2),
-                (".b32", str(site)), (".b32", op)]
+                (".b32", str(site)), (".b32", op), (".b32", tx), (".b32", str(asite))]
         call = _call(pred, abi.PROBE_TENSOR, args, ret=True, pre=code + opcode,
                      comment=f"site {site}")
         return (_guard(call, guard_pred) if ev is Event.TENSOR_LOAD else call + "\n\t"), ""

@@ -59,7 +59,7 @@ def library() -> ctypes.CDLL:
            abi.PROBE_BULK_GROUP: ([u32, u32, u32], None),
            abi.PROBE_WGMMA: ([u64, u64, u32, u32], None),
            abi.PROBE_WGMMA_GROUP: ([u32, u32, u32], None),
-           abi.PROBE_TENSOR: ([u64, u64, u64, u32, u32], u32)}
+           abi.PROBE_TENSOR: ([u64, u64, u64, u32, u32, u32, u32], u32)}
     for name, (args, ret) in sig.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ret
@@ -216,13 +216,21 @@ class HostChecker:
             self.tmaps[k] = (abi.tensor_map_fingerprint(data), footprint, 0)
         return buf.ctypes.data + start
 
-    def tensor_load(self, warp: int, dst: int, tmap: int, mbar_off: int, site: int = 0) -> int:
+    def tensor_load(self, warp: int, dst: int, tmap: int, mbar_off: int, site: int = 0,
+                    op: int = abi.TENSOR_LOAD, expect_tx: int | None = None,
+                    arrive_site: int = abi.NO_SITE) -> int:
+        """With `expect_tx`, the load carries an mbarrier.arrive.expect_tx of that many
+        bytes on its mbarrier (instrument/carry.py)."""
         self._as(warp)
-        return self._probe(abi.PROBE_TENSOR)(dst, tmap, mbar_off, site, abi.TENSOR_LOAD)
+        if expect_tx is not None:
+            op |= abi.TENSOR_ARRIVE_TX
+        return self._probe(abi.PROBE_TENSOR)(dst, tmap, mbar_off, site, op, expect_tx or 0,
+                                             arrive_site)
 
     def tensor_store(self, warp: int, src: int, tmap: int, site: int = 0) -> int:
         self._as(warp)
-        return self._probe(abi.PROBE_TENSOR)(src, tmap, 0, site, abi.TENSOR_STORE)
+        return self._probe(abi.PROBE_TENSOR)(src, tmap, 0, site, abi.TENSOR_STORE, 0,
+                                             abi.NO_SITE)
 
     def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> int:
         return self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)

@@ -745,8 +745,7 @@ def test_tensor_load_marked_off_writes_nothing(ckv):
     _init(ckv)
     tmap = ckv.tensor_map(MAP_A, footprint=256)
     ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 256, site=11)
-    ckv._as(0)
-    off = ckv._probe(abi.PROBE_TENSOR)(64, tmap, MB, 1, abi.TENSOR_LOAD | abi.PROBE_OFF)
+    off = ckv.tensor_load(0, 64, tmap, MB, site=1, op=abi.TENSOR_LOAD | abi.PROBE_OFF)
     assert off == 0
     ckv.read(0, 64, site=2)  # no copy in flight: nothing wrote it
     assert ckv.kinds() == [("uninit.read", 2, -1)]

@@ -416,3 +416,79 @@ def test_branches_the_conversion_would_change_are_kept(body):
     out = instrument(HEADER + CONVERT.replace("{BODY}", body)).ptx
     assert "@%p1 bra $L__BB0_2;" in out
     assert "pred %__cs_on, %p1" not in out and "selp.b32 %__cs_op" not in out
+
+
+CARRY = HEADER + """.visible .entry k(
+\t.param .align 64 .b8 k_param_0[128]
+)
+{
+\t.reg .pred %p<3>;
+\t.reg .b32 %r<8>;
+\t.reg .b64 %rd<4>;
+\t.shared .align 128 .b8 tile[8192];
+\t.shared .align 8 .b64 bar[2];
+\tmov.b64 %rd1, k_param_0;
+\tcvta.param.u64 %rd2, %rd1;
+\tmov.u32 %r2, bar;
+\tmov.u32 %r3, 0;
+\tsetp.eq.u32 %p1, %r3, 0;
+\tmbarrier.init.shared::cta.b64 [%r2], 1;
+\tmov.u32 %r4, 4096;
+\t{ARRIVE}
+\t{BETWEEN}
+\t{LOAD}
+\tret;
+}
+"""
+ARRIVE = "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], %r4;"
+LOAD = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+        "[%r1], [%rd2, {%r3, %r3}], [%r2];")
+BETWEEN = "mov.u32 %r1, tile;\n\tadd.s32 %r5, %r3, 32;"
+
+
+def _carry(arrive: str = ARRIVE, between: str = BETWEEN, load: str = LOAD):
+    return instrument(CARRY.replace("{ARRIVE}", arrive).replace("{BETWEEN}", between)
+                      .replace("{LOAD}", load), "carry.ptx")
+
+
+def test_a_tensor_load_carries_the_arrive_expect_tx_before_it():
+    """One probe models both (instrument/carry.py): the arrive keeps its site, moves to just
+    after the probe, and runs, like the load, only where the checker says it may."""
+    ins = _carry()
+    out = ins.ptx
+    events = [s.event for s in ins.sites.sites]
+    assert events == ["mbarrier", "mbarrier", "async.tensor_load", "exit"]
+    assert out.count(f"call (__cs_r), {abi.PROBE_MBAR}") == 1  # the init only
+    load = out.index("// consan site 2")
+    assert f"st.param.b32 [__cs_p4], {abi.TENSOR_LOAD | abi.TENSOR_ARRIVE_TX};" in out[load:]
+    assert "st.param.b32 [__cs_p5], %r4;\n\tst.param.b32 [__cs_p6], 1;" in out[load:]
+    assert out.index("add.s32 %r5, %r3, 32;") < load  # the arithmetic stays where it was
+    assert "setp.eq.u32 %__cs_ok, %__cs_tok, 0;\n\t@%__cs_ok mbarrier.arrive.expect_tx" \
+           ".shared::cta.b64 _, [%r2], %r4;\n\t@%__cs_ok cp.async.bulk.tensor" in out
+    assert out.count("mbarrier.arrive.expect_tx") == 1
+    toolchain.link_with_checker(ins, "carry", toolchain.Arch.parse("sm_90a"))
+
+
+def test_a_load_alone_passes_no_arrive():
+    out = _carry(arrive="mov.u32 %r6, 1;").ptx
+    load = out.index("// consan site 1")
+    assert f"st.param.b32 [__cs_p4], {abi.TENSOR_LOAD};" in out[load:]
+    assert f"st.param.b32 [__cs_p5], 0;\n\tst.param.b32 [__cs_p6], {abi.NO_SITE};" in out[load:]
+
+
+@pytest.mark.parametrize("arrive,between", [
+    (ARRIVE, BETWEEN + "\n\tmov.u32 %r4, 64;"),  # its byte count changes in between
+    (ARRIVE, BETWEEN + "\n\tadd.s32 %r2, %r2, 8;"),  # its mbarrier address changes
+    (ARRIVE, BETWEEN + "\n$L__BB0_1:"),  # a label: another path may reach the load
+    (ARRIVE, BETWEEN + "\n\tld.shared.u32 %r6, [%r2+16];"),  # memory in between
+    (ARRIVE, BETWEEN + "\n\tbar.warp.sync -1;"),  # lanes in between
+    (ARRIVE.replace("[%r2]", "[%r2+8]"), BETWEEN),  # another mbarrier
+    ("@%p1 " + ARRIVE, BETWEEN),  # under a predicate the load does not have
+    ("mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [%r2], %r4;",
+     BETWEEN + "\n\tmov.b64 %rd1, %rd3;"),  # its state read in between
+    ("mbarrier.expect_tx.shared::cta.b64 [%r2], %r4;", BETWEEN),  # no arrival
+])
+def test_an_arrive_the_move_could_change_keeps_its_own_probe(arrive, between):
+    out = _carry(arrive=arrive, between=between).ptx
+    assert out.count(f"call (__cs_r), {abi.PROBE_MBAR}") == 2
+    assert "st.param.b32 [__cs_p5], 0;" in out[out.index("__consan_tensor, ") - 900:]

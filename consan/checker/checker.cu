@@ -3057,6 +3057,32 @@ CS_DEV uint32_t cs_guard_verdict(uint32_t all, uint32_t skip, uint32_t leader, u
     return skip;
 }
 
+// Arrivals and transaction bytes (lock held): arrive{.drop}{.expect_tx}, expect_tx and
+// complete_tx by `lanes` lanes of warp w (arg each). An arrive releases the warp's clock
+// into the open phase's slot. Returns 1 for a count that would go below zero (recorded).
+CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t lanes,
+                              uint32_t site, uint32_t off, uint32_t w, uint32_t* mine) {
+    uint32_t n = arg * lanes;  // every thread's arrive / tx counts
+    if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
+    bool tx_under = op == CS_MB_COMPLETE_TX && (int32_t)e[CS_MB_TX] < (int32_t)n;
+    if (tx_under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+    if (op == CS_MB_COMPLETE_TX) e[CS_MB_TX] -= n;
+    bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
+    uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
+    if (arrives) cs_vc_join(cs_mbar_slot(e, e[CS_MB_PHASE]), mine);
+    bool under = arrives && (int32_t)e[CS_MB_PENDING] < (int32_t)count;
+    if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+    if (arrives) {
+        e[CS_MB_LASTPH + w] = e[CS_MB_PHASE];
+        e[CS_MB_PENDING] = (under ? count : e[CS_MB_PENDING]) - count;
+        if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
+        mine[w] += 1;  // accesses after the release are not covered by it
+        cs_clock_sh[w] = mine[w];
+    }
+    cs_mbar_try_complete(e);
+    return tx_under || under ? 1u : 0u;
+}
+
 // The leader's part of an mbarrier probe, written flat: sibling branches and a switch
 // instead of nested else-ifs, and no call out of line (cs_vc_clear is inline), which took
 // the probe from ten convergence barriers to eight and 6.7-7.2k cycles to 5.1-6.1k (ring).
@@ -3146,29 +3172,9 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         cs_mbar_try_complete(e);
         break;
     }
-    default: {
-        uint32_t n = arg * lanes;  // every thread's arrive / tx counts
-        if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
-        bool tx_under = op == CS_MB_COMPLETE_TX && (int32_t)e[CS_MB_TX] < (int32_t)n;
-        if (tx_under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
-        skip = tx_under ? 1u : skip;
-        if (op == CS_MB_COMPLETE_TX) e[CS_MB_TX] -= n;
-        bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
-        uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
-        if (arrives) cs_vc_join(cs_mbar_slot(e, e[CS_MB_PHASE]), mine);
-        bool under = arrives && (int32_t)e[CS_MB_PENDING] < (int32_t)count;
-        if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
-        skip = under ? 1u : skip;
-        if (arrives) {
-            e[CS_MB_LASTPH + w] = e[CS_MB_PHASE];
-            e[CS_MB_PENDING] = (under ? count : e[CS_MB_PENDING]) - count;
-            if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
-            mine[w] += 1;  // accesses after the release are not covered by it
-            cs_clock_sh[w] = mine[w];
-        }
-        cs_mbar_try_complete(e);
+    default:
+        skip = cs_mbar_count(e, op, arg, lanes, site, off, w, mine);
         break;
-    }
     }
     cs_mbar_unlock(j);
     return skip;
@@ -3710,20 +3716,35 @@ struct cs_tload {
     uint32_t off, span, moff, j, ph, bytes;
     cs_finding f;
 };
+// `arrive`: the mbarrier.arrive.expect_tx of `tx` bytes (site asite) the rewriter carries
+// on this copy (instrument/carry.py) is modelled first, as its own probe would have.
 CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, uint64_t mbar,
-                                     uint32_t site) {
+                                     uint32_t site, bool arrive, uint32_t tx_arg, uint32_t asite) {
     cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
     cs_tload t = {0, false, 0, 0, 0, 0, 0, 0, 0, none};
-    cs_local((uint32_t)mbar, t.moff);
-    if (!cs_local((uint32_t)dst, t.off)) {  // another CTA's smem (and mbarrier): not checked
+    bool mlocal = cs_local((uint32_t)mbar, t.moff);
+    bool dlocal = cs_local((uint32_t)dst, t.off);
+    if (!dlocal)  // another CTA's smem (and mbarrier): not checked
         cs_tensor_record(CS_TOOL_REMOTE_SMEM, site, none, t.off, t.off, t.moff, 0, 0);
-        return t;
-    }
+    if (arrive && !mlocal)
+        cs_mbar_record(CS_TOOL_REMOTE_SMEM, asite, t.moff, 0);
+    if (!dlocal && !(arrive && mlocal)) return t;
     uint32_t* e = cs_mbar_entry(slot, t.moff, false, t.j);
     if (e == 0 || !cs_mbar_live(t.j)) {
-        cs_mbar_record(CS_MBARRIER_UNINIT, site, t.moff, e);
+        cs_mbar_record(CS_MBARRIER_UNINIT, arrive && mlocal ? asite : site, t.moff, e);
         t.skip = 1;
         return t;
+    }
+    if (arrive) {  // (an arrival below zero would fault: the copy is skipped with it)
+        uint32_t w = cs_warp();
+        cs_mbar_lock(t.j);
+        bool live = cs_mbar_live(t.j);  // (not invalidated since the look)
+        if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, e);
+        t.skip = live ? cs_mbar_count(e, CS_MB_ARRIVE_EXPECT_TX, tx_arg, 1, asite, t.moff, w,
+                                      cs_vis(slot, w))
+                      : 1u;
+        cs_mbar_unlock(t.j);
+        if (t.skip || !dlocal) return t;
     }
     t.e = e;
     // (no lock: the phase cannot complete before this copy's bytes arrive, and the words
@@ -3814,9 +3835,11 @@ CS_DEV void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint32_t 
 // Every active lane issues its own copy: the leader (the lowest of them) models them in
 // lane order. The lanes of the call marked CS_PROBE_OFF (instrument/converge.py) issue
 // none but help write the boxes. A load on an mbarrier that is not live is skipped (1),
-// as for bulk copies.
+// as for bulk copies. With CS_TENSOR_ARRIVE_TX, each issuing lane's load carries the
+// mbarrier.arrive.expect_tx of `tx` bytes (site asite) its PTX made just before it, on the
+// same mbarrier (instrument/carry.py): one probe for both; 1 skips both.
 CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
-                                  uint32_t op) {
+                                  uint32_t op, uint32_t tx, uint32_t asite) {
     CS_PROF(11);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
@@ -3824,7 +3847,8 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
     uint32_t active = cs_group(site, 0);  // this call's lanes, those marked off too
     uint32_t issuers = cs_ballot(active, !(op & CS_PROBE_OFF));
     if (!issuers) return 0;
-    op &= ~CS_PROBE_OFF;
+    bool arrive = op & CS_TENSOR_ARRIVE_TX;
+    op &= ~(CS_PROBE_OFF | CS_TENSOR_ARRIVE_TX);
     uint32_t leader = cs_ffs(issuers) - 1, skip = 0;
     bool lead = cs_lane() == leader;
     for (uint32_t rest = issuers; rest; rest &= rest - 1) {
@@ -3835,10 +3859,11 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
             if (lead) cs_tensor_store(slot, d, m, (uint32_t)k, site);
             continue;
         }
+        uint32_t ntx = cs_bcast(active, tx, k);
         cs_tload t = {};
         if (lead) {
             CS_PROF(25);
-            t = cs_tensor_load_begin(slot, d, m, b, site);
+            t = cs_tensor_load_begin(slot, d, m, b, site, arrive, ntx, asite);
         }
         uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
         if (span) {
