@@ -455,20 +455,6 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
 #else
     cta[CS_CTA_LIVE_THREADS] = nthreads;
 #endif
-    for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) {
-        cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
-        cs_cpticks_sh[w] = 0;
-        cta[CS_CTA_SPIN_PHASE + w] = 0;
-        cta[CS_CTA_BULK_COMMITS + w] = 0;
-        cta[CS_CTA_WGMMA_COMMITS + w] = 0;
-        cta[CS_CTA_PROXY_FENCE + w] = 0;
-#ifdef CONSAN_HOST
-        cs_lanes_sh[w] = w < nw ? 1u : 0u;
-#else
-        uint32_t lanes = nthreads > w * 32 ? nthreads - w * 32 : 0;
-        cs_lanes_sh[w] = lanes >= 32 ? 0xFFFFFFFFu : (1u << lanes) - 1u;
-#endif
-    }
     cs_mbar_used_sh = 0;
     cs_mbar_arc_sh = 0;
     for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = cs_mkey_sh[j] = cs_mlive_sh[j] = 0;
@@ -476,7 +462,6 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     cs_shv.tmap_claimed = 0;
     if (cs_vsh_on()) cs_vsh_layout(slot);  // (its barrier words are cleared with the tables)
     else for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
-    for (uint32_t w = 0; w < CS_MAX_WARPS; ++w) cs_clock_sh[w] = 1, cs_phase_sh[w] = 1;
     cs_slot_sh = slot;
     cs_gen_sh = gen;
 }
@@ -489,9 +474,45 @@ CS_DEV uint32_t cs_bsum_blocks();
 CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b);
 CS_DEV uint8_t* cs_psh();
 
-// Run by every thread (i = thread index, n = threads): clear clocks, barrier slots, bitmaps.
-CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
+// Words [a, b) of p set to v by threads i of n: 16-byte stores between the aligned ends
+// (a CTA's start clears its tables in shared memory: every thread of it waits for this).
+CS_DEV void cs_fill_words(uint32_t* p, uint32_t a, uint32_t b, uint32_t v, uint32_t i,
+                          uint32_t n) {
+#ifdef CONSAN_HOST
+    for (uint32_t k = a + i; k < b; k += n) p[k] = v;
+#else
+    uint32_t a4 = a + ((0u - (uint32_t)((unsigned long long)(p + a) >> 2)) & 3u);
+    a4 = a4 < b ? a4 : b;
+    uint32_t b4 = a4 + ((b - a4) & ~3u);
+    for (uint32_t k = a + i; k < a4; k += n) p[k] = v;
+    for (uint32_t k = b4 + i; k < b; k += n) p[k] = v;
+    uint4* q = (uint4*)(p + a4);
+    const uint4 vv = make_uint4(v, v, v, v);
+    for (uint32_t k = i; k < (b4 - a4) / 4; k += n) q[k] = vv;
+#endif
+}
+
+// Run by every thread (i = thread index, n = threads of the block, nthreads of them live:
+// the host drives one lane per warp): the CTA's per-warp words, clocks, barrier slots,
+// bitmaps.
+CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthreads) {
     uint32_t L = S.nlogical;
+    uint32_t* cta = cs_cta(slot);
+    for (uint32_t w = i; w < CS_MAX_WARPS; w += n) {
+        cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
+        cs_cpticks_sh[w] = 0;
+        cta[CS_CTA_SPIN_PHASE + w] = 0;
+        cta[CS_CTA_BULK_COMMITS + w] = 0;
+        cta[CS_CTA_WGMMA_COMMITS + w] = 0;
+        cta[CS_CTA_PROXY_FENCE + w] = 0;
+#ifdef CONSAN_HOST
+        cs_lanes_sh[w] = w < (nthreads + 31) / 32 ? 1u : 0u;
+#else
+        uint32_t lanes = nthreads > w * 32 ? nthreads - w * 32 : 0;
+        cs_lanes_sh[w] = lanes >= 32 ? 0xFFFFFFFFu : (1u << lanes) - 1u;
+#endif
+        cs_clock_sh[w] = 1, cs_phase_sh[w] = 1;
+    }
     if (!cs_vsh_on()) {
         uint32_t* vis = cs_vis(slot, 0);
         for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
@@ -505,9 +526,11 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n) {
         uint32_t* p = (uint32_t*)cs_psh();
         uint32_t bt0 = (uint32_t)(cs_vlay_sh.BT - cs_vlay_sh.W) / 4, bt1 = bt0 + cs_vlay_sh.nb;
         uint32_t v0 = (uint32_t)(cs_vlay_sh.vis - p), v1 = v0 + S.nwarps * L;
-        for (uint32_t k = i; k < v0; k += n) p[k] = k >= bt0 && k < bt1 ? CS_BT_WHOLE : 0u;
+        cs_fill_words(p, 0, bt0, 0u, i, n);
+        cs_fill_words(p, bt0, bt1, CS_BT_WHOLE, i, n);
+        cs_fill_words(p, bt1, v0, 0u, i, n);
         for (uint32_t k = v0 + i; k < v1; k += n) p[k] = (k - v0) % (L + 1) == 0 ? 1u : 0u;
-        for (uint32_t k = v1 + i; k < S.psh_bytes / 4; k += n) p[k] = 0;
+        cs_fill_words(p, v1, S.psh_bytes / 4, 0u, i, n);
     }
     if (cs_bsum_on()) {
         uint32_t* bs = cs_bsum(slot, 0);
@@ -3898,7 +3921,7 @@ CS_ENTRY void cs_host_set_dyn(uint8_t* p) { cs_dyn_host = p; }
 CS_ENTRY void __consan_cta_begin() {
     if (cs_psh_mode()) return cs_psh_begin(0, 1);
     cs_begin_leader(cs_block_threads());
-    if (cs_slot_sh != CS_NO_SLOT) cs_begin_clear(cs_slot_sh, 0, 1);
+    if (cs_slot_sh != CS_NO_SLOT) cs_begin_clear(cs_slot_sh, 0, 1, cs_block_threads());
 }
 CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
 #else
@@ -3914,7 +3937,7 @@ CS_ENTRY void __consan_cta_begin() {
     if (tid == 0) cs_begin_leader(n);
     __syncthreads();
     uint32_t slot = cs_slot_sh;
-    if (slot != CS_NO_SLOT) cs_begin_clear(slot, tid, n);
+    if (slot != CS_NO_SLOT) cs_begin_clear(slot, tid, n, n);
     __syncthreads();
 }
 #endif
