@@ -260,6 +260,23 @@ def test_ring_missing_wait(case, tables, monkeypatch):
         assert rep.header["walked"] > 0
 
 
+def test_a_row_read_before_the_wait_names_each_warps_first_row(monkeypatch):
+    """The consumers read a box 128 bytes a row (lane i the row's i-th float): the checker
+    publishes and judges such whole rows one lane per row (cs_vsh_read_granules). Each
+    record still names all 32 lanes and the first row the warp read, as when every lane
+    went through every row."""
+    _hopper_or_skip()
+    _tables(monkeypatch, "shared")
+    subs, ntiles, kind, _, _ = gk.TMA_RING_RACY["consumer-reads-before-full-wait"]
+    _, rep, _, _, _ = _ring(subs, ntiles)
+    assert rep.violations and {v.kind for v in rep.violations} == {kind}, str(rep)
+    box = gk.TMA_RING_ROWS * gk.TMA_RING_COLS * 4  # (a stage's bytes: rows of 256)
+    assert all(v.offset_hi - v.offset_lo == 128 and v.offset_lo % 128 == 0 and
+               v.lanes == 0xFFFFFFFF for v in rep.violations), str(rep)
+    at = {w: {v.offset_lo % box for v in rep.violations if v.warp == w} for w in (1, 2)}
+    assert len(at[1]) == 1 and at[2] == {(next(iter(at[1])) + 128) % box}, str(rep)
+
+
 # ---------------------------------------------------------------- tensor stores
 
 def _store(subs: dict[str, str], native: bool = False):

@@ -2165,11 +2165,42 @@ CS_DEV void cs_vsh_read_granules(const cs_vctx& x, const cs_vsh_span& s, uint32_
     uint32_t m = cs_activemask(), lead = cs_ffs(m) - 1;
     bool row = s.stride % bb == 0 && cs_all(m, cs_bcast(m, s.off / bb, (int)lead) == s.off / bb);
     uint32_t rank = cs_popc(m & ((1u << cs_lane()) - 1u)), lanes = cs_popc(m);
+    // Whole rows: all 32 lanes, lane i at granule i of one block per k (a coalesced read
+    // of 128 bytes a row): lane r publishes and judges rows r, r + 32, ... whole, where
+    // every lane went through every row.
+    uint32_t off0 = cs_bcast(m, s.off, (int)lead);
+    bool whole = row && m == 0xFFFFFFFFu && off0 % bb == 0 &&
+                 cs_all(m, s.off == off0 + 4u * cs_lane());
     if (row) {  // the blocks' summaries raised, one lane per block, before any lane's byte
         for (uint32_t k = rank; k < s.n; k += lanes) cs_vsh_raise(x, s.off / bb + k * (s.stride / bb), x.w, clk);
         cs_syncwarp(m);
     }
-    for (uint32_t k0 = 0; k0 < s.n; k0 += CS_VSH_BATCH) {
+    if (whole) {
+        const uint32_t c4 = c8 * 0x01010101u;
+        for (uint32_t k = rank; k < s.n; k += lanes) {
+            uint32_t g0 = (off0 + k * s.stride) / CS_GRANULE_BYTES;
+            for (uint32_t h = 0; h < CS_VSH_B; h += 16) {
+                cs_u4 v = cs_s_ld4(R + g0 + h);
+                const uint32_t word[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (uint32_t i = 0; i < 4; ++i) {
+                    uint32_t g = g0 + h + 4 * i, d = word[i] ^ c4;
+                    if (d == 0) continue;  // read at this clock already: its site stays
+                    if (!((d - 0x01010101u) & ~d & 0x80808080u)) {  // no byte at this clock
+                        cs_s_st(R + g, c4);
+                        cs_g_st4(rs + g, site);
+                        continue;
+                    }
+                    for (uint32_t j = 0; j < 4; ++j) {
+                        if (((word[i] >> (8 * j)) & 0xFFu) == c8) continue;
+                        cs_s_st8(R + g + j, c8);
+                        cs_g_st(rs + g + j, site);
+                    }
+                }
+            }
+        }
+    }
+    for (uint32_t k0 = 0; k0 < s.n && !whole; k0 += CS_VSH_BATCH) {
         uint32_t g[CS_VSH_BATCH], b8[CS_VSH_BATCH];
 #pragma unroll
         for (uint32_t i = 0; i < CS_VSH_BATCH; ++i) {
@@ -2186,6 +2217,37 @@ CS_DEV void cs_vsh_read_granules(const cs_vctx& x, const cs_vsh_span& s, uint32_
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
     uint32_t ok = 0xFFFFFFFFu;
+    if (whole) {  // rows held whole by one epoch (a copy's) judged once each, by one lane
+        bool held = true;
+        uint32_t bad = 0xFFFFFFFFu;
+        cs_finding y = {0, CS_NO_SITE, CS_NO_WARP};
+        for (uint32_t k = rank; k < s.n; k += lanes) {
+            uint32_t b = (off0 + k * s.stride) / bb, bt = cs_s_ld(x.BT + 4u * b);
+            if (bt == 0 || bt == CS_BT_LOCKED) {  // epochs by granule, or being given them
+                held = false;
+                break;
+            }
+            uint32_t ep = bt & ~CS_BT_WHOLE;
+            if (ep == ok) continue;
+            y = cs_vsh_judge_read(x, ep, cs_vsh_bsite(x, b), CS_PROXY_NONE);
+            if (y.kind) {
+                bad = k;
+                break;
+            }
+            ok = ep;
+        }
+        if (cs_all(m, held)) {  // every row before the first bad one was looked at: clean
+            uint32_t first = cs_min(m, bad);
+            if (first != 0xFFFFFFFFu) {
+                int src = cs_ffs(cs_ballot(m, bad == first)) - 1;
+                f = {cs_bcast(m, y.kind, src), cs_bcast(m, y.prev_site, src),
+                     cs_bcast(m, y.prev_warp, src)};
+                fk = first;
+            }
+            return;
+        }
+        ok = 0xFFFFFFFFu;
+    }
     for (uint32_t k0 = 0; k0 < s.n; k0 += CS_VSH_BATCH) {
         uint32_t g[CS_VSH_BATCH], bt[CS_VSH_BATCH], e[CS_VSH_BATCH];
 #pragma unroll
