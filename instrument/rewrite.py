@@ -10,11 +10,12 @@ in `Instrumented.unmodeled`, with their line and the reason.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from . import abi, carry, coalesce, converge
+from . import abi, carry, coalesce, converge, loops
 from .events import Classified, Event, classify
 from .ptx import Function, Item, Module, PTXSyntaxError, parse
 from .sites import SiteTable, SourceLoc
@@ -358,6 +359,10 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
         items_by = {i: it for i, it, _, _ in walk}
         carried = carry.find([(i, it, c) for i, it, c, _ in walk], converted)
         arrives = {k.arrive: k for k in carried.values()}
+
+        emit = functools.partial(_emit, _FnProbes(table, fn.name, widths, mod, spaces, carried,
+                                                   arrives, items_by))
+
         arrive_site: dict[int, int] = {}  # load -> the site of the arrive it carries
         for idx, it, c, loc in walk:
             if c is None or not c.event.probed:
@@ -372,29 +377,25 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                 covers = tuple(lines[i] for i in p.members[1:])
                 if p.count > 1:
                     rep = (p.stride << abi.REP_STRIDE_SHIFT) | p.count
-            site = table.add(kernel=fn.name, event=c.event.value, ptx_line=it.line,
-                             ptx_text=it.text.strip(), size=c.size,
-                             loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
-                             merged_lines=covers)
-            if idx in arrives:  # modelled by the probe of the load that carries it
-                arrive_site[arrives[idx].load] = site.id
+            got = emit(idx, it, c, loc, idx in converted, arrive_site, covers, rep)
+            if got is None:
                 replaced[idx] = ""
                 continue
             probes += 1
-            tensor = c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE)
-            k = carried.get(idx)
-            before[idx], after_text = _probe(it, c, site.id, widths,
-                                             _symbol_spaces(mod, spaces) if tensor else None,
-                                             rep, on=idx in converted,
-                                             carry=(k.count, arrive_site[idx]) if k else None)
+            before[idx], text, after_text = got
             if after_text:
                 after[idx] = after_text
-            if (c.event is Event.MBARRIER and c.result is None) or \
-                    c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD):
-                replaced[idx] = f"@{REG_OK} {_unpredicated(it)}"
-                if k:  # the arrive runs after the probe that modelled it, before the load
-                    replaced[idx] = f"@{REG_OK} {_unpredicated(items_by[k.arrive])}\n\t" + \
-                        replaced[idx]
+            if text is not None:
+                replaced[idx] = text
+        # Loops one lane runs: a copy every lane runs (loops.py), before the original.
+        full = [(index_of[id(it)], it, None) for it in fn.body]
+        cls = {i: (c, lc) for i, _, c, lc in walk}
+        full = [(i, it, cls.get(i, (None, None))[0]) for i, it, _ in full]
+        fn_key = len(table.sites)
+        for lp in loops.find(full):
+            before[lp.branch] = before.get(lp.branch, "") + _loop_copy(
+                lp, fn_key, mod.items, cls, emit) + "\n\t"
+            probes += 1
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
             for m in r.members:
@@ -408,9 +409,10 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
         if probes or fn.is_entry:
             after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3};"
                                     f"\n\t.reg .b32 {REG_TOKEN}, {REG_SPIN}, {REG_SPIN_LOW};"
-                                    f"\n\t.reg .b32 {REG_OP};"
+                                    f"\n\t.reg .b32 {REG_OP}, {loops.REG_MASK}, "
+                                    f"{loops.REG_COUNT};"
                                     f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, {converge.REG_ON}, "
-                                    f"{converge.REG_ON_OWN};"
+                                    f"{converge.REG_ON_OWN}, {loops.REG_VOTE};"
                                     + after.get(fn.open_index, ""))
             start = fn.close_index if first_code is None else first_code
             before[start] = f"mov.u32 {REG_SPIN}, 0;\n\t" + before.get(start, "")
@@ -434,6 +436,86 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
                         cp_async, bar0_only)
+
+
+@dataclass
+class _FnProbes:
+    """What emitting a function's probes needs besides the instruction."""
+    table: SiteTable
+    fn: str
+    widths: dict[str, int]
+    mod: Module
+    spaces: dict[str, str]
+    carried: dict[int, carry.Carry]
+    arrives: dict[int, carry.Carry]
+    items: dict[int, Item]
+
+
+def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive_site: dict,
+          covers: tuple[int, ...] = (), rep: int | None = None
+          ) -> tuple[str, str | None, str] | None:
+    """(text before, the instruction's text or None for as is, text after) of a probed
+    instruction; None for a carried arrive (its load's probe models it)."""
+    site = f.table.add(kernel=f.fn, event=c.event.value, ptx_line=it.line,
+                       ptx_text=it.text.strip(), size=c.size,
+                       loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
+                       merged_lines=covers)
+    if idx in f.arrives:  # modelled by the probe of the load that carries it
+        arrive_site[f.arrives[idx].load] = site.id
+        return None
+    tensor = c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE)
+    k = f.carried.get(idx)
+    pre, post = _probe(it, c, site.id, f.widths,
+                       _symbol_spaces(f.mod, f.spaces) if tensor else None, rep, on=on,
+                       carry=(k.count, arrive_site[idx]) if k else None)
+    text = None
+    if (c.event is Event.MBARRIER and c.result is None) or \
+            c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD):
+        text = f"@{REG_OK} {_unpredicated(it)}"
+        if k:  # the arrive runs after the probe that modelled it, before the load
+            text = f"@{REG_OK} {_unpredicated(f.items[k.arrive])}\n\t" + text
+    return pre, text, post
+
+
+def _loop_copy(lp: loops.Loop, fn_key: int, items: list[Item], cls: dict, emit) -> str:
+    """The entry of a loop region one lane runs and the copy of it every lane runs
+    (loops.py); the original region follows it, from its own label."""
+    depth, renamed, out = 0, {}, []
+    for idx in lp.members:  # the labels of the copy
+        it = items[idx]
+        depth += it.kind == "open"
+        depth -= it.kind == "close"
+        if it.kind == "label" and depth == 0:
+            renamed[loops._label(it)] = loops.renamed(loops._label(it), lp, fn_key)
+    arrive_site: dict[int, int] = {}
+    depth = 0
+    for idx in lp.members:
+        it = items[idx]
+        c, loc = cls.get(idx, (None, None))
+        if it.kind == "open":
+            depth += 1
+        elif it.kind == "close":
+            depth -= 1
+        if it.kind == "label":
+            name = loops._label(it)
+            out.append(f"{renamed[name]}:" if depth == 0 and name in renamed else it.text)
+        elif not it.is_instruction:
+            out.append(it.text)
+        elif it.op_parts[0] == "bra":
+            t = it.operands[0].strip()
+            out.append(loops.branch(it, renamed.get(t, t)))
+        elif c is not None and c.event.probed:
+            got = emit(idx, it, c, loc, True, arrive_site)
+            if got is None:
+                continue
+            pre, text, post = got
+            out += [pre, text if text is not None else f"@{converge.REG_ON} {it.text}", post]
+        else:
+            pre, text = converge.predicated(it)
+            out.append(pre + text)
+    head = loops.entry(lp, items[lp.branch], fn_key)
+    return (head + "\n\t" + "".join(out) + f"\n\tbra {lp.target};\n"
+            f"{loops.original_label(lp, fn_key)}:")
 
 
 def _unpredicated(it: Item) -> str:
@@ -546,8 +628,14 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
                   f"mul.lo.u32 {REG_SPIN}, {REG_SPIN}, {REG_SPIN_LOW};",  # reset on success
                   f"add.u32 {REG_SPIN}, {REG_SPIN}, {REG_SPIN_LOW};",
                   f"and.b32 {REG_SPIN_LOW}, {REG_SPIN}, {abi.MB_WAIT_SAMPLE - 1};",
-                  f"setp.ne.and.u32 {REG_SKIP}, {REG_SPIN_LOW}, 0, !{c.result};",
-                  f"@{REG_SKIP} bra {skip};"]
+                  f"setp.ne.and.u32 {REG_SKIP}, {REG_SPIN_LOW}, 0, !{c.result};"]
+        if on:  # (a loop every lane runs, loops.py: the lane with REG_ON decides for all)
+            sample += [f"and.pred {REG_SKIP}, {REG_SKIP}, {converge.REG_ON};",
+                       f"vote.sync.any.pred {REG_SKIP}, {REG_SKIP}, {loops.REG_MASK};"]
+            opcode, op = _op_word(c.op, on)
+            args[1] = (".b32", op)
+            post += opcode
+        sample.append(f"@{REG_SKIP} bra {skip};")
         args[2] = (".b32", arg)
         call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code + post,
                      comment=f"site {site}")

@@ -233,3 +233,36 @@ def test_warp_stays_together_after_a_one_lane_arrive():
     rep, out, _ = _check(TOGETHER, "mb_together", 64)
     assert rep.ok, str(rep)
     assert out.tolist() == [4 * 32.0] * 64  # natively too: 32 lanes after each branch
+
+
+# `if (lane < LANES) for (...) { arrive; wait }`: with one lane, the whole loop is run by
+# every lane of the warp, the others marked off (instrument/loops.py), so the warp is
+# still together after it, as natively; with two, the loop runs as it was.
+LOOP = MB + r"""
+extern "C" __global__ void mb_loop(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    int t = threadIdx.x, lane = t % 32;
+    if (t == 0) mb_init(&bar, 2 * LANES);
+    __syncthreads();
+    float acc = in[t] * 0.0f;
+    if (lane < LANES) {
+        for (int i = 0; i < 4; ++i) {
+            mb_arrive(&bar, 1);
+            mb_wait(&bar, i & 1);
+        }
+    }
+    acc += (float)__popc(__activemask());  // @after
+    out[t] = acc;
+}
+"""
+
+
+def test_warp_stays_together_after_a_one_lane_loop():
+    rep, out, _ = _check(LOOP.replace("LANES", "1"), "mb_loop", 64)
+    assert rep.ok, str(rep)
+    assert out.tolist() == [32.0] * 64  # natively too
+
+
+def test_a_loop_two_lanes_run_is_checked_as_it_was():
+    rep, _, _ = _check(LOOP.replace("LANES", "2"), "mb_loop", 64)
+    assert rep.ok, str(rep)

@@ -406,7 +406,6 @@ def test_branch_around_an_arrive_is_converted():
 
 @pytest.mark.parametrize("body", [
     "st.shared.u32 [%r2], 1;\n\tmbarrier.arrive.shared.b64 _, [%r2];",  # an access probe
-    "mbarrier.arrive.shared.b64 _, [%r2];\n$L__BB0_9:\n\tmov.u32 %r3, 1;",  # a label inside
     "bar.warp.sync -1;\n\tmbarrier.arrive.shared.b64 _, [%r2];",  # lanes together
     "@%p2 mbarrier.arrive.shared.b64 _, [%r2];",  # a predicated probe
     "mbarrier.try_wait.parity.shared.b64 %p2, [%r2], 0;",  # a wait
@@ -492,3 +491,84 @@ def test_an_arrive_the_move_could_change_keeps_its_own_probe(arrive, between):
     out = _carry(arrive=arrive, between=between).ptx
     assert out.count(f"call (__cs_r), {abi.PROBE_MBAR}") == 2
     assert "st.param.b32 [__cs_p5], 0;" in out[out.index("__consan_tensor, ") - 900:]
+
+
+LOOP = (".visible .entry k()\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<8>;\n"
+        "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.s32 %p1, %r1, 0;\n"
+        "\t@%p1 bra $L__BB0_3;\n"
+        "\tmov.u32 %r4, 0;\n"
+        "$L__BB0_2:\n"
+        "\t{BODY}\n"
+        "\tadd.s32 %r4, %r4, 1;\n"
+        "\tsetp.lt.s32 %p2, %r4, 8;\n"
+        "\t@%p2 bra $L__BB0_2;\n"
+        "{TAIL}"
+        "$L__BB0_3:\n\tret;\n}\n")
+WAIT = ("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%r2], %r4;\n"
+        " @!p bra W;\n}")
+
+
+def test_a_loop_one_lane_runs_gets_a_copy_every_lane_runs():
+    """`if (lane == 0) for (...) { wait; arrive }` (instrument/loops.py): a copy that
+    every lane runs when exactly one lane is on, with each branch decided by that lane's
+    vote, every instruction under %on and every probe called by all lanes; the original
+    region runs otherwise."""
+    body = WAIT + "\n\tmbarrier.arrive.shared.b64 _, [%r2];"
+    ins = instrument(HEADER + LOOP.replace("{BODY}", body).replace("{TAIL}", ""), "loop.ptx")
+    out = ins.ptx
+    entry = ("not.pred %__cs_on, %p1;\n\tactivemask.b32 %__cs_m;\n\t"
+             "vote.sync.ballot.b32 %__cs_n, %__cs_on, %__cs_m;\n\tpopc.b32 %__cs_n, %__cs_n;\n"
+             "\tsetp.ne.u32 %__cs_v, %__cs_n, 1;\n\t@%__cs_v bra $__cs_loop")
+    assert entry in out
+    copy = out[out.index(entry):out.index("@%p1 bra $L__BB0_3;")]
+    assert "$L__BB0_2__cs" in copy and "\n$L__BB0_2:" not in copy
+    assert "and.pred %__cs_v, %p2, %__cs_on;\n\tvote.sync.any.pred %__cs_v, %__cs_v, " \
+           "%__cs_m;\n\t@%__cs_v bra $L__BB0_2__cs" in copy
+    assert "not.pred %__cs_v, p;\n\tand.pred %__cs_v, %__cs_v, %__cs_on;" in copy
+    assert "@%__cs_on add.s32 %r4, %r4, 1;" in copy
+    assert "W: @%__cs_on mbarrier.try_wait" in copy  # the wait runs on the lane only...
+    wait, off = abi.MB_WAIT_PARITY, abi.MB_WAIT_PARITY | abi.PROBE_OFF
+    assert f"selp.b32 %__cs_op, {wait}, {off}, %__cs_on;" in copy  # ...its probe on all
+    assert "vote.sync.any.pred %__cs_skip, %__cs_skip, %__cs_m;" in copy
+    assert f"selp.b32 %__cs_op, {abi.MB_ARRIVE}, {abi.MB_ARRIVE | abi.PROBE_OFF}" in copy
+    assert copy.rstrip().endswith(":")  # the original's label
+    # the original region is still there, probed as before
+    orig = out[out.index("@%p1 bra $L__BB0_3;"):]
+    assert "\n$L__BB0_2:" in orig and "@%p2 bra $L__BB0_2;" in orig
+    assert orig.count("call (__cs_r), __consan_mbar") == 2
+    toolchain.link_with_checker(ins, "loop", toolchain.Arch.parse("sm_90a"))
+
+
+def test_a_loop_ending_in_a_jump_over_other_code_is_copied_up_to_the_jump():
+    """The one lane's region may end with `bra L` over code other lanes run (another
+    warp's role): the copy stops there."""
+    tail = "\tbra.uni $L__BB0_3;\n$L__BB0_9:\n\tmov.u32 %r5, 1;\n"
+    out = instrument(HEADER + LOOP.replace("{BODY}", "mbarrier.arrive.shared.b64 _, [%r2];")
+                     .replace("{TAIL}", tail)).ptx
+    copy = out[out.index("activemask.b32 %__cs_m;"):out.index("@%p1 bra $L__BB0_3;")]
+    assert "bra $L__BB0_3;" in copy and "mov.u32 %r5, 1;" not in copy
+
+
+@pytest.mark.parametrize("body,tail", [
+    ("st.shared.u32 [%r2], 1;", ""),  # an access probe (it takes no lanes marked off)
+    ("bar.warp.sync -1;\n\tmbarrier.arrive.shared.b64 _, [%r2];", ""),  # lanes together
+    ("@%p3 mbarrier.arrive.shared.b64 _, [%r2];", ""),  # a predicated probe
+    ("mbarrier.arrive.shared.b64 _, [%r2];\n\t@%p3 bra $L__BB0_0;", ""),  # out of it
+    ("mbarrier.arrive.shared.b64 _, [%r2];\n\tcall f;", ""),  # a call
+    ("mov.u32 %r5, 1;", ""),  # no probe
+])
+def test_loops_the_copy_would_change_are_kept(body, tail):
+    src = LOOP.replace("{BODY}", body).replace("{TAIL}", tail)
+    src = src.replace("\tsetp.ne.s32 %p1", "$L__BB0_0:\n\tsetp.ne.s32 %p1")
+    if "call f" in body:
+        src = ".func f()\n{\n\tret;\n}\n" + src
+    out = instrument(HEADER + src).ptx
+    assert "activemask.b32 %__cs_m" not in out and "@%p1 bra $L__BB0_3;" in out
+
+
+def test_a_branch_into_the_loop_from_outside_keeps_it():
+    src = LOOP.replace("{BODY}", "mbarrier.arrive.shared.b64 _, [%r2];").replace("{TAIL}", "")
+    src = src.replace("\tmov.u32 %r1, %tid.x;\n", "\tmov.u32 %r1, %tid.x;\n"
+                      "\tsetp.eq.s32 %p3, %r1, 5;\n\t@%p3 bra $L__BB0_2;\n")
+    out = instrument(HEADER + src).ptx
+    assert "activemask.b32 %__cs_m" not in out

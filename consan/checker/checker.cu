@@ -3268,8 +3268,9 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
 // Returns 1 when the operation would fault on the hardware (an mbarrier that is not
 // live, an arrival below zero): the rewritten kernel then skips it, so the report is
 // read back and the CUDA context stays usable.
-// Lanes with CS_PROBE_OFF in `op` skip the operation (a branch the rewriter converted,
-// instrument/converge.py): they only wait here for the lanes that run it.
+// Lanes with CS_PROBE_OFF in `op` skip the operation (a branch or a one-lane loop the
+// rewriter converted, instrument/converge.py, loops.py): they only wait here for the
+// lanes that run it.
 CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
     bool off = op & CS_PROBE_OFF;
     op &= ~CS_PROBE_OFF;
@@ -3283,7 +3284,12 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     uint32_t lanes = cs_popc(active);
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = cs_lane() == leader && !off ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes) : 0;
-    return cs_guard_verdict(all, skip, leader, site);
+    // Lanes marked off (one group) take the verdict of the first lane on: a deadlock's
+    // lanes all leave (a loop every lane runs, instrument/loops.py, must not go on
+    // without it). From the masks, not a ballot: a warp-synchronous instruction after the
+    // leader's call hung warps the probes had split (tenth session).
+    uint32_t on = all & ~active;
+    return cs_guard_verdict(all, skip, off && on ? cs_ffs(on) - 1 : leader, site);
 }
 
 
