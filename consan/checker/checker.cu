@@ -3803,7 +3803,7 @@ CS_DEV void cs_tensor_record(uint32_t kind, uint32_t site, const cs_finding& f, 
 struct cs_tload {
     uint32_t skip;  // 1: the copy would fault
     bool write;  // the copy's write to model (span bytes at off)
-    uint32_t* e;  // the mbarrier's entry, live: its bytes and phase to update
+    uint32_t* e;  // the mbarrier's entry, live (its bytes and phase already counted)
     uint32_t off, span, moff, j, ph, bytes;
     cs_finding f;
 };
@@ -3826,33 +3826,41 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         t.skip = 1;
         return t;
     }
-    if (arrive) {  // (an arrival below zero would fault: the copy is skipped with it)
-        uint32_t w = cs_warp();
-        cs_mbar_lock(t.j);
-        bool live = cs_mbar_live(t.j);  // (not invalidated since the look)
-        if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, e);
-        t.skip = live ? cs_mbar_count(e, CS_MB_ARRIVE_EXPECT_TX, tx_arg, 1, asite, t.moff, w,
-                                      cs_vis(slot, w))
-                      : 1u;
-        cs_mbar_unlock(t.j);
-        if (t.skip || !dlocal) return t;
-    }
-    t.e = e;
-    // (no lock: the phase cannot complete before this copy's bytes arrive, and the words
-    // are read whole; the lock at the end completes it if it is still this phase)
-    t.ph = cs_ld32(&e[CS_MB_PHASE]);
-    int32_t tx = (int32_t)cs_ld32(&e[CS_MB_TX]);
     uint32_t end = S.granules * CS_GRANULE_BYTES, off = t.off;
     {
         CS_PROF(17);
         t.bytes = cs_tmap_bytes(map);  // transaction bytes the copy completes
     }
     bool guessed = t.bytes == 0;
+    // One lock for the arrive it carries and for the copy's bytes and phase, before the
+    // box is written: the copy instruction runs after this probe, so no wait completes on
+    // its bytes before the box has its epochs (the phase may complete here, in the model).
+    cs_mbar_lock(t.j);
+    if (arrive) {  // (an arrival below zero would fault: the copy is skipped with it)
+        uint32_t w = cs_warp();
+        bool live = cs_mbar_live(t.j);  // (not invalidated since the look)
+        if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, e);
+        t.skip = live ? cs_mbar_count(e, CS_MB_ARRIVE_EXPECT_TX, tx_arg, 1, asite, t.moff, w,
+                                      cs_vis(slot, w))
+                      : 1u;
+        if (t.skip || !dlocal) {
+            cs_mbar_unlock(t.j);
+            return t;
+        }
+    }
+    t.e = e;
+    t.ph = e[CS_MB_PHASE];
+    int32_t tx = (int32_t)e[CS_MB_TX];
+    // Unknown map: the bytes the phase still expects (exact when one copy fills the phase).
+    if (guessed) t.bytes = tx > 0 ? (uint32_t)tx : 0;
+    uint32_t* vc = cs_mbar_slot(e, t.ph) + CS_AGENT_MBAR + t.j;
+    if (*vc < t.ph + 1) *vc = t.ph + 1;
+    e[CS_MB_TX] -= t.bytes;
+    cs_mbar_try_complete(e);
+    cs_mbar_unlock(t.j);
     uint32_t span = t.bytes;  // bytes of the window it writes
     if (guessed) {
-        // Unknown map: the bytes the phase still expects (exact when one copy fills the
-        // phase), else up to the end of the window; never past a live mbarrier.
-        t.bytes = tx > 0 ? (uint32_t)tx : 0;
+        // ... else up to the end of the window; never past a live mbarrier.
         span = t.bytes ? t.bytes : (off < end ? end - off : 0);
         if (off >= end) span = 0;
         else if (span > end - off) span = end - off;
@@ -3878,13 +3886,6 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
 CS_DEV void cs_tensor_load_end(uint32_t site, const cs_tload& t) {
     if (t.f.kind)
         cs_tensor_record(t.f.kind, site, t.f, t.off, t.off + t.span, t.moff, t.ph, t.bytes);
-    uint32_t agent = CS_AGENT_MBAR + t.j, *e = t.e;
-    cs_mbar_lock(t.j);
-    uint32_t* vc = cs_mbar_slot(e, t.ph);
-    if (vc[agent] < t.ph + 1) vc[agent] = t.ph + 1;
-    e[CS_MB_TX] -= t.bytes;
-    if (e[CS_MB_PHASE] == t.ph) cs_mbar_try_complete(e);
-    cs_mbar_unlock(t.j);
 }
 
 // The copy engine of mbarrier j writes granules [g0, g1] at clock clk: every lane of
