@@ -99,8 +99,11 @@ def find(body: list[tuple[int, Item, Classified | None]]) -> list[Loop]:
         if not any(r.kind == "label" for _, r, _ in region):
             continue  # straight-line code: converge.py's
         ok, probed = True, False
-        for _, r, c in region:
-            if r.kind == "section" or (r.is_directive and r.opcode in (".entry", ".func")):
+        for idx2, r, c in region:
+            # (a declaration outside a { } scope would be made twice: the copy's and the
+            # original's)
+            if r.kind == "section" or (r.is_directive and depth_of[idx2] == 0 and
+                                       r.opcode not in (".loc", ".pragma")):
                 ok = False
             if not r.is_instruction:
                 continue

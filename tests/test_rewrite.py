@@ -556,6 +556,7 @@ def test_a_loop_ending_in_a_jump_over_other_code_is_copied_up_to_the_jump():
     ("mbarrier.arrive.shared.b64 _, [%r2];\n\t@%p3 bra $L__BB0_0;", ""),  # out of it
     ("mbarrier.arrive.shared.b64 _, [%r2];\n\tcall f;", ""),  # a call
     ("mov.u32 %r5, 1;", ""),  # no probe
+    (".reg .b32 %q<2>;\n\tmbarrier.arrive.shared.b64 _, [%r2];", ""),  # a declaration
 ])
 def test_loops_the_copy_would_change_are_kept(body, tail):
     src = LOOP.replace("{BODY}", body).replace("{TAIL}", tail)
