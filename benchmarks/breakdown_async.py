@@ -40,7 +40,7 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(tensor: map lookup)", "(tensor: the copy's write)", "(mbar: taking the lock)",
           "mbar successful wait", "(mbar: under the lock)", "(copy, one lane: epochs)",
           "(copy, one lane: fence, readers' clocks)", "(copy, one lane: readers)",
-          "(tensor: the look before the copy)", "(tensor: its bytes and phase after)",
+          "(tensor: the look, its bytes and phase)", "(tensor: after the copy's write)",
           "(tensor: the verdict)")
 
 

@@ -14,19 +14,17 @@ hardware cannot complete the phase before the model has the arrival, as before.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from . import abi
 from .events import Classified, Event
-from .ptx import Item
+from .ptx import REGISTER, Item
 
 # Register arithmetic: no memory, no synchronisation, no control flow, no lanes.
 _ALU = frozenset({"mov", "add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem",
                   "abs", "neg", "min", "max", "shl", "shr", "and", "or", "xor", "not", "cnot",
                   "lop3", "shf", "bfe", "bfi", "bfind", "brev", "clz", "popc", "prmt", "cvt",
                   "cvta", "setp", "selp", "set", "slct", "fma", "copysign", "testp"})
-_REG = re.compile(r"%[A-Za-z_$][\w$]*")
 
 
 @dataclass(frozen=True)
@@ -37,7 +35,7 @@ class Carry:
 
 
 def _regs(text: str) -> set[str]:
-    return set(_REG.findall(text))
+    return set(REGISTER.findall(text))
 
 
 def _carried(it: Item, c: Classified, load: Item, lc: Classified) -> bool:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from . import abi
 from .events import Classified, Event
-from .ptx import Item
+from .ptx import REGISTER, Item
 
 MAX_SPAN = 64  # bytes one merged probe may cover (16 granules)
 MAX_STRIDE = (1 << (32 - abi.REP_STRIDE_SHIFT)) - 1  # what a strided probe's rep word carries
@@ -35,7 +35,6 @@ _ADDR = re.compile(r"^([^\s+\-]+)\s*(?:\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+)))?$"
 _CONTROL = ("bra", "brx", "call", "ret", "exit", "trap", "brkpt")
 _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "cp", "mbarrier",
             "wgmma", "stmatrix", "bra", "call", "ret", "exit", "trap")
-_REG = re.compile(r"%[\w$.]+")
 
 
 def split_address(addr: str) -> tuple[str, int] | None:
@@ -66,13 +65,13 @@ def _affine(it: Item, roots: dict[str, tuple[str, int]]) -> tuple[str, int] | No
     if not types or not all(t in _INT_TYPES for t in types):
         return None
     src = [o.strip() for o in it.operands[1:]]
-    if op in ("mov", "cvt") and len(src) == 1 and _REG.fullmatch(src[0]):
+    if op in ("mov", "cvt") and len(src) == 1 and REGISTER.fullmatch(src[0]):
         return roots.get(src[0], (src[0], 0))
     if op in ("add", "sub") and len(src) == 2:
         reg, imm = src
         if op == "add" and _IMM.match(reg):
             reg, imm = imm, reg
-        if _REG.fullmatch(reg) and _IMM.match(imm):
+        if REGISTER.fullmatch(reg) and _IMM.match(imm):
             root, off = roots.get(reg, (reg, 0))
             return root, off + (int(imm, 0) if op == "add" else -int(imm, 0))
     return None
@@ -83,7 +82,7 @@ def _define(it: Item, roots: dict[str, tuple[str, int]]) -> None:
     whose root it overwrites."""
     if it.op_parts[0] in _NO_DEST or not it.operands:
         return
-    dests = set(_REG.findall(it.operands[0]))
+    dests = set(REGISTER.findall(it.operands[0]))
     new = _affine(it, roots) if len(dests) == 1 else None
     for d in [r for r, (root, _) in roots.items() if root in dests or r in dests]:
         del roots[d]
@@ -142,7 +141,7 @@ def plan(items: list[tuple[int, Item, Classified | None]],
         elif c is not None and c.event in (Event.READ, Event.WRITE, Event.ATOMIC):
             out[idx] = Probe(c.address or "", c.size, (idx,))
         if op0 not in _NO_DEST and it.operands:  # the base register redefined?
-            dest = set(_REG.findall(it.operands[0]))
+            dest = set(REGISTER.findall(it.operands[0]))
             close(lambda g, d=dest: g.base in d)
         _define(it, roots)
     close()

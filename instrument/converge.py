@@ -58,7 +58,7 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
         target, members, ok, closed = it.operands[0].strip(), [], True, False
         for idx2, it2, c2 in items[pos + 1:]:  # (up to L, the next label)
             if it2.kind == "label":
-                closed = it2.text.strip().rstrip(":").strip() == target
+                closed = it2.label == target
                 break
             if not it2.is_instruction:
                 continue
@@ -70,10 +70,22 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
             members.append(idx2)
         if not ok or not closed or not probed.intersection(members):
             continue
-        p = it.pred.lstrip("@")
-        on = f"mov.pred {REG_ON}, {p[1:]};" if p.startswith("!") else f"not.pred {REG_ON}, {p};"
-        out.append(Region(idx, tuple(members), on))
+        out.append(Region(idx, tuple(members), on_where_not_taken(it.pred)))
     return out
+
+
+def on_where_not_taken(pred: str) -> str:
+    """PTX setting REG_ON where `@pred bra` is not taken (the lanes that run the region)."""
+    p = pred.lstrip("@")
+    return f"mov.pred {REG_ON}, {p[1:]};" if p.startswith("!") else f"not.pred {REG_ON}, {p};"
+
+
+def and_on(pred: str, dst: str) -> str:
+    """PTX setting predicate `dst` to `pred` (as an instruction guard: `@p`, `@!p`) and REG_ON."""
+    p = pred.lstrip("@")
+    if p.startswith("!"):
+        return f"not.pred {dst}, {p[1:]};\n\tand.pred {dst}, {dst}, {REG_ON};"
+    return f"and.pred {dst}, {p}, {REG_ON};"
 
 
 def predicated(it: Item) -> tuple[str, str]:
@@ -81,9 +93,4 @@ def predicated(it: Item) -> tuple[str, str]:
     if not it.pred:
         return "", f"@{REG_ON} {it.text}"
     body = it.text[len(it.pred):].lstrip()
-    p = it.pred.lstrip("@")
-    if p.startswith("!"):
-        pre = f"not.pred {REG_ON_OWN}, {p[1:]};\n\tand.pred {REG_ON_OWN}, {REG_ON_OWN}, {REG_ON};"
-    else:
-        pre = f"and.pred {REG_ON_OWN}, {p}, {REG_ON};"
-    return pre + "\n\t", f"@{REG_ON_OWN} {body}"
+    return and_on(it.pred, REG_ON_OWN) + "\n\t", f"@{REG_ON_OWN} {body}"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .converge import REG_ON
+from .converge import REG_ON, and_on, on_where_not_taken
 from .events import Classified, Event
 from .ptx import Item
 
@@ -47,10 +47,16 @@ class Loop:
     members: tuple[int, ...]  # module indices strictly between it and L (every item)
     target: str  # L
     key: int  # a number for the copy's labels
+    labels: frozenset[str]  # the region's labels outside { } scopes: the copy renames them
 
+    def renamed(self, label: str) -> str:
+        """A label of the copy: the region's own renamed, any other (L, a scope's) kept."""
+        return f"{label}__cs{self.key}" if label in self.labels else label
 
-def _label(it: Item) -> str:
-    return it.text.strip().rstrip(":").strip()
+    @property
+    def original(self) -> str:
+        """The label the original region runs from."""
+        return f"$__cs_loop{self.key}"
 
 
 def probe_ok(c: Classified, it: Item) -> bool:
@@ -71,7 +77,7 @@ def find(body: list[tuple[int, Item, Classified | None]]) -> list[Loop]:
         depth_of[idx] = depth
         if it.kind == "open":
             depth += 1
-    labels = {_label(it): pos for pos, (idx, it, _) in enumerate(body)
+    labels = {it.label: pos for pos, (idx, it, _) in enumerate(body)
               if it.kind == "label" and depth_of[idx] == 0}
     branches = [(pos, it.operands[0].strip()) for pos, (idx, it, _) in enumerate(body)
                 if it.is_instruction and it.op_parts[0] == "bra" and it.operands]
@@ -95,7 +101,7 @@ def find(body: list[tuple[int, Item, Classified | None]]) -> list[Loop]:
                 end = q + 1
                 break
         region = body[pos + 1:end]
-        inside = {_label(r) for _, r, _ in region if r.kind == "label"}
+        inside = {r.label for _, r, _ in region if r.kind == "label"}
         if not any(r.kind == "label" for _, r, _ in region):
             continue  # straight-line code: converge.py's
         ok, probed = True, False
@@ -120,36 +126,25 @@ def find(body: list[tuple[int, Item, Classified | None]]) -> list[Loop]:
             if not ok:
                 break
         # a single entry: no branch from outside to a label inside
-        depth0 = {_label(r) for idx2, r, _ in region if r.kind == "label" and
-                  depth_of[idx2] == 0}
+        depth0 = frozenset(r.label for idx2, r, _ in region if r.kind == "label" and
+                           depth_of[idx2] == 0)
         if ok and any(t in depth0 and not pos < p < end for p, t in branches):
             ok = False
         if not ok or not probed:
             continue
-        out.append(Loop(idx, tuple(i for i, _, _ in region), target, len(out)))
+        out.append(Loop(idx, tuple(i for i, _, _ in region), target, len(out), depth0))
         end_of_last = end
     return out
 
 
-def entry(loop: Loop, branch: Item, fn_key: int) -> str:
+def entry(loop: Loop, branch: Item) -> str:
     """What replaces the branch: REG_ON, the lanes, and the choice of the copy."""
-    p = branch.pred.lstrip("@")
-    on = f"mov.pred {REG_ON}, {p[1:]};" if p.startswith("!") else f"not.pred {REG_ON}, {p};"
-    orig = original_label(loop, fn_key)
     return "\n\t".join([
-        on, f"activemask.b32 {REG_MASK};",
+        on_where_not_taken(branch.pred), f"activemask.b32 {REG_MASK};",
         f"vote.sync.ballot.b32 {REG_COUNT}, {REG_ON}, {REG_MASK};",
         f"popc.b32 {REG_COUNT}, {REG_COUNT};",
         f"setp.ne.u32 {REG_VOTE}, {REG_COUNT}, 1;",
-        f"@{REG_VOTE} bra {orig};"])
-
-
-def original_label(loop: Loop, fn_key: int) -> str:
-    return f"$__cs_loop{fn_key}_{loop.key}"
-
-
-def renamed(label: str, loop: Loop, fn_key: int) -> str:
-    return f"{label}__cs{fn_key}_{loop.key}"
+        f"@{REG_VOTE} bra {loop.original};"])
 
 
 def branch(it: Item, target: str) -> str:
@@ -157,10 +152,5 @@ def branch(it: Item, target: str) -> str:
     body = f"bra {target};"
     if not it.pred:
         return body
-    p = it.pred.lstrip("@")
-    if p.startswith("!"):
-        decide = f"not.pred {REG_VOTE}, {p[1:]};\n\tand.pred {REG_VOTE}, {REG_VOTE}, {REG_ON};"
-    else:
-        decide = f"and.pred {REG_VOTE}, {p}, {REG_ON};"
-    return (f"{decide}\n\tvote.sync.any.pred {REG_VOTE}, {REG_VOTE}, {REG_MASK};\n\t"
-            f"@{REG_VOTE} {body}")
+    return (f"{and_on(it.pred, REG_VOTE)}\n\tvote.sync.any.pred {REG_VOTE}, {REG_VOTE}, "
+            f"{REG_MASK};\n\t@{REG_VOTE} {body}")

@@ -51,6 +51,11 @@ class Item:
         return self.kind == "stmt" and not self.opcode.startswith(".")
 
     @property
+    def label(self) -> str:
+        """A label's name (for a label item)."""
+        return self.text.strip().rstrip(":").strip()
+
+    @property
     def op_parts(self) -> list[str]:
         """Opcode split at dots, e.g. ['ld', 'shared', 'v4', 'f32']."""
         return self.opcode.split(".")
@@ -105,6 +110,7 @@ class Module:
         return [f.name for f in self.functions if f.is_entry]
 
 
+REGISTER = re.compile(r"%[\w$.]+")  # a register name in an operand
 _IDENT = re.compile(r"[A-Za-z_$%.][\w$%.]*")
 _LABEL = re.compile(r"[A-Za-z_$%][\w$%.]*\s*:(?!:)")
 

@@ -388,13 +388,12 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             if text is not None:
                 replaced[idx] = text
         # Loops one lane runs: a copy every lane runs (loops.py), before the original.
-        full = [(index_of[id(it)], it, None) for it in fn.body]
         cls = {i: (c, lc) for i, _, c, lc in walk}
-        full = [(i, it, cls.get(i, (None, None))[0]) for i, it, _ in full]
-        fn_key = len(table.sites)
+        full = [(index_of[id(it)], it, cls.get(index_of[id(it)], (None, None))[0])
+                for it in fn.body]
         for lp in loops.find(full):
             before[lp.branch] = before.get(lp.branch, "") + _loop_copy(
-                lp, fn_key, mod.items, cls, emit) + "\n\t"
+                lp, mod.items, cls, emit) + "\n\t"
             probes += 1
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
@@ -477,33 +476,21 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     return pre, text, post
 
 
-def _loop_copy(lp: loops.Loop, fn_key: int, items: list[Item], cls: dict, emit) -> str:
+def _loop_copy(lp: loops.Loop, items: list[Item], cls: dict, emit) -> str:
     """The entry of a loop region one lane runs and the copy of it every lane runs
     (loops.py); the original region follows it, from its own label."""
-    depth, renamed, out = 0, {}, []
-    for idx in lp.members:  # the labels of the copy
-        it = items[idx]
-        depth += it.kind == "open"
-        depth -= it.kind == "close"
-        if it.kind == "label" and depth == 0:
-            renamed[loops._label(it)] = loops.renamed(loops._label(it), lp, fn_key)
     arrive_site: dict[int, int] = {}
-    depth = 0
+    out, depth = [], 0
     for idx in lp.members:
         it = items[idx]
         c, loc = cls.get(idx, (None, None))
-        if it.kind == "open":
-            depth += 1
-        elif it.kind == "close":
-            depth -= 1
+        depth += (it.kind == "open") - (it.kind == "close")
         if it.kind == "label":
-            name = loops._label(it)
-            out.append(f"{renamed[name]}:" if depth == 0 and name in renamed else it.text)
+            out.append(f"{lp.renamed(it.label)}:" if depth == 0 else it.text)
         elif not it.is_instruction:
             out.append(it.text)
         elif it.op_parts[0] == "bra":
-            t = it.operands[0].strip()
-            out.append(loops.branch(it, renamed.get(t, t)))
+            out.append(loops.branch(it, lp.renamed(it.operands[0].strip())))
         elif c is not None and c.event.probed:
             got = emit(idx, it, c, loc, True, arrive_site)
             if got is None:
@@ -513,9 +500,8 @@ def _loop_copy(lp: loops.Loop, fn_key: int, items: list[Item], cls: dict, emit) 
         else:
             pre, text = converge.predicated(it)
             out.append(pre + text)
-    head = loops.entry(lp, items[lp.branch], fn_key)
-    return (head + "\n\t" + "".join(out) + f"\n\tbra {lp.target};\n"
-            f"{loops.original_label(lp, fn_key)}:")
+    return (loops.entry(lp, items[lp.branch]) + "\n\t" + "".join(out) +
+            f"\n\tbra {lp.target};\n{lp.original}:")
 
 
 def _unpredicated(it: Item) -> str:
@@ -632,8 +618,6 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         if on:  # (a loop every lane runs, loops.py: the lane with REG_ON decides for all)
             sample += [f"and.pred {REG_SKIP}, {REG_SKIP}, {converge.REG_ON};",
                        f"vote.sync.any.pred {REG_SKIP}, {REG_SKIP}, {loops.REG_MASK};"]
-            opcode, op = _op_word(c.op, on)
-            args[1] = (".b32", op)
             post += opcode
         sample.append(f"@{REG_SKIP} bra {skip};")
         args[2] = (".b32", arg)

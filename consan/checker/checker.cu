@@ -3797,22 +3797,21 @@ CS_DEV void cs_tensor_record(uint32_t kind, uint32_t site, const cs_finding& f, 
     cs_record(r);
 }
 
-// One tensor load, in three steps: the leader's look at the mbarrier and the map, the
-// copy's write (by every lane of the call where the tables are in shared memory), the
-// leader's transaction bytes.
+// One tensor load, in two steps: the leader's look at the mbarrier and the map, which
+// counts the copy's bytes and phase (and the arrive it carries), then the copy's write
+// (by every lane of the call where the tables are in shared memory).
 struct cs_tload {
     uint32_t skip;  // 1: the copy would fault
     bool write;  // the copy's write to model (span bytes at off)
-    uint32_t* e;  // the mbarrier's entry, live (its bytes and phase already counted)
     uint32_t off, span, moff, j, ph, bytes;
-    cs_finding f;
+    cs_finding f;  // a tool note on the copy (out of the window)
 };
 // `arrive`: the mbarrier.arrive.expect_tx of `tx` bytes (site asite) the rewriter carries
 // on this copy (instrument/carry.py) is modelled first, as its own probe would have.
 CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, uint64_t mbar,
                                      uint32_t site, bool arrive, uint32_t tx_arg, uint32_t asite) {
     cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
-    cs_tload t = {0, false, 0, 0, 0, 0, 0, 0, 0, none};
+    cs_tload t = {0, false, 0, 0, 0, 0, 0, 0, none};
     bool mlocal = cs_local((uint32_t)mbar, t.moff);
     bool dlocal = cs_local((uint32_t)dst, t.off);
     if (!dlocal)  // another CTA's smem (and mbarrier): not checked
@@ -3848,7 +3847,6 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
             return t;
         }
     }
-    t.e = e;
     t.ph = e[CS_MB_PHASE];
     int32_t tx = (int32_t)e[CS_MB_TX];
     // Unknown map: the bytes the phase still expects (exact when one copy fills the phase).
@@ -3882,10 +3880,6 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     else
         t.write = span != 0;
     return t;
-}
-CS_DEV void cs_tensor_load_end(uint32_t site, const cs_tload& t) {
-    if (t.f.kind)
-        cs_tensor_record(t.f.kind, site, t.f, t.off, t.off + t.span, t.moff, t.ph, t.bytes);
 }
 
 // The copy engine of mbarrier j writes granules [g0, g1] at clock clk: every lane of
@@ -3968,7 +3962,8 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
         if (lead) {
             CS_PROF(26);
             skip |= t.skip;
-            if (t.e) cs_tensor_load_end(site, t);
+            if (t.f.kind)
+                cs_tensor_record(t.f.kind, site, t.f, t.off, t.off + t.span, t.moff, t.ph, t.bytes);
         }
     }
     {
