@@ -430,15 +430,31 @@ def device_table(args=()) -> np.ndarray:
     return _table(_arg_maps(args))
 
 
+_ARRAYS = (np.void, np.ndarray)  # (a tuple: `np.void | np.ndarray` is built at every call)
+
+
+def _arg_key(args) -> tuple[tuple[bytes, int], ...]:
+    """What a launch's table depends on among its arguments, cheap to hash (no registry
+    lookup, no hash of a TensorMapInfo): each 128-byte map's bytes and the identity of the
+    geometry its dtype carries. The registry's state is the generation beside it."""
+    out = []
+    for a in args:
+        if isinstance(a, _ARRAYS) and a.dtype.itemsize == MAP_BYTES and a.size == 1:
+            meta = a.dtype.metadata
+            out.append((a.tobytes(), id(meta.get(METADATA_KEY)) if meta else 0))
+    return tuple(out)
+
+
 def device_table_bytes(args=()) -> bytes:
-    """device_table(args) as bytes, remembered for the same maps and registry: a launch of
-    a small kernel must not spend tens of microseconds rebuilding it."""
-    key = (_generation, _arg_maps(args))
+    """device_table(args) as bytes, remembered for the same maps and registry: the launch
+    of a small kernel must not spend microseconds of its time rebuilding it (the host time
+    between the launch's start and its kernel is time the GPU waits)."""
+    key = (_generation, _arg_key(args))
     got = _tables.get(key)
     if got is None:
         if len(_tables) >= 16:
             _tables.clear()
-        got = _tables[key] = _table(key[1]).tobytes()
+        got = _tables[key] = _table(_arg_maps(args)).tobytes()
     return got
 
 

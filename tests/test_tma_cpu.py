@@ -173,6 +173,20 @@ def test_launch_table_bytes_are_remembered_until_the_maps_change():
     assert tma.device_table_bytes((later,)) != again  # other maps among the args
 
 
+def test_launch_table_key_tells_the_same_bytes_with_and_without_a_geometry():
+    """A map known only by its dtype's metadata is listed; the same bytes with no metadata
+    (and not registered) are not: the remembered table must not mix them up."""
+    data = bytes(range(2, 130))
+    bare = np.void(data)
+    known = np.zeros((), dtype=np.dtype("V128", metadata={tma.METADATA_KEY: info((16,))}))[()]
+    known = np.frombuffer(data, dtype=known.dtype)[0]
+    assert tma.tensor_map_info(known) is not None and tma.tensor_map_info(bare) is None
+    with_geometry = tma.device_table_bytes((known,))
+    without = tma.device_table_bytes((bare,))
+    assert with_geometry == tma.device_table((known,)).tobytes()
+    assert without == tma.device_table((bare,)).tobytes() != with_geometry
+
+
 def test_device_table_holds_at_most_its_entries():
     for k in range(abi.TMAP_ENTRIES + 5):
         tma.register(k.to_bytes(2, "little") * 64, info((16,)))
