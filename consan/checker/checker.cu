@@ -2179,6 +2179,26 @@ CS_DEV void cs_vsh_read_granules(const cs_vctx& x, const cs_vsh_span& s, uint32_
         const uint32_t c4 = c8 * 0x01010101u;
         for (uint32_t k = rank; k < s.n; k += lanes) {
             uint32_t g0 = (off0 + k * s.stride) / CS_GRANULE_BYTES;
+            // The row's first read at this clock (no granule read at it yet), the common
+            // case: every byte and site stored, no branch per word (ring: the branches of
+            // the word-by-word form were a third of the consumers' read probe).
+            static_assert(CS_VSH_B == 32, "a row is two 16-byte words of reader bytes");
+            cs_u4 v0 = cs_s_ld4(R + g0), v1 = cs_s_ld4(R + g0 + 16);
+            const uint32_t row[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+            uint32_t seen = 0;
+#pragma unroll
+            for (uint32_t i = 0; i < 8; ++i) {
+                uint32_t d = row[i] ^ c4;
+                seen |= (d - 0x01010101u) & ~d & 0x80808080u;  // a byte at this clock
+            }
+            if (seen == 0) {
+                const cs_u4 all = {c4, c4, c4, c4};
+                cs_s_st4(R + g0, all);
+                cs_s_st4(R + g0 + 16, all);
+#pragma unroll
+                for (uint32_t i = 0; i < 8; ++i) cs_g_st4(rs + g0 + 4 * i, site);
+                continue;
+            }
             for (uint32_t h = 0; h < CS_VSH_B; h += 16) {
                 cs_u4 v = cs_s_ld4(R + g0 + h);
                 const uint32_t word[4] = {v.x, v.y, v.z, v.w};
