@@ -419,6 +419,11 @@ class Prepared:
         gptr = self.module.get_global_var(abi.STATE_SYMBOL)  # a device address
         runtime.memcpy(gptr, state.ctypes.data, state.nbytes, runtime.memcpyHostToDevice)
         self._stored_prev = 0
+        # A clean launch leaves nothing to reset but these counters, which run on from
+        # launch to launch (a report gives their differences): the next launch then needs
+        # no memset before its kernel (a GPU operation, and host time the GPU waits for).
+        self._dirty = False  # the log, key table or slot table may hold a launch's marks
+        self._base = self._next_base = dict.fromkeys(_RUNNING, 0)
 
     def __del__(self):
         ptr = getattr(self, "_host_ptr", None)
@@ -431,11 +436,17 @@ class Prepared:
 
     # ---------------------------------------------------------------- launch
     def launch_resets(self, args: tuple = ()) -> None:
-        """What `launch` does before the kernel: zero the log and the slot table."""
+        """What `launch` does before the kernel: zero the log and the slot table, unless the
+        last launch was read back clean (they are zero then, but for _RUNNING)."""
         import cupy
 
-        stream = cupy.cuda.get_current_stream()
-        cupy.cuda.runtime.memsetAsync(self._reset.data.ptr, 0, self._reset.nbytes, stream.ptr)
+        if self._dirty:
+            stream = cupy.cuda.get_current_stream()
+            cupy.cuda.runtime.memsetAsync(self._reset.data.ptr, 0, self._reset.nbytes,
+                                          stream.ptr)
+            self._base = dict.fromkeys(_RUNNING, 0)
+        else:
+            self._base = self._next_base
         if self._stored_prev:
             self.records[: min(self._stored_prev, LOG_CAPACITY)] = 0
         table = tma.device_table_bytes(args)
@@ -448,6 +459,7 @@ class Prepared:
         self.launch_resets(args)
         self.function(self.grid, self.block, tuple(args), shared_mem=self.launch_shared_mem)
         self._stored_prev = LOG_CAPACITY  # until read back, assume the worst
+        self._dirty = True
 
     def report(self, sync: bool = True) -> Report:
         """Read back what the last launch recorded and decode it."""
@@ -464,6 +476,7 @@ class Prepared:
             header = self.header.get().view(abi.log_header_dtype())[0]
             header["capacity"] = LOG_CAPACITY  # the device takes it from the state block
             keys = self.keys.get().view(abi.key_dtype())
+            self._since_base(header)
         except Exception as exc:  # noqa: BLE001 - the user's kernel crashed
             error = f"{type(exc).__name__}: {exc}"
             valid = self.records[self.records["kind"] != 0]
@@ -479,6 +492,26 @@ class Prepared:
         rep.unmodeled = list(self.build.instrumented.unmodeled)
         rep.error = error
         return rep
+
+
+    def _since_base(self, header) -> None:
+        """The running counters of `header` as this launch's (uint32 differences); a clean
+        launch (no record, every CTA that began ended, so every slot is free again) lets
+        the next one start without a reset."""
+        raw = {k: int(header[k]) for k in _RUNNING}
+        for k in _RUNNING:
+            header[k] = (raw[k] - self._base[k]) & 0xFFFFFFFF
+        # (phase mode with its tables in shared memory claims no slot and counts no end)
+        clean = (all(int(header[k]) == 0 for k in _MARKS)
+                 and (self.psh_bytes or header["ctas_begun"] == header["ctas_ended"]))
+        if clean:
+            self._dirty, self._next_base = False, raw
+
+
+# Log-header counters a clean launch leaves behind (the next one counts on from them), and
+# those that say it left marks (the records, the key table) to be zeroed.
+_RUNNING = ("ctas_begun", "ctas_ended", "walked")
+_MARKS = ("stored", "occurrences", "dropped", "key_overflow")
 
 
 def prepare(source: str, kernel: str, grid=(1, 1, 1), block=(256, 1, 1), shared_mem: int = 0,

@@ -242,3 +242,43 @@ def test_clean_kernel_under_consan_matches_native(name, arch_options, cp):
             # Same arithmetic; allow a few ulps (ptxas may contract mul+add
             # differently around the probes, and CuPy compiles with -ftz).
             np.testing.assert_allclose(c, n, rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# One prepared kernel launched again and again: a clean launch leaves nothing to reset
+# but the running counters (runtime.Prepared), a racy one is reset after.
+
+MAYBE_RACY = r"""
+extern "C" __global__ void maybe_racy(int* out, int sync) {
+    __shared__ int s[64];
+    s[threadIdx.x] = threadIdx.x;  // @write
+    if (sync) __syncthreads();
+    out[blockIdx.x * 64 + threadIdx.x] = s[(threadIdx.x + 32) % 64];  // @read
+}
+"""
+
+
+def test_relaunches_report_each_launch_alone(arch_options, cp):
+    import consan
+
+    p = consan.prepare(MAYBE_RACY, "maybe_racy", grid=(4, 1, 1), block=(64, 1, 1),
+                       options=arch_options)
+    out = cp.zeros(256, dtype=cp.int32)
+    lines = {line_of(MAYBE_RACY, "@read"), line_of(MAYBE_RACY, "@write")}
+    found = []
+    for sync in (1, 1, 0, 1, 1, 0, 0, 1):
+        p.launch((out, np.int32(sync)))
+        rep = p.report()
+        # (phase mode with its tables in shared memory counts no CTA's end)
+        assert int(rep.header["ctas_begun"]) == 4 and int(rep.header["ctas_ended"]) in (0, 4)
+        found.append(not rep.ok)
+        # (which warp's access the checker sees second decides raw or war: only the lines)
+        assert {v.line for v in rep.violations} <= lines, _summary(rep)
+        if sync:
+            np.testing.assert_array_equal(out.get(), np.tile((np.arange(64) + 32) % 64, 4))
+    assert found == [False, False, True, False, False, True, True, False]
+    # two launches, one report: it is the last launch's
+    p.launch((out, np.int32(0)))
+    p.launch((out, np.int32(1)))
+    rep = p.report()
+    assert rep.ok and int(rep.header["ctas_begun"]) == 4, _summary(rep)
