@@ -187,6 +187,19 @@ def test_launch_table_key_tells_the_same_bytes_with_and_without_a_geometry():
     assert without == tma.device_table((bare,)).tobytes() != with_geometry
 
 
+def test_a_map_array_changed_in_place_is_looked_at_again():
+    """The same np.void maps skip the lookup; an ndarray map can change in place, so its
+    bytes are looked at every launch."""
+    arg = consan.tensor_map(fake_array((64, 64)), box_shape=(16, 16))
+    first = tma.device_table_bytes((arg, np.int32(1)))
+    assert tma.device_table_bytes((arg, np.int32(2))) is first
+    holder = np.frombuffer(bytearray(arg.tobytes()), dtype=np.dtype("V128")).reshape(())
+    assert tma.device_table_bytes((holder,)) == first
+    other = consan.tensor_map(fake_array((64, 64), ptr=0x7F0000300000), box_shape=(8, 8))
+    holder[()] = other  # the same array, another map
+    assert tma.device_table_bytes((holder,)) == tma.device_table((other,)).tobytes() != first
+
+
 def test_device_table_holds_at_most_its_entries():
     for k in range(abi.TMAP_ENTRIES + 5):
         tma.register(k.to_bytes(2, "little") * 64, info((16,)))
