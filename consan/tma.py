@@ -452,15 +452,16 @@ def device_table_bytes(args=()) -> bytes:
     maps as the last call (immutable: the same objects, the same bytes) skip even the key."""
     global _last
     maps = [a for a in args if isinstance(a, _ARRAYS)]
-    if _last is not None and _last[0] == _generation and _same_voids(maps, _last[1]):
-        return _last[2]
-    key = (_generation, _arg_key(maps))
+    last, gen = _last, _generation  # (read once: another thread may change them)
+    if last is not None and last[0] == gen and _same_voids(maps, last[1]):
+        return last[2]
+    key = (gen, _arg_key(maps))
     got = _tables.get(key)
     if got is None:
         if len(_tables) >= 16:
             _tables.clear()
         got = _tables[key] = _table(_arg_maps(maps)).tobytes()
-    _last = (_generation, maps, got)
+    _last = (gen, maps, got)
     return got
 
 
