@@ -493,7 +493,6 @@ class Prepared:
         rep.error = error
         return rep
 
-
     def _since_base(self, header) -> None:
         """The running counters of `header` as this launch's (uint32 differences); a clean
         launch (no record, every CTA that began ended, so every slot is free again) lets
