@@ -199,14 +199,16 @@ RECORD_FIELDS: tuple[tuple[str, str], ...] = (
     ("clock", "uint32_t"),  # accessor's clock (diagnostics)
 )
 
+# The last three run on from launch to launch while launches stay clean (the device log is
+# then not zeroed between them); a report gives this launch's differences (consan.runtime).
 LOG_HEADER_FIELDS: tuple[tuple[str, str], ...] = (
     ("capacity", "uint32_t"),  # records the log can hold
     ("stored", "uint32_t"),  # records written (may exceed capacity: then dropped)
     ("occurrences", "uint32_t"),  # every violation found, stored or not
     ("dropped", "uint32_t"),  # records not stored (log full or per-finding cap)
     ("key_overflow", "uint32_t"),  # findings with no key-table entry left
-    ("ctas_begun", "uint32_t"),
-    ("ctas_ended", "uint32_t"),
+    ("ctas_begun", "uint32_t"),  # CTAs that began
+    ("ctas_ended", "uint32_t"),  # CTAs whose last thread exited (not counted in phase smem mode)
     ("walked", "uint32_t"),  # granules of copy-engine writes walked one by one (no summary)
 )
 
