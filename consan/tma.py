@@ -187,10 +187,13 @@ _registry: OrderedDict[bytes, TensorMapInfo] = OrderedDict()
 _generation = 0  # bumped whenever the registry changes: launch tables made before are stale
 
 
+_ARRAYS = (np.void, np.ndarray)  # (a tuple: `np.void | np.ndarray` is built at every call)
+
+
 def map_bytes(m: Any) -> bytes | None:
     """The 128 bytes of a tensor map given as np.void, bytes, or a cuda-bindings
     CUtensorMap; None for anything else."""
-    if isinstance(m, np.void | np.ndarray) and m.dtype.itemsize == MAP_BYTES and m.size == 1:
+    if isinstance(m, _ARRAYS) and m.dtype.itemsize == MAP_BYTES and m.size == 1:
         return m.tobytes()
     if isinstance(m, bytes | bytearray | memoryview) and len(m) == MAP_BYTES:
         return bytes(m)
@@ -416,7 +419,7 @@ _fingerprint = functools.lru_cache(maxsize=4 * abi.TMAP_ENTRIES)(abi.tensor_map_
 def _arg_maps(args) -> tuple[tuple[bytes, TensorMapInfo], ...]:
     out = []
     for a in args:
-        data = map_bytes(a) if isinstance(a, np.void | np.ndarray) else None
+        data = map_bytes(a) if isinstance(a, _ARRAYS) else None
         info = tensor_map_info(a) if data is not None else None
         if info is not None:
             out.append((data, info))
@@ -430,18 +433,16 @@ def device_table(args=()) -> np.ndarray:
     return _table(_arg_maps(args))
 
 
-_ARRAYS = (np.void, np.ndarray)  # (a tuple: `np.void | np.ndarray` is built at every call)
-
-
 def _arg_key(args) -> tuple[tuple[bytes, int], ...]:
     """What a launch's table depends on among its arguments, cheap to hash (no registry
     lookup, no hash of a TensorMapInfo): each 128-byte map's bytes and the identity of the
     geometry its dtype carries. The registry's state is the generation beside it."""
     out = []
     for a in args:
-        if isinstance(a, _ARRAYS) and a.dtype.itemsize == MAP_BYTES and a.size == 1:
+        data = map_bytes(a) if isinstance(a, _ARRAYS) else None
+        if data is not None:
             meta = a.dtype.metadata
-            out.append((a.tobytes(), id(meta.get(METADATA_KEY)) if meta else 0))
+            out.append((data, id(meta.get(METADATA_KEY)) if meta else 0))
     return tuple(out)
 
 

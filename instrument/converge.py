@@ -25,9 +25,9 @@ REG_ON_OWN = "%__cs_oo"  # predicate: REG_ON and the instruction's own predicate
 
 # Instructions a region may not hold: control flow, and anything whose meaning depends
 # on which lanes execute it together.
-_BARRED = frozenset({"bra", "call", "ret", "exit", "trap", "brkpt", "bar", "barrier",
-                     "activemask", "elect", "vote", "shfl", "match", "redux", "setmaxnreg",
-                     "wgmma", "griddepcontrol"})
+BARRED = frozenset({"bra", "call", "ret", "exit", "trap", "brkpt", "bar", "barrier",
+                    "activemask", "elect", "vote", "shfl", "match", "redux", "setmaxnreg",
+                    "wgmma", "griddepcontrol"})
 
 
 def convertible(c: Classified | None, it: Item) -> bool:
@@ -63,7 +63,7 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
             if not it2.is_instruction:
                 continue
             parts = it2.op_parts
-            if parts[0] in _BARRED or "sync" in parts or "aligned" in parts or \
+            if parts[0] in BARRED or "sync" in parts or "aligned" in parts or \
                     not convertible(c2, it2):
                 ok = False
                 break
@@ -92,5 +92,4 @@ def predicated(it: Item) -> tuple[str, str]:
     """(text before, the instruction) for a member: it runs only where REG_ON holds."""
     if not it.pred:
         return "", f"@{REG_ON} {it.text}"
-    body = it.text[len(it.pred):].lstrip()
-    return and_on(it.pred, REG_ON_OWN) + "\n\t", f"@{REG_ON_OWN} {body}"
+    return and_on(it.pred, REG_ON_OWN) + "\n\t", f"@{REG_ON_OWN} {it.unpredicated}"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .converge import REG_ON, and_on, on_where_not_taken
+from .converge import BARRED, REG_ON, and_on, on_where_not_taken
 from .events import Classified, Event
 from .ptx import Item
 
@@ -36,9 +36,8 @@ REG_MASK = "%__cs_m"  # b32: the lanes that entered the region together
 REG_VOTE = "%__cs_v"  # pred: a branch's decision, the lane with REG_ON's
 REG_COUNT = "%__cs_n"  # b32: lanes with REG_ON
 
-_BARRED = frozenset({"call", "ret", "exit", "trap", "brkpt", "bar", "barrier", "activemask",
-                     "elect", "vote", "shfl", "match", "redux", "setmaxnreg", "wgmma",
-                     "griddepcontrol", "nanosleep"})
+# converge.py's, but the region's own branches (checked below) and with nanosleep
+_BARRED = (BARRED - {"bra"}) | {"nanosleep"}
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,11 @@ class Item:
         return self.kind == "stmt" and not self.opcode.startswith(".")
 
     @property
+    def unpredicated(self) -> str:
+        """The instruction's text without its `@p` guard."""
+        return self.text[len(self.pred):].lstrip() if self.pred else self.text
+
+    @property
     def label(self) -> str:
         """A label's name (for a label item)."""
         return self.text.strip().rstrip(":").strip()

@@ -470,9 +470,9 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     text = None
     if (c.event is Event.MBARRIER and c.result is None) or \
             c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD):
-        text = f"@{REG_OK} {_unpredicated(it)}"
+        text = f"@{REG_OK} {it.unpredicated}"
         if k:  # the arrive runs after the probe that modelled it, before the load
-            text = f"@{REG_OK} {_unpredicated(f.items[k.arrive])}\n\t" + text
+            text = f"@{REG_OK} {f.items[k.arrive].unpredicated}\n\t" + text
     return pre, text, post
 
 
@@ -502,10 +502,6 @@ def _loop_copy(lp: loops.Loop, items: list[Item], cls: dict, emit) -> str:
             out.append(pre + text)
     return (loops.entry(lp, items[lp.branch]) + "\n\t" + "".join(out) +
             f"\n\tbra {lp.target};\n{lp.original}:")
-
-
-def _unpredicated(it: Item) -> str:
-    return it.text[len(it.pred):].lstrip() if it.pred else it.text
 
 
 def _guard(call: str, pred: str | None) -> str:
