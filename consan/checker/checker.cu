@@ -2199,23 +2199,19 @@ CS_DEV void cs_vsh_read_granules(const cs_vctx& x, const cs_vsh_span& s, uint32_
                 for (uint32_t i = 0; i < 8; ++i) cs_g_st4(rs + g0 + 4 * i, site);
                 continue;
             }
-            for (uint32_t h = 0; h < CS_VSH_B; h += 16) {
-                cs_u4 v = cs_s_ld4(R + g0 + h);
-                const uint32_t word[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-                for (uint32_t i = 0; i < 4; ++i) {
-                    uint32_t g = g0 + h + 4 * i, d = word[i] ^ c4;
-                    if (d == 0) continue;  // read at this clock already: its site stays
-                    if (!((d - 0x01010101u) & ~d & 0x80808080u)) {  // no byte at this clock
-                        cs_s_st(R + g, c4);
-                        cs_g_st4(rs + g, site);
-                        continue;
-                    }
-                    for (uint32_t j = 0; j < 4; ++j) {
-                        if (((word[i] >> (8 * j)) & 0xFFu) == c8) continue;
-                        cs_s_st8(R + g + j, c8);
-                        cs_g_st(rs + g + j, site);
-                    }
+            for (uint32_t i = 0; i < 8; ++i) {  // else word by word (four granules each)
+                uint32_t g = g0 + 4 * i, d = row[i] ^ c4;
+                if (d == 0) continue;  // read at this clock already: its site stays
+                if (!((d - 0x01010101u) & ~d & 0x80808080u)) {  // no byte at this clock
+                    cs_s_st(R + g, c4);
+                    cs_g_st4(rs + g, site);
+                    continue;
+                }
+                for (uint32_t j = 0; j < 4; ++j) {
+                    if (((row[i] >> (8 * j)) & 0xFFu) == c8) continue;
+                    cs_s_st8(R + g + j, c8);
+                    cs_g_st(rs + g + j, site);
                 }
             }
         }
@@ -3130,6 +3126,15 @@ CS_DEV void cs_mbar_try_complete(uint32_t* e) {
     e[CS_MB_TX] = 0;
 }
 
+// A copy of `bytes` on mbarrier j lands in phase ph (lock held): the copy engine's clock
+// (its column, ph + 1) goes into the phase's slot, and the bytes may complete the phase.
+CS_DEV void cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes) {
+    uint32_t* vc = cs_mbar_slot(e, ph) + CS_AGENT_MBAR + j;
+    if (*vc < ph + 1) *vc = ph + 1;
+    e[CS_MB_TX] -= bytes;
+    if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
+}
+
 CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
     cs_vc_join(cs_vis(slot, w), vc);
 }
@@ -3365,10 +3370,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
                 cs_record(r);
             }
             cs_mbar_lock(j);
-            uint32_t* vc = cs_mbar_slot(e, ph);
-            if (vc[agent] < ph + 1) vc[agent] = ph + 1;
-            e[CS_MB_TX] -= bytes;
-            if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
+            cs_mbar_copy_landed(e, j, ph, bytes);
             cs_mbar_unlock(j);
         }
     }
@@ -3871,10 +3873,7 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     int32_t tx = (int32_t)e[CS_MB_TX];
     // Unknown map: the bytes the phase still expects (exact when one copy fills the phase).
     if (guessed) t.bytes = tx > 0 ? (uint32_t)tx : 0;
-    uint32_t* vc = cs_mbar_slot(e, t.ph) + CS_AGENT_MBAR + t.j;
-    if (*vc < t.ph + 1) *vc = t.ph + 1;
-    e[CS_MB_TX] -= t.bytes;
-    cs_mbar_try_complete(e);
+    cs_mbar_copy_landed(e, t.j, t.ph, t.bytes);
     cs_mbar_unlock(t.j);
     uint32_t span = t.bytes;  // bytes of the window it writes
     if (guessed) {
