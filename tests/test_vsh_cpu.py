@@ -238,7 +238,8 @@ def test_clock_bytes_stay_exact_over_many_releases(ordered):
 
 def _random_trace(seed: int, strided: bool):
     """Reads, writes, atomics, cp.async, bulk copies (and their mbarrier waits), CTA
-    barriers and (with `strided`) coalesced column reads and writes by four warps."""
+    barriers and (with `strided`) coalesced column reads and writes and runs of 16-byte
+    chunks by four warps."""
     rng = random.Random(seed)
     ops = []
     for _ in range(60):
@@ -252,6 +253,10 @@ def _random_trace(seed: int, strided: bool):
         off = rng.randrange(0, 320 // size) * size
         if strided and r < 0.15:
             ops.append(("column", w, rng.randrange(0, 16) * 4, rng.choice((0, 1)), len(ops)))
+        elif strided and r < 0.25:  # 16-byte chunks (ldmatrix rows, cp.async 16) a probe
+            stride = rng.choice((16, 80, 128))
+            ops.append(("chunks", w, rng.randrange(0, 4) * 16, rng.choice((0, 1, 3)),
+                        rng.randrange(1, 4), stride, len(ops)))
         elif r < 0.35:
             ops.append(("read", w, off, size, len(ops)))
         elif r < 0.6:
@@ -283,6 +288,10 @@ def _random_trace(seed: int, strided: bool):
                 c.sync(ALL)
             elif op[0] in ("commit", "wait_all"):
                 getattr(c, op[0])(op[1])
+            elif op[0] == "chunks":
+                c.access_n(op[1], op[2], 16, (abi.MODE_READ, abi.MODE_WRITE, 0,
+                                              abi.MODE_ASYNC_WRITE)[op[3]],
+                           count=op[4], stride=op[5], site=op[6] % 60)
             elif op[0] == "column":  # rows of 64 bytes: the rows checker takes them one by one
                 c.access_n(op[1], op[2], 4, (abi.MODE_READ, abi.MODE_WRITE)[op[3]], count=5,
                            stride=64, site=op[4] % 60)
