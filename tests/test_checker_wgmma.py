@@ -98,7 +98,11 @@ def test_fence_by_another_warp_does_not_cover_the_writer(ck):
     ck.sync(ALL)
     ck.wgmma(0, DA, DB, SS, site=MMA)
     assert kinds(ck) == [("proxy.missing-fence", MMA, WRITE)]
-    assert {int(r["prev_warp"]) for r in ck.records[: int(ck.header["stored"][0])]} == {5}
+    recs = ck.records[: int(ck.header["stored"][0])]
+    assert {int(r["prev_warp"]) for r in recs} == {5}
+    assert {int(r["barrier"]) for r in recs} == {1}  # operand B
+    assert {int(r["count"]) | int(r["clock"]) << 32 for r in recs} == {DB}
+    assert all(B_OFF <= int(r["offset_lo"]) < int(r["offset_hi"]) <= B_OFF + TILE for r in recs)
 
 
 def test_write_not_ordered_before_the_wgmma_is_a_race(ck):

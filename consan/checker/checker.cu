@@ -3772,36 +3772,45 @@ CS_DEV uint32_t* cs_wg_site(uint32_t slot, uint32_t u, uint32_t g) {
     return (uint32_t*)sites + cs_wg_idx(slot, u, g);
 }
 
+// A descriptor decoded once per probe (cs_wg_chunk's fields), for the chunks of a lane.
+struct cs_wgd { uint32_t start, lbo, sbo, sw, kmajor, krows_log, base; };
+CS_DEV cs_wgd cs_wg_decode(uint64_t desc, uint32_t kmajor, uint32_t elog) {
+    uint32_t mode = (uint32_t)(desc >> 62) & 3u;
+    return {(uint32_t)(desc & 0x3FFFu) << 4, (uint32_t)((desc >> 16) & 0x3FFFu) << 4,
+            (uint32_t)((desc >> 32) & 0x3FFFu) << 4,
+            mode == 1 ? 128u : mode == 2 ? 64u : mode == 3 ? 32u : 0u, kmajor, 5u - elog,
+            (uint32_t)(desc >> 49) & 7u};
+}
 // Operand footprint (docs/model.md "wgmma operands"; instrument/wgmma_desc.py is the
 // same rule): the shared address of chunk i (0 <= i < 2 * rows) of an operand of `rows`
 // rows (64 for A, N for B), 32 bytes of K per row. *width is 16, or the whole aligned
 // swizzle row when a non-zero base offset leaves the chunk's place in it unknown.
-CS_DEV uint32_t cs_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor, uint32_t elog,
-                            uint32_t i, uint32_t* width) {
-    uint32_t start = (uint32_t)(desc & 0x3FFFu) << 4;
-    uint32_t lbo = (uint32_t)((desc >> 16) & 0x3FFFu) << 4;
-    uint32_t sbo = (uint32_t)((desc >> 32) & 0x3FFFu) << 4;
-    uint32_t base = (uint32_t)(desc >> 49) & 7u;
-    uint32_t mode = (uint32_t)(desc >> 62) & 3u;
-    uint32_t sw = mode == 1 ? 128u : mode == 2 ? 64u : mode == 3 ? 32u : 0u;
+CS_DEV uint32_t cs_wg_addr(const cs_wgd& d, uint32_t i, uint32_t* width) {
     uint32_t a;
-    (void)rows;
-    if (kmajor) {  // row r, 16-byte K chunk c
+    if (d.kmajor) {
         uint32_t r = i >> 1, c = i & 1u;
-        a = sw ? start + (r & 7u) * sw + (r >> 3) * sbo + c * 16u
-               : start + (r & 7u) * 16u + (r >> 3) * sbo + c * lbo;
-    } else {  // 16-byte MN chunk j, K row k (32 bytes of K: 32 >> elog rows)
-        uint32_t krows = 32u >> elog, j = i / krows, k = i % krows;
-        a = sw ? start + (j * 16u) % sw + (j * 16u / sw) * lbo + (k & 7u) * sw + (k >> 3) * sbo
-               : start + j * sbo + (k & 7u) * 16u + (k >> 3) * lbo;
+        a = d.sw ? d.start + (r & 7u) * d.sw + (r >> 3) * d.sbo + c * 16u
+                 : d.start + (r & 7u) * 16u + (r >> 3) * d.sbo + c * d.lbo;
+    } else {
+        uint32_t j = i >> d.krows_log, k = i & ((1u << d.krows_log) - 1u);
+        a = d.sw ? d.start + (j * 16u) % d.sw + (j * 16u / d.sw) * d.lbo + (k & 7u) * d.sw +
+                       (k >> 3) * d.sbo
+                 : d.start + j * d.sbo + (k & 7u) * 16u + (k >> 3) * d.lbo;
     }
     *width = 16u;
-    if (!sw) return a;
-    if (base) {
-        *width = sw;
-        return a & ~(sw - 1u);
+    if (!d.sw) return a;
+    if (d.base) {
+        *width = d.sw;
+        return a & ~(d.sw - 1u);
     }
-    return a ^ (((a >> 7) & (sw / 16u - 1u)) << 4);  // Swizzle<log2(sw/16), 4, 3>
+    return a ^ (((a >> 7) & (d.sw / 16u - 1u)) << 4);  // Swizzle<log2(sw/16), 4, 3>
+}
+
+// (rows: the operand's, for the host build's callers)
+CS_DEV uint32_t cs_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor, uint32_t elog,
+                            uint32_t i, uint32_t* width) {
+    (void)rows;
+    return cs_wg_addr(cs_wg_decode(desc, kmajor, elog), i, width);
 }
 
 // A write of granule g that replaced an epoch flagged as read by a wgmma unit: is every
@@ -3850,36 +3859,40 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     uint32_t clk = cs_ld32(&cs_cta(slot)[CS_CTA_WGMMA_COMMITS + w]) + 1;
     uint32_t n = info & CS_WG_INFO_N_MASK, elog = (info >> CS_WG_INFO_ELOG_SHIFT) & 3u;
     uint32_t na = (info & CS_WG_INFO_A_SMEM) ? 2u * 64u : 0u, total = na + 2u * n;
-    cs_view v = cs_make_view(slot, w);
-    uint64_t head = ((uint64_t)v.gen << CS_WG_GEN_SHIFT) | clk;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t lo = 0xFFFFFFFFu, hi = 0, operand = 0;
     uint64_t desc = 0;
-    // Granule tables in shared memory: publish every chunk's reads, one fence, then look.
-    uint32_t base = S.vsh_base / CS_GRANULE_BYTES, ok = 0xFFFFFFFFu, at;
-    cs_vctx x = cs_vsh_ctx(slot, w);
-    for (uint32_t pass = 0; cs_vsh_on() && pass < 2; ++pass) {
-        for (uint32_t i = (w & 3u) + 4u * rank; i < total; i += 4u * lanes) {
-            bool isb = i >= na;
-            uint32_t width;
-            uint32_t a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
-                             : cs_wg_chunk(da, 64, !(info & CS_WG_INFO_TRANS_A), elog, i, &width);
+    const uint32_t first = (w & 3u) + 4u * rank, step = 4u * lanes;
+    if (cs_vsh_on()) {  // granule tables in shared memory: publish every chunk, one fence, look
+        const cs_vctx x = cs_vsh_ctx(slot, w);
+        const cs_wgd dA = cs_wg_decode(da, !(info & CS_WG_INFO_TRANS_A), elog);
+        const cs_wgd dB = cs_wg_decode(db, !(info & CS_WG_INFO_TRANS_B), elog);
+        const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, ri = cs_vsh_ri_wgmma(u);
+        for (uint32_t i = first; i < total; i += step) {
+            uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
             uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
-            cs_finding y = {0, CS_NO_SITE, CS_NO_WARP};
-            if (g0 < base || g1 >= v.granules) y = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
-            else if (pass == 0) cs_vsh_publish(x, cs_vsh_ri_wgmma(u), clk, g0 - base, g1 - base, site, true);
-            else y = cs_vsh_look(x, g0 - base, g1 - base, CS_PROXY_WGMMA, ok, at);
-            if (pass == 1 && y.kind && !f.kind) {
-                f = y;
+            if (g0 >= base && g1 < S.granules)  // (out of the window: said in the look)
+                cs_vsh_publish(x, ri, clk, g0 - base, g1 - base, site, true);
+        }
+        cs_fence();  // publish the reads, then look at the writes (Dekker)
+        uint32_t ok = 0xFFFFFFFFu, at;
+        for (uint32_t i = first; i < total && !f.kind; i += step) {
+            uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
+            uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
+            f = g0 < base || g1 >= S.granules
+                    ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
+                    : cs_vsh_look(x, g0 - base, g1 - base, CS_PROXY_WGMMA, ok, at);
+            if (f.kind) {
                 lo = a;
                 hi = a + width;
-                operand = isb;
-                desc = isb ? db : da;
+                operand = i >= na;
+                desc = i >= na ? db : da;
             }
         }
-        if (pass == 0) cs_fence();  // publish the reads, then look at the writes (Dekker)
     }
-    for (uint32_t i = (w & 3u) + 4u * rank; !cs_vsh_on() && i < total; i += 4u * lanes) {
+    cs_view v = cs_make_view(slot, w);
+    uint64_t head = ((uint64_t)v.gen << CS_WG_GEN_SHIFT) | clk;
+    for (uint32_t i = first; !cs_vsh_on() && i < total; i += step) {
         bool isb = i >= na;
         uint32_t width;
         uint32_t a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
