@@ -41,7 +41,9 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "mbar successful wait", "(mbar: under the lock)", "(copy, one lane: epochs)",
           "(copy, one lane: fence, readers' clocks)", "(copy, one lane: readers)",
           "(tensor: the look, its bytes and phase)", "(tensor: after the copy's write)",
-          "(tensor: the verdict)")
+          "(tensor: the verdict)", "(tensor look: the mbarrier's entry)",
+          "(tensor look: taking the lock)", "(tensor look: the carried arrive)",
+          "(tensor look: the bytes landing, the unlock)")
 
 
 def profile(name: str) -> None:

@@ -4067,7 +4067,11 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     if (arrive && !mlocal)
         cs_mbar_record(CS_TOOL_REMOTE_SMEM, asite, t.moff, 0);
     if (!dlocal && !(arrive && mlocal)) return t;
-    uint32_t* e = cs_mbar_entry(slot, t.moff, false, t.j);
+    uint32_t* e;
+    {
+        CS_PROF(28);
+        e = cs_mbar_entry(slot, t.moff, false, t.j);
+    }
     if (e == 0 || !cs_mbar_live(t.j)) {
         cs_mbar_record(CS_MBARRIER_UNINIT, arrive && mlocal ? asite : site, t.moff, e);
         t.skip = 1;
@@ -4082,8 +4086,12 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     // One lock for the arrive it carries and for the copy's bytes and phase, before the
     // box is written: the copy instruction runs after this probe, so no wait completes on
     // its bytes before the box has its epochs (the phase may complete here, in the model).
-    cs_mbar_lock(t.j);
+    {
+        CS_PROF(29);
+        cs_mbar_lock(t.j);
+    }
     if (arrive) {  // (an arrival below zero would fault: the copy is skipped with it)
+        CS_PROF(30);
         uint32_t w = cs_warp();
         bool live = cs_mbar_live(t.j);  // (not invalidated since the look)
         if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, e);
@@ -4099,8 +4107,11 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     int32_t tx = (int32_t)e[CS_MB_TX];
     // Unknown map: the bytes the phase still expects (exact when one copy fills the phase).
     if (guessed) t.bytes = tx > 0 ? (uint32_t)tx : 0;
-    cs_mbar_copy_landed(e, t.j, t.ph, t.bytes);
-    cs_mbar_unlock(t.j);
+    {
+        CS_PROF(31);
+        cs_mbar_copy_landed(e, t.j, t.ph, t.bytes);
+        cs_mbar_unlock(t.j);
+    }
     uint32_t span = t.bytes;  // bytes of the window it writes
     if (guessed) {
         // ... else up to the end of the window; never past a live mbarrier.
