@@ -360,7 +360,7 @@ CS_DEV uint64_t* cs_rslot(uint32_t slot, uint32_t w, uint32_t g) {
 
 // ------------------------------------------------------------- violation log
 
-CS_DEV void cs_record(const cs_record_t& r) {
+CS_NOINLINE void cs_record(const cs_record_t& r) {
     cs_log_header_t* h = (cs_log_header_t*)S.log;
     cs_key_t* keys = (cs_key_t*)S.keys;
     cs_gadd32(&h->occurrences, 1);
@@ -3241,7 +3241,7 @@ CS_DEV void cs_unlock(uint32_t* l) { cs_fence_lock(); cs_xchg32(l, 0); }
 CS_DEV void cs_mbar_lock(uint32_t j) { cs_lock(&cs_mlock_sh[j]); }  // j: the entry's index
 CS_DEV void cs_mbar_unlock(uint32_t j) { cs_unlock(&cs_mlock_sh[j]); }
 
-CS_DEV void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, const uint32_t* e) {
+CS_NOINLINE void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, const uint32_t* e) {
     cs_record_t r = cs_blank(kind, site);
     r.offset_lo = off;
     r.offset_hi = off + 8;
@@ -4032,7 +4032,7 @@ CS_DEV uint32_t cs_tmap_bytes(uint64_t map) {
     return bytes;
 }
 
-CS_DEV void cs_tensor_record(uint32_t kind, uint32_t site, const cs_finding& f, uint32_t lo,
+CS_NOINLINE void cs_tensor_record(uint32_t kind, uint32_t site, const cs_finding& f, uint32_t lo,
                              uint32_t hi, uint32_t moff, uint32_t ph, uint32_t bytes) {
     cs_record_t r = cs_blank(kind, site);
     r.prev_site = f.prev_site;
@@ -4054,6 +4054,27 @@ struct cs_tload {
     uint32_t off, span, moff, j, ph, bytes;
     cs_finding f;  // a tool note on the copy (out of the window)
 };
+// A copy through a map not known: the bytes the phase still expects, else up to the end of
+// the window; never past a live mbarrier (said in a record).
+CS_NOINLINE uint32_t cs_tensor_guess_span(uint32_t slot, const cs_tload& t, uint32_t site) {
+    uint32_t end = S.granules * CS_GRANULE_BYTES, off = t.off;
+    uint32_t span = t.bytes ? t.bytes : (off < end ? end - off : 0);
+    if (off >= end) span = 0;
+    else if (span > end - off) span = end - off;
+    uint32_t g1 = span ? (off + span - 1) / CS_GRANULE_BYTES : 0;
+    for (uint32_t g = off / CS_GRANULE_BYTES; span && g <= g1; ++g) {
+        uint64_t ww = cs_vsh_on() ? 0 : cs_ld64(cs_gent(slot, g));
+        if (cs_vsh_on() ? cs_vsh_is_mbar(slot, g) : (ww >> CS_WW_GEN_SHIFT) == cs_gen_sh &&
+                                              ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)) {
+            span = g * CS_GRANULE_BYTES > off ? g * CS_GRANULE_BYTES - off : 0;
+            break;
+        }
+    }
+    cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
+    cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off + span, t.moff, t.ph, span);
+    return span;
+}
+
 // `arrive`: the mbarrier.arrive.expect_tx of `tx` bytes (site asite) the rewriter carries
 // on this copy (instrument/carry.py) is modelled first, as its own probe would have.
 CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, uint64_t mbar,
@@ -4112,29 +4133,11 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         cs_mbar_copy_landed(e, t.j, t.ph, t.bytes);
         cs_mbar_unlock(t.j);
     }
-    uint32_t span = t.bytes;  // bytes of the window it writes
-    if (guessed) {
-        // ... else up to the end of the window; never past a live mbarrier.
-        span = t.bytes ? t.bytes : (off < end ? end - off : 0);
-        if (off >= end) span = 0;
-        else if (span > end - off) span = end - off;
-        uint32_t g1 = span ? (off + span - 1) / CS_GRANULE_BYTES : 0;
-        for (uint32_t g = off / CS_GRANULE_BYTES; span && g <= g1; ++g) {
-            uint64_t ww = cs_vsh_on() ? 0 : cs_ld64(cs_gent(slot, g));
-            if (cs_vsh_on() ? cs_vsh_is_mbar(slot, g) : (ww >> CS_WW_GEN_SHIFT) == cs_gen_sh &&
-                                                  ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)) {
-                span = g * CS_GRANULE_BYTES > off ? g * CS_GRANULE_BYTES - off : 0;
-                break;
-            }
-        }
-        cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off + span, t.moff, t.ph,
-                         span);
-    }
-    t.span = span;
+    t.span = guessed ? cs_tensor_guess_span(slot, t, site) : t.bytes;  // bytes it writes
     if (!guessed && (off >= end || t.bytes > end - off))
         t.f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     else
-        t.write = span != 0;
+        t.write = t.span != 0;
     return t;
 }
 
@@ -4161,8 +4164,8 @@ CS_DEV void cs_tensor_write(uint32_t lanes, uint32_t lead, uint32_t slot, uint32
 // box, so its source is read asynchronously until the warp's bulk group is retired by
 // cp.async.bulk.wait_group.read, and generic writes reach it only through a proxy fence
 // (cs_bulk_store_one). An unknown map is not checked: guessing the source would invent reads.
-CS_DEV void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint32_t lane,
-                            uint32_t site) {
+CS_NOINLINE void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint32_t lane,
+                                 uint32_t site) {
     cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t off;
     cs_local((uint32_t)src, off);  // .shared::cta: this CTA
