@@ -290,9 +290,9 @@ CTA_LIVE_THREADS = 0
 CTA_CPASYNC_COMMITS = 8  # per warp: cp.async groups committed
 CTA_SPIN_PHASE = CTA_CPASYNC_COMMITS + MAX_WARPS  # per warp: mbarrier phase + 1 it spins on
 CTA_SPIN_SINCE = CTA_SPIN_PHASE + MAX_WARPS  # per warp: when that spin began (ms)
-CTA_BULK_COMMITS = CTA_SPIN_SINCE + MAX_WARPS  # per warp: bulk groups committed
-CTA_WGMMA_COMMITS = CTA_BULK_COMMITS + MAX_WARPS  # per warp: wgmma groups committed
-CTA_PROXY_FENCE = CTA_WGMMA_COMMITS + MAX_WARPS  # per warp: its clock at its last
+# (each warp's bulk and wgmma groups committed, read by every bulk-store and wgmma probe,
+#  are kept in the CTA's shared memory too)
+CTA_PROXY_FENCE = CTA_SPIN_SINCE + MAX_WARPS  # per warp: its clock at its last
 #   fence.proxy.async (its generic writes up to that clock reach the async proxy)
 CPASYNC_GROUP_ENDS = 8  # per warp: the clock of each of the last 8 committed groups
 CTA_CPASYNC_ENDS = CTA_PROXY_FENCE + MAX_WARPS  # [warp][group % CPASYNC_GROUP_ENDS]
@@ -558,7 +558,6 @@ def c_header() -> str:
         "CS_BULK_COMMIT": BULK_COMMIT,
         "CS_BULK_WAIT": BULK_WAIT,
         "CS_PROXY_FENCE": PROXY_FENCE,
-        "CS_CTA_BULK_COMMITS": CTA_BULK_COMMITS,
         "CS_AR_GEN_SHIFT": AR_GEN_SHIFT,
         "CS_AR_TID_SHIFT": AR_TID_SHIFT,
         "CS_CTA_CPASYNC_COMMITS": CTA_CPASYNC_COMMITS,
@@ -609,7 +608,7 @@ def c_header() -> str:
         "CS_WG_INFO_A_SMEM": WG_INFO_A_SMEM, "CS_WG_INFO_TRANS_A": WG_INFO_TRANS_A,
         "CS_WG_INFO_TRANS_B": WG_INFO_TRANS_B, "CS_WG_INFO_ELOG_SHIFT": WG_INFO_ELOG_SHIFT,
         "CS_AGENT_WGMMA": AGENT_WGMMA, "CS_WARPGROUPS": WARPGROUPS,
-        "CS_CTA_WGMMA_COMMITS": CTA_WGMMA_COMMITS, "CS_CTA_PROXY_FENCE": CTA_PROXY_FENCE,
+        "CS_CTA_PROXY_FENCE": CTA_PROXY_FENCE,
         "CS_FLAG_WGMMA": FLAG_WGMMA, "CS_FLAG_BOX_SUMMARY": FLAG_BOX_SUMMARY,
         "CS_FLAG_VC_SMEM": FLAG_VC_SMEM, "CS_FLAG_BULK_STORES": FLAG_BULK_STORES,
         "CS_FLAG_CP_ASYNC": FLAG_CP_ASYNC, "CS_FLAG_WARP_READS": FLAG_WARP_READS,

@@ -302,6 +302,56 @@ def test_swizzled_footprint_is_exactly_what_is_checked(ck):
     assert int(r["offset_lo"]) <= 4 * missing < int(r["offset_hi"])
 
 
+def test_both_operands_swizzled_the_tma_way(ck):
+    # A and B K-major with the 128-byte swizzle (the probe's shortest path): exactly their
+    # footprints are checked, and a finding in B names B
+    da = Descriptor(0x2000 + 32, 16, 1024, 0, 1)  # K step 1 of a 64 x 64-half tile
+    db = Descriptor(0x0000 + 64, 16, 1024, 0, 1)  # K step 2 of another
+    ga, gb = granules(da, Operand(64)), granules(db, Operand(64))
+    missing = max(gb)
+    for i, g in enumerate(sorted((ga | gb) - {missing})):
+        ck.write(i % 4, 4 * g, site=WRITE)
+    for w in WG0:
+        ck.proxy_fence(w)
+    ck.sync(ALL)
+    ck.wgmma(0, da.encode(), db.encode(), SS, site=MMA)
+    assert kinds(ck) == [("uninit.read", MMA, -1)]
+    (r,) = ck.records[: int(ck.header["stored"][0])]
+    assert int(r["barrier"]) == 1 and int(r["offset_lo"]) <= 4 * missing < int(r["offset_hi"])
+    ck.wgmma_commit(0, site=COMMIT)
+    ck.wgmma_wait(0, 0, site=WAIT)
+    ck.sync(ALL)
+    ck.write(0, 4 * missing, site=WRITE)
+    for w in WG0:
+        ck.proxy_fence(w)
+    ck.sync(ALL)
+    ck.wgmma(0, da.encode(), db.encode(), SS, site=MMA + 1)
+    assert kinds(ck) == [("uninit.read", MMA, -1)]  # nothing new
+
+
+def test_a_base_offset_checks_whole_swizzle_rows(ck):
+    # a non-zero base offset leaves each chunk's place in its 128-byte row unknown: the
+    # probe reads the whole row (the general path; without an offset, 16-byte chunks)
+    d = Descriptor(0x2000, 16, 1024, 1, 1)
+    rows = granules(d, Operand(64))
+    assert len(rows) > 64 * 32 // 4  # more than the 2 KiB a K step of 64 rows reads
+    gs = sorted(rows | granules(Descriptor(B_OFF, 128, 256), Operand(64)))
+    for i, g in enumerate(gs):
+        ck.write(i % 4, 4 * g, site=WRITE)
+    for w in WG0:
+        ck.proxy_fence(w)
+    ck.sync(ALL)
+    ck.wgmma(0, d.encode(), DB, SS, site=MMA)
+    ck.wgmma_commit(0, site=COMMIT)
+    ck.wgmma_wait(0, 0, site=WAIT)
+    assert kinds(ck) == []
+    ck.sync(ALL)
+    ck.write(5, 4 * max(rows), site=WRITE + 1)  # no fence by warp 5, in a row's last bytes
+    ck.sync(ALL)
+    ck.wgmma(0, d.encode(), DB, SS, site=MMA + 1)
+    assert kinds(ck) == [("proxy.missing-fence", MMA + 1, WRITE + 1)]
+
+
 # ---------------------------------------------------------------- plain traces in wgmma modules
 
 def test_plain_write_rules_hold_in_wgmma_modules(ck):

@@ -51,6 +51,8 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t cpticks[CS_MAX_WARPS];  // each warp's cp.async unit's clock - 1: commit_group and
                                      // cp.async.mbarrier.arrive advance it (every cp.async
                                      // probe reads it: shared memory, not the CTA table)
+    uint32_t commits[2][CS_MAX_WARPS];  // each warp's bulk (CS_UNIT_BULK) and wgmma
+                                        // (CS_UNIT_WGMMA) groups committed
     uint32_t lanes[CS_MAX_WARPS];  // each warp's live lanes (every barrier probe reads them)
     uint32_t live_warps;           // warps with a live lane
     uint32_t phase[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
@@ -71,6 +73,10 @@ struct CS_ALIGN16 cs_shared_t {
 #define cs_gen_sh (cs_shv.gen)
 #define cs_clock_sh (cs_shv.clock)
 #define cs_cpticks_sh (cs_shv.cpticks)
+#define CS_UNIT_BULK 0u
+#define CS_UNIT_WGMMA 1u
+// Groups warp w's bulk-store (CS_UNIT_BULK) or wgmma (CS_UNIT_WGMMA) unit has committed.
+#define cs_commits_sh(k, w) (*(volatile uint32_t*)&cs_shv.commits[k][w])
 #define cs_lanes_sh (cs_shv.lanes)
 #define cs_livew_sh (cs_shv.live_warps)
 #define cs_phase_sh (cs_shv.phase)
@@ -502,8 +508,8 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
         cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
         cs_cpticks_sh[w] = 0;
         cta[CS_CTA_SPIN_PHASE + w] = 0;
-        cta[CS_CTA_BULK_COMMITS + w] = 0;
-        cta[CS_CTA_WGMMA_COMMITS + w] = 0;
+        cs_commits_sh(CS_UNIT_BULK, w) = 0;
+        cs_commits_sh(CS_UNIT_WGMMA, w) = 0;
         cta[CS_CTA_PROXY_FENCE + w] = 0;
 #ifdef CONSAN_HOST
         cs_lanes_sh[w] = w < (nthreads + 31) / 32 ? 1u : 0u;
@@ -1871,12 +1877,12 @@ CS_DEV uint32_t cs_vsh_ri_wgmma(uint32_t u) { return cs_vsh_nwr() + cs_vsh_nbulk
 // The clock a reader reads with now: the newest its bytes can stand for.
 CS_DEV uint32_t cs_vsh_reader_now(uint32_t slot, uint32_t ri) {
     uint32_t t = cs_vsh_reader_tid(ri);
+    (void)slot;
     if (t < CS_MAX_WARPS) return *(volatile uint32_t*)&cs_clock_sh[t];
-    const uint32_t* cta = cs_cta(slot);
-    if (t < CS_AGENT_WGMMA) return cs_ld32(&cta[CS_CTA_BULK_COMMITS + t - CS_AGENT_BULK]) + 1;
+    if (t < CS_AGENT_WGMMA) return cs_commits_sh(CS_UNIT_BULK, t - CS_AGENT_BULK) + 1;
     uint32_t u = t - CS_AGENT_WGMMA, m = 0;
     for (uint32_t q = 4 * u; q < 4 * u + 4 && q < S.nwarps; ++q) {
-        uint32_t c = cs_ld32(&cta[CS_CTA_WGMMA_COMMITS + q]);
+        uint32_t c = cs_commits_sh(CS_UNIT_WGMMA, q);
         m = c > m ? c : m;
     }
     return m + 1;
@@ -3139,20 +3145,19 @@ CS_ENTRY void __consan_thread_exit(uint32_t site) {
 #endif
 }
 
-// Group bookkeeping of a warp's bulk-store or wgmma unit, by the
-// leader lane: `commit` closes the open group (CTA word `counter` + w counts them); `wait`
-// retires all but the newest n, joining the unit's clock (column `unit`) up to them. The
-// unit's clock counts groups, so a wait never walks shadow memory.
+// Group bookkeeping of a warp's bulk-store or wgmma unit (`counter`: CS_UNIT_*), by the
+// leader lane: `commit` closes the open group (cs_commits_sh counts them); `wait` retires
+// all but the newest n, joining the unit's clock (column `unit`) up to them. The unit's
+// clock counts groups, so a wait never walks shadow memory.
 CS_DEV void cs_unit_groups(uint32_t counter, uint32_t unit, bool commit, bool wait, uint32_t n,
                            uint32_t site) {
     uint32_t slot = cs_slot_sh;
     uint32_t active = cs_group(((uint64_t)site << 32) | n, (uint64_t)commit << 1 | wait);
     uint32_t w = cs_warp();
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
-        uint32_t* commits = &cs_cta(slot)[counter + w];
-        if (commit) *commits += 1;
+        if (commit) cs_commits_sh(counter, w) += 1;
         if (wait) {
-            uint32_t c = *commits, done = c > n ? c - n : 0;
+            uint32_t c = cs_commits_sh(counter, w), done = c > n ? c - n : 0;
             uint32_t* mine = cs_vis(slot, w);
             if (done > mine[unit]) mine[unit] = done;
         }
@@ -3632,7 +3637,7 @@ CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f) {
 CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t off,
                               uint32_t bytes, uint32_t site) {
     uint32_t agent = CS_AGENT_BULK + w;
-    uint32_t clk = cs_ld32(&cs_cta(slot)[CS_CTA_BULK_COMMITS + w]) + 1;
+    uint32_t clk = cs_commits_sh(CS_UNIT_BULK, w) + 1;
     cs_record_t r = cs_blank(CS_TOOL_OUT_OF_WINDOW, site);
     r.lanes = 1u << lane;
     r.count = bytes;
@@ -3722,7 +3727,7 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
     bool bulk = cs_async_proxy(), wg = cs_wgmma_module() && !cs_phase_mode();
     if (slot == CS_NO_SLOT || !(bulk || wg)) return;
     if (op != CS_PROXY_FENCE)
-        return cs_unit_groups(CS_CTA_BULK_COMMITS, CS_AGENT_BULK + cs_warp(),
+        return cs_unit_groups(CS_UNIT_BULK, CS_AGENT_BULK + cs_warp(),
                               op == CS_BULK_COMMIT, op == CS_BULK_WAIT, n, site);
     // One fence serves bulk stores (the P_w column) and wgmma operands (proxy_fence word).
     uint32_t active = cs_group(site, 0);
@@ -3844,6 +3849,139 @@ CS_DEV void cs_wg_check_source(const cs_view& v, uint32_t slot, uint32_t g, uint
         f = {CS_PROXY_MISSING_FENCE, cs_ld32(v.wsite + g), t};
 }
 
+// What a wgmma probe's look found: the finding, the chunk's bytes and its operand (1: B).
+struct cs_wgf { cs_finding f; uint32_t lo, hi, operand; };
+
+// The unit's reads of a lane's chunks first, first + step, ... of the warpgroup's list (A's
+// chunks, then B's), in general: any chunk width (a base offset), cs_vsh_publish and
+// cs_vsh_look on each.
+CS_NOINLINE cs_wgf cs_wg_reads_any(uint32_t slot, uint32_t w, uint64_t da, uint64_t db,
+                                   uint32_t info, uint32_t site, uint32_t clk, uint32_t first,
+                                   uint32_t step) {
+    const uint32_t n = info & CS_WG_INFO_N_MASK, elog = (info >> CS_WG_INFO_ELOG_SHIFT) & 3u;
+    const uint32_t na = (info & CS_WG_INFO_A_SMEM) ? 2u * 64u : 0u, total = na + 2u * n;
+    cs_wgf r = {{0, CS_NO_SITE, CS_NO_WARP}, 0xFFFFFFFFu, 0, 0};
+    const cs_vctx x = cs_vsh_ctx(slot, w);
+    const cs_wgd dA = cs_wg_decode(da, !(info & CS_WG_INFO_TRANS_A), elog);
+    const cs_wgd dB = cs_wg_decode(db, !(info & CS_WG_INFO_TRANS_B), elog);
+    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, ri = cs_vsh_ri_wgmma(w >> 2);
+    for (uint32_t i = first; i < total; i += step) {
+        uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
+        uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
+        if (g0 >= base && g1 < S.granules)  // (out of the window: said in the look)
+            cs_vsh_publish(x, ri, clk, g0 - base, g1 - base, site, true);
+    }
+    cs_fence();  // publish the reads, then look at the writes (Dekker)
+    uint32_t ok = 0xFFFFFFFFu, at;
+    for (uint32_t i = first; i < total; i += step) {
+        uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
+        uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
+        r.f = g0 < base || g1 >= S.granules
+                  ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
+                  : cs_vsh_look(x, g0 - base, g1 - base, CS_PROXY_WGMMA, ok, at);
+        if (r.f.kind) {
+            r.lo = a, r.hi = a + width, r.operand = i >= na;
+            break;
+        }
+    }
+    return r;
+}
+
+// Out of line for cs_wg_reads16: what is rare there.
+CS_NOINLINE void cs_wgq_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_t ri) {
+    cs_vsh_fresh(cs_vsh_ctx(slot, w), b, ri);
+}
+CS_NOINLINE cs_finding cs_wgq_look(uint32_t slot, uint32_t w, uint32_t g) {
+    uint32_t ok = 0xFFFFFFFFu, at;
+    return cs_vsh_look(cs_vsh_ctx(slot, w), g, g + 3, CS_PROXY_WGMMA, ok, at);
+}
+CS_NOINLINE cs_finding cs_wgq_judge(uint32_t slot, uint32_t w, uint32_t e, uint32_t g,
+                                    bool whole) {  // whole: a copy's epoch for block g / B
+    cs_vctx x = cs_vsh_ctx(slot, w);
+    return cs_vsh_judge_read(x, e, whole ? cs_vsh_bsite(x, g / CS_VSH_B) : x.ws + g,
+                             CS_PROXY_WGMMA);
+}
+CS_NOINLINE void cs_wgq_sites(uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site, uint32_t old) {
+    for (uint32_t i = 0; i < 4; ++i)
+        if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
+}
+
+// The common form: no base offset in either descriptor, so every chunk is an aligned
+// 16-byte one (four granules, one word of the unit's bytes). cs_vsh_publish and
+// cs_vsh_look's rules for such a chunk, in a lean body (the general form ran ~630
+// instructions a probe, and the wgmma probes were 30% of a TMA + wgmma GEMM's time).
+// K128: both operands K-major with the 128-byte swizzle (what TMA writes for a K step of
+// 64 halves), the address in a few instructions.
+template <bool K128>
+CS_DEV uint32_t cs_wg_addr16(const cs_wgd& d, uint32_t i) {
+    if (K128) {
+        uint32_t r = i >> 1, a = d.start + ((r & 7u) << 7) + (r >> 3) * d.sbo + ((i & 1u) << 4);
+        return a ^ (((a >> 7) & 7u) << 4);  // Swizzle<3, 4, 3>
+    }
+    uint32_t width;
+    return cs_wg_addr(d, i, &width);
+}
+template <bool K128>
+CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_wgd& dB,
+                          uint32_t na, uint32_t total, uint32_t site, uint32_t clk,
+                          uint32_t first, uint32_t step, cs_wgf& r) {
+    const cs_vlay& l = cs_vlay_sh;
+    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, gend = S.granules;
+    const uint32_t ri = cs_vsh_ri_wgmma(w >> 2), gp = l.gp, rss = l.rss;
+    const cs_sp R = l.R + ri * gp, RS = l.RS, W = l.W, BT = l.BT;
+    uint32_t* rs = l.rsite + ri * gp;
+    const uint32_t c8 = cs_vsh_byte(clk), c32 = c8 * 0x01010101u;
+    for (uint32_t i = first; i < total; i += step) {
+        uint32_t a = i >= na ? cs_wg_addr16<K128>(dB, i - na) : cs_wg_addr16<K128>(dA, i);
+        uint32_t g = a / CS_GRANULE_BYTES;
+        if (g < base || g + 3 >= gend) continue;  // (said in the look)
+        g -= base;
+        uint32_t b = g / CS_VSH_B;
+        cs_sp p = RS + 4u * (b * rss + ri);
+        uint32_t v = cs_s_ld(p), old = cs_s_ld(R + g);
+        if (v == 0 || v == CS_RS_ZEROING) {  // the block's bytes are stale: emptied first
+            cs_wgq_fresh(slot, w, b, ri);
+            old = cs_s_ld(R + g);
+            v = 1;
+        }
+        if (old != c32) {  // a byte already at this clock keeps its site
+            cs_s_st(R + g, c32);
+            if (old == 0) cs_g_st4(rs + g, site);
+            else cs_wgq_sites(rs, g, c8, site, old);
+        }
+        if (v < clk) cs_s_max(p, clk);
+    }
+    cs_fence();  // publish the reads, then look at the writes (Dekker)
+    const uint32_t* mine = cs_vis(slot, w);
+    uint32_t ok = 0xFFFFFFFFu;
+    r = {{0, CS_NO_SITE, CS_NO_WARP}, 0xFFFFFFFFu, 0, 0};
+    for (uint32_t i = first; i < total; i += step) {
+        uint32_t a = i >= na ? cs_wg_addr16<K128>(dB, i - na) : cs_wg_addr16<K128>(dA, i);
+        uint32_t g = a / CS_GRANULE_BYTES;
+        r.lo = a, r.hi = a + 16u, r.operand = i >= na;
+        if (g < base || g + 3 >= gend) {
+            r.f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+            return;
+        }
+        g -= base;
+        uint32_t bt = cs_s_ld(BT + 4u * (g / CS_VSH_B));
+        cs_u4 e4 = cs_s_ld4(W + 4u * g);
+        if (bt == CS_BT_LOCKED || (!bt && !(e4.x == e4.y && e4.y == e4.z && e4.z == e4.w))) {
+            r.f = cs_wgq_look(slot, w, g);  // by granule, or a block given back
+            if (r.f.kind) return;
+            continue;
+        }
+        uint32_t e = bt ? bt & ~CS_BT_WHOLE : e4.x;
+        if (e == ok) continue;
+        uint32_t t = cs_vw_t(e);  // (a warp's write: its proxy fence is judged too)
+        if (e == 0 || (e & CS_VW_MBAR) || t < CS_MAX_WARPS || mine[t] < cs_vw_c(e)) {
+            r.f = cs_wgq_judge(slot, w, e, g, bt != 0);
+            if (r.f.kind) return;
+        }
+        ok = e;
+    }
+}
+
 // wgmma.mma_async (before it issues): the unit of the warpgroup reads A (if through a
 // descriptor) and B in the issuing warp's open group. The four warps of the warpgroup
 // share the work: warp w takes chunks w % 4, w % 4 + 4, ... spread over its lanes.
@@ -3851,12 +3989,15 @@ CS_DEV void cs_wg_check_source(const cs_view& v, uint32_t slot, uint32_t g, uint
 // the operand's descriptor (count: bits 0-31, clock: bits 32-63).
 CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
     CS_PROF(9);
+#ifdef CONSAN_NULL_WGMMA  // benchmarks only: the cost of the probe call alone
+    return;
+#endif
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
     uint32_t active = cs_group(((uint64_t)site << 32) | info, da), lane = cs_lane(), w = cs_warp();
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), lanes = cs_popc(active);
     uint32_t u = w >> 2;
-    uint32_t clk = cs_ld32(&cs_cta(slot)[CS_CTA_WGMMA_COMMITS + w]) + 1;
+    uint32_t clk = cs_commits_sh(CS_UNIT_WGMMA, w) + 1;
     uint32_t n = info & CS_WG_INFO_N_MASK, elog = (info >> CS_WG_INFO_ELOG_SHIFT) & 3u;
     uint32_t na = (info & CS_WG_INFO_A_SMEM) ? 2u * 64u : 0u, total = na + 2u * n;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
@@ -3864,31 +4005,17 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     uint64_t desc = 0;
     const uint32_t first = (w & 3u) + 4u * rank, step = 4u * lanes;
     if (cs_vsh_on()) {  // granule tables in shared memory: publish every chunk, one fence, look
-        const cs_vctx x = cs_vsh_ctx(slot, w);
         const cs_wgd dA = cs_wg_decode(da, !(info & CS_WG_INFO_TRANS_A), elog);
         const cs_wgd dB = cs_wg_decode(db, !(info & CS_WG_INFO_TRANS_B), elog);
-        const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, ri = cs_vsh_ri_wgmma(u);
-        for (uint32_t i = first; i < total; i += step) {
-            uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
-            uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
-            if (g0 >= base && g1 < S.granules)  // (out of the window: said in the look)
-                cs_vsh_publish(x, ri, clk, g0 - base, g1 - base, site, true);
-        }
-        cs_fence();  // publish the reads, then look at the writes (Dekker)
-        uint32_t ok = 0xFFFFFFFFu, at;
-        for (uint32_t i = first; i < total && !f.kind; i += step) {
-            uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
-            uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
-            f = g0 < base || g1 >= S.granules
-                    ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
-                    : cs_vsh_look(x, g0 - base, g1 - base, CS_PROXY_WGMMA, ok, at);
-            if (f.kind) {
-                lo = a;
-                hi = a + width;
-                operand = i >= na;
-                desc = i >= na ? db : da;
-            }
-        }
+        cs_wgf r;
+        if ((na && dA.sw && dA.base) || (dB.sw && dB.base))  // chunks of whole swizzle rows
+            r = cs_wg_reads_any(slot, w, da, db, info, site, clk, first, step);
+        else if ((!na || (dA.kmajor && dA.sw == 128u)) && dB.kmajor && dB.sw == 128u)
+            cs_wg_reads16<true>(slot, w, dA, dB, na, total, site, clk, first, step, r);
+        else
+            cs_wg_reads16<false>(slot, w, dA, dB, na, total, site, clk, first, step, r);
+        f = r.f, lo = r.lo, hi = r.hi, operand = r.operand;
+        desc = operand ? db : da;
     }
     cs_view v = cs_make_view(slot, w);
     uint64_t head = ((uint64_t)v.gen << CS_WG_GEN_SHIFT) | clk;
@@ -3939,7 +4066,7 @@ CS_ENTRY void __consan_wgmma_group(uint32_t op, uint32_t n, uint32_t site) {
     CS_PROF(10);
     if (cs_slot_sh == CS_NO_SLOT) return;
     // the unit belongs to the warpgroup: a wait by any of its warps covers all its reads
-    cs_unit_groups(CS_CTA_WGMMA_COMMITS, CS_AGENT_WGMMA + (cs_warp() >> 2),
+    cs_unit_groups(CS_UNIT_WGMMA, CS_AGENT_WGMMA + (cs_warp() >> 2),
                    op == CS_WGMMA_COMMIT, op == CS_WGMMA_WAIT, n, site);
 }
 
@@ -4186,6 +4313,9 @@ CS_NOINLINE void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint
 CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
                                   uint32_t op, uint32_t tx, uint32_t asite) {
     CS_PROF(11);
+#ifdef CONSAN_NULL_TENSOR  // benchmarks only (the model is wrong): the probe call alone
+    return 0;
+#endif
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     uint32_t all = cs_activemask();
