@@ -89,6 +89,19 @@ PROBE_ACCESS = "__consan_access"
 PROBE_ACCESS_N = "__consan_access_n"
 REP_STRIDE_SHIFT = 8
 REP_COUNT_MASK = 0xFF
+# (addr, site, info, rep) as PROBE_ACCESS_N, for accesses of 16 bytes that are not atomic
+# (ldmatrix rows, cp.async 16, v4 loads and stores): the checker's short path for them has
+# an entry of its own, so other accesses pay nothing for it.
+PROBE_ACCESS16 = "__consan_access16"
+
+
+def access_probe(info: int, rep: int | None) -> tuple[str, int | None]:
+    """The probe an access with this info word calls, and the rep word it passes (None:
+    the 3-argument PROBE_ACCESS)."""
+    mode = (info >> INFO_MODE_SHIFT) & 3
+    if info & INFO_SIZE_MASK == 16 and mode != MODE_ATOMIC:
+        return PROBE_ACCESS16, 1 if rep is None else rep
+    return (PROBE_ACCESS, None) if rep is None else (PROBE_ACCESS_N, rep)
 PROBE_BAR_ARRIVE = "__consan_bar_arrive"
 PROBE_BAR_WAIT = "__consan_bar_wait"
 PROBE_CTA_BEGIN = "__consan_cta_begin"
@@ -133,6 +146,7 @@ STATE_SYMBOL = "__consan_state"
 PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_ACCESS: ((".b64", ".b32", ".b32"), None),
     PROBE_ACCESS_N: ((".b64", ".b32", ".b32", ".b32"), None),
+    PROBE_ACCESS16: ((".b64", ".b32", ".b32", ".b32"), None),
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),
     PROBE_CTA_BEGIN: ((), None),

@@ -622,11 +622,11 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         return "", "\n\t" + "\n\t".join(sample) + "\n\t" + call + f"\n{skip}:"
     if ev in (Event.READ, Event.WRITE, Event.ATOMIC, Event.ASYNC_WRITE):
         code = _address_code(c.address or "", widths, it)
+        probe, rep = abi.access_probe(c.info, rep)
         args = [(".b64", REG_ADDR), (".b32", str(site)), (".b32", str(c.info))]
         if rep is not None:
             args.append((".b32", str(rep)))
-        call = _call(pred, abi.PROBE_ACCESS_N if rep is not None else abi.PROBE_ACCESS, args,
-                     pre=code, comment=f"site {site}")
+        call = _call(pred, probe, args, pre=code, comment=f"site {site}")
         return call + "\n\t", ""
     if ev in (Event.BAR_SYNC, Event.BAR_ARRIVE, Event.BAR_RED):
         a, b = _bar_operands(it, ev)

@@ -49,6 +49,7 @@ def library() -> ctypes.CDLL:
     u32, u64 = ctypes.c_uint32, ctypes.c_uint64
     sig = {abi.PROBE_ACCESS: ([u64, u32, u32], None),
            abi.PROBE_ACCESS_N: ([u64, u32, u32, u32], None),
+           abi.PROBE_ACCESS16: ([u64, u32, u32, u32], None),
            abi.PROBE_BAR_ARRIVE: ([u32, u32, u32, u32], u32),
            abi.PROBE_BAR_WAIT: ([u32, u32, u32], None),
            abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None),
@@ -143,15 +144,17 @@ class HostChecker:
     def access(self, warp: int, off: int, size: int, mode: int, site: int,
                space: int = abi.SPACE_SHARED, shape: int = abi.SHAPE_PLAIN) -> None:
         self._as(warp)
-        self._probe(abi.PROBE_ACCESS)(off, site, abi.access_info(size, mode, space, shape))
+        info = abi.access_info(size, mode, space, shape)
+        probe, rep = abi.access_probe(info, None)  # the probe the rewriter would call
+        self._probe(probe)(off, site, info, *(() if rep is None else (rep,)))
 
     def access_n(self, warp: int, off: int, size: int, mode: int, count: int, stride: int,
                  site: int = 0) -> None:
         """One coalesced probe for `count` accesses at off, off + stride, ..."""
         self._as(warp)
-        rep = (stride << abi.REP_STRIDE_SHIFT) | count
-        self._probe(abi.PROBE_ACCESS_N)(off, site, abi.access_info(size, mode, abi.SPACE_SHARED),
-                                        rep)
+        info = abi.access_info(size, mode, abi.SPACE_SHARED)
+        probe, rep = abi.access_probe(info, (stride << abi.REP_STRIDE_SHIFT) | count)
+        self._probe(probe)(off, site, info, rep)
 
     def read(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
         self.access(warp, off, size, abi.MODE_READ, site)

@@ -126,7 +126,7 @@ def test_addresses_offset_from_one_register_group_by_it():
     ins = instrument(HEAD64 + LDMATRIX.replace("{REDEFINE}", "") + "\tret;\n}\n")
     reads = [s for s in ins.sites.sites if s.event == "access.read"]
     assert [(s.size, len(s.merged_lines)) for s in reads] == [(16, 1), (16, 1)]
-    assert ins.ptx.count(f"call {abi.PROBE_ACCESS_N},") == 2
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 2  # (16-byte reads: their entry)
     assert ins.ptx.count("mov.b64 %__cs_a, %rd1;") == 2  # both probes address %rd1
     assert "add.s64 %__cs_a, %__cs_a, 1280;" in ins.ptx
     assert ins.ptx.count(f"st.param.b32 [__cs_p3], {(32 << abi.REP_STRIDE_SHIFT) | 2};") == 2
@@ -137,8 +137,8 @@ def test_a_root_redefined_between_keeps_the_accesses_apart():
     no longer name offsets of the new one."""
     body = LDMATRIX.replace("{REDEFINE}", "\tmov.u64 %rd1, %rd9;\n")
     ins = instrument(HEAD64 + body + "\tret;\n}\n")
-    assert ins.ptx.count(f"call {abi.PROBE_ACCESS_N},") == 1  # the first two only
-    assert ins.ptx.count(f"call {abi.PROBE_ACCESS},") == 2
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 3  # the first two in one
+    assert ins.ptx.count("st.param.b32 [__cs_p3], 1;") == 2  # the others one by one
 
 
 def test_accesses_of_other_shapes_stay_apart():
@@ -146,4 +146,5 @@ def test_accesses_of_other_shapes_stay_apart():
             "\tldmatrix.sync.aligned.m8n8.x2.shared.b16 {%r7,%r8}, [%r1+64];\n"
             "\tld.shared.f32 %f1, [%r1+128];\n")
     ins = instrument(HEAD + body + "\tret;\n}\n")
-    assert ins.ptx.count(f"call {abi.PROBE_ACCESS},") == 3
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 2  # the two ldmatrix
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS},") == 1

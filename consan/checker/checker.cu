@@ -2427,8 +2427,18 @@ CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr* q, uint32_t
     }
     for (uint32_t ri = 0; ri < x.nr; ++ri) {
         if (ri < 32 && !(seen & (1u << ri))) continue;
-        if (whole) cs_s_st(rs + 4u * ri, 0);  // (the bytes go stale: cs_vsh_fresh)
-        else cs_vsh_zero(x.R + ri * x.gp, a, z);
+        if (!whole) {
+            cs_vsh_zero(x.R + ri * x.gp, a, z);
+        } else if (ri >= cs_vsh_nwr() + cs_vsh_nbulk()) {
+            // a wgmma unit's row, which its four warps would otherwise empty at their next
+            // read, one of them spinning on the other (cs_vsh_freshen): emptied here, and
+            // the summary says so (1: bytes valid, no read yet)
+            cs_vsh_empty(cs_vsh_row(x, b, ri));
+            cs_fence_lock();
+            cs_s_st(rs + 4u * ri, 1);
+        } else {
+            cs_s_st(rs + 4u * ri, 0);  // (the bytes go stale: cs_vsh_fresh)
+        }
     }
 }
 
@@ -3089,10 +3099,7 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
 #ifdef CONSAN_NULL_ACCESS  // benchmarks only: the cost of the probe call alone
     return;
 #endif
-    if (cs_vsh_on()) {
-        if (!cs_vsh_access16(addr, site, info, 1u)) cs_vsh_access_any(addr, site, info, 1u);
-        return;
-    }
+    if (cs_vsh_on()) return cs_vsh_access(addr, site, info, 1u);
     if (cs_psh_mode()) return cs_psh_access(addr, site, info);
 #if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
     cs_access(addr, site, info);
@@ -3105,10 +3112,7 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
 #ifdef CONSAN_NULL_ACCESS
     return;
 #endif
-    if (cs_vsh_on()) {
-        if (!cs_vsh_access16(addr, site, info, rep)) cs_vsh_access_any(addr, site, info, rep);
-        return;
-    }
+    if (cs_vsh_on()) return cs_vsh_access(addr, site, info, rep);
     uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
     for (uint32_t k = 0; k < n; ++k) {
         uint64_t a = addr + (uint64_t)k * stride;
@@ -3117,6 +3121,18 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
         else cs_access(a, site, info);
 #endif
     }
+}
+
+// Accesses of 16 bytes that are not atomic (abi.access_probe), `rep` as above: the
+// granule tables in shared memory take cs_vsh_access16 when every lane's chunks are
+// aligned ones in the window, the general probe otherwise.
+CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
+    if (!cs_vsh_on()) return __consan_access_n(addr, site, info, rep);
+    CS_PROF(0);
+#ifdef CONSAN_NULL_ACCESS
+    return;
+#endif
+    if (!cs_vsh_access16(addr, site, info, rep)) cs_vsh_access_any(addr, site, info, rep);
 }
 
 CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
