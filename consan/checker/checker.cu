@@ -2751,6 +2751,9 @@ CS_NOINLINE cs_found cs_vsh_engine_lanes(uint32_t slot, uint32_t w, uint32_t g0,
                                          uint32_t site, uint32_t by, uint32_t clk,
                                          uint32_t lanes) {
     cs_found out = {{0, CS_NO_SITE, CS_NO_WARP}, 0};
+#ifdef CONSAN_NULL_ENGINE_WRITE  // measurements only: the cost of the box walk
+    return out;
+#endif
     if (!cs_vsh_clock_fits(clk, site)) return out;
     const cs_vctx x = cs_vsh_ctx(slot, w);
     const uint32_t now = cs_vw(by, clk, 0);
@@ -2907,14 +2910,13 @@ CS_NOINLINE void cs_q_sites(uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site
     for (uint32_t i = 0; i < 4; ++i)
         if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
 }
-CS_NOINLINE cs_found cs_q_look(uint32_t slot, uint32_t w, uint32_t g) {
-    uint32_t ok = 0xFFFFFFFFu;
-    cs_found r;
-    r.f = cs_vsh_look(cs_vsh_ctx(slot, w), g, g + 3, CS_PROXY_NONE, ok, r.at);
-    return r;
+CS_NOINLINE cs_finding cs_q_look(uint32_t slot, uint32_t w, uint32_t g, uint32_t proxy) {
+    uint32_t ok = 0xFFFFFFFFu, at;
+    return cs_vsh_look(cs_vsh_ctx(slot, w), g, g + 3, proxy, ok, at);
 }
-CS_NOINLINE cs_finding cs_q_judge_read(uint32_t slot, uint32_t w, uint32_t e, const uint32_t* ws) {
-    return cs_vsh_judge_read(cs_vsh_ctx(slot, w), e, ws, CS_PROXY_NONE);
+CS_NOINLINE cs_finding cs_q_judge_read(uint32_t slot, uint32_t w, uint32_t e, const uint32_t* ws,
+                                       uint32_t proxy) {
+    return cs_vsh_judge_read(cs_vsh_ctx(slot, w), e, ws, proxy);
 }
 // An exchange of four epochs that were not one: granule by granule, as cs_vsh_write_span.
 CS_NOINLINE cs_found cs_q_write4(uint32_t slot, uint32_t w, uint32_t g, uint32_t site,
@@ -2985,9 +2987,9 @@ CS_DEV void cs_q_read(const cs_vctx& x, uint32_t g, uint32_t step, uint32_t n, u
             ws = x.ws + q;
         }
         if (bt == CS_BT_LOCKED || (!bt && !(e4.x == e4.y && e4.y == e4.z && e4.z == e4.w))) {
-            cs_found r = cs_q_look(x.slot, w, q);  // by granule, or a block given back
-            if (r.f.kind) {
-                f = r.f, fk = k;
+            f = cs_q_look(x.slot, w, q, CS_PROXY_NONE);  // by granule, or a block given back
+            if (f.kind) {
+                fk = k;
                 return;
             }
             continue;
@@ -2995,7 +2997,7 @@ CS_DEV void cs_q_read(const cs_vctx& x, uint32_t g, uint32_t step, uint32_t n, u
         if (e == ok) continue;
         uint32_t t = cs_vw_t(e);
         if (e == 0 || (e & CS_VW_MBAR) || (t != w && x.mine[t] < cs_vw_c(e))) {
-            f = cs_q_judge_read(x.slot, w, e, ws);
+            f = cs_q_judge_read(x.slot, w, e, ws, CS_PROXY_NONE);
             if (f.kind) {
                 fk = k;
                 return;
@@ -3903,23 +3905,9 @@ CS_NOINLINE cs_wgf cs_wg_reads_any(uint32_t slot, uint32_t w, uint64_t da, uint6
     return r;
 }
 
-// Out of line for cs_wg_reads16: what is rare there.
+// Out of line for cs_wg_reads16 (with cs_q_look, cs_q_judge_read, cs_q_sites): what is rare.
 CS_NOINLINE void cs_wgq_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_t ri) {
     cs_vsh_fresh(cs_vsh_ctx(slot, w), b, ri);
-}
-CS_NOINLINE cs_finding cs_wgq_look(uint32_t slot, uint32_t w, uint32_t g) {
-    uint32_t ok = 0xFFFFFFFFu, at;
-    return cs_vsh_look(cs_vsh_ctx(slot, w), g, g + 3, CS_PROXY_WGMMA, ok, at);
-}
-CS_NOINLINE cs_finding cs_wgq_judge(uint32_t slot, uint32_t w, uint32_t e, uint32_t g,
-                                    bool whole) {  // whole: a copy's epoch for block g / B
-    cs_vctx x = cs_vsh_ctx(slot, w);
-    return cs_vsh_judge_read(x, e, whole ? cs_vsh_bsite(x, g / CS_VSH_B) : x.ws + g,
-                             CS_PROXY_WGMMA);
-}
-CS_NOINLINE void cs_wgq_sites(uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site, uint32_t old) {
-    for (uint32_t i = 0; i < 4; ++i)
-        if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
 }
 
 // The common form: no base offset in either descriptor, so every chunk is an aligned
@@ -3963,7 +3951,7 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
         if (old != c32) {  // a byte already at this clock keeps its site
             cs_s_st(R + g, c32);
             if (old == 0) cs_g_st4(rs + g, site);
-            else cs_wgq_sites(rs, g, c8, site, old);
+            else cs_q_sites(rs, g, c8, site, old);
         }
         if (v < clk) cs_s_max(p, clk);
     }
@@ -3983,7 +3971,7 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
         uint32_t bt = cs_s_ld(BT + 4u * (g / CS_VSH_B));
         cs_u4 e4 = cs_s_ld4(W + 4u * g);
         if (bt == CS_BT_LOCKED || (!bt && !(e4.x == e4.y && e4.y == e4.z && e4.z == e4.w))) {
-            r.f = cs_wgq_look(slot, w, g);  // by granule, or a block given back
+            r.f = cs_q_look(slot, w, g, CS_PROXY_WGMMA);  // by granule, or a block given back
             if (r.f.kind) return;
             continue;
         }
@@ -3991,7 +3979,8 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
         if (e == ok) continue;
         uint32_t t = cs_vw_t(e);  // (a warp's write: its proxy fence is judged too)
         if (e == 0 || (e & CS_VW_MBAR) || t < CS_MAX_WARPS || mine[t] < cs_vw_c(e)) {
-            r.f = cs_wgq_judge(slot, w, e, g, bt != 0);
+            const uint32_t* ws = bt ? l.rsite + l.nr * gp + g / CS_VSH_B : l.ws + g;  // (bsite)
+            r.f = cs_q_judge_read(slot, w, e, ws, CS_PROXY_WGMMA);
             if (r.f.kind) return;
         }
         ok = e;
