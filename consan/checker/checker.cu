@@ -3997,6 +3997,9 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
 #ifdef CONSAN_NULL_WGMMA  // benchmarks only: the cost of the probe call alone
     return;
 #endif
+#if defined(CONSAN_SPIN_WGMMA) && !defined(CONSAN_HOST)  // measurements only: a longer probe
+    for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_WGMMA;) {}
+#endif
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
     uint32_t active = cs_group(((uint64_t)site << 32) | info, da), lane = cs_lane(), w = cs_warp();
@@ -4343,6 +4346,9 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
         cs_tload t = {};
         if (lead) {
             CS_PROF(25);
+#if defined(CONSAN_SPIN_TENSOR) && !defined(CONSAN_HOST)  // measurements only: a longer look
+            for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_TENSOR;) {}
+#endif
             t = cs_tensor_load_begin(slot, d, m, b, site, arrive, ntx, asite);
         }
         uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
