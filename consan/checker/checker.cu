@@ -4140,15 +4140,21 @@ CS_DEV bool cs_tmap_param(uint64_t a) {
 }
 
 // Bytes one copy through the map at (generic) address `map` moves; 0: a map not known.
+// A kernel-parameter map this CTA looked up already is in its cache (the common case: a
+// few loads); anything else is looked up out of line.
+CS_NOINLINE uint32_t cs_tmap_lookup(uint64_t map);
 CS_DEV uint32_t cs_tmap_bytes(uint64_t map) {
-    const cs_tmap_t* t = (const cs_tmap_t*)S.tmaps;
-    if (t == 0 || (map & 63u) != 0 || !cs_tmap_readable(map)) return 0;
-    bool param = cs_tmap_param(map);
-    for (uint32_t i = 0; param && i < CS_TMAP_CACHE; ++i) {
+    for (uint32_t i = 0; map && i < CS_TMAP_CACHE; ++i) {
         if (*(volatile uint64_t*)&cs_shv.tmap_at[i] != map) continue;
         cs_fence_lock();
         return *(volatile uint32_t*)&cs_shv.tmap_bytes[i];
     }
+    return cs_tmap_lookup(map);
+}
+CS_NOINLINE uint32_t cs_tmap_lookup(uint64_t map) {
+    const cs_tmap_t* t = (const cs_tmap_t*)S.tmaps;
+    if (t == 0 || (map & 63u) != 0 || !cs_tmap_readable(map)) return 0;
+    bool param = cs_tmap_param(map);
     uint64_t fp = cs_tmap_fingerprint((const uint64_t*)map);
     uint32_t bytes = 0;
     for (uint32_t i = 0; i < CS_TMAP_ENTRIES && t[i].fingerprint; ++i)
