@@ -148,3 +148,18 @@ def test_accesses_of_other_shapes_stay_apart():
     ins = instrument(HEAD + body + "\tret;\n}\n")
     assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 2  # the two ldmatrix
     assert ins.ptx.count(f"call {abi.PROBE_ACCESS},") == 1
+
+
+def test_sixteen_byte_accesses_call_their_own_entry():
+    """ldmatrix rows, cp.async 16 and v4 accesses (and runs merged to 16 bytes) call
+    abi.PROBE_ACCESS16 with a rep word; atomics and other sizes keep the general probes."""
+    r16 = abi.access_info(16, abi.MODE_READ, abi.SPACE_SHARED)
+    assert abi.access_probe(r16, None) == (abi.PROBE_ACCESS16, 1)
+    assert abi.access_probe(r16, 0x5002) == (abi.PROBE_ACCESS16, 0x5002)
+    atomic16 = abi.access_info(16, abi.MODE_ATOMIC, abi.SPACE_SHARED)
+    assert abi.access_probe(atomic16, None) == (abi.PROBE_ACCESS, None)
+    w8 = abi.access_info(8, abi.MODE_WRITE, abi.SPACE_SHARED)
+    assert abi.access_probe(w8, 0x5002) == (abi.PROBE_ACCESS_N, 0x5002)
+    ins = instrument(HEAD + "\tld.shared.v4.f32 {%f1,%f2,%f3,%f4}, [%r1];\n\tret;\n}\n")
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 1
+    assert "st.param.b32 [__cs_p3], 1;" in ins.ptx
