@@ -54,6 +54,16 @@ def fill(c, off, warps=WG0, site=WRITE, fence=True, nbytes=TILE):
             c.proxy_fence(w)
 
 
+def fill_granules(c, gs):
+    """The warps of warpgroup 0 write granules gs (4 bytes each) in turn, fence, and every
+    warp passes a barrier: the exact footprint of a descriptor, written and published."""
+    for i, g in enumerate(sorted(gs)):
+        c.write(i % 4, 4 * g, site=WRITE)
+    for w in WG0:
+        c.proxy_fence(w)
+    c.sync(ALL)
+
+
 def kinds(c):
     return sorted(set(c.kinds()))
 
@@ -280,22 +290,13 @@ def test_bulk_copy_operands_after_the_phase_wait_are_clean(ck):
 def test_swizzled_footprint_is_exactly_what_is_checked(ck):
     # 128B swizzle, K step 1 of a 64 x 64-half tile: write exactly the bytes it reads
     d = Descriptor(0x2000 + 32, 16, 1024, 0, 1)
-    gs = sorted(granules(d, Operand(64)) | granules(Descriptor(B_OFF, 128, 256), Operand(64)))
-    for i, g in enumerate(gs):
-        ck.write(i % 4, 4 * g, site=WRITE)
-    for w in WG0:
-        ck.proxy_fence(w)
-    ck.sync(ALL)
+    fill_granules(ck, granules(d, Operand(64)) | granules(Descriptor(B_OFF, 128, 256), Operand(64)))
     ck.wgmma(0, d.encode(), DB, SS, site=MMA)
     assert kinds(ck) == []
     # one granule of the footprint never written: found, at that granule
     fresh = Descriptor(0x2000 + 64, 16, 1024, 0, 1)
     missing = min(granules(fresh, Operand(64)))
-    for i, g in enumerate(sorted(granules(fresh, Operand(64)) - {missing})):
-        ck.write(i % 4, 4 * g, site=WRITE)
-    for w in WG0:
-        ck.proxy_fence(w)
-    ck.sync(ALL)
+    fill_granules(ck, granules(fresh, Operand(64)) - {missing})
     ck.wgmma(0, fresh.encode(), DB, SS, site=MMA + 1)
     assert kinds(ck) == [("uninit.read", MMA + 1, -1)]
     (r,) = [r for r in ck.records[: int(ck.header["stored"][0])] if int(r["site"]) == MMA + 1]
@@ -309,11 +310,7 @@ def test_both_operands_swizzled_the_tma_way(ck):
     db = Descriptor(0x0000 + 64, 16, 1024, 0, 1)  # K step 2 of another
     ga, gb = granules(da, Operand(64)), granules(db, Operand(64))
     missing = max(gb)
-    for i, g in enumerate(sorted((ga | gb) - {missing})):
-        ck.write(i % 4, 4 * g, site=WRITE)
-    for w in WG0:
-        ck.proxy_fence(w)
-    ck.sync(ALL)
+    fill_granules(ck, (ga | gb) - {missing})
     ck.wgmma(0, da.encode(), db.encode(), SS, site=MMA)
     assert kinds(ck) == [("uninit.read", MMA, -1)]
     (r,) = ck.records[: int(ck.header["stored"][0])]
@@ -335,12 +332,7 @@ def test_a_base_offset_checks_whole_swizzle_rows(ck):
     d = Descriptor(0x2000, 16, 1024, 1, 1)
     rows = granules(d, Operand(64))
     assert len(rows) > 64 * 32 // 4  # more than the 2 KiB a K step of 64 rows reads
-    gs = sorted(rows | granules(Descriptor(B_OFF, 128, 256), Operand(64)))
-    for i, g in enumerate(gs):
-        ck.write(i % 4, 4 * g, site=WRITE)
-    for w in WG0:
-        ck.proxy_fence(w)
-    ck.sync(ALL)
+    fill_granules(ck, rows | granules(Descriptor(B_OFF, 128, 256), Operand(64)))
     ck.wgmma(0, d.encode(), DB, SS, site=MMA)
     ck.wgmma_commit(0, site=COMMIT)
     ck.wgmma_wait(0, 0, site=WAIT)
