@@ -1875,9 +1875,8 @@ CS_DEV uint32_t cs_vsh_ri_bulk(uint32_t w) { return cs_vsh_nwr() + w; }
 CS_DEV uint32_t cs_vsh_ri_wgmma(uint32_t u) { return cs_vsh_nwr() + cs_vsh_nbulk() + u; }
 
 // The clock a reader reads with now: the newest its bytes can stand for.
-CS_DEV uint32_t cs_vsh_reader_now(uint32_t slot, uint32_t ri) {
+CS_DEV uint32_t cs_vsh_reader_now(uint32_t ri) {
     uint32_t t = cs_vsh_reader_tid(ri);
-    (void)slot;
     if (t < CS_MAX_WARPS) return *(volatile uint32_t*)&cs_clock_sh[t];
     if (t < CS_AGENT_WGMMA) return cs_commits_sh(CS_UNIT_BULK, t - CS_AGENT_BULK) + 1;
     uint32_t u = t - CS_AGENT_WGMMA, m = 0;
@@ -2016,17 +2015,19 @@ CS_DEV void cs_vsh_put1(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t
     cs_s_st8(R + g, c8);
     cs_g_st(rs + g, site);
 }
+// (The sites of the bytes of `old` not at this clock: rare, so out of line.)
+CS_NOINLINE void cs_vsh_put_sites(uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site,
+                                  uint32_t old) {
+    for (uint32_t i = 0; i < 4; ++i)
+        if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
+}
 CS_DEV void cs_vsh_put4(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site,
                         uint32_t old) {  // old: the word at R + g
     uint32_t c32 = c8 * 0x01010101u;
     if (old == c32) return;
     cs_s_st(R + g, c32);
-    if (old == 0) {
-        cs_g_st4(rs + g, site);
-        return;
-    }
-    for (uint32_t i = 0; i < 4; ++i)
-        if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
+    if (old == 0) cs_g_st4(rs + g, site);
+    else cs_vsh_put_sites(rs, g, c8, site, old);
 }
 
 CS_DEV void cs_vsh_publish(const cs_vctx& x, uint32_t ri, uint32_t clk, uint32_t g0, uint32_t g1,
@@ -2348,7 +2349,7 @@ CS_DEV void cs_vsh_check_readers(const cs_vctx& x, uint32_t g, uint32_t seen, cs
             continue;
         uint32_t b8 = cs_s_ld8(x.R + ri * x.gp + g), t = cs_vsh_reader_tid(ri);
         if (!b8 || t == x.w) continue;
-        uint32_t c = cs_vsh_unbyte(b8, cs_vsh_reader_now(x.slot, ri));
+        uint32_t c = cs_vsh_unbyte(b8, cs_vsh_reader_now(ri));
         if (!cs_ordered(x.mine, x.w, t, c))
             f = {t < CS_MAX_WARPS ? CS_RACE_WAR : CS_ASYNC_PENDING_READ,
                  cs_ld32(x.rsite + ri * x.gp + g), t};
@@ -2388,6 +2389,15 @@ CS_DEV void cs_vsh_zero(cs_sp R, uint32_t a, uint32_t z) {  // bytes a..z of a r
     }
 }
 
+// An aligned 16-byte write at granule a: the bytes of readers `seen` (up to four) there are
+// emptied, a word each (the write supersedes the reads).
+CS_DEV void cs_vsh_empty16(const cs_vctx& x, uint32_t a, uint32_t seen) {
+    if (seen & 1u) cs_s_st(x.R + a, 0);
+    if (seen & 2u) cs_s_st(x.R + x.gp + a, 0);
+    if (seen & 4u) cs_s_st(x.R + 2 * x.gp + a, 0);
+    if (seen & 8u) cs_s_st(x.R + 3 * x.gp + a, 0);
+}
+
 // Granules [a, z] of block b were written (epochs published and fenced): judge their
 // readers -- by the block's summary, or byte by byte where it says some read may be
 // unordered -- then empty their bytes (the write supersedes the reads); a block written
@@ -2418,13 +2428,7 @@ CS_DEV void cs_vsh_block_readers(const cs_vctx& x, const cs_vsh_vcr* q, uint32_t
                                          x.rss, seen, a, z);
         if (r.f.kind) f = r.f, at = r.at;
     }
-    if (x.nr <= 4 && (a & 3u) == 0 && z == a + 3) {  // an aligned 16-byte write: a word each
-        if (seen & 1u) cs_s_st(x.R + a, 0);
-        if (seen & 2u) cs_s_st(x.R + x.gp + a, 0);
-        if (seen & 4u) cs_s_st(x.R + 2 * x.gp + a, 0);
-        if (seen & 8u) cs_s_st(x.R + 3 * x.gp + a, 0);
-        return;
-    }
+    if (x.nr <= 4 && (a & 3u) == 0 && z == a + 3) return cs_vsh_empty16(x, a, seen);
     for (uint32_t ri = 0; ri < x.nr; ++ri) {
         if (ri < 32 && !(seen & (1u << ri))) continue;
         if (!whole) {
@@ -2473,6 +2477,19 @@ CS_DEV cs_finding cs_vsh_judge_write(const cs_vctx& x, uint32_t old, const uint3
     return {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_WAW, cs_ld32(ws), t};
 }
 
+// Granule g's old epoch `old`, exchanged for `now` by a write: judged, and its site replaced
+// (an mbarrier's epoch is put back: the object stays an mbarrier). A granule rewritten by
+// `by` at the same clock keeps its site.
+CS_DEV void cs_vsh_write_one(const cs_vctx& x, uint32_t g, uint32_t old, uint32_t now,
+                             uint32_t site, bool atomic, uint32_t by, cs_finding& f,
+                             uint32_t& at) {
+    if ((old & ~CS_VW_ATOMIC) == (now & ~CS_VW_ATOMIC)) return;
+    cs_finding y = cs_vsh_judge_write(x, old, x.ws + g, atomic, by);
+    if (y.kind && !f.kind) f = y, at = g;
+    if (old & CS_VW_MBAR) cs_s_st(x.W + 4u * g, old);
+    else cs_g_st(x.ws + g, site);
+}
+
 // One lane's write of granules [g0, g1] by `by` at clk: exchange the epochs (two unordered
 // writers see each other). A granule rewritten by `by` at the same clock keeps its site.
 CS_DEV void cs_vsh_write_span(const cs_vctx& x, uint32_t g0, uint32_t g1, uint32_t site,
@@ -2490,24 +2507,11 @@ CS_DEV void cs_vsh_write_span(const cs_vctx& x, uint32_t g0, uint32_t g1, uint32
             cs_g_st4(x.ws + g0, site);
             return;
         }
-        for (uint32_t i = 0; i < 4; ++i) {
-            uint32_t g = g0 + i, old = o[i];
-            if ((old & ~CS_VW_ATOMIC) == (now & ~CS_VW_ATOMIC)) continue;
-            cs_finding y = cs_vsh_judge_write(x, old, x.ws + g, atomic, by);
-            if (y.kind && !f.kind) f = y, at = g;
-            if (old & CS_VW_MBAR) cs_s_st(x.W + 4u * g, old);  // the object stays an mbarrier
-            else cs_g_st(x.ws + g, site);
-        }
+        for (uint32_t i = 0; i < 4; ++i) cs_vsh_write_one(x, g0 + i, o[i], now, site, atomic, by, f, at);
         return;
     }
-    for (uint32_t g = g0; g <= g1; ++g) {
-        uint32_t old = cs_s_xchg(x.W + 4u * g, now);
-        if ((old & ~CS_VW_ATOMIC) == (now & ~CS_VW_ATOMIC)) continue;
-        cs_finding y = cs_vsh_judge_write(x, old, x.ws + g, atomic, by);
-        if (y.kind && !f.kind) f = y, at = g;
-        if (old & CS_VW_MBAR) cs_s_st(x.W + 4u * g, old);  // the object stays an mbarrier
-        else cs_g_st(x.ws + g, site);
-    }
+    for (uint32_t g = g0; g <= g1; ++g)
+        cs_vsh_write_one(x, g, cs_s_xchg(x.W + 4u * g, now), now, site, atomic, by, f, at);
 }
 
 CS_DEV void cs_vsh_write(const cs_vctx& x, const cs_vsh_span& s, uint32_t site, bool atomic,
@@ -2906,10 +2910,6 @@ CS_NOINLINE void cs_q_raise(uint32_t slot, uint32_t w, uint32_t b, uint32_t clk)
 CS_NOINLINE void cs_q_claim(uint32_t slot, uint32_t w, uint32_t b) {
     cs_vsh_claim(cs_vsh_ctx(slot, w), b);
 }
-CS_NOINLINE void cs_q_sites(uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site, uint32_t old) {
-    for (uint32_t i = 0; i < 4; ++i)
-        if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
-}
 CS_NOINLINE cs_finding cs_q_look(uint32_t slot, uint32_t w, uint32_t g, uint32_t proxy) {
     uint32_t ok = 0xFFFFFFFFu, at;
     return cs_vsh_look(cs_vsh_ctx(slot, w), g, g + 3, proxy, ok, at);
@@ -2925,14 +2925,7 @@ CS_NOINLINE cs_found cs_q_write4(uint32_t slot, uint32_t w, uint32_t g, uint32_t
     cs_vctx x = cs_vsh_ctx(slot, w);
     const uint32_t o[4] = {o0, o1, o2, o3};
     cs_found r = {{0, CS_NO_SITE, CS_NO_WARP}, 0};
-    for (uint32_t i = 0; i < 4; ++i) {
-        uint32_t old = o[i];
-        if ((old & ~CS_VW_ATOMIC) == now) continue;  // rewritten at the same clock
-        cs_finding y = cs_vsh_judge_write(x, old, x.ws + g + i, false, by);
-        if (y.kind && !r.f.kind) r.f = y, r.at = g + i;
-        if (old & CS_VW_MBAR) cs_s_st(x.W + 4u * (g + i), old);  // the object stays an mbarrier
-        else cs_g_st(x.ws + g + i, site);
-    }
+    for (uint32_t i = 0; i < 4; ++i) cs_vsh_write_one(x, g + i, o[i], now, site, false, by, r.f, r.at);
     return r;
 }
 CS_NOINLINE cs_finding cs_q_judge_write(uint32_t slot, uint32_t w, uint32_t old,
@@ -2949,6 +2942,26 @@ CS_NOINLINE void cs_q_report(uint32_t m, cs_finding f, uint32_t site, uint32_t i
     uint32_t active = cs_match(m, ((uint64_t)site << 32) | info);
     cs_record_t r;
     if (cs_merged_record(active, f, site, lo, f.kind ? lo + 16u : 0u, r)) cs_record(r);
+}
+
+// The look at an aligned 16-byte chunk at window granule q, for a read by warp x.w through
+// `proxy` (cs_vsh_look's rules for it): its finding, or none; `ok` carries an epoch
+// already judged clean. A warp's write read through the async proxy is always judged (its
+// proxy fence). Uneven epochs, or a block being given back, are looked at out of line.
+CS_DEV cs_finding cs_q_look16(const cs_vctx& x, uint32_t q, uint32_t proxy, uint32_t& ok) {
+    const uint32_t b = q / CS_VSH_B, bt = cs_s_ld(x.BT + 4u * b);
+    const cs_u4 e4 = cs_s_ld4(x.W + 4u * q);
+    if (bt == CS_BT_LOCKED || (!bt && !(e4.x == e4.y && e4.y == e4.z && e4.z == e4.w)))
+        return cs_q_look(x.slot, x.w, q, proxy);
+    const uint32_t e = bt ? bt & ~CS_BT_WHOLE : e4.x, t = cs_vw_t(e);
+    if (e == ok) return {0, CS_NO_SITE, CS_NO_WARP};
+    if (e == 0 || (e & CS_VW_MBAR) || (proxy != CS_PROXY_NONE && t < CS_MAX_WARPS) ||
+        (t != x.w && x.mine[t] < cs_vw_c(e))) {
+        cs_finding f = cs_q_judge_read(x.slot, x.w, e, bt ? cs_vsh_bsite(x, b) : x.ws + q, proxy);
+        if (f.kind) return f;
+    }
+    ok = e;
+    return {0, CS_NO_SITE, CS_NO_WARP};
 }
 
 // The reads of a lane's n chunks at window granules g, g + step, ...: published, one fence,
@@ -2968,42 +2981,14 @@ CS_DEV void cs_q_read(const cs_vctx& x, uint32_t g, uint32_t step, uint32_t n, u
             old = cs_s_ld(R + q);
             v = clk;
         }
-        if (old != c32) {  // a byte already at this clock keeps its site
-            cs_s_st(R + q, c32);
-            if (old == 0) cs_g_st4(rs + q, site);
-            else cs_q_sites(rs, q, c8, site, old);
-        }
+        cs_vsh_put4(R, rs, q, c8, site, old);  // (a byte already at this clock keeps its site)
         if (v < clk) cs_s_max(p, clk);
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
     uint32_t ok = 0xFFFFFFFFu;
-    for (uint32_t k = 0, q = g; k < n; ++k, q += step) {
-        uint32_t b = q / CS_VSH_B, bt = cs_s_ld(x.BT + 4u * b);
-        cs_u4 e4 = cs_s_ld4(x.W + 4u * q);
-        uint32_t e = bt & ~CS_BT_WHOLE;
-        const uint32_t* ws = cs_vsh_bsite(x, b);
-        if (!bt) {
-            e = e4.x;
-            ws = x.ws + q;
-        }
-        if (bt == CS_BT_LOCKED || (!bt && !(e4.x == e4.y && e4.y == e4.z && e4.z == e4.w))) {
-            f = cs_q_look(x.slot, w, q, CS_PROXY_NONE);  // by granule, or a block given back
-            if (f.kind) {
-                fk = k;
-                return;
-            }
-            continue;
-        }
-        if (e == ok) continue;
-        uint32_t t = cs_vw_t(e);
-        if (e == 0 || (e & CS_VW_MBAR) || (t != w && x.mine[t] < cs_vw_c(e))) {
-            f = cs_q_judge_read(x.slot, w, e, ws, CS_PROXY_NONE);
-            if (f.kind) {
-                fk = k;
-                return;
-            }
-        }
-        ok = e;
+    for (uint32_t k = 0, q = g; k < n && !f.kind; ++k, q += step) {
+        f = cs_q_look16(x, q, CS_PROXY_NONE, ok);
+        fk = k;
     }
 }
 
@@ -3046,10 +3031,7 @@ CS_DEV void cs_q_write(const cs_vctx& x, uint32_t g, uint32_t step, uint32_t n, 
             cs_found r = cs_q_late(x.slot, w, seen, q);
             if (r.f.kind) fr = r.f, ar = r.at, kr = k;
         }
-        if (seen & 1u) cs_s_st(x.R + q, 0);  // the write supersedes the reads
-        if (seen & 2u) cs_s_st(x.R + x.gp + q, 0);
-        if (seen & 4u) cs_s_st(x.R + 2 * x.gp + q, 0);
-        if (seen & 8u) cs_s_st(x.R + 3 * x.gp + q, 0);
+        cs_vsh_empty16(x, q, seen);
     }
     f = cs_vsh_first(fw, kw, aw, fr, kr, ar, fk);
 }
@@ -3810,11 +3792,11 @@ CS_DEV cs_wgd cs_wg_decode(uint64_t desc, uint32_t kmajor, uint32_t elog) {
 // swizzle row when a non-zero base offset leaves the chunk's place in it unknown.
 CS_DEV uint32_t cs_wg_addr(const cs_wgd& d, uint32_t i, uint32_t* width) {
     uint32_t a;
-    if (d.kmajor) {
+    if (d.kmajor) {  // row r, 16-byte K chunk c
         uint32_t r = i >> 1, c = i & 1u;
         a = d.sw ? d.start + (r & 7u) * d.sw + (r >> 3) * d.sbo + c * 16u
                  : d.start + (r & 7u) * 16u + (r >> 3) * d.sbo + c * d.lbo;
-    } else {
+    } else {  // 16-byte MN chunk j, K row k (32 bytes of K: 32 >> elog rows)
         uint32_t j = i >> d.krows_log, k = i & ((1u << d.krows_log) - 1u);
         a = d.sw ? d.start + (j * 16u) % d.sw + (j * 16u / d.sw) * d.lbo + (k & 7u) * d.sw +
                        (k >> 3) * d.sbo
@@ -3905,7 +3887,7 @@ CS_NOINLINE cs_wgf cs_wg_reads_any(uint32_t slot, uint32_t w, uint64_t da, uint6
     return r;
 }
 
-// Out of line for cs_wg_reads16 (with cs_q_look, cs_q_judge_read, cs_q_sites): what is rare.
+// Out of line for cs_wg_reads16: what is rare there.
 CS_NOINLINE void cs_wgq_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_t ri) {
     cs_vsh_fresh(cs_vsh_ctx(slot, w), b, ri);
 }
@@ -3929,61 +3911,37 @@ template <bool K128>
 CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_wgd& dB,
                           uint32_t na, uint32_t total, uint32_t site, uint32_t clk,
                           uint32_t first, uint32_t step, cs_wgf& r) {
-    const cs_vlay& l = cs_vlay_sh;
+    const cs_vctx x = cs_vsh_ctx(slot, w);
     const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, gend = S.granules;
-    const uint32_t ri = cs_vsh_ri_wgmma(w >> 2), gp = l.gp, rss = l.rss;
-    const cs_sp R = l.R + ri * gp, RS = l.RS, W = l.W, BT = l.BT;
-    uint32_t* rs = l.rsite + ri * gp;
-    const uint32_t c8 = cs_vsh_byte(clk), c32 = c8 * 0x01010101u;
+    const uint32_t ri = cs_vsh_ri_wgmma(w >> 2);
+    const cs_sp R = x.R + ri * x.gp;
+    uint32_t* rs = x.rsite + ri * x.gp;
+    const uint32_t c8 = cs_vsh_byte(clk);
     for (uint32_t i = first; i < total; i += step) {
         uint32_t a = i >= na ? cs_wg_addr16<K128>(dB, i - na) : cs_wg_addr16<K128>(dA, i);
         uint32_t g = a / CS_GRANULE_BYTES;
         if (g < base || g + 3 >= gend) continue;  // (said in the look)
         g -= base;
         uint32_t b = g / CS_VSH_B;
-        cs_sp p = RS + 4u * (b * rss + ri);
+        cs_sp p = x.RS + 4u * (b * x.rss + ri);
         uint32_t v = cs_s_ld(p), old = cs_s_ld(R + g);
         if (v == 0 || v == CS_RS_ZEROING) {  // the block's bytes are stale: emptied first
             cs_wgq_fresh(slot, w, b, ri);
             old = cs_s_ld(R + g);
             v = 1;
         }
-        if (old != c32) {  // a byte already at this clock keeps its site
-            cs_s_st(R + g, c32);
-            if (old == 0) cs_g_st4(rs + g, site);
-            else cs_q_sites(rs, g, c8, site, old);
-        }
+        cs_vsh_put4(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
         if (v < clk) cs_s_max(p, clk);
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker)
-    const uint32_t* mine = cs_vis(slot, w);
     uint32_t ok = 0xFFFFFFFFu;
     r = {{0, CS_NO_SITE, CS_NO_WARP}, 0xFFFFFFFFu, 0, 0};
-    for (uint32_t i = first; i < total; i += step) {
+    for (uint32_t i = first; i < total && !r.f.kind; i += step) {
         uint32_t a = i >= na ? cs_wg_addr16<K128>(dB, i - na) : cs_wg_addr16<K128>(dA, i);
         uint32_t g = a / CS_GRANULE_BYTES;
         r.lo = a, r.hi = a + 16u, r.operand = i >= na;
-        if (g < base || g + 3 >= gend) {
-            r.f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
-            return;
-        }
-        g -= base;
-        uint32_t bt = cs_s_ld(BT + 4u * (g / CS_VSH_B));
-        cs_u4 e4 = cs_s_ld4(W + 4u * g);
-        if (bt == CS_BT_LOCKED || (!bt && !(e4.x == e4.y && e4.y == e4.z && e4.z == e4.w))) {
-            r.f = cs_q_look(slot, w, g, CS_PROXY_WGMMA);  // by granule, or a block given back
-            if (r.f.kind) return;
-            continue;
-        }
-        uint32_t e = bt ? bt & ~CS_BT_WHOLE : e4.x;
-        if (e == ok) continue;
-        uint32_t t = cs_vw_t(e);  // (a warp's write: its proxy fence is judged too)
-        if (e == 0 || (e & CS_VW_MBAR) || t < CS_MAX_WARPS || mine[t] < cs_vw_c(e)) {
-            const uint32_t* ws = bt ? l.rsite + l.nr * gp + g / CS_VSH_B : l.ws + g;  // (bsite)
-            r.f = cs_q_judge_read(slot, w, e, ws, CS_PROXY_WGMMA);
-            if (r.f.kind) return;
-        }
-        ok = e;
+        r.f = g < base || g + 3 >= gend ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
+                                        : cs_q_look16(x, g - base, CS_PROXY_WGMMA, ok);
     }
 }
 
