@@ -116,9 +116,10 @@ MB_CP_ARRIVE = 9  # cp.async.mbarrier.arrive(.noinc): the cp.async unit arrives 
 # Or'ed into the op word of an mbarrier or tensor probe by the lanes of a warp that skip the
 # operation: every lane calls the probe so the warp stays together (instrument/converge.py).
 PROBE_OFF = 1 << 8
-# A failed mbarrier.try_wait / test_wait calls the checker only every MB_WAIT_SAMPLE-th time
-# in a row (it acquires nothing; the checker only watches for a deadlock): spinning warps
-# then leave the issue slots to the warps they wait for.
+# A failed mbarrier.try_wait / test_wait calls the checker the first time and then only every
+# MB_WAIT_SAMPLE-th time in a row (it acquires nothing; the checker judges the barrier's
+# state and watches for a deadlock): spinning warps then leave the issue slots to the warps
+# they wait for.
 MB_WAIT_SAMPLE = 64
 PROBE_BULK_STORE = "__consan_bulk_store"  # (src, bytes, site): bulk store shared -> global
 PROBE_BULK_GROUP = "__consan_bulk_group"  # (op, n, site): bulk groups, fence.proxy.async
@@ -188,6 +189,10 @@ NAMED_BARRIERS = 16
 KEY_TABLE_ENTRIES = 4096  # distinct (kind, site, prev_site) findings per launch
 RECORDS_PER_KEY = 64  # detailed records kept per finding; the rest are counted
 SMEM_RESERVED_BYTES = 1024  # the window may start above the user's offsets on sm_80+
+# The checker's own shared variables (cs_shared_t), appended to every instrumented
+# launch's dynamic shared memory after the kernel's bytes (never static: a static block
+# would move the kernel's dynamic shared memory). The checker asserts its struct fits.
+SHV_BYTES = 1536
 
 # --------------------------------------------------------------------------
 # Struct layouts shared by C and numpy.  Fields are (name, ctype).
@@ -225,6 +230,12 @@ LOG_HEADER_FIELDS: tuple[tuple[str, str], ...] = (
     ("ctas_ended", "uint32_t"),  # CTAs whose last thread exited (not counted in phase smem mode)
     ("walked", "uint32_t"),  # granules of copy-engine writes walked one by one (no summary)
 )
+
+# A finding's key in the key table: kind << KEY_KIND_SHIFT | site << KEY_SITE_BITS | prev_site,
+# the site ids cut to KEY_SITE_BITS bits (the checker makes it, reports/finding.py reads it).
+KEY_SITE_BITS = 28
+KEY_SITE_MASK = (1 << KEY_SITE_BITS) - 1
+KEY_KIND_SHIFT = 56
 
 KEY_FIELDS: tuple[tuple[str, str], ...] = (
     ("key", "uint64_t"),  # kind<<56 | site<<28 | prev_site (0 = empty)
@@ -266,6 +277,9 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("flags", "uint32_t"),  # FLAG_*
     # FLAG_PHASE_SMEM / FLAG_VC_SMEM: byte offset of the tables in dynamic smem, their size
     ("psh_offset", "uint32_t"),
+    # where the checker's own shared variables start in dynamic smem (after the kernel's
+    # bytes: SHV_BYTES), so the kernel's shared memory keeps its native layout
+    ("shv_offset", "uint32_t"),
     ("psh_bytes", "uint32_t"),
     ("vsh_base", "uint32_t"),  # FLAG_VC_SMEM: first window byte the tables hold (a granule)
     ("vsh_readers", "uint32_t"),  # FLAG_VC_SMEM: reader indices (vsh_readers())
@@ -638,7 +652,9 @@ def c_header() -> str:
         "CS_TENSOR_LOAD": TENSOR_LOAD, "CS_TENSOR_STORE": TENSOR_STORE,
         "CS_TENSOR_ARRIVE_TX": TENSOR_ARRIVE_TX,
         "CS_TMAP_ENTRIES": TMAP_ENTRIES, "CS_TMAP_FP_SEED": TMAP_FP_SEED,
-        "CS_TMAP_FP_MUL": TMAP_FP_MUL,
+        "CS_TMAP_FP_MUL": TMAP_FP_MUL, "CS_SHV_BYTES": SHV_BYTES,
+        "CS_KEY_SITE_BITS": KEY_SITE_BITS, "CS_KEY_SITE_MASK": KEY_SITE_MASK,
+        "CS_KEY_KIND_SHIFT": KEY_KIND_SHIFT,
     }
     lines += [f"#define {k} {v}{'ull' if v > 0xFFFFFFFF else 'u'}" for k, v in consts.items()]
     lines.append("")

@@ -27,22 +27,26 @@ from dataclasses import dataclass, field
 
 from . import abi
 from .events import Classified, Event
-from .ptx import REGISTER, Item
+from .ptx import INT_LITERAL, REGISTER, SPECIAL_REGISTER, Item, ptx_int
 
 MAX_SPAN = 64  # bytes one merged probe may cover (16 granules)
 MAX_STRIDE = (1 << (32 - abi.REP_STRIDE_SHIFT)) - 1  # what a strided probe's rep word carries
-_ADDR = re.compile(r"^([^\s+\-]+)\s*(?:\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+)))?$")
+_ADDR = re.compile(rf"^([^\s+\-]+)\s*(?:\+\s*(-?\s*{INT_LITERAL}))?$")
 _CONTROL = ("bra", "brx", "call", "ret", "exit", "trap", "brkpt")
 _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "cp", "mbarrier",
             "wgmma", "stmatrix", "bra", "call", "ret", "exit", "trap")
 
 
 def split_address(addr: str) -> tuple[str, int] | None:
-    """`%r1+8` -> ('%r1', 8); None when the operand is not base[+offset]."""
+    """`%r1+8` -> ('%r1', 8); None when the operand is not base[+offset] (or the offset is
+    no PTX number, such as `08`)."""
     m = _ADDR.match(addr.strip())
     if not m:
         return None
-    return m.group(1), int((m.group(2) or "0").replace(" ", ""), 0)
+    try:
+        return m.group(1), ptx_int((m.group(2) or "0").replace(" ", ""))
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -53,7 +57,21 @@ class _Group:
 
 
 _INT_TYPES = ("u32", "u64", "s32", "s64", "b32", "b64")
-_IMM = re.compile(r"^-?(0[xX][0-9a-fA-F]+|\d+)$")
+_IMM = re.compile(rf"^-?{INT_LITERAL}$")
+
+
+def _imm(text: str) -> int | None:
+    """An immediate operand's value, read as ptxas reads it; None if it is none."""
+    try:
+        return ptx_int(text) if _IMM.match(text) else None
+    except ValueError:  # (`08`)
+        return None
+
+
+def _register(text: str) -> bool:
+    """An ordinary register: a probe can read it (a special one, %tid.x, %laneid, is no
+    root: it is declared nowhere, and the probe's address code reads declared ones)."""
+    return bool(REGISTER.fullmatch(text)) and not SPECIAL_REGISTER.fullmatch(text)
 
 
 def _affine(it: Item, roots: dict[str, tuple[str, int]]) -> tuple[str, int] | None:
@@ -65,15 +83,16 @@ def _affine(it: Item, roots: dict[str, tuple[str, int]]) -> tuple[str, int] | No
     if not types or not all(t in _INT_TYPES for t in types):
         return None
     src = [o.strip() for o in it.operands[1:]]
-    if op in ("mov", "cvt") and len(src) == 1 and REGISTER.fullmatch(src[0]):
+    if op in ("mov", "cvt") and len(src) == 1 and _register(src[0]):
         return roots.get(src[0], (src[0], 0))
     if op in ("add", "sub") and len(src) == 2:
         reg, imm = src
         if op == "add" and _IMM.match(reg):
             reg, imm = imm, reg
-        if REGISTER.fullmatch(reg) and _IMM.match(imm):
+        k = _imm(imm)
+        if _register(reg) and k is not None:
             root, off = roots.get(reg, (reg, 0))
-            return root, off + (int(imm, 0) if op == "add" else -int(imm, 0))
+            return root, off + (k if op == "add" else -k)
     return None
 
 

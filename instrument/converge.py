@@ -4,8 +4,9 @@ A probe function that uses the callee-saved convergence barriers (B6-B11) saves 
 clears them on entry. Called from `if (lane == 0) mbarrier.arrive(...)`, that clear
 releases the warp's other lanes, which wait for lane 0 at the branch's reconvergence
 point: the warp then runs split (31 lanes, then 1) until the kernel ends, every later
-probe twice (benchmarks/RESULTS.md, eighth session). Nothing reconverges the two
-halves: a `bar.warp.sync` synchronises them but leaves them apart.
+probe twice (measured on the H100 with ncu: the TMA ring's consumers called the read
+probe ~63 times per CTA for 32 reads). Nothing reconverges the two halves: a
+`bar.warp.sync` synchronises them but leaves them apart.
 
 So a forward branch over straight-line code holding such probes is removed: the
 region's instructions are predicated on the lanes that would have run them, and the

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from . import abi, wgmma_desc
-from .ptx import Item
+from .ptx import Item, ptx_int
 
 
 class Event(str, Enum):
@@ -97,7 +97,9 @@ TABLE: tuple[Row, ...] = (
     Row("bar.cta.red", Event.BAR_RED),
     Row("barrier.red", Event.BAR_RED),
     Row("barrier.cta.red", Event.BAR_RED),
-    Row("barrier.cluster", Event.UNMODELED, note="cluster barriers (cluster issue)"),
+    Row("barrier.cluster", Event.UNMODELED, note="cluster barrier "
+        "(barrier.cluster.arrive/wait): not checked yet; accesses ordered only by it may be "
+        "reported"),
     # fences that create no happens-before between warps in the model
     Row("membar", Event.FENCE),
     Row("fence.proxy.async", Event.PROXY_FENCE),  # the form decides: see _proxy_fence
@@ -131,18 +133,24 @@ TABLE: tuple[Row, ...] = (
     *(Row(f"cp.async.bulk.tensor.{n}d.{dst}", Event.TENSOR_LOAD)
       for n in range(1, 6) for dst in ("shared::cluster", "shared::cta")),
     *(Row(f"cp.async.bulk.tensor.{n}d.global", Event.TENSOR_STORE) for n in range(1, 6)),
-    Row("cp.async", Event.UNMODELED, note="bulk copies between CTAs (async issue)"),
-    Row("cp.reduce.async", Event.UNMODELED, note="bulk reductions into shared::cluster / TMA "
-        "tensor reductions (async issue)"),
+    Row("cp.async", Event.UNMODELED, note="this cp.async form (e.g. a bulk copy into another "
+        "CTA's shared memory): not checked yet; the shared memory it reads and writes is not "
+        "tracked"),
+    Row("cp.reduce.async", Event.UNMODELED, note="bulk reduction into another CTA's shared memory "
+        "(.shared::cluster) or TMA tensor reduction: not checked yet; the shared memory it "
+        "reads and writes is not tracked"),
     Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
     Row("mbarrier", Event.MBARRIER),
     Row("wgmma.fence", Event.FENCE),  # orders register accesses only, no shared memory
     Row("wgmma.mma_async", Event.WGMMA),
     Row("wgmma.commit_group", Event.WGMMA_COMMIT),
     Row("wgmma.wait_group", Event.WGMMA_WAIT),
-    Row("wgmma", Event.UNMODELED, note="wgmma instruction not in consan's event table"),
-    Row("tcgen05", Event.UNMODELED, note="tcgen05 (not modelled)"),
-    Row("clusterlaunchcontrol", Event.UNMODELED, note="cluster launch control (not modelled)"),
+    Row("wgmma", Event.UNMODELED, note="this wgmma instruction is not in consan's event "
+        "table: not checked; the shared memory it reads is not tracked"),
+    Row("tcgen05", Event.UNMODELED, note="tcgen05 (tensor memory) instruction: not checked "
+        "yet; the shared memory it reads and the ordering it creates are not tracked"),
+    Row("clusterlaunchcontrol", Event.UNMODELED, note="cluster launch control: not "
+        "checked yet; the response it writes to shared memory is not tracked"),
 )
 
 _STATE_SPACES = {"global", "local", "param", "const", "tex"}
@@ -216,15 +224,20 @@ def _access(it: Item, row: Row, shared_symbols: set[str]) -> Classified | None:
     if space is None:
         return None
     if space == abi.SPACE_CLUSTER:
-        return Classified(Event.UNMODELED, row, reason="distributed shared memory access "
-                          "(.shared::cluster) is not modelled yet")
+        return Classified(Event.UNMODELED, row, reason="access to another CTA's shared memory "
+                          "(.shared::cluster, distributed shared memory): not checked yet")
     shape = abi.SHAPE_PLAIN
     if row.event is Event.ASYNC_WRITE:  # cp.async [dst], [src], cp-size{, src-size}
         try:
-            size = int(it.operands[2], 0)
+            size = ptx_int(it.operands[2])
         except (IndexError, ValueError):
-            return Classified(Event.UNMODELED, row, reason="cp.async with a copy size that "
-                              "is not an immediate")
+            return Classified(Event.UNMODELED, row, reason="cp.async whose copy size is a "
+                              "register, not a constant: not checked; the bytes it writes are "
+                              "not tracked")
+        if size not in (4, 8, 16):  # (PTX knows no other; the probe's info word holds 1..255)
+            return Classified(Event.UNMODELED, row, reason=f"cp.async of {size} bytes (the "
+                              "copy size is 4, 8 or 16): not checked; the bytes it writes are "
+                              "not tracked")
         return Classified(row.event, row, size=size, space=space, address=addr)
     if row.prefix in ("ldmatrix", "stmatrix"):
         num = next((p for p in parts if p in ("x1", "x2", "x4")), "x1")
@@ -247,19 +260,24 @@ def _mbarrier(it: Item, row: Row) -> Classified:
     if parts[0] == "cp":  # cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [mbar]
         if "shared::cluster" in parts or _space(parts[3:]) != abi.SPACE_SHARED:
             return Classified(Event.UNMODELED, row, reason="cp.async.mbarrier.arrive on a "
-                              "generic or .shared::cluster address is not modelled yet")
+                              "generic or .shared::cluster address: not checked yet; accesses "
+                              "ordered only by it may be reported")
+        if not it.operands or not it.operands[0].startswith("["):
+            return Classified(Event.UNMODELED, row, reason="cp.async.mbarrier.arrive without "
+                              "an address operand: not checked")
         return Classified(Event.MBARRIER, row, address=it.operands[0][1:-1].strip(),
                           op=abi.MB_CP_ARRIVE, arg="1" if "noinc" in parts else "0")
     op = next((code for name, code in _MB_OPS if parts[1] == name), None)
     if op is None:
-        return Classified(Event.UNMODELED, row, reason=f"mbarrier.{parts[1]} is not modelled")
+        return Classified(Event.UNMODELED, row, reason=f"mbarrier.{parts[1]}: not checked yet")
     if _space(parts[2:]) == abi.SPACE_GENERIC:
-        return Classified(Event.UNMODELED, row, reason="mbarrier on a generic address is not "
-                          "modelled yet")
+        return Classified(Event.UNMODELED, row, reason="mbarrier operation through a generic "
+                          "address: not checked yet (the .shared forms are)")
     ops = it.operands
     i = next((k for k, o in enumerate(ops) if o.startswith("[")), None)
     if i is None:
-        return Classified(Event.UNMODELED, row, reason="mbarrier without an address operand")
+        return Classified(Event.UNMODELED, row, reason="mbarrier operation without an address "
+                          "operand: not checked")
     addr = ops[i][1:-1].strip()
     after = ops[i + 1] if i + 1 < len(ops) else None
     if op in (abi.MB_ARRIVE, abi.MB_ARRIVE_DROP) and "expect_tx" in parts:
@@ -279,8 +297,9 @@ def _bulk_load(it: Item, row: Row) -> Classified:
         return _async_store(it, row)
     ops = it.operands
     if "multicast::cluster" in it.op_parts or len(ops) < 4:
-        return Classified(Event.UNMODELED, row, reason="multicast bulk copies are not modelled "
-                          "yet (cluster issue)")
+        return Classified(Event.UNMODELED, row, reason="multicast bulk copy (.multicast::cluster) "
+                          "into every CTA of its mask: not checked yet; the bytes it writes "
+                          "are not tracked")
     return Classified(Event.BULK_LOAD, row, address=ops[0][1:-1].strip(), arg=ops[2],
                       result=ops[3][1:-1].strip())
 
@@ -293,10 +312,10 @@ def _async_store(it: Item, row: Row) -> Classified:
     parts, ops = it.op_parts, it.operands
     if "mbarrier::complete_tx::bytes" not in parts or len(ops) < 3 or not ops[2].startswith("["):
         return Classified(Event.UNMODELED, row, reason=f"{row.prefix} without an mbarrier "
-                          "completion is not modelled")
+                          "completion: not checked; the bytes it writes are not tracked")
     if _space(parts[1:]) == abi.SPACE_GENERIC:
-        return Classified(Event.UNMODELED, row, reason=f"{row.prefix} on a generic address is "
-                          "not modelled (the .shared::cluster form is)")
+        return Classified(Event.UNMODELED, row, reason=f"{row.prefix} through a generic address: "
+                          "not checked yet (the .shared::cluster form is)")
     vec = next((int(p[1:]) for p in parts if p in ("v2", "v4", "v8")), 1)
     size = _elem_bytes(parts) * vec
     return Classified(Event.BULK_LOAD, row, address=ops[0][1:-1].strip(), arg=str(size),
@@ -307,7 +326,8 @@ def _bulk_store(it: Item, row: Row) -> Classified:
     """cp{.reduce}.async.bulk.global.shared::cta.bulk_group [dst], [src], size{, ...}."""
     ops = it.operands
     if len(ops) < 3 or not ops[1].startswith("["):
-        return Classified(Event.UNMODELED, row, reason="bulk store with unexpected operands")
+        return Classified(Event.UNMODELED, row, reason="bulk store whose operands consan does not "
+                          "recognise: not checked; the shared memory it reads is not tracked")
     return Classified(Event.BULK_STORE, row, address=ops[1][1:-1].strip(), arg=ops[2])
 def _wgmma(it: Item, row: Row) -> Classified:
     """mma_async d, a-desc | {a}, b-desc, ...: the descriptors go to the probe (`address`:
@@ -338,7 +358,8 @@ def _proxy_fence(it: Item, row: Row) -> Classified:
             return Classified(Event.PROXY_FENCE, row)
         if parts[3:5] == ["acquire", "sync_restrict::shared::cluster"]:
             return Classified(Event.FENCE, row)
-    return Classified(Event.UNMODELED, row, reason=f"{it.opcode} is not modelled")
+    return Classified(Event.UNMODELED, row, reason=f"{it.opcode}: this proxy fence is not checked "
+                      "yet; accesses ordered only by it may be reported")
 
 
 def _tensor(it: Item, row: Row) -> Classified:
@@ -352,18 +373,21 @@ def _tensor(it: Item, row: Row) -> Classified:
     rank = int(parts[4][0])
     mode = next((p for p in parts[7:] if p.startswith(("tile", "im2col"))), "tile")
     if mode != "tile":
-        return Classified(Event.UNMODELED, row, reason=f".{mode} tensor copies are not modelled "
-                          "(their shared-memory footprint is not the box)")
+        return Classified(Event.UNMODELED, row, reason=f".{mode} tensor copy: not checked yet; its "
+                          "shared-memory footprint is not the box, so the bytes it writes are "
+                          "not tracked")
     if any(p.startswith("cta_group") for p in parts):
-        return Classified(Event.UNMODELED, row, reason="tensor copies of a CTA pair "
-                          "(.cta_group) are not modelled")
+        return Classified(Event.UNMODELED, row, reason="tensor copy for a CTA pair (.cta_group): "
+                          "not checked yet; the bytes it writes are not tracked")
     need = "mbarrier::complete_tx::bytes" if load else "bulk_group"
     brackets = [o for o in ops if o.startswith("[")]
     if need not in parts or len(brackets) < (3 if load else 2):
-        return Classified(Event.UNMODELED, row, reason="tensor copy form not recognised")
+        return Classified(Event.UNMODELED, row, reason="tensor copy in a form consan does not "
+                          "recognise: not checked; the shared memory it touches is not tracked")
     if load and "multicast::cluster" in parts:
-        return Classified(Event.UNMODELED, row, reason="multicast tensor copies write every CTA "
-                          "of the mask: not modelled yet (cluster issue)")
+        return Classified(Event.UNMODELED, row, reason="multicast tensor copy "
+                          "(.multicast::cluster) into every CTA of its mask: not checked "
+                          "yet; the bytes it writes are not tracked")
     tmap = brackets[1 if load else 0][1:-1].split(",")[0].strip()
     if load:
         return Classified(Event.TENSOR_LOAD, row, address=brackets[0][1:-1].strip(), arg=tmap,
@@ -410,12 +434,16 @@ def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = 
         if row.event is Event.PROXY_FENCE:
             return _proxy_fence(it, row)
         if row.event is Event.BULK_WAIT and not it.operands:
-            return Classified(Event.UNMODELED, row, reason="bulk wait without a group count")
+            return Classified(Event.UNMODELED, row, reason="cp.async.bulk.wait_group "
+                              "without a group count: not checked; accesses after it may be "
+                              "reported")
         if row.event is Event.WGMMA_WAIT and not it.operands:
-            return Classified(Event.UNMODELED, row, reason="wgmma.wait_group without N")
+            return Classified(Event.UNMODELED, row, reason="wgmma.wait_group without a "
+                              "group count: not checked; accesses after it may be reported")
         if row.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE):
             return _tensor(it, row)
         return Classified(row.event, row)
     if _touches_sync_or_smem(it, shared_symbols):
-        return Classified(Event.UNMODELED, None, reason="instruction not in consan's event table")
+        return Classified(Event.UNMODELED, None, reason="touches shared memory or synchronises and "
+                          "is not in consan's event table: not checked")
     return None

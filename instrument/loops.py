@@ -2,7 +2,8 @@
 
 The TMA producer of a warp-specialised pipeline is one lane running the whole loop: its
 probes then run on that lane alone, and the copy's write (a box's shadow) was the
-critical path of the pipeline under the checker (benchmarks/RESULTS.md, tenth session).
+critical path of the pipeline under the checker (measured on the H100: the TMA ring's
+producer took ~26k cycles a box, the copy's write by its one lane 9.0k; by 32 lanes 5.3k).
 converge.py keeps the warp together over straight-line code; a region holding labels
 and branches is done here, by a copy of it that every lane of the warp runs:
 

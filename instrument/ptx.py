@@ -20,6 +20,8 @@ LINE_DIRECTIVES = frozenset(
     .maxnctapersm .explicitcluster .reqnctapercluster .maxclusterrank .noreturn .pragma_line
     .blocksareclusters .abi_preserve .abi_preserve_control""".split()
 )
+# Line directives without operands: the rest do not end before their first operand.
+BARE_DIRECTIVES = frozenset({".explicitcluster", ".noreturn", ".blocksareclusters"})
 # Tokens that begin a function header (`.entry` / `.func`), possibly after linkage.
 LINKAGE = frozenset({".visible", ".extern", ".weak", ".common"})
 
@@ -49,6 +51,11 @@ class Item:
     @property
     def is_instruction(self) -> bool:
         return self.kind == "stmt" and not self.opcode.startswith(".")
+
+    @property
+    def code(self) -> str:
+        """The statement's text without its comments (a declaration's names, say)."""
+        return strip_comments(self.text)
 
     @property
     def unpredicated(self) -> str:
@@ -116,6 +123,34 @@ class Module:
 
 
 REGISTER = re.compile(r"%[\w$.]+")  # a register name in an operand
+# The special registers (%tid.x, %laneid, %clock64, ...): read-only, and declared nowhere.
+SPECIAL_REGISTER = re.compile(
+    r"%(?:[a-z_]+\.[xyz]|laneid|warpid|nwarpid|smid|nsmid|gridid|is_explicit_cluster|"
+    r"cluster_n?ctarank|lanemask_(?:eq|le|lt|ge|gt)|clock(?:_hi|64)?|pm[0-7](?:_64)?|"
+    r"envreg\d+|globaltimer(?:_lo|_hi)?|reserved_smem_offset_\w+|total_smem_size|"
+    r"aggr_smem_size|dynamic_smem_size|current_graph_exec)")
+# An integer constant as an address offset or immediate may write it (ptx_int reads it).
+INT_LITERAL = r"(?:0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)U?"
+_INT = re.compile(r"(-?)(?:0[xX]([0-9a-fA-F]+)|0[bB]([01]+)|0([0-7]*)|([1-9][0-9]*))U?")
+
+
+def ptx_int(text: str) -> int:
+    """A PTX integer constant: decimal, hexadecimal (0x), binary (0b) or octal (a leading 0),
+    with an optional U; a ValueError for anything else. (Python's int(x, 0) refuses `010`,
+    which PTX reads as 8, and reads `0o10`, which PTX refuses.)"""
+    m = _INT.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"not a PTX integer: {text!r}")
+    sign, hexa, binary, octal, dec = m.groups()
+    if hexa is not None:
+        v = int(hexa, 16)
+    elif binary is not None:
+        v = int(binary, 2)
+    elif octal is not None:
+        v = int(octal or "0", 8)
+    else:
+        v = int(dec)
+    return -v if sign else v
 _IDENT = re.compile(r"[A-Za-z_$%.][\w$%.]*")
 _LABEL = re.compile(r"[A-Za-z_$%][\w$%.]*\s*:(?!:)")
 
@@ -183,6 +218,9 @@ class _Scanner:
         is_header = head in (".entry", ".func", ".section") or head in LINKAGE
         depth_paren = depth_brace = depth_brack = 0
         opened: list[int] = []  # positions of unclosed ( [ {
+        last = ""  # the last character that is no whitespace or comment
+        # (a line directive's operand may come on a later line: `.target` / `sm_90a`)
+        bare = line_directive and head not in BARE_DIRECTIVES
         while p < self.n:
             c = s[p]
             if c == '"':
@@ -194,15 +232,16 @@ class _Scanner:
                 if e >= self.n or s[e] != '"':
                     line, col = self._pos_of(p)
                     self.err("unterminated string", line, col)
-                p = e + 1
+                p, last, bare = e + 1, '"', False
                 continue
             if s.startswith("//", p) or s.startswith("/*", p):
-                if line_directive and s.startswith("//", p):
+                if line_directive and s.startswith("//", p) and not bare and \
+                        not self._continued(last, p):
                     return p - start
                 p += self.trivia_len(p, stop_at_newline=True) or 1
                 continue
             if c == "\n":
-                if line_directive:
+                if line_directive and not bare and not self._continued(last, p):
                     return p - start
                 if is_header and depth_paren == 0 and self._header_ends_here(p):
                     return p - start
@@ -232,6 +271,9 @@ class _Scanner:
                 self._close(opened, p, "{")
             elif c == ";" and depth_paren == depth_brace == depth_brack == 0:
                 return p + 1 - start
+            if not c.isspace():
+                last = c
+                bare = bare and p < start + len(head)
             p += 1
         if line_directive:
             return p - start
@@ -239,6 +281,14 @@ class _Scanner:
         line, col = self._pos_of(start)
         self.err("statement not terminated by ';' at end of input", line, col)
         return 0
+
+    def _continued(self, last: str, p: int) -> bool:
+        """A line directive goes on past the end of its line at `p` when a comma ends the
+        line, or the next line begins with a comma, a number or a string, which no
+        statement or label does (`.maxntid 256,` / `1, 1`; `.loc 1` / `10 0`): ptxas reads
+        directives free-form."""
+        q = p + self.trivia_len(p)
+        return last == "," or (q < self.n and self.s[q] in ',"0123456789')
 
     def _close(self, opened: list[int], p: int, want: str) -> None:
         if not opened or self.s[opened[-1]] != want:
@@ -303,23 +353,30 @@ class _Scanner:
                 self.err(f"unexpected character {c!r}")
             length = self.statement_len(self.pos)
             it = self.emit("stmt", length)
-            _fill_statement(it)
+            _fill_statement(it, self.name)
             pending_section = it.opcode == ".section"
         return self.items
 
 
 _PRED = re.compile(r"@!?[%\w$.]+\s*")
+_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 
 
-def _fill_statement(it: Item) -> None:
-    text = it.text.rstrip(";").strip()
+def strip_comments(text: str) -> str:
+    """`text` with each comment replaced by a space (strings kept as they are): a comment
+    inside a statement is no part of its operands."""
+    return _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else " ", text)
+
+
+def _fill_statement(it: Item, name: str = "<ptx>") -> None:
+    text = strip_comments(it.text).rstrip(";").strip()
     m = _PRED.match(text)
     if m:
         it.pred = m.group(0).strip()
         text = text[m.end() :]
     head = re.match(r"[^\s({\[,]+", text)
     if head is None:
-        raise PTXSyntaxError("statement without an opcode", it.line, it.col)
+        raise PTXSyntaxError("statement without an opcode", it.line, it.col, name)
     op = head.group(0)
     rest = text[head.end() :]
     # Linkage/attribute words before .entry/.func/.global belong to the opcode.

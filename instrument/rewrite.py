@@ -15,9 +15,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from . import abi, carry, coalesce, converge, loops
+from . import abi, carry, coalesce, converge, loops, wgmma_window
 from .events import Classified, Event, classify
-from .ptx import Function, Item, Module, PTXSyntaxError, parse
+from .ptx import INT_LITERAL, Function, Item, Module, PTXSyntaxError, parse, ptx_int
 from .sites import SiteTable, SourceLoc
 
 REG_ADDR = "%__cs_a"
@@ -33,14 +33,36 @@ REG_OP = "%__cs_op"  # a probe's op word, PROBE_OFF for the lanes a converted br
 
 @dataclass(frozen=True)
 class Unmodeled:
-    line: int
+    """An instruction that touches shared memory or synchronises and is not checked. Said
+    in the user's terms: the source line of its `.loc` and the C++ name of its kernel; a
+    PTX line only when the PTX has no line info."""
+
+    line: int  # 1-based line in the input PTX
     col: int
-    kernel: str
-    text: str
-    reason: str
+    kernel: str  # the .entry (or .func) it is in, as the PTX names it
+    text: str  # the instruction as written
+    reason: str  # what is not checked, in the user's words
+    loc: SourceLoc | None = None  # innermost source location, when the PTX has line info
+    inlined_at: tuple[SourceLoc, ...] = ()  # outward chain of call sites of an inlined `loc`
+    entry: bool = True  # `kernel` is an .entry (else a .func)
+
+    @property
+    def where(self) -> str:
+        """`file:line` (and the call in the kernel that inlined it), or `PTX line N` when the
+        PTX carries no line info there."""
+        if self.loc is None:
+            return f"PTX line {self.line}"
+        call = self.inlined_at[-1] if self.inlined_at else None
+        return f"{self.loc.file}:{self.loc.line}" + (
+            f" (inlined at {call.file}:{call.line})" if call else "")
+
+    @property
+    def function(self) -> str:
+        """`kernel NAME` or `function NAME`, with the C++ name of a mangled one."""
+        return f"{'kernel' if self.entry else 'function'} {demangle(self.kernel)}"
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.text}  ({self.reason})"
+        return f"{self.where} in {self.function}: {self.reason} [{self.text}]"
 
 
 @dataclass
@@ -99,7 +121,8 @@ def _debug_strings(mod: Module) -> dict[str, str]:
             continue
         for m in re.finditer(r"([\w$]+):\s*((?:\.b8\s+[\d,\s]+)+)", it.text):
             nums = [int(x) for x in re.findall(r"\d+", re.sub(r"\.b8", "", m.group(2)))]
-            out[m.group(1)] = bytes(nums).split(b"\0")[0].decode("utf-8", "replace")
+            if all(x < 256 for x in nums):  # (else no string: the name is best effort)
+                out[m.group(1)] = bytes(nums).split(b"\0")[0].decode("utf-8", "replace")
     return out
 
 
@@ -112,18 +135,40 @@ def demangle(name: str) -> str:
     return name[start : start + n] or name
 
 
+# Triton's own language library: a line there inlined into the user's kernel is named by
+# the user's line (the call of tl.max, tl.sum, ...).
+_LIBRARY = re.compile(r"[\\/]triton[\\/](?:experimental[\\/]gluon[\\/])?language[\\/]")
+_AT = re.compile(r"@\[\s*([^\s@\[\]]+):(\d+):(\d+)")
+
+
+def _comment_chain(comment: str, files: dict[int, str]) -> tuple[SourceLoc, ...]:
+    """The inline chain Triton writes only in the comment after a `.loc`
+    (`// standard.py:170:27 @[ standard.py:191:40 @[ k.py:56:25 ] ]`), outward; its file
+    names are base names, given back their full path where the .file table has one."""
+    by_base: dict[str, str | None] = {}
+    for path in files.values():
+        base = path.replace("\\", "/").rsplit("/", 1)[-1]
+        by_base[base] = path if base not in by_base else None  # (ambiguous: keep the base)
+    return tuple(SourceLoc(by_base.get(f) or f, int(line), int(col))
+                 for f, line, col in _AT.findall(comment))
+
+
 def _parse_loc(it: Item, files: dict[int, str], strings: dict[str, str],
-               chains: dict[tuple[str, int, int], tuple[SourceLoc, ...]] | None = None
-               ) -> tuple[SourceLoc, tuple[SourceLoc, ...]] | None:
+               chains: dict[tuple[str, int, int], tuple[SourceLoc, ...]] | None = None,
+               comment: str = "") -> tuple[SourceLoc, tuple[SourceLoc, ...]] | None:
     """A `.loc` and its inline chain, outward. `chains` remembers the chain of every
     location seen so far: an `inlined_at` names only the innermost call site, whose
-    own `.loc` (emitted earlier) carries the rest."""
+    own `.loc` (emitted earlier) carries the rest. Without an `inlined_at`, the chain
+    comes from the `comment` on the same line where it has one (Triton's)."""
+    def num(text: str) -> int:
+        return _int_in(it, text)
+
     ops = it.operands
     nums = ops[0].split() if ops else []
     if len(nums) < 2:
         return None
-    fno, line = int(nums[0]), int(nums[1])
-    col = int(nums[2]) if len(nums) > 2 else 0
+    fno, line = num(nums[0]), num(nums[1])
+    col = num(nums[2]) if len(nums) > 2 else 0
     if line == 0:
         return None
     fn, chain = None, ()
@@ -132,10 +177,14 @@ def _parse_loc(it: Item, files: dict[int, str], strings: dict[str, str],
         if words[:1] == ["function_name"] and len(words) > 1:
             fn = demangle(strings.get(words[1], words[1]))
         elif words[:1] == ["inlined_at"] and len(words) >= 3:
-            f2 = files.get(int(words[1]), f"file{words[1]}")
-            at = SourceLoc(f2, int(words[2]), int(words[3]) if len(words) > 3 else 0)
+            f2 = files.get(num(words[1]), f"file{words[1]}")
+            at = SourceLoc(f2, num(words[2]), num(words[3]) if len(words) > 3 else 0)
             chain = (at, *(chains or {}).get((at.file, at.line, at.col), ()))
+    if not chain and "@[" in comment:
+        chain = _comment_chain(comment, files)
     here = SourceLoc(files.get(fno, f"file{fno}"), line, col, fn)
+    while chain and _LIBRARY.search(here.file):  # tl.max inlined into the user's kernel
+        here, chain = chain[0], chain[1:]
     if chains is not None:
         chains.setdefault((here.file, here.line, here.col), chain)
     return here, chain
@@ -151,7 +200,7 @@ def _register_widths(fn: Function) -> dict[str, int]:
     for it in [fn.header, *fn.body]:
         if it.kind != "stmt" or it.opcode != ".reg":
             continue
-        m = _REG_DECL.match(it.text.strip().rstrip(";"))
+        m = _REG_DECL.match(it.code.strip().rstrip(";"))
         if not m:
             continue
         ty = m.group(1)
@@ -168,27 +217,57 @@ def _width(reg: str, widths: dict[str, int]) -> int | None:
     return widths.get(re.sub(r"\d+$", "", reg))
 
 
-_ADDR = re.compile(r"^([^\s+\-]+)\s*(?:\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+)))?$")
+_ADDR = re.compile(rf"^([^\s+\-]+)\s*(?:\+\s*(-?\s*{INT_LITERAL}))?$")
+
+
+def _one_line(it: Item) -> str:
+    """An instruction as a refusal quotes it: on one line (a statement may span several)."""
+    return " ".join(it.text.split())
+
+
+def _int_in(it: Item, text: str) -> int:
+    """A number of directive `it` (`.loc`, `.maxnreg`), read as ptxas reads it; a refusal
+    naming the line when it is none."""
+    try:
+        return ptx_int(text)
+    except ValueError:
+        raise InstrumentError(f"line {it.line}:{it.col}: {text!r} is not a number in "
+                              f"`{_one_line(it)}`") from None
+
+
+def _number(text: str) -> int | None:
+    try:
+        return ptx_int(text)
+    except ValueError:
+        return None
+
+
+def _address_parts(addr: str, where: Item) -> tuple[str, int]:
+    """(base, constant offset) of an address operand `base[+offset]`, the offset read as
+    ptxas reads it (`010` is 8, `08` no number); a refusal naming the instruction when the
+    operand is not of that form."""
+    m = _ADDR.match(addr.strip())
+    offset = _number((m.group(2) or "0").replace(" ", "")) if m else None
+    if m is None or offset is None:
+        raise InstrumentError(f"line {where.line}:{where.col}: cannot parse address "
+                              f"operand [{' '.join(addr.split())}] of `{_one_line(where)}`")
+    return m.group(1), offset
 
 
 def _address_code(addr: str, widths: dict[str, int], where: Item, reg: str = REG_ADDR
                   ) -> list[str]:
     """PTX computing the 64-bit address operand into `reg`."""
-    m = _ADDR.match(addr.strip())
-    if not m:
-        raise InstrumentError(f"line {where.line}:{where.col}: cannot parse address "
-                              f"operand [{addr}] of `{where.text.strip()}`")
-    base, off = m.group(1), (m.group(2) or "0").replace(" ", "")
-    offset = int(off, 0)
+    base, offset = _address_parts(addr, where)
     if base.startswith("%"):
         w = _width(base, widths)
         if w is None:
             raise InstrumentError(f"line {where.line}:{where.col}: register {base} in "
-                                  f"`{where.text.strip()}` is not declared")
-        first = f"cvt.u64.u32 {reg}, {base};" if w == 32 else f"mov.b64 {reg}, {base};"
-    elif re.match(r"^(0[xX][0-9a-fA-F]+|\d+)$", base):
-        first = f"mov.b64 {reg}, {int(base, 0) + offset};"
-        return [first]
+                                  f"`{_one_line(where)}` is not declared")
+        # (ptxas takes a 16-bit register as an address too: widen it as a 32-bit one)
+        first = f"cvt.u64.u{w} {reg}, {base};" if w in (8, 16, 32) else \
+            f"mov.b64 {reg}, {base};"
+    elif _number(base) is not None:
+        return [f"mov.b64 {reg}, {_number(base) + offset};"]
     else:
         first = f"mov.u64 {reg}, {base};"
     code = [first]
@@ -235,6 +314,10 @@ def _externs() -> str:
 def _bar_operands(it: Item, event: Event) -> tuple[str, str]:
     ops = it.operands
     if event is Event.BAR_RED:  # d, a{, b}, {!}c
+        if len(ops) not in (3, 4):
+            raise InstrumentError(f"line {it.line}:{it.col}: `{_one_line(it)}` has {len(ops)} "
+                                  "operands; bar.red takes a destination, a barrier, an "
+                                  "optional thread count and a predicate")
         a = ops[1]
         b = ops[2] if len(ops) == 4 else "0"
     else:
@@ -249,7 +332,7 @@ def _shared_symbols(mod: Module) -> set[str]:
     syms = set()
     for it in mod.items:
         if it.kind == "stmt" and it.opcode == ".shared":
-            m = re.search(r"([A-Za-z_$][\w$]*)\s*(\[[^\]]*\])?\s*;?\s*$", it.text.strip())
+            m = re.search(r"([A-Za-z_$][\w$]*)\s*(\[[^\]]*\])?\s*;?\s*$", it.code.strip())
             if m:
                 syms.add(m.group(1))
     return syms
@@ -265,7 +348,7 @@ def _symbol_spaces(mod: Module, cache: dict[str, str]) -> dict[str, str]:
     if "" not in cache:
         cache[""] = ""
         for it in mod.items:
-            m = _DECL.match(it.text) if it.kind == "stmt" and it.opcode in (
+            m = _DECL.match(it.code) if it.kind == "stmt" and it.opcode in (
                 ".global", ".const", ".visible", ".extern", ".weak", ".common") else None
             if m:
                 cache[m.group(2)] = m.group(1)
@@ -282,17 +365,28 @@ def _generic_address_code(addr: str, widths: dict[str, int], where: Item, reg: s
     if base.startswith("%") or not m:
         return _address_code(addr, widths, where, reg)
     space = spaces.get(base)
-    if space is None or re.match(r"^(0[xX][0-9a-fA-F]+|\d+)$", base):
+    if space is None or _number(base) is not None:
         return [f"mov.b64 {reg}, 0;"]
     code = [f"mov.u64 {reg}, {base};", f"cvta.{space}.u64 {reg}, {reg};"]
-    off = int((m.group(2) or "0").replace(" ", ""), 0)
+    off = _address_parts(addr, where)[1]
     if off:
         code.append(f"add.s64 {reg}, {reg}, {off};")
     return code
 
 
 def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
+    """The module with its probes. A refusal (InstrumentError) names the module's file: the
+    helpers that find the problem know only the instruction and its line."""
     mod = ptx if isinstance(ptx, Module) else parse(ptx, name)
+    try:
+        return _instrument(mod)
+    except InstrumentError as e:
+        if str(e).startswith(f"{mod.name}:"):
+            raise
+        raise InstrumentError(f"{mod.name}: {e}") from None
+
+
+def _instrument(mod: Module) -> Instrumented:
     if not mod.functions:
         raise InstrumentError(f"{mod.name}: no .entry or .func bodies in this PTX")
     files = _files(mod)
@@ -320,7 +414,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
         first_code: int | None = None
         depth = 0
         walk: list[tuple[int, Item, Classified | None, tuple | None]] = []
-        for it in fn.body:
+        for pos, it in enumerate(fn.body):
             idx = index_of[id(it)]
             if it.kind == "open":
                 depth += 1
@@ -329,7 +423,10 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
             if first_code is None and depth == 0 and (it.kind == "label" or it.is_instruction):
                 first_code = idx
             if it.kind == "stmt" and it.opcode == ".loc":
-                loc = _parse_loc(it, files, strings, chains)
+                after_it = fn.body[pos + 1] if pos + 1 < len(fn.body) else None
+                comment = after_it.text if after_it is not None and \
+                    after_it.kind == "trivia" and after_it.line == it.line else ""
+                loc = _parse_loc(it, files, strings, chains, comment)
                 continue
             c = classify(it, shared, in_entry=fn.is_entry)
             walk.append((idx, it, c, loc))
@@ -348,7 +445,8 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                                     Event.ASYNC_WAIT_ALL) or (
                 c.event is Event.MBARRIER and c.op == abi.MB_CP_ARRIVE)
             if c.event is Event.UNMODELED or c.reason:  # or modelled in part: said, too
-                unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason))
+                unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason,
+                                           *(loc or (None, ())), entry=fn.is_entry))
         merged = coalesce.plan([(i, it, c) for i, it, c, _ in walk],
                                {i: (lc[0].file, lc[0].line) if lc else None
                                 for i, _, _, lc in walk})
@@ -363,9 +461,33 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
         emit = functools.partial(_emit, _FnProbes(table, fn.name, widths, mod, spaces, carried,
                                                    arrives, items_by))
 
+        probed = {i for i, _, c, _ in walk if c is not None and c.event.probed}
+        chains = wgmma_window.find([(i, it, c) for i, it, c, _ in walk], probed)
+        base = 0  # deferred probes of the chains before this one
+        deferred = {}
+        for ch in chains:
+            for m in ch.mmas:
+                deferred[m] = (base, ch)
+                base += 1
+        calls: dict[int, list[str]] = {ch.commit: [] for ch in chains}
+
         arrive_site: dict[int, int] = {}  # load -> the site of the arrive it carries
         for idx, it, c, loc in walk:
             if c is None or not c.event.probed:
+                continue
+            if idx in deferred:  # a wgmma probe: its operands now, its call after the commit
+                k, ch = deferred[idx]
+                code, a, b = wgmma_window.capture(k, c.address, c.arg)
+                pre, _, _ = emit(idx, it, replace(c, address=a, arg=b), loc, False, arrive_site)
+                calls[ch.commit].append(pre)
+                before[idx] = code + (wgmma_window.FENCE + "\n\t" if idx == ch.mmas[0] else "")
+                probes += 1
+                continue
+            if idx in calls:  # the commit closing a chain: drain, the chain's probes, its own
+                pre, _, _ = emit(idx, it, c, loc, False, arrive_site)
+                after[idx] = "\n\t" + "\n\t".join(
+                    [wgmma_window.drain(it.pred), *calls[idx], pre.rstrip()])
+                probes += 1
                 continue
             covers: tuple[int, ...] = ()
             rep = None
@@ -412,6 +534,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
                                     f"{loops.REG_COUNT};"
                                     f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, {converge.REG_ON}, "
                                     f"{converge.REG_ON_OWN}, {loops.REG_VOTE};"
+                                    + wgmma_window.declare(base)
                                     + after.get(fn.open_index, ""))
             start = fn.close_index if first_code is None else first_code
             before[start] = f"mov.u32 {REG_SPIN}, 0;\n\t" + before.get(start, "")
@@ -430,7 +553,7 @@ def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
         out.append(replaced.get(i, it.text))
         if i in after:
             out.append(after[i])
-    caps = [int(it.operands[0]) for it in mod.items
+    caps = [_int_in(it, it.operands[0]) for it in mod.items
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
@@ -599,8 +722,9 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
                          comment=f"site {site}")
             return _guard(call, guard_pred), ""
         # A wait acquires only if it succeeded: pass the outcome (and, for the parity form,
-        # the parity) once the instruction has run. A failed one is passed on only every
-        # MB_WAIT_SAMPLE-th time in a row (the checker then looks for a deadlock).
+        # the parity) once the instruction has run. A failed one is passed on the first
+        # time and then every MB_WAIT_SAMPLE-th time in a row (the checker then looks for a
+        # deadlock): a single poll of a barrier nobody initialised is still seen.
         arg = "%__cs_tok"
         post = [f"selp.u32 {REG_TOKEN}, 2, 0, {c.result};"]
         if c.op == abi.MB_WAIT_PARITY:
@@ -610,7 +734,7 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
                   f"mul.lo.u32 {REG_SPIN}, {REG_SPIN}, {REG_SPIN_LOW};",  # reset on success
                   f"add.u32 {REG_SPIN}, {REG_SPIN}, {REG_SPIN_LOW};",
                   f"and.b32 {REG_SPIN_LOW}, {REG_SPIN}, {abi.MB_WAIT_SAMPLE - 1};",
-                  f"setp.ne.and.u32 {REG_SKIP}, {REG_SPIN_LOW}, 0, !{c.result};"]
+                  f"setp.ne.and.u32 {REG_SKIP}, {REG_SPIN_LOW}, 1, !{c.result};"]
         if on:  # (a loop every lane runs, loops.py: the lane with REG_ON decides for all)
             sample += [f"and.pred {REG_SKIP}, {REG_SKIP}, {converge.REG_ON};",
                        f"vote.sync.any.pred {REG_SKIP}, {REG_SKIP}, {loops.REG_MASK};"]

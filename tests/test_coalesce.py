@@ -69,7 +69,7 @@ def test_a_failed_wait_calls_the_checker_only_when_sampled():
             "\t@!p bra W;\n\t}\n")
     ptx = instrument(HEAD + body + "\tret;\n}\n").ptx
     assert f"and.b32 %__cs_spl, %__cs_spin, {abi.MB_WAIT_SAMPLE - 1};" in ptx
-    assert "setp.ne.and.u32 %__cs_skip, %__cs_spl, 0, !p;" in ptx
+    assert "setp.ne.and.u32 %__cs_skip, %__cs_spl, 1, !p;" in ptx
     skip = ptx.index("@%__cs_skip bra $__cs_spin_")
     assert skip < ptx.index(f"call (__cs_r), {abi.PROBE_MBAR}") < ptx.index("$__cs_spin_0:")
     assert "mov.u32 %__cs_spin, 0;" in ptx

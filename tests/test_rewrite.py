@@ -276,15 +276,21 @@ def test_wgmma_corpus_module_is_instrumented_and_assembles():
     assert ins.counts["async.wgmma"] == 3 and ins.counts["async.wgmma_wait"] == 3
     assert ins.counts["async.wgmma_commit"] == 3 and ins.counts["fence.proxy_async"] == 2
     out = ins.ptx
-    # the mma_async probe comes first, with both descriptors (RS form: A is 0) and the info
+    # no call inside a wgmma window: the descriptors are copied before each mma_async, the
+    # probes called after the commit and our wait_group 0 (instrument/wgmma_window.py)
     mma = out.index("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16")
-    call = out.rindex(f"call {abi.PROBE_WGMMA},", 0, mma)
-    assert "st.param.b64 [__cs_p0], %rd51;" in out[call - 300:call]
+    assert "mov.b64 %__cs_wd0, %rd51;" in out[mma - 300:mma]
+    commit = out.index("wgmma.commit_group.sync.aligned;", mma)
+    drain = out.index("wgmma.wait_group.sync.aligned 0;", commit)
+    call = out.index(f"call {abi.PROBE_WGMMA},", commit)
+    assert "call" not in out[mma:commit] and drain < call
     rs = out.index("wgmma.mma_async.sync.aligned.m64n16k16")
-    call_rs = out.rindex(f"call {abi.PROBE_WGMMA},", 0, rs)
-    assert "st.param.b64 [__cs_p0], 0;" in out[call_rs - 300:rs]
-    # waits and fences are probed after the instruction, commits before
-    wait = out.index("wgmma.wait_group.sync.aligned 0;")
+    assert "mov.b64 %__cs_wd" in out[rs - 300:rs]
+    call_rs = out.index(f"call {abi.PROBE_WGMMA},", rs)
+    assert "st.param.b64 [__cs_p0], 0;" in out[call_rs - 300:call_rs]
+    # the kernel's own waits and fences are probed after the instruction
+    wait = out.index("wgmma.wait_group.sync.aligned 1;") if "wait_group.sync.aligned 1;" in \
+        out else out.rindex("wgmma.wait_group.sync.aligned 0;")
     assert out.index(f"call {abi.PROBE_WGMMA_GROUP}", wait) - wait < 400
     toolchain.link_with_checker(ins, "wgmma.ptx", toolchain.Arch.parse("sm_90a"))
 TENSOR = HEADER + """.global .align 64 .b8 gmap[128];
