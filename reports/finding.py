@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from instrument import abi
 from instrument.sites import Site, SiteTable
 
 from .violation import Violation, kind_id, kind_of, resolve_site
 
-SITE_BITS = 28
-SITE_MASK = (1 << SITE_BITS) - 1
-KIND_SHIFT = 56
+if TYPE_CHECKING:  # (numpy only where records are decoded: not for rendering)
+    import numpy as np
+
+SITE_BITS, SITE_MASK, KIND_SHIFT = abi.KEY_SITE_BITS, abi.KEY_SITE_MASK, abi.KEY_KIND_SHIFT
 
 Identity = tuple[str, int | None, int | None]  # kind id, site id, earlier site id
 
@@ -142,8 +142,10 @@ def sort_key(f: Finding) -> tuple:
 
 
 def group(violations: Iterable[Violation], keys: np.ndarray | None = None,
-          sites: SiteTable | None = None) -> list[Finding]:
-    """Group violations into findings, counting occurrences from the key table when given.
+          sites: SiteTable | None = None, counts: dict[int, int] | None = None
+          ) -> list[Finding]:
+    """Group violations into findings, counting occurrences from the key table when given
+    (or from `counts`, the key table's counts already read).
 
     Key-table entries with no stored record become findings with no records;
     their sites are resolved through `sites` when it is given.
@@ -151,7 +153,7 @@ def group(violations: Iterable[Violation], keys: np.ndarray | None = None,
     buckets: dict[Identity, list[Violation]] = {}
     for v in violations:
         buckets.setdefault(_identity(v), []).append(v)
-    counts = key_counts(keys)
+    counts = dict(counts) if counts is not None else key_counts(keys)
     findings = []
     for (kind, _, _), records in buckets.items():
         key = encode_key(kind, _sid(records[0].site), _sid(records[0].prev_site))
@@ -163,3 +165,4 @@ def group(violations: Iterable[Violation], keys: np.ndarray | None = None,
             findings.append(_finding(kind_id(code), resolve_site(sites, site_id),
                                      resolve_site(sites, prev_id), [], count))
     return sorted(findings, key=sort_key)
+

@@ -7,6 +7,7 @@ console: `Report.__str__` renders to a plain one.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,15 @@ from .source import SourceLines
 
 if TYPE_CHECKING:
     from .report import Report
+
+_PY_ERROR_CLASS = re.compile(r"^\w+Error:\s*(?=cuda|CUDA_ERROR)")
+
+
+def fault_cause(error: str) -> str:
+    """What CUDA said of a fault, without the Python exception class CuPy wraps it in
+    (`cudaErrorMisalignedAddress: misaligned address`)."""
+    return _PY_ERROR_CLASS.sub("", error.strip(), count=1)
+
 
 INDENT = 2
 CODE_INDENT = 4
@@ -147,6 +157,27 @@ def note_block(f: Finding) -> Text:
 MAX_UNMODELED_SHOWN = 10
 
 
+def unmodeled_lines(items: list) -> list[str]:
+    """One line per distinct not-checked instruction (`file:line in kernel K: what [PTX]`);
+    the same instruction inlined at several places is one line with its count."""
+    counts: dict[str, int] = {}
+    for u in items:
+        counts[str(u)] = counts.get(str(u), 0) + 1
+    return [text + (f" ({n} instructions)" if n > 1 else "") for text, n in counts.items()]
+
+
+def print_unmodeled(console: Console, items: list, limit: int | None = MAX_UNMODELED_SHOWN
+                    ) -> None:
+    """The indented entries of a not-checked list, at most `limit` of them and a count. Each
+    entry is one line whatever the console's width (a terminal folds it, a pipe keeps it)."""
+    lines = unmodeled_lines(items)
+    shown = lines if limit is None else lines[:limit]
+    for text in shown:
+        console.print(Text("  " + text, style="yellow"), soft_wrap=True)
+    if len(shown) < len(lines):
+        console.print(Text(f"  ... and {len(lines) - len(shown)} more", style="yellow"))
+
+
 def _launch_text(launch: dict | None) -> str:
     if not launch:
         return ""
@@ -158,26 +189,57 @@ def _launch_text(launch: dict | None) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def summary(report: Report) -> str:
-    """The one-line verdict that ends every report."""
-    kernel = report.kernel
-    if report.ok:
-        return f"consan: no violations in kernel {kernel}{_launch_text(report.launch)}"
+def _findings_text(report: Report, kernel: str = "") -> str:
+    """The violations of a report in a few words: how many, of which kinds, how often;
+    `kernel` (" in kernel K") placed where the sentence wants it."""
     stored = "all records stored" if not report.dropped else f"{report.dropped} records not stored"
     occ = f"{report.occurrences} occurrence" + ("" if report.occurrences == 1 else "s")
     if not report.findings:
-        return (f"consan: {occ} of violations in kernel {kernel}, but their records were not "
-                f"stored ({stored}): kinds and sites unknown")
+        return (f"{occ} of violations{kernel}, but their records were not stored ({stored}): "
+                "kinds and sites unknown")
     counts = Counter(f.kind for f in report.findings)
     by_kind = ", ".join(f"{n} {kind}" for kind, n in counts.items())
     n = len(report.findings)
-    return (f"consan: {n} finding{'' if n == 1 else 's'} ({by_kind}) in kernel {kernel}; "
-            f"{occ}; {stored}")
+    return f"{n} finding{'' if n == 1 else 's'} ({by_kind}){kernel}; {occ}; {stored}"
+
+
+def summary(report: Report) -> str:
+    """The one-line verdict that ends every report: a fault first, then the findings."""
+    kernel = report.kernel
+    if report.faulted:
+        before = (f"recorded before the fault: {_findings_text(report)}" if report.violated
+                  else "no violation was recorded before the fault")
+        return (f"consan: the kernel {kernel}{_launch_text(report.launch)} faulted: "
+                f"{report.fault}; {before}")
+    if report.ok:
+        return f"consan: no violations in kernel {kernel}{_launch_text(report.launch)}"
+    return f"consan: {_findings_text(report, f' in kernel {kernel}')}"
+
+
+def fault_lines(report: Report) -> list[Text]:
+    """What the report says first of a faulted launch: the fault, then what follows it."""
+    head = Text()
+    head.append(f"consan: the kernel {report.kernel} faulted: ", style="bold red")
+    head.append(report.fault or "", style="bold red")
+    if report.violated:
+        what = ("The findings below were recorded before the fault (consan's log is in host "
+                "memory and survives it); occurrence counts may be incomplete.")
+    else:
+        what = ("consan recorded no violation before the fault (consan's log is in host memory "
+                "and survives it).")
+    tail = ("The kernel did not run to its end, so the report is not clean whatever was found; "
+            "after a fault the CUDA context of the process is unusable, and later CUDA calls "
+            "fail with the same error.")
+    return [head, Text(f"{what} {tail}", style="red")]
 
 
 def render_report(report: Report, console: Console) -> None:
     src = SourceLines(report.sites.sources if report.sites is not None else None)
     ptx_name = report.sites.ptx_name if report.sites is not None else "<ptx>"
+    if report.faulted:
+        for line in fault_lines(report):
+            console.print(line)
+        console.print()
     for f in report.findings:
         for part in finding_block(f, src, ptx_name):
             console.print(part)
@@ -186,17 +248,10 @@ def render_report(report: Report, console: Console) -> None:
         console.print(Text(f"{report.unattributed} more occurrences were counted without a "
                            "key-table entry or stored record: their kinds and sites are unknown.",
                            style="yellow"))
-    if report.error:
-        console.print(Text(f"The launch failed: {report.error}. Records written before the "
-                           "failure are shown; counts may be incomplete.", style="bold red"))
     if report.unmodeled:
-        console.print(Text(f"consan did not check {len(report.unmodeled)} instruction(s) it "
-                           "does not model yet:", style="yellow"))
-        for u in report.unmodeled[:MAX_UNMODELED_SHOWN]:
-            console.print(_para(Text(str(u), style="yellow")))
-        if len(report.unmodeled) > MAX_UNMODELED_SHOWN:
-            console.print(_para(Text(f"... and {len(report.unmodeled) - MAX_UNMODELED_SHOWN} "
-                                     "more", style="yellow")))
+        console.print(Text(f"consan did not check {len(report.unmodeled)} instruction(s) that "
+                           "touch shared memory or synchronise:", style="yellow"))
+        print_unmodeled(console, report.unmodeled)
     if report.notes:
         console.print(Text("consan notes", style="dim bold"))
         for note in report.notes:
@@ -204,6 +259,18 @@ def render_report(report: Report, console: Console) -> None:
         console.print()
     style = "bold green" if report.ok else "bold red"
     console.print(Text(summary(report), style=style))
+
+
+WIDE = 10_000  # columns of a console that is not a terminal: no entry is ever wrapped
+
+
+def stream_console(stderr: bool = False) -> Console:
+    """A console on stdout or stderr. On a terminal it has the terminal's width; piped or
+    redirected it is wide, so each entry stays on one line for grep and CI logs."""
+    console = Console(stderr=stderr, highlight=False)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, highlight=False, width=WIDE)
 
 
 def plain_console(file) -> Console:

@@ -2,7 +2,9 @@
 
 `ok` is decided from counts, not only from stored records: the log can fill
 up or the key table overflow, and a launch whose violations were counted but
-not stored must never read as clean.
+not stored must never read as clean. A launch that faulted is never clean
+either, whatever was recorded before the fault: its verdict is "faulted", and
+the records it wrote to mapped host memory before the fault are still shown.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from rich.console import Console
 from instrument import abi
 from instrument.sites import Site, SiteTable
 
-from . import describe
-from .finding import Finding, group
-from .render import plain_console, render_report, summary
+from . import cause, describe
+from .finding import Finding, group, key_counts
+from .render import fault_cause, plain_console, render_report, summary
 from .violation import Violation, decode_records
 
 MAX_CTAS_JSON = 64
 HEADER_NAMES = tuple(name for name, _ in abi.LOG_HEADER_FIELDS)
+CLEAN, VIOLATIONS, FAULTED = "clean", "violations", "faulted"
+VERDICTS = (CLEAN, VIOLATIONS, FAULTED)
 
 
 def header_dict(header: Mapping[str, Any] | np.void | None) -> dict[str, int]:
@@ -66,8 +70,21 @@ class Report:
         self.unattributed = max(0, header.get("occurrences", 0) - counted)
         self.occurrences = sum(f.occurrences for f in findings) + self.unattributed
         self.dropped = header.get("dropped", 0) + header.get("key_overflow", 0)
-        self.unmodeled: list = []  # instructions the checker did not model (never silent)
-        self.error: str | None = None  # the launch failed: what the driver said
+        self._unmodeled: list = []
+        # The launch failed on the GPU (a fault): what CUDA said. Only the records written
+        # before the fault (in mapped host memory) are known; the key-table counts are not.
+        self.error: str | None = None
+
+    @property
+    def unmodeled(self) -> list:
+        """Instructions of this kernel (and of device functions) that the checker does not
+        model: never silent, and never another kernel's of the same module."""
+        return self._unmodeled
+
+    @unmodeled.setter
+    def unmodeled(self, items: list) -> None:
+        self._unmodeled = [u for u in items if getattr(u, "kernel", self.kernel) == self.kernel
+                           or not getattr(u, "entry", True)]
 
     @classmethod
     def from_log(cls, header: Mapping[str, Any] | np.void | None, records: np.ndarray | None,
@@ -75,8 +92,11 @@ class Report:
                  launch: dict | None = None) -> Report:
         """Decode a launch's log header, records and key table against its site table."""
         h = header_dict(header)
-        decoded = decode_records(valid_records(records, h), sites)
-        grouped = group(decoded, keys, sites)
+        decoded, counts, explained = cause.reattribute(
+            decode_records(valid_records(records, h), sites), key_counts(keys), sites)
+        grouped = group(decoded, sites=sites, counts=counts)
+        if explained:  # occurrences now part of another finding's cause
+            h = {**h, "occurrences": max(0, h.get("occurrences", 0) - explained)}
         return cls(
             kernel=kernel, launch=launch,
             violations=[v for v in decoded if v.is_violation],
@@ -87,9 +107,30 @@ class Report:
         )
 
     @property
+    def faulted(self) -> bool:
+        """The kernel faulted (misaligned or illegal address, illegal instruction, trap, ...):
+        the launch did not finish, so no verdict on it can be clean."""
+        return self.error is not None
+
+    @property
+    def violated(self) -> bool:
+        """A violation was found (recorded before a fault, if the kernel faulted)."""
+        return bool(self.findings or self.violations or self.unattributed)
+
+    @property
+    def verdict(self) -> str:
+        """"faulted" (whatever was recorded before), "violations" or "clean"."""
+        return FAULTED if self.faulted else VIOLATIONS if self.violated else CLEAN
+
+    @property
+    def fault(self) -> str | None:
+        """What CUDA said of the fault, without CuPy's exception class; None if none."""
+        return fault_cause(self.error) if self.error is not None else None
+
+    @property
     def ok(self) -> bool:
-        """No violation found, stored or merely counted."""
-        return not self.findings and not self.violations and self.unattributed == 0
+        """The launch ran to its end and no violation was found, stored or merely counted."""
+        return self.verdict == CLEAN
 
     @property
     def summary(self) -> str:
@@ -113,6 +154,8 @@ class Report:
             "kernel": self.kernel,
             "launch": {k: _plain(v) for k, v in self.launch.items()},
             "ok": self.ok,
+            "verdict": self.verdict,
+            "faulted": self.faulted,
             "summary": self.summary,
             "occurrences": self.occurrences,
             "unattributed": self.unattributed,

@@ -2,9 +2,11 @@
 
 A program launches the same kernel thousands of times; the user wants each
 bug once, with how often it fired, plus an honest account of what was *not*
-checked. The session report is plain data (JSON types only), so the JSON
-export, SARIF and the end summary are all built from the same dict, and a
-JSON file read back gives the same summary and SARIF.
+checked. A checked launch that faulted makes the whole session "faulted" (not
+ok), whatever was found: the program did not run to its end under the checker.
+The session report is plain data (JSON types only), so the JSON export, SARIF
+and the end summary are all built from the same dict, and a JSON file read
+back gives the same summary and SARIF.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from rich.table import Table
 from rich.text import Text
 
 from .finding import Finding
-from .render import finding_block
+from .render import fault_cause, finding_block, print_unmodeled
 from .source import SourceLines
 
 SCHEMA = "consan.session/1"
+CLEAN, VIOLATIONS, FAULTED = "clean", "violations", "faulted"
 
 
 def human_bytes(n: int) -> str:
@@ -72,6 +75,10 @@ class SessionReport:
         self.aborted = False
         self.suppressions: dict[str, Any] = {}  # file, unused rules
         self.other_launches: str | None = None  # why launches outside CuPy were not counted
+        # Checked launches that faulted: kernel, kernel_mangled, error (as raised), fault (what
+        # CUDA said), launch_no (of that kernel), launch (shape), launched_from, findings_before
+        # (findings that launch recorded before the fault).
+        self.faults: list[dict[str, Any]] = []
 
     # ------------------------------------------------------------ verdict
     @property
@@ -84,8 +91,20 @@ class SessionReport:
         return [f for f in self.findings if f.get("suppressed_by")]
 
     @property
+    def faulted(self) -> bool:
+        """A checked kernel faulted: the program did not run to its end under the checker."""
+        return bool(self.faults)
+
+    @property
+    def verdict(self) -> str:
+        """"faulted" (whatever was found), "violations" or "clean"."""
+        if self.faults:
+            return FAULTED
+        return VIOLATIONS if self.active_findings or self.unattributed else CLEAN
+
+    @property
     def ok(self) -> bool:
-        return not self.active_findings and self.unattributed == 0
+        return self.verdict == CLEAN
 
     @property
     def launches_checked(self) -> int:
@@ -103,14 +122,27 @@ class SessionReport:
                 return
         self.not_checked.append({"kernel": kernel, "reason": reason, "launches": launches})
 
+    def add_fault(self, kernel: str, error: str, *, kernel_mangled: str | None = None,
+                  launch_no: int = 1, launch: dict[str, Any] | None = None,
+                  launched_from: dict[str, Any] | None = None,
+                  findings_before: int = 0) -> dict[str, Any]:
+        """Record a checked launch that faulted; the entry (plain JSON data) is returned."""
+        entry = {"kernel": kernel, "kernel_mangled": kernel_mangled or kernel, "error": error,
+                 "fault": fault_cause(error), "launch_no": launch_no, "launch": launch or {},
+                 "launched_from": launched_from, "findings_before": findings_before}
+        self.faults.append(entry)
+        return entry
+
     # ------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA, "tool": "consan", "version": self.version,
-            "ok": self.ok, "summary": self.summary_line(),
+            "ok": self.ok, "verdict": self.verdict, "faulted": self.faulted,
+            "summary": self.summary_line(),
             "program": dict(self.program), "aborted": self.aborted,
             "launches_checked": self.launches_checked,
             "kernels": [k.to_dict() for k in self.kernels.values()],
+            "faults": self.faults,
             "findings": self.findings,
             "unattributed": self.unattributed,
             "not_checked": self.not_checked, "skipped": dict(self.skipped),
@@ -132,6 +164,7 @@ class SessionReport:
         rep.aborted = bool(d.get("aborted"))
         rep.kernels = {k["name"]: KernelStats.from_dict(k) for k in d.get("kernels", [])}
         rep.findings = list(d.get("findings", []))
+        rep.faults = list(d.get("faults", []))
         rep.unattributed = int(d.get("unattributed", 0))
         rep.not_checked = list(d.get("not_checked", []))
         rep.skipped = dict(d.get("skipped", {}))
@@ -149,7 +182,7 @@ class SessionReport:
         checked = (f"{self.launches_checked} launch{'' if self.launches_checked == 1 else 'es'}"
                    f" of {n_k} kernel{'' if n_k == 1 else 's'} checked")
         active = self.active_findings
-        if self.ok:
+        if not active and not self.unattributed:
             verdict = "no findings"
         elif not active:
             verdict = (f"{self.unattributed} violation occurrence(s) counted whose kind and site "
@@ -165,7 +198,8 @@ class SessionReport:
         if unchecked:
             extra.append(f"{unchecked} launch{'' if unchecked == 1 else 'es'} not checked")
         tail = f" ({'; '.join(extra)})" if extra else ""
-        return f"consan: {verdict}; {checked}{tail}"
+        faults = "".join(f"{fault_sentence(f)}; " for f in self.faults)
+        return f"consan: {faults}{verdict}; {checked}{tail}"
 
     def render_summary(self, console: Console) -> None:
         """The end-of-run summary: per kernel, what was not checked, and the verdict."""
@@ -178,6 +212,8 @@ class SessionReport:
             table.add_column("shadow memory", justify="right")
             for k in sorted(self.kernels.values(), key=lambda k: k.name):
                 found = ", ".join(f"{n} {kind}" for kind, n in sorted(k.findings.items()))
+                if any(f["kernel"] == k.name for f in self.faults):
+                    found = "faulted" + (", " if found else "") + found
                 if k.suppressed:
                     found += (", " if found else "") + f"{k.suppressed} suppressed"
                 table.add_row(k.name, str(k.launches_checked), found or "-",
@@ -185,13 +221,19 @@ class SessionReport:
             console.print(table)
         for k in self.kernels.values():
             if k.unmodeled:
-                console.print(Text(f"{k.name}: {len(k.unmodeled)} instruction(s) that consan "
-                                   "does not model yet were not checked", style="yellow"))
+                console.print(Text(f"{k.name}: {len(k.unmodeled)} instruction(s) that touch "
+                                   "shared memory or synchronise were not checked:",
+                                   style="yellow"))
+                print_unmodeled(console, k.unmodeled)
             for kind, n in k.notes.items():
                 console.print(Text(f"{k.name}: tool note {kind} ({n} occurrence(s))",
                                    style="yellow"))
+            told = {f["error"] for f in self.faults if f["kernel"] == k.name}
             for err in k.errors:
-                console.print(Text(f"{k.name}: a launch failed: {err}", style="bold red"))
+                if err not in told:
+                    console.print(Text(f"{k.name}: a launch failed: {err}", style="bold red"))
+        for f in self.faults:
+            console.print(Text(fault_sentence(f, where=True), style="bold red"), soft_wrap=True)
         if self.not_checked:
             total = sum(r["launches"] for r in self.not_checked)
             console.print(Text(f"not checked: {total} launch{'' if total == 1 else 'es'} of "
@@ -231,6 +273,19 @@ class SessionReport:
             console.print(Text(f"  fix: {f.get('fix', '')}", style="green"))
 
 
+def fault_sentence(fault: dict[str, Any], where: bool = False) -> str:
+    """`kernel K faulted: <what CUDA said>`; with `where`, which launch and from where."""
+    text = f"kernel {fault.get('kernel')} faulted"
+    if where:
+        text += f" on launch #{fault.get('launch_no', 1)}"
+        shape = launch_text(fault.get("launch"))
+        text += f" ({shape})" if shape else ""
+        src = fault.get("launched_from") or {}
+        if src.get("file"):
+            text += f", launched from {src['file']}:{src.get('line')}"
+    return f"{text}: {fault.get('fault') or fault_cause(str(fault.get('error', '')))}"
+
+
 def launch_text(launch: dict[str, Any] | None) -> str:
     if not launch:
         return ""
@@ -265,3 +320,33 @@ def render_live_findings(console: Console, findings: list[Finding], sources: dic
         for part in finding_block(f, src, ptx_name):
             console.print(part)
         console.print()
+
+
+def render_live_fault(console: Console, findings: list[Finding], recorded: int,
+                      sources: dict[str, str], ptx_name: str, header: Text, fault: str) -> None:
+    """A checked launch that faulted, as soon as it did: the fault first, then what the
+    checker recorded before it (`findings` in full, of `recorded` in all), then what the
+    fault means for the rest of the program."""
+    src = SourceLines(sources)
+    console.print(header)
+    console.print(Text(f"  the kernel faulted: {fault}", style="bold red"), soft_wrap=True)
+    if findings:
+        console.print(Text("  recorded before the fault (consan's log is in host memory and "
+                           "survives it):", style="red"), soft_wrap=True)
+        console.print()
+        for f in findings:
+            for part in finding_block(f, src, ptx_name):
+                console.print(part)
+            console.print()
+    if recorded > len(findings):
+        more = recorded - len(findings)
+        console.print(Text(f"  {'' if findings else 'before the fault '}consan recorded "
+                           f"{more} {'more ' if findings else ''}finding(s) not shown here "
+                           "(reported for earlier launches, or past --print-limit): see the "
+                           "summary", style="red"), soft_wrap=True)
+    elif not findings:
+        console.print(Text("  consan recorded no violation in this launch before the fault",
+                           style="red"), soft_wrap=True)
+    console.print(Text("  after a fault the CUDA context of the process is unusable: the "
+                       "program's next CUDA call fails with the same error", style="dim"),
+                  soft_wrap=True)

@@ -9,11 +9,13 @@ and JSON never see raw ABI values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from instrument import abi
 from instrument.sites import Site, SiteTable
+
+if TYPE_CHECKING:  # (numpy only where records are decoded: not for rendering)
+    import numpy as np
 
 UNKNOWN_KIND_PREFIX = "tool.unknown-kind-"
 
@@ -112,3 +114,4 @@ def decode_records(records: np.ndarray | None, sites: SiteTable | None) -> list[
             clock=cols["clock"][i],
         ))
     return out
+

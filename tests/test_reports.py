@@ -414,3 +414,52 @@ def test_wgmma_pending_read_names_the_wait_and_the_unit():
     d = rep.to_dict()
     roles = {f["kind"]: f["sites"]["current"]["role"] for f in d["findings"]}
     assert roles["proxy.missing-fence"] == "wgmma (reads through the async proxy)"
+
+
+# ---------------------------------------------------------------- not-modelled instructions
+
+
+def _unmodeled(kernel: str, line: int, entry: bool = True, loc: bool = True):
+    from instrument.rewrite import Unmodeled
+
+    return Unmodeled(100 + line, 1, kernel, "barrier.cluster.arrive.release.aligned;",
+                     "cluster barrier (barrier.cluster.arrive/wait): not checked yet",
+                     loc=SourceLoc("k.cu", line, 5) if loc else None, entry=entry)
+
+
+def test_a_report_lists_only_its_own_kernels_unmodeled_instructions():
+    rep = Report.from_log(header(), records(), None, make_sites(), "_Z1kPf")
+    rep.unmodeled = [_unmodeled("_Z1kPf", 6), _unmodeled("_Z5otherv", 9),
+                     _unmodeled("_Z4helpv", 12, entry=False), _unmodeled("_Z1kPf", 6),
+                     _unmodeled("_Z1kPf", 8, loc=False)]
+    assert [u.kernel for u in rep.unmodeled] == ["_Z1kPf", "_Z4helpv", "_Z1kPf", "_Z1kPf"]
+    lines = str(rep).splitlines()
+    assert "consan did not check 4 instruction(s) that touch shared memory or synchronise:" \
+        in lines
+    assert ("  k.cu:6 in kernel k: cluster barrier (barrier.cluster.arrive/wait): not checked "
+            "yet [barrier.cluster.arrive.release.aligned;] (2 instructions)") in lines
+    assert any(ln.startswith("  k.cu:12 in function help: ") for ln in lines)
+    assert any(ln.startswith("  PTX line 108 in kernel k: ") for ln in lines)
+    assert not any("other" in ln for ln in lines)
+    assert rep.to_dict()["unmodeled"][0].startswith("k.cu:6 in kernel k: cluster barrier")
+
+
+def test_the_not_checked_list_is_cut_after_ten_distinct_entries():
+    rep = Report.from_log(header(), records(), None, make_sites(), "k")
+    rep.unmodeled = [_unmodeled("k", n) for n in range(1, 14)]
+    text = str(rep)
+    assert "k.cu:10 in kernel k" in text and "k.cu:11 in kernel k" not in text
+    assert "... and 3 more" in text
+
+
+def test_a_not_checked_entry_is_one_line_even_on_a_narrow_console():
+    import io
+
+    from rich.console import Console
+
+    rep = Report.from_log(header(), records(), None, make_sites(), "k")
+    rep.unmodeled = [_unmodeled("k", 6)]
+    buf = io.StringIO()
+    rep.render(Console(file=buf, width=40, color_system=None, highlight=False))
+    (entry,) = [ln for ln in buf.getvalue().splitlines() if "k.cu:6" in ln]
+    assert entry.rstrip().endswith("[barrier.cluster.arrive.release.aligned;]")
