@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,8 +26,8 @@ from reports import Report
 
 from . import tma, toolchain
 from .errors import ConsanError, NoGPUError
-
-__version__ = "0.1.0"
+from .toolchain import is_ptx
+from .version import __version__  # noqa: E402,F401  (re-exported)
 
 LOG_CAPACITY = 1 << 16  # records kept per launch (the rest are counted)
 DEFAULT_SOURCE_NAME = "kernel.cu"
@@ -55,11 +55,6 @@ def _require_gpu():
         raise NoGPUError(f"consan needs a CUDA GPU to run kernels, and none is usable here "
                          f"({type(exc).__name__}: {exc}).") from None
     raise NoGPUError("consan needs a CUDA GPU to run kernels, and none is present.")
-
-
-def is_ptx(text: str) -> bool:
-    return bool(re.search(r"^\s*\.version\s+\d", text, re.M) and
-                re.search(r"^\s*\.target\s", text, re.M))
 
 
 def device_arch():
@@ -96,7 +91,8 @@ class Build:
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("CONSAN_CACHE", Path.home() / ".cache" / "consan"))
+    """The on-disk cache (CONSAN_CACHE); the checker objects live there too."""
+    return toolchain.cache_dir()
 
 
 def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | None = None,
@@ -116,7 +112,15 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
     ins = instrument(parse(ptx, name))
     if not is_ptx(source):
         _name_source(ins, source, source_name)
-    return Build(_linked(ins, name, arch), ins, arch, name)
+    try:
+        cubin = _linked(ins, name, arch)
+    except toolchain.CompileError as e:  # its lines are of our rewrite: name the user's
+        from instrument.lineinfo import explain_ptxas_log
+
+        head = str(e).split("\n", 1)[0]
+        raise toolchain.CompileError(head, explain_ptxas_log(
+            e.log, ins.ptx, ptx, name, skip=toolchain.CHECKER_MODULES)) from None
+    return Build(cubin, ins, arch, name)
 
 
 def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = False,
@@ -124,7 +128,8 @@ def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = Fals
     """Link with the checker, through the on-disk cache."""
     link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
     key = hashlib.sha256(
-        "\0".join([__version__, arch.sm, *link_opts, *toolchain.checker_defines(), ins.ptx,
+        "\0".join([__version__, arch.sm, toolchain.nvjitlink_version(), *link_opts,
+                   *toolchain.checker_defines(), ins.ptx,
                    f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
                    toolchain.CHECKER_SOURCE.read_text(),
                    abi.c_header()]).encode()
@@ -140,13 +145,7 @@ def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = Fals
 
 def cache_put(path: Path, data: bytes | str) -> None:
     """Write a cache entry atomically (a concurrent reader sees all of it or nothing)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-        tmp.replace(path)
-    except OSError:
-        pass  # the cache is an optimisation only
+    toolchain.cache_write(path, data)
 
 
 def _name_source(ins: Instrumented, source: str, source_name: str) -> None:
@@ -323,16 +322,21 @@ class Prepared:
         self.granules = (self.window_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
 
     @property
+    def shv_offset(self) -> int:
+        """Where the checker's own shared variables start in dynamic shared memory: after
+        the user's bytes, so that the user's shared memory keeps its native layout."""
+        return (self.shared_mem + 15) // 16 * 16
+
+    @property
     def psh_offset(self) -> int:
         """Where the shared-memory tables start in dynamic shared memory."""
-        return (self.shared_mem + 15) // 16 * 16
+        return self.shv_offset + abi.SHV_BYTES
 
     @property
     def launch_shared_mem(self) -> int:
         """Dynamic shared memory of the instrumented launch: the user's, then ours."""
-        # 16 more: the checker aligns the tables itself (docs/model.md)
-        ours = self.psh_bytes or self.vsh_bytes
-        return self.psh_offset + ours + 16 if ours else self.shared_mem
+        # 16 more: the checker aligns its block itself (docs/model.md)
+        return self.psh_offset + (self.psh_bytes or self.vsh_bytes) + 16
 
     # ---------------------------------------------------------------- tables
     def _sizes(self) -> dict[str, int]:
@@ -396,16 +400,17 @@ class Prepared:
         state["nthreads"] = self.block[0] * self.block[1] * self.block[2]
         state["nlogical"], state["window_bytes"] = self.nlogical, self.window_bytes
         state["log_capacity"] = LOG_CAPACITY
+        state["shv_offset"], state["psh_offset"] = self.shv_offset, self.psh_offset
         state["flags"] = ((abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0)
                           | (abi.FLAG_WGMMA if self.build.instrumented.wgmma else 0))
         if sizes["bsum"]:
             abi.set_box_summary(state, self.nwarps)
         if self.psh_bytes:
             state["flags"] |= abi.FLAG_PHASE_SMEM
-            state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.psh_bytes
+            state["psh_bytes"] = self.psh_bytes
         if self.vsh_bytes:
             state["flags"] |= abi.FLAG_VC_SMEM
-            state["psh_offset"], state["psh_bytes"] = self.psh_offset, self.vsh_bytes
+            state["psh_bytes"] = self.vsh_bytes
             state["vsh_base"], state["vsh_readers"] = self.vsh_base, self.vsh_readers
             if self.bar0_rows:
                 state["flags"] |= abi.FLAG_BAR0_ROWS
@@ -454,10 +459,18 @@ class Prepared:
             self.tmaps.set(np.frombuffer(table, dtype=np.uint8))
             self._tmaps_set = table
 
-    def launch(self, args: tuple = ()) -> None:
-        """Launch once on the current stream (asynchronous); reset the log first."""
+    def launch(self, args: tuple = (),
+               launcher: Callable[[int, int], None] | None = None) -> None:
+        """Launch once on the current stream (asynchronous); reset the log first.
+
+        `launcher(function_handle, shared_mem)`, where given, launches the instrumented
+        function itself (a cluster launch through cuLaunchKernelEx, Triton's own launcher
+        with its argument packing); `args` then only serve to find tensor maps."""
         self.launch_resets(args)
-        self.function(self.grid, self.block, tuple(args), shared_mem=self.launch_shared_mem)
+        if launcher is None:
+            self.function(self.grid, self.block, tuple(args), shared_mem=self.launch_shared_mem)
+        else:
+            launcher(int(self.function.ptr), self.launch_shared_mem)
         self._stored_prev = LOG_CAPACITY  # until read back, assume the worst
         self._dirty = True
 

@@ -46,24 +46,12 @@ def library() -> ctypes.CDLL:
             raise RuntimeError(f"the host build of the checker failed:\n{res.stderr}")
         tmp.replace(so)
     lib = ctypes.CDLL(str(so))
-    u32, u64 = ctypes.c_uint32, ctypes.c_uint64
-    sig = {abi.PROBE_ACCESS: ([u64, u32, u32], None),
-           abi.PROBE_ACCESS_N: ([u64, u32, u32, u32], None),
-           abi.PROBE_ACCESS16: ([u64, u32, u32, u32], None),
-           abi.PROBE_BAR_ARRIVE: ([u32, u32, u32, u32], u32),
-           abi.PROBE_BAR_WAIT: ([u32, u32, u32], None),
-           abi.PROBE_THREAD_EXIT: ([u32], None), abi.PROBE_CTA_BEGIN: ([], None),
-           abi.PROBE_ASYNC: ([u32, u32, u32], None),
-           abi.PROBE_MBAR: ([u64, u32, u32, u32], u32),
-           abi.PROBE_BULK: ([u64, u32, u64, u32], u32),
-           abi.PROBE_BULK_STORE: ([u64, u32, u32], None),
-           abi.PROBE_BULK_GROUP: ([u32, u32, u32], None),
-           abi.PROBE_WGMMA: ([u64, u64, u32, u32], None),
-           abi.PROBE_WGMMA_GROUP: ([u32, u32, u32], None),
-           abi.PROBE_TENSOR: ([u64, u64, u64, u32, u32, u32, u32], u32)}
-    for name, (args, ret) in sig.items():
+    u32 = ctypes.c_uint32
+    ctype = {".b32": u32, ".b64": ctypes.c_uint64}  # the PTX types of abi.PROBE_PROTOTYPES
+    for name, (params, ret) in abi.PROBE_PROTOTYPES.items():
         fn = getattr(lib, name)
-        fn.argtypes, fn.restype = args, ret
+        fn.argtypes = [ctype[t] for t in params]
+        fn.restype = ctype[ret] if ret else None
     lib.cs_host_set.argtypes = [u32, u32, u32, u32, u32]
     lib.cs_host_set_state.argtypes = [ctypes.c_void_p]
     lib.cs_host_slot.restype = u32

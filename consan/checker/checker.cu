@@ -170,10 +170,22 @@ CS_DEV uint32_t cs_ctarank() { return 0; }
 extern "C" {
 __constant__ cs_state_t __consan_state;  // filled by the runtime before each launch
 }
-// The checker's own shared variables, one block whose size is a multiple of 16, so
-// the dynamic window after the static ones keeps the alignment it has natively (the
-// linker does not raise it for extern arrays of another module: measured on the H100).
-__shared__ cs_shared_t cs_shv;
+// The checker's own shared variables live in the dynamic window, right after the
+// kernel's own bytes, never in a static variable: a static block of ours moves the
+// kernel's dynamic shared memory, whose base generated code assumes aligned as it is
+// natively (a Triton matmul's 128-byte-swizzled tiles, written by cp.async and read by
+// wgmma, need it 1024-byte aligned: with 0x530 static bytes of ours its output was
+// garbage). The window is only as aligned as the kernel's extern arrays ask: start at
+// the next 16 bytes (the runtime adds 16 for this; asm: the compiler would assume the
+// declared alignment and fold the pad to 0).
+extern __shared__ __align__(16) uint8_t cs_dyn[];
+CS_DEV uint8_t* cs_dyn_at(uint32_t offset) {
+    uint32_t a;
+    asm("mov.u32 %0, cs_dyn;" : "=r"(a));
+    return cs_dyn + ((0u - a) & 15u) + offset;
+}
+#define cs_shv (*(cs_shared_t*)cs_dyn_at(__consan_state.shv_offset))
+static_assert(sizeof(cs_shared_t) <= CS_SHV_BYTES, "abi.SHV_BYTES is too small");
 CS_DEV uint32_t cs_lane() { uint32_t l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
 CS_DEV uint32_t cs_tid() {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -370,8 +382,9 @@ CS_NOINLINE void cs_record(const cs_record_t& r) {
     cs_log_header_t* h = (cs_log_header_t*)S.log;
     cs_key_t* keys = (cs_key_t*)S.keys;
     cs_gadd32(&h->occurrences, 1);
-    uint64_t key = ((uint64_t)r.kind << 56) | ((uint64_t)(r.site & 0xFFFFFFFu) << 28) |
-                   (uint64_t)(r.prev_site & 0xFFFFFFFu);
+    uint64_t key = ((uint64_t)r.kind << CS_KEY_KIND_SHIFT) |
+                   ((uint64_t)(r.site & CS_KEY_SITE_MASK) << CS_KEY_SITE_BITS) |
+                   (uint64_t)(r.prev_site & CS_KEY_SITE_MASK);
     uint32_t hsh = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) % CS_KEY_TABLE_ENTRIES;
     cs_key_t* k = 0;
     for (uint32_t i = 0; i < 64; ++i) {
@@ -791,6 +804,14 @@ CS_DEV bool cs_merged_record(uint32_t active, const cs_finding& f, uint32_t site
 CS_DEV bool cs_ordered(const uint32_t* mine, uint32_t w, uint32_t t, uint32_t clock) {
     return t == w || mine[t] >= clock;
 }
+// A write over writer `by`'s own earlier write needs no judgment, but for a warp's
+// cp.async unit: its copies are not ordered among themselves until the issuing warp waits
+// for them, so a cp.async over the bytes of an earlier cp.async of the same warp still in
+// flight is judged like any other write (async.pending-write). (A copy engine's box over
+// its own earlier box is not judged: its boxes complete in phase order on one mbarrier.)
+CS_DEV bool cs_own_write(uint32_t t, uint32_t by) {
+    return t == by && (by < CS_AGENT_CPASYNC || by >= CS_AGENT_CPASYNC + CS_MAX_WARPS);
+}
 
 // Reader word of a granule: gen:16 | phase:16 | mask:32. `phase` is the latest
 // CTA phase (count of CTA-wide barriers passed) at which a recorded read
@@ -1054,7 +1075,8 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
     }
     bool wg = cs_wgmma_module();
     bool same = (old >> CS_WW_GEN_SHIFT) == v.gen &&
-                (t == by || (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)));
+                (cs_own_write(t, by) || (t == by && (uint32_t)old == clk) ||
+                 (atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC)));
     if (same && (!wg || cs_cas64(e, old, now) == old)) {
         // This warp wrote last, or atomics follow atomics: no write-write conflict is
         // possible, so a plain store does (a simultaneous writer from another warp takes
@@ -1125,7 +1147,8 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
                 mbar |= 1u << i;
                 continue;
             }
-            if (!(live && t == by)) cs_check_prev_write(o, osite[i], v.gen, v.w, false, v.mine, fi[i]);
+            if (!(live && cs_own_write(t, by)))
+                cs_check_prev_write(o, osite[i], v.gen, v.w, false, v.mine, fi[i]);
             if (wg && ((o >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_WGREAD)) wgread |= 1u << i;
         }
         // wgmma reads of these granules (cs_wg_check_reads, the loads of a run together)
@@ -1513,7 +1536,6 @@ CS_DEV void cs_thread_exit(uint32_t site) {
 static uint8_t* cs_dyn_host;
 #define CS_DYN cs_dyn_host
 #else
-extern __shared__ __align__(16) uint8_t cs_dyn[];
 #define CS_DYN cs_dyn
 #endif
 #define CS_PSH_MULTI 0xFFu  // writer tid: several warps updated the granule atomically
@@ -1522,17 +1544,15 @@ CS_DEV uint32_t cs_vld32(const uint32_t* p) { return *(const volatile uint32_t*)
 CS_DEV uint64_t cs_vld64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
 CS_DEV void cs_vst32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
 
-// The dynamic window is only as aligned as the user's extern shared arrays ask:
-// start the tables at the next 16 bytes (the runtime adds 16 for this).
-// (asm: the compiler would assume the declared alignment and fold the pad to 0).
+// The tables start psh_offset bytes into the dynamic window, after the kernel's own
+// bytes and the checker's shared variables (cs_dyn_at).
 CS_DEV uint8_t* cs_psh() {
 #ifdef CONSAN_HOST
     uint32_t a = (uint32_t)(uint64_t)CS_DYN;
-#else
-    uint32_t a;
-    asm("mov.u32 %0, cs_dyn;" : "=r"(a));
-#endif
     return CS_DYN + ((0u - a) & 15u) + S.psh_offset;
+#else
+    return cs_dyn_at(S.psh_offset);
+#endif
 }
 CS_DEV uint64_t* cs_psh_ww() { return (uint64_t*)cs_psh(); }
 CS_DEV uint32_t* cs_psh_u32(uint32_t table) {  // table k of the u32 tables after the epochs
@@ -2472,7 +2492,8 @@ CS_DEV cs_finding cs_vsh_judge_write(const cs_vctx& x, uint32_t old, const uint3
     if (old & CS_VW_MBAR) return {CS_MBARRIER_DATA_ACCESS, cs_ld32(ws), t};
     if (old == 0)  // an atomic reads the old value
         return {atomic ? CS_UNINIT_READ : 0u, CS_NO_SITE, CS_NO_WARP};
-    if (t == by || (atomic && (old & CS_VW_ATOMIC)) || cs_ordered(x.mine, x.w, t, cs_vw_c(old)))
+    if (cs_own_write(t, by) || (atomic && (old & CS_VW_ATOMIC)) ||
+        cs_ordered(x.mine, x.w, t, cs_vw_c(old)))
         return {0, CS_NO_SITE, CS_NO_WARP};
     return {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_WAW, cs_ld32(ws), t};
 }
@@ -3008,7 +3029,8 @@ CS_DEV void cs_q_write(const cs_vctx& x, uint32_t g, uint32_t step, uint32_t n, 
         if (o0 == o1 && o1 == o2 && o2 == o3 && !(o0 & CS_VW_MBAR)) {
             if ((o0 & ~CS_VW_ATOMIC) == now) continue;  // rewritten at the same clock: sites stay
             uint32_t t = cs_vw_t(o0);
-            if (o0 != 0 && t != by && !cs_ordered(x.mine, w, t, cs_vw_c(o0)) && !fw.kind) {
+            if (o0 != 0 && !cs_own_write(t, by) && !cs_ordered(x.mine, w, t, cs_vw_c(o0)) &&
+                !fw.kind) {
                 fw = cs_q_judge_write(x.slot, w, o0, x.ws + q, by);
                 if (fw.kind) aw = q, kw = k;
             }
@@ -3530,7 +3552,8 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     // Lanes marked off (one group) take the verdict of the first lane on: a deadlock's
     // lanes all leave (a loop every lane runs, instrument/loops.py, must not go on
     // without it). From the masks, not a ballot: a warp-synchronous instruction after the
-    // leader's call hung warps the probes had split (tenth session).
+    // leader's call hung warps the probes had split (measured on the H100: with a ballot,
+    // a loop of two lanes arriving and waiting deadlocked under consan).
     uint32_t on = all & ~active;
     return cs_guard_verdict(all, skip, off && on ? cs_ffs(on) - 1 : leader, site);
 }
