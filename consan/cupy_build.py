@@ -174,11 +174,42 @@ def _find_by_lines(source: str, text: str) -> tuple[int, int] | None:
     return None
 
 
+def map_pieces(source: str, candidates: tuple[str, ...]) -> dict[int, tuple[str, int]]:
+    """Source line (1-based) -> (file, line) for a source the program built from pieces
+    (`HEAD + r\"\"\"...\"\"\"`): runs of at least three lines, or 40 characters, found
+    verbatim in a candidate file, longest first from each line on."""
+    texts = [(p, t) for p in dict.fromkeys(candidates) if (t := _read(p))]
+    lines, out, i = source.split("\n"), {}, 0
+    while i < len(lines):
+        best: tuple[int, str, int] | None = None  # (end, path, offset)
+        for path, text in texts:
+            j, at = i, -1
+            while j < len(lines):
+                found = text.find("\n".join(lines[i:j + 1]))
+                if found < 0:
+                    break
+                j, at = j + 1, found
+            block = "\n".join(lines[i:j])
+            if at >= 0 and (j - i >= 3 or len(block.strip()) >= 40) and \
+                    (best is None or j > best[0]):
+                best = (j, path, at)
+        if best is None:
+            i += 1
+            continue
+        end, path, at = best
+        first = next(t for p, t in texts if p == path).count("\n", 0, at) + 1
+        for k in range(i, end):
+            out[k + 1] = (path, first + k - i)
+        i = end
+    return out
+
+
 def place_source(b: runtime.Build, program: str, source: str,
                  candidates: tuple[str, ...]) -> None:
     """Name the user's file and line in the site table (or a readable stand-in name)."""
     sites = b.instrumented.sites
     hit = find_source(source, candidates)
+    pieces: dict[int, tuple[str, int]] = {}
     if hit is not None:
         target, line_off, col_off = hit
         sites.sources[target] = _read(target) or ""
@@ -187,10 +218,16 @@ def place_source(b: runtime.Build, program: str, source: str,
         label = demangle(kernels[0]) if kernels else "kernel"
         target, line_off, col_off = f"<CuPy source of {label}>", 0, 0
         sites.sources[target] = source
+        pieces = map_pieces(source, candidates)
+        for path in {p for p, _ in pieces.values()}:
+            sites.sources[path] = _read(path) or ""
 
     def move(loc):
         if loc is None or os.path.basename(loc.file) != program:
             return loc
+        if loc.line in pieces:  # a piece of a source the program put together
+            path, line = pieces[loc.line]
+            return replace(loc, file=path, line=line)
         col = loc.col + (col_off if loc.line == 1 and loc.col else 0)
         return replace(loc, file=target, line=loc.line + line_off, col=col)
 
@@ -199,6 +236,10 @@ def place_source(b: runtime.Build, program: str, source: str,
         chain = tuple(move(c) for c in s.inlined_at)
         if loc is not s.loc or chain != s.inlined_at:
             sites.sites[i] = replace(s, loc=loc, inlined_at=chain)
+    # The not-modelled list names the same lines as the findings.
+    b.instrumented.unmodeled = [replace(u, loc=move(u.loc),
+                                        inlined_at=tuple(move(c) for c in u.inlined_at))
+                                for u in b.instrumented.unmodeled]
 
 
 # ------------------------------------------------------------------ frames

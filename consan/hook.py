@@ -35,9 +35,14 @@ from instrument.events import Event
 from instrument.rewrite import demangle
 from reports import suppress
 from reports.report import finding_dict
-from reports.session import SessionReport, finding_header, render_live_findings
+from reports.session import (
+    SessionReport,
+    finding_header,
+    render_live_fault,
+    render_live_findings,
+)
 
-from . import cupti, cupy_build, runtime, tma
+from . import cupti, cupy_build, runtime, tma, triton_hook
 from .errors import ConsanError
 
 MAX_PREPARED = 16  # launch shapes kept ready (each holds shadow tables and a pinned log)
@@ -46,9 +51,9 @@ _WORK_EVENTS = {Event.READ.value, Event.WRITE.value, Event.ATOMIC.value,
                 Event.BAR_SYNC.value, Event.BAR_ARRIVE.value, Event.BAR_RED.value,
                 Event.TENSOR_LOAD.value, Event.TENSOR_STORE.value}  # TMA: smem writes / reads
 _RDC = ("-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c")
-NOT_INTERCEPTED = ("not compiled through CuPy while consan was active: a precompiled library "
-                   "kernel (cuBLAS, CUB/Thrust, cuFFT, ...) or one CuPy compiled before "
-                   "consan started")
+NOT_INTERCEPTED = ("not launched through CuPy or Triton while consan was active: a "
+                   "precompiled library kernel (cuBLAS, cuDNN, CUB/Thrust, cuFFT, a PyTorch "
+                   "operator, ...), or one CuPy compiled before consan started")
 
 _tls = threading.local()
 _lock = threading.RLock()
@@ -152,9 +157,7 @@ def _classes() -> tuple[type, type]:
                     self._reason = (f"consan could not instrument it ({type(exc).__name__}: "
                                     f"{first})")
                     raise NotCheckable(self._reason) from None
-                work = bool(b.instrumented.unmodeled) or any(
-                    s.event in _WORK_EVENTS for s in b.instrumented.sites.sites)
-                self._built = (b, names, work)
+                self._built = (b, names, work_in(b))
             return self._built
 
         def native_global(self, name: str) -> tuple[int, int] | None:
@@ -205,6 +208,13 @@ def _classes() -> tuple[type, type]:
 
 ConsanModule: Any = None
 ConsanFunction: Any = None
+
+
+def work_in(b: runtime.Build) -> bool:
+    """Whether a launch of the module can race at all: it accesses shared memory or
+    synchronises (else it runs natively, counted as checked)."""
+    ins = b.instrumented
+    return bool(ins.unmodeled) or any(s.event in _WORK_EVENTS for s in ins.sites.sites)
 
 
 def _dim3(t: tuple) -> tuple[int, int, int]:
@@ -297,6 +307,7 @@ def install() -> None:
         compiler._compile_module_with_cache = _compile_wrapper
         _originals["raw"] = (raw, "_get_raw_module", raw._get_raw_module)
         raw._get_raw_module = _raw_module_wrapper
+        triton_hook.install()  # (patches Triton when the program imports it)
         try:
             from cuda.bindings import driver
         except ImportError:
@@ -316,6 +327,7 @@ def uninstall() -> None:
         for owner, attr, original in _originals.values():
             setattr(owner, attr, original)
         _originals.clear()
+        triton_hook.uninstall()
         _active = None
 
 
@@ -532,30 +544,19 @@ class Session:
                 c = attr.value.clusterDim
                 cluster = [int(c.x), int(c.y), int(c.z)]
 
+        def launch_instrumented(handle: int, shared_mem: int) -> None:
+            user_smem = config.sharedMemBytes
+            config.sharedMemBytes = shared_mem  # with consan's tables
+            try:
+                (err,) = original(config, driver.CUfunction(handle), params, extra)
+            finally:
+                config.sharedMemBytes = user_smem
+            if int(err) != 0:
+                raise ConsanError(f"cuLaunchKernelEx of the instrumented kernel failed ({err!r})")
+
         def launcher(p) -> None:
             _copy_function_attributes(int(f), int(p.function.ptr))
-            real = p.function
-
-            class _Shim:
-                ptr = real.ptr
-
-                def __call__(self, *_a, **_k) -> None:
-                    user_smem = config.sharedMemBytes
-                    config.sharedMemBytes = p.launch_shared_mem  # with consan's tables
-                    try:
-                        (err,) = original(config, driver.CUfunction(int(real.ptr)), params,
-                                          extra)
-                    finally:
-                        config.sharedMemBytes = user_smem
-                    if int(err) != 0:
-                        raise ConsanError(f"cuLaunchKernelEx of the instrumented kernel failed "
-                                          f"({err!r})")
-
-            p.function = _Shim()
-            try:
-                p.launch(())
-            finally:
-                p.function = real
+            p.launch((), launcher=launch_instrumented)
 
         self.launch(fn, grid, block, (), int(config.sharedMemBytes), stream, False, native,
                     launcher=launcher, extra_launch={"cluster": cluster} if cluster else None)
@@ -646,43 +647,57 @@ class Session:
         for u in rep.unmodeled:
             if str(u) not in stats.unmodeled:
                 stats.unmodeled.append(str(u))
-        if rep.error and rep.error not in stats.errors:
-            stats.errors.append(rep.error)
-        if new_active or rep.unattributed:
-            self._show(new_active, rep, name, launch, stats.launches_checked, launched_from)
+        fault = None
+        if rep.faulted:
+            # The kernel faulted: the session is not ok, and what the log held before the
+            # fault (mapped host memory) is kept. The program is left to meet CUDA's error
+            # at its own next call, with its own traceback.
+            fault = self.report.add_fault(
+                name, rep.error, kernel_mangled=fn.kernel, launch_no=stats.launches_checked,
+                launch=launch, launched_from=launched_from, findings_before=len(rep.findings))
+            if rep.error not in stats.errors:
+                stats.errors.append(rep.error)
+        if fault is not None or new_active or rep.unattributed:
+            self._show(new_active, rep, name, launch, stats.launches_checked, launched_from,
+                       fault)
         if self.progress is not None:
             self.progress(self)
         if self.options.on_violation == "abort" and (new_active or rep.unattributed):
             self.report.aborted = True
             raise ConsanAbort(f"consan: kernel {name} has a finding (--on-violation=abort)")
 
-    def _show(self, findings, rep, name, launch, launch_no, launched_from) -> None:
+    def _show(self, findings, rep, name, launch, launch_no, launched_from,
+              fault: dict[str, Any] | None = None) -> None:
         header = finding_header(name, launch, launch_no, launched_from)
         sources = rep.sites.sources if rep.sites is not None else {}
         ptx_name = rep.sites.ptx_name if rep.sites is not None else "<ptx>"
-        if len(self.kept_text) < MAX_KEPT_TEXT:
+
+        def render(console: Console, shown: list) -> None:
+            if fault is not None:
+                render_live_fault(console, shown, len(rep.findings), sources, ptx_name, header,
+                                  fault["fault"])
+            elif shown:
+                render_live_findings(console, shown, sources, ptx_name, header)
+            else:
+                rep.render(console)
+
+        if len(self.kept_text) < MAX_KEPT_TEXT or fault is not None:
             import io
 
             from reports.render import plain_console
 
             buf = io.StringIO()
-            if findings:
-                render_live_findings(plain_console(buf), findings, sources, ptx_name, header)
-            else:
-                rep.render(plain_console(buf))
+            render(plain_console(buf), findings)
             self.kept_text.append(buf.getvalue())
         if not self.print_findings:
             return
         left = self.options.print_limit - self._printed
-        if left <= 0:
+        if left <= 0 and fault is None:  # a fault is always told
             return
-        shown = findings[:left]
+        shown = findings[:max(0, left)]
         self._printed += max(1, len(shown))
-        if shown:
-            render_live_findings(self.console, shown, sources, ptx_name, header)
-        else:
-            rep.render(self.console)
-        if self._printed >= self.options.print_limit:
+        render(self.console, shown)
+        if self._printed >= self.options.print_limit and fault is None:
             self.console.print(f"consan: --print-limit {self.options.print_limit} reached; "
                                "further findings are counted in the summary only",
                                highlight=False, markup=False)

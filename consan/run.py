@@ -4,8 +4,12 @@ The program runs in this process, with its own `sys.argv` and `__main__`, so
 that every kernel it compiles through CuPy can be swapped for its
 instrumented twin. consan's own output goes to stderr: the program's stdout is
 the same as without consan. Exit status: 0 no findings, 1 findings, 2 consan
-could not run (usage, no GPU, tool error); with no findings the program's own
-non-zero status is passed through.
+could not run (usage, no GPU, tool error) or a checked kernel faulted; with no
+findings the program's own non-zero status is passed through.
+
+A kernel that faults poisons the process's CUDA context: consan records the
+fault and what its log held before it, then lets the program meet CUDA's error
+at its next call, so that the traceback printed is the program's own.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+
+from reports.session import fault_sentence
+
+from .cli import output_problem
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -134,9 +142,56 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Program]:
             except re.error as exc:
                 raise RunUsageError(f"--{name.replace('_', '-')} {pattern!r} is not a valid "
                                     f"regular expression: {exc}") from None
-    if program.script is not None and not Path(program.script).is_file():
-        raise RunUsageError(f"{program.script}: no such file")
+    if program.script is not None:
+        path = Path(program.script)
+        if path.is_dir():
+            raise RunUsageError(f"{program.script} is a folder: give a Python file (or -m "
+                                "MODULE)")
+        if not path.exists():
+            raise RunUsageError(f"{program.script}: no such file")
+    if program.module is not None:
+        problem = module_problem(program.module)
+        if problem:
+            raise RunUsageError(problem)
+    for option, path in (("--json", a.json), ("--sarif", a.sarif)):
+        problem = output_problem(path, option) if path else None
+        if problem:
+            raise RunUsageError(problem)
     return a, program
+
+
+def module_problem(name: str) -> str | None:
+    """Why `python -m name` would not find a module to run, or None. Searched as runpy will
+    (the working folder first) but without importing anything: a package's __init__ must
+    not run before consan is in place."""
+    import importlib.util
+    from importlib.machinery import PathFinder
+
+    parts = name.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return f"-m {name}: not a module name"
+    saved = sys.path[:]
+    sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(parts[0])  # a top-level name: nothing is imported
+        found = 1
+        while spec is not None and found < len(parts):
+            if spec.submodule_search_locations is None:
+                return f"-m {name}: {'.'.join(parts[:found])} is a module, not a package"
+            spec = PathFinder.find_spec(parts[found], list(spec.submodule_search_locations))
+            found += 1
+        if spec is None:
+            where = ("in the current folder or on sys.path" if found == 1
+                     else f"in package {'.'.join(parts[:found - 1])}")
+            return f"-m {name}: no module named {'.'.join(parts[:found])!r} {where}"
+        if spec.submodule_search_locations is not None and PathFinder.find_spec(
+                "__main__", list(spec.submodule_search_locations)) is None:
+            return f"-m {name}: {name} is a package without a __main__ module, so it cannot run"
+    except (ImportError, ValueError):
+        return None  # let runpy say it, as Python would
+    finally:
+        sys.path[:] = saved
+    return None
 
 
 # ---------------------------------------------------------------------- running
@@ -165,6 +220,19 @@ def _cuda_failure(exc: BaseException) -> bool:
     return mod.startswith(("cupy_backends", "cupy.cuda", "cuda.")) or "CUDA" in type(exc).__name__
 
 
+def _cut_internal(tb):
+    """The program's part of a traceback that went on into consan (a launch after a fault
+    fails inside consan's launch code): it ends at the program's own call."""
+    internal = os.path.dirname(__file__) + os.sep
+    head, prev = tb, None
+    while tb is not None:
+        if prev is not None and tb.tb_frame.f_code.co_filename.startswith(internal):
+            prev.tb_next = None
+            break
+        prev, tb = tb, tb.tb_next
+    return head
+
+
 def _where(tb) -> str:
     """The program's own line that needed the GPU (the innermost frame outside CuPy/consan)."""
     from .cupy_build import _internal_roots
@@ -177,8 +245,10 @@ def _where(tb) -> str:
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
 
 
-def execute(program: Program, err: Console) -> Outcome:
-    """Run the program as `python SCRIPT` / `python -m MODULE` would, in this process."""
+def execute(program: Program, err: Console, faulted=lambda: False) -> Outcome:
+    """Run the program as `python SCRIPT` / `python -m MODULE` would, in this process.
+    `faulted()` says whether a checked kernel has faulted: the program's CUDA error is then
+    that fault's consequence, not a missing GPU."""
     from .hook import ConsanAbort
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
@@ -210,11 +280,15 @@ def execute(program: Program, err: Console) -> Outcome:
     except BaseException as e:  # noqa: BLE001 - the program's own error, reported like Python
         from .runtime import gpu_available
 
-        if _cuda_failure(e) and not gpu_available():
+        fault = faulted()
+        if not fault and _cuda_failure(e) and not gpu_available():
             where = _where(_trim(e.__traceback__))
             return Outcome(1, no_gpu=f"{type(e).__name__}: {e} (at {where})")
         sys.stderr.flush()
-        traceback.print_exception(type(e), e, _trim(e.__traceback__))
+        tb = _trim(e.__traceback__)
+        if fault and _cuda_failure(e):
+            tb = _cut_internal(tb)
+        traceback.print_exception(type(e), e, tb)
         return Outcome(1)
     finally:
         sys.argv = saved_argv
@@ -253,7 +327,10 @@ class Progress:
 
 def run(argv: list[str], err: Console | None = None) -> int:
     """`consan run ...`: the exit status."""
-    err = err if err is not None else Console(stderr=True, highlight=False)
+    if err is None:
+        from reports.render import stream_console
+
+        err = stream_console(stderr=True)
     try:
         a, program = parse(argv)
     except RunUsageError as e:
@@ -292,7 +369,7 @@ def run(argv: list[str], err: Console | None = None) -> int:
     session.report.program = {"argv": program.argv, "cwd": os.getcwd()}
     try:
         with hook.sanitizing(session):
-            outcome = execute(program, err)
+            outcome = execute(program, err, faulted=lambda: session.report.faulted)
     finally:
         if progress is not None:
             progress.stop()
@@ -301,6 +378,8 @@ def run(argv: list[str], err: Console | None = None) -> int:
     report.program["exit_status"] = outcome.status
     if outcome.no_gpu:
         report.program["error"] = f"no usable CUDA GPU: {outcome.no_gpu}"
+    elif report.faulted:
+        report.program["error"] = "; ".join(fault_sentence(f) for f in report.faults)
     status = _write_outputs(a, report, err)
     if outcome.no_gpu:
         err.print(f"consan run: the program needs a CUDA GPU and none is usable here "
@@ -309,14 +388,29 @@ def run(argv: list[str], err: Console | None = None) -> int:
                   markup=False, soft_wrap=True)
         return EXIT_ERROR
     if a.quiet:
-        err.print(report.summary_line(), markup=False)
+        err.print(report.summary_line(), markup=False, soft_wrap=True)
     else:
         report.render_summary(err)
-    if status:
-        return status
+    if report.faulted:
+        err.print(fault_message(report), markup=False, soft_wrap=True)
+    return status or exit_status(report, outcome.status)
+
+
+def exit_status(report, program_status: int | None) -> int:
+    """The verdict as an exit status: 2 when a checked kernel faulted (whatever was found:
+    the program did not run to its end under the checker), 1 findings, else the program's."""
+    if report.faulted:
+        return EXIT_ERROR
     if not report.ok:
         return EXIT_FINDINGS
-    return outcome.status if outcome.status else EXIT_CLEAN
+    return program_status if program_status else EXIT_CLEAN
+
+
+def fault_message(report) -> str:
+    """One sentence that names each checked kernel that faulted, the launch and the fault."""
+    faults = "; ".join(fault_sentence(f, where=True) for f in report.faults)
+    return (f"consan run: {faults} (exit status 2: after a fault the CUDA context of the "
+            "process is unusable, so the program was not checked to its end)")
 
 
 def _write_outputs(a: argparse.Namespace, report, err: Console) -> int:

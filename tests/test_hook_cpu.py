@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from consan import cupti, cupy_build, hook, toolchain
+from instrument.sites import SourceLoc
 from reports import suppress
 from reports.session import SessionReport
 from tests.test_reports import LAUNCH, header, make_sites, rec, records
@@ -39,6 +40,15 @@ extern "C" __global__ void plain_copy(const int *in, int *out) {
     int t = threadIdx.x;
     out[t] = in[t] * table[t % 4];
     atomicAdd(&counter, 1u);
+}
+"""
+CLUSTER_SRC = r"""
+extern "C" __global__ void cluster_step(int *out) {
+    __shared__ int buf[64];
+    buf[threadIdx.x] = threadIdx.x;
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");   // @arrive
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    out[threadIdx.x] = buf[63 - threadIdx.x];
 }
 """
 TEMPLATE_SRC = r"""
@@ -166,6 +176,16 @@ def test_rebuild_names_the_python_lines_of_the_kernel_source(tmp_path, monkeypat
     assert list((tmp_path / "ptx").glob("*.ptx")), "the PTX is cached on disk"
     again, _ = cupy_build.build(spec)  # from the caches
     assert again.cubin == b.cubin
+
+
+def test_rebuild_names_the_python_line_of_an_unchecked_instruction(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    b, _ = cupy_build.build(cupy_build.CompileSpec(source=CLUSTER_SRC, arch="90",
+                                                   candidates=(THIS,)))
+    arrive = next(u for u in b.instrumented.unmodeled if "arrive" in u.text)
+    assert (arrive.loc.file, arrive.loc.line) == (THIS, line_in_this_file("// @arrive"))
+    assert str(arrive).startswith(f"{THIS}:{arrive.loc.line} in kernel cluster_step: "
+                                  "cluster barrier")
 
 
 def test_rebuild_instantiates_name_expressions_and_finds_globals(tmp_path, monkeypatch):
@@ -383,6 +403,28 @@ def test_summary_lists_kernels_unchecked_and_verdict():
     assert "volta_sgemm" in text and "not checked: 1 launch of 1 kernel(s)" in text
     assert "consan: 1 finding (1 race.raw); 1 launch of 1 kernel checked (1 launch not " \
            "checked)" in text
+
+
+def test_each_kernel_lists_only_its_own_unchecked_instructions_with_source_lines():
+    from instrument.rewrite import Unmodeled
+
+    def unmodeled(kernel: str, line: int) -> Unmodeled:
+        return Unmodeled(200 + line, 1, kernel, "barrier.cluster.wait.acquire.aligned;",
+                         "cluster barrier (barrier.cluster.arrive/wait): not checked yet",
+                         loc=SourceLoc("k.cu", line, 3))
+
+    s, _ = session()
+    rep = clean_report()
+    rep.unmodeled = [unmodeled("k", 6), unmodeled("other", 9), unmodeled("k", 6)]
+    s._record(FakeFunction(), FakePrepared(), rep, None, None)
+    assert s.report.kernels["k"].unmodeled == [
+        "k.cu:6 in kernel k: cluster barrier (barrier.cluster.arrive/wait): not checked yet "
+        "[barrier.cluster.wait.acquire.aligned;]"]
+    buf = io.StringIO()
+    s.report.render_summary(Console(file=buf, width=40, color_system=None))
+    lines = buf.getvalue().splitlines()
+    assert "  " + s.report.kernels["k"].unmodeled[0] in lines  # one line, however narrow
+    assert not any("other" in ln for ln in lines)
 
 
 def test_importing_consan_does_not_import_cupy():

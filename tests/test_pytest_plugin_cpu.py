@@ -1,4 +1,4 @@
-"""CPU tests of the pytest plugin: registration, options, and skipping without a GPU."""
+"""CPU tests of the pytest plugin: registration, options, and what happens without a GPU."""
 
 from __future__ import annotations
 
@@ -53,14 +53,54 @@ def test_fixture_and_marker_skip_without_gpu(pytester):
                                  "usable here*"])
 
 
+NOTHING_CHECKED = ("consan: checked nothing: no CUDA GPU is usable here, so the tests ran "
+                   "without the sanitizer*")
+
+
 @NO_GPU
-def test_session_option_applies_to_every_test(pytester):
-    pytester.makepyfile(test_demo="def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+def test_session_option_without_gpu_runs_cpu_tests_unchecked(pytester):
+    pytester.makepyfile(test_demo="""
+        import numpy as np
+
+        def test_a():
+            assert np.arange(4).sum() == 6
+
+        def test_b():
+            assert "cpu" == "cpu"
+
+        def test_fails():
+            assert 1 == 2
+    """)
     result = pytester.runpytest("-p", "consan.pytest_plugin", "--consan", "-p",
                                 "no:cacheprovider")
-    result.assert_outcomes(skipped=2)
+    result.assert_outcomes(passed=2, failed=1)  # run, not skipped: and a real failure fails
+    result.stdout.fnmatch_lines([NOTHING_CHECKED])
+    assert result.stdout.str().count("consan: checked nothing") == 1
     result = pytester.runpytest("-p", "consan.pytest_plugin", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=2, failed=1)
+    assert "consan: checked nothing" not in result.stdout.str()
+
+
+@NO_GPU
+def test_session_option_without_gpu_still_skips_tests_that_ask_for_consan(pytester):
+    pytester.makepyfile(test_demo=DEMO)
+    result = pytester.runpytest("-p", "consan.pytest_plugin", "--consan", "-rs", "-p",
+                                "no:cacheprovider")
+    result.assert_outcomes(passed=3, skipped=2)
+    result.stdout.fnmatch_lines([NOTHING_CHECKED, "*consan needs a CUDA GPU to sanitize "
+                                 "kernels, and none is usable here*"])
+
+
+@NO_GPU
+def test_session_option_without_gpu_leaves_cupy_alone(pytester):
+    pytester.makepyfile(test_demo="""
+        def test_untouched():
+            import cupy.cuda.compiler as c
+            assert c._compile_module_with_cache.__module__ == "cupy.cuda.compiler"
+    """)
+    result = pytester.runpytest("-p", "consan.pytest_plugin", "--consan", "-p",
+                                "no:cacheprovider")
+    result.assert_outcomes(passed=1)
 
 
 def test_bad_suppressions_file_is_a_usage_error(pytester):

@@ -177,9 +177,52 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert run("--suppressions", str(bad), s) == 2
     assert run("--json", str(tmp_path / "no" / "such" / "dir.json"), s) == 2
     captured = capsys.readouterr()
-    assert "never" in captured.out  # the last one ran the program, then could not write
+    assert "never" not in captured.out  # nothing ran: every usage error is found first
     assert "missing.py: no such file" in captured.err
-    assert "supp.txt:1" in captured.err and "cannot write" in captured.err
+    assert "supp.txt:1" in captured.err
+    assert f"--json {tmp_path / 'no' / 'such' / 'dir.json'}: the folder" in captured.err
+
+
+@pytest.mark.parametrize("option, target, words", [
+    ("--json", "no/such/r.json", "the folder {tmp}/no/such does not exist"),
+    ("--sarif", "no/r.sarif", "the folder {tmp}/no does not exist"),
+    ("--json", "", "--json {tmp}/ is a folder"),
+    ("--sarif", "", "is a folder: give a file name"),
+])
+def test_unwritable_reports_are_found_before_the_program_runs(tmp_path, capsys, option, target,
+                                                              words):
+    s = script(tmp_path, "print('ran')\n")
+    path = f"{tmp_path}/{target}"
+    assert run(option, path, s) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert err.startswith("consan run: ") and words.replace("{tmp}", str(tmp_path)) in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("module, words", [
+    ("missing_module", "no module named 'missing_module' in the current folder or on sys.path"),
+    ("mypkg.nope", "no module named 'mypkg.nope' in package mypkg"),
+    ("mypkg.tool.x", "mypkg.tool is a module, not a package"),
+    ("mypkg", "mypkg is a package without a __main__ module"),
+    ("1bad", "not a module name"),
+])
+def test_missing_module_is_a_usage_error(tmp_path, monkeypatch, capsys, module, words):
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("raise SystemExit('the package must not be imported')\n")
+    (pkg / "tool.py").write_text("print('tool ran')\n")
+    monkeypatch.chdir(tmp_path)
+    assert run("-m", module) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "no findings" not in err and "Traceback" not in err
+    assert err.startswith(f"consan run: -m {module}: {words}")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_folder_as_program_is_a_usage_error(tmp_path, capsys):
+    assert run(str(tmp_path)) == 2
+    assert f"{tmp_path} is a folder" in capsys.readouterr().err
 
 
 def test_help_exits_0(capsys):
@@ -215,3 +258,24 @@ def test_console_entry_point_in_a_subprocess(tmp_path):
                        text=True, env=env)
     assert (r.returncode, r.stdout) == (native.returncode, native.stdout) == (5, "hi ['a']\n")
     assert "consan: no findings" in r.stderr
+
+
+UNMODELED = ("/src/k.cu:6 (inlined at /src/k.cu:40) in kernel k: cluster barrier "
+             "(barrier.cluster.arrive/wait): not checked yet; accesses ordered only by it may be "
+             "reported [barrier.cluster.arrive.release.aligned;]")
+
+
+def test_summary_lists_what_was_not_checked_one_line_each_when_piped(tmp_path):
+    s = script(tmp_path, INJECT + f"""
+s.report.kernel("k").unmodeled.extend([{UNMODELED!r}, {UNMODELED.replace(':6', ':7')!r}])
+""")
+    env = {**os.environ, "COLUMNS": "40",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    r = subprocess.run([sys.executable, "-m", "consan", "run", s], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 1, r.stderr
+    lines = r.stderr.splitlines()
+    assert ("k: 2 instruction(s) that touch shared memory or synchronise were not checked:"
+            in lines)
+    assert "  " + UNMODELED in lines
+    assert "  " + UNMODELED.replace(":6", ":7") in lines

@@ -1,0 +1,269 @@
+"""Sanitize every kernel a program launches through Triton (`@triton.jit`, Gluon).
+
+Triton compiles a kernel through its stages (ttir, ttgir, llir, ptx, cubin) and
+launches the cubin with a launcher it generates per signature, which packs the
+Python arguments (tensors, scalars, tensor descriptors, its scratch buffers) into
+kernel parameters. consan keeps all of that and changes one thing: the function
+handle. A launch while a session is active is routed to the session with the
+compiled kernel's PTX stage (`CompiledKernel.asm["ptx"]`); consan instruments it,
+links it with the checker, and calls Triton's own launcher with the instrumented
+function, its launch shape and the shared memory its tables need; then it reads
+the log back, as for a CuPy kernel. Triton's own cubin is never replaced, so a
+kernel compiled (or taken from Triton's on-disk cache) before or during the session
+runs natively, unchanged, whenever no session is active, and no uninstrumented
+cubin can pass for a checked one: every checked launch runs code consan built from
+the PTX.
+
+The interception point is the `run` property of `triton.compiler.compiler.
+CompiledKernel`, through which `JITFunction.run`, `kernel[grid](...)` and the
+autotuner launch. It is patched when Triton is first imported (or at install time
+when it already is), so a program that never uses Triton never imports it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.abc
+import sys
+import threading
+from typing import Any
+
+from . import runtime, tma
+
+_MODULE = "triton.compiler.compiler"
+_lock = threading.RLock()
+_patched: dict[str, Any] = {}  # name -> original
+_builds: dict[tuple[str, str], tuple[runtime.Build, bool]] = {}  # (hash, arch) -> build, work
+
+
+class _Kernel:
+    """A Triton CompiledKernel as the session sees a checked function."""
+
+    def __init__(self, compiled: Any) -> None:
+        self.compiled = compiled
+        self.kernel = compiled.metadata.name  # the PTX entry
+        self.module = self
+        self.display_name = _display_name(compiled)
+
+    def build(self, roots: tuple[str, ...] = ()) -> tuple[runtime.Build, list[str], bool]:
+        """The instrumented kernel, built once per compiled kernel and device arch."""
+        from .hook import NotCheckable, work_in
+
+        c = self.compiled
+        arch = runtime.device_arch()
+        key = (c.hash, arch.sm)
+        got = _builds.get(key)
+        if got is None:
+            ptx = c.asm.get("ptx") if hasattr(c.asm, "get") else None
+            if not ptx:
+                raise NotCheckable("Triton kept only the cubin of this kernel (its PTX stage is "
+                                   "not in the compiled kernel, e.g. TRITON_STORE_BINARY_ONLY=1 "
+                                   "with a cached kernel): clear Triton's cache or unset it")
+            try:
+                b = runtime.build(ptx, (f"-arch={arch.sm}",), source_name=f"{self.kernel}.ptx")
+            except Exception as exc:  # noqa: BLE001 - never break the user's program
+                first = (str(exc).strip().splitlines() or [""])[0]
+                raise NotCheckable(f"consan could not instrument it ({type(exc).__name__}: "
+                                   f"{first})") from None
+            got = _builds[key] = (b, work_in(b))
+        return got[0], [], got[1]
+
+
+def _display_name(compiled: Any) -> str:
+    fn = getattr(getattr(compiled, "src", None), "fn", None)
+    return getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", None) \
+        or compiled.metadata.name
+
+
+def _checked_run(compiled: Any, native: Any, session: Any, grid_x: int, grid_y: int,
+                 grid_z: int, stream: int, function: Any, packed: tuple, launch_metadata: Any,
+                 enter_hook: Any, exit_hook: Any, *args: Any) -> None:
+    """Triton's launcher call, checked: the same arguments, our function and shared memory."""
+    from .hook import NotCheckable, _ExStream
+
+    md = compiled.metadata
+    num_warps, num_ctas, shared = packed[0], packed[1], packed[2]
+    grid = (max(1, int(grid_x)) * int(num_ctas), max(1, int(grid_y)), max(1, int(grid_z)))
+    block = (32 * int(num_warps), 1, 1)
+
+    def run_native() -> None:
+        native(grid_x, grid_y, grid_z, stream, function, packed, launch_metadata, enter_hook,
+               exit_hook, *args)
+
+    if int(grid_x) * int(grid_y) * int(grid_z) == 0:
+        return run_native()  # Triton launches nothing either
+    maps = _tensor_maps(md, args)
+
+    def launcher(p: Any) -> None:
+        def launch(handle: int, shared_mem: int) -> None:
+            native(grid_x, grid_y, grid_z, stream, handle, (num_warps, num_ctas, shared_mem),
+                   launch_metadata, enter_hook, exit_hook, *args)
+
+        p.launch(maps, launcher=launch)
+
+    k = _Kernel(compiled)
+    cooperative = bool(getattr(md, "launch_cooperative_grid", False))
+    extra = {"cluster": [int(num_ctas), 1, 1]} if int(num_ctas) > 1 else None
+    try:
+        session.launch(k, grid, block, (), int(shared), _ExStream(int(stream)), cooperative,
+                       run_native, launcher=launcher, extra_launch=extra)
+    except NotCheckable:  # (raised only where the session could not say why itself)
+        run_native()
+
+
+def _tensor_maps(md: Any, args: tuple) -> tuple:
+    """The 128-byte maps Triton's launcher will build from host tensor descriptors, built
+    here first through Triton's own code so consan knows their boxes before the launch
+    (tma.py); the launcher builds the same bytes again."""
+    metas = getattr(md, "tensordesc_meta", None)
+    if not metas:
+        return ()
+    try:
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+    except ImportError:
+        return ()
+    # triton.tools.tensor_descriptor's and Gluon's TensorDescriptor, in signature order
+    descs = [a for a in args if all(hasattr(a, n) for n in ("base", "shape", "strides",
+                                                             "block_shape"))]
+    out = []
+    for desc, meta in zip(descs, metas, strict=False):
+        if meta is None:
+            continue
+        try:
+            made = make_tensordesc_arg(desc, meta)
+        except Exception:  # noqa: BLE001 - Triton's launcher will say what is wrong
+            continue
+        data = _map_bytes(made[0])
+        if data is not None:
+            out.append(tma.as_arg(data, tma.tensor_map_info(data)))
+    return tuple(out)
+
+
+def _map_bytes(obj: Any) -> bytes | None:
+    """The CUtensorMap inside Triton's PyCUtensorMap object (a PyObject header, then the
+    map aligned to 128 bytes, so at offset 128; the type is exactly 256 bytes)."""
+    if type(obj).__name__ != "PyCUtensorMap" or type(obj).__basicsize__ != 256:
+        return None
+    return ctypes.string_at(id(obj) + 128, tma.MAP_BYTES)
+
+
+def _observing_fill(fill: Any) -> Any:
+    """Triton's `fill_tma_descriptor`, telling consan each map's geometry (tma.register)."""
+
+    @functools.wraps(fill)
+    def fill_tma_descriptor(address, swizzle, elem_size, elem_type, block, shape, strides,
+                            padding, *rest):
+        m = fill(address, swizzle, elem_size, elem_type, block, shape, strides, padding, *rest)
+        data = _map_bytes(m)
+        if data is not None:
+            rank = len(block)
+            try:
+                info = tma.TensorMapInfo(
+                    int(elem_type), global_dim=tuple(int(s) for s in reversed(shape)),
+                    box_dim=tuple(int(b) for b in reversed(block)), element_strides=(1,) * rank,
+                    global_strides=tuple(int(s) * int(elem_size)
+                                         for s in reversed(tuple(strides)[:-1])),
+                    global_address=int(address), swizzle=int(swizzle), oob_fill=int(padding))
+                tma.register(data, info)
+            except Exception:  # noqa: BLE001 - an unknown map is a note, never a failure
+                pass
+        return m
+
+    fill_tma_descriptor.__consan_wrapped__ = fill  # type: ignore[attr-defined]
+    return fill_tma_descriptor
+
+
+def _patch(compiler_module: Any) -> None:
+    """Route CompiledKernel.run through the active session (inert without one)."""
+    from . import hook
+
+    with _lock:
+        if "run" in _patched:
+            return
+        cls = compiler_module.CompiledKernel
+        original = cls.__dict__["run"]
+
+        def run(self):
+            native = original.fget(self)
+            s = hook.current_session()
+            if s is None or hook._is_busy():
+                return native
+            return functools.partial(_checked_run, self, native, s)
+
+        _patched["run"] = original
+        cls.run = property(run, doc=original.__doc__)
+        _patch_fill()
+
+
+def _patch_fill() -> None:
+    try:
+        from triton.runtime import driver
+
+        utils = driver.active.utils
+    except Exception:  # noqa: BLE001 - no CUDA driver here: nothing launches either
+        return
+    fill = getattr(utils, "fill_tma_descriptor", None)
+    if fill is not None and not hasattr(fill, "__consan_wrapped__"):
+        _patched["fill"] = (utils, fill)
+        utils.fill_tma_descriptor = _observing_fill(fill)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Patches Triton's compiler module right after its first import."""
+
+    def find_spec(self, name, path, target=None):
+        if name != _MODULE:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            spec = getattr(finder, "find_spec", lambda *a: None)(name, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _Loader(spec.loader)
+                return spec
+        return None
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner: importlib.abc.Loader) -> None:
+        self.inner = inner
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self.inner.exec_module(module)
+        _patch(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ... (tracebacks)
+        return getattr(self.inner, name)
+
+
+_finder = _Finder()
+
+
+def install() -> None:
+    """Patch Triton now if it is imported, else as soon as it is (idempotent)."""
+    with _lock:
+        mod = sys.modules.get(_MODULE)
+        if mod is not None:
+            _patch(mod)
+        elif _finder not in sys.meta_path:
+            sys.meta_path.insert(0, _finder)
+
+
+def uninstall() -> None:
+    with _lock:
+        if _finder in sys.meta_path:
+            sys.meta_path.remove(_finder)
+        original = _patched.pop("run", None)
+        if original is not None:
+            sys.modules[_MODULE].CompiledKernel.run = original
+        fill = _patched.pop("fill", None)
+        if fill is not None:
+            fill[0].fill_tma_descriptor = fill[1]
+
+
+def installed() -> bool:
+    return "run" in _patched or _finder in sys.meta_path
