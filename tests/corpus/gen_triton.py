@@ -1,7 +1,7 @@
 """Regenerate tests/corpus/triton/*.ptx from Triton kernels (needs triton and a GPU).
 
 The PTX is committed so the CPU tests can parse and instrument real Triton
-output without Triton or a GPU: python tests/corpus/gen_triton.py OUTDIR
+output without Triton or a GPU: PYTHONPATH=. python tests/corpus/gen_triton.py OUTDIR
 """
 
 from __future__ import annotations
@@ -10,39 +10,12 @@ import sys
 from pathlib import Path
 
 import torch
-import triton
-import triton.language as tl
 
-
-@triton.jit
-def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
-
-
-@triton.jit
-def softmax_kernel(x, out, stride, ncols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    v = tl.load(x + row * stride + cols, mask=cols < ncols, other=-float("inf"))
-    v = v - tl.max(v, axis=0)
-    e = tl.exp(v)
-    tl.store(out + row * stride + cols, e / tl.sum(e, axis=0), mask=cols < ncols)
-
-
-@triton.jit
-def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
-        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
-        acc += tl.dot(x, y)
-    tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+# The kernels of the Triton program the GPU tests run under `consan run` (its .loc lines then
+# name tests/gpu_scripts/script_triton.py).
+from tests.gpu_scripts.script_triton import add as add_kernel
+from tests.gpu_scripts.script_triton import matmul as matmul_kernel
+from tests.gpu_scripts.script_triton import softmax as softmax_kernel
 
 
 def main(outdir: str) -> None:

@@ -1,0 +1,281 @@
+#!/usr/bin/env python
+"""consan vs Triton's own ConSan on Triton kernels, side by side in one run.
+
+    PYTHONPATH=. python benchmarks/bench_triton.py [--json PATH] [--only NAME,...]
+                                                   [--no-triton-consan]
+
+For each kernel of the Triton tutorial corpus (tests/kernels/triton_corpus.py), its kernels'
+time at each launch (CUDA events around Triton's launcher, so the inputs a case makes are
+not counted): the native time; consan's kernel time (CUDA events around the
+instrumented launch) and what a user pays per launch (the launch, its synchronisation and
+the read-back of the log, host wall time); Triton's ConSan kernel time
+(TRITON_INSTRUMENTATION_MODE=consan, in a child process with its own cache, timed with
+CUDA events the same way); and first-call times: Triton's native compile, consan's build
+of the instrumented kernel (instrument + link, the checker already cached), Triton's
+ConSan compile. Times are medians over repeats after a warm-up.
+
+A consan row needs both checks to pass: its report clean and its output bitwise equal to
+the native one. A row that fails either prints ERROR instead of a ratio and the exit
+status is 1; both checks are in the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+Run = Callable[[], Any]  # launches a workload's kernel(s) on inputs it makes; returns outputs
+
+
+def workloads() -> dict[str, Any]:
+    """The Triton tutorial corpus (tests/kernels/triton_corpus.py): name -> Case."""
+    from tests.kernels import triton_corpus as tc
+
+    return {c.name: c for c in tc.CASES if c.run is not None}
+
+
+class KernelTimer:
+    """CUDA events around every launch of a Triton kernel (Triton's own launcher, or
+    consan's instrumented launch inside it): the time of the kernels alone, not of the
+    inputs a workload makes or of consan's read-back. `wall` also keeps the host time of
+    each whole launch call (synchronous under consan: what a user pays)."""
+
+    def __init__(self, patch_consan: bool = False) -> None:
+        self.events: list[tuple[Any, Any]] = []
+        self.wall: list[float] = []
+        self.patch_consan = patch_consan
+
+    def __enter__(self) -> KernelTimer:
+        import torch
+        from triton.compiler.compiler import CompiledKernel
+
+        from consan import runtime
+
+        timer, prop = self, CompiledKernel.__dict__["run"]
+        self._restore = [(CompiledKernel, "run", prop)]
+
+        def timed(fn: Callable) -> Callable:
+            def call(*a: Any, **k: Any) -> Any:
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+                    enable_timing=True)
+                t0 = time.perf_counter()
+                e0.record()
+                got = fn(*a, **k)
+                e1.record()
+                timer.wall.append(time.perf_counter() - t0)
+                if not timer.patch_consan:
+                    timer.events.append((e0, e1))
+                return got
+            return call
+
+        CompiledKernel.run = property(lambda self: timed(prop.fget(self)))
+        if self.patch_consan:
+            launch = runtime.Prepared.launch
+            self._restore.append((runtime.Prepared, "launch", launch))
+
+            def instrumented(p: Any, *a: Any, **k: Any) -> None:
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
+                    enable_timing=True)
+                e0.record()
+                launch(p, *a, **k)
+                e1.record()
+                timer.events.append((e0, e1))
+            runtime.Prepared.launch = instrumented
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for owner, name, value in self._restore:
+            setattr(owner, name, value)
+
+    def take(self) -> tuple[float, float]:
+        """(kernel ms, wall ms) of the launches since the last take, summed."""
+        import torch
+
+        torch.cuda.synchronize()
+        ms = sum(a.elapsed_time(b) for a, b in self.events)
+        wall = sum(self.wall) * 1e3
+        self.events, self.wall = [], []
+        return ms, wall
+
+
+def _measure(run: Run, timer: KernelTimer, repeats: int) -> tuple[list[float], list[float]]:
+    kernel, wall = [], []
+    for _ in range(repeats):
+        run()
+        k, w = timer.take()
+        kernel.append(k)
+        wall.append(w)
+    return kernel, wall
+
+
+def _bytes(outputs: list) -> list[bytes]:
+    import torch
+
+    torch.cuda.synchronize()
+    return [t.contiguous().view(-1).view(torch.uint8).cpu().numpy().tobytes() for t in outputs]
+
+
+def _bytes(outputs: Any) -> list[bytes]:
+    import torch
+
+    torch.cuda.synchronize()
+    outs = outputs if isinstance(outputs, list | tuple) else [outputs]
+    return [t.contiguous().view(-1).view(torch.uint8).cpu().numpy().tobytes() for t in outs]
+
+
+def child(name: str, repeats: int) -> None:
+    """Runs in a child process with TRITON_INSTRUMENTATION_MODE=consan: Triton's ConSan."""
+    import torch
+    import triton
+
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                  device="cuda"))
+    case = workloads()[name]
+    with KernelTimer() as timer:
+        t0 = time.perf_counter()
+        case.run(1)
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        timer.take()
+        case.run(1)  # warm-up
+        timer.take()
+        kernel, _ = _measure(lambda: case.run(1), timer, repeats)
+    print(json.dumps({"first_call_s": first, "ms": statistics.median(kernel)}))
+
+
+def _triton_consan(name: str, repeats: int, timeout: float) -> dict[str, Any]:
+    env = dict(os.environ, TRITON_INSTRUMENTATION_MODE="consan",
+               TRITON_CACHE_DIR=tempfile.mkdtemp(prefix="tconsan-cache-"),
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    try:
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name,
+                            "--repeats", str(repeats)], env=env, capture_output=True,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    line = next((x for x in reversed(r.stdout.splitlines()) if x.startswith("{")), None)
+    if r.returncode != 0 or line is None:
+        tail = (r.stderr.strip().splitlines() or ["?"])[-1]
+        return {"error": f"exit {r.returncode}: {tail[:120]}"}
+    return json.loads(line)
+
+
+def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> dict:
+    import torch
+
+    from consan import hook
+
+    row: dict[str, Any] = {"kernel": name}
+    with KernelTimer() as timer:
+        t0 = time.perf_counter()
+        case.run(7)  # the first call compiles (this process' Triton cache is fresh)
+        torch.cuda.synchronize()
+        row["triton_compile_s"] = time.perf_counter() - t0
+        timer.take()
+        native_out = _bytes(case.run(7))
+        timer.take()
+        kernel, _ = _measure(lambda: case.run(7), timer, repeats)
+    row["native_ms"] = statistics.median(kernel)
+
+    s = hook.Session(hook.Options(count_other_launches=False), print_findings=False)
+    with hook.sanitizing(s), KernelTimer(patch_consan=True) as timer:
+        t0 = time.perf_counter()
+        checked_out = _bytes(case.run(7))
+        row["consan_build_s"] = time.perf_counter() - t0  # instrument + link + first launch
+        timer.take()
+        kernel, wall = _measure(lambda: case.run(7), timer, repeats)
+    row["instrumented"] = any(kernel)
+    row["consan_ms"] = statistics.median(kernel) if any(kernel) else statistics.median(wall)
+    row["consan_user_ms"] = statistics.median(wall)
+    stats = s.report.kernels
+    row["consan_checked"] = sum(k.launches_checked for k in stats.values())
+    row["consan_clean"] = s.report.ok and not s.report.not_checked and row["consan_checked"] > 0
+    same = [a == b for a, b in zip(native_out, checked_out, strict=True)]
+    row["same_bits"] = all(same) if case.deterministic else same[0]
+    row["findings"] = [f["kind"] for f in s.report.active_findings]
+    row["not_checked"] = s.report.not_checked
+    if tconsan:
+        row["triton_consan"] = _triton_consan(name, repeats, timeout)
+    return row
+
+
+def _fmt(v: float | None, unit: str = "") -> str:
+    return "-" if v is None else f"{v:.3f}{unit}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--only", metavar="NAMES", help="comma-separated workload names")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--timeout", type=float, default=300.0, help="per Triton-ConSan child (s)")
+    p.add_argument("--no-triton-consan", action="store_true")
+    p.add_argument("--child", metavar="NAME", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.child:
+        child(a.child, a.repeats)
+        return 0
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
+    import torch
+
+    from consan import runtime
+
+    work = workloads()
+    names = a.only.split(",") if a.only else list(work)
+    unknown = [n for n in names if n not in work]
+    if unknown:
+        p.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(work)}")
+    rows, errors = [], 0
+    for name in names:
+        rows.append(bench(name, work[name], a.repeats, not a.no_triton_consan, a.timeout))
+    print(f"\nbench_triton  {datetime.date.today()}  {torch.cuda.get_device_name()}  "
+          f"consan {runtime.__version__}")
+    head = ("kernel", "native ms", "consan ms", "consan x", "+read-back ms", "tconsan ms",
+            "tconsan x", "compile s", "consan build s", "tconsan first s")
+    print(" | ".join(head))
+    for r in rows:
+        ok = r["consan_clean"] and r["same_bits"]
+        t = r.get("triton_consan") or {}
+        tx = t["ms"] / r["native_ms"] if "ms" in t else None
+        if ok:
+            cx = f"{r['consan_ms'] / r['native_ms']:.1f}"
+        else:
+            errors += 1
+            why = ("output differs from native" if not r["same_bits"] else
+                   f"not clean: {r['findings'] or r['not_checked']}")
+            cx = f"ERROR ({why})"
+        print(" | ".join([r["kernel"], _fmt(r["native_ms"]), _fmt(r["consan_ms"]) if ok else "-",
+                          cx, _fmt(r["consan_user_ms"]) if ok else "-", _fmt(t.get("ms")),
+                          f"{tx:.1f}" if tx else t.get("error", "-"),
+                          _fmt(r["triton_compile_s"]), _fmt(r["consan_build_s"]),
+                          _fmt(t.get("first_call_s"))]))
+    ratios = [(r["consan_ms"] / r["native_ms"], r["triton_consan"]["ms"] / r["native_ms"])
+              for r in rows if r["consan_clean"] and r["same_bits"]
+              and "ms" in (r.get("triton_consan") or {})]
+    if ratios:
+        below = sum(c < t for c, t in ratios)
+        print(f"consan's slowdown below Triton's ConSan's on {below} of {len(ratios)} kernels; "
+              f"median consan {statistics.median(c for c, _ in ratios):.1f}x, "
+              f"Triton's ConSan {statistics.median(t for _, t in ratios):.1f}x")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"date": str(datetime.date.today()), "gpu": torch.cuda.get_device_name(),
+                       "rows": rows}, f, indent=2, default=str)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
