@@ -2,35 +2,27 @@
 
 Each script in `gpu_scripts/` runs twice in a subprocess, natively and under
 `python -m consan run`: a clean script must print exactly the same and report
-no finding, with its kernels listed as checked; the racy RawKernel must be
-reported at the marked lines of the Python file that holds its source.
+no finding, with its kernels listed as checked, and leave the very same bits in
+every array it keeps (both runs go through tests/gpu_util.py's dump wrapper,
+which saves the script's global arrays: the outputs of its RawKernel, RawModule,
+cluster and jit launches; the results of script_kinds' Elementwise, Reduction,
+ufunc and fuse kernels are temporaries, compared through the sums it prints).
+The racy RawKernel must be reported at the marked lines of the Python file that
+holds its source; its output is not compared (the race makes it timing-dependent).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.gpu_util import GPU, SCRIPTS, assert_same_dumps, dump_command, run_python
 
-def _gpu() -> bool:
-    try:
-        import consan
+pytestmark = GPU
 
-        return bool(consan.gpu_available())
-    except Exception:
-        return False
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU")]
-
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = Path(__file__).resolve().with_name("gpu_scripts")
 
 # Kernels each clean script must have checked (a name or the start of a generated name),
 # and those among them that use shared memory (so they had shadow tables).
@@ -44,12 +36,8 @@ CHECKED = {
 }
 
 
-def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env.pop("COLUMNS", None)
-    return subprocess.run([sys.executable, *args], cwd=SCRIPTS, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+def _run(*args: str, timeout: int = 600):
+    return run_python(*args, timeout=timeout)
 
 
 def _line(marker: str) -> int:
@@ -69,12 +57,15 @@ def _has(names: dict[str, dict], want: str) -> dict | None:
 
 @pytest.mark.parametrize("script", sorted(CHECKED))
 def test_clean_script_runs_unchanged_and_clean(script, tmp_path):
-    native = _run(f"{script}.py")
+    native_dump, checked_dump = tmp_path / "native.npz", tmp_path / "checked.npz"
+    native = _run(*dump_command(native_dump, f"{script}.py"))
     assert native.returncode == 0, native.stderr
     out = tmp_path / "report.json"
-    sanitized = _run("-m", "consan", "run", "--json", str(out), f"{script}.py")
+    sanitized = _run("-m", "consan", "run", "--json", str(out),
+                     *dump_command(checked_dump, f"{script}.py"))
     assert sanitized.returncode == 0, sanitized.stdout + sanitized.stderr
     assert sanitized.stdout == native.stdout
+    assert_same_dumps(native_dump, checked_dump, script)
     rep = json.loads(out.read_text())
     assert rep["ok"] and not rep["findings"], sanitized.stderr
     checked = _checked(rep)

@@ -1,11 +1,16 @@
-"""mbarriers on a real GPU: racy kernels and clean twins that differ by one line."""
+"""mbarriers on a real GPU: racy kernels and clean twins that differ by one line.
+
+Every clean kernel checked here also runs natively on the same inputs and must write the
+very same bits (`_check(..., clean=True)`); the racy, deadlocking and misusing kernels'
+outputs are not compared: they depend on timing, or on the operation consan skipped.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, arch_option, line_of, lines
+from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
 
 pytestmark = GPU
 
@@ -129,16 +134,27 @@ MISUSE_CASES = {
 }
 
 
-def _check(src: str, kernel: str, block: int):
+def _check(src: str, kernel: str, block: int, clean: bool = False):
+    """(report, output under consan, input). A clean kernel also runs natively and must
+    write the same bits; a racy one's output is timing-dependent, so it is not compared."""
     import cupy as cp
 
     import consan
 
-    x = cp.asarray(np.random.default_rng(3).random(64, dtype=np.float32))
-    out = cp.zeros(64, dtype=cp.float32)
-    rep = consan.check(src, kernel, grid=(2,), block=(block,), args=(x, out),
-                       options=(arch_option(),))
-    return rep, out.get(), x.get()
+    def make_args():
+        x = cp.asarray(np.random.default_rng(3).random(64, dtype=np.float32))
+        out = poisoned(64, cp.float32)  # most kernels write a part of it
+        return (x, out), [out]
+
+    if clean:
+        rep, (out,) = check_against_native(src, kernel, make_args, grid=(2,), block=(block,),
+                                           options=(arch_option(),))
+    else:
+        (x, out), _ = make_args()
+        rep = consan.check(src, kernel, grid=(2,), block=(block,), args=(x, out),
+                           options=(arch_option(),))
+        out = out.get()
+    return rep, out, np.random.default_rng(3).random(64, dtype=np.float32)
 
 
 def test_consumer_before_the_wait_races():
@@ -151,7 +167,7 @@ def test_consumer_before_the_wait_races():
 
 def test_consumer_after_the_wait_is_clean():
     src = PRODUCER_CONSUMER.replace("WAIT_HERE", "mb_wait(&bar, 0);")
-    rep, out, x = _check(src, "mb_pc", 64)
+    rep, out, x = _check(src, "mb_pc", 64, clean=True)
     assert rep.ok, str(rep)
     np.testing.assert_allclose(out[:32], (x[:32] * 2.0)[::-1])
 
@@ -167,7 +183,7 @@ def test_bulk_copy_visible_after_the_phase_wait(wait):
     if not _hopper():
         pytest.skip("cp.async.bulk needs sm_90")
     src = BULK.replace("WAIT_HERE", wait)
-    rep, out, x = _check(src, "mb_bulk", 64)
+    rep, out, x = _check(src, "mb_bulk", 64, clean=bool(wait))
     if wait:
         assert rep.ok, str(rep)
         np.testing.assert_array_equal(out[:32], x[:32])
@@ -190,8 +206,9 @@ def test_deadlock_is_reported_and_the_process_goes_on(case):
     assert {v.phase for v in rep.violations} == {0}, str(rep)
     # the context is still usable: a clean kernel checks fine afterwards
     clean = PRODUCER_CONSUMER.replace("WAIT_HERE", "mb_wait(&bar, 0);")
-    rep2, out, x = _check(clean, "mb_pc", 64)
+    rep2, out, x = _check(clean, "mb_pc", 64, clean=True)
     assert rep2.ok, str(rep2)
+    np.testing.assert_allclose(out[:32], (x[:32] * 2.0)[::-1])
 
 
 @pytest.mark.parametrize("kind", sorted(MISUSE_CASES))
@@ -204,8 +221,9 @@ def test_mbarrier_misuse(kind):
     assert all(line_of(src, "@bug") in lines(v.site) for v in rep.violations), str(rep)
     fixed = MISUSE.replace("PREP", "" if kind == "mbarrier.uninit" else prep).replace(
         "BUG", clean)
-    rep, _, _ = _check(fixed, "mb_misuse", 32)
+    rep, out, x = _check(fixed, "mb_misuse", 32, clean=True)
     assert rep.ok, str(rep)  # and the context survived the faulting op consan skipped
+    assert out[0] == x[0], out[:2]
 
 
 # `if (lane == 0) arrive`, then every lane asks which lanes run with it. Natively the warp
@@ -230,7 +248,7 @@ extern "C" __global__ void mb_together(const float* in, float* out) {
 
 
 def test_warp_stays_together_after_a_one_lane_arrive():
-    rep, out, _ = _check(TOGETHER, "mb_together", 64)
+    rep, out, _ = _check(TOGETHER, "mb_together", 64, clean=True)
     assert rep.ok, str(rep)
     assert out.tolist() == [4 * 32.0] * 64  # natively too: 32 lanes after each branch
 
@@ -258,11 +276,17 @@ extern "C" __global__ void mb_loop(const float* in, float* out) {
 
 
 def test_warp_stays_together_after_a_one_lane_loop():
-    rep, out, _ = _check(LOOP.replace("LANES", "1"), "mb_loop", 64)
+    rep, out, _ = _check(LOOP.replace("LANES", "1"), "mb_loop", 64, clean=True)
     assert rep.ok, str(rep)
     assert out.tolist() == [32.0] * 64  # natively too
 
 
 def test_a_loop_two_lanes_run_is_checked_as_it_was():
-    rep, _, _ = _check(LOOP.replace("LANES", "2"), "mb_loop", 64)
+    # Its output is __popc(__activemask()) after the loop: how converged the warp happens
+    # to be, which CUDA does not define (__activemask promises no convergence). consan
+    # copies loops one lane runs so that the warp stays together (the one-lane test
+    # above); a two-lane loop runs as it was, and on the H100 the warp then came out split
+    # (2 and 30 lanes) where natively it was whole. Exempt from the native comparison, as
+    # racy outputs are: the value is the scheduler's, not the program's.
+    rep, _, _ = _check(LOOP.replace("LANES", "2"), "mb_loop", 64, clean=False)
     assert rep.ok, str(rep)

@@ -8,6 +8,9 @@ twin that differs by the one wait it is missing.
   before the full wait (async.pending-write);
 - a stale parity on the second trip through one mbarrier, and a wait on the wrong
   mbarrier: both acquire nothing, so the read of the copy is async.pending-write.
+
+The clean kernels also run natively on the same inputs and must write the very same bits;
+the racy ones' outputs are not compared (a missing wait makes them timing-dependent).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, arch_option, line_of, lines
+from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
 from tests.test_gpu_mbarrier import MB
 
 pytestmark = GPU
@@ -155,17 +158,30 @@ def _fill(src: str, subs: dict[str, str]) -> str:
 
 
 def _ring(subs: dict[str, str], ntiles: int):
+    """(source, report, output under consan, reference). The clean ring (no `subs`) also
+    runs natively and must write the same bits; a racy one's output is not compared."""
     import cupy as cp
 
     import consan
 
     src = _fill(RING, {**CLEAN_RING, **subs})
-    x = cp.asarray(np.random.default_rng(5).integers(0, 8, 2 * ntiles * 256).astype(np.float32))
-    out = cp.zeros(128, dtype=cp.float32)
-    args = (x, out, np.int32(ntiles))
-    rep = consan.check(src, "ring", grid=(2,), block=(96,), args=args, options=(arch_option(),))
-    got = out.get()
-    want = x.get().reshape(2, ntiles, 4, 64).sum(axis=(1, 2))  # thread c sums column c of each tile
+
+    def x_host() -> np.ndarray:
+        return np.random.default_rng(5).integers(0, 8, 2 * ntiles * 256).astype(np.float32)
+
+    def make_args():
+        out = poisoned(128, cp.float32)
+        return (cp.asarray(x_host()), out, np.int32(ntiles)), [out]
+
+    grid, block, opts = (2,), (96,), (arch_option(),)
+    if subs:
+        (args, (out,)) = make_args()
+        rep = consan.check(src, "ring", grid=grid, block=block, args=args, options=opts)
+        got = out.get()
+    else:
+        rep, (got,) = check_against_native(src, "ring", make_args, grid=grid, block=block,
+                                           options=opts)
+    want = x_host().reshape(2, ntiles, 4, 64).sum(axis=(1, 2))  # thread c sums column c
     return src, rep, got, want.reshape(-1)
 
 
@@ -187,16 +203,29 @@ def test_ring_missing_wait(case):
     assert all(line_of(src, prev) in lines(v.prev_site) for v in rep.violations), str(rep)
 
 
-def _run(src: str, kernel: str):
+def _run(src: str, kernel: str, clean: bool):
+    """(report, output under consan, input). A clean kernel also runs natively and must
+    write the same bits; a racy one's output is timing-dependent, so it is not compared."""
     import cupy as cp
 
     import consan
 
-    x = cp.asarray(np.random.default_rng(9).integers(0, 8, 512).astype(np.float32))
-    out = cp.zeros(64, dtype=cp.float32)
-    rep = consan.check(src, kernel, grid=(2,), block=(96,), args=(x, out),
-                       options=(arch_option(),))
-    return rep, out.get(), x.get()
+    def x_host() -> np.ndarray:
+        return np.random.default_rng(9).integers(0, 8, 512).astype(np.float32)
+
+    def make_args():
+        out = poisoned(64, cp.float32)
+        return (cp.asarray(x_host()), out), [out]
+
+    if clean:
+        rep, (out,) = check_against_native(src, kernel, make_args, grid=(2,), block=(96,),
+                                           options=(arch_option(),))
+    else:
+        (args, (out,)) = make_args()
+        rep = consan.check(src, kernel, grid=(2,), block=(96,), args=args,
+                           options=(arch_option(),))
+        out = out.get()
+    return rep, out, x_host()
 
 
 @pytest.mark.parametrize("parity", ["0", "1"], ids=["stale", "right"])
@@ -205,7 +234,7 @@ def test_second_trip_needs_the_second_parity(parity):
     arrive = "if (t == 32) mb_arrive(&bar, 1);"
     src = _fill(TRIPS, {"SECOND_PARITY": parity, "ARRIVE_BEFORE": arrive if parity == "1" else "",
                         "ARRIVE_AFTER": "" if parity == "1" else arrive})
-    rep, out, x = _run(src, "two_trips")
+    rep, out, x = _run(src, "two_trips", clean=parity == "1")
     if parity == "1":
         assert rep.ok, str(rep)
         np.testing.assert_array_equal(out, x[:64] + x[256:320])
@@ -220,7 +249,7 @@ def test_second_trip_needs_the_second_parity(parity):
 def test_waiting_the_wrong_mbarrier_acquires_nothing(waited):
     _hopper_or_skip()
     src = WRONG_BARRIER.replace("WAITED", waited)
-    rep, out, x = _run(src, "wrong_barrier")
+    rep, out, x = _run(src, "wrong_barrier", clean=waited == "bar_a")
     if waited == "bar_a":
         assert rep.ok, str(rep)
         np.testing.assert_array_equal(out, x[:64])

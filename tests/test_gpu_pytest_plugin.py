@@ -7,21 +7,10 @@ fails when the race is gone.
 
 from __future__ import annotations
 
-import pytest
+from tests.gpu_util import GPU
 
 pytest_plugins = ["pytester"]
-
-
-def _gpu() -> bool:
-    try:
-        import consan
-
-        return bool(consan.gpu_available())
-    except Exception:
-        return False
-
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU")]
+pytestmark = GPU
 
 DEMO = r'''
 import cupy as cp
@@ -56,10 +45,18 @@ def test_racy_fixture(consan):
     launch(RACY, "racy_shift")
 
 
+NATIVE = {}
+
+
+def test_a_native_run_first():  # no consan here: CuPy's own build runs the kernel
+    NATIVE["clean"] = launch(CLEAN, "clean_shift").get()
+
+
 def test_clean_fixture(consan):
-    out = launch(CLEAN, "clean_shift")
-    assert int(out[0]) == 32
+    out = launch(CLEAN, "clean_shift").get()
     assert consan.report.launches_checked >= 1
+    assert out.tobytes() == NATIVE["clean"].tobytes()  # the very bits of the native run
+    assert list(out[:4]) == [32, 33, 34, 35]
 
 
 @pytest.mark.consan
@@ -86,11 +83,12 @@ def test_expect_race_gone(consan):
 def test_plugin_fails_racy_tests_with_the_report(pytester):
     pytester.makepyfile(test_consan_demo=DEMO)
     result = pytester.runpytest("-p", "consan.pytest_plugin", "-p", "no:cacheprovider", "-rf")
-    result.assert_outcomes(passed=3, failed=3)
+    result.assert_outcomes(passed=4, failed=3)
     out = result.stdout.str()
     for name in ("test_racy_fixture", "test_racy_marker", "test_expect_race_gone"):
         assert f"FAILED test_consan_demo.py::{name}" in out, out
-    for name in ("test_clean_fixture", "test_expect_kept_race", "test_expect_on_its_own"):
+    for name in ("test_a_native_run_first", "test_clean_fixture", "test_expect_kept_race",
+                 "test_expect_on_its_own"):
         assert f"FAILED test_consan_demo.py::{name}" not in out, out
     # The failure message is the rendered report: kind, the racing source line, the fix.
     result.stdout.fnmatch_lines(["*consan found 1 finding(s)*", "*race.raw*", "*fix:*"])

@@ -8,6 +8,9 @@ of 2 CTAs).
 - CTA 0 st.async's into CTA 1's buffer on CTA 1's mbarrier (distributed shared memory):
   not modelled, so every such store is a tool.remote-smem note and nothing else, and the
   words arrive.
+
+The clean kernels also run natively on the same inputs and must write the very same bits;
+the racy one's output is not compared (a read before the wait is timing-dependent).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 import pytest
 
 from tests import gpu_kernels as gk
-from tests.gpu_util import GPU, arch_option, line_of, lines
+from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
 
 pytestmark = GPU
 
@@ -105,16 +108,28 @@ def _sm90():
 
 
 def _local(racy: bool):
+    """(source, report, output under consan, input). The clean kernel also runs natively
+    and must write the same bits; the racy one's output is not compared."""
     import cupy as cp
 
     import consan
 
     src = LOCAL.replace("BEFORE", "" if racy else WAIT).replace("AFTER", WAIT if racy else "")
-    x = cp.arange(128, dtype=cp.uint32) * 3 + 1
-    out = cp.zeros(128, dtype=cp.uint32)
-    rep = consan.check(src, "local_st", grid=(4,), block=(64,), args=(x, out),
-                       options=(arch_option(),))
-    return src, rep, out.get(), x.get()
+
+    def make_args():
+        x = cp.arange(128, dtype=cp.uint32) * 3 + 1
+        out = poisoned(128, cp.uint32)
+        return (x, out), [out]
+
+    if not racy:
+        rep, (out,) = check_against_native(src, "local_st", make_args, grid=(4,), block=(64,),
+                                           options=(arch_option(),))
+    else:
+        args, (out,) = make_args()
+        rep = consan.check(src, "local_st", grid=(4,), block=(64,), args=args,
+                           options=(arch_option(),))
+        out = out.get()
+    return src, rep, out, np.arange(128, dtype=np.uint32) * 3 + 1
 
 
 def test_st_async_read_after_the_wait_is_clean_and_arrives():
@@ -134,13 +149,14 @@ def test_st_async_read_before_the_wait_is_pending_write():
 def test_st_async_into_another_cta_is_a_remote_note_only():
     import cupy as cp
 
-    import consan
+    def make_args():
+        x = cp.arange(32, dtype=cp.uint32) + 7
+        out = poisoned(32, cp.uint32)
+        return (x, out), [out]
 
-    x = cp.arange(32, dtype=cp.uint32) + 7
-    out = cp.zeros(32, dtype=cp.uint32)
-    rep = consan.check(REMOTE, "remote_st", grid=(2,), block=(32,), args=(x, out),
-                       options=(arch_option(),))
+    rep, (out,) = check_against_native(REMOTE, "remote_st", make_args, grid=(2,), block=(32,),
+                                       options=(arch_option(),))
     assert rep.ok, str(rep)
     assert {f.kind for f in rep.notes} == {"tool.remote-smem"}, str(rep)
     assert all(line_of(REMOTE, "@st") in lines(v.site) for v in rep.tool_notes), str(rep)
-    np.testing.assert_array_equal(out.get(), x.get())
+    np.testing.assert_array_equal(out, np.arange(32, dtype=np.uint32) + 7)

@@ -12,6 +12,10 @@ the inputs are small integers so the f32 result is exact.
 - seed 004: no `wgmma.wait_group 0` in the loop, so the next k-step's stores
   overwrite operands the wgmmas may still read -> async.pending-read at the stores;
 - no `fence.proxy.async` after the generic stores -> proxy.missing-fence at the wgmma.
+
+The clean kernels also run natively on the same inputs and must write the very same bits;
+the racy twins' outputs are not compared (operands overwritten while a wgmma may read them,
+or read through the wrong proxy, give timing-dependent results).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, arch_option, line_of, lines
+from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
 from tests.tma_wgmma_gemm import WGMMA_TILE
 
 pytestmark = GPU
@@ -113,20 +117,27 @@ def inputs():
     return a, b
 
 
-def _run(src: str, native: bool):
+def _args():
     import cupy as cp
 
     a, b = inputs()
-    args = (cp.asarray(a), cp.asarray(b), cp.full((CTAS * 64, 64), np.nan, dtype=cp.float32))
-    if native:
-        cp.RawKernel(src, "wgmma_gemm", options=(arch_option(),))((CTAS,), (128,), args)
-        cp.cuda.Device().synchronize()
-        return None, args[2].get()
+    d = poisoned((CTAS * 64, 64), cp.float32)
+    return (cp.asarray(a), cp.asarray(b), d), [d]
+
+
+def _run(src: str, clean: bool):
+    """(report, D under consan). A clean kernel also runs natively and must write the same
+    bits; a racy one's output is timing-dependent, so it is not compared."""
+    if clean:
+        rep, (d,) = check_against_native(src, "wgmma_gemm", _args, grid=(CTAS,), block=(128,),
+                                         options=(arch_option(),))
+        return rep, d
     import consan
 
+    args, (d,) = _args()
     rep = consan.check(src, "wgmma_gemm", grid=(CTAS,), block=(128,), args=args,
                        options=(arch_option(),))
-    return rep, args[2].get()
+    return rep, d.get()
 
 
 @pytest.fixture(autouse=True)
@@ -140,14 +151,11 @@ def _hopper():
 @pytest.mark.parametrize("swizzle", LAYOUTS, ids=LAYOUT_IDS)
 def test_clean_wgmma_gemm_is_clean_and_exact(swizzle):
     src = source(swizzle)
-    rep, got = _run(src, native=False)
+    rep, got = _run(src, clean=True)  # the native bits
     assert rep.ok, str(rep)
     assert not rep.unmodeled, rep.unmodeled
-    _, native = _run(src, native=True)
     a, b = inputs()
-    want = a.astype(np.float32) @ b.astype(np.float32).T
-    np.testing.assert_array_equal(native, want)
-    np.testing.assert_array_equal(got, native)
+    np.testing.assert_array_equal(got, a.astype(np.float32) @ b.astype(np.float32).T)
 
 
 def check_pending_read(rep, src: str) -> None:
@@ -178,14 +186,14 @@ def check_missing_fence(rep, src: str) -> None:
 @pytest.mark.parametrize("swizzle", LAYOUTS, ids=LAYOUT_IDS)
 def test_refill_before_wait_group_is_a_pending_read(swizzle):
     src = source(swizzle, wait=False)
-    rep, _ = _run(src, native=False)
+    rep, _ = _run(src, clean=False)
     check_pending_read(rep, src)
 
 
 @pytest.mark.parametrize("swizzle", LAYOUTS, ids=LAYOUT_IDS)
 def test_no_proxy_fence_is_a_missing_fence_at_the_wgmma(swizzle):
     src = source(swizzle, fence=False)
-    rep, _ = _run(src, native=False)
+    rep, _ = _run(src, clean=False)
     check_missing_fence(rep, src)
 
 
@@ -194,19 +202,27 @@ def test_no_proxy_fence_is_a_missing_fence_at_the_wgmma(swizzle):
 TMA_M, TMA_K = 2 * 64, 4 * 64  # two CTAs, four K steps: each stage is refilled once
 
 
-def _tma_gemm(racy: bool, native: bool = False):
+def _tma_gemm(racy: bool):
+    """(source, report, D under consan, reference). The clean kernel also runs natively and
+    must write the same bits; the racy one's output is not compared (timing-dependent)."""
     import cupy as cp
 
     from tests import tma_wgmma_gemm as g
 
     src = g.source(racy)
-    a, b, d, want = g.inputs(cp, TMA_M, TMA_K)
-    args = g.args(a, b, d, TMA_K)
-    if native:
-        cp.RawKernel(src, g.KERNEL, options=(arch_option(),))(g.grid(TMA_M), g.BLOCK, args)
-        return src, None, d.get(), want
+
+    def make_args():
+        a, b, d, _ = g.inputs(cp, TMA_M, TMA_K)  # (D NaN-filled)
+        return g.args(a, b, d, TMA_K), [d], (a, b)  # (a, b: the maps hold no reference)
+
+    want = g.inputs(np, TMA_M, TMA_K)[3]
+    if not racy:
+        rep, (d,) = check_against_native(src, g.KERNEL, make_args, grid=g.grid(TMA_M),
+                                         block=g.BLOCK, options=(arch_option(),))
+        return src, rep, d, want
     import consan
 
+    args, (d,), _ab = make_args()
     rep = consan.check(src, g.KERNEL, grid=g.grid(TMA_M), block=g.BLOCK, args=args,
                        options=(arch_option(),))
     return src, rep, d.get(), want
@@ -219,13 +235,11 @@ TABLES = ("shared", "device")
 @pytest.mark.parametrize("tables", TABLES)
 def test_tma_wgmma_gemm_is_clean_and_exact(tables, monkeypatch):
     monkeypatch.setenv("CONSAN_VC_SMEM", "1" if tables == "shared" else "0")
-    _, rep, got, want = _tma_gemm(racy=False)
+    _, rep, got, want = _tma_gemm(racy=False)  # the native bits
     assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
     assert rep.launch["tables"] == tables
     assert rep.header["walked"] == 0  # device tables: every wgmma read retired by summary
     np.testing.assert_array_equal(got, want)
-    _, _, nat, _ = _tma_gemm(racy=False, native=True)
-    np.testing.assert_array_equal(nat, want)
 
 
 @pytest.mark.parametrize("tables", TABLES)
