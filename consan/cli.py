@@ -72,10 +72,15 @@ def output_problem(path: str, option: str) -> str | None:
         return f"{option} {path}: the folder {parent} does not exist"
     if not parent.is_dir():
         return f"{option} {path}: {parent} is not a folder"
-    if p.exists() and not os.access(p, os.W_OK):
-        return f"{option} {path}: the file is not writable"
-    if not p.exists() and not os.access(parent, os.W_OK):
-        return f"{option} {path}: the folder {parent} is not writable"
+    existed = p.exists()
+    try:  # (os.access says yes to root everywhere, /proc included: opening is the test)
+        with open(p, "a"):
+            pass
+    except OSError as e:
+        what = "the file" if existed else f"the folder {parent}"
+        return f"{option} {path}: {what} is not writable ({e.strerror or e})"
+    if not existed:
+        p.unlink(missing_ok=True)
     return None
 
 

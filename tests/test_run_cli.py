@@ -188,11 +188,13 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     ("--sarif", "no/r.sarif", "the folder {tmp}/no does not exist"),
     ("--json", "", "--json {tmp}/ is a folder"),
     ("--sarif", "", "is a folder: give a file name"),
+    # a folder that exists but takes no new file, whoever runs (root included)
+    ("--json", "/proc/r.json", "--json /proc/r.json: the folder /proc is not writable"),
 ])
 def test_unwritable_reports_are_found_before_the_program_runs(tmp_path, capsys, option, target,
                                                               words):
     s = script(tmp_path, "print('ran')\n")
-    path = f"{tmp_path}/{target}"
+    path = target if target.startswith("/") else f"{tmp_path}/{target}"
     assert run(option, path, s) == 2
     out, err = capsys.readouterr()
     assert out == "" and "Traceback" not in err
@@ -279,3 +281,14 @@ s.report.kernel("k").unmodeled.extend([{UNMODELED!r}, {UNMODELED.replace(':6', '
             in lines)
     assert "  " + UNMODELED in lines
     assert "  " + UNMODELED.replace(":6", ":7") in lines
+
+
+def test_a_writable_report_path_is_left_as_it_was(tmp_path):
+    """The check opens the file to know: a file it created for that is removed again, and
+    an existing one keeps its bytes."""
+    from consan.cli import output_problem
+
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    old.write_text("kept")
+    assert output_problem(str(new), "--json") is None and not new.exists()
+    assert output_problem(str(old), "--json") is None and old.read_text() == "kept"
