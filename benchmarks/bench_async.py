@@ -9,7 +9,10 @@ by a child process natively and under `compute-sanitizer --tool racecheck`
 (the child times its launches with CUDA events too, so process start-up and
 the sanitizer's attach time are not counted; the wall time of both child
 processes is printed beside). Every consan launch must report clean and give
-the native output (a WARNING line otherwise).
+the native output bit for bit: a row that fails either gets no ratio and the
+script exits 1 (benchmarks/verdict.py). "+read-back" is the wall time a user
+pays per checked launch: the launch, its synchronisation and the read-back of
+its log, as `consan run` does after each launch.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from benchmarks import verdict  # noqa: E402
 from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
 
 
@@ -131,7 +135,7 @@ def _child_run(cmd: list[str], timeout: float) -> tuple[float | None, float, str
     return None, wall, f"exit {res.returncode}: {' | '.join(tail)}"
 
 
-def bench(name: str, size: int, args, warnings: list[str]) -> dict:
+def bench(name: str, size: int, args) -> dict:
     import cupy as cp
 
     import consan
@@ -154,16 +158,18 @@ def bench(name: str, size: int, args, warnings: list[str]) -> dict:
         o.fill(0)
     p.launch(ln.args)
     reports.append(p.report())
-    if not all((o.get() == n).all() for o, n in zip(ln.outputs, native_out, strict=True)):
-        warnings.append(f"WARNING: {name}: output under consan differs from native")
+    same = verdict.same_bits(native_out, [o.get() for o in ln.outputs])
+    walls: list[float] = []
     consan_ms = _time(cp, lambda: p.launch(ln.args), lambda: reports.append(p.report()), 1,
-                      args.consan_repeats)
+                      args.consan_repeats, walls)
     if not all(r.ok for r in reports):
-        warnings.append(f"WARNING: {name}: consan reported findings on a clean kernel")
         print(next(r for r in reports if not r.ok), file=sys.stderr)
     nat, con = statistics.median(native_ms), statistics.median(consan_ms)
+    user = statistics.median(walls)
     row = {"kernel": name, "size": label.format(size), "native_ms": nat, "consan_ms": con,
-           "consan_x": con / nat, "shadow_per_cta_kib": p.shadow_bytes_per_cta / 1024}
+           "consan_x": con / nat, "consan_user_ms": user, "consan_user_x": user / nat,
+           "shadow_per_cta_kib": p.shadow_bytes_per_cta / 1024}
+    verdict.judge(row, reports, same)
     cs = _sanitizer()
     me = [sys.executable, os.path.abspath(__file__), "--child", name, "--child-size", str(size)]
     if args.no_racecheck or cs is None:
@@ -201,33 +207,38 @@ def main(argv=None) -> int:
     import cupy as cp
 
     names = [n for n in CASES if not args.only or n in args.only.split(",")]
-    rows, warnings = [], []
+    rows = []
     for name in names:
         print(f"[{name}]", file=sys.stderr, flush=True)
-        rows.append(bench(name, CASES[name][1], args, warnings))
-    hdr = ("kernel", "size", "native ms", "consan ms", "consan x", "racecheck ms",
-           "racecheck x", "racecheck wall s (native wall s)")
+        rows.append(bench(name, CASES[name][1], args))
+    hdr = ("kernel", "size", "native ms", "consan ms", "consan x", "+read-back ms",
+           "+read-back x", "racecheck ms", "racecheck x", "racecheck wall s (native wall s)")
     print(" | ".join(hdr))
     for r in rows:
         rc = (f"{r['racecheck_ms']:.3f}", f"{r['racecheck_x']:.1f}",
               f"{r['racecheck_wall_s']:.1f} ({r['child_native_wall_s']:.1f})") \
             if "racecheck_x" in r else (r.get("racecheck", "-"), "-", "-")
         print(" | ".join((r["kernel"], r["size"], f"{r['native_ms']:.3f}",
-                          f"{r['consan_ms']:.3f}", f"{r['consan_x']:.1f}", *rc)))
-    xs = [r["consan_x"] for r in rows]
-    print(f"\nmedian consan slowdown {statistics.median(xs):.1f}x; consan faster than racecheck "
-          f"on {sum(1 for r in rows if r.get('racecheck_x', 0) > r['consan_x'])} of {len(rows)}")
+                          f"{r['consan_ms']:.3f}", verdict.cell(r, "consan_x"),
+                          f"{r['consan_user_ms']:.3f}", verdict.cell(r, "consan_user_x"), *rc)))
+    good = [r for r in rows if "consan_x" in r]
+    if good:
+        xs = [r["consan_x"] for r in good]
+        faster = sum(1 for r in good if r.get("racecheck_x", 0) > r["consan_x"])
+        print(f"\nmedian consan slowdown {statistics.median(xs):.1f}x over the {len(good)} rows "
+              f"with a ratio; consan faster than racecheck on {faster} of {len(good)}")
     gpu = cp.cuda.runtime.getDeviceProperties(0)["name"]
     gpu = gpu.decode() if isinstance(gpu, bytes) else str(gpu)
     print(f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
     print(f"gpu: {gpu}")
     print("command: " + " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]))
-    for w in warnings:
-        print(w)
+    failed = verdict.errors(rows)
+    for line in failed:
+        print(line)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "warnings": warnings, "gpu": gpu}, f, indent=1)
-    return 0
+            json.dump({"rows": rows, "errors": failed, "gpu": gpu}, f, indent=1)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -11,9 +11,12 @@ busy for about a millisecond or more natively; --quick uses small ones.
 Timing: CUDA events around each launch on the current stream, warm-up
 launches first, median of the repeats. Native: cupy.RawKernel. Instrumented:
 consan.prepare(...).launch(args); the report is read back after each timed
-launch, outside the timed window. Before timing, one native and one
-instrumented launch on fresh outputs are compared (WARNING on mismatch), and
-every instrumented launch must report clean (WARNING otherwise).
+launch, outside the timed window; a second column ("+read-back") is the wall
+time a user pays per checked launch: the launch, its synchronisation and the
+read-back of its log (what `consan run` does after each launch). Before timing,
+one native and one instrumented launch on fresh outputs are compared bit for
+bit, and every instrumented launch must report clean: a row that fails either
+gets no ratio and the script exits 1 (benchmarks/verdict.py).
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ import statistics
 import sys
 import time
 
-import numpy as np
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run from source: PYTHONPATH=. is then optional
+
+
+from benchmarks import verdict  # noqa: E402
 
 
 def _load_kernels():
@@ -75,8 +79,11 @@ def _arch_options(cp) -> tuple[str, ...]:
     return (f"-arch=sm_{cc}a" if cc == "90" else f"-arch=sm_{cc}",)
 
 
-def _time(cp, launch, after, warmup: int, repeats: int) -> list[float]:
-    """Milliseconds of `launch()` between CUDA events; `after()` runs untimed after each."""
+def _time(cp, launch, after, warmup: int, repeats: int, walls: list[float] | None = None
+          ) -> list[float]:
+    """Milliseconds of `launch()` between CUDA events; `after()` runs untimed after each.
+    `walls`, when given, gets each repeat's wall milliseconds from the launch to the end
+    of `after()` (the read-back of a checked launch's log)."""
     start, end = cp.cuda.Event(), cp.cuda.Event()
     for _ in range(warmup):
         launch()
@@ -84,27 +91,19 @@ def _time(cp, launch, after, warmup: int, repeats: int) -> list[float]:
         after()
     times = []
     for _ in range(repeats):
+        t0 = time.perf_counter()
         start.record()
         launch()
         end.record()
         end.synchronize()
         times.append(cp.cuda.get_elapsed_time(start, end))
         after()
+        if walls is not None:
+            walls.append((time.perf_counter() - t0) * 1e3)
     return times
 
 
-def _same(a: np.ndarray, b: np.ndarray, exact: bool) -> bool:
-    if exact:
-        return np.array_equal(a, b)
-    return np.allclose(a, b, rtol=1e-5, atol=1e-5)
-
-
-def _summ(rep) -> str:
-    kinds = sorted({v.kind for v in rep.violations})
-    return f"{len(rep.violations)} violation record(s), kinds {kinds}" if kinds else "not ok"
-
-
-def bench_one(name, size, cp, consan, opts, args, warnings):
+def bench_one(name, size, cp, consan, opts, args):
     setup = K.clean_setup(name, size, cp, seed=1234)
     print(f"[{name}] {setup.size_label}: grid {setup.grid} block {setup.block}",
           file=sys.stderr, flush=True)
@@ -126,8 +125,7 @@ def bench_one(name, size, cp, consan, opts, args, warnings):
     cp.cuda.get_current_stream().synchronize()
     t_first = time.perf_counter() - t0
     reports = [p.report()]
-    if not all(_same(c.get(), n, setup.exact) for c, n in zip(con_outs, native_out, strict=True)):
-        warnings.append(f"WARNING: {name}: output under consan differs from native")
+    same = verdict.same_bits(native_out, [c.get() for c in con_outs])
 
     # Timing.
     native_ms = _time(cp, lambda: kern(setup.grid, setup.block, nat_args,
@@ -136,13 +134,11 @@ def bench_one(name, size, cp, consan, opts, args, warnings):
     c_warm, c_rep = args.consan_warmup, args.consan_repeats
     if t_first > SLOW_CONSAN_S:
         c_warm, c_rep = 0, 1
+    walls: list[float] = []
     consan_ms = _time(cp, lambda: p.launch(con_args), lambda: reports.append(p.report()),
-                      c_warm, c_rep)
-
+                      c_warm, c_rep, walls)
     bad = [r for r in reports if not r.ok]
     if bad:
-        warnings.append(f"WARNING: {name}: consan report not clean in {len(bad)} of "
-                        f"{len(reports)} launches: {_summ(bad[0])}")
         print(bad[0], file=sys.stderr)
 
     nat, con = statistics.median(native_ms), statistics.median(consan_ms)
@@ -153,15 +149,17 @@ def bench_one(name, size, cp, consan, opts, args, warnings):
         "block": list(setup.block),
         "native_ms": nat,
         "consan_ms": con,
+        "consan_user_ms": statistics.median(walls),
         "slowdown": con / nat if nat > 0 else float("inf"),
+        "consan_user_x": statistics.median(walls) / nat if nat > 0 else float("inf"),
         "shadow_per_cta_kib": p.shadow_bytes_per_cta / 1024,
         "shadow_total_mib": p.shadow_bytes / 2**20,
         "native_ms_all": native_ms,
         "consan_ms_all": consan_ms,
         "prepare_s": t_prepare,
         "first_consan_launch_s": t_first,
-        "clean": not bad,
     }
+    verdict.judge(row, reports, same)
     return row
 
 
@@ -195,41 +193,44 @@ def main(argv=None) -> int:
     command = " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
     date = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
-    rows, warnings = [], []
+    rows = []
     for name in names:
-        rows.append(bench_one(name, sizes[name], cp, consan, opts, args, warnings))
+        rows.append(bench_one(name, sizes[name], cp, consan, opts, args))
         gc.collect()  # drop this kernel's arrays and shadow tables before the next one
         cp.get_default_memory_pool().free_all_blocks()
 
-    head = ("kernel", "size", "native ms", "consan ms", "slowdown x", "shadow/CTA KiB",
-            "total shadow MiB")
+    head = ("kernel", "size", "native ms", "consan ms", "slowdown x", "+read-back ms",
+            "+read-back x", "shadow/CTA KiB", "total shadow MiB")
     table = [(r["kernel"], r["size"], f"{r['native_ms']:.3f}", f"{r['consan_ms']:.3f}",
-              f"{r['slowdown']:.1f}", f"{r['shadow_per_cta_kib']:.1f}",
+              verdict.cell(r, "slowdown"), f"{r['consan_user_ms']:.3f}",
+              verdict.cell(r, "consan_user_x"), f"{r['shadow_per_cta_kib']:.1f}",
               f"{r['shadow_total_mib']:.1f}") for r in rows]
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
     print(" | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
     print("-+-".join("-" * w for w in widths))
     for t in table:
         print(" | ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)))
-    slow = [r["slowdown"] for r in rows]
-    worst = max(rows, key=lambda r: r["slowdown"]) if rows else None
+    good = [r for r in rows if "slowdown" in r]
+    slow = [r["slowdown"] for r in good]
+    worst = max(good, key=lambda r: r["slowdown"]) if good else None
     summary = {}
-    if rows:
+    if good:
         summary = {"median_slowdown": statistics.median(slow), "max_slowdown": max(slow),
                    "max_slowdown_kernel": worst["kernel"]}
         print(f"\nmedian slowdown {summary['median_slowdown']:.1f}x, max slowdown "
               f"{summary['max_slowdown']:.1f}x ({worst['kernel']})")
     print(f"date: {date}\ngpu: {gpu}\ncommand: {command}")
-    for w in warnings:
-        print(w)
+    failed = verdict.errors(rows)
+    for line in failed:
+        print(line)
 
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"date": date, "gpu": gpu, "command": command, "options": list(opts),
-                       "quick": args.quick, "rows": rows, **summary, "warnings": warnings},
+                       "quick": args.quick, "rows": rows, **summary, "errors": failed},
                       fh, indent=2)
         print(f"wrote {args.json}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
