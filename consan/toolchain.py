@@ -136,12 +136,20 @@ def _has_any(d: str, marks: tuple[str, ...]) -> bool:
     return any(os.path.isfile(os.path.join(d, m)) for m in marks)
 
 
+def _target_names() -> tuple[str, ...]:
+    """The toolkit's `targets/` folder names for this machine: an Arm server's toolkit
+    (GH200) installs to sbsa-linux, a Jetson's to aarch64-linux."""
+    m = platform.machine()
+    return ("sbsa-linux", "aarch64-linux") if m == "aarch64" else (f"{m}-linux",)
+
+
 def _root_dirs(root: str) -> list[str]:
     """The include folders of a toolkit installed at `root` (CUDA 13 keeps libcu++ apart)."""
     dirs = [os.path.join(root, "include"), os.path.join(root, "include", "cccl")]
-    target = os.path.join(root, "targets", f"{platform.machine()}-linux", "include")
     if not os.path.isfile(os.path.join(dirs[0], "cuda_runtime.h")):
-        dirs += [target, os.path.join(target, "cccl")]
+        for t in _target_names():
+            target = os.path.join(root, "targets", t, "include")
+            dirs += [target, os.path.join(target, "cccl")]
     return dirs
 
 
@@ -184,9 +192,7 @@ def _toolkit_candidates(env: dict[str, str], paths: tuple[str, ...],
             if any(os.path.isdir(d) for d in dirs):
                 out.append((f"pip wheel {origin.format(major=major)} in {site}", dirs))
     if env.get("CONDA_PREFIX"):
-        prefix = env["CONDA_PREFIX"]
-        target = os.path.join(prefix, "targets", f"{platform.machine()}-linux")
-        out.append(("$CONDA_PREFIX", _root_dirs(target) + [os.path.join(prefix, "include")]))
+        out.append(("$CONDA_PREFIX", _root_dirs(env["CONDA_PREFIX"])))
     for d in env.get("PATH", "").split(os.pathsep):
         nvcc = os.path.join(d, "nvcc")
         if d and os.path.isfile(nvcc):

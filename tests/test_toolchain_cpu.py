@@ -132,6 +132,24 @@ def test_cuda_path_is_honoured(tmp_path, monkeypatch):
     assert "42" in ptx
 
 
+@pytest.mark.parametrize("machine, target", [("aarch64", "sbsa-linux"),
+                                             ("aarch64", "aarch64-linux"),
+                                             ("x86_64", "x86_64-linux")])
+def test_a_toolkit_with_its_headers_under_targets_is_found(tmp_path, monkeypatch, machine,
+                                                           target):
+    """A conda or Arm-server toolkit keeps its headers in targets/<arch>-linux/include (an
+    Arm server's is sbsa-linux); the prefix itself is searched, not a folder below it."""
+    inc = tmp_path / "targets" / target / "include"
+    inc.mkdir(parents=True)
+    (inc / "cuda_runtime.h").write_text("#pragma once\n")
+    monkeypatch.setattr(toolchain.platform, "machine", lambda: machine)
+    for var in ("CUDA_PATH", "CONDA_PREFIX"):
+        cands = dict(toolchain._toolkit_candidates({var: str(tmp_path)}, (), (13, 0)))
+        assert str(inc) in cands[f"${var}"]
+        assert not any("targets" in d.split("targets", 1)[1] for d in cands[f"${var}"]
+                       if "targets" in d)  # no targets/.../targets/...
+
+
 def test_user_include_dirs_come_first(tmp_path):
     """A user's -I folder wins over the toolkit's headers of the same name."""
     (tmp_path / "cuda_fp16.h").write_text("#define USERS_OWN_FP16 1\n")
