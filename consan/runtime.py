@@ -128,7 +128,8 @@ def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = Fals
     """Link with the checker, through the on-disk cache."""
     link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
     key = hashlib.sha256(
-        "\0".join([__version__, arch.sm, toolchain.nvjitlink_version(), *link_opts,
+        "\0".join([__version__, arch.sm, toolchain.nvjitlink_version(),
+                   repr(toolchain.nvrtc_version()), *link_opts,
                    *toolchain.checker_defines(), ins.ptx,
                    f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
                    toolchain.CHECKER_SOURCE.read_text(),
@@ -483,15 +484,18 @@ class Prepared:
                   "shadow_bytes": self.shadow_bytes,
                   "tables": "shared" if self.psh_bytes or self.vsh_bytes else "device"}
         error = None
-        try:
+        try:  # (only CUDA's errors mean the kernel faulted; a bug of ours propagates)
             if sync:
                 cupy.cuda.get_current_stream().synchronize()
-            header = self.header.get().view(abi.log_header_dtype())[0]
-            header["capacity"] = LOG_CAPACITY  # the device takes it from the state block
-            keys = self.keys.get().view(abi.key_dtype())
-            self._since_base(header)
-        except Exception as exc:  # noqa: BLE001 - the user's kernel crashed
+            header_bytes, key_bytes = self.header.get(), self.keys.get()
+        except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
             error = f"{type(exc).__name__}: {exc}"
+        if error is None:
+            header = header_bytes.view(abi.log_header_dtype())[0]
+            header["capacity"] = LOG_CAPACITY  # the device takes it from the state block
+            keys = key_bytes.view(abi.key_dtype())
+            self._since_base(header)
+        else:
             valid = self.records[self.records["kind"] != 0]
             header = np.zeros(1, dtype=abi.log_header_dtype())[0]
             header["capacity"], header["stored"] = LOG_CAPACITY, len(valid)

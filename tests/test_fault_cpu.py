@@ -447,3 +447,48 @@ def test_pytest_plugin_fails_a_test_whose_kernel_faulted(pytester, monkeypatch):
     race = flat(by_test["race_then_fault"])
     assert "race.raw" in race and "recorded before the fault" in race
     assert "consan found 1 finding(s)" in race
+
+
+
+@pytest.fixture
+def read_back(monkeypatch):
+    """`read_back(error)`: the report of a Prepared whose read-back meets `error` when it
+    synchronises the stream (no GPU needed)."""
+    from types import SimpleNamespace
+
+    import cupy
+
+    from consan import runtime
+
+    def run(error: BaseException):
+        p = object.__new__(runtime.Prepared)
+        p.__dict__.update(
+            grid=(1, 1, 1), block=(64, 1, 1), shared_mem=0, kernel="bad_store", nslots=1,
+            psh_bytes=0, vsh_bytes=0, _stored_prev=0,
+            records=np.zeros(4, dtype=abi.record_dtype()),
+            build=SimpleNamespace(arch=SimpleNamespace(sm="sm_90a"), instrumented=SimpleNamespace(
+                sites=SiteTable(), unmodeled=[])))
+
+        class Stream:
+            def synchronize(self):
+                raise error
+
+        monkeypatch.setattr(cupy.cuda, "get_current_stream", Stream)
+        monkeypatch.setattr(runtime.Prepared, "shadow_bytes", property(lambda self: 0))
+        return p.report()
+
+    return run
+
+
+def test_a_cuda_error_at_read_back_is_a_fault(read_back):
+    import cupy
+
+    rep = read_back(cupy.cuda.runtime.CUDARuntimeError(716))  # cudaErrorMisalignedAddress
+    assert rep.faulted and not rep.ok
+    assert rep.error.startswith("CUDARuntimeError: cudaErrorMisalignedAddress")
+
+
+def test_a_bug_of_consans_at_read_back_is_no_fault_of_the_kernel(read_back):
+    """Anything but CUDA's own errors is consan's, and must not be told as the kernel's."""
+    with pytest.raises(ValueError, match="a bug of ours"):
+        read_back(ValueError("a bug of ours"))
