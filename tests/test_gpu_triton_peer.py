@@ -1,7 +1,10 @@
 """Triton's own ConSan test cases, ported to Gluon (tests/kernels/triton_peer.py), under
 consan on a real GPU: each racy twin gives the consan kind at its marked line (or one of
 the equally valid findings the case lists), nothing else; each clean twin gives nothing
-and computes the native bits. Cluster cases belong to the cluster work and are skipped."""
+and computes the native bits. Cases triton 3.6.0's Gluon cannot write (multicast, DSMEM,
+cluster barriers: 2- and 4-CTA clusters) are listed in docs/peer-consan.md, not run here; a
+case whose verdict consan's model cannot give yet (`gap`) is a strict xfail, so the day it
+passes the suite says so."""
 
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ pytestmark = [*GPU, pytest.mark.skipif(not HAVE, reason="needs triton")]
 if HAVE:
     from tests.kernels import triton_peer as peer
 
-    CASES = peer.PEER_CASES
+    CASES = [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=c.gap)]
+                          if c.gap else []) for c in peer.PEER_CASES
+             if c.num_ctas == 1 and not c.missing]
 else:  # pragma: no cover - the module is skipped
     CASES = []
 
@@ -49,16 +54,9 @@ def _found(s) -> set[tuple[str, int | None]]:
     return out
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", CASES)
 def test_peer_case(case):
     import torch
-
-    if case.num_ctas > 1:
-        pytest.skip(f"a {case.num_ctas}-CTA cluster case (clusters are not modelled yet)")
-    if case.missing:
-        pytest.skip(f"not written: {case.missing}")
-    if case.gap:
-        pytest.xfail(case.gap)
     if case.kind is None:  # a clean twin: nothing found, and the native bits
         native = [t.clone() for t in _tuple(case.run())]
         torch.cuda.synchronize()
