@@ -426,7 +426,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("run", add_help=False,
                    help="run a Python program and sanitize every kernel it launches through "
-                        "CuPy (consan run -h for options)")
+                        "CuPy or Triton (consan run -h for options)")
     return p
 
 

@@ -1,4 +1,4 @@
-"""pytest plugin: a test fails when a kernel it launches through CuPy races.
+"""pytest plugin: a test fails when a kernel it launches through CuPy or Triton races.
 
 Inert unless asked: the `consan` fixture, the `@pytest.mark.consan` marker,
 or `pytest --consan` for every test. The hook is put in place at collection
@@ -31,17 +31,17 @@ _REPORTED_ATTR = "_consan_reported"
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("consan", "consan race sanitizer")
     group.addoption("--consan", action="store_true", default=False,
-                    help="sanitize every kernel each test launches through CuPy; a test whose "
-                         "kernels race fails (needs a CUDA GPU: without one, tests run "
-                         "unchecked)")
+                    help="sanitize every kernel each test launches through CuPy or Triton; a "
+                         "test whose kernels race fails (needs a CUDA GPU: without one, tests "
+                         "run unchecked)")
     group.addoption("--consan-suppressions", metavar="FILE", default=None,
                     help="accepted findings (KIND LOCATION per line) that do not fail a test")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "consan: sanitize every kernel this test launches through CuPy; the test "
-                   "fails if consan finds a race (skipped without a CUDA GPU)")
+        "markers", "consan: sanitize every kernel this test launches through CuPy or Triton; "
+                   "the test fails if consan finds a race (skipped without a CUDA GPU)")
     path = config.getoption("consan_suppressions", None)
     if path:
         from reports import suppress
