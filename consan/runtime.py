@@ -236,6 +236,23 @@ def smem_window_base() -> int:
     return _WINDOW_BASE[dev]
 
 
+def check_shared_room(kernel: str, static: int, dynamic: int, launch_dynamic: int,
+                      room: int) -> None:
+    """Refuse, in the user's terms, a launch whose shared memory leaves no room for the
+    checker's own words (`launch_dynamic` - `dynamic` bytes after the kernel's): the
+    driver would only say that an attribute or the occupancy query failed."""
+    if static + launch_dynamic <= room:
+        return
+    ours = launch_dynamic - dynamic
+    most = room - static - ours
+    fix = (f"launch it with at most {most} bytes of dynamic shared memory to check it"
+           if most >= 0 else "its static shared memory alone leaves no room")
+    raise ConsanError(
+        f"kernel {kernel} uses {static + dynamic} bytes of shared memory ({static} static, "
+        f"{dynamic} dynamic) and the checker needs {ours} more in the same CTA, but this GPU "
+        f"allows at most {room} bytes per block: {fix}")
+
+
 class Prepared:
     """An instrumented kernel bound to a launch shape, with its shadow tables."""
 
@@ -280,6 +297,7 @@ class Prepared:
             self._load(cupy, driver, b.cubin)
         fptr = self.function.ptr
         static = self.static_smem
+        check_shared_room(self.kernel, static, self.shared_mem, self.launch_shared_mem, room_all)
         per_sm = self._occupancy(driver, nthreads)
         if per_sm < 1:
             raise ConsanError(

@@ -492,3 +492,4 @@ def test_a_bug_of_consans_at_read_back_is_no_fault_of_the_kernel(read_back):
     """Anything but CUDA's own errors is consan's, and must not be told as the kernel's."""
     with pytest.raises(ValueError, match="a bug of ours"):
         read_back(ValueError("a bug of ours"))
+
