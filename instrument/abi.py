@@ -237,8 +237,24 @@ KEY_SITE_BITS = 28
 KEY_SITE_MASK = (1 << KEY_SITE_BITS) - 1
 KEY_KIND_SHIFT = 56
 
+
+def finding_key(kind_code: int, site: int, prev_site: int) -> int:
+    """The key-table key of a finding, as the checker makes it (NO_SITE: none)."""
+    return ((kind_code << KEY_KIND_SHIFT) | ((site & KEY_SITE_MASK) << KEY_SITE_BITS)
+            | (prev_site & KEY_SITE_MASK))
+
+
+def finding_key_parts(key: int) -> tuple[int, int, int]:
+    """(kind code, site, prev site) of a key, a cut "no site" widened back to NO_SITE."""
+    def widen(i: int) -> int:
+        return NO_SITE if i == KEY_SITE_MASK else i
+
+    return (key >> KEY_KIND_SHIFT, widen((key >> KEY_SITE_BITS) & KEY_SITE_MASK),
+            widen(key & KEY_SITE_MASK))
+
+
 KEY_FIELDS: tuple[tuple[str, str], ...] = (
-    ("key", "uint64_t"),  # kind<<56 | site<<28 | prev_site (0 = empty)
+    ("key", "uint64_t"),  # finding_key() (0 = empty)
     ("count", "uint32_t"),
     ("stored", "uint32_t"),
 )
