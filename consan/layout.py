@@ -133,9 +133,10 @@ class Layout:
     def table_bytes(self) -> dict[str, int]:
         """Bytes of each table a STATE_FIELDS pointer names (the log, records, keys and
         tensor maps aside): 0 where this layout does not use it."""
+        vc = self.placement is Placement.VC_SMEM
         sizes = abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical,
-                                self.phase_mode, self.copy_engine, self.vsh_readers,
-                                self.window_base)
+                                self.phase_mode, self.copy_engine,
+                                self.vsh_readers if vc else None, self.window_base)
         if self.placement is Placement.PHASE_SMEM:  # every table the probes touch is in smem
             return dict.fromkeys(sizes, 0)
         return sizes

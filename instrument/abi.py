@@ -470,10 +470,12 @@ def vsh_site_words(gp: int, nreaders: int) -> int:
 
 def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOGICAL,
                 phase_mode: bool = False, box_summary: bool = False,
-                vsh_readers: int = 0, vsh_base: int = SMEM_RESERVED_BYTES) -> dict[str, int]:
-    """Bytes of each shadow table (STATE_FIELDS pointers) for a launch shape."""
+                vsh_readers: int | None = None,
+                vsh_base: int = SMEM_RESERVED_BYTES) -> dict[str, int]:
+    """Bytes of each shadow table (STATE_FIELDS pointers) for a launch shape; with
+    `vsh_readers` (its reader indices, 0 or more), of a FLAG_VC_SMEM launch."""
     n, G, L = nslots, granules, nlogical
-    if vsh_readers:  # FLAG_VC_SMEM: the buffer tables are in shared memory, their sites here
+    if vsh_readers is not None:  # FLAG_VC_SMEM: the buffer tables are in smem, their sites here
         gp = vsh_granules(G, vsh_base)
         return {"slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
                 "vis": 0, "barword": 8 * NAMED_BARRIERS * n,

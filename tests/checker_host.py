@@ -82,7 +82,7 @@ class HostChecker:
                 nwarps=nwarps, nthreads=nwarps * 32, window_bytes=smem_bytes,
                 log_capacity=capacity, nslots=nslots, phase_mode=phase_mode or phase_smem,
                 wgmma=wgmma, async_proxy=async_proxy, cp_async=True, warp_reads=warp_reads,
-                copy_engine=box_summary and not vsh, placement=where, bar0_rows=bar0_rows and vsh)
+                copy_engine=box_summary, placement=where, bar0_rows=bar0_rows and vsh)
         self.layout = lay = layout
         self.nwarps, self.nslots = lay.nwarps, lay.nslots
         self.phase_smem = lay.placement is Placement.PHASE_SMEM

@@ -113,13 +113,7 @@ def test_runtime_layout_is_sound(monkeypatch, stem, env, shape, base):
         assert not any(sizes.values())
     if lay.placement is Placement.VC_SMEM:
         assert int(st["vsh_base"]) == base and int(st["vsh_readers"]) > 0
-        assert not any(sizes[k] for k in VC_SMEM_ONLY_IN_SMEM)
-        # the sites the checker indexes per slot (checker.cu, cs_vsh_layout)
-        gp = abi.vsh_granules(lay.granules, base)
-        nb = gp // abi.VSH_BLOCK_GRANULES
-        nr = lay.vsh_readers
-        assert sizes["wsite"] >= 4 * lay.nslots * gp
-        assert sizes["vrsite"] >= 4 * lay.nslots * (nr * gp + (nb + 3) // 4 * 4)
+        check_vc_tables(lay)
     else:
         assert int(st["vsh_base"]) == int(st["vsh_readers"]) == 0
     box = bool(flags & abi.FLAG_BOX_SUMMARY)
@@ -128,8 +122,49 @@ def test_runtime_layout_is_sound(monkeypatch, stem, env, shape, base):
     assert p.shadow_bytes == sum(sizes.values()) + lay.psh_bytes * lay.nslots
 
 
+def check_vc_tables(lay: Layout) -> None:
+    """FLAG_VC_SMEM: no device table of what shared memory holds, and room for the sites the
+    checker indexes per slot (checker.cu, cs_vsh_layout)."""
+    sizes = lay.table_bytes()
+    assert not any(sizes[k] for k in VC_SMEM_ONLY_IN_SMEM), sizes
+    assert not lay.flags & abi.FLAG_BOX_SUMMARY
+    gp = abi.vsh_granules(lay.granules, lay.vsh_base)
+    nb, nr = gp // abi.VSH_BLOCK_GRANULES, lay.vsh_readers
+    assert sizes["wsite"] >= 4 * lay.nslots * gp
+    assert sizes["vrsite"] >= 4 * lay.nslots * (nr * gp + (nb + 3) // 4 * 4)
+
+
+def test_vc_tables_of_a_module_with_no_reader():
+    """A module that only writes shared memory (with copy engines, say) has no reader
+    index: its launch keeps the granule tables in shared memory all the same."""
+    for base in (0, abi.SMEM_RESERVED_BYTES):
+        lay = Layout(nwarps=4, nthreads=128, window_bytes=8192 + base, log_capacity=16,
+                     nslots=2, copy_engine=True, placement=Placement.VC_SMEM, window_base=base)
+        assert lay.vsh_readers == 0
+        check_vc_tables(lay)
+
+
 needs_cxx = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                reason="needs a host C++ compiler")
+
+
+@needs_cxx
+def test_a_module_with_no_reader_keeps_its_copy_sites():
+    """With no reader index, a whole-block copy's site still goes to its own word of the
+    device table (vrsite), and a write the copy is not ordered before names it."""
+    from tests.checker_host import HostChecker
+
+    lay = Layout(nwarps=4, nthreads=128, window_bytes=8192, log_capacity=64, copy_engine=True,
+                 placement=Placement.VC_SMEM)
+    ck = HostChecker(layout=lay)
+    assert ck.begin() == 0
+    mbar, block = 8000, 8  # the copy fills block 8 (bytes 1024..1151) whole
+    ck.mbar(0, mbar, abi.MB_INIT, 1, site=1)
+    ck.mbar(0, mbar, abi.MB_ARRIVE_EXPECT_TX, 128, site=2)
+    assert ck.bulk_load(0, block * 128, 128, mbar, site=3) == 0
+    assert ck.tables["vrsite"].view(np.uint32)[block] == 3
+    ck.write(1, block * 128 + 4, 4, site=4)
+    assert ck.kinds() == [("async.pending-write", 4, 3)]
 
 
 @needs_cxx
