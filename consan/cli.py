@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-EXIT_CLEAN, EXIT_VIOLATIONS, EXIT_ERROR = 0, 1, 2
+from .exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_VIOLATIONS
 
 _TYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "u8": "uint8",
           "i16": "int16", "u16": "uint16", "i32": "int32", "u32": "uint32", "i64": "int64",

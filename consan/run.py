@@ -30,8 +30,7 @@ from rich.console import Console
 from reports.session import fault_sentence
 
 from .cli import output_problem
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+from .exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_VIOLATIONS
 
 _VALUE_OPTIONS = {"--kernel-name", "--kernel-name-exclude", "--launch-skip", "--launch-count",
                   "--print-limit", "--on-violation", "--json", "--sarif", "--suppressions"}
@@ -402,7 +401,7 @@ def exit_status(report, program_status: int | None) -> int:
     if report.faulted:
         return EXIT_ERROR
     if not report.ok:
-        return EXIT_FINDINGS
+        return EXIT_VIOLATIONS
     return program_status if program_status else EXIT_CLEAN
 
 
@@ -425,4 +424,4 @@ def _write_outputs(a: argparse.Namespace, report, err: Console) -> int:
         err.print(f"consan run: cannot write {e.filename}: {e.strerror}", markup=False,
                   soft_wrap=True)
         return EXIT_ERROR
-    return 0
+    return EXIT_CLEAN

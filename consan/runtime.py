@@ -26,6 +26,7 @@ from reports import Report
 
 from . import tma, toolchain
 from .errors import ConsanError, NoGPUError
+from .layout import Layout, Placement, window_bytes
 from .toolchain import is_ptx
 from .version import __version__  # noqa: E402,F401  (re-exported)
 
@@ -271,29 +272,24 @@ class Prepared:
         sms = dev.attributes["MultiProcessorCount"]
         ins = b.instrumented
         room_all = dev.attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024)
-        self.nlogical = abi.logical_threads(async_proxy=ins.async_proxy, wgmma=ins.wgmma)
+        self.layout = Layout.for_module(ins, nwarps=self.nwarps, nthreads=nthreads,
+                                        window_bytes=0, log_capacity=LOG_CAPACITY,
+                                        window_base=smem_window_base(),
+                                        shared_mem=self.shared_mem)
         # Phase mode keeps its tables in the CTA's shared memory when they fit.
-        self.psh_bytes = self.vsh_bytes = self.vsh_readers = 0
-        self.bar0_rows = False
-        self.vsh_base = smem_window_base()
         if ins.phase_mode and os.environ.get("CONSAN_PHASE_SMEM", "1") != "0":
             self._load(cupy, driver, b.psh_cubin(psh_max_regs(nthreads)))
-            psh = abi.psh_bytes(self.granules, self.nwarps)
-            if self.psh_offset + psh + 16 <= room_all - self.static_smem:
-                self.psh_bytes = psh
+            self._place(replace(self.layout, placement=Placement.PHASE_SMEM), room_all)
         # So does vector-clock mode its buffer tables (the granule tables in shared memory).
         elif not ins.phase_mode and os.environ.get("CONSAN_VC_SMEM", "1") != "0":
             self._load(cupy, driver, b.vsh_cubin())
-            readers = abi.vsh_readers(self.nwarps, ins.warp_reads, ins.async_proxy, ins.wgmma)
-            vsh = abi.vsh_bytes(self.granules, readers, self.nwarps, self.nlogical, self.vsh_base)
-            if self.psh_offset + vsh + 16 <= room_all - self.static_smem:
-                self.vsh_bytes, self.vsh_readers = vsh, readers
+            if self._place(replace(self.layout, placement=Placement.VC_SMEM), room_all):
                 per_sm = self._occupancy(driver, nthreads)
                 if per_sm < 1:  # no room left to launch
-                    self.vsh_bytes = self.vsh_readers = 0
+                    self.layout = replace(self.layout, placement=Placement.DEVICE)
                 elif ins.bar0_only:
                     self._bar0_rows(driver, nthreads, per_sm, room_all)
-        if not (self.psh_bytes or self.vsh_bytes):
+        if self.layout.placement is Placement.DEVICE:
             self._load(cupy, driver, b.cubin)
         fptr = self.function.ptr
         static = self.static_smem
@@ -306,20 +302,22 @@ class Prepared:
                 f"{driver.funcGetAttribute(_CU_FUNC_ATTRIBUTE_NUM_REGS, fptr)} registers and "
                 f"{static} bytes of static shared memory); use a smaller block")
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
-        self.nslots = max(1, min(ctas, per_sm * sms))
+        self.layout = replace(self.layout, nslots=max(1, min(ctas, per_sm * sms)))
         self._alloc(cupy, runtime)
+
+    def _place(self, layout: Layout, room_all: int) -> bool:
+        """Take `layout` if its dynamic shared memory fits beside the static."""
+        fits = layout.launch_shared_mem <= room_all - self.static_smem
+        if fits:
+            self.layout = layout
+        return fits
 
     def _bar0_rows(self, driver, nthreads: int, per_sm: int, room_all: int) -> None:
         """Barrier 0's rows (FLAG_BAR0_ROWS) where they fit without fewer CTAs per SM."""
-        vsh = abi.vsh_bytes(self.granules, self.vsh_readers, self.nwarps, self.nlogical,
-                            self.vsh_base, bar0_rows=True)
-        if self.psh_offset + vsh + 16 > room_all - self.static_smem:
-            return
-        base, self.vsh_bytes = self.vsh_bytes, vsh
-        if self._occupancy(driver, nthreads) >= per_sm:
-            self.bar0_rows = True
-        else:
-            self.vsh_bytes = base
+        without = self.layout
+        if self._place(replace(without, bar0_rows=True), room_all):
+            if self._occupancy(driver, nthreads) < per_sm:
+                self.layout = without
 
     def _occupancy(self, driver, nthreads: int) -> int:
         """CTAs of the instrumented launch one SM can hold (sets the dynamic-smem limit)."""
@@ -337,55 +335,37 @@ class Prepared:
         self.function = self.module.get_function(self.kernel)
         self.static_smem = driver.funcGetAttribute(_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                                                    self.function.ptr)
-        self.window_bytes = self.static_smem + self.shared_mem + abi.SMEM_RESERVED_BYTES
-        self.granules = (self.window_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
+        self.layout = replace(self.layout, placement=Placement.DEVICE, bar0_rows=False,
+                              window_bytes=window_bytes(self.static_smem, self.shared_mem))
 
     @property
-    def shv_offset(self) -> int:
-        """Where the checker's own shared variables start in dynamic shared memory: after
-        the user's bytes, so that the user's shared memory keeps its native layout."""
-        return (self.shared_mem + 15) // 16 * 16
-
-    @property
-    def psh_offset(self) -> int:
-        """Where the shared-memory tables start in dynamic shared memory."""
-        return self.shv_offset + abi.SHV_BYTES
+    def nslots(self) -> int:
+        return self.layout.nslots
 
     @property
     def launch_shared_mem(self) -> int:
-        """Dynamic shared memory of the instrumented launch: the user's, then ours."""
-        # 16 more: the checker aligns its block itself (docs/model.md)
-        return self.psh_offset + (self.psh_bytes or self.vsh_bytes) + 16
+        return self.layout.launch_shared_mem
 
     # ---------------------------------------------------------------- tables
-    def _sizes(self) -> dict[str, int]:
-        ins = self.build.instrumented
-        sizes = abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical,
-                                ins.phase_mode, ins.copy_engine, self.vsh_readers,
-                                self.vsh_base)
-        if self.psh_bytes:  # every table the probes touch is in shared memory
-            sizes = dict.fromkeys(sizes, 0)
-        return sizes
-
     @property
     def shadow_bytes(self) -> int:
-        return sum(self._sizes().values()) + (self.psh_bytes + self.vsh_bytes) * self.nslots
+        return self.layout.shadow_bytes
 
     @property
     def shadow_bytes_per_cta(self) -> int:
         return self.shadow_bytes // self.nslots
 
     def _alloc(self, cupy, runtime) -> None:
-        sizes = self._sizes()
+        sizes = self.layout.table_bytes()
         need = sum(sizes.values()) + 64 * 1024 + 16 * abi.KEY_TABLE_ENTRIES
         free, _total = runtime.memGetInfo()
         if need > free:
             raise ConsanError(
                 f"the shadow tables for {self.kernel} need {need / 2**20:.1f} MiB of device "
                 f"memory ({self.nslots} resident CTAs x {self.shadow_bytes_per_cta / 2**10:.1f} "
-                f"KiB for {self.window_bytes} bytes of shared memory and {self.nwarps} warps) "
-                f"but only {free / 2**20:.1f} MiB are free; free device memory or launch fewer "
-                f"warps per CTA")
+                f"KiB for {self.layout.window_bytes} bytes of shared memory and {self.nwarps} "
+                f"warps) but only {free / 2**20:.1f} MiB are free; free device memory or launch "
+                f"fewer warps per CTA")
         self.tables = {k: cupy.zeros(max(v, 8), dtype=np.uint8) for k, v in sizes.items()
                        if k != "slot_busy"}
         # What each launch zeroes, in one buffer: one memset, not a kernel per table (a
@@ -404,42 +384,14 @@ class Prepared:
         buf = (ctypes.c_uint8 * nbytes).from_address(self._host_ptr)
         self.records = np.frombuffer(buf, dtype=rec)
         self.records.view(np.uint8)[:] = 0
-        state = np.zeros(1, dtype=abi.state_dtype())
-        for k in sizes:
-            state[k] = self.tables[k].data.ptr
-        state["log"] = self.header.data.ptr
-        state["records"] = self._host_ptr  # UVA: the mapped host pointer is valid on the device
-        state["keys"] = self.keys.data.ptr
         # Tensor maps of known geometry: filled at each launch from the registry.
         self.tmaps = cupy.zeros(abi.tmap_dtype().itemsize * abi.TMAP_ENTRIES, dtype=np.uint8)
         self._tmaps_set = b"\0" * self.tmaps.nbytes
-        state["tmaps"] = self.tmaps.data.ptr
-        state["nslots"], state["granules"] = self.nslots, self.granules
-        state["nwarps"] = self.nwarps
-        state["nthreads"] = self.block[0] * self.block[1] * self.block[2]
-        state["nlogical"], state["window_bytes"] = self.nlogical, self.window_bytes
-        state["log_capacity"] = LOG_CAPACITY
-        state["shv_offset"], state["psh_offset"] = self.shv_offset, self.psh_offset
-        state["flags"] = ((abi.FLAG_PHASE_MODE if self.build.instrumented.phase_mode else 0)
-                          | (abi.FLAG_WGMMA if self.build.instrumented.wgmma else 0))
-        if sizes["bsum"]:
-            abi.set_box_summary(state, self.nwarps)
-        if self.psh_bytes:
-            state["flags"] |= abi.FLAG_PHASE_SMEM
-            state["psh_bytes"] = self.psh_bytes
-        if self.vsh_bytes:
-            state["flags"] |= abi.FLAG_VC_SMEM
-            state["psh_bytes"] = self.vsh_bytes
-            state["vsh_base"], state["vsh_readers"] = self.vsh_base, self.vsh_readers
-            if self.bar0_rows:
-                state["flags"] |= abi.FLAG_BAR0_ROWS
-        if self.build.instrumented.async_proxy:
-            state["flags"] |= abi.FLAG_BULK_STORES
-        if self.build.instrumented.cp_async:
-            state["flags"] |= abi.FLAG_CP_ASYNC
-        if self.build.instrumented.warp_reads:
-            state["flags"] |= abi.FLAG_WARP_READS
-        self._state = state
+        pointers = {k: t.data.ptr for k, t in self.tables.items()}
+        pointers.update(log=self.header.data.ptr, keys=self.keys.data.ptr,
+                        tmaps=self.tmaps.data.ptr,
+                        records=self._host_ptr)  # UVA: mapped host memory is valid on the device
+        self._state = state = self.layout.state(pointers)
         gptr = self.module.get_global_var(abi.STATE_SYMBOL)  # a device address
         runtime.memcpy(gptr, state.ctypes.data, state.nbytes, runtime.memcpyHostToDevice)
         self._stored_prev = 0
@@ -500,7 +452,7 @@ class Prepared:
         launch = {"grid": self.grid, "block": self.block, "shared_mem": self.shared_mem,
                   "arch": self.build.arch.sm, "slots": self.nslots,
                   "shadow_bytes": self.shadow_bytes,
-                  "tables": "shared" if self.psh_bytes or self.vsh_bytes else "device"}
+                  "tables": "device" if self.layout.placement is Placement.DEVICE else "shared"}
         error = None
         try:  # (only CUDA's errors mean the kernel faulted; a bug of ours propagates)
             if sync:
@@ -537,7 +489,8 @@ class Prepared:
             header[k] = (raw[k] - self._base[k]) & 0xFFFFFFFF
         # (phase mode with its tables in shared memory claims no slot and counts no end)
         clean = (all(int(header[k]) == 0 for k in _MARKS)
-                 and (self.psh_bytes or header["ctas_begun"] == header["ctas_ended"]))
+                 and (self.layout.placement is Placement.PHASE_SMEM
+                      or header["ctas_begun"] == header["ctas_ended"]))
         if clean:
             self._dirty, self._next_base = False, raw
 

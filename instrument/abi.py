@@ -237,8 +237,24 @@ KEY_SITE_BITS = 28
 KEY_SITE_MASK = (1 << KEY_SITE_BITS) - 1
 KEY_KIND_SHIFT = 56
 
+
+def finding_key(kind_code: int, site: int, prev_site: int) -> int:
+    """The key-table key of a finding, as the checker makes it (NO_SITE: none)."""
+    return ((kind_code << KEY_KIND_SHIFT) | ((site & KEY_SITE_MASK) << KEY_SITE_BITS)
+            | (prev_site & KEY_SITE_MASK))
+
+
+def finding_key_parts(key: int) -> tuple[int, int, int]:
+    """(kind code, site, prev site) of a key, a cut "no site" widened back to NO_SITE."""
+    def widen(i: int) -> int:
+        return NO_SITE if i == KEY_SITE_MASK else i
+
+    return (key >> KEY_KIND_SHIFT, widen((key >> KEY_SITE_BITS) & KEY_SITE_MASK),
+            widen(key & KEY_SITE_MASK))
+
+
 KEY_FIELDS: tuple[tuple[str, str], ...] = (
-    ("key", "uint64_t"),  # kind<<56 | site<<28 | prev_site (0 = empty)
+    ("key", "uint64_t"),  # finding_key() (0 = empty)
     ("count", "uint32_t"),
     ("stored", "uint32_t"),
 )
@@ -454,10 +470,12 @@ def vsh_site_words(gp: int, nreaders: int) -> int:
 
 def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOGICAL,
                 phase_mode: bool = False, box_summary: bool = False,
-                vsh_readers: int = 0, vsh_base: int = SMEM_RESERVED_BYTES) -> dict[str, int]:
-    """Bytes of each shadow table (STATE_FIELDS pointers) for a launch shape."""
+                vsh_readers: int | None = None,
+                vsh_base: int = SMEM_RESERVED_BYTES) -> dict[str, int]:
+    """Bytes of each shadow table (STATE_FIELDS pointers) for a launch shape; with
+    `vsh_readers` (its reader indices, 0 or more), of a FLAG_VC_SMEM launch."""
     n, G, L = nslots, granules, nlogical
-    if vsh_readers:  # FLAG_VC_SMEM: the buffer tables are in shared memory, their sites here
+    if vsh_readers is not None:  # FLAG_VC_SMEM: the buffer tables are in smem, their sites here
         gp = vsh_granules(G, vsh_base)
         return {"slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
                 "vis": 0, "barword": 8 * NAMED_BARRIERS * n,

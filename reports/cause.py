@@ -30,7 +30,7 @@ from dataclasses import replace
 from instrument import abi
 from instrument.sites import SiteTable
 
-from .finding import decode_key, encode_key, merge_ranges
+from .finding import encode_key, merge_ranges
 from .violation import Violation, kind_id, resolve_site
 
 ASYNC_WRITES = frozenset({"async.cp", "async.bulk", "async.tensor_load"})
@@ -51,7 +51,7 @@ def reattribute(violations: list[Violation], counts: dict[int, int],
     """The records and key counts of one launch with overtaken reads named by their cause,
     and how many counted occurrences that explained away (uninit.read of those reads)."""
     uninit = {v.site.id for v in violations if v.kind == "uninit.read" and v.site is not None}
-    uninit |= {site for key in counts for code, site, _ in [decode_key(key)]
+    uninit |= {site for key in counts for code, site, _ in [abi.finding_key_parts(key)]
                if kind_id(code) == "uninit.read"}
 
     def overtaken(kind: str, site: int | None, prev: int | None) -> bool:
@@ -75,7 +75,7 @@ def reattribute(violations: list[Violation], counts: dict[int, int],
     whole: set[int] = set()  # read sites whose every overtaking occurrence has a record
     counted: dict[int, int] = {}
     for key, n in counts.items():
-        code, site, prev = decode_key(key)
+        code, site, prev = abi.finding_key_parts(key)
         if overtaken(kind_id(code), site, prev):
             key = encode_key("async.pending-write", prev, site)
             counted[prev] = counted.get(prev, 0) + n

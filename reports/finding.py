@@ -20,8 +20,6 @@ from .violation import Violation, kind_id, kind_of, resolve_site
 if TYPE_CHECKING:  # (numpy only where records are decoded: not for rendering)
     import numpy as np
 
-SITE_BITS, SITE_MASK, KIND_SHIFT = abi.KEY_SITE_BITS, abi.KEY_SITE_MASK, abi.KEY_KIND_SHIFT
-
 Identity = tuple[str, int | None, int | None]  # kind id, site id, earlier site id
 
 
@@ -67,18 +65,9 @@ class Finding:
 
 
 def encode_key(kind: str, site_id: int | None, prev_site_id: int | None) -> int:
-    """The key-table key the checker computes: kind<<56 | site<<28 | prev_site (28-bit ids)."""
-    s = abi.NO_SITE if site_id is None else site_id
-    p = abi.NO_SITE if prev_site_id is None else prev_site_id
-    return (kind_of(kind).code << KIND_SHIFT) | ((s & SITE_MASK) << SITE_BITS) | (p & SITE_MASK)
-
-
-def decode_key(key: int) -> tuple[int, int, int]:
-    """(kind code, site id, prev site id) of a key, with 28-bit "no site" widened to NO_SITE."""
-    def widen(i: int) -> int:
-        return abi.NO_SITE if i == SITE_MASK else i
-
-    return key >> KIND_SHIFT, widen((key >> SITE_BITS) & SITE_MASK), widen(key & SITE_MASK)
+    """The key-table key the checker computes for a finding (abi.finding_key)."""
+    return abi.finding_key(kind_of(kind).code, abi.NO_SITE if site_id is None else site_id,
+                           abi.NO_SITE if prev_site_id is None else prev_site_id)
 
 
 def key_counts(keys: np.ndarray | None) -> dict[int, int]:
@@ -160,7 +149,7 @@ def group(violations: Iterable[Violation], keys: np.ndarray | None = None,
         findings.append(_finding(kind, records[0].site, records[0].prev_site,
                                  records, counts.pop(key, None)))
     for key, count in counts.items():
-        code, site_id, prev_id = decode_key(key)
+        code, site_id, prev_id = abi.finding_key_parts(key)
         if count > 0:
             findings.append(_finding(kind_id(code), resolve_site(sites, site_id),
                                      resolve_site(sites, prev_id), [], count))

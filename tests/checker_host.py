@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from consan.layout import Layout, Placement
 from consan.toolchain import CHECKER_SOURCE
 from instrument import abi
 from instrument.sites import SiteTable
@@ -65,54 +66,43 @@ class HostChecker:
     def __init__(self, nwarps: int = 4, smem_bytes: int = 1024, nslots: int = 1,
                  capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False,
                  wgmma: bool = False, box_summary: bool = True, vsh: bool = True,
-                 async_proxy: bool = True, warp_reads: bool = True, bar0_rows: bool = False):
+                 async_proxy: bool = True, warp_reads: bool = True, bar0_rows: bool = False,
+                 layout: Layout | None = None):
+        """The knobs make a layout (the runtime's default where they fit: the granule tables
+        in shared memory, FLAG_VC_SMEM), without the bytes the device reserves below the
+        window; `layout`, where given, is taken as it is (a launch's, as the runtime plans
+        it) and the knobs are ignored."""
         self.lib = library()
-        self.nwarps, self.nslots, self.phase_smem = nwarps, nslots, phase_smem
-        self.granules = (smem_bytes + abi.GRANULE_BYTES - 1) // abi.GRANULE_BYTES
-        L, G, n = abi.logical_threads(async_proxy=async_proxy, wgmma=wgmma), self.granules, nslots
-        # The runtime's default where they fit: the granule tables in shared memory
-        # (FLAG_VC_SMEM); the host has no reserved bytes below the window.
-        self.vsh = vsh and not (phase_mode or phase_smem)
-        nreaders = abi.vsh_readers(nwarps, warp_reads, async_proxy, wgmma) if self.vsh else 0
-        sizes = abi.table_bytes(n, G, nwarps, L, phase_mode, box_summary and not self.vsh,
-                                vsh_readers=nreaders, vsh_base=0)
-        self.tables = {k: np.zeros(v // 8 + 1, dtype=np.uint64) for k, v in sizes.items()}
-        self.header = np.zeros(1, dtype=abi.log_header_dtype())
-        self.header["capacity"] = capacity
-        self.keys = np.zeros(abi.KEY_TABLE_ENTRIES, dtype=abi.key_dtype())
-        self.records = np.zeros(capacity, dtype=abi.record_dtype())
-        st = np.zeros(1, dtype=abi.state_dtype())
-        for k, arr in self.tables.items():
-            st[k] = arr.ctypes.data
-        st["log"], st["records"], st["keys"] = (self.header.ctypes.data,
-                                                self.records.ctypes.data, self.keys.ctypes.data)
-        st["nslots"], st["granules"], st["nwarps"] = n, G, nwarps
-        st["nthreads"], st["nlogical"] = nwarps * 32, L
-        st["window_bytes"], st["log_capacity"] = smem_bytes, capacity
-        st["flags"] = ((abi.FLAG_PHASE_MODE if phase_mode or phase_smem else 0)
-                       | (abi.FLAG_WGMMA if wgmma else 0)
-                       | (abi.FLAG_BULK_STORES if async_proxy else 0) | abi.FLAG_CP_ASYNC
-                       | (abi.FLAG_WARP_READS if warp_reads else 0))
-        if sizes["bsum"]:  # as the runtime sets it for modules with copy-engine writes
-            abi.set_box_summary(st, nwarps)
-        if phase_smem:  # the tables the device keeps in the CTA's dynamic shared memory
-            st["flags"] |= abi.FLAG_PHASE_SMEM
-            st["psh_bytes"] = abi.psh_bytes(G, nwarps)
-            self.smem = np.zeros(int(st["psh_bytes"][0]) // 8 + 2, dtype=np.uint64)
-            self.lib.cs_host_set_dyn(self.smem.ctypes.data)
-        if self.vsh:
-            st["flags"] |= abi.FLAG_VC_SMEM
+        if layout is None:
+            vsh = vsh and not (phase_mode or phase_smem)
+            where = (Placement.PHASE_SMEM if phase_smem else Placement.VC_SMEM if vsh
+                      else Placement.DEVICE)
             # (bar0_rows: only for traces whose barrier 0 is only ever sync(all))
-            st["psh_bytes"] = abi.vsh_bytes(G, nreaders, nwarps, L, base=0, bar0_rows=bar0_rows)
-            st["vsh_base"], st["vsh_readers"] = 0, nreaders
-            if bar0_rows:
-                st["flags"] |= abi.FLAG_BAR0_ROWS
-            self.smem = np.zeros(int(st["psh_bytes"][0]) // 8 + 4, dtype=np.uint64)
-            self.lib.cs_host_set_dyn(self.smem.ctypes.data)
+            layout = Layout(
+                nwarps=nwarps, nthreads=nwarps * 32, window_bytes=smem_bytes,
+                log_capacity=capacity, nslots=nslots, phase_mode=phase_mode or phase_smem,
+                wgmma=wgmma, async_proxy=async_proxy, cp_async=True, warp_reads=warp_reads,
+                copy_engine=box_summary, placement=where, bar0_rows=bar0_rows and vsh)
+        self.layout = lay = layout
+        self.nwarps, self.nslots = lay.nwarps, lay.nslots
+        self.phase_smem = lay.placement is Placement.PHASE_SMEM
+        self.vsh = lay.placement is Placement.VC_SMEM
+        self.granules = lay.granules
+        self.tables = {k: np.zeros(v // 8 + 1, dtype=np.uint64)
+                       for k, v in lay.table_bytes().items()}
+        self.header = np.zeros(1, dtype=abi.log_header_dtype())
+        self.header["capacity"] = lay.log_capacity
+        self.keys = np.zeros(abi.KEY_TABLE_ENTRIES, dtype=abi.key_dtype())
+        self.records = np.zeros(lay.log_capacity, dtype=abi.record_dtype())
         self.tmaps = np.zeros(abi.TMAP_ENTRIES, dtype=abi.tmap_dtype())
-        st["tmaps"] = self.tmaps.ctypes.data
+        if lay.placement is not Placement.DEVICE:  # the CTA's dynamic shared memory, as launched
+            self.smem = np.zeros(-(-lay.launch_shared_mem // 8), dtype=np.uint64)
+            self.lib.cs_host_set_dyn(self.smem.ctypes.data)
+        pointers = {k: arr.ctypes.data for k, arr in self.tables.items()}
+        pointers.update(log=self.header.ctypes.data, records=self.records.ctypes.data,
+                        keys=self.keys.ctypes.data, tmaps=self.tmaps.ctypes.data)
+        self.state = st = lay.state(pointers)
         self._maps: list[np.ndarray] = []  # tensor maps the probes point at (kept alive)
-        self.state = st
         self.lib.cs_host_set_state(st.ctypes.data)
         self.cta = (0, 0, 0)
 
@@ -120,7 +110,7 @@ class HostChecker:
         return getattr(self.lib, name)
 
     def _as(self, warp: int) -> None:
-        self.lib.cs_host_set(*self.cta, warp, self.nwarps * 32)
+        self.lib.cs_host_set(*self.cta, warp, self.layout.nthreads)
 
     # events --------------------------------------------------------------
     def begin(self, cta: tuple[int, int, int] = (0, 0, 0)) -> int:

@@ -237,6 +237,25 @@ def test_repeated_finding_is_capped_per_key():
     assert f.not_stored == 36
 
 
+def test_key_table_keys_are_abi_finding_keys():
+    """The checker makes a finding's key as abi.finding_key does, site ids cut to
+    KEY_SITE_BITS (and a missing earlier site is NO_SITE cut)."""
+    from tests.checker_host import HostChecker
+
+    ck = HostChecker(nwarps=2, smem_bytes=4096)
+    ck.begin()
+    big = abi.KEY_SITE_MASK + 5  # wider than a key holds
+    ck.read(1, 0, site=big)  # uninit: no earlier site
+    ck.write(0, 8, site=3)
+    ck.read(1, 8, site=9)  # race.raw after site 3
+    used = sorted(int(k) for k in ck.keys["key"] if k)
+    raw, uninit = abi.KIND_BY_ID["race.raw"].code, abi.KIND_BY_ID["uninit.read"].code
+    assert used == sorted([abi.finding_key(uninit, big, abi.NO_SITE),
+                           abi.finding_key(raw, 9, 3)])
+    assert abi.finding_key_parts(abi.finding_key(uninit, big, abi.NO_SITE)) == (
+        uninit, big & abi.KEY_SITE_MASK, abi.NO_SITE)
+
+
 def test_out_of_window_access_is_a_tool_note(ck):
     ck.write(0, 4096, site=1)  # the window is 1024 bytes
     assert ck.kinds() == [("tool.out-of-window", 1, -1)]

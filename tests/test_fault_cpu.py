@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from consan import cli
-from consan.run import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _cut_internal, exit_status
+from consan.exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_VIOLATIONS
+from consan.run import _cut_internal, exit_status
 from instrument import abi
 from instrument.sites import SiteTable, SourceLoc
 from reports import Report
@@ -227,7 +228,7 @@ def test_exit_status_decision():
     assert exit_status(faulted, 0) == exit_status(faulted, 3) == EXIT_ERROR
     racy = _session_with_fault(with_race=True)
     racy.faults.clear()
-    assert exit_status(racy, 0) == EXIT_FINDINGS
+    assert exit_status(racy, 0) == EXIT_VIOLATIONS
     clean = SessionReport()
     assert exit_status(clean, 0) == EXIT_CLEAN and exit_status(clean, 4) == 4
 
