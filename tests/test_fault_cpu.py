@@ -460,12 +460,13 @@ def read_back(monkeypatch):
     import cupy
 
     from consan import runtime
+    from consan.layout import Placement
 
     def run(error: BaseException):
         p = object.__new__(runtime.Prepared)
         p.__dict__.update(
-            grid=(1, 1, 1), block=(64, 1, 1), shared_mem=0, kernel="bad_store", nslots=1,
-            psh_bytes=0, vsh_bytes=0, _stored_prev=0,
+            grid=(1, 1, 1), block=(64, 1, 1), shared_mem=0, kernel="bad_store", _stored_prev=0,
+            layout=SimpleNamespace(placement=Placement.DEVICE, nslots=1, shadow_bytes=0),
             records=np.zeros(4, dtype=abi.record_dtype()),
             build=SimpleNamespace(arch=SimpleNamespace(sm="sm_90a"), instrumented=SimpleNamespace(
                 sites=SiteTable(), unmodeled=[])))
@@ -475,7 +476,6 @@ def read_back(monkeypatch):
                 raise error
 
         monkeypatch.setattr(cupy.cuda, "get_current_stream", Stream)
-        monkeypatch.setattr(runtime.Prepared, "shadow_bytes", property(lambda self: 0))
         return p.report()
 
     return run
