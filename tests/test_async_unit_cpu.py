@@ -9,6 +9,8 @@ import pytest
 
 from tests.checker_host import HostChecker
 
+pytestmark = pytest.mark.needs_host_compiler
+
 FIRST, SECOND, WAIT = 1, 2, 3
 
 

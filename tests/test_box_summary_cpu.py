@@ -6,15 +6,12 @@ when the stores-only path was taken."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 from instrument import abi
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
-                                reason="needs a host C++ compiler")
+pytestmark = pytest.mark.needs_host_compiler
 
 NWARPS = 4
 BOX = 256  # bytes of the buffer every copy fills: two summary blocks for 4 warps

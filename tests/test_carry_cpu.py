@@ -5,14 +5,11 @@ device memory, and must give the expected records every time."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from instrument import abi
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
-                                reason="needs a host C++ compiler")
+pytestmark = pytest.mark.needs_host_compiler
 
 ALL = range(4)
 MB = 512  # the mbarrier object's smem offset

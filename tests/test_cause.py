@@ -11,6 +11,8 @@ from instrument import abi
 from instrument.sites import SiteTable
 from tests.checker_host import HostChecker
 
+pytestmark = pytest.mark.needs_host_compiler
+
 MB = 512
 INIT, COPY, EARLY, LATE, ELSEWHERE, ARRIVE = range(6)
 

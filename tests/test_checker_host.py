@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from instrument import abi
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
-                                reason="needs a host C++ compiler")
+pytestmark = pytest.mark.needs_host_compiler
 
 
 def _checker(phase_mode: bool, phase_smem: bool = False):

@@ -10,15 +10,12 @@ for need no fence.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from instrument import abi
 from instrument.wgmma_desc import Descriptor, MmaShape, Operand, granules
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
-                                reason="needs a host C++ compiler")
+pytestmark = pytest.mark.needs_host_compiler
 
 WG0 = range(4)  # warps of warpgroup 0
 ALL = range(8)  # two warpgroups

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 CP = r"""
 __device__ __forceinline__ void cp4(float* dst, const float* src) {

@@ -15,9 +15,9 @@ import pytest
 
 from instrument import abi
 from tests import bulk_store_kernels as K
-from tests.gpu_util import GPU, arch_option, check_against_native, line_of, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, poisoned
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(autouse=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, arch_option, check_against_native, line_of
+from tests.gpu_util import arch_option, check_against_native, line_of
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 CLUSTER = r"""
 extern "C" __global__ void __cluster_dims__(2, 1, 1) in_cluster(const float* in, float* out) {

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from tests.gpu_util import GPU, arch_option, check_against_native
+from tests.gpu_util import arch_option, check_against_native
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 FP16_KERNEL = r"""
 #include <cuda_fp16.h>

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.gpu_util import GPU, line_of
+from tests.gpu_util import line_of
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "reduce_race.cu"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.gpu_util import GPU, ROOT, SCRIPTS, line_of, run_python
+from tests.gpu_util import ROOT, SCRIPTS, line_of, run_python
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 pytest_plugins = ["pytester"]
 
 SCRIPT = SCRIPTS / "script_fault.py"

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.gpu_util import GPU, SCRIPTS, assert_same_dumps, dump_command, run_python
+from tests.gpu_util import SCRIPTS, assert_same_dumps, dump_command, run_python
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 
 # Kernels each clean script must have checked (a name or the start of a generated name),

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 MB = r"""
 __device__ __forceinline__ unsigned sa(const void* p) {

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, line_of
+from tests.gpu_util import line_of
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 SOURCE = r"""
 extern "C" __global__ void poke(int* out, const int* in, int op, int state) {

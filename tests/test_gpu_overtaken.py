@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from tests.gpu_kernels import TMA_PRELUDE
-from tests.gpu_util import GPU, arch_option, line_of, lines
+from tests.gpu_util import arch_option, line_of, lines
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 SOURCE = TMA_PRELUDE + r"""
 __device__ __forceinline__ void mb_expect(unsigned long long* b, unsigned bytes) {

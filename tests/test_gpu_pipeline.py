@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
 from tests.test_gpu_mbarrier import MB
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 COPY = MB + r"""
 __device__ __forceinline__ void expect_copy(float* dst, const float* src, unsigned long long* b) {

@@ -7,10 +7,10 @@ fails when the race is gone.
 
 from __future__ import annotations
 
-from tests.gpu_util import GPU
+import pytest
 
 pytest_plugins = ["pytester"]
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 DEMO = r'''
 import cupy as cp

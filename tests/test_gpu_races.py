@@ -23,7 +23,6 @@ import numpy as np
 import pytest
 
 from tests.gpu_util import (
-    GPU,
     assert_same_bits,
     check_against_native,
     line_of,
@@ -45,7 +44,7 @@ def _load_kernels():
 K = _load_kernels()
 
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 
 # --------------------------------------------------------------------------

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from tests import gpu_kernels as gk
-from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 PRELUDE = gk.TMA_PRELUDE + r"""
 __device__ __forceinline__ unsigned rank() {

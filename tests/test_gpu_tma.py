@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 from tests import gpu_kernels as gk
-from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 ROWS, COLS = 64, 96  # the tile kernel's matrix: 2 x 3 tiles of 32 x 32
 

@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from tests.gpu_util import GPU, run_python
+from tests.gpu_util import run_python
 
-pytestmark = [*GPU, pytest.mark.skipif(
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
     __import__("importlib").util.find_spec("triton") is None, reason="needs triton")]
 
 

@@ -8,9 +8,7 @@ import importlib.util
 
 import pytest
 
-from tests.gpu_util import GPU
-
-pytestmark = [*GPU, pytest.mark.skipif(importlib.util.find_spec("triton") is None,
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(importlib.util.find_spec("triton") is None,
                                        reason="needs triton")]
 
 if importlib.util.find_spec("triton") is not None:

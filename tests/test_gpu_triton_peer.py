@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.gpu_util import GPU
-
 HAVE = importlib.util.find_spec("triton") is not None
-pytestmark = [*GPU, pytest.mark.skipif(not HAVE, reason="needs triton")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE, reason="needs triton")]
 
 if HAVE:
     from tests.kernels import triton_peer as peer

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.gpu_util import GPU, ROOT, assert_same_dumps, dump_command, run_python
+from tests.gpu_util import ROOT, assert_same_dumps, dump_command, run_python
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 TUTORIALS = ["tutorials/00_splitk_epilogue.py", "tutorials/02_tma_store_fence.py",
              "tutorials/03_smem_reuse_epilogue.py", "tutorials/04_wgmma_flush.py"]

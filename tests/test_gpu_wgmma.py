@@ -23,10 +23,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import GPU, arch_option, check_against_native, line_of, lines, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
 from tests.tma_wgmma_gemm import WGMMA_TILE
 
-pytestmark = GPU
+pytestmark = pytest.mark.gpu
 
 KT = 64  # K halves per stage (a 128-byte row per M / N row)
 KSTEPS = 2

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import consan
-
 pytest_plugins = ["pytester"]
-
-NO_GPU = pytest.mark.skipif(consan.gpu_available(), reason="checks the no-GPU behaviour")
 
 DEMO = """
 import pytest
@@ -44,7 +40,7 @@ def test_marker_and_options_are_registered(pytester):
                                  "*--consan-suppressions=FILE*"])
 
 
-@NO_GPU
+@pytest.mark.no_gpu
 def test_fixture_and_marker_skip_without_gpu(pytester):
     pytester.makepyfile(test_demo=DEMO)
     result = pytester.runpytest("-p", "consan.pytest_plugin", "-rs", "-p", "no:cacheprovider")
@@ -57,7 +53,7 @@ NOTHING_CHECKED = ("consan: checked nothing: no CUDA GPU is usable here, so the 
                    "without the sanitizer*")
 
 
-@NO_GPU
+@pytest.mark.no_gpu
 def test_session_option_without_gpu_runs_cpu_tests_unchecked(pytester):
     pytester.makepyfile(test_demo="""
         import numpy as np
@@ -81,7 +77,7 @@ def test_session_option_without_gpu_runs_cpu_tests_unchecked(pytester):
     assert "consan: checked nothing" not in result.stdout.str()
 
 
-@NO_GPU
+@pytest.mark.no_gpu
 def test_session_option_without_gpu_still_skips_tests_that_ask_for_consan(pytester):
     pytester.makepyfile(test_demo=DEMO)
     result = pytester.runpytest("-p", "consan.pytest_plugin", "--consan", "-rs", "-p",
@@ -91,7 +87,7 @@ def test_session_option_without_gpu_still_skips_tests_that_ask_for_consan(pytest
                                  "kernels, and none is usable here*"])
 
 
-@NO_GPU
+@pytest.mark.no_gpu
 def test_session_option_without_gpu_leaves_cupy_alone(pytester):
     pytester.makepyfile(test_demo="""
         def test_untouched():

@@ -230,7 +230,7 @@ def test_help_exits_0(capsys):
     assert "--on-violation" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(__import__("consan").gpu_available(), reason="checks the no-GPU path")
+@pytest.mark.no_gpu
 def test_program_needing_a_gpu_exits_2_with_a_clear_message(tmp_path, capsys):
     s = script(tmp_path, """
         print("before the GPU")

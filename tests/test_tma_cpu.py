@@ -258,19 +258,17 @@ def test_the_hook_observes_cu_tensor_map_encode_tiled():
         assert driver.cuTensorMapEncodeTiled is original
 
 
+@pytest.mark.no_gpu  # where a driver is present, tests/test_gpu_tma.py encodes real maps
 def test_encoding_without_a_driver_says_so(monkeypatch):
-    if consan.gpu_available():
-        pytest.skip("a driver is present: tests/test_gpu_tma.py encodes real maps")
     monkeypatch.undo()  # the real encoder
     with pytest.raises(ConsanError, match="driver"):
         tma.encode(info((32, 32)))
 
 
+@pytest.mark.no_gpu
 def test_encode_gives_cuda_bindings_arguments_of_the_types_it_takes(monkeypatch):
     """Without a driver the call gets as far as loading libcuda: every argument passed the
     bindings' type checks (plain ints in the dimension lists would not)."""
-    if consan.gpu_available():
-        pytest.skip("a driver is present: tests/test_gpu_tma.py encodes real maps")
     from cuda.bindings import driver
 
     monkeypatch.undo()  # the real encoder

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-import consan
 from consan import cli, cupy_build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +127,7 @@ def _site_counts(table: str) -> dict[str, int]:
             for m in re.finditer(r"\b((?:access|async|barrier)\.\w+)\W+(\d+)", table)}
 
 
-@pytest.mark.skipif(consan.gpu_available(), reason="checks the no-GPU path")
+@pytest.mark.no_gpu
 def test_consan_run_without_a_gpu_exits_2(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     assert cli.main(["run", "tutorials/00_splitk_epilogue.py"]) == 2

@@ -6,14 +6,12 @@ would, and the clock bytes stay exact across many releases."""
 from __future__ import annotations
 
 import random
-import shutil
 
 import pytest
 
 from instrument import abi
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
-                                reason="needs a host C++ compiler")
+pytestmark = pytest.mark.needs_host_compiler
 
 NWARPS = 4
 ALL = range(NWARPS)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import itertools
 import random
-import shutil
 
 import pytest
 
@@ -242,8 +241,7 @@ def test_describe_an_operand():
 
 # ------------------------------------------------ the checker's C decode agrees
 
-@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
-                    reason="needs a host C++ compiler")
+@pytest.mark.needs_host_compiler
 def test_c_decode_agrees_with_python():
     from tests.checker_host import library
 
