@@ -151,7 +151,7 @@ def native_ptx(source: str, options: Sequence[str] = (),
 
     As `consan.runtime.build` does: PTX is taken as it is; CUDA C++ goes through consan's
     NVRTC with `-arch=compute_XX`, the caller's other options and `-lineinfo` (added unless
-    some line-info option is there). tests/test_gpu_util_cpu.py holds the two to the same
+    some line-info option is there). tests/cpu/test_gpu_util.py holds the two to the same
     PTX.
     """
     return _native_ptx(source, tuple(options), source_name)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.gpu.test_mbarrier import MB
 from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
-from tests.test_gpu_mbarrier import MB
 
 pytestmark = pytest.mark.gpu
 

@@ -1,7 +1,7 @@
 """consan on a real GPU: racy/clean twin kernels and clean real-world kernels.
 
-The kernels live in `gpu_kernels.py` beside this file (plain strings, no
-GPU needed to import). Every test here needs consan and a CUDA GPU; on a
+The kernels live in tests/kernels/gpu_kernels.py (plain strings, no GPU
+needed to import). Every test here needs consan and a CUDA GPU; on a
 machine without one the whole module is skipped at collection.
 
 Racy twins: the racy kernel must report exactly the expected kind(s), every
@@ -15,10 +15,6 @@ native ones match the NumPy reference), and the report is clean.
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
@@ -30,19 +26,7 @@ from tests.gpu_util import (
     poison,
     poisoned,
 )
-
-
-def _load_kernels():
-    path = pathlib.Path(__file__).with_name("gpu_kernels.py")
-    spec = importlib.util.spec_from_file_location("consan_test_gpu_kernels", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look the module up while building classes
-    spec.loader.exec_module(mod)
-    return mod
-
-
-K = _load_kernels()
-
+from tests.kernels import gpu_kernels as K
 
 pytestmark = pytest.mark.gpu
 

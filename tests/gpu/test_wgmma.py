@@ -1,5 +1,5 @@
 """wgmma on a real GPU (sm_90a): a one-warpgroup GEMM tile and its two racy twins, and a
-TMA-fed GEMM tile (tests/tma_wgmma_gemm.py) with its seed-004 twin.
+TMA-fed GEMM tile (tests/kernels/tma_wgmma_gemm.py) with its seed-004 twin.
 
 D (64 x 64, f32) = A (64 x 128, f16) * B^T (B: 64 x 128, f16), two k-steps of 64
 halves; each step writes the A and B tiles to shared memory with generic stores,
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
-from tests.tma_wgmma_gemm import WGMMA_TILE
+from tests.kernels.tma_wgmma_gemm import WGMMA_TILE
 
 pytestmark = pytest.mark.gpu
 
@@ -160,7 +160,7 @@ def test_clean_wgmma_gemm_is_clean_and_exact(swizzle):
 
 def check_pending_read(rep, src: str) -> None:
     """Seed 004: the refill stores are async.pending-read against the wgmma (shared with the
-    CPU replay in tests/test_wgmma_kernels_cpu.py)."""
+    CPU replay in tests/cpu/test_wgmma_kernels.py)."""
     assert {v.kind for v in rep.violations} == {"async.pending-read"}, str(rep)
     assert {v.line for v in rep.violations} == {line_of(src, "@storeA"),
                                                line_of(src, "@storeB")}, str(rep)
@@ -197,7 +197,7 @@ def test_no_proxy_fence_is_a_missing_fence_at_the_wgmma(swizzle):
     check_missing_fence(rep, src)
 
 
-# ------------------------------------------------ TMA + wgmma (tests/tma_wgmma_gemm.py)
+# ------------------------------------------------ TMA + wgmma (tests/kernels/tma_wgmma_gemm.py)
 
 TMA_M, TMA_K = 2 * 64, 4 * 64  # two CTAs, four K steps: each stage is refilled once
 
@@ -207,7 +207,7 @@ def _tma_gemm(racy: bool):
     must write the same bits; the racy one's output is not compared (timing-dependent)."""
     import cupy as cp
 
-    from tests import tma_wgmma_gemm as g
+    from tests.kernels import tma_wgmma_gemm as g
 
     src = g.source(racy)
 

@@ -19,7 +19,7 @@ import pytest
 from consan import cli
 from consan.run import Program, RunUsageError, parse, split_argv
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def script(tmp_path: Path, body: str, name: str = "prog.py") -> str:

@@ -5,7 +5,7 @@ and with NumPy.
 - one 2-D tile per CTA: reading it before the mbarrier wait is async.pending-write at
   the read; a map consan does not know is a tool.tensor-map-unknown note and a guess;
   a map built directly with cuda-bindings while the hook is installed is known;
-- a 4-stage warp-specialised ring (kernels in tests/gpu_kernels.py, for benchmarks too):
+- a 4-stage warp-specialised ring (kernels in tests/kernels/gpu_kernels.py, for benchmarks too):
   clean, the producer skipping the empty wait (race.war at its copy), the consumers
   reading before the full wait (async.pending-write). The clean ring once hung the GPU:
   a consumer's one-lane arrive ran its probe together with the lanes of another call
@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests import gpu_kernels as gk
 from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
+from tests.kernels import gpu_kernels as gk
 
 pytestmark = pytest.mark.gpu
 

@@ -360,7 +360,7 @@ def test_json_caps_cta_list():
 def test_reports_imports_no_runtime():
     code = ("import sys, reports; bad = [m for m in sys.modules "
             "if m.split('.')[0] in ('cupy', 'consan')]; assert not bad, bad")
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True)
 
 

@@ -21,7 +21,7 @@ from consan import runtime, toolchain
 from instrument.ptx import parse
 from instrument.rewrite import instrument
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SM90A = toolchain.Arch.parse("sm_90a")
 
 # One small real kernel per header that most kernels include.

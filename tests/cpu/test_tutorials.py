@@ -16,7 +16,7 @@ import pytest
 
 from consan import cli, cupy_build
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))
 IDS = [p.stem for p in TUTORIALS]
 # The cp.async stories (000, 003): their pipeline's sites are checked one by one below.

@@ -107,7 +107,7 @@ def test_span_is_capped():
 
 
 HEAD64 = HEAD.replace("\t.reg .f32 %f<20>;\n", "\t.reg .f32 %f<20>;\n\t.reg .b64 %rd<20>;\n")
-# NVRTC's unrolled ldmatrix loop (tests/mma_gemm.py): each matrix's address its own
+# NVRTC's unrolled ldmatrix loop (tests/kernels/mma_gemm.py): each matrix's address its own
 # register, an add of a constant to a common 64-bit one, then cvt to 32 bits
 LDMATRIX = ("\tcvt.u32.u64 %r1, %rd1;\n"
             "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r2,%r3,%r4,%r5}, [%r1];\n"

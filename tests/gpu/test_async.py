@@ -164,7 +164,7 @@ def test_multistage_cp_async_ldmatrix_mma_gemm_is_clean_and_exact():
     """Feature-dense clean kernel: 3-stage cp.async ring, ldmatrix, mma.sync (sm_80+)."""
     import cupy as cp
 
-    from tests import mma_gemm as g
+    from tests.kernels import mma_gemm as g
 
     m = n = 128
     k = 256

@@ -1,7 +1,7 @@
 """TMA tensor maps without a GPU: geometry, footprints, the registry and the launch table.
 
 Encoding a map needs the CUDA driver, so `encode` is replaced here by a stand-in that
-returns 128 bytes derived from the geometry; tests/test_gpu_tma.py encodes real maps.
+returns 128 bytes derived from the geometry; tests/gpu/test_tma.py encodes real maps.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ def test_the_hook_observes_cu_tensor_map_encode_tiled():
         assert driver.cuTensorMapEncodeTiled is original
 
 
-@pytest.mark.no_gpu  # where a driver is present, tests/test_gpu_tma.py encodes real maps
+@pytest.mark.no_gpu  # where a driver is present, tests/gpu/test_tma.py encodes real maps
 def test_encoding_without_a_driver_says_so(monkeypatch):
     monkeypatch.undo()  # the real encoder
     with pytest.raises(ConsanError, match="driver"):

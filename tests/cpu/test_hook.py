@@ -16,7 +16,7 @@ from consan import cupti, cupy_build, hook, toolchain
 from instrument.sites import SourceLoc
 from reports import suppress
 from reports.session import SessionReport
-from tests.test_reports import LAUNCH, header, make_sites, rec, records
+from tests.cpu.test_reports import LAUNCH, header, make_sites, rec, records
 
 cupy = pytest.importorskip("cupy")
 
@@ -433,5 +433,5 @@ def test_importing_consan_does_not_import_cupy():
     code = "import consan, consan.hook, consan.run, consan.pytest_plugin, sys; " \
            "print('cupy' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=Path(__file__).resolve().parents[1])
+                       cwd=Path(__file__).resolve().parents[2])
     assert r.stdout.strip() == "False", r.stderr

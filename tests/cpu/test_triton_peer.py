@@ -26,7 +26,7 @@ from instrument.ptx import parse  # noqa: E402
 from instrument.rewrite import instrument  # noqa: E402
 from tests.kernels import triton_peer as tp  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "tests" / "_corpus_cache" / "triton_peer"
 DOC = ROOT / "docs" / "peer-consan.md"
 BUILT = [c for c in tp.PEER_CASES if c.num_ctas == 1 and not c.missing]

@@ -23,7 +23,7 @@ from instrument.ptx import parse
 from instrument.rewrite import Unmodeled, instrument
 from instrument.sites import SourceLoc
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # A kernel with line info (NVRTC's layout: `.file` after the code) whose cluster barrier
 # consan does not model, and a second kernel without line info.

@@ -28,7 +28,7 @@ from reports.session import SessionReport
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = """\
 extern "C" __global__ void bad_store(float *out, int n) {
     __shared__ float smem[64];
@@ -238,7 +238,7 @@ FAULTING = """
 import os, sys
 from types import SimpleNamespace as NS
 from consan import hook
-from tests.test_fault_cpu import faulted_report
+from tests.cpu.test_fault import faulted_report
 
 rep = faulted_report(with_race={race})
 fn = NS(display_name="bad_store", kernel="bad_store")
@@ -387,7 +387,7 @@ PLUGIN_DEMO = """
 import pytest
 from types import SimpleNamespace as NS
 from cupy_backends.cuda.api.runtime import CUDARuntimeError
-from tests.test_fault_cpu import faulted_report
+from tests.cpu.test_fault import faulted_report
 
 
 def fault(session, race=False):

@@ -7,7 +7,7 @@ mbarrier; the warpgroup waits on it, runs four m64n64k16 wgmmas with K-major
 descriptors, commits, waits for the group, and after a CTA barrier thread 0 refills
 the stage. The 128-byte swizzle TMA writes is the layout the descriptors name, so no
 generic store touches the operands and no proxy fence is needed. Shared by
-tests/test_gpu_wgmma.py and benchmarks/bench_async.py.
+tests/gpu/test_wgmma.py and benchmarks/bench_async.py.
 
 Racy twin (seed 004 with TMA): the refill is issued before `wgmma.wait_group`, so the
 copy engine may overwrite operands the wgmmas still read: async.pending-read at the
@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.gpu_kernels import TMA_PRELUDE
+from tests.kernels.gpu_kernels import TMA_PRELUDE
 
 KT = 64  # halves of K per stage: one 128-byte swizzled row per M / N row
 STAGES = 2
 BOX_BYTES = 64 * KT * 2
 
 # The m64n64k16 wgmma (A and B K-major through descriptors, f32 accumulators in d[32])
-# and the store of a warpgroup's 64 x 64 accumulator tile: shared with test_gpu_wgmma.py.
+# and the store of a warpgroup's 64 x 64 accumulator tile: shared with tests/gpu/test_wgmma.py.
 WGMMA_TILE = r"""
 typedef unsigned long long u64;
 #define WGMMA_M64N64K16 "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t" \

@@ -24,8 +24,8 @@ from instrument.ptx import parse  # noqa: E402
 from instrument.rewrite import Instrumented, instrument  # noqa: E402
 from tests.kernels import triton_corpus as corpus  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-CACHE = Path(__file__).resolve().parent / "_corpus_cache"
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / "tests" / "_corpus_cache"
 ARCH = toolchain.Arch.parse("sm_90a")
 
 # Instructions consan may leave unchecked in a case, by case name: {text prefix: why}. Empty

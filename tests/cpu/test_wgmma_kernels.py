@@ -1,4 +1,4 @@
-"""The GPU wgmma kernels (tests/test_gpu_wgmma.py) compile, instrument and assemble for
+"""The GPU wgmma kernels (tests/gpu/test_wgmma.py) compile, instrument and assemble for
 sm_90a without a GPU, and the instrumented modules model every wgmma instruction."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import pytest
 from consan import runtime, toolchain
 from instrument import abi
 from instrument.wgmma_desc import Descriptor, MmaShape
-from tests.gpu_util import line_of, lines
-from tests.test_gpu_wgmma import (
+from tests.gpu.test_wgmma import (
     KSTEPS,
     KT,
     LAYOUT_IDS,
@@ -18,6 +17,7 @@ from tests.test_gpu_wgmma import (
     check_pending_read,
     source,
 )
+from tests.gpu_util import line_of, lines
 
 VARIANTS = [(sw, fence, wait) for sw in LAYOUTS for fence, wait in
             ((True, True), (True, False), (False, True))]

@@ -1,7 +1,8 @@
 """Bulk stores on a real GPU (seed 002): racy kernels and clean twins that differ by one line.
 
-The kernels are in `bulk_store_kernels.py` (its CPU twin, `test_bulk_store_cpu.py`, checks
-that they compile for sm_90a and that the instrumented modules assemble).
+The kernels are in tests/kernels/bulk_store_kernels.py (its CPU twin,
+tests/cpu/test_bulk_store.py, checks that they compile for sm_90a and that the instrumented
+modules assemble).
 
 The clean twins also run natively on the same inputs and must store the very same bits; the
 racy ones' outputs are not compared (a store of unfenced or overwritten smem is
@@ -14,8 +15,8 @@ import numpy as np
 import pytest
 
 from instrument import abi
-from tests import bulk_store_kernels as K
 from tests.gpu_util import arch_option, check_against_native, line_of, poisoned
+from tests.kernels import bulk_store_kernels as K
 
 pytestmark = pytest.mark.gpu
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests import gpu_kernels as gk
 from tests.gpu_util import arch_option, check_against_native, line_of, lines, poisoned
+from tests.kernels import gpu_kernels as gk
 
 pytestmark = pytest.mark.gpu
 

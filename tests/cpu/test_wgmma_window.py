@@ -7,7 +7,6 @@ no `call`; and a `wgmma.fence` between any call and the next mma_async.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,7 @@ from instrument.ptx import parse
 from instrument.rewrite import instrument
 from tests import corpus_build
 
-TRITON = Path(__file__).parent / "corpus" / "triton"
+TRITON = corpus_build.CORPUS_DIR / "triton"
 HEADER = ".version 8.0\n.target sm_90a\n.address_size 64\n"
 
 

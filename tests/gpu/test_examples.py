@@ -15,7 +15,7 @@ from tests.gpu_util import line_of
 
 pytestmark = pytest.mark.gpu
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "reduce_race.cu"
 ARGS = ["--kernel", "block_sum", "--grid", "1024", "--block", "256", "--arg", "f32[262144]",
         "--arg", "f32[1024]=0"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ from instrument.ptx import PTXSyntaxError, parse
 from instrument.rewrite import InstrumentError, instrument
 from tests import corpus_build
 
-TRITON = sorted((Path(__file__).parent / "corpus" / "triton").glob("*.ptx"))
+TRITON = sorted((corpus_build.CORPUS_DIR / "triton").glob("*.ptx"))
 HEADER = ".version 9.0\n.target sm_90a\n.address_size 64\n"
 
 

@@ -3,7 +3,7 @@
 C[M,N] = A[M,K] @ B[K,N] in fp32 from fp16 inputs, with B given transposed
 (Bt[N,K]) so both operands are K-contiguous. CTA tile 64x64x32, four warps in
 2x2 each owning 32x32, a three-stage cp.async ring: the classic Ampere main
-loop that seeds 000/003 come from. Shared by tests/test_gpu_async.py and
+loop that seeds 000/003 come from. Shared by tests/gpu/test_async.py and
 benchmarks/bench_async.py.
 """
 

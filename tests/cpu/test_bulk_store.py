@@ -14,8 +14,8 @@ import pytest
 from consan import runtime, toolchain
 from instrument.ptx import parse
 from instrument.rewrite import instrument
-from tests import bulk_store_kernels as K
 from tests.gpu_util import line_of
+from tests.kernels import bulk_store_kernels as K
 
 SM90A = toolchain.Arch.parse("sm_90a")
 

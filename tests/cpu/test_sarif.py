@@ -19,9 +19,9 @@ from consan import hook
 from reports import Report, suppress
 from reports.sarif import SRCROOT, to_sarif, to_sarif_json
 from reports.session import SessionReport
-from tests.test_reports import LAUNCH, header, make_sites, rec, records
+from tests.cpu.test_reports import LAUNCH, header, make_sites, rec, records
 
-SCHEMA = Path(__file__).with_name("data") / "sarif-2.1.0-subset.schema.json"
+SCHEMA = Path(__file__).resolve().parents[1] / "data" / "sarif-2.1.0-subset.schema.json"
 
 
 class Fn:

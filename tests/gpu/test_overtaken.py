@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_kernels import TMA_PRELUDE
 from tests.gpu_util import arch_option, line_of, lines
+from tests.kernels.gpu_kernels import TMA_PRELUDE
 
 pytestmark = pytest.mark.gpu
 
