@@ -446,4 +446,5 @@ def test_pytest_plugin_fails_a_test_whose_kernel_faulted(pytester, monkeypatch):
     assert "The test then stopped" not in by_test["fault_only"]
     race = flat(by_test["race_then_fault"])
     assert "race.raw" in race and "recorded before the fault" in race
+    assert "read bad.cu:5:15" in race and "earlier write bad.cu:4:13" in race, race
     assert "consan found 1 finding(s)" in race

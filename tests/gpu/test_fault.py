@@ -204,3 +204,4 @@ def test_pytest_plugin_fails_the_test_naming_the_faulted_kernel(kind, how, pytes
     assert "The test then stopped with" in flat and "test_demo.py:" in flat
     if kind == "race_then_fault":
         assert "race.raw" in flat
+        assert f"script_fault.py:{line_of(SCRIPT.read_text(), '@read')}" in flat, text

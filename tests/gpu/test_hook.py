@@ -121,7 +121,8 @@ def test_suppressed_and_excluded_race_do_not_fail(tmp_path):
              "script_racy.py")
     assert r.returncode == 0, r.stderr
     rep = json.loads(out.read_text())
-    assert [f["kind"] for f in rep["findings"]] == ["race.raw"]
+    assert [(f["kind"], f["sites"]["current"]["line"], f["sites"]["earlier"]["line"])
+            for f in rep["findings"]] == [("race.raw", _line("@read"), _line("@write"))], rep
     assert rep["findings"][0]["suppressed_by"] and rep["ok"]
     assert "suppressed" in r.stderr
     r = _run("-m", "consan", "run", "--kernel-name-exclude", "shift", "script_racy.py")
