@@ -52,7 +52,7 @@ class Launch:
 
 
 def _mma_gemm(cp, size: int) -> Launch:
-    from tests import mma_gemm as g
+    from tests.kernels import mma_gemm as g
 
     a, bt, c, _ = g.inputs(cp, size, size, size)
     return Launch(g.SOURCE, g.KERNEL, g.grid(size, size), g.BLOCK,
@@ -66,7 +66,7 @@ def _tma_ring(cp, ctas: int) -> Launch:
     import numpy as np
 
     import consan
-    from tests import gpu_kernels as gk
+    from tests.kernels import gpu_kernels as gk
 
     rows = ctas * RING_TILES * gk.TMA_RING_ROWS
     x = cp.asarray(np.random.default_rng(6).integers(0, 8, (rows, gk.TMA_RING_COLS))
@@ -81,7 +81,7 @@ GEMM_K = 1024
 
 
 def _tma_wgmma(cp, m: int) -> Launch:
-    from tests import tma_wgmma_gemm as g
+    from tests.kernels import tma_wgmma_gemm as g
 
     a, b, d, _ = g.inputs(cp, m, GEMM_K)
     return Launch(g.SOURCE, g.KERNEL, g.grid(m), g.BLOCK, g.args(a, b, d, GEMM_K), [d],

@@ -3,7 +3,7 @@
 
     PYTHONPATH=. python benchmarks/bench_clean.py [--quick] [--json PATH]
 
-Kernels (sources in tests/gpu_kernels.py): block reduction, padded-tile
+Kernels (sources in tests/kernels/gpu_kernels.py): block reduction, padded-tile
 transpose, 1-D stencil with halo, smem-tiled SGEMM (64x64 tile, 4x4 per
 thread), 256-bin histogram with shared atomics. Default sizes keep an H100
 busy for about a millisecond or more natively; --quick uses small ones.
@@ -41,7 +41,7 @@ from benchmarks import verdict  # noqa: E402
 
 
 def _load_kernels():
-    path = ROOT / "tests" / "gpu_kernels.py"
+    path = ROOT / "tests" / "kernels" / "gpu_kernels.py"
     spec = importlib.util.spec_from_file_location("consan_bench_gpu_kernels", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod

@@ -13,7 +13,7 @@ import cupy as cp
 
 import consan
 from benchmarks.bench_clean import QUICK_SIZES
-from tests import gpu_kernels as gk
+from tests.kernels import gpu_kernels as gk
 
 
 def main(name: str, native: bool) -> None:

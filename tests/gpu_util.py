@@ -1,5 +1,6 @@
-"""What the GPU test modules share: the skip marker, source-line markers, the target, and the
-standing rule that an instrumented kernel computes exactly what the native one does.
+"""What the GPU test modules share: source-line markers, the target, and the standing rule
+that an instrumented kernel computes exactly what the native one does (the `gpu` marker and
+its skip live in tests/conftest.py).
 
 The rule: every clean kernel a GPU test runs under consan also runs natively on the very same
 inputs, and every buffer it writes must be bitwise equal (NaN payloads and -0.0 included):
@@ -25,35 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 if __name__ == "__main__":  # `gpu_util.py dump ...` from any folder: consan is beside tests/
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # Each byte of a poisoned integer buffer (floats get all-ones bytes: a NaN).
 POISON_BYTE = 0xA5
-
-
-def gpu() -> bool:
-    """Whether a CUDA GPU is present: the one reason the GPU tests skip.
-
-    Only CUDA's own "no driver / no device" answer counts as absent. Where a GPU is present,
-    consan is imported here unguarded, so a broken consan fails the suite (at collection)
-    instead of skipping it.
-    """
-    import cupy  # a dependency of consan: missing is an error, not a skip
-
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except cupy.cuda.runtime.CUDARuntimeError:  # no driver, no device
-        return False
-    if count > 0:
-        import consan  # noqa: F401 - its ImportError must surface on a GPU machine
-    return count > 0
-
-
-GPU = [pytest.mark.gpu, pytest.mark.skipif(not gpu(), reason="needs a CUDA GPU")]
-
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = Path(__file__).resolve().with_name("gpu_scripts")
@@ -173,7 +151,7 @@ def native_ptx(source: str, options: Sequence[str] = (),
 
     As `consan.runtime.build` does: PTX is taken as it is; CUDA C++ goes through consan's
     NVRTC with `-arch=compute_XX`, the caller's other options and `-lineinfo` (added unless
-    some line-info option is there). tests/test_gpu_util_cpu.py holds the two to the same
+    some line-info option is there). tests/cpu/test_gpu_util.py holds the two to the same
     PTX.
     """
     return _native_ptx(source, tuple(options), source_name)

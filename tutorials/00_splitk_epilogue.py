@@ -114,7 +114,7 @@ extern "C" __global__ void splitk_sgemm(const float* A, const float* B, float* C
 }
 """
 
-# What consan must report for the buggy version (tests/test_gpu_tutorials.py).
+# What consan must report for the buggy version (tests/gpu/test_tutorials.py).
 EXPECT = {"kind": "async.pending-write", "current": "@epilogue", "earlier": "@prefetch"}
 
 

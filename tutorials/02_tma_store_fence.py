@@ -64,7 +64,7 @@ extern "C" __global__ void epilogue_bulk_store(const float* x, float* y, float s
 }
 """
 
-# What consan must report for the buggy version (tests/test_gpu_tutorials.py).
+# What consan must report for the buggy version (tests/gpu/test_tutorials.py).
 EXPECT = {"kind": "proxy.missing-fence", "current": "@store", "earlier": "@write"}
 
 

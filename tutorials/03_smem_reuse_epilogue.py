@@ -128,7 +128,7 @@ extern "C" __global__ void gemm_smem_epilogue(const float* A, const float* B, fl
 }
 """
 
-# What consan must report for the buggy version (tests/test_gpu_tutorials.py).
+# What consan must report for the buggy version (tests/gpu/test_tutorials.py).
 EXPECT = {"kind": "async.pending-write", "current": "@epilogue", "earlier": "@prefetch"}
 
 

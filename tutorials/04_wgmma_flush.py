@@ -122,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(128) wgmma_pipeline(const unsigned 
 }
 """
 
-# What consan must report for the buggy version (tests/test_gpu_tutorials.py).
+# What consan must report for the buggy version (tests/gpu/test_tutorials.py).
 EXPECT = {"kind": "async.pending-read", "current": "@refill", "earlier": "@mma"}
 
 

@@ -1,0 +1,910 @@
+"""The checker's decisions on event traces, with checker.cu compiled for the host."""
+
+from __future__ import annotations
+
+import pytest
+
+from instrument import abi
+
+pytestmark = pytest.mark.needs_host_compiler
+
+
+def _checker(phase_mode: bool, phase_smem: bool = False):
+    from tests.checker_host import HostChecker
+
+    c = HostChecker(nwarps=4, smem_bytes=1024, phase_mode=phase_mode, phase_smem=phase_smem)
+    assert c.begin() == 0
+    return c
+
+
+@pytest.fixture(params=[(False, False), (True, False), (True, True)],
+                ids=["clocks", "phases", "phases-smem"])
+def ck(request):
+    """Every representation: vector clocks, and CTA phases (only CTA-wide barriers) with
+    the tables in global or in shared memory."""
+    return _checker(*request.param)
+
+
+@pytest.fixture
+def ckv():
+    """Vector clocks only: the trace uses named barriers, arrive or partial counts."""
+    return _checker(False)
+
+
+ALL = range(4)
+
+
+def test_raw_without_barrier(ck):
+    ck.write(0, 16, site=1)
+    ck.read(1, 16, site=2)
+    assert ck.kinds() == [("race.raw", 2, 1)]
+
+
+def test_barrier_orders_write_before_read(ck):
+    ck.write(0, 16, site=1)
+    ck.sync(ALL)
+    ck.read(1, 16, site=2)
+    assert ck.kinds() == []
+
+
+def test_program_order_within_a_warp(ck):
+    ck.write(2, 16, site=1)
+    ck.read(2, 16, site=2)
+    ck.write(2, 16, site=3)
+    assert ck.kinds() == []
+
+
+def test_war(ck):
+    ck.write(0, 32, site=1)
+    ck.sync(ALL)
+    ck.read(1, 32, site=2)
+    ck.write(0, 32, site=3)
+    assert ck.kinds() == [("race.war", 3, 2)]
+
+
+def test_war_ordered_by_second_barrier(ck):
+    ck.write(0, 32, site=1)
+    ck.sync(ALL)
+    ck.read(1, 32, site=2)
+    ck.sync(ALL)
+    ck.write(0, 32, site=3)
+    assert ck.kinds() == []
+
+
+def test_waw(ck):
+    ck.write(0, 8, site=1)
+    ck.write(3, 8, site=2)
+    assert ck.kinds() == [("race.waw", 2, 1)]
+
+
+def test_uninit_read(ck):
+    ck.read(1, 100, site=5)
+    assert ck.kinds() == [("uninit.read", 5, -1)]
+
+
+def test_multi_granule_access(ck):
+    ck.write(0, 64, size=16, site=1)  # granules 16..19
+    ck.read(1, 76, site=2)  # last one
+    ck.read(1, 80, site=3)  # next one: never written
+    assert ck.kinds() == [("race.raw", 2, 1), ("uninit.read", 3, -1)]
+
+
+def test_named_barrier_producer_consumer(ckv):
+    ckv.write(0, 0, site=1)
+    t = ckv.arrive(0, barrier=1, count=64, site=2)  # bar.arrive 1, 64
+    tok = ckv.arrive(1, barrier=1, count=64, site=3, mode=abi.BAR_SYNC)  # bar.sync 1, 64
+    assert tok == t == 0
+    ckv.wait(1, tok, barrier=1, site=3)
+    ckv.read(1, 0, site=4)
+    assert ckv.kinds() == []
+
+
+def test_named_barrier_missing_arrive(ckv):
+    ckv.write(0, 0, site=1)
+    ckv.sync([1], barrier=1, count=32)  # the consumer waits for itself only
+    ckv.read(1, 0, site=4)
+    assert ckv.kinds() == [("race.raw", 4, 1)]
+
+
+def test_producer_write_after_arrive_is_not_published(ckv):
+    ckv.write(0, 0, site=1)
+    ckv.arrive(0, barrier=1, count=64, site=2)
+    ckv.write(0, 4, site=5)  # after the release
+    ckv.sync([1], barrier=1, count=64)  # completes with the producer's arrival
+    ckv.read(1, 0, site=6)
+    ckv.read(1, 4, site=7)
+    assert ckv.kinds() == [("race.raw", 7, 5)]
+
+
+def test_generations_alternate_clock_slots(ck):
+    for rnd in range(6):
+        writer, reader = rnd % 4, (rnd + 1) % 4
+        ck.write(writer, 8 * rnd, site=1)
+        ck.sync(ALL)
+        ck.read(reader, 8 * rnd, site=2)
+        ck.sync(ALL)
+    assert ck.kinds() == []
+    ck.write(0, 0, site=3)
+    ck.read(1, 0, site=4)  # no barrier this time
+    assert ck.kinds() == [("race.raw", 4, 3)]
+
+
+def test_partial_barrier_does_not_order_other_warps(ckv):
+    ckv.write(0, 0, site=1)
+    ckv.sync([0, 1], barrier=2, count=64)
+    ckv.read(1, 0, site=2)  # ordered
+    ckv.read(2, 0, site=3)  # warp 2 did not take part
+    assert ckv.kinds() == [("race.raw", 3, 1)]
+
+
+def test_exited_warps_do_not_hold_barriers(ck):
+    ck.exit(3)
+    ck.write(0, 0, site=1)
+    ck.sync([0, 1, 2])  # bar.sync 0 with every live warp
+    ck.read(2, 0, site=2)
+    ck.write(1, 4, site=3)
+    ck.sync([0, 1, 2])
+    ck.read(0, 4, site=4)
+    assert ck.kinds() == []
+
+
+def test_atomics_do_not_race_each_other(ck):
+    ck.write(0, 0, site=1)  # zero the bin
+    ck.sync(ALL)
+    ck.atomic(1, 0, site=2)
+    ck.atomic(2, 0, site=2)
+    ck.atomic(3, 0, site=2)
+    assert ck.kinds() == []
+    ck.read(0, 0, site=3)  # no barrier after the atomics
+    assert ck.kinds() == [("race.raw", 3, 2)]
+
+
+def test_own_atomic_then_read_still_sees_other_warps_atomics(ck, request):
+    if not ck.phase_smem:  # the epoch keeps only the latest atomic writer there
+        request.applymarker(pytest.mark.xfail(strict=True, reason="known gap: docs/model.md"))
+    ck.write(0, 0, site=1)
+    ck.sync(ALL)
+    ck.atomic(1, 0, site=2)
+    ck.atomic(2, 0, site=2)
+    ck.atomic(1, 0, site=2)  # warp 1 again: the granule stays marked "several warps"
+    ck.read(1, 0, site=3)  # warp 2's update is not ordered before this read
+    assert [k for k, _, _ in ck.kinds()] == ["race.raw"]
+
+
+def test_plain_read_then_atomics_by_other_warps_is_war(ck):
+    ck.write(0, 0, site=1)
+    ck.sync(ALL)
+    ck.read(3, 0, site=4)
+    ck.atomic(1, 0, site=2)
+    ck.atomic(2, 0, site=2)
+    assert set(ck.kinds()) == {("race.war", 2, 4)}
+
+
+def test_atomic_on_unzeroed_bin_is_uninit(ck):
+    ck.atomic(1, 0, site=2)
+    assert ck.kinds() == [("uninit.read", 2, -1)]
+
+
+def test_atomic_after_unordered_plain_write(ck):
+    ck.write(0, 0, site=1)
+    ck.atomic(1, 0, site=2)
+    assert ck.kinds() == [("race.waw", 2, 1)]
+
+
+def test_slot_reuse_resets_lazily(ck):
+    ck.write(0, 0, site=1)
+    for w in ALL:
+        ck.exit(w)
+    assert ck.begin((1, 0, 0)) == 0  # the same slot, a new generation
+    ck.read(1, 0, site=2)
+    assert ck.kinds() == [("uninit.read", 2, -1)]
+    assert int(ck.header["ctas_begun"][0]) == 2
+    # Slots (and the count of CTAs that ended) exist only for tables in global memory.
+    assert int(ck.header["ctas_ended"][0]) == (0 if ck.phase_smem else 1)
+
+
+def test_log_overflow_is_counted_not_lost():
+    from tests.checker_host import HostChecker
+
+    ck = HostChecker(nwarps=2, capacity=4)
+    ck.begin()
+    for i in range(10):
+        ck.read(1, 4 * i, site=i)  # ten distinct uninit findings
+    h = ck.header[0]
+    assert int(h["occurrences"]) == 10
+    assert int(h["stored"]) == 10 and int(h["dropped"]) == 6
+    rep = ck.report()
+    assert not rep.ok
+    assert rep.dropped == 6
+    assert "not stored" in str(rep)
+
+
+def test_repeated_finding_is_capped_per_key():
+    from tests.checker_host import HostChecker
+
+    ck = HostChecker(nwarps=2, smem_bytes=4096, capacity=4096)
+    ck.begin()
+    for i in range(abi.RECORDS_PER_KEY + 36):
+        ck.read(1, 4 * i, site=7)
+    assert int(ck.header["occurrences"][0]) == abi.RECORDS_PER_KEY + 36
+    assert len(ck.kinds()) == abi.RECORDS_PER_KEY
+    rep = ck.report()
+    (f,) = rep.findings
+    assert f.kind == "uninit.read" and f.occurrences == abi.RECORDS_PER_KEY + 36
+    assert f.not_stored == 36
+
+
+def test_key_table_keys_are_abi_finding_keys():
+    """The checker makes a finding's key as abi.finding_key does, site ids cut to
+    KEY_SITE_BITS (and a missing earlier site is NO_SITE cut)."""
+    from tests.checker_host import HostChecker
+
+    ck = HostChecker(nwarps=2, smem_bytes=4096)
+    ck.begin()
+    big = abi.KEY_SITE_MASK + 5  # wider than a key holds
+    ck.read(1, 0, site=big)  # uninit: no earlier site
+    ck.write(0, 8, site=3)
+    ck.read(1, 8, site=9)  # race.raw after site 3
+    used = sorted(int(k) for k in ck.keys["key"] if k)
+    raw, uninit = abi.KIND_BY_ID["race.raw"].code, abi.KIND_BY_ID["uninit.read"].code
+    assert used == sorted([abi.finding_key(uninit, big, abi.NO_SITE),
+                           abi.finding_key(raw, 9, 3)])
+    assert abi.finding_key_parts(abi.finding_key(uninit, big, abi.NO_SITE)) == (
+        uninit, big & abi.KEY_SITE_MASK, abi.NO_SITE)
+
+
+def test_out_of_window_access_is_a_tool_note(ck):
+    ck.write(0, 4096, site=1)  # the window is 1024 bytes
+    assert ck.kinds() == [("tool.out-of-window", 1, -1)]
+    assert ck.report().ok
+
+
+def test_cta_wide_phase_orders_old_reads_but_not_new_ones(ck):
+    ck.write(0, 0, site=1)
+    ck.sync(ALL)
+    ck.read(1, 0, site=2)  # before the next CTA-wide barrier: ordered by it
+    ck.sync(ALL)
+    ck.read(2, 0, site=3)  # after it: not ordered before the write below
+    ck.write(0, 0, site=4)
+    assert ck.kinds() == [("race.war", 4, 3)]
+
+
+def test_rewrite_by_the_last_writer_still_checks_readers(ck):
+    ck.write(0, 0, site=1)
+    ck.sync(ALL)
+    ck.read(3, 0, site=2)
+    ck.write(0, 0, site=3)  # warp 0 wrote last, warp 3 read since without a barrier
+    assert ck.kinds() == [("race.war", 3, 2)]
+    ck.sync(ALL)
+    ck.write(0, 0, site=4)
+    assert len(ck.kinds()) == 1
+
+
+# cp.async: the copy unit of each warp is its own logical thread; groups are its clock.
+
+def test_cp_async_read_before_wait_is_pending(ckv):
+    ckv.cp_async(0, 0, site=1)
+    ckv.commit(0)
+    ckv.sync(ALL)
+    ckv.read(1, 4, site=2)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_cp_async_waited_then_barrier_is_clean(ckv):
+    ckv.cp_async(0, 0, site=1)
+    ckv.commit(0)
+    ckv.wait_group(0, 0)
+    ckv.sync(ALL)
+    ckv.read(1, 4, site=2)
+    ckv.read(0, 8, site=3)
+    assert ckv.kinds() == []
+
+
+def test_wait_without_barrier_orders_only_the_waiting_warp(ckv):
+    ckv.cp_async(0, 0, site=1)
+    ckv.wait_all(0)
+    ckv.read(0, 0, site=2)  # the issuing warp waited: fine
+    ckv.read(1, 0, site=3)  # another warp, no barrier after the wait
+    assert ckv.kinds() == [("async.pending-write", 3, 1)]
+
+
+def test_wait_group_1_leaves_the_last_group_in_flight(ckv):
+    ckv.cp_async(0, 0, site=1)  # group 0 -> stage A
+    ckv.commit(0)
+    ckv.cp_async(0, 64, site=2)  # group 1 -> stage B
+    ckv.commit(0)
+    ckv.wait_group(0, 1)
+    ckv.sync(ALL)
+    ckv.read(2, 0, site=3)  # stage A: complete
+    ckv.write(3, 64, site=4)  # epilogue reuses stage B while its copy is in flight
+    assert ckv.kinds() == [("async.pending-write", 4, 2)]
+
+
+def test_own_destination_read_before_wait(ckv):
+    ckv.cp_async(2, 32, size=8, site=1)
+    ckv.commit(2)
+    ckv.read(2, 36, site=2)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_cp_async_over_unsynchronised_readers_is_war(ckv):
+    ckv.write(0, 0, site=1)
+    ckv.sync(ALL)
+    ckv.read(1, 0, site=2)
+    ckv.cp_async(0, 0, size=4, site=3)  # refills the buffer warp 1 may still be reading
+    assert ckv.kinds() == [("race.war", 3, 2)]
+
+
+# mbarriers: arrive releases into the phase, a successful wait acquires it.
+MB = 512  # the mbarrier object's smem offset
+
+
+def _init(c, count=1):
+    c.mbar(0, MB, abi.MB_INIT, count, site=10)
+    c.sync(ALL)
+
+
+def test_mbarrier_orders_producer_and_consumer(ckv):
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=2)
+    assert ckv.kinds() == []
+
+
+def test_lanes_marked_off_neither_arrive_nor_copy(ckv):
+    """A branch the rewriter converted (instrument/converge.py): a lane that skips the
+    operation calls the probe with PROBE_OFF and changes nothing."""
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    assert ckv.mbar(0, MB, abi.MB_ARRIVE | abi.PROBE_OFF, 1, site=11) == 0
+    ckv.mbar_wait(1, MB, parity=0)  # no phase completed: the wait acquires nothing
+    ckv.read(1, 0, site=2)
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+    # an arrival marked off does not count either: the real one completes the phase
+    assert ckv.mbar(2, MB, abi.MB_ARRIVE | abi.PROBE_OFF, 5, site=12) == 0
+    assert ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=13) == 0
+    ckv.mbar_wait(3, MB, parity=0)
+    ckv.read(3, 0, site=3)
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+
+
+def test_cp_async_mbarrier_arrive_publishes_the_copies(ckv):
+    _init(ckv, count=2)
+    ckv.cp_async(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_CP_ARRIVE, 1, site=11)  # .noinc: counts one arrival
+    ckv.read(1, 0, site=2)  # before the phase completes and is waited
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+    ckv.mbar(1, MB, abi.MB_ARRIVE, 1, site=12)
+    ckv.mbar_wait(2, MB, parity=0)
+    ckv.read(2, 0, site=3)  # the copy is covered by the phase waited for
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_copies_after_the_cp_async_arrive_are_not_covered(ckv):
+    _init(ckv)
+    ckv.cp_async(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_CP_ARRIVE, 1, site=11)
+    ckv.cp_async(0, 64, site=4)  # the next stage: its own arrive comes later
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=2)
+    ckv.read(1, 64, site=3)
+    assert ckv.kinds() == [("async.pending-write", 3, 4)]
+
+
+def test_cp_async_arrive_does_not_shift_wait_group(ckv):
+    # group 0: copy A; group 1: copy B, a cp.async arrive, copy C. wait_group 1 retires
+    # group 0 only: B and C are still in flight even though the arrive advanced the clock.
+    _init(ckv)
+    ckv.cp_async(0, 0, site=1)  # A
+    ckv.commit(0)
+    ckv.cp_async(0, 64, site=2)  # B
+    ckv.mbar(0, MB, abi.MB_CP_ARRIVE, 1, site=11)
+    ckv.cp_async(0, 128, site=3)  # C
+    ckv.commit(0)
+    ckv.wait_group(0, 1)
+    ckv.read(0, 0, site=4)  # A landed
+    ckv.read(0, 64, site=5)  # B: not yet
+    ckv.read(0, 128, site=6)  # C: not yet
+    assert ckv.kinds() == [("async.pending-write", 5, 2), ("async.pending-write", 6, 3)]
+    ckv.wait_group(0, 0)
+    ckv.read(0, 68, site=7)  # now everything landed
+    assert len(ckv.kinds()) == 2
+
+
+def test_wait_group_beyond_the_kept_groups_acquires_nothing(ckv):
+    for k in range(abi.CPASYNC_GROUP_ENDS + 2):
+        ckv.cp_async(0, 16 * k, site=1)
+        ckv.commit(0)
+    ckv.wait_group(0, abi.CPASYNC_GROUP_ENDS + 1)  # retires group 0, older than those kept
+    ckv.read(0, 0, site=2)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]  # the safe side: still in flight
+    ckv.wait_group(0, 1)
+    ckv.read(0, 4, site=3)
+    assert len(ckv.kinds()) == 1
+
+
+def test_reading_before_the_wait_is_a_race(ckv):
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)
+    ckv.read(1, 0, site=2)  # no wait
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+
+
+def test_failed_wait_and_stale_parity_acquire_nothing(ckv):
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    ckv.mbar_wait(1, MB, parity=0, ok=False)  # the try_wait said "not yet"
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)  # phase 0 completes
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=2)  # ordered
+    ckv.write(0, 4, site=3)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)  # phase 1 completes
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)  # phase 2 completes
+    ckv.mbar_wait(1, MB, parity=1)  # phase 1 is no longer the latest: nothing acquired
+    ckv.read(1, 4, site=4)
+    assert ckv.kinds() == [("race.raw", 4, 3)]
+
+
+def test_expect_tx_holds_the_phase_until_complete_tx(ckv):
+    _init(ckv)
+    ckv.write(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=11)
+    ckv.mbar(0, MB, abi.MB_COMPLETE_TX, 32, site=12)
+    ckv.mbar_wait(1, MB, parity=0)  # would not succeed on the device: phase not complete
+    ckv.read(1, 0, site=2)
+    ckv.mbar(0, MB, abi.MB_COMPLETE_TX, 32, site=12)
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=3)
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+
+
+def test_mbarrier_misuse_kinds(ckv):
+    ckv.mbar(1, MB, abi.MB_ARRIVE, 1, site=20)  # before init
+    _init(ckv)
+    ckv.mbar(0, MB, abi.MB_INIT, 1, site=21)  # live: re-init
+    ckv.mbar(2, MB, abi.MB_ARRIVE, 2, site=22)  # pending 1, arrives 2
+    ckv.read(3, MB, site=23)  # ordinary load of the object
+    ckv.write(3, MB + 4, site=24)
+    ckv.mbar(0, MB, abi.MB_INVAL, 0, site=25)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=26)  # after inval
+    kinds = [k for k, _, _ in ckv.kinds()]
+    assert kinds == ["mbarrier.uninit", "mbarrier.reinit", "mbarrier.underflow",
+                     "mbarrier.data-access", "mbarrier.data-access", "mbarrier.uninit"]
+
+
+def test_bulk_load_visible_only_after_the_phase_wait(ckv):
+    _init(ckv)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 256, site=11)
+    assert ckv.bulk_load(0, 0, 256, MB, site=1) == 0
+    ckv.read(1, 16, site=2)  # before the wait: the copy may still be landing
+    ckv.mbar_wait(2, MB, parity=0)
+    ckv.read(2, 32, site=3)  # after the wait: fine
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_bulk_load_on_a_dead_mbarrier_is_skipped(ckv):
+    assert ckv.bulk_load(0, 0, 64, MB, site=1) == 1
+    assert ckv.kinds() == [("mbarrier.uninit", 1, -1)]
+
+
+def test_a_wait_that_never_completes_is_a_deadlock(ckv):
+    _init(ckv, count=2)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)  # one of the two arrivals never comes
+    for _ in range(abi.DEADLOCK_MS // 100 + 2):  # the host clock advances 100 ms a look
+        ckv.mbar_wait(1, MB, parity=0, ok=False, site=12)
+    recs = ckv.kinds()
+    assert recs == [("deadlock", 12, -1)]
+    r = ckv.records[0]
+    assert int(r["barrier"]) == MB and int(r["phase"]) == 0 and int(r["count"]) == 1
+
+
+
+def test_a_wait_on_an_mbarrier_never_initialised_ends_as_a_deadlock(ckv):
+    # The hardware may spin on such a barrier for ever: the checker must not.
+    looks = [ckv.mbar_wait(1, MB, parity=0, ok=False, site=12)
+             for _ in range(abi.DEADLOCK_MS // 100 + 2)]
+    assert looks[0] == 1 and looks[-1] == 2  # skipped, until the warp is sent away
+    kinds = [k for k, _, _ in ckv.kinds()]
+    assert set(kinds) == {"mbarrier.uninit", "deadlock"} and kinds[-1] == "deadlock"
+
+
+# Bulk stores: the bulk-store unit of each warp reads the source until the group is retired;
+# generic writes reach it only through a fence.proxy.async by the writer.
+TILE = 64  # bytes of the tile every warp writes 16 of
+
+
+def _tile(c, fence=True, warps=ALL):
+    for w in warps:
+        c.write(w, 16 * w, size=16, site=1)
+        if fence:
+            c.proxy_fence(w, site=9)
+    c.sync(ALL, site=8)
+
+
+def test_bulk_store_source_overwritten_before_the_wait(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.write(1, 16, site=3)  # the next tile, while the store may still read the buffer
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+    r = ckv.records[0]
+    assert int(r["prev_warp"]) == abi.AGENT_BULK + 0 and int(r["warp"]) == 1
+
+
+def test_issuing_warp_overwrites_after_its_wait_read(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 0)  # cp.async.bulk.wait_group.read 0
+    ckv.write(0, 0, size=16, site=3)
+    assert ckv.kinds() == []
+
+
+def test_issuing_warp_overwrites_before_its_wait(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.write(0, 4, site=3)
+    ckv.bulk_wait(0, 0)
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
+def test_other_warp_after_the_wait_and_a_barrier(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 0)
+    ckv.sync(ALL)
+    for w in ALL:
+        ckv.write(w, 16 * w, size=16, site=3)
+    assert ckv.kinds() == []
+
+
+def test_other_warp_after_the_wait_without_a_barrier(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 0)  # retired, but warp 2 is not ordered after the wait
+    ckv.write(2, 32, site=3)
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
+def test_a_wait_by_another_warp_retires_nothing(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(1, 0)  # warp 1 has no bulk groups of its own
+    ckv.sync(ALL)
+    ckv.write(1, 16, site=3)
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
+def test_uncommitted_store_is_not_retired_by_the_wait(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_wait(0, 0)  # the store's group is still open
+    ckv.write(0, 0, site=3)
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
+def test_wait_read_1_leaves_the_newest_group_reading(ckv):
+    _tile(ckv)  # stage A: bytes 0..64
+    for w in ALL:
+        ckv.write(w, 64 + 16 * w, size=16, site=4)  # stage B
+        ckv.proxy_fence(w)
+    ckv.sync(ALL)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_store(0, 64, TILE, site=5)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 1)
+    ckv.sync(ALL)
+    ckv.write(3, 48, site=6)  # stage A: its store has been read
+    ckv.write(3, 112, site=7)  # stage B: its store may still read it
+    assert ckv.kinds() == [("async.pending-read", 7, 5)]
+
+
+def test_bulk_store_without_a_fence(ckv):
+    _tile(ckv, fence=False)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    recs = ckv.kinds()
+    assert set(recs) == {("proxy.missing-fence", 2, 1)}
+    # one record per writing warp, each with the bytes it wrote
+    got = {(int(r["prev_warp"]), int(r["offset_lo"]), int(r["offset_hi"]))
+           for r in ckv.records[: len(recs)]}
+    assert got == {(w, 16 * w, 16 * w + 16) for w in ALL}
+
+
+def test_bulk_store_with_the_writers_fences_is_clean(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 0)
+    assert ckv.kinds() == []
+
+
+def test_fence_by_the_wrong_warp(ckv):
+    ckv.write(1, 0, size=16, site=1)
+    ckv.proxy_fence(2)  # not the writer
+    ckv.sync(ALL)
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == [("proxy.missing-fence", 2, 1)]
+    assert int(ckv.records[0]["prev_warp"]) == 1
+
+
+def test_issuers_fence_after_the_barrier_does_not_cover_other_warps(ckv):
+    ckv.write(1, 0, size=16, site=1)
+    ckv.sync(ALL)
+    ckv.proxy_fence(0)  # the issuing warp, after the barrier
+    ckv.proxy_fence(1)  # the writer, but after the release that reaches warp 0
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == [("proxy.missing-fence", 2, 1)]
+
+
+def test_fence_before_the_write_does_not_cover_it(ckv):
+    ckv.proxy_fence(1)
+    ckv.write(1, 0, size=16, site=1)
+    ckv.sync(ALL)
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == [("proxy.missing-fence", 2, 1)]
+
+
+def test_one_warp_writes_fences_and_stores(ckv):
+    ckv.write(2, 0, size=32, site=1)
+    ckv.proxy_fence(2)
+    ckv.bulk_store(2, 0, 32, site=2)
+    ckv.write(3, 64, size=32, site=3)
+    ckv.bulk_store(3, 64, 32, site=4)  # no fence
+    assert ckv.kinds() == [("proxy.missing-fence", 4, 3)]
+
+
+def test_fence_reaches_the_issuer_through_an_mbarrier(ckv):
+    _init(ckv)
+    ckv.write(1, 0, size=16, site=1)
+    ckv.proxy_fence(1)
+    ckv.mbar(1, MB, abi.MB_ARRIVE, 1, site=11)
+    ckv.mbar_wait(0, MB, parity=0)
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == []
+
+
+def test_bulk_store_without_any_barrier_is_a_race(ckv):
+    ckv.write(1, 0, size=16, site=1)
+    ckv.proxy_fence(1)
+    ckv.bulk_store(0, 0, 16, site=2)
+    assert ckv.kinds() == [("race.raw", 2, 1)]
+
+
+def test_bulk_store_of_unwritten_smem(ckv):
+    ckv.bulk_store(0, 256, 16, site=2)
+    assert ckv.kinds() == [("uninit.read", 2, -1)]
+
+
+def test_async_writes_need_no_fence_before_a_bulk_store(ckv):
+    _init(ckv)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=11)
+    ckv.bulk_load(0, 0, 64, MB, site=1)
+    ckv.bulk_store(1, 0, 64, site=2)  # before the phase wait: the copy may still land
+    ckv.mbar_wait(0, MB, parity=0)
+    ckv.bulk_store(0, 0, 64, site=3)  # after it: async -> async, no fence needed
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_rewrite_at_the_same_clock_still_sees_the_store(ckv):
+    ckv.write(0, 0, size=16, site=1)
+    ckv.bulk_store(0, 0, 16, site=2)  # no fence: reported
+    ckv.write(0, 0, size=16, site=3)  # same warp, no barrier since its first write
+    assert ckv.kinds() == [("proxy.missing-fence", 2, 1), ("async.pending-read", 3, 2)]
+
+
+def test_async_refill_of_a_source_still_being_read(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.cp_async(0, 0, size=16, site=3)  # cp.async into the buffer before the wait
+    _init(ckv)
+    ckv.mbar(1, MB, abi.MB_ARRIVE_EXPECT_TX, 16, site=11)
+    ckv.bulk_load(1, 32, 16, MB, site=4)  # a bulk load into it, by another warp
+    assert ckv.kinds() == [("async.pending-read", 3, 2), ("async.pending-read", 4, 2)]
+
+
+def test_bulk_store_reports_name_the_wait_and_the_fence(ckv):
+    _tile(ckv, fence=False, warps=[1, 2])
+    ckv.bulk_store(0, 16, 32, site=2)
+    ckv.bulk_commit(0)
+    ckv.write(3, 16, site=3)
+    rep = ckv.report()
+    kinds = {f.kind: f for f in rep.findings}
+    assert set(kinds) == {"proxy.missing-fence", "async.pending-read"}
+    from reports import describe
+
+    fence = describe.fix(kinds["proxy.missing-fence"])
+    assert "fence.proxy.async" in fence and "warps 1-2" in fence
+    assert "PTX line 2" in fence and "PTX line 3" in fence  # the write (site 1), the store
+    wait = describe.fix(kinds["async.pending-read"])
+    assert "cp.async.bulk.wait_group.read" in wait and "warp 0" in wait
+    assert "bulk-store unit of warp 0" in describe.what_happened(kinds["async.pending-read"])
+# TMA tensor copies: the runtime's table gives a known map's footprint; an unknown map
+# is a tool note and a guess.
+MAP_A = bytes(range(7, 135))  # 128 opaque bytes (the checker only fingerprints them)
+MAP_B = bytes((i * 37 + 5) % 256 for i in range(128))
+
+
+def _span(op, warp, off, n, site):
+    for o in range(off, off + n, 16):
+        op(warp, o, 16, site=site)
+
+
+def _records(c, kind):
+    return [r for r in c.records[: int(c.header["stored"][0])]
+            if abi.KIND_BY_CODE[int(r["kind"])].id == kind]
+
+
+def test_tensor_load_writes_exactly_the_box_of_a_known_map(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A, footprint=256)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 256, site=11)
+    assert ckv.tensor_load(0, 64, tmap, MB, site=1) == 0
+    ckv.read(1, 64 + 252, site=2)  # the box's last granule, before the wait
+    ckv.read(1, 64 + 256, site=3)  # just past the box: the copy did not write it
+    ckv.mbar_wait(2, MB, parity=0)
+    _span(ckv.read, 2, 64, 256, 4)  # after the wait: all of it, fine
+    assert ckv.kinds() == [("async.pending-write", 2, 1), ("uninit.read", 3, -1)]
+    (r,) = _records(ckv, "async.pending-write")
+    assert int(r["prev_warp"]) == abi.AGENT_MBAR + 0  # the copy engine of the mbarrier
+
+
+def test_tensor_load_marked_off_writes_nothing(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A, footprint=256)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 256, site=11)
+    off = ckv.tensor_load(0, 64, tmap, MB, site=1, op=abi.TENSOR_LOAD | abi.PROBE_OFF)
+    assert off == 0
+    ckv.read(0, 64, site=2)  # no copy in flight: nothing wrote it
+    assert ckv.kinds() == [("uninit.read", 2, -1)]
+    assert ckv.tensor_load(0, 64, tmap, MB, site=1) == 0  # the real one still completes it
+    ckv.mbar_wait(2, MB, parity=0)
+    _span(ckv.read, 2, 64, 256, 4)
+    assert ckv.kinds() == [("uninit.read", 2, -1)]
+
+
+def test_tensor_loads_complete_the_phase_with_their_box_bytes(ckv):
+    _init(ckv)
+    a, b = ckv.tensor_map(MAP_A, footprint=128), ckv.tensor_map(MAP_B, footprint=64)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 192, site=11)
+    ckv.tensor_load(0, 0, a, MB, site=1)
+    ckv.mbar_wait(1, MB, parity=0)  # would still spin on the device: 64 bytes missing
+    ckv.read(1, 0, site=2)
+    ckv.tensor_load(0, 256, b, MB, site=5)
+    ckv.mbar_wait(1, MB, parity=0)
+    _span(ckv.read, 1, 0, 128, 3)
+    _span(ckv.read, 1, 256, 64, 4)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_tensor_load_through_an_unknown_map_takes_the_expected_bytes(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A)  # not in the table
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 128, site=11)
+    ckv.tensor_load(0, 0, tmap, MB, site=1)
+    ckv.read(1, 124, site=2)  # inside the guess, before the wait
+    ckv.mbar_wait(1, MB, parity=0)  # the guess completed the phase
+    _span(ckv.read, 1, 0, 128, 3)
+    assert ckv.kinds() == [("tool.tensor-map-unknown", 1, -1), ("async.pending-write", 2, 1)]
+    (note,) = _records(ckv, "tool.tensor-map-unknown")
+    assert (int(note["offset_lo"]), int(note["offset_hi"]), int(note["count"])) == (0, 128, 128)
+    rep = ckv.report()
+    assert [f.kind for f in rep.notes] == ["tool.tensor-map-unknown"]
+    text = str(rep)
+    assert "consan.tensor_map" in text and "smem[0x0..0x80)" in text
+
+
+def test_unknown_map_with_nothing_expected_guesses_up_to_the_next_mbarrier(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A)
+    ckv.tensor_load(0, 256, tmap, MB, site=1)  # issued before the expect_tx
+    (note,) = _records(ckv, "tool.tensor-map-unknown")
+    assert (int(note["offset_lo"]), int(note["offset_hi"])) == (256, MB)
+    assert not _records(ckv, "mbarrier.data-access")  # the guess stops short of the object
+
+
+def test_tensor_load_on_a_dead_mbarrier_is_skipped(ckv):
+    tmap = ckv.tensor_map(MAP_A, footprint=64)
+    assert ckv.tensor_load(0, 0, tmap, MB, site=1) == 1
+    assert ckv.kinds() == [("mbarrier.uninit", 1, -1)]
+
+
+def test_tensor_load_over_unordered_readers_is_war(ckv):
+    _init(ckv)
+    tmap = ckv.tensor_map(MAP_A, footprint=64)
+    _span(ckv.write, 1, 0, 64, 2)
+    ckv.sync(ALL)
+    ckv.read(1, 32, site=3)  # consumer still reading...
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=11)
+    ckv.tensor_load(0, 0, tmap, MB, site=1)  # ...when the producer refills the buffer
+    assert ckv.kinds() == [("race.war", 1, 3)]
+
+
+def test_tensor_store_reads_the_box_it_stores(ckv):
+    tmap = ckv.tensor_map(MAP_B, footprint=128)
+    _span(ckv.write, 1, 0, 64, 2)  # half the box, by another warp, no barrier
+    ckv.tensor_store(0, 0, tmap, site=1)
+    assert set(ckv.kinds()) == {("race.raw", 1, 2), ("uninit.read", 1, -1)}
+    _span(ckv.write, 1, 64, 64, 3)
+    ckv.proxy_fence(1, site=9)
+    ckv.sync(ALL)
+    before = len(ckv.kinds())
+    ckv.tensor_store(0, 0, tmap, site=4)  # every byte written, fenced and ordered: clean
+    assert len(ckv.kinds()) == before
+
+
+# A tensor store is a bulk store of its box (docs/model.md): the same two hazards.
+def test_tensor_store_without_the_writers_proxy_fence(ckv):
+    tmap = ckv.tensor_map(MAP_B, footprint=TILE)
+    _tile(ckv, fence=False)
+    ckv.tensor_store(0, 0, tmap, site=2)
+    assert {k for k, _, _ in ckv.kinds()} == {"proxy.missing-fence"}
+    assert {p for _, _, p in ckv.kinds()} == {1}
+
+
+def test_tensor_store_source_overwritten_before_wait_group_read(ckv):
+    tmap = ckv.tensor_map(MAP_B, footprint=TILE)
+    _tile(ckv)
+    ckv.tensor_store(0, 0, tmap, site=2)
+    ckv.bulk_commit(0)
+    ckv.write(0, 0, site=3)  # the issuing warp refills before cp.async.bulk.wait_group.read
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+    ckv.bulk_wait(0, 0, site=4)
+    ckv.write(0, 4, site=5)  # after the wait: the store has read its source
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
+def test_tensor_store_through_an_unknown_map_is_only_noted(ckv):
+    tmap = ckv.tensor_map(MAP_B)
+    ckv.tensor_store(0, 0, tmap, site=1)  # nothing written: not checked, so no uninit.read
+    assert ckv.kinds() == [("tool.tensor-map-unknown", 1, -1)]
+
+
+def test_tensor_store_of_bytes_never_written_is_uninit(ckv):
+    tmap = ckv.tensor_map(MAP_B, footprint=32)
+    ckv.tensor_store(0, 128, tmap, site=1)
+    assert ckv.kinds() == [("uninit.read", 1, -1)]
+    (r,) = _records(ckv, "uninit.read")
+    assert (int(r["offset_lo"]), int(r["offset_hi"])) == (128, 160)
+
+
+# st.async / red.async (probed as a bulk copy of their element) and .shared::cluster
+# mbarrier forms: the host runs as rank 0, so an address with rank 1 in bits 24 and up is
+# another CTA's (not modelled: a note, and the instruction runs).
+REMOTE = 1 << 24
+
+
+def test_st_async_write_is_visible_after_the_phase_wait(ckv):
+    _init(ckv)
+    ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 8, site=11)
+    assert ckv.bulk_load(0, 16, 4, MB, site=1) == 0  # st.async.b32 [16]
+    ckv.read(1, 16, site=2)  # before the wait
+    assert ckv.bulk_load(0, 20, 4, MB, site=3) == 0  # the second completes the phase
+    ckv.mbar_wait(2, MB, parity=0)
+    ckv.read(2, 16, size=8, site=4)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_st_async_into_another_cta_is_only_noted(ckv):
+    _init(ckv)
+    assert ckv.bulk_load(0, REMOTE | 16, 4, REMOTE | MB, site=1) == 0
+    assert ckv.kinds() == [("tool.remote-smem", 1, -1)]
+
+
+def test_mbarrier_of_another_cta_is_only_noted(ckv):
+    _init(ckv)
+    assert ckv.mbar(0, REMOTE | MB, abi.MB_ARRIVE, 1, site=11) == 0
+    assert ckv.kinds() == [("tool.remote-smem", 11, -1)]
+    ckv.write(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=12)  # the local phase still needs its arrival
+    ckv.mbar_wait(1, MB, parity=0)
+    ckv.read(1, 0, site=2)
+    assert len(ckv.kinds()) == 1

@@ -1,0 +1,165 @@
+"""Probe merging: neighbouring accesses share one probe only when no verdict can change."""
+
+from __future__ import annotations
+
+from instrument import abi
+from instrument.rewrite import instrument
+
+HEAD = """.version 9.0
+.target sm_90a
+.address_size 64
+.visible .entry k()
+{
+\t.reg .pred %p<3>;
+\t.reg .b32 %r<20>;
+\t.reg .f32 %f<20>;
+"""
+
+
+def sites(body: str):
+    ins = instrument(HEAD + body + "\tret;\n}\n")
+    return [(s.event, s.size, len(s.merged_lines)) for s in ins.sites.sites if s.event != "exit"]
+
+
+def test_unrolled_reads_share_one_probe():
+    body = "".join(f"\tld.shared.f32 %f{i}, [%r1+{4 * i}];\n" for i in range(4))
+    assert sites(body) == [("access.read", 16, 3)]
+
+
+def test_gap_makes_a_strided_probe():
+    ins = instrument(HEAD + "\tld.shared.f32 %f1, [%r1];\n\tld.shared.f32 %f2, [%r1+8];\n"
+                     "\tret;\n}\n")
+    assert [(s.event, s.size, len(s.merged_lines)) for s in ins.sites.sites][:1] == [
+        ("access.read", 4, 1)]
+    rep = (8 << abi.REP_STRIDE_SHIFT) | 2
+    assert f"st.param.b32 [__cs_p3], {rep};" in ins.ptx
+    assert f"call {abi.PROBE_ACCESS_N}," in ins.ptx
+
+
+def test_an_unrolled_column_loop_is_one_strided_probe():
+    """One load per row of a 256-byte row (the TMA ring's consumers): 32 loads, one probe."""
+    body = "".join(f"\tld.shared.f32 %f{i % 16}, [%r1+{256 * i}];\n\tadd.f32 %f17, %f17, "
+                   f"%f{i % 16};\n" for i in range(32))
+    ins = instrument(HEAD + body + "\tret;\n}\n")
+    reads = [s for s in ins.sites.sites if s.event == "access.read"]
+    assert [(s.size, len(s.merged_lines)) for s in reads] == [(4, 31)]
+    assert f"st.param.b32 [__cs_p3], {(256 << abi.REP_STRIDE_SHIFT) | 32};" in ins.ptx
+
+
+def test_uneven_spacing_or_sizes_stay_apart():
+    """0, 8, 20: the evenly spaced pair is one strided probe, the third its own."""
+    uneven = "\tld.shared.f32 %f1, [%r1];\n\tld.shared.f32 %f2, [%r1+8];\n" \
+             "\tld.shared.f32 %f3, [%r1+20];\n"
+    assert sorted(sites(uneven)) == [("access.read", 4, 0), ("access.read", 4, 1)]
+    ptx = instrument(HEAD + uneven + "\tret;\n}\n").ptx
+    assert ptx.count(f"call {abi.PROBE_ACCESS_N},") == 1
+    assert f"st.param.b32 [__cs_p3], {(8 << abi.REP_STRIDE_SHIFT) | 2};" in ptx
+    sizes = "\tld.shared.f32 %f1, [%r1];\n\tld.shared.v2.f32 {%f2, %f3}, [%r1+16];\n"
+    assert sites(sizes) == [("access.read", 4, 0), ("access.read", 8, 0)]
+
+
+def test_a_strided_probe_keeps_to_one_source_line():
+    body = ("\t.loc 1 10 1\n\tld.shared.f32 %f1, [%r1];\n"
+            "\t.loc 1 11 1\n\tld.shared.f32 %f2, [%r1+64];\n")
+    assert sites('\t.file 1 "k.cu"\n' + body) == [("access.read", 4, 0)] * 2
+
+
+def test_a_failed_wait_calls_the_checker_only_when_sampled():
+    body = ("\t{\n\t.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%r1], %r2;\n"
+            "\t@!p bra W;\n\t}\n")
+    ptx = instrument(HEAD + body + "\tret;\n}\n").ptx
+    assert f"and.b32 %__cs_spl, %__cs_spin, {abi.MB_WAIT_SAMPLE - 1};" in ptx
+    assert "setp.ne.and.u32 %__cs_skip, %__cs_spl, 1, !p;" in ptx
+    skip = ptx.index("@%__cs_skip bra $__cs_spin_")
+    assert skip < ptx.index(f"call (__cs_r), {abi.PROBE_MBAR}") < ptx.index("$__cs_spin_0:")
+    assert "mov.u32 %__cs_spin, 0;" in ptx
+
+
+def test_write_between_reads_keeps_them_apart():
+    body = ("\tld.shared.f32 %f1, [%r1];\n\tst.shared.f32 [%r1+4], %f1;\n"
+            "\tld.shared.f32 %f2, [%r1+4];\n")
+    assert sites(body) == [("access.read", 4, 0), ("access.write", 4, 0), ("access.read", 4, 0)]
+
+
+def test_label_barrier_and_redefinition_end_a_group():
+    body = ("\tld.shared.f32 %f1, [%r1];\n$L1:\n\tld.shared.f32 %f2, [%r1+4];\n"
+            "\tbar.sync 0;\n\tld.shared.f32 %f3, [%r1+8];\n\tadd.s32 %r1, %r1, 4;\n"
+            "\tld.shared.f32 %f4, [%r1+12];\n")
+    assert [s[1] for s in sites(body) if s[0] == "access.read"] == [4, 4, 4, 4]
+
+
+def test_other_bases_and_predicates_do_not_merge():
+    body = ("\tld.shared.f32 %f1, [%r1];\n\tld.shared.f32 %f2, [%r2+4];\n"
+            "\t@%p1 ld.shared.f32 %f3, [%r1+4];\n")
+    assert sites(body) == [("access.read", 4, 0)] * 3
+
+
+def test_interleaved_groups_merge_separately():
+    body = "".join(f"\tld.shared.f32 %f{i}, [%r1+{4 * i}];\n\tld.shared.f32 %f{i + 8}, "
+                   f"[%r2+{4 * i}];\n" for i in range(4))
+    assert sites(body) == [("access.read", 16, 3), ("access.read", 16, 3)]
+
+
+def test_span_is_capped():
+    body = "".join(f"\tld.shared.v4.f32 {{%f1, %f2, %f3, %f4}}, [%r1+{16 * i}];\n"
+                   for i in range(6))
+    assert sites(body) == [("access.read", 64, 3), ("access.read", 32, 1)]
+
+
+HEAD64 = HEAD.replace("\t.reg .f32 %f<20>;\n", "\t.reg .f32 %f<20>;\n\t.reg .b64 %rd<20>;\n")
+# NVRTC's unrolled ldmatrix loop (tests/kernels/mma_gemm.py): each matrix's address its own
+# register, an add of a constant to a common 64-bit one, then cvt to 32 bits
+LDMATRIX = ("\tcvt.u32.u64 %r1, %rd1;\n"
+            "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r2,%r3,%r4,%r5}, [%r1];\n"
+            "\tadd.s64 %rd2, %rd1, 1280;\n\tcvt.u32.u64 %r6, %rd2;\n"
+            "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r7,%r8,%r9,%r10}, [%r6];\n"
+            "\tadd.s64 %rd3, %rd1, 32;\n\tcvt.u32.u64 %r11, %rd3;\n"
+            "{REDEFINE}"
+            "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r12,%r13,%r14,%r15}, [%r11];\n"
+            "\tadd.s64 %rd4, %rd1, 1312;\n\tcvt.u32.u64 %r16, %rd4;\n"
+            "\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r2,%r3,%r4,%r5}, [%r16];\n")
+
+
+def test_addresses_offset_from_one_register_group_by_it():
+    """The four matrices of a 2-D unrolled loop ([+0] [+1280] [+32] [+1312] from %rd1):
+    two strided probes from %rd1, one per row of the loop, ldmatrix's shape kept."""
+    ins = instrument(HEAD64 + LDMATRIX.replace("{REDEFINE}", "") + "\tret;\n}\n")
+    reads = [s for s in ins.sites.sites if s.event == "access.read"]
+    assert [(s.size, len(s.merged_lines)) for s in reads] == [(16, 1), (16, 1)]
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 2  # (16-byte reads: their entry)
+    assert ins.ptx.count("mov.b64 %__cs_a, %rd1;") == 2  # both probes address %rd1
+    assert "add.s64 %__cs_a, %__cs_a, 1280;" in ins.ptx
+    assert ins.ptx.count(f"st.param.b32 [__cs_p3], {(32 << abi.REP_STRIDE_SHIFT) | 2};") == 2
+
+
+def test_a_root_redefined_between_keeps_the_accesses_apart():
+    """%rd1 changes before the third access: the registers computed from the old value
+    no longer name offsets of the new one."""
+    body = LDMATRIX.replace("{REDEFINE}", "\tmov.u64 %rd1, %rd9;\n")
+    ins = instrument(HEAD64 + body + "\tret;\n}\n")
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 3  # the first two in one
+    assert ins.ptx.count("st.param.b32 [__cs_p3], 1;") == 2  # the others one by one
+
+
+def test_accesses_of_other_shapes_stay_apart():
+    body = ("\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r2,%r3,%r4,%r5}, [%r1];\n"
+            "\tldmatrix.sync.aligned.m8n8.x2.shared.b16 {%r7,%r8}, [%r1+64];\n"
+            "\tld.shared.f32 %f1, [%r1+128];\n")
+    ins = instrument(HEAD + body + "\tret;\n}\n")
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 2  # the two ldmatrix
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS},") == 1
+
+
+def test_sixteen_byte_accesses_call_their_own_entry():
+    """ldmatrix rows, cp.async 16 and v4 accesses (and runs merged to 16 bytes) call
+    abi.PROBE_ACCESS16 with a rep word; atomics and other sizes keep the general probes."""
+    r16 = abi.access_info(16, abi.MODE_READ, abi.SPACE_SHARED)
+    assert abi.access_probe(r16, None) == (abi.PROBE_ACCESS16, 1)
+    assert abi.access_probe(r16, 0x5002) == (abi.PROBE_ACCESS16, 0x5002)
+    atomic16 = abi.access_info(16, abi.MODE_ATOMIC, abi.SPACE_SHARED)
+    assert abi.access_probe(atomic16, None) == (abi.PROBE_ACCESS, None)
+    w8 = abi.access_info(8, abi.MODE_WRITE, abi.SPACE_SHARED)
+    assert abi.access_probe(w8, 0x5002) == (abi.PROBE_ACCESS_N, 0x5002)
+    ins = instrument(HEAD + "\tld.shared.v4.f32 {%f1,%f2,%f3,%f4}, [%r1];\n\tret;\n}\n")
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 1
+    assert "st.param.b32 [__cs_p3], 1;" in ins.ptx

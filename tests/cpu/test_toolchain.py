@@ -1,0 +1,255 @@
+"""The toolchain without a GPU: CUDA headers found for NVRTC, the checker built once.
+
+NVRTC searches no directory unless told; consan adds one CUDA toolkit's include
+folders after the user's `-I`. The device checker is compiled once per
+configuration into a relocatable cubin in the on-disk cache, so a build in a
+new process assembles only the user's PTX.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from consan import runtime, toolchain
+from instrument.ptx import parse
+from instrument.rewrite import instrument
+
+ROOT = Path(__file__).resolve().parents[2]
+SM90A = toolchain.Arch.parse("sm_90a")
+
+# One small real kernel per header that most kernels include.
+HEADER_KERNELS = {
+    "cuda_fp16.h": r"""
+#include <cuda_fp16.h>
+extern "C" __global__ void k(__half* x) {
+    __shared__ __half s[128];
+    s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    x[threadIdx.x] = __hadd(s[127 - threadIdx.x], s[threadIdx.x]);
+}
+""",
+    "cuda_bf16.h": r"""
+#include <cuda_bf16.h>
+extern "C" __global__ void k(__nv_bfloat16* x) {
+    __shared__ __nv_bfloat16 s[128];
+    s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    x[threadIdx.x] = __hmul(s[127 - threadIdx.x], __float2bfloat16(2.0f));
+}
+""",
+    "cuda/barrier": r"""
+#include <cuda/barrier>
+#pragma nv_diag_suppress static_var_with_dynamic_init
+extern "C" __global__ void k(float* x) {
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    __shared__ float s[128];
+    if (threadIdx.x == 0) init(&bar, blockDim.x);
+    __syncthreads();
+    s[threadIdx.x] = x[threadIdx.x];
+    bar.arrive_and_wait();
+    x[threadIdx.x] = s[127 - threadIdx.x];
+}
+""",
+    "cuda/pipeline": r"""
+#include <cuda/pipeline>
+extern "C" __global__ void k(const float* x, float* y) {
+    __shared__ float s[128];
+    cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+    pipe.producer_acquire();
+    cuda::memcpy_async(&s[threadIdx.x], &x[threadIdx.x], sizeof(float), pipe);
+    pipe.producer_commit();
+    pipe.consumer_wait();
+    y[threadIdx.x] = s[threadIdx.x] * 2.0f;
+    pipe.consumer_release();
+}
+""",
+    "cooperative_groups.h": r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void k(float* x) {
+    __shared__ float s[128];
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    s[block.thread_rank()] = x[block.thread_rank()];
+    block.sync();
+    float v = s[127 - block.thread_rank()];
+    for (int d = 16; d > 0; d /= 2) v += warp.shfl_down(v, d);
+    if (warp.thread_rank() == 0) x[block.thread_rank() / 32] = v;
+}
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("consan_cache")
+
+
+def _has_header(header: str) -> bool:
+    return any(os.path.isfile(os.path.join(d.path, header)) for d in toolchain.cuda_include_dirs())
+
+
+@pytest.mark.parametrize("header", sorted(HEADER_KERNELS))
+def test_kernel_with_cuda_header_builds(header, cache, monkeypatch):
+    """`#include <cuda_fp16.h>` and friends compile, instrument and link for sm_90a."""
+    dirs = toolchain.cuda_include_dirs()
+    if not dirs:
+        pytest.skip("no CUDA include directory on this machine (set CUDA_PATH to a toolkit)")
+    if not _has_header(header):
+        pytest.skip(f"{header} is not in {', '.join(map(str, dirs))}")
+    monkeypatch.setenv("CONSAN_CACHE", str(cache))
+    b = runtime.build(HEADER_KERNELS[header], ("-arch=sm_90a",))
+    assert b.cubin[:4] == b"\x7fELF"
+    assert "k" in b.instrumented.kernels
+    assert len(b.instrumented.sites) > 0
+
+
+def test_include_dirs_say_where_they_come_from():
+    for d in toolchain.cuda_include_dirs():
+        assert os.path.isdir(d.path) and d.origin
+        assert d.path in str(d) and d.origin in str(d)
+
+
+def test_cuda_path_is_honoured(tmp_path, monkeypatch):
+    """A toolkit at $CUDA_PATH is searched first, and its headers are the ones used."""
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "cuda_runtime.h").write_text("#pragma once\n")
+    (tmp_path / "include" / "only_in_this_toolkit.h").write_text("#define ONLY_HERE 42\n")
+    monkeypatch.setenv("CUDA_PATH", str(tmp_path))
+    dirs = toolchain.cuda_include_dirs()
+    assert dirs[0].path == str(tmp_path / "include") and dirs[0].origin == "$CUDA_PATH"
+    ptx = toolchain.compile_cuda(
+        '#include <only_in_this_toolkit.h>\n'
+        'extern "C" __global__ void k(int* x) { x[0] = ONLY_HERE; }\n',
+        "k.cu", ["-arch=compute_90a"])
+    assert "42" in ptx
+
+
+@pytest.mark.parametrize("machine, target", [("aarch64", "sbsa-linux"),
+                                             ("aarch64", "aarch64-linux"),
+                                             ("x86_64", "x86_64-linux")])
+def test_a_toolkit_with_its_headers_under_targets_is_found(tmp_path, monkeypatch, machine,
+                                                           target):
+    """A conda or Arm-server toolkit keeps its headers in targets/<arch>-linux/include (an
+    Arm server's is sbsa-linux); the prefix itself is searched, not a folder below it."""
+    inc = tmp_path / "targets" / target / "include"
+    inc.mkdir(parents=True)
+    (inc / "cuda_runtime.h").write_text("#pragma once\n")
+    monkeypatch.setattr(toolchain.platform, "machine", lambda: machine)
+    for var in ("CUDA_PATH", "CONDA_PREFIX"):
+        cands = dict(toolchain._toolkit_candidates({var: str(tmp_path)}, (), (13, 0)))
+        assert str(inc) in cands[f"${var}"]
+        assert not any("targets" in d.split("targets", 1)[1] for d in cands[f"${var}"]
+                       if "targets" in d)  # no targets/.../targets/...
+
+
+def test_user_include_dirs_come_first(tmp_path):
+    """A user's -I folder wins over the toolkit's headers of the same name."""
+    (tmp_path / "cuda_fp16.h").write_text("#define USERS_OWN_FP16 1\n")
+    src = ('#include <cuda_fp16.h>\n#ifndef USERS_OWN_FP16\n#error toolkit header first\n'
+           '#endif\nextern "C" __global__ void k(int* x) { x[0] = USERS_OWN_FP16; }\n')
+    toolchain.compile_cuda(src, "k.cu", ["-arch=compute_90a", f"-I{tmp_path}"])
+
+
+def test_missing_header_names_it_and_the_directories(tmp_path):
+    src = '#include <no_such_header_for_consan.h>\nextern "C" __global__ void k() {}\n'
+    with pytest.raises(toolchain.CompileError) as info:
+        toolchain.compile_cuda(src, "k.cu", ["-arch=compute_90a", f"-I{tmp_path}"])
+    msg = str(info.value)
+    assert "no_such_header_for_consan.h" in msg.splitlines()[0]
+    assert f"{tmp_path} (your -I)" in msg
+    for d in toolchain.cuda_include_dirs():
+        assert str(d) in msg
+    assert "CUDA_PATH" in msg
+
+
+def test_missing_header_without_any_toolkit(tmp_path, monkeypatch):
+    """With no CUDA headers anywhere, the message says so rather than listing nothing."""
+    monkeypatch.setattr(toolchain, "cuda_include_dirs", lambda: ())
+    with pytest.raises(toolchain.CompileError) as info:
+        toolchain.compile_cuda('#include <cuda_fp16.h>\n', "k.cu", ["-arch=compute_90a"])
+    assert "cuda_fp16.h" in str(info.value) and "found no CUDA toolkit headers" in str(info.value)
+
+
+# ------------------------------------------------------------------ the checker, built once
+
+KERNEL_A = r"""
+extern "C" __global__ void a(float* x) {
+    __shared__ float s[64];
+    s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    x[threadIdx.x] = s[63 - threadIdx.x];
+}
+"""
+KERNEL_B = KERNEL_A.replace("void a(", "void b(").replace("63 -", "31 ^")
+
+_BUILD_IN_A_NEW_PROCESS = textwrap.dedent("""
+    import hashlib, json, sys
+    from consan import runtime, toolchain
+    compiled, linked = [], []
+    nvrtc, link = toolchain._nvrtc, toolchain.link
+    def traced_nvrtc(source, name, *a, **k):
+        compiled.append(name)
+        return nvrtc(source, name, *a, **k)
+    def traced_link(modules, *a, **k):
+        linked.append([n for n, _ in modules])
+        return link(modules, *a, **k)
+    toolchain._nvrtc, toolchain.link = traced_nvrtc, traced_link
+    b = runtime.build(sys.stdin.read(), ("-arch=sm_90a",))
+    print(json.dumps({"compiled": compiled, "linked": linked, "cubin": b.cubin[:4].hex()}))
+""")
+
+
+def _build_in_new_process(source: str, cache: Path) -> dict:
+    env = {**os.environ, "CONSAN_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
+    env.pop("CONSAN_CHECKER_DEFINES", None)
+    env.pop("CONSAN_LINK_OPTIONS", None)
+    out = subprocess.run([sys.executable, "-c", _BUILD_IN_A_NEW_PROCESS], input=source,
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_second_process_reuses_the_checker_object(tmp_path):
+    first = _build_in_new_process(KERNEL_A, tmp_path)
+    assert "consan_checker.cu" in first["compiled"]
+    assert list(tmp_path.glob("checker/sm_90a-*.cubin"))
+    # Another kernel (so the linked-module cache misses): NVRTC compiles only the user's
+    # source, and nvJitLink gets the cached checker object, not its PTX.
+    second = _build_in_new_process(KERNEL_B, tmp_path)
+    assert second["compiled"] == ["kernel.cu"]
+    assert second["linked"] == [["kernel.cu.ptx", "consan_checker.cubin"]]
+    assert second["cubin"] == b"\x7fELF".hex()
+
+
+def test_every_configuration_has_its_own_cache_entry(monkeypatch, tmp_path):
+    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    monkeypatch.delenv("CONSAN_CHECKER_DEFINES", raising=False)
+    paths = {toolchain.checker_cache_path(SM90A, toolchain._variant_defines(psh, vsh), cap, out)
+             for psh, vsh in ((False, False), (True, False), (False, True))
+             for cap in (0, 64, 128) for out in ("cubin", "ptx")}
+    paths.add(toolchain.checker_cache_path(toolchain.Arch.parse("sm_80"), (), 0))
+    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "CONSAN_PROFILE")
+    paths.add(toolchain.checker_cache_path(SM90A, toolchain._variant_defines(False, False), 0))
+    assert len(paths) == 3 * 3 * 2 + 2
+    assert all(p.parent == tmp_path / "checker" for p in paths)
+
+
+def test_checker_object_links_to_the_same_bytes_as_its_ptx(monkeypatch, tmp_path):
+    """The cached object is built as nvJitLink would assemble the checker's PTX, register
+    cap included: the linked module is byte for byte the same."""
+    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    ptx = toolchain.compile_cuda(KERNEL_A, "a.cu", ["-arch=compute_90a", "-lineinfo"])
+    ins = instrument(parse(ptx, "a.ptx"))
+    via_object = toolchain.link_with_checker(ins, "a.ptx", SM90A, psh=True, max_regs=64)
+    via_ptx = toolchain.link([("a.ptx", ins.ptx),
+                              ("consan_checker.ptx", toolchain.checker_ptx(SM90A, psh=True))],
+                             SM90A, ("-maxrregcount=64",))
+    assert via_object == via_ptx

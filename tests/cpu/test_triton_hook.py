@@ -1,0 +1,116 @@
+"""The Triton front end without a GPU: the interception point, the build from Triton's
+PTX stage, and how a launch is handed to the session and back to Triton's launcher."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+from consan import runtime, toolchain, triton_hook  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_hook_patches_triton_when_it_is_imported_later_and_undoes_it():
+    code = (
+        "import sys\n"
+        "from consan import hook, triton_hook\n"
+        "hook.install()\n"
+        "assert 'triton' not in sys.modules, 'installing must not import triton'\n"
+        "import triton\n"
+        "from triton.compiler.compiler import CompiledKernel\n"
+        "assert 'run' in triton_hook._patched\n"
+        "assert CompiledKernel.__dict__['run'] is not triton_hook._patched['run']\n"
+        "original = triton_hook._patched['run']\n"
+        "hook.uninstall()\n"
+        "assert CompiledKernel.__dict__['run'] is original and not triton_hook.installed()\n"
+        "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    @triton.jit
+    def stage(x, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        v = tl.load(x + offs, mask=offs < n)
+        tl.store(out + offs, tl.cumsum(v, 0), mask=offs < n)  # a reduction through smem
+
+    src = ASTSource(fn=stage, signature={"x": "*fp32", "out": "*fp32", "n": "i32",
+                                         "BLOCK": "constexpr"}, constexprs={"BLOCK": 1024})
+    # A private cache: Triton's key ignores the file, so a shared cache could hand back this
+    # kernel compiled from another checkout, its line info naming that checkout's file.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton_cache")))
+        return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+
+
+def test_a_compiled_kernel_builds_from_its_ptx_stage(compiled, monkeypatch, tmp_path):
+    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
+    k = triton_hook._Kernel(compiled)
+    assert k.kernel == compiled.metadata.name and k.display_name == "stage"
+    b, names, work = k.build()
+    assert names == [] and work and b.cubin
+    sites = b.instrumented.sites.sites
+    assert any(s.loc and s.loc.file == __file__ for s in sites)
+    assert k.build()[0] is b  # built once per compiled kernel and arch
+
+
+def test_a_kernel_without_its_ptx_is_not_checked_and_says_why(compiled, monkeypatch):
+    from consan.hook import NotCheckable
+
+    monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
+
+    class Stripped:
+        hash, metadata, src = "no-ptx-" + compiled.hash, compiled.metadata, compiled.src
+        asm = {"cubin": b""}
+
+    with pytest.raises(NotCheckable, match="only the cubin"):
+        triton_hook._Kernel(Stripped()).build()
+
+
+def test_a_launch_goes_to_the_session_and_back_through_tritons_launcher(compiled):
+    calls = []
+
+    def native(*a):
+        calls.append(a)
+
+    class Prepared:
+        function = type("F", (), {"ptr": 0xABC})()
+
+        def launch(self, args, launcher):
+            self.args = args
+            launcher(int(self.function.ptr), 40960)
+
+    class Session:
+        def launch(self, fn, grid, block, args, shared_mem, stream, cooperative, run_native,
+                   launcher, extra_launch):
+            self.seen = (fn.kernel, grid, block, shared_mem, stream.ptr, cooperative,
+                         extra_launch)
+            launcher(Prepared())
+
+    s = Session()
+    triton_hook._checked_run(compiled, native, s, 3, 2, 1, 77, 0x111, (4, 1, 1024), "md",
+                             "enter", "exit", "arg0", 5)
+    assert s.seen == (compiled.metadata.name, (3, 2, 1), (128, 1, 1), 1024, 77, False, None)
+    # Triton's launcher packs the very same arguments; only the function and smem change
+    assert calls == [(3, 2, 1, 77, 0xABC, (4, 1, 40960), "md", "enter", "exit", "arg0", 5)]
+
+
+def test_an_empty_grid_launches_natively(compiled):
+    calls = []
+    triton_hook._checked_run(compiled, lambda *a: calls.append(a), object(), 0, 1, 1, 0, 9,
+                             (4, 1, 0), None, None, None)
+    assert calls and calls[0][4] == 9

@@ -1,0 +1,76 @@
+"""The Triton tutorial corpus on a real GPU (tests/kernels/triton_corpus.py): every kernel,
+launched through Triton's own JIT path under a consan session, is checked, reports clean,
+and computes exactly the bits of its native run with the same inputs."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(importlib.util.find_spec("triton") is None,
+                                       reason="needs triton")]
+
+if importlib.util.find_spec("triton") is not None:
+    from tests.kernels import triton_corpus as corpus
+
+    RUNNABLE = [c for c in corpus.CASES if c.run is not None]
+else:  # pragma: no cover - the module is skipped
+    RUNNABLE = []
+
+
+def _tuple(x):
+    return x if isinstance(x, tuple | list) else (x,)
+
+
+def _differing(a, b) -> int:
+    import torch
+
+    ra, rb = a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)
+    return int((ra != rb).sum().item()) if ra.shape == rb.shape else -1
+
+
+# Known false alarm (H100): layer_norm_bwd's dW/dB kernel converts the reduced row's layout
+# through shared memory, and every warp holding a replicated copy stores the same value to
+# the same bytes (st.shared.b16 at tl.store, triton_corpus.py:155-156): race.waw by the
+# model, harmless since the values are equal. racecheck filters same-value writes; consan
+# does not compare stored values yet.
+SAME_VALUE_STORES = {"layer_norm_bwd"}
+
+
+def _marks(case):
+    if case.name in SAME_VALUE_STORES:
+        return pytest.param(case, marks=pytest.mark.xfail(
+            strict=True, reason="replicated same-value stores are reported as race.waw"))
+    return case
+
+
+@pytest.mark.parametrize("case", [_marks(c) for c in RUNNABLE], ids=[c.name for c in RUNNABLE])
+def test_corpus_kernel_is_checked_clean_and_bit_exact(case):
+    import torch
+
+    from consan import hook
+
+    native = [t.clone() for t in _tuple(case.run(11))]
+    torch.cuda.synchronize()
+    s = hook.Session(hook.Options(count_other_launches=False), print_findings=False)
+    with hook.sanitizing(s):
+        checked = _tuple(case.run(11))
+        torch.cuda.synchronize()
+    rep = s.report
+    assert rep.ok, "\n".join(s.kept_text)
+    assert not rep.not_checked, rep.not_checked
+    launched = sum(k.launches_checked for k in rep.kernels.values())
+    assert launched == case.launches, {n: k.launches_checked for n, k in rep.kernels.items()}
+    assert not any(k.errors for k in rep.kernels.values())
+    for i, (a, b) in enumerate(zip(native, checked, strict=True)):
+        if not case.deterministic and i > 0:
+            # layer_norm_bwd's dW/dB: fp32 sums in the order its spin lock grants, which
+            # differs between two native runs too; its dx (output 0) is exact
+            assert torch.allclose(a.double(), b.double(), atol=case.atol, rtol=case.rtol)
+            continue
+        n = _differing(a, b)
+        assert n == 0, f"output {i}: {n} bytes of {a.numel() * a.element_size()} differ"
+    ref = _tuple(case.reference(11))
+    for a, r in zip(native, ref, strict=True):
+        assert torch.allclose(a.double(), r.double(), atol=case.atol, rtol=case.rtol)
