@@ -6,7 +6,6 @@ device memory are there, the others are not, and the checker finds a race with i
 from __future__ import annotations
 
 import functools
-import shutil
 
 import numpy as np
 import pytest
@@ -144,8 +143,7 @@ def test_vc_tables_of_a_module_with_no_reader():
         check_vc_tables(lay)
 
 
-needs_cxx = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
-                               reason="needs a host C++ compiler")
+needs_cxx = pytest.mark.needs_host_compiler
 
 
 @needs_cxx
