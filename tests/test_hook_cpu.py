@@ -391,6 +391,37 @@ def test_session_report_json_round_trip():
         SessionReport.from_dict({"tool": "consan"})
 
 
+GOLDEN = Path(__file__).with_name("data")
+
+
+def two_findings_one_suppressed() -> SessionReport:
+    """Two launches of one kernel with a race.raw and a race.waw (suppressed), fixed paths."""
+    from reports import Report
+
+    recs = records(rec("race.raw", 1, 0, warp=2, prev_warp=1, lo=0x100, hi=0x140),
+                   rec("race.waw", 3, 0, warp=5, prev_warp=4, lo=0x40, hi=0x48, cta=(1, 0, 0)))
+    s, _ = session(suppressions=suppress.parse("race.waw k.cu:7\nuninit.read *", "acc.txt"))
+    s.report.version = "0.0-test"
+    where = {"file": "/proj/prog.py", "line": 12}
+    for occurrences in (3, 5):
+        rep = Report.from_log(header(stored=2, occurrences=occurrences), recs, None,
+                              make_sites(), "k", LAUNCH)
+        s._record(FakeFunction(), FakePrepared(), rep, where, None)
+    s.report.add_not_checked("volta_sgemm", "precompiled", 2)
+    s.report.program = {"argv": ["prog.py"], "cwd": "/proj", "exit_status": 0}
+    s.stop()
+    return s.report
+
+
+def test_session_json_and_sarif_of_two_findings_one_suppressed_are_pinned():
+    from reports.sarif import to_sarif_json
+
+    rep = two_findings_one_suppressed()
+    assert rep.to_json() == (GOLDEN / "session_two_findings.json").read_text()
+    assert to_sarif_json(rep) == (GOLDEN / "session_two_findings.sarif").read_text()
+    assert SessionReport.from_json(rep.to_json()).to_json() == rep.to_json()
+
+
 def test_summary_lists_kernels_unchecked_and_verdict():
     s, _ = session()
     s._record(FakeFunction(), FakePrepared(), race_report(), None, None)
