@@ -29,7 +29,8 @@ import sys
 import threading
 from typing import Any
 
-from . import runtime, tma
+from . import runtime, session, tma
+from .session import ExStream, NotCheckable, work_in
 
 _MODULE = "triton.compiler.compiler"
 _lock = threading.RLock()
@@ -48,8 +49,6 @@ class _Kernel:
 
     def build(self, roots: tuple[str, ...] = ()) -> tuple[runtime.Build, list[str], bool]:
         """The instrumented kernel, built once per compiled kernel and device arch."""
-        from .hook import NotCheckable, work_in
-
         c = self.compiled
         arch = runtime.device_arch()
         key = (c.hash, arch.sm)
@@ -80,8 +79,6 @@ def _checked_run(compiled: Any, native: Any, session: Any, grid_x: int, grid_y: 
                  grid_z: int, stream: int, function: Any, packed: tuple, launch_metadata: Any,
                  enter_hook: Any, exit_hook: Any, *args: Any) -> None:
     """Triton's launcher call, checked: the same arguments, our function and shared memory."""
-    from .hook import NotCheckable, _ExStream
-
     md = compiled.metadata
     num_warps, num_ctas, shared = packed[0], packed[1], packed[2]
     grid = (max(1, int(grid_x)) * int(num_ctas), max(1, int(grid_y)), max(1, int(grid_z)))
@@ -106,7 +103,7 @@ def _checked_run(compiled: Any, native: Any, session: Any, grid_x: int, grid_y: 
     cooperative = bool(getattr(md, "launch_cooperative_grid", False))
     extra = {"cluster": [int(num_ctas), 1, 1]} if int(num_ctas) > 1 else None
     try:
-        session.launch(k, grid, block, (), int(shared), _ExStream(int(stream)), cooperative,
+        session.launch(k, grid, block, (), int(shared), ExStream(int(stream)), cooperative,
                        run_native, launcher=launcher, extra_launch=extra)
     except NotCheckable:  # (raised only where the session could not say why itself)
         run_native()
@@ -176,8 +173,6 @@ def _observing_fill(fill: Any) -> Any:
 
 def _patch(compiler_module: Any) -> None:
     """Route CompiledKernel.run through the active session (inert without one)."""
-    from . import hook
-
     with _lock:
         if "run" in _patched:
             return
@@ -186,8 +181,8 @@ def _patch(compiler_module: Any) -> None:
 
         def run(self):
             native = original.fget(self)
-            s = hook.current_session()
-            if s is None or hook._is_busy():
+            s = session.current_session()
+            if s is None or session.is_busy():
                 return native
             return functools.partial(_checked_run, self, native, s)
 

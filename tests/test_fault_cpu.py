@@ -237,13 +237,13 @@ def test_exit_status_decision():
 FAULTING = """
 import os, sys
 from types import SimpleNamespace as NS
-from consan import hook
+from consan import session
 from tests.test_fault_cpu import faulted_report
 
 rep = faulted_report(with_race={race})
 fn = NS(display_name="bad_store", kernel="bad_store")
 p = NS(grid=(1, 1, 1), block=(64, 1, 1), shared_mem=0, shadow_bytes=0)
-hook.current_session()._record(fn, p, rep, {{"file": __file__, "line": 10}}, None)
+session.current_session()._record(fn, p, rep, {{"file": __file__, "line": 10}}, None)
 print("after the launch")
 {after}
 """
@@ -412,9 +412,9 @@ def test_race_then_fault(consan):
 
 @pytest.mark.consan
 def test_marker_fault():
-    from consan import hook
+    from consan.session import current_session
 
-    fault(hook.current_session())
+    fault(current_session())
 
 
 def test_clean(consan):

@@ -30,10 +30,10 @@ def _tuple(x):
 def _checked(case):
     import torch
 
-    from consan import hook
+    from consan import frontends, session
 
-    s = hook.Session(hook.Options(count_other_launches=False), print_findings=False)
-    with hook.sanitizing(s):
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
         out = case.run()
         torch.cuda.synchronize()
     return s, out

@@ -33,8 +33,8 @@ def run(*argv: str) -> int:
 
 
 INJECT = """
-from consan import hook
-s = hook.current_session()
+from consan import session
+s = session.current_session()
 s.report.kernel("k").launches_checked += 1
 s.report.findings.append({"kind": "race.raw", "title": "read-after-write race",
     "kernel": "k", "occurrences": 2, "launches": 1, "what": "w", "fix": "f",

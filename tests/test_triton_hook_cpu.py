@@ -19,15 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_hook_patches_triton_when_it_is_imported_later_and_undoes_it():
     code = (
         "import sys\n"
-        "from consan import hook, triton_hook\n"
-        "hook.install()\n"
+        "from consan import frontends, triton_hook\n"
+        "frontends.install()\n"
         "assert 'triton' not in sys.modules, 'installing must not import triton'\n"
         "import triton\n"
         "from triton.compiler.compiler import CompiledKernel\n"
         "assert 'run' in triton_hook._patched\n"
         "assert CompiledKernel.__dict__['run'] is not triton_hook._patched['run']\n"
         "original = triton_hook._patched['run']\n"
-        "hook.uninstall()\n"
+        "frontends.uninstall()\n"
         "assert CompiledKernel.__dict__['run'] is original and not triton_hook.installed()\n"
         "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
@@ -65,7 +65,7 @@ def test_a_compiled_kernel_builds_from_its_ptx_stage(compiled, monkeypatch, tmp_
 
 
 def test_a_kernel_without_its_ptx_is_not_checked_and_says_why(compiled, monkeypatch):
-    from consan.hook import NotCheckable
+    from consan.session import NotCheckable
 
     monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
 

@@ -1,29 +1,24 @@
-"""Sanitize every kernel a program compiles and launches through CuPy.
+"""One sanitizing session, whatever front end hands it the launches.
 
-CuPy's `Function.__call__` cannot be patched (immutable extension type), but
-every run-time compile goes through `cupy.cuda.compiler.
-_compile_module_with_cache` (RawKernel, RawModule, ElementwiseKernel,
-ReductionKernel, ufuncs, `cupyx.jit.rawkernel`, `cupy.fuse`), looked up as a
-module attribute at call time, and CuPy honours Python subclasses of its
-`Module`/`Function` (cpdef overrides included). So: wrap that function, return
-a `ConsanModule` whose `get_function` hands out `ConsanFunction`s, and route
-their `__call__`/`linear_launch` through the instrumented cubin. `RawModule`
-from a `.ptx` path is caught at `cupy._core.raw._get_raw_module`, and a
-cluster launch through cuda-bindings' `cuLaunchKernelEx` on a CuPy function's
-handle at that function. Everything else that launches (cuBLAS, CUB, cuFFT,
-...) is counted through CUPTI and listed as not checked.
+A front end (the CuPy interception in cupy_hook.py, the Triton one in
+triton_hook.py) turns a launch into a call of `Session.launch` with the
+function's instrumented build and a `runtime.Launcher` that runs the
+instrumented function its own way. The session decides whether the launch is
+checked (kernel name and launch-count options, cooperative launches, graph
+capture), keeps the prepared launch shapes, folds each launch's findings into
+one entry per unique finding, applies suppressions and expectations, prints
+new findings as they come, and keeps the aggregate report (reports.session).
 
-The wrappers stay inert unless a `Session` is active: a module compiled while
-the hook is installed keeps working, natively, after the session ends.
+consan's own CUDA work (table resets, read-back) runs while `busy()`: the
+front ends then launch natively, never re-checked.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
+import fnmatch
 import re
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,8 +26,8 @@ from typing import Any
 
 from rich.console import Console
 
+from instrument import abi
 from instrument.events import Event
-from instrument.rewrite import demangle
 from reports import suppress
 from reports.report import finding_dict
 from reports.session import (
@@ -42,7 +37,7 @@ from reports.session import (
     render_live_findings,
 )
 
-from . import cupti, cupy_build, runtime, tma, triton_hook
+from . import cupti, cupy_build, runtime
 from .errors import ConsanError
 
 MAX_PREPARED = 16  # launch shapes kept ready (each holds shadow tables and a pinned log)
@@ -50,16 +45,14 @@ MAX_KEPT_TEXT = 20  # rendered findings kept for the pytest failure message
 _WORK_EVENTS = {Event.READ.value, Event.WRITE.value, Event.ATOMIC.value,
                 Event.BAR_SYNC.value, Event.BAR_ARRIVE.value, Event.BAR_RED.value,
                 Event.TENSOR_LOAD.value, Event.TENSOR_STORE.value}  # TMA: smem writes / reads
-_RDC = ("-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c")
 NOT_INTERCEPTED = ("not launched through CuPy or Triton while consan was active: a "
                    "precompiled library kernel (cuBLAS, cuDNN, CUB/Thrust, cuFFT, a PyTorch "
                    "operator, ...), or one CuPy compiled before consan started")
 
+
 _tls = threading.local()
 _lock = threading.RLock()
-_originals: dict[str, tuple[Any, str, Any]] = {}  # key -> (owner, attribute, original)
 _active: Session | None = None
-_by_ptr: weakref.WeakValueDictionary[int, ConsanFunction] = weakref.WeakValueDictionary()
 
 
 class ConsanAbort(BaseException):
@@ -74,7 +67,7 @@ class NotCheckable(Exception):
 
 
 @contextlib.contextmanager
-def _busy() -> Iterator[None]:
+def busy() -> Iterator[None]:
     """consan's own CuPy work (table resets, read-back) runs natively, never re-checked."""
     _tls.busy = getattr(_tls, "busy", 0) + 1
     try:
@@ -84,130 +77,8 @@ def _busy() -> Iterator[None]:
         _tls.busy -= 1
 
 
-def _is_busy() -> bool:
+def is_busy() -> bool:
     return bool(getattr(_tls, "busy", 0))
-
-
-# ====================================================================== Module / Function
-
-def _cupy_function_types() -> tuple[type, type]:
-    from cupy.cuda import function
-
-    return function.Module, function.Function
-
-
-def _classes() -> tuple[type, type]:
-    """ConsanModule and ConsanFunction, created on first use so importing consan needs no CuPy."""
-    global ConsanModule, ConsanFunction
-    if isinstance(ConsanModule, type):
-        return ConsanModule, ConsanFunction
-    Module, Function = _cupy_function_types()
-
-    class _ConsanModule(Module):
-        """A CuPy module whose functions run instrumented while a session is active.
-
-        It shares the native module's handle (so `.ptr`, globals and the mapping of
-        name expressions behave as before) and keeps the native module alive.
-        """
-
-        def __init__(self, native, spec: cupy_build.CompileSpec | None,
-                     reason: str | None) -> None:
-            self.ptr = native.ptr
-            self._native = native
-            if native.mapping is not None:
-                self._set_mapping(dict(native.mapping))
-            self._spec, self._reason = spec, reason
-            self._built: tuple[runtime.Build, list[str], bool] | None = None
-            self._globals: dict[str, tuple[int, int]] = {}
-            self._functions: dict[str, Any] = {}
-
-        def __del__(self) -> None:
-            # The native module unloads the handle; CuPy's __dealloc__ must not do it twice.
-            self.ptr = 0
-
-        def get_function(self, name):
-            if isinstance(name, bytes):
-                name = name.decode()
-            fn = self._functions.get(name)
-            if fn is None:
-                fn = _ConsanFunction(self, self._native.get_function(name), name)
-                self._functions[name] = fn
-            return fn
-
-        def get_global_var(self, name):
-            return self._native.get_global_var(name)
-
-        def display_name(self, mangled: str) -> str:
-            for expr, low in (self.mapping or {}).items():
-                if low == mangled:
-                    return expr
-            return demangle(mangled)
-
-        def build(self, roots: tuple[str, ...]) -> tuple[runtime.Build, list[str], bool]:
-            """The instrumented module, built once; NotCheckable says why it cannot be."""
-            if self._built is None:
-                if self._reason:
-                    raise NotCheckable(self._reason)
-                spec = self._spec
-                spec.candidates = tuple(spec.candidates) + tuple(cupy_build.module_files(roots))
-                try:
-                    b, names = cupy_build.build(spec)
-                except Exception as exc:  # noqa: BLE001 - never break the user's program
-                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                    self._reason = (f"consan could not instrument it ({type(exc).__name__}: "
-                                    f"{first})")
-                    raise NotCheckable(self._reason) from None
-                self._built = (b, names, work_in(b))
-            return self._built
-
-        def native_global(self, name: str) -> tuple[int, int] | None:
-            if name not in self._globals:
-                self._globals[name] = _module_global(self.ptr, name)
-            return self._globals[name]
-
-    class _ConsanFunction(Function):
-        """A CuPy function: checked when a session is active, native otherwise."""
-
-        def __init__(self, module, native, name: str) -> None:
-            self.module = module
-            self.ptr = native.ptr
-            self._native = native
-            self.kernel = name
-            _by_ptr[int(native.ptr)] = self
-
-        @property
-        def display_name(self) -> str:
-            return self.module.display_name(self.kernel)
-
-        def __call__(self, grid, block, args, shared_mem=0, stream=None,
-                     enable_cooperative_groups=False):
-            native = functools.partial(self._native, grid, block, args, shared_mem, stream,
-                                       enable_cooperative_groups)
-            s = _active
-            if s is None or _is_busy() or not isinstance(grid, tuple) or \
-                    not isinstance(block, tuple):
-                return _run_native(native)
-            s.launch(self, _dim3(grid), _dim3(block), args, int(shared_mem), stream,
-                     bool(enable_cooperative_groups), native)
-
-        def linear_launch(self, size, args, shared_mem=0, block_max_size=128, stream=None,
-                          enable_cooperative_groups=False):
-            native = functools.partial(self._native.linear_launch, size, args, shared_mem,
-                                       block_max_size, stream, enable_cooperative_groups)
-            s = _active
-            if s is None or _is_busy() or size <= 0:
-                return _run_native(native)
-            gridx = min(0x7FFFFFFF, (size + block_max_size - 1) // block_max_size)
-            blockx = min(block_max_size, size)
-            s.launch(self, (gridx, 1, 1), (blockx, 1, 1), args, int(shared_mem), stream,
-                     bool(enable_cooperative_groups), native)
-
-    ConsanModule, ConsanFunction = _ConsanModule, _ConsanFunction
-    return ConsanModule, ConsanFunction
-
-
-ConsanModule: Any = None
-ConsanFunction: Any = None
 
 
 def work_in(b: runtime.Build) -> bool:
@@ -217,17 +88,18 @@ def work_in(b: runtime.Build) -> bool:
     return bool(ins.unmodeled) or any(s.event in _WORK_EVENTS for s in ins.sites.sites)
 
 
-def _dim3(t: tuple) -> tuple[int, int, int]:
+def dim3(t: tuple) -> tuple[int, int, int]:
     t = (tuple(t) + (1, 1))[:3]
     return tuple(max(1, int(x)) for x in t)  # type: ignore[return-value]
 
 
-def _run_native(native: Callable[[], Any]) -> Any:
+def run_native(native: Callable[[], Any]) -> Any:
     with cupti.own_launch():
         return native()
 
 
-def _module_global(module_ptr: int, name: str) -> tuple[int, int] | None:
+def module_global(module_ptr: int, name: str) -> tuple[int, int] | None:
+    """(device address, size) of a module's __device__/__constant__ variable, or None."""
     from cuda.bindings import driver
 
     err, ptr, size = driver.cuModuleGetGlobal(driver.CUmodule(module_ptr), name.encode())
@@ -236,114 +108,15 @@ def _module_global(module_ptr: int, name: str) -> tuple[int, int] | None:
     return int(ptr), int(size)
 
 
-# ====================================================================== the wrappers
-
-def _compile_wrapper(source, options=(), **kw):
-    mod = _originals["compile"][2](source, options, **kw)
-    Module, _ = _cupy_function_types()
-    if not isinstance(mod, Module):
-        return mod  # LTO IR for a later link: nothing to launch here
-    cmod_cls, _ = _classes()
-    options = tuple(options)
-    backend = kw.get("backend", "nvrtc")
-    reason = None
-    if backend != "nvrtc":
-        reason = f"compiled with CuPy's {backend} backend (consan rebuilds with NVRTC only)"
-    elif kw.get("jitify") or "-DCUPY_USE_JITIFY" in options:
-        reason = "compiled with jitify, whose preprocessed headers consan cannot see"
-    elif any(o in _RDC for o in options):
-        reason = "relocatable device code (-rdc) is not supported by consan yet"
-    names = kw.get("name_expressions")
-    spec = cupy_build.CompileSpec(
-        source=source, options=options, name_expressions=tuple(names) if names else None,
-        arch=kw.get("arch"), candidates=tuple(f for f, _ in cupy_build.user_frames()))
-    return cmod_cls(mod, spec, reason)
-
-
-_path_modules: dict[int, Any] = {}
-
-
-def _raw_module_wrapper(code, path, *args, **kw):
-    mod = _originals["raw"][2](code, path, *args, **kw)
-    if path is None:
-        return mod  # compiled from source: already a ConsanModule
-    cmod_cls, _ = _classes()
-    if isinstance(mod, cmod_cls):
-        return mod
-    key = id(mod)
-    if key not in _path_modules:
-        reason = None
-        if not str(path).endswith(".ptx"):
-            reason = (f"loaded from {path}, a precompiled binary: consan needs PTX (or the "
-                      "CUDA source) to instrument it")
-        spec = cupy_build.CompileSpec(ptx_path=str(path))
-        _path_modules[key] = cmod_cls(mod, spec, reason)
-    return _path_modules[key]
-
-
-def _launch_ex_wrapper(config, f, kernelParams, extra):
-    original = _originals["launch_ex"][2]
-    s = _active
-    try:
-        fn = _by_ptr.get(int(f)) if s is not None and not _is_busy() else None
-    except Exception:  # noqa: BLE001 - not a handle we know
-        fn = None
-    if fn is None:
-        return original(config, f, kernelParams, extra)
-    return s.launch_ex(fn, config, f, kernelParams, extra)
-
-
-def install() -> None:
-    """Put the wrappers in place (idempotent). Needs CuPy importable, not a GPU."""
-    with _lock:
-        if _originals:
-            return
-        import cupy._core.raw as raw
-        import cupy.cuda.compiler as compiler
-
-        _classes()
-        _originals["compile"] = (compiler, "_compile_module_with_cache",
-                                 compiler._compile_module_with_cache)
-        compiler._compile_module_with_cache = _compile_wrapper
-        _originals["raw"] = (raw, "_get_raw_module", raw._get_raw_module)
-        raw._get_raw_module = _raw_module_wrapper
-        triton_hook.install()  # (patches Triton when the program imports it)
-        try:
-            from cuda.bindings import driver
-        except ImportError:
-            return
-        _originals["launch_ex"] = (driver, "cuLaunchKernelEx", driver.cuLaunchKernelEx)
-        driver.cuLaunchKernelEx = _launch_ex_wrapper
-        # Maps built by the program through the driver become known (their box geometry).
-        _originals["tmap_encode"] = (driver, "cuTensorMapEncodeTiled",
-                                     driver.cuTensorMapEncodeTiled)
-        driver.cuTensorMapEncodeTiled = tma.observing(driver.cuTensorMapEncodeTiled)
-
-
-def uninstall() -> None:
-    """Restore CuPy exactly as it was; modules compiled meanwhile keep running natively."""
-    global _active
-    with _lock:
-        for owner, attr, original in _originals.values():
-            setattr(owner, attr, original)
-        _originals.clear()
-        triton_hook.uninstall()
-        _active = None
-
-
-def installed() -> bool:
-    return bool(_originals)
-
-
 def current_session() -> Session | None:
     return _active
 
 
 @contextlib.contextmanager
-def sanitizing(session: Session) -> Iterator[Session]:
-    """Install the hook if needed and make `session` the active one for the block."""
+def active(session: Session) -> Iterator[Session]:
+    """Make `session` the active one for the block (frontends.sanitizing installs the
+    front ends first)."""
     global _active
-    install()
     with _lock:
         previous, _active = _active, session
     session.start()
@@ -353,6 +126,13 @@ def sanitizing(session: Session) -> Iterator[Session]:
         session.stop()
         with _lock:
             _active = previous
+
+
+def deactivate() -> None:
+    """No session is active any more (the front ends are being taken out)."""
+    global _active
+    with _lock:
+        _active = None
 
 
 # ====================================================================== expectations
@@ -365,12 +145,19 @@ class Expectation:
     where: suppress.Location | None = None
     hits: int = 0
 
+    @classmethod
+    def of(cls, kind: str, where: str | None = None) -> Expectation:
+        """An expectation of `kind` (an id or glob) at `where` (FILE[:LINE[-LINE]]); a kind
+        that matches no finding kind is a ValueError."""
+        if not any(fnmatch.fnmatchcase(k.id, kind) for k in abi.KINDS if k.is_violation):
+            raise ValueError(f"consan.expect: {kind!r} matches no finding kind; kinds are: "
+                             + ", ".join(abi.VIOLATION_KINDS))
+        return cls(kind, suppress.parse_location(where) if where else None)
+
     def __str__(self) -> str:
         return repr(self.kind) + (f", where={str(self.where)!r}" if self.where else "")
 
     def matches(self, finding: dict[str, Any]) -> bool:
-        import fnmatch
-
         if not fnmatch.fnmatchcase(finding.get("kind", ""), self.kind):
             return False
         if self.where is None:
@@ -429,13 +216,44 @@ class Session:
             if self.options.kernel_name_exclude else None
         self.lock = threading.RLock()
 
-    def expect(self, kind: str, where: str | None = None):
+    def expect(self, kind: str, where: str | None = None
+               ) -> contextlib.AbstractContextManager[Expectation]:
         """`consan.expect` within this session (the pytest fixture yields the session)."""
-        from .expectations import expect
-
         if current_session() is not self:
             raise ConsanError("this consan session is not active")
-        return expect(kind, where)
+        return self.expecting(Expectation.of(kind, where))
+
+    @contextlib.contextmanager
+    def expecting(self, exp: Expectation) -> Iterator[Expectation]:
+        """Findings that `exp` matches are expected in the block, and one must be found."""
+        __tracebackhide__ = True  # pytest: the failure is the user's block, not this frame
+        before = self._counts()
+        self.expectations.append(exp)
+        try:
+            yield exp
+        finally:
+            self.expectations.remove(exp)
+        if exp.hits == 0:
+            raise AssertionError(self._missing(exp, before))
+
+    def _counts(self) -> tuple[int, int, int]:
+        rep = self.report
+        return (rep.launches_checked, len(rep.findings),
+                sum(r["launches"] for r in rep.not_checked))
+
+    def _missing(self, exp: Expectation, before: tuple[int, int, int]) -> str:
+        checked, nfind, unchecked = (a - b for a, b in zip(self._counts(), before, strict=True))
+        lines = [f"consan.expect({exp}): no such finding in this block "
+                 f"({checked} launch{'' if checked == 1 else 'es'} checked)."]
+        for f in self.report.findings[len(self.report.findings) - nfind:]:
+            cur = (f.get("sites") or {}).get("current") or {}
+            lines.append(f"  found instead: {f['kind']} in {f.get('kernel')} at "
+                         f"{cur.get('where', 'unknown site')}")
+        if unchecked:
+            lines.append(f"  {unchecked} launch(es) in the block were not checked:")
+            for r in self.report.not_checked:
+                lines.append(f"    {r['kernel']}: {r['reason']}")
+        return "\n".join(lines)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -485,34 +303,34 @@ class Session:
             skipped = self._selected(fn)
             if skipped:
                 self.report.skipped[skipped] = self.report.skipped.get(skipped, 0) + 1
-                return _run_native(native)
+                return run_native(native)
             name = fn.display_name
             try:
                 if cooperative:
                     raise NotCheckable("cooperative launch (grid-wide sync) is not supported "
                                        "by consan yet")
-                if _capturing(stream):
+                if capturing(stream):
                     raise NotCheckable("launched while a CUDA graph was being captured")
                 b, globals_, work = fn.module.build(self.roots)
                 if not work:
                     # No shared-memory access or barrier in the module: nothing can race.
                     self._checked += 1
                     self.report.kernel(name).launches_checked += 1
-                    return _run_native(native)
+                    return run_native(native)
                 p = self._prepare(fn, b, grid, block, shared_mem)
             except NotCheckable as exc:
                 self.report.add_not_checked(name, str(exc))
-                return _run_native(native)
+                return run_native(native)
             except ConsanError as exc:
                 self.report.add_not_checked(name, f"consan could not prepare it: {exc}")
-                return _run_native(native)
+                return run_native(native)
             except Exception as exc:  # noqa: BLE001 - a consan bug must not break the program
                 self.report.add_not_checked(name, f"consan failed to prepare it "
                                                   f"({type(exc).__name__}: {exc})")
-                return _run_native(native)
+                return run_native(native)
             frames = cupy_build.user_frames()
             launched_from = {"file": frames[0][0], "line": frames[0][1]} if frames else None
-            with _busy(), _stream_context(stream):
+            with busy(), stream_context(stream):
                 mirrored = self._mirror_in(fn, p, globals_)
                 if launcher is None:
                     p.launch(tuple(args))
@@ -524,49 +342,11 @@ class Session:
             self._record(fn, p, rep, launched_from, extra_launch)
             return None
 
-    def launch_ex(self, fn, config, f, params, extra) -> Any:
-        """A cuda-bindings `cuLaunchKernelEx` (e.g. with cluster dimensions) on a CuPy function."""
-        from cuda.bindings import driver
-
-        original = _originals["launch_ex"][2]
-        result: list[Any] = []
-
-        def native() -> None:
-            result.append(original(config, f, params, extra))
-
-        grid = _dim3((config.gridDimX, config.gridDimY, config.gridDimZ))
-        block = _dim3((config.blockDimX, config.blockDimY, config.blockDimZ))
-        stream = _ExStream(int(config.hStream)) if config.hStream is not None else None
-        cluster = None
-        cluster_id = int(driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-        for attr in list(config.attrs or [])[: int(config.numAttrs or 0)]:
-            if int(attr.id) == cluster_id:
-                c = attr.value.clusterDim
-                cluster = [int(c.x), int(c.y), int(c.z)]
-
-        def launch_instrumented(handle: int, shared_mem: int) -> None:
-            user_smem = config.sharedMemBytes
-            config.sharedMemBytes = shared_mem  # with consan's tables
-            try:
-                (err,) = original(config, driver.CUfunction(handle), params, extra)
-            finally:
-                config.sharedMemBytes = user_smem
-            if int(err) != 0:
-                raise ConsanError(f"cuLaunchKernelEx of the instrumented kernel failed ({err!r})")
-
-        def launcher(p) -> None:
-            _copy_function_attributes(int(f), int(p.function.ptr))
-            p.launch((), launcher=launch_instrumented)
-
-        self.launch(fn, grid, block, (), int(config.sharedMemBytes), stream, False, native,
-                    launcher=launcher, extra_launch={"cluster": cluster} if cluster else None)
-        return result[0] if result else (driver.CUresult.CUDA_SUCCESS,)
-
     def _prepare(self, fn, b: runtime.Build, grid, block, shared_mem: int):
         key = (id(b), fn.kernel, grid, block, shared_mem)  # p.build keeps b (and its id) alive
         p = self._prepared.get(key)
         if p is None:
-            with _busy():
+            with busy():
                 p = runtime.Prepared(b, fn.kernel, grid, block, shared_mem)
             self._prepared[key] = p
             while len(self._prepared) > MAX_PREPARED:
@@ -585,7 +365,7 @@ class Session:
         stream = cupy.cuda.get_current_stream().ptr
         for name in names:
             src = fn.module.native_global(name)
-            dst = _module_global(int(p.module.ptr), name)
+            dst = module_global(int(p.module.ptr), name)
             if src is None or dst is None:
                 continue
             size = min(src[1], dst[1])
@@ -703,48 +483,33 @@ class Session:
                                highlight=False, markup=False)
 
 
-class _ExStream:
+class ExStream:
     """A raw stream handle from cuda-bindings, usable where CuPy wants a stream."""
 
     def __init__(self, ptr: int) -> None:
         self.ptr = ptr
 
 
-def _stream_context(stream):
+def stream_context(stream):
     """Make the launch's stream current, so that consan's resets and reads are ordered with it."""
     if stream is None:
         return contextlib.nullcontext()
     import cupy
 
-    if isinstance(stream, _ExStream):
+    if isinstance(stream, ExStream):
         return cupy.cuda.ExternalStream(stream.ptr) if stream.ptr else cupy.cuda.Stream.null
     if hasattr(stream, "__enter__"):
         return stream
     return cupy.cuda.ExternalStream(int(stream.ptr))
 
 
-def _capturing(stream) -> bool:
+def capturing(stream) -> bool:
     try:
         import cupy
 
-        s = cupy.cuda.get_current_stream() if stream is None or isinstance(stream, _ExStream) \
+        s = cupy.cuda.get_current_stream() if stream is None or isinstance(stream, ExStream) \
             else stream
         return bool(s.is_capturing())
     except Exception:  # noqa: BLE001 - older CuPy or a raw handle: assume not
         return False
 
-
-def _copy_function_attributes(src: int, dst: int) -> None:
-    """Attributes a cluster launch depends on, from the user's function to the instrumented one."""
-    from cuda.bindings import driver
-
-    attrs = driver.CUfunction_attribute
-    for name in ("CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED",
-                 "CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE",
-                 "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT"):
-        attr = getattr(attrs, name, None)
-        if attr is None:
-            continue
-        err, value = driver.cuFuncGetAttribute(attr, driver.CUfunction(src))
-        if int(err) == 0:
-            driver.cuFuncSetAttribute(driver.CUfunction(dst), attr, value)
