@@ -28,7 +28,7 @@ from instrument.rewrite import demangle
 
 from . import cupy_build, runtime, session, tma
 from .errors import ConsanError
-from .session import ExStream, NotCheckable, dim3, is_busy, module_global, run_native, work_in
+from .session import ExStream, NotCheckable, dim3, is_busy, run_native, work_in
 
 _RDC = ("-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c")
 
@@ -66,7 +66,8 @@ def _classes() -> tuple[type, type]:
             if native.mapping is not None:
                 self._set_mapping(dict(native.mapping))
             self._spec, self._reason = spec, reason
-            self._built: tuple[runtime.Build, list[str], bool] | None = None
+            self._built: tuple[runtime.Build, bool] | None = None
+            self.global_names: list[str] = []  # its __device__/__constant__ variables
             self._globals: dict[str, tuple[int, int]] = {}
             self._functions: dict[str, Any] = {}
 
@@ -92,8 +93,9 @@ def _classes() -> tuple[type, type]:
                     return expr
             return demangle(mangled)
 
-        def build(self, roots: tuple[str, ...]) -> tuple[runtime.Build, list[str], bool]:
-            """The instrumented module, built once; NotCheckable says why it cannot be."""
+        def build(self, roots: tuple[str, ...]) -> tuple[runtime.Build, bool]:
+            """The instrumented module and whether it can race, built once; NotCheckable
+            says why it cannot be."""
             if self._built is None:
                 if self._reason:
                     raise NotCheckable(self._reason)
@@ -106,7 +108,7 @@ def _classes() -> tuple[type, type]:
                     self._reason = (f"consan could not instrument it ({type(exc).__name__}: "
                                     f"{first})")
                     raise NotCheckable(self._reason) from None
-                self._built = (b, names, work_in(b))
+                self._built, self.global_names = (b, work_in(b)), names
             return self._built
 
         def native_global(self, name: str) -> tuple[int, int] | None:
@@ -136,8 +138,8 @@ def _classes() -> tuple[type, type]:
             if s is None or is_busy() or not isinstance(grid, tuple) or \
                     not isinstance(block, tuple):
                 return run_native(native)
-            s.launch(self, dim3(grid), dim3(block), args, int(shared_mem), stream,
-                     bool(enable_cooperative_groups), native)
+            s.launch(self, dim3(grid), dim3(block), _Launcher(self.module, args),
+                     int(shared_mem), stream, bool(enable_cooperative_groups), native)
 
         def linear_launch(self, size, args, shared_mem=0, block_max_size=128, stream=None,
                           enable_cooperative_groups=False):
@@ -148,8 +150,8 @@ def _classes() -> tuple[type, type]:
                 return run_native(native)
             gridx = min(0x7FFFFFFF, (size + block_max_size - 1) // block_max_size)
             blockx = min(block_max_size, size)
-            s.launch(self, (gridx, 1, 1), (blockx, 1, 1), args, int(shared_mem), stream,
-                     bool(enable_cooperative_groups), native)
+            s.launch(self, (gridx, 1, 1), (blockx, 1, 1), _Launcher(self.module, args),
+                     int(shared_mem), stream, bool(enable_cooperative_groups), native)
 
     ConsanModule, ConsanFunction = _ConsanModule, _ConsanFunction
     return ConsanModule, ConsanFunction
@@ -157,6 +159,16 @@ def _classes() -> tuple[type, type]:
 
 ConsanModule: Any = None
 ConsanFunction: Any = None
+
+
+def module_global(module_ptr: int, name: str) -> tuple[int, int] | None:
+    """(device address, size) of a module's __device__/__constant__ variable, or None."""
+    from cuda.bindings import driver
+
+    err, ptr, size = driver.cuModuleGetGlobal(driver.CUmodule(module_ptr), name.encode())
+    if int(err) != 0:
+        return None
+    return int(ptr), int(size)
 
 
 # ====================================================================== the wrappers
@@ -254,6 +266,78 @@ def installed() -> bool:
     return bool(_originals)
 
 
+class _Launcher(runtime.Launcher):
+    """CuPy's launch of the instrumented function with the kernel's arguments; the
+    module's __device__/__constant__ variables are copied into the instrumented module
+    before it and back after it."""
+
+    def __init__(self, module: Any, args: tuple = ()) -> None:
+        super().__init__(args)
+        self.module = module
+
+    def __call__(self, p: runtime.Prepared) -> None:
+        pairs = self._mirror_in(p)
+        self.run(p)
+        self._mirror_out(pairs)
+
+    def run(self, p: runtime.Prepared) -> None:
+        super().__call__(p)
+
+    def _mirror_in(self, p: runtime.Prepared) -> list[tuple[int, int, int]]:
+        names = self.module.global_names
+        if not names:
+            return []
+        import cupy
+
+        pairs = []
+        stream = cupy.cuda.get_current_stream().ptr
+        for name in names:
+            src = self.module.native_global(name)
+            dst = module_global(int(p.module.ptr), name)
+            if src is None or dst is None:
+                continue
+            size = min(src[1], dst[1])
+            cupy.cuda.runtime.memcpyAsync(dst[0], src[0], size, 3, stream)
+            pairs.append((src[0], dst[0], size))
+        return pairs
+
+    @staticmethod
+    def _mirror_out(pairs: list[tuple[int, int, int]]) -> None:
+        if not pairs:
+            return
+        import cupy
+
+        stream = cupy.cuda.get_current_stream().ptr
+        for native_ptr, instr_ptr, size in pairs:
+            cupy.cuda.runtime.memcpyAsync(native_ptr, instr_ptr, size, 3, stream)
+
+
+class _LaunchExLauncher(_Launcher):
+    """The program's own `cuLaunchKernelEx` config (cluster dimensions, attributes) with the
+    instrumented function and the dynamic shared memory of consan's tables."""
+
+    def __init__(self, module: Any, original: Any, config: Any, f: Any, params: Any,
+                 extra: Any) -> None:
+        super().__init__(module)
+        self.original, self.config, self.f = original, config, f
+        self.params, self.extra = params, extra
+
+    def run(self, p: runtime.Prepared) -> None:
+        from cuda.bindings import driver
+
+        handle = int(p.function.ptr)
+        _copy_function_attributes(int(self.f), handle)
+        config = self.config
+        user_smem = config.sharedMemBytes
+        config.sharedMemBytes = p.launch_shared_mem  # with consan's tables
+        try:
+            (err,) = self.original(config, driver.CUfunction(handle), self.params, self.extra)
+        finally:
+            config.sharedMemBytes = user_smem
+        if int(err) != 0:
+            raise ConsanError(f"cuLaunchKernelEx of the instrumented kernel failed ({err!r})")
+
+
 def _launch_ex(s: session.Session, fn, config, f, params, extra) -> Any:
     """A cuda-bindings `cuLaunchKernelEx` (e.g. with cluster dimensions) on a CuPy function."""
     from cuda.bindings import driver
@@ -273,23 +357,9 @@ def _launch_ex(s: session.Session, fn, config, f, params, extra) -> Any:
         if int(attr.id) == cluster_id:
             c = attr.value.clusterDim
             cluster = [int(c.x), int(c.y), int(c.z)]
-
-    def launch_instrumented(handle: int, shared_mem: int) -> None:
-        user_smem = config.sharedMemBytes
-        config.sharedMemBytes = shared_mem  # with consan's tables
-        try:
-            (err,) = original(config, driver.CUfunction(handle), params, extra)
-        finally:
-            config.sharedMemBytes = user_smem
-        if int(err) != 0:
-            raise ConsanError(f"cuLaunchKernelEx of the instrumented kernel failed ({err!r})")
-
-    def launcher(p) -> None:
-        _copy_function_attributes(int(f), int(p.function.ptr))
-        p.launch((), launcher=launch_instrumented)
-
-    s.launch(fn, grid, block, (), int(config.sharedMemBytes), stream, False, native,
-             launcher=launcher, extra_launch={"cluster": cluster} if cluster else None)
+    launcher = _LaunchExLauncher(fn.module, original, config, f, params, extra)
+    s.launch(fn, grid, block, launcher, int(config.sharedMemBytes), stream, False, native,
+             extra_launch={"cluster": cluster} if cluster else None)
     return result[0] if result else (driver.CUresult.CUDA_SUCCESS,)
 
 

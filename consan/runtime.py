@@ -13,7 +13,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -233,6 +232,24 @@ def smem_window_base() -> int:
         except Exception:  # noqa: BLE001 - the tables then start at 0: correct, a bit larger
             _WINDOW_BASE[dev] = 0
     return _WINDOW_BASE[dev]
+
+
+class Launcher:
+    """How one launch runs a prepared kernel's instrumented function.
+
+    This one launches it through CuPy with the kernel's arguments; a front end passes
+    its own where it launches differently (cuLaunchKernelEx with cluster dimensions,
+    Triton's generated launcher with its argument packing). `args` are where the
+    launch's TMA tensor maps are found (tma.device_table_bytes).
+    """
+
+    def __init__(self, args: tuple = ()) -> None:
+        self.args = tuple(args)
+
+    def __call__(self, p: Prepared) -> None:
+        """Launch `p.function` with `p`'s shape and `p.launch_shared_mem` (the user's
+        dynamic shared memory, then the checker's), on the current stream."""
+        p.function(p.grid, p.block, self.args, shared_mem=p.launch_shared_mem)
 
 
 class Prepared:
@@ -459,18 +476,14 @@ class Prepared:
             self.tmaps.set(np.frombuffer(table, dtype=np.uint8))
             self._tmaps_set = table
 
-    def launch(self, args: tuple = (),
-               launcher: Callable[[int, int], None] | None = None) -> None:
+    def launch(self, args: tuple | Launcher = ()) -> None:
         """Launch once on the current stream (asynchronous); reset the log first.
 
-        `launcher(function_handle, shared_mem)`, where given, launches the instrumented
-        function itself (a cluster launch through cuLaunchKernelEx, Triton's own launcher
-        with its argument packing); `args` then only serve to find tensor maps."""
-        self.launch_resets(args)
-        if launcher is None:
-            self.function(self.grid, self.block, tuple(args), shared_mem=self.launch_shared_mem)
-        else:
-            launcher(int(self.function.ptr), self.launch_shared_mem)
+        `args`: the kernel's arguments (CuPy's conventions), or a Launcher that launches
+        the instrumented function a front end's own way."""
+        launcher = args if isinstance(args, Launcher) else Launcher(args)
+        self.launch_resets(launcher.args)
+        launcher(self)
         self._stored_prev = LOG_CAPACITY  # until read back, assume the worst
         self._dirty = True
 

@@ -98,16 +98,6 @@ def run_native(native: Callable[[], Any]) -> Any:
         return native()
 
 
-def module_global(module_ptr: int, name: str) -> tuple[int, int] | None:
-    """(device address, size) of a module's __device__/__constant__ variable, or None."""
-    from cuda.bindings import driver
-
-    err, ptr, size = driver.cuModuleGetGlobal(driver.CUmodule(module_ptr), name.encode())
-    if int(err) != 0:
-        return None
-    return int(ptr), int(size)
-
-
 def current_session() -> Session | None:
     return _active
 
@@ -294,11 +284,14 @@ class Session:
         return None
 
     # ------------------------------------------------------------ launching
-    def launch(self, fn, grid: tuple[int, int, int], block: tuple[int, int, int], args,
-               shared_mem: int, stream, cooperative: bool, native: Callable[[], Any],
-               launcher: Callable[[Any], None] | None = None,
-               extra_launch: dict[str, Any] | None = None) -> Any:
-        """Check one launch of a ConsanFunction, or run it natively and say why not."""
+    def launch(self, fn, grid: tuple[int, int, int], block: tuple[int, int, int],
+               launcher: runtime.Launcher, shared_mem: int, stream, cooperative: bool,
+               native: Callable[[], Any], extra_launch: dict[str, Any] | None = None) -> Any:
+        """Check one launch of a front end's function, or run it natively and say why not.
+
+        `fn` names the kernel (`kernel`, `display_name`) and builds it (`module.build(roots)`
+        -> (runtime.Build, whether it can race at all)); `launcher` runs the instrumented
+        function the front end's way; `native()` runs the user's own launch."""
         with self.lock:
             skipped = self._selected(fn)
             if skipped:
@@ -311,7 +304,7 @@ class Session:
                                        "by consan yet")
                 if capturing(stream):
                     raise NotCheckable("launched while a CUDA graph was being captured")
-                b, globals_, work = fn.module.build(self.roots)
+                b, work = fn.module.build(self.roots)
                 if not work:
                     # No shared-memory access or barrier in the module: nothing can race.
                     self._checked += 1
@@ -331,12 +324,7 @@ class Session:
             frames = cupy_build.user_frames()
             launched_from = {"file": frames[0][0], "line": frames[0][1]} if frames else None
             with busy(), stream_context(stream):
-                mirrored = self._mirror_in(fn, p, globals_)
-                if launcher is None:
-                    p.launch(tuple(args))
-                else:
-                    launcher(p)
-                self._mirror_out(mirrored)
+                p.launch(launcher)
                 rep = p.report()
             self._checked += 1
             self._record(fn, p, rep, launched_from, extra_launch)
@@ -354,34 +342,6 @@ class Session:
         else:
             self._prepared.move_to_end(key)
         return p
-
-    def _mirror_in(self, fn, p, names: list[str]) -> list[tuple[int, int, int]]:
-        """Copy the user's __device__/__constant__ variables into the instrumented module."""
-        if not names:
-            return []
-        import cupy
-
-        pairs = []
-        stream = cupy.cuda.get_current_stream().ptr
-        for name in names:
-            src = fn.module.native_global(name)
-            dst = module_global(int(p.module.ptr), name)
-            if src is None or dst is None:
-                continue
-            size = min(src[1], dst[1])
-            cupy.cuda.runtime.memcpyAsync(dst[0], src[0], size, 3, stream)
-            pairs.append((src[0], dst[0], size))
-        return pairs
-
-    @staticmethod
-    def _mirror_out(pairs: list[tuple[int, int, int]]) -> None:
-        if not pairs:
-            return
-        import cupy
-
-        stream = cupy.cuda.get_current_stream().ptr
-        for native_ptr, instr_ptr, size in pairs:
-            cupy.cuda.runtime.memcpyAsync(native_ptr, instr_ptr, size, 3, stream)
 
     # ------------------------------------------------------------ results
     def _record(self, fn, p, rep, launched_from, extra_launch) -> None:

@@ -210,13 +210,25 @@ def test_module_without_shared_memory_work_runs_natively(tmp_path, monkeypatch):
     cls, _ = cupy_hook._classes()
     smem = cls(Module(), cupy_build.CompileSpec(source=SMEM_SRC, arch="90"), None)
     plain = cls(Module(), cupy_build.CompileSpec(source=PLAIN_SRC, arch="90"), None)
-    assert smem.build(())[2] is True
-    assert plain.build(())[2] is False
+    assert smem.build(())[1] is True
+    assert plain.build(())[1] is False
     broken = cls(Module(), cupy_build.CompileSpec(source="this is not CUDA;", arch="90"), None)
     with pytest.raises(consan_session.NotCheckable, match="could not instrument"):
         broken.build(())
     with pytest.raises(consan_session.NotCheckable, match="could not instrument"):
         broken.build(())  # the reason is kept
+
+
+def test_the_cupy_launcher_runs_the_instrumented_function_with_the_kernels_arguments():
+    from types import SimpleNamespace
+
+    calls = []
+    p = SimpleNamespace(grid=(2, 1, 1), block=(64, 1, 1), launch_shared_mem=4096,
+                        function=lambda *a, **k: calls.append((a, k)))
+    launcher = cupy_hook._Launcher(SimpleNamespace(global_names=[]), [1, 2])
+    assert launcher.args == (1, 2)  # where the launch's tensor maps are looked for
+    launcher(p)
+    assert calls == [(((2, 1, 1), (64, 1, 1), (1, 2)), {"shared_mem": 4096})]
 
 
 def test_find_source_exact_and_escaped():

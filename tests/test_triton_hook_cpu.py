@@ -57,8 +57,8 @@ def test_a_compiled_kernel_builds_from_its_ptx_stage(compiled, monkeypatch, tmp_
     monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
     k = triton_hook._Kernel(compiled)
     assert k.kernel == compiled.metadata.name and k.display_name == "stage"
-    b, names, work = k.build()
-    assert names == [] and work and b.cubin
+    b, work = k.build()
+    assert work and b.cubin
     sites = b.instrumented.sites.sites
     assert any(s.loc and s.loc.file.endswith("test_triton_hook_cpu.py") for s in sites)
     assert k.build()[0] is b  # built once per compiled kernel and arch
@@ -85,22 +85,20 @@ def test_a_launch_goes_to_the_session_and_back_through_tritons_launcher(compiled
 
     class Prepared:
         function = type("F", (), {"ptr": 0xABC})()
-
-        def launch(self, args, launcher):
-            self.args = args
-            launcher(int(self.function.ptr), 40960)
+        launch_shared_mem = 40960
 
     class Session:
-        def launch(self, fn, grid, block, args, shared_mem, stream, cooperative, run_native,
-                   launcher, extra_launch):
+        def launch(self, fn, grid, block, launcher, shared_mem, stream, cooperative,
+                   run_native, extra_launch):
             self.seen = (fn.kernel, grid, block, shared_mem, stream.ptr, cooperative,
-                         extra_launch)
+                         extra_launch, launcher.args)
             launcher(Prepared())
 
     s = Session()
     triton_hook._checked_run(compiled, native, s, 3, 2, 1, 77, 0x111, (4, 1, 1024), "md",
                              "enter", "exit", "arg0", 5)
-    assert s.seen == (compiled.metadata.name, (3, 2, 1), (128, 1, 1), 1024, 77, False, None)
+    assert s.seen == (compiled.metadata.name, (3, 2, 1), (128, 1, 1), 1024, 77, False, None,
+                      ())
     # Triton's launcher packs the very same arguments; only the function and smem change
     assert calls == [(3, 2, 1, 77, 0xABC, (4, 1, 40960), "md", "enter", "exit", "arg0", 5)]
 
