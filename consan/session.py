@@ -21,7 +21,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.console import Console
@@ -29,8 +29,9 @@ from rich.console import Console
 from instrument import abi
 from instrument.events import Event
 from reports import suppress
-from reports.report import finding_dict
+from reports.facts import FindingFacts
 from reports.session import (
+    SessionFinding,
     SessionReport,
     finding_header,
     render_live_fault,
@@ -147,15 +148,14 @@ class Expectation:
     def __str__(self) -> str:
         return repr(self.kind) + (f", where={str(self.where)!r}" if self.where else "")
 
-    def matches(self, finding: dict[str, Any]) -> bool:
-        if not fnmatch.fnmatchcase(finding.get("kind", ""), self.kind):
+    def matches(self, finding: SessionFinding) -> bool:
+        if not fnmatch.fnmatchcase(finding.kind, self.kind):
             return False
         if self.where is None:
             return True
-        current = (finding.get("sites") or {}).get("current")
-        if self.where.matches(*suppress.site_file_line(current)):
+        if self.where.matches(*finding.file_line):
             return True
-        launched = finding.get("launched_from") or {}
+        launched = finding.launched_from or {}
         return self.where.matches(launched.get("file"), launched.get("line"))
 
 
@@ -194,7 +194,7 @@ class Session:
                                         "unused": []}
         self.expectations: list[Expectation] = []
         self.kept_text: list[str] = []  # plain renderings of active findings (pytest)
-        self._entries: dict[tuple, dict[str, Any]] = {}
+        self._entries: dict[tuple, int] = {}  # unique finding -> its index in report.findings
         self._prepared: OrderedDict[tuple, Any] = OrderedDict()
         self._matched = 0
         self._checked = 0
@@ -236,9 +236,8 @@ class Session:
         lines = [f"consan.expect({exp}): no such finding in this block "
                  f"({checked} launch{'' if checked == 1 else 'es'} checked)."]
         for f in self.report.findings[len(self.report.findings) - nfind:]:
-            cur = (f.get("sites") or {}).get("current") or {}
-            lines.append(f"  found instead: {f['kind']} in {f.get('kernel')} at "
-                         f"{cur.get('where', 'unknown site')}")
+            lines.append(f"  found instead: {f.kind} in {f.kernel} at "
+                         f"{f.current.where if f.current else 'unknown site'}")
         if unchecked:
             lines.append(f"  {unchecked} launch(es) in the block were not checked:")
             for r in self.report.not_checked:
@@ -357,30 +356,27 @@ class Session:
             key = (fn.kernel, f.kind, site.where() if site else None,
                    site.ptx_line if site else None, prev.where() if prev else None,
                    prev.ptx_line if prev else None)
-            entry = self._entries.get(key)
-            if entry is not None:
-                entry["occurrences"] += f.occurrences
-                entry["launches"] += 1
-                stats.occurrences += f.occurrences
+            at = self._entries.get(key)
+            stats.occurrences += f.occurrences
+            if at is not None:
+                self.report.findings[at] = self.report.findings[at].again(f.occurrences)
                 continue
-            d = finding_dict(f)
-            d.update(kernel=name, kernel_mangled=fn.kernel, launches=1,
-                     first_launch=stats.launches_checked, launch=launch,
-                     launched_from=launched_from)
-            rule = self.options.suppressions.match(d) if self.options.suppressions else None
-            exp = next((e for e in self.expectations if e.matches(d)), None)
+            entry = SessionFinding(FindingFacts.of(f), kernel=name, kernel_mangled=fn.kernel,
+                                   first_launch=stats.launches_checked, launch=launch,
+                                   launched_from=launched_from)
+            rule = self.options.suppressions.match(entry) if self.options.suppressions else None
+            exp = next((e for e in self.expectations if e.matches(entry)), None)
             if rule is not None:
-                d["suppressed_by"] = f"{rule.origin} ({rule})"
+                entry = replace(entry, suppressed_by=f"{rule.origin} ({rule})")
                 stats.suppressed += 1
             elif exp is not None:
-                d["expected"] = str(exp)
+                entry = replace(entry, expected=str(exp))
                 exp.hits += 1
             else:
                 stats.findings[f.kind] = stats.findings.get(f.kind, 0) + 1
                 new_active.append(f)
-            stats.occurrences += f.occurrences
-            self._entries[key] = d
-            self.report.findings.append(d)
+            self._entries[key] = len(self.report.findings)
+            self.report.findings.append(entry)
         self.report.unattributed += rep.unattributed
         for note in rep.notes:
             stats.notes[note.kind] = stats.notes.get(note.kind, 0) + note.occurrences

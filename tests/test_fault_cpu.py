@@ -24,7 +24,7 @@ from instrument.sites import SiteTable, SourceLoc
 from reports import Report
 from reports.render import fault_cause
 from reports.sarif import to_sarif
-from reports.session import SessionReport
+from reports.session import SessionFinding, SessionReport
 
 pytest_plugins = ["pytester"]
 
@@ -150,11 +150,11 @@ def _session_with_fault(with_race: bool = False) -> SessionReport:
     rep.kernel("bad_store").launches_checked = 3
     rep.kernel("bad_store").errors.append(ERROR)
     if with_race:
-        rep.findings.append({"kind": "race.raw", "title": "read-after-write race",
-                             "kernel": "bad_store", "occurrences": 1, "launches": 1,
-                             "what": "w", "fix": "f",
-                             "sites": {"current": {"file": "bad.cu", "line": 5, "col": 15,
-                                                   "where": "bad.cu:5:15"}, "earlier": None}})
+        rep.findings.append(SessionFinding.from_dict(
+            {"kind": "race.raw", "title": "read-after-write race", "kernel": "bad_store",
+             "occurrences": 1, "launches": 1, "what": "w", "fix": "f",
+             "sites": {"current": {"file": "bad.cu", "line": 5, "col": 15,
+                                   "where": "bad.cu:5:15"}, "earlier": None}}))
         rep.kernel("bad_store").findings["race.raw"] = 1
     rep.add_fault("bad_store", ERROR, launch_no=3, launch={"grid": [1, 1, 1],
                                                            "block": [64, 1, 1]},

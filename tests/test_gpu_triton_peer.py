@@ -43,9 +43,9 @@ def _found(s) -> set[tuple[str, int | None]]:
     here = Path(peer.__file__).name
     out = set()
     for f in s.report.findings:
-        cur = (f.get("sites") or {}).get("current") or {}
-        line = cur.get("line") if Path(str(cur.get("file", ""))).name == here else None
-        out.add((f["kind"], line))
+        cur = f.current
+        line = cur.line if cur is not None and Path(str(cur.file)).name == here else None
+        out.add((f.kind, line))
     return out
 
 

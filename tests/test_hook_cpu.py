@@ -316,8 +316,8 @@ def test_findings_are_deduplicated_across_launches_and_printed_once():
     rep = s.report
     assert len(rep.findings) == 1 and not rep.ok
     f = rep.findings[0]
-    assert f["launches"] == 2 and f["occurrences"] == 4 and f["kernel"] == "k"
-    assert f["launched_from"] == where and f["launch"]["grid"] == [4, 1, 1]
+    assert f.launches == 2 and f.finding.occurrences == 4 and f.kernel == "k"
+    assert f.launched_from == where and f.launch["grid"] == [4, 1, 1]
     k = rep.kernels["k"]
     assert k.launches_checked == 3 and k.findings == {"race.raw": 1}
     assert k.shadow_bytes == 123456
@@ -334,7 +334,7 @@ def test_suppressed_findings_are_counted_not_failed():
     s.stop()
     rep = s.report
     assert rep.ok and len(rep.suppressed_findings) == 1
-    assert rep.findings[0]["suppressed_by"].startswith("acc.txt:1")
+    assert rep.findings[0].suppressed_by.startswith("acc.txt:1")
     assert rep.kernels["k"].suppressed == 1 and out.getvalue() == ""
     assert rep.suppressions == {"file": "acc.txt", "unused": ["acc.txt:2: uninit.read *"]}
     assert "1 suppressed" in rep.summary_line()
@@ -347,7 +347,7 @@ def test_expected_findings_do_not_fail_and_count_hits():
     s.expectations += [miss, exp]
     s._record(FakeFunction(), FakePrepared(), race_report(), None, None)
     assert s.report.ok and exp.hits == 1 and miss.hits == 0
-    assert s.report.findings[0]["expected"] == "'race.*', where='k.cu:5'"
+    assert s.report.findings[0].expected == "'race.*', where='k.cu:5'"
 
 
 def test_abort_raises_at_the_first_finding():
