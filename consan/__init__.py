@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 _WHERE = {
     "Finding": "reports", "Report": "reports", "Violation": "reports",
     "ConsanError": ".errors", "NoGPUError": ".errors", "expect": ".expectations",
-    "__version__": ".runtime", "build": ".pipeline", "check": ".runtime",
+    "__version__": ".runtime", "build": ".runtime", "check": ".runtime",
     "gpu_available": ".runtime", "prepare": ".runtime", "TensorMapInfo": ".tma",
     "register_tensor_map": ".tma", "tensor_map": ".tma", "tensor_map_info": ".tma",
     "CompileError": ".toolchain",
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 
     from .errors import ConsanError, NoGPUError
     from .expectations import expect
-    from .pipeline import build
-    from .runtime import __version__, check, gpu_available, prepare
+    from .runtime import __version__, build, check, gpu_available, prepare
     from .tma import TensorMapInfo, register_tensor_map, tensor_map, tensor_map_info
     from .toolchain import CompileError

@@ -56,13 +56,12 @@ def _cache_dir() -> Path:
 
 def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | None = None,
           source_name: str = DEFAULT_SOURCE_NAME) -> Build:
-    """Compile (if CUDA), instrument and link. Needs no GPU when `arch` is given."""
+    """Compile (if CUDA), instrument and link for the -arch of `options`, else `arch`
+    (runtime.build takes the device's when neither names one)."""
     rest, opt_arch = toolchain.split_arch(tuple(options))
-    if opt_arch is None and arch is None:
-        from . import runtime
-
-        arch = runtime.device_arch()
     arch = opt_arch or arch
+    if arch is None:
+        raise ValueError("no target architecture: give arch or an -arch option")
     ptx, name = compile_ptx(source, rest, arch, source_name)
     ins = instrument(parse(ptx, name))
     if not is_ptx(source):

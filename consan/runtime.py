@@ -18,9 +18,9 @@ from instrument import abi
 from instrument.rewrite import Instrumented, demangle
 from reports import Report
 
-from . import tma, toolchain
+from . import pipeline, tma, toolchain
 from .errors import ConsanError, NoGPUError
-from .pipeline import DEFAULT_SOURCE_NAME, Build, build, cache_put  # noqa: F401 (re-exported)
+from .pipeline import DEFAULT_SOURCE_NAME, Build, cache_put  # noqa: F401 (re-exported)
 from .toolchain import is_ptx  # noqa: F401 (re-exported)
 from .version import __version__  # noqa: F401 (re-exported)
 
@@ -56,6 +56,15 @@ def device_arch():
     dev = cupy.cuda.Device()
     major, minor = dev.compute_capability[:-1], dev.compute_capability[-1]
     return toolchain.Arch.for_device(int(major), int(minor))
+
+
+def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | None = None,
+          source_name: str = DEFAULT_SOURCE_NAME) -> Build:
+    """Compile (if CUDA), instrument and link (pipeline.build) for the -arch of `options`,
+    else `arch`, else this device's. Needs no GPU when an architecture is given."""
+    if arch is None and toolchain.split_arch(tuple(options))[1] is None:
+        arch = device_arch()
+    return pipeline.build(source, options, arch, source_name)
 
 
 def resolve_kernel(ins: Instrumented, kernel: str) -> str:
