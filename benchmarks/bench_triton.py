@@ -176,7 +176,7 @@ def _triton_consan(name: str, repeats: int, timeout: float) -> dict[str, Any]:
 def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> dict:
     import torch
 
-    from consan import hook
+    from consan import frontends, session
 
     row: dict[str, Any] = {"kernel": name}
     with KernelTimer() as timer:
@@ -190,8 +190,8 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> 
         kernel, _ = _measure(lambda: case.run(7), timer, repeats)
     row["native_ms"] = statistics.median(kernel)
 
-    s = hook.Session(hook.Options(count_other_launches=False), print_findings=False)
-    with hook.sanitizing(s), KernelTimer(patch_consan=True) as timer:
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s), KernelTimer(patch_consan=True) as timer:
         t0 = time.perf_counter()
         checked_out = _bytes(case.run(7))
         row["consan_build_s"] = time.perf_counter() - t0  # instrument + link + first launch

@@ -204,20 +204,17 @@ def _compile_options(a) -> list[str]:
 
 
 def instrumented(text: str, file: str, arch: Any, options: list[str]) -> tuple[str, Any, str]:
-    """(input PTX, Instrumented, PTX name) of a .cu or .ptx file, as `consan check` builds it;
-    the not-modelled list names `file` as given (NVRTC prefixes its working directory)."""
-    from consan import toolchain
+    """(input PTX, Instrumented, PTX name) of a .cu or .ptx file, by the steps of
+    `consan.build`; the PTX is named after the file's base name, and the not-modelled list
+    names `file` as given (NVRTC prefixes its working directory)."""
+    from consan import pipeline
     from consan.toolchain import is_ptx
     from instrument.ptx import parse
     from instrument.rewrite import instrument
 
-    name = Path(file).name
     cuda = not is_ptx(text)
-    if cuda:
-        ptx = toolchain.compile_cuda(text, file, [f"-arch={arch.compute}", "-lineinfo", *options])
-        name += ".ptx"
-    else:
-        ptx = text
+    ptx, _ = pipeline.compile_ptx(text, options, arch, file)
+    name = Path(file).name + (".ptx" if cuda else "")
     mod = parse(ptx, name)
     if not mod.functions:
         what = ("NVRTC compiled it to PTX without any __global__ function (a template kernel "
@@ -299,7 +296,7 @@ def _link_error_in_check(e: Any, text: str, a: argparse.Namespace) -> ToolError 
 
 
 def cmd_instrument(a, out: Console) -> int:
-    from consan import toolchain
+    from consan import pipeline, toolchain
     from reports.render import print_unmodeled
 
     text = read_source(a.file)
@@ -308,9 +305,9 @@ def cmd_instrument(a, out: Console) -> int:
     ptx, ins, name = instrumented(text, a.file, arch, _compile_options(a))
     kernel = pick_kernel(ins, a.kernel, a.file) if a.kernel else None
     try:
-        toolchain.link_with_checker(ins, name, arch)
-    except toolchain.CompileError as e:
-        raise explain_link_error(e, ins, ptx, name) from None
+        pipeline.link(ins, ptx, name, arch)
+    except toolchain.CompileError as e:  # (its log names the user's lines already)
+        raise ToolError(str(e)) from None
     if a.output:
         _write(a.output, ins.ptx, "-o")
 

@@ -54,9 +54,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if getattr(config, "_consan_installed", False):
-        from consan import hook
+        from consan import frontends
 
-        hook.uninstall()
+        frontends.uninstall()
 
 
 def _asks(item: pytest.Item) -> bool:
@@ -90,11 +90,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     try:
         import cupy  # noqa: F401
 
-        from consan import hook
+        from consan import frontends
     except Exception:  # noqa: BLE001 - the fixture reports (skips) with the reason
         return
-    if not hook.installed():
-        hook.install()
+    if not frontends.installed():
+        frontends.install()
         config._consan_installed = True  # type: ignore[attr-defined]
 
 
@@ -150,16 +150,17 @@ def consan(request: pytest.FixtureRequest) -> Iterator[Any]:
     Yields the session: `.report` (a reports.session.SessionReport) and
     `.expect(kind, where=...)` (like `consan.expect`).
     """
-    from consan import hook
+    from consan import frontends
     from consan.runtime import gpu_available
+    from consan.session import Options, Session
 
     if not gpu_available():
         pytest.skip("consan needs a CUDA GPU to sanitize kernels, and none is usable here")
-    options = hook.Options(print_limit=0,
-                           suppressions=getattr(request.config, "_consan_suppressions", None))
+    options = Options(print_limit=0,
+                      suppressions=getattr(request.config, "_consan_suppressions", None))
     root = str(request.config.rootpath) + os.sep
-    session = hook.Session(options, print_findings=False, roots=(root,))
-    with hook.sanitizing(session):
+    session = Session(options, print_findings=False, roots=(root,))
+    with frontends.sanitizing(session):
         setattr(request.node, _SESSION_ATTR, session)
         yield session
     if not getattr(request.node, _REPORTED_ATTR, False) and not session.report.ok:

@@ -248,7 +248,7 @@ def execute(program: Program, err: Console, faulted=lambda: False) -> Outcome:
     """Run the program as `python SCRIPT` / `python -m MODULE` would, in this process.
     `faulted()` says whether a checked kernel has faulted: the program's CUDA error is then
     that fault's consequence, not a missing GPU."""
-    from .hook import ConsanAbort
+    from .session import ConsanAbort
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     if program.module is not None:
@@ -352,9 +352,10 @@ def run(argv: list[str], err: Console | None = None) -> int:
         err.print(f"consan run: CuPy cannot be imported ({type(e).__name__}: {e}); consan "
                   "sanitizes kernels launched through CuPy", markup=False, soft_wrap=True)
         return EXIT_ERROR
-    from . import hook
+    from . import frontends
+    from .session import Options, Session
 
-    options = hook.Options(
+    options = Options(
         kernel_name=a.kernel_name, kernel_name_exclude=a.kernel_name_exclude,
         launch_skip=a.launch_skip, launch_count=a.launch_count,
         print_limit=0 if a.quiet else a.print_limit, on_violation=a.on_violation,
@@ -363,16 +364,16 @@ def run(argv: list[str], err: Console | None = None) -> int:
     roots = tuple(dict.fromkeys(
         [os.getcwd() + os.sep] +
         ([os.path.dirname(os.path.abspath(program.script)) + os.sep] if program.script else [])))
-    session = hook.Session(options, console=err, roots=roots, progress=progress,
-                           print_findings=not a.quiet)
+    session = Session(options, console=err, roots=roots, progress=progress,
+                      print_findings=not a.quiet)
     session.report.program = {"argv": program.argv, "cwd": os.getcwd()}
     try:
-        with hook.sanitizing(session):
+        with frontends.sanitizing(session):
             outcome = execute(program, err, faulted=lambda: session.report.faulted)
     finally:
         if progress is not None:
             progress.stop()
-        hook.uninstall()
+        frontends.uninstall()
     report = session.report
     report.program["exit_status"] = outcome.status
     if outcome.no_gpu:

@@ -1,7 +1,6 @@
-"""Build, launch and read back an instrumented kernel.
+"""Launch and read back an instrumented kernel (built by pipeline.py).
 
-CUDA C++ (or PTX) -> NVRTC -> PTX -> instrument -> nvJitLink with the checker
--> cubin -> CuPy Module. The shadow tables live in device memory and belong
+The cubin is loaded as a CuPy Module. The shadow tables live in device memory and belong
 to shadow *slots*, one per CTA that can be resident at once, not one per CTA
 of the grid; a CTA claims a free slot at entry and bumps its generation, so
 nothing is cleared between CTAs. Violation records go to mapped pinned host
@@ -11,27 +10,23 @@ memory, which stays readable when the user's kernel crashes the context.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 
 from instrument import abi
-from instrument.ptx import parse
-from instrument.rewrite import Instrumented, demangle, instrument
+from instrument.rewrite import Instrumented, demangle
 from reports import Report
 
-from . import tma, toolchain
+from . import pipeline, tma, toolchain
 from .errors import ConsanError, NoGPUError
 from .layout import Layout, Placement, window_bytes
-from .toolchain import is_ptx
-from .version import __version__  # noqa: E402,F401  (re-exported)
+from .pipeline import DEFAULT_SOURCE_NAME, Build, cache_put  # noqa: F401 (re-exported)
+from .toolchain import is_ptx  # noqa: F401 (re-exported)
+from .version import __version__  # noqa: F401 (re-exported)
 
 LOG_CAPACITY = 1 << 16  # records kept per launch (the rest are counted)
-DEFAULT_SOURCE_NAME = "kernel.cu"
 _CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _CU_FUNC_ATTRIBUTE_NUM_REGS = 4
@@ -65,105 +60,13 @@ def device_arch():
     return toolchain.Arch.for_device(int(major), int(minor))
 
 
-@dataclass
-class Build:
-    """An instrumented module, assembled: everything but device state."""
-
-    cubin: bytes
-    instrumented: Instrumented
-    arch: toolchain.Arch
-    source_name: str
-    _psh: dict[int, bytes] = field(default_factory=dict, repr=False)
-    _vsh: bytes | None = field(default=None, repr=False)
-
-    def psh_cubin(self, max_regs: int) -> bytes:
-        """The same module linked with the shared-memory phase-mode checker (cached)."""
-        if max_regs not in self._psh:
-            self._psh[max_regs] = _linked(self.instrumented, self.source_name, self.arch,
-                                          psh=True, max_regs=max_regs)
-        return self._psh[max_regs]
-
-    def vsh_cubin(self) -> bytes:
-        """The same module linked with the vector-clock checker whose buffer tables are in
-        shared memory (cached)."""
-        if self._vsh is None:
-            self._vsh = _linked(self.instrumented, self.source_name, self.arch, vsh=True)
-        return self._vsh
-
-
-def _cache_dir() -> Path:
-    """The on-disk cache (CONSAN_CACHE); the checker objects live there too."""
-    return toolchain.cache_dir()
-
-
 def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | None = None,
           source_name: str = DEFAULT_SOURCE_NAME) -> Build:
-    """Compile (if CUDA), instrument and link. Needs no GPU when `arch` is given."""
-    rest, opt_arch = toolchain.split_arch(tuple(options))
-    arch = opt_arch or arch or device_arch()
-    if is_ptx(source):
-        ptx = source
-        name = source_name if source_name.endswith(".ptx") else "kernel.ptx"
-    else:
-        if not any(o in ("-G", "--device-debug", "-lineinfo", "--generate-line-info")
-                   for o in rest):
-            rest.append("-lineinfo")
-        ptx = toolchain.compile_cuda(source, source_name, [f"-arch={arch.compute}", *rest])
-        name = source_name + ".ptx"
-    ins = instrument(parse(ptx, name))
-    if not is_ptx(source):
-        _name_source(ins, source, source_name)
-    try:
-        cubin = _linked(ins, name, arch)
-    except toolchain.CompileError as e:  # its lines are of our rewrite: name the user's
-        from instrument.lineinfo import explain_ptxas_log
-
-        head = str(e).split("\n", 1)[0]
-        raise toolchain.CompileError(head, explain_ptxas_log(
-            e.log, ins.ptx, ptx, name, skip=toolchain.CHECKER_MODULES)) from None
-    return Build(cubin, ins, arch, name)
-
-
-def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = False,
-            max_regs: int = 0, vsh: bool = False) -> bytes:
-    """Link with the checker, through the on-disk cache."""
-    link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
-    key = hashlib.sha256(
-        "\0".join([__version__, arch.sm, toolchain.nvjitlink_version(),
-                   repr(toolchain.nvrtc_version()), *link_opts,
-                   *toolchain.checker_defines(), ins.ptx,
-                   f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
-                   toolchain.CHECKER_SOURCE.read_text(),
-                   abi.c_header()]).encode()
-    ).hexdigest()[:32]
-    path = _cache_dir() / f"{key}.cubin"
-    cubin = path.read_bytes() if path.exists() else None
-    if cubin is None:
-        cubin = toolchain.link_with_checker(ins, name, arch, link_opts, psh=psh,
-                                            max_regs=max_regs, vsh=vsh)
-        cache_put(path, cubin)
-    return cubin
-
-
-def cache_put(path: Path, data: bytes | str) -> None:
-    """Write a cache entry atomically (a concurrent reader sees all of it or nothing)."""
-    toolchain.cache_write(path, data)
-
-
-def _name_source(ins: Instrumented, source: str, source_name: str) -> None:
-    """NVRTC prefixes its working directory to the program name; report the name given."""
-    base = os.path.basename(source_name)
-    for i, s in enumerate(ins.sites.sites):
-        fix = {}
-        if s.loc and os.path.basename(s.loc.file) == base:
-            fix["loc"] = replace(s.loc, file=source_name)
-        chain = tuple(replace(c, file=source_name) if os.path.basename(c.file) == base else c
-                      for c in s.inlined_at)
-        if chain != s.inlined_at:
-            fix["inlined_at"] = chain
-        if fix:
-            ins.sites.sites[i] = replace(s, **fix)
-    ins.sites.sources[source_name] = source
+    """Compile (if CUDA), instrument and link (pipeline.build) for the -arch of `options`,
+    else `arch`, else this device's. Needs no GPU when an architecture is given."""
+    if arch is None and toolchain.split_arch(tuple(options))[1] is None:
+        arch = device_arch()
+    return pipeline.build(source, options, arch, source_name)
 
 
 def resolve_kernel(ins: Instrumented, kernel: str) -> str:
@@ -252,6 +155,24 @@ def check_shared_room(kernel: str, static: int, dynamic: int, launch_dynamic: in
         f"kernel {kernel} uses {static + dynamic} bytes of shared memory ({static} static, "
         f"{dynamic} dynamic) and the checker needs {ours} more in the same CTA, but this GPU "
         f"allows at most {room} bytes per block: {fix}")
+
+
+class Launcher:
+    """How one launch runs a prepared kernel's instrumented function.
+
+    This one launches it through CuPy with the kernel's arguments; a front end passes
+    its own where it launches differently (cuLaunchKernelEx with cluster dimensions,
+    Triton's generated launcher with its argument packing). `args` are where the
+    launch's TMA tensor maps are found (tma.device_table_bytes).
+    """
+
+    def __init__(self, args: tuple = ()) -> None:
+        self.args = tuple(args)
+
+    def __call__(self, p: Prepared) -> None:
+        """Launch `p.function` with `p`'s shape and `p.launch_shared_mem` (the user's
+        dynamic shared memory, then the checker's), on the current stream."""
+        p.function(p.grid, p.block, self.args, shared_mem=p.launch_shared_mem)
 
 
 class Prepared:
@@ -430,18 +351,14 @@ class Prepared:
             self.tmaps.set(np.frombuffer(table, dtype=np.uint8))
             self._tmaps_set = table
 
-    def launch(self, args: tuple = (),
-               launcher: Callable[[int, int], None] | None = None) -> None:
+    def launch(self, args: tuple | Launcher = ()) -> None:
         """Launch once on the current stream (asynchronous); reset the log first.
 
-        `launcher(function_handle, shared_mem)`, where given, launches the instrumented
-        function itself (a cluster launch through cuLaunchKernelEx, Triton's own launcher
-        with its argument packing); `args` then only serve to find tensor maps."""
-        self.launch_resets(args)
-        if launcher is None:
-            self.function(self.grid, self.block, tuple(args), shared_mem=self.launch_shared_mem)
-        else:
-            launcher(int(self.function.ptr), self.launch_shared_mem)
+        `args`: the kernel's arguments (CuPy's conventions), or a Launcher that launches
+        the instrumented function a front end's own way."""
+        launcher = args if isinstance(args, Launcher) else Launcher(args)
+        self.launch_resets(launcher.args)
+        launcher(self)
         self._stored_prev = LOG_CAPACITY  # until read back, assume the worst
         self._dirty = True
 

@@ -27,9 +27,11 @@ import functools
 import importlib.abc
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from . import runtime, tma
+from . import runtime, session, tma
+from .session import ExStream, NotCheckable, work_in
 
 _MODULE = "triton.compiler.compiler"
 _lock = threading.RLock()
@@ -46,10 +48,9 @@ class _Kernel:
         self.module = self
         self.display_name = _display_name(compiled)
 
-    def build(self, roots: tuple[str, ...] = ()) -> tuple[runtime.Build, list[str], bool]:
-        """The instrumented kernel, built once per compiled kernel and device arch."""
-        from .hook import NotCheckable, work_in
-
+    def build(self, roots: tuple[str, ...] = ()) -> tuple[runtime.Build, bool]:
+        """The instrumented kernel and whether it can race, built once per compiled kernel
+        and device arch."""
         c = self.compiled
         arch = runtime.device_arch()
         key = (c.hash, arch.sm)
@@ -67,7 +68,7 @@ class _Kernel:
                 raise NotCheckable(f"consan could not instrument it ({type(exc).__name__}: "
                                    f"{first})") from None
             got = _builds[key] = (b, work_in(b))
-        return got[0], [], got[1]
+        return got
 
 
 def _display_name(compiled: Any) -> str:
@@ -76,12 +77,10 @@ def _display_name(compiled: Any) -> str:
         or compiled.metadata.name
 
 
-def _checked_run(compiled: Any, native: Any, session: Any, grid_x: int, grid_y: int,
+def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
                  grid_z: int, stream: int, function: Any, packed: tuple, launch_metadata: Any,
                  enter_hook: Any, exit_hook: Any, *args: Any) -> None:
     """Triton's launcher call, checked: the same arguments, our function and shared memory."""
-    from .hook import NotCheckable, _ExStream
-
     md = compiled.metadata
     num_warps, num_ctas, shared = packed[0], packed[1], packed[2]
     grid = (max(1, int(grid_x)) * int(num_ctas), max(1, int(grid_y)), max(1, int(grid_z)))
@@ -93,23 +92,32 @@ def _checked_run(compiled: Any, native: Any, session: Any, grid_x: int, grid_y: 
 
     if int(grid_x) * int(grid_y) * int(grid_z) == 0:
         return run_native()  # Triton launches nothing either
-    maps = _tensor_maps(md, args)
 
-    def launcher(p: Any) -> None:
-        def launch(handle: int, shared_mem: int) -> None:
-            native(grid_x, grid_y, grid_z, stream, handle, (num_warps, num_ctas, shared_mem),
-                   launch_metadata, enter_hook, exit_hook, *args)
-
-        p.launch(maps, launcher=launch)
+    def launch(handle: int, shared_mem: int) -> None:
+        native(grid_x, grid_y, grid_z, stream, handle, (num_warps, num_ctas, shared_mem),
+               launch_metadata, enter_hook, exit_hook, *args)
 
     k = _Kernel(compiled)
     cooperative = bool(getattr(md, "launch_cooperative_grid", False))
     extra = {"cluster": [int(num_ctas), 1, 1]} if int(num_ctas) > 1 else None
     try:
-        session.launch(k, grid, block, (), int(shared), _ExStream(int(stream)), cooperative,
-                       run_native, launcher=launcher, extra_launch=extra)
+        s.launch(k, grid, block, _Launcher(_tensor_maps(md, args), launch), int(shared),
+                 ExStream(int(stream)), cooperative, run_native, extra_launch=extra)
     except NotCheckable:  # (raised only where the session could not say why itself)
         run_native()
+
+
+class _Launcher(runtime.Launcher):
+    """Triton's own launcher, `launch(function handle, dynamic shared memory)`, with the
+    instrumented function and the shared memory of consan's tables; `args` are the tensor
+    maps that launcher builds."""
+
+    def __init__(self, maps: tuple, launch: Callable[[int, int], None]) -> None:
+        super().__init__(maps)
+        self.launch = launch
+
+    def __call__(self, p: runtime.Prepared) -> None:
+        self.launch(int(p.function.ptr), p.launch_shared_mem)
 
 
 def _tensor_maps(md: Any, args: tuple) -> tuple:
@@ -176,8 +184,6 @@ def _observing_fill(fill: Any) -> Any:
 
 def _patch(compiler_module: Any) -> None:
     """Route CompiledKernel.run through the active session (inert without one)."""
-    from . import hook
-
     with _lock:
         if "run" in _patched:
             return
@@ -186,8 +192,8 @@ def _patch(compiler_module: Any) -> None:
 
         def run(self):
             native = original.fget(self)
-            s = hook.current_session()
-            if s is None or hook._is_busy():
+            s = session.current_session()
+            if s is None or session.is_busy():
                 return native
             return functools.partial(_checked_run, self, native, s)
 

@@ -18,14 +18,14 @@ import numpy as np
 from rich.console import Console
 
 from instrument import abi
-from instrument.sites import Site, SiteTable
+from instrument.sites import SiteTable
 
-from . import cause, describe
+from . import cause
+from .facts import FindingFacts
 from .finding import Finding, group, key_counts
 from .render import fault_cause, plain_console, render_report, summary
 from .violation import Violation, decode_records
 
-MAX_CTAS_JSON = 64
 HEADER_NAMES = tuple(name for name, _ in abi.LOG_HEADER_FIELDS)
 CLEAN, VIOLATIONS, FAULTED = "clean", "violations", "faulted"
 VERDICTS = (CLEAN, VIOLATIONS, FAULTED)
@@ -161,8 +161,8 @@ class Report:
             "unattributed": self.unattributed,
             "dropped": self.dropped,
             "log": self.header,
-            "findings": [finding_dict(f) for f in self.findings],
-            "notes": [finding_dict(f) for f in self.notes],
+            "findings": [FindingFacts.of(f).to_dict() for f in self.findings],
+            "notes": [FindingFacts.of(f).to_dict() for f in self.notes],
             "unmodeled": [str(u) for u in self.unmodeled],
             "error": self.error,
         }
@@ -176,55 +176,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     return value.item() if isinstance(value, np.generic) else value
-
-
-def site_dict(site: Site | None, role: str | None) -> dict[str, Any] | None:
-    if site is None:
-        return None
-    loc = site.loc
-    return {
-        "role": role,
-        "id": site.id,
-        "where": site.where(),
-        "file": loc.file if loc else None,
-        "line": loc.line if loc else None,
-        "col": loc.col if loc else None,
-        "function": loc.function if loc else None,
-        "kernel": site.kernel,
-        "event": site.event,
-        "ptx_line": site.ptx_line,
-        "ptx_text": site.ptx_text,
-        "inlined_at": [{"file": c.file, "line": c.line, "col": c.col, "function": c.function}
-                       for c in site.inlined_at],
-    }
-
-
-def finding_dict(f: Finding) -> dict[str, Any]:
-    """One finding for JSON: the same facts and sentences the terminal report shows."""
-    cur_role, prev_role = describe.roles(f.kind, describe.variant(f))
-
-    def values(name: str) -> list[int]:
-        return sorted({getattr(r, name) for r in f.records})
-
-    return {
-        "kind": f.kind,
-        "title": f.title,
-        "is_violation": f.is_violation,
-        "sites": {"current": site_dict(f.site, cur_role),
-                  "earlier": site_dict(f.prev_site, prev_role or "earlier site")},
-        "occurrences": f.occurrences,
-        "stored": len(f.records),
-        "not_stored": f.not_stored,
-        "ctas": [list(c) for c in f.ctas[:MAX_CTAS_JSON]],
-        "cta_count": len(f.ctas),
-        "cluster_ranks": values("cluster_rank"),
-        "warps": sorted(f.warps),
-        "prev_warps": sorted(f.prev_warps),
-        "lanes": f.lanes,
-        "byte_ranges": [[lo, hi] for lo, hi in f.byte_ranges],
-        "barriers": values("barrier"),
-        "phases": values("phase"),
-        "counts": values("count"),
-        "what": describe.what_happened(f),
-        "fix": describe.fix(f),
-    }

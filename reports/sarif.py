@@ -1,7 +1,7 @@
 """SARIF 2.1.0 export of a session report, so CI code scanning shows findings on the line.
 
-Built from the session report's JSON dict (the same data as `--json`), so a
-saved JSON file converts to the same SARIF. Paths under the run's working
+Built from the session report's typed findings, which a saved `--json` file
+reads back into, so that file converts to the same SARIF. Paths under the run's working
 directory become relative URIs against `%SRCROOT%`, which is what code
 scanning resolves against the repository; anything else stays an absolute
 `file:` URI. A finding with no source location (kernel compiled without line
@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from instrument import abi
 
-from .session import SessionReport
+from .session import SessionFinding, SessionReport
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -78,61 +78,62 @@ def _physical(file: str | None, line: int | None, col: int | None,
     return phys
 
 
-def _message(f: dict[str, Any]) -> str:
-    cur = (f.get("sites") or {}).get("current") or {}
-    text = f"{f.get('title') or f['kind']} in kernel {f.get('kernel', '?')}: {f.get('what', '')}"
-    if not cur.get("file") or str(cur.get("file")).startswith("<"):
-        where = cur.get("where") or "an unknown site"
-        text += f" (kernel site: {where}; PTX: {cur.get('ptx_text', '').strip()})"
-    if f.get("fix"):
-        text += f" Fix: {f['fix']}"
-    n = f.get("occurrences", 0)
-    launches = f.get("launches", 1)
+def _message(f: SessionFinding) -> str:
+    cur = f.current
+    facts = f.finding
+    text = f"{facts.title or f.kind} in kernel {f.kernel}: {facts.what}"
+    if cur is None or not cur.file or cur.file.startswith("<"):
+        where = (cur.where if cur else None) or "an unknown site"
+        text += f" (kernel site: {where}; PTX: {(cur.ptx_text if cur else '').strip()})"
+    if facts.fix:
+        text += f" Fix: {facts.fix}"
+    n = facts.occurrences
+    launches = f.launches
     text += f" [{n} occurrence{'' if n == 1 else 's'} in {launches} launch" \
             f"{'' if launches == 1 else 'es'}]"
     return text
 
 
-def _fingerprint(f: dict[str, Any]) -> str:
-    sites = f.get("sites") or {}
-    parts = [f["kind"], str(f.get("kernel_mangled") or f.get("kernel"))]
-    for role in ("current", "earlier"):
-        s = sites.get(role) or {}
-        parts.append(f"{s.get('file')}:{s.get('line')}:{s.get('ptx_text', '').strip()}")
+def _fingerprint(f: SessionFinding) -> str:
+    parts = [f.kind, f.kernel_mangled or f.kernel]
+    for s in (f.current, f.earlier):
+        parts.append(f"{s.file}:{s.line}:{s.ptx_text.strip()}" if s else "None:None:")
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
 
-def _result(f: dict[str, Any], rule_index: dict[str, int], base: Path | None) -> dict[str, Any]:
-    sites = f.get("sites") or {}
-    cur, prev = sites.get("current") or {}, sites.get("earlier")
+def _result(f: SessionFinding, rule_index: dict[str, int], base: Path | None
+            ) -> dict[str, Any]:
+    cur, prev = f.current, f.earlier
+    facts = f.finding
     res: dict[str, Any] = {
-        "ruleId": f["kind"],
+        "ruleId": f.kind,
         "level": "error",
         "message": {"text": _message(f)},
-        "occurrenceCount": max(1, int(f.get("occurrences") or 1)),
+        "occurrenceCount": max(1, facts.occurrences),
         "partialFingerprints": {"consanFinding/v1": _fingerprint(f)},
-        "properties": {k: f[k] for k in ("kernel", "kernel_mangled", "launches", "launch",
-                                           "warps", "prev_warps", "byte_ranges", "cta_count")
-                       if k in f},
+        "properties": {"kernel": f.kernel, "kernel_mangled": f.kernel_mangled,
+                       "launches": f.launches, "launch": f.launch, "warps": list(facts.warps),
+                       "prev_warps": list(facts.prev_warps),
+                       "byte_ranges": [[lo, hi] for lo, hi in facts.byte_ranges],
+                       "cta_count": facts.cta_count},
     }
-    if f["kind"] in rule_index:
-        res["ruleIndex"] = rule_index[f["kind"]]
-    phys = _physical(cur.get("file"), cur.get("line"), cur.get("col"), base)
-    launched = f.get("launched_from") or {}
+    if f.kind in rule_index:
+        res["ruleIndex"] = rule_index[f.kind]
+    phys = _physical(cur.file, cur.line, cur.col, base) if cur else None
+    launched = f.launched_from or {}
     if phys is None:
         phys = _physical(launched.get("file"), launched.get("line"), None, base)
-    location: dict[str, Any] = {"logicalLocations": [
-        {"name": f.get("kernel", "?"), "kind": "function"}]}
+    location: dict[str, Any] = {"logicalLocations": [{"name": f.kernel, "kind": "function"}]}
     if phys is not None:
         location["physicalLocation"] = phys
         res["locations"] = [location]
     related = []
     if prev:
-        p = _physical(prev.get("file"), prev.get("line"), prev.get("col"), base)
+        p = _physical(prev.file, prev.line, prev.col, base)
         if p is not None:
             related.append({"id": 1, "physicalLocation": p,
-                            "message": {"text": f"{prev.get('role') or 'earlier access'} "
-                                                f"({prev.get('where')})"}})
+                            "message": {"text": f"{prev.role or 'earlier access'} "
+                                                f"({prev.where})"}})
     if launched.get("file"):
         p = _physical(launched.get("file"), launched.get("line"), None, base)
         if p is not None:
@@ -140,12 +141,12 @@ def _result(f: dict[str, Any], rule_index: dict[str, int], base: Path | None) ->
                             "message": {"text": "the kernel was launched from here"}})
     if related:
         res["relatedLocations"] = related
-    if f.get("suppressed_by"):
+    if f.suppressed_by:
         res["suppressions"] = [{"kind": "external", "status": "accepted",
-                                "justification": f"consan suppression {f['suppressed_by']}"}]
-    elif f.get("expected"):
+                                "justification": f"consan suppression {f.suppressed_by}"}]
+    elif f.expected:
         res["suppressions"] = [{"kind": "inSource", "status": "accepted",
-                                "justification": f"expected by consan.expect({f['expected']})"}]
+                                "justification": f"expected by consan.expect({f.expected})"}]
     return res
 
 

@@ -4,22 +4,24 @@ A program launches the same kernel thousands of times; the user wants each
 bug once, with how often it fired, plus an honest account of what was *not*
 checked. A checked launch that faulted makes the whole session "faulted" (not
 ok), whatever was found: the program did not run to its end under the checker.
-The session report is plain data (JSON types only), so the JSON export, SARIF
-and the end summary are all built from the same dict, and a JSON file read
-back gives the same summary and SARIF.
+Its findings are typed (SessionFinding, over reports.facts), whether found in
+this process or read back from a saved JSON file, so a JSON file read back
+gives the same summary and SARIF; only the JSON and SARIF writers turn them
+into dicts.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .facts import FindingFacts, SiteFacts
 from .finding import Finding
 from .render import fault_cause, finding_block, print_unmodeled
 from .source import SourceLines
@@ -61,6 +63,72 @@ class KernelStats:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
+@dataclass(frozen=True)
+class SessionFinding:
+    """One unique finding of a session: its facts (of the first launch that found it, with
+    the occurrences of all), which kernel, how often, from where, and whether a
+    suppression or a `consan.expect` accepted it."""
+
+    finding: FindingFacts
+    kernel: str
+    kernel_mangled: str
+    launches: int = 1
+    first_launch: int = 1
+    launch: dict[str, Any] = field(default_factory=dict)  # grid, block, shared_mem, cluster
+    launched_from: dict[str, Any] | None = None  # file, line of the Python launch
+    suppressed_by: str | None = None  # "FILE:LINE (rule)"
+    expected: str | None = None  # the expectation, as consan.expect was given it
+
+    @property
+    def kind(self) -> str:
+        return self.finding.kind
+
+    @property
+    def current(self) -> SiteFacts | None:
+        return self.finding.current
+
+    @property
+    def earlier(self) -> SiteFacts | None:
+        return self.finding.earlier
+
+    @property
+    def file_line(self) -> tuple[str | None, int | None]:
+        """(file, line) of the current access (`<ptx>` at its PTX line without source
+        info; (None, None) without a site): what a suppression or expectation names."""
+        return self.current.file_line if self.current is not None else (None, None)
+
+    @property
+    def active(self) -> bool:
+        """It counts against the program: neither suppressed nor expected."""
+        return not self.suppressed_by and not self.expected
+
+    def again(self, occurrences: int) -> SessionFinding:
+        """The same finding, found by one more launch."""
+        return replace(self, launches=self.launches + 1, finding=replace(
+            self.finding, occurrences=self.finding.occurrences + occurrences))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.finding.to_dict()
+        d.update(kernel=self.kernel, kernel_mangled=self.kernel_mangled,
+                 launches=self.launches, first_launch=self.first_launch, launch=self.launch,
+                 launched_from=self.launched_from)
+        if self.suppressed_by:
+            d["suppressed_by"] = self.suppressed_by
+        if self.expected:
+            d["expected"] = self.expected
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SessionFinding:
+        kernel = d.get("kernel") or "?"
+        return cls(FindingFacts.from_dict(d), kernel=kernel,
+                   kernel_mangled=d.get("kernel_mangled") or kernel,
+                   launches=int(d.get("launches") or 1),
+                   first_launch=int(d.get("first_launch") or 1),
+                   launch=dict(d.get("launch") or {}), launched_from=d.get("launched_from"),
+                   suppressed_by=d.get("suppressed_by"), expected=d.get("expected"))
+
+
 class SessionReport:
     """Findings of every sanitized launch of one program or test, deduplicated."""
 
@@ -68,7 +136,7 @@ class SessionReport:
         self.version = ""
         self.program: dict[str, Any] = {}  # argv, exit_status, error
         self.kernels: dict[str, KernelStats] = {}
-        self.findings: list[dict[str, Any]] = []  # finding dicts + kernel, launches, ...
+        self.findings: list[SessionFinding] = []
         self.not_checked: list[dict[str, Any]] = []  # kernel, reason, launches
         self.skipped: dict[str, int] = {}  # option -> launches it skipped
         self.unattributed = 0  # violations counted with no kind or site known
@@ -82,13 +150,13 @@ class SessionReport:
 
     # ------------------------------------------------------------ verdict
     @property
-    def active_findings(self) -> list[dict[str, Any]]:
+    def active_findings(self) -> list[SessionFinding]:
         """Findings that count against the program: not suppressed, not expected."""
-        return [f for f in self.findings if not f.get("suppressed_by") and not f.get("expected")]
+        return [f for f in self.findings if f.active]
 
     @property
-    def suppressed_findings(self) -> list[dict[str, Any]]:
-        return [f for f in self.findings if f.get("suppressed_by")]
+    def suppressed_findings(self) -> list[SessionFinding]:
+        return [f for f in self.findings if f.suppressed_by]
 
     @property
     def faulted(self) -> bool:
@@ -143,7 +211,7 @@ class SessionReport:
             "launches_checked": self.launches_checked,
             "kernels": [k.to_dict() for k in self.kernels.values()],
             "faults": self.faults,
-            "findings": self.findings,
+            "findings": [f.to_dict() for f in self.findings],
             "unattributed": self.unattributed,
             "not_checked": self.not_checked, "skipped": dict(self.skipped),
             "other_launches": self.other_launches,
@@ -163,7 +231,7 @@ class SessionReport:
         rep.program = dict(d.get("program") or {})
         rep.aborted = bool(d.get("aborted"))
         rep.kernels = {k["name"]: KernelStats.from_dict(k) for k in d.get("kernels", [])}
-        rep.findings = list(d.get("findings", []))
+        rep.findings = [SessionFinding.from_dict(f) for f in d.get("findings", [])]
         rep.faults = list(d.get("faults", []))
         rep.unattributed = int(d.get("unattributed", 0))
         rep.not_checked = list(d.get("not_checked", []))
@@ -188,7 +256,7 @@ class SessionReport:
             verdict = (f"{self.unattributed} violation occurrence(s) counted whose kind and site "
                        "are unknown (their records were not stored)")
         else:
-            kinds = Counter(f["kind"] for f in active)
+            kinds = Counter(f.kind for f in active)
             verdict = (f"{len(active)} finding{'' if len(active) == 1 else 's'} ("
                        + ", ".join(f"{n} {k}" for k, n in kinds.items()) + ")")
         extra = []
@@ -266,11 +334,11 @@ class SessionReport:
     def render_findings(self, console: Console) -> None:
         """Every active finding as a short plain block (used when no live report was kept)."""
         for f in self.active_findings:
-            cur = (f.get("sites") or {}).get("current") or {}
-            console.print(Text(f"{f['kind']}  {f.get('title', '')}  in {f.get('kernel')} at "
-                               f"{cur.get('where', 'unknown site')}", style="bold red"))
-            console.print(Text(f"  {f.get('what', '')}"))
-            console.print(Text(f"  fix: {f.get('fix', '')}", style="green"))
+            console.print(Text(f"{f.kind}  {f.finding.title}  in {f.kernel} at "
+                               f"{f.current.where if f.current else 'unknown site'}",
+                               style="bold red"))
+            console.print(Text(f"  {f.finding.what}"))
+            console.print(Text(f"  fix: {f.finding.fix}", style="green"))
 
 
 def fault_sentence(fault: dict[str, Any], where: bool = False) -> str:

@@ -13,7 +13,7 @@ KIND is a kind id or a glob over kind ids. LOCATION is FILE[:LINE[-LINE]]
 with `*`/`?` globs; a FILE without `/` matches the file's base name, one with
 `/` matches the whole path or any trailing part of it. `*` alone matches any
 location. The optional `earlier=` matches the earlier conflicting site.
-Pure Python: works on the finding dicts of the JSON export.
+Pure Python: works on a session's findings (reports.session.SessionFinding).
 """
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from instrument import abi
+
+if TYPE_CHECKING:
+    from .session import SessionFinding
 
 _LOC = re.compile(r"^(?P<file>.*?)(?::(?P<lo>\d+)(?:-(?P<hi>\d+))?)?$")
 
@@ -81,15 +84,6 @@ def _file_matches(pattern: str, file: str | None) -> bool:
     return fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(path, "*/" + pattern)
 
 
-def site_file_line(site: dict[str, Any] | None) -> tuple[str | None, int | None]:
-    """(file, line) of a JSON site; a site without source info is `<ptx>` at its PTX line."""
-    if not site:
-        return None, None
-    if site.get("file"):
-        return site["file"], site.get("line")
-    return "<ptx>", site.get("ptx_line")
-
-
 @dataclass
 class Rule:
     kind: str
@@ -104,18 +98,16 @@ class Rule:
                 (f" earlier={self.earlier}" if self.earlier else "")
         return f"{self.kind} {self.where}{extra}"
 
-    def matches(self, finding: dict[str, Any]) -> bool:
-        if not fnmatch.fnmatchcase(finding.get("kind", ""), self.kind):
+    def matches(self, finding: SessionFinding) -> bool:
+        if not fnmatch.fnmatchcase(finding.kind, self.kind):
             return False
-        sites = finding.get("sites") or {}
-        if not self.where.matches(*site_file_line(sites.get("current"))):
+        if not self.where.matches(*finding.file_line):
             return False
         if self.earlier is not None and (
-                not sites.get("earlier")
-                or not self.earlier.matches(*site_file_line(sites.get("earlier")))):
+                finding.earlier is None or not self.earlier.matches(*finding.earlier.file_line)):
             return False
         if self.kernel is not None:
-            names = [n for n in (finding.get("kernel"), finding.get("kernel_mangled")) if n]
+            names = [n for n in (finding.kernel, finding.kernel_mangled) if n]
             if not any(fnmatch.fnmatchcase(n, self.kernel) for n in names):
                 return False
         return True
@@ -126,7 +118,7 @@ class Suppressions:
     rules: list[Rule] = field(default_factory=list)
     source: str = ""
 
-    def match(self, finding: dict[str, Any]) -> Rule | None:
+    def match(self, finding: SessionFinding) -> Rule | None:
         """The first rule that accepts this finding (its use is counted), or None."""
         for rule in self.rules:
             if rule.matches(finding):

@@ -25,7 +25,7 @@ from instrument.sites import SiteTable, SourceLoc
 from reports import Report
 from reports.render import fault_cause
 from reports.sarif import to_sarif
-from reports.session import SessionReport
+from reports.session import SessionFinding, SessionReport
 
 pytest_plugins = ["pytester"]
 
@@ -151,11 +151,11 @@ def _session_with_fault(with_race: bool = False) -> SessionReport:
     rep.kernel("bad_store").launches_checked = 3
     rep.kernel("bad_store").errors.append(ERROR)
     if with_race:
-        rep.findings.append({"kind": "race.raw", "title": "read-after-write race",
-                             "kernel": "bad_store", "occurrences": 1, "launches": 1,
-                             "what": "w", "fix": "f",
-                             "sites": {"current": {"file": "bad.cu", "line": 5, "col": 15,
-                                                   "where": "bad.cu:5:15"}, "earlier": None}})
+        rep.findings.append(SessionFinding.from_dict(
+            {"kind": "race.raw", "title": "read-after-write race", "kernel": "bad_store",
+             "occurrences": 1, "launches": 1, "what": "w", "fix": "f",
+             "sites": {"current": {"file": "bad.cu", "line": 5, "col": 15,
+                                   "where": "bad.cu:5:15"}, "earlier": None}}))
         rep.kernel("bad_store").findings["race.raw"] = 1
     rep.add_fault("bad_store", ERROR, launch_no=3, launch={"grid": [1, 1, 1],
                                                            "block": [64, 1, 1]},
@@ -238,13 +238,13 @@ def test_exit_status_decision():
 FAULTING = """
 import os, sys
 from types import SimpleNamespace as NS
-from consan import hook
+from consan import session
 from tests.cpu.test_fault import faulted_report
 
 rep = faulted_report(with_race={race})
 fn = NS(display_name="bad_store", kernel="bad_store")
 p = NS(grid=(1, 1, 1), block=(64, 1, 1), shared_mem=0, shadow_bytes=0)
-hook.current_session()._record(fn, p, rep, {{"file": __file__, "line": 10}}, None)
+session.current_session()._record(fn, p, rep, {{"file": __file__, "line": 10}}, None)
 print("after the launch")
 {after}
 """
@@ -413,9 +413,9 @@ def test_race_then_fault(consan):
 
 @pytest.mark.consan
 def test_marker_fault():
-    from consan import hook
+    from consan.session import current_session
 
-    fault(hook.current_session())
+    fault(current_session())
 
 
 def test_clean(consan):

@@ -108,7 +108,7 @@ extern "C" __global__ void twice(const float* in, float* out) {
 
 def _ptx_consan_instruments(monkeypatch, source: str, options: tuple[str, ...]):
     """The (name, PTX) consan.build hands to the instrumenter (stopped right there)."""
-    from consan import runtime
+    from consan import pipeline, runtime
 
     seen = {}
 
@@ -119,7 +119,7 @@ def _ptx_consan_instruments(monkeypatch, source: str, options: tuple[str, ...]):
         seen["ptx"], seen["name"] = ptx, name
         raise Stop
 
-    monkeypatch.setattr(runtime, "parse", parse)
+    monkeypatch.setattr(pipeline, "parse", parse)
     with pytest.raises(Stop):
         runtime.build(source, options)
     return seen["name"], seen["ptx"]

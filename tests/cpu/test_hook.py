@@ -1,6 +1,7 @@
-"""CPU tests of the CuPy hook: install/uninstall, the compile wrapper, the instrumented
-rebuild of a CuPy compile (NVRTC + nvJitLink need no GPU), and the session's bookkeeping
-(dedup across launches, suppressions, expectations, abort, print limit, JSON)."""
+"""CPU tests of the CuPy front end (cupy_hook.py) and the session (session.py):
+install/uninstall, the compile wrapper, the instrumented rebuild of a CuPy compile (NVRTC +
+nvJitLink need no GPU), and the session's bookkeeping (dedup across launches, suppressions,
+expectations, abort, print limit, JSON)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from consan import cupti, cupy_build, hook, toolchain
+from consan import cupti, cupy_build, cupy_hook, frontends, toolchain
+from consan import session as consan_session
 from instrument.sites import SourceLoc
 from reports import suppress
 from reports.session import SessionReport
@@ -72,9 +74,9 @@ def line_in_this_file(marker: str) -> int:
 
 @pytest.fixture
 def clean_hook():
-    hook.uninstall()
+    frontends.uninstall()
     yield
-    hook.uninstall()
+    frontends.uninstall()
 
 
 # ---------------------------------------------------------------- install / uninstall
@@ -86,41 +88,41 @@ def test_install_and_uninstall_restore_cupy_exactly(clean_hook):
     from cuda.bindings import driver
 
     before = (compiler._compile_module_with_cache, raw._get_raw_module, driver.cuLaunchKernelEx)
-    hook.install()
-    hook.install()  # idempotent
-    assert hook.installed()
-    assert compiler._compile_module_with_cache is hook._compile_wrapper
-    assert raw._get_raw_module is hook._raw_module_wrapper
-    assert driver.cuLaunchKernelEx is hook._launch_ex_wrapper
-    hook.uninstall()
-    assert not hook.installed()
+    frontends.install()
+    frontends.install()  # idempotent
+    assert frontends.installed()
+    assert compiler._compile_module_with_cache is cupy_hook._compile_wrapper
+    assert raw._get_raw_module is cupy_hook._raw_module_wrapper
+    assert driver.cuLaunchKernelEx is cupy_hook._launch_ex_wrapper
+    frontends.uninstall()
+    assert not frontends.installed()
     after = (compiler._compile_module_with_cache, raw._get_raw_module, driver.cuLaunchKernelEx)
     assert all(a is b for a, b in zip(before, after, strict=True))
 
 
 def test_sanitizing_restores_the_previous_session(clean_hook):
-    outer = hook.Session(print_findings=False)
-    inner = hook.Session(print_findings=False)
-    assert hook.current_session() is None
-    with hook.sanitizing(outer):
-        with hook.sanitizing(inner):
-            assert hook.current_session() is inner
-        assert hook.current_session() is outer
-    assert hook.current_session() is None
+    outer = consan_session.Session(print_findings=False)
+    inner = consan_session.Session(print_findings=False)
+    assert consan_session.current_session() is None
+    with frontends.sanitizing(outer):
+        with frontends.sanitizing(inner):
+            assert consan_session.current_session() is inner
+        assert consan_session.current_session() is outer
+    assert consan_session.current_session() is None
 
 
 def _with_fake_compiler(result):
     """Run the compile wrapper against a stand-in for CuPy's compiler (no GPU needed)."""
-    hook.install()
-    owner, attr, original = hook._originals["compile"]
+    frontends.install()
+    owner, attr, original = cupy_hook._originals["compile"]
     calls = []
 
     def fake(source, options=(), **kw):
         calls.append((source, options, kw))
         return result() if callable(result) else result
 
-    hook._originals["compile"] = (owner, attr, fake)
-    return calls, lambda: hook._originals.__setitem__("compile", (owner, attr, original))
+    cupy_hook._originals["compile"] = (owner, attr, fake)
+    return calls, lambda: cupy_hook._originals.__setitem__("compile", (owner, attr, original))
 
 
 def test_compile_wrapper_returns_a_consan_module_with_the_compile_spec(clean_hook):
@@ -133,9 +135,9 @@ def test_compile_wrapper_returns_a_consan_module_with_the_compile_spec(clean_hoo
 
     calls, restore = _with_fake_compiler(native)
     try:
-        mod = hook._compile_wrapper(TEMPLATE_SRC, ("-std=c++17",), arch="90",
+        mod = cupy_hook._compile_wrapper(TEMPLATE_SRC, ("-std=c++17",), arch="90",
                                     name_expressions=("tmpl_shift<int>",), backend="nvrtc")
-        assert isinstance(mod, Module) and isinstance(mod, hook.ConsanModule)
+        assert isinstance(mod, Module) and isinstance(mod, cupy_hook.ConsanModule)
         assert calls[0][0] == TEMPLATE_SRC and calls[0][2]["name_expressions"]
         assert mod._spec.options == ("-std=c++17",) and mod._spec.arch == "90"
         assert mod._spec.name_expressions == ("tmpl_shift<int>",)
@@ -144,8 +146,8 @@ def test_compile_wrapper_returns_a_consan_module_with_the_compile_spec(clean_hoo
         assert mod.display_name("_Z10tmpl_shiftIiEvPKT_PS0_") == "tmpl_shift<int>"
         assert mod._reason is None and mod.ptr == 0
         for kw, words in (({"backend": "nvcc"}, "nvcc backend"), ({"jitify": True}, "jitify")):
-            assert words in hook._compile_wrapper(PLAIN_SRC, (), **kw)._reason
-        assert "-rdc" in hook._compile_wrapper(PLAIN_SRC, ("-rdc=true",))._reason
+            assert words in cupy_hook._compile_wrapper(PLAIN_SRC, (), **kw)._reason
+        assert "-rdc" in cupy_hook._compile_wrapper(PLAIN_SRC, ("-rdc=true",))._reason
     finally:
         restore()
 
@@ -153,7 +155,7 @@ def test_compile_wrapper_returns_a_consan_module_with_the_compile_spec(clean_hoo
 def test_compile_wrapper_passes_lto_ir_through(clean_hook):
     _, restore = _with_fake_compiler(b"LTO-IR")
     try:
-        assert hook._compile_wrapper(PLAIN_SRC, (), to_ltoir=True) == b"LTO-IR"
+        assert cupy_hook._compile_wrapper(PLAIN_SRC, (), to_ltoir=True) == b"LTO-IR"
     finally:
         restore()
 
@@ -205,16 +207,28 @@ def test_module_without_shared_memory_work_runs_natively(tmp_path, monkeypatch):
     monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
     from cupy.cuda.function import Module
 
-    cls, _ = hook._classes()
+    cls, _ = cupy_hook._classes()
     smem = cls(Module(), cupy_build.CompileSpec(source=SMEM_SRC, arch="90"), None)
     plain = cls(Module(), cupy_build.CompileSpec(source=PLAIN_SRC, arch="90"), None)
-    assert smem.build(())[2] is True
-    assert plain.build(())[2] is False
+    assert smem.build(())[1] is True
+    assert plain.build(())[1] is False
     broken = cls(Module(), cupy_build.CompileSpec(source="this is not CUDA;", arch="90"), None)
-    with pytest.raises(hook.NotCheckable, match="could not instrument"):
+    with pytest.raises(consan_session.NotCheckable, match="could not instrument"):
         broken.build(())
-    with pytest.raises(hook.NotCheckable, match="could not instrument"):
+    with pytest.raises(consan_session.NotCheckable, match="could not instrument"):
         broken.build(())  # the reason is kept
+
+
+def test_the_cupy_launcher_runs_the_instrumented_function_with_the_kernels_arguments():
+    from types import SimpleNamespace
+
+    calls = []
+    p = SimpleNamespace(grid=(2, 1, 1), block=(64, 1, 1), launch_shared_mem=4096,
+                        function=lambda *a, **k: calls.append((a, k)))
+    launcher = cupy_hook._Launcher(SimpleNamespace(global_names=[]), [1, 2])
+    assert launcher.args == (1, 2)  # where the launch's tensor maps are looked for
+    launcher(p)
+    assert calls == [(((2, 1, 1), (64, 1, 1), (1, 2)), {"shared_mem": 4096})]
 
 
 def test_find_source_exact_and_escaped():
@@ -287,10 +301,10 @@ def clean_report():
     return Report.from_log(header(stored=0), records(), None, make_sites(), "k", LAUNCH)
 
 
-def session(**opts) -> tuple[hook.Session, io.StringIO]:
+def session(**opts) -> tuple[consan_session.Session, io.StringIO]:
     buf = io.StringIO()
     console = Console(file=buf, width=100, color_system=None, force_terminal=False)
-    return hook.Session(hook.Options(**opts), console=console), buf
+    return consan_session.Session(consan_session.Options(**opts), console=console), buf
 
 
 def test_findings_are_deduplicated_across_launches_and_printed_once():
@@ -302,8 +316,8 @@ def test_findings_are_deduplicated_across_launches_and_printed_once():
     rep = s.report
     assert len(rep.findings) == 1 and not rep.ok
     f = rep.findings[0]
-    assert f["launches"] == 2 and f["occurrences"] == 4 and f["kernel"] == "k"
-    assert f["launched_from"] == where and f["launch"]["grid"] == [4, 1, 1]
+    assert f.launches == 2 and f.finding.occurrences == 4 and f.kernel == "k"
+    assert f.launched_from == where and f.launch["grid"] == [4, 1, 1]
     k = rep.kernels["k"]
     assert k.launches_checked == 3 and k.findings == {"race.raw": 1}
     assert k.shadow_bytes == 123456
@@ -320,7 +334,7 @@ def test_suppressed_findings_are_counted_not_failed():
     s.stop()
     rep = s.report
     assert rep.ok and len(rep.suppressed_findings) == 1
-    assert rep.findings[0]["suppressed_by"].startswith("acc.txt:1")
+    assert rep.findings[0].suppressed_by.startswith("acc.txt:1")
     assert rep.kernels["k"].suppressed == 1 and out.getvalue() == ""
     assert rep.suppressions == {"file": "acc.txt", "unused": ["acc.txt:2: uninit.read *"]}
     assert "1 suppressed" in rep.summary_line()
@@ -328,18 +342,18 @@ def test_suppressed_findings_are_counted_not_failed():
 
 def test_expected_findings_do_not_fail_and_count_hits():
     s, _ = session()
-    exp = hook.Expectation("race.*", suppress.parse_location("k.cu:5"))
-    miss = hook.Expectation("race.war")
+    exp = consan_session.Expectation("race.*", suppress.parse_location("k.cu:5"))
+    miss = consan_session.Expectation("race.war")
     s.expectations += [miss, exp]
     s._record(FakeFunction(), FakePrepared(), race_report(), None, None)
     assert s.report.ok and exp.hits == 1 and miss.hits == 0
-    assert s.report.findings[0]["expected"] == "'race.*', where='k.cu:5'"
+    assert s.report.findings[0].expected == "'race.*', where='k.cu:5'"
 
 
 def test_abort_raises_at_the_first_finding():
     s, _ = session(on_violation="abort")
     s._record(FakeFunction(), FakePrepared(), clean_report(), None, None)
-    with pytest.raises(hook.ConsanAbort):
+    with pytest.raises(consan_session.ConsanAbort):
         s._record(FakeFunction(), FakePrepared(), race_report(), None, None)
     assert s.report.aborted
 
@@ -391,10 +405,41 @@ def test_session_report_json_round_trip():
         SessionReport.from_dict({"tool": "consan"})
 
 
+GOLDEN = Path(__file__).resolve().parents[1] / "data"
+
+
+def two_findings_one_suppressed() -> SessionReport:
+    """Two launches of one kernel with a race.raw and a race.waw (suppressed), fixed paths."""
+    from reports import Report
+
+    recs = records(rec("race.raw", 1, 0, warp=2, prev_warp=1, lo=0x100, hi=0x140),
+                   rec("race.waw", 3, 0, warp=5, prev_warp=4, lo=0x40, hi=0x48, cta=(1, 0, 0)))
+    s, _ = session(suppressions=suppress.parse("race.waw k.cu:7\nuninit.read *", "acc.txt"))
+    s.report.version = "0.0-test"
+    where = {"file": "/proj/prog.py", "line": 12}
+    for occurrences in (3, 5):
+        rep = Report.from_log(header(stored=2, occurrences=occurrences), recs, None,
+                              make_sites(), "k", LAUNCH)
+        s._record(FakeFunction(), FakePrepared(), rep, where, None)
+    s.report.add_not_checked("volta_sgemm", "precompiled", 2)
+    s.report.program = {"argv": ["prog.py"], "cwd": "/proj", "exit_status": 0}
+    s.stop()
+    return s.report
+
+
+def test_session_json_and_sarif_of_two_findings_one_suppressed_are_pinned():
+    from reports.sarif import to_sarif_json
+
+    rep = two_findings_one_suppressed()
+    assert rep.to_json() == (GOLDEN / "session_two_findings.json").read_text()
+    assert to_sarif_json(rep) == (GOLDEN / "session_two_findings.sarif").read_text()
+    assert SessionReport.from_json(rep.to_json()).to_json() == rep.to_json()
+
+
 def test_summary_lists_kernels_unchecked_and_verdict():
     s, _ = session()
     s._record(FakeFunction(), FakePrepared(), race_report(), None, None)
-    s.report.add_not_checked("volta_sgemm", hook.NOT_INTERCEPTED)
+    s.report.add_not_checked("volta_sgemm", consan_session.NOT_INTERCEPTED)
     s.report.other_launches = None
     buf = io.StringIO()
     s.report.render_summary(Console(file=buf, width=200, color_system=None))
@@ -430,7 +475,7 @@ def test_each_kernel_lists_only_its_own_unchecked_instructions_with_source_lines
 def test_importing_consan_does_not_import_cupy():
     import subprocess
 
-    code = "import consan, consan.hook, consan.run, consan.pytest_plugin, sys; " \
+    code = "import consan, consan.frontends, consan.run, consan.pytest_plugin, sys; " \
            "print('cupy' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=Path(__file__).resolve().parents[2])

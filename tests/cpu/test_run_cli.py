@@ -33,13 +33,15 @@ def run(*argv: str) -> int:
 
 
 INJECT = """
-from consan import hook
-s = hook.current_session()
+from consan import session
+from reports.session import SessionFinding
+s = session.current_session()
 s.report.kernel("k").launches_checked += 1
-s.report.findings.append({"kind": "race.raw", "title": "read-after-write race",
-    "kernel": "k", "occurrences": 2, "launches": 1, "what": "w", "fix": "f",
+s.report.findings.append(SessionFinding.from_dict({"kind": "race.raw",
+    "title": "read-after-write race", "kernel": "k", "occurrences": 2, "launches": 1,
+    "what": "w", "fix": "f",
     "sites": {"current": {"file": "k.cu", "line": 3, "col": 1, "where": "k.cu:3:1"},
-              "earlier": None}})
+              "earlier": None}}))
 """
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from consan import hook
+from consan import session
 from reports import Report, suppress
 from reports.sarif import SRCROOT, to_sarif, to_sarif_json
 from reports.session import SessionReport
@@ -45,8 +45,9 @@ def session_report(tmp_path: Path) -> SessionReport:
     """Findings at a relative path, an absolute path in and out of the base, a CuPy-generated
     source, one suppressed, plus a kernel that was not checked."""
     console = Console(file=io.StringIO())
-    s = hook.Session(hook.Options(suppressions=suppress.parse("race.waw gen.cu", "acc.txt")),
-                     console=console)
+    s = session.Session(session.Options(suppressions=suppress.parse("race.waw gen.cu",
+                                                                    "acc.txt")),
+                        console=console)
     launched = {"file": str(tmp_path / "prog.py"), "line": 7}
     s._record(Fn("rel"), Prep(), _report("kernels/rel.cu"), launched, None)
     s._record(Fn("abs_in"), Prep(), _report(str(tmp_path / "src" / "in.cu")), launched, None)
@@ -54,7 +55,7 @@ def session_report(tmp_path: Path) -> SessionReport:
     s._record(Fn("generated"), Prep(), _report("<CuPy source of generated>"), launched, None)
     s._record(Fn("noloc"), Prep(), _report("", with_loc=False), None, None)
     s._record(Fn("gen"), Prep(), _report("gen.cu", kind="race.waw"), launched, None)
-    s.report.add_not_checked("volta_sgemm", hook.NOT_INTERCEPTED, 2)
+    s.report.add_not_checked("volta_sgemm", session.NOT_INTERCEPTED, 2)
     s.report.program = {"argv": ["prog.py", "--n", "3"], "cwd": str(tmp_path),
                         "exit_status": 0}
     s.stop()

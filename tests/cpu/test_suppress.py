@@ -5,19 +5,21 @@ from __future__ import annotations
 import pytest
 
 from reports import suppress
+from reports.session import SessionFinding
 from reports.suppress import Location, SuppressionError, parse, parse_location
 
 
 def finding(kind="race.raw", file="src/kernels/reduce.cu", line=42, kernel="block_sum",
-            prev_file="src/kernels/reduce.cu", prev_line=40, ptx_line=77) -> dict:
+            prev_file="src/kernels/reduce.cu", prev_line=40, ptx_line=77) -> SessionFinding:
     def site(f, n):
         if f is None:
             return {"file": None, "line": None, "ptx_line": ptx_line, "where": f"<ptx>:{ptx_line}"}
         return {"file": f, "line": n, "col": 5, "where": f"{f}:{n}:5"}
 
-    return {"kind": kind, "kernel": kernel, "kernel_mangled": f"_Z{len(kernel)}{kernel}Pf",
-            "sites": {"current": site(file, line),
-                      "earlier": site(prev_file, prev_line) if prev_line else None}}
+    return SessionFinding.from_dict(
+        {"kind": kind, "kernel": kernel, "kernel_mangled": f"_Z{len(kernel)}{kernel}Pf",
+         "sites": {"current": site(file, line),
+                   "earlier": site(prev_file, prev_line) if prev_line else None}})
 
 
 def test_location_forms():

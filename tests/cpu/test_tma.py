@@ -243,17 +243,17 @@ def test_the_hook_observes_cu_tensor_map_encode_tiled():
     pytest.importorskip("cupy")
     from cuda.bindings import driver
 
-    from consan import hook
+    from consan import frontends
 
-    was = hook.installed()
+    was = frontends.installed()
     original = driver.cuTensorMapEncodeTiled
-    hook.install()
+    frontends.install()
     try:
         assert getattr(driver.cuTensorMapEncodeTiled, "_consan_observing", False)
         assert driver.cuTensorMapEncodeTiled.__wrapped__ is original
     finally:
         if not was:
-            hook.uninstall()
+            frontends.uninstall()
     if not was:
         assert driver.cuTensorMapEncodeTiled is original
 

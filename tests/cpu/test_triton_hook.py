@@ -19,15 +19,15 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_hook_patches_triton_when_it_is_imported_later_and_undoes_it():
     code = (
         "import sys\n"
-        "from consan import hook, triton_hook\n"
-        "hook.install()\n"
+        "from consan import frontends, triton_hook\n"
+        "frontends.install()\n"
         "assert 'triton' not in sys.modules, 'installing must not import triton'\n"
         "import triton\n"
         "from triton.compiler.compiler import CompiledKernel\n"
         "assert 'run' in triton_hook._patched\n"
         "assert CompiledKernel.__dict__['run'] is not triton_hook._patched['run']\n"
         "original = triton_hook._patched['run']\n"
-        "hook.uninstall()\n"
+        "frontends.uninstall()\n"
         "assert CompiledKernel.__dict__['run'] is original and not triton_hook.installed()\n"
         "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
@@ -61,15 +61,15 @@ def test_a_compiled_kernel_builds_from_its_ptx_stage(compiled, monkeypatch, tmp_
     monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
     k = triton_hook._Kernel(compiled)
     assert k.kernel == compiled.metadata.name and k.display_name == "stage"
-    b, names, work = k.build()
-    assert names == [] and work and b.cubin
+    b, work = k.build()
+    assert work and b.cubin
     sites = b.instrumented.sites.sites
     assert any(s.loc and s.loc.file == __file__ for s in sites)
     assert k.build()[0] is b  # built once per compiled kernel and arch
 
 
 def test_a_kernel_without_its_ptx_is_not_checked_and_says_why(compiled, monkeypatch):
-    from consan.hook import NotCheckable
+    from consan.session import NotCheckable
 
     monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
 
@@ -89,22 +89,20 @@ def test_a_launch_goes_to_the_session_and_back_through_tritons_launcher(compiled
 
     class Prepared:
         function = type("F", (), {"ptr": 0xABC})()
-
-        def launch(self, args, launcher):
-            self.args = args
-            launcher(int(self.function.ptr), 40960)
+        launch_shared_mem = 40960
 
     class Session:
-        def launch(self, fn, grid, block, args, shared_mem, stream, cooperative, run_native,
-                   launcher, extra_launch):
+        def launch(self, fn, grid, block, launcher, shared_mem, stream, cooperative,
+                   run_native, extra_launch):
             self.seen = (fn.kernel, grid, block, shared_mem, stream.ptr, cooperative,
-                         extra_launch)
+                         extra_launch, launcher.args)
             launcher(Prepared())
 
     s = Session()
     triton_hook._checked_run(compiled, native, s, 3, 2, 1, 77, 0x111, (4, 1, 1024), "md",
                              "enter", "exit", "arg0", 5)
-    assert s.seen == (compiled.metadata.name, (3, 2, 1), (128, 1, 1), 1024, 77, False, None)
+    assert s.seen == (compiled.metadata.name, (3, 2, 1), (128, 1, 1), 1024, 77, False, None,
+                      ())
     # Triton's launcher packs the very same arguments; only the function and smem change
     assert calls == [(3, 2, 1, 77, 0xABC, (4, 1, 40960), "md", "enter", "exit", "arg0", 5)]
 

@@ -181,12 +181,12 @@ def test_map_encoded_through_cuda_bindings_under_the_hook_is_known():
 
     from cuda.bindings import driver
 
-    from consan import hook, tma
+    from consan import frontends, tma
 
     x = _matrix((ROWS, COLS), 5)
     tma.forget_all()
-    was = hook.installed()
-    hook.install()
+    was = frontends.installed()
+    frontends.install()
     try:
         u32, u64 = driver.cuuint32_t, driver.cuuint64_t
         err, cu = driver.cuTensorMapEncodeTiled(
@@ -198,7 +198,7 @@ def test_map_encoded_through_cuda_bindings_under_the_hook_is_known():
             driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     finally:
         if not was:
-            hook.uninstall()
+            frontends.uninstall()
     assert int(err) == 0
     m = np.void(struct.pack("<16Q", *(int(w) for w in cu.opaque)))
     assert tma.tensor_map_info(m).footprint_bytes == 32 * 32 * 4

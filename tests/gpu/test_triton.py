@@ -50,7 +50,7 @@ MATMUL = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 2), (128, 128, 64, 4, 4),
 def test_matmul_under_consan_is_clean_and_bit_exact(bm, bn, bk, warps, stages):
     import torch
 
-    from consan import hook
+    from consan import frontends, session
     from tests.gpu_scripts.script_triton import matmul
 
     n = 512
@@ -66,8 +66,8 @@ def test_matmul_under_consan_is_clean_and_bit_exact(bm, bn, bk, warps, stages):
         return c
 
     native = run()
-    s = hook.Session(hook.Options(count_other_launches=False), print_findings=False)
-    with hook.sanitizing(s):
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
         checked = run()
     stats = s.report.kernels.get("matmul")
     assert stats is not None and stats.launches_checked == 1, (s.report.kernels,

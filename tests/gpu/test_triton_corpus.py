@@ -49,12 +49,12 @@ def _marks(case):
 def test_corpus_kernel_is_checked_clean_and_bit_exact(case):
     import torch
 
-    from consan import hook
+    from consan import frontends, session
 
     native = [t.clone() for t in _tuple(case.run(11))]
     torch.cuda.synchronize()
-    s = hook.Session(hook.Options(count_other_launches=False), print_findings=False)
-    with hook.sanitizing(s):
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
         checked = _tuple(case.run(11))
         torch.cuda.synchronize()
     rep = s.report

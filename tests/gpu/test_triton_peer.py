@@ -33,10 +33,10 @@ def _tuple(x):
 def _checked(case):
     import torch
 
-    from consan import hook
+    from consan import frontends, session
 
-    s = hook.Session(hook.Options(count_other_launches=False), print_findings=False)
-    with hook.sanitizing(s):
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
         out = case.run()
         torch.cuda.synchronize()
     return s, out
@@ -46,9 +46,9 @@ def _found(s) -> set[tuple[str, int | None]]:
     here = Path(peer.__file__).name
     out = set()
     for f in s.report.findings:
-        cur = (f.get("sites") or {}).get("current") or {}
-        line = cur.get("line") if Path(str(cur.get("file", ""))).name == here else None
-        out.add((f["kind"], line))
+        cur = f.current
+        line = cur.line if cur is not None and Path(str(cur.file)).name == here else None
+        out.add((f.kind, line))
     return out
 
 

@@ -1,0 +1,136 @@
+"""Build an instrumented module: everything but device state, and no GPU needed.
+
+CUDA C++ (or PTX) -> NVRTC -> PTX -> instrument -> nvJitLink with the checker
+-> cubin, through the on-disk cache. `consan instrument` runs these steps
+without loading numpy or CuPy; runtime.py puts the result on the device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from instrument import abi
+from instrument.ptx import parse
+from instrument.rewrite import Instrumented, instrument
+
+from . import toolchain
+from .toolchain import is_ptx
+from .version import __version__
+
+DEFAULT_SOURCE_NAME = "kernel.cu"
+
+
+@dataclass
+class Build:
+    """An instrumented module, assembled: everything but device state."""
+
+    cubin: bytes
+    instrumented: Instrumented
+    arch: toolchain.Arch
+    source_name: str
+    _psh: dict[int, bytes] = field(default_factory=dict, repr=False)
+    _vsh: bytes | None = field(default=None, repr=False)
+
+    def psh_cubin(self, max_regs: int) -> bytes:
+        """The same module linked with the shared-memory phase-mode checker (cached)."""
+        if max_regs not in self._psh:
+            self._psh[max_regs] = _linked(self.instrumented, self.source_name, self.arch,
+                                          psh=True, max_regs=max_regs)
+        return self._psh[max_regs]
+
+    def vsh_cubin(self) -> bytes:
+        """The same module linked with the vector-clock checker whose buffer tables are in
+        shared memory (cached)."""
+        if self._vsh is None:
+            self._vsh = _linked(self.instrumented, self.source_name, self.arch, vsh=True)
+        return self._vsh
+
+
+def _cache_dir() -> Path:
+    """The on-disk cache (CONSAN_CACHE); the checker objects live there too."""
+    return toolchain.cache_dir()
+
+
+def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | None = None,
+          source_name: str = DEFAULT_SOURCE_NAME) -> Build:
+    """Compile (if CUDA), instrument and link for the -arch of `options`, else `arch`
+    (runtime.build takes the device's when neither names one)."""
+    rest, opt_arch = toolchain.split_arch(tuple(options))
+    arch = opt_arch or arch
+    if arch is None:
+        raise ValueError("no target architecture: give arch or an -arch option")
+    ptx, name = compile_ptx(source, rest, arch, source_name)
+    ins = instrument(parse(ptx, name))
+    if not is_ptx(source):
+        _name_source(ins, source, source_name)
+    return Build(link(ins, ptx, name, arch), ins, arch, name)
+
+
+def compile_ptx(source: str, options: list[str], arch: toolchain.Arch,
+                source_name: str = DEFAULT_SOURCE_NAME) -> tuple[str, str]:
+    """(PTX, its name) of CUDA C++ (NVRTC, with line info) or of PTX given as it is."""
+    if is_ptx(source):
+        return source, source_name if source_name.endswith(".ptx") else "kernel.ptx"
+    rest = list(options)
+    if not any(o in ("-G", "--device-debug", "-lineinfo", "--generate-line-info") for o in rest):
+        rest.append("-lineinfo")
+    return (toolchain.compile_cuda(source, source_name, [f"-arch={arch.compute}", *rest]),
+            source_name + ".ptx")
+
+
+def link(ins: Instrumented, ptx: str, name: str, arch: toolchain.Arch) -> bytes:
+    """The instrumented PTX linked with the checker (cached); a link error names the lines
+    of `ptx`, the input the instrumented PTX was made from, not those of the rewrite."""
+    try:
+        return _linked(ins, name, arch)
+    except toolchain.CompileError as e:
+        from instrument.lineinfo import explain_ptxas_log
+
+        head = str(e).split("\n", 1)[0]
+        raise toolchain.CompileError(head, explain_ptxas_log(
+            e.log, ins.ptx, ptx, name, skip=toolchain.CHECKER_MODULES)) from None
+
+
+def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = False,
+            max_regs: int = 0, vsh: bool = False) -> bytes:
+    """Link with the checker, through the on-disk cache."""
+    link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
+    key = hashlib.sha256(
+        "\0".join([__version__, arch.sm, toolchain.nvjitlink_version(),
+                   repr(toolchain.nvrtc_version()), *link_opts,
+                   *toolchain.checker_defines(), ins.ptx,
+                   f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
+                   toolchain.CHECKER_SOURCE.read_text(),
+                   abi.c_header()]).encode()
+    ).hexdigest()[:32]
+    path = _cache_dir() / f"{key}.cubin"
+    cubin = path.read_bytes() if path.exists() else None
+    if cubin is None:
+        cubin = toolchain.link_with_checker(ins, name, arch, link_opts, psh=psh,
+                                            max_regs=max_regs, vsh=vsh)
+        cache_put(path, cubin)
+    return cubin
+
+
+def cache_put(path: Path, data: bytes | str) -> None:
+    """Write a cache entry atomically (a concurrent reader sees all of it or nothing)."""
+    toolchain.cache_write(path, data)
+
+
+def _name_source(ins: Instrumented, source: str, source_name: str) -> None:
+    """NVRTC prefixes its working directory to the program name; report the name given."""
+    base = os.path.basename(source_name)
+    for i, s in enumerate(ins.sites.sites):
+        fix = {}
+        if s.loc and os.path.basename(s.loc.file) == base:
+            fix["loc"] = replace(s.loc, file=source_name)
+        chain = tuple(replace(c, file=source_name) if os.path.basename(c.file) == base else c
+                      for c in s.inlined_at)
+        if chain != s.inlined_at:
+            fix["inlined_at"] = chain
+        if fix:
+            ins.sites.sites[i] = replace(s, **fix)
+    ins.sites.sources[source_name] = source

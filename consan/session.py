@@ -1,0 +1,471 @@
+"""One sanitizing session, whatever front end hands it the launches.
+
+A front end (the CuPy interception in cupy_hook.py, the Triton one in
+triton_hook.py) turns a launch into a call of `Session.launch` with the
+function's instrumented build and a `runtime.Launcher` that runs the
+instrumented function its own way. The session decides whether the launch is
+checked (kernel name and launch-count options, cooperative launches, graph
+capture), keeps the prepared launch shapes, folds each launch's findings into
+one entry per unique finding, applies suppressions and expectations, prints
+new findings as they come, and keeps the aggregate report (reports.session).
+
+consan's own CUDA work (table resets, read-back) runs while `busy()`: the
+front ends then launch natively, never re-checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rich.console import Console
+
+from instrument import abi
+from instrument.events import Event
+from reports import suppress
+from reports.facts import FindingFacts
+from reports.session import (
+    SessionFinding,
+    SessionReport,
+    finding_header,
+    render_live_fault,
+    render_live_findings,
+)
+
+from . import cupti, cupy_build, runtime
+from .errors import ConsanError
+
+MAX_PREPARED = 16  # launch shapes kept ready (each holds shadow tables and a pinned log)
+MAX_KEPT_TEXT = 20  # rendered findings kept for the pytest failure message
+_WORK_EVENTS = {Event.READ.value, Event.WRITE.value, Event.ATOMIC.value,
+                Event.BAR_SYNC.value, Event.BAR_ARRIVE.value, Event.BAR_RED.value,
+                Event.TENSOR_LOAD.value, Event.TENSOR_STORE.value}  # TMA: smem writes / reads
+NOT_INTERCEPTED = ("not launched through CuPy or Triton while consan was active: a "
+                   "precompiled library kernel (cuBLAS, cuDNN, CUB/Thrust, cuFFT, a PyTorch "
+                   "operator, ...), or one CuPy compiled before consan started")
+
+
+_tls = threading.local()
+_lock = threading.RLock()
+_active: Session | None = None
+
+
+class ConsanAbort(BaseException):
+    """--on-violation=abort: stop the program at the first launch with a finding.
+
+    A BaseException, so that the program's own `except Exception` does not swallow it.
+    """
+
+
+class NotCheckable(Exception):
+    """This kernel cannot be checked; the message says why (it then runs natively)."""
+
+
+@contextlib.contextmanager
+def busy() -> Iterator[None]:
+    """consan's own CuPy work (table resets, read-back) runs natively, never re-checked."""
+    _tls.busy = getattr(_tls, "busy", 0) + 1
+    try:
+        with cupti.own_launch():
+            yield
+    finally:
+        _tls.busy -= 1
+
+
+def is_busy() -> bool:
+    return bool(getattr(_tls, "busy", 0))
+
+
+def work_in(b: runtime.Build) -> bool:
+    """Whether a launch of the module can race at all: it accesses shared memory or
+    synchronises (else it runs natively, counted as checked)."""
+    ins = b.instrumented
+    return bool(ins.unmodeled) or any(s.event in _WORK_EVENTS for s in ins.sites.sites)
+
+
+def dim3(t: tuple) -> tuple[int, int, int]:
+    t = (tuple(t) + (1, 1))[:3]
+    return tuple(max(1, int(x)) for x in t)  # type: ignore[return-value]
+
+
+def run_native(native: Callable[[], Any]) -> Any:
+    with cupti.own_launch():
+        return native()
+
+
+def current_session() -> Session | None:
+    return _active
+
+
+@contextlib.contextmanager
+def active(session: Session) -> Iterator[Session]:
+    """Make `session` the active one for the block (frontends.sanitizing installs the
+    front ends first)."""
+    global _active
+    with _lock:
+        previous, _active = _active, session
+    session.start()
+    try:
+        yield session
+    finally:
+        session.stop()
+        with _lock:
+            _active = previous
+
+
+def deactivate() -> None:
+    """No session is active any more (the front ends are being taken out)."""
+    global _active
+    with _lock:
+        _active = None
+
+
+# ====================================================================== expectations
+
+@dataclass
+class Expectation:
+    """`consan.expect(kind, where=...)`: a finding that must (still) be found."""
+
+    kind: str
+    where: suppress.Location | None = None
+    hits: int = 0
+
+    @classmethod
+    def of(cls, kind: str, where: str | None = None) -> Expectation:
+        """An expectation of `kind` (an id or glob) at `where` (FILE[:LINE[-LINE]]); a kind
+        that matches no finding kind is a ValueError."""
+        if not any(fnmatch.fnmatchcase(k.id, kind) for k in abi.KINDS if k.is_violation):
+            raise ValueError(f"consan.expect: {kind!r} matches no finding kind; kinds are: "
+                             + ", ".join(abi.VIOLATION_KINDS))
+        return cls(kind, suppress.parse_location(where) if where else None)
+
+    def __str__(self) -> str:
+        return repr(self.kind) + (f", where={str(self.where)!r}" if self.where else "")
+
+    def matches(self, finding: SessionFinding) -> bool:
+        if not fnmatch.fnmatchcase(finding.kind, self.kind):
+            return False
+        if self.where is None:
+            return True
+        if self.where.matches(*finding.file_line):
+            return True
+        launched = finding.launched_from or {}
+        return self.where.matches(launched.get("file"), launched.get("line"))
+
+
+# ====================================================================== the session
+
+@dataclass
+class Options:
+    """compute-sanitizer-like selection and reporting options."""
+
+    kernel_name: str | None = None  # regex: check only matching kernels
+    kernel_name_exclude: str | None = None
+    launch_skip: int = 0
+    launch_count: int | None = None
+    print_limit: int = 100  # findings printed live (0: none)
+    on_violation: str = "continue"  # or "abort"
+    suppressions: suppress.Suppressions | None = None
+    count_other_launches: bool = True  # CUPTI
+
+
+class Session:
+    """Checks launches, keeps one entry per unique finding, and the verdict."""
+
+    def __init__(self, options: Options | None = None, console: Console | None = None,
+                 roots: tuple[str, ...] = (), progress: Callable[[Session], None] | None = None,
+                 print_findings: bool = True) -> None:
+        self.options = options or Options()
+        self.console = console if console is not None else Console(stderr=True,
+                                                                     highlight=False)
+        self.roots = tuple(roots)
+        self.progress = progress
+        self.print_findings = print_findings
+        self.report = SessionReport()
+        self.report.version = runtime.__version__
+        if self.options.suppressions is not None:
+            self.report.suppressions = {"file": self.options.suppressions.source,
+                                        "unused": []}
+        self.expectations: list[Expectation] = []
+        self.kept_text: list[str] = []  # plain renderings of active findings (pytest)
+        self._entries: dict[tuple, int] = {}  # unique finding -> its index in report.findings
+        self._prepared: OrderedDict[tuple, Any] = OrderedDict()
+        self._matched = 0
+        self._checked = 0
+        self._printed = 0
+        self._counter: cupti.LaunchCounter | None = None
+        self._include = re.compile(self.options.kernel_name) if self.options.kernel_name \
+            else None
+        self._exclude = re.compile(self.options.kernel_name_exclude) \
+            if self.options.kernel_name_exclude else None
+        self.lock = threading.RLock()
+
+    def expect(self, kind: str, where: str | None = None
+               ) -> contextlib.AbstractContextManager[Expectation]:
+        """`consan.expect` within this session (the pytest fixture yields the session)."""
+        if current_session() is not self:
+            raise ConsanError("this consan session is not active")
+        return self.expecting(Expectation.of(kind, where))
+
+    @contextlib.contextmanager
+    def expecting(self, exp: Expectation) -> Iterator[Expectation]:
+        """Findings that `exp` matches are expected in the block, and one must be found."""
+        __tracebackhide__ = True  # pytest: the failure is the user's block, not this frame
+        before = self._counts()
+        self.expectations.append(exp)
+        try:
+            yield exp
+        finally:
+            self.expectations.remove(exp)
+        if exp.hits == 0:
+            raise AssertionError(self._missing(exp, before))
+
+    def _counts(self) -> tuple[int, int, int]:
+        rep = self.report
+        return (rep.launches_checked, len(rep.findings),
+                sum(r["launches"] for r in rep.not_checked))
+
+    def _missing(self, exp: Expectation, before: tuple[int, int, int]) -> str:
+        checked, nfind, unchecked = (a - b for a, b in zip(self._counts(), before, strict=True))
+        lines = [f"consan.expect({exp}): no such finding in this block "
+                 f"({checked} launch{'' if checked == 1 else 'es'} checked)."]
+        for f in self.report.findings[len(self.report.findings) - nfind:]:
+            lines.append(f"  found instead: {f.kind} in {f.kernel} at "
+                         f"{f.current.where if f.current else 'unknown site'}")
+        if unchecked:
+            lines.append(f"  {unchecked} launch(es) in the block were not checked:")
+            for r in self.report.not_checked:
+                lines.append(f"    {r['kernel']}: {r['reason']}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        if self.options.count_other_launches and self._counter is None and \
+                runtime.gpu_available():
+            counter = cupti.LaunchCounter(self._other_launch)
+            why = counter.start()
+            if why is None:
+                self._counter = counter
+            else:
+                self.report.other_launches = why
+
+    def stop(self) -> None:
+        if self._counter is not None:
+            self._counter.stop()
+            self._counter = None
+        if self.options.suppressions is not None:
+            self.report.suppressions["unused"] = [
+                f"{r.origin}: {r}" for r in self.options.suppressions.unused()]
+        self._prepared.clear()
+
+    def _other_launch(self, name: str) -> None:
+        self.report.add_not_checked(cupti.pretty(name), NOT_INTERCEPTED)
+
+    # ------------------------------------------------------------ selection
+    def _selected(self, fn) -> str | None:
+        """None if this launch is to be checked, else the option that skips it."""
+        names = (fn.display_name, fn.kernel)
+        if self._include is not None and not any(self._include.search(n) for n in names):
+            return "--kernel-name"
+        if self._exclude is not None and any(self._exclude.search(n) for n in names):
+            return "--kernel-name-exclude"
+        self._matched += 1
+        if self._matched <= self.options.launch_skip:
+            return "--launch-skip"
+        if self.options.launch_count is not None and self._checked >= self.options.launch_count:
+            return "--launch-count"
+        return None
+
+    # ------------------------------------------------------------ launching
+    def launch(self, fn, grid: tuple[int, int, int], block: tuple[int, int, int],
+               launcher: runtime.Launcher, shared_mem: int, stream, cooperative: bool,
+               native: Callable[[], Any], extra_launch: dict[str, Any] | None = None) -> Any:
+        """Check one launch of a front end's function, or run it natively and say why not.
+
+        `fn` names the kernel (`kernel`, `display_name`) and builds it (`module.build(roots)`
+        -> (runtime.Build, whether it can race at all)); `launcher` runs the instrumented
+        function the front end's way; `native()` runs the user's own launch."""
+        with self.lock:
+            skipped = self._selected(fn)
+            if skipped:
+                self.report.skipped[skipped] = self.report.skipped.get(skipped, 0) + 1
+                return run_native(native)
+            name = fn.display_name
+            try:
+                if cooperative:
+                    raise NotCheckable("cooperative launch (grid-wide sync) is not supported "
+                                       "by consan yet")
+                if capturing(stream):
+                    raise NotCheckable("launched while a CUDA graph was being captured")
+                b, work = fn.module.build(self.roots)
+                if not work:
+                    # No shared-memory access or barrier in the module: nothing can race.
+                    self._checked += 1
+                    self.report.kernel(name).launches_checked += 1
+                    return run_native(native)
+                p = self._prepare(fn, b, grid, block, shared_mem)
+            except NotCheckable as exc:
+                self.report.add_not_checked(name, str(exc))
+                return run_native(native)
+            except ConsanError as exc:
+                self.report.add_not_checked(name, f"consan could not prepare it: {exc}")
+                return run_native(native)
+            except Exception as exc:  # noqa: BLE001 - a consan bug must not break the program
+                self.report.add_not_checked(name, f"consan failed to prepare it "
+                                                  f"({type(exc).__name__}: {exc})")
+                return run_native(native)
+            frames = cupy_build.user_frames()
+            launched_from = {"file": frames[0][0], "line": frames[0][1]} if frames else None
+            with busy(), stream_context(stream):
+                p.launch(launcher)
+                rep = p.report()
+            self._checked += 1
+            self._record(fn, p, rep, launched_from, extra_launch)
+            return None
+
+    def _prepare(self, fn, b: runtime.Build, grid, block, shared_mem: int):
+        key = (id(b), fn.kernel, grid, block, shared_mem)  # p.build keeps b (and its id) alive
+        p = self._prepared.get(key)
+        if p is None:
+            with busy():
+                p = runtime.Prepared(b, fn.kernel, grid, block, shared_mem)
+            self._prepared[key] = p
+            while len(self._prepared) > MAX_PREPARED:
+                self._prepared.popitem(last=False)
+        else:
+            self._prepared.move_to_end(key)
+        return p
+
+    # ------------------------------------------------------------ results
+    def _record(self, fn, p, rep, launched_from, extra_launch) -> None:
+        name = fn.display_name
+        stats = self.report.kernel(name)
+        stats.launches_checked += 1
+        stats.shadow_bytes = max(stats.shadow_bytes, int(getattr(p, "shadow_bytes", 0)))
+        launch = {"grid": list(p.grid), "block": list(p.block), "shared_mem": p.shared_mem,
+                  **(extra_launch or {})}
+        new_active = []
+        for f in rep.findings:
+            site, prev = f.site, f.prev_site
+            key = (fn.kernel, f.kind, site.where() if site else None,
+                   site.ptx_line if site else None, prev.where() if prev else None,
+                   prev.ptx_line if prev else None)
+            at = self._entries.get(key)
+            stats.occurrences += f.occurrences
+            if at is not None:
+                self.report.findings[at] = self.report.findings[at].again(f.occurrences)
+                continue
+            entry = SessionFinding(FindingFacts.of(f), kernel=name, kernel_mangled=fn.kernel,
+                                   first_launch=stats.launches_checked, launch=launch,
+                                   launched_from=launched_from)
+            rule = self.options.suppressions.match(entry) if self.options.suppressions else None
+            exp = next((e for e in self.expectations if e.matches(entry)), None)
+            if rule is not None:
+                entry = replace(entry, suppressed_by=f"{rule.origin} ({rule})")
+                stats.suppressed += 1
+            elif exp is not None:
+                entry = replace(entry, expected=str(exp))
+                exp.hits += 1
+            else:
+                stats.findings[f.kind] = stats.findings.get(f.kind, 0) + 1
+                new_active.append(f)
+            self._entries[key] = len(self.report.findings)
+            self.report.findings.append(entry)
+        self.report.unattributed += rep.unattributed
+        for note in rep.notes:
+            stats.notes[note.kind] = stats.notes.get(note.kind, 0) + note.occurrences
+        for u in rep.unmodeled:
+            if str(u) not in stats.unmodeled:
+                stats.unmodeled.append(str(u))
+        fault = None
+        if rep.faulted:
+            # The kernel faulted: the session is not ok, and what the log held before the
+            # fault (mapped host memory) is kept. The program is left to meet CUDA's error
+            # at its own next call, with its own traceback.
+            fault = self.report.add_fault(
+                name, rep.error, kernel_mangled=fn.kernel, launch_no=stats.launches_checked,
+                launch=launch, launched_from=launched_from, findings_before=len(rep.findings))
+            if rep.error not in stats.errors:
+                stats.errors.append(rep.error)
+        if fault is not None or new_active or rep.unattributed:
+            self._show(new_active, rep, name, launch, stats.launches_checked, launched_from,
+                       fault)
+        if self.progress is not None:
+            self.progress(self)
+        if self.options.on_violation == "abort" and (new_active or rep.unattributed):
+            self.report.aborted = True
+            raise ConsanAbort(f"consan: kernel {name} has a finding (--on-violation=abort)")
+
+    def _show(self, findings, rep, name, launch, launch_no, launched_from,
+              fault: dict[str, Any] | None = None) -> None:
+        header = finding_header(name, launch, launch_no, launched_from)
+        sources = rep.sites.sources if rep.sites is not None else {}
+        ptx_name = rep.sites.ptx_name if rep.sites is not None else "<ptx>"
+
+        def render(console: Console, shown: list) -> None:
+            if fault is not None:
+                render_live_fault(console, shown, len(rep.findings), sources, ptx_name, header,
+                                  fault["fault"])
+            elif shown:
+                render_live_findings(console, shown, sources, ptx_name, header)
+            else:
+                rep.render(console)
+
+        if len(self.kept_text) < MAX_KEPT_TEXT or fault is not None:
+            import io
+
+            from reports.render import plain_console
+
+            buf = io.StringIO()
+            render(plain_console(buf), findings)
+            self.kept_text.append(buf.getvalue())
+        if not self.print_findings:
+            return
+        left = self.options.print_limit - self._printed
+        if left <= 0 and fault is None:  # a fault is always told
+            return
+        shown = findings[:max(0, left)]
+        self._printed += max(1, len(shown))
+        render(self.console, shown)
+        if self._printed >= self.options.print_limit and fault is None:
+            self.console.print(f"consan: --print-limit {self.options.print_limit} reached; "
+                               "further findings are counted in the summary only",
+                               highlight=False, markup=False)
+
+
+class ExStream:
+    """A raw stream handle from cuda-bindings, usable where CuPy wants a stream."""
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
+def stream_context(stream):
+    """Make the launch's stream current, so that consan's resets and reads are ordered with it."""
+    if stream is None:
+        return contextlib.nullcontext()
+    import cupy
+
+    if isinstance(stream, ExStream):
+        return cupy.cuda.ExternalStream(stream.ptr) if stream.ptr else cupy.cuda.Stream.null
+    if hasattr(stream, "__enter__"):
+        return stream
+    return cupy.cuda.ExternalStream(int(stream.ptr))
+
+
+def capturing(stream) -> bool:
+    try:
+        import cupy
+
+        s = cupy.cuda.get_current_stream() if stream is None or isinstance(stream, ExStream) \
+            else stream
+        return bool(s.is_capturing())
+    except Exception:  # noqa: BLE001 - older CuPy or a raw handle: assume not
+        return False
+
