@@ -36,7 +36,9 @@ from .session import ExStream, NotCheckable, work_in
 _MODULE = "triton.compiler.compiler"
 _lock = threading.RLock()
 _patched: dict[str, Any] = {}  # name -> original
-_builds: dict[tuple[str, str], tuple[runtime.Build, bool]] = {}  # (hash, arch) -> build, work
+# (hash, arch) -> (build, whether it can race), or why it cannot be checked: a kernel that
+# cannot be instrumented is tried once, not at every launch of a loop or an autotuner.
+_builds: dict[tuple[str, str], tuple[runtime.Build, bool] | NotCheckable] = {}
 
 
 class _Kernel:
@@ -54,21 +56,31 @@ class _Kernel:
         c = self.compiled
         arch = runtime.device_arch()
         key = (c.hash, arch.sm)
-        got = _builds.get(key)
-        if got is None:
-            ptx = c.asm.get("ptx") if hasattr(c.asm, "get") else None
-            if not ptx:
-                raise NotCheckable("Triton kept only the cubin of this kernel (its PTX stage is "
-                                   "not in the compiled kernel, e.g. TRITON_STORE_BINARY_ONLY=1 "
-                                   "with a cached kernel): clear Triton's cache or unset it")
-            try:
-                b = runtime.build(ptx, (f"-arch={arch.sm}",), source_name=f"{self.kernel}.ptx")
-            except Exception as exc:  # noqa: BLE001 - never break the user's program
-                first = (str(exc).strip().splitlines() or [""])[0]
-                raise NotCheckable(f"consan could not instrument it ({type(exc).__name__}: "
-                                   f"{first})") from None
-            got = _builds[key] = (b, work_in(b))
+        with _lock:
+            got = _builds.get(key)
+            if got is None:
+                try:
+                    b = self._instrumented(arch)
+                    got = (b, work_in(b))
+                except NotCheckable as why:
+                    got = why
+                _builds[key] = got
+        if isinstance(got, NotCheckable):
+            raise NotCheckable(str(got))
         return got
+
+    def _instrumented(self, arch: Any) -> runtime.Build:
+        ptx = self.compiled.asm.get("ptx") if hasattr(self.compiled.asm, "get") else None
+        if not ptx:
+            raise NotCheckable("Triton kept only the cubin of this kernel (its PTX stage is "
+                               "not in the compiled kernel, e.g. TRITON_STORE_BINARY_ONLY=1 "
+                               "with a cached kernel): clear Triton's cache or unset it")
+        try:
+            return runtime.build(ptx, (f"-arch={arch.sm}",), source_name=f"{self.kernel}.ptx")
+        except Exception as exc:  # noqa: BLE001 - never break the user's program
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise NotCheckable(f"consan could not instrument it ({type(exc).__name__}: "
+                               f"{first})") from None
 
 
 def _display_name(compiled: Any) -> str:
@@ -100,11 +112,9 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
     k = _Kernel(compiled)
     cooperative = bool(getattr(md, "launch_cooperative_grid", False))
     extra = {"cluster": [int(num_ctas), 1, 1]} if int(num_ctas) > 1 else None
-    try:
-        s.launch(k, grid, block, _Launcher(_tensor_maps(md, args), launch), int(shared),
-                 ExStream(int(stream)), cooperative, run_native, extra_launch=extra)
-    except NotCheckable:  # (raised only where the session could not say why itself)
-        run_native()
+    # (the session runs the native launch itself, and says why, where it checks nothing)
+    s.launch(k, grid, block, _Launcher(_tensor_maps(md, args), launch), int(shared),
+             ExStream(int(stream)), cooperative, run_native, extra_launch=extra)
 
 
 class _Launcher(runtime.Launcher):
@@ -174,8 +184,8 @@ def _observing_fill(fill: Any) -> Any:
                                          for s in reversed(tuple(strides)[:-1])),
                     global_address=int(address), swizzle=int(swizzle), oob_fill=int(padding))
                 tma.register(data, info)
-            except Exception:  # noqa: BLE001 - an unknown map is a note, never a failure
-                pass
+            except Exception:  # noqa: BLE001 - never a failure of the user's program: the
+                pass  # launch then reports the map as tool.tensor-map-unknown (tma.py)
         return m
 
     fill_tma_descriptor.__consan_wrapped__ = fill  # type: ignore[attr-defined]
@@ -264,8 +274,9 @@ def uninstall() -> None:
         if _finder in sys.meta_path:
             sys.meta_path.remove(_finder)
         original = _patched.pop("run", None)
-        if original is not None:
-            sys.modules[_MODULE].CompiledKernel.run = original
+        mod = sys.modules.get(_MODULE)
+        if original is not None and mod is not None:
+            mod.CompiledKernel.run = original
         fill = _patched.pop("fill", None)
         if fill is not None:
             fill[0].fill_tma_descriptor = fill[1]

@@ -81,6 +81,29 @@ def test_a_kernel_without_its_ptx_is_not_checked_and_says_why(compiled, monkeypa
         triton_hook._Kernel(Stripped()).build()
 
 
+def test_a_kernel_that_cannot_be_instrumented_is_tried_once(compiled, monkeypatch):
+    """A loop or an autotuner launching it again gets the same reason, not another build."""
+    from consan.session import NotCheckable
+
+    monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
+    builds = []
+
+    def failing(*a, **k):
+        builds.append(a)
+        raise ValueError("cannot parse address operand")
+
+    monkeypatch.setattr(runtime, "build", failing)
+
+    class Other:
+        hash, metadata, src, asm = "once-" + compiled.hash, compiled.metadata, compiled.src, \
+            compiled.asm
+
+    for _ in range(3):
+        with pytest.raises(NotCheckable, match="could not instrument it .ValueError: cannot"):
+            triton_hook._Kernel(Other()).build()
+    assert len(builds) == 1
+
+
 def test_a_launch_goes_to_the_session_and_back_through_tritons_launcher(compiled):
     calls = []
 
