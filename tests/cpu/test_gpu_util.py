@@ -217,3 +217,15 @@ def test_dump_runs_as_a_script_with_the_programs_exit_status(tmp_path):
     assert r.stdout == "sum -3.0\n"
     with np.load(out) as d:
         assert_same_bits(d["compute_0"], np.arange(3, dtype=np.float32) * -1.0)
+
+
+def test_every_module_the_gpu_suite_imports_first_exists():
+    """conftest.gpu() imports these where a GPU is present, so a broken one fails the GPU
+    suite instead of skipping it: the list must name real modules."""
+    import importlib
+
+    from tests import conftest
+
+    for name in conftest.CONSAN_MODULES:
+        importlib.import_module(name)
+    assert "consan.runtime" in conftest.CONSAN_MODULES
