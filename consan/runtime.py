@@ -131,7 +131,7 @@ def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = Fals
         "\0".join([__version__, arch.sm, toolchain.nvjitlink_version(), *link_opts,
                    *toolchain.checker_defines(), ins.ptx,
                    f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
-                   toolchain.CHECKER_SOURCE.read_text(),
+                   toolchain.checker_text(),
                    abi.c_header()]).encode()
     ).hexdigest()[:32]
     path = _cache_dir() / f"{key}.cubin"
