@@ -1,5 +1,4 @@
 // consan device checker: granule tables in shared memory: the 16-byte access.
-//
 
 // ------------------------------------------------------------- the 16-byte access
 //

@@ -1,5 +1,4 @@
 // consan device checker: box summaries of the device-memory granule tables (FLAG_BOX_SUMMARY).
-//
 
 // ------------------------------------------------------------- box summaries
 //

@@ -1,5 +1,4 @@
 // consan device checker: bulk stores and proxy fences.
-//
 
 // ------------------------------------------------------------- bulk stores and proxy fences
 //

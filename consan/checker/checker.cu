@@ -17,6 +17,7 @@
 //
 // consan_abi.h is generated from instrument/abi.py by the build (never edited).
 
+#include "shadow_layout.h"  // the tables and their words (no code)
 #include "platform.h"
 #include "cta_state.h"
 
@@ -62,9 +63,7 @@ CS_DEV bool cs_vsh_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
 
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
-#ifdef CONSAN_NULL_ACCESS  // benchmarks only: the cost of the probe call alone
-    return;
-#endif
+    CS_NULL_ACCESS(return;)
     if (cs_vsh_on()) return cs_vsh_access(addr, site, info, 1u);
     if (cs_psh_mode()) return cs_psh_access(addr, site, info);
 #if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
@@ -75,9 +74,7 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
 // `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).
 CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     CS_PROF(0);
-#ifdef CONSAN_NULL_ACCESS
-    return;
-#endif
+    CS_NULL_ACCESS(return;)
     if (cs_vsh_on()) return cs_vsh_access(addr, site, info, rep);
     uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
     for (uint32_t k = 0; k < n; ++k) {
@@ -95,9 +92,7 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
 CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     if (!cs_vsh_on()) return __consan_access_n(addr, site, info, rep);
     CS_PROF(0);
-#ifdef CONSAN_NULL_ACCESS
-    return;
-#endif
+    CS_NULL_ACCESS(return;)
     if (!cs_vsh_access16(addr, site, info, rep)) cs_vsh_access_any(addr, site, info, rep);
 }
 
@@ -304,12 +299,8 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
 // the operand's descriptor (count: bits 0-31, clock: bits 32-63).
 CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
     CS_PROF(9);
-#ifdef CONSAN_NULL_WGMMA  // benchmarks only: the cost of the probe call alone
-    return;
-#endif
-#if defined(CONSAN_SPIN_WGMMA) && !defined(CONSAN_HOST)  // measurements only: a longer probe
-    for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_WGMMA;) {}
-#endif
+    CS_NULL_WGMMA(return;)
+    CS_SPIN_WGMMA()
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
     uint32_t active = cs_group(((uint64_t)site << 32) | info, da), lane = cs_lane(), w = cs_warp();
@@ -403,9 +394,7 @@ CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor
 CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
                                   uint32_t op, uint32_t tx, uint32_t asite) {
     CS_PROF(11);
-#ifdef CONSAN_NULL_TENSOR  // benchmarks only (the model is wrong): the probe call alone
-    return 0;
-#endif
+    CS_NULL_TENSOR(return 0;)
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     uint32_t all = cs_activemask();
@@ -428,9 +417,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
         cs_tload t = {};
         if (lead) {
             CS_PROF(25);
-#if defined(CONSAN_SPIN_TENSOR) && !defined(CONSAN_HOST)  // measurements only: a longer look
-            for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_TENSOR;) {}
-#endif
+            CS_SPIN_TENSOR()
             t = cs_tensor_load_begin(slot, d, m, b, site, arrive, ntx, asite);
         }
         uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);

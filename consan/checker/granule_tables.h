@@ -225,9 +225,7 @@ CS_NOINLINE void cs_vsh_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t 
                                uint32_t site, uint32_t by, uint32_t clk, cs_finding& f);
 CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
                                  uint32_t by, uint32_t clk, cs_finding& f) {
-#ifdef CONSAN_NULL_ENGINE_WRITE  // measurements only: the cost of the box walk
-    return;
-#endif
+    CS_NULL_ENGINE_WRITE(return;)
     if (cs_vsh_on()) {
         uint32_t b = S.vsh_base / CS_GRANULE_BYTES;
         if (g0 < b) f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
@@ -261,9 +259,7 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
                 continue;
             }
             fast |= 1u << i;
-#ifdef CONSAN_NULL_BOX_STORES  // measurements only: the cost of the stores-only path's stores
-            continue;
-#endif
+            CS_NULL_BOX_STORES(continue;)
             for (uint32_t g = a; g <= z; ++g) {
                 cs_st128(v.ent + 2 * g, now, head);
                 cs_st32(v.wsite + g, site);
@@ -271,9 +267,7 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
         }
         if (!fast) continue;
         cs_fence();
-#ifdef CONSAN_NULL_BOX_RECHECK  // measurements only: the cost of the look after the stores
-        fast = 0;
-#endif
+        CS_NULL_BOX_RECHECK(fast = 0;)
         for (; fast; fast &= fast - 1) {
             uint32_t b = b0 + cs_ffs(fast) - 1, a = b << sh, z = ((b + 1) << sh) - 1;
             uint32_t* s = cs_bsum(slot, b);

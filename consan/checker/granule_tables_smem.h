@@ -1,6 +1,7 @@
-// consan device checker: vector-clock mode, granule tables in shared memory (FLAG_VC_SMEM, the -DCONSAN_VSH
+// consan device checker: vector-clock mode, granule tables in shared memory.
 //
-// build): layout, reader bytes and summaries, a warp's reads and writes.
+// FLAG_VC_SMEM (the -DCONSAN_VSH build): layout, reader bytes and summaries, a warp's
+// reads and writes, the access probe.
 
 // ------------------------------------------------------------- granule tables in smem
 //

@@ -220,9 +220,7 @@ CS_NOINLINE cs_found cs_vsh_engine_lanes(uint32_t slot, uint32_t w, uint32_t g0,
                                          uint32_t site, uint32_t by, uint32_t clk,
                                          uint32_t lanes) {
     cs_found out = {{0, CS_NO_SITE, CS_NO_WARP}, 0};
-#ifdef CONSAN_NULL_ENGINE_WRITE  // measurements only: the cost of the box walk
-    return out;
-#endif
+    CS_NULL_ENGINE_WRITE(return out;)
     if (!cs_vsh_clock_fits(clk, site)) return out;
     const cs_vctx x = cs_vsh_ctx(slot, w);
     const uint32_t now = cs_vw(by, clk, 0);

@@ -1,5 +1,4 @@
 // consan device checker: mbarriers.
-//
 
 // ------------------------------------------------------------- mbarriers
 //

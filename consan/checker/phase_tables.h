@@ -1,5 +1,4 @@
 // consan device checker: phase mode, tables in device memory (FLAG_PHASE_MODE).
-//
 
 // ------------------------------------------------------------- phase mode
 //

@@ -1,5 +1,4 @@
-// consan device checker: phase mode, tables in shared memory (FLAG_PHASE_SMEM, the -DCONSAN_PSH build).
-//
+// consan device checker: phase mode, tables in shared memory (FLAG_PHASE_SMEM).
 
 // ------------------------------------------------------------- phase mode, tables in smem
 //
@@ -70,12 +69,7 @@ CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
         uint32_t active = cs_activemask(), lane = cs_lane();
         uint32_t fresh[3] = {0, 0, 0}, k0 = g0 >> 5, k1 = g1 >> 5, any = 0;
         uint32_t kmin = cs_min(active, k0), kmax = cs_max(active, k1);
-#ifdef CONSAN_PSH_LANE_BITS  // measurements only: every lane sets its own bits
-        bool together = false;
-        (void)kmin; (void)kmax;
-#else
-        bool together = kmax - kmin <= 2;
-#endif
+        bool together = CS_LANE_BITS_TOGETHER(kmax - kmin <= 2);
         uint32_t first = together ? kmin : k0, last = together ? kmax : k1;
         for (uint32_t k = first; k <= last; ++k) {
             uint32_t m = 0;

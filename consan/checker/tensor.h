@@ -1,5 +1,4 @@
 // consan device checker: TMA tensor copies.
-//
 
 // ------------------------------------------------------------- TMA tensor copies
 //

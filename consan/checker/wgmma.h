@@ -1,5 +1,4 @@
 // consan device checker: wgmma operands.
-//
 
 // ------------------------------------------------------------- wgmma
 //
