@@ -43,7 +43,7 @@ CS_DEV void cs_bar_try_complete(uint32_t slot, uint32_t b, uint64_t seen, uint32
 // nothing.
 CS_DEV bool cs_bar0_rows(uint32_t b) { return (S.flags & CS_FLAG_BAR0_ROWS) && (b & 15u) == 0; }
 CS_DEV uint32_t* cs_bar0_row(uint32_t gen, uint32_t w) {
-    return cs_vlay_sh.rows + ((gen & 1u) * S.nwarps + w) * S.nlogical;
+    return cs_vc_smem_layout_sh.rows + ((gen & 1u) * S.nwarps + w) * S.nlogical;
 }
 CS_DEV uint32_t cs_bar0_arrive(uint32_t active, uint32_t w, uint32_t lane, uint32_t leader) {
     uint32_t gen = *(volatile uint32_t*)&cs_phase_sh[w];

@@ -11,40 +11,40 @@
 // store per granule, not round trips per granule.
 
 CS_DEV uint32_t cs_nwg();
-CS_DEV bool cs_bsum_on() { return (S.flags & CS_FLAG_BOX_SUMMARY) && !cs_phase_mode(); }
-CS_DEV uint32_t cs_bsum_blocks() { return (S.granules + (1u << S.bsum_shift) - 1) >> S.bsum_shift; }
-CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b) {
-    return (uint32_t*)S.bsum + ((uint64_t)slot * cs_bsum_blocks() + b) * S.bsum_words;
+CS_DEV bool cs_box_summary_on() { return (S.flags & CS_FLAG_BOX_SUMMARY) && !cs_phase_mode(); }
+CS_DEV uint32_t cs_box_summary_blocks() { return (S.granules + (1u << S.bsum_shift) - 1) >> S.bsum_shift; }
+CS_DEV uint32_t* cs_box_summary(uint32_t slot, uint32_t b) {
+    return (uint32_t*)S.bsum + ((uint64_t)slot * cs_box_summary_blocks() + b) * S.bsum_words;
 }
-CS_DEV uint32_t cs_bsum_nreaders() { return 2 * S.nwarps + cs_nwg(); }
+CS_DEV uint32_t cs_box_summary_nreaders() { return 2 * S.nwarps + cs_nwg(); }
 // Reader index r: warp r, the bulk-store unit of warp r - nwarps, the wgmma unit r - 2 nwarps.
-CS_DEV uint32_t cs_bsum_reader_tid(uint32_t r) {
+CS_DEV uint32_t cs_box_summary_reader_tid(uint32_t r) {
     uint32_t nw = S.nwarps;
     return r < nw ? r : r < 2 * nw ? CS_AGENT_BULK + r - nw : CS_AGENT_WGMMA + r - 2 * nw;
 }
-CS_DEV uint32_t* cs_bsum_rclock(uint32_t* s, uint32_t r) { return s + CS_BS_READERS + r; }
-CS_DEV uint32_t* cs_bsum_rsite(uint32_t* s, uint32_t r) {  // after the clocks: half the rest
+CS_DEV uint32_t* cs_box_summary_rclock(uint32_t* s, uint32_t r) { return s + CS_BS_READERS + r; }
+CS_DEV uint32_t* cs_box_summary_rsite(uint32_t* s, uint32_t r) {  // after the clocks: half the rest
     return s + CS_BS_READERS + (S.bsum_words - CS_BS_READERS) / 2 + r;
 }
 
 // Reads of granules [g0, g1] by reader index r at clock c (published before the reader's
 // fence, like its reader-mask bit).
-CS_DEV void cs_bsum_read(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t r, uint32_t c,
+CS_DEV void cs_box_summary_read(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t r, uint32_t c,
                          uint32_t site) {
     for (uint32_t b = g0 >> S.bsum_shift; b <= g1 >> S.bsum_shift; ++b) {
-        uint32_t* s = cs_bsum(slot, b);
-        if (cs_ld32(cs_bsum_rclock(s, r)) < c) {
-            cs_max32(cs_bsum_rclock(s, r), c);
-            cs_st32(cs_bsum_rsite(s, r), site);
+        uint32_t* s = cs_box_summary(slot, b);
+        if (cs_ld32(cs_box_summary_rclock(s, r)) < c) {
+            cs_max32(cs_box_summary_rclock(s, r), c);
+            cs_st32(cs_box_summary_rsite(s, r), site);
         }
     }
 }
 
 // Writes of granules [g0, g1] by logical thread t at clock c (noted before the epochs).
-CS_DEV void cs_bsum_write(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t t, uint32_t c) {
+CS_DEV void cs_box_summary_write(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t t, uint32_t c) {
     uint64_t key = (1ull << 40) | ((uint64_t)t << 32);
     for (uint32_t b = g0 >> S.bsum_shift; b <= g1 >> S.bsum_shift; ++b) {
-        uint32_t* s = cs_bsum(slot, b);
+        uint32_t* s = cs_box_summary(slot, b);
         uint64_t* wr = (uint64_t*)(s + CS_BS_WRITERS);
         uint32_t i = 0;
         for (; i < CS_BSUM_WRITERS; ++i) {  // entries are claimed in order: no holes
@@ -59,36 +59,36 @@ CS_DEV void cs_bsum_write(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t t, u
     }
 }
 
-CS_DEV void cs_bsum_flag(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t flag) {
+CS_DEV void cs_box_summary_flag(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t flag) {
     for (uint32_t b = g0 >> S.bsum_shift; b <= g1 >> S.bsum_shift; ++b)
-        cs_or32(&cs_bsum(slot, b)[CS_BS_FLAGS], flag);
+        cs_or32(&cs_box_summary(slot, b)[CS_BS_FLAGS], flag);
 }
 
 // The issuing warp's clock of each reader index (all ones for its own reads: program
 // order, and for units the module's clocks do not cover: they never read), taken once
-// per copy. Up to CS_BSUM_FASTR readers in registers.
-#define CS_BSUM_FASTR 16
-struct cs_bsum_vc {
-    uint32_t c[CS_BSUM_FASTR];
+// per copy. Up to CS_BOX_SUMMARY_FASTR readers in registers.
+#define CS_BOX_SUMMARY_FASTR 16
+struct cs_box_summary_clocks {
+    uint32_t c[CS_BOX_SUMMARY_FASTR];
     uint32_t n;
 };
-CS_DEV void cs_bsum_vc_init(const cs_view& v, cs_bsum_vc& q) {
-    q.n = cs_bsum_nreaders();
+CS_DEV void cs_box_summary_clocks_init(const cs_view& v, cs_box_summary_clocks& q) {
+    q.n = cs_box_summary_nreaders();
 #pragma unroll
-    for (uint32_t r = 0; r < CS_BSUM_FASTR; ++r) {
-        uint32_t t = cs_bsum_reader_tid(r);
+    for (uint32_t r = 0; r < CS_BOX_SUMMARY_FASTR; ++r) {
+        uint32_t t = cs_box_summary_reader_tid(r);
         q.c[r] = r < q.n && t != v.w && t < S.nlogical ? v.mine[t] : 0xFFFFFFFFu;
     }
 }
 
 // One block's summary as a copy looks at it: loaded in a few vector loads, judged after.
-struct cs_bsum_blk {
-    cs_u4 rc[CS_BSUM_FASTR / 4], h, w01, w23;
+struct cs_box_summary_block {
+    cs_u4 rc[CS_BOX_SUMMARY_FASTR / 4], h, w01, w23;
 };
-CS_DEV void cs_bsum_load(uint32_t* s, const cs_bsum_vc& q, bool writers, cs_bsum_blk& x) {
+CS_DEV void cs_box_summary_load(uint32_t* s, const cs_box_summary_clocks& q, bool writers, cs_box_summary_block& x) {
 #pragma unroll
-    for (uint32_t k = 0; k < CS_BSUM_FASTR / 4; ++k)
-        x.rc[k] = 4 * k < q.n && q.n <= CS_BSUM_FASTR ? cs_ld128(cs_bsum_rclock(s, 4 * k))
+    for (uint32_t k = 0; k < CS_BOX_SUMMARY_FASTR / 4; ++k)
+        x.rc[k] = 4 * k < q.n && q.n <= CS_BOX_SUMMARY_FASTR ? cs_ld128(cs_box_summary_rclock(s, 4 * k))
                                                       : cs_u4{0, 0, 0, 0};
     if (writers) {
         x.h = cs_ld128(s);
@@ -98,18 +98,18 @@ CS_DEV void cs_bsum_load(uint32_t* s, const cs_bsum_vc& q, bool writers, cs_bsum
 }
 
 // Is every read summary s saw ordered before a copy issued by warp v.w?
-CS_DEV bool cs_bsum_readers_ordered(const cs_view& v, uint32_t* s, const cs_bsum_vc& q,
-                                    const cs_bsum_blk& x) {
+CS_DEV bool cs_box_summary_readers_ordered(const cs_view& v, uint32_t* s, const cs_box_summary_clocks& q,
+                                    const cs_box_summary_block& x) {
     bool clear = true;
-    if (q.n > CS_BSUM_FASTR) {  // many warps: one reader at a time
+    if (q.n > CS_BOX_SUMMARY_FASTR) {  // many warps: one reader at a time
         for (uint32_t r = 0; r < q.n; ++r) {
-            uint32_t t = cs_bsum_reader_tid(r), c = cs_ld32(cs_bsum_rclock(s, r));
+            uint32_t t = cs_box_summary_reader_tid(r), c = cs_ld32(cs_box_summary_rclock(s, r));
             if (c && !cs_ordered(v.mine, v.w, t, c)) clear = false;
         }
         return clear;
     }
 #pragma unroll
-    for (uint32_t k = 0; k < CS_BSUM_FASTR / 4; ++k)
+    for (uint32_t k = 0; k < CS_BOX_SUMMARY_FASTR / 4; ++k)
         clear = clear && x.rc[k].x <= q.c[4 * k] && x.rc[k].y <= q.c[4 * k + 1] &&
                 x.rc[k].z <= q.c[4 * k + 2] && x.rc[k].w <= q.c[4 * k + 3];
     return clear;
@@ -117,7 +117,7 @@ CS_DEV bool cs_bsum_readers_ordered(const cs_view& v, uint32_t* s, const cs_bsum
 
 // ...and every write, but those of `by` itself, with no flag set? by_i, by_c: the writer
 // entry of `by` (CS_BSUM_WRITERS: none) and its clock.
-CS_DEV bool cs_bsum_writers_ordered(const cs_view& v, uint32_t by, const cs_bsum_blk& x,
+CS_DEV bool cs_box_summary_writers_ordered(const cs_view& v, uint32_t by, const cs_box_summary_block& x,
                                     uint32_t& by_i, uint32_t& by_c) {
     uint64_t wr[CS_BSUM_WRITERS] = {((uint64_t)x.w01.y << 32) | x.w01.x,
                                     ((uint64_t)x.w01.w << 32) | x.w01.z,
@@ -136,12 +136,12 @@ CS_DEV bool cs_bsum_writers_ordered(const cs_view& v, uint32_t by, const cs_bsum
 }
 
 // After the stores: the first reader of summary s not ordered before the copy.
-CS_DEV cs_finding cs_bsum_late_reader(const cs_view& v, uint32_t* s) {
-    for (uint32_t r = 0; r < cs_bsum_nreaders(); ++r) {
-        uint32_t t = cs_bsum_reader_tid(r), c = cs_ld32(cs_bsum_rclock(s, r));
+CS_DEV cs_finding cs_box_summary_late_reader(const cs_view& v, uint32_t* s) {
+    for (uint32_t r = 0; r < cs_box_summary_nreaders(); ++r) {
+        uint32_t t = cs_box_summary_reader_tid(r), c = cs_ld32(cs_box_summary_rclock(s, r));
         if (c && !cs_ordered(v.mine, v.w, t, c))
             return {t < CS_MAX_WARPS ? CS_RACE_WAR : CS_ASYNC_PENDING_READ,
-                    cs_ld32(cs_bsum_rsite(s, r)), t};
+                    cs_ld32(cs_box_summary_rsite(s, r)), t};
     }
     return {0, CS_NO_SITE, CS_NO_WARP};
 }

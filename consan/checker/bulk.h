@@ -47,7 +47,7 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
     r.lanes = 1u << lane;
     r.count = bytes;
     r.clock = clk;
-    uint32_t below = cs_vsh_on() ? S.vsh_base : 0u;
+    uint32_t below = cs_vc_smem_on() ? S.vsh_base : 0u;
     if (bytes == 0 || off + bytes < off || off < below ||
         (off + bytes - 1) / CS_GRANULE_BYTES >= S.granules) {
         r.offset_lo = off;
@@ -59,9 +59,9 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
     uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
     cs_sink sink;
     sink.n = 0;
-    if (cs_vsh_on()) {
+    if (cs_vc_smem_on()) {
         uint32_t b = below / CS_GRANULE_BYTES;
-        cs_vsh_async_read(slot, w, cs_vsh_ri_bulk(w), clk, g0 - b, g1 - b, site, CS_PROXY_BULK, sink);
+        cs_vc_smem_async_read(slot, w, cs_vc_smem_ri_bulk(w), clk, g0 - b, g1 - b, site, CS_PROXY_BULK, sink);
     } else {
         // Publish the read, then look at the writes (Dekker with cs_check_write).
         uint64_t mark = ((uint64_t)v.gen << CS_AR_GEN_SHIFT) | ((uint64_t)agent << CS_AR_TID_SHIFT) | clk;
@@ -69,7 +69,7 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
             cs_st64(cs_aread(slot, g), mark);
             cs_st32(cs_arsite(slot, g), site);
         }
-        if (cs_bsum_on()) cs_bsum_read(slot, g0, g1, S.nwarps + w, clk, site);
+        if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, S.nwarps + w, clk, site);
         cs_fence();
         for (uint32_t g = g0; g <= g1; ++g) {
             uint64_t ww = cs_ld64(v.ent + 2 * g);

@@ -36,9 +36,9 @@ CS_DEV bool cs_table_mode(uint32_t flag) {
     return (void)flag, false;
 #endif
 }
-CS_DEV bool cs_psh_mode() { return cs_table_mode(CS_FLAG_PHASE_SMEM); }
+CS_DEV bool cs_phase_smem_on() { return cs_table_mode(CS_FLAG_PHASE_SMEM); }
 CS_DEV bool cs_phase_mode() { return S.flags & CS_FLAG_PHASE_MODE; }
-CS_DEV bool cs_vsh_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
+CS_DEV bool cs_vc_smem_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
 
 #include "measure.h"
 #include "tables.h"
@@ -64,8 +64,8 @@ CS_DEV bool cs_vsh_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
-    if (cs_vsh_on()) return cs_vsh_access(addr, site, info, 1u);
-    if (cs_psh_mode()) return cs_psh_access(addr, site, info);
+    if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, 1u);
+    if (cs_phase_smem_on()) return cs_phase_smem_access(addr, site, info);
 #if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
     cs_access(addr, site, info);
 #endif
@@ -75,11 +75,11 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
 CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
-    if (cs_vsh_on()) return cs_vsh_access(addr, site, info, rep);
+    if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
     uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
     for (uint32_t k = 0; k < n; ++k) {
         uint64_t a = addr + (uint64_t)k * stride;
-        if (cs_psh_mode()) cs_psh_access(a, site, info);
+        if (cs_phase_smem_on()) cs_phase_smem_access(a, site, info);
 #if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
         else cs_access(a, site, info);
 #endif
@@ -87,18 +87,18 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
 }
 
 // Accesses of 16 bytes that are not atomic (abi.access_probe), `rep` as above: the
-// granule tables in shared memory take cs_vsh_access16 when every lane's chunks are
+// granule tables in shared memory take cs_vc_smem_access16 when every lane's chunks are
 // aligned ones in the window, the general probe otherwise.
 CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
-    if (!cs_vsh_on()) return __consan_access_n(addr, site, info, rep);
+    if (!cs_vc_smem_on()) return __consan_access_n(addr, site, info, rep);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
-    if (!cs_vsh_access16(addr, site, info, rep)) cs_vsh_access_any(addr, site, info, rep);
+    if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
 }
 
 CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
     CS_PROF(1);
-    if (cs_psh_mode()) return cs_psh_bar_arrive();
+    if (cs_phase_smem_on()) return cs_phase_smem_bar_arrive();
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return 0;
     return cs_bar_arrive(b, count, site, mode);
@@ -107,7 +107,7 @@ CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site,
 
 CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     CS_PROF(2);
-    if (cs_psh_mode()) return cs_psh_bar_wait(gen);
+    if (cs_phase_smem_on()) return cs_phase_smem_bar_wait(gen);
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return;
     cs_bar_wait(gen, b, site);
@@ -116,7 +116,7 @@ CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
 
 CS_ENTRY void __consan_thread_exit(uint32_t site) {
     CS_PROF(3);
-    if (cs_psh_mode()) return;  // phase mode keeps no count of live warps
+    if (cs_phase_smem_on()) return;  // phase mode keeps no count of live warps
 #ifndef CONSAN_PSH
     cs_thread_exit(site);
 #endif
@@ -313,7 +313,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     uint32_t lo = 0xFFFFFFFFu, hi = 0, operand = 0;
     uint64_t desc = 0;
     const uint32_t first = (w & 3u) + 4u * rank, step = 4u * lanes;
-    if (cs_vsh_on()) {  // granule tables in shared memory: publish every chunk, one fence, look
+    if (cs_vc_smem_on()) {  // granule tables in shared memory: publish every chunk, one fence, look
         const cs_wgd dA = cs_wg_decode(da, !(info & CS_WG_INFO_TRANS_A), elog);
         const cs_wgd dB = cs_wg_decode(db, !(info & CS_WG_INFO_TRANS_B), elog);
         cs_wgf r;
@@ -328,7 +328,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     }
     cs_view v = cs_make_view(slot, w);
     uint64_t head = ((uint64_t)v.gen << CS_WG_GEN_SHIFT) | clk;
-    for (uint32_t i = first; !cs_vsh_on() && i < total; i += step) {
+    for (uint32_t i = first; !cs_vc_smem_on() && i < total; i += step) {
         bool isb = i >= na;
         uint32_t width;
         uint32_t a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
@@ -342,7 +342,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
                 cs_st64(cs_wg_rec(slot, u, g), head);
                 cs_st32(cs_wg_site(slot, u, g), site);
             }
-            if (cs_bsum_on()) cs_bsum_read(slot, g0, g1, 2 * S.nwarps + u, clk, site);
+            if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, 2 * S.nwarps + u, clk, site);
             cs_fence();  // publish the reads, then look at the writes (Dekker with cs_check_write)
             for (uint32_t g = g0; g <= g1; ++g) {
                 uint64_t ww = cs_or64(v.ent + 2 * g, (uint64_t)CS_WW_FLAG_WGREAD << CS_WW_FLAGS_SHIFT);
@@ -452,7 +452,7 @@ CS_ENTRY void cs_host_set(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t warp, 
 CS_ENTRY void cs_host_set_state(const cs_state_t* s) { __consan_state = *s; }
 CS_ENTRY void cs_host_set_dyn(uint8_t* p) { cs_dyn_host = p; }
 CS_ENTRY void __consan_cta_begin() {
-    if (cs_psh_mode()) return cs_psh_begin(0, 1);
+    if (cs_phase_smem_on()) return cs_phase_smem_begin(0, 1);
     cs_begin_leader(cs_block_threads());
     if (cs_slot_sh != CS_NO_SLOT) cs_begin_clear(cs_slot_sh, 0, 1, cs_block_threads());
 }
@@ -463,7 +463,7 @@ CS_ENTRY void __consan_cta_begin() {
     uint32_t tid = cs_tid();
     uint32_t n = cs_block_threads();
 #ifdef CONSAN_PSH
-    cs_psh_begin(tid, n);
+    cs_phase_smem_begin(tid, n);
     __syncthreads();
     return;
 #endif

@@ -4,8 +4,8 @@
 
 // ------------------------------------------------------------- CTA life
 
-CS_DEV bool cs_vsh_on();
-CS_DEV void cs_vsh_layout(uint32_t slot);
+CS_DEV bool cs_vc_smem_on();
+CS_DEV void cs_vc_smem_layout(uint32_t slot);
 // A block word of the granule tables in shared memory (FLAG_VC_SMEM), see there.
 #define CS_BT_WHOLE 0x80000000u  // (the mbarrier bit of an epoch: a copy never has it)
 #define CS_BT_LOCKED 0xFFFFFFFFu  // (the atomic bit set: never a copy's epoch)
@@ -48,7 +48,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = cs_mkey_sh[j] = cs_mlive_sh[j] = 0;
     for (uint32_t i = 0; i < CS_TMAP_CACHE; ++i) cs_shv.tmap_at[i] = 0;
     cs_shv.tmap_claimed = 0;
-    if (cs_vsh_on()) cs_vsh_layout(slot);  // (its barrier words are cleared with the tables)
+    if (cs_vc_smem_on()) cs_vc_smem_layout(slot);  // (its barrier words are cleared with the tables)
     else for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
     cs_slot_sh = slot;
     cs_gen_sh = gen;
@@ -94,28 +94,28 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
 #endif
         cs_clock_sh[w] = 1, cs_phase_sh[w] = 1;
     }
-    if (!cs_vsh_on()) {
+    if (!cs_vc_smem_on()) {
         uint32_t* vis = cs_vis(slot, 0);
         for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
     }
     uint32_t* bvc = (uint32_t*)S.barvc + (uint64_t)slot * CS_NAMED_BARRIERS * 2 * L;
     for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
-    if (cs_vsh_on()) {  // the CTA's own shared memory: cleared, no generation tags
+    if (cs_vc_smem_on()) {  // the CTA's own shared memory: cleared, no generation tags
         // Every block starts held whole with the epoch 0 (never written): the first copy
-        // into a block then takes one word, not a look at 32 epochs (cs_vsh_copy_run).
+        // into a block then takes one word, not a look at 32 epochs (cs_vc_smem_copy_run).
         // The warps' clocks start with each warp's own column at 1.
-        uint32_t* p = (uint32_t*)cs_psh();
-        uint32_t bt0 = (uint32_t)(cs_vlay_sh.BT - cs_vlay_sh.W) / 4, bt1 = bt0 + cs_vlay_sh.nb;
-        uint32_t v0 = (uint32_t)(cs_vlay_sh.vis - p), v1 = v0 + S.nwarps * L;
+        uint32_t* p = (uint32_t*)cs_smem_tables();
+        uint32_t bt0 = (uint32_t)(cs_vc_smem_layout_sh.BT - cs_vc_smem_layout_sh.W) / 4, bt1 = bt0 + cs_vc_smem_layout_sh.nb;
+        uint32_t v0 = (uint32_t)(cs_vc_smem_layout_sh.vis - p), v1 = v0 + S.nwarps * L;
         cs_fill_words(p, 0, bt0, 0u, i, n);
         cs_fill_words(p, bt0, bt1, CS_BT_WHOLE, i, n);
         cs_fill_words(p, bt1, v0, 0u, i, n);
         for (uint32_t k = v0 + i; k < v1; k += n) p[k] = (k - v0) % (L + 1) == 0 ? 1u : 0u;
         cs_fill_words(p, v1, S.psh_bytes / 4, 0u, i, n);
     }
-    if (cs_bsum_on()) {
-        uint32_t* bs = cs_bsum(slot, 0);
-        for (uint32_t k = i; k < cs_bsum_blocks() * S.bsum_words; k += n) bs[k] = 0;
+    if (cs_box_summary_on()) {
+        uint32_t* bs = cs_box_summary(slot, 0);
+        for (uint32_t k = i; k < cs_box_summary_blocks() * S.bsum_words; k += n) bs[k] = 0;
     }
     if (cs_phase_mode()) {
         uint32_t* bm = cs_readbits(slot, 0, 0);

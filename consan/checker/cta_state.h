@@ -4,7 +4,7 @@
 // in the host build): the slot, generation, per-warp clocks and counters, mbarrier keys.
 
 // Where the granule tables in shared memory (FLAG_VC_SMEM) are: set when the CTA begins.
-struct cs_vlay {
+struct cs_vc_smem_layout_t {
     cs_sp W, R, RS, BT;
     uint32_t gp, nr, nb, rss;
     uint32_t *ws, *rsite;
@@ -33,9 +33,9 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
     uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps already looked up (0: free)
     uint32_t tmap_bytes[CS_TMAP_CACHE], tmap_claimed;  // ...their bytes; entries taken
-    cs_vlay vlay;
+    cs_vc_smem_layout_t vlay;
 };
-#define cs_vlay_sh (cs_shv.vlay)
+#define cs_vc_smem_layout_sh (cs_shv.vlay)
 #define cs_mlock_sh (cs_shv.mlock)
 #define cs_mkey_sh (cs_shv.mkey)
 #define cs_mlive_sh (cs_shv.mlive)

@@ -219,40 +219,40 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
 // epoch, an empty reader set, the site. Then one fence, and a second look at their
 // readers: one that came meanwhile raced with this copy (in a whole block it is reported
 // from the summary -- its reader bit may be gone; in part of one, the part is walked).
-#define CS_BSUM_BATCH 32
-CS_DEV bool cs_vsh_on();
-CS_NOINLINE void cs_vsh_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t g1,
+#define CS_BOX_SUMMARY_BATCH 32
+CS_DEV bool cs_vc_smem_on();
+CS_NOINLINE void cs_vc_smem_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t g1,
                                uint32_t site, uint32_t by, uint32_t clk, cs_finding& f);
 CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
                                  uint32_t by, uint32_t clk, cs_finding& f) {
     CS_NULL_ENGINE_WRITE(return;)
-    if (cs_vsh_on()) {
+    if (cs_vc_smem_on()) {
         uint32_t b = S.vsh_base / CS_GRANULE_BYTES;
         if (g0 < b) f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
-        else cs_vsh_engine(cs_slot_sh, v.w, g0 - b, g1 - b, site, by, clk, f);
+        else cs_vc_smem_engine(cs_slot_sh, v.w, g0 - b, g1 - b, site, by, clk, f);
         return;
     }
-    if (!cs_bsum_on()) return cs_engine_walk(v, g0, g1, site, by, clk, f);
+    if (!cs_box_summary_on()) return cs_engine_walk(v, g0, g1, site, by, clk, f);
     uint32_t slot = cs_slot_sh, sh = S.bsum_shift;
     uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
     uint64_t head = ((uint64_t)v.gen << CS_RM_GEN_SHIFT) | ((uint64_t)v.phase << 32);
     uint64_t mine_entry = (1ull << 40) | ((uint64_t)by << 32) | clk;
-    cs_bsum_vc q;
-    cs_bsum_vc_init(v, q);
-    for (uint32_t b0 = g0 >> sh; b0 <= g1 >> sh; b0 += CS_BSUM_BATCH) {
+    cs_box_summary_clocks q;
+    cs_box_summary_clocks_init(v, q);
+    for (uint32_t b0 = g0 >> sh; b0 <= g1 >> sh; b0 += CS_BOX_SUMMARY_BATCH) {
         uint32_t fast = 0, nb = (g1 >> sh) - b0 + 1;
-        nb = nb < CS_BSUM_BATCH ? nb : CS_BSUM_BATCH;
+        nb = nb < CS_BOX_SUMMARY_BATCH ? nb : CS_BOX_SUMMARY_BATCH;
         for (uint32_t i = 0; i < nb; ++i) {
             uint32_t b = b0 + i, a = b << sh, z = ((b + 1) << sh) - 1;
             a = a < g0 ? g0 : a;
             z = z > g1 ? g1 : z;
-            uint32_t* s = cs_bsum(slot, b);
-            cs_bsum_blk x;
-            cs_bsum_load(s, q, true, x);
+            uint32_t* s = cs_box_summary(slot, b);
+            cs_box_summary_block x;
+            cs_box_summary_load(s, q, true, x);
             uint32_t by_i, by_c;
-            bool clear = cs_bsum_writers_ordered(v, by, x, by_i, by_c);
-            clear = cs_bsum_readers_ordered(v, s, q, x) && clear;
-            if (by_i == CS_BSUM_WRITERS) cs_bsum_write(slot, a, z, by, clk);  // its first copy here
+            bool clear = cs_box_summary_writers_ordered(v, by, x, by_i, by_c);
+            clear = cs_box_summary_readers_ordered(v, s, q, x) && clear;
+            if (by_i == CS_BSUM_WRITERS) cs_box_summary_write(slot, a, z, by, clk);  // its first copy here
             else if (by_c < clk) cs_max64((uint64_t*)(s + CS_BS_WRITERS) + by_i, mine_entry);
             if (!clear) {
                 cs_engine_walk(v, a, z, site, by, clk, f);
@@ -270,14 +270,14 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
         CS_NULL_BOX_RECHECK(fast = 0;)
         for (; fast; fast &= fast - 1) {
             uint32_t b = b0 + cs_ffs(fast) - 1, a = b << sh, z = ((b + 1) << sh) - 1;
-            uint32_t* s = cs_bsum(slot, b);
-            cs_bsum_blk x;
-            cs_bsum_load(s, q, false, x);
-            if (cs_bsum_readers_ordered(v, s, q, x)) continue;
+            uint32_t* s = cs_box_summary(slot, b);
+            cs_box_summary_block x;
+            cs_box_summary_load(s, q, false, x);
+            if (cs_box_summary_readers_ordered(v, s, q, x)) continue;
             if (!(a >= g0 && z <= g1))
                 cs_engine_walk(v, a < g0 ? g0 : a, z > g1 ? g1 : z, site, by, clk, f);
             else if (!f.kind)
-                f = cs_bsum_late_reader(v, s);
+                f = cs_box_summary_late_reader(v, s);
         }
     }
 }
@@ -348,7 +348,7 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
                 // Publish every read, one fence, then look at the writes (Dekker with
                 // cs_check_write, which stores its epoch, fences, then looks for readers).
                 for (uint32_t g = g0; g <= g1; ++g) cs_record_read(v, g, site);
-                if (cs_bsum_on()) cs_bsum_read(slot, g0, g1, w, v.clock, site);
+                if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, w, v.clock, site);
                 cs_fence();
                 for (uint32_t g = g0; g <= g1; ++g) cs_check_raw(v, g, f);
             } else {
@@ -357,7 +357,7 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
                     by = CS_AGENT_CPASYNC + w;
                     clk = *(volatile uint32_t*)&cs_cpticks_sh[w] + 1;
                 }
-                if (cs_bsum_on()) cs_bsum_write(slot, g0, g1, by, clk);
+                if (cs_box_summary_on()) cs_box_summary_write(slot, g0, g1, by, clk);
                 for (uint32_t g = g0; g <= g1; ++g)
                     cs_check_write(v, g, site, mode == CS_MODE_ATOMIC, f, by, clk);
             }

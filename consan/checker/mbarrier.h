@@ -58,15 +58,15 @@ CS_NOINLINE void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, cons
 // Mark (or unmark) the two granules of the object so ordinary accesses to it are caught.
 CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
     uint32_t w = cs_warp();
-    if (cs_vsh_on()) return cs_vsh_mark(slot, off, w, cs_clock_sh[w], live);
+    if (cs_vc_smem_on()) return cs_vc_smem_mark(slot, off, w, cs_clock_sh[w], live);
     uint64_t flags = live ? CS_WW_FLAG_MBAR : 0;
     uint64_t ww = ((uint64_t)cs_gen_sh << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
                   ((uint64_t)w << CS_WW_TID_SHIFT) | cs_clock_sh[w];
     for (uint32_t g = off / CS_GRANULE_BYTES; g < (off + 8) / CS_GRANULE_BYTES; ++g)
         if (g < S.granules) cs_st64(cs_gent(slot, g), ww);
     uint32_t g1 = (off + 7) / CS_GRANULE_BYTES;
-    if (live && cs_bsum_on() && g1 < S.granules)
-        cs_bsum_flag(slot, off / CS_GRANULE_BYTES, g1, CS_BS_FLAG_MBAR);
+    if (live && cs_box_summary_on() && g1 < S.granules)
+        cs_box_summary_flag(slot, off / CS_GRANULE_BYTES, g1, CS_BS_FLAG_MBAR);
 }
 // The clock slot of phase ph (abi.MB_SLOTS of them, by phase).
 CS_DEV uint32_t* cs_mbar_slot(uint32_t* e, uint32_t ph) {

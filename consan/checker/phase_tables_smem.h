@@ -10,32 +10,32 @@
 // the sites of the last write and read, the latest phase anyone read it in;
 // per warp and phase parity a bitmap of the granules it read (abi.psh_layout).
 
-#define CS_PSH_MULTI 0xFFu  // writer tid: several warps updated the granule atomically
+#define CS_PHASE_SMEM_MULTI 0xFFu  // writer tid: several warps updated the granule atomically
 
-CS_DEV uint64_t* cs_psh_ww() { return (uint64_t*)cs_psh(); }
-CS_DEV uint32_t* cs_psh_u32(uint32_t table) {  // table k of the u32 tables after the epochs
-    return (uint32_t*)(cs_psh() + (uint64_t)(8u + 4u * table) * S.granules);
+CS_DEV uint64_t* cs_phase_smem_epochs() { return (uint64_t*)cs_smem_tables(); }
+CS_DEV uint32_t* cs_phase_smem_words(uint32_t table) {  // table k of the u32 tables after the epochs
+    return (uint32_t*)(cs_smem_tables() + (uint64_t)(8u + 4u * table) * S.granules);
 }
-#define CS_PSH_WSITE 0u
-#define CS_PSH_RSITE 1u
-#define CS_PSH_RPHASE 2u
-CS_DEV uint32_t* cs_psh_bits(uint32_t w, uint32_t parity) {
+#define CS_PHASE_SMEM_WSITE 0u
+#define CS_PHASE_SMEM_RSITE 1u
+#define CS_PHASE_SMEM_RPHASE 2u
+CS_DEV uint32_t* cs_phase_smem_readbits(uint32_t w, uint32_t parity) {
     uint32_t words = (S.granules + 31) / 32;
-    return cs_psh_u32(3) + (w * 2 + parity) * words;
+    return cs_phase_smem_words(3) + (w * 2 + parity) * words;
 }
 
 // One record per distinct finding among the lanes that call together.
-CS_NOINLINE void cs_psh_note(uint32_t kind, uint32_t site, uint32_t prev_site,
+CS_NOINLINE void cs_phase_smem_note(uint32_t kind, uint32_t site, uint32_t prev_site,
                              uint32_t prev_warp, uint32_t lo, uint32_t hi) {
     uint32_t active = cs_match(cs_activemask(), site);
-    cs_finding f = {kind, prev_site, prev_warp == CS_PSH_MULTI ? CS_NO_WARP : prev_warp};
+    cs_finding f = {kind, prev_site, prev_warp == CS_PHASE_SMEM_MULTI ? CS_NO_WARP : prev_warp};
     cs_record_t r;
     if (!cs_merged_record(active, f, site, lo, hi, r)) return;
     r.clock = cs_phase_sh[cs_warp()];
     cs_record(r);
 }
 
-CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
+CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
     uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
     uint32_t shape = (info >> CS_INFO_SHAPE_SHIFT) & 15u;
@@ -47,22 +47,22 @@ CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
     if (shape && cs_lane() >= 8u * shape) return;  // ldmatrix/stmatrix: lanes giving row addresses
     uint32_t off;
     if (!cs_local((uint32_t)addr, off)) {
-        cs_psh_note(CS_TOOL_REMOTE_SMEM, site, CS_NO_SITE, CS_NO_WARP, 0xFFFFFFFFu, 0u);
+        cs_phase_smem_note(CS_TOOL_REMOTE_SMEM, site, CS_NO_SITE, CS_NO_WARP, 0xFFFFFFFFu, 0u);
         return;
     }
     uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
     if (g1 >= S.granules) {
-        cs_psh_note(CS_TOOL_OUT_OF_WINDOW, site, CS_NO_SITE, CS_NO_WARP, off, off + size);
+        cs_phase_smem_note(CS_TOOL_OUT_OF_WINDOW, site, CS_NO_SITE, CS_NO_WARP, off, off + size);
         return;
     }
     uint32_t w = cs_warp(), phase = cs_phase_sh[w];
-    uint64_t* ww = cs_psh_ww();
+    uint64_t* ww = cs_phase_smem_epochs();
     uint32_t kind = 0, prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP;
     if (mode == CS_MODE_READ) {
         // Set this warp's bits; only granules it had not read this phase need a look.
-        uint32_t* bm = cs_psh_bits(w, phase & 1);
-        uint32_t* rsite = cs_psh_u32(CS_PSH_RSITE);
-        uint32_t* rphase = cs_psh_u32(CS_PSH_RPHASE);
+        uint32_t* bm = cs_phase_smem_readbits(w, phase & 1);
+        uint32_t* rsite = cs_phase_smem_words(CS_PHASE_SMEM_RSITE);
+        uint32_t* rphase = cs_phase_smem_words(CS_PHASE_SMEM_RPHASE);
         // When the warp's reads fall in at most three bitmap words (tiles, broadcasts,
         // stencils), the lanes combine their bits: one shared atomic per word instead
         // of up to 32 serialised ones. Scattered reads (columns) set their own bits.
@@ -103,7 +103,7 @@ CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
                     kind = CS_UNINIT_READ;
                 } else if ((uint32_t)e == phase && t != w) {
                     kind = CS_RACE_RAW;
-                    prev_site = cs_vld32(&cs_psh_u32(CS_PSH_WSITE)[g]);
+                    prev_site = cs_vld32(&cs_phase_smem_words(CS_PHASE_SMEM_WSITE)[g]);
                     prev_warp = t;
                 }
                 if (kind) break;
@@ -112,8 +112,8 @@ CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
     } else {
         uint64_t atom = mode == CS_MODE_ATOMIC ? (uint64_t)CS_WW_FLAG_ATOMIC << CS_WW_FLAGS_SHIFT : 0;
         uint64_t now = phase | ((uint64_t)w << CS_WW_TID_SHIFT) | atom;
-        uint64_t multi = phase | ((uint64_t)CS_PSH_MULTI << CS_WW_TID_SHIFT) | atom;
-        uint32_t* wsite = cs_psh_u32(CS_PSH_WSITE);
+        uint64_t multi = phase | ((uint64_t)CS_PHASE_SMEM_MULTI << CS_WW_TID_SHIFT) | atom;
+        uint32_t* wsite = cs_phase_smem_words(CS_PHASE_SMEM_WSITE);
         bool stored = false;
         for (uint32_t g = g0; g <= g1; ++g) {
             uint64_t e = cs_vld64(&ww[g]);
@@ -136,29 +136,29 @@ CS_DEV void cs_psh_access(uint64_t addr, uint32_t site, uint32_t info) {
         }
         if (stored) {
             cs_fence();  // publish the write, then look for readers of this phase
-            const uint32_t* rphase = cs_psh_u32(CS_PSH_RPHASE);
+            const uint32_t* rphase = cs_phase_smem_words(CS_PHASE_SMEM_RPHASE);
             for (uint32_t g = g0; g <= g1 && !kind; ++g) {
                 if (cs_vld32(&rphase[g]) != phase) continue;  // most writes: nobody read it
                 uint32_t bit = 1u << (g & 31);
                 for (uint32_t u = 0; u < S.nwarps; ++u) {
-                    if (u == w || !(cs_vld32(&cs_psh_bits(u, phase & 1)[g >> 5]) & bit)) continue;
+                    if (u == w || !(cs_vld32(&cs_phase_smem_readbits(u, phase & 1)[g >> 5]) & bit)) continue;
                     kind = CS_RACE_WAR;
-                    prev_site = cs_vld32(&cs_psh_u32(CS_PSH_RSITE)[g]);
+                    prev_site = cs_vld32(&cs_phase_smem_words(CS_PHASE_SMEM_RSITE)[g]);
                     prev_warp = u;
                     break;
                 }
             }
         }
     }
-    if (kind) cs_psh_note(kind, site, prev_site, prev_warp, off, off + size);
+    if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
 }
 
 // Before the CTA-wide barrier that ends phase p: empty this warp's bitmap for
 // p+1 (it holds p-1, which no one can look at any more).
-CS_DEV uint32_t cs_psh_bar_arrive() {
+CS_DEV uint32_t cs_phase_smem_bar_arrive() {
     uint32_t active = cs_activemask();
     uint32_t lane = cs_lane(), w = cs_warp();
-    uint32_t* bm = cs_psh_bits(w, (cs_phase_sh[w] + 1) & 1);
+    uint32_t* bm = cs_phase_smem_readbits(w, (cs_phase_sh[w] + 1) & 1);
     uint32_t words = (S.granules + 31) / 32;
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
     for (uint32_t i = rank; i < words; i += n) cs_vst32(&bm[i], 0);
@@ -167,7 +167,7 @@ CS_DEV uint32_t cs_psh_bar_arrive() {
     return CS_TOKEN_CTA_WIDE;
 }
 
-CS_DEV void cs_psh_bar_wait(uint32_t gen) {
+CS_DEV void cs_phase_smem_bar_wait(uint32_t gen) {
     uint32_t active = cs_activemask();
     if ((gen & CS_TOKEN_CTA_WIDE) && cs_lane() == (uint32_t)(cs_ffs(active) - 1))
         cs_phase_sh[cs_warp()] += 1;
@@ -175,12 +175,12 @@ CS_DEV void cs_psh_bar_wait(uint32_t gen) {
 }
 
 // Run by every thread (i of n) when the CTA begins.
-CS_DEV void cs_psh_begin(uint32_t i, uint32_t n) {
+CS_DEV void cs_phase_smem_begin(uint32_t i, uint32_t n) {
     if (i == 0) {
         cs_gadd32(&((cs_log_header_t*)S.log)->ctas_begun, 1);
         cs_slot_sh = 0;
     }
     for (uint32_t w = i; w < CS_MAX_WARPS; w += n) cs_phase_sh[w] = 1;
-    uint32_t* p = (uint32_t*)cs_psh();
+    uint32_t* p = (uint32_t*)cs_smem_tables();
     for (uint32_t k = i; k < S.psh_bytes / 4; k += n) p[k] = 0;
 }

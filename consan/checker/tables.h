@@ -8,33 +8,33 @@
 // Visibility: only warps acquire, so only warps have a vector clock (agents have none).
 // With the granule tables in shared memory the CTA's clocks are there too (after them):
 // every probe reads its warp's clock, and joins walk them column by column.
-CS_DEV bool cs_vsh_on();
+CS_DEV bool cs_vc_smem_on();
 CS_DEV uint32_t* cs_vis(uint32_t slot, uint32_t t) {
-    if (cs_vsh_on()) return cs_vlay_sh.vis + t * S.nlogical;
+    if (cs_vc_smem_on()) return cs_vc_smem_layout_sh.vis + t * S.nlogical;
     return (uint32_t*)S.vis + ((uint64_t)slot * CS_MAX_WARPS + t) * S.nlogical;
 }
 CS_DEV uint32_t* cs_cta(uint32_t slot) { return (uint32_t*)S.cta + (uint64_t)slot * CS_CTA_WORDS; }
 // (With the granule tables in shared memory, the barriers' words and barrier 0's clock
 // slots are there too: __syncthreads is the barrier most kernels run most.)
 CS_DEV uint64_t* cs_barword(uint32_t slot, uint32_t b) {
-    if (cs_vsh_on()) return cs_vlay_sh.barw + b;
+    if (cs_vc_smem_on()) return cs_vc_smem_layout_sh.barw + b;
     return (uint64_t*)S.barword + (uint64_t)slot * CS_NAMED_BARRIERS + b;
 }
 CS_DEV uint32_t* cs_barvc(uint32_t slot, uint32_t b, uint32_t parity) {
-    if (cs_vsh_on() && b == 0) return cs_vlay_sh.bvc0 + parity * S.nlogical;
+    if (cs_vc_smem_on() && b == 0) return cs_vc_smem_layout_sh.bvc0 + parity * S.nlogical;
     return (uint32_t*)S.barvc + (((uint64_t)slot * CS_NAMED_BARRIERS + b) * 2 + parity) * S.nlogical;
 }
 // Loads and stores of barrier words and slots, which may be in shared memory.
-CS_DEV uint64_t cs_bw_ld(uint64_t* p) { return cs_vsh_on() ? *(volatile uint64_t*)p : cs_ld64(p); }
+CS_DEV uint64_t cs_bw_ld(uint64_t* p) { return cs_vc_smem_on() ? *(volatile uint64_t*)p : cs_ld64(p); }
 CS_DEV void cs_bw_st(uint64_t* p, uint64_t v) {
-    if (cs_vsh_on()) *(volatile uint64_t*)p = v;
+    if (cs_vc_smem_on()) *(volatile uint64_t*)p = v;
     else cs_st64(p, v);
 }
 CS_DEV uint32_t cs_bvc_ld(const uint32_t* p) {
-    return cs_vsh_on() ? *(const volatile uint32_t*)p : cs_ld32(p);
+    return cs_vc_smem_on() ? *(const volatile uint32_t*)p : cs_ld32(p);
 }
 CS_DEV void cs_bvc_st(uint32_t* p, uint32_t v) {
-    if (cs_vsh_on()) *(volatile uint32_t*)p = v;
+    if (cs_vc_smem_on()) *(volatile uint32_t*)p = v;
     else cs_st32(p, v);
 }
 CS_DEV uint64_t cs_gidx(uint32_t slot, uint32_t g) { return (uint64_t)slot * S.granules + g; }
@@ -56,7 +56,7 @@ CS_DEV void cs_vst32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
 
 // The tables start psh_offset bytes into the dynamic window, after the kernel's own
 // bytes and the checker's shared variables (cs_dyn_at).
-CS_DEV uint8_t* cs_psh() {
+CS_DEV uint8_t* cs_smem_tables() {
 #ifdef CONSAN_HOST
     uint32_t a = (uint32_t)(uint64_t)CS_DYN;
     return CS_DYN + ((0u - a) & 15u) + S.psh_offset;
@@ -94,7 +94,7 @@ CS_DEV cs_view cs_make_view(uint32_t slot, uint32_t w) {
 CS_DEV uint32_t* cs_readbits(uint32_t slot, uint32_t w, uint32_t parity);
 CS_DEV bool cs_phase_mode();
 CS_DEV void cs_phase_clear_next(uint32_t slot, uint32_t w, uint32_t active, uint32_t lane);
-CS_DEV bool cs_bsum_on();
-CS_DEV uint32_t cs_bsum_blocks();
-CS_DEV uint32_t* cs_bsum(uint32_t slot, uint32_t b);
-CS_DEV uint8_t* cs_psh();
+CS_DEV bool cs_box_summary_on();
+CS_DEV uint32_t cs_box_summary_blocks();
+CS_DEV uint32_t* cs_box_summary(uint32_t slot, uint32_t b);
+CS_DEV uint8_t* cs_smem_tables();

@@ -120,8 +120,8 @@ CS_NOINLINE uint32_t cs_tensor_guess_span(uint32_t slot, const cs_tload& t, uint
     else if (span > end - off) span = end - off;
     uint32_t g1 = span ? (off + span - 1) / CS_GRANULE_BYTES : 0;
     for (uint32_t g = off / CS_GRANULE_BYTES; span && g <= g1; ++g) {
-        uint64_t ww = cs_vsh_on() ? 0 : cs_ld64(cs_gent(slot, g));
-        if (cs_vsh_on() ? cs_vsh_is_mbar(slot, g) : (ww >> CS_WW_GEN_SHIFT) == cs_gen_sh &&
+        uint64_t ww = cs_vc_smem_on() ? 0 : cs_ld64(cs_gent(slot, g));
+        if (cs_vc_smem_on() ? cs_vc_smem_is_mbar(slot, g) : (ww >> CS_WW_GEN_SHIFT) == cs_gen_sh &&
                                               ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)) {
             span = g * CS_GRANULE_BYTES > off ? g * CS_GRANULE_BYTES - off : 0;
             break;
@@ -206,8 +206,8 @@ CS_DEV void cs_tensor_write(uint32_t lanes, uint32_t lead, uint32_t slot, uint32
                             cs_finding& f) {
     CS_PROF(18);
     uint32_t base = S.vsh_base / CS_GRANULE_BYTES;
-    if (cs_vsh_on() && cs_popc(lanes) > 1 && g0 >= base) {
-        cs_found r = cs_vsh_engine_lanes(slot, cs_warp(), g0 - base, g1 - base, site, by, clk,
+    if (cs_vc_smem_on() && cs_popc(lanes) > 1 && g0 >= base) {
+        cs_found r = cs_vc_smem_engine_lanes(slot, cs_warp(), g0 - base, g1 - base, site, by, clk,
                                          lanes);
         if (!f.kind) f = r.f;
         return;

@@ -110,23 +110,23 @@ CS_DEV void cs_wg_check_source(const cs_view& v, uint32_t slot, uint32_t g, uint
 struct cs_wgf { cs_finding f; uint32_t lo, hi, operand; };
 
 // The unit's reads of a lane's chunks first, first + step, ... of the warpgroup's list (A's
-// chunks, then B's), in general: any chunk width (a base offset), cs_vsh_publish and
-// cs_vsh_look on each.
+// chunks, then B's), in general: any chunk width (a base offset), cs_vc_smem_publish and
+// cs_vc_smem_look on each.
 CS_NOINLINE cs_wgf cs_wg_reads_any(uint32_t slot, uint32_t w, uint64_t da, uint64_t db,
                                    uint32_t info, uint32_t site, uint32_t clk, uint32_t first,
                                    uint32_t step) {
     const uint32_t n = info & CS_WG_INFO_N_MASK, elog = (info >> CS_WG_INFO_ELOG_SHIFT) & 3u;
     const uint32_t na = (info & CS_WG_INFO_A_SMEM) ? 2u * 64u : 0u, total = na + 2u * n;
     cs_wgf r = {{0, CS_NO_SITE, CS_NO_WARP}, 0xFFFFFFFFu, 0, 0};
-    const cs_vctx x = cs_vsh_ctx(slot, w);
+    const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
     const cs_wgd dA = cs_wg_decode(da, !(info & CS_WG_INFO_TRANS_A), elog);
     const cs_wgd dB = cs_wg_decode(db, !(info & CS_WG_INFO_TRANS_B), elog);
-    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, ri = cs_vsh_ri_wgmma(w >> 2);
+    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, ri = cs_vc_smem_ri_wgmma(w >> 2);
     for (uint32_t i = first; i < total; i += step) {
         uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
         uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
         if (g0 >= base && g1 < S.granules)  // (out of the window: said in the look)
-            cs_vsh_publish(x, ri, clk, g0 - base, g1 - base, site, true);
+            cs_vc_smem_publish(x, ri, clk, g0 - base, g1 - base, site, true);
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker)
     uint32_t ok = 0xFFFFFFFFu, at;
@@ -135,7 +135,7 @@ CS_NOINLINE cs_wgf cs_wg_reads_any(uint32_t slot, uint32_t w, uint64_t da, uint6
         uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
         r.f = g0 < base || g1 >= S.granules
                   ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
-                  : cs_vsh_look(x, g0 - base, g1 - base, CS_PROXY_WGMMA, ok, at);
+                  : cs_vc_smem_look(x, g0 - base, g1 - base, CS_PROXY_WGMMA, ok, at);
         if (r.f.kind) {
             r.lo = a, r.hi = a + width, r.operand = i >= na;
             break;
@@ -145,13 +145,13 @@ CS_NOINLINE cs_wgf cs_wg_reads_any(uint32_t slot, uint32_t w, uint64_t da, uint6
 }
 
 // Out of line for cs_wg_reads16: what is rare there.
-CS_NOINLINE void cs_wgq_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_t ri) {
-    cs_vsh_fresh(cs_vsh_ctx(slot, w), b, ri);
+CS_NOINLINE void cs_wgmma16_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_t ri) {
+    cs_vc_smem_fresh(cs_vc_smem_ctx(slot, w), b, ri);
 }
 
 // The common form: no base offset in either descriptor, so every chunk is an aligned
-// 16-byte one (four granules, one word of the unit's bytes). cs_vsh_publish and
-// cs_vsh_look's rules for such a chunk, in a lean body (the general form ran ~630
+// 16-byte one (four granules, one word of the unit's bytes). cs_vc_smem_publish and
+// cs_vc_smem_look's rules for such a chunk, in a lean body (the general form ran ~630
 // instructions a probe, and the wgmma probes were 30% of a TMA + wgmma GEMM's time).
 // K128: both operands K-major with the 128-byte swizzle (what TMA writes for a K step of
 // 64 halves), the address in a few instructions.
@@ -168,26 +168,26 @@ template <bool K128>
 CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_wgd& dB,
                           uint32_t na, uint32_t total, uint32_t site, uint32_t clk,
                           uint32_t first, uint32_t step, cs_wgf& r) {
-    const cs_vctx x = cs_vsh_ctx(slot, w);
+    const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
     const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, gend = S.granules;
-    const uint32_t ri = cs_vsh_ri_wgmma(w >> 2);
+    const uint32_t ri = cs_vc_smem_ri_wgmma(w >> 2);
     const cs_sp R = x.R + ri * x.gp;
     uint32_t* rs = x.rsite + ri * x.gp;
-    const uint32_t c8 = cs_vsh_byte(clk);
+    const uint32_t c8 = cs_vc_smem_byte(clk);
     for (uint32_t i = first; i < total; i += step) {
         uint32_t a = i >= na ? cs_wg_addr16<K128>(dB, i - na) : cs_wg_addr16<K128>(dA, i);
         uint32_t g = a / CS_GRANULE_BYTES;
         if (g < base || g + 3 >= gend) continue;  // (said in the look)
         g -= base;
-        uint32_t b = g / CS_VSH_B;
+        uint32_t b = g / CS_VC_BLOCK;
         cs_sp p = x.RS + 4u * (b * x.rss + ri);
         uint32_t v = cs_s_ld(p), old = cs_s_ld(R + g);
         if (v == 0 || v == CS_RS_ZEROING) {  // the block's bytes are stale: emptied first
-            cs_wgq_fresh(slot, w, b, ri);
+            cs_wgmma16_fresh(slot, w, b, ri);
             old = cs_s_ld(R + g);
             v = 1;
         }
-        cs_vsh_put4(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
+        cs_vc_smem_put4(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
         if (v < clk) cs_s_max(p, clk);
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker)
@@ -198,6 +198,6 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
         uint32_t g = a / CS_GRANULE_BYTES;
         r.lo = a, r.hi = a + 16u, r.operand = i >= na;
         r.f = g < base || g + 3 >= gend ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
-                                        : cs_q_look16(x, g - base, CS_PROXY_WGMMA, ok);
+                                        : cs_access16_look(x, g - base, CS_PROXY_WGMMA, ok);
     }
 }
