@@ -72,19 +72,7 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
         if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, S.nwarps + w, clk, site);
         cs_fence();
         for (uint32_t g = g0; g <= g1; ++g) {
-            uint64_t ww = cs_ld64(v.ent + 2 * g);
-            cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
-            uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, c = (uint32_t)ww;
-            if ((ww >> CS_WW_GEN_SHIFT) != v.gen) {
-                f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
-            } else if ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR) {
-                f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(v.wsite + g), t};
-            } else if (!cs_ordered(v.mine, w, t, c)) {
-                f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(v.wsite + g), t};
-            } else if (t < CS_MAX_WARPS && v.mine[CS_AGENT_PROXY + t] < c) {
-                // Ordered in the generic proxy, but no fence.proxy.async by the writer after it.
-                f = {CS_PROXY_MISSING_FENCE, cs_ld32(v.wsite + g), t};
-            }
+            cs_finding f = cs_judge_read_epoch(v, slot, g, cs_ld64(v.ent + 2 * g), CS_PROXY_BULK);
             if (f.kind) cs_sink_add(sink, f, g * CS_GRANULE_BYTES, (g + 1) * CS_GRANULE_BYTES);
         }
     }

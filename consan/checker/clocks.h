@@ -68,6 +68,34 @@ CS_DEV bool cs_own_write(uint32_t t, uint32_t by) {
     return t == by && (by < CS_AGENT_CPASYNC || by >= CS_AGENT_CPASYNC + CS_MAX_WARPS);
 }
 
+// Whose read it is: the reader's proxy, and where the writer's last fence.proxy.async is.
+#define CS_PROXY_NONE 0u   // a warp's read through the generic proxy
+#define CS_PROXY_BULK 1u   // a bulk-store unit's read: the writer's fence column
+#define CS_PROXY_WGMMA 2u  // a wgmma unit's read: the writer's fence word
+
+// A read judged against the last write of its granule, in every table representation
+// (each decodes its own epoch): `written` (since the CTA began), a live mbarrier's mark,
+// the writer t and its clock c. The read is issued by warp w (clock `mine`), through
+// `proxy`; `slot` only for CS_PROXY_WGMMA. uninit.read, mbarrier.data-access, then
+// race.raw (async.pending-write for an async agent's write) when the write does not
+// happen before the reader, then proxy.missing-fence when an async-proxy reader sees a
+// warp's generic write its writer did not fence since. The write's site (*ws) is loaded
+// only for a finding.
+CS_DEV cs_finding cs_judge_read(bool written, bool mbar, uint32_t t, uint32_t c,
+                                const uint32_t* ws, const uint32_t* mine, uint32_t w,
+                                uint32_t slot, uint32_t proxy) {
+    if (!written) return {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+    if (mbar) return {CS_MBARRIER_DATA_ACCESS, cs_ld32(ws), t};
+    if (!cs_ordered(mine, w, t, c))
+        return {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(ws), t};
+    if (proxy != CS_PROXY_NONE && t < CS_MAX_WARPS) {
+        uint32_t fenced = proxy == CS_PROXY_BULK ? mine[CS_AGENT_PROXY + t]
+                                                 : cs_ld32(&cs_cta(slot)[CS_CTA_PROXY_FENCE + t]);
+        if (fenced < c) return {CS_PROXY_MISSING_FENCE, cs_ld32(ws), t};
+    }
+    return {0, CS_NO_SITE, CS_NO_WARP};
+}
+
 CS_DEV cs_u4 cs_u4_max(cs_u4 a, cs_u4 b) {
     return {a.x > b.x ? a.x : b.x, a.y > b.y ? a.y : b.y, a.z > b.z ? a.z : b.z,
             a.w > b.w ? a.w : b.w};

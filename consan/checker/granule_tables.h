@@ -37,20 +37,14 @@ CS_DEV void cs_record_read(const cs_view& v, uint32_t g, uint32_t site) {
     }
 }
 
-// After the reads are published: is the last write of granule g ordered before them?
-CS_DEV void cs_check_raw(const cs_view& v, uint32_t g, cs_finding& f) {
-    uint64_t ww = cs_ld64(v.ent + 2 * g);
-    if ((ww >> CS_WW_GEN_SHIFT) != v.gen) {
-        if (!f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
-        return;
-    }
-    uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu;
-    if (((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR) && !f.kind) {
-        f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(v.wsite + g), t};
-        return;
-    }
-    if (!cs_ordered(v.mine, v.w, t, (uint32_t)ww) && !f.kind)
-        f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(v.wsite + g), t};
+// The write epoch ww of granule g as a read by warp v.w through `proxy` sees it
+// (cs_judge_read; slot: for CS_PROXY_WGMMA).
+CS_DEV cs_finding cs_judge_read_epoch(const cs_view& v, uint32_t slot, uint32_t g, uint64_t ww,
+                                      uint32_t proxy) {
+    return cs_judge_read((ww >> CS_WW_GEN_SHIFT) == v.gen,
+                         (ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR,
+                         (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, (uint32_t)ww, v.wsite + g,
+                         v.mine, v.w, slot, proxy);
 }
 
 CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, uint32_t w,
@@ -350,7 +344,11 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
                 for (uint32_t g = g0; g <= g1; ++g) cs_record_read(v, g, site);
                 if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, w, v.clock, site);
                 cs_fence();
-                for (uint32_t g = g0; g <= g1; ++g) cs_check_raw(v, g, f);
+                // (every epoch loaded; the first finding kept)
+                for (uint32_t g = g0; g <= g1; ++g) {
+                    uint64_t ww = cs_ld64(v.ent + 2 * g);
+                    if (!f.kind) f = cs_judge_read_epoch(v, slot, g, ww, CS_PROXY_NONE);
+                }
             } else {
                 uint32_t by = w, clk = v.clock;
                 if (mode == CS_MODE_ASYNC_WRITE) {  // the copy unit's clock (__consan_async)

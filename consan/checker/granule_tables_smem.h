@@ -338,24 +338,12 @@ CS_DEV void cs_vc_smem_publish(const cs_vc_smem_ctx_t& x, uint32_t ri, uint32_t 
     for (uint32_t b = g0 / CS_VC_BLOCK; unit && b <= g1 / CS_VC_BLOCK; ++b) cs_vc_smem_note(x, b, ri, clk);
 }
 
-#define CS_PROXY_NONE 0u   // a warp's read through the generic proxy
-#define CS_PROXY_BULK 1u   // a bulk-store unit's read: the writer's fence column
-#define CS_PROXY_WGMMA 2u  // a wgmma unit's read: the writer's fence word
-
-// Write epoch e (its site at *ws) as a reader issued by warp x.w sees it.
+// Write epoch e (its site at *ws) as a reader issued by warp x.w sees it (cs_judge_read;
+// 0: never written).
 CS_DEV cs_finding cs_vc_smem_judge_read(const cs_vc_smem_ctx_t& x, uint32_t e, const uint32_t* ws,
                                     uint32_t proxy) {
-    if (e == 0) return {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
-    uint32_t t = cs_vw_t(e), c = cs_vw_c(e);
-    if (e & CS_VW_MBAR) return {CS_MBARRIER_DATA_ACCESS, cs_ld32(ws), t};
-    if (!cs_ordered(x.mine, x.w, t, c))
-        return {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(ws), t};
-    if (proxy != CS_PROXY_NONE && t < CS_MAX_WARPS) {
-        uint32_t fenced = proxy == CS_PROXY_BULK ? x.mine[CS_AGENT_PROXY + t]
-                                                 : cs_ld32(&cs_cta(x.slot)[CS_CTA_PROXY_FENCE + t]);
-        if (fenced < c) return {CS_PROXY_MISSING_FENCE, cs_ld32(ws), t};
-    }
-    return {0, CS_NO_SITE, CS_NO_WARP};
+    return cs_judge_read(e != 0, e & CS_VW_MBAR, cs_vw_t(e), cs_vw_c(e), ws, x.mine, x.w, x.slot,
+                         proxy);
 }
 
 // Look at the write epochs of granules [g0, g1] for a reader (after publishing its reads):

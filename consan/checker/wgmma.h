@@ -89,23 +89,6 @@ CS_DEV void cs_wg_check_reads(const cs_view& v, uint32_t g, cs_finding& f) {
     }
 }
 
-// The write epoch `ww` a wgmma read of granule g found: ordered, fenced, initialised?
-CS_DEV void cs_wg_check_source(const cs_view& v, uint32_t slot, uint32_t g, uint64_t ww,
-                               cs_finding& f) {
-    if (f.kind) return;
-    if ((ww >> CS_WW_GEN_SHIFT) != v.gen) {
-        f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
-        return;
-    }
-    uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, clock = (uint32_t)ww;
-    if ((ww >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR)
-        f = {CS_MBARRIER_DATA_ACCESS, cs_ld32(v.wsite + g), t};
-    else if (!cs_ordered(v.mine, v.w, t, clock))
-        f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(v.wsite + g), t};
-    else if (t < CS_MAX_WARPS && cs_ld32(&cs_cta(slot)[CS_CTA_PROXY_FENCE + t]) < clock)
-        f = {CS_PROXY_MISSING_FENCE, cs_ld32(v.wsite + g), t};
-}
-
 // What a wgmma probe's look found: the finding, the chunk's bytes and its operand (1: B).
 struct cs_wgf { cs_finding f; uint32_t lo, hi, operand; };
 
