@@ -27,7 +27,9 @@ from pathlib import Path
 
 from instrument import abi
 
-CHECKER_SOURCE = Path(__file__).parent / "checker" / "checker.cu"
+CHECKER_DIR = Path(__file__).parent / "checker"
+# The entry file: it includes the checker's headers (CHECKER_DIR/*.h), one translation unit.
+CHECKER_SOURCE = CHECKER_DIR / "checker.cu"
 # The names link_with_checker gives the checker's module: its errors are consan's.
 CHECKER_MODULES = ("consan_checker.ptx", "consan_checker.cubin")
 
@@ -414,6 +416,17 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
                 arch, cap_opt)
 
 
+def checker_headers() -> dict[str, str]:
+    """The headers checker.cu includes, by name: NVRTC gets them with the source."""
+    return {p.name: p.read_text() for p in sorted(CHECKER_DIR.glob("*.h"))}
+
+
+def checker_text() -> str:
+    """Every byte of the checker's source (entry file and headers), for cache keys."""
+    return "\0".join([CHECKER_SOURCE.read_text(),
+                      *(f"{k}\0{v}" for k, v in checker_headers().items())])
+
+
 def checker_defines() -> tuple[str, ...]:
     """Extra -D options for the checker (CONSAN_CHECKER_DEFINES; for measurements only)."""
     return tuple(f"-D{d}" for d in os.environ.get("CONSAN_CHECKER_DEFINES", "").split())
@@ -461,7 +474,7 @@ def checker_cache_key(arch: Arch, defines: tuple[str, ...], cap: int = 0,
     except Exception:  # noqa: BLE001 - the compile itself will say what is wrong
         nv = "?"
     parts = [__version__, nv, output, *_checker_options(arch, defines, cap, output),
-             CHECKER_SOURCE.read_text(), abi.c_header()]
+             checker_text(), abi.c_header()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
 
@@ -494,7 +507,8 @@ def _checker_build(arch: Arch, defines: tuple[str, ...], cap: int, output: str) 
         except (OSError, UnicodeDecodeError):
             data = _nvrtc(CHECKER_SOURCE.read_text(), "consan_checker.cu",
                           _checker_options(arch, defines, cap, output),
-                          {"consan_abi.h": abi.c_header()}, (), False, output)
+                          {"consan_abi.h": abi.c_header(), **checker_headers()}, (), False,
+                          output)
             cache_write(path, data)
         _BUILT[mem] = data
         return data

@@ -5,7 +5,7 @@ An operand in shared memory is named by a 64-bit *matrix descriptor* (PTX ISA,
 type and major-ness (imm-trans-a / imm-trans-b) it fixes the exact set of
 bytes the warpgroup's MMA unit reads ("Shared Memory Matrix Layout",
 "Canonical Layouts"). This module is that rule in Python; the device checker
-(`cs_wg_chunk` in consan/checker/checker.cu) is the same rule in C, and the
+(`cs_wg_chunk` in consan/checker/wgmma.h) is the same rule in C, and the
 tests compare the two on many descriptors. docs/model.md ("wgmma operands")
 states the rule and the one case where it is conservative.
 

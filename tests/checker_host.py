@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from consan.layout import Layout, Placement
-from consan.toolchain import CHECKER_SOURCE
+from consan.toolchain import CHECKER_SOURCE, checker_headers, checker_text
 from instrument import abi
 from instrument.sites import SiteTable
 from reports import Report
@@ -29,7 +29,7 @@ from reports import Report
 def library() -> ctypes.CDLL:
     src = CHECKER_SOURCE.read_text()
     hdr = abi.c_header()
-    key = hashlib.sha256((src + hdr).encode()).hexdigest()[:16]
+    key = hashlib.sha256((checker_text() + hdr).encode()).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"consan_host_{key}"
     so = out / "checker.so"
     if not so.exists():
@@ -38,6 +38,8 @@ def library() -> ctypes.CDLL:
             raise RuntimeError("a C++ compiler (g++) is needed to build the host checker")
         out.mkdir(parents=True, exist_ok=True)
         (out / "consan_abi.h").write_text(hdr)
+        for name, text in checker_headers().items():
+            (out / name).write_text(text)
         (out / "checker.cpp").write_text(src)
         tmp = out / f"checker.{id(out)}.so"
         res = subprocess.run([cxx, "-DCONSAN_HOST", "-std=c++17", "-O1", "-shared", "-fPIC",

@@ -9,7 +9,7 @@ and with NumPy.
   clean, the producer skipping the empty wait (race.war at its copy), the consumers
   reading before the full wait (async.pending-write). The clean ring once hung the GPU:
   a consumer's one-lane arrive ran its probe together with the lanes of another call
-  site and counted 32 arrivals (checker.cu, cs_group); 12 tiles reproduced it;
+  site and counted 32 arrivals (checker/platform.h, cs_group); 12 tiles reproduced it;
 - a tensor-store epilogue (a bulk store of the box): clean with its proxy fence and its
   wait_group.read before the buffer is reused; without the fence proxy.missing-fence at
   the store; reusing the buffer before the wait async.pending-read at the reuse.
@@ -278,7 +278,7 @@ def test_ring_missing_wait(case, tables, monkeypatch):
 
 def test_a_row_read_before_the_wait_names_each_warps_first_row(monkeypatch):
     """The consumers read a box 128 bytes a row (lane i the row's i-th float): the checker
-    publishes and judges such whole rows one lane per row (cs_vsh_read_granules). Each
+    publishes and judges such whole rows one lane per row (cs_vc_smem_read_granules). Each
     record still names all 32 lanes and the first row the warp read, as when every lane
     went through every row."""
     _hopper_or_skip()

@@ -1,0 +1,93 @@
+// consan device checker: measurement-only switches, all of them.
+//
+// Off in every build consan makes; CONSAN_CHECKER_DEFINES turns them on for the
+// benchmarks (benchmarks/breakdown_async.py and the like). With a CONSAN_NULL_* or
+// CONSAN_PSH_LANE_BITS switch on, the model is wrong on purpose: they measure what a
+// part costs by leaving it out. Each macro below is empty (or the normal expression)
+// when its switch is off.
+
+// CONSAN_PROFILE (measurements only, benchmarks/breakdown_async.py): the cycles each probe
+// kind takes, summed over calls (one lane per call), in cs_prof[2 * kind] (cycles) and
+// cs_prof[2 * kind + 1] (calls).
+#if defined(CONSAN_PROFILE) && !defined(CONSAN_HOST)
+extern "C" __device__ unsigned long long cs_prof[64];
+__device__ unsigned long long cs_prof[64];
+__device__ __forceinline__ long long cs_clock64() {
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+    return t;
+}
+struct cs_prof_scope {
+    uint32_t k;
+    long long t0;
+    bool me;
+    __device__ cs_prof_scope(uint32_t kind) : k(kind), t0(cs_clock64()) {
+        me = cs_lane() == (uint32_t)(__ffs(__activemask()) - 1);
+    }
+    __device__ ~cs_prof_scope() {
+        if (me) {
+            atomicAdd(&cs_prof[2 * k], (unsigned long long)(cs_clock64() - t0));
+            atomicAdd(&cs_prof[2 * k + 1], 1ull);
+        }
+    }
+};
+#define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#else
+#define CS_PROF(kind)
+#endif
+
+// CONSAN_NULL_ACCESS, _WGMMA, _TENSOR: the cost of the probe call alone (the probe
+// returns at once). CONSAN_NULL_ENGINE_WRITE: the cost of a copy's box walk.
+// CONSAN_NULL_BOX_STORES: the cost of the stores of the box-summary path.
+// CONSAN_NULL_BOX_RECHECK: the cost of its look after those stores.
+#ifdef CONSAN_NULL_ACCESS
+#define CS_NULL_ACCESS(...) __VA_ARGS__
+#else
+#define CS_NULL_ACCESS(...)
+#endif
+#ifdef CONSAN_NULL_WGMMA
+#define CS_NULL_WGMMA(...) __VA_ARGS__
+#else
+#define CS_NULL_WGMMA(...)
+#endif
+#ifdef CONSAN_NULL_TENSOR
+#define CS_NULL_TENSOR(...) __VA_ARGS__
+#else
+#define CS_NULL_TENSOR(...)
+#endif
+#ifdef CONSAN_NULL_ENGINE_WRITE
+#define CS_NULL_ENGINE_WRITE(...) __VA_ARGS__
+#else
+#define CS_NULL_ENGINE_WRITE(...)
+#endif
+#ifdef CONSAN_NULL_BOX_STORES
+#define CS_NULL_BOX_STORES(...) __VA_ARGS__
+#else
+#define CS_NULL_BOX_STORES(...)
+#endif
+#ifdef CONSAN_NULL_BOX_RECHECK
+#define CS_NULL_BOX_RECHECK(...) __VA_ARGS__
+#else
+#define CS_NULL_BOX_RECHECK(...)
+#endif
+
+// CONSAN_PSH_LANE_BITS: in the phase tables in shared memory, every lane sets its own
+// read bits (the lanes never combine theirs).
+#ifdef CONSAN_PSH_LANE_BITS
+#define CS_LANE_BITS_TOGETHER(together) false
+#else
+#define CS_LANE_BITS_TOGETHER(together) (together)
+#endif
+
+// CONSAN_SPIN_WGMMA=n, CONSAN_SPIN_TENSOR=n: a wgmma probe, or a tensor load's look, made
+// n cycles longer (device builds only).
+#if defined(CONSAN_SPIN_WGMMA) && !defined(CONSAN_HOST)
+#define CS_SPIN_WGMMA() for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_WGMMA;) {}
+#else
+#define CS_SPIN_WGMMA()
+#endif
+#if defined(CONSAN_SPIN_TENSOR) && !defined(CONSAN_HOST)
+#define CS_SPIN_TENSOR() for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_TENSOR;) {}
+#else
+#define CS_SPIN_TENSOR()
+#endif
