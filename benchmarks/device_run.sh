@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# One GPU machine call's worth of verification, logs under $OUT (or ./device-out), the
+# summary last. Run from the repository root, from source, with the machine's python3:
+#
+#   bash benchmarks/device_run.sh suite    # GPU test suite (pytest -m gpu), ~3-5 min
+#   bash benchmarks/device_run.sh bench    # bench_clean and bench_async (no racecheck)
+#   bash benchmarks/device_run.sh triton   # bench_triton (consan beside Triton's ConSan)
+#   bash benchmarks/device_run.sh racecheck  # bench_async beside compute-sanitizer racecheck
+#
+# Each stage fits one 10-minute command; the summary lines it prints at the end are what
+# a note or benchmarks/RESULTS.md quotes (with the commit printed first).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-device-out}"
+mkdir -p "$out"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+py=python3
+summary=()
+
+stage() {  # stage NAME TIMEOUT_S COMMAND...: run it, log it, keep its last line
+    local name=$1 limit=$2
+    shift 2
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    local rc=$?
+    summary+=("$name: rc $rc in $((SECONDS - t0)) s: $(grep -v '^\s*$' "$out/$name.log" | tail -1)")
+}
+
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+case "${1:-suite}" in
+suite)
+    stage gpu_suite 560 $py -m pytest -q -m gpu tests/ -p no:cacheprovider -rs \
+        --junitxml="$out/gpu_suite.xml"
+    grep -E "^(FAILED|ERROR|SKIPPED)" "$out/gpu_suite.log" | head -40
+    ;;
+bench)
+    stage bench_clean 360 $py benchmarks/bench_clean.py --json "$out/bclean.json"
+    stage bench_async 200 $py benchmarks/bench_async.py --no-racecheck --json "$out/basync.json"
+    for f in bench_clean bench_async; do
+        echo "== $f"; grep -v "^\[" "$out/$f.log" | tail -14
+    done
+    ;;
+triton)
+    stage bench_triton 560 $py benchmarks/bench_triton.py --json "$out/btriton.json"
+    grep -v "^\[" "$out/bench_triton.log" | tail -30
+    ;;
+racecheck)
+    stage bench_async_rc 560 $py benchmarks/bench_async.py --timeout 100 --json "$out/basync_rc.json"
+    tail -12 "$out/bench_async_rc.log"
+    ;;
+*)
+    echo "usage: $0 suite|bench|triton|racecheck" >&2
+    exit 2
+    ;;
+esac
+printf '%s\n' "${summary[@]}"
