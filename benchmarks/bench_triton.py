@@ -205,7 +205,7 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> 
     row["consan_clean"] = s.report.ok and not s.report.not_checked and row["consan_checked"] > 0
     same = [a == b for a, b in zip(native_out, checked_out, strict=True)]
     row["same_bits"] = all(same) if case.deterministic else same[0]
-    row["findings"] = [f["kind"] for f in s.report.active_findings]
+    row["findings"] = [f.kind for f in s.report.active_findings]
     row["not_checked"] = s.report.not_checked
     if tconsan:
         row["triton_consan"] = _triton_consan(name, repeats, timeout)
