@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from . import abi, carry, coalesce, converge, loops, wgmma_window
+from . import abi, carry, coalesce, converge, loops, remote, wgmma_window
 from .events import Classified, Event, classify
 from .ptx import INT_LITERAL, Function, Item, Module, PTXSyntaxError, parse, ptx_int
 from .sites import SiteTable, SourceLoc
@@ -29,6 +29,12 @@ REG_SPIN = "%__cs_spin"  # failed mbarrier waits in a row (sampled: abi.MB_WAIT_
 REG_SPIN_LOW = "%__cs_spl"
 REG_SKIP = "%__cs_skip"  # predicate: this failed wait is not sampled
 REG_OP = "%__cs_op"  # a probe's op word, PROBE_OFF for the lanes a converted branch skips
+
+
+REMOTE_MBARRIER = ("mbarrier addressed through mapa (another CTA's of the cluster): an "
+                   "operation on another CTA's mbarrier is not checked yet (the launch notes "
+                   "it as tool.remote-smem); on the CTA's own, through its cluster address, "
+                   "it is")
 
 
 @dataclass(frozen=True)
@@ -414,6 +420,7 @@ def _instrument(mod: Module) -> Instrumented:
         first_code: int | None = None
         depth = 0
         walk: list[tuple[int, Item, Classified | None, tuple | None]] = []
+        peers = remote.registers(fn.body)
         for pos, it in enumerate(fn.body):
             idx = index_of[id(it)]
             if it.kind == "open":
@@ -429,6 +436,9 @@ def _instrument(mod: Module) -> Instrumented:
                 loc = _parse_loc(it, files, strings, chains, comment)
                 continue
             c = classify(it, shared, in_entry=fn.is_entry)
+            if c is not None and c.event is Event.MBARRIER and not c.reason and \
+                    remote.address_register(c.address) in peers:
+                c = replace(c, reason=REMOTE_MBARRIER)
             walk.append((idx, it, c, loc))
             if c is None:
                 continue

@@ -578,3 +578,43 @@ def test_a_branch_into_the_loop_from_outside_keeps_it():
                       "\tsetp.eq.s32 %p3, %r1, 5;\n\t@%p3 bra $L__BB0_2;\n")
     out = instrument(HEADER + src).ptx
     assert "activemask.b32 %__cs_m" not in out
+
+
+REMOTE_MB = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k()
+{
+\t.reg .b32 %r<8>;
+\t.reg .b64 %rd<4>;
+\t.shared .align 8 .b64 bar;
+\tmov.u32 %r1, bar;
+\tmov.u32 %r2, %cluster_ctarank;
+\txor.b32 %r3, %r2, 1;
+\tmapa.shared::cluster.u32 %r4, %r1, %r3;
+\tadd.s32 %r5, %r4, 0;
+\tmbarrier.init.shared::cta.b64 [%r1], 1;
+\tmbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r5];
+\tmbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r1];
+\tfence.acq_rel.cluster;
+\tfence.acq_rel.gpu;
+\tret;
+}
+"""
+
+
+def test_an_mbarrier_addressed_through_mapa_and_a_cluster_fence_are_listed_not_silent():
+    """The arrive on the peer's mbarrier (mapa, then an add) is still probed (the launch
+    notes a peer's as tool.remote-smem) but listed as not checked; the arrive on the CTA's
+    own mbarrier through a .shared::cluster form is checked and not listed. A cluster-scope
+    fence is listed; a gpu-scope one orders nothing the model needs."""
+    from instrument.rewrite import REMOTE_MBARRIER
+
+    ins = instrument(REMOTE_MB, "remote.ptx")
+    assert [s.event for s in ins.sites.sites] == ["mbarrier", "mbarrier", "mbarrier", "exit"]
+    listed = [(u.text, u.reason) for u in ins.unmodeled]
+    assert [t for t, _ in listed] == [
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r5];",
+        "fence.acq_rel.cluster;"]
+    assert listed[0][1] == REMOTE_MBARRIER and "cluster-scope fence" in listed[1][1]
+    toolchain.link_with_checker(ins, "remote", toolchain.Arch.parse("sm_90a"))
