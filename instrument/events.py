@@ -105,9 +105,9 @@ TABLE: tuple[Row, ...] = (
     Row("fence.proxy.async", Event.PROXY_FENCE),  # the form decides: see _proxy_fence
     Row("fence.proxy.tensormap", Event.FENCE),
     Row("fence.mbarrier_init", Event.FENCE),  # makes inits visible to the cluster
-    *(Row(f"fence.{sem}.cluster", Event.UNMODELED, note="cluster-scope fence: orders "
-          "accesses across the cluster's CTAs, which consan does not model yet (within the "
-          "CTA it orders nothing the model needs)") for sem in ("acq_rel", "sc")),
+    *(Row(f"fence.{sem}.cluster", Event.UNMODELED, note="cluster-scope fence: not "
+          "checked yet; it orders accesses across the cluster's CTAs, which consan does not "
+          "model (within the CTA it orders nothing the model needs)") for sem in ("acq_rel", "sc")),
     Row("fence", Event.FENCE),
     Row("ret", Event.EXIT),
     Row("cvta", Event.ADDRESS),
