@@ -266,35 +266,6 @@ class KernelFaulted(Exception):
     """The checked kernel faulted on the GPU: its report was printed, exit status 2."""
 
 
-
-
-def explain_link_error(e: Any, ins: Any, ptx: str, name: str) -> ToolError:
-    """nvJitLink's log with each line of the instrumented PTX turned into the user's
-    `file:line in kernel NAME` (a PTX line of the user's own PTX without line info)."""
-    from consan import toolchain
-    from instrument.lineinfo import explain_ptxas_log
-
-    head = str(e).split("\n", 1)[0]
-    log = explain_ptxas_log(e.log, ins.ptx, ptx, name, skip=toolchain.CHECKER_MODULES)
-    return ToolError(f"{head}\n{log.strip()}")
-
-
-def _link_error_in_check(e: Any, text: str, a: argparse.Namespace) -> ToolError | None:
-    """`consan check` links inside consan.check: rebuild the same instrumented PTX (no GPU
-    needed) to name the user's lines in nvJitLink's log. None: not a link error."""
-    from consan import toolchain
-    from consan.runtime import device_arch
-
-    if "nvJitLink" not in str(e).split("\n", 1)[0]:
-        return None
-    try:
-        arch = toolchain.Arch.parse(a.arch) if a.arch else device_arch()
-        ptx, ins, name = instrumented(text, a.file, arch, _compile_options(a))
-    except Exception:  # noqa: BLE001 - the original error is still worth saying
-        return None
-    return explain_link_error(e, ins, ptx, name)
-
-
 def cmd_instrument(a, out: Console) -> int:
     from consan import pipeline, toolchain
     from reports.render import print_unmodeled
@@ -359,11 +330,8 @@ def cmd_check(a, out: Console) -> int:
     try:
         rep = consan.check(text, a.kernel, grid=grid, block=block, args=args,
                            shared_mem=a.shared_mem, options=tuple(opts), source_name=a.file)
-    except toolchain.CompileError as e:
-        explained = _link_error_in_check(e, text, a)
-        if explained is None:
-            raise
-        raise explained from None
+    except toolchain.CompileError:
+        raise  # (the build named the user's lines in the compiler's or linker's log)
     except Exception as e:
         if not type(e).__module__.startswith(("cupy", "cuda")):
             raise
