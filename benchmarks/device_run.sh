@@ -2,7 +2,8 @@
 # One GPU machine call's worth of verification, logs under $OUT (or ./device-out), the
 # summary last. Run from the repository root, from source, with the machine's python3:
 #
-#   bash benchmarks/device_run.sh suite    # GPU test suite (pytest -m gpu), ~3-5 min
+#   bash benchmarks/device_run.sh suite    # GPU test suite (pytest -m gpu) but Triton's
+#   bash benchmarks/device_run.sh suite-triton  # the Triton GPU tests (corpus, peer cases)
 #   bash benchmarks/device_run.sh bench    # bench_clean and bench_async (no racecheck)
 #   bash benchmarks/device_run.sh triton   # bench_triton (consan beside Triton's ConSan)
 #   bash benchmarks/device_run.sh racecheck  # bench_async beside compute-sanitizer racecheck
@@ -30,8 +31,14 @@ echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nvidia-smi
 case "${1:-suite}" in
 suite)
     stage gpu_suite 560 $py -m pytest -q -m gpu tests/ -p no:cacheprovider -rs \
-        --junitxml="$out/gpu_suite.xml"
+        --ignore-glob='tests/gpu/test_triton*.py' --junitxml="$out/gpu_suite.xml"
     grep -E "^(FAILED|ERROR|SKIPPED)" "$out/gpu_suite.log" | head -40
+    ;;
+suite-triton)  # (each case compiles a Triton kernel: a stage of its own)
+    stage gpu_suite_triton 560 $py -m pytest -q -m gpu tests/gpu/test_triton.py \
+        tests/gpu/test_triton_corpus.py tests/gpu/test_triton_peer.py -p no:cacheprovider \
+        -rs --junitxml="$out/gpu_suite_triton.xml"
+    grep -E "^(FAILED|ERROR|SKIPPED)" "$out/gpu_suite_triton.log" | head -40
     ;;
 bench)
     stage bench_clean 360 $py benchmarks/bench_clean.py --json "$out/bclean.json"
@@ -49,7 +56,7 @@ racecheck)
     tail -12 "$out/bench_async_rc.log"
     ;;
 *)
-    echo "usage: $0 suite|bench|triton|racecheck" >&2
+    echo "usage: $0 suite|suite-triton|bench|triton|racecheck" >&2
     exit 2
     ;;
 esac
