@@ -1230,12 +1230,13 @@ class Arg:
             return "*" + self.dtype
         return f"tensordesc<{self.dtype}[{', '.join(map(str, self.block))}],{_desc_layout()!r}>"
 
-    def make(self) -> Any:
-        """GPU only: the launch argument, with random contents (never zeros)."""
+    def make(self, g: Any) -> Any:
+        """GPU only: the launch argument, with random contents (never zeros) drawn from `g`,
+        so that a case run twice (natively, then checked) gets the same inputs."""
         import torch
 
         dtype = getattr(torch, {"fp16": "float16", "fp32": "float32"}[self.dtype])
-        t = torch.randn(self.shape, device="cuda", dtype=dtype)
+        t = torch.randn(self.shape, device="cuda", dtype=dtype, generator=g)
         if self.block is None:
             return t
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -1318,7 +1319,9 @@ class PeerCase:
 
 @dataclass(frozen=True)
 class _Launch:
-    """A case's `run`: fresh inputs, one launch through the normal Gluon JIT path."""
+    """A case's `run`: inputs drawn from one seed (the same ones on every run, so the clean
+    twin's native and checked bits can be compared), one launch through the normal Gluon JIT
+    path."""
 
     kernel: Any
     args: tuple[Arg, ...]
@@ -1329,7 +1332,10 @@ class _Launch:
     def __call__(self) -> tuple[Any, ...]:
         if self.missing:
             raise NotImplementedError(self.missing)
-        made = [a.make() for a in self.args]
+        import torch
+
+        g = torch.Generator(device="cuda").manual_seed(0)
+        made = [a.make(g) for a in self.args]
         self.kernel[(1,)](*made, **self.constexprs, **self.options)
         return tuple(getattr(m, "base", m) for m in made)
 
