@@ -85,9 +85,15 @@ CS_DEV void cs_mbar_try_complete(uint32_t* e) {
     e[CS_MB_TX] = 0;
 }
 
-// A copy of `bytes` on mbarrier j lands in phase ph (lock held): the copy engine's clock
-// (its column, ph + 1) goes into the phase's slot, and the bytes may complete the phase.
-CS_DEV void cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes) {
+// A copy of `bytes` on mbarrier j (at `off`) lands in phase ph (lock held): the copy
+// engine's clock (its column, ph + 1) goes into the phase's slot, and the bytes may complete
+// the phase. More bytes than a phase whose arrivals are all in still expects (before the
+// last arrive, complete_tx may lead expect_tx) is an mbarrier.underflow at the copy (site);
+// the bytes still count, so the phase does not complete and a wait on it deadlocks.
+CS_DEV void cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes,
+                                uint32_t site, uint32_t off) {
+    if (e[CS_MB_PHASE] == ph && e[CS_MB_PENDING] == 0 && (int32_t)e[CS_MB_TX] < (int32_t)bytes)
+        cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     uint32_t* vc = cs_mbar_slot(e, ph) + CS_AGENT_MBAR + j;
     if (*vc < ph + 1) *vc = ph + 1;
     e[CS_MB_TX] -= bytes;

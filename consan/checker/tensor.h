@@ -187,7 +187,7 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     if (guessed) t.bytes = tx > 0 ? (uint32_t)tx : 0;
     {
         CS_PROF(31);
-        cs_mbar_copy_landed(e, t.j, t.ph, t.bytes);
+        cs_mbar_copy_landed(e, t.j, t.ph, t.bytes, site, t.moff);
         cs_mbar_unlock(t.j);
     }
     t.span = guessed ? cs_tensor_guess_span(slot, t, site) : t.bytes;  // bytes it writes

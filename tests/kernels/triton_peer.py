@@ -1418,9 +1418,10 @@ def _build() -> list[PeerCase]:
                exercises="expect_tx 16 bytes short of what the TMA load completes",
                extra=(("deadlock", "peer:tma-expect-wait"),),
                note="consan: the load completes more bytes than the phase expects "
-                    "(mbarrier.underflow, at the load), is skipped, and the wait then "
-                    "deadlocks; Triton's ConSan reports only the deadlock. Needs the map's "
-                    "box known (a guessed footprint takes what the phase expects)"),
+                    "(mbarrier.underflow, at the load); its bytes still count, so the "
+                    "phase never completes and the wait deadlocks; Triton's ConSan reports "
+                    "only the deadlock. Needs the map's box known (a guessed footprint "
+                    "takes what the phase expects)"),
          _case("tma_expect_mismatch[over]", "test_async_tma_expect_bytes_mismatch", True,
                DEADLOCK, "deadlock", "peer:tma-expect-wait", tma_expect_mismatch, (DESC, OUT),
                {"DELTA": 16},
