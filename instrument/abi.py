@@ -65,11 +65,6 @@ SPACE_SHARED, SPACE_GENERIC, SPACE_CLUSTER = 0, 1, 2
 INFO_SHAPE_SHIFT = 12  # 4 bits: 0 plain, else matrix rows x count (ldmatrix/stmatrix)
 SHAPE_PLAIN = 0
 SHAPE_MATRIX_X1, SHAPE_MATRIX_X2, SHAPE_MATRIX_X4 = 1, 2, 4
-# Or'ed in at run time by a store whose every lane found the bytes it stores already there
-# (a silent store, e.g. Triton's replicated stores of one value by every warp): the order of
-# two writes of the same bytes, or of a read and such a write, changes no value, so its
-# race.waw / race.war are not findings. It still becomes the granules' write epoch.
-INFO_SILENT = 1 << 16
 
 # Barrier probe modes.
 BAR_SYNC, BAR_ARRIVE, BAR_RED = 0, 1, 2
@@ -594,7 +589,6 @@ def c_header() -> str:
         lines.append(f"#define {cname} {k.code}u")
     consts = {
         "CS_INFO_SIZE_MASK": INFO_SIZE_MASK,
-        "CS_INFO_SILENT": INFO_SILENT,
         "CS_INFO_MODE_SHIFT": INFO_MODE_SHIFT,
         "CS_MODE_READ": MODE_READ,
         "CS_MODE_WRITE": MODE_WRITE,

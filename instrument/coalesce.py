@@ -37,13 +37,6 @@ _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "cp", 
             "wgmma", "stmatrix", "bra", "call", "ret", "exit", "trap")
 
 
-def defined(it: Item) -> set[str]:
-    """The registers an instruction writes (its first operand's, unless it writes none)."""
-    if not it.is_instruction or it.op_parts[0] in _NO_DEST or not it.operands:
-        return set()
-    return set(REGISTER.findall(it.operands[0]))
-
-
 def split_address(addr: str) -> tuple[str, int] | None:
     """`%r1+8` -> ('%r1', 8); None when the operand is not base[+offset] (or the offset is
     no PTX number, such as `08`)."""
@@ -125,7 +118,6 @@ class Probe:
     members: tuple[int, ...]  # item indices whose accesses it checks (first = idx)
     stride: int = 0  # a strided probe: `count` runs of `size` bytes, `stride` bytes apart
     count: int = 1
-    at: tuple[str, ...] = ()  # each member's address from the base (defined at the probe)
 
 
 def plan(items: list[tuple[int, Item, Classified | None]],
@@ -166,9 +158,9 @@ def plan(items: list[tuple[int, Item, Classified | None]],
             g = open_groups.setdefault((c.event, base, c.shape), _Group(c.event, base))
             g.members.append((idx, off, c.size))
         elif c is not None and c.event in (Event.READ, Event.WRITE, Event.ATOMIC):
-            out[idx] = Probe(c.address or "", c.size, (idx,), at=(c.address or "",))
-        dest = defined(it)
-        if dest:  # the base register redefined?
+            out[idx] = Probe(c.address or "", c.size, (idx,))
+        if op0 not in _NO_DEST and it.operands:  # the base register redefined?
+            dest = set(REGISTER.findall(it.operands[0]))
             close(lambda g, d=dest: g.base in d)
         _define(it, roots)
     close()
@@ -222,9 +214,7 @@ def _place(base: str, members, lo: int, size: int, out: dict[int, Probe | None],
     """The probe goes before the first of `members`; the others need none."""
     order = sorted(i for i, _, _ in members)
     addr = base if lo == 0 else f"{base}+{lo}"
-    offset = {i: off for i, off, _ in members}
-    at = tuple(base if offset[i] == 0 else f"{base}+{offset[i]}" for i in order)
-    out[order[0]] = Probe(addr, size, tuple(order), stride, count, at)
+    out[order[0]] = Probe(addr, size, tuple(order), stride, count)
     for i in order[1:]:
         out[i] = None
 

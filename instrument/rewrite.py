@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from . import abi, carry, coalesce, converge, loops, remote, silent, wgmma_window
+from . import abi, carry, coalesce, converge, loops, remote, wgmma_window
 from .events import Classified, Event, classify
 from .ptx import INT_LITERAL, Function, Item, Module, PTXSyntaxError, parse, ptx_int
 from .sites import SiteTable, SourceLoc
@@ -461,8 +461,6 @@ def _instrument(mod: Module) -> Instrumented:
                                {i: (lc[0].file, lc[0].line) if lc else None
                                 for i, _, _, lc in walk})
         lines = {i: it.line for i, it, _, _ in walk}
-        order = [i for i, _, _, _ in walk]  # (the function's items, in order)
-        at = {i: n for n, i in enumerate(order)}
         regions = converge.find([(i, it, c) for i, it, c, _ in walk],
                                 {i for i, _, c, _ in walk if c is not None and c.event.probed})
         converted = {m for r in regions for m in r.members}
@@ -503,7 +501,6 @@ def _instrument(mod: Module) -> Instrumented:
                 continue
             covers: tuple[int, ...] = ()
             rep = None
-            stores = [(it, c.address or "")]
             if idx in merged:
                 p = merged[idx]
                 if p is None:
@@ -512,15 +509,7 @@ def _instrument(mod: Module) -> Instrumented:
                 covers = tuple(lines[i] for i in p.members[1:])
                 if p.count > 1:
                     rep = (p.stride << abi.REP_STRIDE_SHIFT) | p.count
-                stores = [(items_by[m], a) for m, a in zip(p.members, p.at, strict=True)]
-                if not all(silent.ready(items_by[m], [items_by[i] for i in order[
-                        at[p.members[0]] + 1:at[m]]]) for m in p.members[1:]):
-                    stores = []  # a later store's value is computed after the probe
-            tested = None
-            if c.event is Event.WRITE and c.shape == abi.SHAPE_PLAIN and stores and \
-                    idx not in converted:
-                tested = silent.test(stores, c.info, functools.partial(_width, widths=widths))
-            got = emit(idx, it, c, loc, idx in converted, arrive_site, covers, rep, tested)
+            got = emit(idx, it, c, loc, idx in converted, arrive_site, covers, rep)
             if got is None:
                 replaced[idx] = ""
                 continue
@@ -595,8 +584,8 @@ class _FnProbes:
 
 
 def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive_site: dict,
-          covers: tuple[int, ...] = (), rep: int | None = None,
-          tested: list[str] | None = None) -> tuple[str, str | None, str] | None:
+          covers: tuple[int, ...] = (), rep: int | None = None
+          ) -> tuple[str, str | None, str] | None:
     """(text before, the instruction's text or None for as is, text after) of a probed
     instruction; None for a carried arrive (its load's probe models it)."""
     site = f.table.add(kernel=f.fn, event=c.event.value, ptx_line=it.line,
@@ -610,7 +599,7 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     k = f.carried.get(idx)
     pre, post = _probe(it, c, site.id, f.widths,
                        _symbol_spaces(f.mod, f.spaces) if tensor else None, rep, on=on,
-                       carry=(k.count, arrive_site[idx]) if k else None, tested=tested)
+                       carry=(k.count, arrive_site[idx]) if k else None)
     text = None
     if (c.event is Event.MBARRIER and c.result is None) or \
             c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD):
@@ -667,14 +656,12 @@ def _op_word(op: int, on: bool) -> tuple[list[str], str]:
 
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
            spaces: dict[str, str] | None = None, rep: int | None = None,
-           on: bool = False, carry: tuple[str, int] | None = None,
-           tested: list[str] | None = None) -> tuple[str, str]:
+           on: bool = False, carry: tuple[str, int] | None = None) -> tuple[str, str]:
     """(text before, text after) the instruction. `rep`: a strided probe's stride and
     count (abi.PROBE_ACCESS_N). `on`: the instruction is in a converted region (every
     lane calls the probe; its op word says which lanes run the instruction). `carry`: a
     tensor load's probe models the arrive.expect_tx before it too (its byte operand and
-    site: instrument/carry.py). `tested`: a store's silent test, which leaves its info word
-    in silent.REG_INFO."""
+    site: instrument/carry.py)."""
     pred = it.pred
     guard_pred = f"@{converge.REG_ON}" if on else pred
     ev = c.event
@@ -769,12 +756,8 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         return "", "\n\t" + "\n\t".join(sample) + "\n\t" + call + f"\n{skip}:"
     if ev in (Event.READ, Event.WRITE, Event.ATOMIC, Event.ASYNC_WRITE):
         code = _address_code(c.address or "", widths, it)
-        info = str(c.info)
-        if tested is not None:  # a store's silent test (instrument/silent.py)
-            code += tested
-            info = silent.REG_INFO
         probe, rep = abi.access_probe(c.info, rep)
-        args = [(".b64", REG_ADDR), (".b32", str(site)), (".b32", info)]
+        args = [(".b64", REG_ADDR), (".b32", str(site)), (".b32", str(c.info))]
         if rep is not None:
             args.append((".b32", str(rep)))
         call = _call(pred, probe, args, pre=code, comment=f"site {site}")

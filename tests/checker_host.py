@@ -122,30 +122,25 @@ class HostChecker:
         return self.lib.cs_host_slot()
 
     def access(self, warp: int, off: int, size: int, mode: int, site: int,
-               space: int = abi.SPACE_SHARED, shape: int = abi.SHAPE_PLAIN,
-               silent: bool = False) -> None:
-        """`silent`: a store whose every lane found its bytes already there."""
+               space: int = abi.SPACE_SHARED, shape: int = abi.SHAPE_PLAIN) -> None:
         self._as(warp)
         info = abi.access_info(size, mode, space, shape)
         probe, rep = abi.access_probe(info, None)  # the probe the rewriter would call
-        info |= abi.INFO_SILENT if silent else 0
         self._probe(probe)(off, site, info, *(() if rep is None else (rep,)))
 
     def access_n(self, warp: int, off: int, size: int, mode: int, count: int, stride: int,
-                 site: int = 0, silent: bool = False) -> None:
+                 site: int = 0) -> None:
         """One coalesced probe for `count` accesses at off, off + stride, ..."""
         self._as(warp)
         info = abi.access_info(size, mode, abi.SPACE_SHARED)
         probe, rep = abi.access_probe(info, (stride << abi.REP_STRIDE_SHIFT) | count)
-        info |= abi.INFO_SILENT if silent else 0
         self._probe(probe)(off, site, info, rep)
 
     def read(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
         self.access(warp, off, size, abi.MODE_READ, site)
 
-    def write(self, warp: int, off: int, size: int = 4, site: int = 0,
-              silent: bool = False) -> None:
-        self.access(warp, off, size, abi.MODE_WRITE, site, silent=silent)
+    def write(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
+        self.access(warp, off, size, abi.MODE_WRITE, site)
 
     def atomic(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
         self.access(warp, off, size, abi.MODE_ATOMIC, site)

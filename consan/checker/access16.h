@@ -181,7 +181,6 @@ CS_DEV bool cs_vc_smem_access16(uint64_t addr, uint32_t site, uint32_t info, uin
         if (mode == CS_MODE_READ) cs_access16_read(x, g, step, n, site, f, fk);
         else cs_access16_write(x, g, step, n, site, by, clk, f, fk);
     }
-    f = cs_unless_silent(f, info);
     if (cs_any(m, f.kind != 0)) cs_access16_report(m, f, site, info, off + fk * stride);
     return true;
 }

@@ -361,7 +361,6 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
             }
         }
     }
-    f = cs_unless_silent(f, info);
     if (!cs_any(active, f.kind != 0)) return;
     cs_record_t r;
     if (cs_merged_record(active, f, site, skip ? 0xFFFFFFFFu : off, skip ? 0u : off + size, r))

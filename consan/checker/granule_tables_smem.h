@@ -837,7 +837,6 @@ CS_DEV void cs_vc_smem_access(uint64_t addr, uint32_t site, uint32_t info, uint3
             cs_vc_smem_write(x, s, site, mode == CS_MODE_ATOMIC, by, clk, f, fk);
         }
     }
-    f = cs_unless_silent(f, info);
     uint32_t m = cs_activemask();
     if (!cs_any(m, f.kind != 0)) return;
     uint32_t active = cs_match(m, ((uint64_t)site << 32) | info);

@@ -62,13 +62,6 @@ CS_DEV cs_record_t cs_blank(uint32_t kind, uint32_t site) {
 
 struct cs_finding { uint32_t kind, prev_site, prev_warp; };
 
-// A silent store (every lane's bytes were already there: abi.INFO_SILENT) changes no value
-// another warp can see, whatever the order: its race.waw and race.war are not findings.
-CS_DEV cs_finding cs_unless_silent(cs_finding f, uint32_t info) {
-    if ((info & CS_INFO_SILENT) && (f.kind == CS_RACE_WAW || f.kind == CS_RACE_WAR)) f.kind = 0;
-    return f;
-}
-
 // One record per distinct finding among the lanes of `active` (every one of them calls
 // this): lanes that agree merge their byte ranges [lo, hi). True in the lane that records,
 // with `r` filled but for the fields its event adds; the caller then calls cs_record.

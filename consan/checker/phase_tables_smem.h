@@ -150,7 +150,6 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
             }
         }
     }
-    kind = cs_unless_silent({kind, prev_site, prev_warp}, info).kind;
     if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
 }
 

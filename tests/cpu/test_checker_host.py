@@ -77,35 +77,6 @@ def test_waw(ck):
     assert ck.kinds() == [("race.waw", 2, 1)]
 
 
-@pytest.mark.parametrize("size", [4, 16])
-def test_a_silent_store_races_with_no_write_or_read(ck, size):
-    # every warp stores the bytes already there (Triton's replicated stores): no order of
-    # them changes a value; a store of other bytes is judged against the latest one
-    ck.write(0, 64, size, site=1)
-    ck.write(3, 64, size, site=2, silent=True)
-    ck.sync(ALL)
-    ck.read(1, 64, size, site=3)
-    ck.write(2, 64, size, site=4, silent=True)
-    assert ck.kinds() == []
-    ck.write(1, 64, size, site=5)
-    assert ck.kinds() == [("race.waw", 5, 4)]
-
-
-def test_a_silent_store_still_becomes_the_write_a_read_is_judged_against(ck):
-    ck.write(0, 32, site=1)
-    ck.sync(ALL)
-    ck.write(3, 32, site=2, silent=True)
-    ck.read(1, 32, site=3)  # not ordered after warp 3's store: its bytes were already there,
-    assert ck.kinds() == [("race.raw", 3, 2)]  # but the model judges a read by the epoch
-
-
-def test_a_silent_store_into_a_copy_in_flight_is_still_reported(ckv):
-    ckv.cp_async(0, 64, site=1)
-    ckv.write(1, 64, 16, site=2, silent=True)
-    loud = [k for k, *_ in ckv.kinds()]
-    assert loud and not set(loud) & {"race.waw", "race.war"}, loud
-
-
 def test_uninit_read(ck):
     ck.read(1, 100, site=5)
     assert ck.kinds() == [("uninit.read", 5, -1)]

@@ -377,15 +377,3 @@ def test_a_slots_next_cta_finds_its_mbarrier_past_an_earlier_ctas_entry(vsh):
     assert (other >> 3) % abi.MBARRIERS == (FULL >> 3) % abi.MBARRIERS
     _ring(c, 3, bars=(other, EMPTY))
     assert c.kinds() == []
-
-
-def test_silent_stores_are_judged_alike_in_every_representation():
-    def trace(c):
-        c.write(0, 64, 16, site=1)  # the 16-byte path
-        c.write(3, 64, 16, site=2, silent=True)
-        c.write(1, 128, 4, site=3)
-        c.write(2, 128, 4, site=4, silent=True)
-        c.sync(ALL)
-        c.write(1, 64, 16, site=5)
-        c.write(2, 64, 16, site=6)  # other bytes, not ordered after warp 1's
-    assert _both(trace).kinds() == [("race.waw", 6, 5)]

@@ -87,7 +87,6 @@ def _clean_twin_expected(key: str, in_: np.ndarray):
         "raw": (slice(0, 32), in_[:32] * 2 + 1),
         "war": (slice(0, 64), in_[:64]),
         "waw": (slice(0, 32), in_[32:64]),
-        "waw-same": (slice(0, 32), in_[:32]),
         "uninit": (slice(0, 64), in_[:64]),
         "named-missing": (slice(0, 32), in_[:32] + 7),
         "named-count": (slice(0, 32), in_[:32] + 7),

@@ -129,25 +129,6 @@ extern "C" __global__ void $NAME(const int* in, int* out) {
 }
 """
 
-# (c') WAW of one value: the clean twin's warp 1 stores the very words warp 0 stored (as
-# every warp of a reduction stores its replicated result): no order of the two changes a
-# byte, so consan says nothing; the racy twin's warp 1 stores other words.
-_WAW_SAME = r"""
-extern "C" __global__ void $NAME(const int* in, int* out) {
-    __shared__ int s[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (warp == 0) {
-        s[lane] = in[lane];  // @same-first
-    }
-    if (warp == 1) {
-        consan_test_delay(1);
-        s[lane] = $VALUE;  // @same-second
-        COMPILER_BARRIER();
-        out[lane] = s[lane];
-    }
-}
-"""
-
 # (d) Uninitialised read: warp 0 writes s[0..31]; s[32..63] are written only
 # in the clean twin. After the barrier warp 1 reads s[32..63].
 _UNINIT = r"""
@@ -286,10 +267,6 @@ TWINS: tuple[Twin, ...] = (
           warp=1, prev_warp=0, block=(64, 1, 1)),
     _twin("waw", _WAW, "waw", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
           kinds=frozenset({"race.waw"}), line="@waw-second", prev="@waw-first",
-          warp=1, prev_warp=0, block=(64, 1, 1)),
-    _twin("waw-same", _WAW_SAME, "waw_same", {"VALUE": "in[32 + lane]"},
-          {"VALUE": "in[lane]  /* the bytes warp 0 stored */"},
-          kinds=frozenset({"race.waw"}), line="@same-second", prev="@same-first",
           warp=1, prev_warp=0, block=(64, 1, 1)),
     _twin("uninit", _UNINIT, "uninit",
           {"INIT": "/* BUG: s[32..63] never written */"},
