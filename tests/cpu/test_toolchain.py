@@ -20,72 +20,10 @@ import pytest
 from consan import runtime, toolchain
 from instrument.ptx import parse
 from instrument.rewrite import instrument
+from tests.kernels.cuda_headers import HEADER_KERNELS
 
 ROOT = Path(__file__).resolve().parents[2]
 SM90A = toolchain.Arch.parse("sm_90a")
-
-# One small real kernel per header that most kernels include.
-HEADER_KERNELS = {
-    "cuda_fp16.h": r"""
-#include <cuda_fp16.h>
-extern "C" __global__ void k(__half* x) {
-    __shared__ __half s[128];
-    s[threadIdx.x] = x[threadIdx.x];
-    __syncthreads();
-    x[threadIdx.x] = __hadd(s[127 - threadIdx.x], s[threadIdx.x]);
-}
-""",
-    "cuda_bf16.h": r"""
-#include <cuda_bf16.h>
-extern "C" __global__ void k(__nv_bfloat16* x) {
-    __shared__ __nv_bfloat16 s[128];
-    s[threadIdx.x] = x[threadIdx.x];
-    __syncthreads();
-    x[threadIdx.x] = __hmul(s[127 - threadIdx.x], __float2bfloat16(2.0f));
-}
-""",
-    "cuda/barrier": r"""
-#include <cuda/barrier>
-#pragma nv_diag_suppress static_var_with_dynamic_init
-extern "C" __global__ void k(float* x) {
-    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
-    __shared__ float s[128];
-    if (threadIdx.x == 0) init(&bar, blockDim.x);
-    __syncthreads();
-    s[threadIdx.x] = x[threadIdx.x];
-    bar.arrive_and_wait();
-    x[threadIdx.x] = s[127 - threadIdx.x];
-}
-""",
-    "cuda/pipeline": r"""
-#include <cuda/pipeline>
-extern "C" __global__ void k(const float* x, float* y) {
-    __shared__ float s[128];
-    cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
-    pipe.producer_acquire();
-    cuda::memcpy_async(&s[threadIdx.x], &x[threadIdx.x], sizeof(float), pipe);
-    pipe.producer_commit();
-    pipe.consumer_wait();
-    y[threadIdx.x] = s[threadIdx.x] * 2.0f;
-    pipe.consumer_release();
-}
-""",
-    "cooperative_groups.h": r"""
-#include <cooperative_groups.h>
-namespace cg = cooperative_groups;
-extern "C" __global__ void k(float* x) {
-    __shared__ float s[128];
-    cg::thread_block block = cg::this_thread_block();
-    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    s[block.thread_rank()] = x[block.thread_rank()];
-    block.sync();
-    float v = s[127 - block.thread_rank()];
-    for (int d = 16; d > 0; d /= 2) v += warp.shfl_down(v, d);
-    if (warp.thread_rank() == 0) x[block.thread_rank() / 32] = v;
-}
-""",
-}
-
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
@@ -105,7 +43,7 @@ def test_kernel_with_cuda_header_builds(header, cache, monkeypatch):
     if not _has_header(header):
         pytest.skip(f"{header} is not in {', '.join(map(str, dirs))}")
     monkeypatch.setenv("CONSAN_CACHE", str(cache))
-    b = runtime.build(HEADER_KERNELS[header], ("-arch=sm_90a",))
+    b = runtime.build(HEADER_KERNELS[header].source, ("-arch=sm_90a",))
     assert b.cubin[:4] == b"\x7fELF"
     assert "k" in b.instrumented.kernels
     assert len(b.instrumented.sites) > 0

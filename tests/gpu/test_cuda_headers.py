@@ -1,11 +1,14 @@
-"""A kernel that includes a CUDA toolkit header is checked on the GPU, and is clean."""
+"""Kernels that include CUDA toolkit headers are checked on the GPU: clean, native bits."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
 
 from tests.gpu_util import arch_option, check_against_native
+from tests.kernels.cuda_headers import HEADER_KERNELS, THREADS, HeaderKernel
 
 pytestmark = pytest.mark.gpu
 
@@ -38,3 +41,34 @@ def test_kernel_including_cuda_fp16_is_clean():
     xs = x.get().astype(np.float32).reshape(4, 256)
     want = xs + 0.5 * np.roll(xs, -1, axis=1)
     np.testing.assert_allclose(y.astype(np.float32).reshape(4, 256), want, rtol=1e-2)
+
+
+def _header_args(hk: HeaderKernel):
+    """Fresh arrays for `hk`'s parameters, the same on every call (one seed)."""
+    import cupy as cp
+
+    rng = np.random.default_rng(7)
+    arrays = []
+    for dtype in hk.params:
+        vals = rng.standard_normal(THREADS).astype(np.float32)
+        if dtype == "bfloat16":  # bf16 bits: the high half of a float32
+            host_arr = (vals.view(np.uint32) >> 16).astype(np.uint16)
+        else:
+            host_arr = vals.astype(dtype)
+        arrays.append(cp.asarray(host_arr))
+    return tuple(arrays), [arrays[i] for i in hk.outputs]
+
+
+@pytest.mark.parametrize("header", sorted(HEADER_KERNELS))
+def test_kernel_per_cuda_header_is_clean_and_computes_the_native_bits(header):
+    """Each header's kernel, as the CPU suite builds it, checked on the GPU: no finding, and
+    every output bitwise equal to the native run's."""
+    from consan import toolchain
+
+    if not any(os.path.isfile(os.path.join(d.path, header)) for d in toolchain.cuda_include_dirs()):
+        pytest.skip(f"{header} is not in this machine's CUDA include directories")
+    hk = HEADER_KERNELS[header]
+    rep, _ = check_against_native(hk.source, "k", lambda: _header_args(hk), grid=(1, 1, 1),
+                                  block=(THREADS, 1, 1), options=(arch_option(),),
+                                  what=f"the {header} kernel")
+    assert rep.ok and not rep.violations, str(rep)
