@@ -43,9 +43,12 @@ from .errors import ConsanError
 
 MAX_PREPARED = 16  # launch shapes kept ready (each holds shadow tables and a pinned log)
 MAX_KEPT_TEXT = 20  # rendered findings kept for the pytest failure message
-_WORK_EVENTS = {Event.READ.value, Event.WRITE.value, Event.ATOMIC.value,
-                Event.BAR_SYNC.value, Event.BAR_ARRIVE.value, Event.BAR_RED.value,
-                Event.TENSOR_LOAD.value, Event.TENSOR_STORE.value}  # TMA: smem writes / reads
+# Events that alone can give no finding: group bookkeeping and exits. A module with
+# anything else (an access, a barrier, an mbarrier operation, a copy, a wgmma) is checked:
+# an mbarrier arrive alone can be mbarrier.uninit.
+_BOOKKEEPING = {e.value for e in (Event.EXIT, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
+                                  Event.ASYNC_WAIT_ALL, Event.BULK_COMMIT, Event.BULK_WAIT,
+                                  Event.WGMMA_COMMIT, Event.WGMMA_WAIT, Event.PROXY_FENCE)}
 NOT_INTERCEPTED = ("not launched through CuPy or Triton while consan was active: a "
                    "precompiled library kernel (cuBLAS, cuDNN, CUB/Thrust, cuFFT, a PyTorch "
                    "operator, ...), or one CuPy compiled before consan started")
@@ -83,10 +86,10 @@ def is_busy() -> bool:
 
 
 def work_in(b: runtime.Build) -> bool:
-    """Whether a launch of the module can race at all: it accesses shared memory or
-    synchronises (else it runs natively, counted as checked)."""
+    """Whether a launch of the module can give a finding at all: it has a probed event
+    besides group bookkeeping and exits (else it runs natively, counted as checked)."""
     ins = b.instrumented
-    return bool(ins.unmodeled) or any(s.event in _WORK_EVENTS for s in ins.sites.sites)
+    return bool(ins.unmodeled) or any(s.event not in _BOOKKEEPING for s in ins.sites.sites)
 
 
 def dim3(t: tuple) -> tuple[int, int, int]:

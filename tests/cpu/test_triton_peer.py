@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -20,7 +21,7 @@ except ImportError:
     pytest.skip("needs triton with Gluon (triton.experimental.gluon) to compile the Triton "
                 "ConSan peer cases", allow_module_level=True)
 
-from consan import toolchain  # noqa: E402
+from consan import session, toolchain  # noqa: E402
 from instrument import abi  # noqa: E402
 from instrument.ptx import parse  # noqa: E402
 from instrument.rewrite import instrument  # noqa: E402
@@ -90,3 +91,5 @@ def test_case_compiles_instruments_and_assembles_for_sm90a(case):
         assert tp.marker_line(marker) in probed, (
             f"{case.name}: no probe on line {tp.marker_line(marker)} ({marker}), where "
             f"consan should report {kind}")
+    if case.findings:  # a kernel that can give a finding is checked, not run natively
+        assert session.work_in(SimpleNamespace(instrumented=ins)), case.name
