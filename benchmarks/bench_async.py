@@ -227,9 +227,12 @@ def main(argv=None) -> int:
     good = [r for r in rows if "consan_x" in r]
     if good:
         xs = [r["consan_x"] for r in good]
-        faster = sum(1 for r in good if r.get("racecheck_x", 0) > r["consan_x"])
+        timed = [r for r in good if "racecheck_x" in r]  # (racecheck may not have run)
+        faster = sum(1 for r in timed if r["racecheck_x"] > r["consan_x"])
+        against = (f"consan faster than racecheck on {faster} of {len(timed)}" if timed
+                   else "racecheck not timed")
         print(f"\nmedian consan slowdown {statistics.median(xs):.1f}x over the {len(good)} rows "
-              f"with a ratio; consan faster than racecheck on {faster} of {len(good)}")
+              f"with a ratio; {against}")
     gpu = cp.cuda.runtime.getDeviceProperties(0)["name"]
     gpu = gpu.decode() if isinstance(gpu, bytes) else str(gpu)
     print(f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
