@@ -4,7 +4,8 @@ A kernel that hangs holds the process in a CUDA call no signal reaches, so pytes
 timeouts cannot end it. This runs pytest -v in a child process group; when no test has
 finished for --hang seconds, it kills the group, records the test that was running as
 HUNG, and starts pytest again without the tests already done. The summary line at the end
-counts every outcome, hangs included.
+counts every outcome, hangs included. Each failure's report is written as it happens
+(pytest_now.py), so a killed session keeps it.
 
     python3 benchmarks/pytest_guarded.py --hang 60 -- -m gpu tests/gpu/test_triton_peer.py
 """
@@ -26,8 +27,11 @@ _START = re.compile(r"^(\S+::\S+) ")
 
 def _run(cmd: list[str], hang: float, done: dict[str, str]) -> str | None:
     """One pytest run; the test that hung (then killed), or None once pytest ended."""
+    env = dict(os.environ)  # (pytest_now.py, beside this file, is a plugin of the child)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)),
+                                                      env.get("PYTHONPATH")]))
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+                         start_new_session=True, env=env)
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ)
     buf, last = "", time.monotonic()
@@ -62,7 +66,8 @@ def main() -> int:
     done: dict[str, str] = {}
     hung: list[str] = []
     while True:
-        cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *args,
+        cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "pytest_now",
+               *args,
                *(f"--deselect={t}" for t in [*done, *hung])]
         stuck = _run(cmd, a.hang, done)
         if stuck is None or stuck in hung:  # (ended; or a test id --deselect cannot match)
