@@ -398,7 +398,9 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
     the phase-mode checker that keeps its tables in shared memory: it has no
     vector-clock code, so the probes need far fewer registers. `vsh` links the
     vector-clock checker that keeps its buffer tables in shared memory (no
-    device-memory table code on its paths). `max_regs` caps the registers of
+    device-memory table code on its paths). Otherwise the tables are in device memory,
+    and the checker is the build for the module's mode (`ins.phase_mode`: phases, else
+    vector clocks), with no code for the other. `max_regs` caps the registers of
     every function (the tighter of it and `.maxnreg` wins).
 
     The checker comes as a cached relocatable cubin built under the same cap
@@ -409,10 +411,13 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
     caps = [c for c in (ins.max_regs, max_regs) if c]
     cap = min(caps) if caps else 0
     cap_opt = (f"-maxrregcount={cap}",) if cap else ()
+    phase = ins.phase_mode and not psh and not vsh  # (device-memory tables: which build)
     if extra:
-        return link([(name, ins.ptx), ("consan_checker.ptx", checker_ptx(arch, psh, vsh))],
+        return link([(name, ins.ptx),
+                     ("consan_checker.ptx", checker_ptx(arch, psh, vsh, phase))],
                     arch, (*extra, *cap_opt))
-    return link([(name, ins.ptx), ("consan_checker.cubin", checker_object(arch, psh, vsh, cap))],
+    return link([(name, ins.ptx),
+                 ("consan_checker.cubin", checker_object(arch, psh, vsh, cap, phase))],
                 arch, cap_opt)
 
 
@@ -432,9 +437,12 @@ def checker_defines() -> tuple[str, ...]:
     return tuple(f"-D{d}" for d in os.environ.get("CONSAN_CHECKER_DEFINES", "").split())
 
 
-def _variant_defines(psh: bool, vsh: bool) -> tuple[str, ...]:
+def _variant_defines(psh: bool, vsh: bool, phase: bool = False) -> tuple[str, ...]:
+    """The -D options of one of the four device builds: phases or vector clocks, with the
+    tables in shared memory (psh, vsh) or in device memory (phase, or the default)."""
+    assert psh + vsh + phase <= 1, "one build at a time"
     return checker_defines() + (("-DCONSAN_PSH",) if psh else ()) + \
-        (("-DCONSAN_VSH",) if vsh else ())
+        (("-DCONSAN_VSH",) if vsh else ()) + (("-DCONSAN_PHASE_DEV",) if phase else ())
 
 
 # ------------------------------------------------------------------ on-disk cache
@@ -514,16 +522,17 @@ def _checker_build(arch: Arch, defines: tuple[str, ...], cap: int, output: str) 
         return data
 
 
-def checker_ptx(arch: Arch, psh: bool = False, vsh: bool = False) -> str:
+def checker_ptx(arch: Arch, psh: bool = False, vsh: bool = False, phase: bool = False) -> str:
     """The device checker compiled for `arch` (relocatable, so probes link to it)."""
-    ptx = _checker_build(arch, _variant_defines(psh, vsh), 0, "ptx")
+    ptx = _checker_build(arch, _variant_defines(psh, vsh, phase), 0, "ptx")
     assert isinstance(ptx, str)
     return ptx
 
 
-def checker_object(arch: Arch, psh: bool = False, vsh: bool = False, cap: int = 0) -> bytes:
+def checker_object(arch: Arch, psh: bool = False, vsh: bool = False, cap: int = 0,
+                   phase: bool = False) -> bytes:
     """The device checker as a relocatable cubin for `arch`, its functions assembled under
     the register cap `cap` (0: none), as nvJitLink would assemble its PTX under that cap."""
-    obj = _checker_build(arch, _variant_defines(psh, vsh), cap, "cubin")
+    obj = _checker_build(arch, _variant_defines(psh, vsh, phase), cap, "cubin")
     assert isinstance(obj, bytes)
     return obj

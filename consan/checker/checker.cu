@@ -12,7 +12,8 @@
 // warp, the clock of its last read since that write.
 //
 // This file is the only one that chooses between the table representations a build
-// has (the -DCONSAN_PSH / -DCONSAN_VSH builds, the launch's flags); the headers hold
+// has (the -DCONSAN_PSH / -DCONSAN_PHASE_DEV / -DCONSAN_VSH builds and the default one,
+// the host build's launch flags); the headers hold
 // one concern each, in the order they depend on one another.
 //
 // consan_abi.h is generated from instrument/abi.py by the build (never edited).
@@ -37,7 +38,19 @@ CS_DEV bool cs_table_mode(uint32_t flag) {
 #endif
 }
 CS_DEV bool cs_phase_smem_on() { return cs_table_mode(CS_FLAG_PHASE_SMEM); }
-CS_DEV bool cs_phase_mode() { return S.flags & CS_FLAG_PHASE_MODE; }
+// Phase mode (the module has only CTA-wide barriers) or vector clocks: the host build
+// follows the launch's flag; each device build is compiled for one of them (-DCONSAN_PSH
+// and -DCONSAN_PHASE_DEV: phases; -DCONSAN_VSH and the default build: vector clocks), and
+// toolchain.link_with_checker picks the build from the module.
+CS_DEV bool cs_phase_mode() {
+#if defined(CONSAN_HOST)
+    return S.flags & CS_FLAG_PHASE_MODE;
+#elif defined(CONSAN_PSH) || defined(CONSAN_PHASE_DEV)
+    return true;
+#else
+    return false;
+#endif
+}
 CS_DEV bool cs_vc_smem_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
 
 #include "measure.h"

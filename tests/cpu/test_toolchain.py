@@ -170,14 +170,41 @@ def test_second_process_reuses_the_checker_object(tmp_path):
 def test_every_configuration_has_its_own_cache_entry(monkeypatch, tmp_path):
     monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
     monkeypatch.delenv("CONSAN_CHECKER_DEFINES", raising=False)
-    paths = {toolchain.checker_cache_path(SM90A, toolchain._variant_defines(psh, vsh), cap, out)
-             for psh, vsh in ((False, False), (True, False), (False, True))
+    paths = {toolchain.checker_cache_path(SM90A, toolchain._variant_defines(*build), cap, out)
+             for build in ((False, False, False), (True, False, False), (False, True, False),
+                           (False, False, True))
              for cap in (0, 64, 128) for out in ("cubin", "ptx")}
     paths.add(toolchain.checker_cache_path(toolchain.Arch.parse("sm_80"), (), 0))
     monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "CONSAN_PROFILE")
     paths.add(toolchain.checker_cache_path(SM90A, toolchain._variant_defines(False, False), 0))
-    assert len(paths) == 3 * 3 * 2 + 2
+    assert len(paths) == 4 * 3 * 2 + 2
     assert all(p.parent == tmp_path / "checker" for p in paths)
+
+
+NAMED_BARRIER = KERNEL_A.replace("__syncthreads();", 'asm volatile("bar.sync 1, 64;");')
+
+
+@pytest.mark.parametrize("source,phase", [(KERNEL_A, True), (NAMED_BARRIER, False)],
+                         ids=["cta-barriers-only", "named-barrier"])
+def test_device_tables_link_the_checker_build_of_the_modules_mode(monkeypatch, tmp_path,
+                                                                  source, phase):
+    """With its tables in device memory a module links the build for its mode alone
+    (-DCONSAN_PHASE_DEV for phases, the default for vector clocks)."""
+    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    seen, real = [], toolchain.checker_object
+
+    def spy(arch, psh=False, vsh=False, cap=0, phase=False):
+        seen.append((psh, vsh, phase))
+        return real(arch, psh, vsh, cap, phase)
+
+    monkeypatch.setattr(toolchain, "checker_object", spy)
+    ins = instrument(parse(toolchain.compile_cuda(source, "k.cu", ["-arch=compute_90a"]),
+                           "k.ptx"))
+    assert ins.phase_mode is phase
+    assert toolchain.link_with_checker(ins, "k.ptx", SM90A)[:4] == b"\x7fELF"
+    assert seen == [(False, False, phase)]
+    assert toolchain.link_with_checker(ins, "k.ptx", SM90A, vsh=not phase, psh=phase)
+    assert seen[1] == (phase, not phase, False)
 
 
 def test_checker_object_links_to_the_same_bytes_as_its_ptx(monkeypatch, tmp_path):
