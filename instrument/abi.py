@@ -65,6 +65,10 @@ SPACE_SHARED, SPACE_GENERIC, SPACE_CLUSTER = 0, 1, 2
 INFO_SHAPE_SHIFT = 12  # 4 bits: 0 plain, else matrix rows x count (ldmatrix/stmatrix)
 SHAPE_PLAIN = 0
 SHAPE_MATRIX_X1, SHAPE_MATRIX_X2, SHAPE_MATRIX_X4 = 1, 2, 4
+# A store of an immediate to a constant shared address (`st.shared.b32 [smem+560], 0`):
+# every run of it stores the same bytes in the same place, so a run that finds the bytes'
+# last write was its own instruction changes nothing (docs/model.md, "Idempotent stores").
+INFO_IDEM = 1 << 16
 
 # Barrier probe modes.
 BAR_SYNC, BAR_ARRIVE, BAR_RED = 0, 1, 2
@@ -75,10 +79,12 @@ NO_SITE = 0xFFFFFFFF
 NO_WARP = 0xFF
 
 
-def access_info(size: int, mode: int, space: int, shape: int = SHAPE_PLAIN) -> int:
+def access_info(size: int, mode: int, space: int, shape: int = SHAPE_PLAIN,
+                idem: bool = False) -> int:
     assert 0 < size <= INFO_SIZE_MASK
+    assert not idem or mode == MODE_WRITE
     return (size | (mode << INFO_MODE_SHIFT) | (space << INFO_SPACE_SHIFT)
-            | (shape << INFO_SHAPE_SHIFT))
+            | (shape << INFO_SHAPE_SHIFT) | (INFO_IDEM if idem else 0))
 
 
 # Probe symbols the rewriter calls and the checker defines (extern "C").
@@ -589,6 +595,7 @@ def c_header() -> str:
         lines.append(f"#define {cname} {k.code}u")
     consts = {
         "CS_INFO_SIZE_MASK": INFO_SIZE_MASK,
+        "CS_INFO_IDEM": INFO_IDEM,
         "CS_INFO_MODE_SHIFT": INFO_MODE_SHIFT,
         "CS_MODE_READ": MODE_READ,
         "CS_MODE_WRITE": MODE_WRITE,

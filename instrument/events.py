@@ -9,11 +9,12 @@ skipped silently.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
 from . import abi, wgmma_desc
-from .ptx import Item, ptx_int
+from .ptx import INT_LITERAL, REGISTER, Item, ptx_int
 
 
 class Event(str, Enum):
@@ -173,6 +174,7 @@ class Classified:
     arg: str = "0"  # MBARRIER: count / bytes operand; waits: the parity or state operand;
     # tensor copies: the tensor-map address operand
     result: str | None = None  # MBARRIER waits: the predicate the instruction sets
+    idem: bool = False  # WRITE: an immediate to a constant address (abi.INFO_IDEM)
 
     @property
     def mode(self) -> int:
@@ -180,7 +182,7 @@ class Classified:
 
     @property
     def info(self) -> int:
-        return abi.access_info(self.size, self.mode, self.space, self.shape)
+        return abi.access_info(self.size, self.mode, self.space, self.shape, self.idem)
 
 
 def _elem_bytes(parts: list[str]) -> int:
@@ -209,7 +211,8 @@ def _space(parts: list[str]) -> int | None:
     return abi.SPACE_GENERIC
 
 
-def _access(it: Item, row: Row, shared_symbols: set[str]) -> Classified | None:
+def _access(it: Item, row: Row, shared_symbols: set[str],
+            constants: Mapping[str, str]) -> Classified | None:
     parts = it.op_parts
     space = _space(parts[1:])
     addr = next((o for o in it.operands if o.startswith("[")), None)
@@ -249,7 +252,41 @@ def _access(it: Item, row: Row, shared_symbols: set[str]) -> Classified | None:
     else:
         vec = next((int(p[1:]) for p in parts if p in ("v2", "v4", "v8")), 1)
         size = _elem_bytes(parts) * vec
-    return Classified(row.event, row, size=size, space=space, shape=shape, address=addr)
+    idem = row.prefix == "st" and size < 16 and _idempotent(addr, it.operands[1:], constants)
+    return Classified(row.event, row, size=size, space=space, shape=shape, address=addr,
+                      idem=idem)
+
+
+_IMMEDIATE = re.compile(rf"^-?(?:{INT_LITERAL}|0[fF][0-9a-fA-F]{{8}}|0[dD][0-9a-fA-F]{{16}})$")
+
+
+def _idempotent(addr: str, values: list[str], constants: Mapping[str, str]) -> bool:
+    """A store whose every run writes the same bytes in the same place: its address names
+    no register (a shared symbol or a number, plus a constant) and its value is an
+    immediate, or a register that only ever holds one (a vector's: all of them). Sizes of
+    16 bytes take the 16-byte probe, which does not look for it."""
+    if len(values) != 1 or "%" in addr:
+        return False
+    items = [v.strip() for v in values[0].strip().strip("{}").split(",")]
+    return all(_IMMEDIATE.match(constants.get(v, v)) for v in items)
+
+
+def constant_registers(body: list[Item]) -> dict[str, str]:
+    """Registers of a function defined once, by an unpredicated `mov` of an immediate
+    (NVRTC puts `flag = 1` as `mov.u32 %r1, 1; st.shared.u32 [flag], %r1`): each holds
+    that immediate wherever it is read. Any other write of the name (any instruction whose
+    first operand names it, in any scope) disqualifies it."""
+    defs: dict[str, int] = {}
+    value: dict[str, str] = {}
+    for it in body:
+        if not it.is_instruction or not it.operands or it.operands[0].startswith("["):
+            continue
+        for r in REGISTER.findall(it.operands[0]):
+            defs[r] = defs.get(r, 0) + 1
+            src = it.operands[1].strip() if len(it.operands) == 2 else ""
+            if it.op_parts[0] == "mov" and it.pred is None and _IMMEDIATE.match(src):
+                value[r] = src
+    return {r: v for r, v in value.items() if defs[r] == 1}
 
 
 _MB_OPS = (("init", abi.MB_INIT), ("inval", abi.MB_INVAL),
@@ -410,16 +447,17 @@ def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
                for o in it.operands)
 
 
-def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = True
-             ) -> Classified | None:
-    """The model event of one instruction, or None if it is irrelevant."""
+def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = True,
+             constants: Mapping[str, str] | None = None) -> Classified | None:
+    """The model event of one instruction, or None if it is irrelevant. `constants`: the
+    function's registers that only ever hold one immediate (`constant_registers`)."""
     if not it.is_instruction:
         return None
     for row in TABLE:
         if not row.matches(it.opcode):
             continue
         if row.access:
-            return _access(it, row, shared_symbols)
+            return _access(it, row, shared_symbols, constants or {})
         if row.event is Event.EXIT and it.opcode.startswith("ret") and not in_entry:
             return None  # returning from a .func is not leaving the kernel
         if row.event is Event.ADDRESS:

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from . import abi, carry, coalesce, converge, loops, remote, wgmma_window
-from .events import Classified, Event, classify
+from .events import Classified, Event, classify, constant_registers
 from .ptx import INT_LITERAL, Function, Item, Module, PTXSyntaxError, parse, ptx_int
 from .sites import SiteTable, SourceLoc
 
@@ -421,6 +421,7 @@ def _instrument(mod: Module) -> Instrumented:
         depth = 0
         walk: list[tuple[int, Item, Classified | None, tuple | None]] = []
         peers = remote.registers(fn.body)
+        constants = constant_registers(fn.body)
         for pos, it in enumerate(fn.body):
             idx = index_of[id(it)]
             if it.kind == "open":
@@ -435,7 +436,7 @@ def _instrument(mod: Module) -> Instrumented:
                     after_it.kind == "trivia" and after_it.line == it.line else ""
                 loc = _parse_loc(it, files, strings, chains, comment)
                 continue
-            c = classify(it, shared, in_entry=fn.is_entry)
+            c = classify(it, shared, in_entry=fn.is_entry, constants=constants)
             if c is not None and c.event is Event.MBARRIER and not c.reason and \
                     remote.address_register(c.address) in peers:
                 c = replace(c, reason=REMOTE_MBARRIER)
@@ -505,7 +506,9 @@ def _instrument(mod: Module) -> Instrumented:
                 p = merged[idx]
                 if p is None:
                     continue  # checked by the probe of an earlier access
-                c = replace(c, address=p.address, size=p.size)
+                # (an idempotent store merged with others is checked as an ordinary one)
+                c = replace(c, address=p.address, size=p.size,
+                            idem=c.idem and len(p.members) == 1 and p.count == 1)
                 covers = tuple(lines[i] for i in p.members[1:])
                 if p.count > 1:
                     rep = (p.stride << abi.REP_STRIDE_SHIFT) | p.count

@@ -122,9 +122,10 @@ class HostChecker:
         return self.lib.cs_host_slot()
 
     def access(self, warp: int, off: int, size: int, mode: int, site: int,
-               space: int = abi.SPACE_SHARED, shape: int = abi.SHAPE_PLAIN) -> None:
+               space: int = abi.SPACE_SHARED, shape: int = abi.SHAPE_PLAIN,
+               idem: bool = False) -> None:
         self._as(warp)
-        info = abi.access_info(size, mode, space, shape)
+        info = abi.access_info(size, mode, space, shape, idem)
         probe, rep = abi.access_probe(info, None)  # the probe the rewriter would call
         self._probe(probe)(off, site, info, *(() if rep is None else (rep,)))
 
@@ -139,8 +140,10 @@ class HostChecker:
     def read(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
         self.access(warp, off, size, abi.MODE_READ, site)
 
-    def write(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
-        self.access(warp, off, size, abi.MODE_WRITE, site)
+    def write(self, warp: int, off: int, size: int = 4, site: int = 0,
+              idem: bool = False) -> None:
+        """A store; `idem`: of an immediate to a constant address (abi.INFO_IDEM)."""
+        self.access(warp, off, size, abi.MODE_WRITE, site, idem=idem)
 
     def atomic(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:
         self.access(warp, off, size, abi.MODE_ATOMIC, site)

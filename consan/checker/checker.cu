@@ -74,14 +74,64 @@ CS_DEV bool cs_vc_smem_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
 // ------------------------------------------------------------- probe entry points
 
 
-CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
-    CS_PROF(0);
-    CS_NULL_ACCESS(return;)
+CS_DEV void cs_access_any(uint64_t addr, uint32_t site, uint32_t info) {
     if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, 1u);
     if (cs_phase_smem_on()) return cs_phase_smem_access(addr, site, info);
 #if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
     cs_access(addr, site, info);
 #endif
+}
+
+// Granules [g0, g1] of the window last written by the instruction at `site`.
+CS_DEV bool cs_written_by_site(uint32_t g0, uint32_t g1, uint32_t site) {
+    if (cs_phase_smem_on()) return cs_phase_smem_written_by(g0, g1, site);
+#ifndef CONSAN_PSH
+    if (cs_vc_smem_on()) return cs_vc_smem_written_by(cs_slot_sh, g0, g1, site);
+#endif
+#if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
+    return cs_written_by(cs_slot_sh, g0, g1, site);
+#endif
+    return false;
+}
+
+// An idempotent store (abi.INFO_IDEM: an immediate to a constant shared address) writes
+// (experimental: device builds apply the rule only with -DCONSAN_IDEM, set through
+// CONSAN_CHECKER_DEFINES, until it has passed the GPU suite; the host build always does)
+// the same bytes in the same place each time it runs: a run that finds the bytes' last
+// write was its own instruction changes nothing and is not checked (docs/model.md). Every
+// lane has the one address, so one lane per warp runs it, under the CTA's lock: of two
+// warps storing together, the second then sees the first's epoch and its site together
+// (Triton's warp-specialised prologue: every warp of the default partition stores the
+// partitions' state word). The warp's lanes leave together: the kernel's next
+// instruction may be warp-synchronous (Triton follows the store with a named barrier and
+// setmaxnreg.sync.aligned; with the other lanes returning at once, such kernels hung).
+CS_DEV void cs_idem_lead(uint64_t addr, uint32_t site, uint32_t info) {
+    if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;
+    uint32_t size = info & CS_INFO_SIZE_MASK, off = 0;
+    bool generic = ((info >> CS_INFO_SPACE_SHIFT) & 3u) == CS_SPACE_GENERIC;
+    bool here = (!generic || cs_is_shared(addr)) &&
+                cs_local(generic ? cs_to_shared(addr) : (uint32_t)addr, off) &&
+                (off + size - 1) / CS_GRANULE_BYTES < S.granules;
+    if (!here) return cs_access_any(addr, site, info);  // (its usual verdict)
+    cs_lock(&cs_shv.idem_lock);
+    if (!cs_written_by_site(off / CS_GRANULE_BYTES, (off + size - 1) / CS_GRANULE_BYTES, site))
+        cs_access_any(addr, site, info);
+    cs_unlock(&cs_shv.idem_lock);
+}
+
+CS_DEV void cs_idem_store(uint64_t addr, uint32_t site, uint32_t info) {
+    uint32_t all = cs_activemask();
+    if (cs_lane() == (uint32_t)(cs_ffs(all) - 1)) cs_idem_lead(addr, site, info);
+    cs_syncwarp(all);
+}
+
+CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_PROF(0);
+    CS_NULL_ACCESS(return;)
+#if defined(CONSAN_IDEM) || defined(CONSAN_HOST)
+    if (info & CS_INFO_IDEM) return cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
+#endif
+    cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
 }
 
 // `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).

@@ -368,6 +368,18 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
 }
 
 
+// Granules [g0, g1] last written in this CTA by the instruction at `site` (idempotent
+// stores), in the device-memory tables of either mode; an mbarrier object's are not.
+CS_DEV bool cs_written_by(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t site) {
+    for (uint32_t g = g0; g <= g1; ++g) {
+        uint64_t e = cs_ld64(cs_gent(slot, g));
+        if ((e >> CS_WW_GEN_SHIFT) != cs_gen_sh || ((e >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_MBAR) ||
+            cs_ld32((uint32_t*)S.wsite + cs_gidx(slot, g)) != site)
+            return false;
+    }
+    return true;
+}
+
 // The common case, in few registers: a plain access (at most 16 granules) whose
 // every granule needs no update -- a read already recorded at this clock of a
 // write that happens before it, or a rewrite by the same warp at the same

@@ -796,6 +796,18 @@ CS_DEV void cs_vc_smem_write(const cs_vc_smem_ctx_t& x, const cs_vc_smem_span& s
 
 // What a copy's write has found so far: the first finding on an epoch and on a reader,
 
+// Granules [g0, g1] of the window last written by the instruction at `site` (idempotent
+// stores); an mbarrier object's are not.
+CS_DEV bool cs_vc_smem_written_by(uint32_t slot, uint32_t g0, uint32_t g1, uint32_t site) {
+    if (g0 * CS_GRANULE_BYTES < S.vsh_base) return false;
+    cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, cs_warp());
+    for (uint32_t g = g0 - S.vsh_base / CS_GRANULE_BYTES, n = g + g1 - g0; g <= n; ++g) {
+        uint32_t e = cs_s_ld(x.W + 4u * g);
+        if (e == 0 || (e & CS_VW_MBAR) || cs_ld32(x.ws + g) != site) return false;
+    }
+    return true;
+}
+
 // The access probe: each lane its own granules; collectives only to name a finding.
 CS_DEV void cs_vc_smem_access(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     uint32_t slot = cs_slot_sh;

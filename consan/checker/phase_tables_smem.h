@@ -35,6 +35,15 @@ CS_NOINLINE void cs_phase_smem_note(uint32_t kind, uint32_t site, uint32_t prev_
     cs_record(r);
 }
 
+// Granules [g0, g1] last written by the instruction at `site` (idempotent stores).
+CS_DEV bool cs_phase_smem_written_by(uint32_t g0, uint32_t g1, uint32_t site) {
+    for (uint32_t g = g0; g <= g1; ++g)
+        if (cs_vld64(&cs_phase_smem_epochs()[g]) == 0 ||
+            cs_vld32(&cs_phase_smem_words(CS_PHASE_SMEM_WSITE)[g]) != site)
+            return false;
+    return true;
+}
+
 CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
     uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
@@ -179,6 +188,7 @@ CS_DEV void cs_phase_smem_begin(uint32_t i, uint32_t n) {
     if (i == 0) {
         cs_gadd32(&((cs_log_header_t*)S.log)->ctas_begun, 1);
         cs_slot_sh = 0;
+        cs_shv.idem_lock = 0;
     }
     for (uint32_t w = i; w < CS_MAX_WARPS; w += n) cs_phase_sh[w] = 1;
     uint32_t* p = (uint32_t*)cs_smem_tables();

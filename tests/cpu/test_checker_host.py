@@ -908,3 +908,74 @@ def test_mbarrier_of_another_cta_is_only_noted(ckv):
     ckv.mbar_wait(1, MB, parity=0)
     ckv.read(1, 0, site=2)
     assert len(ckv.kinds()) == 1
+
+
+# ------------------------------------------------------------- idempotent stores
+
+@pytest.fixture(params=["vc-device", "vc-smem", "phases", "phases-smem"])
+def ck4(request):
+    """Every table representation: vector clocks in device or shared memory, CTA phases in
+    device or shared memory."""
+    from tests.checker_host import HostChecker
+
+    vsh, phase, psh = {"vc-device": (False, False, False), "vc-smem": (True, False, False),
+                       "phases": (False, True, False), "phases-smem": (False, True, True)}[
+        request.param]
+    c = HostChecker(nwarps=4, smem_bytes=1024, vsh=vsh, phase_mode=phase, phase_smem=psh)
+    assert c.begin() == 0
+    return c
+
+
+STATE = 560  # a partition's state word: `st.shared.b32 [global_smem+560], 0` by every warp
+
+
+def test_warps_storing_one_immediate_at_one_address_do_not_race(ck4):
+    """Triton's warp-specialised prologue: every warp of the default partition stores the
+    same immediate to the state word, then a CTA-wide barrier publishes it."""
+    for w in ALL:
+        ck4.write(w, STATE, site=5, idem=True)
+    ck4.sync(ALL)
+    for w in ALL:
+        ck4.read(w, STATE, site=6)
+    assert ck4.kinds() == []
+
+
+def test_an_idempotent_store_races_with_a_store_of_another_instruction(ck4):
+    ck4.write(0, STATE, site=1)  # another instruction: other bytes, maybe
+    ck4.write(1, STATE, site=5, idem=True)
+    assert ck4.kinds() == [("race.waw", 5, 1)]
+
+
+def test_a_store_after_unordered_idempotent_ones_races(ck4):
+    ck4.write(0, STATE, site=5, idem=True)
+    ck4.write(1, STATE, site=5, idem=True)
+    ck4.write(2, STATE, site=7)
+    assert ck4.kinds() == [("race.waw", 7, 5)]
+
+
+def test_a_read_unordered_with_an_idempotent_store_races(ck4):
+    ck4.write(0, STATE, site=5, idem=True)
+    ck4.read(1, STATE, site=6)
+    assert ck4.kinds() == [("race.raw", 6, 5)]
+
+
+def test_an_idempotent_store_after_another_instruction_is_checked_again(ck4):
+    """Once another instruction wrote the bytes, the next run of the idempotent store does
+    change them: it is judged as any store (here ordered by the barriers: clean), and runs
+    of it after that are again redundant."""
+    ck4.write(0, STATE, site=5, idem=True)
+    ck4.sync(ALL)
+    ck4.write(1, STATE, site=7)
+    ck4.sync(ALL)
+    ck4.write(2, STATE, site=5, idem=True)
+    ck4.write(3, STATE, site=5, idem=True)
+    ck4.sync(ALL)
+    ck4.read(0, STATE, site=6)
+    assert ck4.kinds() == []
+
+
+def test_an_idempotent_store_onto_an_unordered_store_races(ck4):
+    ck4.write(1, STATE, site=7)
+    ck4.write(2, STATE, site=5, idem=True)
+    ck4.write(3, STATE, site=5, idem=True)
+    assert ck4.kinds() == [("race.waw", 5, 7)]

@@ -163,3 +163,17 @@ def test_sixteen_byte_accesses_call_their_own_entry():
     ins = instrument(HEAD + "\tld.shared.v4.f32 {%f1,%f2,%f3,%f4}, [%r1];\n\tret;\n}\n")
     assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 1
     assert "st.param.b32 [__cs_p3], 1;" in ins.ptx
+
+
+def test_idempotent_stores_keep_their_mark_only_when_probed_alone():
+    """A store of an immediate to a constant address is probed with INFO_IDEM; merged with
+    another store, the probe checks it as an ordinary write (docs/model.md)."""
+    head = HEAD.replace(".visible", ".shared .align 4 .b8 smem[64];\n.visible")
+    alone = instrument(head + "\tst.shared.b32 [smem+8], 0;\n\tret;\n}\n")
+    info = abi.access_info(4, abi.MODE_WRITE, abi.SPACE_SHARED, idem=True)
+    assert f"st.param.b32 [__cs_p2], {info};" in alone.ptx
+    merged = instrument(head + "\tst.shared.b32 [smem+8], 0;\n"
+                        "\tst.shared.b32 [smem+12], 0;\n\tret;\n}\n")
+    plain = abi.access_info(8, abi.MODE_WRITE, abi.SPACE_SHARED)
+    assert f"st.param.b32 [__cs_p2], {plain};" in merged.ptx
+    assert f"{abi.INFO_IDEM | 8 | abi.MODE_WRITE << abi.INFO_MODE_SHIFT};" not in merged.ptx

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from instrument import abi
-from instrument.events import Event, classify
+from instrument.events import Event, classify, constant_registers
 from instrument.ptx import parse
 
 
@@ -47,6 +47,30 @@ def test_accesses(instr, event, size, space):
     c = one(instr)
     assert c is not None and c.event is event
     assert c.size == size and c.space == space
+
+
+@pytest.mark.parametrize("instr,idem", [
+    ("st.shared.b32 [smem+560], 0;", True),  # Triton's partition state word
+    ("st.shared.b32 [smem+560], 16843009;", True),
+    ("st.shared.u8 [smem], 0x1;", True),
+    ("st.shared.f32 [smem+4], 0f3F800000;", True),
+    ("st.u32 [smem], 7;", True),  # generic use of a .shared name
+    ("st.shared.v2.b32 [smem+8], {0, 0};", True),
+    ("st.shared.v2.b32 [smem+8], {0, 1};", True),  # (the same bytes at each address, too)
+    ("st.shared.b32 [%r2], 0;", False),  # lanes and warps write different places
+    ("st.shared.b32 [smem+4], %r1;", False),  # a register's value
+    ("st.shared.v2.b32 [smem+8], {0, %r1};", False),
+    ("st.shared.v4.b32 [smem], {0, 0, 0, 0};", False),  # (16 bytes: the 16-byte probe)
+    ("atom.shared.exch.b32 %r1, [smem], 0;", False),
+    ("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%r1], 0, [%r2];", False),
+])
+def test_idempotent_stores(instr, idem):
+    """A store whose every run writes the same bytes in the same place carries INFO_IDEM
+    (docs/model.md, "Idempotent stores")."""
+    c = one(instr)
+    assert c is not None and c.idem is idem
+    if c.event is Event.WRITE:
+        assert bool(c.info & abi.INFO_IDEM) is idem
 
 
 @pytest.mark.parametrize("instr,shape", [
@@ -332,3 +356,21 @@ def test_tensor_store_is_probed_as_a_bulk_store(instr, rank, src, tmap):
 def test_tensor_prefetch_touches_no_smem():
     c = one("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd1, {%r1, %r2}];")
     assert c.event is Event.FENCE
+
+
+@pytest.mark.parametrize("body,idem", [
+    ("mov.u32 %r1, 1;\n\tst.volatile.shared.u32 [smem], %r1;", True),  # NVRTC's `flag = 1`
+    ("mov.b32 %r1, 0f3F800000;\n\tst.shared.f32 [smem+4], %r1;", True),
+    ("mov.u32 %r1, 1;\n\tadd.u32 %r1, %r1, 1;\n\tst.shared.u32 [smem], %r1;", False),
+    ("@%p1 mov.u32 %r1, 1;\n\tst.shared.u32 [smem], %r1;", False),  # maybe never set
+    ("ld.param.u32 %r1, [k_param_0];\n\tst.shared.u32 [smem], %r1;", False),
+    ("mov.u32 %r1, 1;\n\tst.shared.u32 [%r2], %r1;", False),
+])
+def test_a_register_holding_one_immediate_counts_as_it(body, idem):
+    mod = parse(f".version 9.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{{\n"
+                f"\t.reg .b32 %r<3>;\n\t.reg .pred %p<2>;\n\t{body}\n}}\n")
+    fn = mod.functions[0]
+    consts = constant_registers(fn.body)
+    (st,) = [c for c in (classify(i, {"smem"}, constants=consts) for i in fn.body
+                         if i.is_instruction) if c is not None and c.event is Event.WRITE]
+    assert st.idem is idem
