@@ -95,8 +95,6 @@ CS_DEV bool cs_written_by_site(uint32_t g0, uint32_t g1, uint32_t site) {
 }
 
 // An idempotent store (abi.INFO_IDEM: an immediate to a constant shared address) writes
-// (experimental: device builds apply the rule only with -DCONSAN_IDEM, set through
-// CONSAN_CHECKER_DEFINES, until it has passed the GPU suite; the host build always does)
 // the same bytes in the same place each time it runs: a run that finds the bytes' last
 // write was its own instruction changes nothing and is not checked (docs/model.md). Every
 // lane has the one address, so one lane per warp runs it, under the CTA's lock: of two
@@ -105,6 +103,8 @@ CS_DEV bool cs_written_by_site(uint32_t g0, uint32_t g1, uint32_t site) {
 // partitions' state word). The warp's lanes leave together: the kernel's next
 // instruction may be warp-synchronous (Triton follows the store with a named barrier and
 // setmaxnreg.sync.aligned; with the other lanes returning at once, such kernels hung).
+// Experimental: device builds apply the rule only with -DCONSAN_IDEM (through
+// CONSAN_CHECKER_DEFINES) until it has passed on a GPU; the host build always does.
 CS_DEV void cs_idem_lead(uint64_t addr, uint32_t site, uint32_t info) {
     if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;
     uint32_t size = info & CS_INFO_SIZE_MASK, off = 0;
