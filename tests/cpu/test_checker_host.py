@@ -9,10 +9,11 @@ from instrument import abi
 pytestmark = pytest.mark.needs_host_compiler
 
 
-def _checker(phase_mode: bool, phase_smem: bool = False):
+def _checker(phase_mode: bool, phase_smem: bool = False, vsh: bool = True):
     from tests.checker_host import HostChecker
 
-    c = HostChecker(nwarps=4, smem_bytes=1024, phase_mode=phase_mode, phase_smem=phase_smem)
+    c = HostChecker(nwarps=4, smem_bytes=1024, phase_mode=phase_mode, phase_smem=phase_smem,
+                    vsh=vsh)
     assert c.begin() == 0
     return c
 
@@ -912,18 +913,13 @@ def test_mbarrier_of_another_cta_is_only_noted(ckv):
 
 # ------------------------------------------------------------- idempotent stores
 
-@pytest.fixture(params=["vc-device", "vc-smem", "phases", "phases-smem"])
+@pytest.fixture(params=[(False, False, False), (False, False, True), (True, False, True),
+                        (True, True, True)],
+                ids=["vc-device", "vc-smem", "phases", "phases-smem"])
 def ck4(request):
     """Every table representation: vector clocks in device or shared memory, CTA phases in
-    device or shared memory."""
-    from tests.checker_host import HostChecker
-
-    vsh, phase, psh = {"vc-device": (False, False, False), "vc-smem": (True, False, False),
-                       "phases": (False, True, False), "phases-smem": (False, True, True)}[
-        request.param]
-    c = HostChecker(nwarps=4, smem_bytes=1024, vsh=vsh, phase_mode=phase, phase_smem=psh)
-    assert c.begin() == 0
-    return c
+    device or shared memory (the `ck` fixture's three and vector clocks in device memory)."""
+    return _checker(*request.param)
 
 
 STATE = 560  # a partition's state word: `st.shared.b32 [global_smem+560], 0` by every warp

@@ -20,7 +20,7 @@ import pytest
 from consan import runtime, toolchain
 from instrument.ptx import parse
 from instrument.rewrite import instrument
-from tests.kernels.cuda_headers import HEADER_KERNELS
+from tests.kernels.cuda_headers import HEADER_KERNELS, has_header
 
 ROOT = Path(__file__).resolve().parents[2]
 SM90A = toolchain.Arch.parse("sm_90a")
@@ -30,17 +30,13 @@ def cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("consan_cache")
 
 
-def _has_header(header: str) -> bool:
-    return any(os.path.isfile(os.path.join(d.path, header)) for d in toolchain.cuda_include_dirs())
-
-
 @pytest.mark.parametrize("header", sorted(HEADER_KERNELS))
 def test_kernel_with_cuda_header_builds(header, cache, monkeypatch):
     """`#include <cuda_fp16.h>` and friends compile, instrument and link for sm_90a."""
     dirs = toolchain.cuda_include_dirs()
     if not dirs:
         pytest.skip("no CUDA include directory on this machine (set CUDA_PATH to a toolkit)")
-    if not _has_header(header):
+    if not has_header(header):
         pytest.skip(f"{header} is not in {', '.join(map(str, dirs))}")
     monkeypatch.setenv("CONSAN_CACHE", str(cache))
     b = runtime.build(HEADER_KERNELS[header].source, ("-arch=sm_90a",))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 from tests.gpu_util import arch_option, check_against_native
-from tests.kernels.cuda_headers import HEADER_KERNELS, THREADS, HeaderKernel
+from tests.kernels.cuda_headers import HEADER_KERNELS, THREADS, HeaderKernel, has_header
 
 pytestmark = pytest.mark.gpu
 
@@ -63,9 +61,7 @@ def _header_args(hk: HeaderKernel):
 def test_kernel_per_cuda_header_is_clean_and_computes_the_native_bits(header):
     """Each header's kernel, as the CPU suite builds it, checked on the GPU: no finding, and
     every output bitwise equal to the native run's."""
-    from consan import toolchain
-
-    if not any(os.path.isfile(os.path.join(d.path, header)) for d in toolchain.cuda_include_dirs()):
+    if not has_header(header):
         pytest.skip(f"{header} is not in this machine's CUDA include directories")
     hk = HEADER_KERNELS[header]
     rep, _ = check_against_native(hk.source, "k", lambda: _header_args(hk), grid=(1, 1, 1),

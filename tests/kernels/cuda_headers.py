@@ -5,6 +5,7 @@ CTA of 128 threads with one 128-element array per parameter."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 THREADS = 128
@@ -79,3 +80,11 @@ extern "C" __global__ void k(float* x) {
 }
 """, ("float32",), (0,)),
 }
+
+
+def has_header(header: str) -> bool:
+    """Whether one of the CUDA include directories consan finds holds `header`."""
+    from consan import toolchain
+
+    return any(os.path.isfile(os.path.join(d.path, header))
+               for d in toolchain.cuda_include_dirs())
