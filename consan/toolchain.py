@@ -434,7 +434,7 @@ def checker_text() -> str:
 
 def checker_defines() -> tuple[str, ...]:
     """Extra -D options for the checker (CONSAN_CHECKER_DEFINES): measurement switches
-    (checker/measure.h) and rules not yet on by default (CONSAN_IDEM, docs/model.md)."""
+    (checker/measure.h)."""
     return tuple(f"-D{d}" for d in os.environ.get("CONSAN_CHECKER_DEFINES", "").split())
 
 

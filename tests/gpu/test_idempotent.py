@@ -1,7 +1,6 @@
-"""Idempotent stores on the GPU (docs/model.md, "Idempotent stores", experimental: the
-checker is built with CONSAN_IDEM here): every warp storing one constant at one shared
-address is not a race; every warp storing its own value there, or two instructions
-storing different constants, is."""
+"""Idempotent stores on the GPU (docs/model.md, "Idempotent stores"): every warp storing
+one constant at one shared address is not a race; every warp storing its own value there,
+or two instructions storing different constants, is."""
 
 from __future__ import annotations
 
@@ -11,11 +10,6 @@ import pytest
 from tests.gpu_util import arch_option, check_against_native, line_of
 
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture(autouse=True)
-def _idem_rule(monkeypatch):
-    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "CONSAN_IDEM")
 
 TEMPLATE = r"""
 extern "C" __global__ void NAME(const int* in, int* out) {
