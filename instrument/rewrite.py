@@ -462,6 +462,7 @@ def _instrument(mod: Module) -> Instrumented:
                                {i: (lc[0].file, lc[0].line) if lc else None
                                 for i, _, _, lc in walk})
         lines = {i: it.line for i, it, _, _ in walk}
+        classified = {i: c for i, _, c, _ in walk}
         regions = converge.find([(i, it, c) for i, it, c, _ in walk],
                                 {i for i, _, c, _ in walk if c is not None and c.event.probed})
         converted = {m for r in regions for m in r.members}
@@ -506,9 +507,11 @@ def _instrument(mod: Module) -> Instrumented:
                 p = merged[idx]
                 if p is None:
                     continue  # checked by the probe of an earlier access
-                # (an idempotent store merged with others is checked as an ordinary one)
-                c = replace(c, address=p.address, size=p.size,
-                            idem=c.idem and len(p.members) == 1 and p.count == 1)
+                # (stores merged into one span stay idempotent when each of them is, as
+                # Triton's 12-byte state word of v2.b32 + b32 immediates is)
+                idem = p.count == 1 and p.size < 16 and all(
+                    classified[m].idem for m in p.members)
+                c = replace(c, address=p.address, size=p.size, idem=idem)
                 covers = tuple(lines[i] for i in p.members[1:])
                 if p.count > 1:
                     rep = (p.stride << abi.REP_STRIDE_SHIFT) | p.count

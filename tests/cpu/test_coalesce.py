@@ -165,15 +165,25 @@ def test_sixteen_byte_accesses_call_their_own_entry():
     assert "st.param.b32 [__cs_p3], 1;" in ins.ptx
 
 
-def test_idempotent_stores_keep_their_mark_only_when_probed_alone():
-    """A store of an immediate to a constant address is probed with INFO_IDEM; merged with
-    another store, the probe checks it as an ordinary write (docs/model.md)."""
-    head = HEAD.replace(".visible", ".shared .align 4 .b8 smem[64];\n.visible")
+def test_idempotent_stores_keep_their_mark_when_each_merged_store_is_one():
+    """A store of an immediate to a constant address is probed with INFO_IDEM, and so is a
+    span merged from such stores only (Triton's state word: a v2.b32 and a b32 of
+    immediates); a span with any other store, or of 16 bytes, is an ordinary write
+    (docs/model.md)."""
+    head = HEAD.replace(".visible", ".shared .align 16 .b8 smem[64];\n.visible")
+
+    def info(size: int, idem: bool) -> str:
+        word = abi.access_info(size, abi.MODE_WRITE, abi.SPACE_SHARED, idem=idem)
+        return f"st.param.b32 [__cs_p2], {word};"
+
     alone = instrument(head + "\tst.shared.b32 [smem+8], 0;\n\tret;\n}\n")
-    info = abi.access_info(4, abi.MODE_WRITE, abi.SPACE_SHARED, idem=True)
-    assert f"st.param.b32 [__cs_p2], {info};" in alone.ptx
-    merged = instrument(head + "\tst.shared.b32 [smem+8], 0;\n"
-                        "\tst.shared.b32 [smem+12], 0;\n\tret;\n}\n")
-    plain = abi.access_info(8, abi.MODE_WRITE, abi.SPACE_SHARED)
-    assert f"st.param.b32 [__cs_p2], {plain};" in merged.ptx
-    assert f"{abi.INFO_IDEM | 8 | abi.MODE_WRITE << abi.INFO_MODE_SHIFT};" not in merged.ptx
+    assert info(4, True) in alone.ptx
+    state_word = instrument(head + "\tst.shared.v2.b32 [smem+16], {0, 16843009};\n"
+                            "\tst.shared.b32 [smem+24], 33686018;\n\tret;\n}\n")
+    assert info(12, True) in state_word.ptx
+    mixed = instrument(head + "\tst.shared.b32 [smem+8], 0;\n"
+                       "\tst.shared.b32 [smem+12], %r1;\n\tret;\n}\n")
+    assert info(8, False) in mixed.ptx and info(8, True) not in mixed.ptx
+    wide = instrument(head + "\tst.shared.v2.b32 [smem+16], {0, 1};\n"
+                      "\tst.shared.v2.b32 [smem+24], {2, 3};\n\tret;\n}\n")
+    assert info(16, False) in wide.ptx
