@@ -1555,17 +1555,23 @@ def _build() -> list[PeerCase]:
                        "test_ws_two_producers_two_consumers", False, CLEAN, None, None,
                        ws_two_producers_two_consumers, (), {"MISSING": "none"},
                        exercises="two producers and two consumers on barriers of count 2"))
-    for miss, read, write, other in (
-            ("T2", "peer:ws22-read-0", "peer:ws22-write-0", "peer:ws22-wait-c1"),
-            ("T3", "peer:ws22-read-1", "peer:ws22-write-1", "peer:ws22-wait-c0")):
+    for miss, read, write, other, read2, write2 in (
+            ("T2", "peer:ws22-read-0", "peer:ws22-write-0", "peer:ws22-wait-c1",
+             "peer:ws22-read-1", "peer:ws22-write-1"),
+            ("T3", "peer:ws22-read-1", "peer:ws22-write-1", "peer:ws22-wait-c0",
+             "peer:ws22-read-0", "peer:ws22-write-0")):
         stuck = tuple(("deadlock", m) for m in ("peer:ws22-wait-p0", "peer:ws22-wait-p1", other))
         cases.append(_ws_missing_wait(
             "ws_two_producers_two_consumers", "test_ws_two_producers_two_consumers",
             ws_two_producers_two_consumers, (), "MISSING", miss, "race.raw", read,
-            (("race.war", write), *stuck), exercises=f"consumer {miss} reads without waiting",
-            note=UNORDERED + ". The consumer that does not wait also arrives ahead: a producer "
-                 "waiting by parity then misses phases and the kernel hangs (seen natively on "
-                 "the H100), so waits may deadlock; Triton's ConSan stops at the race first"))
+            (("race.war", write), ("race.raw", read2), ("race.war", write2), *stuck),
+            exercises=f"consumer {miss} reads without waiting",
+            note=UNORDERED + ". The consumer that does not wait also arrives ahead on both "
+                 "free barriers (each counts two arrivals), so both producers may overwrite "
+                 "their buffer while the other consumer still reads it (races on buffer 1 "
+                 "too), and a producer waiting by parity then misses phases and the kernel "
+                 "hangs (seen natively on the H100), so waits may deadlock; Triton's ConSan "
+                 "stops at the first race"))
     cases.append(_case("ws_different_warp_counts[missing=none]", "test_ws_different_warp_sizes",
                        False, CLEAN, None, None, ws_different_warp_counts, (VEC_OUT,),
                        {"MISSING": "none"},
