@@ -99,6 +99,13 @@ REP_COUNT_MASK = 0xFF
 # (ldmatrix rows, cp.async 16, v4 loads and stores): the checker's short path for them has
 # an entry of its own, so other accesses pay nothing for it.
 PROBE_ACCESS16 = "__consan_access16"
+# (tag, site): called before a store's access probe where the front end asks for value
+# tags (Triton's replicated layouts): `tag` hashes the lane's address and stored values
+# (FNV-1a over 32-bit words, VALUE_TAG_*), so that two warps' runs of the store that wrote
+# the same bytes at the same addresses are no race.waw (docs/model.md).
+PROBE_STORE_VALUE = "__consan_store_value"
+VALUE_TAG_SEED = 0x811C9DC5
+VALUE_TAG_PRIME = 16777619
 
 
 def access_probe(info: int, rep: int | None) -> tuple[str, int | None]:
@@ -154,6 +161,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_ACCESS: ((".b64", ".b32", ".b32"), None),
     PROBE_ACCESS_N: ((".b64", ".b32", ".b32", ".b32"), None),
     PROBE_ACCESS16: ((".b64", ".b32", ".b32", ".b32"), None),
+    PROBE_STORE_VALUE: ((".b32", ".b32"), None),
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),
     PROBE_CTA_BEGIN: ((), None),
@@ -198,7 +206,7 @@ SMEM_RESERVED_BYTES = 1024  # the window may start above the user's offsets on s
 # The checker's own shared variables (cs_shared_t), appended to every instrumented
 # launch's dynamic shared memory after the kernel's bytes (never static: a static block
 # would move the kernel's dynamic shared memory). The checker asserts its struct fits.
-SHV_BYTES = 1536
+SHV_BYTES = 1664
 
 # --------------------------------------------------------------------------
 # Struct layouts shared by C and numpy.  Fields are (name, ctype).

@@ -141,8 +141,12 @@ class HostChecker:
         self.access(warp, off, size, abi.MODE_READ, site)
 
     def write(self, warp: int, off: int, size: int = 4, site: int = 0,
-              idem: bool = False) -> None:
-        """A store; `idem`: of an immediate to a constant address (abi.INFO_IDEM)."""
+              idem: bool = False, tag: int | None = None) -> None:
+        """A store; `idem`: of an immediate to a constant address (abi.INFO_IDEM); `tag`:
+        its value tag, passed first (abi.PROBE_STORE_VALUE)."""
+        if tag is not None:
+            self._as(warp)
+            self._probe(abi.PROBE_STORE_VALUE)(tag, site)
         self.access(warp, off, size, abi.MODE_WRITE, site, idem=idem)
 
     def atomic(self, warp: int, off: int, size: int = 4, site: int = 0) -> None:

@@ -119,7 +119,7 @@ CS_DEV void cs_access16_write(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t st
             uint32_t t = cs_vw_t(o0);
             if (o0 != 0 && !cs_own_write(t, by) && !cs_ordered(x.mine, w, t, cs_vw_c(o0)) &&
                 !fw.kind) {
-                fw = cs_access16_judge_write(x.slot, w, o0, x.ws + q, by);
+                fw = cs_replicated(cs_access16_judge_write(x.slot, w, o0, x.ws + q, by), site);
                 if (fw.kind) aw = q, kw = k;
             }
             cs_g_st4(x.ws + q, site);

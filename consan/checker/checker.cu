@@ -126,6 +126,30 @@ CS_DEV void cs_idem_store(uint64_t addr, uint32_t site, uint32_t info) {
     cs_syncwarp(all);
 }
 
+// A store's value tag (abi.PROBE_STORE_VALUE), called just before the store's access
+// probe: `tag` hashes the lane's address and the values it stores. The lanes' tags summed,
+// with the site, are the warp's record of this run of the store (cs_same_store), published
+// before its write epochs are. Replicated layouts (Triton's) make warps store the same
+// values at the same addresses; measured on the H100, such runs were reported as race.waw.
+CS_DEV uint32_t cs_mix(uint32_t h) {  // (murmur3's finaliser: lanes' tags are summed)
+    h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16;
+    return h;
+}
+
+CS_ENTRY void __consan_store_value(uint32_t tag, uint32_t site) {
+    CS_NULL_ACCESS(return;)
+    if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;
+    uint32_t peers = cs_match(cs_activemask(), site);
+    uint32_t sum = cs_mix(cs_sum(peers, cs_mix(tag)) ^ cs_mix(site + 0x9E3779B9u));
+    if (cs_lane() == (uint32_t)(cs_ffs(peers) - 1)) {
+        uint32_t w = cs_warp();
+        *(volatile uint32_t*)&cs_shv.store_site[w] = site;
+        *(volatile uint32_t*)&cs_shv.store_tag[w] = sum | 1u;
+    }
+    cs_syncwarp(peers);
+    cs_fence();
+}
+
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)

@@ -32,6 +32,8 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
     uint32_t mkey[CS_MBARRIERS];   // the key of each entry this CTA made (0: none)
     uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
+    uint32_t store_site[CS_MAX_WARPS];  // each warp's last store with a value tag: its site
+    uint32_t store_tag[CS_MAX_WARPS];   // ...and the tag of what its lanes stored (0: none)
     uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps already looked up (0: free)
     uint32_t tmap_bytes[CS_TMAP_CACHE], tmap_claimed;  // ...their bytes; entries taken
     cs_vc_smem_layout_t vlay;
@@ -61,3 +63,20 @@ static_assert(sizeof(cs_shared_t) <= CS_SHV_BYTES, "abi.SHV_BYTES is too small")
 #endif
 
 #define CS_NO_SLOT 0xFFFFFFFFu
+
+// Replicated stores (docs/model.md): a write-after-write between runs of one store
+// instruction (`site`) by this warp and warp t is no race when both warps' runs stored the
+// same bytes at the same addresses, which their value tags (__consan_store_value) say.
+CS_DEV bool cs_same_store(uint32_t site, uint32_t t) {
+    uint32_t w = cs_warp();
+    if (t >= CS_MAX_WARPS || t == w) return false;
+    cs_fence();  // (t's tag was published before its write epoch, which this warp has seen)
+    const volatile uint32_t* s = cs_shv.store_site;
+    const volatile uint32_t* g = cs_shv.store_tag;
+    uint32_t mine = g[w];
+    return mine != 0 && s[w] == site && s[t] == site && g[t] == mine;
+}
+
+CS_DEV void cs_clear_store_tags(uint32_t i, uint32_t n) {  // by threads i of n
+    for (uint32_t w = i; w < CS_MAX_WARPS; w += n) cs_shv.store_tag[w] = 0;
+}

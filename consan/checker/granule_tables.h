@@ -48,7 +48,8 @@ CS_DEV cs_finding cs_judge_read_epoch(const cs_view& v, uint32_t slot, uint32_t 
 }
 
 CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, uint32_t w,
-                                bool atomic, const uint32_t* mine, cs_finding& f) {
+                                bool atomic, const uint32_t* mine, cs_finding& f,
+                                uint32_t site) {
     if ((old >> CS_WW_GEN_SHIFT) != gen) {
         if (atomic && !f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
         return;
@@ -56,7 +57,8 @@ CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, u
     uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
     bool both_atomic = atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC);
     if (!both_atomic && !cs_ordered(mine, w, t, (uint32_t)old) && !f.kind)
-        f = {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_WAW, old_site, t};
+        f = cs_replicated({t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_WAW,
+                           old_site, t}, site);
 }
 
 // Readers this writer must check one by one: those recorded in its own CTA phase.
@@ -99,7 +101,7 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
     } else {
         old = cs_xchg64(e, now);
         uint32_t old_site = cs_xchg32(ws, site);
-        cs_check_prev_write(old, old_site, v.gen, v.w, atomic, v.mine, f);
+        cs_check_prev_write(old, old_site, v.gen, v.w, atomic, v.mine, f, site);
     }
     if (wg && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_WGREAD)) cs_wg_check_reads(v, g, f);
     cs_fence();
@@ -160,7 +162,7 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
                 continue;
             }
             if (!(live && cs_own_write(t, by)))
-                cs_check_prev_write(o, osite[i], v.gen, v.w, false, v.mine, fi[i]);
+                cs_check_prev_write(o, osite[i], v.gen, v.w, false, v.mine, fi[i], site);
             if (wg && ((o >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_WGREAD)) wgread |= 1u << i;
         }
         // wgmma reads of these granules (cs_wg_check_reads, the loads of a run together)

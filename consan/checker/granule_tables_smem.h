@@ -745,7 +745,7 @@ CS_DEV void cs_vc_smem_write_one(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t
                              uint32_t site, bool atomic, uint32_t by, cs_finding& f,
                              uint32_t& at) {
     if ((old & ~CS_VW_ATOMIC) == (now & ~CS_VW_ATOMIC)) return;
-    cs_finding y = cs_vc_smem_judge_write(x, old, x.ws + g, atomic, by);
+    cs_finding y = cs_replicated(cs_vc_smem_judge_write(x, old, x.ws + g, atomic, by), site);
     if (y.kind && !f.kind) f = y, at = g;
     if (old & CS_VW_MBAR) cs_s_st(x.W + 4u * g, old);
     else cs_g_st(x.ws + g, site);
@@ -763,7 +763,8 @@ CS_DEV void cs_vc_smem_write_span(const cs_vc_smem_ctx_t& x, uint32_t g0, uint32
         for (uint32_t i = 0; i < 4; ++i) o[i] = cs_s_xchg(x.W + 4u * (g0 + i), now);
         if (o[0] == o[1] && o[1] == o[2] && o[2] == o[3] && !(o[0] & CS_VW_MBAR)) {
             if ((o[0] & ~CS_VW_ATOMIC) == (now & ~CS_VW_ATOMIC)) return;  // the first sites stay
-            cs_finding y = cs_vc_smem_judge_write(x, o[0], x.ws + g0, atomic, by);
+            cs_finding y = cs_replicated(cs_vc_smem_judge_write(x, o[0], x.ws + g0, atomic, by),
+                                         site);
             if (y.kind && !f.kind) f = y, at = g0;
             cs_g_st4(x.ws + g0, site);
             return;

@@ -62,6 +62,14 @@ CS_DEV cs_record_t cs_blank(uint32_t kind, uint32_t site) {
 
 struct cs_finding { uint32_t kind, prev_site, prev_warp; };
 
+// No race.waw where this warp's run of the store `site` wrote what another warp's run of it
+// wrote (cs_same_store: replicated stores, docs/model.md).
+CS_DEV cs_finding cs_replicated(const cs_finding& y, uint32_t site) {
+    if (y.kind == CS_RACE_WAW && y.prev_site == site && cs_same_store(site, y.prev_warp))
+        return {0, CS_NO_SITE, CS_NO_WARP};
+    return y;
+}
+
 // One record per distinct finding among the lanes of `active` (every one of them calls
 // this): lanes that agree merge their byte ranges [lo, hi). True in the lane that records,
 // with `r` filled but for the fields its event adds; the caller then calls cs_record.

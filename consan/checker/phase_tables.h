@@ -54,7 +54,7 @@ CS_DEV void cs_phase_write(uint32_t slot, uint32_t w, uint32_t phase, uint32_t g
             if (atomic && !f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
         } else if (t != w && (uint32_t)old == phase && !f.kind &&
                    !(atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC))) {
-            f = {CS_RACE_WAW, old_site, t};
+            f = cs_replicated({CS_RACE_WAW, old_site, t}, site);
         }
     }
     cs_fence();

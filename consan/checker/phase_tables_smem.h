@@ -137,7 +137,8 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
             if (kind) continue;
             if (old == 0) {
                 if (atom) kind = CS_UNINIT_READ;  // an atomic reads the granule
-            } else if ((uint32_t)old == phase && t != w && !(atom && (old & atom))) {
+            } else if ((uint32_t)old == phase && t != w && !(atom && (old & atom)) &&
+                       !(old_site == site && cs_same_store(site, t))) {
                 kind = CS_RACE_WAW;
                 prev_site = old_site;
                 prev_warp = t;
@@ -191,6 +192,7 @@ CS_DEV void cs_phase_smem_begin(uint32_t i, uint32_t n) {
         cs_shv.idem_lock = 0;
     }
     for (uint32_t w = i; w < CS_MAX_WARPS; w += n) cs_phase_sh[w] = 1;
+    cs_clear_store_tags(i, n);
     uint32_t* p = (uint32_t*)cs_smem_tables();
     for (uint32_t k = i; k < S.psh_bytes / 4; k += n) p[k] = 0;
 }

@@ -38,6 +38,7 @@ CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
 CS_DEV uint32_t cs_activemask() { return 1u; }
 CS_DEV uint32_t cs_group(uint64_t, uint64_t) { return 1u; }
 CS_DEV uint32_t cs_match(uint32_t, uint64_t) { return 1u; }
+CS_DEV uint32_t cs_sum(uint32_t, uint32_t v) { return v; }
 CS_DEV bool cs_any(uint32_t, bool p) { return p; }
 static uint32_t cs_host_ms;  // the host driver's clock: every look advances it 100 ms
 CS_DEV uint32_t cs_now_ms() { return cs_host_ms += 100; }
@@ -156,6 +157,7 @@ CS_DEV uint32_t cs_nth_set(uint32_t m, uint32_t k) { return __fns(m, 0, (int)k +
 CS_DEV uint32_t cs_min(uint32_t m, uint32_t v) { return __reduce_min_sync(m, v); }
 CS_DEV uint32_t cs_max(uint32_t m, uint32_t v) { return __reduce_max_sync(m, v); }
 CS_DEV uint32_t cs_or(uint32_t m, uint32_t v) { return __reduce_or_sync(m, v); }
+CS_DEV uint32_t cs_sum(uint32_t m, uint32_t v) { return __reduce_add_sync(m, v); }
 CS_DEV uint32_t cs_bcast(uint32_t m, uint32_t v, int lane) { return __shfl_sync(m, v, lane); }
 CS_DEV void cs_fence() { __threadfence_block(); }
 // Enough for a lock (what was written under it is seen by the next holder); not for the

@@ -975,3 +975,66 @@ def test_an_idempotent_store_onto_an_unordered_store_races(ck4):
     ck4.write(2, STATE, site=5, idem=True)
     ck4.write(3, STATE, site=5, idem=True)
     assert ck4.kinds() == [("race.waw", 5, 7)]
+
+
+# ------------------------------------------------------------- replicated stores
+
+ROW = 256  # a row that every warp of a replicated layout stores whole
+
+
+@pytest.mark.parametrize("size", [4, 16])
+def test_warps_storing_the_same_values_at_the_same_addresses_do_not_race(ck4, size):
+    """Triton's replicated layouts: each warp's run of one store writes the same bytes (the
+    same value tag), nothing orders the warps; a CTA-wide barrier then publishes them."""
+    for w in ALL:
+        ck4.write(w, ROW, size, site=5, tag=0xC0FFEE)
+    ck4.sync(ALL)
+    for w in ALL:
+        ck4.read(w, ROW, size, site=6)
+    assert ck4.kinds() == []
+
+
+@pytest.mark.parametrize("size", [4, 16])
+def test_warps_storing_other_values_at_one_address_race(ck4, size):
+    ck4.write(0, ROW, size, site=5, tag=1)
+    ck4.write(1, ROW, size, site=5, tag=2)
+    assert ck4.kinds() == [("race.waw", 5, 5)]
+
+
+def test_the_same_tag_at_another_store_races(ck4):
+    """Tags compare runs of one instruction: another one's write is judged as any write."""
+    ck4.write(0, ROW, site=5, tag=7)
+    ck4.write(1, ROW, site=8, tag=7)
+    assert ck4.kinds() == [("race.waw", 8, 5)]
+
+
+def test_a_warp_that_stored_elsewhere_since_is_judged_again(ck4):
+    """Only each warp's latest tagged store is kept: once warp 0 stored at another site,
+    its earlier run no longer vouches for the bytes (the safe side)."""
+    ck4.write(0, ROW, site=5, tag=7)
+    ck4.write(0, ROW + 64, site=9, tag=3)
+    ck4.write(1, ROW, site=5, tag=7)
+    assert ck4.kinds() == [("race.waw", 5, 5)]
+
+
+def test_untagged_stores_are_judged_as_before(ck4):
+    ck4.write(0, ROW, site=5)
+    ck4.write(1, ROW, site=5)
+    assert ck4.kinds() == [("race.waw", 5, 5)]
+
+
+def test_a_reader_unordered_with_replicated_stores_races(ck4):
+    ck4.write(0, ROW, site=5, tag=7)
+    ck4.write(1, ROW, site=5, tag=7)
+    ck4.read(2, ROW, site=6)
+    assert ck4.kinds() == [("race.raw", 6, 5)]
+
+
+def test_a_replicated_store_over_an_unordered_read_races(ck4):
+    """The rule forgives the write-after-write only: a read the store is not ordered after
+    is still a race.war in the same run."""
+    ck4.write(0, ROW, site=5, tag=7)
+    ck4.sync(ALL)
+    ck4.read(2, ROW, site=6)
+    ck4.write(1, ROW, site=5, tag=7)
+    assert ck4.kinds() == [("race.war", 5, 6)]
