@@ -55,15 +55,16 @@ def _cache_dir() -> Path:
 
 
 def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | None = None,
-          source_name: str = DEFAULT_SOURCE_NAME) -> Build:
+          source_name: str = DEFAULT_SOURCE_NAME, value_tags: bool = False) -> Build:
     """Compile (if CUDA), instrument and link for the -arch of `options`, else `arch`
-    (runtime.build takes the device's when neither names one)."""
+    (runtime.build takes the device's when neither names one). `value_tags`: see
+    instrument.rewrite.instrument."""
     rest, opt_arch = toolchain.split_arch(tuple(options))
     arch = opt_arch or arch
     if arch is None:
         raise ValueError("no target architecture: give arch or an -arch option")
     ptx, name = compile_ptx(source, rest, arch, source_name)
-    ins = instrument(parse(ptx, name))
+    ins = instrument(parse(ptx, name), value_tags=value_tags)
     if not is_ptx(source):
         _name_source(ins, source, source_name)
     return Build(link(ins, ptx, name, arch), ins, arch, name)

@@ -61,12 +61,12 @@ def device_arch():
 
 
 def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | None = None,
-          source_name: str = DEFAULT_SOURCE_NAME) -> Build:
+          source_name: str = DEFAULT_SOURCE_NAME, value_tags: bool = False) -> Build:
     """Compile (if CUDA), instrument and link (pipeline.build) for the -arch of `options`,
     else `arch`, else this device's. Needs no GPU when an architecture is given."""
     if arch is None and toolchain.split_arch(tuple(options))[1] is None:
         arch = device_arch()
-    return pipeline.build(source, options, arch, source_name)
+    return pipeline.build(source, options, arch, source_name, value_tags)
 
 
 def resolve_kernel(ins: Instrumented, kernel: str) -> str:

@@ -76,7 +76,9 @@ class _Kernel:
                                "not in the compiled kernel, e.g. TRITON_STORE_BINARY_ONLY=1 "
                                "with a cached kernel): clear Triton's cache or unset it")
         try:
-            return runtime.build(ptx, (f"-arch={arch.sm}",), source_name=f"{self.kernel}.ptx")
+            # (Triton's layouts replicate data across warps: stores carry value tags)
+            return runtime.build(ptx, (f"-arch={arch.sm}",), source_name=f"{self.kernel}.ptx",
+                                 value_tags=True)
         except Exception as exc:  # noqa: BLE001 - never break the user's program
             first = (str(exc).strip().splitlines() or [""])[0]
             raise NotCheckable(f"consan could not instrument it ({type(exc).__name__}: "

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from . import abi, carry, coalesce, converge, loops, remote, wgmma_window
+from . import value_tags as tagging
 from .events import Classified, Event, classify, constant_registers
 from .ptx import INT_LITERAL, Function, Item, Module, PTXSyntaxError, parse, ptx_int
 from .sites import SiteTable, SourceLoc
@@ -380,19 +381,22 @@ def _generic_address_code(addr: str, widths: dict[str, int], where: Item, reg: s
     return code
 
 
-def instrument(ptx: str | Module, name: str = "<ptx>") -> Instrumented:
+def instrument(ptx: str | Module, name: str = "<ptx>", *,
+               value_tags: bool = False) -> Instrumented:
     """The module with its probes. A refusal (InstrumentError) names the module's file: the
-    helpers that find the problem know only the instruction and its line."""
+    helpers that find the problem know only the instruction and its line. `value_tags`:
+    stores also pass a hash of what they write (instrument/value_tags.py), for code whose
+    layouts may replicate data across warps (the Triton front end asks for it)."""
     mod = ptx if isinstance(ptx, Module) else parse(ptx, name)
     try:
-        return _instrument(mod)
+        return _instrument(mod, value_tags)
     except InstrumentError as e:
         if str(e).startswith(f"{mod.name}:"):
             raise
         raise InstrumentError(f"{mod.name}: {e}") from None
 
 
-def _instrument(mod: Module) -> Instrumented:
+def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     if not mod.functions:
         raise InstrumentError(f"{mod.name}: no .entry or .func bodies in this PTX")
     files = _files(mod)
@@ -472,6 +476,7 @@ def _instrument(mod: Module) -> Instrumented:
 
         emit = functools.partial(_emit, _FnProbes(table, fn.name, widths, mod, spaces, carried,
                                                    arrives, items_by))
+        tagged = 0
 
         probed = {i for i, _, c, _ in walk if c is not None and c.event.probed}
         chains = wgmma_window.find([(i, it, c) for i, it, c, _ in walk], probed)
@@ -515,7 +520,12 @@ def _instrument(mod: Module) -> Instrumented:
                 covers = tuple(lines[i] for i in p.members[1:])
                 if p.count > 1:
                     rep = (p.stride << abi.REP_STRIDE_SHIFT) | p.count
-            got = emit(idx, it, c, loc, idx in converted, arrive_site, covers, rep)
+            stores = None
+            if value_tags and c.event is Event.WRITE and not c.idem and idx not in converted:
+                members = merged[idx].members if idx in merged else (idx,)
+                stores = [(items_by[m], classified[m].size) for m in members]
+                tagged += 1
+            got = emit(idx, it, c, loc, idx in converted, arrive_site, covers, rep, stores)
             if got is None:
                 replaced[idx] = ""
                 continue
@@ -551,6 +561,7 @@ def _instrument(mod: Module) -> Instrumented:
                                     f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, {converge.REG_ON}, "
                                     f"{converge.REG_ON_OWN}, {loops.REG_VOTE};"
                                     + wgmma_window.declare(base)
+                                    + (tagging.declare() if tagged else "")
                                     + after.get(fn.open_index, ""))
             start = fn.close_index if first_code is None else first_code
             before[start] = f"mov.u32 {REG_SPIN}, 0;\n\t" + before.get(start, "")
@@ -590,10 +601,12 @@ class _FnProbes:
 
 
 def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive_site: dict,
-          covers: tuple[int, ...] = (), rep: int | None = None
+          covers: tuple[int, ...] = (), rep: int | None = None,
+          stores: list[tuple[Item, int]] | None = None
           ) -> tuple[str, str | None, str] | None:
     """(text before, the instruction's text or None for as is, text after) of a probed
-    instruction; None for a carried arrive (its load's probe models it)."""
+    instruction; None for a carried arrive (its load's probe models it). `stores`: a
+    store's value tag covers these (each with its bytes)."""
     site = f.table.add(kernel=f.fn, event=c.event.value, ptx_line=it.line,
                        ptx_text=it.text.strip(), size=c.size,
                        loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
@@ -606,6 +619,14 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     pre, post = _probe(it, c, site.id, f.widths,
                        _symbol_spaces(f.mod, f.spaces) if tensor else None, rep, on=on,
                        carry=(k.count, arrive_site[idx]) if k else None)
+    if stores:
+        code = tagging.tag_code(stores, f.widths)
+        if code is not None:
+            tag = _call(it.pred, abi.PROBE_STORE_VALUE,
+                        [(".b32", tagging.REG_TAG), (".b32", str(site.id))],
+                        pre=_address_code(c.address or "", f.widths, it) + code,
+                        comment=f"value of site {site.id}")
+            pre = tag + "\n\t" + pre
     text = None
     if (c.event is Event.MBARRIER and c.result is None) or \
             c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD):

@@ -45,7 +45,7 @@ def _compiled(name: str) -> tuple[str, dict]:
 
 @functools.cache
 def _instrumented(name: str) -> Instrumented:
-    return instrument(parse(_compiled(name)[0], f"{name}.ptx"))
+    return instrument(parse(_compiled(name)[0], f"{name}.ptx"), value_tags=True)  # as the hook
 
 
 _CUBINS: dict[str, bytes] = {}
