@@ -138,7 +138,7 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
             if (old == 0) {
                 if (atom) kind = CS_UNINIT_READ;  // an atomic reads the granule
             } else if ((uint32_t)old == phase && t != w && !(atom && (old & atom)) &&
-                       !(old_site == site && cs_same_store(site, t))) {
+                       !cs_same_store(site, t)) {  // (cs_replicated)
                 kind = CS_RACE_WAW;
                 prev_site = old_site;
                 prev_warp = t;

@@ -30,22 +30,11 @@ def _differing(a, b) -> int:
     return int((ra != rb).sum().item()) if ra.shape == rb.shape else -1
 
 
-# Known false alarm (H100): layer_norm_bwd's dW/dB kernel converts the reduced row's layout
-# through shared memory, and every warp holding a replicated copy stores the same value to
-# the same bytes (st.shared.b16 at tl.store, triton_corpus.py:155-156): race.waw by the
-# model, harmless since the values are equal. racecheck filters same-value writes; consan
-# does not compare stored values yet.
-SAME_VALUE_STORES = {"layer_norm_bwd"}
-
-
-def _marks(case):
-    if case.name in SAME_VALUE_STORES:
-        return pytest.param(case, marks=pytest.mark.xfail(
-            strict=True, reason="replicated same-value stores are reported as race.waw"))
-    return case
-
-
-@pytest.mark.parametrize("case", [_marks(c) for c in RUNNABLE], ids=[c.name for c in RUNNABLE])
+# layer_norm_bwd's dW/dB kernel converts the reduced row's layout through shared memory,
+# and every warp holding a replicated copy stores the same value to the same bytes: it is
+# checked clean through the stores' value tags (docs/model.md, "Replicated stores"; it was
+# reported as race.waw on the H100 without them).
+@pytest.mark.parametrize("case", RUNNABLE, ids=[c.name for c in RUNNABLE])
 def test_corpus_kernel_is_checked_clean_and_bit_exact(case):
     import torch
 

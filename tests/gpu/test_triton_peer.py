@@ -16,19 +16,6 @@ import pytest
 HAVE = importlib.util.find_spec("triton") is not None
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE, reason="needs triton")]
 
-# Seen on the H100: a Triton layout that gives several warps of one partition the same
-# elements (a vector of XB held whole by every thread, or by two groups of warps) makes
-# each of those warps store the same values at the same addresses with nothing ordering
-# them, which consan reports as race.waw (a false alarm: the bytes are the same). The
-# partitions' state word, stored the same way but as immediates, is checked as an
-# idempotent store (docs/model.md) and no longer reported.
-REPLICATED = ("Triton's replicated layout: warps of one partition store the same values at "
-              "the same addresses, reported race.waw")
-REPLICATED_CASES = {
-    "ws_different_warp_counts[missing=none]", "ws_different_warp_counts[missing=1]",
-    "ws_different_warp_counts[missing=2]", "ws_async_copy_commits[failure]",
-    "ws_async_copy_commits[clean]", "ws_async_copy_wait_visibility[failure]",
-    "ws_async_copy_wait_visibility[clean]"}
 # Seen on the H100: the GPU never returned from this one under consan (killed after 25 s,
 # 45 s and 35 s); where it waits is not known yet. (barrier_use_without_init[wait], which
 # also hung, was run natively then: a kernel of mbarrier operations alone was taken for one
@@ -40,7 +27,7 @@ def _marks(c) -> list:
     if c.name in HANGS:
         return [pytest.mark.skip(reason="the kernel hangs under consan on the H100: not run "
                                         "until the hang is fixed")]
-    reason = c.gap or (REPLICATED if c.name in REPLICATED_CASES else "")
+    reason = c.gap
     return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
 
 
