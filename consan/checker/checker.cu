@@ -109,9 +109,7 @@ CS_DEV bool cs_written_by_site(uint32_t g0, uint32_t g1, uint32_t site) {
 CS_DEV void cs_idem_lead(uint64_t addr, uint32_t site, uint32_t info) {
     if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;
     uint32_t size = info & CS_INFO_SIZE_MASK, off = 0;
-    bool generic = ((info >> CS_INFO_SPACE_SHIFT) & 3u) == CS_SPACE_GENERIC;
-    bool here = (!generic || cs_is_shared(addr)) &&
-                cs_local(generic ? cs_to_shared(addr) : (uint32_t)addr, off) &&
+    bool here = cs_where(addr, (info >> CS_INFO_SPACE_SHIFT) & 3u, off) == CS_AT_HERE &&
                 (off + size - 1) / CS_GRANULE_BYTES < S.granules;
     if (!here) return cs_access_any(addr, site, info);  // (its usual verdict)
     cs_lock(&cs_shv.idem_lock);

@@ -291,14 +291,8 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
     uint32_t shape = (info >> CS_INFO_SHAPE_SHIFT) & 15u;
     uint32_t size = info & CS_INFO_SIZE_MASK;
-    bool skip = false, remote = false;
-    uint32_t off = 0;
-    if (space == CS_SPACE_GENERIC) {
-        if (!cs_is_shared(addr)) skip = true;
-        else if (!cs_local(cs_to_shared(addr), off)) remote = true;
-    } else if (!cs_local((uint32_t)addr, off)) {
-        remote = true;
-    }
+    uint32_t off = 0, at = cs_where(addr, space, off);
+    bool skip = at == CS_AT_ELSEWHERE, remote = at == CS_AT_REMOTE;
     if (shape && lane >= 8u * shape) skip = true;  // ldmatrix/stmatrix: lanes giving row addresses
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     if (remote && !skip) {  // another CTA's shared memory: said, not checked

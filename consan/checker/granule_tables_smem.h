@@ -817,14 +817,8 @@ CS_DEV void cs_vc_smem_access(uint64_t addr, uint32_t site, uint32_t info, uint3
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
     uint32_t shape = (info >> CS_INFO_SHAPE_SHIFT) & 15u;
     cs_vc_smem_span s = {0, info & CS_INFO_SIZE_MASK, rep >> CS_REP_STRIDE_SHIFT, rep & CS_REP_COUNT_MASK};
-    bool skip = false, remote = false;
-    uint32_t off = 0;
-    if (space == CS_SPACE_GENERIC) {
-        if (!cs_is_shared(addr)) skip = true;
-        else if (!cs_local(cs_to_shared(addr), off)) remote = true;
-    } else if (!cs_local((uint32_t)addr, off)) {
-        remote = true;
-    }
+    uint32_t off = 0, at = cs_where(addr, space, off);
+    bool skip = at == CS_AT_ELSEWHERE, remote = at == CS_AT_REMOTE;
     if (shape && cs_lane() >= 8u * shape) skip = true;  // ldmatrix/stmatrix: row-address lanes
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t fk = 0, end = off + (s.n - 1) * s.stride + s.size;

@@ -244,4 +244,18 @@ CS_DEV bool cs_local(uint32_t a, uint32_t& off) {
     off = a & ((1u << CS_RANK_SHIFT) - 1u);
     return (a >> CS_RANK_SHIFT) == 0 || (a >> CS_RANK_SHIFT) == cs_ctarank();
 }
+
+// Where an access's address (of abi space `space`) lies: CS_AT_HERE, in this CTA's window
+// (`off`: its offset there); CS_AT_REMOTE, another CTA's shared memory; CS_AT_ELSEWHERE, a
+// generic address outside shared memory.
+#define CS_AT_HERE 0u
+#define CS_AT_REMOTE 1u
+#define CS_AT_ELSEWHERE 2u
+CS_DEV uint32_t cs_where(uint64_t addr, uint32_t space, uint32_t& off) {
+    if (space == CS_SPACE_GENERIC) {
+        if (!cs_is_shared(addr)) return CS_AT_ELSEWHERE;
+        return cs_local(cs_to_shared(addr), off) ? CS_AT_HERE : CS_AT_REMOTE;
+    }
+    return cs_local((uint32_t)addr, off) ? CS_AT_HERE : CS_AT_REMOTE;
+}
 #define S (__consan_state)
