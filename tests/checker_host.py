@@ -58,6 +58,8 @@ def library() -> ctypes.CDLL:
     lib.cs_host_set.argtypes = [u32, u32, u32, u32, u32]
     lib.cs_host_set_state.argtypes = [ctypes.c_void_p]
     lib.cs_host_slot.restype = u32
+    lib.cs_host_hw_arrivals_at.argtypes = [u32]
+    lib.cs_host_hw_arrivals_at.restype = u32
     lib.cs_host_set_dyn.argtypes = [ctypes.c_void_p]
     return lib
 
@@ -258,6 +260,12 @@ class HostChecker:
         tokens = {w: self.arrive(w, barrier, count, site, abi.BAR_SYNC) for w in warps}
         for w, t in tokens.items():
             self.wait(w, t, barrier, site)
+
+    def hw_arrivals(self, barrier: int) -> int:
+        """How many times the checker itself arrived at named barrier `barrier` in the
+        hardware (one per warp leaving the kernel: see cs_leave_cta), since the library
+        was loaded."""
+        return self.lib.cs_host_hw_arrivals_at(barrier)
 
     def exit(self, warp: int, site: int = 0) -> None:
         self._as(warp)

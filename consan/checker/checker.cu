@@ -185,7 +185,9 @@ CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site,
     if (cs_phase_smem_on()) return cs_phase_smem_bar_arrive();
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return 0;
-    return cs_bar_arrive(b, count, site, mode);
+    uint32_t token = cs_bar_arrive(b, count, site, mode);
+    if (cs_ending()) cs_leave_cta(cs_activemask(), site);  // (after the arrival: see there)
+    return token;
 #endif
 }
 
@@ -194,6 +196,7 @@ CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     if (cs_phase_smem_on()) return cs_phase_smem_bar_wait(gen);
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return;
+    if (cs_ending()) cs_leave_cta(cs_activemask(), site);
     cs_bar_wait(gen, b, site);
 #endif
 }
@@ -541,6 +544,7 @@ CS_ENTRY void __consan_cta_begin() {
     if (cs_slot_sh != CS_NO_SLOT) cs_begin_clear(cs_slot_sh, 0, 1, cs_block_threads());
 }
 CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
+CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrivals[b & 15u]; }
 #else
 CS_ENTRY void __consan_cta_begin() {
     CS_PROF(13);

@@ -19,6 +19,7 @@ struct cs_vc_smem_layout_t {
 struct CS_ALIGN16 cs_shared_t {
     uint32_t slot, gen, mbar_used;  // mbar_used: bit j, mbarrier entry j is in use
     uint32_t idem_lock;  // held while a warp runs an idempotent store (idem.h)
+    uint32_t ending;  // a warp left after a deadlock: the CTA winds down (cs_leave_cta)
     uint64_t mbar_arc;  // the entries' columns to visit, for the mask they were made from
     uint32_t clock[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
     uint32_t cpticks[CS_MAX_WARPS];  // each warp's cp.async unit's clock - 1: commit_group and
@@ -63,6 +64,10 @@ static_assert(sizeof(cs_shared_t) <= CS_SHV_BYTES, "abi.SHV_BYTES is too small")
 #endif
 
 #define CS_NO_SLOT 0xFFFFFFFFu
+
+CS_DEV uint64_t cs_bcast64(uint32_t m, uint64_t v, int lane) {
+    return ((uint64_t)cs_bcast(m, (uint32_t)(v >> 32), lane) << 32) | cs_bcast(m, (uint32_t)v, lane);
+}
 
 // Replicated stores (docs/model.md): a write-after-write between runs of one store
 // instruction (`site`) by this warp and warp t is no race when both warps' runs stored the

@@ -117,6 +117,37 @@ CS_DEV bool cs_spin_stuck(uint32_t slot, uint32_t w, uint32_t key) {
     return now - cta[CS_CTA_SPIN_SINCE + w] > CS_DEADLOCK_MS;
 }
 
+// The lanes `all` of a warp leave the kernel after a deadlock (found by this warp, or by
+// another of its CTA: `ending`). Warps parked in the hardware at a named barrier with a
+// thread count may be waiting for this one (Triton's partitions sync their four warps with
+// `bar.sync 3, 128` around their mbarrier waits); with it gone they never return, and the
+// kernel hangs. So the CTA winds down: `ending` is set, this warp arrives, in the model
+// and in the hardware, at every counted barrier whose generation is open, and every later
+// barrier or mbarrier-wait probe in the CTA leaves the same way (a warp that arrives
+// while `ending` is set is either seen by the leaver's scan or sees `ending`: both
+// publish, fence, then look).
+CS_DEV void cs_leave_cta(uint32_t all, uint32_t site) {
+    uint32_t slot = cs_slot_sh, leader = cs_ffs(all) - 1;
+    if (slot != CS_NO_SLOT) {
+        if (cs_lane() == leader) *(volatile uint32_t*)&cs_shv.ending = 1;
+        cs_fence();
+        cs_syncwarp(all);
+        for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) {
+            uint64_t seen = cs_bcast64(all, cs_bw_ld(cs_barword(slot, b)), (int)leader);
+            uint32_t cw = CS_BW_COUNT(seen), n = CS_BW_ARRIVED(seen);
+            if (!cw || !n || n == CS_BW_COMPLETING || n >= cw) continue;
+            cs_bar_arrive(b, cw * 32, site, 0);
+            cs_hw_bar_arrive(b, cw * 32);
+        }
+    }
+    cs_thread_exit(site);
+    cs_exit_thread();
+}
+
+// True when the CTA winds down after a deadlock (cs_leave_cta): the caller's lanes leave.
+// (A barrier probe calls it after its arrival's fence.)
+CS_DEV bool cs_ending() { return *(volatile uint32_t*)&cs_shv.ending != 0; }
+
 // The leader's verdict on a guarded operation, for every lane: 0 run it, 1 skip it
 // (it would fault), 2 deadlock -- the warp's lanes leave the kernel here.
 // `all`: every lane in the probe (each asks its own group's leader). One mask for all
@@ -125,10 +156,7 @@ CS_DEV bool cs_spin_stuck(uint32_t slot, uint32_t w, uint32_t key) {
 CS_DEV uint32_t cs_guard_verdict(uint32_t all, uint32_t skip, uint32_t leader, uint32_t site) {
     cs_syncwarp(all);
     skip = cs_bcast(all, skip, leader);
-    if (skip == 2) {
-        cs_thread_exit(site);
-        cs_exit_thread();
-    }
+    if (skip == 2) cs_leave_cta(all, site);
     return skip;
 }
 
@@ -181,6 +209,8 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     // mbarrier) unchanged, nothing will complete it -- report, and let the warp leave so
     // the kernel ends instead of hanging. No lock: the phase is only looked at, and
     // spinning warps must not hold up the arrivals they wait for.
+    bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
+    if (waits && cs_ending()) return 2;  // another warp's deadlock: the CTA winds down
     if (local && failed_wait &&
         cs_spin_stuck(slot, w, dead ? 0x80000000u | off : cs_ld32(&e[CS_MB_PHASE]) + 1)) {
         cs_mbar_record(CS_DEADLOCK, site, off, dead ? 0 : e);

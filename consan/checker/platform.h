@@ -43,6 +43,8 @@ CS_DEV bool cs_any(uint32_t, bool p) { return p; }
 static uint32_t cs_host_ms;  // the host driver's clock: every look advances it 100 ms
 CS_DEV uint32_t cs_now_ms() { return cs_host_ms += 100; }
 CS_DEV void cs_exit_thread() {}
+static uint32_t cs_host_hw_arrivals[16];  // the host build's barrier.arrive, counted per call
+CS_DEV void cs_hw_bar_arrive(uint32_t b, uint32_t) { cs_host_hw_arrivals[b & 15u] += 1; }
 CS_DEV bool cs_all(uint32_t, bool p) { return p; }
 CS_DEV uint32_t cs_ballot(uint32_t, bool p) { return p ? 1u : 0u; }
 CS_DEV uint32_t cs_nth_set(uint32_t m, uint32_t k) {
@@ -151,6 +153,11 @@ CS_DEV uint32_t cs_now_ms() {
     return (uint32_t)(ns / 1000000ull);
 }
 CS_DEV void cs_exit_thread() { asm volatile("exit;"); }
+// The hardware's arrival of this thread at named barrier b of n threads (not aligned: the
+// lanes of a warp leaving the kernel need not be all of it).
+CS_DEV void cs_hw_bar_arrive(uint32_t b, uint32_t n) {
+    asm volatile("barrier.arrive %0, %1;" ::"r"(b), "r"(n) : "memory");
+}
 CS_DEV bool cs_all(uint32_t m, bool p) { return __all_sync(m, p); }
 CS_DEV uint32_t cs_ballot(uint32_t m, bool p) { return __ballot_sync(m, p); }
 CS_DEV uint32_t cs_nth_set(uint32_t m, uint32_t k) { return __fns(m, 0, (int)k + 1); }

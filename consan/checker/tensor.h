@@ -11,10 +11,6 @@
 // until cp.async.bulk.wait_group.read retires its group). A map not in the table is a
 // tool.tensor-map-unknown note, and a load's footprint is guessed (docs/model.md).
 
-CS_DEV uint64_t cs_bcast64(uint32_t m, uint64_t v, int lane) {
-    return ((uint64_t)cs_bcast(m, (uint32_t)(v >> 32), lane) << 32) | cs_bcast(m, (uint32_t)v, lane);
-}
-
 // A map lives in global, constant or kernel-parameter memory; the generic address the
 // instruction names is read unless it is 0 (a name the rewriter could not convert) or
 // points into shared or local memory. (The copy itself reads the same address.)

@@ -503,6 +503,28 @@ def test_a_wait_that_never_completes_is_a_deadlock(ckv):
 
 
 
+def test_a_deadlock_winds_the_cta_down_past_counted_barriers(ckv):
+    # Triton's partitions sync their four warps with `bar.sync 3, 128` around an mbarrier
+    # wait. Warps 0-2 passed the wait and park at barrier 3; warp 3 never gets past its
+    # wait. When it leaves, the parked warps would wait for it for ever: it arrives at
+    # barrier 3 for them (in the model and in the hardware), and from then on every warp
+    # of the CTA leaves at its next barrier or mbarrier wait, with no further report.
+    _init(ckv, count=2)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)
+    tokens = [ckv.arrive(w, barrier=3, count=128, site=30, mode=abi.BAR_SYNC) for w in range(3)]
+    before = ckv.hw_arrivals(3), ckv.hw_arrivals(1)
+    looks = [ckv.mbar_wait(3, MB, parity=0, ok=False, site=12)
+             for _ in range(abi.DEADLOCK_MS // 100 + 2)]
+    assert looks[-1] == 2 and ckv.kinds() == [("deadlock", 12, -1)]
+    assert ckv.hw_arrivals(3) == before[0] + 1  # the parked warps are let go
+    for w, t in enumerate(tokens):
+        ckv.wait(w, t, barrier=3, site=30)  # (each leaves here)
+    assert ckv.mbar_wait(0, MB, parity=0, ok=True, site=13) == 2
+    ckv.arrive(1, barrier=1, count=64, site=31, mode=abi.BAR_SYNC)
+    assert ckv.hw_arrivals(1) == before[1] + 1  # its own arrival, made as it leaves
+    assert ckv.kinds() == [("deadlock", 12, -1)]
+
+
 def test_a_wait_on_an_mbarrier_never_initialised_ends_as_a_deadlock(ckv):
     # The hardware may spin on such a barrier for ever: the checker must not.
     looks = [ckv.mbar_wait(1, MB, parity=0, ok=False, site=12)
