@@ -73,6 +73,7 @@ INFO_IDEM = 1 << 16
 # Barrier probe modes.
 BAR_SYNC, BAR_ARRIVE, BAR_RED = 0, 1, 2
 BAR_ALIGNED = 4  # or-ed into the mode: every non-exited lane of the warp executes it
+BAR_RELAXED = 8  # or-ed into the mode: the arrival releases nothing (.relaxed)
 BAR_COUNT_ALL = 0  # "no thread count": every non-exited warp of the CTA
 
 NO_SITE = 0xFFFFFFFF
@@ -118,6 +119,9 @@ def access_probe(info: int, rep: int | None) -> tuple[str, int | None]:
 PROBE_BAR_ARRIVE = "__consan_bar_arrive"
 PROBE_BAR_WAIT = "__consan_bar_wait"
 PROBE_CTA_BEGIN = "__consan_cta_begin"
+# (op | BAR_ALIGNED | BAR_RELAXED, site): barrier.cluster.arrive (before it) / .wait (after it)
+PROBE_CLUSTER_BAR = "__consan_cluster_bar"
+CLUSTER_ARRIVE, CLUSTER_WAIT = 0, 1
 PROBE_THREAD_EXIT = "__consan_thread_exit"
 PROBE_ASYNC = "__consan_async"  # (op, n, site): cp.async group bookkeeping
 ASYNC_COMMIT, ASYNC_WAIT, ASYNC_WAIT_ALL = 0, 1, 2
@@ -165,6 +169,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),
     PROBE_CTA_BEGIN: ((), None),
+    PROBE_CLUSTER_BAR: ((".b32", ".b32"), None),
     PROBE_THREAD_EXIT: ((".b32",), None),
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
     PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), ".b32"),  # 1: skip the faulting op
@@ -199,7 +204,12 @@ def logical_threads(*, async_proxy: bool = False, wgmma: bool = False) -> int:
     return AGENT_WGMMA if async_proxy else AGENT_BULK
 
 
-NAMED_BARRIERS = 16
+NAMED_BARRIERS = 16  # the hardware's bar.sync / barrier.sync ids
+# The checker's barriers: the 16 named ones, then the CTA's view of the cluster barrier
+# (barrier.cluster: every live warp of the CTA takes part in each generation), then one
+# unused word so that what follows the words in shared memory stays 16-byte aligned.
+CLUSTER_BARRIER = NAMED_BARRIERS
+BARRIER_WORDS = NAMED_BARRIERS + 2
 KEY_TABLE_ENTRIES = 4096  # distinct (kind, site, prev_site) findings per launch
 RECORDS_PER_KEY = 64  # detailed records kept per finding; the rest are counted
 SMEM_RESERVED_BYTES = 1024  # the window may start above the user's offsets on sm_80+
@@ -282,8 +292,8 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("slot_gen", "uint64_t"),  # u32 [nslots]
     ("cta", "uint64_t"),  # u32 [nslots][CTA_WORDS]
     ("vis", "uint64_t"),  # u32 [nslots][MAX_WARPS][nlogical]  visibility (warps' vector clocks)
-    ("barword", "uint64_t"),  # u64 [nslots][NAMED_BARRIERS]      gen<<32 | arrived warps
-    ("barvc", "uint64_t"),  # u32 [nslots][NAMED_BARRIERS][2][nlogical]
+    ("barword", "uint64_t"),  # u64 [nslots][BARRIER_WORDS]      gen<<32 | arrived warps
+    ("barvc", "uint64_t"),  # u32 [nslots][BARRIER_WORDS][2][nlogical]
     ("granule", "uint64_t"),  # u64 [nslots][granules][2]  buffer table: write epoch, readers
     ("wsite", "uint64_t"),  # u32 [nslots][granules]  site of the last write
     ("rslot", "uint64_t"),  # u64 [nslots][nwarps][granules]  site<<32 | read clock
@@ -354,7 +364,9 @@ CTA_PROXY_FENCE = CTA_SPIN_SINCE + MAX_WARPS  # per warp: its clock at its last
 #   fence.proxy.async (its generic writes up to that clock reach the async proxy)
 CPASYNC_GROUP_ENDS = 8  # per warp: the clock of each of the last 8 committed groups
 CTA_CPASYNC_ENDS = CTA_PROXY_FENCE + MAX_WARPS  # [warp][group % CPASYNC_GROUP_ENDS]
-CTA_WORDS = CTA_CPASYNC_ENDS + MAX_WARPS * CPASYNC_GROUP_ENDS
+CTA_CLUSTER_WAITS = CTA_CPASYNC_ENDS + MAX_WARPS * CPASYNC_GROUP_ENDS  # per warp:
+#   barrier.cluster.wait executed (the generation of its next one)
+CTA_WORDS = CTA_CLUSTER_WAITS + MAX_WARPS
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -473,7 +485,7 @@ def vsh_bytes(granules: int, nreaders: int, nwarps: int, nlogical: int,
     rss = 4 if nreaders <= 4 else nreaders  # up to 4 readers: one vector load per block
     tables = 4 * gp + nreaders * gp + 4 * (rss + 1) * (gp // VSH_BLOCK_GRANULES)
     rows = 2 * nwarps if bar0_rows else 0
-    return -(-tables // 16) * 16 + 8 * NAMED_BARRIERS + 4 * (2 + nwarps + rows) * nlogical
+    return -(-tables // 16) * 16 + 8 * BARRIER_WORDS + 4 * (2 + nwarps + rows) * nlogical
 
 
 def vsh_site_words(gp: int, nreaders: int) -> int:
@@ -492,15 +504,15 @@ def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOG
     if vsh_readers is not None:  # FLAG_VC_SMEM: the buffer tables are in smem, their sites here
         gp = vsh_granules(G, vsh_base)
         return {"slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
-                "vis": 0, "barword": 8 * NAMED_BARRIERS * n,
-                "barvc": 4 * NAMED_BARRIERS * 2 * L * n, "granule": 0, "wsite": 4 * gp * n,
+                "vis": 0, "barword": 8 * BARRIER_WORDS * n,
+                "barvc": 4 * BARRIER_WORDS * 2 * L * n, "granule": 0, "wsite": 4 * gp * n,
                 "rslot": 0, "readbits": 0, "rsite": 0,
                 "mbar": 4 * MBARRIERS * mb_words(L) * n, "aread": 0, "wgread": 0, "bsum": 0,
                 "vrsite": 4 * vsh_site_words(gp, vsh_readers) * n}
     return {
         "slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
-        "vis": 4 * MAX_WARPS * L * n, "barword": 8 * NAMED_BARRIERS * n,
-        "barvc": 4 * NAMED_BARRIERS * 2 * L * n,
+        "vis": 4 * MAX_WARPS * L * n, "barword": 8 * BARRIER_WORDS * n,
+        "barvc": 4 * BARRIER_WORDS * 2 * L * n,
         "granule": 16 * G * n, "wsite": 4 * G * n,
         "rslot": 0 if phase_mode else 8 * G * nwarps * n,
         "readbits": 4 * nwarps * 2 * bitmap_words(G) * n if phase_mode else 0,
@@ -643,6 +655,12 @@ def c_header() -> str:
         "CS_MAX_WARPS": MAX_WARPS,
         "CS_MAX_LOGICAL": MAX_LOGICAL,
         "CS_NAMED_BARRIERS": NAMED_BARRIERS,
+        "CS_CLUSTER_BARRIER": CLUSTER_BARRIER,
+        "CS_BARRIER_WORDS": BARRIER_WORDS,
+        "CS_BAR_RELAXED": BAR_RELAXED,
+        "CS_CLUSTER_ARRIVE": CLUSTER_ARRIVE,
+        "CS_CLUSTER_WAIT": CLUSTER_WAIT,
+        "CS_CTA_CLUSTER_WAITS": CTA_CLUSTER_WAITS,
         "CS_KEY_TABLE_ENTRIES": KEY_TABLE_ENTRIES,
         "CS_RECORDS_PER_KEY": RECORDS_PER_KEY,
         "CS_CTA_LIVE_THREADS": CTA_LIVE_THREADS,

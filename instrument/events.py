@@ -39,6 +39,7 @@ class Event(str, Enum):
     BAR_SYNC = "barrier.sync"
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
+    CLUSTER_BAR = "barrier.cluster"  # barrier.cluster.arrive / .wait: within the CTA, a barrier
     WARP_SYNC = "warp.sync"  # intra-warp: program order already covers it
     FENCE = "fence"  # generic-proxy fences order nothing extra between warps
     EXIT = "exit"
@@ -51,7 +52,8 @@ class Event(str, Enum):
 
 
 _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
-           Event.BAR_RED, Event.EXIT, Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
+           Event.BAR_RED, Event.CLUSTER_BAR, Event.EXIT, Event.ASYNC_WRITE,
+           Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
            Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD, Event.BULK_STORE,
            Event.BULK_COMMIT, Event.BULK_WAIT, Event.WGMMA, Event.WGMMA_COMMIT,
            Event.WGMMA_WAIT, Event.PROXY_FENCE, Event.TENSOR_LOAD, Event.TENSOR_STORE}
@@ -98,9 +100,7 @@ TABLE: tuple[Row, ...] = (
     Row("bar.cta.red", Event.BAR_RED),
     Row("barrier.red", Event.BAR_RED),
     Row("barrier.cta.red", Event.BAR_RED),
-    Row("barrier.cluster", Event.UNMODELED, note="cluster barrier "
-        "(barrier.cluster.arrive/wait): not checked yet; accesses ordered only by it may be "
-        "reported"),
+    Row("barrier.cluster", Event.CLUSTER_BAR),
     # fences that create no happens-before between warps in the model
     Row("membar", Event.FENCE),
     Row("fence.proxy.async", Event.PROXY_FENCE),  # the form decides: see _proxy_fence

@@ -453,6 +453,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 ops, arrive = _bar_operands(it, c.event), c.event is Event.BAR_ARRIVE
                 cta_wide_only &= not arrive and ops[1] == "0"
                 bar0_only &= not arrive and ops == ("0", "0")
+            if c.event is Event.CLUSTER_BAR:  # split arrive and wait: the vector clocks
+                cta_wide_only = bar0_only = False
             counts[c.event.value] += 1
             async_proxy |= c.event in (Event.BULK_STORE, Event.TENSOR_STORE)
             wgmma |= c.event is Event.WGMMA
@@ -805,6 +807,14 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
                      [(".b32", REG_TOKEN), (".b32", a), (".b32", str(site))],
                      comment=f"site {site}")
         return arrive + "\n\t", "\n\t" + wait
+    if ev is Event.CLUSTER_BAR:  # barrier.cluster.arrive{.release,.relaxed} / .wait{.acquire}
+        parts = it.op_parts
+        op = abi.CLUSTER_WAIT if "wait" in parts else abi.CLUSTER_ARRIVE
+        op |= (abi.BAR_ALIGNED if "aligned" in parts else 0) | (
+            abi.BAR_RELAXED if "relaxed" in parts else 0)
+        call = _call(pred, abi.PROBE_CLUSTER_BAR, [(".b32", str(op)), (".b32", str(site))],
+                     comment=f"site {site}")
+        return ("", "\n\t" + call) if op & 3 == abi.CLUSTER_WAIT else (call + "\n\t", "")
     if ev is Event.EXIT:
         return _call(pred, abi.PROBE_THREAD_EXIT, [(".b32", str(site))],
                      comment=f"site {site}") + "\n\t", ""

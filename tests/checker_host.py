@@ -267,6 +267,17 @@ class HostChecker:
         was loaded."""
         return self.lib.cs_host_hw_arrivals_at(barrier)
 
+    def cluster_arrive(self, warp: int, relaxed: bool = False, site: int = 0) -> None:
+        """barrier.cluster.arrive{.relaxed}.aligned (before it)."""
+        self._as(warp)
+        op = abi.CLUSTER_ARRIVE | abi.BAR_ALIGNED | (abi.BAR_RELAXED if relaxed else 0)
+        self._probe(abi.PROBE_CLUSTER_BAR)(op, site)
+
+    def cluster_wait(self, warp: int, site: int = 0) -> None:
+        """barrier.cluster.wait.aligned (after it: the hardware let the warp go)."""
+        self._as(warp)
+        self._probe(abi.PROBE_CLUSTER_BAR)(abi.CLUSTER_WAIT | abi.BAR_ALIGNED, site)
+
     def exit(self, warp: int, site: int = 0) -> None:
         self._as(warp)
         self._probe(abi.PROBE_THREAD_EXIT)(site)

@@ -41,7 +41,9 @@ CS_DEV void cs_bar_try_complete(uint32_t slot, uint32_t b, uint64_t seen, uint32
 // A row is written again two generations later, after every warp has read it (it passed
 // the barrier in between); a warp that has exited leaves an older clock, which adds
 // nothing.
-CS_DEV bool cs_bar0_rows(uint32_t b) { return (S.flags & CS_FLAG_BAR0_ROWS) && (b & 15u) == 0; }
+CS_DEV bool cs_bar0_rows(uint32_t b) { return (S.flags & CS_FLAG_BAR0_ROWS) && b == 0; }
+// A named barrier's id (the hardware takes it mod 16), or the cluster barrier's word.
+CS_DEV uint32_t cs_bar_index(uint32_t b) { return b == CS_CLUSTER_BARRIER ? b : b & 15u; }
 CS_DEV uint32_t* cs_bar0_row(uint32_t gen, uint32_t w) {
     return cs_vc_smem_layout_sh.rows + ((gen & 1u) * S.nwarps + w) * S.nlogical;
 }
@@ -99,8 +101,8 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     uint32_t lane = cs_lane();
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t w = cs_warp();
+    b = cs_bar_index(b);
     if (cs_bar0_rows(b) && !cs_phase_mode()) return cs_bar0_arrive(active, w, lane, leader);
-    b &= 15u;
     uint32_t cw = count / 32;  // thread count -> warps (0 = every live warp)
     uint64_t old = 0;
     if (lane == leader) {
@@ -114,7 +116,7 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     uint32_t n = cs_popc(active);
     if (cs_phase_mode()) {
         cs_phase_clear_next(slot, w, active, lane);
-    } else {
+    } else if (!(mode & CS_BAR_RELAXED)) {  // (a relaxed arrival releases nothing)
         cs_cols c = cs_vc_cols(false);
 #pragma unroll
         for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
@@ -145,8 +147,8 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     uint32_t active = cs_group(((uint64_t)site << 32) | gen, b);
     uint32_t lane = cs_lane();
     uint32_t w = cs_warp();
+    b = cs_bar_index(b);
     if (cs_bar0_rows(b) && !cs_phase_mode()) return cs_bar0_wait(gen, active, w, lane);
-    b &= 15u;
     const uint32_t* vc = cs_barvc(slot, b, gen & 1);
     uint32_t* mine = cs_vis(slot, w);
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u));

@@ -201,6 +201,32 @@ CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
 #endif
 }
 
+// barrier.cluster.arrive (before it) and barrier.cluster.wait (after it). Every thread of
+// the cluster takes part in each generation, so within the CTA it is a barrier of every
+// live warp: the CTA's cluster-barrier word (CS_CLUSTER_BARRIER) counts it, an arrival
+// releases the warp's clock into the generation's slot (`.relaxed`: nothing) and the
+// wait, the warp's next generation in turn, acquires the slot. Split: other work may lie
+// between a warp's arrive and its wait. (Other CTAs of the cluster: not modelled here.)
+CS_ENTRY void __consan_cluster_bar(uint32_t op, uint32_t site) {
+    CS_PROF(1);
+#ifndef CONSAN_PSH
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT || cs_phase_smem_on()) return;
+    if ((op & 3u) == CS_CLUSTER_ARRIVE) {
+        cs_bar_arrive(CS_CLUSTER_BARRIER, 0, site, op & (CS_BAR_ALIGNED | CS_BAR_RELAXED));
+        if (cs_ending()) cs_leave_cta(cs_activemask(), site);
+        return;
+    }
+    if (cs_ending()) cs_leave_cta(cs_activemask(), site);
+    uint32_t active = cs_group(site, 0), w = cs_warp(), gen = 0;
+    uint32_t* waits = &cs_cta(slot)[CS_CTA_CLUSTER_WAITS + w];
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) gen = (*waits)++;
+    cs_bar_wait(cs_bcast(active, gen, cs_ffs(active) - 1), CS_CLUSTER_BARRIER, site);
+#else
+    (void)op, (void)site;
+#endif
+}
+
 CS_ENTRY void __consan_thread_exit(uint32_t site) {
     CS_PROF(3);
     if (cs_phase_smem_on()) return;  // phase mode keeps no count of live warps

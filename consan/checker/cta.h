@@ -52,7 +52,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     for (uint32_t i = 0; i < CS_TMAP_CACHE; ++i) cs_shv.tmap_at[i] = 0;
     cs_shv.tmap_claimed = 0;
     if (cs_vc_smem_on()) cs_vc_smem_layout(slot);  // (its barrier words are cleared with the tables)
-    else for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) *cs_barword(slot, b) = 0;
+    else for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b) *cs_barword(slot, b) = 0;
     cs_slot_sh = slot;
     cs_gen_sh = gen;
 }
@@ -89,6 +89,7 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
         cs_commits_sh(CS_UNIT_BULK, w) = 0;
         cs_commits_sh(CS_UNIT_WGMMA, w) = 0;
         cta[CS_CTA_PROXY_FENCE + w] = 0;
+        cta[CS_CTA_CLUSTER_WAITS + w] = 0;
 #ifdef CONSAN_HOST
         cs_lanes_sh[w] = w < (nthreads + 31) / 32 ? 1u : 0u;
 #else
@@ -101,8 +102,8 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
         uint32_t* vis = cs_vis(slot, 0);
         for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
     }
-    uint32_t* bvc = (uint32_t*)S.barvc + (uint64_t)slot * CS_NAMED_BARRIERS * 2 * L;
-    for (uint32_t k = i; k < CS_NAMED_BARRIERS * 2 * L; k += n) bvc[k] = 0;
+    uint32_t* bvc = (uint32_t*)S.barvc + (uint64_t)slot * CS_BARRIER_WORDS * 2 * L;
+    for (uint32_t k = i; k < CS_BARRIER_WORDS * 2 * L; k += n) bvc[k] = 0;
     if (cs_vc_smem_on()) {  // the CTA's own shared memory: cleared, no generation tags
         // Every block starts held whole with the epoch 0 (never written): the first copy
         // into a block then takes one word, not a look at 32 epochs (cs_vc_smem_copy_run).
@@ -142,7 +143,7 @@ CS_DEV void cs_thread_exit(uint32_t site) {
         // The whole warp is gone: barriers waiting for "every live warp" may now be complete.
         uint32_t live = cs_add32(&cs_livew_sh, (uint32_t)-1) - 1;
         cs_fence();
-        for (uint32_t b = 0; b < CS_NAMED_BARRIERS; ++b) {
+        for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b) {  // (the cluster barrier's too)
             uint64_t seen = cs_bw_ld(cs_barword(slot, b));
             if (CS_BW_COUNT(seen) == 0) cs_bar_try_complete(slot, b, seen, live);
         }

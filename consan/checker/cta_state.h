@@ -9,7 +9,7 @@ struct cs_vc_smem_layout_t {
     uint32_t gp, nr, nb, rss;
     uint32_t *ws, *rsite;
     uint32_t* vis;  // the warps' vector clocks [nwarps][nlogical] (generic address)
-    uint64_t* barw;  // the named barriers' words [NAMED_BARRIERS]
+    uint64_t* barw;  // the barriers' words [BARRIER_WORDS]
     uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
     uint32_t rtid[2];  // the logical thread of readers 0..7, a byte each
     uint32_t* rows;  // FLAG_BAR0_ROWS: each warp's clock at its arrivals [2][nwarps][nlogical]

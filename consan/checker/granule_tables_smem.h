@@ -106,7 +106,7 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     // then (abi.vsh_bytes) the barriers' words, barrier 0's slots, the warps' clocks
     uint32_t after = ((uint32_t)(l.BT - l.W) + 4u * l.nb + 15u) & ~15u;  // (vector joins)
     l.barw = (uint64_t*)(cs_smem_tables() + after);
-    l.bvc0 = (uint32_t*)(l.barw + CS_NAMED_BARRIERS);
+    l.bvc0 = (uint32_t*)(l.barw + CS_BARRIER_WORDS);
     l.vis = l.bvc0 + 2u * S.nlogical;
     l.rows = l.vis + S.nwarps * S.nlogical;
     l.rtid[0] = l.rtid[1] = 0;

@@ -16,8 +16,8 @@
 //
 // Vector-clock mode, granule tables in device memory (granule_tables.h), per slot:
 //   visibility   u32 [MAX_WARPS][nlogical]    each warp's vector clock
-//   barword      u64 [NAMED_BARRIERS]         gen:32 | count_warps:16 (0: all) | arrived:16
-//   barvc        u32 [NAMED_BARRIERS][2][L]   a generation's clock slot, by parity
+//   barword      u64 [BARRIER_WORDS]          gen:32 | count_warps:16 (0: all) | arrived:16
+//   barvc        u32 [BARRIER_WORDS][2][L]    a generation's clock slot, by parity
 //   granule      u64 [granules][2]            write epoch  gen:16 | flags:8 | tid:8 | clock:32
 //                                             readers      gen:16 | phase:16 | mask:32
 //                (flags: WW_FLAG_ATOMIC, WW_FLAG_MBAR a live mbarrier, WW_FLAG_WGREAD)

@@ -18,11 +18,11 @@ CS_DEV uint32_t* cs_cta(uint32_t slot) { return (uint32_t*)S.cta + (uint64_t)slo
 // slots are there too: __syncthreads is the barrier most kernels run most.)
 CS_DEV uint64_t* cs_barword(uint32_t slot, uint32_t b) {
     if (cs_vc_smem_on()) return cs_vc_smem_layout_sh.barw + b;
-    return (uint64_t*)S.barword + (uint64_t)slot * CS_NAMED_BARRIERS + b;
+    return (uint64_t*)S.barword + (uint64_t)slot * CS_BARRIER_WORDS + b;
 }
 CS_DEV uint32_t* cs_barvc(uint32_t slot, uint32_t b, uint32_t parity) {
     if (cs_vc_smem_on() && b == 0) return cs_vc_smem_layout_sh.bvc0 + parity * S.nlogical;
-    return (uint32_t*)S.barvc + (((uint64_t)slot * CS_NAMED_BARRIERS + b) * 2 + parity) * S.nlogical;
+    return (uint32_t*)S.barvc + (((uint64_t)slot * CS_BARRIER_WORDS + b) * 2 + parity) * S.nlogical;
 }
 // Loads and stores of barrier words and slots, which may be in shared memory.
 CS_DEV uint64_t cs_bw_ld(uint64_t* p) { return cs_vc_smem_on() ? *(volatile uint64_t*)p : cs_ld64(p); }

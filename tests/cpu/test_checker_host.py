@@ -525,6 +525,68 @@ def test_a_deadlock_winds_the_cta_down_past_counted_barriers(ckv):
     assert ckv.kinds() == [("deadlock", 12, -1)]
 
 
+def test_cluster_barrier_orders_the_ctas_own_warps(ckv):
+    # cluster.sync() (barrier.cluster.arrive + wait) is, within the CTA, a barrier of
+    # every live warp: a write before it is seen by every warp after it.
+    ckv.write(0, 16, site=1)
+    ckv.write(1, 32, site=2)
+    for w in ALL:
+        ckv.cluster_arrive(w, site=3)
+    for w in ALL:
+        ckv.cluster_wait(w, site=4)
+    ckv.read(2, 16, site=5)
+    ckv.read(3, 32, site=6)
+    assert ckv.kinds() == []
+
+
+def test_cluster_barrier_split_arrive_and_wait(ckv):
+    # Work between a warp's arrive and its wait is not covered by its release, and what
+    # others released is only seen after the wait.
+    ckv.write(0, 16, site=1)
+    for w in ALL:
+        ckv.cluster_arrive(w, site=3)
+    ckv.write(0, 32, site=7)  # after warp 0's arrival
+    ckv.read(1, 16, site=8)  # before warp 1's wait
+    for w in ALL:
+        ckv.cluster_wait(w, site=4)
+    ckv.read(2, 16, site=5)  # ordered
+    ckv.read(3, 32, site=6)  # not: written after the release
+    assert ckv.kinds() == [("race.raw", 8, 1), ("race.raw", 6, 7)]
+
+
+def test_relaxed_cluster_arrive_releases_nothing(ckv):
+    ckv.write(0, 16, site=1)
+    for w in ALL:
+        ckv.cluster_arrive(w, relaxed=w == 0, site=3)
+    for w in ALL:
+        ckv.cluster_wait(w, site=4)
+    ckv.read(1, 16, site=5)
+    assert ckv.kinds() == [("race.raw", 5, 1)]
+    # the next generation, with a release, publishes it
+    for w in ALL:
+        ckv.cluster_arrive(w, site=3)
+    for w in ALL:
+        ckv.cluster_wait(w, site=4)
+    ckv.read(2, 16, site=9)
+    assert ckv.kinds() == [("race.raw", 5, 1)]
+
+
+def test_cluster_barrier_generations_follow_each_warp(ckv):
+    # Three generations; warp 3 exits after the first: the others still complete the rest.
+    for gen in range(3):
+        ckv.write(gen % 3, 64 + 4 * gen, site=10 + gen)
+        live = ALL if gen == 0 else range(3)
+        for w in live:
+            ckv.cluster_arrive(w, site=3)
+        for w in live:
+            ckv.cluster_wait(w, site=4)
+        if gen == 0:
+            ckv.exit(3, site=20)
+        for w in live:
+            ckv.read(w, 64 + 4 * gen, site=30 + gen)
+    assert ckv.kinds() == []
+
+
 def test_a_wait_on_an_mbarrier_never_initialised_ends_as_a_deadlock(ckv):
     # The hardware may spin on such a barrier for ever: the checker must not.
     looks = [ckv.mbar_wait(1, MB, parity=0, ok=False, site=12)

@@ -175,7 +175,7 @@ def test_mbarrier(instr, op, arg, result):
     "[%r1];",
     "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%rd1, {%r2, %r3}], "
     "[%r1];",
-    "barrier.cluster.arrive.release.aligned;",
+    "fence.acq_rel.cluster;",
     "ld.shared::cluster.u32 %r1, [%r2];",
     "st.async.shared::cluster.u32 [%r1], %r2;",  # no mbarrier completion
     "st.async.mbarrier::complete_tx::bytes.u32 [%rd1], %r2, [%rd3];",  # generic addresses

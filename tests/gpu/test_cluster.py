@@ -63,3 +63,125 @@ def test_clean_cluster_kernel_has_no_notes():
                                        block=(64, 1, 1), options=(arch_option(),))
     assert rep.ok and not rep.notes, str(rep)
     np.testing.assert_array_equal(out.reshape(4, 32), x.get().reshape(4, 64)[:, :32])
+
+
+# barrier.cluster.arrive/.wait: within each CTA, a barrier of every live warp. Clusters of
+# 2, 4 and 8 CTAs; a write by warp 0 before the arrive, read by warp 1 after the wait.
+CLUSTER_BARRIER = r"""
+extern "C" __global__ void __cluster_dims__(CS, 1, 1) cl_barrier(const float* in, float* out) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    if (t < 32) s[t] = in[blockIdx.x * 32 + t];  // @write
+    ARRIVE
+    if (t < 32) s[32 + t] = 1.0f;  // @late-write
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    if (t >= 32) out[blockIdx.x * 32 + t - 32] = s[t - 32] + (READ_LATE ? s[t] : 0.0f);  // @read
+}
+"""
+
+RELEASE = 'asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");'
+RELAXED = 'asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");'
+
+
+def _cluster_barrier_src(size: int, arrive: str, read_late: bool) -> str:
+    return (CLUSTER_BARRIER.replace("CS", str(size)).replace("ARRIVE", arrive)
+            .replace("READ_LATE", "1" if read_late else "0"))
+
+
+def _need_sm90():
+    import cupy as cp
+
+    if int(cp.cuda.Device().compute_capability) < 90:
+        pytest.skip("clusters need sm_90")
+
+
+@pytest.mark.parametrize("size", [2, 4, 8])
+def test_cluster_barrier_orders_the_ctas_warps(size):
+    import cupy as cp
+
+    _need_sm90()
+    src = _cluster_barrier_src(size, RELEASE, False)
+    x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
+
+    def make_args():
+        out = cp.full(32 * size, cp.nan, dtype=cp.float32)
+        return (x, out), [out]
+
+    rep, (out,) = check_against_native(src, "cl_barrier", make_args, grid=(size, 1, 1),
+                                       block=(64, 1, 1), options=(arch_option(),))
+    assert rep.ok and not rep.notes, str(rep)
+    np.testing.assert_array_equal(out, x.get())
+
+
+@pytest.mark.parametrize("size", [2, 4, 8])
+def test_relaxed_cluster_arrive_publishes_nothing(size):
+    import cupy as cp
+
+    import consan
+
+    _need_sm90()
+    src = _cluster_barrier_src(size, RELAXED, False)
+    x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
+    out = cp.zeros(32 * size, dtype=cp.float32)
+    rep = consan.check(src, "cl_barrier", grid=(size,), block=(64,), args=(x, out),
+                       options=(arch_option(),))
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("race.raw", line_of(src, "@read"), line_of(src, "@write"))}, str(rep)
+
+
+def test_a_write_between_arrive_and_wait_is_not_released():
+    import cupy as cp
+
+    import consan
+
+    _need_sm90()
+    src = _cluster_barrier_src(2, RELEASE, True)
+    x = cp.asarray(np.random.default_rng(6).random(64, dtype=np.float32))
+    out = cp.zeros(64, dtype=cp.float32)
+    rep = consan.check(src, "cl_barrier", grid=(2,), block=(64,), args=(x, out),
+                       options=(arch_option(),))
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("race.raw", line_of(src, "@read"), line_of(src, "@late-write"))}, str(rep)
+
+
+# A clean exchange through distributed shared memory: each CTA fills its own buffer, a
+# cluster barrier, each writes into its peer's buffer (mapa + st.shared::cluster), a cluster
+# barrier, each reads its own buffer. (Before the cluster barrier was modelled consan
+# reported race.raw here.) The store into the peer is listed as not checked: another CTA's
+# shared memory is not modelled yet.
+DSMEM_EXCHANGE = r"""
+#define CLUSTER_SYNC asm volatile("barrier.cluster.arrive.release.aligned;\n\t" \
+                                  "barrier.cluster.wait.acquire.aligned;" ::: "memory")
+extern "C" __global__ void __cluster_dims__(2, 1, 1) dsmem_exchange(const int* in, int* out) {
+    __shared__ int buf[128];
+    unsigned t = threadIdx.x, rank, raddr;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    buf[t] = in[blockIdx.x * 128 + t];
+    CLUSTER_SYNC;
+    unsigned mine = (unsigned)__cvta_generic_to_shared(&buf[(t + 1) % 128]);
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(raddr) : "r"(mine), "r"(rank ^ 1));
+    int v = in[blockIdx.x * 128 + t] + 7;
+    asm volatile("st.shared::cluster.u32 [%0], %1;" :: "r"(raddr), "r"(v) : "memory");
+    CLUSTER_SYNC;
+    out[blockIdx.x * 128 + t] = buf[t];
+}
+"""
+
+
+def test_clean_dsmem_exchange_reports_no_race():
+    import cupy as cp
+
+    _need_sm90()
+    x = cp.asarray(np.arange(512, dtype=np.int32))
+
+    def make_args():
+        out = cp.full(512, -1, dtype=cp.int32)
+        return (x, out), [out]
+
+    rep, (out,) = check_against_native(DSMEM_EXCHANGE, "dsmem_exchange", make_args,
+                                       grid=(4, 1, 1), block=(128, 1, 1),
+                                       options=(arch_option(),))
+    assert not rep.violations and not rep.notes, str(rep)
+    assert [u.text.split()[0] for u in rep.unmodeled] == ["st.shared::cluster.u32"], str(rep)
+    want = x.get().reshape(2, 2, 128)[:, ::-1, :]  # each CTA holds its peer's values + 7
+    np.testing.assert_array_equal(out.reshape(2, 2, 128), np.roll(want, 1, axis=2) + 7)
