@@ -187,6 +187,26 @@ def test_barrier_0_rows_only_when_every_barrier_syncs_all_threads_on_barrier_0()
         assert not instrument(HEADER + body.replace("{bar}", other)).bar0_only, other
 
 
+def test_cluster_barrier_probes_arrive_before_and_wait_after():
+    body = (".visible .entry k()\n{\n\tbarrier.cluster.arrive.relaxed.aligned;\n"
+            "\tbarrier.cluster.wait.aligned;\n\tbarrier.cluster.arrive;\n"
+            "\tbarrier.cluster.wait.acquire;\n\tret;\n}\n")
+    ins = instrument(HEADER + body)
+    assert not ins.phase_mode and not ins.bar0_only and not ins.unmodeled
+    assert [s.event for s in ins.sites.sites][:4] == ["barrier.cluster"] * 4
+    out = ins.ptx
+    ops = [int(line.split(",")[1].strip(" ;")) for line in out.splitlines()
+           if "st.param.b32 [__cs_p0]" in line]
+    relaxed = abi.CLUSTER_ARRIVE | abi.BAR_ALIGNED | abi.BAR_RELAXED
+    assert ops[:4] == [relaxed, abi.CLUSTER_WAIT | abi.BAR_ALIGNED, abi.CLUSTER_ARRIVE,
+                       abi.CLUSTER_WAIT]
+    # the arrive's probe comes before it, the wait's after it
+    assert out.index(f"call {abi.PROBE_CLUSTER_BAR}") < out.index("barrier.cluster.arrive.relaxed")
+    wait = out.index("barrier.cluster.wait.aligned;")
+    assert out.index(f"call {abi.PROBE_CLUSTER_BAR}", wait) < out.index("barrier.cluster.arrive;")
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))
+
+
 def test_mbarrier_operations_are_guarded_by_the_checker():
     body = (".visible .entry k()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n"
             "\tmbarrier.init.shared.b64 [%r1], 1;\n"
