@@ -186,7 +186,7 @@ CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site,
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return 0;
     uint32_t token = cs_bar_arrive(b, count, site, mode);
-    if (cs_ending()) cs_leave_cta(cs_activemask(), site);  // (after the arrival: see there)
+    cs_leave_if_ending(site);  // (after the arrival: see cs_leave_cta)
     return token;
 #endif
 }
@@ -196,7 +196,7 @@ CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     if (cs_phase_smem_on()) return cs_phase_smem_bar_wait(gen);
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return;
-    if (cs_ending()) cs_leave_cta(cs_activemask(), site);
+    cs_leave_if_ending(site);
     cs_bar_wait(gen, b, site);
 #endif
 }
@@ -214,10 +214,10 @@ CS_ENTRY void __consan_cluster_bar(uint32_t op, uint32_t site) {
     if (slot == CS_NO_SLOT || cs_phase_smem_on()) return;
     if ((op & 3u) == CS_CLUSTER_ARRIVE) {
         cs_bar_arrive(CS_CLUSTER_BARRIER, 0, site, op & (CS_BAR_ALIGNED | CS_BAR_RELAXED));
-        if (cs_ending()) cs_leave_cta(cs_activemask(), site);
+        cs_leave_if_ending(site);
         return;
     }
-    if (cs_ending()) cs_leave_cta(cs_activemask(), site);
+    cs_leave_if_ending(site);
     uint32_t active = cs_group(site, 0), w = cs_warp(), gen = 0;
     uint32_t* waits = &cs_cta(slot)[CS_CTA_CLUSTER_WAITS + w];
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) gen = (*waits)++;

@@ -147,6 +147,9 @@ CS_DEV void cs_leave_cta(uint32_t all, uint32_t site) {
 // True when the CTA winds down after a deadlock (cs_leave_cta): the caller's lanes leave.
 // (A barrier probe calls it after its arrival's fence.)
 CS_DEV bool cs_ending() { return *(volatile uint32_t*)&cs_shv.ending != 0; }
+CS_DEV void cs_leave_if_ending(uint32_t site) {
+    if (cs_ending()) cs_leave_cta(cs_activemask(), site);
+}
 
 // The leader's verdict on a guarded operation, for every lane: 0 run it, 1 skip it
 // (it would fault), 2 deadlock -- the warp's lanes leave the kernel here.
@@ -194,7 +197,8 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
 #define CS_MB_DEAD 0xFFu  // (a switch label: an mbarrier invalidated since the look)
 CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site,
                              uint32_t slot, uint32_t w, uint32_t lanes) {
-    bool failed_wait = (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) && !(arg & 2);
+    bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
+    bool failed_wait = waits && !(arg & 2);
     uint32_t off, j = 0, skip = 0;
     bool local = cs_local((uint32_t)addr, off);  // .shared::cluster: maybe another CTA's
     uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT, j) : 0;
@@ -209,7 +213,6 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     // mbarrier) unchanged, nothing will complete it -- report, and let the warp leave so
     // the kernel ends instead of hanging. No lock: the phase is only looked at, and
     // spinning warps must not hold up the arrivals they wait for.
-    bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
     if (waits && cs_ending()) return 2;  // another warp's deadlock: the CTA winds down
     if (local && failed_wait &&
         cs_spin_stuck(slot, w, dead ? 0x80000000u | off : cs_ld32(&e[CS_MB_PHASE]) + 1)) {
@@ -217,7 +220,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         skip = 2;
     }
     if (!local || dead || failed_wait) return skip;
-    if (op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN) {
+    if (waits) {
         // Succeeded: acquire the phase waited for, if its releases are still held (the
         // latest completed phase); a stale parity acquires nothing. No lock: the phase,
         // then its slot, which is written again only abi.MB_SLOTS - 1 completions later
