@@ -56,16 +56,20 @@ class Layout:
     bar0_rows: bool = False  # Placement.VC_SMEM: barrier 0's rows (FLAG_BAR0_ROWS)
     window_base: int = 0  # lowest smem address the kernel's data gets (VC_SMEM skips below)
     shared_mem: int = 0  # the user's dynamic shared memory: the checker's bytes follow it
+    multicast: bool = False  # multicast copies: a mailbox per CTA (FLAG_MULTICAST)
 
     def __post_init__(self) -> None:
         assert self.placement is not Placement.PHASE_SMEM or self.phase_mode, "phase mode only"
         assert not self.bar0_rows or self.placement is Placement.VC_SMEM, "bar0 rows are VC_SMEM's"
+        # (a peer's copy is applied to the device-memory tables with no summaries)
+        assert not self.multicast or self.placement is Placement.DEVICE, "multicast: DEVICE"
 
     @classmethod
     def for_module(cls, ins: Instrumented, **shape) -> Layout:
         return cls(phase_mode=ins.phase_mode, wgmma=ins.wgmma, async_proxy=ins.async_proxy,
                    cp_async=ins.cp_async, warp_reads=ins.warp_reads,
-                   copy_engine=ins.copy_engine, **shape)
+                   copy_engine=ins.copy_engine and not ins.multicast, multicast=ins.multicast,
+                   **shape)
 
     # ------------------------------------------------------------ state-block scalars
     @property
@@ -126,7 +130,8 @@ class Layout:
               abi.FLAG_PHASE_SMEM: self.placement is Placement.PHASE_SMEM,
               abi.FLAG_VC_SMEM: self.placement is Placement.VC_SMEM,
               abi.FLAG_BAR0_ROWS: self.bar0_rows, abi.FLAG_BULK_STORES: self.async_proxy,
-              abi.FLAG_CP_ASYNC: self.cp_async, abi.FLAG_WARP_READS: self.warp_reads}
+              abi.FLAG_CP_ASYNC: self.cp_async, abi.FLAG_WARP_READS: self.warp_reads,
+              abi.FLAG_MULTICAST: self.multicast}
         return sum(flag for flag, yes in on.items() if yes)
 
     # ------------------------------------------------------------ memory
@@ -142,9 +147,16 @@ class Layout:
         return sizes
 
     @property
+    def mc_offset(self) -> int:
+        """Where the mailbox of multicast copies starts in dynamic shared memory (0: none)."""
+        return (self.psh_offset + self.psh_bytes + 15) // 16 * 16 if self.multicast else 0
+
+    @property
     def launch_shared_mem(self) -> int:
         """Dynamic shared memory of the instrumented launch: the user's, then ours (16
         more: the checker aligns its block itself, docs/model.md)."""
+        if self.multicast:
+            return self.mc_offset + abi.MAILBOX_BYTES + 16
         return self.psh_offset + self.psh_bytes + 16
 
     @property

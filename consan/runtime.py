@@ -202,7 +202,9 @@ class Prepared:
             self._load(cupy, driver, b.psh_cubin(psh_max_regs(nthreads)))
             self._place(replace(self.layout, placement=Placement.PHASE_SMEM), room_all)
         # So does vector-clock mode its buffer tables (the granule tables in shared memory).
-        elif not ins.phase_mode and os.environ.get("CONSAN_VC_SMEM", "1") != "0":
+        # (a peer CTA's multicast copy is applied to device-memory tables: layout.py)
+        elif not ins.phase_mode and not ins.multicast and \
+                os.environ.get("CONSAN_VC_SMEM", "1") != "0":
             self._load(cupy, driver, b.vsh_cubin())
             if self._place(replace(self.layout, placement=Placement.VC_SMEM), room_all):
                 per_sm = self._occupancy(driver, nthreads)

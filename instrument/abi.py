@@ -48,6 +48,9 @@ KINDS: tuple[Kind, ...] = (
     Kind(69, "tool.clock-overflow",
          "a clock outgrew the 23 bits the shared-memory tables keep: later findings of this CTA "
          "may be wrong", False),
+    Kind(70, "tool.remote-copy-lost",
+         "a multicast copy into another CTA found that CTA's mailbox full: the bytes it "
+         "writes there were not recorded", False),
 )
 KIND_BY_CODE = {k.code: k for k in KINDS}
 KIND_BY_ID = {k.id: k for k in KINDS}
@@ -126,7 +129,9 @@ PROBE_THREAD_EXIT = "__consan_thread_exit"
 PROBE_ASYNC = "__consan_async"  # (op, n, site): cp.async group bookkeeping
 ASYNC_COMMIT, ASYNC_WAIT, ASYNC_WAIT_ALL = 0, 1, 2
 PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
-PROBE_BULK = "__consan_bulk"  # (dst, bytes, mbar, site): bulk copy global -> shared
+# (dst, bytes, mbar, site, mask): bulk copy global -> shared; mask: the ctaMask of a
+# .multicast::cluster copy (0: not multicast)
+PROBE_BULK = "__consan_bulk"
 MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
 MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
 MB_CP_ARRIVE = 9  # cp.async.mbarrier.arrive(.noinc): the cp.async unit arrives (arg: 1 noinc)
@@ -157,6 +162,20 @@ TENSOR_LOAD, TENSOR_STORE = 0, 1  # global -> shared on an mbarrier / shared -> 
 # Or'ed into a load's op word: it carries the mbarrier.arrive.expect_tx of tx bytes (site
 # asite) made just before it on its mbarrier (instrument/carry.py).
 TENSOR_ARRIVE_TX = 1 << 9
+# Or'ed into a load's op word: a .multicast::cluster load, its ctaMask in bits 16-31.
+TENSOR_MULTICAST = 1 << 10
+MULTICAST_MASK_SHIFT = 16
+# A multicast copy into another CTA of the cluster is posted to that CTA's mailbox (in its
+# shared memory, reached through DSMEM), which the CTA's own probes apply (docs/model.md,
+# "Multicast copies"): MAILBOX_ENTRIES posts of MAILBOX_POST_WORDS u32 words each (seq,
+# dst, bytes, mbar, site, from), after MAILBOX_HEAD_WORDS words (head, tail, lock, pad).
+MAILBOX_ENTRIES = 32
+MAILBOX_POST_WORDS = 6
+MAILBOX_HEAD_WORDS = 4
+MAILBOX_BYTES = 4 * (MAILBOX_HEAD_WORDS + MAILBOX_ENTRIES * MAILBOX_POST_WORDS)
+# The site word of a granule a peer CTA's copy wrote carries that CTA's rank + 1 here
+# (sites stay below 1 << KEY_SITE_BITS); a record's prev_rank is decoded from it.
+SITE_RANK_SHIFT = 28
 MBARRIERS = 32  # mbarriers tracked per CTA
 STATE_SYMBOL = "__consan_state"
 
@@ -173,7 +192,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_THREAD_EXIT: ((".b32",), None),
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
     PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), ".b32"),  # 1: skip the faulting op
-    PROBE_BULK: ((".b64", ".b32", ".b64", ".b32"), ".b32"),
+    PROBE_BULK: ((".b64", ".b32", ".b64", ".b32", ".b32"), ".b32"),
     PROBE_BULK_STORE: ((".b64", ".b32", ".b32"), None),
     PROBE_BULK_GROUP: ((".b32", ".b32", ".b32"), None),
     PROBE_WGMMA: ((".b64", ".b64", ".b32", ".b32"), None),
@@ -240,6 +259,7 @@ RECORD_FIELDS: tuple[tuple[str, str], ...] = (
     ("phase", "uint32_t"),  # generation / phase
     ("count", "uint32_t"),  # pending count or bytes
     ("clock", "uint32_t"),  # accessor's clock (diagnostics)
+    ("prev_rank", "uint32_t"),  # 0, or 1 + the cluster rank of the CTA that issued prev_site
 )
 
 # The last three run on from launch to launch while launches stay clean (the device log is
@@ -325,6 +345,7 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("vsh_readers", "uint32_t"),  # FLAG_VC_SMEM: reader indices (vsh_readers())
     ("bsum_shift", "uint32_t"),  # FLAG_BOX_SUMMARY: log2 of the granules of a summary block
     ("bsum_words", "uint32_t"),  # FLAG_BOX_SUMMARY: u32 words of one block's summary
+    ("mc_offset", "uint32_t"),  # FLAG_MULTICAST: byte offset of the mailbox in dynamic smem
 )
 
 # The kernel synchronises only with CTA-wide barriers: happens-before between two
@@ -350,6 +371,10 @@ FLAG_WARP_READS = 0x80  # the module reads shared memory through the generic pro
 # FLAG_VC_SMEM, and barrier 0 is only ever a bar.sync of every thread: each warp's clock at
 # its arrival goes to a row of its own (vsh_bytes), which the warps read after the barrier
 FLAG_BAR0_ROWS = 0x100
+# The module issues .multicast::cluster copies: every CTA keeps a mailbox for the copies
+# its peers post to it, and the CTAs of a cluster meet at a cluster barrier when they begin
+# (so no post reaches a mailbox before it is cleared).
+FLAG_MULTICAST = 0x200
 
 # Per-slot CTA words (u32): live threads, then per-warp counters.
 CTA_LIVE_THREADS = 0
@@ -701,7 +726,10 @@ def c_header() -> str:
         "CS_BS_FLAG_MBAR": BS_FLAG_MBAR, "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
         "CS_WG_GEN_SHIFT": WG_GEN_SHIFT,
         "CS_TENSOR_LOAD": TENSOR_LOAD, "CS_TENSOR_STORE": TENSOR_STORE,
-        "CS_TENSOR_ARRIVE_TX": TENSOR_ARRIVE_TX,
+        "CS_TENSOR_ARRIVE_TX": TENSOR_ARRIVE_TX, "CS_TENSOR_MULTICAST": TENSOR_MULTICAST,
+        "CS_MULTICAST_MASK_SHIFT": MULTICAST_MASK_SHIFT, "CS_FLAG_MULTICAST": FLAG_MULTICAST,
+        "CS_MAILBOX_ENTRIES": MAILBOX_ENTRIES, "CS_MAILBOX_POST_WORDS": MAILBOX_POST_WORDS,
+        "CS_MAILBOX_HEAD_WORDS": MAILBOX_HEAD_WORDS, "CS_SITE_RANK_SHIFT": SITE_RANK_SHIFT,
         "CS_TMAP_ENTRIES": TMAP_ENTRIES, "CS_TMAP_FP_SEED": TMAP_FP_SEED,
         "CS_TMAP_FP_MUL": TMAP_FP_MUL, "CS_SHV_BYTES": SHV_BYTES,
         "CS_KEY_SITE_BITS": KEY_SITE_BITS, "CS_KEY_SITE_MASK": KEY_SITE_MASK,

@@ -175,6 +175,7 @@ class Classified:
     # tensor copies: the tensor-map address operand
     result: str | None = None  # MBARRIER waits: the predicate the instruction sets
     idem: bool = False  # WRITE: an immediate to a constant address (abi.INFO_IDEM)
+    mask: str | None = None  # BULK_LOAD / TENSOR_LOAD .multicast::cluster: the ctaMask operand
 
     @property
     def mode(self) -> int:
@@ -336,12 +337,12 @@ def _bulk_load(it: Item, row: Row) -> Classified:
     if row.prefix in ("st.async", "red.async"):
         return _async_store(it, row)
     ops = it.operands
-    if "multicast::cluster" in it.op_parts or len(ops) < 4:
-        return Classified(Event.UNMODELED, row, reason="multicast bulk copy (.multicast::cluster) "
-                          "into every CTA of its mask: not checked yet; the bytes it writes "
-                          "are not tracked")
+    multicast = "multicast::cluster" in it.op_parts
+    if len(ops) < (5 if multicast else 4):
+        return Classified(Event.UNMODELED, row, reason="bulk copy whose operands consan does not "
+                          "recognise: not checked; the bytes it writes are not tracked")
     return Classified(Event.BULK_LOAD, row, address=ops[0][1:-1].strip(), arg=ops[2],
-                      result=ops[3][1:-1].strip())
+                      result=ops[3][1:-1].strip(), mask=ops[4].strip() if multicast else None)
 
 
 def _async_store(it: Item, row: Row) -> Classified:
@@ -424,14 +425,18 @@ def _tensor(it: Item, row: Row) -> Classified:
     if need not in parts or len(brackets) < (3 if load else 2):
         return Classified(Event.UNMODELED, row, reason="tensor copy in a form consan does not "
                           "recognise: not checked; the shared memory it touches is not tracked")
-    if load and "multicast::cluster" in parts:
-        return Classified(Event.UNMODELED, row, reason="multicast tensor copy "
-                          "(.multicast::cluster) into every CTA of its mask: not checked "
-                          "yet; the bytes it writes are not tracked")
+    mask = None
+    if load and "multicast::cluster" in parts:  # [dst], [map, {..}], [mbar], ctaMask, ...
+        after = ops[ops.index(brackets[2]) + 1:]
+        if not after:
+            return Classified(Event.UNMODELED, row, reason="multicast tensor copy without its "
+                              "ctaMask operand: not checked; the bytes it writes are not "
+                              "tracked")
+        mask = after[0].strip()
     tmap = brackets[1 if load else 0][1:-1].split(",")[0].strip()
     if load:
         return Classified(Event.TENSOR_LOAD, row, address=brackets[0][1:-1].strip(), arg=tmap,
-                          result=brackets[2][1:-1].strip(), op=rank)
+                          result=brackets[2][1:-1].strip(), op=rank, mask=mask)
     return Classified(Event.TENSOR_STORE, row, address=brackets[1][1:-1].strip(), arg=tmap,
                       op=rank)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from . import abi, carry, coalesce, converge, loops, remote, wgmma_window
 from . import value_tags as tagging
 from .events import Classified, Event, classify, constant_registers
-from .ptx import INT_LITERAL, Function, Item, Module, PTXSyntaxError, parse, ptx_int
+from .ptx import INT_LITERAL, REGISTER, Function, Item, Module, PTXSyntaxError, parse, ptx_int
 from .sites import SiteTable, SourceLoc
 
 REG_ADDR = "%__cs_a"
@@ -30,6 +30,7 @@ REG_SPIN = "%__cs_spin"  # failed mbarrier waits in a row (sampled: abi.MB_WAIT_
 REG_SPIN_LOW = "%__cs_spl"
 REG_SKIP = "%__cs_skip"  # predicate: this failed wait is not sampled
 REG_OP = "%__cs_op"  # a probe's op word, PROBE_OFF for the lanes a converted branch skips
+REG_CTAMASK = "%__cs_ctamask"  # the ctaMask of a multicast copy, widened to 32 bits
 
 
 REMOTE_MBARRIER = ("mbarrier addressed through mapa (another CTA's of the cluster): an "
@@ -85,6 +86,7 @@ class Instrumented:
     wgmma: bool = False  # issues wgmma.mma_async: clocks cover abi.logical_threads(wgmma=True)
     cp_async: bool = False  # issues cp.async (copies, groups or mbarrier arrives)
     bar0_only: bool = True  # every barrier is a bar.sync / bar.red of barrier 0, all threads
+    multicast: bool = False  # issues .multicast::cluster copies (abi.FLAG_MULTICAST)
 
     @property
     def warp_reads(self) -> bool:
@@ -414,6 +416,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     async_proxy = False
     wgmma = False
     cp_async = False
+    multicast = False
     index_of = {id(it): i for i, it in enumerate(mod.items)}
 
     for fn in mod.functions:
@@ -458,6 +461,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             counts[c.event.value] += 1
             async_proxy |= c.event in (Event.BULK_STORE, Event.TENSOR_STORE)
             wgmma |= c.event is Event.WGMMA
+            multicast |= c.mask is not None
             cp_async |= c.event in (Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
                                     Event.ASYNC_WAIT_ALL) or (
                 c.event is Event.MBARRIER and c.op == abi.MB_CP_ARRIVE)
@@ -557,7 +561,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             before[first_code] = f"call {abi.PROBE_CTA_BEGIN};\n\t" + before.get(first_code, "")
         if probes or fn.is_entry:
             after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3};"
-                                    f"\n\t.reg .b32 {REG_TOKEN}, {REG_SPIN}, {REG_SPIN_LOW};"
+                                    f"\n\t.reg .b32 {REG_TOKEN}, {REG_SPIN}, {REG_SPIN_LOW}, "
+                                    f"{REG_CTAMASK};"
                                     f"\n\t.reg .b32 {REG_OP}, {loops.REG_MASK}, "
                                     f"{loops.REG_COUNT};"
                                     f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, {converge.REG_ON}, "
@@ -586,7 +591,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
-                        cp_async, bar0_only)
+                        cp_async, bar0_only, multicast)
 
 
 @dataclass
@@ -666,6 +671,13 @@ def _loop_copy(lp: loops.Loop, items: list[Item], cls: dict, emit) -> str:
             f"\n\tbra {lp.target};\n{lp.original}:")
 
 
+def _mask_code(mask: str, widths: dict[str, int]) -> list[str]:
+    """REG_CTAMASK = a multicast copy's ctaMask operand (a .b16 register or an immediate)."""
+    if REGISTER.fullmatch(mask) and _width(mask, widths) == 16:
+        return [f"cvt.u32.u16 {REG_CTAMASK}, {mask};"]
+    return [f"mov.b32 {REG_CTAMASK}, {mask};"]
+
+
 def _guard(call: str, pred: str | None) -> str:
     """After a probe that answers 1 for "would fault": REG_OK says whether to run the op."""
     guard = [f"setp.eq.u32 {REG_OK}, {REG_TOKEN}, 0;"]
@@ -704,7 +716,13 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         else:
             code.append(f"mov.b64 {REG_ADDR2}, 0;")
         word = abi.TENSOR_LOAD if ev is Event.TENSOR_LOAD else abi.TENSOR_STORE
-        opcode, op = _op_word(word | (abi.TENSOR_ARRIVE_TX if carry else 0), on)
+        word |= (abi.TENSOR_ARRIVE_TX if carry else 0) | (abi.TENSOR_MULTICAST if c.mask else 0)
+        opcode, op = _op_word(word, on)
+        if c.mask:  # the ctaMask rides in the op word's high half
+            opcode += _mask_code(c.mask, widths) + [
+                f"shl.b32 {REG_CTAMASK}, {REG_CTAMASK}, {abi.MULTICAST_MASK_SHIFT};",
+                f"or.b32 {REG_CTAMASK}, {REG_CTAMASK}, {op};"]
+            op = REG_CTAMASK
         tx, asite = carry if carry else ("0", abi.NO_SITE)
         args = [(".b64", REG_ADDR), (".b64", REG_ADDR3), (".b64", REG_ADDR2),
                 (".b32", str(site)), (".b32", op), (".b32", tx), (".b32", str(asite))]
@@ -746,8 +764,10 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         return (call + "\n\t", "") if committed else ("", "\n\t" + call)
     if ev is Event.BULK_LOAD:
         code = (_address_code(c.address or "", widths, it)
-                + _address_code(c.result or "", widths, it, REG_ADDR2))
-        args = [(".b64", REG_ADDR), (".b32", c.arg), (".b64", REG_ADDR2), (".b32", str(site))]
+                + _address_code(c.result or "", widths, it, REG_ADDR2)
+                + (_mask_code(c.mask, widths) if c.mask else []))
+        args = [(".b64", REG_ADDR), (".b32", c.arg), (".b64", REG_ADDR2), (".b32", str(site)),
+                (".b32", REG_CTAMASK if c.mask else "0")]
         call = _call(pred, abi.PROBE_BULK, args, ret=True, pre=code, comment=f"site {site}")
         return _guard(call, pred), ""
     if ev is Event.MBARRIER:

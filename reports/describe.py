@@ -105,9 +105,12 @@ def where(site: Site | None) -> str:
 
 
 def variant(f: Finding) -> str | None:
-    """A refinement of the kind's wording: "wgmma" when an mma_async is one of the sites."""
+    """A refinement of the kind's wording: "wgmma" when an mma_async is one of the sites;
+    "peer" when the earlier access is a copy another CTA of the cluster issued."""
     if any(s is not None and s.event == wgmma_desc.EVENT for s in (f.site, f.prev_site)):
         return "wgmma"
+    if any(r.prev_rank is not None for r in f.records):
+        return "peer"
     return None
 
 
@@ -145,6 +148,9 @@ def fields(f: Finding) -> dict[str, str]:
         "phase": _field(f, "phase"),
         "count": _field(f, "count"),
         "operand": operand_text(f),
+        "rank": compact_ints({r.cluster_rank for r in f.records}) or "?",
+        "prev_rank": compact_ints({r.prev_rank for r in f.records
+                                   if r.prev_rank is not None}) or "?",
     }
 
 

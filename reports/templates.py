@@ -45,12 +45,19 @@ WHAT: dict[str, str] = {
     "race.waw": "{prev_who} wrote {bytes} at {prev}; {cur_who} wrote it again at {cur}.",
     "async.pending-write": "{prev_who} issued an async copy into {bytes} at {prev}; "
                            "{cur_who} accessed those bytes at {cur} before it was known complete.",
+    "async.pending-write/peer": "CTA rank {prev_rank} of the cluster issued the copy at {prev} "
+                                "(a multicast), which writes {bytes} of CTA rank {rank}; "
+                                "{cur_who} of CTA rank {rank} accessed those bytes at {cur} "
+                                "before its own mbarrier said they had landed.",
     "async.pending-read": "{prev_who} issued an async read of {bytes} at {prev}; "
                           "{cur_who} wrote those bytes at {cur} while it may still be reading.",
     "proxy.missing-fence": "{prev_who} wrote {bytes} at {prev} through the generic proxy; "
                            "{cur_who} handed them to the async proxy at {cur}.",
     "uninit.read": "{cur_who} read {bytes} at {cur}, "
                    "but nothing in the CTA wrote these bytes since launch.",
+    "mbarrier.uninit/peer": "The multicast at {cur}, issued by CTA rank {prev_rank}, completes "
+                            "its bytes on the mbarrier at {mbar} of CTA rank {rank}, which that "
+                            "CTA had not initialised when the copy was issued.",
     "mbarrier.uninit": "{cur_who} used the mbarrier at {mbar} at {cur} "
                        "while it was not initialised.",
     "mbarrier.reinit": "{cur_who} initialised the mbarrier at {mbar} at {cur} "
@@ -94,6 +101,12 @@ FIX: dict[str, str] = {
                            "{prev}: wait for it first (cp.async.wait_group / wait_all for "
                            "cp.async, the mbarrier phase for bulk / TMA copies and st.async), "
                            "then a barrier if other warps touch these bytes.",
+    "async.pending-write/peer": "CTA rank {rank} reads bytes at {cur} that the multicast at "
+                                "{prev}, issued by CTA rank {prev_rank}, writes, and never "
+                                "waited on its own mbarrier for the phase those bytes complete: "
+                                "wait on it (mbarrier.try_wait.parity) before the access, then "
+                                "a barrier if other warps touch these bytes (a cluster barrier "
+                                "orders the copy's issue, not its arrival).",
     "async.pending-read": "No wait orders the end of the async read issued at {prev} before the "
                           "write at {cur}: a cp.async.bulk.wait_group.read by {prev_issuer} after "
                           "the bulk store's cp.async.bulk.commit_group and before the write at "
@@ -107,6 +120,11 @@ FIX: dict[str, str] = {
                            "them.",
     "uninit.read": "Initialise these bytes (or guard the read) before reading them; if another "
                    "CTA or a copy is meant to fill them, its completion is not waited for.",
+    "mbarrier.uninit/peer": "Initialise the mbarrier at {mbar} in every CTA of the ctaMask "
+                            "before any CTA issues a copy onto it: mbarrier.init, "
+                            "fence.mbarrier_init.release.cluster, then a cluster barrier "
+                            "(barrier.cluster.arrive.release / wait.acquire) between the inits "
+                            "and the copy at {cur}.",
     "mbarrier.uninit": "Initialise the mbarrier at {mbar} (mbarrier.init, then "
                        "fence.mbarrier_init or a barrier so every warp sees it) before the use "
                        "at {cur}, and do not use it after mbarrier.inval.",
@@ -152,5 +170,9 @@ NOTES: dict[str, str] = {
                            "tables keep, so the write at {cur} was not recorded and later "
                            "findings of the CTA may be wrong; run with CONSAN_VC_SMEM=0 (the "
                            "tables in device memory keep 32-bit clocks).",
+    "tool.remote-copy-lost": "The multicast at {cur} found the mailbox of CTA rank {prev_rank} "
+                             "full for two seconds (that CTA ran no probe meanwhile), so the "
+                             "bytes it writes there were not recorded: findings there about "
+                             "them may be missing or wrong.",
 }
 DEFAULT_NOTE = "The device checker emitted a record this decoder does not understand."

@@ -64,6 +64,7 @@ class Violation:
     phase: int
     count: int
     clock: int
+    prev_rank: int | None = None  # the cluster rank of the CTA whose copy prev_site is
 
     @property
     def line(self) -> int | None:
@@ -112,6 +113,7 @@ def decode_records(records: np.ndarray | None, sites: SiteTable | None) -> list[
             phase=cols["phase"][i],
             count=cols["count"][i],
             clock=cols["clock"][i],
+            prev_rank=cols["prev_rank"][i] - 1 if cols["prev_rank"][i] else None,
         ))
     return out
 

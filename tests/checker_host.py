@@ -61,6 +61,7 @@ def library() -> ctypes.CDLL:
     lib.cs_host_hw_arrivals_at.argtypes = [u32]
     lib.cs_host_hw_arrivals_at.restype = u32
     lib.cs_host_set_dyn.argtypes = [ctypes.c_void_p]
+    lib.cs_host_mc_post.argtypes = [u32, u32, u32, u32, u32]
     return lib
 
 
@@ -71,14 +72,14 @@ class HostChecker:
                  capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False,
                  wgmma: bool = False, box_summary: bool = True, vsh: bool = True,
                  async_proxy: bool = True, warp_reads: bool = True, bar0_rows: bool = False,
-                 layout: Layout | None = None):
+                 multicast: bool = False, layout: Layout | None = None):
         """The knobs make a layout (the runtime's default where they fit: the granule tables
         in shared memory, FLAG_VC_SMEM), without the bytes the device reserves below the
         window; `layout`, where given, is taken as it is (a launch's, as the runtime plans
         it) and the knobs are ignored."""
         self.lib = library()
         if layout is None:
-            vsh = vsh and not (phase_mode or phase_smem)
+            vsh = vsh and not (phase_mode or phase_smem or multicast)
             where = (Placement.PHASE_SMEM if phase_smem else Placement.VC_SMEM if vsh
                       else Placement.DEVICE)
             # (bar0_rows: only for traces whose barrier 0 is only ever sync(all))
@@ -86,7 +87,8 @@ class HostChecker:
                 nwarps=nwarps, nthreads=nwarps * 32, window_bytes=smem_bytes,
                 log_capacity=capacity, nslots=nslots, phase_mode=phase_mode or phase_smem,
                 wgmma=wgmma, async_proxy=async_proxy, cp_async=True, warp_reads=warp_reads,
-                copy_engine=box_summary, placement=where, bar0_rows=bar0_rows and vsh)
+                copy_engine=box_summary and not multicast, placement=where,
+                bar0_rows=bar0_rows and vsh, multicast=multicast)
         self.layout = lay = layout
         self.nwarps, self.nslots = lay.nwarps, lay.nslots
         self.phase_smem = lay.placement is Placement.PHASE_SMEM
@@ -99,7 +101,7 @@ class HostChecker:
         self.keys = np.zeros(abi.KEY_TABLE_ENTRIES, dtype=abi.key_dtype())
         self.records = np.zeros(lay.log_capacity, dtype=abi.record_dtype())
         self.tmaps = np.zeros(abi.TMAP_ENTRIES, dtype=abi.tmap_dtype())
-        if lay.placement is not Placement.DEVICE:  # the CTA's dynamic shared memory, as launched
+        if lay.placement is not Placement.DEVICE or lay.multicast:  # its dynamic smem, as launched
             self.smem = np.zeros(-(-lay.launch_shared_mem // 8), dtype=np.uint64)
             self.lib.cs_host_set_dyn(self.smem.ctypes.data)
         pointers = {k: arr.ctypes.data for k, arr in self.tables.items()}
@@ -174,9 +176,17 @@ class HostChecker:
         self._as(warp)
         return self._probe(abi.PROBE_MBAR)(off, op, arg, site)
 
-    def bulk_load(self, warp: int, dst: int, nbytes: int, mbar_off: int, site: int = 0) -> int:
+    def bulk_load(self, warp: int, dst: int, nbytes: int, mbar_off: int, site: int = 0,
+                  mask: int = 0) -> int:
+        """cp.async.bulk.shared::cluster.global.mbarrier (mask: a multicast's ctaMask)."""
         self._as(warp)
-        return self._probe(abi.PROBE_BULK)(dst, nbytes, mbar_off, site)
+        return self._probe(abi.PROBE_BULK)(dst, nbytes, mbar_off, site, mask)
+
+    def peer_copy(self, dst: int, nbytes: int, mbar_off: int, site: int = 0,
+                  rank: int = 1) -> None:
+        """CTA `rank` of the cluster posts its multicast copy into this CTA (it is applied
+        by this CTA's next probe)."""
+        self.lib.cs_host_mc_post(dst, nbytes, mbar_off, site, rank)
 
     def bulk_store(self, warp: int, src: int, nbytes: int, site: int = 0) -> None:
         """cp.async.bulk.global.shared::cta.bulk_group: the warp's bulk-store unit reads src."""

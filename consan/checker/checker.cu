@@ -67,6 +67,7 @@ CS_DEV bool cs_vc_smem_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
 #include "granule_tables_smem_copy.h"
 #include "access16.h"
 #include "mbarrier.h"
+#include "multicast.h"
 #include "bulk.h"
 #include "wgmma.h"
 #include "tensor.h"
@@ -151,6 +152,7 @@ CS_ENTRY void __consan_store_value(uint32_t tag, uint32_t site) {
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
+    cs_mc_poll();
     if (info & CS_INFO_IDEM) return cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
     cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
 }
@@ -160,6 +162,7 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
+    cs_mc_poll();
     uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
     for (uint32_t k = 0; k < n; ++k) {
         uint64_t a = addr + (uint64_t)k * stride;
@@ -286,6 +289,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     CS_PROF(off ? 16u : waits ? ((arg & 2) ? 20u : 12u) : 5u);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
+    cs_mc_poll();
     uint32_t all = cs_activemask();
     uint32_t active = off ? cs_group(~0ull, ~0ull) : cs_group(((uint64_t)site << 32) | arg, addr);
     uint32_t w = cs_warp();
@@ -306,10 +310,15 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
 // mbarrier j (logical thread AGENT_MBAR + j) writes the destination; its clock is the
 // phase the copy completes + 1, published in that phase's slot, so only a wait on the
 // phase makes the bytes visible.
-CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site) {
+//
+// .multicast::cluster (mask: its ctaMask): the issuing CTA's own part, when it is in the
+// mask, is such a copy; every other CTA of the mask gets a post (multicast.h).
+CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site,
+                                uint32_t mask) {
     CS_PROF(6);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
+    cs_mc_poll();
     uint32_t all = cs_activemask();
     uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32));
     uint32_t leader = cs_ffs(active) - 1;
@@ -318,13 +327,17 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
         uint32_t moff, doff;
         bool local = cs_local((uint32_t)mbar, moff);
         local = cs_local((uint32_t)dst, doff) && local;
+        if (mask) local = (mask >> cs_ctarank()) & 1u;  // (offsets: the same in every CTA)
         uint32_t j = 0;
         uint32_t* e = local ? cs_mbar_entry(slot, moff, false, j) : 0;
-        if (!local) {  // st.async / red.async into another CTA: said, not modelled (DSMEM)
-            cs_record_t r = cs_blank(CS_TOOL_REMOTE_SMEM, site);
-            r.offset_lo = doff;
-            r.offset_hi = doff + bytes;
-            cs_record(r);
+        if (mask && cs_multicast_on()) cs_mc_post_all(mask, doff, bytes, moff, site);
+        if (!local) {
+            if (!mask) {  // st.async / red.async into another CTA: said, not modelled (DSMEM)
+                cs_record_t r = cs_blank(CS_TOOL_REMOTE_SMEM, site);
+                r.offset_lo = doff;
+                r.offset_hi = doff + bytes;
+                cs_record(r);
+            }
         } else if (e == 0 || !cs_mbar_live(j)) {
             cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
             skip = 1;
@@ -334,8 +347,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
             uint32_t ph = e[CS_MB_PHASE];
             cs_mbar_unlock(j);
             cs_view v = cs_make_view(slot, cs_warp());
-            uint32_t off;
-            cs_local((uint32_t)dst, off);
+            uint32_t off = doff;
             uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
             cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
             if (bytes == 0 || g1 >= S.granules) {
@@ -365,6 +377,7 @@ CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
     CS_PROF(7);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
+    cs_mc_poll();
     uint32_t active = cs_group(site, 0);
     uint32_t leader = cs_ffs(active) - 1, lane = cs_lane(), w = cs_warp();
     uint32_t n = cs_popc(active);
@@ -416,6 +429,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     CS_SPIN_WGMMA()
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
+    cs_mc_poll();
     uint32_t active = cs_group(((uint64_t)site << 32) | info, da), lane = cs_lane(), w = cs_warp();
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), lanes = cs_popc(active);
     uint32_t u = w >> 2;
@@ -510,12 +524,15 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
     CS_NULL_TENSOR(return 0;)
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
+    cs_mc_poll();
     uint32_t all = cs_activemask();
     uint32_t active = cs_group(site, 0);  // this call's lanes, those marked off too
     uint32_t issuers = cs_ballot(active, !(op & CS_PROBE_OFF));
     if (!issuers) return 0;
     bool arrive = op & CS_TENSOR_ARRIVE_TX;
-    op &= ~(CS_PROBE_OFF | CS_TENSOR_ARRIVE_TX);
+    uint32_t mask = op & CS_TENSOR_MULTICAST ? op >> CS_MULTICAST_MASK_SHIFT : 0u;
+    op &= ~(CS_PROBE_OFF | CS_TENSOR_ARRIVE_TX | CS_TENSOR_MULTICAST);
+    op &= (1u << CS_MULTICAST_MASK_SHIFT) - 1u;
     uint32_t leader = cs_ffs(issuers) - 1, skip = 0;
     bool lead = cs_lane() == leader;
     for (uint32_t rest = issuers; rest; rest &= rest - 1) {
@@ -526,12 +543,16 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
             if (lead) cs_tensor_store(slot, d, m, (uint32_t)k, site);
             continue;
         }
-        uint32_t ntx = cs_bcast(active, tx, k);
+        uint32_t ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);
         cs_tload t = {};
         if (lead) {
             CS_PROF(25);
             CS_SPIN_TENSOR()
-            t = cs_tensor_load_begin(slot, d, m, b, site, arrive, ntx, asite);
+            t = cs_tensor_load_begin(slot, d, m, b, site, arrive, ntx, asite, mk);
+            if (mk && !t.skip && cs_multicast_on()) {  // (a skipped load writes nowhere)
+                uint32_t low = (1u << CS_RANK_SHIFT) - 1u;
+                cs_mc_post_all(mk, (uint32_t)d & low, cs_tmap_bytes(m), (uint32_t)b & low, site);
+            }
         }
         uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
         if (span) {
@@ -566,10 +587,19 @@ CS_ENTRY void cs_host_set_state(const cs_state_t* s) { __consan_state = *s; }
 CS_ENTRY void cs_host_set_dyn(uint8_t* p) { cs_dyn_host = p; }
 CS_ENTRY void __consan_cta_begin() {
     if (cs_phase_smem_on()) return cs_phase_smem_begin(0, 1);
+    if (cs_multicast_on()) cs_mailbox_clear(0, 1);
     cs_begin_leader(cs_block_threads());
     if (cs_slot_sh != CS_NO_SLOT) cs_begin_clear(cs_slot_sh, 0, 1, cs_block_threads());
 }
 CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
+// A peer CTA (rank `from`) posts its multicast copy to this CTA (multicast.h).
+CS_ENTRY void cs_host_mc_post(uint32_t dst, uint32_t bytes, uint32_t mbar, uint32_t site,
+                              uint32_t from) {
+    cs_mailbox_t* m = cs_mailbox();
+    uint32_t h = m->head++;
+    cs_mc_post_t& p = m->post[h % CS_MAILBOX_ENTRIES];
+    p = {h + 1, dst, bytes, mbar, site, from};
+}
 CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrivals[b & 15u]; }
 #else
 CS_ENTRY void __consan_cta_begin() {
@@ -582,9 +612,13 @@ CS_ENTRY void __consan_cta_begin() {
     return;
 #endif
     if (tid == 0) cs_begin_leader(n);
+    if (cs_multicast_on()) cs_mailbox_clear(tid, n);
     __syncthreads();
     uint32_t slot = cs_slot_sh;
     if (slot != CS_NO_SLOT) cs_begin_clear(slot, tid, n, n);
     __syncthreads();
+    // Multicast copies: the cluster's CTAs meet once their mailboxes are clear, so no post
+    // reaches one before (its own code orders nothing by this: it runs before any of it).
+    if (cs_multicast_on()) cs_cluster_sync();
 }
 #endif

@@ -5,7 +5,14 @@
 
 // ------------------------------------------------------------- violation log
 
-CS_NOINLINE void cs_record(const cs_record_t& r) {
+CS_NOINLINE void cs_record(const cs_record_t& given) {
+    // An earlier site from a granule a peer CTA's copy wrote carries that CTA's rank + 1
+    // in its high bits (multicast.h): the record keeps them apart.
+    cs_record_t r = given;
+    if (r.prev_site != CS_NO_SITE && (r.prev_site >> CS_SITE_RANK_SHIFT) != 0) {
+        r.prev_rank = r.prev_site >> CS_SITE_RANK_SHIFT;
+        r.prev_site &= (1u << CS_SITE_RANK_SHIFT) - 1u;
+    }
     cs_log_header_t* h = (cs_log_header_t*)S.log;
     cs_key_t* keys = (cs_key_t*)S.keys;
     cs_gadd32(&h->occurrences, 1);
@@ -57,6 +64,7 @@ CS_DEV cs_record_t cs_blank(uint32_t kind, uint32_t site) {
     uint32_t c[3];
     cs_cta_id(c);
     r.cta_x = c[0]; r.cta_y = c[1]; r.cta_z = c[2];
+    r.cluster_rank = cs_ctarank();
     return r;
 }
 

@@ -108,6 +108,12 @@ CS_DEV void cs_cta_id(uint32_t* c) { c[0] = cs_host_ctx.cta[0]; c[1] = cs_host_c
 CS_DEV uint32_t cs_block_threads() { return cs_host_ctx.nthreads_block; }
 CS_DEV uint32_t cs_cta_linear() { return cs_host_ctx.cta[0]; }
 CS_DEV uint32_t cs_ctarank() { return 0; }
+// Another CTA's shared word (the host build has one CTA: its own).
+CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t) { return cs_ld32(p); }
+CS_DEV void cs_peer_st(uint32_t* p, uint32_t, uint32_t v) { cs_st32(p, v); }
+CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t, uint32_t c, uint32_t v) { return cs_cas32(p, c, v); }
+CS_DEV void cs_fence_cluster() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+CS_DEV void cs_cluster_sync() {}
 // (vector operations need 16-byte alignment on the device: the host build checks it)
 CS_DEV cs_sp cs_al16(cs_sp a) { if (a & 15) abort(); return a; }
 #else
@@ -235,6 +241,44 @@ CS_DEV uint32_t cs_ctarank() {
     return 0;  // no clusters before sm_90
 #endif
 }
+// The word at p in the shared memory of the cluster's CTA `rank` (mapa, then a
+// .shared::cluster access: distributed shared memory). Only modules with multicast copies
+// call these, and those need sm_90.
+#if __CUDA_ARCH__ >= 900
+CS_DEV uint32_t cs_peer_addr(const uint32_t* p, uint32_t rank) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(p), r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t rank) {
+    uint32_t v;
+    asm volatile("ld.relaxed.cluster.shared::cluster.u32 %0, [%1];"
+                 : "=r"(v) : "r"(cs_peer_addr(p, rank)) : "memory");
+    return v;
+}
+CS_DEV void cs_peer_st(uint32_t* p, uint32_t rank, uint32_t v) {
+    asm volatile("st.relaxed.cluster.shared::cluster.u32 [%0], %1;"
+                 :: "r"(cs_peer_addr(p, rank)), "r"(v) : "memory");
+}
+CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t rank, uint32_t c, uint32_t v) {
+    uint32_t o;
+    asm volatile("atom.relaxed.cluster.shared::cluster.cas.b32 %0, [%1], %2, %3;"
+                 : "=r"(o) : "r"(cs_peer_addr(p, rank)), "r"(c), "r"(v) : "memory");
+    return o;
+}
+CS_DEV void cs_fence_cluster() { asm volatile("fence.acq_rel.cluster;" ::: "memory"); }
+// Every thread of the cluster (aligned: every thread of the CTA runs it together).
+CS_DEV void cs_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+#else
+CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t) { return *(volatile uint32_t*)p; }
+CS_DEV void cs_peer_st(uint32_t* p, uint32_t, uint32_t v) { *(volatile uint32_t*)p = v; }
+CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t, uint32_t c, uint32_t v) { return atomicCAS(p, c, v); }
+CS_DEV void cs_fence_cluster() { __threadfence_block(); }
+CS_DEV void cs_cluster_sync() {}
+#endif
 #endif
 
 #ifdef CONSAN_HOST

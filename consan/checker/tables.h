@@ -54,16 +54,18 @@ CS_DEV uint32_t cs_vld32(const uint32_t* p) { return *(const volatile uint32_t*)
 CS_DEV uint64_t cs_vld64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
 CS_DEV void cs_vst32(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
 
-// The tables start psh_offset bytes into the dynamic window, after the kernel's own
-// bytes and the checker's shared variables (cs_dyn_at).
-CS_DEV uint8_t* cs_smem_tables() {
+// `offset` bytes into the checker's part of the dynamic window (cs_dyn_at).
+CS_DEV uint8_t* cs_dyn_part(uint32_t offset) {
 #ifdef CONSAN_HOST
     uint32_t a = (uint32_t)(uint64_t)CS_DYN;
-    return CS_DYN + ((0u - a) & 15u) + S.psh_offset;
+    return CS_DYN + ((0u - a) & 15u) + offset;
 #else
-    return cs_dyn_at(S.psh_offset);
+    return cs_dyn_at(offset);
 #endif
 }
+// The tables start psh_offset bytes into the dynamic window, after the kernel's own
+// bytes and the checker's shared variables.
+CS_DEV uint8_t* cs_smem_tables() { return cs_dyn_part(S.psh_offset); }
 
 // What one warp's probe needs of its CTA's tables, with the pointer arithmetic done once.
 struct cs_view {

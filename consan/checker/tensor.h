@@ -130,13 +130,17 @@ CS_NOINLINE uint32_t cs_tensor_guess_span(uint32_t slot, const cs_tload& t, uint
 
 // `arrive`: the mbarrier.arrive.expect_tx of `tx` bytes (site asite) the rewriter carries
 // on this copy (instrument/carry.py) is modelled first, as its own probe would have.
+// `mask`: a multicast load's ctaMask (0: none); this CTA's part is its copy when the mask
+// holds it (its peers' parts are posted to them: multicast.h).
 CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, uint64_t mbar,
-                                     uint32_t site, bool arrive, uint32_t tx_arg, uint32_t asite) {
+                                     uint32_t site, bool arrive, uint32_t tx_arg, uint32_t asite,
+                                     uint32_t mask) {
     cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
     cs_tload t = {0, false, 0, 0, 0, 0, 0, 0, none};
     bool mlocal = cs_local((uint32_t)mbar, t.moff);
     bool dlocal = cs_local((uint32_t)dst, t.off);
-    if (!dlocal)  // another CTA's smem (and mbarrier): not checked
+    if (mask) dlocal = (mask >> cs_ctarank()) & 1u;  // (offsets: the same in every CTA)
+    else if (!dlocal)  // another CTA's smem (and mbarrier): not checked
         cs_tensor_record(CS_TOOL_REMOTE_SMEM, site, none, t.off, t.off, t.moff, 0, 0);
     if (arrive && !mlocal)
         cs_mbar_record(CS_TOOL_REMOTE_SMEM, asite, t.moff, 0);

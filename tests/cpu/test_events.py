@@ -166,7 +166,7 @@ def test_mbarrier(instr, op, arg, result):
     "%r1, 0, 1, 1, 1, 0, 0;",
     "fence.proxy.async::generic.release.sync_restrict::shared::cluster.cluster;",
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-    ".multicast::cluster [%r1], [%rd1, {%r2, %r3}], [%r4], %rs1;",
+    ".multicast::cluster [%r1], [%rd1, {%r2, %r3}], [%r4];",  # (its ctaMask missing)
     "cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
     "[%r1], [%rd1, {%r2, %r3, %r5}], [%r4], {%rs1};",
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes "
@@ -184,6 +184,26 @@ def test_mbarrier(instr, op, arg, result):
 def test_unmodeled_is_never_silent(instr):
     c = one(instr)
     assert c is not None and c.event is Event.UNMODELED and c.reason
+
+
+# .multicast::cluster copies: probed as their copy, with the ctaMask operand for the probe.
+@pytest.mark.parametrize("instr,event,address,mbar,mask", [
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+     "[%r1], [%rd1], 4096, [%r3], %rs1;", Event.BULK_LOAD, "%r1", "%r3", "%rs1"),
+    ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+     ".L2::cache_hint [%r1], [%rd1], 4096, [%r3], %rs1, %rd4;", Event.BULK_LOAD, "%r1", "%r3",
+     "%rs1"),
+    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+     ".multicast::cluster [%r1], [%rd1, {%r2, %r3}], [%r4], %rs1;", Event.TENSOR_LOAD, "%r1",
+     "%r4", "%rs1"),
+    ("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+     ".multicast::cluster.L2::cache_hint [%r1+128], [%rd1, {%r2, %r3, %r5}], [%r4], 3, %rd6;",
+     Event.TENSOR_LOAD, "%r1+128", "%r4", "3"),
+])
+def test_multicast_copies_are_probed_with_their_mask(instr, event, address, mbar, mask):
+    c = one(instr)
+    assert c is not None and c.event is event and not c.reason
+    assert (c.address, c.result, c.mask) == (address, mbar, mask)
 
 
 # st.async / red.async: a write of the element (vector) that completes its bytes on the

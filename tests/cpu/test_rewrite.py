@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from consan import toolchain
+from consan.layout import Layout
 from instrument import abi
 from instrument.ptx import PTXSyntaxError, parse
 from instrument.rewrite import InstrumentError, instrument
@@ -396,6 +397,57 @@ def test_st_async_and_cluster_mbarriers_are_probed_guarded_and_assemble():
     assert "@%__cs_ok st.async.shared::cluster" in out
     assert "@%__cs_ok red.async.relaxed.cluster" in out
     toolchain.link_with_checker(ins, "st_async", toolchain.Arch.parse("sm_90a"))
+
+
+MULTICAST = HEADER + """.visible .entry k(.param .align 64 .b8 k_param_0[128], .param .u64 k_param_1)
+{
+\t.reg .b16 %rs<3>;
+\t.reg .b32 %r<5>;
+\t.reg .b64 %rd<4>;
+\t.shared .align 128 .b8 tile[8192];
+\t.shared .align 8 .b64 bar;
+\tmov.b64 %rd1, k_param_0;
+\tld.param.u64 %rd3, [k_param_1];
+\tmov.u32 %r1, tile;
+\tmov.u32 %r2, bar;
+\tmov.u32 %r3, 0;
+\tmov.u16 %rs1, 3;
+\tmbarrier.init.shared::cta.b64 [%r2], 1;
+\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes\
+.multicast::cluster [%r1], [%rd1, {%r3, %r3}], [%r2], %rs1;
+\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster \
+[%r1+4096], [%rd3], 4096, [%r2], %rs1;
+\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1+4096], [%rd3], \
+4096, [%r2];
+\tret;
+}
+"""
+
+
+def test_multicast_copies_pass_their_mask_and_assemble():
+    ins = instrument(MULTICAST, "multicast.ptx")
+    assert [s.event for s in ins.sites.sites] == ["mbarrier", "async.tensor_load", "async.bulk",
+                                                  "async.bulk", "exit"]
+    assert not ins.unmodeled and ins.multicast
+    out = ins.ptx
+    tensor = out[out.index("// consan site 1"):out.index("// consan site 2")]
+    # the 16-bit ctaMask widened, in the op word's high half with the multicast bit
+    assert "cvt.u32.u16 %__cs_ctamask, %rs1;" in tensor
+    assert f"shl.b32 %__cs_ctamask, %__cs_ctamask, {abi.MULTICAST_MASK_SHIFT};" in tensor
+    assert (f"or.b32 %__cs_ctamask, %__cs_ctamask, "
+            f"{abi.TENSOR_LOAD | abi.TENSOR_MULTICAST};") in tensor
+    bulk = out[out.index("// consan site 2"):out.index("// consan site 3")]
+    assert "st.param.b32 [__cs_p4], %__cs_ctamask;" in bulk
+    plain = out[out.index("// consan site 3"):out.index("// consan site 4")]
+    assert "st.param.b32 [__cs_p4], 0;" in plain  # not multicast: mask 0
+    assert "@%__cs_ok cp.async.bulk.tensor.2d.shared::cluster.global.tile" in out
+    toolchain.link_with_checker(ins, "multicast", toolchain.Arch.parse("sm_90a"))
+    # such a module keeps a mailbox for its peers' copies, in device-memory tables
+    lay = Layout.for_module(ins, nwarps=4, nthreads=128, window_bytes=9216, log_capacity=64,
+                            shared_mem=0)
+    assert lay.flags & abi.FLAG_MULTICAST and not lay.box_summary
+    assert lay.mc_offset >= lay.psh_offset and \
+        lay.launch_shared_mem == lay.mc_offset + abi.MAILBOX_BYTES + 16
 
 
 CONVERT = (".visible .entry k()\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<8>;\n"

@@ -1,0 +1,171 @@
+// consan device checker: multicast copies into the other CTAs of a cluster.
+
+// ------------------------------------------------------------- multicast copies
+//
+// cp.async.bulk{.tensor} ... .multicast::cluster with ctaMask m writes the same CTA-relative
+// bytes in every CTA of m and completes its bytes on each one's mbarrier at the same
+// offset. The issuing CTA models its own part as an ordinary copy. For every other CTA of m
+// it posts the copy (dst, bytes, mbarrier, site, its rank and warp) to that CTA's mailbox,
+// in the CTA's shared memory, through distributed shared memory, before the copy is issued.
+// The CTA applies its posts itself, in order, at the start of its next probe: then its
+// own tables and locks see the copy like one of its own, as the copy engine of its own
+// mbarrier writing at the phase the bytes complete. So a read before the wait on that
+// phase is async.pending-write, bytes no copy reached are uninit.read, and bytes the phase
+// never gets leave its waiters to the deadlock watch. The write is not judged against the
+// CTA's earlier accesses (the issuer's view of them would need the cluster's clocks): a
+// copy over bytes the CTA still reads is not reported yet (docs/model.md).
+
+struct cs_mc_post_t { uint32_t seq, dst, bytes, mbar, site, from; };
+struct cs_mailbox_t {
+    uint32_t head, tail, lock, pad;  // head: posts claimed; tail: posts applied
+    cs_mc_post_t post[CS_MAILBOX_ENTRIES];
+};
+static_assert(sizeof(cs_mc_post_t) == 4 * CS_MAILBOX_POST_WORDS, "abi.MAILBOX_POST_WORDS");
+static_assert(sizeof(cs_mailbox_t) == 4 * (CS_MAILBOX_HEAD_WORDS +
+                                           CS_MAILBOX_ENTRIES * CS_MAILBOX_POST_WORDS),
+              "abi.MAILBOX_BYTES");
+
+// (Only the device-memory build serves such modules: runtime.py never places them in
+// shared memory, so the other builds leave the look out of every probe.)
+CS_DEV bool cs_multicast_on() {
+#if defined(CONSAN_PSH) || defined(CONSAN_VSH) || defined(CONSAN_PHASE_DEV)
+    return false;
+#else
+    return S.flags & CS_FLAG_MULTICAST;
+#endif
+}
+CS_DEV cs_mailbox_t* cs_mailbox() { return (cs_mailbox_t*)cs_dyn_part(S.mc_offset); }
+
+// A view that finds every earlier access ordered: a peer's copy is applied without judging
+// what it overwrites (see above).
+#ifdef CONSAN_HOST
+static uint32_t cs_all_ordered[CS_MAX_LOGICAL];
+#else
+__device__ uint32_t cs_all_ordered[CS_MAX_LOGICAL];
+#endif
+
+// Run by every thread of the CTA when it begins (i of n), before the cluster meets.
+CS_DEV void cs_mailbox_clear(uint32_t i, uint32_t n) {
+    uint32_t* m = (uint32_t*)cs_mailbox();
+    for (uint32_t k = i; k < CS_MAILBOX_HEAD_WORDS + CS_MAILBOX_ENTRIES * CS_MAILBOX_POST_WORDS; k += n)
+        m[k] = 0;
+    for (uint32_t k = i; k < CS_MAX_LOGICAL; k += n) cs_all_ordered[k] = 0xFFFFFFFFu;
+}
+
+CS_DEV void cs_mc_record(uint32_t kind, uint32_t site, uint32_t from, uint32_t dst,
+                         uint32_t bytes, uint32_t moff, const cs_finding* f) {
+    cs_record_t r = cs_blank(kind, site);
+    r.offset_lo = dst;
+    r.offset_hi = dst + bytes;
+    r.barrier = moff;
+    r.count = bytes;
+    r.prev_rank = (from & 0xFFu) + 1;  // (the issuer, for a note about its copy)
+    if (f) {
+        r.prev_site = f->prev_site;
+        r.prev_warp = f->prev_warp;
+    }
+    cs_record(r);
+}
+
+// The issuer's post of its copy of `bytes` (0: a tensor map not known) at offset dst, on
+// the mbarrier at moff, to CTA `rank`. A full mailbox is waited on (its CTA applies posts
+// in every probe) for DEADLOCK_MS, then the copy is said to be lost.
+CS_DEV void cs_mc_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t moff, uint32_t site) {
+    cs_mailbox_t* m = cs_mailbox();
+    uint32_t h, since = cs_now_ms();
+    for (;;) {
+        h = cs_peer_ld(&m->head, rank);
+        if (h - cs_peer_ld(&m->tail, rank) >= CS_MAILBOX_ENTRIES) {
+            if (cs_now_ms() - since <= CS_DEADLOCK_MS) continue;
+            cs_mc_record(CS_TOOL_REMOTE_COPY_LOST, site, rank, dst, bytes, moff, 0);
+            return;
+        }
+        if (cs_peer_cas(&m->head, rank, h, h + 1) == h) break;
+    }
+    cs_mc_post_t* p = &m->post[h % CS_MAILBOX_ENTRIES];
+    cs_peer_st(&p->dst, rank, dst);
+    cs_peer_st(&p->bytes, rank, bytes);
+    cs_peer_st(&p->mbar, rank, moff);
+    cs_peer_st(&p->site, rank, site);
+    cs_peer_st(&p->from, rank, cs_ctarank() | (cs_warp() << 8));
+    cs_fence_cluster();
+    cs_peer_st(&p->seq, rank, h + 1);
+}
+
+// The posts to every CTA of `mask` but this one (the issuer's own part is its own copy);
+// after them, a fence: the copy is issued after its posts are visible.
+CS_DEV void cs_mc_post_all(uint32_t mask, uint32_t dst, uint32_t bytes, uint32_t moff,
+                           uint32_t site) {
+    uint32_t me = cs_ctarank();
+    for (uint32_t rest = mask & ~(1u << me) & 0xFFFFu; rest; rest &= rest - 1)
+        cs_mc_post((uint32_t)(cs_ffs(rest) - 1), dst, bytes, moff, site);
+    cs_fence_cluster();
+}
+
+// A peer's copy, applied by this CTA (one lane; the mailbox lock held): its bytes land in
+// the phase its mbarrier is in, written by the mbarrier's copy engine at that phase + 1.
+// The write's site word carries the issuer's rank (abi.SITE_RANK_SHIFT).
+CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p) {
+    uint32_t rank = p.from & 0xFFu, j = 0;
+    uint32_t* e = cs_mbar_entry(slot, p.mbar, false, j);
+    if (e == 0 || !cs_mbar_live(j)) {
+        cs_mc_record(CS_MBARRIER_UNINIT, p.site, p.from, p.dst, p.bytes, p.mbar, 0);
+        return;
+    }
+    cs_mbar_lock(j);
+    uint32_t ph = e[CS_MB_PHASE], bytes = p.bytes;
+    if (bytes == 0) bytes = (int32_t)e[CS_MB_TX] > 0 ? e[CS_MB_TX] : 0;  // (a map not known)
+    cs_mbar_unlock(j);
+    uint32_t g0 = p.dst / CS_GRANULE_BYTES, g1 = (p.dst + bytes - 1) / CS_GRANULE_BYTES;
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    if (bytes == 0 || p.dst + bytes < p.dst || g1 >= S.granules) {
+        f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+    } else {
+        cs_view v = cs_make_view(slot, cs_warp());
+        v.mine = cs_all_ordered;
+        uint32_t tagged = rank + 1 < (1u << (32 - CS_SITE_RANK_SHIFT))
+                              ? p.site | ((rank + 1) << CS_SITE_RANK_SHIFT) : p.site;
+        cs_engine_write(v, g0, g1, tagged, CS_AGENT_MBAR + j, ph + 1, f);
+    }
+    if (f.kind) cs_mc_record(f.kind, p.site, p.from, p.dst, bytes, p.mbar, &f);
+    cs_mbar_lock(j);
+    cs_mbar_copy_landed(e, j, ph, bytes, p.site, p.mbar);
+    cs_mbar_unlock(j);
+}
+
+// Apply every post claimed so far, in order (a post claimed but still being written is
+// waited for).
+CS_NOINLINE void cs_mc_drain(uint32_t slot) {
+    cs_mailbox_t* m = cs_mailbox();
+    cs_lock(&m->lock);
+    for (;;) {
+        uint32_t t = *(volatile uint32_t*)&m->tail;
+        if (*(volatile uint32_t*)&m->head == t) break;
+        cs_mc_post_t* q = &m->post[t % CS_MAILBOX_ENTRIES];
+        uint32_t since = cs_now_ms();
+        while (*(volatile uint32_t*)&q->seq != t + 1 && cs_now_ms() - since <= CS_DEADLOCK_MS) {}
+        if (*(volatile uint32_t*)&q->seq != t + 1) break;
+        cs_fence_cluster();
+        const volatile cs_mc_post_t* vq = q;
+        cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from};
+        cs_mc_apply(slot, p);
+        cs_fence_cluster();
+        *(volatile uint32_t*)&m->tail = t + 1;
+    }
+    cs_unlock(&m->lock);
+}
+
+// At the start of a probe that may look at bytes or an mbarrier a peer's copy reaches:
+// the posts that came meanwhile are applied first (one lane of the calling lanes).
+CS_DEV void cs_mc_poll() {
+    if (!cs_multicast_on()) return;
+    uint32_t am = cs_activemask();
+    if (cs_lane() == (uint32_t)(cs_ffs(am) - 1)) {
+        cs_mailbox_t* m = cs_mailbox();
+        uint32_t slot = cs_slot_sh;
+        if (slot != CS_NO_SLOT &&
+            *(volatile uint32_t*)&m->head != *(volatile uint32_t*)&m->tail)
+            cs_mc_drain(slot);
+    }
+    cs_syncwarp(am);
+}

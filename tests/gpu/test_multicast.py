@@ -1,0 +1,168 @@
+"""Multicast copies (`.multicast::cluster`) in clusters of 2, 4 and 8 CTAs on a real GPU.
+
+Every CTA inits its mbarrier and expects the bytes the multicasts bring it; a cluster
+barrier; then each rank copies its slice of the buffer into every CTA of the ctaMask
+(cp.async.bulk, or a TMA tensor box); each CTA waits on its own mbarrier and reads its
+buffer. Clean: no finding, and the very bits of a native launch. Racy twins: a read before
+the CTA's own wait (async.pending-write at the read, naming the copy and, for the slices
+other ranks sent, their rank); a ctaMask that leaves the last rank out while that rank
+expects only what its mask brings (uninit.read at the read, in that rank only: seed 001's
+flaky multicast, whose stale shared memory was sometimes right).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.gpu_util import arch_option, check_against_native, line_of, poisoned
+
+pytestmark = pytest.mark.gpu
+
+N = 256  # floats of each CTA's buffer; rank r sends floats [r * N / CS, (r + 1) * N / CS)
+
+MULTICAST = r"""
+#define CS @CS@
+#define N 256
+#define SLICE (N / CS)
+#define CLUSTER_SYNC asm volatile("barrier.cluster.arrive.release.aligned;\n\t" \
+                                  "barrier.cluster.wait.acquire.aligned;" ::: "memory")
+struct __align__(64) TensorMap128 { unsigned long long opaque[16]; };
+__device__ __forceinline__ void mb_wait(unsigned b) {
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n"
+                 " @!p bra W;\n}" :: "r"(b) : "memory");
+}
+extern "C" __global__ void __cluster_dims__(CS, 1, 1) multicast(
+        const float* in, const __grid_constant__ TensorMap128 map, float* out) {
+    __shared__ __align__(128) float buf[N];
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned t = threadIdx.x, rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    unsigned b = (unsigned)__cvta_generic_to_shared(&bar);
+    unsigned d = (unsigned)__cvta_generic_to_shared(buf);
+    unsigned short mask = @MASK@;
+    if (t == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        unsigned expect = (mask >> rank) & 1 ? N * 4 : 0;  // every rank's slice, if in the mask
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                     :: "r"(b), "r"(expect) : "memory");
+    }
+    CLUSTER_SYNC;  // every mbarrier is initialised before any copy completes on it
+    if (t == 0) {
+        unsigned dst = d + rank * SLICE * 4;
+        if (@TENSOR@) {  // the map's box: SLICE floats of row (cluster), from column rank * SLICE
+            int x = rank * SLICE, y = blockIdx.x / CS;
+            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+                         ".mbarrier::complete_tx::bytes.multicast::cluster"
+                         " [%0], [%1, {%2, %3}], [%4], %5;"
+                         :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x),
+                            "r"(y), "r"(b), "h"(mask) : "memory");  // @tensor-copy
+        } else {
+            const float* src = in + (blockIdx.x / CS) * N + rank * SLICE;
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                         ".multicast::cluster [%0], [%1], %2, [%3], %4;"
+                         :: "r"(dst), "l"(src), "r"(SLICE * 4), "r"(b), "h"(mask)
+                         : "memory");  // @copy
+        }
+    }
+    @EARLY@
+    float v = buf[t];  // @read
+    @LATE@
+    out[blockIdx.x * N + t] = v;
+    CLUSTER_SYNC;  // no CTA leaves while a peer's copy may still reach it
+}
+"""
+
+WAIT = "mb_wait(b);"
+# The racy read comes late (the copies were issued first) and waits only after it.
+SPIN = "{ long long t0 = clock64(); while (clock64() - t0 < 2000000) {} }"
+
+
+def _src(cluster: int, *, tensor: bool, mask: int | None = None, early_read: bool = False):
+    full = (1 << cluster) - 1
+    return (MULTICAST.replace("@CS@", str(cluster))
+            .replace("@MASK@", str(full if mask is None else mask))
+            .replace("@TENSOR@", "1" if tensor else "0")
+            .replace("@EARLY@", SPIN if early_read else WAIT)
+            .replace("@LATE@", WAIT if early_read else ""))
+
+
+def _need_sm90():
+    import cupy as cp
+
+    if int(cp.cuda.Device().compute_capability) < 90:
+        pytest.skip("multicast copies need sm_90")
+
+
+CLUSTERS = 2  # clusters in the grid
+
+
+def _inputs(cluster: int):
+    """The matrix every cluster reads a row of, and its tensor map (boxes of one row of
+    N / cluster floats)."""
+    import cupy as cp
+
+    import consan
+
+    x = cp.asarray(np.random.default_rng(cluster).random((CLUSTERS, N), dtype=np.float32))
+    return x, consan.tensor_map(x, box_shape=(1, N // cluster))
+
+
+def _check(src: str, cluster: int):
+    import cupy as cp
+
+    import consan
+
+    x, tmap = _inputs(cluster)
+    out = cp.zeros(CLUSTERS * cluster * N, dtype=cp.float32)
+    rep = consan.check(src, "multicast", grid=(CLUSTERS * cluster,), block=(N,),
+                       args=(x, tmap, out), options=(arch_option(),))
+    return rep
+
+
+@pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_clean_multicast_is_clean_and_bit_exact(cluster, tensor):
+    import cupy as cp
+
+    _need_sm90()
+    src = _src(cluster, tensor=tensor)
+    x, tmap = _inputs(cluster)
+
+    def make_args():
+        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
+        return (x, tmap, out), [out], x
+
+    rep, (out,) = check_against_native(src, "multicast", make_args, grid=(CLUSTERS * cluster, 1, 1),
+                                       block=(N, 1, 1), options=(arch_option(),))
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    want = np.repeat(x.get(), cluster, axis=0).reshape(-1)  # every CTA holds its cluster's row
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_read_before_the_own_wait_is_pending_write_naming_the_issuer(cluster, tensor):
+    _need_sm90()
+    src = _src(cluster, tensor=tensor, early_read=True)
+    rep = _check(src, cluster)
+    copy = line_of(src, "@tensor-copy" if tensor else "@copy")
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("async.pending-write", line_of(src, "@read"), copy)}, str(rep)
+    # the slices other ranks sent name them
+    peers = {(v.cluster_rank, v.prev_rank) for v in rep.violations if v.prev_rank is not None}
+    assert peers and all(r != p for r, p in peers), peers
+    assert "CTA rank" in str(rep) and "multicast" in str(rep), str(rep)
+
+
+@pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
+@pytest.mark.parametrize("cluster", [2, 4])
+def test_a_mask_that_leaves_a_cta_out_is_uninit_read_there(cluster, tensor):
+    _need_sm90()
+    left_out = cluster - 1
+    src = _src(cluster, tensor=tensor, mask=(1 << left_out) - 1)
+    rep = _check(src, cluster)
+    assert {(v.kind, v.line) for v in rep.violations} == {
+        ("uninit.read", line_of(src, "@read"))}, str(rep)
+    assert {v.cluster_rank for v in rep.violations} == {left_out}, str(rep)
