@@ -399,7 +399,8 @@ def test_st_async_and_cluster_mbarriers_are_probed_guarded_and_assemble():
     toolchain.link_with_checker(ins, "st_async", toolchain.Arch.parse("sm_90a"))
 
 
-MULTICAST = HEADER + """.visible .entry k(.param .align 64 .b8 k_param_0[128], .param .u64 k_param_1)
+MULTICAST = HEADER + """.visible .entry k(.param .align 64 .b8 k_param_0[128],
+\t.param .u64 k_param_1)
 {
 \t.reg .b16 %rs<3>;
 \t.reg .b32 %r<5>;
