@@ -619,6 +619,8 @@ CS_ENTRY void __consan_cta_begin() {
     __syncthreads();
     // Multicast copies: the cluster's CTAs meet once their mailboxes are clear, so no post
     // reaches one before (its own code orders nothing by this: it runs before any of it).
+#ifndef CONSAN_NO_BEGIN_SYNC
     if (cs_multicast_on()) cs_cluster_sync();
+#endif
 }
 #endif

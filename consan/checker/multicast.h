@@ -28,7 +28,8 @@ static_assert(sizeof(cs_mailbox_t) == 4 * (CS_MAILBOX_HEAD_WORDS +
 // (Only the device-memory build serves such modules: runtime.py never places them in
 // shared memory, so the other builds leave the look out of every probe.)
 CS_DEV bool cs_multicast_on() {
-#if defined(CONSAN_PSH) || defined(CONSAN_VSH) || defined(CONSAN_PHASE_DEV)
+#if defined(CONSAN_PSH) || defined(CONSAN_VSH) || defined(CONSAN_PHASE_DEV) || \
+    defined(CONSAN_NO_MC)  // (CONSAN_NO_MC: a measurement build without the mailboxes)
     return false;
 #else
     return S.flags & CS_FLAG_MULTICAST;
@@ -156,16 +157,14 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot) {
 }
 
 // At the start of a probe that may look at bytes or an mbarrier a peer's copy reaches:
-// the posts that came meanwhile are applied first (one lane of the calling lanes).
+// the posts that came meanwhile are applied first. Each lane looks for itself and waits
+// for the mailbox's lock: no warp-synchronous operation here (measured on the H100: with
+// one lane draining for the others behind a __syncwarp, the warps that had passed an
+// mbarrier wait loop hung at the kernel's closing barrier.cluster).
 CS_DEV void cs_mc_poll() {
     if (!cs_multicast_on()) return;
-    uint32_t am = cs_activemask();
-    if (cs_lane() == (uint32_t)(cs_ffs(am) - 1)) {
-        cs_mailbox_t* m = cs_mailbox();
-        uint32_t slot = cs_slot_sh;
-        if (slot != CS_NO_SLOT &&
-            *(volatile uint32_t*)&m->head != *(volatile uint32_t*)&m->tail)
-            cs_mc_drain(slot);
-    }
-    cs_syncwarp(am);
+    cs_mailbox_t* m = cs_mailbox();
+    uint32_t slot = cs_slot_sh;
+    if (slot != CS_NO_SLOT && *(volatile uint32_t*)&m->head != *(volatile uint32_t*)&m->tail)
+        cs_mc_drain(slot);
 }

@@ -110,7 +110,9 @@ UNMODELED_FORMS = [
     "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r1], [%r2], 16, "
     "[%r3];",
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-    "[%r1], [%rd1], 16, [%r3];",  # (its ctaMask missing)
+    "[%r1], [%rd1], 16, [%r3], %rs1;",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    ".multicast::cluster [%r1], [%rd1, {%r2, %r3}], [%r4], %rs1;",
     "cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
     "[%r1], [%rd1, {%r2, %r3}], [%r4], {%rs1};",
     "mbarrier.arrive.b64 %rd1, [%rd2];",

@@ -200,7 +200,10 @@ def test_unmodeled_is_never_silent(instr):
      ".multicast::cluster.L2::cache_hint [%r1+128], [%rd1, {%r2, %r3, %r5}], [%r4], 3, %rd6;",
      Event.TENSOR_LOAD, "%r1+128", "%r4", "3"),
 ])
-def test_multicast_copies_are_probed_with_their_mask(instr, event, address, mbar, mask):
+def test_multicast_copies_are_probed_with_their_mask(instr, event, address, mbar, mask,
+                                                     monkeypatch):
+    assert one(instr).event is Event.UNMODELED  # (by default: events.multicast_model_on)
+    monkeypatch.setenv("CONSAN_MULTICAST", "1")
     c = one(instr)
     assert c is not None and c.event is event and not c.reason
     assert (c.address, c.result, c.mask) == (address, mbar, mask)

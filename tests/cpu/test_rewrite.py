@@ -425,7 +425,8 @@ MULTICAST = HEADER + """.visible .entry k(.param .align 64 .b8 k_param_0[128],
 """
 
 
-def test_multicast_copies_pass_their_mask_and_assemble():
+def test_multicast_copies_pass_their_mask_and_assemble(monkeypatch):
+    monkeypatch.setenv("CONSAN_MULTICAST", "1")  # (the model is off by default)
     ins = instrument(MULTICAST, "multicast.ptx")
     assert [s.event for s in ins.sites.sites] == ["mbarrier", "async.tensor_load", "async.bulk",
                                                   "async.bulk", "exit"]
