@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from instrument import abi
+from instrument.events import multicast_model_on
 
 CHECKER_DIR = Path(__file__).parent / "checker"
 # The entry file: it includes the checker's headers (CHECKER_DIR/*.h), one translation unit.
@@ -434,8 +435,10 @@ def checker_text() -> str:
 
 def checker_defines() -> tuple[str, ...]:
     """Extra -D options for the checker (CONSAN_CHECKER_DEFINES): measurement switches
-    (checker/measure.h)."""
-    return tuple(f"-D{d}" for d in os.environ.get("CONSAN_CHECKER_DEFINES", "").split())
+    (checker/measure.h); and -DCONSAN_MC, the mailboxes of multicast copies, where their
+    model is on (events.multicast_model_on)."""
+    mc = ("-DCONSAN_MC",) if multicast_model_on() else ()
+    return tuple(f"-D{d}" for d in os.environ.get("CONSAN_CHECKER_DEFINES", "").split()) + mc
 
 
 def _variant_defines(psh: bool, vsh: bool, phase: bool = False) -> tuple[str, ...]:

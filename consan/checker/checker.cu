@@ -531,8 +531,8 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
     if (!issuers) return 0;
     bool arrive = op & CS_TENSOR_ARRIVE_TX;
     uint32_t mask = op & CS_TENSOR_MULTICAST ? op >> CS_MULTICAST_MASK_SHIFT : 0u;
-    op &= ~(CS_PROBE_OFF | CS_TENSOR_ARRIVE_TX | CS_TENSOR_MULTICAST);
-    op &= (1u << CS_MULTICAST_MASK_SHIFT) - 1u;
+    op &= ((1u << CS_MULTICAST_MASK_SHIFT) - 1u) &
+          ~(CS_PROBE_OFF | CS_TENSOR_ARRIVE_TX | CS_TENSOR_MULTICAST);
     uint32_t leader = cs_ffs(issuers) - 1, skip = 0;
     bool lead = cs_lane() == leader;
     for (uint32_t rest = issuers; rest; rest &= rest - 1) {
@@ -619,8 +619,6 @@ CS_ENTRY void __consan_cta_begin() {
     __syncthreads();
     // Multicast copies: the cluster's CTAs meet once their mailboxes are clear, so no post
     // reaches one before (its own code orders nothing by this: it runs before any of it).
-#ifndef CONSAN_NO_BEGIN_SYNC
     if (cs_multicast_on()) cs_cluster_sync();
-#endif
 }
 #endif

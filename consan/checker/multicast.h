@@ -25,14 +25,16 @@ static_assert(sizeof(cs_mailbox_t) == 4 * (CS_MAILBOX_HEAD_WORDS +
                                            CS_MAILBOX_ENTRIES * CS_MAILBOX_POST_WORDS),
               "abi.MAILBOX_BYTES");
 
-// (Only the device-memory build serves such modules: runtime.py never places them in
-// shared memory, so the other builds leave the look out of every probe.)
+// Compiled in only where the model is on (-DCONSAN_MC: toolchain.checker_defines, with
+// CONSAN_MULTICAST=1; the host build always): otherwise no probe pays for the look. Only
+// the device-memory build serves such modules (runtime.py never places them in shared
+// memory).
 CS_DEV bool cs_multicast_on() {
-#if defined(CONSAN_PSH) || defined(CONSAN_VSH) || defined(CONSAN_PHASE_DEV) || \
-    defined(CONSAN_NO_MC)  // (CONSAN_NO_MC: a measurement build without the mailboxes)
-    return false;
-#else
+#if (defined(CONSAN_MC) || defined(CONSAN_HOST)) && !defined(CONSAN_PSH) && \
+    !defined(CONSAN_VSH) && !defined(CONSAN_PHASE_DEV)
     return S.flags & CS_FLAG_MULTICAST;
+#else
+    return false;
 #endif
 }
 CS_DEV cs_mailbox_t* cs_mailbox() { return (cs_mailbox_t*)cs_dyn_part(S.mc_offset); }
