@@ -130,7 +130,7 @@ PROBE_ASYNC = "__consan_async"  # (op, n, site): cp.async group bookkeeping
 ASYNC_COMMIT, ASYNC_WAIT, ASYNC_WAIT_ALL = 0, 1, 2
 PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
 # (dst, bytes, mbar, site, mask): bulk copy global -> shared; mask: the ctaMask of a
-# .multicast::cluster copy (0: not multicast)
+# .multicast::cluster copy (0: not multicast), BULK_OFF or'ed in by the lanes that skip it
 PROBE_BULK = "__consan_bulk"
 MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
 MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
@@ -138,6 +138,7 @@ MB_CP_ARRIVE = 9  # cp.async.mbarrier.arrive(.noinc): the cp.async unit arrives 
 # Or'ed into the op word of an mbarrier or tensor probe by the lanes of a warp that skip the
 # operation: every lane calls the probe so the warp stays together (instrument/converge.py).
 PROBE_OFF = 1 << 8
+BULK_OFF = 1 << 31  # PROBE_OFF in a multicast bulk copy's mask word (its low 16 bits: the ctaMask)
 # A failed mbarrier.try_wait / test_wait calls the checker the first time and then only every
 # MB_WAIT_SAMPLE-th time in a row (it acquires nothing; the checker judges the barrier's
 # state and watches for a deadlock): spinning warps then leave the issue slots to the warps
@@ -702,7 +703,7 @@ def c_header() -> str:
         "CS_MB_ARRIVE_DROP": MB_ARRIVE_DROP, "CS_MB_EXPECT_TX": MB_EXPECT_TX,
         "CS_MB_ARRIVE_EXPECT_TX": MB_ARRIVE_EXPECT_TX, "CS_MB_COMPLETE_TX": MB_COMPLETE_TX,
         "CS_MB_WAIT_PARITY": MB_WAIT_PARITY, "CS_MB_WAIT_TOKEN": MB_WAIT_TOKEN,
-        "CS_MB_CP_ARRIVE": MB_CP_ARRIVE, "CS_PROBE_OFF": PROBE_OFF,
+        "CS_MB_CP_ARRIVE": MB_CP_ARRIVE, "CS_PROBE_OFF": PROBE_OFF, "CS_BULK_OFF": BULK_OFF,
         "CS_MBARRIERS": MBARRIERS, "CS_MB_KEY": MB_KEY, "CS_MB_LIVE": MB_LIVE,
         "CS_MB_EXPECTED": MB_EXPECTED, "CS_MB_PENDING": MB_PENDING, "CS_MB_TX": MB_TX,
         "CS_MB_PHASE": MB_PHASE, "CS_MB_LOCK": MB_LOCK, "CS_MB_LASTPH": MB_LASTPH,

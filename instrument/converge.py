@@ -37,8 +37,11 @@ def convertible(c: Classified | None, it: Item) -> bool:
         return True
     if it.pred:
         return False
+    # A multicast bulk copy too: its probe's applying of peers' copies (the checker's
+    # multicast.h) needs its warp together.
     return (c.event is Event.MBARRIER and c.result is None) or \
-        c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE)
+        c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE) or \
+        (c.event is Event.BULK_LOAD and c.mask is not None)
 
 
 @dataclass(frozen=True)
@@ -46,18 +49,26 @@ class Region:
     branch: int  # module index of the `@p bra L` removed
     members: tuple[int, ...]  # module indices of the instructions between
     on: str  # PTX setting REG_ON in place of the branch
+    dropped: tuple[int, ...] = ()  # the `bra L2` of the inverted form, removed too
 
 
 def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> list[Region]:
     """Regions `@p bra L; <straight-line code>; L:` in one function body (module index,
     item, classification, in order) that hold a probe (module indices in `probed`) and
-    that the conversion keeps the meaning of."""
+    that the conversion keeps the meaning of. The inverted layout `@p bra L1; bra L2; L1:
+    <code> L2:` qualifies only where it holds a multicast copy (measured on the H100 with
+    those alone)."""
     out = []
     for pos, (idx, it, _) in enumerate(items):
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
-        target, members, ok, closed = it.operands[0].strip(), [], True, False
-        for idx2, it2, c2 in items[pos + 1:]:  # (up to L, the next label)
+        target, members, ok, closed, multicast = it.operands[0].strip(), [], True, False, False
+        on, dropped, body = on_where_not_taken(it.pred), (), pos + 1
+        inverted = _inverted(items, pos, target)
+        if inverted:  # `@p bra L1; bra L2; L1: <code> L2:` -- the code runs where p holds
+            target, dropped, body = inverted[0], (inverted[1],), inverted[2]
+            on = on_where_taken(it.pred)
+        for idx2, it2, c2 in items[body:]:  # (up to L, the next label)
             if it2.kind == "label":
                 closed = it2.label == target
                 break
@@ -69,16 +80,39 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
                 ok = False
                 break
             members.append(idx2)
-        if not ok or not closed or not probed.intersection(members):
+            multicast |= c2 is not None and c2.mask is not None
+        if not ok or not closed or not probed.intersection(members) or (dropped and not multicast):
             continue
-        out.append(Region(idx, tuple(members), on_where_not_taken(it.pred)))
+        out.append(Region(idx, tuple(members), on, dropped))
     return out
+
+
+def _inverted(items: list[tuple[int, Item, Classified | None]], pos: int,
+              target: str) -> tuple[str, int, int] | None:
+    """For `@p bra L1` at pos followed by `bra L2; L1:` (how NVRTC lays out an `if` whose
+    body it places after the join): (L2, the module index of `bra L2`, the position of
+    the first item after L1); else None."""
+    nxt = [(k, it) for k, (_, it, _) in enumerate(items[pos + 1:], pos + 1)
+           if it.is_instruction or it.kind == "label"][:2]
+    if len(nxt) < 2:
+        return None
+    (k1, jump), (k2, label) = nxt
+    if not (jump.is_instruction and jump.op_parts[0] == "bra" and not jump.pred and
+            len(jump.operands) == 1 and label.kind == "label" and label.label == target):
+        return None
+    return jump.operands[0].strip(), items[k1][0], k2 + 1
 
 
 def on_where_not_taken(pred: str) -> str:
     """PTX setting REG_ON where `@pred bra` is not taken (the lanes that run the region)."""
     p = pred.lstrip("@")
     return f"mov.pred {REG_ON}, {p[1:]};" if p.startswith("!") else f"not.pred {REG_ON}, {p};"
+
+
+def on_where_taken(pred: str) -> str:
+    """PTX setting REG_ON where `@pred bra` is taken."""
+    p = pred.lstrip("@")
+    return f"not.pred {REG_ON}, {p[1:]};" if p.startswith("!") else f"mov.pred {REG_ON}, {p};"
 
 
 def and_on(pred: str, dst: str) -> str:

@@ -551,6 +551,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             probes += 1
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
+            for d in r.dropped:
+                replaced[d] = "// (a branch converted: consan)"
             for m in r.members:
                 if m not in replaced:
                     pre, replaced[m] = converge.predicated(items_by[m])
@@ -766,10 +768,13 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         code = (_address_code(c.address or "", widths, it)
                 + _address_code(c.result or "", widths, it, REG_ADDR2)
                 + (_mask_code(c.mask, widths) if c.mask else []))
+        if on:  # (only multicast copies are converted: converge.convertible)
+            code += [f"selp.b32 {REG_OP}, 0, {abi.BULK_OFF}, {converge.REG_ON};",
+                     f"or.b32 {REG_CTAMASK}, {REG_CTAMASK}, {REG_OP};"]
         args = [(".b64", REG_ADDR), (".b32", c.arg), (".b64", REG_ADDR2), (".b32", str(site)),
                 (".b32", REG_CTAMASK if c.mask else "0")]
         call = _call(pred, abi.PROBE_BULK, args, ret=True, pre=code, comment=f"site {site}")
-        return _guard(call, pred), ""
+        return _guard(call, guard_pred), ""
     if ev is Event.MBARRIER:
         code = _address_code(c.address or "", widths, it)
         opcode, op = _op_word(c.op, on)

@@ -319,11 +319,15 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     cs_mc_poll();
+    // Lanes with BULK_OFF skip the copy (a converted branch, instrument/converge.py): a
+    // group of their own, whose leader does nothing.
+    bool off = mask & CS_BULK_OFF;
+    mask &= ~CS_BULK_OFF;
     uint32_t all = cs_activemask();
-    uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32));
+    uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32) ^ off);
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0;
-    if (cs_lane() == leader) {
+    if (cs_lane() == leader && !off) {
         uint32_t moff, doff;
         bool local = cs_local((uint32_t)mbar, moff);
         local = cs_local((uint32_t)dst, doff) && local;

@@ -5,7 +5,9 @@
 
 // ------------------------------------------------------------- violation log
 
+// Kind 0 records nothing: lanes that must all make the call pass it (multicast.h).
 CS_NOINLINE void cs_record(const cs_record_t& given) {
+    if (given.kind == 0) return;
     // An earlier site from a granule a peer CTA's copy wrote carries that CTA's rank + 1
     // in its high bits (multicast.h): the record keeps them apart.
     cs_record_t r = given;

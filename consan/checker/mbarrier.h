@@ -90,14 +90,18 @@ CS_DEV void cs_mbar_try_complete(uint32_t* e) {
 // the phase. More bytes than a phase whose arrivals are all in still expects (before the
 // last arrive, complete_tx may lead expect_tx) is an mbarrier.underflow at the copy (site);
 // the bytes still count, so the phase does not complete and a wait on it deadlocks.
-CS_DEV void cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes,
-                                uint32_t site, uint32_t off) {
-    if (e[CS_MB_PHASE] == ph && e[CS_MB_PENDING] == 0 && (int32_t)e[CS_MB_TX] < (int32_t)bytes)
-        cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+// Returns whether it underflowed; `record`: record it here (a caller whose lanes must all
+// make the call records it after, multicast.h).
+CS_DEV bool cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes,
+                                uint32_t site, uint32_t off, bool record = true) {
+    bool under = e[CS_MB_PHASE] == ph && e[CS_MB_PENDING] == 0 &&
+                 (int32_t)e[CS_MB_TX] < (int32_t)bytes;
+    if (under && record) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     uint32_t* vc = cs_mbar_slot(e, ph) + CS_AGENT_MBAR + j;
     if (*vc < ph + 1) *vc = ph + 1;
     e[CS_MB_TX] -= bytes;
     if (e[CS_MB_PHASE] == ph) cs_mbar_try_complete(e);
+    return under;
 }
 
 CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {

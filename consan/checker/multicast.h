@@ -25,10 +25,10 @@ static_assert(sizeof(cs_mailbox_t) == 4 * (CS_MAILBOX_HEAD_WORDS +
                                            CS_MAILBOX_ENTRIES * CS_MAILBOX_POST_WORDS),
               "abi.MAILBOX_BYTES");
 
-// Compiled in only where the model is on (-DCONSAN_MC: toolchain.checker_defines, with
-// CONSAN_MULTICAST=1; the host build always): otherwise no probe pays for the look. Only
-// the device-memory build serves such modules (runtime.py never places them in shared
-// memory).
+// Compiled in only for modules that issue multicast copies (-DCONSAN_MC: a build of its
+// own, toolchain.link_with_checker; the host build always): no other module's probes pay
+// for the look. Only the device-memory build serves such modules (runtime.py never places
+// them in shared memory).
 CS_DEV bool cs_multicast_on() {
 #if (defined(CONSAN_MC) || defined(CONSAN_HOST)) && !defined(CONSAN_PSH) && \
     !defined(CONSAN_VSH) && !defined(CONSAN_PHASE_DEV)
@@ -55,6 +55,7 @@ CS_DEV void cs_mailbox_clear(uint32_t i, uint32_t n) {
     for (uint32_t k = i; k < CS_MAX_LOGICAL; k += n) cs_all_ordered[k] = 0xFFFFFFFFu;
 }
 
+// Every lane of the drain calls it (kind 0: records nothing; see cs_mc_drain).
 CS_DEV void cs_mc_record(uint32_t kind, uint32_t site, uint32_t from, uint32_t dst,
                          uint32_t bytes, uint32_t moff, const cs_finding* f) {
     cs_record_t r = cs_blank(kind, site);
@@ -105,68 +106,92 @@ CS_DEV void cs_mc_post_all(uint32_t mask, uint32_t dst, uint32_t bytes, uint32_t
     cs_fence_cluster();
 }
 
-// A peer's copy, applied by this CTA (one lane; the mailbox lock held): its bytes land in
-// the phase its mbarrier is in, written by the mbarrier's copy engine at that phase + 1.
-// The write's site word carries the issuer's rank (abi.SITE_RANK_SHIFT).
-CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p) {
-    uint32_t rank = p.from & 0xFFu, j = 0;
+// A peer's copy, applied by this CTA: its bytes land in the phase its mbarrier is in,
+// written by the mbarrier's copy engine at that phase + 1. The write's site word carries
+// the issuer's rank (abi.SITE_RANK_SHIFT). Every lane of `entry` runs it; `lead` (their
+// first, holding the mailbox's lock) does the work, the others call what it calls with
+// nothing to do (see cs_mc_drain).
+CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry, bool lead) {
+    uint32_t leader = cs_ffs(entry) - 1, rank = p.from & 0xFFu, j = 0;
     uint32_t* e = cs_mbar_entry(slot, p.mbar, false, j);
-    if (e == 0 || !cs_mbar_live(j)) {
-        cs_mc_record(CS_MBARRIER_UNINIT, p.site, p.from, p.dst, p.bytes, p.mbar, 0);
-        return;
+    bool live = e != 0 && cs_mbar_live(j);
+    uint32_t ph = 0, bytes = p.bytes;
+    if (live && lead) {
+        cs_mbar_lock(j);
+        ph = e[CS_MB_PHASE];
+        if (bytes == 0) bytes = (int32_t)e[CS_MB_TX] > 0 ? e[CS_MB_TX] : 0;  // (a map not known)
+        cs_mbar_unlock(j);
     }
-    cs_mbar_lock(j);
-    uint32_t ph = e[CS_MB_PHASE], bytes = p.bytes;
-    if (bytes == 0) bytes = (int32_t)e[CS_MB_TX] > 0 ? e[CS_MB_TX] : 0;  // (a map not known)
-    cs_mbar_unlock(j);
+    ph = cs_bcast(entry, ph, leader);
+    bytes = cs_bcast(entry, bytes, leader);
     uint32_t g0 = p.dst / CS_GRANULE_BYTES, g1 = (p.dst + bytes - 1) / CS_GRANULE_BYTES;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
-    if (bytes == 0 || p.dst + bytes < p.dst || g1 >= S.granules) {
+    if (!live) {
+        f = {CS_MBARRIER_UNINIT, CS_NO_SITE, CS_NO_WARP};
+    } else if (bytes == 0 || p.dst + bytes < p.dst || g1 >= S.granules) {
         f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     } else {
         cs_view v = cs_make_view(slot, cs_warp());
         v.mine = cs_all_ordered;
         uint32_t tagged = rank + 1 < (1u << (32 - CS_SITE_RANK_SHIFT))
                               ? p.site | ((rank + 1) << CS_SITE_RANK_SHIFT) : p.site;
-        cs_engine_write(v, g0, g1, tagged, CS_AGENT_MBAR + j, ph + 1, f);
+        // (the others walk no granule: first 1, last 0)
+        cs_engine_write(v, lead ? g0 : 1u, lead ? g1 : 0u, tagged, CS_AGENT_MBAR + j, ph + 1, f);
     }
-    if (f.kind) cs_mc_record(f.kind, p.site, p.from, p.dst, bytes, p.mbar, &f);
-    cs_mbar_lock(j);
-    cs_mbar_copy_landed(e, j, ph, bytes, p.site, p.mbar);
-    cs_mbar_unlock(j);
+    cs_mc_record(lead ? f.kind : 0u, p.site, p.from, p.dst, bytes, p.mbar, &f);
+    bool under = false;
+    if (live && lead) {
+        cs_mbar_lock(j);
+        under = cs_mbar_copy_landed(e, j, ph, bytes, p.site, p.mbar, false);
+        cs_mbar_unlock(j);
+    }
+    if (live) cs_mbar_record(lead && under ? CS_MBARRIER_UNDERFLOW : 0u, p.site, p.mbar, e);
 }
 
 // Apply every post claimed so far, in order (a post claimed but still being written is
-// waited for).
-CS_NOINLINE void cs_mc_drain(uint32_t slot) {
+// waited for), by the lanes `entry` of this warp together, their first holding the
+// mailbox's lock. Warp-uniform on purpose: every call out of line (cs_engine_write,
+// cs_record) is made by every lane, and the first lane alone runs only code without calls.
+// A callee that uses the callee-saved convergence barriers clears them on entry; called by
+// one lane while the others wait for it, that releases them, and the warp runs split
+// from there on. Measured on the H100: with the drain called by one lane (or by each lane
+// for itself, in turn, under the lock), warps split in the mbarrier probe, and the kernel
+// hung in its closing barrier.cluster, one part of a warp waiting for the other.
+CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
     cs_mailbox_t* m = cs_mailbox();
-    cs_lock(&m->lock);
+    uint32_t leader = cs_ffs(entry) - 1;
+    bool lead = cs_lane() == leader;
+    if (lead) cs_lock(&m->lock);
     for (;;) {
-        uint32_t t = *(volatile uint32_t*)&m->tail;
-        if (*(volatile uint32_t*)&m->head == t) break;
+        uint32_t t = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
+        if (cs_bcast(entry, *(volatile uint32_t*)&m->head, leader) == t) break;
         cs_mc_post_t* q = &m->post[t % CS_MAILBOX_ENTRIES];
         uint32_t since = cs_now_ms();
-        while (*(volatile uint32_t*)&q->seq != t + 1 && cs_now_ms() - since <= CS_DEADLOCK_MS) {}
-        if (*(volatile uint32_t*)&q->seq != t + 1) break;
+        bool ready = false;
+        for (;;) {
+            ready = cs_bcast(entry, *(volatile uint32_t*)&q->seq == t + 1, leader);
+            if (ready || cs_bcast(entry, cs_now_ms() - since > CS_DEADLOCK_MS, leader)) break;
+        }
+        if (!ready) break;
         cs_fence_cluster();
         const volatile cs_mc_post_t* vq = q;
         cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from};
-        cs_mc_apply(slot, p);
+        cs_mc_apply(slot, p, entry, lead);
         cs_fence_cluster();
-        *(volatile uint32_t*)&m->tail = t + 1;
+        if (lead) *(volatile uint32_t*)&m->tail = t + 1;
     }
-    cs_unlock(&m->lock);
+    if (lead) cs_unlock(&m->lock);
 }
 
 // At the start of a probe that may look at bytes or an mbarrier a peer's copy reaches:
-// the posts that came meanwhile are applied first. Each lane looks for itself and waits
-// for the mailbox's lock: no warp-synchronous operation here (measured on the H100: with
-// one lane draining for the others behind a __syncwarp, the warps that had passed an
-// mbarrier wait loop hung at the kernel's closing barrier.cluster).
+// the posts that came meanwhile are applied first, by the lanes that entered together
+// (cs_mc_drain says why all of them).
 CS_DEV void cs_mc_poll() {
     if (!cs_multicast_on()) return;
-    cs_mailbox_t* m = cs_mailbox();
     uint32_t slot = cs_slot_sh;
-    if (slot != CS_NO_SLOT && *(volatile uint32_t*)&m->head != *(volatile uint32_t*)&m->tail)
-        cs_mc_drain(slot);
+    if (slot == CS_NO_SLOT) return;
+    uint32_t entry = cs_activemask();
+    cs_mailbox_t* m = cs_mailbox();
+    bool pending = *(volatile uint32_t*)&m->head != *(volatile uint32_t*)&m->tail;
+    if (cs_any(entry, pending)) cs_mc_drain(slot, entry);
 }

@@ -425,8 +425,7 @@ MULTICAST = HEADER + """.visible .entry k(.param .align 64 .b8 k_param_0[128],
 """
 
 
-def test_multicast_copies_pass_their_mask_and_assemble(monkeypatch):
-    monkeypatch.setenv("CONSAN_MULTICAST", "1")  # (the model is off by default)
+def test_multicast_copies_pass_their_mask_and_assemble():
     ins = instrument(MULTICAST, "multicast.ptx")
     assert [s.event for s in ins.sites.sites] == ["mbarrier", "async.tensor_load", "async.bulk",
                                                   "async.bulk", "exit"]
@@ -481,6 +480,35 @@ def test_branch_around_an_arrive_is_converted():
                                 toolchain.Arch.parse("sm_90a"))
     neg = CONVERT.replace("@%p1 bra", "@!%p1 bra").replace("{BODY}", body)
     assert "mov.pred %__cs_on, %p1;" in instrument(HEADER + neg).ptx
+
+
+# `if (t == 0) <multicast copy>` as NVRTC lays it out: the body after a jump over it.
+INVERTED = (".visible .entry k(.param .u64 k_p)\n{\n\t.reg .pred %p<4>;\n\t.reg .b16 %rs<2>;\n"
+            "\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<4>;\n\t.shared .align 8 .b8 buf[1024];\n"
+            "\tld.param.u64 %rd1, [k_p];\n\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, buf;\n"
+            "\tmov.u16 %rs1, 3;\n\tsetp.eq.s32 %p1, %r1, 0;\n"
+            "\t@%p1 bra $L__BB0_3;\n\tbra.uni $L__BB0_4;\n$L__BB0_3:\n"
+            "\tadd.s32 %r3, %r2, 512;\n\t{BODY}\n"
+            "$L__BB0_4:\n\tret;\n}\n")
+MC_BULK = ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+           ".multicast::cluster [%r2], [%rd1], 512, [%r3], %rs1;")
+
+
+def test_a_multicast_copy_after_a_jump_over_it_is_probed_by_every_lane():
+    """`@p bra L1; bra L2; L1: <copy> L2:`: the copy's probe (which applies the peers'
+    copies, checker/multicast.h) is called by the whole warp, the lanes p leaves out
+    marked off in its mask word; the same layout around an mbarrier arrive stays a branch."""
+    out = instrument(HEADER + INVERTED.replace("{BODY}", MC_BULK)).ptx
+    assert "bra $L__BB0_3" not in out and "bra.uni $L__BB0_4" not in out
+    assert "mov.pred %__cs_on, %p1;" in out and "@%__cs_on add.s32 %r3, %r2, 512;" in out
+    assert f"selp.b32 %__cs_op, 0, {abi.BULK_OFF}, %__cs_on;" in out
+    assert "or.b32 %__cs_ctamask, %__cs_ctamask, %__cs_op;" in out
+    assert f"\n\tcall (__cs_r), {abi.PROBE_BULK}" in out  # not predicated
+    assert "@!%__cs_on setp.eq.u32 %__cs_ok, 1, 0;\n\t@%__cs_ok cp.async.bulk" in out
+    toolchain.link_with_checker(instrument(HEADER + INVERTED.replace("{BODY}", MC_BULK)), "k",
+                                toolchain.Arch.parse("sm_90a"))
+    arrive = INVERTED.replace("{BODY}", "mbarrier.arrive.shared.b64 _, [%r3];")
+    assert "@%p1 bra $L__BB0_3;" in instrument(HEADER + arrive).ptx
 
 
 @pytest.mark.parametrize("body", [
