@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from instrument import abi
-from instrument.events import multicast_model_on
 
 CHECKER_DIR = Path(__file__).parent / "checker"
 # The entry file: it includes the checker's headers (CHECKER_DIR/*.h), one translation unit.
@@ -413,12 +412,13 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
     cap = min(caps) if caps else 0
     cap_opt = (f"-maxrregcount={cap}",) if cap else ()
     phase = ins.phase_mode and not psh and not vsh  # (device-memory tables: which build)
+    mc = ins.multicast and not (psh or vsh or phase)  # (runtime.py places such modules so)
     if extra:
         return link([(name, ins.ptx),
-                     ("consan_checker.ptx", checker_ptx(arch, psh, vsh, phase))],
+                     ("consan_checker.ptx", checker_ptx(arch, psh, vsh, phase, mc))],
                     arch, (*extra, *cap_opt))
     return link([(name, ins.ptx),
-                 ("consan_checker.cubin", checker_object(arch, psh, vsh, cap, phase))],
+                 ("consan_checker.cubin", checker_object(arch, psh, vsh, cap, phase, mc))],
                 arch, cap_opt)
 
 
@@ -435,18 +435,21 @@ def checker_text() -> str:
 
 def checker_defines() -> tuple[str, ...]:
     """Extra -D options for the checker (CONSAN_CHECKER_DEFINES): measurement switches
-    (checker/measure.h); and -DCONSAN_MC, the mailboxes of multicast copies, where their
-    model is on (events.multicast_model_on)."""
-    mc = ("-DCONSAN_MC",) if multicast_model_on() else ()
-    return tuple(f"-D{d}" for d in os.environ.get("CONSAN_CHECKER_DEFINES", "").split()) + mc
+    (checker/measure.h)."""
+    return tuple(f"-D{d}" for d in os.environ.get("CONSAN_CHECKER_DEFINES", "").split())
 
 
-def _variant_defines(psh: bool, vsh: bool, phase: bool = False) -> tuple[str, ...]:
-    """The -D options of one of the four device builds: phases or vector clocks, with the
-    tables in shared memory (psh, vsh) or in device memory (phase, or the default)."""
+def _variant_defines(psh: bool, vsh: bool, phase: bool = False,
+                     mc: bool = False) -> tuple[str, ...]:
+    """The -D options of one of the device builds: phases or vector clocks, with the
+    tables in shared memory (psh, vsh) or in device memory (phase, or the default); `mc`:
+    the default one with the mailboxes of multicast copies (-DCONSAN_MC, for modules that
+    issue them: other modules' probes do not pay for the look)."""
     assert psh + vsh + phase <= 1, "one build at a time"
+    assert not mc or psh + vsh + phase == 0, "multicast: the device-memory vector-clock build"
     return checker_defines() + (("-DCONSAN_PSH",) if psh else ()) + \
-        (("-DCONSAN_VSH",) if vsh else ()) + (("-DCONSAN_PHASE_DEV",) if phase else ())
+        (("-DCONSAN_VSH",) if vsh else ()) + (("-DCONSAN_PHASE_DEV",) if phase else ()) + \
+        (("-DCONSAN_MC",) if mc else ())
 
 
 # ------------------------------------------------------------------ on-disk cache
@@ -526,17 +529,18 @@ def _checker_build(arch: Arch, defines: tuple[str, ...], cap: int, output: str) 
         return data
 
 
-def checker_ptx(arch: Arch, psh: bool = False, vsh: bool = False, phase: bool = False) -> str:
+def checker_ptx(arch: Arch, psh: bool = False, vsh: bool = False, phase: bool = False,
+                mc: bool = False) -> str:
     """The device checker compiled for `arch` (relocatable, so probes link to it)."""
-    ptx = _checker_build(arch, _variant_defines(psh, vsh, phase), 0, "ptx")
+    ptx = _checker_build(arch, _variant_defines(psh, vsh, phase, mc), 0, "ptx")
     assert isinstance(ptx, str)
     return ptx
 
 
 def checker_object(arch: Arch, psh: bool = False, vsh: bool = False, cap: int = 0,
-                   phase: bool = False) -> bytes:
+                   phase: bool = False, mc: bool = False) -> bytes:
     """The device checker as a relocatable cubin for `arch`, its functions assembled under
     the register cap `cap` (0: none), as nvJitLink would assemble its PTX under that cap."""
-    obj = _checker_build(arch, _variant_defines(psh, vsh, phase), cap, "cubin")
+    obj = _checker_build(arch, _variant_defines(psh, vsh, phase, mc), cap, "cubin")
     assert isinstance(obj, bytes)
     return obj

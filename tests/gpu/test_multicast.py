@@ -17,19 +17,7 @@ import pytest
 
 from tests.gpu_util import arch_option, check_against_native, line_of, poisoned
 
-# The multicast model is off by default (instrument/events.py, multicast_model_on): on the
-# H100 these kernels hung under it at their closing barrier.cluster (and at a __syncthreads
-# put there instead), while the same kernels without that barrier ran clean and bit-exact
-# (bulk and tensor, 2 CTAs), a read before the wait was async.pending-write and a mask
-# leaving rank 1 out was uninit.read in rank 1 only. Until that hang is understood these
-# tests do not run.
-pytestmark = [pytest.mark.gpu, pytest.mark.skip(reason="the multicast model hangs kernels "
-                                                 "that end with a cluster barrier")]
-
-
-@pytest.fixture(autouse=True)
-def _multicast_model(monkeypatch):
-    monkeypatch.setenv("CONSAN_MULTICAST", "1")
+pytestmark = pytest.mark.gpu
 
 N = 256  # floats of each CTA's buffer; rank r sends floats [r * N / CS, (r + 1) * N / CS)
 
@@ -74,8 +62,8 @@ extern "C" __global__ void __cluster_dims__(CS, 1, 1) multicast(
             const float* src = in + (blockIdx.x / CS) * N + rank * SLICE;
             asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
                          ".multicast::cluster [%0], [%1], %2, [%3], %4;"
-                         :: "r"(dst), "l"(src), "r"(SLICE * 4), "r"(b), "h"(mask)
-                         : "memory");  // @copy
+                         :: "r"(dst), "l"(src), "r"(SLICE * 4), "r"(b), "h"(mask)  // @copy
+                         : "memory");
         }
     }
     @EARLY@
