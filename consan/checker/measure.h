@@ -6,6 +6,27 @@
 // part costs by leaving it out. Each macro below is empty (or the normal expression)
 // when its switch is off.
 
+// CONSAN_TRACE_ADDR=<address> (hang hunts, benchmarks/hang_trace.py): mapped host memory,
+// two words per thread of a 1-D grid, that the host reads while the kernel hangs: the last
+// point the thread passed and a word of its choosing. CS_TRACE(p) / CS_TRACE2(p, aux) mark
+// points (none are left in the code: put them where the hunt needs them); with
+// CONSAN_TRACE_PROBES too, every probe marks its entry (0x1000 | kind) and its exit
+// (0x9000 | kind). Posted writes only: a read back over the bus changed the timing enough
+// to hide the hang it hunted (measured on the H100).
+#if defined(CONSAN_TRACE_ADDR) && !defined(CONSAN_HOST)
+__device__ __forceinline__ void cs_trace_at(uint32_t p, uint32_t aux = 0) {
+    volatile uint32_t* t = (volatile uint32_t*)(CONSAN_TRACE_ADDR) +
+                           2 * (blockIdx.x * blockDim.x + threadIdx.x);
+    t[0] = p;
+    t[1] = aux;
+}
+#define CS_TRACE(p) cs_trace_at(p)
+#define CS_TRACE2(p, a) cs_trace_at(p, a)
+#else
+#define CS_TRACE(p)
+#define CS_TRACE2(p, a)
+#endif
+
 // CONSAN_PROFILE (measurements only, benchmarks/breakdown_async.py): the cycles each probe
 // kind takes, summed over calls (one lane per call), in cs_prof[2 * kind] (cycles) and
 // cs_prof[2 * kind + 1] (calls).
@@ -30,6 +51,13 @@ struct cs_prof_scope {
             atomicAdd(&cs_prof[2 * k + 1], 1ull);
         }
     }
+};
+#define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#elif defined(CONSAN_TRACE_ADDR) && defined(CONSAN_TRACE_PROBES) && !defined(CONSAN_HOST)
+struct cs_prof_scope {
+    uint32_t k;
+    __device__ cs_prof_scope(uint32_t kind) : k(kind) { cs_trace_at(0x1000 | kind); }
+    __device__ ~cs_prof_scope() { cs_trace_at(0x9000 | k); }
 };
 #define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
 #else
