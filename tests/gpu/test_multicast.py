@@ -24,7 +24,8 @@ N = 256  # floats of each CTA's buffer; rank r sends floats [r * N / CS, (r + 1)
 MULTICAST = r"""
 #define CS @CS@
 #define N 256
-#define SLICE (N / CS)
+#define SENDERS @SENDERS@  // ranks below it each send a slice
+#define SLICE (N / SENDERS)
 #define CLUSTER_SYNC asm volatile("barrier.cluster.arrive.release.aligned;\n\t" \
                                   "barrier.cluster.wait.acquire.aligned;" ::: "memory")
 struct __align__(64) TensorMap128 { unsigned long long opaque[16]; };
@@ -49,7 +50,7 @@ extern "C" __global__ void __cluster_dims__(CS, 1, 1) multicast(
                      :: "r"(b), "r"(expect) : "memory");
     }
     CLUSTER_SYNC;  // every mbarrier is initialised before any copy completes on it
-    if (t == 0) {
+    if (t == 0 && rank < SENDERS) {
         unsigned dst = d + rank * SLICE * 4;
         if (@TENSOR@) {  // the map's box: SLICE floats of row (cluster), from column rank * SLICE
             int x = rank * SLICE, y = blockIdx.x / CS;
@@ -79,9 +80,14 @@ WAIT = "mb_wait(b);"
 SPIN = "{ long long t0 = clock64(); while (clock64() - t0 < 2000000) {} }"
 
 
-def _src(cluster: int, *, tensor: bool, mask: int | None = None, early_read: bool = False):
+def _src(cluster: int, *, tensor: bool, mask: int | None = None, early_read: bool = False,
+         senders: int | None = None):
+    """`senders`: the ranks that send a slice each (default: every rank; a tensor map's
+    box is a slice of N / cluster floats, so only bulk copies take fewer)."""
     full = (1 << cluster) - 1
+    assert senders is None or not tensor, "a tensor box is N / cluster floats"
     return (MULTICAST.replace("@CS@", str(cluster))
+            .replace("@SENDERS@", str(senders or cluster))
             .replace("@MASK@", str(full if mask is None else mask))
             .replace("@TENSOR@", "1" if tensor else "0")
             .replace("@EARLY@", SPIN if early_read else WAIT)
@@ -166,3 +172,32 @@ def test_a_mask_that_leaves_a_cta_out_is_uninit_read_there(cluster, tensor):
     assert {(v.kind, v.line) for v in rep.violations} == {
         ("uninit.read", line_of(src, "@read"))}, str(rep)
     assert {v.cluster_rank for v in rep.violations} == {left_out}, str(rep)
+
+
+def test_one_issuer_clean_and_early_read():
+    """The kernels a new user tried: CTA rank 0 alone multicasts the whole buffer (ctaMask
+    0b11), every CTA arms and waits on its own mbarrier. Clean: no finding and the native
+    bits (consan said uninit.read before the model). Each CTA reading before its own wait:
+    async.pending-write at the read, and in rank 1 it names rank 0 as the issuer (consan
+    said uninit.read, which pointed at the wrong thing)."""
+    import cupy as cp
+
+    _need_sm90()
+    src = _src(2, tensor=False, senders=1)
+    x, tmap = _inputs(2)
+
+    def make_args():
+        out = poisoned((CLUSTERS * 2 * N,), cp.float32)
+        return (x, tmap, out), [out], x
+
+    rep, (out,) = check_against_native(src, "multicast", make_args, grid=(CLUSTERS * 2, 1, 1),
+                                       block=(N, 1, 1), options=(arch_option(),))
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    np.testing.assert_array_equal(out, np.repeat(x.get(), 2, axis=0).reshape(-1))
+
+    early = _src(2, tensor=False, senders=1, early_read=True)
+    rep = _check(early, 2)
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("async.pending-write", line_of(early, "@read"), line_of(early, "@copy"))}, str(rep)
+    assert {(v.cluster_rank, v.prev_rank) for v in rep.violations
+            if v.cluster_rank == 1} == {(1, 0)}, str(rep)
