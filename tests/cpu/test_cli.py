@@ -127,7 +127,8 @@ UNMODELED_FORMS = [
 
 
 @pytest.mark.parametrize("instr", UNMODELED_FORMS)
-def test_not_modelled_reasons_speak_of_the_users_code(instr):
+def test_not_modelled_reasons_speak_of_the_users_code(instr, monkeypatch):
+    monkeypatch.setenv("CONSAN_MULTICAST", "0")  # (multicast copies: modelled otherwise)
     mod = parse(f".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n"
                 f"{{\n\t{instr}\n\tret;\n}}\n", "k.ptx")
     it = next(i for i in mod.functions[0].body if i.is_instruction)
