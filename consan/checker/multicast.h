@@ -108,11 +108,12 @@ CS_DEV void cs_mc_post_all(uint32_t mask, uint32_t dst, uint32_t bytes, uint32_t
 
 // A peer's copy, applied by this CTA: its bytes land in the phase its mbarrier is in,
 // written by the mbarrier's copy engine at that phase + 1. The write's site word carries
-// the issuer's rank (abi.SITE_RANK_SHIFT). Every lane of `entry` runs it; `lead` (their
-// first, holding the mailbox's lock) does the work, the others call what it calls with
-// nothing to do (see cs_mc_drain).
-CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry, bool lead) {
+// the issuer's rank (abi.SITE_RANK_SHIFT). Every lane of `entry` runs it; their first
+// (holding the mailbox's lock) does the work, the others call what it calls with nothing
+// to do (see cs_mc_drain).
+CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
     uint32_t leader = cs_ffs(entry) - 1, rank = p.from & 0xFFu, j = 0;
+    bool lead = cs_lane() == leader;
     uint32_t* e = cs_mbar_entry(slot, p.mbar, false, j);
     bool live = e != 0 && cs_mbar_live(j);
     uint32_t ph = 0, bytes = p.bytes;
@@ -176,7 +177,7 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         cs_fence_cluster();
         const volatile cs_mc_post_t* vq = q;
         cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from};
-        cs_mc_apply(slot, p, entry, lead);
+        cs_mc_apply(slot, p, entry);
         cs_fence_cluster();
         if (lead) *(volatile uint32_t*)&m->tail = t + 1;
     }
