@@ -33,7 +33,8 @@ def _load(path: Path):
 
 
 def test_the_seed_tutorials_exist():
-    assert {p.name for p in TUTORIALS} >= {"00_splitk_epilogue.py", "02_tma_store_fence.py",
+    assert {p.name for p in TUTORIALS} >= {"00_splitk_epilogue.py", "01_multicast_flaky.py",
+                                           "02_tma_store_fence.py",
                                            "03_smem_reuse_epilogue.py", "04_wgmma_flush.py"}
 
 

@@ -22,7 +22,8 @@ from tests.gpu_util import ROOT, assert_same_dumps, dump_command, run_python
 
 pytestmark = pytest.mark.gpu
 
-TUTORIALS = ["tutorials/00_splitk_epilogue.py", "tutorials/02_tma_store_fence.py",
+TUTORIALS = ["tutorials/00_splitk_epilogue.py", "tutorials/01_multicast_flaky.py",
+             "tutorials/02_tma_store_fence.py",
              "tutorials/03_smem_reuse_epilogue.py", "tutorials/04_wgmma_flush.py"]
 
 # The fixed run of each tutorial: the function that returns what its kernel wrote, and the
@@ -32,6 +33,7 @@ TUTORIALS = ["tutorials/00_splitk_epilogue.py", "tutorials/02_tma_store_fence.py
 # exact), the same kernel code otherwise.
 FIXED = {
     "tutorials/00_splitk_epilogue.py": ("splitk_matmul", ("--fixed", "--splits", "1")),
+    "tutorials/01_multicast_flaky.py": ("scale_rows", ("--fixed", "--runs", "2")),
     "tutorials/02_tma_store_fence.py": ("epilogue", ("--fixed",)),
     "tutorials/03_smem_reuse_epilogue.py": ("matmul", ("--fixed",)),
     "tutorials/04_wgmma_flush.py": ("gemm", ("--fixed",)),
