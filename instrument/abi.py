@@ -177,6 +177,12 @@ MAILBOX_BYTES = 4 * (MAILBOX_HEAD_WORDS + MAILBOX_ENTRIES * MAILBOX_POST_WORDS)
 # The site word of a granule a peer CTA's copy wrote carries that CTA's rank + 1 here
 # (sites stay below 1 << KEY_SITE_BITS); a record's prev_rank is decoded from it.
 SITE_RANK_SHIFT = 28
+# A post's `from` word: rank:8 | warp:8 | what:8 | arrived:1. `what` is DSMEM_* for an
+# access to this CTA's shared memory by the peer (0: a multicast copy); `arrived`: the
+# peer's warp had arrived at the cluster barrier once more than it had waited.
+DSMEM_READ, DSMEM_WRITE, DSMEM_ATOMIC = 1, 2, 3
+POST_WHAT_SHIFT = 16
+POST_ARRIVED = 1 << 24
 MBARRIERS = 32  # mbarriers tracked per CTA
 STATE_SYMBOL = "__consan_state"
 
@@ -207,6 +213,9 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
 GRANULE_BYTES = 4
 MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
 MAX_LOGICAL = 168  # warps, then the AGENT_* ranges below
+# In a write epoch (never a clock column): warp w of another CTA of the cluster, whose rank
+# the granule's site word carries (distributed shared memory, docs/model.md).
+TID_PEER = 192
 AGENT_CPASYNC = 32  # 32..63: the cp.async unit of warp w
 AGENT_MBAR = 64  # 64..95: the copy engine of mbarrier j
 AGENT_BULK = 96  # 96..127: the bulk-store unit of warp w (its clock counts bulk groups)
@@ -261,6 +270,8 @@ RECORD_FIELDS: tuple[tuple[str, str], ...] = (
     ("count", "uint32_t"),  # pending count or bytes
     ("clock", "uint32_t"),  # accessor's clock (diagnostics)
     ("prev_rank", "uint32_t"),  # 0, or 1 + the cluster rank of the CTA that issued prev_site
+    ("cur_rank", "uint32_t"),  # 0, or 1 + the cluster rank of the CTA that made the current
+    #                            access, when it is not this one (distributed shared memory)
 )
 
 # The last three run on from launch to launch while launches stay clean (the device log is
@@ -392,7 +403,12 @@ CPASYNC_GROUP_ENDS = 8  # per warp: the clock of each of the last 8 committed gr
 CTA_CPASYNC_ENDS = CTA_PROXY_FENCE + MAX_WARPS  # [warp][group % CPASYNC_GROUP_ENDS]
 CTA_CLUSTER_WAITS = CTA_CPASYNC_ENDS + MAX_WARPS * CPASYNC_GROUP_ENDS  # per warp:
 #   barrier.cluster.wait executed (the generation of its next one)
-CTA_WORDS = CTA_CLUSTER_WAITS + MAX_WARPS
+CTA_CLUSTER_ARRIVES = CTA_CLUSTER_WAITS + MAX_WARPS  # per warp: barrier.cluster.arrive executed
+CLUSTER_RING = 4  # per warp: its clock at each of its last 4 cluster arrivals
+CTA_CLUSTER_RING = CTA_CLUSTER_ARRIVES + MAX_WARPS  # [warp][(arrival - 1) % CLUSTER_RING]:
+#   the clock up to which its accesses were released (a relaxed arrival releases nothing:
+#   the previous one's clock), so a peer's access is judged against this CTA's accesses
+CTA_WORDS = CTA_CLUSTER_RING + MAX_WARPS * CLUSTER_RING
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -404,6 +420,8 @@ WW_TID_SHIFT = 32
 WW_FLAG_ATOMIC = 0x1
 WW_FLAG_MBAR = 0x2  # the granule holds a live mbarrier object
 WW_FLAG_WGREAD = 0x4  # a wgmma unit read the granule since this write (see the wgread table)
+WW_FLAG_PEER = 0x8  # the write came from a peer CTA (tid TID_PEER + its warp, clock: its
+#                     cluster barrier generation; the site word carries its rank)
 RM_GEN_SHIFT = 48
 # Async-read entry of a granule (bulk stores): gen:16 | tid:8 | clock:32, the bulk-store unit
 # and the group it reads in; its site is in the u32 array after the entries.
@@ -687,6 +705,11 @@ def c_header() -> str:
         "CS_CLUSTER_ARRIVE": CLUSTER_ARRIVE,
         "CS_CLUSTER_WAIT": CLUSTER_WAIT,
         "CS_CTA_CLUSTER_WAITS": CTA_CLUSTER_WAITS,
+        "CS_CTA_CLUSTER_ARRIVES": CTA_CLUSTER_ARRIVES, "CS_CTA_CLUSTER_RING": CTA_CLUSTER_RING,
+        "CS_CLUSTER_RING": CLUSTER_RING, "CS_TID_PEER": TID_PEER, "CS_WW_FLAG_PEER": WW_FLAG_PEER,
+        "CS_DSMEM_READ": DSMEM_READ, "CS_DSMEM_WRITE": DSMEM_WRITE,
+        "CS_DSMEM_ATOMIC": DSMEM_ATOMIC, "CS_POST_WHAT_SHIFT": POST_WHAT_SHIFT,
+        "CS_POST_ARRIVED": POST_ARRIVED,
         "CS_KEY_TABLE_ENTRIES": KEY_TABLE_ENTRIES,
         "CS_RECORDS_PER_KEY": RECORDS_PER_KEY,
         "CS_CTA_LIVE_THREADS": CTA_LIVE_THREADS,

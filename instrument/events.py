@@ -231,9 +231,10 @@ def _access(it: Item, row: Row, shared_symbols: set[str],
                 return None
     if space is None:
         return None
-    if space == abi.SPACE_CLUSTER:
+    if space == abi.SPACE_CLUSTER and not multicast_model_on():
         return Classified(Event.UNMODELED, row, reason="access to another CTA's shared memory "
-                          "(.shared::cluster, distributed shared memory): not checked yet")
+                          "(.shared::cluster, distributed shared memory): not checked "
+                          "(CONSAN_MULTICAST=0)")
     shape = abi.SHAPE_PLAIN
     if row.event is Event.ASYNC_WRITE:  # cp.async [dst], [src], cp-size{, src-size}
         try:
@@ -338,8 +339,9 @@ _MULTICAST_NOT_CHECKED = ("multicast copy (.multicast::cluster) into every CTA o
 
 
 def multicast_model_on() -> bool:
-    """Multicast copies are modelled (checker/multicast.h) unless CONSAN_MULTICAST=0, which
-    lists them as not checked instead (a way out should the model misjudge a kernel)."""
+    """Multicast copies and accesses to a peer CTA's shared memory are modelled (checker/
+    multicast.h, dsmem.h: the mailboxes) unless CONSAN_MULTICAST=0, which lists them as not
+    checked instead (a way out should the model misjudge a kernel)."""
     return os.environ.get("CONSAN_MULTICAST", "1") != "0"
 
 

@@ -86,7 +86,9 @@ class Instrumented:
     wgmma: bool = False  # issues wgmma.mma_async: clocks cover abi.logical_threads(wgmma=True)
     cp_async: bool = False  # issues cp.async (copies, groups or mbarrier arrives)
     bar0_only: bool = True  # every barrier is a bar.sync / bar.red of barrier 0, all threads
-    multicast: bool = False  # issues .multicast::cluster copies (abi.FLAG_MULTICAST)
+    # issues .multicast::cluster copies or reaches another CTA's shared memory (.shared::cluster
+    # accesses, addresses from mapa): every CTA keeps a mailbox (abi.FLAG_MULTICAST)
+    multicast: bool = False
 
     @property
     def warp_reads(self) -> bool:
@@ -428,6 +430,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         depth = 0
         walk: list[tuple[int, Item, Classified | None, tuple | None]] = []
         peers = remote.registers(fn.body)
+        multicast |= bool(peers)  # (generic addresses from mapa reach a peer's bytes too)
         constants = constant_registers(fn.body)
         for pos, it in enumerate(fn.body):
             idx = index_of[id(it)]
@@ -461,7 +464,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             counts[c.event.value] += 1
             async_proxy |= c.event in (Event.BULK_STORE, Event.TENSOR_STORE)
             wgmma |= c.event is Event.WGMMA
-            multicast |= c.mask is not None
+            # the mailboxes: multicast copies, and accesses that may reach a peer's bytes
+            multicast |= c.mask is not None or c.space == abi.SPACE_CLUSTER
             cp_async |= c.event in (Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
                                     Event.ASYNC_WAIT_ALL) or (
                 c.event is Event.MBARRIER and c.op == abi.MB_CP_ARRIVE)
@@ -589,6 +593,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         out.append(replaced.get(i, it.text))
         if i in after:
             out.append(after[i])
+    cta_wide_only &= not multicast  # (a peer's posts are applied to the vector clocks' tables)
     caps = [_int_in(it, it.operands[0]) for it in mod.items
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,

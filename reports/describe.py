@@ -106,9 +106,12 @@ def where(site: Site | None) -> str:
 
 def variant(f: Finding) -> str | None:
     """A refinement of the kind's wording: "wgmma" when an mma_async is one of the sites;
-    "peer" when the earlier access is a copy another CTA of the cluster issued."""
+    "remote" when the access was another CTA's (distributed shared memory); "peer" when the
+    earlier access is another CTA's (its copy or its store)."""
     if any(s is not None and s.event == wgmma_desc.EVENT for s in (f.site, f.prev_site)):
         return "wgmma"
+    if any(r.cur_rank is not None for r in f.records):
+        return "remote"  # the access was a peer CTA's, into this CTA's shared memory
     if any(r.prev_rank is not None for r in f.records):
         return "peer"
     return None
@@ -140,6 +143,7 @@ def fields(f: Finding) -> dict[str, str]:
         "cur": where(f.site),
         "prev": where(f.prev_site),
         "cur_who": who(f.warps, f.lanes),
+        "cur_warp": compact_ints(f.warps) or "?",
         "prev_who": who(f.prev_warps),
         "prev_issuer": issuers(f.prev_warps),
         "bytes": bytes_text(f.byte_ranges),
@@ -151,6 +155,8 @@ def fields(f: Finding) -> dict[str, str]:
         "rank": compact_ints({r.cluster_rank for r in f.records}) or "?",
         "prev_rank": compact_ints({r.prev_rank for r in f.records
                                    if r.prev_rank is not None}) or "?",
+        "cur_rank": compact_ints({r.cur_rank for r in f.records
+                                  if r.cur_rank is not None}) or "?",
     }
 
 

@@ -49,6 +49,26 @@ WHAT: dict[str, str] = {
                                 "(a multicast), which writes {bytes} of CTA rank {rank}; "
                                 "{cur_who} of CTA rank {rank} accessed those bytes at {cur} "
                                 "before its own mbarrier said they had landed.",
+    "race.raw/peer": "{prev_who} of CTA rank {prev_rank} wrote {bytes} of CTA rank {rank} at "
+                     "{prev} (distributed shared memory); {cur_who} of CTA rank {rank} read "
+                     "them at {cur}.",
+    "race.war/peer": "{prev_who} of CTA rank {prev_rank} read {bytes} of CTA rank {rank} at "
+                     "{prev}; {cur_who} of CTA rank {rank} overwrote them at {cur}.",
+    "race.waw/peer": "{prev_who} of CTA rank {prev_rank} wrote {bytes} of CTA rank {rank} at "
+                     "{prev} (distributed shared memory); {cur_who} of CTA rank {rank} wrote "
+                     "them again at {cur}.",
+    "race.raw/remote": "{prev_who} of CTA rank {rank} wrote {bytes} of its shared memory at "
+                       "{prev}; warp {cur_warp} of CTA rank {cur_rank} read them at {cur} "
+                       "through distributed shared memory.",
+    "race.war/remote": "{prev_who} of CTA rank {rank} read {bytes} of its shared memory at "
+                       "{prev}; warp {cur_warp} of CTA rank {cur_rank} overwrote them at {cur} "
+                       "through distributed shared memory.",
+    "race.waw/remote": "{prev_who} of CTA rank {rank} wrote {bytes} of its shared memory at "
+                       "{prev}; warp {cur_warp} of CTA rank {cur_rank} wrote them again at {cur} "
+                       "through distributed shared memory.",
+    "uninit.read/remote": "Warp {cur_warp} of CTA rank {cur_rank} read {bytes} of CTA rank "
+                          "{rank} at {cur} through distributed shared memory, but nothing in the "
+                          "cluster wrote these bytes since launch.",
     "async.pending-read": "{prev_who} issued an async read of {bytes} at {prev}; "
                           "{cur_who} wrote those bytes at {cur} while it may still be reading.",
     "proxy.missing-fence": "{prev_who} wrote {bytes} at {prev} through the generic proxy; "
@@ -107,6 +127,28 @@ FIX: dict[str, str] = {
                                 "wait on it (mbarrier.try_wait.parity) before the access, then "
                                 "a barrier if other warps touch these bytes (a cluster barrier "
                                 "orders the copy's issue, not its arrival).",
+    "race.raw/peer": "No cluster barrier orders CTA rank {prev_rank}'s write at {prev} before "
+                     "CTA rank {rank}'s read at {cur}: barrier.cluster.arrive.release after the "
+                     "write and barrier.cluster.wait.acquire before the read (a cluster.sync() "
+                     "between them in both CTAs) would order them.",
+    "race.war/peer": "No cluster barrier orders CTA rank {prev_rank}'s read at {prev} before "
+                     "CTA rank {rank}'s write at {cur}: a cluster.sync() after the read and "
+                     "before the write, in both CTAs, would order them.",
+    "race.waw/peer": "No cluster barrier orders CTA rank {prev_rank}'s write at {prev} before "
+                     "CTA rank {rank}'s write at {cur}: a cluster.sync() between them, in both "
+                     "CTAs, would order them (or let only one CTA write these bytes).",
+    "race.raw/remote": "No cluster barrier orders CTA rank {rank}'s write at {prev} before CTA "
+                       "rank {cur_rank}'s read at {cur}: a cluster.sync() between them, in both "
+                       "CTAs, would order them.",
+    "race.war/remote": "No cluster barrier orders CTA rank {rank}'s read at {prev} before CTA "
+                       "rank {cur_rank}'s write at {cur}: a cluster.sync() after the read and "
+                       "before the write, in both CTAs, would order them.",
+    "race.waw/remote": "No cluster barrier orders CTA rank {rank}'s write at {prev} before CTA "
+                       "rank {cur_rank}'s write at {cur}: a cluster.sync() between them, in both "
+                       "CTAs, would order them (or let only one CTA write these bytes).",
+    "uninit.read/remote": "CTA rank {cur_rank} reads CTA rank {rank}'s bytes at {cur} before "
+                          "anything wrote them: write them first, then a cluster.sync() before "
+                          "the read.",
     "async.pending-read": "No wait orders the end of the async read issued at {prev} before the "
                           "write at {cur}: a cp.async.bulk.wait_group.read by {prev_issuer} after "
                           "the bulk store's cp.async.bulk.commit_group and before the write at "

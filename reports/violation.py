@@ -65,6 +65,9 @@ class Violation:
     count: int
     clock: int
     prev_rank: int | None = None  # the cluster rank of the CTA whose copy prev_site is
+    # the cluster rank of the CTA that made the current access, when it is not the CTA
+    # whose bytes they are (cluster_rank): a peer's access through distributed shared memory
+    cur_rank: int | None = None
 
     @property
     def line(self) -> int | None:
@@ -114,6 +117,7 @@ def decode_records(records: np.ndarray | None, sites: SiteTable | None) -> list[
             count=cols["count"][i],
             clock=cols["clock"][i],
             prev_rank=cols["prev_rank"][i] - 1 if cols["prev_rank"][i] else None,
+            cur_rank=cols["cur_rank"][i] - 1 if cols["cur_rank"][i] else None,
         ))
     return out
 

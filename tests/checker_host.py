@@ -188,6 +188,14 @@ class HostChecker:
         by this CTA's next probe)."""
         self.lib.cs_host_mc_post(dst, nbytes, mbar_off, site, rank)
 
+    def peer_access(self, dst: int, nbytes: int, what: int, site: int = 0, rank: int = 1,
+                    warp: int = 0, waits: int = 0, arrived: bool = False) -> None:
+        """Warp `warp` of CTA `rank` posts its access (abi.DSMEM_*) to this CTA's bytes, made
+        after `waits` cluster barrier waits (`arrived`: and one more arrival); this CTA's next
+        probe applies it (checker/dsmem.h)."""
+        frm = rank | warp << 8 | what << abi.POST_WHAT_SHIFT | (abi.POST_ARRIVED if arrived else 0)
+        self.lib.cs_host_mc_post(dst, nbytes, waits, site, frm)
+
     def bulk_store(self, warp: int, src: int, nbytes: int, site: int = 0) -> None:
         """cp.async.bulk.global.shared::cta.bulk_group: the warp's bulk-store unit reads src."""
         self._as(warp)

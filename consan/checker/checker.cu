@@ -68,6 +68,7 @@ CS_DEV bool cs_vc_smem_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
 #include "access16.h"
 #include "mbarrier.h"
 #include "multicast.h"
+#include "dsmem.h"
 #include "bulk.h"
 #include "wgmma.h"
 #include "tensor.h"
@@ -215,7 +216,14 @@ CS_ENTRY void __consan_cluster_bar(uint32_t op, uint32_t site) {
 #ifndef CONSAN_PSH
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT || cs_phase_smem_on()) return;
+    cs_mc_poll();  // (a peer's posts are applied before this CTA's next cluster arrival)
     if ((op & 3u) == CS_CLUSTER_ARRIVE) {
+        if (cs_multicast_on()) {
+            uint32_t active = cs_group(site, 1);
+            if (cs_lane() == (uint32_t)(cs_ffs(active) - 1))
+                cs_cluster_arrival(slot, cs_warp(), op & CS_BAR_RELAXED);
+            cs_syncwarp(active);
+        }
         cs_bar_arrive(CS_CLUSTER_BARRIER, 0, site, op & (CS_BAR_ALIGNED | CS_BAR_RELAXED));
         cs_leave_if_ending(site);
         return;
@@ -234,6 +242,7 @@ CS_ENTRY void __consan_thread_exit(uint32_t site) {
     CS_PROF(3);
     if (cs_phase_smem_on()) return;  // phase mode keeps no count of live warps
 #ifndef CONSAN_PSH
+    cs_mc_poll();  // (a peer's posts are applied before the CTA ends)
     cs_thread_exit(site);
 #endif
 }

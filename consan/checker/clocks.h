@@ -56,9 +56,20 @@ CS_DEV cs_cols cs_vc_cols(bool all) {
     return c;
 }
 
+// A write epoch's tid TID_PEER + w: warp w of another CTA of the cluster, its clock that
+// CTA's cluster barrier generation (dsmem.h). Never a clock column.
+CS_DEV bool cs_is_peer_tid(uint32_t t) { return t - CS_TID_PEER < CS_MAX_WARPS; }
+CS_DEV bool cs_peer_write_seen(const uint32_t* mine, uint32_t w, uint32_t clock);  // dsmem.h
+
 CS_DEV bool cs_ordered(const uint32_t* mine, uint32_t w, uint32_t t, uint32_t clock) {
+#if (defined(CONSAN_MC) || defined(CONSAN_HOST)) && !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
+    if (cs_is_peer_tid(t)) return cs_peer_write_seen(mine, w, clock);
+#endif
     return t == w || mine[t] >= clock;
 }
+// The kind of an unordered earlier write by t: a warp's, here or in a peer CTA (race.*),
+// or an async agent's (async.pending-write).
+CS_DEV bool cs_async_agent(uint32_t t) { return t >= CS_AGENT_CPASYNC && !cs_is_peer_tid(t); }
 // A write over writer `by`'s own earlier write needs no judgment, but for a warp's
 // cp.async unit: its copies are not ordered among themselves until the issuing warp waits
 // for them, so a cp.async over the bytes of an earlier cp.async of the same warp still in
@@ -87,7 +98,7 @@ CS_DEV cs_finding cs_judge_read(bool written, bool mbar, uint32_t t, uint32_t c,
     if (!written) return {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
     if (mbar) return {CS_MBARRIER_DATA_ACCESS, cs_ld32(ws), t};
     if (!cs_ordered(mine, w, t, c))
-        return {t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(ws), t};
+        return {cs_async_agent(t) ? CS_ASYNC_PENDING_WRITE : CS_RACE_RAW, cs_ld32(ws), t};
     if (proxy != CS_PROXY_NONE && t < CS_MAX_WARPS) {
         uint32_t fenced = proxy == CS_PROXY_BULK ? mine[CS_AGENT_PROXY + t]
                                                  : cs_ld32(&cs_cta(slot)[CS_CTA_PROXY_FENCE + t]);

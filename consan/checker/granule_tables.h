@@ -57,7 +57,7 @@ CS_DEV void cs_check_prev_write(uint64_t old, uint32_t old_site, uint32_t gen, u
     uint32_t t = (uint32_t)(old >> CS_WW_TID_SHIFT) & 0xFFu;
     bool both_atomic = atomic && ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_ATOMIC);
     if (!both_atomic && !cs_ordered(mine, w, t, (uint32_t)old) && !f.kind)
-        f = cs_replicated({t >= CS_AGENT_CPASYNC ? CS_ASYNC_PENDING_WRITE : CS_RACE_WAW,
+        f = cs_replicated({cs_async_agent(t) ? CS_ASYNC_PENDING_WRITE : CS_RACE_WAW,
                            old_site, t}, site);
 }
 
@@ -280,6 +280,10 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
 
 
 
+CS_DEV bool cs_multicast_on();  // multicast.h
+CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off, uint32_t size,
+                          uint32_t site, uint32_t mode);  // dsmem.h
+
 // Everything the fast path does not settle: recording reads, writes, findings.
 CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(14);
@@ -295,7 +299,12 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     bool skip = at == CS_AT_ELSEWHERE, remote = at == CS_AT_REMOTE;
     if (shape && lane >= 8u * shape) skip = true;  // ldmatrix/stmatrix: lanes giving row addresses
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
-    if (remote && !skip) {  // another CTA's shared memory: said, not checked
+    if (cs_multicast_on() && cs_any(active, remote && !skip)) {
+        // another CTA's shared memory: posted to it, which judges it (dsmem.h)
+        cs_dsmem_post(active, remote && !skip, cs_cluster_addr(addr, space), off, size, site,
+                      mode);
+        if (remote) skip = true;
+    } else if (remote && !skip) {  // (modules that reach no peer on purpose): said
         f = {CS_TOOL_REMOTE_SMEM, CS_NO_SITE, CS_NO_WARP};
         skip = true;
     }

@@ -15,6 +15,8 @@ CS_NOINLINE void cs_record(const cs_record_t& given) {
         r.prev_rank = r.prev_site >> CS_SITE_RANK_SHIFT;
         r.prev_site &= (1u << CS_SITE_RANK_SHIFT) - 1u;
     }
+    // ...and its writer, warp w of that CTA, is tid TID_PEER + w (dsmem.h)
+    if (r.prev_warp - CS_TID_PEER < CS_MAX_WARPS) r.prev_warp -= CS_TID_PEER;
     cs_log_header_t* h = (cs_log_header_t*)S.log;
     cs_key_t* keys = (cs_key_t*)S.keys;
     cs_gadd32(&h->occurrences, 1);

@@ -71,29 +71,37 @@ CS_DEV void cs_mc_record(uint32_t kind, uint32_t site, uint32_t from, uint32_t d
     cs_record(r);
 }
 
-// The issuer's post of its copy of `bytes` (0: a tensor map not known) at offset dst, on
-// the mbarrier at moff, to CTA `rank`. A full mailbox is waited on (its CTA applies posts
-// in every probe) for DEADLOCK_MS, then the copy is said to be lost.
-CS_DEV void cs_mc_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t moff, uint32_t site) {
+// A post to CTA `rank`'s mailbox (`from`: this CTA's rank and warp, and abi's POST_* bits).
+// A full mailbox is waited on (its CTA applies posts in every probe) for DEADLOCK_MS: false
+// if it stayed full (the post is lost). Code without calls: one lane may run it alone.
+CS_DEV bool cs_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t mbar, uint32_t site,
+                    uint32_t from) {
     cs_mailbox_t* m = cs_mailbox();
     uint32_t h, since = cs_now_ms();
     for (;;) {
         h = cs_peer_ld(&m->head, rank);
         if (h - cs_peer_ld(&m->tail, rank) >= CS_MAILBOX_ENTRIES) {
             if (cs_now_ms() - since <= CS_DEADLOCK_MS) continue;
-            cs_mc_record(CS_TOOL_REMOTE_COPY_LOST, site, rank, dst, bytes, moff, 0);
-            return;
+            return false;
         }
         if (cs_peer_cas(&m->head, rank, h, h + 1) == h) break;
     }
     cs_mc_post_t* p = &m->post[h % CS_MAILBOX_ENTRIES];
     cs_peer_st(&p->dst, rank, dst);
     cs_peer_st(&p->bytes, rank, bytes);
-    cs_peer_st(&p->mbar, rank, moff);
+    cs_peer_st(&p->mbar, rank, mbar);
     cs_peer_st(&p->site, rank, site);
-    cs_peer_st(&p->from, rank, cs_ctarank() | (cs_warp() << 8));
+    cs_peer_st(&p->from, rank, from);
     cs_fence_cluster();
     cs_peer_st(&p->seq, rank, h + 1);
+    return true;
+}
+
+// The issuer's post of its copy of `bytes` (0: a tensor map not known) at offset dst, on
+// the mbarrier at moff, to CTA `rank`.
+CS_DEV void cs_mc_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t moff, uint32_t site) {
+    if (!cs_post(rank, dst, bytes, moff, site, cs_ctarank() | (cs_warp() << 8)))
+        cs_mc_record(CS_TOOL_REMOTE_COPY_LOST, site, rank, dst, bytes, moff, 0);
 }
 
 // The posts to every CTA of `mask` but this one (the issuer's own part is its own copy);
@@ -149,6 +157,8 @@ CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
     if (live) cs_mbar_record(lead && under ? CS_MBARRIER_UNDERFLOW : 0u, p.site, p.mbar, e);
 }
 
+CS_DEV void cs_dsmem_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry);  // dsmem.h
+
 // Apply every post claimed so far, in order (a post claimed but still being written is
 // waited for), by the lanes `entry` of this warp together, their first holding the
 // mailbox's lock. Warp-uniform on purpose: every call out of line (cs_engine_write,
@@ -177,7 +187,8 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         cs_fence_cluster();
         const volatile cs_mc_post_t* vq = q;
         cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from};
-        cs_mc_apply(slot, p, entry);
+        if ((p.from >> CS_POST_WHAT_SHIFT) & 0xFFu) cs_dsmem_apply(slot, p, entry);
+        else cs_mc_apply(slot, p, entry);
         cs_fence_cluster();
         if (lead) *(volatile uint32_t*)&m->tail = t + 1;
     }

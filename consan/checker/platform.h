@@ -104,6 +104,8 @@ CS_DEV int cs_ffsll(uint64_t v) { return __builtin_ffsll(v); }
 CS_DEV int cs_clz(uint32_t v) { return v ? __builtin_clz(v) : 32; }
 CS_DEV bool cs_is_shared(uint64_t) { return true; }
 CS_DEV uint32_t cs_to_shared(uint64_t a) { return (uint32_t)a; }
+CS_DEV bool cs_is_cluster_shared(uint64_t) { return false; }
+CS_DEV uint32_t cs_to_cluster_shared(uint64_t a) { return (uint32_t)a; }
 CS_DEV void cs_cta_id(uint32_t* c) { c[0] = cs_host_ctx.cta[0]; c[1] = cs_host_ctx.cta[1]; c[2] = cs_host_ctx.cta[2]; }
 CS_DEV uint32_t cs_block_threads() { return cs_host_ctx.nthreads_block; }
 CS_DEV uint32_t cs_cta_linear() { return cs_host_ctx.cta[0]; }
@@ -227,6 +229,26 @@ CS_DEV int cs_ffsll(uint64_t v) { return __ffsll((long long)v); }
 CS_DEV int cs_clz(uint32_t v) { return __clz(v); }
 CS_DEV bool cs_is_shared(uint64_t a) { return __isShared((const void*)a); }
 CS_DEV uint32_t cs_to_shared(uint64_t a) { return (uint32_t)__cvta_generic_to_shared((const void*)a); }
+// A generic address in the shared window of another CTA of the cluster (mapa.u64).
+CS_DEV bool cs_is_cluster_shared(uint64_t a) {
+#if __CUDA_ARCH__ >= 900
+    uint32_t r;
+    asm("{\n .reg .pred p;\n isspacep.shared::cluster p, %1;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(r) : "l"(a));
+    return r != 0;
+#else
+    return false;
+#endif
+}
+CS_DEV uint32_t cs_to_cluster_shared(uint64_t a) {
+#if __CUDA_ARCH__ >= 900
+    uint64_t r;
+    asm("cvta.to.shared::cluster.u64 %0, %1;" : "=l"(r) : "l"(a));
+    return (uint32_t)r;
+#else
+    return (uint32_t)a;
+#endif
+}
 CS_DEV void cs_cta_id(uint32_t* c) { c[0] = blockIdx.x; c[1] = blockIdx.y; c[2] = blockIdx.z; }
 CS_DEV uint32_t cs_block_threads() { return blockDim.x * blockDim.y * blockDim.z; }
 CS_DEV uint32_t cs_cta_linear() {
@@ -302,11 +324,24 @@ CS_DEV bool cs_local(uint32_t a, uint32_t& off) {
 #define CS_AT_HERE 0u
 #define CS_AT_REMOTE 1u
 #define CS_AT_ELSEWHERE 2u
+// A .shared::cluster address of any CTA of the cluster: its rank is the high bits (rank 0's
+// have none, which a CTA of another rank must not take for its own).
+CS_DEV bool cs_local_cluster(uint32_t a, uint32_t& off) {
+    off = a & ((1u << CS_RANK_SHIFT) - 1u);
+    return (a >> CS_RANK_SHIFT) == cs_ctarank();
+}
+// The .shared::cluster address of an access's address (of abi space `space`).
+CS_DEV uint32_t cs_cluster_addr(uint64_t addr, uint32_t space) {
+    return space == CS_SPACE_GENERIC ? cs_to_cluster_shared(addr) : (uint32_t)addr;
+}
 CS_DEV uint32_t cs_where(uint64_t addr, uint32_t space, uint32_t& off) {
     if (space == CS_SPACE_GENERIC) {
-        if (!cs_is_shared(addr)) return CS_AT_ELSEWHERE;
-        return cs_local(cs_to_shared(addr), off) ? CS_AT_HERE : CS_AT_REMOTE;
+        if (cs_is_shared(addr)) return cs_local(cs_to_shared(addr), off) ? CS_AT_HERE : CS_AT_REMOTE;
+        if (!cs_is_cluster_shared(addr)) return CS_AT_ELSEWHERE;  // (a peer's window: mapa.u64)
+        return cs_local_cluster(cs_to_cluster_shared(addr), off) ? CS_AT_HERE : CS_AT_REMOTE;
     }
+    if (space == CS_SPACE_CLUSTER)
+        return cs_local_cluster((uint32_t)addr, off) ? CS_AT_HERE : CS_AT_REMOTE;
     return cs_local((uint32_t)addr, off) ? CS_AT_HERE : CS_AT_REMOTE;
 }
 #define S (__consan_state)

@@ -176,7 +176,6 @@ def test_mbarrier(instr, op, arg, result):
     "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%rd1, {%r2, %r3}], "
     "[%r1];",
     "fence.acq_rel.cluster;",
-    "ld.shared::cluster.u32 %r1, [%r2];",
     "st.async.shared::cluster.u32 [%r1], %r2;",  # no mbarrier completion
     "st.async.mbarrier::complete_tx::bytes.u32 [%rd1], %r2, [%rd3];",  # generic addresses
     "red.async.relaxed.cluster.mbarrier::complete_tx::bytes.add.u32 [%rd1], %r2, [%rd3];",
@@ -184,6 +183,23 @@ def test_mbarrier(instr, op, arg, result):
 def test_unmodeled_is_never_silent(instr):
     c = one(instr)
     assert c is not None and c.event is Event.UNMODELED and c.reason
+
+
+# Accesses to a peer CTA's shared memory: probed as accesses in the .shared::cluster space
+# (the checker posts them to the peer, checker/dsmem.h); CONSAN_MULTICAST=0 lists them.
+@pytest.mark.parametrize("instr,event,size", [
+    ("ld.shared::cluster.u32 %r1, [%r2];", Event.READ, 4),
+    ("st.shared::cluster.v2.f32 [%r2+8], {%f1, %f2};", Event.WRITE, 8),
+    ("atom.shared::cluster.add.u32 %r1, [%r2], 1;", Event.ATOMIC, 4),
+    ("red.relaxed.cluster.shared::cluster.add.u32 [%r2], 1;", Event.ATOMIC, 4),
+])
+def test_peer_accesses_are_probed_in_the_cluster_space(instr, event, size, monkeypatch):
+    c = one(instr)
+    assert c is not None and c.event is event and not c.reason, c
+    assert c.space == abi.SPACE_CLUSTER and c.size == size
+    monkeypatch.setenv("CONSAN_MULTICAST", "0")
+    c = one(instr)
+    assert c is not None and c.event is Event.UNMODELED and "CONSAN_MULTICAST=0" in c.reason
 
 
 # .multicast::cluster copies: probed as their copy, with the ctaMask operand for the probe.

@@ -1,0 +1,171 @@
+// consan device checker: accesses to another CTA's shared memory (distributed shared memory).
+//
+// A warp's ld/st/atom/red on a peer CTA's bytes (.shared::cluster, or a generic address in
+// the peer's window) is posted to that CTA's mailbox (multicast.h), the same way a multicast
+// copy is, and the CTA that owns the bytes judges and records it when it applies its posts.
+// Across CTAs only cluster barriers order accesses (docs/model.md, "Distributed shared
+// memory"): a peer's write is the epoch (TID_PEER + its warp, g + 1), g the cluster barrier
+// arrivals its warp had made, its site word tagged with the peer's rank; a warp of this CTA
+// sees it once it has waited on g + 1 cluster barriers. A peer's access sees this CTA's
+// warp u's accesses up to u's clock at u's W-th cluster arrival, W the cluster barrier
+// waits the peer's warp had made (the arrival ring in the CTA table); the peer's own
+// earlier accesses here are program order; an async agent's write (a copy, wgmma) is not
+// judged against a peer's access.
+
+CS_DEV uint32_t cs_peer_rank_of(uint32_t site_word) {  // 0: this CTA's; else rank + 1
+    return site_word >> CS_SITE_RANK_SHIFT;
+}
+
+// Whether a local warp w has seen a peer's write of clock c (its cluster barrier waits).
+// The view of a multicast copy (cs_all_ordered) judges nothing.
+CS_DEV bool cs_peer_write_seen(const uint32_t* mine, uint32_t w, uint32_t c) {
+    if (mine == cs_all_ordered || w >= CS_MAX_WARPS) return true;
+    return cs_ld32(&cs_cta(cs_slot_sh)[CS_CTA_CLUSTER_WAITS + w]) >= c;
+}
+
+// Whether warp u's access at clock c here happens before a peer's access made after W
+// cluster barrier waits: u released it at one of its first W cluster arrivals.
+CS_DEV bool cs_ring_ordered(uint32_t slot, uint32_t u, uint32_t c, uint32_t W) {
+    if (W == 0) return false;
+    const uint32_t* cta = cs_cta(slot);
+    uint32_t arrived = cs_ld32(&cta[CS_CTA_CLUSTER_ARRIVES + u]);
+    // u never made its W-th arrival (it exited: everything it did is over), or made it
+    // more than the ring holds ago (a post is applied before the CTA's next arrival,
+    // so this does not happen)
+    if (arrived < W || arrived - W >= CS_CLUSTER_RING) return true;
+    return c <= cs_ld32(&cta[CS_CTA_CLUSTER_RING + u * CS_CLUSTER_RING + (W - 1) % CS_CLUSTER_RING]);
+}
+
+// Whether the earlier write epoch ww (site word ws) happens before the access of a warp
+// of CTA `rank` that had waited on W cluster barriers.
+CS_DEV bool cs_peer_sees(uint32_t slot, uint64_t ww, uint32_t ws, uint32_t rank, uint32_t W) {
+    uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, c = (uint32_t)ww;
+    if (cs_is_peer_tid(t)) return cs_peer_rank_of(ws) == rank + 1 || W >= c;
+    if (t < CS_MAX_WARPS) return cs_ring_ordered(slot, t, c, W);
+    return true;  // an async agent's write: not judged across CTAs
+}
+
+// A cluster arrival of warp w (its leader, before the arrival releases): count it and keep
+// the clock its accesses so far have (a relaxed arrival releases nothing new).
+CS_DEV void cs_cluster_arrival(uint32_t slot, uint32_t w, bool relaxed) {
+    uint32_t* cta = cs_cta(slot);
+    uint32_t k = cta[CS_CTA_CLUSTER_ARRIVES + w] + 1;
+    uint32_t* ring = &cta[CS_CTA_CLUSTER_RING + w * CS_CLUSTER_RING];
+    uint32_t prev = k > 1 ? ring[(k - 2) % CS_CLUSTER_RING] : 0u;
+    ring[(k - 1) % CS_CLUSTER_RING] = relaxed ? prev : cs_clock_sh[w];
+    cs_fence();
+    cta[CS_CTA_CLUSTER_ARRIVES + w] = k;
+}
+
+// The walk of a peer's access over granules [g0, g1] of this CTA, by one lane (no calls).
+CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p) {
+    uint32_t rank = p.from & 0xFFu, pw = (p.from >> 8) & 0xFFu;
+    uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu, W = p.mbar;
+    uint32_t clock = W + ((p.from & CS_POST_ARRIVED) ? 1u : 0u) + 1u;
+    bool atomic = what == CS_DSMEM_ATOMIC, read = what == CS_DSMEM_READ;
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    uint32_t g0 = p.dst / CS_GRANULE_BYTES, g1 = (p.dst + p.bytes - 1) / CS_GRANULE_BYTES;
+    if (p.bytes == 0 || g1 >= S.granules) return {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+    cs_view v = cs_make_view(slot, cs_warp());
+    uint32_t tagged = p.site | ((rank + 1) << CS_SITE_RANK_SHIFT);
+    for (uint32_t g = g0; g <= g1; ++g) {
+        uint64_t* e = v.ent + 2 * g;
+        uint64_t ww = cs_ld64(e);
+        uint32_t ws = cs_ld32(v.wsite + g), t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu;
+        uint32_t flags = (uint32_t)(ww >> CS_WW_FLAGS_SHIFT) & 0xFFu;
+        bool live = (ww >> CS_WW_GEN_SHIFT) == v.gen;
+        if (live && (flags & CS_WW_FLAG_MBAR)) {
+            if (!f.kind) f = {CS_MBARRIER_DATA_ACCESS, ws, t};
+            continue;
+        }
+        if (!live) {
+            if ((read || atomic) && !f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
+        } else if (!(atomic && (flags & CS_WW_FLAG_ATOMIC)) && !cs_peer_sees(slot, ww, ws, rank, W) &&
+                   !f.kind) {
+            f = {read ? CS_RACE_RAW : CS_RACE_WAW, ws, t};
+        }
+        if (read) continue;  // (a peer's read is judged, not recorded: docs/model.md)
+        uint64_t rm = cs_ld64(e + 1);
+        if ((rm >> CS_RM_GEN_SHIFT) == v.gen) {
+            for (uint64_t readers = rm & 0xFFFFFFFFull; readers; readers &= readers - 1) {
+                uint32_t u = cs_ffsll(readers) - 1;
+                uint64_t r = cs_ld64(v.rslots + (uint64_t)u * v.granules + g);
+                if (!cs_ring_ordered(slot, u, (uint32_t)r, W) && !f.kind)
+                    f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
+            }
+        }
+        uint32_t fl = CS_WW_FLAG_PEER | (atomic ? CS_WW_FLAG_ATOMIC : 0u);
+        cs_st64(e, ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)fl << CS_WW_FLAGS_SHIFT) |
+                       ((uint64_t)(CS_TID_PEER + pw) << CS_WW_TID_SHIFT) | clock);
+        cs_st64(e + 1, ((uint64_t)v.gen << CS_RM_GEN_SHIFT) | ((uint64_t)v.phase << 32));
+        cs_st32(v.wsite + g, tagged);
+    }
+    cs_fence();
+    return f;
+}
+
+// A peer's access, applied by the lanes `entry` of this warp (their first walks; every
+// lane makes the record call: multicast.h's cs_mc_drain says why).
+CS_DEV void cs_dsmem_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
+    uint32_t leader = cs_ffs(entry) - 1;
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    if (cs_lane() == leader) f = cs_dsmem_walk(slot, p);
+    cs_record_t r = cs_blank(f.kind, p.site);
+    r.warp = (p.from >> 8) & 0xFFu;
+    r.cur_rank = (p.from & 0xFFu) + 1;
+    r.lanes = 0;  // (the peer's lanes are not posted)
+    r.prev_site = f.prev_site;
+    r.prev_warp = f.prev_warp;
+    r.offset_lo = p.dst;
+    r.offset_hi = p.dst + p.bytes;
+    cs_record(r);
+}
+
+// A warp's accesses to peer CTAs' shared memory (`mine`: this lane's is one; a32 its
+// .shared::cluster address, off its offset in the peer's window), by the lanes `active`
+// together: for each peer, one post per run of granules its lanes make in lane order (a
+// warp's row of a tile: one post). A post that found a mailbox full is said
+// (tool.remote-copy-lost).
+CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off, uint32_t size,
+                          uint32_t site, uint32_t mode) {
+    uint32_t slot = cs_slot_sh, w = cs_warp(), lane = cs_lane();
+    const uint32_t* cta = cs_cta(slot);
+    uint32_t W = cs_ld32(&cta[CS_CTA_CLUSTER_WAITS + w]);
+    uint32_t arrived = cs_ld32(&cta[CS_CTA_CLUSTER_ARRIVES + w]) > W ? CS_POST_ARRIVED : 0u;
+    uint32_t what = mode == CS_MODE_READ ? CS_DSMEM_READ
+                    : mode == CS_MODE_ATOMIC ? CS_DSMEM_ATOMIC : CS_DSMEM_WRITE;
+    uint32_t from = cs_ctarank() | (w << 8) | (what << CS_POST_WHAT_SHIFT) | arrived;
+    uint32_t rank = a32 >> CS_RANK_SHIFT;
+    uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
+    bool lost = false;
+    uint32_t todo = cs_ballot(active, mine);
+    while (todo) {
+        uint32_t first = cs_ffs(todo) - 1;
+        uint32_t r0 = cs_bcast(active, rank, first);
+        uint32_t group = cs_ballot(active, mine && rank == r0) & todo;
+        // runs of granules the group's lanes make in lane order: one post each
+        uint32_t rs = 0, re = 0;
+        bool open = false;
+        for (uint32_t m = group; m; m &= m - 1) {
+            uint32_t l = cs_ffs(m) - 1, a = cs_bcast(active, g0, l), b = cs_bcast(active, g1, l);
+            if (open && a == re + 1) {
+                re = b;
+                continue;
+            }
+            if (open && lane == first)
+                lost |= !cs_post(r0, rs * CS_GRANULE_BYTES, (re - rs + 1) * CS_GRANULE_BYTES, W,
+                                 site, from);
+            rs = a, re = b, open = true;
+        }
+        if (open && lane == first)
+            lost |= !cs_post(r0, rs * CS_GRANULE_BYTES, (re - rs + 1) * CS_GRANULE_BYTES, W, site,
+                             from);
+        todo &= ~group;
+    }
+    cs_fence_cluster();
+    cs_record_t r = cs_blank(lost ? CS_TOOL_REMOTE_COPY_LOST : 0u, site);
+    r.prev_rank = rank + 1;
+    r.offset_lo = off;
+    r.offset_hi = off + size;
+    cs_record(r);
+}

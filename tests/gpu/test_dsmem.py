@@ -1,0 +1,156 @@
+"""Distributed shared memory: one CTA's loads and stores into another CTA of its cluster,
+ordered by cluster barriers, in clusters of 2, 4 and 8 CTAs on a real GPU.
+
+Each CTA writes its buffer, then (after a cluster barrier) CTA rank r stores into the buffer
+of rank r + 1 (mod the cluster) through `mapa` + `st.shared::cluster`, or loads from it with
+`ld.shared::cluster` (or a generic pointer from `mapa.u64`); a second cluster barrier, then
+each CTA reads its own buffer. Clean: no finding and the native bits. Racy twins, each
+with a pause that lets the other CTA get there first, so the kind is fixed:
+- the read of the own buffer without the second barrier: race.raw at the read, the earlier
+  write the peer's store, made by CTA rank r - 1;
+- the store into the peer without the first barrier: race.waw at the store (a peer's access,
+  judged by the CTA that owns the bytes), the earlier write that CTA's own initialisation;
+- the load from the peer without the first barrier: race.raw at the load, the earlier write
+  the peer's initialisation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.gpu_util import arch_option, check_against_native, line_of, poisoned
+
+pytestmark = pytest.mark.gpu
+
+N = 256  # floats per CTA's buffer (one per thread)
+CLUSTERS = 2
+
+DSMEM = r"""
+#define CS @CS@
+#define N 256
+#define CLUSTER_SYNC asm volatile("barrier.cluster.arrive.release.aligned;\n\t" \
+                                  "barrier.cluster.wait.acquire.aligned;" ::: "memory")
+#define SPIN { long long t0 = clock64(); while (clock64() - t0 < 2000000) {} }
+extern "C" __global__ void __cluster_dims__(CS, 1, 1) exchange(float* out) {
+    __shared__ __align__(16) float buf[N];
+    unsigned t = threadIdx.x, rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    unsigned next = (rank + 1) % CS;
+    unsigned mine = (unsigned)__cvta_generic_to_shared(&buf[t]), pa;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(pa) : "r"(mine), "r"(next));
+    buf[t] = rank * 1000.0f + t;  // @init
+    @SYNC1@
+    float got = 0.0f;
+    if (@STORE@) {
+        float v = rank * 10.0f + t * 0.5f;
+        asm volatile("st.shared::cluster.f32 [%0], %1;" :: "r"(pa), "f"(v) : "memory");  // @store
+    } else if (@GENERIC@) {
+        float* p;
+        asm volatile("mapa.u64 %0, %1, %2;" : "=l"(p) : "l"(&buf[t]), "r"(next));
+        got = *(volatile float*)p;  // @generic-load
+    } else {
+        asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(got) : "r"(pa) : "memory");  // @load
+    }
+    @SYNC2@
+    out[blockIdx.x * N + t] = buf[t] + got;  // @read
+    CLUSTER_SYNC;  // no CTA leaves while a peer may still reach its shared memory
+}
+"""
+
+SYNC = "CLUSTER_SYNC;"
+
+
+def _src(cluster: int, *, op: str, early_read: bool = False, early_access: bool = False):
+    """op: "store", "load" or "generic" (a load through mapa.u64's generic pointer)."""
+    return (DSMEM.replace("@CS@", str(cluster))
+            .replace("@STORE@", "1" if op == "store" else "0")
+            .replace("@GENERIC@", "1" if op == "generic" else "0")
+            .replace("@SYNC1@", "SPIN" if early_access else SYNC)
+            .replace("@SYNC2@", "SPIN" if early_read else SYNC))
+
+
+def _need_sm90():
+    import cupy as cp
+
+    if int(cp.cuda.Device().compute_capability) < 90:
+        pytest.skip("clusters need sm_90")
+
+
+def _want(cluster: int, op: str) -> np.ndarray:
+    t = np.arange(N, dtype=np.float32)
+    rows = []
+    for _ in range(CLUSTERS):
+        for r in range(cluster):
+            prev, nxt = (r - 1) % cluster, (r + 1) % cluster
+            if op == "store":  # rank r's buffer holds what rank r - 1 stored
+                rows.append(np.float32(prev * 10.0) + t * np.float32(0.5) + np.float32(0.0))
+            else:  # its own, plus what it loaded from rank r + 1
+                rows.append((np.float32(r * 1000.0) + t) + (np.float32(nxt * 1000.0) + t))
+    return np.concatenate(rows)
+
+
+def _check(src: str, cluster: int):
+    import cupy as cp
+
+    import consan
+
+    out = cp.zeros(CLUSTERS * cluster * N, dtype=cp.float32)
+    return consan.check(src, "exchange", grid=(CLUSTERS * cluster,), block=(N,), args=(out,),
+                        options=(arch_option(),))
+
+
+@pytest.mark.parametrize("op", ["store", "load", "generic"])
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_clean_exchange_is_clean_and_bit_exact(cluster, op):
+    import cupy as cp
+
+    _need_sm90()
+    src = _src(cluster, op=op)
+
+    def make_args():
+        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
+        return (out,), [out], None
+
+    rep, (out,) = check_against_native(src, "exchange", make_args, grid=(CLUSTERS * cluster, 1, 1),
+                                       block=(N, 1, 1), options=(arch_option(),))
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    np.testing.assert_array_equal(out, _want(cluster, op))
+
+
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_read_before_the_second_cluster_barrier_is_raw_naming_the_peer(cluster):
+    _need_sm90()
+    src = _src(cluster, op="store", early_read=True)
+    rep = _check(src, cluster)
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("race.raw", line_of(src, "@read"), line_of(src, "@store"))}, str(rep)
+    pairs = {(v.cluster_rank, v.prev_rank) for v in rep.violations}
+    assert pairs and all(p == (r - 1) % cluster for r, p in pairs), pairs
+    assert "CTA rank" in str(rep) and "cluster" in str(rep), str(rep)
+
+
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_store_before_the_first_cluster_barrier_is_waw_at_the_store(cluster):
+    _need_sm90()
+    src = _src(cluster, op="store", early_access=True)
+    rep = _check(src, cluster)
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("race.waw", line_of(src, "@store"), line_of(src, "@init"))}, str(rep)
+    # judged by the CTA whose bytes they are: the store is its peer's, rank r - 1
+    pairs = {(v.cluster_rank, v.cur_rank) for v in rep.violations}
+    assert pairs and all(c == (r - 1) % cluster for r, c in pairs), pairs
+    assert "distributed shared memory" in str(rep), str(rep)
+
+
+@pytest.mark.parametrize("op", ["load", "generic"])
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_load_before_the_first_cluster_barrier_is_raw_at_the_load(cluster, op):
+    _need_sm90()
+    src = _src(cluster, op=op, early_access=True)
+    rep = _check(src, cluster)
+    marker = "@load" if op == "load" else "@generic-load"
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("race.raw", line_of(src, marker), line_of(src, "@init"))}, str(rep)
+    pairs = {(v.cluster_rank, v.cur_rank) for v in rep.violations}
+    assert pairs and all(c == (r - 1) % cluster for r, c in pairs), pairs
