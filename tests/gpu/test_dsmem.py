@@ -118,39 +118,36 @@ def test_clean_exchange_is_clean_and_bit_exact(cluster, op):
     np.testing.assert_array_equal(out, _want(cluster, op))
 
 
-@pytest.mark.parametrize("cluster", [2, 4, 8])
-def test_read_before_the_second_cluster_barrier_is_raw_naming_the_peer(cluster):
+def _racy(cluster: int, src: str, kind: str, current: str, earlier: str, other: str):
+    """The launch reports only `kind` at the `current` marker with the earlier site at
+    `earlier`, and in each CTA (cluster_rank r) the other CTA (its record field `other`:
+    prev_rank or cur_rank) is rank r - 1. The report text."""
     _need_sm90()
-    src = _src(cluster, op="store", early_read=True)
     rep = _check(src, cluster)
     assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
-        ("race.raw", line_of(src, "@read"), line_of(src, "@store"))}, str(rep)
-    pairs = {(v.cluster_rank, v.prev_rank) for v in rep.violations}
+        (kind, line_of(src, current), line_of(src, earlier))}, str(rep)
+    pairs = {(v.cluster_rank, getattr(v, other)) for v in rep.violations}
     assert pairs and all(p == (r - 1) % cluster for r, p in pairs), pairs
-    assert "CTA rank" in str(rep) and "cluster" in str(rep), str(rep)
+    return str(rep)
+
+
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_read_before_the_second_cluster_barrier_is_raw_naming_the_peer(cluster):
+    text = _racy(cluster, _src(cluster, op="store", early_read=True), "race.raw", "@read",
+                 "@store", "prev_rank")
+    assert "CTA rank" in text and "cluster" in text, text
 
 
 @pytest.mark.parametrize("cluster", [2, 4, 8])
 def test_store_before_the_first_cluster_barrier_is_waw_at_the_store(cluster):
-    _need_sm90()
-    src = _src(cluster, op="store", early_access=True)
-    rep = _check(src, cluster)
-    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
-        ("race.waw", line_of(src, "@store"), line_of(src, "@init"))}, str(rep)
     # judged by the CTA whose bytes they are: the store is its peer's, rank r - 1
-    pairs = {(v.cluster_rank, v.cur_rank) for v in rep.violations}
-    assert pairs and all(c == (r - 1) % cluster for r, c in pairs), pairs
-    assert "distributed shared memory" in str(rep), str(rep)
+    text = _racy(cluster, _src(cluster, op="store", early_access=True), "race.waw", "@store",
+                 "@init", "cur_rank")
+    assert "distributed shared memory" in text, text
 
 
 @pytest.mark.parametrize("op", ["load", "generic"])
 @pytest.mark.parametrize("cluster", [2, 4, 8])
 def test_load_before_the_first_cluster_barrier_is_raw_at_the_load(cluster, op):
-    _need_sm90()
-    src = _src(cluster, op=op, early_access=True)
-    rep = _check(src, cluster)
-    marker = "@load" if op == "load" else "@generic-load"
-    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
-        ("race.raw", line_of(src, marker), line_of(src, "@init"))}, str(rep)
-    pairs = {(v.cluster_rank, v.cur_rank) for v in rep.violations}
-    assert pairs and all(c == (r - 1) % cluster for r, c in pairs), pairs
+    _racy(cluster, _src(cluster, op=op, early_access=True), "race.raw",
+          "@load" if op == "load" else "@generic-load", "@init", "cur_rank")
