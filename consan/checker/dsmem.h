@@ -12,10 +12,6 @@
 // earlier accesses here are program order; an async agent's write (a copy, wgmma) is not
 // judged against a peer's access.
 
-CS_DEV uint32_t cs_peer_rank_of(uint32_t site_word) {  // 0: this CTA's; else rank + 1
-    return site_word >> CS_SITE_RANK_SHIFT;
-}
-
 // Whether a local warp w has seen a peer's write of clock c (its cluster barrier waits).
 // The view of a multicast copy (cs_all_ordered) judges nothing.
 CS_DEV bool cs_peer_write_seen(const uint32_t* mine, uint32_t w, uint32_t c) {
@@ -40,7 +36,7 @@ CS_DEV bool cs_ring_ordered(uint32_t slot, uint32_t u, uint32_t c, uint32_t W) {
 // of CTA `rank` that had waited on W cluster barriers.
 CS_DEV bool cs_peer_sees(uint32_t slot, uint64_t ww, uint32_t ws, uint32_t rank, uint32_t W) {
     uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, c = (uint32_t)ww;
-    if (cs_is_peer_tid(t)) return cs_peer_rank_of(ws) == rank + 1 || W >= c;
+    if (cs_is_peer_tid(t)) return cs_site_rank(ws) == rank + 1 || W >= c;
     if (t < CS_MAX_WARPS) return cs_ring_ordered(slot, t, c, W);
     return true;  // an async agent's write: not judged across CTAs
 }
@@ -67,7 +63,7 @@ CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p) {
     uint32_t g0 = p.dst / CS_GRANULE_BYTES, g1 = (p.dst + p.bytes - 1) / CS_GRANULE_BYTES;
     if (p.bytes == 0 || g1 >= S.granules) return {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     cs_view v = cs_make_view(slot, cs_warp());
-    uint32_t tagged = p.site | ((rank + 1) << CS_SITE_RANK_SHIFT);
+    uint32_t tagged = cs_site_tag(p.site, rank);
     for (uint32_t g = g0; g <= g1; ++g) {
         uint64_t* e = v.ent + 2 * g;
         uint64_t ww = cs_ld64(e);

@@ -5,14 +5,22 @@
 
 // ------------------------------------------------------------- violation log
 
+// A granule's site word written from another CTA of the cluster carries that CTA's rank + 1
+// in its high bits (abi.SITE_RANK_SHIFT; a rank too large for them leaves it untagged).
+CS_DEV uint32_t cs_site_tag(uint32_t site, uint32_t rank) {
+    return rank + 1 < (1u << (32 - CS_SITE_RANK_SHIFT)) ? site | ((rank + 1) << CS_SITE_RANK_SHIFT)
+                                                         : site;
+}
+CS_DEV uint32_t cs_site_rank(uint32_t word) { return word >> CS_SITE_RANK_SHIFT; }  // 0: this CTA
+
 // Kind 0 records nothing: lanes that must all make the call pass it (multicast.h).
 CS_NOINLINE void cs_record(const cs_record_t& given) {
     if (given.kind == 0) return;
     // An earlier site from a granule a peer CTA's copy wrote carries that CTA's rank + 1
     // in its high bits (multicast.h): the record keeps them apart.
     cs_record_t r = given;
-    if (r.prev_site != CS_NO_SITE && (r.prev_site >> CS_SITE_RANK_SHIFT) != 0) {
-        r.prev_rank = r.prev_site >> CS_SITE_RANK_SHIFT;
+    if (r.prev_site != CS_NO_SITE && cs_site_rank(r.prev_site) != 0) {
+        r.prev_rank = cs_site_rank(r.prev_site);
         r.prev_site &= (1u << CS_SITE_RANK_SHIFT) - 1u;
     }
     // ...and its writer, warp w of that CTA, is tid TID_PEER + w (dsmem.h)

@@ -142,8 +142,7 @@ CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
     } else {
         cs_view v = cs_make_view(slot, cs_warp());
         v.mine = cs_all_ordered;
-        uint32_t tagged = rank + 1 < (1u << (32 - CS_SITE_RANK_SHIFT))
-                              ? p.site | ((rank + 1) << CS_SITE_RANK_SHIFT) : p.site;
+        uint32_t tagged = cs_site_tag(p.site, rank);
         // (the others walk no granule: first 1, last 0)
         cs_engine_write(v, lead ? g0 : 1u, lead ? g1 : 0u, tagged, CS_AGENT_MBAR + j, ph + 1, f);
     }

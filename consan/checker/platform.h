@@ -311,11 +311,17 @@ CS_DEV void cs_cluster_sync() {}
 
 #define CS_RANK_SHIFT 24u  // in a cluster launch a shared address carries the CTA's rank here
 
-// The offset of a shared address in this CTA's window; false when it names another
-// CTA of the cluster (distributed shared memory, not modelled yet).
-CS_DEV bool cs_local(uint32_t a, uint32_t& off) {
+// A .shared::cluster address of any CTA of the cluster: its rank is the high bits (rank 0's
+// have none, which a CTA of another rank must not take for its own); `off`, its offset in
+// that CTA's window.
+CS_DEV bool cs_local_cluster(uint32_t a, uint32_t& off) {
     off = a & ((1u << CS_RANK_SHIFT) - 1u);
-    return (a >> CS_RANK_SHIFT) == 0 || (a >> CS_RANK_SHIFT) == cs_ctarank();
+    return (a >> CS_RANK_SHIFT) == cs_ctarank();
+}
+// The same for the shared-address operands of mbarrier, copy and .shared::cta accesses,
+// where an address with no rank bits is taken for this CTA's.
+CS_DEV bool cs_local(uint32_t a, uint32_t& off) {
+    return cs_local_cluster(a, off) || (a >> CS_RANK_SHIFT) == 0;
 }
 
 // Where an access's address (of abi space `space`) lies: CS_AT_HERE, in this CTA's window
@@ -324,12 +330,6 @@ CS_DEV bool cs_local(uint32_t a, uint32_t& off) {
 #define CS_AT_HERE 0u
 #define CS_AT_REMOTE 1u
 #define CS_AT_ELSEWHERE 2u
-// A .shared::cluster address of any CTA of the cluster: its rank is the high bits (rank 0's
-// have none, which a CTA of another rank must not take for its own).
-CS_DEV bool cs_local_cluster(uint32_t a, uint32_t& off) {
-    off = a & ((1u << CS_RANK_SHIFT) - 1u);
-    return (a >> CS_RANK_SHIFT) == cs_ctarank();
-}
 // The .shared::cluster address of an access's address (of abi space `space`).
 CS_DEV uint32_t cs_cluster_addr(uint64_t addr, uint32_t space) {
     return space == CS_SPACE_GENERIC ? cs_to_cluster_shared(addr) : (uint32_t)addr;
