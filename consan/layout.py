@@ -78,7 +78,8 @@ class Layout:
 
     @property
     def nlogical(self) -> int:
-        return abi.logical_threads(async_proxy=self.async_proxy, wgmma=self.wgmma)
+        return abi.logical_threads(async_proxy=self.async_proxy, wgmma=self.wgmma,
+                                   multicast=self.multicast)
 
     @property
     def vsh_readers(self) -> int:

@@ -138,6 +138,9 @@ MB_CP_ARRIVE = 9  # cp.async.mbarrier.arrive(.noinc): the cp.async unit arrives 
 # Or'ed into the op word of an mbarrier or tensor probe by the lanes of a warp that skip the
 # operation: every lane calls the probe so the warp stays together (instrument/converge.py).
 PROBE_OFF = 1 << 8
+# Or'ed into an mbarrier probe's op word: the address is a .shared::cluster one (a CTA's
+# own, or another's of the cluster: its rank bits tell, rank 0's having none).
+MB_CLUSTER = 1 << 9
 BULK_OFF = 1 << 31  # PROBE_OFF in a multicast bulk copy's mask word (its low 16 bits: the ctaMask)
 # A failed mbarrier.try_wait / test_wait calls the checker the first time and then only every
 # MB_WAIT_SAMPLE-th time in a row (it acquires nothing; the checker judges the barrier's
@@ -169,20 +172,31 @@ MULTICAST_MASK_SHIFT = 16
 # A multicast copy into another CTA of the cluster is posted to that CTA's mailbox (in its
 # shared memory, reached through DSMEM), which the CTA's own probes apply (docs/model.md,
 # "Multicast copies"): MAILBOX_ENTRIES posts of MAILBOX_POST_WORDS u32 words each (seq,
-# dst, bytes, mbar, site, from), after MAILBOX_HEAD_WORDS words (head, tail, lock, pad).
+# dst, bytes, mbar, site, from, rel, pad), after MAILBOX_HEAD_WORDS words (head, tail,
+# lock, pad).
 MAILBOX_ENTRIES = 32
-MAILBOX_POST_WORDS = 6
+MAILBOX_POST_WORDS = 8
 MAILBOX_HEAD_WORDS = 4
 MAILBOX_BYTES = 4 * (MAILBOX_HEAD_WORDS + MAILBOX_ENTRIES * MAILBOX_POST_WORDS)
 # The site word of a granule a peer CTA's copy wrote carries that CTA's rank + 1 here
 # (sites stay below 1 << KEY_SITE_BITS); a record's prev_rank is decoded from it.
 SITE_RANK_SHIFT = 28
-# A post's `from` word: rank:8 | warp:8 | what:8 | arrived:1. `what` is DSMEM_* for an
-# access to this CTA's shared memory by the peer (0: a multicast copy); `arrived`: the
-# peer's warp had arrived at the cluster barrier once more than it had waited.
+# A post's `from` word: rank:8 | warp:8 | what:8 | arrived:1 | lanes:6. `what` is DSMEM_*
+# for an access to this CTA's shared memory by the peer, POST_MBAR + an MB_* op for an
+# operation on one of its mbarriers by `lanes` lanes (arg each: the post's `bytes`), 0 for
+# a copy; `arrived`: the peer's warp had arrived at the cluster barrier once more than it
+# had waited. `rel`: for an access, the releases the peer's CTA had made to others before
+# it; for an mbarrier arrive, the number of this release (REMOTE columns, docs/model.md).
 DSMEM_READ, DSMEM_WRITE, DSMEM_ATOMIC = 1, 2, 3
+POST_MBAR = 0x10
 POST_WHAT_SHIFT = 16
 POST_ARRIVED = 1 << 24
+POST_LANES_SHIFT = 25
+# The clock of a peer's write epoch (tid TID_PEER + its warp): rank:4 | cluster barrier
+# generation g:8 (saturating) | n:20, the first of its CTA's releases that covers it.
+PEER_RANK_SHIFT = 28
+PEER_G_SHIFT = 20
+PEER_N_MASK = (1 << PEER_G_SHIFT) - 1
 MBARRIERS = 32  # mbarriers tracked per CTA
 STATE_SYMBOL = "__consan_state"
 
@@ -212,7 +226,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
 
 GRANULE_BYTES = 4
 MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
-MAX_LOGICAL = 168  # warps, then the AGENT_* ranges below
+MAX_LOGICAL = 184  # warps, then the AGENT_* ranges, then the REMOTE ranks, below
 # In a write epoch (never a clock column): warp w of another CTA of the cluster, whose rank
 # the granule's site word carries (distributed shared memory, docs/model.md).
 TID_PEER = 192
@@ -221,15 +235,24 @@ AGENT_MBAR = 64  # 64..95: the copy engine of mbarrier j
 AGENT_BULK = 96  # 96..127: the bulk-store unit of warp w (its clock counts bulk groups)
 AGENT_PROXY = 128  # 128..159: warp w's async-proxy view (its clock at its last fence.proxy.async)
 AGENT_WGMMA = 160  # 160..167: the wgmma unit of warpgroup g (warps 4g..4g+3)
+# 168..183, in modules that reach other CTAs (multicast, DSMEM, a peer's mbarrier): column r
+# counts the releases of CTA rank r of the cluster a clock has acquired (a peer's arrive on
+# this CTA's mbarrier; docs/model.md, "A peer's mbarrier")
+TID_REMOTE = 168
+REMOTE_RANKS = 16
 WARPGROUPS = MAX_WARPS // 4
 
 
-def logical_threads(*, async_proxy: bool = False, wgmma: bool = False) -> int:
+def logical_threads(*, async_proxy: bool = False, wgmma: bool = False,
+                    multicast: bool = False) -> int:
     """Logical threads a module's clocks cover (docs/model.md): the bulk-store units and
     async-proxy views (and the async-read table) only for modules that issue bulk stores,
-    the wgmma units (and the table of their reads) only for modules that issue wgmma."""
-    if wgmma:
+    the wgmma units (and the table of their reads) only for modules that issue wgmma, the
+    cluster's ranks only for modules that reach other CTAs."""
+    if multicast:
         return MAX_LOGICAL
+    if wgmma:
+        return TID_REMOTE
     return AGENT_WGMMA if async_proxy else AGENT_BULK
 
 
@@ -408,7 +431,9 @@ CLUSTER_RING = 4  # per warp: its clock at each of its last 4 cluster arrivals
 CTA_CLUSTER_RING = CTA_CLUSTER_ARRIVES + MAX_WARPS  # [warp][(arrival - 1) % CLUSTER_RING]:
 #   the clock up to which its accesses were released (a relaxed arrival releases nothing:
 #   the previous one's clock), so a peer's access is judged against this CTA's accesses
-CTA_WORDS = CTA_CLUSTER_RING + MAX_WARPS * CLUSTER_RING
+# the releases this CTA has made to its peers (arrives on their mbarriers), numbered from 1
+CTA_REMOTE_RELEASES = CTA_CLUSTER_RING + MAX_WARPS * CLUSTER_RING
+CTA_WORDS = CTA_REMOTE_RELEASES + 4
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -706,7 +731,12 @@ def c_header() -> str:
         "CS_CLUSTER_WAIT": CLUSTER_WAIT,
         "CS_CTA_CLUSTER_WAITS": CTA_CLUSTER_WAITS,
         "CS_CTA_CLUSTER_ARRIVES": CTA_CLUSTER_ARRIVES, "CS_CTA_CLUSTER_RING": CTA_CLUSTER_RING,
-        "CS_CLUSTER_RING": CLUSTER_RING, "CS_TID_PEER": TID_PEER, "CS_WW_FLAG_PEER": WW_FLAG_PEER,
+        "CS_CLUSTER_RING": CLUSTER_RING, "CS_TID_PEER": TID_PEER, "CS_MB_CLUSTER": MB_CLUSTER,
+        "CS_TID_REMOTE": TID_REMOTE, "CS_REMOTE_RANKS": REMOTE_RANKS,
+        "CS_CTA_REMOTE_RELEASES": CTA_REMOTE_RELEASES, "CS_POST_MBAR": POST_MBAR,
+        "CS_POST_LANES_SHIFT": POST_LANES_SHIFT, "CS_PEER_RANK_SHIFT": PEER_RANK_SHIFT,
+        "CS_PEER_G_SHIFT": PEER_G_SHIFT, "CS_PEER_N_MASK": PEER_N_MASK,
+        "CS_WW_FLAG_PEER": WW_FLAG_PEER,
         "CS_DSMEM_READ": DSMEM_READ, "CS_DSMEM_WRITE": DSMEM_WRITE,
         "CS_DSMEM_ATOMIC": DSMEM_ATOMIC, "CS_POST_WHAT_SHIFT": POST_WHAT_SHIFT,
         "CS_POST_ARRIVED": POST_ARRIVED,

@@ -130,6 +130,9 @@ TABLE: tuple[Row, ...] = (
     Row("cp.async.mbarrier.arrive", Event.MBARRIER),  # the cp.async unit arrives
     Row("cp.async.bulk.shared::cluster.global.mbarrier", Event.BULK_LOAD),
     Row("cp.async.bulk.shared::cta.global.mbarrier", Event.BULK_LOAD),
+    # shared -> another CTA's shared memory, completing on its mbarrier (see _bulk_load)
+    Row("cp.async.bulk.shared::cluster.shared::cta.mbarrier", Event.BULK_LOAD),
+    Row("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier", Event.BULK_LOAD),
     Row("cp.async.bulk.global.shared::cta.bulk_group", Event.BULK_STORE),
     Row("cp.reduce.async.bulk.global.shared::cta.bulk_group", Event.BULK_STORE),
     Row("cp.async.bulk.commit_group", Event.BULK_COMMIT),
@@ -325,13 +328,15 @@ def _mbarrier(it: Item, row: Row) -> Classified:
     after = ops[i + 1] if i + 1 < len(ops) else None
     if op in (abi.MB_ARRIVE, abi.MB_ARRIVE_DROP) and "expect_tx" in parts:
         op = abi.MB_ARRIVE_EXPECT_TX
+    space = abi.SPACE_CLUSTER if "shared::cluster" in parts else abi.SPACE_SHARED
     if op == abi.MB_WAIT_TOKEN:
         if "parity" in parts:
             op = abi.MB_WAIT_PARITY
         return Classified(Event.MBARRIER, row, address=addr, op=op, arg=after or "0",
-                          result=ops[0])
+                          result=ops[0], space=space)
     default = "0" if op in (abi.MB_INVAL,) else "1"
-    return Classified(Event.MBARRIER, row, address=addr, op=op, arg=after or default)
+    return Classified(Event.MBARRIER, row, address=addr, op=op, arg=after or default,
+                      space=space)
 
 
 _MULTICAST_NOT_CHECKED = ("multicast copy (.multicast::cluster) into every CTA of its mask: "
@@ -356,8 +361,19 @@ def _bulk_load(it: Item, row: Row) -> Classified:
     if len(ops) < (5 if multicast else 4):
         return Classified(Event.UNMODELED, row, reason="bulk copy whose operands consan does not "
                           "recognise: not checked; the bytes it writes are not tracked")
+    # a copy out of this CTA's shared memory (into a peer's): its source bytes are read by
+    # the copy until the peer's mbarrier completes, which this CTA never learns
+    into_peer = {"shared::cta", "shared::cluster"} <= set(it.op_parts) and \
+        "global" not in it.op_parts
+    if into_peer and not multicast_model_on():
+        return Classified(Event.UNMODELED, row, reason="bulk copy into another CTA's shared "
+                          "memory: not checked (CONSAN_MULTICAST=0); the bytes it reads and "
+                          "writes are not tracked")
+    src = ("the bytes it reads from this CTA's shared memory are not tracked yet (what it "
+           "writes in the other CTA is)") if into_peer else ""
     return Classified(Event.BULK_LOAD, row, address=ops[0][1:-1].strip(), arg=ops[2],
-                      result=ops[3][1:-1].strip(), mask=ops[4].strip() if multicast else None)
+                      result=ops[3][1:-1].strip(), mask=ops[4].strip() if multicast else None,
+                      reason=src)
 
 
 def _async_store(it: Item, row: Row) -> Classified:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from . import abi, carry, coalesce, converge, loops, remote, wgmma_window
 from . import value_tags as tagging
-from .events import Classified, Event, classify, constant_registers
+from .events import Classified, Event, classify, constant_registers, multicast_model_on
 from .ptx import INT_LITERAL, REGISTER, Function, Item, Module, PTXSyntaxError, parse, ptx_int
 from .sites import SiteTable, SourceLoc
 
@@ -34,9 +34,9 @@ REG_CTAMASK = "%__cs_ctamask"  # the ctaMask of a multicast copy, widened to 32 
 
 
 REMOTE_MBARRIER = ("mbarrier addressed through mapa (another CTA's of the cluster): an "
-                   "operation on another CTA's mbarrier is not checked yet (the launch notes "
-                   "it as tool.remote-smem); on the CTA's own, through its cluster address, "
-                   "it is")
+                   "operation on another CTA's mbarrier is not checked (CONSAN_MULTICAST=0; "
+                   "the launch notes it as tool.remote-smem); on the CTA's own, through its "
+                   "cluster address, it is")
 
 
 @dataclass(frozen=True)
@@ -448,7 +448,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 continue
             c = classify(it, shared, in_entry=fn.is_entry, constants=constants)
             if c is not None and c.event is Event.MBARRIER and not c.reason and \
-                    remote.address_register(c.address) in peers:
+                    not multicast_model_on() and remote.address_register(c.address) in peers:
                 c = replace(c, reason=REMOTE_MBARRIER)
             walk.append((idx, it, c, loc))
             if c is None:
@@ -465,7 +465,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             async_proxy |= c.event in (Event.BULK_STORE, Event.TENSOR_STORE)
             wgmma |= c.event is Event.WGMMA
             # the mailboxes: multicast copies, and accesses that may reach a peer's bytes
-            multicast |= c.mask is not None or c.space == abi.SPACE_CLUSTER
+            multicast |= c.mask is not None or (c.space == abi.SPACE_CLUSTER and
+                                                c.event is not Event.MBARRIER)
             cp_async |= c.event in (Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
                                     Event.ASYNC_WAIT_ALL) or (
                 c.event is Event.MBARRIER and c.op == abi.MB_CP_ARRIVE)
@@ -782,7 +783,7 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         return _guard(call, guard_pred), ""
     if ev is Event.MBARRIER:
         code = _address_code(c.address or "", widths, it)
-        opcode, op = _op_word(c.op, on)
+        opcode, op = _op_word(c.op | (abi.MB_CLUSTER if c.space == abi.SPACE_CLUSTER else 0), on)
         args = [(".b64", REG_ADDR), (".b32", op), (".b32", c.arg), (".b32", str(site))]
         if c.result is None:
             # The checker answers 1 for an operation that would fault (uninitialised

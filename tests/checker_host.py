@@ -61,7 +61,7 @@ def library() -> ctypes.CDLL:
     lib.cs_host_hw_arrivals_at.argtypes = [u32]
     lib.cs_host_hw_arrivals_at.restype = u32
     lib.cs_host_set_dyn.argtypes = [ctypes.c_void_p]
-    lib.cs_host_mc_post.argtypes = [u32, u32, u32, u32, u32]
+    lib.cs_host_mc_post.argtypes = [u32, u32, u32, u32, u32, u32]
     return lib
 
 
@@ -186,15 +186,26 @@ class HostChecker:
                   rank: int = 1) -> None:
         """CTA `rank` of the cluster posts its multicast copy into this CTA (it is applied
         by this CTA's next probe)."""
-        self.lib.cs_host_mc_post(dst, nbytes, mbar_off, site, rank)
+        self.lib.cs_host_mc_post(dst, nbytes, mbar_off, site, rank, 0)
 
     def peer_access(self, dst: int, nbytes: int, what: int, site: int = 0, rank: int = 1,
-                    warp: int = 0, waits: int = 0, arrived: bool = False) -> None:
+                    warp: int = 0, waits: int = 0, arrived: bool = False,
+                    releases: int = 0) -> None:
         """Warp `warp` of CTA `rank` posts its access (abi.DSMEM_*) to this CTA's bytes, made
-        after `waits` cluster barrier waits (`arrived`: and one more arrival); this CTA's next
-        probe applies it (checker/dsmem.h)."""
+        after `waits` cluster barrier waits (`arrived`: and one more arrival) and after its
+        CTA's first `releases` arrives on this CTA's mbarriers; this CTA's next probe applies
+        it (checker/dsmem.h)."""
         frm = rank | warp << 8 | what << abi.POST_WHAT_SHIFT | (abi.POST_ARRIVED if arrived else 0)
-        self.lib.cs_host_mc_post(dst, nbytes, waits, site, frm)
+        self.lib.cs_host_mc_post(dst, nbytes, waits, site, frm, releases)
+
+    def peer_mbar(self, off: int, op: int, arg: int = 1, site: int = 0, rank: int = 1,
+                  warp: int = 0, lanes: int = 1, release: int = 0) -> None:
+        """Warp `warp` of CTA `rank` posts its operation (abi.MB_*, `lanes` lanes, `arg` each)
+        on this CTA's mbarrier at `off`; an arrive is that CTA's `release`-th release to its
+        peers (checker/dsmem.h)."""
+        frm = (rank | warp << 8 | (abi.POST_MBAR + op) << abi.POST_WHAT_SHIFT
+               | lanes << abi.POST_LANES_SHIFT)
+        self.lib.cs_host_mc_post(off, arg, 0, site, frm, release)
 
     def bulk_store(self, warp: int, src: int, nbytes: int, site: int = 0) -> None:
         """cp.async.bulk.global.shared::cta.bulk_group: the warp's bulk-store unit reads src."""

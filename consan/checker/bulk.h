@@ -15,10 +15,10 @@
 // covered. Releases carry that column like any other: a bulk store by w may read the
 // generic write (x, c) when VC_w[x] >= c (ordered) and VC_w[AGENT_PROXY + x] >= c (x fenced
 // it before a release that reaches w). Only modules that issue bulk stores have these
-// columns and the async-read table (S.nlogical == logical_threads(True)); they never run
+// columns and the async-read table (FLAG_BULK_STORES); they never run
 // in phase mode.
 
-CS_DEV bool cs_async_proxy() { return S.nlogical > CS_AGENT_BULK && !cs_phase_mode(); }
+CS_DEV bool cs_async_proxy() { return (S.flags & CS_FLAG_BULK_STORES) && !cs_phase_mode(); }
 
 // Async-read table: u64 entries gen:16 | tid:8 | clock:32 for every slot, then u32 sites.
 CS_DEV uint64_t* cs_aread(uint32_t slot, uint32_t g) { return (uint64_t*)S.aread + cs_gidx(slot, g); }

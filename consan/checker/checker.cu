@@ -292,8 +292,8 @@ CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
 // rewriter converted, instrument/converge.py, loops.py): they only wait here for the
 // lanes that run it.
 CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
-    bool off = op & CS_PROBE_OFF;
-    op &= ~CS_PROBE_OFF;
+    bool off = op & CS_PROBE_OFF, cluster = op & CS_MB_CLUSTER;
+    op &= ~(CS_PROBE_OFF | CS_MB_CLUSTER);
     bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
     CS_PROF(off ? 16u : waits ? ((arg & 2) ? 20u : 12u) : 5u);
     uint32_t slot = cs_slot_sh;
@@ -304,7 +304,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     uint32_t w = cs_warp();
     uint32_t lanes = cs_popc(active);
     uint32_t leader = cs_ffs(active) - 1;
-    uint32_t skip = cs_lane() == leader && !off ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes) : 0;
+    uint32_t skip = cs_lane() == leader && !off ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes, cluster) : 0;
     // Lanes marked off (one group) take the verdict of the first lane on: a deadlock's
     // lanes all leave (a loop every lane runs, instrument/loops.py, must not go on
     // without it). From the masks, not a ballot: a warp-synchronous instruction after the
@@ -344,8 +344,17 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
         uint32_t j = 0;
         uint32_t* e = local ? cs_mbar_entry(slot, moff, false, j) : 0;
         if (mask && cs_multicast_on()) cs_mc_post_all(mask, doff, bytes, moff, site);
-        if (!local) {
-            if (!mask) {  // st.async / red.async into another CTA: said, not modelled (DSMEM)
+        // (a .shared::cluster destination of rank 0 has no rank bits: cs_local takes it
+        // for this CTA's)
+        if (!mask && cs_multicast_on() && !cs_local_cluster((uint32_t)dst, doff)) local = false;
+        uint32_t peer = (uint32_t)dst >> CS_RANK_SHIFT;
+        if (!local && !mask && cs_multicast_on() && peer == (uint32_t)mbar >> CS_RANK_SHIFT) {
+            // st.async / red.async / a bulk copy into another CTA, completing on its
+            // mbarrier there: that CTA applies it like a multicast copy's part (multicast.h)
+            cs_mc_post(peer, doff, bytes, moff, site);
+            cs_fence_cluster();
+        } else if (!local) {
+            if (!mask) {  // into another CTA, in a module without the mailboxes: said
                 cs_record_t r = cs_blank(CS_TOOL_REMOTE_SMEM, site);
                 r.offset_lo = doff;
                 r.offset_hi = doff + bytes;
@@ -607,11 +616,11 @@ CS_ENTRY void __consan_cta_begin() {
 CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
 // A peer CTA (rank `from`) posts its multicast copy to this CTA (multicast.h).
 CS_ENTRY void cs_host_mc_post(uint32_t dst, uint32_t bytes, uint32_t mbar, uint32_t site,
-                              uint32_t from) {
+                              uint32_t from, uint32_t rel) {
     cs_mailbox_t* m = cs_mailbox();
     uint32_t h = m->head++;
     cs_mc_post_t& p = m->post[h % CS_MAILBOX_ENTRIES];
-    p = {h + 1, dst, bytes, mbar, site, from};
+    p = {h + 1, dst, bytes, mbar, site, from, rel, 0};
 }
 CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrivals[b & 15u]; }
 #else

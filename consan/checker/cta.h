@@ -82,6 +82,7 @@ CS_DEV void cs_fill_words(uint32_t* p, uint32_t a, uint32_t b, uint32_t v, uint3
 CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthreads) {
     uint32_t L = S.nlogical;
     uint32_t* cta = cs_cta(slot);
+    if (i == 0) cta[CS_CTA_REMOTE_RELEASES] = 0;
     for (uint32_t w = i; w < CS_MAX_WARPS; w += n) {
         cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
         cs_cpticks_sh[w] = 0;

@@ -12,11 +12,24 @@
 // earlier accesses here are program order; an async agent's write (a copy, wgmma) is not
 // judged against a peer's access.
 
-// Whether a local warp w has seen a peer's write of clock c (its cluster barrier waits).
-// The view of a multicast copy (cs_all_ordered) judges nothing.
+// The clock of a peer's write epoch (abi.PEER_*): the writer's rank, the cluster barrier
+// generation g that publishes it, and n, the first of its CTA's releases to its peers that
+// covers it (an arrive on an mbarrier of this CTA: cs_mbar_peer_apply).
+CS_DEV uint32_t cs_peer_clock(uint32_t rank, uint32_t g, uint32_t n) {
+    return rank << CS_PEER_RANK_SHIFT | (g < 0xFFu ? g : 0xFFu) << CS_PEER_G_SHIFT |
+           (n & CS_PEER_N_MASK);
+}
+CS_DEV uint32_t cs_peer_g(uint32_t c) { return (c >> CS_PEER_G_SHIFT) & 0xFFu; }
+CS_DEV uint32_t cs_sat_g(uint32_t waits) { return waits < 0xFFu ? waits : 0xFFu; }
+
+// Whether a local warp w (clock `mine`) has seen a peer's write of clock c: it has waited on
+// the cluster barrier that publishes it, or acquired a release of the writer's CTA made
+// after it (that CTA's column). The view of a multicast copy (cs_all_ordered) judges nothing.
 CS_DEV bool cs_peer_write_seen(const uint32_t* mine, uint32_t w, uint32_t c) {
     if (mine == cs_all_ordered || w >= CS_MAX_WARPS) return true;
-    return cs_ld32(&cs_cta(cs_slot_sh)[CS_CTA_CLUSTER_WAITS + w]) >= c;
+    if (cs_sat_g(cs_ld32(&cs_cta(cs_slot_sh)[CS_CTA_CLUSTER_WAITS + w])) >= cs_peer_g(c))
+        return true;
+    return mine[CS_TID_REMOTE + (c >> CS_PEER_RANK_SHIFT)] >= (c & CS_PEER_N_MASK);
 }
 
 // Whether warp u's access at clock c here happens before a peer's access made after W
@@ -36,7 +49,7 @@ CS_DEV bool cs_ring_ordered(uint32_t slot, uint32_t u, uint32_t c, uint32_t W) {
 // of CTA `rank` that had waited on W cluster barriers.
 CS_DEV bool cs_peer_sees(uint32_t slot, uint64_t ww, uint32_t ws, uint32_t rank, uint32_t W) {
     uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, c = (uint32_t)ww;
-    if (cs_is_peer_tid(t)) return cs_site_rank(ws) == rank + 1 || W >= c;
+    if (cs_is_peer_tid(t)) return cs_site_rank(ws) == rank + 1 || cs_sat_g(W) >= cs_peer_g(c);
     if (t < CS_MAX_WARPS) return cs_ring_ordered(slot, t, c, W);
     return true;  // an async agent's write: not judged across CTAs
 }
@@ -57,7 +70,7 @@ CS_DEV void cs_cluster_arrival(uint32_t slot, uint32_t w, bool relaxed) {
 CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p) {
     uint32_t rank = p.from & 0xFFu, pw = (p.from >> 8) & 0xFFu;
     uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu, W = p.mbar;
-    uint32_t clock = W + ((p.from & CS_POST_ARRIVED) ? 1u : 0u) + 1u;
+    uint32_t clock = cs_peer_clock(rank, W + ((p.from & CS_POST_ARRIVED) ? 1u : 0u) + 1u, p.rel + 1u);
     bool atomic = what == CS_DSMEM_ATOMIC, read = what == CS_DSMEM_READ;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t g0 = p.dst / CS_GRANULE_BYTES, g1 = (p.dst + p.bytes - 1) / CS_GRANULE_BYTES;
@@ -131,6 +144,7 @@ CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off
     uint32_t what = mode == CS_MODE_READ ? CS_DSMEM_READ
                     : mode == CS_MODE_ATOMIC ? CS_DSMEM_ATOMIC : CS_DSMEM_WRITE;
     uint32_t from = cs_ctarank() | (w << 8) | (what << CS_POST_WHAT_SHIFT) | arrived;
+    uint32_t rel = cs_ld32(&cta[CS_CTA_REMOTE_RELEASES]);
     uint32_t rank = a32 >> CS_RANK_SHIFT;
     uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
     bool lost = false;
@@ -140,22 +154,11 @@ CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off
         uint32_t r0 = cs_bcast(active, rank, first);
         uint32_t group = cs_ballot(active, mine && rank == r0) & todo;
         // runs of granules the group's lanes make in lane order: one post each
-        uint32_t rs = 0, re = 0;
-        bool open = false;
-        for (uint32_t m = group; m; m &= m - 1) {
-            uint32_t l = cs_ffs(m) - 1, a = cs_bcast(active, g0, l), b = cs_bcast(active, g1, l);
-            if (open && a == re + 1) {
-                re = b;
-                continue;
-            }
-            if (open && lane == first)
-                lost |= !cs_post(r0, rs * CS_GRANULE_BYTES, (re - rs + 1) * CS_GRANULE_BYTES, W,
-                                 site, from);
-            rs = a, re = b, open = true;
-        }
-        if (open && lane == first)
-            lost |= !cs_post(r0, rs * CS_GRANULE_BYTES, (re - rs + 1) * CS_GRANULE_BYTES, W, site,
-                             from);
+        cs_runs(active, group, g0, g1, [&](uint32_t a, uint32_t b) {
+            if (lane == first)
+                lost |= !cs_post(r0, a * CS_GRANULE_BYTES, (b - a + 1) * CS_GRANULE_BYTES, W,
+                                 site, from, rel);
+        });
         todo &= ~group;
     }
     cs_fence_cluster();
@@ -163,5 +166,70 @@ CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off
     r.prev_rank = rank + 1;
     r.offset_lo = off;
     r.offset_hi = off + size;
+    cs_record(r);
+}
+
+// ------------------------------------------------------------- a peer's mbarrier
+//
+// mbarrier.arrive{.expect_tx}, expect_tx and complete_tx on another CTA's mbarrier (its
+// .shared::cluster address): posted to that CTA, which counts them on its own entry when it
+// applies its posts, before the hardware sees the operation (the post is made first). An
+// arrive is a release of this CTA to its peers, numbered (CTA_REMOTE_RELEASES): the owner
+// puts the number in the phase's slot, column TID_REMOTE + this rank, so a warp that waits
+// on the phase has seen this CTA's writes into the owner's shared memory made before it
+// (each carries the number of the first release that covers it: cs_peer_clock). False for
+// an operation it does not model. Out of line: the mbarrier probe's leader calls it alone.
+CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32_t arg,
+                                   uint32_t lanes, uint32_t site, uint32_t w) {
+    bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
+    if (!arrives && op != CS_MB_EXPECT_TX && op != CS_MB_COMPLETE_TX) return false;
+    uint32_t rel = arrives ? cs_add32(&cs_cta(cs_slot_sh)[CS_CTA_REMOTE_RELEASES], 1u) + 1u : 0u;
+    uint32_t from = cs_ctarank() | (w << 8) | ((CS_POST_MBAR + op) << CS_POST_WHAT_SHIFT) |
+                    (lanes << CS_POST_LANES_SHIFT);
+    if (!cs_post(a >> CS_RANK_SHIFT, off, arg, 0, site, from, rel))
+        cs_mbar_record(CS_TOOL_REMOTE_COPY_LOST, site, off, 0);
+    cs_fence_cluster();
+    return true;
+}
+
+// A peer's operation on this CTA's mbarrier, applied by the lanes `entry` of this warp (their
+// first counts it; every lane makes the record call: multicast.h's cs_mc_drain says why).
+CS_DEV void cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
+    uint32_t op = ((p.from >> CS_POST_WHAT_SHIFT) & 0xFFu) - CS_POST_MBAR;
+    uint32_t lanes = (p.from >> CS_POST_LANES_SHIFT) & 0x3Fu, rank = p.from & 0xFFu, j = 0;
+    uint32_t kind = 0, ph = 0, pending = 0, tx = 0;
+    if (cs_lane() == cs_ffs(entry) - 1) {
+        uint32_t* e = cs_mbar_entry(slot, p.dst, false, j);
+        if (e == 0 || !cs_mbar_live(j)) {
+            kind = CS_MBARRIER_UNINIT;
+        } else {
+            cs_mbar_lock(j);
+            uint32_t n = p.bytes * lanes;  // (every thread's arrive / tx counts)
+            bool arrives = op != CS_MB_EXPECT_TX && op != CS_MB_COMPLETE_TX;
+            uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
+            if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
+            ph = e[CS_MB_PHASE], pending = e[CS_MB_PENDING], tx = e[CS_MB_TX];
+            if (op == CS_MB_COMPLETE_TX) {
+                if ((int32_t)tx < (int32_t)n) kind = CS_MBARRIER_UNDERFLOW;
+                e[CS_MB_TX] -= n;
+            }
+            if (arrives) {
+                uint32_t* col = cs_mbar_slot(e, ph) + CS_TID_REMOTE + (rank & (CS_REMOTE_RANKS - 1));
+                if (*col < p.rel) *col = p.rel;
+                if ((int32_t)pending < (int32_t)count) kind = CS_MBARRIER_UNDERFLOW;
+                e[CS_MB_PENDING] = (kind ? count : pending) - count;
+                if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
+            }
+            cs_mbar_try_complete(e);
+            cs_mbar_unlock(j);
+        }
+    }
+    cs_record_t r = cs_blank(kind, p.site);
+    r.warp = (p.from >> 8) & 0xFFu;
+    r.cur_rank = rank + 1;
+    r.lanes = 0;  // (the peer's lanes are not posted)
+    r.offset_lo = r.barrier = p.dst;
+    r.offset_hi = p.dst + 8;
+    r.phase = ph, r.count = pending, r.clock = tx;
     cs_record(r);
 }

@@ -199,15 +199,21 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
 // (Eight is still two more than a callee may use without saving, which releases lanes
 // waiting for the probe: instrument/converge.py has every lane call it instead.)
 #define CS_MB_DEAD 0xFFu  // (a switch label: an mbarrier invalidated since the look)
+CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32_t arg,
+                                   uint32_t lanes, uint32_t site, uint32_t w);  // dsmem.h
 CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site,
-                             uint32_t slot, uint32_t w, uint32_t lanes) {
+                             uint32_t slot, uint32_t w, uint32_t lanes, bool cluster) {
     bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
     bool failed_wait = waits && !(arg & 2);
     uint32_t off, j = 0, skip = 0;
-    bool local = cs_local((uint32_t)addr, off);  // .shared::cluster: maybe another CTA's
+    // a .shared::cluster address: maybe another CTA's (rank 0's has no rank bits)
+    bool local = cluster ? cs_local_cluster((uint32_t)addr, off) : cs_local((uint32_t)addr, off);
     uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT, j) : 0;
     bool dead = local && (e == 0 || (op != CS_MB_INIT && !cs_mbar_live(j)));
-    if (!local)  // another CTA's mbarrier: said, not modelled (DSMEM)
+    // another CTA's mbarrier: its arrivals and bytes go to that CTA (dsmem.h); in a module
+    // built without the mailboxes, said and not modelled
+    if (!local && !(cs_multicast_on() && cs_mbar_peer_post((uint32_t)addr, off, op, arg, lanes,
+                                                           site, w)))
         cs_mbar_record(CS_TOOL_REMOTE_SMEM, site, off, 0);
     if (dead) {  // not live: a wait on it may spin for ever in the hardware
         cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);

@@ -15,7 +15,7 @@
 // CTA's earlier accesses (the issuer's view of them would need the cluster's clocks): a
 // copy over bytes the CTA still reads is not reported yet (docs/model.md).
 
-struct cs_mc_post_t { uint32_t seq, dst, bytes, mbar, site, from; };
+struct cs_mc_post_t { uint32_t seq, dst, bytes, mbar, site, from, rel, pad; };
 struct cs_mailbox_t {
     uint32_t head, tail, lock, pad;  // head: posts claimed; tail: posts applied
     cs_mc_post_t post[CS_MAILBOX_ENTRIES];
@@ -71,11 +71,12 @@ CS_DEV void cs_mc_record(uint32_t kind, uint32_t site, uint32_t from, uint32_t d
     cs_record(r);
 }
 
-// A post to CTA `rank`'s mailbox (`from`: this CTA's rank and warp, and abi's POST_* bits).
+// A post to CTA `rank`'s mailbox (`from`: this CTA's rank and warp, and abi's POST_* bits;
+// `rel`: abi.MAILBOX_POST_WORDS says).
 // A full mailbox is waited on (its CTA applies posts in every probe) for DEADLOCK_MS: false
 // if it stayed full (the post is lost). Code without calls: one lane may run it alone.
 CS_DEV bool cs_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t mbar, uint32_t site,
-                    uint32_t from) {
+                    uint32_t from, uint32_t rel = 0) {
     cs_mailbox_t* m = cs_mailbox();
     uint32_t h, since = cs_now_ms();
     for (;;) {
@@ -92,9 +93,29 @@ CS_DEV bool cs_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t mbar, 
     cs_peer_st(&p->mbar, rank, mbar);
     cs_peer_st(&p->site, rank, site);
     cs_peer_st(&p->from, rank, from);
+    cs_peer_st(&p->rel, rank, rel);
     cs_fence_cluster();
     cs_peer_st(&p->seq, rank, h + 1);
     return true;
+}
+
+// The runs of spans [lo, hi] the lanes `group` of `active` make in lane order, each span
+// following the last (a warp's row of a tile: one run): emit(first, last) for each, on
+// every lane (warp-uniform; the caller posts from one lane).
+template <class F>
+CS_DEV void cs_runs(uint32_t active, uint32_t group, uint32_t lo, uint32_t hi, F emit) {
+    uint32_t rs = 0, re = 0;
+    bool open = false;
+    for (uint32_t m = group; m; m &= m - 1) {
+        uint32_t l = cs_ffs(m) - 1, a = cs_bcast(active, lo, l), b = cs_bcast(active, hi, l);
+        if (open && a == re + 1) {
+            re = b;
+            continue;
+        }
+        if (open) emit(rs, re);
+        rs = a, re = b, open = true;
+    }
+    if (open) emit(rs, re);
 }
 
 // The issuer's post of its copy of `bytes` (0: a tensor map not known) at offset dst, on
@@ -157,6 +178,7 @@ CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
 }
 
 CS_DEV void cs_dsmem_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry);  // dsmem.h
+CS_DEV void cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry);  // dsmem.h
 
 // Apply every post claimed so far, in order (a post claimed but still being written is
 // waited for), by the lanes `entry` of this warp together, their first holding the
@@ -185,8 +207,10 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         if (!ready) break;
         cs_fence_cluster();
         const volatile cs_mc_post_t* vq = q;
-        cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from};
-        if ((p.from >> CS_POST_WHAT_SHIFT) & 0xFFu) cs_dsmem_apply(slot, p, entry);
+        cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, 0};
+        uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu;
+        if (what >= CS_POST_MBAR) cs_mbar_peer_apply(slot, p, entry);
+        else if (what) cs_dsmem_apply(slot, p, entry);
         else cs_mc_apply(slot, p, entry);
         cs_fence_cluster();
         if (lead) *(volatile uint32_t*)&m->tail = t + 1;

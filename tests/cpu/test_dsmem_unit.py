@@ -95,3 +95,79 @@ def test_a_peers_writes_are_ordered_with_its_own_later_reads(ck):
     ck.peer_access(0, 4, abi.DSMEM_ATOMIC, site=PEER + 11, rank=1, waits=0)
     ck.read(0, 512, site=MINE)
     assert _records(ck) == []
+
+
+# ------------------------------------------------------------- a peer's mbarrier
+# mbarrier.arrive / expect_tx / complete_tx on this CTA's mbarrier by a peer CTA, posted and
+# applied here (checker/dsmem.h, docs/model.md "A peer's mbarrier").
+BAR, ARRIVE, WAIT, READ = 768, 20, 21, 22
+
+
+def _init(ck: HostChecker, count: int = 1) -> None:
+    ck.mbar(0, BAR, abi.MB_INIT, count, site=INIT)
+
+
+def test_a_peer_store_released_by_its_arrive_on_this_ctas_mbarrier_is_seen_after_the_wait(ck):
+    _init(ck)
+    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2)  # before its 1st release
+    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, warp=2, release=1)
+    assert ck.mbar_wait(1, BAR, 0, site=WAIT) == 0  # the phase the peer's arrive completed
+    ck.read(1, 0, site=READ)
+    assert _records(ck) == []
+
+
+def test_a_read_of_a_peer_store_before_the_wait_on_its_arrive_is_a_race(ck):
+    _init(ck)
+    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2)
+    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, warp=2, release=1)
+    ck.read(1, 0, site=READ)
+    assert _records(ck) == [("race.raw", READ, PEER, 1, 2, 0)]
+
+
+def test_a_peer_store_after_its_arrive_is_not_covered_by_it(ck):
+    _init(ck)
+    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
+    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1, releases=1)
+    assert ck.mbar_wait(1, BAR, 0, site=WAIT) == 0
+    ck.read(1, 0, site=READ)
+    assert _records(ck) == [("race.raw", READ, PEER, 1, 2, 0)]
+
+
+def test_a_release_of_another_rank_does_not_cover_a_peers_store(ck):
+    _init(ck)
+    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=2)
+    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
+    assert ck.mbar_wait(1, BAR, 0, site=WAIT) == 0
+    ck.read(1, 0, site=READ)
+    assert _records(ck) == [("race.raw", READ, PEER, 1, 3, 0)]
+
+
+def test_a_release_reaches_other_warps_through_a_cta_barrier(ck):
+    _init(ck)
+    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1)
+    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
+    assert ck.mbar_wait(0, BAR, 0, site=WAIT) == 0
+    ck.sync((0, 1))
+    ck.read(1, 0, site=READ)
+    assert _records(ck) == []
+
+
+def test_a_peers_expect_tx_and_arrive_count_on_this_ctas_phase(ck):
+    """arrive.expect_tx by a peer: the phase waits for the bytes too; more arrivals than
+    the phase expects are an underflow at the peer's site, naming its rank."""
+    _init(ck)
+    ck.peer_mbar(BAR, abi.MB_ARRIVE_EXPECT_TX, arg=64, site=ARRIVE, rank=1, release=1)
+    ck.read(1, 512, site=MINE)  # (applies the post)
+    assert ck.mbar_wait(1, BAR, 0, ok=False, site=WAIT) == 0
+    ck.peer_mbar(BAR, abi.MB_COMPLETE_TX, arg=64, site=ARRIVE + 1, rank=1)
+    ck.read(1, 512, site=MINE)
+    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE + 2, rank=3, lanes=2, release=1)
+    ck.read(1, 512, site=MINE)
+    assert [r[:2] + r[5:] for r in _records(ck) if r[0] != "uninit.read"] == [
+        ("mbarrier.underflow", ARRIVE + 2, 4)]
+
+
+def test_a_peers_arrive_on_an_mbarrier_never_initialised_is_reported(ck):
+    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
+    ck.read(1, 512, site=MINE)
+    assert [r[:2] + r[5:] for r in _records(ck)] == [("mbarrier.uninit", ARRIVE, 2)]

@@ -209,7 +209,7 @@ def test_state_block_bytes_are_the_fields_in_order():
     assert np.frombuffer(raw[:8 * len(ptrs)], dtype="<u8").tolist() == list(ptrs.values())
     names = [n for n, t in abi.STATE_FIELDS if t == "uint32_t"]
     got = dict(zip(names, words.tolist(), strict=True))
-    assert got["nslots"] == 5 and got["granules"] == 1280 and got["nlogical"] == abi.MAX_LOGICAL
+    assert got["nslots"] == 5 and got["granules"] == 1280 and got["nlogical"] == abi.TID_REMOTE
     assert got["shv_offset"] == 112 and got["psh_offset"] == 112 + abi.SHV_BYTES
     assert got["vsh_base"] == 1024 and got["vsh_readers"] == 2  # the wgmma units
     assert got["flags"] == abi.FLAG_WGMMA | abi.FLAG_VC_SMEM

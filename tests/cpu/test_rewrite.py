@@ -705,18 +705,29 @@ REMOTE_MB = """.version 8.0
 """
 
 
-def test_an_mbarrier_addressed_through_mapa_and_a_cluster_fence_are_listed_not_silent():
-    """The arrive on the peer's mbarrier (mapa, then an add) is still probed (the launch
-    notes a peer's as tool.remote-smem) but listed as not checked; the arrive on the CTA's
-    own mbarrier through a .shared::cluster form is checked and not listed. A cluster-scope
-    fence is listed; a gpu-scope one orders nothing the model needs."""
-    from instrument.rewrite import REMOTE_MBARRIER
-
+def test_an_mbarrier_addressed_through_mapa_is_modelled_and_a_cluster_fence_listed():
+    """Both arrives are probed with the .shared::cluster bit in their op word (the checker
+    tells a peer's mbarrier from the CTA's own by the address's rank bits, and posts a peer's
+    to that CTA: checker/dsmem.h); the module gets the mailboxes. A cluster-scope fence is
+    listed; a gpu-scope one orders nothing the model needs."""
     ins = instrument(REMOTE_MB, "remote.ptx")
     assert [s.event for s in ins.sites.sites] == ["mbarrier", "mbarrier", "mbarrier", "exit"]
+    assert [u.text for u in ins.unmodeled] == ["fence.acq_rel.cluster;"]
+    assert "cluster-scope fence" in ins.unmodeled[0].reason
+    assert ins.multicast
+    ops = [ln.split(",")[-1].strip(" ;") for ln in ins.ptx.splitlines()
+           if ln.strip().startswith("st.param.b32 [__cs_p1]")]
+    assert ops == [str(abi.MB_INIT), *[str(abi.MB_ARRIVE | abi.MB_CLUSTER)] * 2]
+    toolchain.link_with_checker(ins, "remote", toolchain.Arch.parse("sm_90a"))
+
+
+def test_an_mbarrier_addressed_through_mapa_is_listed_with_the_multicast_model_off(monkeypatch):
+    from instrument.rewrite import REMOTE_MBARRIER
+
+    monkeypatch.setenv("CONSAN_MULTICAST", "0")
+    ins = instrument(REMOTE_MB, "remote.ptx")
     listed = [(u.text, u.reason) for u in ins.unmodeled]
     assert [t for t, _ in listed] == [
         "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r5];",
         "fence.acq_rel.cluster;"]
-    assert listed[0][1] == REMOTE_MBARRIER and "cluster-scope fence" in listed[1][1]
-    toolchain.link_with_checker(ins, "remote", toolchain.Arch.parse("sm_90a"))
+    assert listed[0][1] == REMOTE_MBARRIER
