@@ -89,6 +89,16 @@ def _tma_wgmma(cp, m: int) -> Launch:
                   keep=(a, b))
 
 
+DSMEM_TILES = 64  # tiles of 4 KiB the producer CTA of each cluster hands to its consumer
+
+
+def _dsmem_ring(cp, pairs: int) -> Launch:
+    from tests.kernels import dsmem_ring as g
+
+    x, out, _ = g.inputs(cp, pairs, DSMEM_TILES)
+    return Launch(g.SOURCE, g.KERNEL, g.grid(pairs), g.BLOCK, g.args(x, out, DSMEM_TILES), [out])
+
+
 # name -> (size label, default size, builder)
 CASES: dict[str, tuple[str, int, Callable[[Any, int], Launch]]] = {
     "mma_gemm_cp_async": ("{0}^3 fp16->fp32, 3-stage cp.async + ldmatrix + mma.sync", 1024,
@@ -97,6 +107,9 @@ CASES: dict[str, tuple[str, int, Callable[[Any, int], Launch]]] = {
                         "mbarrier producer/consumer ring", 264, _tma_ring),
     "tma_wgmma_gemm": (f"{{0}}x64x{GEMM_K} fp16->fp32, 2-stage TMA (128B swizzle) + wgmma",
                        16896, _tma_wgmma),
+    "dsmem_ring_2cta": (f"{{0}} clusters of 2 CTAs x {DSMEM_TILES} tiles of 4 KiB, 4-stage "
+                        "st.async + peer-mbarrier ring over distributed shared memory", 132,
+                        _dsmem_ring),
 }
 
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Which convergence barriers each checker function uses, and which it clears on entry.
 
-    PYTHONPATH=. python benchmarks/convergence_barriers.py [NAME ...]
+    PYTHONPATH=. python benchmarks/convergence_barriers.py [--mc] [NAME ...]
 
-Builds the shared-memory-tables checker for sm_90a, assembles it with ptxas and reads the
+Builds the shared-memory-tables checker for sm_90a (--mc: the build for modules that reach
+other CTAs of their cluster), assembles it with ptxas and reads the
 SASS (cuobjdump). A function that uses B6-B11 saves and clears them on entry
 (`BMOV.32.CLEAR`); when some lanes of a warp call it while the others wait for them at one
 of those barriers (`if (lane == 0) probe(); ...`), the clear releases the waiting lanes and
@@ -36,7 +37,10 @@ def _tool(name: str) -> str:
 def main() -> int:
     from consan import toolchain
 
-    ptx = toolchain.checker_ptx(toolchain.Arch.parse("sm_90a"), vsh=True)
+    mc = "--mc" in sys.argv[1:]
+    names = [a for a in sys.argv[1:] if a != "--mc"]
+    ptx = toolchain.checker_ptx(toolchain.Arch.parse("sm_90a"), **({"mc": True} if mc else
+                                                                   {"vsh": True}))
     with tempfile.TemporaryDirectory() as tmp:
         src, cubin = os.path.join(tmp, "checker.ptx"), os.path.join(tmp, "checker.cubin")
         with open(src, "w") as fh:
@@ -56,7 +60,7 @@ def main() -> int:
             clears[func].add(int(m.group(1)))
     print("function | barriers used | cleared on entry")
     for f in sorted(set(uses) | set(clears)):
-        if len(sys.argv) == 1 or any(k in f for k in sys.argv[1:]):
+        if not names or any(k in f for k in names):
             print(f"{f} | {sorted(uses[f])} | {sorted(clears[f])}")
     return 0
 
