@@ -62,6 +62,15 @@ def lines(site) -> set[int]:
     return {site.loc.line, *(c.line for c in site.inlined_at)} if site and site.loc else set()
 
 
+def need_sm90(what: str = "clusters") -> None:
+    """Skip the test on a GPU older than sm_90 (`what` needs it)."""
+    import cupy as cp
+    import pytest
+
+    if int(cp.cuda.Device().compute_capability) < 90:
+        pytest.skip(f"{what} need sm_90")
+
+
 def arch_option() -> str:
     import cupy as cp
 

@@ -340,13 +340,13 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
         uint32_t moff, doff;
         bool local = cs_local((uint32_t)mbar, moff);
         local = cs_local((uint32_t)dst, doff) && local;
+        // (a .shared::cluster destination of rank 0 has no rank bits: cs_local takes it
+        // for this CTA's)
+        if (!mask && cs_multicast_on()) local = cs_local_cluster((uint32_t)dst, doff) && local;
         if (mask) local = (mask >> cs_ctarank()) & 1u;  // (offsets: the same in every CTA)
         uint32_t j = 0;
         uint32_t* e = local ? cs_mbar_entry(slot, moff, false, j) : 0;
         if (mask && cs_multicast_on()) cs_mc_post_all(mask, doff, bytes, moff, site);
-        // (a .shared::cluster destination of rank 0 has no rank bits: cs_local takes it
-        // for this CTA's)
-        if (!mask && cs_multicast_on() && !cs_local_cluster((uint32_t)dst, doff)) local = false;
         uint32_t peer = (uint32_t)dst >> CS_RANK_SHIFT;
         if (!local && !mask && cs_multicast_on() && peer == (uint32_t)mbar >> CS_RANK_SHIFT) {
             // st.async / red.async / a bulk copy into another CTA, completing on its

@@ -9,7 +9,13 @@ CS_DEV uint32_t cs_nwg();
 // them) the bulk-store units, the proxy views, the wgmma units and the cluster's ranks (an
 // empty range where the module has none). Loops over them visit only these columns, not
 // all nlogical (up to 184); they unroll over the ranges so the bounds stay in registers.
+// The ranks' range exists only in the build for modules that reach other CTAs (every
+// other build's joins keep seven ranges).
+#if defined(CONSAN_MC) || defined(CONSAN_HOST)
 #define CS_VC_RANGES 8
+#else
+#define CS_VC_RANGES 7
+#endif
 struct cs_cols { uint32_t a[CS_VC_RANGES], b[CS_VC_RANGES]; };
 
 // The shortest circular run of entry indices that covers the set bits of `used` (entries
@@ -44,11 +50,10 @@ CS_DEV cs_cols cs_vc_cols(bool all) {
     e1 = e1 > 32 ? 32 : e1;
     // and only the agents the module has (cp.async units, bulk-store units and proxy views)
     uint32_t ncp = (S.flags & CS_FLAG_CP_ASYNC) ? nw : 0u, nbulk = (S.flags & CS_FLAG_BULK_STORES) ? nw : 0u;
-    uint32_t nremote = (S.flags & CS_FLAG_MULTICAST) ? CS_REMOTE_RANKS : 0u;
-    const uint32_t base[CS_VC_RANGES] = {0, CS_AGENT_CPASYNC, CS_AGENT_MBAR + e0, CS_AGENT_MBAR,
-                                         CS_AGENT_BULK, CS_AGENT_PROXY, CS_AGENT_WGMMA,
-                                         CS_TID_REMOTE};
-    const uint32_t width[CS_VC_RANGES] = {nw, ncp, e1 - e0, e2, nbulk, nbulk, cs_nwg(), nremote};
+    const uint32_t base[8] = {0, CS_AGENT_CPASYNC, CS_AGENT_MBAR + e0, CS_AGENT_MBAR,
+                              CS_AGENT_BULK, CS_AGENT_PROXY, CS_AGENT_WGMMA, CS_TID_REMOTE};
+    const uint32_t width[8] = {nw, ncp, e1 - e0, e2, nbulk, nbulk, cs_nwg(),
+                               (S.flags & CS_FLAG_MULTICAST) ? CS_REMOTE_RANKS : 0u};
     cs_cols c;
 #pragma unroll
     for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {

@@ -107,49 +107,35 @@ def _init(ck: HostChecker, count: int = 1) -> None:
     ck.mbar(0, BAR, abi.MB_INIT, count, site=INIT)
 
 
-def test_a_peer_store_released_by_its_arrive_on_this_ctas_mbarrier_is_seen_after_the_wait(ck):
+@pytest.mark.parametrize("store_rank,store_after,wait_warp,sync,want", [
+    # a store released by its CTA's arrive on this CTA's mbarrier is seen after the wait
+    (1, False, 1, False, []),
+    # ...not without the wait
+    (1, False, None, False, [("race.raw", READ, PEER, 1, 2, 0)]),
+    # a store after the arrive is not covered by it
+    (1, True, 1, False, [("race.raw", READ, PEER, 1, 2, 0)]),
+    # a release of another rank does not cover it
+    (2, False, 1, False, [("race.raw", READ, PEER, 1, 3, 0)]),
+    # the release reaches another warp through a CTA barrier after the wait
+    (1, False, 0, True, []),
+], ids=["waited", "no-wait", "store-after-arrive", "other-rank", "through-cta-barrier"])
+def test_a_peers_arrive_on_this_ctas_mbarrier_releases_its_stores(ck, store_rank, store_after,
+                                                                 wait_warp, sync, want):
+    """Rank 1's warp 2 arrives (its CTA's first release) on this CTA's mbarrier; a store of
+    rank `store_rank` into this CTA before or after it; warp 1 reads the bytes."""
     _init(ck)
-    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2)  # before its 1st release
+    store = dict(site=PEER, rank=store_rank, warp=2, releases=1 if store_after else 0)
+    if not store_after:
+        ck.peer_access(0, 8, abi.DSMEM_WRITE, **store)
     ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, warp=2, release=1)
-    assert ck.mbar_wait(1, BAR, 0, site=WAIT) == 0  # the phase the peer's arrive completed
+    if store_after:
+        ck.peer_access(0, 8, abi.DSMEM_WRITE, **store)
+    if wait_warp is not None:
+        assert ck.mbar_wait(wait_warp, BAR, 0, site=WAIT) == 0
+    if sync:
+        ck.sync((0, 1))
     ck.read(1, 0, site=READ)
-    assert _records(ck) == []
-
-
-def test_a_read_of_a_peer_store_before_the_wait_on_its_arrive_is_a_race(ck):
-    _init(ck)
-    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2)
-    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, warp=2, release=1)
-    ck.read(1, 0, site=READ)
-    assert _records(ck) == [("race.raw", READ, PEER, 1, 2, 0)]
-
-
-def test_a_peer_store_after_its_arrive_is_not_covered_by_it(ck):
-    _init(ck)
-    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
-    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1, releases=1)
-    assert ck.mbar_wait(1, BAR, 0, site=WAIT) == 0
-    ck.read(1, 0, site=READ)
-    assert _records(ck) == [("race.raw", READ, PEER, 1, 2, 0)]
-
-
-def test_a_release_of_another_rank_does_not_cover_a_peers_store(ck):
-    _init(ck)
-    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=2)
-    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
-    assert ck.mbar_wait(1, BAR, 0, site=WAIT) == 0
-    ck.read(1, 0, site=READ)
-    assert _records(ck) == [("race.raw", READ, PEER, 1, 3, 0)]
-
-
-def test_a_release_reaches_other_warps_through_a_cta_barrier(ck):
-    _init(ck)
-    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1)
-    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
-    assert ck.mbar_wait(0, BAR, 0, site=WAIT) == 0
-    ck.sync((0, 1))
-    ck.read(1, 0, site=READ)
-    assert _records(ck) == []
+    assert _records(ck) == want
 
 
 def test_a_peers_expect_tx_and_arrive_count_on_this_ctas_phase(ck):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import arch_option, check_against_native, line_of
+from tests.gpu_util import arch_option, check_against_native, line_of, need_sm90
 
 pytestmark = pytest.mark.gpu
 
@@ -88,18 +88,11 @@ def _cluster_barrier_src(size: int, arrive: str, read_late: bool) -> str:
             .replace("READ_LATE", "1" if read_late else "0"))
 
 
-def _need_sm90():
-    import cupy as cp
-
-    if int(cp.cuda.Device().compute_capability) < 90:
-        pytest.skip("clusters need sm_90")
-
-
 @pytest.mark.parametrize("size", [2, 4, 8])
 def test_cluster_barrier_orders_the_ctas_warps(size):
     import cupy as cp
 
-    _need_sm90()
+    need_sm90()
     src = _cluster_barrier_src(size, RELEASE, False)
     x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
 
@@ -119,7 +112,7 @@ def test_relaxed_cluster_arrive_publishes_nothing(size):
 
     import consan
 
-    _need_sm90()
+    need_sm90()
     src = _cluster_barrier_src(size, RELAXED, False)
     x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
     out = cp.zeros(32 * size, dtype=cp.float32)
@@ -134,7 +127,7 @@ def test_a_write_between_arrive_and_wait_is_not_released():
 
     import consan
 
-    _need_sm90()
+    need_sm90()
     src = _cluster_barrier_src(2, RELEASE, True)
     x = cp.asarray(np.random.default_rng(6).random(64, dtype=np.float32))
     out = cp.zeros(64, dtype=cp.float32)
@@ -170,7 +163,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) dsmem_exchange(const int* i
 def test_clean_dsmem_exchange_reports_no_race():
     import cupy as cp
 
-    _need_sm90()
+    need_sm90()
     x = cp.asarray(np.arange(512, dtype=np.int32))
 
     def make_args():

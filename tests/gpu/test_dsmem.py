@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import arch_option, check_against_native, line_of, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, need_sm90, poisoned
 
 pytestmark = pytest.mark.gpu
 
@@ -70,13 +70,6 @@ def _src(cluster: int, *, op: str, early_read: bool = False, early_access: bool 
             .replace("@SYNC2@", "SPIN" if early_read else SYNC))
 
 
-def _need_sm90():
-    import cupy as cp
-
-    if int(cp.cuda.Device().compute_capability) < 90:
-        pytest.skip("clusters need sm_90")
-
-
 def _want(cluster: int, op: str) -> np.ndarray:
     t = np.arange(N, dtype=np.float32)
     rows = []
@@ -105,7 +98,7 @@ def _check(src: str, cluster: int):
 def test_clean_exchange_is_clean_and_bit_exact(cluster, op):
     import cupy as cp
 
-    _need_sm90()
+    need_sm90()
     src = _src(cluster, op=op)
 
     def make_args():
@@ -122,7 +115,7 @@ def _racy(cluster: int, src: str, kind: str, current: str, earlier: str, other: 
     """The launch reports only `kind` at the `current` marker with the earlier site at
     `earlier`, and in each CTA (cluster_rank r) the other CTA (its record field `other`:
     prev_rank or cur_rank) is rank r - 1. The report text."""
-    _need_sm90()
+    need_sm90()
     rep = _check(src, cluster)
     assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
         (kind, line_of(src, current), line_of(src, earlier))}, str(rep)

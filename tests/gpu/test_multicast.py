@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import arch_option, check_against_native, line_of, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, need_sm90, poisoned
 
 pytestmark = pytest.mark.gpu
 
@@ -94,13 +94,6 @@ def _src(cluster: int, *, tensor: bool, mask: int | None = None, early_read: boo
             .replace("@LATE@", WAIT if early_read else ""))
 
 
-def _need_sm90():
-    import cupy as cp
-
-    if int(cp.cuda.Device().compute_capability) < 90:
-        pytest.skip("multicast copies need sm_90")
-
-
 CLUSTERS = 2  # clusters in the grid
 
 
@@ -132,7 +125,7 @@ def _check(src: str, cluster: int):
 def test_clean_multicast_is_clean_and_bit_exact(cluster, tensor):
     import cupy as cp
 
-    _need_sm90()
+    need_sm90("multicast copies")
     src = _src(cluster, tensor=tensor)
     x, tmap = _inputs(cluster)
 
@@ -150,7 +143,7 @@ def test_clean_multicast_is_clean_and_bit_exact(cluster, tensor):
 @pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
 @pytest.mark.parametrize("cluster", [2, 4, 8])
 def test_read_before_the_own_wait_is_pending_write_naming_the_issuer(cluster, tensor):
-    _need_sm90()
+    need_sm90("multicast copies")
     src = _src(cluster, tensor=tensor, early_read=True)
     rep = _check(src, cluster)
     copy = line_of(src, "@tensor-copy" if tensor else "@copy")
@@ -165,7 +158,7 @@ def test_read_before_the_own_wait_is_pending_write_naming_the_issuer(cluster, te
 @pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
 @pytest.mark.parametrize("cluster", [2, 4])
 def test_a_mask_that_leaves_a_cta_out_is_uninit_read_there(cluster, tensor):
-    _need_sm90()
+    need_sm90("multicast copies")
     left_out = cluster - 1
     src = _src(cluster, tensor=tensor, mask=(1 << left_out) - 1)
     rep = _check(src, cluster)
@@ -182,7 +175,7 @@ def test_one_issuer_clean_and_early_read():
     said uninit.read, which pointed at the wrong thing)."""
     import cupy as cp
 
-    _need_sm90()
+    need_sm90("multicast copies")
     src = _src(2, tensor=False, senders=1)
     x, tmap = _inputs(2)
 

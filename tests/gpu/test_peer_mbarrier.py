@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import arch_option, check_against_native, line_of, poisoned
+from tests.gpu_util import arch_option, check_against_native, line_of, need_sm90, poisoned
 
 pytestmark = pytest.mark.gpu
 
@@ -88,13 +88,6 @@ def _src(cluster: int, *, st_async: bool = False, wait: bool = True, late_store:
                      else pause))
 
 
-def _need_sm90():
-    import cupy as cp
-
-    if int(cp.cuda.Device().compute_capability) < 90:
-        pytest.skip("clusters need sm_90")
-
-
 def _check(src: str, cluster: int):
     import cupy as cp
 
@@ -110,7 +103,7 @@ def _check(src: str, cluster: int):
 def test_handoff_through_the_peers_mbarrier_is_clean_and_bit_exact(cluster, st_async):
     import cupy as cp
 
-    _need_sm90()
+    need_sm90()
     src = _src(cluster, st_async=st_async)
 
     def make_args():
@@ -129,7 +122,7 @@ def test_handoff_through_the_peers_mbarrier_is_clean_and_bit_exact(cluster, st_a
 def _racy(cluster: int, src: str, kind: str, current: str, earlier: str) -> str:
     """The launch reports only `kind` at `current` with the earlier site at `earlier`, the
     earlier write made by CTA rank r - 1 in each CTA r. The report text."""
-    _need_sm90()
+    need_sm90()
     rep = _check(src, cluster)
     assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
         (kind, line_of(src, current), line_of(src, earlier))}, str(rep)
@@ -156,7 +149,7 @@ def test_read_before_the_wait_on_a_peers_st_async_is_pending_write(cluster):
 
 
 def test_one_arrival_short_is_a_deadlock_and_the_kernel_ends():
-    _need_sm90()
+    need_sm90()
     src = _src(2, missing=1)
     rep = _check(src, 2)
     assert {(v.kind, v.line) for v in rep.violations} == {("deadlock", line_of(src, "@wait"))}, \
@@ -172,7 +165,7 @@ def test_dsmem_ring_is_clean_and_bit_exact(pairs):
 
     from tests.kernels import dsmem_ring as g
 
-    _need_sm90()
+    need_sm90()
     tiles = 64
 
     def make_args():
