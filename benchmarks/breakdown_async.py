@@ -43,28 +43,43 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(tensor: the look, its bytes and phase)", "(tensor: after the copy's write)",
           "(tensor: the verdict)", "(tensor look: the mbarrier's entry)",
           "(tensor look: taking the lock)", "(tensor look: the carried arrive)",
-          "(tensor look: the bytes landing, the unlock)")
+          "(tensor look: the bytes landing, the unlock)", "(mailbox: a drain)",
+          "(mailbox: a post, waiting for room included)")
+PROF_WORDS = 128  # measure.h's CS_PROF_WORDS; its last word: posts that found a mailbox full
 
 
-def profile(name: str) -> None:
+def apply_abi(pairs: str | None) -> None:
+    """NAME=INT,... set on instrument.abi before anything is built (measurements only:
+    e.g. MB_WAIT_SAMPLE=1, MAILBOX_ENTRIES=256); the checker's cache key covers the header."""
+    from instrument import abi
+
+    for item in (pairs or "").split(","):
+        if item:
+            name, value = item.split("=")
+            setattr(abi, name, int(value))
+    abi.MAILBOX_BYTES = 4 * (abi.MAILBOX_HEAD_WORDS + abi.MAILBOX_ENTRIES * abi.MAILBOX_POST_WORDS)
+
+
+def profile(name: str, size: int | None = None) -> None:
     """One launch of a checker built with CONSAN_PROFILE: cycles per probe kind."""
     import cupy as cp
     import numpy as np
 
     import consan
 
-    _, size, build = CASES[name]
-    ln = build(cp, size)
+    _, default, build = CASES[name]
+    ln = build(cp, size or default)
     p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
                        shared_mem=ln.shared_mem, options=_arch_options(cp))
     p.launch(ln.args)
     p.report()
     ptr = p.module.get_global_var("cs_prof")
-    cp.cuda.runtime.memset(ptr, 0, 64 * 8)
+    cp.cuda.runtime.memset(ptr, 0, PROF_WORDS * 8)
     p.launch(ln.args)
     rep = p.report()
-    prof = np.zeros(64, dtype=np.uint64)
-    cp.cuda.runtime.memcpy(prof.ctypes.data, ptr, 64 * 8, cp.cuda.runtime.memcpyDeviceToHost)
+    prof = np.zeros(PROF_WORDS, dtype=np.uint64)
+    cp.cuda.runtime.memcpy(prof.ctypes.data, ptr, PROF_WORDS * 8,
+                           cp.cuda.runtime.memcpyDeviceToHost)
     ctas = ln.grid[0] * ln.grid[1] * ln.grid[2]
     print(f"granules walked by copies: {rep.header.get('walked', 0)} (the rest: stores only)")
     print("probe | calls per CTA | kcycles per CTA | cycles per call")
@@ -72,15 +87,17 @@ def profile(name: str) -> None:
         cyc, calls = int(prof[2 * k]), int(prof[2 * k + 1])
         if calls:
             print(f"{label} | {calls / ctas:.1f} | {cyc / ctas / 1e3:.1f} | {cyc / calls:.0f}")
+    print(f"posts that found a mailbox full, per CTA: {int(prof[PROF_WORDS - 1]) / ctas:.1f}")
+    print(f"report: {rep.summary}")
 
 
-def child(name: str, repeats: int) -> None:
+def child(name: str, repeats: int, size: int | None = None) -> None:
     import cupy as cp
 
     import consan
 
-    _, size, build = CASES[name]
-    ln = build(cp, size)
+    _, default, build = CASES[name]
+    ln = build(cp, size or default)
     p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
                        shared_mem=ln.shared_mem, options=_arch_options(cp))
     ms = _time(cp, lambda: p.launch(ln.args), lambda: p.report(sync=False), 2, repeats)
@@ -100,17 +117,21 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", metavar="C1,C2", help=f"subset of: {', '.join(CONFIGS)}")
     ap.add_argument("--profile", action="store_true",
                     help="cycles per probe kind instead (checker built with CONSAN_PROFILE)")
+    ap.add_argument("--size", type=int, help="the case's size argument (default: its own)")
+    ap.add_argument("--abi", metavar="NAME=INT,...",
+                    help="override instrument.abi constants (measurement only)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    apply_abi(args.abi)
     if args.profile:
         os.environ["CONSAN_CHECKER_DEFINES"] = " ".join(
             ["CONSAN_PROFILE", *os.environ.get("CONSAN_CHECKER_DEFINES", "").split()])
         for name in [n for n in CASES if not args.only or n in args.only.split(",")]:
             print(f"[{name}]", flush=True)
-            profile(name)
+            profile(name, args.size)
         return 0
     if args.child:
-        child(args.child, args.repeats)
+        child(args.child, args.repeats, args.size)
         return 0
     names = [n for n in CASES if not args.only or n in args.only.split(",")]
     print("kernel | configuration | consan ms | x native | resets only ms")
@@ -119,9 +140,11 @@ def main(argv=None) -> int:
             if args.configs and label not in args.configs.split(","):
                 continue
             env = {**os.environ, "PYTHONPATH": ROOT, "CONSAN_CHECKER_DEFINES": defines}
+            extra = (["--size", str(args.size)] if args.size else []) + \
+                (["--abi", args.abi] if args.abi else [])
             try:
                 res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name,
-                                      "--repeats", str(args.repeats)],
+                                      "--repeats", str(args.repeats), *extra],
                                      capture_output=True, text=True, env=env, timeout=120)
             except subprocess.TimeoutExpired:
                 print(f"{name} | {label} | timed out after 120 s", flush=True)

@@ -29,10 +29,11 @@ __device__ __forceinline__ void cs_trace_at(uint32_t p, uint32_t aux = 0) {
 
 // CONSAN_PROFILE (measurements only, benchmarks/breakdown_async.py): the cycles each probe
 // kind takes, summed over calls (one lane per call), in cs_prof[2 * kind] (cycles) and
-// cs_prof[2 * kind + 1] (calls).
+// cs_prof[2 * kind + 1] (calls); CS_PROF_FULL() counts a post that found a mailbox full.
 #if defined(CONSAN_PROFILE) && !defined(CONSAN_HOST)
-extern "C" __device__ unsigned long long cs_prof[64];
-__device__ unsigned long long cs_prof[64];
+#define CS_PROF_WORDS 128
+extern "C" __device__ unsigned long long cs_prof[CS_PROF_WORDS];
+__device__ unsigned long long cs_prof[CS_PROF_WORDS];
 __device__ __forceinline__ long long cs_clock64() {
     long long t;
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
@@ -53,6 +54,7 @@ struct cs_prof_scope {
     }
 };
 #define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#define CS_PROF_FULL() atomicAdd(&cs_prof[CS_PROF_WORDS - 1], 1ull)
 #elif defined(CONSAN_TRACE_ADDR) && defined(CONSAN_TRACE_PROBES) && !defined(CONSAN_HOST)
 struct cs_prof_scope {
     uint32_t k;
@@ -62,6 +64,9 @@ struct cs_prof_scope {
 #define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
 #else
 #define CS_PROF(kind)
+#endif
+#ifndef CS_PROF_FULL
+#define CS_PROF_FULL() ((void)0)
 #endif
 
 // CONSAN_NULL_ACCESS, _WGMMA, _TENSOR: the cost of the probe call alone (the probe
