@@ -335,9 +335,9 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     uint32_t all = cs_activemask();
     uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32) ^ off);
     uint32_t leader = cs_ffs(active) - 1;
-    uint32_t skip = 0;
+    uint32_t skip = 0, moff = 0, doff = 0;
+    bool to_peer = false;  // (posted below, by the warp together)
     if (cs_lane() == leader && !off) {
-        uint32_t moff, doff;
         bool local = cs_local((uint32_t)mbar, moff);
         local = cs_local((uint32_t)dst, doff) && local;
         // (a .shared::cluster destination of rank 0 has no rank bits: cs_local takes it
@@ -351,8 +351,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
         if (!local && !mask && cs_multicast_on() && peer == (uint32_t)mbar >> CS_RANK_SHIFT) {
             // st.async / red.async / a bulk copy into another CTA, completing on its
             // mbarrier there: that CTA applies it like a multicast copy's part (multicast.h)
-            cs_mc_post(peer, doff, bytes, moff, site);
-            cs_fence_cluster();
+            to_peer = bytes != 0;
         } else if (!local) {
             if (!mask) {  // into another CTA, in a module without the mailboxes: said
                 cs_record_t r = cs_blank(CS_TOOL_REMOTE_SMEM, site);
@@ -392,6 +391,8 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
             cs_mbar_unlock(j);
         }
     }
+    if (cs_any(all, to_peer))
+        cs_mc_post_runs(all, to_peer, (uint32_t)dst >> CS_RANK_SHIFT, doff, bytes, moff, site);
     return cs_guard_verdict(all, skip, leader, site);
 }
 

@@ -77,11 +77,14 @@ CS_DEV void cs_mc_record(uint32_t kind, uint32_t site, uint32_t from, uint32_t d
 // if it stayed full (the post is lost). Code without calls: one lane may run it alone.
 CS_DEV bool cs_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t mbar, uint32_t site,
                     uint32_t from, uint32_t rel = 0) {
+    CS_PROF(33);
     cs_mailbox_t* m = cs_mailbox();
     uint32_t h, since = cs_now_ms();
-    for (;;) {
+    for (bool full = false;;) {
         h = cs_peer_ld(&m->head, rank);
         if (h - cs_peer_ld(&m->tail, rank) >= CS_MAILBOX_ENTRIES) {
+            if (!full) CS_PROF_FULL();
+            full = true;
             if (cs_now_ms() - since <= CS_DEADLOCK_MS) continue;
             return false;
         }
@@ -123,6 +126,32 @@ CS_DEV void cs_runs(uint32_t active, uint32_t group, uint32_t lo, uint32_t hi, F
 CS_DEV void cs_mc_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t moff, uint32_t site) {
     if (!cs_post(rank, dst, bytes, moff, site, cs_ctarank() | (cs_warp() << 8)))
         cs_mc_record(CS_TOOL_REMOTE_COPY_LOST, site, rank, dst, bytes, moff, 0);
+}
+
+// A warp's copies into peers (st.async, red.async, a bulk copy into another CTA), by every
+// lane of `all` together: lane i with `mine` copies `bytes` at dst in CTA `rank`, on the
+// mbarrier at moff there. One post per run of bytes that follow each other in lane order
+// to the same CTA, mbarrier and site: a warp's st.async of a tile row is one post, not 32
+// (the receiver applies each post alone, under its mailbox's lock). The posts are made
+// before the copies issue.
+CS_DEV void cs_mc_post_runs(uint32_t all, bool mine, uint32_t rank, uint32_t dst, uint32_t bytes,
+                            uint32_t moff, uint32_t site) {
+    uint32_t lane = cs_lane(), from = cs_ctarank() | (cs_warp() << 8);
+    bool lost = false;
+    for (uint32_t todo = cs_ballot(all, mine); todo;) {
+        uint32_t first = cs_ffs(todo) - 1;
+        uint32_t r0 = cs_bcast(all, rank, first), m0 = cs_bcast(all, moff, first);
+        uint32_t s0 = cs_bcast(all, site, first);
+        uint32_t group = cs_ballot(all, mine && rank == r0 && moff == m0 && site == s0) & todo;
+        cs_runs(all, group, dst, dst + bytes - 1, [&](uint32_t a, uint32_t b) {
+            if (lane == first) lost |= !cs_post(r0, a, b - a + 1, m0, s0, from);
+        });
+        todo &= ~group;
+    }
+    cs_fence_cluster();
+    lost = cs_any(all, lost);
+    cs_mc_record(lost && lane == cs_ffs(all) - 1 ? CS_TOOL_REMOTE_COPY_LOST : 0u, site, rank, dst,
+                 bytes, moff, 0);
 }
 
 // The posts to every CTA of `mask` but this one (the issuer's own part is its own copy);
@@ -190,6 +219,7 @@ CS_DEV void cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t en
 // for itself, in turn, under the lock), warps split in the mbarrier probe, and the kernel
 // hung in its closing barrier.cluster, one part of a warp waiting for the other.
 CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
+    CS_PROF(32);
     cs_mailbox_t* m = cs_mailbox();
     uint32_t leader = cs_ffs(entry) - 1;
     bool lead = cs_lane() == leader;
