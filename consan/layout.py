@@ -61,14 +61,13 @@ class Layout:
     def __post_init__(self) -> None:
         assert self.placement is not Placement.PHASE_SMEM or self.phase_mode, "phase mode only"
         assert not self.bar0_rows or self.placement is Placement.VC_SMEM, "bar0 rows are VC_SMEM's"
-        # (a peer's copy is applied to the device-memory tables with no summaries)
         assert not self.multicast or self.placement is Placement.DEVICE, "multicast: DEVICE"
 
     @classmethod
     def for_module(cls, ins: Instrumented, **shape) -> Layout:
         return cls(phase_mode=ins.phase_mode, wgmma=ins.wgmma, async_proxy=ins.async_proxy,
                    cp_async=ins.cp_async, warp_reads=ins.warp_reads,
-                   copy_engine=ins.copy_engine and not ins.multicast, multicast=ins.multicast,
+                   copy_engine=ins.copy_engine, multicast=ins.multicast,
                    **shape)
 
     # ------------------------------------------------------------ state-block scalars

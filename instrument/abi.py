@@ -468,6 +468,7 @@ BSUM_WRITERS = 4
 BS_READERS = BS_WRITERS + 2 * BSUM_WRITERS
 BS_FLAG_OVERFLOW = 0x1  # more writers than entries
 BS_FLAG_MBAR = 0x2  # the block holds (or held) an mbarrier object
+BS_FLAG_PEER = 0x4  # a peer CTA wrote in the block (its epochs are not in the summary)
 BSUM_MIN_SHIFT = 5  # 32 granules: 128 bytes, the alignment of a TMA box
 
 
@@ -777,7 +778,8 @@ def c_header() -> str:
         "CS_REP_COUNT_MASK": REP_COUNT_MASK,
         "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,
         "CS_BS_READERS": BS_READERS, "CS_BS_FLAG_OVERFLOW": BS_FLAG_OVERFLOW,
-        "CS_BS_FLAG_MBAR": BS_FLAG_MBAR, "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
+        "CS_BS_FLAG_MBAR": BS_FLAG_MBAR, "CS_BS_FLAG_PEER": BS_FLAG_PEER,
+        "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
         "CS_WG_GEN_SHIFT": WG_GEN_SHIFT,
         "CS_TENSOR_LOAD": TENSOR_LOAD, "CS_TENSOR_STORE": TENSOR_STORE,
         "CS_TENSOR_ARRIVE_TX": TENSOR_ARRIVE_TX, "CS_TENSOR_MULTICAST": TENSOR_MULTICAST,

@@ -87,7 +87,7 @@ class HostChecker:
                 nwarps=nwarps, nthreads=nwarps * 32, window_bytes=smem_bytes,
                 log_capacity=capacity, nslots=nslots, phase_mode=phase_mode or phase_smem,
                 wgmma=wgmma, async_proxy=async_proxy, cp_async=True, warp_reads=warp_reads,
-                copy_engine=box_summary and not multicast, placement=where,
+                copy_engine=box_summary, placement=where,
                 bar0_rows=bar0_rows and vsh, multicast=multicast)
         self.layout = lay = layout
         self.nwarps, self.nslots = lay.nwarps, lay.nslots

@@ -77,6 +77,9 @@ CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p) {
     if (p.bytes == 0 || g1 >= S.granules) return {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     cs_view v = cs_make_view(slot, cs_warp());
     uint32_t tagged = cs_site_tag(p.site, rank);
+    // a peer's epochs are not in the box summaries (its clock is not this CTA's): a copy
+    // over these blocks walks them
+    if (!read && cs_box_summary_on()) cs_box_summary_flag(slot, g0, g1, CS_BS_FLAG_PEER);
     for (uint32_t g = g0; g <= g1; ++g) {
         uint64_t* e = v.ent + 2 * g;
         uint64_t ww = cs_ld64(e);

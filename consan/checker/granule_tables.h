@@ -222,6 +222,7 @@ CS_NOINLINE void cs_vc_smem_engine(uint32_t slot, uint32_t w, uint32_t g0, uint3
 CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
                                  uint32_t by, uint32_t clk, cs_finding& f) {
     CS_NULL_ENGINE_WRITE(return;)
+    if (g0 > g1) return;  // (lanes that make the call with their leader: multicast.h)
     if (cs_vc_smem_on()) {
         uint32_t b = S.vsh_base / CS_GRANULE_BYTES;
         if (g0 < b) f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};

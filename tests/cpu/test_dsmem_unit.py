@@ -157,3 +157,18 @@ def test_a_peers_arrive_on_an_mbarrier_never_initialised_is_reported(ck):
     ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
     ck.read(1, 512, site=MINE)
     assert [r[:2] + r[5:] for r in _records(ck)] == [("mbarrier.uninit", ARRIVE, 2)]
+
+
+@pytest.mark.parametrize("summary", [True, False])
+def test_a_copy_over_a_peers_unordered_store_is_waw_with_or_without_box_summaries(summary):
+    # A peer's epoch is not in the block's summary: the copy must walk the block (the
+    # stores-only path would overwrite the peer's write without a word).
+    ck = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, box_summary=summary)
+    ck.begin()
+    full = 512
+    ck.mbar(0, full, abi.MB_INIT, 1, site=INIT)
+    ck.peer_access(64, 16, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2, waits=0)
+    ck.read(1, 600, site=MINE)  # (applies the post)
+    ck.mbar(0, full, abi.MB_ARRIVE_EXPECT_TX, 128, site=EARLY)
+    ck.bulk_load(0, 0, 128, full, site=LATE)
+    assert [k[:3] for k in _records(ck)] == [("race.waw", LATE, PEER)]

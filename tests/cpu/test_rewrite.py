@@ -443,10 +443,11 @@ def test_multicast_copies_pass_their_mask_and_assemble():
     assert "st.param.b32 [__cs_p4], 0;" in plain  # not multicast: mask 0
     assert "@%__cs_ok cp.async.bulk.tensor.2d.shared::cluster.global.tile" in out
     toolchain.link_with_checker(ins, "multicast", toolchain.Arch.parse("sm_90a"))
-    # such a module keeps a mailbox for its peers' copies, in device-memory tables
+    # such a module keeps a mailbox for its peers' copies, in device-memory tables with
+    # box summaries (a peer's copy takes their stores-only path like a local one)
     lay = Layout.for_module(ins, nwarps=4, nthreads=128, window_bytes=9216, log_capacity=64,
                             shared_mem=0)
-    assert lay.flags & abi.FLAG_MULTICAST and not lay.box_summary
+    assert lay.flags & abi.FLAG_MULTICAST and lay.box_summary
     assert lay.mc_offset >= lay.psh_offset and \
         lay.launch_shared_mem == lay.mc_offset + abi.MAILBOX_BYTES + 16
 
