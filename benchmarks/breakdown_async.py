@@ -44,7 +44,9 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(tensor: the verdict)", "(tensor look: the mbarrier's entry)",
           "(tensor look: taking the lock)", "(tensor look: the carried arrive)",
           "(tensor look: the bytes landing, the unlock)", "(mailbox: a drain)",
-          "(mailbox: a post, waiting for room included)")
+          "(mailbox: a post, waiting for room included)", "(drain: taking the lock)",
+          "(drain: waiting for a post's last word)", "(drain: a peer's mbarrier operation)",
+          "(drain: a peer's DSMEM access)", "(drain: a peer's copy)")
 PROF_WORDS = 128  # measure.h's CS_PROF_WORDS; its last word: posts that found a mailbox full
 
 

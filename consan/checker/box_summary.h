@@ -67,7 +67,7 @@ CS_DEV void cs_box_summary_flag(uint32_t slot, uint32_t g0, uint32_t g1, uint32_
 // The issuing warp's clock of each reader index (all ones for its own reads: program
 // order, and for units the module's clocks do not cover: they never read), taken once
 // per copy. Up to CS_BOX_SUMMARY_FASTR readers in registers.
-#define CS_BOX_SUMMARY_FASTR 16
+#define CS_BOX_SUMMARY_FASTR 24
 struct cs_box_summary_clocks {
     uint32_t c[CS_BOX_SUMMARY_FASTR];
     uint32_t n;

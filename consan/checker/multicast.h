@@ -223,25 +223,34 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
     cs_mailbox_t* m = cs_mailbox();
     uint32_t leader = cs_ffs(entry) - 1;
     bool lead = cs_lane() == leader;
-    if (lead) cs_lock(&m->lock);
+    if (lead) {
+        CS_PROF(34);
+        cs_lock(&m->lock);
+    }
     for (;;) {
         uint32_t t = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
         if (cs_bcast(entry, *(volatile uint32_t*)&m->head, leader) == t) break;
         cs_mc_post_t* q = &m->post[t % CS_MAILBOX_ENTRIES];
         uint32_t since = cs_now_ms();
         bool ready = false;
-        for (;;) {
-            ready = cs_bcast(entry, *(volatile uint32_t*)&q->seq == t + 1, leader);
-            if (ready || cs_bcast(entry, cs_now_ms() - since > CS_DEADLOCK_MS, leader)) break;
+        {
+            CS_PROF(35);
+            for (;;) {
+                ready = cs_bcast(entry, *(volatile uint32_t*)&q->seq == t + 1, leader);
+                if (ready || cs_bcast(entry, cs_now_ms() - since > CS_DEADLOCK_MS, leader)) break;
+            }
         }
         if (!ready) break;
         cs_fence_cluster();
         const volatile cs_mc_post_t* vq = q;
         cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, 0};
         uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu;
-        if (what >= CS_POST_MBAR) cs_mbar_peer_apply(slot, p, entry);
-        else if (what) cs_dsmem_apply(slot, p, entry);
-        else cs_mc_apply(slot, p, entry);
+        {
+            CS_PROF(what >= CS_POST_MBAR ? 36u : what ? 37u : 38u);
+            if (what >= CS_POST_MBAR) cs_mbar_peer_apply(slot, p, entry);
+            else if (what) cs_dsmem_apply(slot, p, entry);
+            else cs_mc_apply(slot, p, entry);
+        }
         cs_fence_cluster();
         if (lead) *(volatile uint32_t*)&m->tail = t + 1;
     }

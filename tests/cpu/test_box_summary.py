@@ -19,25 +19,25 @@ FULL, EMPTY = 512, 520  # mbarriers: the copy landed / the consumers are done wi
 ALL = range(NWARPS)
 
 
-def _checker(summary: bool, vsh: bool = False):
+def _checker(summary: bool, vsh: bool = False, nwarps: int = NWARPS):
     from tests.checker_host import HostChecker
 
-    c = HostChecker(nwarps=NWARPS, smem_bytes=1024, box_summary=summary, vsh=vsh)
+    c = HostChecker(nwarps=nwarps, smem_bytes=1024, box_summary=summary, vsh=vsh)
     assert c.begin() == 0
     c.mbar(0, FULL, abi.MB_INIT, 1, site=10)
     c.mbar(0, EMPTY, abi.MB_INIT, 2, site=10)
-    c.sync(ALL)
+    c.sync(range(nwarps))
     return c
 
 
-def _both(trace):
+def _both(trace, nwarps: int = NWARPS):
     """The trace's findings, which must not depend on the summaries; and the checker that
     kept them, to look at."""
-    plain = _checker(False)  # one at a time: the host library holds one checker's state
+    plain = _checker(False, nwarps=nwarps)  # one at a time: the library holds one state
     trace(plain)
-    smem = _checker(False, vsh=True)
+    smem = _checker(False, vsh=True, nwarps=nwarps)
     trace(smem)
-    summed = _checker(True)
+    summed = _checker(True, nwarps=nwarps)
     trace(summed)
     assert summed.kinds() == plain.kinds()
     assert smem.kinds() == plain.kinds()
@@ -159,6 +159,25 @@ def test_bulk_store_source_refilled_before_its_wait_is_pending_read_either_way()
 
     assert _both(lambda c: trace(c, False)).kinds() == [("async.pending-read", 1, 14)]
     c = _both(lambda c: trace(c, True))
+    assert c.kinds() == [] and _walked(c) == 0
+
+
+@pytest.mark.parametrize("writer", [7, 8])
+def test_the_last_reader_indices_of_a_nine_warp_cta_are_judged(writer):
+    # Nine warps: 21 reader indices, more than the copy keeps in registers before (16); the
+    # bulk-store units of warps 7 and 8 are readers 16 and 17.
+    def trace(c, wait):
+        _writes(c, writer, 0, BOX, 12)
+        c.proxy_fence(writer, site=13)
+        c.bulk_store(writer, 0, BOX, site=14)
+        c.bulk_commit(writer)
+        if wait:
+            c.bulk_wait(writer, 0, site=15)
+        c.sync(range(9))
+        _produce(c, 0)
+
+    assert _both(lambda c: trace(c, False), nwarps=9).kinds() == [("async.pending-read", 1, 14)]
+    c = _both(lambda c: trace(c, True), nwarps=9)
     assert c.kinds() == [] and _walked(c) == 0
 
 
