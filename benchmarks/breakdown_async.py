@@ -55,11 +55,12 @@ def apply_abi(pairs: str | None) -> None:
     e.g. MB_WAIT_SAMPLE=1, MAILBOX_ENTRIES=256); the checker's cache key covers the header."""
     from instrument import abi
 
-    for item in (pairs or "").split(","):
-        if item:
-            name, value = item.split("=")
-            setattr(abi, name, int(value))
-    abi.MAILBOX_BYTES = 4 * (abi.MAILBOX_HEAD_WORDS + abi.MAILBOX_ENTRIES * abi.MAILBOX_POST_WORDS)
+    items = [item.split("=") for item in (pairs or "").split(",") if item]
+    for name, value in items:
+        setattr(abi, name, int(value))
+    if items:  # (what depends on them)
+        abi.MAILBOX_BYTES = 4 * (abi.MAILBOX_HEAD_WORDS + abi.MAILBOX_ENTRIES *
+                                 abi.MAILBOX_POST_WORDS + abi.MAILBOX_VIEW_WORDS)
 
 
 def profile(name: str, size: int | None = None) -> None:

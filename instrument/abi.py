@@ -172,12 +172,13 @@ MULTICAST_MASK_SHIFT = 16
 # A multicast copy into another CTA of the cluster is posted to that CTA's mailbox (in its
 # shared memory, reached through DSMEM), which the CTA's own probes apply (docs/model.md,
 # "Multicast copies"): MAILBOX_ENTRIES posts of MAILBOX_POST_WORDS u32 words each (seq,
-# dst, bytes, mbar, site, from, rel, pad), after MAILBOX_HEAD_WORDS words (head, tail,
-# lock, pad).
+# dst, bytes, mbar, site, from, rel, acq), after MAILBOX_HEAD_WORDS words (head, tail,
+# lock, pad); then MAILBOX_VIEW_WORDS: the clock vector a peer's access or copy is judged
+# with (MAX_LOGICAL words, then its key: the waits and release it was made for, and
+# whether it is valid), rebuilt by the drain under the mailbox's lock.
 MAILBOX_ENTRIES = 32
 MAILBOX_POST_WORDS = 8
 MAILBOX_HEAD_WORDS = 4
-MAILBOX_BYTES = 4 * (MAILBOX_HEAD_WORDS + MAILBOX_ENTRIES * MAILBOX_POST_WORDS)
 # The site word of a granule a peer CTA's copy wrote carries that CTA's rank + 1 here
 # (sites stay below 1 << KEY_SITE_BITS); a record's prev_rank is decoded from it.
 SITE_RANK_SHIFT = 28
@@ -186,7 +187,10 @@ SITE_RANK_SHIFT = 28
 # operation on one of its mbarriers by `lanes` lanes (arg each: the post's `bytes`), 0 for
 # a copy; `arrived`: the peer's warp had arrived at the cluster barrier once more than it
 # had waited. `rel`: for an access, the releases the peer's CTA had made to others before
-# it; for an mbarrier arrive, the number of this release (REMOTE columns, docs/model.md).
+# it; for an mbarrier arrive, the number of this release (REMOTE columns, docs/model.md);
+# for a copy, the cluster barrier waits of the issuing warp. `acq` (accesses and copies):
+# the highest release of the receiving CTA the posting warp has acquired (its REMOTE
+# column of that rank), so the receiver judges the post against its own accesses.
 DSMEM_READ, DSMEM_WRITE, DSMEM_ATOMIC = 1, 2, 3
 POST_MBAR = 0x10
 POST_WHAT_SHIFT = 16
@@ -227,6 +231,9 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
 GRANULE_BYTES = 4
 MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
 MAX_LOGICAL = 184  # warps, then the AGENT_* ranges, then the REMOTE ranks, below
+MAILBOX_VIEW_WORDS = MAX_LOGICAL + 4
+MAILBOX_BYTES = 4 * (MAILBOX_HEAD_WORDS + MAILBOX_ENTRIES * MAILBOX_POST_WORDS +
+                     MAILBOX_VIEW_WORDS)
 # In a write epoch (never a clock column): warp w of another CTA of the cluster, whose rank
 # the granule's site word carries (distributed shared memory, docs/model.md).
 TID_PEER = 192
@@ -433,7 +440,10 @@ CTA_CLUSTER_RING = CTA_CLUSTER_ARRIVES + MAX_WARPS  # [warp][(arrival - 1) % CLU
 #   the previous one's clock), so a peer's access is judged against this CTA's accesses
 # the releases this CTA has made to its peers (arrives on their mbarriers), numbered from 1
 CTA_REMOTE_RELEASES = CTA_CLUSTER_RING + MAX_WARPS * CLUSTER_RING
-CTA_WORDS = CTA_REMOTE_RELEASES + 4
+CTA_REMOTE_MADE = CTA_REMOTE_RELEASES + 4  # per warp: its releases to peers so far
+REMOTE_RING = 8  # per warp: (release number, its clock then) of its last 8 releases
+CTA_REMOTE_RING = CTA_REMOTE_MADE + MAX_WARPS  # [warp][(made - 1) % REMOTE_RING][2]
+CTA_WORDS = CTA_REMOTE_RING + MAX_WARPS * REMOTE_RING * 2
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -734,7 +744,9 @@ def c_header() -> str:
         "CS_CTA_CLUSTER_ARRIVES": CTA_CLUSTER_ARRIVES, "CS_CTA_CLUSTER_RING": CTA_CLUSTER_RING,
         "CS_CLUSTER_RING": CLUSTER_RING, "CS_TID_PEER": TID_PEER, "CS_MB_CLUSTER": MB_CLUSTER,
         "CS_TID_REMOTE": TID_REMOTE, "CS_REMOTE_RANKS": REMOTE_RANKS,
-        "CS_CTA_REMOTE_RELEASES": CTA_REMOTE_RELEASES, "CS_POST_MBAR": POST_MBAR,
+        "CS_CTA_REMOTE_RELEASES": CTA_REMOTE_RELEASES, "CS_CTA_REMOTE_MADE": CTA_REMOTE_MADE,
+        "CS_REMOTE_RING": REMOTE_RING, "CS_CTA_REMOTE_RING": CTA_REMOTE_RING,
+        "CS_MAILBOX_VIEW_WORDS": MAILBOX_VIEW_WORDS, "CS_POST_MBAR": POST_MBAR,
         "CS_POST_LANES_SHIFT": POST_LANES_SHIFT, "CS_PEER_RANK_SHIFT": PEER_RANK_SHIFT,
         "CS_PEER_G_SHIFT": PEER_G_SHIFT, "CS_PEER_N_MASK": PEER_N_MASK,
         "CS_WW_FLAG_PEER": WW_FLAG_PEER,

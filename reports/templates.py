@@ -137,15 +137,21 @@ FIX: dict[str, str] = {
     "race.waw/peer": "No cluster barrier orders CTA rank {prev_rank}'s write at {prev} before "
                      "CTA rank {rank}'s write at {cur}: a cluster.sync() between them, in both "
                      "CTAs, would order them (or let only one CTA write these bytes).",
-    "race.raw/remote": "No cluster barrier orders CTA rank {rank}'s write at {prev} before CTA "
-                       "rank {cur_rank}'s read at {cur}: a cluster.sync() between them, in both "
-                       "CTAs, would order them.",
-    "race.war/remote": "No cluster barrier orders CTA rank {rank}'s read at {prev} before CTA "
-                       "rank {cur_rank}'s write at {cur}: a cluster.sync() after the read and "
-                       "before the write, in both CTAs, would order them.",
-    "race.waw/remote": "No cluster barrier orders CTA rank {rank}'s write at {prev} before CTA "
-                       "rank {cur_rank}'s write at {cur}: a cluster.sync() between them, in both "
-                       "CTAs, would order them (or let only one CTA write these bytes).",
+    "race.raw/remote": "Nothing orders CTA rank {rank}'s write at {prev} before CTA rank "
+                       "{cur_rank}'s read at {cur}: a cluster.sync() between them in both CTAs, "
+                       "or an arrive on an mbarrier of CTA rank {cur_rank} after the write "
+                       "(mbarrier.arrive.release.cluster) that CTA rank {cur_rank} waits on "
+                       "before the read, would order them.",
+    "race.war/remote": "Nothing orders CTA rank {rank}'s read at {prev} before CTA rank "
+                       "{cur_rank}'s write at {cur}: a cluster.sync() after the read and before "
+                       "the write in both CTAs, or an arrive on an mbarrier of CTA rank "
+                       "{cur_rank} after the read (mbarrier.arrive.release.cluster) that CTA "
+                       "rank {cur_rank} waits on before the write, would order them.",
+    "race.waw/remote": "Nothing orders CTA rank {rank}'s write at {prev} before CTA rank "
+                       "{cur_rank}'s write at {cur}: a cluster.sync() between them in both "
+                       "CTAs, or an arrive on an mbarrier of CTA rank {cur_rank} after the "
+                       "first write that CTA rank {cur_rank} waits on before the second, would "
+                       "order them (or let only one CTA write these bytes).",
     "uninit.read/remote": "CTA rank {cur_rank} reads CTA rank {rank}'s bytes at {cur} before "
                           "anything wrote them: write them first, then a cluster.sync() before "
                           "the read.",

@@ -61,7 +61,9 @@ def library() -> ctypes.CDLL:
     lib.cs_host_hw_arrivals_at.argtypes = [u32]
     lib.cs_host_hw_arrivals_at.restype = u32
     lib.cs_host_set_dyn.argtypes = [ctypes.c_void_p]
-    lib.cs_host_mc_post.argtypes = [u32, u32, u32, u32, u32, u32]
+    lib.cs_host_mc_post.argtypes = [u32, u32, u32, u32, u32, u32, u32]
+    lib.cs_host_remote_release.argtypes = [u32]
+    lib.cs_host_remote_release.restype = u32
     return lib
 
 
@@ -183,20 +185,25 @@ class HostChecker:
         return self._probe(abi.PROBE_BULK)(dst, nbytes, mbar_off, site, mask)
 
     def peer_copy(self, dst: int, nbytes: int, mbar_off: int, site: int = 0,
-                  rank: int = 1) -> None:
-        """CTA `rank` of the cluster posts its multicast copy into this CTA (it is applied
-        by this CTA's next probe)."""
-        self.lib.cs_host_mc_post(dst, nbytes, mbar_off, site, rank, 0)
+                  rank: int = 1, warp: int = 0, waits: int = 0, acquired: int = 0) -> None:
+        """Warp `warp` of CTA `rank` of the cluster posts its copy into this CTA (a multicast's
+        part, st.async), made after `waits` cluster barrier waits and after acquiring this
+        CTA's release number `acquired` (it is applied by this CTA's next probe)."""
+        self.lib.cs_host_mc_post(dst, nbytes, mbar_off, site, rank | warp << 8, waits, acquired)
+
+    def remote_release(self, warp: int) -> int:
+        """Warp `warp` of this CTA arrives on a peer's mbarrier: the release's number."""
+        return int(self.lib.cs_host_remote_release(warp))
 
     def peer_access(self, dst: int, nbytes: int, what: int, site: int = 0, rank: int = 1,
                     warp: int = 0, waits: int = 0, arrived: bool = False,
-                    releases: int = 0) -> None:
+                    releases: int = 0, acquired: int = 0) -> None:
         """Warp `warp` of CTA `rank` posts its access (abi.DSMEM_*) to this CTA's bytes, made
-        after `waits` cluster barrier waits (`arrived`: and one more arrival) and after its
-        CTA's first `releases` arrives on this CTA's mbarriers; this CTA's next probe applies
-        it (checker/dsmem.h)."""
+        after `waits` cluster barrier waits (`arrived`: and one more arrival), after its
+        CTA's first `releases` arrives on this CTA's mbarriers and after acquiring this CTA's
+        release number `acquired`; this CTA's next probe applies it (checker/dsmem.h)."""
         frm = rank | warp << 8 | what << abi.POST_WHAT_SHIFT | (abi.POST_ARRIVED if arrived else 0)
-        self.lib.cs_host_mc_post(dst, nbytes, waits, site, frm, releases)
+        self.lib.cs_host_mc_post(dst, nbytes, waits, site, frm, releases, acquired)
 
     def peer_mbar(self, off: int, op: int, arg: int = 1, site: int = 0, rank: int = 1,
                   warp: int = 0, lanes: int = 1, release: int = 0) -> None:
@@ -205,7 +212,7 @@ class HostChecker:
         peers (checker/dsmem.h)."""
         frm = (rank | warp << 8 | (abi.POST_MBAR + op) << abi.POST_WHAT_SHIFT
                | lanes << abi.POST_LANES_SHIFT)
-        self.lib.cs_host_mc_post(off, arg, 0, site, frm, release)
+        self.lib.cs_host_mc_post(off, arg, 0, site, frm, release, 0)
 
     def bulk_store(self, warp: int, src: int, nbytes: int, site: int = 0) -> None:
         """cp.async.bulk.global.shared::cta.bulk_group: the warp's bulk-store unit reads src."""

@@ -617,11 +617,19 @@ CS_ENTRY void __consan_cta_begin() {
 CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
 // A peer CTA (rank `from`) posts its multicast copy to this CTA (multicast.h).
 CS_ENTRY void cs_host_mc_post(uint32_t dst, uint32_t bytes, uint32_t mbar, uint32_t site,
-                              uint32_t from, uint32_t rel) {
+                              uint32_t from, uint32_t rel, uint32_t acq) {
     cs_mailbox_t* m = cs_mailbox();
     uint32_t h = m->head++;
     cs_mc_post_t& p = m->post[h % CS_MAILBOX_ENTRIES];
-    p = {h + 1, dst, bytes, mbar, site, from, rel, 0};
+    p = {h + 1, dst, bytes, mbar, site, from, rel, acq};
+}
+// Warp `warp` of this CTA arrives on a peer's mbarrier (the release this CTA keeps, dsmem.h;
+// the post to the peer is left out): the release's number.
+CS_ENTRY uint32_t cs_host_remote_release(uint32_t warp) {
+    cs_host_ctx.warp = warp;
+    uint32_t n = cs_add32(&cs_cta(cs_slot_sh)[CS_CTA_REMOTE_RELEASES], 1u) + 1u;
+    cs_remote_release(cs_slot_sh, warp, n);
+    return n;
 }
 CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrivals[b & 15u]; }
 #else

@@ -93,6 +93,7 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
         cta[CS_CTA_CLUSTER_WAITS + w] = 0;
         cta[CS_CTA_CLUSTER_ARRIVES + w] = 0;
         for (uint32_t k = 0; k < CS_CLUSTER_RING; ++k) cta[CS_CTA_CLUSTER_RING + w * CS_CLUSTER_RING + k] = 0;
+        cta[CS_CTA_REMOTE_MADE + w] = 0;
 #ifdef CONSAN_HOST
         cs_lanes_sh[w] = w < (nthreads + 31) / 32 ? 1u : 0u;
 #else

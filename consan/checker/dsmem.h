@@ -6,11 +6,12 @@
 // Across CTAs only cluster barriers order accesses (docs/model.md, "Distributed shared
 // memory"): a peer's write is the epoch (TID_PEER + its warp, g + 1), g the cluster barrier
 // arrivals its warp had made, its site word tagged with the peer's rank; a warp of this CTA
-// sees it once it has waited on g + 1 cluster barriers. A peer's access sees this CTA's
-// warp u's accesses up to u's clock at u's W-th cluster arrival, W the cluster barrier
-// waits the peer's warp had made (the arrival ring in the CTA table); the peer's own
-// earlier accesses here are program order; an async agent's write (a copy, wgmma) is not
-// judged against a peer's access.
+// sees it once it has waited on g + 1 cluster barriers. A peer's access or copy sees this
+// CTA's warp u's accesses up to what u released to it (cs_peer_view): at u's W-th cluster
+// arrival, W the cluster barrier waits the peer's warp had made, or at u's latest release
+// to peers (an arrive on a peer's mbarrier) that the peer's warp had acquired. The peer's
+// own earlier accesses here are program order; an async agent's write (a copy, wgmma) is
+// not judged against a peer's access.
 
 // The clock of a peer's write epoch (abi.PEER_*): the writer's rank, the cluster barrier
 // generation g that publishes it, and n, the first of its CTA's releases to its peers that
@@ -24,33 +25,88 @@ CS_DEV uint32_t cs_sat_g(uint32_t waits) { return waits < 0xFFu ? waits : 0xFFu;
 
 // Whether a local warp w (clock `mine`) has seen a peer's write of clock c: it has waited on
 // the cluster barrier that publishes it, or acquired a release of the writer's CTA made
-// after it (that CTA's column). The view of a multicast copy (cs_all_ordered) judges nothing.
+// after it (that CTA's column). A peer's view (w: no warp of this CTA) judges none: one peer
+// CTA's writes are not judged against another's.
 CS_DEV bool cs_peer_write_seen(const uint32_t* mine, uint32_t w, uint32_t c) {
-    if (mine == cs_all_ordered || w >= CS_MAX_WARPS) return true;
+    if (w >= CS_MAX_WARPS) return true;
     if (cs_sat_g(cs_ld32(&cs_cta(cs_slot_sh)[CS_CTA_CLUSTER_WAITS + w])) >= cs_peer_g(c))
         return true;
     return mine[CS_TID_REMOTE + (c >> CS_PEER_RANK_SHIFT)] >= (c & CS_PEER_N_MASK);
 }
 
-// Whether warp u's access at clock c here happens before a peer's access made after W
-// cluster barrier waits: u released it at one of its first W cluster arrivals.
-CS_DEV bool cs_ring_ordered(uint32_t slot, uint32_t u, uint32_t c, uint32_t W) {
-    if (W == 0) return false;
+// The clock up to which warp u's accesses here were released by its W-th cluster arrival.
+CS_DEV uint32_t cs_ring_clock(uint32_t slot, uint32_t u, uint32_t W) {
+    if (W == 0) return 0;
     const uint32_t* cta = cs_cta(slot);
     uint32_t arrived = cs_ld32(&cta[CS_CTA_CLUSTER_ARRIVES + u]);
     // u never made its W-th arrival (it exited: everything it did is over), or made it
     // more than the ring holds ago (a post is applied before the CTA's next arrival,
     // so this does not happen)
-    if (arrived < W || arrived - W >= CS_CLUSTER_RING) return true;
-    return c <= cs_ld32(&cta[CS_CTA_CLUSTER_RING + u * CS_CLUSTER_RING + (W - 1) % CS_CLUSTER_RING]);
+    if (arrived < W || arrived - W >= CS_CLUSTER_RING) return 0xFFFFFFFFu;
+    return cs_ld32(&cta[CS_CTA_CLUSTER_RING + u * CS_CLUSTER_RING + (W - 1) % CS_CLUSTER_RING]);
+}
+
+// An arrive of warp w on a peer's mbarrier, release n of this CTA (its leader, before the
+// post): keep (n, w's clock), and start a new clock, so later accesses are not covered.
+CS_DEV void cs_remote_release(uint32_t slot, uint32_t w, uint32_t n) {
+    uint32_t* cta = cs_cta(slot);
+    uint32_t k = cta[CS_CTA_REMOTE_MADE + w] + 1;
+    uint32_t* e = &cta[CS_CTA_REMOTE_RING + 2 * (w * CS_REMOTE_RING + (k - 1) % CS_REMOTE_RING)];
+    e[0] = n;
+    e[1] = cs_clock_sh[w];
+    cs_fence();
+    cta[CS_CTA_REMOTE_MADE + w] = k;
+    uint32_t* mine = cs_vis(slot, w);
+    mine[w] += 1;
+    cs_clock_sh[w] = mine[w];
+}
+
+// The clock up to which warp u's accesses here were released by its latest release
+// numbered at most n (0: none). Releases older than the ring holds are taken to cover
+// what the oldest one kept does (documented in docs/model.md).
+CS_DEV uint32_t cs_release_clock(uint32_t slot, uint32_t u, uint32_t n) {
+    if (n == 0) return 0;
+    const uint32_t* cta = cs_cta(slot);
+    const uint32_t* ring = &cta[CS_CTA_REMOTE_RING + 2 * u * CS_REMOTE_RING];
+    uint32_t made = cs_ld32(&cta[CS_CTA_REMOTE_MADE + u]);
+    uint32_t lo = made > CS_REMOTE_RING ? made - CS_REMOTE_RING : 0u;
+    for (uint32_t k = made; k > lo; --k) {
+        const uint32_t* e = &ring[2 * ((k - 1) % CS_REMOTE_RING)];
+        if (cs_ld32(&e[0]) <= n) return cs_ld32(&e[1]);
+    }
+    return lo ? cs_ld32(&ring[2 * (lo % CS_REMOTE_RING) + 1]) : 0u;
+}
+
+// What a peer's warp had seen of this CTA when it made its post: for each warp u, the clock
+// up to which u's accesses were released to it -- at u's W-th cluster arrival (W: the
+// cluster barrier waits it had made) or by u's latest release numbered at most n (the
+// highest release of this CTA it had acquired) -- and all ones for every other logical
+// thread (async agents' writes, and other peers', are not judged across CTAs). Built by the
+// lanes `entry` of the draining warp together, in the mailbox (the drain holds its lock),
+// and kept for the next post made with the same W and n.
+CS_DEV const uint32_t* cs_peer_view(uint32_t slot, uint32_t W, uint32_t n, uint32_t entry) {
+    cs_mailbox_t* m = cs_mailbox();
+    uint32_t leader = cs_ffs(entry) - 1;
+    volatile uint32_t* key = &m->view_w;
+    if (cs_bcast(entry, key[0] == W && key[1] == n && key[2] == 1u, leader)) return m->view;
+    uint32_t lanes = cs_popc(entry), me = cs_popc(entry & ((1u << cs_lane()) - 1u));
+    for (uint32_t u = me; u < S.nwarps; u += lanes) {
+        uint32_t a = cs_ring_clock(slot, u, W), b = cs_release_clock(slot, u, n);
+        ((volatile uint32_t*)m->view)[u] = a > b ? a : b;
+    }
+    cs_syncwarp(entry);
+    if (cs_lane() == leader) key[0] = W, key[1] = n, key[2] = 1u;
+    cs_syncwarp(entry);
+    return m->view;
 }
 
 // Whether the earlier write epoch ww (site word ws) happens before the access of a warp
-// of CTA `rank` that had waited on W cluster barriers.
-CS_DEV bool cs_peer_sees(uint32_t slot, uint64_t ww, uint32_t ws, uint32_t rank, uint32_t W) {
+// of CTA `rank` that had waited on W cluster barriers and saw `seen` (cs_peer_view).
+CS_DEV bool cs_peer_sees(const uint32_t* seen, uint64_t ww, uint32_t ws, uint32_t rank,
+                         uint32_t W) {
     uint32_t t = (uint32_t)(ww >> CS_WW_TID_SHIFT) & 0xFFu, c = (uint32_t)ww;
     if (cs_is_peer_tid(t)) return cs_site_rank(ws) == rank + 1 || cs_sat_g(W) >= cs_peer_g(c);
-    if (t < CS_MAX_WARPS) return cs_ring_ordered(slot, t, c, W);
+    if (t < CS_MAX_WARPS) return c <= seen[t];
     return true;  // an async agent's write: not judged across CTAs
 }
 
@@ -67,7 +123,7 @@ CS_DEV void cs_cluster_arrival(uint32_t slot, uint32_t w, bool relaxed) {
 }
 
 // The walk of a peer's access over granules [g0, g1] of this CTA, by one lane (no calls).
-CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p) {
+CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p, const uint32_t* seen) {
     uint32_t rank = p.from & 0xFFu, pw = (p.from >> 8) & 0xFFu;
     uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu, W = p.mbar;
     uint32_t clock = cs_peer_clock(rank, W + ((p.from & CS_POST_ARRIVED) ? 1u : 0u) + 1u, p.rel + 1u);
@@ -92,7 +148,7 @@ CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p) {
         }
         if (!live) {
             if ((read || atomic) && !f.kind) f = {CS_UNINIT_READ, CS_NO_SITE, CS_NO_WARP};
-        } else if (!(atomic && (flags & CS_WW_FLAG_ATOMIC)) && !cs_peer_sees(slot, ww, ws, rank, W) &&
+        } else if (!(atomic && (flags & CS_WW_FLAG_ATOMIC)) && !cs_peer_sees(seen, ww, ws, rank, W) &&
                    !f.kind) {
             f = {read ? CS_RACE_RAW : CS_RACE_WAW, ws, t};
         }
@@ -102,7 +158,7 @@ CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p) {
             for (uint64_t readers = rm & 0xFFFFFFFFull; readers; readers &= readers - 1) {
                 uint32_t u = cs_ffsll(readers) - 1;
                 uint64_t r = cs_ld64(v.rslots + (uint64_t)u * v.granules + g);
-                if (!cs_ring_ordered(slot, u, (uint32_t)r, W) && !f.kind)
+                if ((uint32_t)r > seen[u] && !f.kind)
                     f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
             }
         }
@@ -120,8 +176,9 @@ CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p) {
 // lane makes the record call: multicast.h's cs_mc_drain says why).
 CS_DEV void cs_dsmem_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
     uint32_t leader = cs_ffs(entry) - 1;
+    const uint32_t* seen = cs_peer_view(slot, p.mbar, p.acq, entry);
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
-    if (cs_lane() == leader) f = cs_dsmem_walk(slot, p);
+    if (cs_lane() == leader) f = cs_dsmem_walk(slot, p, seen);
     cs_record_t r = cs_blank(f.kind, p.site);
     r.warp = (p.from >> 8) & 0xFFu;
     r.cur_rank = (p.from & 0xFFu) + 1;
@@ -156,11 +213,12 @@ CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off
         uint32_t first = cs_ffs(todo) - 1;
         uint32_t r0 = cs_bcast(active, rank, first);
         uint32_t group = cs_ballot(active, mine && rank == r0) & todo;
+        uint32_t acq = cs_ld32(&cs_vis(slot, w)[CS_TID_REMOTE + (r0 & (CS_REMOTE_RANKS - 1))]);
         // runs of granules the group's lanes make in lane order: one post each
         cs_runs(active, group, g0, g1, [&](uint32_t a, uint32_t b) {
             if (lane == first)
                 lost |= !cs_post(r0, a * CS_GRANULE_BYTES, (b - a + 1) * CS_GRANULE_BYTES, W,
-                                 site, from, rel);
+                                 site, from, rel, acq);
         });
         todo &= ~group;
     }
@@ -187,6 +245,7 @@ CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32
     bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
     if (!arrives && op != CS_MB_EXPECT_TX && op != CS_MB_COMPLETE_TX) return false;
     uint32_t rel = arrives ? cs_add32(&cs_cta(cs_slot_sh)[CS_CTA_REMOTE_RELEASES], 1u) + 1u : 0u;
+    if (arrives) cs_remote_release(cs_slot_sh, w, rel);
     uint32_t from = cs_ctarank() | (w << 8) | ((CS_POST_MBAR + op) << CS_POST_WHAT_SHIFT) |
                     (lanes << CS_POST_LANES_SHIFT);
     if (!cs_post(a >> CS_RANK_SHIFT, off, arg, 0, site, from, rel))

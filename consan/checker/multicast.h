@@ -11,18 +11,20 @@
 // own tables and locks see the copy like one of its own, as the copy engine of its own
 // mbarrier writing at the phase the bytes complete. So a read before the wait on that
 // phase is async.pending-write, bytes no copy reached are uninit.read, and bytes the phase
-// never gets leave its waiters to the deadlock watch. The write is not judged against the
-// CTA's earlier accesses (the issuer's view of them would need the cluster's clocks): a
-// copy over bytes the CTA still reads is not reported yet (docs/model.md).
+// never gets leave its waiters to the deadlock watch. The write is judged against the
+// CTA's earlier accesses as the issuing warp had seen them (cs_peer_view, dsmem.h).
 
-struct cs_mc_post_t { uint32_t seq, dst, bytes, mbar, site, from, rel, pad; };
+struct cs_mc_post_t { uint32_t seq, dst, bytes, mbar, site, from, rel, acq; };
 struct cs_mailbox_t {
     uint32_t head, tail, lock, pad;  // head: posts claimed; tail: posts applied
     cs_mc_post_t post[CS_MAILBOX_ENTRIES];
+    uint32_t view[CS_MAX_LOGICAL];  // (cs_peer_view) the clocks a post is judged with...
+    uint32_t view_w, view_n, view_ok, view_pad;  // ...and the post's waits and release
 };
 static_assert(sizeof(cs_mc_post_t) == 4 * CS_MAILBOX_POST_WORDS, "abi.MAILBOX_POST_WORDS");
 static_assert(sizeof(cs_mailbox_t) == 4 * (CS_MAILBOX_HEAD_WORDS +
-                                           CS_MAILBOX_ENTRIES * CS_MAILBOX_POST_WORDS),
+                                           CS_MAILBOX_ENTRIES * CS_MAILBOX_POST_WORDS +
+                                           CS_MAILBOX_VIEW_WORDS),
               "abi.MAILBOX_BYTES");
 
 // Compiled in only for modules that issue multicast copies (-DCONSAN_MC: a build of its
@@ -39,20 +41,14 @@ CS_DEV bool cs_multicast_on() {
 }
 CS_DEV cs_mailbox_t* cs_mailbox() { return (cs_mailbox_t*)cs_dyn_part(S.mc_offset); }
 
-// A view that finds every earlier access ordered: a peer's copy is applied without judging
-// what it overwrites (see above).
-#ifdef CONSAN_HOST
-static uint32_t cs_all_ordered[CS_MAX_LOGICAL];
-#else
-__device__ uint32_t cs_all_ordered[CS_MAX_LOGICAL];
-#endif
-
-// Run by every thread of the CTA when it begins (i of n), before the cluster meets.
+// Run by every thread of the CTA when it begins (i of n), before the cluster meets: the
+// posts and the view's key cleared, the view all ones (only its warps' words change).
 CS_DEV void cs_mailbox_clear(uint32_t i, uint32_t n) {
     uint32_t* m = (uint32_t*)cs_mailbox();
-    for (uint32_t k = i; k < CS_MAILBOX_HEAD_WORDS + CS_MAILBOX_ENTRIES * CS_MAILBOX_POST_WORDS; k += n)
-        m[k] = 0;
-    for (uint32_t k = i; k < CS_MAX_LOGICAL; k += n) cs_all_ordered[k] = 0xFFFFFFFFu;
+    const uint32_t posts = CS_MAILBOX_HEAD_WORDS + CS_MAILBOX_ENTRIES * CS_MAILBOX_POST_WORDS;
+    for (uint32_t k = i; k < CS_MAILBOX_HEAD_WORDS + CS_MAILBOX_ENTRIES * CS_MAILBOX_POST_WORDS +
+                             CS_MAILBOX_VIEW_WORDS; k += n)
+        m[k] = k >= posts && k < posts + CS_MAX_LOGICAL ? 0xFFFFFFFFu : 0u;
 }
 
 // Every lane of the drain calls it (kind 0: records nothing; see cs_mc_drain).
@@ -68,6 +64,12 @@ CS_DEV void cs_mc_record(uint32_t kind, uint32_t site, uint32_t from, uint32_t d
         r.prev_site = f->prev_site;
         r.prev_warp = f->prev_warp;
     }
+    if (f && f->prev_warp != CS_NO_WARP) {  // the copy against this CTA's earlier access:
+        r.warp = (from >> 8) & 0xFFu;       // the issuing warp and CTA are the current ones
+        r.cur_rank = r.prev_rank;
+        r.prev_rank = 0;
+        r.lanes = 0;
+    }
     cs_record(r);
 }
 
@@ -76,7 +78,7 @@ CS_DEV void cs_mc_record(uint32_t kind, uint32_t site, uint32_t from, uint32_t d
 // A full mailbox is waited on (its CTA applies posts in every probe) for DEADLOCK_MS: false
 // if it stayed full (the post is lost). Code without calls: one lane may run it alone.
 CS_DEV bool cs_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t mbar, uint32_t site,
-                    uint32_t from, uint32_t rel = 0) {
+                    uint32_t from, uint32_t rel = 0, uint32_t acq = 0) {
     CS_PROF(33);
     cs_mailbox_t* m = cs_mailbox();
     uint32_t h, since = cs_now_ms();
@@ -97,6 +99,7 @@ CS_DEV bool cs_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t mbar, 
     cs_peer_st(&p->site, rank, site);
     cs_peer_st(&p->from, rank, from);
     cs_peer_st(&p->rel, rank, rel);
+    cs_peer_st(&p->acq, rank, acq);
     cs_fence_cluster();
     cs_peer_st(&p->seq, rank, h + 1);
     return true;
@@ -121,10 +124,23 @@ CS_DEV void cs_runs(uint32_t active, uint32_t group, uint32_t lo, uint32_t hi, F
     if (open) emit(rs, re);
 }
 
+// What the issuing warp of a copy into CTA `rank` has seen of that CTA, for its post (`rel`
+// its cluster barrier waits, `acq` that CTA's highest release it has acquired; `from` gets
+// POST_ARRIVED when the warp has arrived once more than it waited): cs_peer_view.
+CS_DEV uint32_t cs_seen_of(uint32_t rank, uint32_t& rel, uint32_t& from) {
+    uint32_t slot = cs_slot_sh, w = cs_warp();
+    const uint32_t* cta = cs_cta(slot);
+    rel = cs_ld32(&cta[CS_CTA_CLUSTER_WAITS + w]);
+    from = cs_ctarank() | (w << 8) |
+           (cs_ld32(&cta[CS_CTA_CLUSTER_ARRIVES + w]) > rel ? CS_POST_ARRIVED : 0u);
+    return cs_ld32(&cs_vis(slot, w)[CS_TID_REMOTE + (rank & (CS_REMOTE_RANKS - 1))]);
+}
+
 // The issuer's post of its copy of `bytes` (0: a tensor map not known) at offset dst, on
 // the mbarrier at moff, to CTA `rank`.
 CS_DEV void cs_mc_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t moff, uint32_t site) {
-    if (!cs_post(rank, dst, bytes, moff, site, cs_ctarank() | (cs_warp() << 8)))
+    uint32_t rel, from, acq = cs_seen_of(rank, rel, from);
+    if (!cs_post(rank, dst, bytes, moff, site, from, rel, acq))
         cs_mc_record(CS_TOOL_REMOTE_COPY_LOST, site, rank, dst, bytes, moff, 0);
 }
 
@@ -136,15 +152,16 @@ CS_DEV void cs_mc_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t mof
 // before the copies issue.
 CS_DEV void cs_mc_post_runs(uint32_t all, bool mine, uint32_t rank, uint32_t dst, uint32_t bytes,
                             uint32_t moff, uint32_t site) {
-    uint32_t lane = cs_lane(), from = cs_ctarank() | (cs_warp() << 8);
+    uint32_t lane = cs_lane();
     bool lost = false;
     for (uint32_t todo = cs_ballot(all, mine); todo;) {
         uint32_t first = cs_ffs(todo) - 1;
         uint32_t r0 = cs_bcast(all, rank, first), m0 = cs_bcast(all, moff, first);
         uint32_t s0 = cs_bcast(all, site, first);
         uint32_t group = cs_ballot(all, mine && rank == r0 && moff == m0 && site == s0) & todo;
+        uint32_t rel, from, acq = cs_seen_of(r0, rel, from);
         cs_runs(all, group, dst, dst + bytes - 1, [&](uint32_t a, uint32_t b) {
-            if (lane == first) lost |= !cs_post(r0, a, b - a + 1, m0, s0, from);
+            if (lane == first) lost |= !cs_post(r0, a, b - a + 1, m0, s0, from, rel, acq);
         });
         todo &= ~group;
     }
@@ -164,6 +181,8 @@ CS_DEV void cs_mc_post_all(uint32_t mask, uint32_t dst, uint32_t bytes, uint32_t
     cs_fence_cluster();
 }
 
+CS_DEV const uint32_t* cs_peer_view(uint32_t slot, uint32_t W, uint32_t n, uint32_t entry);  // dsmem.h
+
 // A peer's copy, applied by this CTA: its bytes land in the phase its mbarrier is in,
 // written by the mbarrier's copy engine at that phase + 1. The write's site word carries
 // the issuer's rank (abi.SITE_RANK_SHIFT). Every lane of `entry` runs it; their first
@@ -172,6 +191,7 @@ CS_DEV void cs_mc_post_all(uint32_t mask, uint32_t dst, uint32_t bytes, uint32_t
 CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
     uint32_t leader = cs_ffs(entry) - 1, rank = p.from & 0xFFu, j = 0;
     bool lead = cs_lane() == leader;
+    const uint32_t* seen = cs_peer_view(slot, p.rel, p.acq, entry);
     uint32_t* e = cs_mbar_entry(slot, p.mbar, false, j);
     bool live = e != 0 && cs_mbar_live(j);
     uint32_t ph = 0, bytes = p.bytes;
@@ -191,7 +211,8 @@ CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
         f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     } else {
         cs_view v = cs_make_view(slot, cs_warp());
-        v.mine = cs_all_ordered;
+        v.mine = seen;
+        v.w = CS_MAX_WARPS;  // (no warp of this CTA: none of them is in program order with it)
         uint32_t tagged = cs_site_tag(p.site, rank);
         // (the others walk no granule: first 1, last 0)
         cs_engine_write(v, lead ? g0 : 1u, lead ? g1 : 0u, tagged, CS_AGENT_MBAR + j, ph + 1, f);
@@ -243,7 +264,7 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         if (!ready) break;
         cs_fence_cluster();
         const volatile cs_mc_post_t* vq = q;
-        cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, 0};
+        cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, vq->acq};
         uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu;
         {
             CS_PROF(what >= CS_POST_MBAR ? 36u : what ? 37u : 38u);

@@ -172,3 +172,20 @@ def test_a_copy_over_a_peers_unordered_store_is_waw_with_or_without_box_summarie
     ck.mbar(0, full, abi.MB_ARRIVE_EXPECT_TX, 128, site=EARLY)
     ck.bulk_load(0, 0, 128, full, site=LATE)
     assert [k[:3] for k in _records(ck)] == [("race.waw", LATE, PEER)]
+
+
+@pytest.mark.parametrize("acquire,want", [(True, []), (False, [("race.war", PEER, EARLY)])])
+def test_a_peer_store_after_acquiring_the_readers_release_is_ordered(ck, acquire, want):
+    # Warp 1 reads, then arrives on the peer's mbarrier (a release to the peer); the peer's
+    # warp waits on it and stores into the bytes: ordered when it acquired that release.
+    ck.write(0, 0, 8, site=INIT)
+    _cluster_sync(ck)
+    ck.read(1, 0, site=EARLY)
+    n = ck.remote_release(1)
+    ck.read(1, 4, site=LATE)  # after the release: not covered by it
+    ck.peer_access(0, 4, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2, waits=1,
+                   acquired=n if acquire else 0)
+    ck.write(0, 512, site=MINE)  # (applies the post)
+    ck.peer_access(4, 4, abi.DSMEM_WRITE, site=MINE + 1, rank=1, warp=2, waits=1, acquired=n)
+    ck.write(0, 516, site=MINE)
+    assert [k[:3] for k in _records(ck)] == want + [("race.war", MINE + 1, LATE)]

@@ -77,10 +77,44 @@ def test_a_copy_onto_an_mbarrier_this_cta_has_not_initialised(ck):
 
 
 def test_posts_are_applied_in_order_across_the_ring(ck):
-    """More posts than the mailbox holds at once, each applied before the next comes."""
+    """More posts than the mailbox holds at once, each applied before the next comes (the
+    reader frees the bytes with an arrive on the issuer's mbarrier, which the issuer
+    acquired before its next copy)."""
+    freed = 0
     for k in range(abi.MAILBOX_ENTRIES + 5):
         assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 16, site=ARRIVE) == 0
-        ck.peer_copy(0, 16, MB, site=COPY, rank=1)
+        ck.peer_copy(0, 16, MB, site=COPY, rank=1, acquired=freed)
         assert ck.mbar_wait(1, MB, parity=k & 1, site=WAIT) == 0
         ck.read(1, 0, site=LATE)
+        freed = ck.remote_release(1)
     assert _records(ck) == []
+
+
+def _refill(ck, *, acquired: int = 0, waits: int = 0) -> list:
+    """Warp 1 reads a copy's bytes; then the peer copies over them (after acquiring this
+    CTA's release `acquired`, or `waits` cluster barriers): the records."""
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=COPY, rank=1)
+    assert ck.mbar_wait(1, MB, parity=0, site=WAIT) == 0
+    ck.read(1, 16, site=LATE)
+    if acquired < 0:
+        acquired = ck.remote_release(1)
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=FAR, rank=1, warp=3, acquired=acquired, waits=waits)
+    ck.write(0, 768, site=EARLY)  # (applies it)
+    return _records(ck)
+
+
+def test_a_copy_over_bytes_this_cta_still_reads_is_war_naming_the_issuer(ck):
+    assert _refill(ck) == [("race.war", FAR, LATE, 0)]
+    (f,) = ck.report().findings
+    assert (f.records[0].cur_rank, f.records[0].warp, f.records[0].prev_warp) == (1, 3, 1)
+
+
+def test_a_copy_after_the_readers_release_is_clean(ck):
+    assert _refill(ck, acquired=-1) == []
+
+
+def test_a_release_made_after_the_one_acquired_covers_nothing(ck):
+    first = ck.remote_release(1)  # before the read: does not cover it
+    assert _refill(ck, acquired=first) == [("race.war", FAR, LATE, 0)]

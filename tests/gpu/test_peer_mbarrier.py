@@ -176,3 +176,105 @@ def test_dsmem_ring_is_clean_and_bit_exact(pairs):
                                        block=g.BLOCK, options=(arch_option(),))
     assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
     np.testing.assert_array_equal(out.reshape(pairs, g.TILE), g.inputs(np, pairs, tiles)[2])
+
+
+# The other way round: CTA rank r reads its own buffer, then frees it with an arrive on the
+# mbarrier `freed` of rank r - 1, which writes into it (st.shared::cluster, or st.async
+# completing on rank r's `full`) after waiting on its own `freed`. The reader's arrive is
+# a release: the overwrite is ordered after the read. The racy twin writes without the
+# wait, after a pause, so the overwrite comes after the read: race.war at the write, the
+# writer CTA rank r - 1 of the reader's.
+REFILL = r"""
+#define CS @CS@
+#define N 256
+#define CLUSTER_SYNC asm volatile("barrier.cluster.arrive.release.aligned;\n\t" \
+                                  "barrier.cluster.wait.acquire.aligned;" ::: "memory")
+#define SPIN { long long t0 = clock64(); while (clock64() - t0 < 2000000) {} }
+#define WAIT(b) { unsigned ok = 0; while (!ok) asm volatile("{ .reg .pred p; " \
+    "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; " \
+    "selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(b) : "memory"); }
+extern "C" __global__ void __cluster_dims__(CS, 1, 1) refill(float* out) {
+    __shared__ __align__(16) float buf[N];
+    __shared__ __align__(8) unsigned long long freed, full;
+    unsigned t = threadIdx.x, rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    unsigned next = (rank + 1) % CS, prev = (rank + CS - 1) % CS;
+    unsigned fr = (unsigned)__cvta_generic_to_shared(&freed);
+    unsigned fu = (unsigned)__cvta_generic_to_shared(&full);
+    unsigned mine = (unsigned)__cvta_generic_to_shared(&buf[t]), pfree, pa, pfull;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(pfree) : "r"(fr), "r"(prev));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(pa) : "r"(mine), "r"(next));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(pfull) : "r"(fu), "r"(next));
+    if (t == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(fr), "r"(N) : "memory");
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(fu) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    buf[t] = rank + t * 0.25f;
+    CLUSTER_SYNC;  // every CTA's buffer and mbarriers are ready
+    float v = buf[t];  // @read-own
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];"
+                 :: "r"(pfree) : "memory");  // @free
+    @WAIT_FREE@
+    float w = v * 2.0f + 1.0f;
+#if @ASYNC@
+    if (t == 0)
+        asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], %1;"
+                     :: "r"(pfull), "r"(N * 4) : "memory");
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
+                 :: "r"(pa), "r"(__float_as_uint(w)), "r"(pfull) : "memory");  // @async-write
+    WAIT(fu);
+#else
+    asm volatile("st.shared::cluster.f32 [%0], %1;" :: "r"(pa), "f"(w) : "memory");  // @write
+#endif
+    CLUSTER_SYNC;
+    out[blockIdx.x * N + t] = buf[t] + v;
+    CLUSTER_SYNC;  // no CTA leaves while a peer may still reach its shared memory
+}
+"""
+
+
+def _refill_src(cluster: int, *, st_async: bool, wait: bool) -> str:
+    return (REFILL.replace("@CS@", str(cluster)).replace("@ASYNC@", "1" if st_async else "0")
+            .replace("@WAIT_FREE@", "WAIT(fr);  // @wait-free" if wait else "SPIN"))
+
+
+@pytest.mark.parametrize("st_async", [False, True], ids=["store", "st-async"])
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_overwrite_after_the_readers_arrive_is_clean_and_bit_exact(cluster, st_async):
+    import cupy as cp
+
+    need_sm90()
+    src = _refill_src(cluster, st_async=st_async, wait=True)
+
+    def make_args():
+        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
+        return (out,), [out], None
+
+    rep, (out,) = check_against_native(src, "refill", make_args, grid=(CLUSTERS * cluster, 1, 1),
+                                       block=(N, 1, 1), options=(arch_option(),))
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    t = np.arange(N, dtype=np.float32) * np.float32(0.25)
+    want = [(np.float32((r - 1) % cluster) + t) * np.float32(2) + np.float32(1) +
+            np.float32(r) + t for _ in range(CLUSTERS) for r in range(cluster)]
+    np.testing.assert_array_equal(out, np.concatenate(want))
+
+
+@pytest.mark.parametrize("st_async", [False, True], ids=["store", "st-async"])
+@pytest.mark.parametrize("cluster", [2, 4])
+def test_overwrite_without_the_wait_is_war_naming_the_writer(cluster, st_async):
+    import cupy as cp
+
+    import consan
+
+    need_sm90()
+    src = _refill_src(cluster, st_async=st_async, wait=False)
+    out = cp.zeros(CLUSTERS * cluster * N, dtype=cp.float32)
+    rep = consan.check(src, "refill", grid=(CLUSTERS * cluster,), block=(N,), args=(out,),
+                       options=(arch_option(),))
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("race.war", line_of(src, "@async-write" if st_async else "@write"),
+         line_of(src, "@read-own"))}, str(rep)
+    pairs = {(v.cluster_rank, v.cur_rank) for v in rep.violations}
+    assert pairs and all(c == (r - 1) % cluster for r, c in pairs), pairs
+    assert "mbarrier" in str(rep), str(rep)
