@@ -37,6 +37,8 @@ KINDS: tuple[Kind, ...] = (
     Kind(10, "mbarrier.underflow", "mbarrier arrival or tx-count below zero"),
     Kind(11, "mbarrier.data-access", "ordinary access to the bytes of a live mbarrier"),
     Kind(12, "deadlock", "every live warp waits on something that cannot complete"),
+    Kind(13, "cluster.early-exit",
+         "a CTA exits before a cluster barrier orders a peer's access to its shared memory"),
     # Tool diagnostics: reported, never counted as violations of the user's kernel.
     Kind(64, "tool.out-of-window", "shared access outside the shadowed window", False),
     Kind(65, "tool.no-slot", "no free shadow slot for a CTA", False),
@@ -443,7 +445,13 @@ CTA_REMOTE_RELEASES = CTA_CLUSTER_RING + MAX_WARPS * CLUSTER_RING
 CTA_REMOTE_MADE = CTA_REMOTE_RELEASES + 4  # per warp: its releases to peers so far
 REMOTE_RING = 8  # per warp: (release number, its clock then) of its last 8 releases
 CTA_REMOTE_RING = CTA_REMOTE_MADE + MAX_WARPS  # [warp][(made - 1) % REMOTE_RING][2]
-CTA_WORDS = CTA_REMOTE_RING + MAX_WARPS * REMOTE_RING * 2
+# the latest cluster barrier generation a peer's access here (DSMEM, an mbarrier operation)
+# needs this CTA to wait on before it exits, and that access's site and from word (rank,
+# warp): cluster.early-exit
+CTA_PEER_GEN = CTA_REMOTE_RING + MAX_WARPS * REMOTE_RING * 2
+CTA_PEER_SITE = CTA_PEER_GEN + 1
+CTA_PEER_FROM = CTA_PEER_GEN + 2
+CTA_WORDS = CTA_PEER_GEN + 4
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -746,6 +754,8 @@ def c_header() -> str:
         "CS_TID_REMOTE": TID_REMOTE, "CS_REMOTE_RANKS": REMOTE_RANKS,
         "CS_CTA_REMOTE_RELEASES": CTA_REMOTE_RELEASES, "CS_CTA_REMOTE_MADE": CTA_REMOTE_MADE,
         "CS_REMOTE_RING": REMOTE_RING, "CS_CTA_REMOTE_RING": CTA_REMOTE_RING,
+        "CS_CTA_PEER_GEN": CTA_PEER_GEN, "CS_CTA_PEER_SITE": CTA_PEER_SITE,
+        "CS_CTA_PEER_FROM": CTA_PEER_FROM,
         "CS_MAILBOX_VIEW_WORDS": MAILBOX_VIEW_WORDS, "CS_POST_MBAR": POST_MBAR,
         "CS_POST_LANES_SHIFT": POST_LANES_SHIFT, "CS_PEER_RANK_SHIFT": PEER_RANK_SHIFT,
         "CS_PEER_G_SHIFT": PEER_G_SHIFT, "CS_PEER_N_MASK": PEER_N_MASK,

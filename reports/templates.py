@@ -32,6 +32,7 @@ ROLES: dict[str, tuple[str, str | None]] = {
     "mbarrier.underflow": ("arrive", "earlier arrive"),
     "mbarrier.data-access": ("access", "mbarrier init"),
     "deadlock": ("wait", "last arrive"),
+    "cluster.early-exit": ("exit", "peer's access"),
     "async.pending-read/wgmma": ("write", "wgmma (reads its operands until its group retires)"),
     "proxy.missing-fence/wgmma": ("wgmma (reads through the async proxy)",
                                   "generic-proxy write"),
@@ -86,6 +87,10 @@ WHAT: dict[str, str] = {
                           "taking its pending count below zero (count {count}).",
     "mbarrier.data-access": "{cur_who} accessed {bytes} at {cur}: "
                             "the bytes of the live mbarrier at {mbar}.",
+    "cluster.early-exit": "{cur_who} of CTA rank {rank} exited at {cur}, the CTA's last, "
+                          "but no cluster barrier it had waited on ordered the access of "
+                          "{prev_who} of CTA rank {prev_rank} to its shared memory at {prev} "
+                          "before the exit.",
     "deadlock": "{cur_who} waits at {cur} on barrier {barrier} phase {phase} "
                 "with {count} arrivals (or bytes) still missing, and no live warp can supply them.",
     "race.raw/wgmma": "{prev_who} wrote {bytes} at {prev}; the wgmma at {cur}, issued by "
@@ -108,6 +113,11 @@ DEFAULT_WHAT = "{cur_who} at {cur}."
 
 # kind -> exactly one sentence naming the missing synchronisation and the fix.
 FIX: dict[str, str] = {
+    "cluster.early-exit": "A CTA must not exit while a peer may still reach its shared "
+                          "memory: a cluster.sync() (barrier.cluster.arrive.release then "
+                          "barrier.cluster.wait.acquire) at the end of the kernel, in every "
+                          "CTA, orders CTA rank {prev_rank}'s access at {prev} before CTA "
+                          "rank {rank}'s exit at {cur}.",
     "race.raw": "No barrier orders the write at {prev} before the read at {cur}: "
                 "a __syncthreads() (bar.sync) between them, reached by both warps, "
                 "would order them.",

@@ -82,7 +82,7 @@ CS_DEV void cs_fill_words(uint32_t* p, uint32_t a, uint32_t b, uint32_t v, uint3
 CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthreads) {
     uint32_t L = S.nlogical;
     uint32_t* cta = cs_cta(slot);
-    if (i == 0) cta[CS_CTA_REMOTE_RELEASES] = 0;
+    if (i == 0) cta[CS_CTA_REMOTE_RELEASES] = cta[CS_CTA_PEER_GEN] = 0;
     for (uint32_t w = i; w < CS_MAX_WARPS; w += n) {
         cta[CS_CTA_CPASYNC_COMMITS + w] = 0;
         cs_cpticks_sh[w] = 0;
@@ -134,6 +134,8 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
 
 // ------------------------------------------------------------- exits
 
+CS_DEV void cs_early_exit_check(uint32_t slot, uint32_t w, uint32_t site);  // dsmem.h
+
 CS_DEV void cs_thread_exit(uint32_t site) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
@@ -153,9 +155,9 @@ CS_DEV void cs_thread_exit(uint32_t site) {
         }
     }
     if (cs_add32(&cta[CS_CTA_LIVE_THREADS], 0u - n) == n) {
+        cs_early_exit_check(slot, w, site);
         cs_gadd32(&((cs_log_header_t*)S.log)->ctas_ended, 1);
         cs_fence_sys();
         cs_gxchg32(&((uint32_t*)S.slot_busy)[slot], 0);
     }
-    (void)site;
 }

@@ -122,10 +122,43 @@ CS_DEV void cs_cluster_arrival(uint32_t slot, uint32_t w, bool relaxed) {
     cta[CS_CTA_CLUSTER_ARRIVES + w] = k;
 }
 
+// A peer's access here (DSMEM, an operation on an mbarrier) made after W cluster barrier
+// waits (POST_ARRIVED: and one more arrival) is released by cluster barrier generation
+// W + arrived + 1: this CTA must have waited on it when it exits (cs_early_exit_check).
+// The drain's first lane.
+CS_DEV void cs_peer_touch(uint32_t slot, uint32_t W, const cs_mc_post_t& p) {
+    uint32_t* cta = cs_cta(slot);
+    uint32_t g = W + ((p.from & CS_POST_ARRIVED) ? 1u : 0u) + 1u;
+    if (g > cta[CS_CTA_PEER_GEN]) {
+        cta[CS_CTA_PEER_GEN] = g;
+        cta[CS_CTA_PEER_SITE] = p.site;
+        cta[CS_CTA_PEER_FROM] = p.from & 0xFFFFu;
+    }
+}
+
+// The CTA's last thread exits (its warp w had waited on that many cluster barriers): a
+// peer's access here that no cluster barrier it waited on released is cluster.early-exit
+// (the peer may still reach memory that is gone; docs/model.md).
+CS_DEV void cs_early_exit_check(uint32_t slot, uint32_t w, uint32_t site) {
+    if (!cs_multicast_on() || cs_ending()) return;
+    const uint32_t* cta = cs_cta(slot);
+    uint32_t g = cs_ld32(&cta[CS_CTA_PEER_GEN]), waits = cs_ld32(&cta[CS_CTA_CLUSTER_WAITS + w]);
+    if (g == 0 || waits >= g) return;
+    uint32_t from = cs_ld32(&cta[CS_CTA_PEER_FROM]);
+    cs_record_t r = cs_blank(CS_CLUSTER_EARLY_EXIT, site);
+    r.prev_site = cs_ld32(&cta[CS_CTA_PEER_SITE]);
+    r.prev_warp = (from >> 8) & 0xFFu;
+    r.prev_rank = (from & 0xFFu) + 1;
+    r.phase = waits;
+    r.count = g;
+    cs_record(r);
+}
+
 // The walk of a peer's access over granules [g0, g1] of this CTA, by one lane (no calls).
 CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p, const uint32_t* seen) {
     uint32_t rank = p.from & 0xFFu, pw = (p.from >> 8) & 0xFFu;
     uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu, W = p.mbar;
+    cs_peer_touch(slot, W, p);
     uint32_t clock = cs_peer_clock(rank, W + ((p.from & CS_POST_ARRIVED) ? 1u : 0u) + 1u, p.rel + 1u);
     bool atomic = what == CS_DSMEM_ATOMIC, read = what == CS_DSMEM_READ;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
@@ -246,9 +279,12 @@ CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32
     if (!arrives && op != CS_MB_EXPECT_TX && op != CS_MB_COMPLETE_TX) return false;
     uint32_t rel = arrives ? cs_add32(&cs_cta(cs_slot_sh)[CS_CTA_REMOTE_RELEASES], 1u) + 1u : 0u;
     if (arrives) cs_remote_release(cs_slot_sh, w, rel);
+    const uint32_t* cta = cs_cta(cs_slot_sh);
+    uint32_t W = cs_ld32(&cta[CS_CTA_CLUSTER_WAITS + w]);  // (the post's last word)
     uint32_t from = cs_ctarank() | (w << 8) | ((CS_POST_MBAR + op) << CS_POST_WHAT_SHIFT) |
-                    (lanes << CS_POST_LANES_SHIFT);
-    if (!cs_post(a >> CS_RANK_SHIFT, off, arg, 0, site, from, rel))
+                    (lanes << CS_POST_LANES_SHIFT) |
+                    (cs_ld32(&cta[CS_CTA_CLUSTER_ARRIVES + w]) > W ? CS_POST_ARRIVED : 0u);
+    if (!cs_post(a >> CS_RANK_SHIFT, off, arg, 0, site, from, rel, W))
         cs_mbar_record(CS_TOOL_REMOTE_COPY_LOST, site, off, 0);
     cs_fence_cluster();
     return true;
@@ -262,6 +298,7 @@ CS_DEV void cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t en
     uint32_t kind = 0, ph = 0, pending = 0, tx = 0;
     if (cs_lane() == cs_ffs(entry) - 1) {
         uint32_t* e = cs_mbar_entry(slot, p.dst, false, j);
+        cs_peer_touch(slot, p.acq, p);
         if (e == 0 || !cs_mbar_live(j)) {
             kind = CS_MBARRIER_UNINIT;
         } else {

@@ -189,3 +189,21 @@ def test_a_peer_store_after_acquiring_the_readers_release_is_ordered(ck, acquire
     ck.peer_access(4, 4, abi.DSMEM_WRITE, site=MINE + 1, rank=1, warp=2, waits=1, acquired=n)
     ck.write(0, 516, site=MINE)
     assert [k[:3] for k in _records(ck)] == want + [("race.war", MINE + 1, LATE)]
+
+
+@pytest.mark.parametrize("closing_sync", [True, False])
+def test_a_cta_that_exits_before_a_cluster_barrier_orders_a_peers_store_is_early_exit(
+        ck, closing_sync):
+    _cluster_sync(ck)
+    ck.peer_access(0, 4, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2, waits=1)
+    ck.write(0, 512, site=MINE)  # (applies the post)
+    if closing_sync:
+        _cluster_sync(ck)
+    ck.exit(0, site=LATE)
+    ck.exit(1, site=LATE)
+    want = [] if closing_sync else [("cluster.early-exit", LATE, PEER, 1, 2, 0)]
+    assert _records(ck) == want
+    if not closing_sync:
+        (f,) = ck.report().findings
+        what = describe.what_happened(f)
+        assert "CTA rank 1" in what and "exited" in what, what

@@ -54,20 +54,24 @@ extern "C" __global__ void __cluster_dims__(CS, 1, 1) exchange(float* out) {
     }
     @SYNC2@
     out[blockIdx.x * N + t] = buf[t] + got;  // @read
-    CLUSTER_SYNC;  // no CTA leaves while a peer may still reach its shared memory
-}
+    @CLOSE@  // no CTA leaves while a peer may still reach its shared memory
+}  // @end
 """
 
 SYNC = "CLUSTER_SYNC;"
 
 
-def _src(cluster: int, *, op: str, early_read: bool = False, early_access: bool = False):
-    """op: "store", "load" or "generic" (a load through mapa.u64's generic pointer)."""
+def _src(cluster: int, *, op: str, early_read: bool = False, early_access: bool = False,
+         early_exit: bool = False):
+    """op: "store", "load" or "generic" (a load through mapa.u64's generic pointer);
+    early_exit: neither the second nor the closing cluster barrier (each CTA pauses, then
+    exits while its peer's access is ordered before nothing)."""
     return (DSMEM.replace("@CS@", str(cluster))
             .replace("@STORE@", "1" if op == "store" else "0")
             .replace("@GENERIC@", "1" if op == "generic" else "0")
             .replace("@SYNC1@", "SPIN" if early_access else SYNC)
-            .replace("@SYNC2@", "SPIN" if early_read else SYNC))
+            .replace("@SYNC2@", "SPIN" if early_read or early_exit else SYNC)
+            .replace("@CLOSE@", "SPIN" if early_exit else SYNC))
 
 
 def _want(cluster: int, op: str) -> np.ndarray:
@@ -144,3 +148,12 @@ def test_store_before_the_first_cluster_barrier_is_waw_at_the_store(cluster):
 def test_load_before_the_first_cluster_barrier_is_raw_at_the_load(cluster, op):
     _racy(cluster, _src(cluster, op=op, early_access=True), "race.raw",
           "@load" if op == "load" else "@generic-load", "@init", "cur_rank")
+
+
+@pytest.mark.parametrize("op", ["load", "generic"])
+@pytest.mark.parametrize("cluster", [2, 4])
+def test_exit_before_a_cluster_barrier_orders_the_peers_load_is_early_exit(cluster, op):
+    marker = "@load" if op == "load" else "@generic-load"
+    text = _racy(cluster, _src(cluster, op=op, early_exit=True), "cluster.early-exit", "@end",
+                 marker, "prev_rank")
+    assert "cluster.sync()" in text, text
