@@ -465,6 +465,8 @@ WW_FLAG_MBAR = 0x2  # the granule holds a live mbarrier object
 WW_FLAG_WGREAD = 0x4  # a wgmma unit read the granule since this write (see the wgread table)
 WW_FLAG_PEER = 0x8  # the write came from a peer CTA (tid TID_PEER + its warp, clock: its
 #                     cluster barrier generation; the site word carries its rank)
+WW_FLAG_PEER_READ = 0x10  # a peer CTA read the granule since this write (its read is the
+#   granule's async-read entry: judged by the next write, like a bulk store's read)
 RM_GEN_SHIFT = 48
 # Async-read entry of a granule (bulk stores): gen:16 | tid:8 | clock:32, the bulk-store unit
 # and the group it reads in; its site is in the u32 array after the entries.
@@ -801,7 +803,7 @@ def c_header() -> str:
         "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,
         "CS_BS_READERS": BS_READERS, "CS_BS_FLAG_OVERFLOW": BS_FLAG_OVERFLOW,
         "CS_BS_FLAG_MBAR": BS_FLAG_MBAR, "CS_BS_FLAG_PEER": BS_FLAG_PEER,
-        "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD,
+        "CS_WW_FLAG_WGREAD": WW_FLAG_WGREAD, "CS_WW_FLAG_PEER_READ": WW_FLAG_PEER_READ,
         "CS_WG_GEN_SHIFT": WG_GEN_SHIFT,
         "CS_TENSOR_LOAD": TENSOR_LOAD, "CS_TENSOR_STORE": TENSOR_STORE,
         "CS_TENSOR_ARRIVE_TX": TENSOR_ARRIVE_TX, "CS_TENSOR_MULTICAST": TENSOR_MULTICAST,

@@ -137,16 +137,22 @@ FIX: dict[str, str] = {
                                 "wait on it (mbarrier.try_wait.parity) before the access, then "
                                 "a barrier if other warps touch these bytes (a cluster barrier "
                                 "orders the copy's issue, not its arrival).",
-    "race.raw/peer": "No cluster barrier orders CTA rank {prev_rank}'s write at {prev} before "
-                     "CTA rank {rank}'s read at {cur}: barrier.cluster.arrive.release after the "
-                     "write and barrier.cluster.wait.acquire before the read (a cluster.sync() "
-                     "between them in both CTAs) would order them.",
-    "race.war/peer": "No cluster barrier orders CTA rank {prev_rank}'s read at {prev} before "
-                     "CTA rank {rank}'s write at {cur}: a cluster.sync() after the read and "
-                     "before the write, in both CTAs, would order them.",
-    "race.waw/peer": "No cluster barrier orders CTA rank {prev_rank}'s write at {prev} before "
-                     "CTA rank {rank}'s write at {cur}: a cluster.sync() between them, in both "
-                     "CTAs, would order them (or let only one CTA write these bytes).",
+    "race.raw/peer": "Nothing orders CTA rank {prev_rank}'s write at {prev} before CTA rank "
+                     "{rank}'s read at {cur}: barrier.cluster.arrive.release after the write "
+                     "and barrier.cluster.wait.acquire before the read (a cluster.sync() "
+                     "between them in both CTAs), or an arrive of CTA rank {prev_rank} on an "
+                     "mbarrier of CTA rank {rank} after the write that the reader waits on, "
+                     "would order them.",
+    "race.war/peer": "Nothing orders CTA rank {prev_rank}'s read at {prev} before CTA rank "
+                     "{rank}'s write at {cur}: a cluster.sync() after the read and before the "
+                     "write in both CTAs, or an arrive of CTA rank {prev_rank} on an mbarrier "
+                     "of CTA rank {rank} after the read that the writer waits on, would order "
+                     "them.",
+    "race.waw/peer": "Nothing orders CTA rank {prev_rank}'s write at {prev} before CTA rank "
+                     "{rank}'s write at {cur}: a cluster.sync() between them in both CTAs, or "
+                     "an arrive of CTA rank {prev_rank} on an mbarrier of CTA rank {rank} "
+                     "after the first write that the second writer waits on, would order them "
+                     "(or let only one CTA write these bytes).",
     "race.raw/remote": "Nothing orders CTA rank {rank}'s write at {prev} before CTA rank "
                        "{cur_rank}'s read at {cur}: a cluster.sync() between them in both CTAs, "
                        "or an arrive on an mbarrier of CTA rank {cur_rank} after the write "

@@ -27,7 +27,8 @@ CS_DEV uint32_t* cs_arsite(uint32_t slot, uint32_t g) {
 }
 
 // A write of granule g (its epoch published and fenced): a bulk store whose group the
-// writer has not seen retired may still be reading the old bytes.
+// writer has not seen retired may still be reading the old bytes; a peer CTA's read
+// (dsmem.h: tid TID_PEER + its warp, a peer clock) not released to the writer is race.war.
 CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f) {
     if (f.kind) return;
     uint32_t slot = cs_slot_sh;
@@ -35,7 +36,8 @@ CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f) {
     if ((uint32_t)(a >> CS_AR_GEN_SHIFT) != v.gen) return;
     uint32_t t = (uint32_t)(a >> CS_AR_TID_SHIFT) & 0xFFu;
     if (!cs_ordered(v.mine, v.w, t, (uint32_t)a))
-        f = {CS_ASYNC_PENDING_READ, cs_ld32(cs_arsite(slot, g)), t};
+        f = {cs_is_peer_tid(t) ? CS_RACE_WAR : CS_ASYNC_PENDING_READ,
+             cs_ld32(cs_arsite(slot, g)), t};
 }
 
 // One bulk store of [off, off + bytes) issued by lane `lane` of warp w (run by one lane).

@@ -154,6 +154,9 @@ CS_DEV void cs_early_exit_check(uint32_t slot, uint32_t w, uint32_t site) {
     cs_record(r);
 }
 
+CS_DEV uint64_t* cs_aread(uint32_t slot, uint32_t g);  // bulk.h
+CS_DEV uint32_t* cs_arsite(uint32_t slot, uint32_t g);
+
 // The walk of a peer's access over granules [g0, g1] of this CTA, by one lane (no calls).
 CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p, const uint32_t* seen) {
     uint32_t rank = p.from & 0xFFu, pw = (p.from >> 8) & 0xFFu;
@@ -166,9 +169,9 @@ CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p, const uint
     if (p.bytes == 0 || g1 >= S.granules) return {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     cs_view v = cs_make_view(slot, cs_warp());
     uint32_t tagged = cs_site_tag(p.site, rank);
-    // a peer's epochs are not in the box summaries (its clock is not this CTA's): a copy
-    // over these blocks walks them
-    if (!read && cs_box_summary_on()) cs_box_summary_flag(slot, g0, g1, CS_BS_FLAG_PEER);
+    // a peer's epochs and reads are not in the box summaries (its clock is not this CTA's):
+    // a copy over these blocks walks them
+    if (cs_box_summary_on()) cs_box_summary_flag(slot, g0, g1, CS_BS_FLAG_PEER);
     for (uint32_t g = g0; g <= g1; ++g) {
         uint64_t* e = v.ent + 2 * g;
         uint64_t ww = cs_ld64(e);
@@ -185,7 +188,17 @@ CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p, const uint
                    !f.kind) {
             f = {read ? CS_RACE_RAW : CS_RACE_WAW, ws, t};
         }
-        if (read) continue;  // (a peer's read is judged, not recorded: docs/model.md)
+        if (read) {  // kept as the granule's async-read entry, flagged in its write epoch:
+            if (live) {  // the next write judges it (cs_check_write)
+                cs_st64(cs_aread(slot, g), ((uint64_t)v.gen << CS_AR_GEN_SHIFT) |
+                                              ((uint64_t)(CS_TID_PEER + pw) << CS_AR_TID_SHIFT) |
+                                              clock);
+                cs_st32(cs_arsite(slot, g), tagged);
+                cs_fence();
+                cs_or64(e, (uint64_t)CS_WW_FLAG_PEER_READ << CS_WW_FLAGS_SHIFT);
+            }
+            continue;
+        }
         uint64_t rm = cs_ld64(e + 1);
         if ((rm >> CS_RM_GEN_SHIFT) == v.gen) {
             for (uint64_t readers = rm & 0xFFFFFFFFull; readers; readers &= readers - 1) {

@@ -115,7 +115,8 @@ CS_DEV void cs_check_write(const cs_view& v, uint32_t g, uint32_t site, bool ato
         if (!cs_ordered(v.mine, v.w, u, (uint32_t)r) && !f.kind)
             f = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
     }
-    if (cs_async_proxy()) cs_check_async_read(v, g, f);
+    if (cs_async_proxy() || ((old >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_PEER_READ))
+        cs_check_async_read(v, g, f);  // (a bulk store's read; a peer's: dsmem.h)
 }
 
 
@@ -204,7 +205,8 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
                 if (!cs_ordered(v.mine, v.w, u, (uint32_t)r) && !fi[i].kind)
                     fi[i] = {CS_RACE_WAR, (uint32_t)(r >> 32), u};
             }
-            if (ap && !(mbar & (1u << i))) cs_check_async_read(v, g, fi[i]);
+            bool peer_read = (old[i] >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_PEER_READ;
+            if ((ap || peer_read) && !(mbar & (1u << i))) cs_check_async_read(v, g, fi[i]);
             if (!f.kind && fi[i].kind) f = fi[i];
         }
     }

@@ -207,3 +207,46 @@ def test_a_cta_that_exits_before_a_cluster_barrier_orders_a_peers_store_is_early
         (f,) = ck.report().findings
         what = describe.what_happened(f)
         assert "CTA rank 1" in what and "exited" in what, what
+
+
+def _ck(bulk_stores: bool) -> HostChecker:
+    """A module with or without bulk stores (without: only a peer's read flags the
+    granule's write epoch for the next write to look at)."""
+    c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, async_proxy=bulk_stores)
+    c.begin()
+    return c
+
+
+@pytest.mark.parametrize("bulk_stores", [True, False])
+@pytest.mark.parametrize("ordered", [True, False])
+def test_the_owners_write_over_bytes_a_peer_read_needs_the_peers_release(ordered, bulk_stores):
+    # A peer reads after the first cluster barrier; the owner overwrites the bytes after the
+    # next one (which releases the read) or before it (race.war naming the peer's read).
+    ck = _ck(bulk_stores)
+    ck.write(0, 0, site=INIT)
+    _cluster_sync(ck)
+    ck.peer_access(0, 4, abi.DSMEM_READ, site=PEER, rank=1, warp=2, waits=1)
+    ck.write(1, 512, site=MINE)  # (applies the post)
+    if ordered:
+        _cluster_sync(ck)
+    ck.write(1, 0, site=LATE)
+    ck.write(1, 0, site=LATE)  # (the same warp again: its own epoch, no second finding)
+    assert _records(ck) == ([] if ordered else [("race.war", LATE, PEER, 1, 2, 0)])
+    if not ordered:
+        (f,) = ck.report().findings
+        what = describe.what_happened(f)
+        assert "CTA rank 1 read" in what, what
+
+
+@pytest.mark.parametrize("bulk_stores", [True, False])
+def test_a_copy_over_bytes_a_peer_read_is_judged_against_the_read(bulk_stores):
+    ck = _ck(bulk_stores)
+    full = 768
+    ck.mbar(0, full, abi.MB_INIT, 1, site=INIT)
+    ck.write(0, 0, 64, site=INIT)
+    _cluster_sync(ck)
+    ck.peer_access(16, 4, abi.DSMEM_READ, site=PEER, rank=3, warp=1, waits=1)
+    ck.write(1, 512, site=MINE)  # (applies the post)
+    ck.mbar(0, full, abi.MB_ARRIVE_EXPECT_TX, 64, site=EARLY)
+    ck.bulk_load(0, 0, 64, full, site=LATE)
+    assert [k[:5] for k in _records(ck)] == [("race.war", LATE, PEER, 0, 4)]

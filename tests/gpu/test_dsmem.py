@@ -52,7 +52,9 @@ extern "C" __global__ void __cluster_dims__(CS, 1, 1) exchange(float* out) {
     } else {
         asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(got) : "r"(pa) : "memory");  // @load
     }
+    @OVER1@
     @SYNC2@
+    @OVER2@
     out[blockIdx.x * N + t] = buf[t] + got;  // @read
     @CLOSE@  // no CTA leaves while a peer may still reach its shared memory
 }  // @end
@@ -61,12 +63,19 @@ extern "C" __global__ void __cluster_dims__(CS, 1, 1) exchange(float* out) {
 SYNC = "CLUSTER_SYNC;"
 
 
+OVERWRITE = "buf[t] = -1.0f - t;  // @overwrite"
+
+
 def _src(cluster: int, *, op: str, early_read: bool = False, early_access: bool = False,
-         early_exit: bool = False):
+         early_exit: bool = False, overwrite: str = ""):
     """op: "store", "load" or "generic" (a load through mapa.u64's generic pointer);
     early_exit: neither the second nor the closing cluster barrier (each CTA pauses, then
-    exits while its peer's access is ordered before nothing)."""
-    return (DSMEM.replace("@CS@", str(cluster))
+    exits while its peer's access is ordered before nothing); overwrite: "before" or
+    "after" the second cluster barrier, each CTA writes its own buffer again (after a
+    pause, so the peer's load is in first)."""
+    return (DSMEM.replace("@OVER1@", f"SPIN {OVERWRITE}" if overwrite == "before" else "")
+            .replace("@OVER2@", OVERWRITE if overwrite == "after" else "")
+            .replace("@CS@", str(cluster))
             .replace("@STORE@", "1" if op == "store" else "0")
             .replace("@GENERIC@", "1" if op == "generic" else "0")
             .replace("@SYNC1@", "SPIN" if early_access else SYNC)
@@ -157,3 +166,34 @@ def test_exit_before_a_cluster_barrier_orders_the_peers_load_is_early_exit(clust
     text = _racy(cluster, _src(cluster, op=op, early_exit=True), "cluster.early-exit", "@end",
                  marker, "prev_rank")
     assert "cluster.sync()" in text, text
+
+
+@pytest.mark.parametrize("op", ["load", "generic"])
+@pytest.mark.parametrize("cluster", [2, 4])
+def test_overwrite_after_the_barrier_that_releases_the_peers_load_is_clean(cluster, op):
+    import cupy as cp
+
+    need_sm90()
+    src = _src(cluster, op=op, overwrite="after")
+
+    def make_args():
+        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
+        return (out,), [out], None
+
+    rep, (out,) = check_against_native(src, "exchange", make_args,
+                                       grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
+                                       options=(arch_option(),))
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    t = np.arange(N, dtype=np.float32)
+    want = [(np.float32(-1.0) - t) + (np.float32(((r + 1) % cluster) * 1000.0) + t)
+            for _ in range(CLUSTERS) for r in range(cluster)]
+    np.testing.assert_array_equal(out, np.concatenate(want))
+
+
+@pytest.mark.parametrize("op", ["load", "generic"])
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_overwrite_before_the_barrier_that_releases_the_peers_load_is_war(cluster, op):
+    marker = "@load" if op == "load" else "@generic-load"
+    text = _racy(cluster, _src(cluster, op=op, overwrite="before"), "race.war", "@overwrite",
+                 marker, "prev_rank")
+    assert "read" in text and "CTA rank" in text, text
