@@ -192,7 +192,8 @@ SITE_RANK_SHIFT = 28
 # it; for an mbarrier arrive, the number of this release (REMOTE columns, docs/model.md);
 # for a copy, the cluster barrier waits of the issuing warp. `acq` (accesses and copies):
 # the highest release of the receiving CTA the posting warp has acquired (its REMOTE
-# column of that rank), so the receiver judges the post against its own accesses.
+# column of that rank), so the receiver judges the post against its own accesses; for an
+# mbarrier operation, the posting warp's cluster barrier waits (cluster.early-exit).
 DSMEM_READ, DSMEM_WRITE, DSMEM_ATOMIC = 1, 2, 3
 POST_MBAR = 0x10
 POST_WHAT_SHIFT = 16
