@@ -267,6 +267,21 @@ def check_against_native(source: str, kernel: str, make_args: MakeArgs, *, grid,
     return rep, checked
 
 
+def clean_and_native(source: str, kernel: str, n: int, dtype, *, grid, block,
+                     options: Sequence[str] = ()):
+    """`kernel(out)` on a poisoned `out` of n elements, natively and under consan: the
+    report must be clean, with no note and nothing left unmodelled, and both runs must
+    write the same bits. Returns out (NumPy)."""
+    def make_args():
+        out = poisoned((n,), dtype)
+        return (out,), [out], None
+
+    rep, (out,) = check_against_native(source, kernel, make_args, grid=grid, block=block,
+                                       options=options)
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    return out
+
+
 # ------------------------------------------------------------------ programs: dump outputs
 
 DUMP_SCRIPT = Path(__file__).resolve()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import arch_option, check_against_native, line_of, need_sm90, poisoned
+from tests.gpu_util import arch_option, clean_and_native, line_of, need_sm90
 
 pytestmark = pytest.mark.gpu
 
@@ -114,13 +114,9 @@ def test_clean_exchange_is_clean_and_bit_exact(cluster, op):
     need_sm90()
     src = _src(cluster, op=op)
 
-    def make_args():
-        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
-        return (out,), [out], None
-
-    rep, (out,) = check_against_native(src, "exchange", make_args, grid=(CLUSTERS * cluster, 1, 1),
-                                       block=(N, 1, 1), options=(arch_option(),))
-    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    out = clean_and_native(src, "exchange", CLUSTERS * cluster * N, cp.float32,
+                           grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
+                           options=(arch_option(),))
     np.testing.assert_array_equal(out, _want(cluster, op))
 
 
@@ -176,14 +172,9 @@ def test_overwrite_after_the_barrier_that_releases_the_peers_load_is_clean(clust
     need_sm90()
     src = _src(cluster, op=op, overwrite="after")
 
-    def make_args():
-        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
-        return (out,), [out], None
-
-    rep, (out,) = check_against_native(src, "exchange", make_args,
-                                       grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
-                                       options=(arch_option(),))
-    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    out = clean_and_native(src, "exchange", CLUSTERS * cluster * N, cp.float32,
+                           grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
+                           options=(arch_option(),))
     t = np.arange(N, dtype=np.float32)
     want = [(np.float32(-1.0) - t) + (np.float32(((r + 1) % cluster) * 1000.0) + t)
             for _ in range(CLUSTERS) for r in range(cluster)]

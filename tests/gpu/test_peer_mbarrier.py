@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.gpu_util import arch_option, check_against_native, line_of, need_sm90, poisoned
+from tests.gpu_util import arch_option, check_against_native, clean_and_native, line_of, need_sm90
 
 pytestmark = pytest.mark.gpu
 
@@ -106,13 +106,9 @@ def test_handoff_through_the_peers_mbarrier_is_clean_and_bit_exact(cluster, st_a
     need_sm90()
     src = _src(cluster, st_async=st_async)
 
-    def make_args():
-        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
-        return (out,), [out], None
-
-    rep, (out,) = check_against_native(src, "handoff", make_args, grid=(CLUSTERS * cluster, 1, 1),
-                                       block=(N, 1, 1), options=(arch_option(),))
-    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    out = clean_and_native(src, "handoff", CLUSTERS * cluster * N, cp.float32,
+                           grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
+                           options=(arch_option(),))
     t = np.arange(N, dtype=np.float32)
     want = [np.float32(((r - 1) % cluster) * 10.0) + t * np.float32(0.5)
             for _ in range(CLUSTERS) for r in range(cluster)]
@@ -247,13 +243,9 @@ def test_overwrite_after_the_readers_arrive_is_clean_and_bit_exact(cluster, st_a
     need_sm90()
     src = _refill_src(cluster, st_async=st_async, wait=True)
 
-    def make_args():
-        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
-        return (out,), [out], None
-
-    rep, (out,) = check_against_native(src, "refill", make_args, grid=(CLUSTERS * cluster, 1, 1),
-                                       block=(N, 1, 1), options=(arch_option(),))
-    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    out = clean_and_native(src, "refill", CLUSTERS * cluster * N, cp.float32,
+                           grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
+                           options=(arch_option(),))
     t = np.arange(N, dtype=np.float32) * np.float32(0.25)
     want = [(np.float32((r - 1) % cluster) + t) * np.float32(2) + np.float32(1) +
             np.float32(r) + t for _ in range(CLUSTERS) for r in range(cluster)]
