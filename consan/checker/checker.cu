@@ -627,9 +627,7 @@ CS_ENTRY void cs_host_mc_post(uint32_t dst, uint32_t bytes, uint32_t mbar, uint3
 // the post to the peer is left out): the release's number.
 CS_ENTRY uint32_t cs_host_remote_release(uint32_t warp) {
     cs_host_ctx.warp = warp;
-    uint32_t n = cs_add32(&cs_cta(cs_slot_sh)[CS_CTA_REMOTE_RELEASES], 1u) + 1u;
-    cs_remote_release(cs_slot_sh, warp, n);
-    return n;
+    return cs_remote_release(cs_slot_sh, warp);
 }
 CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrivals[b & 15u]; }
 #else

@@ -46,10 +46,12 @@ CS_DEV uint32_t cs_ring_clock(uint32_t slot, uint32_t u, uint32_t W) {
     return cs_ld32(&cta[CS_CTA_CLUSTER_RING + u * CS_CLUSTER_RING + (W - 1) % CS_CLUSTER_RING]);
 }
 
-// An arrive of warp w on a peer's mbarrier, release n of this CTA (its leader, before the
-// post): keep (n, w's clock), and start a new clock, so later accesses are not covered.
-CS_DEV void cs_remote_release(uint32_t slot, uint32_t w, uint32_t n) {
+// An arrive of warp w on a peer's mbarrier (its leader, before the post): the next release
+// number n of this CTA; keep (n, w's clock), and start a new clock, so later accesses are
+// not covered. Returns n.
+CS_DEV uint32_t cs_remote_release(uint32_t slot, uint32_t w) {
     uint32_t* cta = cs_cta(slot);
+    uint32_t n = cs_add32(&cta[CS_CTA_REMOTE_RELEASES], 1u) + 1u;
     uint32_t k = cta[CS_CTA_REMOTE_MADE + w] + 1;
     uint32_t* e = &cta[CS_CTA_REMOTE_RING + 2 * (w * CS_REMOTE_RING + (k - 1) % CS_REMOTE_RING)];
     e[0] = n;
@@ -59,6 +61,7 @@ CS_DEV void cs_remote_release(uint32_t slot, uint32_t w, uint32_t n) {
     uint32_t* mine = cs_vis(slot, w);
     mine[w] += 1;
     cs_clock_sh[w] = mine[w];
+    return n;
 }
 
 // The clock up to which warp u's accesses here were released by its latest release
@@ -122,13 +125,18 @@ CS_DEV void cs_cluster_arrival(uint32_t slot, uint32_t w, bool relaxed) {
     cta[CS_CTA_CLUSTER_ARRIVES + w] = k;
 }
 
-// A peer's access here (DSMEM, an operation on an mbarrier) made after W cluster barrier
-// waits (POST_ARRIVED: and one more arrival) is released by cluster barrier generation
-// W + arrived + 1: this CTA must have waited on it when it exits (cs_early_exit_check).
-// The drain's first lane.
+// The cluster barrier generation that releases a peer's access posted after W cluster
+// barrier waits (POST_ARRIVED: and one more arrival): W + arrived + 1.
+CS_DEV uint32_t cs_post_gen(const cs_mc_post_t& p, uint32_t W) {
+    return W + ((p.from & CS_POST_ARRIVED) ? 1u : 0u) + 1u;
+}
+
+// A peer's access here (DSMEM, an operation on an mbarrier): this CTA must have waited on
+// the generation that releases it when it exits (cs_early_exit_check). The drain's first
+// lane.
 CS_DEV void cs_peer_touch(uint32_t slot, uint32_t W, const cs_mc_post_t& p) {
     uint32_t* cta = cs_cta(slot);
-    uint32_t g = W + ((p.from & CS_POST_ARRIVED) ? 1u : 0u) + 1u;
+    uint32_t g = cs_post_gen(p, W);
     if (g > cta[CS_CTA_PEER_GEN]) {
         cta[CS_CTA_PEER_GEN] = g;
         cta[CS_CTA_PEER_SITE] = p.site;
@@ -162,7 +170,7 @@ CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p, const uint
     uint32_t rank = p.from & 0xFFu, pw = (p.from >> 8) & 0xFFu;
     uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu, W = p.mbar;
     cs_peer_touch(slot, W, p);
-    uint32_t clock = cs_peer_clock(rank, W + ((p.from & CS_POST_ARRIVED) ? 1u : 0u) + 1u, p.rel + 1u);
+    uint32_t clock = cs_peer_clock(rank, cs_post_gen(p, W), p.rel + 1u);
     bool atomic = what == CS_DSMEM_ATOMIC, read = what == CS_DSMEM_READ;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t g0 = p.dst / CS_GRANULE_BYTES, g1 = (p.dst + p.bytes - 1) / CS_GRANULE_BYTES;
@@ -290,8 +298,7 @@ CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32
                                    uint32_t lanes, uint32_t site, uint32_t w) {
     bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
     if (!arrives && op != CS_MB_EXPECT_TX && op != CS_MB_COMPLETE_TX) return false;
-    uint32_t rel = arrives ? cs_add32(&cs_cta(cs_slot_sh)[CS_CTA_REMOTE_RELEASES], 1u) + 1u : 0u;
-    if (arrives) cs_remote_release(cs_slot_sh, w, rel);
+    uint32_t rel = arrives ? cs_remote_release(cs_slot_sh, w) : 0u;
     const uint32_t* cta = cs_cta(cs_slot_sh);
     uint32_t W = cs_ld32(&cta[CS_CTA_CLUSTER_WAITS + w]);  // (the post's last word)
     uint32_t from = cs_ctarank() | (w << 8) | ((CS_POST_MBAR + op) << CS_POST_WHAT_SHIFT) |
