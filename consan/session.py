@@ -48,7 +48,8 @@ MAX_KEPT_TEXT = 20  # rendered findings kept for the pytest failure message
 # an mbarrier arrive alone can be mbarrier.uninit.
 _BOOKKEEPING = {e.value for e in (Event.EXIT, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
                                   Event.ASYNC_WAIT_ALL, Event.BULK_COMMIT, Event.BULK_WAIT,
-                                  Event.WGMMA_COMMIT, Event.WGMMA_WAIT, Event.PROXY_FENCE)}
+                                  Event.WGMMA_COMMIT, Event.WGMMA_WAIT, Event.PROXY_FENCE,
+                                  Event.CLUSTER_FENCE)}
 NOT_INTERCEPTED = ("not launched through CuPy or Triton while consan was active: a "
                    "precompiled library kernel (cuBLAS, cuDNN, CUB/Thrust, cuFFT, a PyTorch "
                    "operator, ...), or one CuPy compiled before consan started")

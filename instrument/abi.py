@@ -124,9 +124,10 @@ def access_probe(info: int, rep: int | None) -> tuple[str, int | None]:
 PROBE_BAR_ARRIVE = "__consan_bar_arrive"
 PROBE_BAR_WAIT = "__consan_bar_wait"
 PROBE_CTA_BEGIN = "__consan_cta_begin"
-# (op | BAR_ALIGNED | BAR_RELAXED, site): barrier.cluster.arrive (before it) / .wait (after it)
+# (op | BAR_ALIGNED | BAR_RELAXED, site): barrier.cluster.arrive (before it) / .wait (after it);
+# CLUSTER_FENCE: fence.acq_rel / fence.sc of cluster scope or wider (after it)
 PROBE_CLUSTER_BAR = "__consan_cluster_bar"
-CLUSTER_ARRIVE, CLUSTER_WAIT = 0, 1
+CLUSTER_ARRIVE, CLUSTER_WAIT, CLUSTER_FENCE = 0, 1, 2
 PROBE_THREAD_EXIT = "__consan_thread_exit"
 PROBE_ASYNC = "__consan_async"  # (op, n, site): cp.async group bookkeeping
 ASYNC_COMMIT, ASYNC_WAIT, ASYNC_WAIT_ALL = 0, 1, 2
@@ -452,7 +453,10 @@ CTA_REMOTE_RING = CTA_REMOTE_MADE + MAX_WARPS  # [warp][(made - 1) % REMOTE_RING
 CTA_PEER_GEN = CTA_REMOTE_RING + MAX_WARPS * REMOTE_RING * 2
 CTA_PEER_SITE = CTA_PEER_GEN + 1
 CTA_PEER_FROM = CTA_PEER_GEN + 2
-CTA_WORDS = CTA_PEER_GEN + 4
+# per warp: its clock at its last fence.acq_rel / fence.sc of cluster scope or wider (0: none): a
+# later relaxed cluster arrival releases its accesses up to it
+CTA_CLUSTER_FENCE = CTA_PEER_GEN + 4
+CTA_WORDS = CTA_CLUSTER_FENCE + MAX_WARPS
 DEADLOCK_MS = 2000  # a wait that sees no progress for this long is a deadlock
 
 # Buffer-table entry of a granule: two u64, loaded together.
@@ -750,7 +754,8 @@ def c_header() -> str:
         "CS_BARRIER_WORDS": BARRIER_WORDS,
         "CS_BAR_RELAXED": BAR_RELAXED,
         "CS_CLUSTER_ARRIVE": CLUSTER_ARRIVE,
-        "CS_CLUSTER_WAIT": CLUSTER_WAIT,
+        "CS_CLUSTER_WAIT": CLUSTER_WAIT, "CS_CLUSTER_FENCE": CLUSTER_FENCE,
+        "CS_CTA_CLUSTER_FENCE": CTA_CLUSTER_FENCE,
         "CS_CTA_CLUSTER_WAITS": CTA_CLUSTER_WAITS,
         "CS_CTA_CLUSTER_ARRIVES": CTA_CLUSTER_ARRIVES, "CS_CTA_CLUSTER_RING": CTA_CLUSTER_RING,
         "CS_CLUSTER_RING": CLUSTER_RING, "CS_TID_PEER": TID_PEER, "CS_MB_CLUSTER": MB_CLUSTER,

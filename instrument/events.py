@@ -41,6 +41,7 @@ class Event(str, Enum):
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
     CLUSTER_BAR = "barrier.cluster"  # barrier.cluster.arrive / .wait: within the CTA, a barrier
+    CLUSTER_FENCE = "fence.cluster"  # fence.acq_rel/.sc.cluster: a later relaxed arrival releases
     WARP_SYNC = "warp.sync"  # intra-warp: program order already covers it
     FENCE = "fence"  # generic-proxy fences order nothing extra between warps
     EXIT = "exit"
@@ -53,7 +54,7 @@ class Event(str, Enum):
 
 
 _PROBED = {Event.READ, Event.WRITE, Event.ATOMIC, Event.BAR_SYNC, Event.BAR_ARRIVE,
-           Event.BAR_RED, Event.CLUSTER_BAR, Event.EXIT, Event.ASYNC_WRITE,
+           Event.BAR_RED, Event.CLUSTER_BAR, Event.CLUSTER_FENCE, Event.EXIT, Event.ASYNC_WRITE,
            Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
            Event.ASYNC_WAIT_ALL, Event.MBARRIER, Event.BULK_LOAD, Event.BULK_STORE,
            Event.BULK_COMMIT, Event.BULK_WAIT, Event.WGMMA, Event.WGMMA_COMMIT,
@@ -103,13 +104,15 @@ TABLE: tuple[Row, ...] = (
     Row("barrier.cta.red", Event.BAR_RED),
     Row("barrier.cluster", Event.CLUSTER_BAR),
     # fences that create no happens-before between warps in the model
+    # (a fence of cluster scope or wider: what the warp did before it is released by its
+    #  next relaxed cluster arrival; in modules with no relaxed arrival, a plain FENCE)
+    *(Row(f"membar.{scope}", Event.CLUSTER_FENCE) for scope in ("gl", "sys")),
     Row("membar", Event.FENCE),
     Row("fence.proxy.async", Event.PROXY_FENCE),  # the form decides: see _proxy_fence
     Row("fence.proxy.tensormap", Event.FENCE),
     Row("fence.mbarrier_init", Event.FENCE),  # makes inits visible to the cluster
-    *(Row(f"fence.{sem}.cluster", Event.UNMODELED, note="cluster-scope fence: not "
-          "checked yet; it orders accesses across the cluster's CTAs, which consan does not "
-          "model (within the CTA it orders nothing the model needs)") for sem in ("acq_rel", "sc")),
+    *(Row(f"fence.{sem}.{scope}", Event.CLUSTER_FENCE) for sem in ("acq_rel", "sc")
+      for scope in ("cluster", "gpu", "sys")),
     Row("fence", Event.FENCE),
     Row("ret", Event.EXIT),
     Row("cvta", Event.ADDRESS),

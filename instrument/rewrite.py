@@ -420,6 +420,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     cp_async = False
     multicast = False
     index_of = {id(it): i for i, it in enumerate(mod.items)}
+    # A cluster-scope fence matters only to a relaxed cluster arrival after it.
+    relaxed_arrivals = any(it.is_instruction and it.opcode.startswith("barrier.cluster.arrive")
+                           and "relaxed" in it.op_parts for it in mod.items)
 
     for fn in mod.functions:
         widths = _register_widths(fn)
@@ -447,6 +450,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 loc = _parse_loc(it, files, strings, chains, comment)
                 continue
             c = classify(it, shared, in_entry=fn.is_entry, constants=constants)
+            if c is not None and c.event is Event.CLUSTER_FENCE and not relaxed_arrivals:
+                c = replace(c, event=Event.FENCE)
             if c is not None and c.event is Event.MBARRIER and not c.reason and \
                     not multicast_model_on() and remote.address_register(c.address) in peers:
                 c = replace(c, reason=REMOTE_MBARRIER)
@@ -846,6 +851,10 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         call = _call(pred, abi.PROBE_CLUSTER_BAR, [(".b32", str(op)), (".b32", str(site))],
                      comment=f"site {site}")
         return ("", "\n\t" + call) if op & 3 == abi.CLUSTER_WAIT else (call + "\n\t", "")
+    if ev is Event.CLUSTER_FENCE:  # fence.acq_rel.cluster / fence.sc.cluster: after it
+        call = _call(pred, abi.PROBE_CLUSTER_BAR, [(".b32", str(abi.CLUSTER_FENCE)),
+                                                   (".b32", str(site))], comment=f"site {site}")
+        return "", "\n\t" + call
     if ev is Event.EXIT:
         return _call(pred, abi.PROBE_THREAD_EXIT, [(".b32", str(site))],
                      comment=f"site {site}") + "\n\t", ""

@@ -309,6 +309,11 @@ class HostChecker:
         op = abi.CLUSTER_ARRIVE | abi.BAR_ALIGNED | (abi.BAR_RELAXED if relaxed else 0)
         self._probe(abi.PROBE_CLUSTER_BAR)(op, site)
 
+    def cluster_fence(self, warp: int, site: int = 0) -> None:
+        """fence.acq_rel.cluster (after it)."""
+        self._as(warp)
+        self._probe(abi.PROBE_CLUSTER_BAR)(abi.CLUSTER_FENCE, site)
+
     def cluster_wait(self, warp: int, site: int = 0) -> None:
         """barrier.cluster.wait.aligned (after it: the hardware let the warp go)."""
         self._as(warp)

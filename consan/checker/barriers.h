@@ -114,14 +114,17 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     uint32_t* mine = cs_vis(slot, w);
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
     uint32_t n = cs_popc(active);
+    // A relaxed arrival releases nothing, unless the warp made a cluster-scope fence
+    // before it: then what the warp did up to that fence (and what it had acquired).
+    uint32_t fenced = (mode & CS_BAR_RELAXED) ? cs_cta(slot)[CS_CTA_CLUSTER_FENCE + w] : 0u;
     if (cs_phase_mode()) {
         cs_phase_clear_next(slot, w, active, lane);
-    } else if (!(mode & CS_BAR_RELAXED)) {  // (a relaxed arrival releases nothing)
+    } else if (!(mode & CS_BAR_RELAXED) || fenced) {
         cs_cols c = cs_vc_cols(false);
 #pragma unroll
         for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
             for (uint32_t u = c.a[k] + rank; u < c.b[k]; u += n) {
-                uint32_t v = mine[u];
+                uint32_t v = (fenced && u == w) ? fenced : mine[u];
                 if (v) cs_max32(&vc[u], v);
             }
         }
@@ -139,6 +142,23 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     cs_syncwarp(active);
     (void)site;
     return gen | (cw == 0 ? CS_TOKEN_CTA_WIDE : 0u);  // bit 31: every live warp takes part
+}
+
+// fence.acq_rel.cluster / fence.sc.cluster (after it): keep the warp's clock, which its
+// accesses so far carry, for its next relaxed cluster arrival to release, and start a new
+// one so that later accesses are not covered.
+CS_DEV void cs_cluster_fence(uint32_t slot, uint32_t site) {
+    if (cs_phase_mode()) return;
+    uint32_t active = cs_group(site, 2);
+    uint32_t w = cs_warp();
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        uint32_t* mine = cs_vis(slot, w);
+        cs_st32(&cs_cta(slot)[CS_CTA_CLUSTER_FENCE + w], mine[w]);
+        mine[w] += 1;
+        cs_clock_sh[w] = mine[w];
+        cs_fence();
+    }
+    cs_syncwarp(active);
 }
 
 // Acquire: join the generation's slot into this warp's clock.

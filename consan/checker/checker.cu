@@ -210,12 +210,14 @@ CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
 // live warp: the CTA's cluster-barrier word (CS_CLUSTER_BARRIER) counts it, an arrival
 // releases the warp's clock into the generation's slot (`.relaxed`: nothing) and the
 // wait, the warp's next generation in turn, acquires the slot. Split: other work may lie
-// between a warp's arrive and its wait. (Other CTAs of the cluster: not modelled here.)
+// between a warp's arrive and its wait. A fence of cluster scope (after it) keeps the
+// warp's clock for its next relaxed arrival (cs_cluster_fence).
 CS_ENTRY void __consan_cluster_bar(uint32_t op, uint32_t site) {
     CS_PROF(1);
 #ifndef CONSAN_PSH
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT || cs_phase_smem_on()) return;
+    if ((op & 3u) == CS_CLUSTER_FENCE) return cs_cluster_fence(slot, site);
     cs_mc_poll();  // (a peer's posts are applied before this CTA's next cluster arrival)
     if ((op & 3u) == CS_CLUSTER_ARRIVE) {
         if (cs_multicast_on()) {

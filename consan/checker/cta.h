@@ -90,6 +90,7 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
         cs_commits_sh(CS_UNIT_BULK, w) = 0;
         cs_commits_sh(CS_UNIT_WGMMA, w) = 0;
         cta[CS_CTA_PROXY_FENCE + w] = 0;
+        cta[CS_CTA_CLUSTER_FENCE + w] = 0;
         cta[CS_CTA_CLUSTER_WAITS + w] = 0;
         cta[CS_CTA_CLUSTER_ARRIVES + w] = 0;
         for (uint32_t k = 0; k < CS_CLUSTER_RING; ++k) cta[CS_CTA_CLUSTER_RING + w * CS_CLUSTER_RING + k] = 0;

@@ -114,13 +114,15 @@ CS_DEV bool cs_peer_sees(const uint32_t* seen, uint64_t ww, uint32_t ws, uint32_
 }
 
 // A cluster arrival of warp w (its leader, before the arrival releases): count it and keep
-// the clock its accesses so far have (a relaxed arrival releases nothing new).
+// the clock its accesses so far have (a relaxed arrival releases nothing new but what
+// preceded the warp's last cluster-scope fence).
 CS_DEV void cs_cluster_arrival(uint32_t slot, uint32_t w, bool relaxed) {
     uint32_t* cta = cs_cta(slot);
     uint32_t k = cta[CS_CTA_CLUSTER_ARRIVES + w] + 1;
     uint32_t* ring = &cta[CS_CTA_CLUSTER_RING + w * CS_CLUSTER_RING];
     uint32_t prev = k > 1 ? ring[(k - 2) % CS_CLUSTER_RING] : 0u;
-    ring[(k - 1) % CS_CLUSTER_RING] = relaxed ? prev : cs_clock_sh[w];
+    uint32_t fenced = cta[CS_CTA_CLUSTER_FENCE + w];
+    ring[(k - 1) % CS_CLUSTER_RING] = relaxed ? (fenced > prev ? fenced : prev) : cs_clock_sh[w];
     cs_fence();
     cta[CS_CTA_CLUSTER_ARRIVES + w] = k;
 }

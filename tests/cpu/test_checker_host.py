@@ -571,6 +571,21 @@ def test_relaxed_cluster_arrive_releases_nothing(ckv):
     assert ckv.kinds() == [("race.raw", 5, 1)]
 
 
+def test_a_cluster_fence_before_a_relaxed_arrive_releases_what_came_before_it(ckv):
+    # fence.acq_rel.cluster; barrier.cluster.arrive.relaxed: the pair releases like
+    # .release, but only the accesses before the fence (a write between them is not).
+    ckv.write(0, 16, site=1)
+    ckv.cluster_fence(0, site=2)
+    ckv.write(0, 32, site=7)  # after the fence
+    for w in ALL:
+        ckv.cluster_arrive(w, relaxed=True, site=3)
+    for w in ALL:
+        ckv.cluster_wait(w, site=4)
+    ckv.read(1, 16, site=5)  # ordered by the fence and the relaxed arrival
+    ckv.read(2, 32, site=6)  # not: written after the fence
+    assert ckv.kinds() == [("race.raw", 6, 7)]
+
+
 def test_cluster_barrier_generations_follow_each_warp(ckv):
     # Three generations; warp 3 exits after the first: the others still complete the rest.
     for gen in range(3):

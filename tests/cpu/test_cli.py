@@ -25,8 +25,8 @@ from instrument.sites import SourceLoc
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# A kernel with line info (NVRTC's layout: `.file` after the code) whose cluster-scope
-# fences consan does not model, and a second kernel without line info.
+# A kernel with line info (NVRTC's layout: `.file` after the code) whose mbarrier operations
+# through generic addresses consan does not model, and a second kernel without line info.
 CLUSTER_PTX = """\
 .version 8.0
 .target sm_90a
@@ -38,6 +38,7 @@ CLUSTER_PTX = """\
 {
 \t.reg .b32 \t%r<4>;
 \t.reg .f32 \t%f<2>;
+\t.reg .b64 \t%rd<3>;
 \t.shared .align 4 .b8 smem[512];
 \t.loc\t1 5 3
 \tmov.u32 \t%r1, %tid.x;
@@ -46,8 +47,8 @@ CLUSTER_PTX = """\
 \tadd.s32 \t%r3, %r3, %r2;
 \tst.shared.u32 \t[%r3], %r1;
 \t.loc\t1 6 3
-\tfence.acq_rel.cluster;
-\tfence.sc.cluster;
+\tmbarrier.arrive.b64 \t%rd1, [%rd2];
+\tmbarrier.inval.b64 \t[%rd2];
 \t.loc\t1 7 3
 \tld.shared.f32 \t%f1, [%r3];
 \tret;
@@ -57,12 +58,13 @@ CLUSTER_PTX = """\
 \t.param .u64 other_param_0
 )
 {
-\tfence.acq_rel.cluster;
+\t.reg .b64 \t%rd<3>;
+\tmbarrier.arrive.b64 \t%rd1, [%rd2];
 \tret;
 }
 \t.file\t1 "/build/dir/clus.cu"
 """
-OTHER_BARRIER_LINE = 30  # `fence.acq_rel.cluster` of `other`, which has no line info
+OTHER_BARRIER_LINE = 32  # the `mbarrier.arrive` of `other`, which has no line info
 
 
 def main(capsys, *argv: str) -> tuple[int, str, str]:
@@ -87,10 +89,10 @@ def test_unmodeled_names_source_line_and_kernel_not_ptx_line():
         by_kernel.setdefault(u.kernel, []).append(u)
     arrive, wait = by_kernel["_Z7clusterPf"]
     assert arrive.loc == SourceLoc("/build/dir/clus.cu", 6, 3) and arrive.entry
-    assert str(arrive).startswith("/build/dir/clus.cu:6 in kernel cluster: cluster-scope "
-                                  "fence: not checked yet")
+    assert str(arrive).startswith("/build/dir/clus.cu:6 in kernel cluster: mbarrier operation "
+                                  "through a generic address: not checked yet")
     assert "line 19" not in str(arrive) and "PTX line" not in str(arrive)
-    assert str(wait).endswith("[fence.sc.cluster;]")
+    assert str(wait).endswith("[mbarrier.inval.b64 \t[%rd2];]")
     (bare,) = by_kernel["other"]
     assert bare.loc is None
     assert str(bare).startswith(f"PTX line {OTHER_BARRIER_LINE} in kernel other: ")
@@ -105,7 +107,6 @@ def test_unmodeled_of_an_inlined_helper_names_the_call_and_a_device_function():
 
 
 UNMODELED_FORMS = [
-    "fence.acq_rel.cluster;",
     "ld.shared::cluster.u32 %r1, [%r2];",
     "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%r1], [%r2], 16, "
     "[%r3];",
@@ -236,7 +237,7 @@ def test_instrument_lists_what_is_not_checked_in_source_terms(tmp_path, capsys):
     status, out, _ = main(capsys, "instrument", ptx)
     assert status == 0
     assert "3 instruction(s) that touch shared memory or synchronise are not checked" in out
-    assert "/build/dir/clus.cu:6 in kernel cluster: cluster-scope fence" in out
+    assert "/build/dir/clus.cu:6 in kernel cluster: mbarrier operation" in out
     assert f"PTX line {OTHER_BARRIER_LINE} in kernel other:" in out
     assert "issue" not in out
 
@@ -248,11 +249,12 @@ def test_piped_output_keeps_each_entry_on_one_line(tmp_path):
     r = subprocess.run([sys.executable, "-m", "consan", "instrument", ptx], capture_output=True,
                        text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
-    entries = [ln for ln in r.stdout.splitlines() if "cluster-scope fence" in ln]
+    entries = [ln for ln in r.stdout.splitlines() if "through a generic address" in ln]
     assert len(entries) == 3
     for ln in entries:
-        assert re.match(r"^  (/build/dir/clus\.cu:6|PTX line \d+) in kernel \w+: cluster-scope "
-                        r"fence: not checked yet; .* \[fence\.\w+\.cluster;\]$", ln), ln
+        assert re.match(r"^  (/build/dir/clus\.cu:6|PTX line \d+) in kernel \w+: mbarrier "
+                        r"operation through a generic address: not checked yet.* "
+                        r"\[mbarrier\.\w+\.b64 .*\]$", ln), ln
     assert "probed sites; assembled with nvJitLink for sm_90a" in r.stdout
     r = subprocess.run([sys.executable, "-m", "consan", "instrument", ptx, "--kernel",
                         "nope" * 30], capture_output=True, text=True, env=env, timeout=300)

@@ -80,6 +80,22 @@ def test_a_peer_read_sees_what_the_owner_released_before_its_barrier(ck):
     assert _records(ck) == [("race.raw", PEER, LATE, 0, 0, 2)]
 
 
+@pytest.mark.parametrize("fence", [True, False])
+def test_a_relaxed_arrival_releases_to_a_peer_only_after_a_cluster_fence(ck, fence):
+    # fence.acq_rel.cluster; barrier.cluster.arrive.relaxed; barrier.cluster.wait: the
+    # owner's write before the fence is released to the peer; without the fence nothing is.
+    ck.write(0, 0, site=INIT)
+    if fence:
+        ck.cluster_fence(0, site=MINE + 1)
+    for w in (0, 1):
+        ck.cluster_arrive(w, relaxed=True)
+    for w in (0, 1):
+        ck.cluster_wait(w)
+    ck.peer_access(0, 4, abi.DSMEM_READ, site=PEER, rank=1, waits=1)
+    ck.read(0, 512, site=MINE)
+    assert _records(ck) == ([] if fence else [("race.raw", PEER, INIT, 0, 0, 2)])
+
+
 def test_a_peer_read_of_bytes_nothing_wrote_is_uninit(ck):
     ck.peer_access(64, 4, abi.DSMEM_READ, site=PEER, rank=1, waits=1)
     ck.read(0, 512, site=MINE)

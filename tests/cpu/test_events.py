@@ -103,7 +103,9 @@ def test_irrelevant(instr):
     ("bar.red.and.pred %p2, 1, 64, %p1;", Event.BAR_RED),
     ("barrier.red.or.pred %p2, 0, !%p1;", Event.BAR_RED),
     ("bar.warp.sync -1;", Event.WARP_SYNC), ("membar.cta;", Event.FENCE),
-    ("fence.acq_rel.gpu;", Event.FENCE), ("fence.sc.cta;", Event.FENCE),
+    ("fence.acq_rel.gpu;", Event.CLUSTER_FENCE), ("fence.sc.cta;", Event.FENCE),
+    ("fence.acq_rel.cluster;", Event.CLUSTER_FENCE), ("fence.sc.cluster;", Event.CLUSTER_FENCE),
+    ("membar.gl;", Event.CLUSTER_FENCE), ("membar.cta;", Event.FENCE),
     ("ret;", Event.EXIT), ("exit;", Event.EXIT), ("@%p1 ret;", Event.EXIT),
 ])
 def test_sync(instr, event):
@@ -171,7 +173,6 @@ def test_mbarrier(instr, op, arg, result):
     "[%r1];",
     "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%rd1, {%r2, %r3}], "
     "[%r1];",
-    "fence.acq_rel.cluster;",
     "st.async.shared::cluster.u32 [%r1], %r2;",  # no mbarrier completion
     "st.async.mbarrier::complete_tx::bytes.u32 [%rd1], %r2, [%rd3];",  # generic addresses
     "red.async.relaxed.cluster.mbarrier::complete_tx::bytes.add.u32 [%rd1], %r2, [%rd3];",

@@ -208,6 +208,24 @@ def test_cluster_barrier_probes_arrive_before_and_wait_after():
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))
 
 
+@pytest.mark.parametrize("fence", ["fence.acq_rel.cluster;", "fence.sc.gpu;", "membar.gl;"])
+def test_a_cluster_fence_is_probed_after_it_only_where_a_relaxed_arrival_follows(fence):
+    relaxed = (".visible .entry k()\n{\n\t" + fence + "\n\tbarrier.cluster.arrive.relaxed;\n"
+               "\tbarrier.cluster.wait;\n\tret;\n}\n")
+    ins = instrument(HEADER + relaxed)
+    assert [s.event for s in ins.sites.sites][:3] == ["fence.cluster", "barrier.cluster",
+                                                      "barrier.cluster"]
+    out = ins.ptx
+    ops = [int(line.split(",")[1].strip(" ;")) for line in out.splitlines()
+           if "st.param.b32 [__cs_p0]" in line]
+    assert ops[0] == abi.CLUSTER_FENCE
+    assert out.index(fence) < out.index(f"call {abi.PROBE_CLUSTER_BAR}")
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))
+    plain = instrument(HEADER + relaxed.replace(".relaxed", ".release"))
+    assert [s.event for s in plain.sites.sites][:2] == ["barrier.cluster", "barrier.cluster"]
+    assert not plain.unmodeled
+
+
 def test_mbarrier_operations_are_guarded_by_the_checker():
     body = (".visible .entry k()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n"
             "\tmbarrier.init.shared.b64 [%r1], 1;\n"
@@ -706,15 +724,15 @@ REMOTE_MB = """.version 8.0
 """
 
 
-def test_an_mbarrier_addressed_through_mapa_is_modelled_and_a_cluster_fence_listed():
+def test_an_mbarrier_addressed_through_mapa_is_modelled():
     """Both arrives are probed with the .shared::cluster bit in their op word (the checker
     tells a peer's mbarrier from the CTA's own by the address's rank bits, and posts a peer's
-    to that CTA: checker/dsmem.h); the module gets the mailboxes. A cluster-scope fence is
-    listed; a gpu-scope one orders nothing the model needs."""
+    to that CTA: checker/dsmem.h); the module gets the mailboxes. With no relaxed cluster
+    arrival in the module, its cluster- and gpu-scope fences order nothing the model needs:
+    not probed."""
     ins = instrument(REMOTE_MB, "remote.ptx")
     assert [s.event for s in ins.sites.sites] == ["mbarrier", "mbarrier", "mbarrier", "exit"]
-    assert [u.text for u in ins.unmodeled] == ["fence.acq_rel.cluster;"]
-    assert "cluster-scope fence" in ins.unmodeled[0].reason
+    assert ins.unmodeled == []
     assert ins.multicast
     ops = [ln.split(",")[-1].strip(" ;") for ln in ins.ptx.splitlines()
            if ln.strip().startswith("st.param.b32 [__cs_p1]")]
@@ -729,6 +747,5 @@ def test_an_mbarrier_addressed_through_mapa_is_listed_with_the_multicast_model_o
     ins = instrument(REMOTE_MB, "remote.ptx")
     listed = [(u.text, u.reason) for u in ins.unmodeled]
     assert [t for t, _ in listed] == [
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r5];",
-        "fence.acq_rel.cluster;"]
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r5];"]
     assert listed[0][1] == REMOTE_MBARRIER

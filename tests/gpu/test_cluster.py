@@ -83,6 +83,13 @@ RELEASE = 'asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 RELAXED = 'asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");'
 
 
+FENCE = 'asm volatile("fence.acq_rel.cluster;" ::: "memory");'
+# the fence publishes what the warp wrote before it; a write after it is not published
+FENCED = FENCE + "\n    " + RELAXED
+FENCED_LATE = (FENCE + "\n    if (t < 32) s[t] = 2.0f * s[t];  // @fenced-write\n    "
+               + RELAXED)
+
+
 def _cluster_barrier_src(size: int, arrive: str, read_late: bool) -> str:
     return (CLUSTER_BARRIER.replace("CS", str(size)).replace("ARRIVE", arrive)
             .replace("READ_LATE", "1" if read_late else "0"))
@@ -120,6 +127,40 @@ def test_relaxed_cluster_arrive_publishes_nothing(size):
                        options=(arch_option(),))
     assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
         ("race.raw", line_of(src, "@read"), line_of(src, "@write"))}, str(rep)
+
+
+@pytest.mark.parametrize("size", [2, 4, 8])
+def test_a_cluster_fence_before_a_relaxed_arrive_publishes_the_writes_before_it(size):
+    import cupy as cp
+
+    need_sm90()
+    src = _cluster_barrier_src(size, FENCED, False)
+    x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
+
+    def make_args():
+        out = cp.full(32 * size, cp.nan, dtype=cp.float32)
+        return (x, out), [out]
+
+    rep, (out,) = check_against_native(src, "cl_barrier", make_args, grid=(size, 1, 1),
+                                       block=(64, 1, 1), options=(arch_option(),))
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    np.testing.assert_array_equal(out, x.get())
+
+
+@pytest.mark.parametrize("size", [2, 4, 8])
+def test_a_write_between_the_cluster_fence_and_the_relaxed_arrive_is_raw(size):
+    import cupy as cp
+
+    import consan
+
+    need_sm90()
+    src = _cluster_barrier_src(size, FENCED_LATE, False)
+    x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
+    out = cp.zeros(32 * size, dtype=cp.float32)
+    rep = consan.check(src, "cl_barrier", grid=(size,), block=(64,), args=(x, out),
+                       options=(arch_option(),))
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("race.raw", line_of(src, "@read"), line_of(src, "@fenced-write"))}, str(rep)
 
 
 def test_a_write_between_arrive_and_wait_is_not_released():

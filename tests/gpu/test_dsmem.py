@@ -66,19 +66,35 @@ SYNC = "CLUSTER_SYNC;"
 OVERWRITE = "buf[t] = -1.0f - t;  // @overwrite"
 
 
+# The first cluster barrier as `fence.acq_rel.cluster` + a relaxed arrival (a fence then
+# publishes what came before it), with a write of the CTA's own buffer between them or not,
+# and the relaxed arrival alone (it publishes nothing).
+FENCED = 'asm volatile("fence.acq_rel.cluster;" ::: "memory");'
+RELAXED_SYNC = ('asm volatile("barrier.cluster.arrive.relaxed.aligned;\\n\\t"'
+                ' "barrier.cluster.wait.aligned;" ::: "memory");')
+SYNC1_FORMS = {
+    "fenced": FENCED + "\n    " + RELAXED_SYNC,
+    "write-after-fence": FENCED + "\n    SPIN buf[t] += 0.5f;  // @late-init\n    "
+                         + RELAXED_SYNC,
+    "relaxed": RELAXED_SYNC,
+}
+
+
 def _src(cluster: int, *, op: str, early_read: bool = False, early_access: bool = False,
-         early_exit: bool = False, overwrite: str = ""):
+         early_exit: bool = False, overwrite: str = "", sync1: str = ""):
     """op: "store", "load" or "generic" (a load through mapa.u64's generic pointer);
     early_exit: neither the second nor the closing cluster barrier (each CTA pauses, then
     exits while its peer's access is ordered before nothing); overwrite: "before" or
     "after" the second cluster barrier, each CTA writes its own buffer again (after a
-    pause, so the peer's load is in first)."""
+    pause, so the peer's load is in first); sync1: a key of SYNC1_FORMS for the first
+    cluster barrier."""
     return (DSMEM.replace("@OVER1@", f"SPIN {OVERWRITE}" if overwrite == "before" else "")
             .replace("@OVER2@", OVERWRITE if overwrite == "after" else "")
             .replace("@CS@", str(cluster))
             .replace("@STORE@", "1" if op == "store" else "0")
             .replace("@GENERIC@", "1" if op == "generic" else "0")
-            .replace("@SYNC1@", "SPIN" if early_access else SYNC)
+            .replace("@SYNC1@", SYNC1_FORMS[sync1] if sync1 else "SPIN" if early_access
+                     else SYNC)
             .replace("@SYNC2@", "SPIN" if early_read or early_exit else SYNC)
             .replace("@CLOSE@", "SPIN" if early_exit else SYNC))
 
@@ -188,3 +204,28 @@ def test_overwrite_before_the_barrier_that_releases_the_peers_load_is_war(cluste
     text = _racy(cluster, _src(cluster, op=op, overwrite="before"), "race.war", "@overwrite",
                  marker, "prev_rank")
     assert "read" in text and "CTA rank" in text, text
+
+
+@pytest.mark.parametrize("op", ["load", "generic"])
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_a_cluster_fence_then_a_relaxed_arrival_publishes_the_buffer_to_the_peer(cluster, op):
+    import cupy as cp
+
+    need_sm90()
+    src = _src(cluster, op=op, sync1="fenced")
+    out = clean_and_native(src, "exchange", CLUSTERS * cluster * N, cp.float32,
+                           grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
+                           options=(arch_option(),))
+    np.testing.assert_array_equal(out, _want(cluster, op))
+
+
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_a_write_between_the_cluster_fence_and_the_relaxed_arrival_is_raw_at_the_load(cluster):
+    _racy(cluster, _src(cluster, op="load", sync1="write-after-fence"), "race.raw", "@load",
+          "@late-init", "cur_rank")
+
+
+@pytest.mark.parametrize("cluster", [2, 4])
+def test_a_relaxed_arrival_without_a_fence_publishes_nothing_to_the_peer(cluster):
+    _racy(cluster, _src(cluster, op="load", sync1="relaxed"), "race.raw", "@load", "@init",
+          "cur_rank")
