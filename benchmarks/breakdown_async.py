@@ -46,7 +46,9 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(tensor look: the bytes landing, the unlock)", "(mailbox: a drain)",
           "(mailbox: a post, waiting for room included)", "(drain: taking the lock)",
           "(drain: waiting for a post's last word)", "(drain: a peer's mbarrier operation)",
-          "(drain: a peer's DSMEM access)", "(drain: a peer's copy)")
+          "(drain: a peer's DSMEM access)", "(drain: a peer's copy)",
+          "(peer's copy: the issuer's view)", "(peer's copy: the copy's write)",
+          "(peer's copy: its record, its bytes landing)", "(drain: a fence before a post)")
 PROF_WORDS = 128  # measure.h's CS_PROF_WORDS; its last word: posts that found a mailbox full
 
 

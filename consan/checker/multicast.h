@@ -191,7 +191,11 @@ CS_DEV const uint32_t* cs_peer_view(uint32_t slot, uint32_t W, uint32_t n, uint3
 CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
     uint32_t leader = cs_ffs(entry) - 1, rank = p.from & 0xFFu, j = 0;
     bool lead = cs_lane() == leader;
-    const uint32_t* seen = cs_peer_view(slot, p.rel, p.acq, entry);
+    const uint32_t* seen;
+    {
+        CS_PROF(39);
+        seen = cs_peer_view(slot, p.rel, p.acq, entry);
+    }
     uint32_t* e = cs_mbar_entry(slot, p.mbar, false, j);
     bool live = e != 0 && cs_mbar_live(j);
     uint32_t ph = 0, bytes = p.bytes;
@@ -215,8 +219,10 @@ CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
         v.w = CS_MAX_WARPS;  // (no warp of this CTA: none of them is in program order with it)
         uint32_t tagged = cs_site_tag(p.site, rank);
         // (the others walk no granule: first 1, last 0)
+        CS_PROF(40);
         cs_engine_write(v, lead ? g0 : 1u, lead ? g1 : 0u, tagged, CS_AGENT_MBAR + j, ph + 1, f);
     }
+    CS_PROF(41);
     cs_mc_record(lead ? f.kind : 0u, p.site, p.from, p.dst, bytes, p.mbar, &f);
     bool under = false;
     if (live && lead) {
@@ -262,7 +268,10 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
             }
         }
         if (!ready) break;
-        cs_fence_cluster();
+        {
+            CS_PROF(42);
+            cs_fence_cluster();
+        }
         const volatile cs_mc_post_t* vq = q;
         cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, vq->acq};
         uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu;
