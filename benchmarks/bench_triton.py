@@ -121,13 +121,6 @@ def _measure(run: Run, timer: KernelTimer, repeats: int) -> tuple[list[float], l
     return kernel, wall
 
 
-def _bytes(outputs: list) -> list[bytes]:
-    import torch
-
-    torch.cuda.synchronize()
-    return [t.contiguous().view(-1).view(torch.uint8).cpu().numpy().tobytes() for t in outputs]
-
-
 def _bytes(outputs: Any) -> list[bytes]:
     import torch
 
@@ -212,6 +205,37 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> 
     return row
 
 
+def profile(name: str, case: Any) -> None:
+    """The workload's consan launches with a checker built with CONSAN_PROFILE: after a
+    warm-up run and a run that finds them, their counters cleared, one more run: the
+    cycles per probe kind, per CTA."""
+    from benchmarks import breakdown_async as ba
+    from consan import frontends, runtime, session
+
+    ba.profile_build()
+    launch, seen = runtime.Prepared.launch, {}
+
+    def keep(p: Any, *a: Any, **k: Any) -> None:
+        seen[id(p)] = p
+        launch(p, *a, **k)
+
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
+        case.run(7)
+        runtime.Prepared.launch = keep
+        try:
+            case.run(7)
+            for p in seen.values():
+                ba.zero_profile(p)
+            case.run(7)
+        finally:
+            runtime.Prepared.launch = launch
+    for p in seen.values():
+        print(f"[{name}: {p.kernel}, grid {p.grid}]")
+        ba.print_profile(p, p.grid[0] * p.grid[1] * p.grid[2], 0)
+    print(f"report: {'clean' if s.report.ok else [f.kind for f in s.report.active_findings]}")
+
+
 def _fmt(v: float | None, unit: str = "") -> str:
     return "-" if v is None else f"{v:.3f}{unit}"
 
@@ -223,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="per Triton-ConSan child (s)")
     p.add_argument("--no-triton-consan", action="store_true")
+    p.add_argument("--profile", action="store_true",
+                   help="cycles per probe kind instead (checker built with CONSAN_PROFILE)")
     p.add_argument("--child", metavar="NAME", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
@@ -238,6 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in work]
     if unknown:
         p.error(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(work)}")
+    if a.profile:
+        for name in names:
+            profile(name, work[name])
+        return 0
     rows, errors = [], 0
     for name in names:
         rows.append(bench(name, work[name], a.repeats, not a.no_triton_consan, a.timeout))

@@ -68,7 +68,6 @@ def apply_abi(pairs: str | None) -> None:
 def profile(name: str, size: int | None = None) -> None:
     """One launch of a checker built with CONSAN_PROFILE: cycles per probe kind."""
     import cupy as cp
-    import numpy as np
 
     import consan
 
@@ -78,22 +77,41 @@ def profile(name: str, size: int | None = None) -> None:
                        shared_mem=ln.shared_mem, options=_arch_options(cp))
     p.launch(ln.args)
     p.report()
-    ptr = p.module.get_global_var("cs_prof")
-    cp.cuda.runtime.memset(ptr, 0, PROF_WORDS * 8)
+    zero_profile(p)
     p.launch(ln.args)
     rep = p.report()
+    print_profile(p, ln.grid[0] * ln.grid[1] * ln.grid[2], rep.header.get("walked", 0))
+    print(f"report: {rep.summary}")
+
+
+def profile_build() -> None:
+    """Checkers built from here on count cycles per probe kind (CONSAN_PROFILE)."""
+    os.environ["CONSAN_CHECKER_DEFINES"] = " ".join(
+        ["CONSAN_PROFILE", *os.environ.get("CONSAN_CHECKER_DEFINES", "").split()])
+
+
+def zero_profile(p) -> None:
+    """Clear the profile counters of a Prepared launch built with CONSAN_PROFILE."""
+    import cupy as cp
+
+    cp.cuda.runtime.memset(p.module.get_global_var("cs_prof"), 0, PROF_WORDS * 8)
+
+
+def print_profile(p, ctas: int, walked: int) -> None:
+    """The counters of a Prepared launch built with CONSAN_PROFILE, per CTA of `ctas`."""
+    import cupy as cp
+    import numpy as np
+
     prof = np.zeros(PROF_WORDS, dtype=np.uint64)
-    cp.cuda.runtime.memcpy(prof.ctypes.data, ptr, PROF_WORDS * 8,
-                           cp.cuda.runtime.memcpyDeviceToHost)
-    ctas = ln.grid[0] * ln.grid[1] * ln.grid[2]
-    print(f"granules walked by copies: {rep.header.get('walked', 0)} (the rest: stores only)")
+    cp.cuda.runtime.memcpy(prof.ctypes.data, p.module.get_global_var("cs_prof"),
+                           PROF_WORDS * 8, cp.cuda.runtime.memcpyDeviceToHost)
+    print(f"granules walked by copies: {walked} (the rest: stores only)")
     print("probe | calls per CTA | kcycles per CTA | cycles per call")
     for k, label in enumerate(PROBES):
         cyc, calls = int(prof[2 * k]), int(prof[2 * k + 1])
         if calls:
             print(f"{label} | {calls / ctas:.1f} | {cyc / ctas / 1e3:.1f} | {cyc / calls:.0f}")
     print(f"posts that found a mailbox full, per CTA: {int(prof[PROF_WORDS - 1]) / ctas:.1f}")
-    print(f"report: {rep.summary}")
 
 
 def child(name: str, repeats: int, size: int | None = None) -> None:
@@ -129,8 +147,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     apply_abi(args.abi)
     if args.profile:
-        os.environ["CONSAN_CHECKER_DEFINES"] = " ".join(
-            ["CONSAN_PROFILE", *os.environ.get("CONSAN_CHECKER_DEFINES", "").split()])
+        profile_build()
         for name in [n for n in CASES if not args.only or n in args.only.split(",")]:
             print(f"[{name}]", flush=True)
             profile(name, args.size)
