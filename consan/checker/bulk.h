@@ -65,7 +65,7 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
         uint32_t b = below / CS_GRANULE_BYTES;
         cs_vc_smem_async_read(slot, w, cs_vc_smem_ri_bulk(w), clk, g0 - b, g1 - b, site, CS_PROXY_BULK, sink);
     } else {
-        // Publish the read, then look at the writes (Dekker with cs_check_write).
+        // Publish the read, then look at the writes (Dekker with cs_check_write_run).
         uint64_t mark = ((uint64_t)v.gen << CS_AR_GEN_SHIFT) | ((uint64_t)agent << CS_AR_TID_SHIFT) | clk;
         for (uint32_t g = g0; g <= g1; ++g) {
             cs_st64(cs_aread(slot, g), mark);

@@ -495,7 +495,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
                 cs_st32(cs_wg_site(slot, u, g), site);
             }
             if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, 2 * S.nwarps + u, clk, site);
-            cs_fence();  // publish the reads, then look at the writes (Dekker with cs_check_write)
+            cs_fence();  // publish the reads, then look at the writes (Dekker with cs_check_write_run)
             for (uint32_t g = g0; g <= g1; ++g) {
                 uint64_t ww = cs_or64(v.ent + 2 * g, (uint64_t)CS_WW_FLAG_WGREAD << CS_WW_FLAGS_SHIFT);
                 if (!f.kind) f = cs_judge_read_epoch(v, slot, g, ww, CS_PROXY_WGMMA);

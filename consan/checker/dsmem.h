@@ -199,7 +199,7 @@ CS_DEV cs_finding cs_dsmem_walk(uint32_t slot, const cs_mc_post_t& p, const uint
             f = {read ? CS_RACE_RAW : CS_RACE_WAW, ws, t};
         }
         if (read) {  // kept as the granule's async-read entry, flagged in its write epoch:
-            if (live) {  // the next write judges it (cs_check_write)
+            if (live) {  // the next write judges it (cs_check_write_run)
                 cs_st64(cs_aread(slot, g), ((uint64_t)v.gen << CS_AR_GEN_SHIFT) |
                                               ((uint64_t)(CS_TID_PEER + pw) << CS_AR_TID_SHIFT) |
                                               clock);
