@@ -70,7 +70,31 @@ CS_DEV uint64_t cs_same_phase_readers(uint64_t m, uint32_t gen, uint32_t phase) 
 CS_DEV bool cs_async_proxy();  // bulk stores and proxy fences: their section, below
 CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f);
 CS_DEV bool cs_wgmma_module();  // wgmma section below
-CS_DEV void cs_wg_check_reads(const cs_view& v, uint32_t g, cs_finding& f);
+CS_DEV uint64_t* cs_wg_rec(uint32_t slot, uint32_t u, uint32_t g);
+CS_DEV uint32_t* cs_wg_site(uint32_t slot, uint32_t u, uint32_t g);
+CS_DEV uint32_t cs_nwg();
+
+// Writes of granules base + i (the bits i of `wgread`, each replacing an epoch flagged as
+// read by a wgmma unit): is every such read's group retired for the writer? The writes
+// supersede the reads. The loads of the N granules are in flight together, unit by unit.
+template <uint32_t N>
+CS_DEV void cs_wg_check_reads_run(const cs_view& v, uint32_t base, uint32_t wgread, cs_finding* fi) {
+    uint32_t slot = cs_slot_sh;
+    uint64_t x[N];
+    for (uint32_t u = 0; wgread && u < cs_nwg(); ++u) {
+#pragma unroll
+        for (uint32_t i = 0; i < N; ++i)
+            if (wgread & (1u << i)) x[i] = cs_ld64(cs_wg_rec(slot, u, base + i));
+#pragma unroll
+        for (uint32_t i = 0; i < N; ++i) {
+            if (!(wgread & (1u << i)) || (x[i] >> CS_WG_GEN_SHIFT) != v.gen) continue;
+            if (!cs_ordered(v.mine, v.w, CS_AGENT_WGMMA + u, (uint32_t)x[i]) && !fi[i].kind)
+                fi[i] = {CS_ASYNC_PENDING_READ, cs_ld32(cs_wg_site(slot, u, base + i)),
+                         CS_AGENT_WGMMA + u};
+            cs_st64(cs_wg_rec(slot, u, base + i), 0);
+        }
+    }
+}
 
 // A write of granules [g0, g1] by this warp -- or, for cp.async, by its copy unit `by` at
 // the unit's clock `clk` (the group it belongs to); ordering is judged from the warp's
@@ -93,7 +117,7 @@ CS_DEV void cs_check_write_run(const cs_view& v, uint32_t g0, uint32_t g1, uint3
     for (uint32_t base = g0; base <= g1; base += CS_WRITE_RUN) {
         uint32_t n = g1 - base + 1 < CS_WRITE_RUN ? g1 - base + 1 : CS_WRITE_RUN;
         uint64_t old[CS_WRITE_RUN], rm[CS_WRITE_RUN];
-        uint32_t osite[CS_WRITE_RUN], mbar = 0, swapped = 0;
+        uint32_t osite[CS_WRITE_RUN], mbar = 0, swapped = 0, wgread = 0;
         cs_finding fi[CS_WRITE_RUN];
 #pragma unroll
         for (uint32_t i = 0; i < CS_WRITE_RUN; ++i) {
@@ -136,8 +160,9 @@ CS_DEV void cs_check_write_run(const cs_view& v, uint32_t g0, uint32_t g1, uint3
             }
             if (swapped & (1u << i))
                 cs_check_prev_write(old[i], osite[i], v.gen, v.w, atomic, v.mine, fi[i], site);
-            if (wg && ((old[i] >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_WGREAD)) cs_wg_check_reads(v, g, fi[i]);
+            if (wg && ((old[i] >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_WGREAD)) wgread |= 1u << i;
         }
+        cs_wg_check_reads_run<CS_WRITE_RUN>(v, base, wgread, fi);
         cs_fence();
 #pragma unroll
         for (uint32_t i = 0; i < CS_WRITE_RUN; ++i)
@@ -170,9 +195,6 @@ CS_DEV void cs_check_write_run(const cs_view& v, uint32_t g0, uint32_t g1, uint3
 // write, with the atomics of CS_RUN granules in flight together and one fence per run:
 // one lane walking an 8 KiB box pays for latency, not work.
 #define CS_RUN 8
-CS_DEV uint64_t* cs_wg_rec(uint32_t slot, uint32_t u, uint32_t g);
-CS_DEV uint32_t* cs_wg_site(uint32_t slot, uint32_t u, uint32_t g);
-CS_DEV uint32_t cs_nwg();
 CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
                            uint32_t by, uint32_t clk, cs_finding& f) {
     cs_gadd32(&((cs_log_header_t*)S.log)->walked, g1 - g0 + 1);
@@ -211,20 +233,7 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
                 cs_check_prev_write(o, osite[i], v.gen, v.w, false, v.mine, fi[i], site);
             if (wg && ((o >> CS_WW_FLAGS_SHIFT) & CS_WW_FLAG_WGREAD)) wgread |= 1u << i;
         }
-        // wgmma reads of these granules (cs_wg_check_reads, the loads of a run together)
-        for (uint32_t u = 0; wgread && u < cs_nwg(); ++u) {
-#pragma unroll
-            for (uint32_t i = 0; i < CS_RUN; ++i)
-                if (wgread & (1u << i)) x[i] = cs_ld64(cs_wg_rec(slot, u, base + i));
-#pragma unroll
-            for (uint32_t i = 0; i < CS_RUN; ++i) {
-                if (!(wgread & (1u << i)) || (x[i] >> CS_WG_GEN_SHIFT) != v.gen) continue;
-                if (!cs_ordered(v.mine, v.w, CS_AGENT_WGMMA + u, (uint32_t)x[i]) && !fi[i].kind)
-                    fi[i] = {CS_ASYNC_PENDING_READ, cs_ld32(cs_wg_site(slot, u, base + i)),
-                             CS_AGENT_WGMMA + u};
-                cs_st64(cs_wg_rec(slot, u, base + i), 0);
-            }
-        }
+        cs_wg_check_reads_run<CS_RUN>(v, base, wgread, fi);  // (wgmma reads of these granules)
         cs_fence();
         // readers recorded in this CTA phase (the first of each granule loaded together)
         uint64_t rd[CS_RUN];

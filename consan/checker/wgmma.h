@@ -75,20 +75,6 @@ CS_DEV uint32_t cs_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor, uint3
     return cs_wg_addr(cs_wg_decode(desc, kmajor, elog), i, width);
 }
 
-// A write of granule g that replaced an epoch flagged as read by a wgmma unit: is every
-// such read's group retired for this writer? The write supersedes the reads.
-CS_DEV void cs_wg_check_reads(const cs_view& v, uint32_t g, cs_finding& f) {
-    uint32_t slot = cs_slot_sh;
-    for (uint32_t u = 0; u < cs_nwg(); ++u) {
-        uint64_t* rec = cs_wg_rec(slot, u, g);
-        uint64_t r = cs_ld64(rec);
-        if ((r >> CS_WG_GEN_SHIFT) != v.gen) continue;
-        if (!cs_ordered(v.mine, v.w, CS_AGENT_WGMMA + u, (uint32_t)r) && !f.kind)
-            f = {CS_ASYNC_PENDING_READ, cs_ld32(cs_wg_site(slot, u, g)), CS_AGENT_WGMMA + u};
-        cs_st64(rec, 0);
-    }
-}
-
 // What a wgmma probe's look found: the finding, the chunk's bytes and its operand (1: B).
 struct cs_wgf { cs_finding f; uint32_t lo, hi, operand; };
 
