@@ -480,15 +480,16 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     }
     cs_view v = cs_make_view(slot, w);
     uint64_t head = ((uint64_t)v.gen << CS_WG_GEN_SHIFT) | clk;
+    auto chunk = [&](uint32_t i, uint32_t& width) {  // chunk i's address (A's, then B's)
+        return i >= na ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
+                       : cs_wg_chunk(da, 64, !(info & CS_WG_INFO_TRANS_A), elog, i, &width);
+    };
     // Device-memory tables: publish the reads of every chunk of the lane, one fence, then
     // look at the writes (Dekker with cs_check_write_run), the flags of four granules in
     // flight together. (Measured on the H100: with a fence and four atomics in turn per
     // chunk, a 2048-cube Triton matmul's wgmma probes took 28.8k cycles a call.)
     for (uint32_t i = first; !cs_vc_smem_on() && i < total; i += step) {
-        bool isb = i >= na;
-        uint32_t width;
-        uint32_t a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
-                         : cs_wg_chunk(da, 64, !(info & CS_WG_INFO_TRANS_A), elog, i, &width);
+        uint32_t width, a = chunk(i, width);
         uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
         if (g1 >= v.granules) continue;  // (said below)
         for (uint32_t g = g0; g <= g1; ++g) {
@@ -500,9 +501,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     if (!cs_vc_smem_on()) cs_fence();
     for (uint32_t i = first; !cs_vc_smem_on() && i < total; i += step) {
         bool isb = i >= na;
-        uint32_t width;
-        uint32_t a = isb ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
-                         : cs_wg_chunk(da, 64, !(info & CS_WG_INFO_TRANS_A), elog, i, &width);
+        uint32_t width, a = chunk(i, width);
         uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
         bool had = f.kind != 0;
         if (g1 >= v.granules) {

@@ -95,46 +95,15 @@ def _cluster_barrier_src(size: int, arrive: str, read_late: bool) -> str:
             .replace("READ_LATE", "1" if read_late else "0"))
 
 
+@pytest.mark.parametrize("arrive", ["release", "fence-relaxed"])
 @pytest.mark.parametrize("size", [2, 4, 8])
-def test_cluster_barrier_orders_the_ctas_warps(size):
+def test_cluster_barrier_orders_the_ctas_warps(size, arrive):
+    """A .release arrival, or a cluster fence before a relaxed one, publishes the write."""
     import cupy as cp
 
     need_sm90()
-    src = _cluster_barrier_src(size, RELEASE, False)
-    x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
-
-    def make_args():
-        out = cp.full(32 * size, cp.nan, dtype=cp.float32)
-        return (x, out), [out]
-
-    rep, (out,) = check_against_native(src, "cl_barrier", make_args, grid=(size, 1, 1),
-                                       block=(64, 1, 1), options=(arch_option(),))
-    assert rep.ok and not rep.notes, str(rep)
-    np.testing.assert_array_equal(out, x.get())
-
-
-@pytest.mark.parametrize("size", [2, 4, 8])
-def test_relaxed_cluster_arrive_publishes_nothing(size):
-    import cupy as cp
-
-    import consan
-
-    need_sm90()
-    src = _cluster_barrier_src(size, RELAXED, False)
-    x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
-    out = cp.zeros(32 * size, dtype=cp.float32)
-    rep = consan.check(src, "cl_barrier", grid=(size,), block=(64,), args=(x, out),
-                       options=(arch_option(),))
-    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
-        ("race.raw", line_of(src, "@read"), line_of(src, "@write"))}, str(rep)
-
-
-@pytest.mark.parametrize("size", [2, 4, 8])
-def test_a_cluster_fence_before_a_relaxed_arrive_publishes_the_writes_before_it(size):
-    import cupy as cp
-
-    need_sm90()
-    src = _cluster_barrier_src(size, FENCED, False)
+    src = _cluster_barrier_src(size, {"release": RELEASE, "fence-relaxed": FENCED}[arrive],
+                               False)
     x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
 
     def make_args():
@@ -147,20 +116,25 @@ def test_a_cluster_fence_before_a_relaxed_arrive_publishes_the_writes_before_it(
     np.testing.assert_array_equal(out, x.get())
 
 
+@pytest.mark.parametrize("arrive,earlier", [("relaxed", "@write"),
+                                            ("fence-write-relaxed", "@fenced-write")])
 @pytest.mark.parametrize("size", [2, 4, 8])
-def test_a_write_between_the_cluster_fence_and_the_relaxed_arrive_is_raw(size):
+def test_what_a_relaxed_arrive_does_not_publish_is_raw(size, arrive, earlier):
+    """A relaxed arrival alone publishes nothing; after a cluster fence, nothing written
+    between the fence and the arrival."""
     import cupy as cp
 
     import consan
 
     need_sm90()
-    src = _cluster_barrier_src(size, FENCED_LATE, False)
+    src = _cluster_barrier_src(size, {"relaxed": RELAXED,
+                                      "fence-write-relaxed": FENCED_LATE}[arrive], False)
     x = cp.asarray(np.random.default_rng(6).random(32 * size, dtype=np.float32))
     out = cp.zeros(32 * size, dtype=cp.float32)
     rep = consan.check(src, "cl_barrier", grid=(size,), block=(64,), args=(x, out),
                        options=(arch_option(),))
     assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
-        ("race.raw", line_of(src, "@read"), line_of(src, "@fenced-write"))}, str(rep)
+        ("race.raw", line_of(src, "@read"), line_of(src, earlier))}, str(rep)
 
 
 def test_a_write_between_arrive_and_wait_is_not_released():

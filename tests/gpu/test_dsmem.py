@@ -122,13 +122,15 @@ def _check(src: str, cluster: int):
                         options=(arch_option(),))
 
 
-@pytest.mark.parametrize("op", ["store", "load", "generic"])
+@pytest.mark.parametrize("op,sync1", [("store", ""), ("load", ""), ("generic", ""),
+                                      ("load", "fenced"), ("generic", "fenced")])
 @pytest.mark.parametrize("cluster", [2, 4, 8])
-def test_clean_exchange_is_clean_and_bit_exact(cluster, op):
+def test_clean_exchange_is_clean_and_bit_exact(cluster, op, sync1):
+    """sync1 "fenced": a cluster fence then a relaxed arrival publish the buffer."""
     import cupy as cp
 
     need_sm90()
-    src = _src(cluster, op=op)
+    src = _src(cluster, op=op, sync1=sync1)
 
     out = clean_and_native(src, "exchange", CLUSTERS * cluster * N, cp.float32,
                            grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
@@ -204,19 +206,6 @@ def test_overwrite_before_the_barrier_that_releases_the_peers_load_is_war(cluste
     text = _racy(cluster, _src(cluster, op=op, overwrite="before"), "race.war", "@overwrite",
                  marker, "prev_rank")
     assert "read" in text and "CTA rank" in text, text
-
-
-@pytest.mark.parametrize("op", ["load", "generic"])
-@pytest.mark.parametrize("cluster", [2, 4, 8])
-def test_a_cluster_fence_then_a_relaxed_arrival_publishes_the_buffer_to_the_peer(cluster, op):
-    import cupy as cp
-
-    need_sm90()
-    src = _src(cluster, op=op, sync1="fenced")
-    out = clean_and_native(src, "exchange", CLUSTERS * cluster * N, cp.float32,
-                           grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
-                           options=(arch_option(),))
-    np.testing.assert_array_equal(out, _want(cluster, op))
 
 
 @pytest.mark.parametrize("cluster", [2, 4, 8])
