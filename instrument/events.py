@@ -41,7 +41,7 @@ class Event(str, Enum):
     BAR_ARRIVE = "barrier.arrive"
     BAR_RED = "barrier.red"
     CLUSTER_BAR = "barrier.cluster"  # barrier.cluster.arrive / .wait: within the CTA, a barrier
-    CLUSTER_FENCE = "fence.cluster"  # fence.acq_rel/.sc.cluster: a later relaxed arrival releases
+    CLUSTER_FENCE = "fence.cluster"  # of cluster scope or wider: a later relaxed arrival releases
     WARP_SYNC = "warp.sync"  # intra-warp: program order already covers it
     FENCE = "fence"  # generic-proxy fences order nothing extra between warps
     EXIT = "exit"
@@ -103,16 +103,17 @@ TABLE: tuple[Row, ...] = (
     Row("barrier.red", Event.BAR_RED),
     Row("barrier.cta.red", Event.BAR_RED),
     Row("barrier.cluster", Event.CLUSTER_BAR),
-    # fences that create no happens-before between warps in the model
-    # (a fence of cluster scope or wider: what the warp did before it is released by its
-    #  next relaxed cluster arrival; in modules with no relaxed arrival, a plain FENCE)
+    # fences of cluster scope or wider: what the warp did before one is released by its next
+    # relaxed cluster arrival (in modules with no relaxed arrival, the rewriter makes them
+    # plain FENCEs)
     *(Row(f"membar.{scope}", Event.CLUSTER_FENCE) for scope in ("gl", "sys")),
+    *(Row(f"fence.{sem}.{scope}", Event.CLUSTER_FENCE) for sem in ("acq_rel", "sc")
+      for scope in ("cluster", "gpu", "sys")),
+    # fences that create no happens-before between warps in the model
     Row("membar", Event.FENCE),
     Row("fence.proxy.async", Event.PROXY_FENCE),  # the form decides: see _proxy_fence
     Row("fence.proxy.tensormap", Event.FENCE),
     Row("fence.mbarrier_init", Event.FENCE),  # makes inits visible to the cluster
-    *(Row(f"fence.{sem}.{scope}", Event.CLUSTER_FENCE) for sem in ("acq_rel", "sc")
-      for scope in ("cluster", "gpu", "sys")),
     Row("fence", Event.FENCE),
     Row("ret", Event.EXIT),
     Row("cvta", Event.ADDRESS),

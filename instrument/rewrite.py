@@ -851,7 +851,7 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         call = _call(pred, abi.PROBE_CLUSTER_BAR, [(".b32", str(op)), (".b32", str(site))],
                      comment=f"site {site}")
         return ("", "\n\t" + call) if op & 3 == abi.CLUSTER_WAIT else (call + "\n\t", "")
-    if ev is Event.CLUSTER_FENCE:  # fence.acq_rel.cluster / fence.sc.cluster: after it
+    if ev is Event.CLUSTER_FENCE:  # fence.acq_rel / .sc of cluster scope or wider: after it
         call = _call(pred, abi.PROBE_CLUSTER_BAR, [(".b32", str(abi.CLUSTER_FENCE)),
                                                    (".b32", str(site))], comment=f"site {site}")
         return "", "\n\t" + call

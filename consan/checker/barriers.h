@@ -144,7 +144,8 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
     return gen | (cw == 0 ? CS_TOKEN_CTA_WIDE : 0u);  // bit 31: every live warp takes part
 }
 
-// fence.acq_rel.cluster / fence.sc.cluster (after it): keep the warp's clock, which its
+// fence.acq_rel / fence.sc of cluster scope or wider, membar.gl/.sys (after it), in
+// modules with a relaxed cluster arrival: keep the warp's clock, which its
 // accesses so far carry, for its next relaxed cluster arrival to release, and start a new
 // one so that later accesses are not covered.
 CS_DEV void cs_cluster_fence(uint32_t slot, uint32_t site) {
