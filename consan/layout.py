@@ -57,23 +57,27 @@ class Layout:
     window_base: int = 0  # lowest smem address the kernel's data gets (VC_SMEM skips below)
     shared_mem: int = 0  # the user's dynamic shared memory: the checker's bytes follow it
     multicast: bool = False  # multicast copies: a mailbox per CTA (FLAG_MULTICAST)
+    # abi.GRANULE_BYTES, or abi.CHUNK_GRANULE_BYTES for a module of whole 16-byte chunks
+    granule_bytes: int = abi.GRANULE_BYTES
 
     def __post_init__(self) -> None:
         assert self.placement is not Placement.PHASE_SMEM or self.phase_mode, "phase mode only"
         assert not self.bar0_rows or self.placement is Placement.VC_SMEM, "bar0 rows are VC_SMEM's"
         assert not self.multicast or self.placement is Placement.DEVICE, "multicast: DEVICE"
+        assert self.granule_bytes == abi.GRANULE_BYTES or not self.phase_mode, "chunks: clocks"
 
     @classmethod
     def for_module(cls, ins: Instrumented, **shape) -> Layout:
         return cls(phase_mode=ins.phase_mode, wgmma=ins.wgmma, async_proxy=ins.async_proxy,
                    cp_async=ins.cp_async, warp_reads=ins.warp_reads,
                    copy_engine=ins.copy_engine, multicast=ins.multicast,
-                   **shape)
+                   granule_bytes=abi.CHUNK_GRANULE_BYTES if ins.chunk_granules
+                   else abi.GRANULE_BYTES, **shape)
 
     # ------------------------------------------------------------ state-block scalars
     @property
     def granules(self) -> int:
-        return -(-self.window_bytes // abi.GRANULE_BYTES)
+        return -(-self.window_bytes // self.granule_bytes)
 
     @property
     def nlogical(self) -> int:
@@ -88,7 +92,9 @@ class Layout:
 
     @property
     def vsh_base(self) -> int:
-        return self.window_base if self.placement is Placement.VC_SMEM else 0
+        if self.placement is not Placement.VC_SMEM:
+            return 0
+        return self.window_base // self.granule_bytes * self.granule_bytes
 
     @property
     def psh_bytes(self) -> int:
@@ -97,7 +103,8 @@ class Layout:
             return abi.psh_bytes(self.granules, self.nwarps)
         if self.placement is Placement.VC_SMEM:
             return abi.vsh_bytes(self.granules, self.vsh_readers, self.nwarps, self.nlogical,
-                                 self.window_base, bar0_rows=self.bar0_rows)
+                                 self.vsh_base, bar0_rows=self.bar0_rows,
+                                 granule_bytes=self.granule_bytes)
         return 0
 
     @property
@@ -141,7 +148,8 @@ class Layout:
         vc = self.placement is Placement.VC_SMEM
         sizes = abi.table_bytes(self.nslots, self.granules, self.nwarps, self.nlogical,
                                 self.phase_mode, self.copy_engine,
-                                self.vsh_readers if vc else None, self.window_base)
+                                self.vsh_readers if vc else None, self.vsh_base,
+                                self.granule_bytes)
         if self.placement is Placement.PHASE_SMEM:  # every table the probes touch is in smem
             return dict.fromkeys(sizes, 0)
         return sizes

@@ -104,6 +104,7 @@ def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = Fals
                    repr(toolchain.nvrtc_version()), *link_opts,
                    *toolchain.checker_defines(), ins.ptx,
                    f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
+                   "chunk" if ins.chunk_granules else "",
                    toolchain.checker_text(),
                    abi.c_header()]).encode()
     ).hexdigest()[:32]

@@ -413,12 +413,13 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
     cap_opt = (f"-maxrregcount={cap}",) if cap else ()
     phase = ins.phase_mode and not psh and not vsh  # (device-memory tables: which build)
     mc = ins.multicast and not (psh or vsh or phase)  # (runtime.py places such modules so)
+    chunk = ins.chunk_granules and not psh  # (its granules are the module's, in every build)
     if extra:
         return link([(name, ins.ptx),
-                     ("consan_checker.ptx", checker_ptx(arch, psh, vsh, phase, mc))],
+                     ("consan_checker.ptx", checker_ptx(arch, psh, vsh, phase, mc, chunk))],
                     arch, (*extra, *cap_opt))
     return link([(name, ins.ptx),
-                 ("consan_checker.cubin", checker_object(arch, psh, vsh, cap, phase, mc))],
+                 ("consan_checker.cubin", checker_object(arch, psh, vsh, cap, phase, mc, chunk))],
                 arch, cap_opt)
 
 
@@ -440,16 +441,19 @@ def checker_defines() -> tuple[str, ...]:
 
 
 def _variant_defines(psh: bool, vsh: bool, phase: bool = False,
-                     mc: bool = False) -> tuple[str, ...]:
+                     mc: bool = False, chunk: bool = False) -> tuple[str, ...]:
     """The -D options of one of the device builds: phases or vector clocks, with the
     tables in shared memory (psh, vsh) or in device memory (phase, or the default); `mc`:
     the default one with the mailboxes of multicast copies (-DCONSAN_MC, for modules that
-    issue them: other modules' probes do not pay for the look)."""
+    issue them: other modules' probes do not pay for the look); `chunk`: a vector-clock one
+    whose granules are 16-byte chunks (-DCONSAN_CHUNK_GRANULES, for modules whose every
+    shared-memory access is whole chunks: Instrumented.chunk_granules)."""
     assert psh + vsh + phase <= 1, "one build at a time"
     assert not mc or psh + vsh + phase == 0, "multicast: the device-memory vector-clock build"
+    assert not chunk or not (psh or phase or mc), "chunk granules: vector clocks, one CTA"
     return checker_defines() + (("-DCONSAN_PSH",) if psh else ()) + \
         (("-DCONSAN_VSH",) if vsh else ()) + (("-DCONSAN_PHASE_DEV",) if phase else ()) + \
-        (("-DCONSAN_MC",) if mc else ())
+        (("-DCONSAN_MC",) if mc else ()) + (("-DCONSAN_CHUNK_GRANULES",) if chunk else ())
 
 
 # ------------------------------------------------------------------ on-disk cache
@@ -530,17 +534,17 @@ def _checker_build(arch: Arch, defines: tuple[str, ...], cap: int, output: str) 
 
 
 def checker_ptx(arch: Arch, psh: bool = False, vsh: bool = False, phase: bool = False,
-                mc: bool = False) -> str:
+                mc: bool = False, chunk: bool = False) -> str:
     """The device checker compiled for `arch` (relocatable, so probes link to it)."""
-    ptx = _checker_build(arch, _variant_defines(psh, vsh, phase, mc), 0, "ptx")
+    ptx = _checker_build(arch, _variant_defines(psh, vsh, phase, mc, chunk), 0, "ptx")
     assert isinstance(ptx, str)
     return ptx
 
 
 def checker_object(arch: Arch, psh: bool = False, vsh: bool = False, cap: int = 0,
-                   phase: bool = False, mc: bool = False) -> bytes:
+                   phase: bool = False, mc: bool = False, chunk: bool = False) -> bytes:
     """The device checker as a relocatable cubin for `arch`, its functions assembled under
     the register cap `cap` (0: none), as nvJitLink would assemble its PTX under that cap."""
-    obj = _checker_build(arch, _variant_defines(psh, vsh, phase, mc), cap, "cubin")
+    obj = _checker_build(arch, _variant_defines(psh, vsh, phase, mc, chunk), cap, "cubin")
     assert isinstance(obj, bytes)
     return obj

@@ -233,6 +233,10 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
 # Sizes of the model.
 
 GRANULE_BYTES = 4
+# A module whose every shared-memory access is whole aligned 16-byte chunks (ldmatrix rows,
+# v4 accesses, cp.async 16, wgmma operands: Instrumented.chunk_granules) loses nothing when
+# a granule is a chunk: its tables are a quarter (the checker build -DCONSAN_CHUNK_GRANULES).
+CHUNK_GRANULE_BYTES = 16
 MAX_WARPS = 32  # logical threads 0..31 are the CTA's warps
 MAX_LOGICAL = 184  # warps, then the AGENT_* ranges, then the REMOTE ranks, below
 MAILBOX_VIEW_WORDS = MAX_LOGICAL + 4
@@ -560,15 +564,17 @@ def vsh_readers(nwarps: int, warp_reads: bool, bulk_stores: bool, wgmma: bool) -
             + (warpgroups(nwarps) if wgmma else 0))
 
 
-def vsh_granules(granules: int, base: int = SMEM_RESERVED_BYTES) -> int:
+def vsh_granules(granules: int, base: int = SMEM_RESERVED_BYTES,
+                 granule_bytes: int = GRANULE_BYTES) -> int:
     """Granules the FLAG_VC_SMEM tables hold: the window above the `base` bytes the
     hardware reserves (no user access lands there), in whole read-summary blocks."""
-    g = granules - base // GRANULE_BYTES
+    g = granules - base // granule_bytes
     return -(-g // VSH_BLOCK_GRANULES) * VSH_BLOCK_GRANULES
 
 
 def vsh_bytes(granules: int, nreaders: int, nwarps: int, nlogical: int,
-              base: int = SMEM_RESERVED_BYTES, bar0_rows: bool = False) -> int:
+              base: int = SMEM_RESERVED_BYTES, bar0_rows: bool = False,
+              granule_bytes: int = GRANULE_BYTES) -> int:
     """Shared memory of the FLAG_VC_SMEM tables of one CTA: per granule its write epoch
     (u32) and a clock byte per reader; per 128-byte block each reader's latest read clock
     and the word of a copy that wrote the block whole (u32 each); then, 16-byte aligned,
@@ -576,7 +582,7 @@ def vsh_bytes(granules: int, nreaders: int, nwarps: int, nlogical: int,
     the CTA's warps (u32 [2][nlogical] and [nwarps][nlogical]); with `bar0_rows`
     (FLAG_BAR0_ROWS) the warps' clocks at their last two arrivals at barrier 0 (u32
     [2][nwarps][nlogical])."""
-    gp = vsh_granules(granules, base)
+    gp = vsh_granules(granules, base, granule_bytes)
     rss = 4 if nreaders <= 4 else nreaders  # up to 4 readers: one vector load per block
     tables = 4 * gp + nreaders * gp + 4 * (rss + 1) * (gp // VSH_BLOCK_GRANULES)
     rows = 2 * nwarps if bar0_rows else 0
@@ -592,12 +598,13 @@ def vsh_site_words(gp: int, nreaders: int) -> int:
 def table_bytes(nslots: int, granules: int, nwarps: int, nlogical: int = MAX_LOGICAL,
                 phase_mode: bool = False, box_summary: bool = False,
                 vsh_readers: int | None = None,
-                vsh_base: int = SMEM_RESERVED_BYTES) -> dict[str, int]:
+                vsh_base: int = SMEM_RESERVED_BYTES,
+                granule_bytes: int = GRANULE_BYTES) -> dict[str, int]:
     """Bytes of each shadow table (STATE_FIELDS pointers) for a launch shape; with
     `vsh_readers` (its reader indices, 0 or more), of a FLAG_VC_SMEM launch."""
     n, G, L = nslots, granules, nlogical
     if vsh_readers is not None:  # FLAG_VC_SMEM: the buffer tables are in smem, their sites here
-        gp = vsh_granules(G, vsh_base)
+        gp = vsh_granules(G, vsh_base, granule_bytes)
         return {"slot_busy": 4 * n, "slot_gen": 4 * n, "cta": 4 * CTA_WORDS * n,
                 "vis": 0, "barword": 8 * BARRIER_WORDS * n,
                 "barvc": 4 * BARRIER_WORDS * 2 * L * n, "granule": 0, "wsite": 4 * gp * n,
@@ -746,7 +753,6 @@ def c_header() -> str:
         "CS_BAR_COUNT_ALL": BAR_COUNT_ALL,
         "CS_NO_SITE": NO_SITE,
         "CS_NO_WARP": NO_WARP,
-        "CS_GRANULE_BYTES": GRANULE_BYTES,
         "CS_MAX_WARPS": MAX_WARPS,
         "CS_MAX_LOGICAL": MAX_LOGICAL,
         "CS_NAMED_BARRIERS": NAMED_BARRIERS,
@@ -822,6 +828,8 @@ def c_header() -> str:
         "CS_KEY_KIND_SHIFT": KEY_KIND_SHIFT,
     }
     lines += [f"#define {k} {v}{'ull' if v > 0xFFFFFFFF else 'u'}" for k, v in consts.items()]
+    lines += ["#ifdef CONSAN_CHUNK_GRANULES", f"#define CS_GRANULE_BYTES {CHUNK_GRANULE_BYTES}u",
+              "#else", f"#define CS_GRANULE_BYTES {GRANULE_BYTES}u", "#endif"]
     lines.append("")
     lines.append(_c_struct("cs_record_t", RECORD_FIELDS))
     lines.append(_c_struct("cs_log_header_t", LOG_HEADER_FIELDS))

@@ -354,6 +354,28 @@ def multicast_model_on() -> bool:
     return os.environ.get("CONSAN_MULTICAST", "1") != "0"
 
 
+# Events whose footprint in shared memory is whole aligned 16-byte chunks when their size
+# is a multiple of 16 (PTX requires a vector access, a cp.async, an ldmatrix row to be
+# aligned to its size), and events that rule chunk granules out (8-byte mbarrier objects,
+# copy engines' boxes and atomics: not judged chunk by chunk).
+CHUNK_SIZED = frozenset({Event.READ, Event.WRITE, Event.ASYNC_WRITE})
+NOT_CHUNKED = frozenset({Event.ATOMIC, Event.MBARRIER, Event.BULK_LOAD, Event.BULK_STORE,
+                         Event.TENSOR_LOAD, Event.TENSOR_STORE})
+
+
+def whole_chunks(c: Classified) -> bool:
+    """Whether the event leaves chunk granules exact (abi.CHUNK_GRANULE_BYTES)."""
+    if c.event in NOT_CHUNKED:
+        return False
+    return c.event not in CHUNK_SIZED or c.size % abi.CHUNK_GRANULE_BYTES == 0
+
+
+def chunk_granules_on() -> bool:
+    """Modules of whole 16-byte chunks take chunk granules unless CONSAN_CHUNK_GRANULES=0
+    (the 4-byte granules of every other module: for a side-by-side measurement)."""
+    return os.environ.get("CONSAN_CHUNK_GRANULES", "1") != "0"
+
+
 def _bulk_load(it: Item, row: Row) -> Classified:
     """cp.async.bulk [dst], [src], size, [mbar]: the copy engine writes dst, then complete_tx."""
     if row.prefix in ("st.async", "red.async"):

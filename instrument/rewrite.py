@@ -17,7 +17,15 @@ from dataclasses import dataclass, field, replace
 
 from . import abi, carry, coalesce, converge, loops, remote, wgmma_window
 from . import value_tags as tagging
-from .events import Classified, Event, classify, constant_registers, multicast_model_on
+from .events import (
+    Classified,
+    Event,
+    chunk_granules_on,
+    classify,
+    constant_registers,
+    multicast_model_on,
+    whole_chunks,
+)
 from .ptx import INT_LITERAL, REGISTER, Function, Item, Module, PTXSyntaxError, parse, ptx_int
 from .sites import SiteTable, SourceLoc
 
@@ -89,6 +97,16 @@ class Instrumented:
     # issues .multicast::cluster copies or reaches another CTA's shared memory (.shared::cluster
     # accesses, addresses from mapa): every CTA keeps a mailbox (abi.FLAG_MULTICAST)
     multicast: bool = False
+    # every access is whole aligned 16-byte chunks, and no event rules chunk granules out
+    # (events.whole_chunks)
+    whole_chunks: bool = False
+
+    @property
+    def chunk_granules(self) -> bool:
+        """Its granules are 16-byte chunks (abi.CHUNK_GRANULE_BYTES): exact for it, and a
+        quarter of the tables. Vector clocks of one CTA only (the phase and multicast
+        builds keep 4-byte granules)."""
+        return self.whole_chunks and not self.phase_mode and not self.multicast
 
     @property
     def warp_reads(self) -> bool:
@@ -419,6 +437,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     wgmma = False
     cp_async = False
     multicast = False
+    chunks = chunk_granules_on()
     index_of = {id(it): i for i, it in enumerate(mod.items)}
     # A cluster-scope fence matters only to a relaxed cluster arrival after it.
     relaxed_arrivals = any(it.is_instruction and it.opcode.startswith("barrier.cluster.arrive")
@@ -467,6 +486,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             if c.event is Event.CLUSTER_BAR:  # split arrive and wait: the vector clocks
                 cta_wide_only = bar0_only = False
             counts[c.event.value] += 1
+            chunks &= whole_chunks(c)
             async_proxy |= c.event in (Event.BULK_STORE, Event.TENSOR_STORE)
             wgmma |= c.event is Event.WGMMA
             # the mailboxes: multicast copies, and accesses that may reach a peer's bytes
@@ -604,7 +624,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
-                        cp_async, bar0_only, multicast)
+                        cp_async, bar0_only, multicast, chunks)
 
 
 @dataclass

@@ -26,10 +26,11 @@ from reports import Report
 
 
 @functools.cache
-def library() -> ctypes.CDLL:
+def library(chunk: bool = False) -> ctypes.CDLL:
+    """The host build; `chunk`: with 16-byte granules (-DCONSAN_CHUNK_GRANULES)."""
     src = CHECKER_SOURCE.read_text()
     hdr = abi.c_header()
-    key = hashlib.sha256((checker_text() + hdr).encode()).hexdigest()[:16]
+    key = hashlib.sha256((checker_text() + hdr + str(chunk)).encode()).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"consan_host_{key}"
     so = out / "checker.so"
     if not so.exists():
@@ -42,7 +43,8 @@ def library() -> ctypes.CDLL:
             (out / name).write_text(text)
         (out / "checker.cpp").write_text(src)
         tmp = out / f"checker.{id(out)}.so"
-        res = subprocess.run([cxx, "-DCONSAN_HOST", "-std=c++17", "-O1", "-shared", "-fPIC",
+        res = subprocess.run([cxx, "-DCONSAN_HOST", *(["-DCONSAN_CHUNK_GRANULES"] if chunk else []),
+                              "-std=c++17", "-O1", "-shared", "-fPIC",
                               "-Wall", "-Wno-unused-function", "-I", str(out), "-o", str(tmp),
                               str(out / "checker.cpp")], capture_output=True, text=True)
         if res.returncode:
@@ -74,12 +76,12 @@ class HostChecker:
                  capacity: int = 1024, phase_mode: bool = False, phase_smem: bool = False,
                  wgmma: bool = False, box_summary: bool = True, vsh: bool = True,
                  async_proxy: bool = True, warp_reads: bool = True, bar0_rows: bool = False,
-                 multicast: bool = False, layout: Layout | None = None):
+                 multicast: bool = False, layout: Layout | None = None,
+                 granule_bytes: int = abi.GRANULE_BYTES):
         """The knobs make a layout (the runtime's default where they fit: the granule tables
         in shared memory, FLAG_VC_SMEM), without the bytes the device reserves below the
         window; `layout`, where given, is taken as it is (a launch's, as the runtime plans
         it) and the knobs are ignored."""
-        self.lib = library()
         if layout is None:
             vsh = vsh and not (phase_mode or phase_smem or multicast)
             where = (Placement.PHASE_SMEM if phase_smem else Placement.VC_SMEM if vsh
@@ -90,8 +92,9 @@ class HostChecker:
                 log_capacity=capacity, nslots=nslots, phase_mode=phase_mode or phase_smem,
                 wgmma=wgmma, async_proxy=async_proxy, cp_async=True, warp_reads=warp_reads,
                 copy_engine=box_summary, placement=where,
-                bar0_rows=bar0_rows and vsh, multicast=multicast)
+                bar0_rows=bar0_rows and vsh, multicast=multicast, granule_bytes=granule_bytes)
         self.layout = lay = layout
+        self.lib = library(lay.granule_bytes == abi.CHUNK_GRANULE_BYTES)
         self.nwarps, self.nslots = lay.nwarps, lay.nslots
         self.phase_smem = lay.placement is Placement.PHASE_SMEM
         self.vsh = lay.placement is Placement.VC_SMEM

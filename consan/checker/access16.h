@@ -21,7 +21,7 @@ CS_NOINLINE void cs_access16_claim(uint32_t slot, uint32_t w, uint32_t b) {
 }
 CS_NOINLINE cs_finding cs_access16_look_any(uint32_t slot, uint32_t w, uint32_t g, uint32_t proxy) {
     uint32_t ok = 0xFFFFFFFFu, at;
-    return cs_vc_smem_look(cs_vc_smem_ctx(slot, w), g, g + 3, proxy, ok, at);
+    return cs_vc_smem_look(cs_vc_smem_ctx(slot, w), g, g + CS_CHUNK_G - 1, proxy, ok, at);
 }
 CS_NOINLINE cs_finding cs_access16_judge_read(uint32_t slot, uint32_t w, uint32_t e, const uint32_t* ws,
                                        uint32_t proxy) {
@@ -34,7 +34,8 @@ CS_NOINLINE cs_found cs_access16_write4(uint32_t slot, uint32_t w, uint32_t g, u
     cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
     const uint32_t o[4] = {o0, o1, o2, o3};
     cs_found r = {{0, CS_NO_SITE, CS_NO_WARP}, 0};
-    for (uint32_t i = 0; i < 4; ++i) cs_vc_smem_write_one(x, g + i, o[i], now, site, false, by, r.f, r.at);
+    for (uint32_t i = 0; i < CS_CHUNK_G; ++i)
+        cs_vc_smem_write_one(x, g + i, o[i], now, site, false, by, r.f, r.at);
     return r;
 }
 CS_NOINLINE cs_finding cs_access16_judge_write(uint32_t slot, uint32_t w, uint32_t old,
@@ -44,7 +45,7 @@ CS_NOINLINE cs_finding cs_access16_judge_write(uint32_t slot, uint32_t w, uint32
 CS_NOINLINE cs_found cs_access16_late(uint32_t slot, uint32_t w, uint32_t seen, uint32_t g) {
     cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
     return cs_vc_smem_late_readers(slot, w, x.mine, x.R, x.RS, x.rsite, x.gp, x.nr, x.rss, seen, g,
-                               g + 3);
+                               g + CS_CHUNK_G - 1);
 }
 CS_NOINLINE void cs_access16_report(uint32_t m, cs_finding f, uint32_t site, uint32_t info,
                              uint32_t lo) {
@@ -59,10 +60,9 @@ CS_NOINLINE void cs_access16_report(uint32_t m, cs_finding f, uint32_t site, uin
 // proxy fence). Uneven epochs, or a block being given back, are looked at out of line.
 CS_DEV cs_finding cs_access16_look(const cs_vc_smem_ctx_t& x, uint32_t q, uint32_t proxy, uint32_t& ok) {
     const uint32_t b = q / CS_VC_BLOCK, bt = cs_s_ld(x.BT + 4u * b);
-    const cs_u4 e4 = cs_s_ld4(x.W + 4u * q);
-    if (bt == CS_BT_LOCKED || (!bt && !(e4.x == e4.y && e4.y == e4.z && e4.z == e4.w)))
-        return cs_access16_look_any(x.slot, x.w, q, proxy);
-    const uint32_t e = bt ? bt & ~CS_BT_WHOLE : e4.x, t = cs_vw_t(e);
+    const cs_chunk_epoch e4 = cs_chunk_epochs(x.W, q);
+    if (bt == CS_BT_LOCKED || (!bt && !e4.one)) return cs_access16_look_any(x.slot, x.w, q, proxy);
+    const uint32_t e = bt ? bt & ~CS_BT_WHOLE : e4.e, t = cs_vw_t(e);
     if (e == ok) return {0, CS_NO_SITE, CS_NO_WARP};
     if (e == 0 || (e & CS_VW_MBAR) || (proxy != CS_PROXY_NONE && t < CS_MAX_WARPS) ||
         (t != x.w && x.mine[t] < cs_vw_c(e))) {
@@ -84,13 +84,13 @@ CS_DEV void cs_access16_read(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t ste
     for (uint32_t k = 0, q = g; k < n; ++k, q += step) {
         uint32_t b = q / CS_VC_BLOCK;
         cs_sp p = x.RS + 4u * (b * x.rss + w);
-        uint32_t v = cs_s_ld(p), old = cs_s_ld(R + q);
+        uint32_t v = cs_s_ld(p), old = cs_chunk_bytes(R, q);
         if (v == 0 || v == CS_RS_ZEROING) {  // the block's bytes are stale: emptied first
             cs_access16_raise(x.slot, w, b, clk);
-            old = cs_s_ld(R + q);
+            old = cs_chunk_bytes(R, q);
             v = clk;
         }
-        cs_vc_smem_put4(R, rs, q, c8, site, old);  // (a byte already at this clock keeps its site)
+        cs_chunk_put(R, rs, q, c8, site, old);  // (a byte already at this clock keeps its site)
         if (v < clk) cs_s_max(p, clk);
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
@@ -112,8 +112,8 @@ CS_DEV void cs_access16_write(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t st
         uint32_t b = q / CS_VC_BLOCK;
         if (cs_s_ld(x.BT + 4u * b)) cs_access16_claim(x.slot, w, b);  // a copy held the block whole
         cs_sp a = x.W + 4u * q;
-        uint32_t o0 = cs_s_xchg(a, now), o1 = cs_s_xchg(a + 4, now), o2 = cs_s_xchg(a + 8, now),
-                 o3 = cs_s_xchg(a + 12, now);
+        uint32_t o0 = cs_s_xchg(a, now), o1 = o0, o2 = o0, o3 = o0;
+        if (CS_CHUNK_G == 4) o1 = cs_s_xchg(a + 4, now), o2 = cs_s_xchg(a + 8, now), o3 = cs_s_xchg(a + 12, now);
         if (o0 == o1 && o1 == o2 && o2 == o3 && !(o0 & CS_VW_MBAR)) {
             if ((o0 & ~CS_VW_ATOMIC) == now) continue;  // rewritten at the same clock: sites stay
             uint32_t t = cs_vw_t(o0);
@@ -122,7 +122,7 @@ CS_DEV void cs_access16_write(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t st
                 fw = cs_replicated(cs_access16_judge_write(x.slot, w, o0, x.ws + q, by), site);
                 if (fw.kind) aw = q, kw = k;
             }
-            cs_g_st4(x.ws + q, site);
+            cs_chunk_sites(x.ws + q, site);
             continue;
         }
         cs_found r = cs_access16_write4(x.slot, w, q, site, by, now, o0, o1, o2, o3);

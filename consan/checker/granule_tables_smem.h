@@ -303,6 +303,43 @@ CS_DEV void cs_vc_smem_put4(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint
     else cs_vc_smem_put_sites(rs, g, c8, site, old);
 }
 
+// An aligned 16-byte chunk (ldmatrix rows, v4 accesses, cp.async 16, wgmma core-matrix
+// rows) is CS_CHUNK_G granules: four of 4 bytes, or one where the module's every access
+// is whole chunks (abi.CHUNK_GRANULE_BYTES: a quarter of the tables, so that a 96 KiB
+// Triton matmul's fit in shared memory). The chunk's table entries, in either size:
+#define CS_CHUNK_G (16u / CS_GRANULE_BYTES)
+static_assert(CS_CHUNK_G == 4 || CS_CHUNK_G == 1, "a chunk is four granules or one");
+// A reader's bytes of the chunk at granule g (a word, or a byte).
+CS_DEV uint32_t cs_chunk_bytes(cs_sp R, uint32_t g) {
+    return CS_CHUNK_G == 4 ? cs_s_ld(R + g) : cs_s_ld8(R + g);
+}
+// Put the reader's clock byte c8 into the chunk's bytes (`old`: cs_chunk_bytes); a byte
+// already at this clock keeps its site.
+CS_DEV void cs_chunk_put(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site,
+                         uint32_t old) {
+    if (CS_CHUNK_G == 4) return cs_vc_smem_put4(R, rs, g, c8, site, old);
+    if (old == c8) return;
+    cs_s_st8(R + g, c8);
+    cs_g_st(rs + g, site);
+}
+// Empty a reader's bytes of the chunk.
+CS_DEV void cs_chunk_empty(cs_sp R, uint32_t g) {
+    if (CS_CHUNK_G == 4) cs_s_st(R + g, 0);
+    else cs_s_st8(R + g, 0);
+}
+// The chunk's sites (wsite, or a reader's) set to `site`.
+CS_DEV void cs_chunk_sites(uint32_t* ws, uint32_t site) {
+    if (CS_CHUNK_G == 4) cs_g_st4(ws, site);
+    else cs_g_st(ws, site);
+}
+// The chunk's write epochs: `one` when a single epoch `e` stands for all of them.
+struct cs_chunk_epoch { uint32_t e; bool one; };
+CS_DEV cs_chunk_epoch cs_chunk_epochs(cs_sp W, uint32_t g) {
+    if (CS_CHUNK_G == 1) return {cs_s_ld(W + 4u * g), true};
+    const cs_u4 v = cs_s_ld4(W + 4u * g);
+    return {v.x, v.x == v.y && v.y == v.z && v.z == v.w};
+}
+
 CS_DEV void cs_vc_smem_publish(const cs_vc_smem_ctx_t& x, uint32_t ri, uint32_t clk, uint32_t g0, uint32_t g1,
                            uint32_t site, bool unit) {  // unit: ri is a wgmma unit's row
     cs_sp R = x.R + ri * x.gp;
@@ -429,7 +466,7 @@ CS_DEV void cs_vc_smem_read_granules(const cs_vc_smem_ctx_t& x, const cs_vc_smem
                                  uint32_t clk, cs_finding& f, uint32_t& fk) {
     cs_sp R = x.R + x.w * x.gp;
     uint32_t* rs = x.rsite + x.w * x.gp;
-    const uint32_t c8 = cs_vc_smem_byte(clk), bb = 4u * CS_VC_BLOCK;  // bb: bytes per block
+    const uint32_t c8 = cs_vc_smem_byte(clk), bb = CS_GRANULE_BYTES * CS_VC_BLOCK;  // bytes per block
     uint32_t m = cs_activemask(), lead = cs_ffs(m) - 1;
     bool row = s.stride % bb == 0 && cs_all(m, cs_bcast(m, s.off / bb, (int)lead) == s.off / bb);
     uint32_t rank = cs_popc(m & ((1u << cs_lane()) - 1u)), lanes = cs_popc(m);
@@ -438,7 +475,7 @@ CS_DEV void cs_vc_smem_read_granules(const cs_vc_smem_ctx_t& x, const cs_vc_smem
     // every lane went through every row.
     uint32_t off0 = cs_bcast(m, s.off, (int)lead);
     bool whole = row && m == 0xFFFFFFFFu && off0 % bb == 0 &&
-                 cs_all(m, s.off == off0 + 4u * cs_lane());
+                 cs_all(m, s.off == off0 + CS_GRANULE_BYTES * cs_lane());
     if (row) {  // the blocks' summaries raised, one lane per block, before any lane's byte
         for (uint32_t k = rank; k < s.n; k += lanes) cs_vc_smem_raise(x, s.off / bb + k * (s.stride / bb), x.w, clk);
         cs_syncwarp(m);
@@ -565,7 +602,7 @@ CS_DEV void cs_vc_smem_read_granules(const cs_vc_smem_ctx_t& x, const cs_vc_smem
 CS_DEV void cs_vc_smem_read(const cs_vc_smem_ctx_t& x, const cs_vc_smem_span& s, uint32_t site, cs_finding& f,
                         uint32_t& fk) {
     uint32_t clk = cs_clock_sh[x.w], ok = 0xFFFFFFFFu, at;
-    if ((s.off & 3u) + s.size <= 4u && (s.stride & 3u) == 0) {
+    if (s.off % CS_GRANULE_BYTES + s.size <= CS_GRANULE_BYTES && s.stride % CS_GRANULE_BYTES == 0) {
         cs_vc_smem_read_granules(x, s, site, clk, f, fk);
         return;
     }
@@ -650,12 +687,12 @@ CS_DEV void cs_vc_smem_zero(cs_sp R, uint32_t a, uint32_t z) {  // bytes a..z of
 }
 
 // An aligned 16-byte write at granule a: the bytes of readers `seen` (up to four) there are
-// emptied, a word each (the write supersedes the reads).
+// emptied, a store each (the write supersedes the reads).
 CS_DEV void cs_vc_smem_empty16(const cs_vc_smem_ctx_t& x, uint32_t a, uint32_t seen) {
-    if (seen & 1u) cs_s_st(x.R + a, 0);
-    if (seen & 2u) cs_s_st(x.R + x.gp + a, 0);
-    if (seen & 4u) cs_s_st(x.R + 2 * x.gp + a, 0);
-    if (seen & 8u) cs_s_st(x.R + 3 * x.gp + a, 0);
+    if (seen & 1u) cs_chunk_empty(x.R, a);
+    if (seen & 2u) cs_chunk_empty(x.R + x.gp, a);
+    if (seen & 4u) cs_chunk_empty(x.R + 2 * x.gp, a);
+    if (seen & 8u) cs_chunk_empty(x.R + 3 * x.gp, a);
 }
 
 // Granules [a, z] of block b were written (epochs published and fenced): judge their
@@ -688,7 +725,7 @@ CS_DEV void cs_vc_smem_block_readers(const cs_vc_smem_ctx_t& x, const cs_reader_
                                          x.rss, seen, a, z);
         if (r.f.kind) f = r.f, at = r.at;
     }
-    if (x.nr <= 4 && (a & 3u) == 0 && z == a + 3) return cs_vc_smem_empty16(x, a, seen);
+    if (x.nr <= 4 && a % CS_CHUNK_G == 0 && z == a + CS_CHUNK_G - 1) return cs_vc_smem_empty16(x, a, seen);
     for (uint32_t ri = 0; ri < x.nr; ++ri) {
         if (ri < 32 && !(seen & (1u << ri))) continue;
         if (!whole) {

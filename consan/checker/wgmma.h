@@ -119,7 +119,7 @@ CS_NOINLINE void cs_wgmma16_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_
 }
 
 // The common form: no base offset in either descriptor, so every chunk is an aligned
-// 16-byte one (four granules, one word of the unit's bytes). cs_vc_smem_publish and
+// 16-byte one (CS_CHUNK_G granules: a word or a byte of the unit's bytes). cs_vc_smem_publish and
 // cs_vc_smem_look's rules for such a chunk, in a lean body (the general form ran ~630
 // instructions a probe, and the wgmma probes were 30% of a TMA + wgmma GEMM's time).
 // K128: both operands K-major with the 128-byte swizzle (what TMA writes for a K step of
@@ -146,17 +146,17 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
     for (uint32_t i = first; i < total; i += step) {
         uint32_t a = i >= na ? cs_wg_addr16<K128>(dB, i - na) : cs_wg_addr16<K128>(dA, i);
         uint32_t g = a / CS_GRANULE_BYTES;
-        if (g < base || g + 3 >= gend) continue;  // (said in the look)
+        if (g < base || g + CS_CHUNK_G - 1 >= gend) continue;  // (said in the look)
         g -= base;
         uint32_t b = g / CS_VC_BLOCK;
         cs_sp p = x.RS + 4u * (b * x.rss + ri);
-        uint32_t v = cs_s_ld(p), old = cs_s_ld(R + g);
+        uint32_t v = cs_s_ld(p), old = cs_chunk_bytes(R, g);
         if (v == 0 || v == CS_RS_ZEROING) {  // the block's bytes are stale: emptied first
             cs_wgmma16_fresh(slot, w, b, ri);
-            old = cs_s_ld(R + g);
+            old = cs_chunk_bytes(R, g);
             v = 1;
         }
-        cs_vc_smem_put4(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
+        cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
         if (v < clk) cs_s_max(p, clk);
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker)
@@ -166,7 +166,7 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
         uint32_t a = i >= na ? cs_wg_addr16<K128>(dB, i - na) : cs_wg_addr16<K128>(dA, i);
         uint32_t g = a / CS_GRANULE_BYTES;
         r.lo = a, r.hi = a + 16u, r.operand = i >= na;
-        r.f = g < base || g + 3 >= gend ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
+        r.f = g < base || g + CS_CHUNK_G - 1 >= gend ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
                                         : cs_access16_look(x, g - base, CS_PROXY_WGMMA, ok);
     }
 }

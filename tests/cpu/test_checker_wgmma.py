@@ -33,12 +33,20 @@ MMA, WRITE, REFILL, COMMIT, WAIT = 5, 1, 7, 8, 9  # sites
 
 @pytest.fixture(params=["shared", "device"])
 def ck(request):
-    """The checker with its buffer tables in shared memory, and in device memory."""
+    """The checker with its buffer tables in shared memory, and in device memory; for the
+    traces of whole 16-byte chunks (CHUNKS), with chunk granules too (the granule size of a
+    module all of whose accesses are such: abi.CHUNK_GRANULE_BYTES)."""
     from tests.checker_host import HostChecker
 
-    c = HostChecker(nwarps=8, smem_bytes=16384, wgmma=True, vsh=request.param == "shared")
+    chunk = request.param.endswith("-chunk")
+    c = HostChecker(nwarps=8, smem_bytes=16384, wgmma=True, vsh=request.param.startswith("shared"),
+                    granule_bytes=abi.CHUNK_GRANULE_BYTES if chunk else abi.GRANULE_BYTES)
     assert c.begin() == 0
     return c
+
+
+CHUNKS = pytest.mark.parametrize("ck", ["shared", "device", "shared-chunk", "device-chunk"],
+                                 indirect=True)
 
 
 def fill(c, off, warps=WG0, site=WRITE, fence=True, nbytes=TILE):
@@ -65,6 +73,7 @@ def kinds(c):
     return sorted(set(c.kinds()))
 
 
+@CHUNKS
 def test_fenced_generic_writes_then_barrier_then_wgmma_is_clean(ck):
     fill(ck, A_OFF)
     fill(ck, B_OFF)
@@ -75,6 +84,7 @@ def test_fenced_generic_writes_then_barrier_then_wgmma_is_clean(ck):
     assert kinds(ck) == []
 
 
+@CHUNKS
 def test_no_fence_is_proxy_missing_fence(ck):
     fill(ck, B_OFF)
     fill(ck, A_OFF, fence=False)  # after the warps' last fence
@@ -88,6 +98,7 @@ def test_no_fence_is_proxy_missing_fence(ck):
     assert all(A_OFF <= int(r["offset_lo"]) < int(r["offset_hi"]) <= A_OFF + TILE for r in recs)
 
 
+@CHUNKS
 def test_fence_before_the_write_does_not_cover_it(ck):
     for w in WG0:
         ck.proxy_fence(w)
@@ -98,6 +109,7 @@ def test_fence_before_the_write_does_not_cover_it(ck):
     assert kinds(ck) == [("proxy.missing-fence", MMA, WRITE)]
 
 
+@CHUNKS
 def test_fence_by_another_warp_does_not_cover_the_writer(ck):
     fill(ck, A_OFF, warps=[0, 1, 2, 3])
     fill(ck, B_OFF, warps=[5], fence=False)
@@ -112,6 +124,7 @@ def test_fence_by_another_warp_does_not_cover_the_writer(ck):
     assert all(B_OFF <= int(r["offset_lo"]) < int(r["offset_hi"]) <= B_OFF + TILE for r in recs)
 
 
+@CHUNKS
 def test_write_not_ordered_before_the_wgmma_is_a_race(ck):
     fill(ck, A_OFF)
     fill(ck, B_OFF, warps=[4])  # warp 4 (other warpgroup) wrote B, no barrier since
@@ -120,6 +133,7 @@ def test_write_not_ordered_before_the_wgmma_is_a_race(ck):
     assert kinds(ck) == [("race.raw", MMA, WRITE)]
 
 
+@CHUNKS
 def test_unwritten_operand_is_uninit(ck):
     fill(ck, A_OFF)
     ck.sync(ALL)
@@ -127,6 +141,7 @@ def test_unwritten_operand_is_uninit(ck):
     assert kinds(ck) == [("uninit.read", MMA, -1)]
 
 
+@CHUNKS
 def test_a_from_registers_reads_only_b(ck):
     fill(ck, B_OFF)
     ck.sync(ALL)
@@ -144,6 +159,7 @@ def _mma_stage(c, da=DA, db=DB):
     c.wgmma_commit(0, site=COMMIT)
 
 
+@CHUNKS
 def test_overwrite_before_wait_group_is_pending_read(ck):
     _mma_stage(ck)
     ck.sync(ALL)
@@ -153,6 +169,7 @@ def test_overwrite_before_wait_group_is_pending_read(ck):
         abi.AGENT_WGMMA}
 
 
+@CHUNKS
 def test_overwrite_after_wait_group_0_is_clean(ck):
     _mma_stage(ck)
     ck.wgmma_wait(0, 0, site=WAIT)
@@ -164,6 +181,7 @@ def test_overwrite_after_wait_group_0_is_clean(ck):
     assert kinds(ck) == []
 
 
+@CHUNKS
 def test_wait_group_1_leaves_the_newest_group_in_flight(ck):
     _mma_stage(ck)  # group 0 reads A
     fill(ck, C_OFF)
@@ -177,6 +195,7 @@ def test_wait_group_1_leaves_the_newest_group_in_flight(ck):
     assert kinds(ck) == [("async.pending-read", REFILL + 1, MMA + 1)]
 
 
+@CHUNKS
 def test_uncommitted_mma_is_not_retired_by_wait(ck):
     fill(ck, A_OFF)
     fill(ck, B_OFF)
@@ -187,6 +206,7 @@ def test_uncommitted_mma_is_not_retired_by_wait(ck):
     assert kinds(ck) == [("async.pending-read", REFILL, MMA)]
 
 
+@CHUNKS
 def test_other_warpgroup_sees_the_retirement_only_through_a_barrier(ck):
     _mma_stage(ck)
     ck.wgmma_wait(0, 0)
@@ -216,6 +236,7 @@ def test_producer_released_before_the_wait_is_pending_read(ck):
     assert kinds(ck) == [("async.pending-read", REFILL, MMA)]
 
 
+@CHUNKS
 def test_two_warpgroups_reading_one_operand_both_must_retire(ck):
     fill(ck, A_OFF)
     fill(ck, B_OFF)
@@ -240,6 +261,7 @@ def test_generic_reads_of_operands_are_fine(ck):
 
 # ---------------------------------------------------------------- async-proxy writers
 
+@CHUNKS
 def test_cp_async_operands_waited_for_need_no_fence(ck):
     for i, a in enumerate(range(A_OFF, A_OFF + TILE, 16)):
         ck.cp_async(i % 4, a, site=40)
@@ -253,6 +275,7 @@ def test_cp_async_operands_waited_for_need_no_fence(ck):
     assert kinds(ck) == []
 
 
+@CHUNKS
 def test_cp_async_operands_not_waited_for(ck):
     for i, a in enumerate(range(A_OFF, A_OFF + TILE, 16)):
         ck.cp_async(i % 4, a, site=40)
@@ -321,6 +344,26 @@ def test_both_operands_swizzled_the_tma_way(ck):
     ck.sync(ALL)
     ck.wgmma(0, da.encode(), db.encode(), SS, site=MMA + 1)
     assert kinds(ck) == [("uninit.read", MMA, -1)]  # nothing new
+
+
+@pytest.mark.parametrize("ck", ["shared-chunk", "device-chunk"], indirect=True)
+def test_tma_swizzled_operands_in_chunk_granules(ck):
+    # the 128-byte swizzle's shortest path with 16-byte granules: the operands written
+    # chunk by chunk (v4 stores), one chunk of B missing -- found at that chunk
+    da = Descriptor(0x2000 + 32, 16, 1024, 0, 1)
+    db = Descriptor(0x0000 + 64, 16, 1024, 0, 1)
+    chunks = {g // 4 for g in granules(da, Operand(64)) | granules(db, Operand(64))}
+    missing = max(g // 4 for g in granules(db, Operand(64)))
+    for i, q in enumerate(sorted(chunks - {missing})):
+        ck.write(i % 4, 16 * q, size=16, site=WRITE)
+    for w in WG0:
+        ck.proxy_fence(w)
+    ck.sync(ALL)
+    ck.wgmma(0, da.encode(), db.encode(), SS, site=MMA)
+    assert kinds(ck) == [("uninit.read", MMA, -1)]
+    (r,) = ck.records[: int(ck.header["stored"][0])]
+    assert int(r["barrier"]) == 1
+    assert (int(r["offset_lo"]), int(r["offset_hi"])) == (16 * missing, 16 * missing + 16)
 
 
 def test_a_base_offset_checks_whole_swizzle_rows(ck):

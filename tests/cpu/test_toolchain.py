@@ -168,12 +168,13 @@ def test_every_configuration_has_its_own_cache_entry(monkeypatch, tmp_path):
     monkeypatch.delenv("CONSAN_CHECKER_DEFINES", raising=False)
     paths = {toolchain.checker_cache_path(SM90A, toolchain._variant_defines(*build), cap, out)
              for build in ((False, False, False), (True, False, False), (False, True, False),
-                           (False, False, True), (False, False, False, True))
+                           (False, False, True), (False, False, False, True),
+                           (False, False, False, False, True), (False, True, False, False, True))
              for cap in (0, 64, 128) for out in ("cubin", "ptx")}
     paths.add(toolchain.checker_cache_path(toolchain.Arch.parse("sm_80"), (), 0))
     monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "CONSAN_PROFILE")
     paths.add(toolchain.checker_cache_path(SM90A, toolchain._variant_defines(False, False), 0))
-    assert len(paths) == 5 * 3 * 2 + 2
+    assert len(paths) == 7 * 3 * 2 + 2
     assert all(p.parent == tmp_path / "checker" for p in paths)
 
 
@@ -189,9 +190,10 @@ def test_device_tables_link_the_checker_build_of_the_modules_mode(monkeypatch, t
     monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
     seen, real = [], toolchain.checker_object
 
-    def spy(arch, psh=False, vsh=False, cap=0, phase=False, mc=False):
+    def spy(arch, psh=False, vsh=False, cap=0, phase=False, mc=False, chunk=False):
         seen.append((psh, vsh, phase))
-        return real(arch, psh, vsh, cap, phase, mc)
+        assert not chunk  # (4-byte accesses: 4-byte granules)
+        return real(arch, psh, vsh, cap, phase, mc, chunk)
 
     monkeypatch.setattr(toolchain, "checker_object", spy)
     ins = instrument(parse(toolchain.compile_cuda(source, "k.cu", ["-arch=compute_90a"]),
