@@ -371,7 +371,8 @@ class Prepared:
         launch = {"grid": self.grid, "block": self.block, "shared_mem": self.shared_mem,
                   "arch": self.build.arch.sm, "slots": self.nslots,
                   "shadow_bytes": self.shadow_bytes,
-                  "tables": "device" if self.layout.placement is Placement.DEVICE else "shared"}
+                  "tables": "device" if self.layout.placement is Placement.DEVICE else "shared",
+                  "granule_bytes": self.layout.granule_bytes}
         error = None
         try:  # (only CUDA's errors mean the kernel faulted; a bug of ours propagates)
             if sync:
