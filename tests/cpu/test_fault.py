@@ -467,7 +467,8 @@ def read_back(monkeypatch):
         p = object.__new__(runtime.Prepared)
         p.__dict__.update(
             grid=(1, 1, 1), block=(64, 1, 1), shared_mem=0, kernel="bad_store", _stored_prev=0,
-            layout=SimpleNamespace(placement=Placement.DEVICE, nslots=1, shadow_bytes=0),
+            layout=SimpleNamespace(placement=Placement.DEVICE, nslots=1, shadow_bytes=0,
+                                   granule_bytes=abi.GRANULE_BYTES),
             records=np.zeros(4, dtype=abi.record_dtype()),
             build=SimpleNamespace(arch=SimpleNamespace(sm="sm_90a"), instrumented=SimpleNamespace(
                 sites=SiteTable(), unmodeled=[])))
