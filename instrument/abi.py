@@ -583,7 +583,7 @@ def vsh_bytes(granules: int, nreaders: int, nwarps: int, nlogical: int,
     (FLAG_BAR0_ROWS) the warps' clocks at their last two arrivals at barrier 0 (u32
     [2][nwarps][nlogical])."""
     gp = vsh_granules(granules, base, granule_bytes)
-    rss = 4 if nreaders <= 4 else nreaders  # up to 4 readers: one vector load per block
+    rss = max(4, -(-nreaders // 4) * 4)  # the readers in whole vector loads, one at least
     tables = 4 * gp + nreaders * gp + 4 * (rss + 1) * (gp // VSH_BLOCK_GRANULES)
     rows = 2 * nwarps if bar0_rows else 0
     return -(-tables // 16) * 16 + 8 * BARRIER_WORDS + 4 * (2 + nwarps + rows) * nlogical

@@ -9,6 +9,8 @@
 // finding) out of line. The general probe's decoding, span loops and vote were half the
 // instructions of such an access, and an access is bound by its instruction count.
 
+#define CS_A16_READER_VECS 3  // the 16-byte write's readers: up to 12 (8 warps, 4 units)
+
 // Out of line, so the lean body keeps no registers or convergence barriers for them.
 CS_NOINLINE void cs_vc_smem_access_any(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     cs_vc_smem_access(addr, site, info, rep);
@@ -102,7 +104,10 @@ CS_DEV void cs_access16_read(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t ste
 }
 
 // The writes of a lane's n chunks by `by` at clk (cs_vc_smem_write on 16-byte spans, readers
-// in at most four rows): the epochs exchanged, one fence, then the readers.
+// in at most 4 * CS_A16_READER_VECS rows: a block's summaries in that many vector loads): the
+// epochs exchanged, one fence, then the readers. (Measured on the H100: with four rows at
+// most, a Triton matmul's cp.async writes with 10 readers -- 8 warps, 2 wgmma units -- took
+// the general probe, 5.5k cycles a call.)
 CS_DEV void cs_access16_write(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t step, uint32_t n, uint32_t site,
                        uint32_t by, uint32_t clk, cs_finding& f, uint32_t& fk) {
     const uint32_t w = x.w, now = cs_vw(by, clk, 0u);
@@ -129,14 +134,23 @@ CS_DEV void cs_access16_write(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t st
         if (r.f.kind && !fw.kind) fw = r.f, aw = r.at, kw = k;
     }
     cs_fence();  // publish the writes, then look at the readers (Dekker with the reader)
-    const uint32_t c0 = cs_vc_smem_reader_clock(x, 0), c1 = cs_vc_smem_reader_clock(x, 1), c2 = cs_vc_smem_reader_clock(x, 2),
-                   c3 = cs_vc_smem_reader_clock(x, 3);
+    uint32_t c[4 * CS_A16_READER_VECS];  // (readers past nr: all ones, never late)
+#pragma unroll
+    for (uint32_t ri = 0; ri < 4 * CS_A16_READER_VECS; ++ri) c[ri] = cs_vc_smem_reader_clock(x, ri);
+    const uint32_t nv = x.rss / 4;
     for (uint32_t k = 0, q = g; k < n; ++k, q += step) {
-        cs_u4 v = cs_s_ld4(x.RS + 16u * (q / CS_VC_BLOCK));
-        uint32_t seen = (v.x ? 1u : 0u) | (v.y ? 2u : 0u) | (v.z ? 4u : 0u) | (v.w ? 8u : 0u);
+        const cs_sp rs = x.RS + 4u * (q / CS_VC_BLOCK) * x.rss;
+        uint32_t seen = 0;
+        bool late = false;
+#pragma unroll
+        for (uint32_t i = 0; i < CS_A16_READER_VECS; ++i) {
+            if (i >= nv) break;
+            cs_u4 v = cs_s_ld4(rs + 16u * i);
+            seen |= ((v.x ? 1u : 0u) | (v.y ? 2u : 0u) | (v.z ? 4u : 0u) | (v.w ? 8u : 0u)) << (4 * i);
+            late = late || (v.x && v.x > c[4 * i]) || (v.y && v.y > c[4 * i + 1]) ||
+                   (v.z && v.z > c[4 * i + 2]) || (v.w && v.w > c[4 * i + 3]);
+        }
         if (!seen) continue;
-        bool late = (v.x && v.x > c0) || (v.y && v.y > c1) || (v.z && v.z > c2) ||
-                    (v.w && v.w > c3);
         if (late && !fr.kind) {
             cs_found r = cs_access16_late(x.slot, w, seen, q);
             if (r.f.kind) fr = r.f, ar = r.at, kr = k;
@@ -171,7 +185,8 @@ CS_DEV bool cs_vc_smem_access16(uint64_t addr, uint32_t site, uint32_t info, uin
     bool mine = cs_local(a, off) && ((off | stride) & 15u) == 0 && n != 0 &&
                 off >= S.vsh_base && end <= S.granules * CS_GRANULE_BYTES && end > off;
     bool fits = (info & CS_INFO_SIZE_MASK) == 16u && mode != CS_MODE_ATOMIC &&
-                clk <= CS_VW_CLOCK_MASK && (mode == CS_MODE_READ || cs_vc_smem_layout_sh.nr <= 4u);
+                clk <= CS_VW_CLOCK_MASK &&
+                (mode == CS_MODE_READ || cs_vc_smem_layout_sh.nr <= 4u * CS_A16_READER_VECS);
     if (!cs_all(m, fits && (idle || mine))) return false;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t fk = 0;

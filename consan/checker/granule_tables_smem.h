@@ -91,14 +91,14 @@ CS_DEV uint32_t cs_vc_smem_reader_tid(uint32_t ri);
 
 // What a probe needs of the tables, computed once.
 // The layout (cs_vc_smem_layout_t): write epochs W [gp], reader bytes R [nr][gp], summaries RS
-// [nb][rss] (rss: 4 words up to 4 readers, for one vector load), block words BT [nb]; the
+// [nb][rss] (rss: the readers in whole vectors of 4 words, at least one), block words BT [nb]; the
 // slot's write sites ws [gp] and read sites rsite [nr][gp], then whole-block copy sites [nb].
 CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     cs_vc_smem_layout_t& l = cs_vc_smem_layout_sh;
     l.gp = (S.granules - S.vsh_base / CS_GRANULE_BYTES + CS_VC_BLOCK - 1) & ~(CS_VC_BLOCK - 1);
     l.nr = S.vsh_readers;
     l.nb = l.gp / CS_VC_BLOCK;
-    l.rss = l.nr <= 4 ? 4u : l.nr;  // abi.vsh_bytes
+    l.rss = l.nr <= 4 ? 4u : (l.nr + 3u) & ~3u;  // abi.vsh_bytes
     l.W = cs_vc_smem_base();
     l.R = l.W + 4u * l.gp;
     l.RS = l.R + l.nr * l.gp;
@@ -686,13 +686,14 @@ CS_DEV void cs_vc_smem_zero(cs_sp R, uint32_t a, uint32_t z) {  // bytes a..z of
     }
 }
 
-// An aligned 16-byte write at granule a: the bytes of readers `seen` (up to four) there are
-// emptied, a store each (the write supersedes the reads).
+// An aligned 16-byte write at granule a: the bytes of readers `seen` (the first 32 reader
+// indices) there are emptied, a store each (the write supersedes the reads).
 CS_DEV void cs_vc_smem_empty16(const cs_vc_smem_ctx_t& x, uint32_t a, uint32_t seen) {
     if (seen & 1u) cs_chunk_empty(x.R, a);
     if (seen & 2u) cs_chunk_empty(x.R + x.gp, a);
     if (seen & 4u) cs_chunk_empty(x.R + 2 * x.gp, a);
     if (seen & 8u) cs_chunk_empty(x.R + 3 * x.gp, a);
+    for (uint32_t s = seen >> 4; s; s &= s - 1) cs_chunk_empty(x.R + (3 + cs_ffs(s)) * x.gp, a);
 }
 
 // Granules [a, z] of block b were written (epochs published and fenced): judge their

@@ -18,10 +18,10 @@ ALL = range(NWARPS)
 WINDOW = 1024
 
 
-def _checker(granule_bytes: int, vsh: bool):
+def _checker(granule_bytes: int, vsh: bool, nwarps: int = NWARPS):
     from tests.checker_host import HostChecker
 
-    c = HostChecker(nwarps=NWARPS, smem_bytes=WINDOW, vsh=vsh, async_proxy=False,
+    c = HostChecker(nwarps=nwarps, smem_bytes=WINDOW, vsh=vsh, async_proxy=False,
                     box_summary=False, granule_bytes=granule_bytes)
     assert c.begin() == 0
     return c
@@ -46,14 +46,14 @@ def _agree(trace, vsh: bool) -> list[tuple]:
     return _findings(chunk)
 
 
-def _random_trace(seed: int):
+def _random_trace(seed: int, nwarps: int = NWARPS):
     """Reads and writes of 16 and 32 bytes, cp.async 16, coalesced runs of chunks (ldmatrix
     rows, unrolled v4 loops), cp.async groups and waits, CTA barriers: what a cp.async +
     ldmatrix GEMM does, in any order."""
     rng = random.Random(seed)
     ops = []
     for _ in range(80):
-        w, r = rng.randrange(NWARPS), rng.random()
+        w, r = rng.randrange(nwarps), rng.random()
         size = rng.choice((16, 16, 32))
         off = rng.randrange(0, 384 // size) * size
         if r < 0.2:
@@ -79,7 +79,7 @@ def _random_trace(seed: int):
         for i, op in enumerate(ops):
             site = i % 60
             if op[0] == "sync":
-                c.sync(ALL)
+                c.sync(range(nwarps))
             elif op[0] in ("commit", "wait_all"):
                 getattr(c, op[0])(op[1], site=site)
             elif op[0] == "wait_group":
@@ -96,6 +96,25 @@ def _random_trace(seed: int):
 @pytest.mark.parametrize("vsh", [True, False], ids=["smem", "device"])
 def test_random_chunk_traces_agree(seed, vsh):
     _agree(_random_trace(seed), vsh)
+
+
+@pytest.mark.needs_host_compiler
+@pytest.mark.parametrize("seed", range(40))
+def test_eight_warps_judge_alike_in_shared_and_device_memory(seed):
+    """Eight readers: the 16-byte write looks at the block's summaries in two vector loads.
+    The device-memory tables take a coalesced probe's accesses one by one and name each one's
+    finding, the shared-memory ones the first per lane: the same sites have findings, and
+    every finding named in shared memory is one of those."""
+    trace = _random_trace(seed, nwarps=8)
+    found = []
+    for vsh in (False, True):
+        c = _checker(abi.CHUNK_GRANULE_BYTES, vsh, nwarps=8)
+        assert c.layout.vsh_readers == (8 if vsh else 0)
+        trace(c)
+        found.append(_findings(c))
+    rows, smem = ({f[:3] for f in x} for x in found)
+    assert smem <= rows
+    assert {f[1] for f in smem} == {f[1] for f in rows}
 
 
 @pytest.mark.needs_host_compiler
