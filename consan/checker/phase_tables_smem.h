@@ -44,6 +44,16 @@ CS_DEV bool cs_phase_smem_written_by(uint32_t g0, uint32_t g1, uint32_t site) {
     return true;
 }
 
+// The bits of a 32-bit word that the lane `lane` of `active` takes when the warp shares a
+// word's bits out: those at positions congruent to its rank modulo the active lanes.
+CS_DEV uint32_t cs_share_bits(uint32_t active, uint32_t lane) {
+    uint32_t n = (uint32_t)cs_popc(active), r = (uint32_t)cs_popc(active & ((1u << lane) - 1u));
+    if (n >= 32u) return 1u << r;
+    uint32_t s = 0;
+    for (uint32_t p = r; p < 32u; p += n) s |= 1u << p;
+    return s;
+}
+
 CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
     uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
@@ -74,12 +84,20 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
         uint32_t* rphase = cs_phase_smem_words(CS_PHASE_SMEM_RPHASE);
         // When the warp's reads fall in at most three bitmap words (tiles, broadcasts,
         // stencils), the lanes combine their bits: one shared atomic per word instead
-        // of up to 32 serialised ones. Scattered reads (columns) set their own bits.
+        // of up to 32 serialised ones, and the granules the warp reads first this phase
+        // are shared out among its lanes (bit p of a word to the lane of rank p mod n),
+        // which publish them and look at their writes once each: a stencil's lanes read
+        // seven granules each, 38 for the warp. Only where one of them was written this
+        // phase by another warp or never does each lane look at its own granules again,
+        // for the report (cs_phase_smem_note: one record per distinct finding of the
+        // lanes). Scattered reads (columns) set and look at their own bits.
         uint32_t active = cs_activemask(), lane = cs_lane();
-        uint32_t fresh[3] = {0, 0, 0}, k0 = g0 >> 5, k1 = g1 >> 5, any = 0;
+        uint32_t fresh[3] = {0, 0, 0}, mine[3] = {0, 0, 0}, k0 = g0 >> 5, k1 = g1 >> 5;
+        uint32_t any = 0, anyf = 0;
         uint32_t kmin = cs_min(active, k0), kmax = cs_max(active, k1);
         bool together = CS_LANE_BITS_TOGETHER(kmax - kmin <= 2);
         uint32_t first = together ? kmin : k0, last = together ? kmax : k1;
+        uint32_t share = together ? cs_share_bits(active, lane) : 0xFFFFFFFFu;
         for (uint32_t k = first; k <= last; ++k) {
             uint32_t m = 0;
             if (k >= k0 && k <= k1) {
@@ -91,18 +109,35 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
             if (all && lane == leader && (cs_vld32(&bm[k]) & all) != all)
                 f = all & ~cs_or32(&bm[k], all);
             if (together) f = cs_bcast(active, f, (int)leader);
-            f &= m;
-            if (!f) continue;
-            fresh[k - k0] = f;
-            any |= f;
-            for (uint32_t b = f; b; b &= b - 1) {
+            anyf |= f;  // (the same in every lane when together)
+            if (k >= k0 && k <= k1) {
+                fresh[k - k0] = f & m;
+                any |= f & m;
+            }
+            uint32_t own = f & share;  // (together: the warp's; else f is the lane's own)
+            mine[k - first] = own;
+            for (uint32_t b = own; b; b &= b - 1) {
                 uint32_t g = k * 32 + (uint32_t)(cs_ffs(b) - 1);
                 cs_vst32(&rphase[g], phase);
                 cs_vst32(&rsite[g], site);
             }
         }
-        if (!any) return;
-        cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+        if (together) {
+            if (!anyf) return;
+            cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+            bool odd = false;
+            for (uint32_t k = first; k <= last && !odd; ++k) {
+                for (uint32_t b = mine[k - first]; b && !odd; b &= b - 1) {
+                    uint64_t e = cs_vld64(&ww[k * 32 + (uint32_t)(cs_ffs(b) - 1)]);
+                    uint32_t t = (uint32_t)(e >> CS_WW_TID_SHIFT) & 0xFFu;
+                    odd = e == 0 || ((uint32_t)e == phase && t != w);
+                }
+            }
+            if (!cs_any(active, odd) || !any) return;
+        } else {
+            if (!any) return;
+            cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+        }
         for (uint32_t k = k0; k <= k1 && !kind; ++k) {
             for (uint32_t b = fresh[k - k0]; b; b &= b - 1) {
                 uint32_t g = k * 32 + (uint32_t)(cs_ffs(b) - 1);
