@@ -98,7 +98,11 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
         bool together = CS_LANE_BITS_TOGETHER(kmax - kmin <= 2);
         uint32_t first = together ? kmin : k0, last = together ? kmax : k1;
         uint32_t share = together ? cs_share_bits(active, lane) : 0xFFFFFFFFu;
-        for (uint32_t k = first; k <= last; ++k) {
+        // (word j of the loops is k = first + j, j < 3: unrolled, the arrays stay in registers)
+#pragma unroll
+        for (uint32_t j = 0; j < 3; ++j) {
+            uint32_t k = first + j;
+            if (k > last) break;
             uint32_t m = 0;
             if (k >= k0 && k <= k1) {
                 uint32_t lo = k == k0 ? (g0 & 31) : 0, hi = k == k1 ? (g1 & 31) : 31;
@@ -110,12 +114,10 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
                 f = all & ~cs_or32(&bm[k], all);
             if (together) f = cs_bcast(active, f, (int)leader);
             anyf |= f;  // (the same in every lane when together)
-            if (k >= k0 && k <= k1) {
-                fresh[k - k0] = f & m;
-                any |= f & m;
-            }
+            fresh[j] = f & m;
+            any |= f & m;
             uint32_t own = f & share;  // (together: the warp's; else f is the lane's own)
-            mine[k - first] = own;
+            mine[j] = own;
             for (uint32_t b = own; b; b &= b - 1) {
                 uint32_t g = k * 32 + (uint32_t)(cs_ffs(b) - 1);
                 cs_vst32(&rphase[g], phase);
@@ -126,9 +128,10 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
             if (!anyf) return;
             cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
             bool odd = false;
-            for (uint32_t k = first; k <= last && !odd; ++k) {
-                for (uint32_t b = mine[k - first]; b && !odd; b &= b - 1) {
-                    uint64_t e = cs_vld64(&ww[k * 32 + (uint32_t)(cs_ffs(b) - 1)]);
+#pragma unroll
+            for (uint32_t j = 0; j < 3; ++j) {
+                for (uint32_t b = mine[j]; b && !odd; b &= b - 1) {
+                    uint64_t e = cs_vld64(&ww[(first + j) * 32 + (uint32_t)(cs_ffs(b) - 1)]);
                     uint32_t t = (uint32_t)(e >> CS_WW_TID_SHIFT) & 0xFFu;
                     odd = e == 0 || ((uint32_t)e == phase && t != w);
                 }
@@ -138,9 +141,10 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
             if (!any) return;
             cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
         }
-        for (uint32_t k = k0; k <= k1 && !kind; ++k) {
-            for (uint32_t b = fresh[k - k0]; b; b &= b - 1) {
-                uint32_t g = k * 32 + (uint32_t)(cs_ffs(b) - 1);
+#pragma unroll
+        for (uint32_t j = 0; j < 3; ++j) {
+            for (uint32_t b = kind ? 0u : fresh[j]; b; b &= b - 1) {
+                uint32_t g = (first + j) * 32 + (uint32_t)(cs_ffs(b) - 1);
                 uint64_t e = cs_vld64(&ww[g]);
                 uint32_t t = (uint32_t)(e >> CS_WW_TID_SHIFT) & 0xFFu;
                 if (e == 0) {
@@ -228,6 +232,5 @@ CS_DEV void cs_phase_smem_begin(uint32_t i, uint32_t n) {
     }
     for (uint32_t w = i; w < CS_MAX_WARPS; w += n) cs_phase_sh[w] = 1;
     cs_clear_store_tags(i, n);
-    uint32_t* p = (uint32_t*)cs_smem_tables();
-    for (uint32_t k = i; k < S.psh_bytes / 4; k += n) p[k] = 0;
+    cs_fill_words((uint32_t*)cs_smem_tables(), 0, S.psh_bytes / 4, 0u, i, n);
 }
