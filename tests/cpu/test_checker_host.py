@@ -63,6 +63,32 @@ def test_war(ck):
     assert ck.kinds() == [("race.war", 3, 2)]
 
 
+@pytest.mark.parametrize("phase_smem", [False, True], ids=["phases", "phases-smem"])
+@pytest.mark.parametrize("smem_bytes", [1024, 96 * 1024])
+def test_a_read_two_phases_back_is_forgotten_at_every_offset(smem_bytes, phase_smem):
+    """Phase mode keeps a read bitmap per warp and phase parity and empties the next one
+    at each barrier: a bit left from two phases back (the same parity) would name the
+    wrong reader, at any offset of a small or a large window."""
+    from tests.checker_host import HostChecker
+
+    ck = HostChecker(nwarps=4, smem_bytes=smem_bytes, phase_mode=True, phase_smem=phase_smem)
+    assert ck.begin() == 0
+    offs = [0, 4, 4 * 32 * 7 + 8, smem_bytes // 2 + 12, smem_bytes - 4]
+    for off in offs:
+        ck.write(0, off, site=1)
+    ck.sync(ALL)
+    for off in offs:
+        ck.read(1, off, site=2)  # phase 1
+    ck.sync(ALL)
+    ck.sync(ALL)
+    for off in offs:
+        ck.read(3, off, site=3)  # phase 3: warp 1's bits of phase 1 must be gone
+        ck.write(2, off, site=4)
+    assert ck.kinds() == [("race.war", 4, 3)] * len(offs)
+    n = int(ck.header["stored"][0])
+    assert [int(r["prev_warp"]) for r in ck.records[:n]] == [3] * len(offs)
+
+
 def test_war_ordered_by_second_barrier(ck):
     ck.write(0, 32, site=1)
     ck.sync(ALL)
