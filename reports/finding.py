@@ -74,10 +74,10 @@ def key_counts(keys: np.ndarray | None) -> dict[int, int]:
     """Occurrence count per used key-table entry (key 0 marks an empty slot)."""
     if keys is None or len(keys) == 0:
         return {}
+    used = keys[keys["key"] != 0]
     out: dict[int, int] = {}
-    for key, count in zip(keys["key"].tolist(), keys["count"].tolist(), strict=True):
-        if key:
-            out[key] = out.get(key, 0) + count
+    for key, count in zip(used["key"].tolist(), used["count"].tolist(), strict=True):
+        out[key] = out.get(key, 0) + count
     return out
 
 
