@@ -720,9 +720,14 @@ def _guard(call: str, pred: str | None) -> str:
     return call + "\n\t" + "\n\t".join(guard) + "\n\t"
 
 
-def _op_word(op: int, on: bool) -> tuple[list[str], str]:
+def _op_word(op: int, on: bool, pred: str | None = None) -> tuple[list[str], str]:
     """(code, operand) of a probe's op word: in a converted region (converge.py), the lanes
-    the branch skipped pass it with PROBE_OFF."""
+    the branch skipped pass it with PROBE_OFF; with `pred` (an instruction's own predicate,
+    `@p` or `@!p`, its probe called unpredicated), the lanes whose predicate is false."""
+    if pred and not on:
+        p = pred.lstrip("@!")
+        on_off = (op, op | abi.PROBE_OFF) if not pred.startswith("@!") else (op | abi.PROBE_OFF, op)
+        return [f"selp.b32 {REG_OP}, {on_off[0]}, {on_off[1]}, {p};"], REG_OP
     if not on:
         return [], str(op)
     return [f"selp.b32 {REG_OP}, {op}, {op | abi.PROBE_OFF}, {converge.REG_ON};"], REG_OP
@@ -750,7 +755,13 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
             code.append(f"mov.b64 {REG_ADDR2}, 0;")
         word = abi.TENSOR_LOAD if ev is Event.TENSOR_LOAD else abi.TENSOR_STORE
         word |= (abi.TENSOR_ARRIVE_TX if carry else 0) | (abi.TENSOR_MULTICAST if c.mask else 0)
-        opcode, op = _op_word(word, on)
+        # A predicated copy (Triton's `@p cp.async.bulk.tensor`, p from elect.sync) is probed
+        # by every lane that reaches it, those whose predicate is false marked off, so that
+        # the lanes write the copy's box together: one lane writing a 16 KiB box of 4-byte
+        # granules into device-memory tables took 302k cycles (H100), its warp's other lanes
+        # waiting at their next barrier.
+        opcode, op = _op_word(word, on, pred)
+        pred = None if not on else pred
         if c.mask:  # the ctaMask rides in the op word's high half
             opcode += _mask_code(c.mask, widths) + [
                 f"shl.b32 {REG_CTAMASK}, {REG_CTAMASK}, {abi.MULTICAST_MASK_SHIFT};",

@@ -218,28 +218,8 @@ CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
         v.mine = seen;
         v.w = CS_MAX_WARPS;  // (no warp of this CTA: none of them is in program order with it)
         uint32_t tagged = cs_site_tag(p.site, rank);
-        // The lanes split the copy's blocks, a contiguous run of whole blocks each (a
-        // block's summary is kept by one lane; lanes left without one walk nothing: first
-        // 1, last 0). The copy's finding is that of the first lane that has one, as one lane
-        // walking them in order would have found. (Measured on the H100: 512 bytes applied
-        // by one lane took 20.5k cycles, most of it the four blocks' summaries in turn.)
         CS_PROF(40);
-        uint32_t sh = cs_box_summary_on() ? S.bsum_shift : 5u;
-        uint32_t nl = cs_popc(entry), k = cs_popc(entry & ((1u << cs_lane()) - 1u));
-        uint32_t b0 = g0 >> sh, nb = (g1 >> sh) - b0 + 1, per = (nb + nl - 1) / nl;
-        uint32_t lo = 1u, hi = 0u;
-        if (k * per < nb) {
-            lo = (b0 + k * per) << sh, hi = ((b0 + (k + 1) * per) << sh) - 1u;
-            lo = lo < g0 ? g0 : lo;
-            hi = hi > g1 ? g1 : hi;
-        }
-        cs_engine_write(v, lo, hi, tagged, CS_AGENT_MBAR + j, ph + 1, f);
-        uint32_t found = cs_ballot(entry, f.kind != 0);
-        if (found) {
-            int src = cs_ffs(found) - 1;
-            f = {cs_bcast(entry, f.kind, src), cs_bcast(entry, f.prev_site, src),
-                 cs_bcast(entry, f.prev_warp, src)};
-        }
+        cs_engine_write_split(entry, v, g0, g1, tagged, CS_AGENT_MBAR + j, ph + 1, f);
     }
     CS_PROF(41);
     cs_mc_record(lead ? f.kind : 0u, p.site, p.from, p.dst, bytes, p.mbar, &f);

@@ -199,8 +199,8 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
 }
 
 // The copy engine of mbarrier j writes granules [g0, g1] at clock clk: every lane of
-// `lanes` calls this; the tables in shared memory take the lanes' help, else `lead`
-// writes alone.
+// `lanes` calls this, and they write it together (the tables in device memory: they split
+// its blocks).
 CS_DEV void cs_tensor_write(uint32_t lanes, uint32_t lead, uint32_t slot, uint32_t g0,
                             uint32_t g1, uint32_t site, uint32_t by, uint32_t clk,
                             cs_finding& f) {
@@ -212,9 +212,9 @@ CS_DEV void cs_tensor_write(uint32_t lanes, uint32_t lead, uint32_t slot, uint32
         if (!f.kind) f = r.f;
         return;
     }
-    if (cs_lane() != lead) return;
     cs_view v = cs_make_view(slot, cs_warp());
-    cs_engine_write(v, g0, g1, site, by, clk, f);
+    if (!cs_vc_smem_on()) return cs_engine_write_split(lanes, v, g0, g1, site, by, clk, f);
+    if (cs_lane() == lead) cs_engine_write(v, g0, g1, site, by, clk, f);
 }
 
 // One tensor store by lane `lane` (run by the leader lane): a bulk store of the map's

@@ -375,6 +375,14 @@ def test_tensor_copies_pass_the_map_address_and_are_guarded():
     assert "@%__cs_ok cp.async.bulk.tensor.2d.shared::cta" in out
     assert "@%__cs_ok cp.async.bulk.tensor.2d.global" not in out
     assert "@!%p1 setp.eq.u32 %__cs_ok, 1, 0;" in out  # the load's own predicate still holds
+    # the predicated load is probed by every lane, those whose predicate is false marked off
+    # (so that the lanes write its box together); the unpredicated ones pass the plain word
+    first = out[out.index("// consan site 1"):out.index("// consan site 2")]
+    assert "@%p1 call" not in first
+    load = abi.TENSOR_LOAD
+    assert f"selp.b32 %__cs_op, {load}, {load | abi.PROBE_OFF}, %p1;" in first
+    assert "st.param.b32 [__cs_p4], %__cs_op;" in first
+    assert f"st.param.b32 [__cs_p4], {load};" in out[out.index("// consan site 2"):]
     store = out[out.index("// consan site 3"):]
     assert "mov.b64 %__cs_b, 0;" in store and f"st.param.b32 [__cs_p4], {abi.TENSOR_STORE};" \
         in store
@@ -382,6 +390,14 @@ def test_tensor_copies_pass_the_map_address_and_are_guarded():
     # the columns of the bulk-store units and async-proxy views
     assert not ins.unmodeled and ins.async_proxy
     toolchain.link_with_checker(ins, "tensor", toolchain.Arch.parse("sm_90a"))
+
+
+def test_a_copy_under_a_negated_predicate_marks_off_the_lanes_where_it_holds():
+    ins = instrument(TENSOR.replace("\t@%p1 cp.async", "\t@!%p1 cp.async"), "tensor.ptx")
+    first = ins.ptx[ins.ptx.index("// consan site 1"):ins.ptx.index("// consan site 2")]
+    load = abi.TENSOR_LOAD
+    assert f"selp.b32 %__cs_op, {load | abi.PROBE_OFF}, {load}, %p1;" in first
+    assert "@%p1 setp.eq.u32 %__cs_ok, 1, 0;" in ins.ptx  # the copy runs where p is false
 
 
 ST_ASYNC = HEADER + """.visible .entry k()
