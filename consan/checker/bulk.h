@@ -40,9 +40,14 @@ CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f) {
              cs_ld32(cs_arsite(slot, g)), t};
 }
 
-// One bulk store of [off, off + bytes) issued by lane `lane` of warp w (run by one lane).
-CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t off,
-                              uint32_t bytes, uint32_t site) {
+// One bulk store of [off, off + bytes) issued by lane `lane` of warp w, run by the lanes
+// `lanes` together (every one calls this with the same arguments), `lead` among them: with
+// the tables in device memory they publish and judge its granules a lane each in turn (one
+// lane took about 1.5M cycles for a Triton epilogue's 32 KiB TMA store, H100), and `lead`
+// takes their findings in granule order, as one lane walking them would have.
+CS_DEV void cs_bulk_store_one(uint32_t lanes, uint32_t lead, uint32_t slot, uint32_t w,
+                              uint32_t lane, uint32_t off, uint32_t bytes, uint32_t site) {
+    bool me = cs_lane() == lead;
     uint32_t agent = CS_AGENT_BULK + w;
     uint32_t clk = cs_commits_sh(CS_UNIT_BULK, w) + 1;
     cs_record_t r = cs_blank(CS_TOOL_OUT_OF_WINDOW, site);
@@ -54,7 +59,7 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
         (off + bytes - 1) / CS_GRANULE_BYTES >= S.granules) {
         r.offset_lo = off;
         r.offset_hi = off + bytes;
-        cs_record(r);
+        if (me) cs_record(r);
         return;
     }
     cs_view v = cs_make_view(slot, w);
@@ -63,33 +68,49 @@ CS_DEV void cs_bulk_store_one(uint32_t slot, uint32_t w, uint32_t lane, uint32_t
     sink.n = 0;
     if (cs_vc_smem_on()) {
         uint32_t b = below / CS_GRANULE_BYTES;
-        cs_vc_smem_async_read(slot, w, cs_vc_smem_ri_bulk(w), clk, g0 - b, g1 - b, site, CS_PROXY_BULK, sink);
+        if (me)
+            cs_vc_smem_async_read(slot, w, cs_vc_smem_ri_bulk(w), clk, g0 - b, g1 - b, site,
+                                  CS_PROXY_BULK, sink);
     } else {
-        // Publish the read, then look at the writes (Dekker with cs_check_write_run).
+        // Publish the read, then look at the writes (Dekker with cs_check_write_run): each
+        // lane looks at the granules it published; the summary's fence reaches them all.
+        uint32_t rank = cs_popc(lanes & ((1u << cs_lane()) - 1u)), n = cs_popc(lanes);
         uint64_t mark = ((uint64_t)v.gen << CS_AR_GEN_SHIFT) | ((uint64_t)agent << CS_AR_TID_SHIFT) | clk;
-        for (uint32_t g = g0; g <= g1; ++g) {
+        for (uint32_t g = g0 + rank; g <= g1; g += n) {
             cs_st64(cs_aread(slot, g), mark);
             cs_st32(cs_arsite(slot, g), site);
         }
-        if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, S.nwarps + w, clk, site);
+        if (me && cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, S.nwarps + w, clk, site);
         cs_fence();
-        for (uint32_t g = g0; g <= g1; ++g) {
-            cs_finding f = cs_judge_read_epoch(v, slot, g, cs_ld64(v.ent + 2 * g), CS_PROXY_BULK);
-            if (f.kind) cs_sink_add(sink, f, g * CS_GRANULE_BYTES, (g + 1) * CS_GRANULE_BYTES);
+        cs_syncwarp(lanes);
+        for (uint32_t base = g0; base <= g1; base += n) {
+            uint32_t g = base + rank;
+            cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+            if (g <= g1) f = cs_judge_read_epoch(v, slot, g, cs_ld64(v.ent + 2 * g), CS_PROXY_BULK);
+            for (uint32_t found = cs_ballot(lanes, f.kind != 0); found; found &= found - 1) {
+                int src = cs_ffs(found) - 1;
+                cs_finding x = {cs_bcast(lanes, f.kind, src), cs_bcast(lanes, f.prev_site, src),
+                                cs_bcast(lanes, f.prev_warp, src)};
+                uint32_t at = base + (uint32_t)cs_popc(lanes & ((1u << src) - 1u));
+                if (me) cs_sink_add(sink, x, at * CS_GRANULE_BYTES, (at + 1) * CS_GRANULE_BYTES);
+            }
         }
     }
-    for (uint32_t i = 0; i < sink.n; ++i) {
-        r.kind = sink.f[i].kind;
-        r.prev_site = sink.f[i].prev_site;
-        r.prev_warp = sink.f[i].prev_warp;
-        r.offset_lo = sink.lo[i];
-        r.offset_hi = sink.hi[i];
-        cs_record(r);
+    if (me) {
+        for (uint32_t i = 0; i < sink.n; ++i) {
+            r.kind = sink.f[i].kind;
+            r.prev_site = sink.f[i].prev_site;
+            r.prev_warp = sink.f[i].prev_warp;
+            r.offset_lo = sink.lo[i];
+            r.offset_hi = sink.hi[i];
+            cs_record(r);
+        }
+        // The issuing warp's later writes must not take the fast path past the async-read
+        // entries (it would if it rewrote a granule it wrote at this clock): a new clock.
+        uint32_t* mine = cs_vis(slot, w);
+        mine[w] += 1;
+        cs_clock_sh[w] = mine[w];
     }
-    // The issuing warp's later writes must not take the fast path past the async-read
-    // entries (it would if it rewrote a granule it wrote at this clock): a new clock.
-    uint32_t* mine = cs_vis(slot, w);
-    mine[w] += 1;
-    cs_clock_sh[w] = mine[w];
     cs_fence();
+    cs_syncwarp(lanes);  // (the new clock, before any lane's next store is judged)
 }

@@ -404,19 +404,16 @@ CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
     if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
     cs_mc_poll();
     uint32_t active = cs_group(site, 0);
-    uint32_t leader = cs_ffs(active) - 1, lane = cs_lane(), w = cs_warp();
+    uint32_t leader = cs_ffs(active) - 1, w = cs_warp();
     uint32_t n = cs_popc(active);
-    for (uint32_t i = 0; i < n; ++i) {  // every lane's store, in lane order
+    for (uint32_t i = 0; i < n; ++i) {  // every lane's store, in lane order, by the lanes
         uint32_t l = cs_nth_set(active, i);
         uint32_t a = cs_bcast(active, (uint32_t)src, (int)l);
         uint32_t b = cs_bcast(active, bytes, (int)l);
-        if (lane == leader) {
-            uint32_t off;
-            cs_local(a, off);  // .shared::cta: always this CTA
-            cs_bulk_store_one(slot, w, l, off, b, site);
-        }
+        uint32_t off;
+        cs_local(a, off);  // .shared::cta: always this CTA
+        cs_bulk_store_one(active, leader, slot, w, l, off, b, site);
     }
-    cs_syncwarp(active);
 }
 
 // cp.async.bulk.commit_group closes warp w's open bulk group; cp.async.bulk.wait_group{.read}
@@ -583,7 +580,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
         uint64_t d = cs_bcast64(active, smem, k), m = cs_bcast64(active, map, k);
         uint64_t b = cs_bcast64(active, mbar, k);
         if (op != CS_TENSOR_LOAD) {
-            if (lead) cs_tensor_store(slot, d, m, (uint32_t)k, site);
+            cs_tensor_store(active, leader, slot, d, m, (uint32_t)k, site);
             continue;
         }
         uint32_t ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);

@@ -217,19 +217,20 @@ CS_DEV void cs_tensor_write(uint32_t lanes, uint32_t lead, uint32_t slot, uint32
     if (cs_lane() == lead) cs_engine_write(v, g0, g1, site, by, clk, f);
 }
 
-// One tensor store by lane `lane` (run by the leader lane): a bulk store of the map's
-// box, so its source is read asynchronously until the warp's bulk group is retired by
-// cp.async.bulk.wait_group.read, and generic writes reach it only through a proxy fence
-// (cs_bulk_store_one). An unknown map is not checked: guessing the source would invent reads.
-CS_NOINLINE void cs_tensor_store(uint32_t slot, uint64_t src, uint64_t map, uint32_t lane,
-                                 uint32_t site) {
+// One tensor store by lane `lane`, run by the lanes `lanes` together, `lead` among them: a
+// bulk store of the map's box, so its source is read asynchronously until the warp's bulk
+// group is retired by cp.async.bulk.wait_group.read, and generic writes reach it only
+// through a proxy fence (cs_bulk_store_one). An unknown map is not checked: guessing the
+// source would invent reads.
+CS_NOINLINE void cs_tensor_store(uint32_t lanes, uint32_t lead, uint32_t slot, uint64_t src,
+                                 uint64_t map, uint32_t lane, uint32_t site) {
     cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t off;
     cs_local((uint32_t)src, off);  // .shared::cta: this CTA
-    uint32_t bytes = cs_tmap_bytes(map);
+    uint32_t bytes = cs_bcast(lanes, cs_lane() == lead ? cs_tmap_bytes(map) : 0u, lead);
     if (bytes == 0) {
-        cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off, 0, 0, 0);
+        if (cs_lane() == lead) cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off, 0, 0, 0);
         return;
     }
-    if (cs_async_proxy()) cs_bulk_store_one(slot, cs_warp(), lane, off, bytes, site);
+    if (cs_async_proxy()) cs_bulk_store_one(lanes, lead, slot, cs_warp(), lane, off, bytes, site);
 }
