@@ -387,8 +387,8 @@ class Prepared:
             header_bytes = self.header.get()
             # (the key table only counts findings: a launch that recorded none skips its
             # copy and decoding, 4096 entries, about 0.15 ms of a clean launch's read-back)
-            marked = any(int(header_bytes.view(abi.log_header_dtype())[0][k]) for k in _MARKS)
-            key_bytes = self.keys.get() if marked else None
+            marks = header_bytes.view(abi.log_header_dtype())[0]
+            key_bytes = self.keys.get() if any(int(marks[k]) for k in _MARKS) else None
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
             error = f"{type(exc).__name__}: {exc}"
         if error is None:

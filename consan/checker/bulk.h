@@ -42,9 +42,10 @@ CS_DEV void cs_check_async_read(const cs_view& v, uint32_t g, cs_finding& f) {
 
 // One bulk store of [off, off + bytes) issued by lane `lane` of warp w, run by the lanes
 // `lanes` together (every one calls this with the same arguments), `lead` among them: with
-// the tables in device memory they publish and judge its granules a lane each in turn (one
-// lane took about 1.5M cycles for a Triton epilogue's 32 KiB TMA store, H100), and `lead`
-// takes their findings in granule order, as one lane walking them would have.
+// the tables in device memory they publish and judge its granules a lane each in turn, and
+// `lead` takes their findings in granule order, as one lane walking them would have. (On the
+// H100, Triton's persistent matmul, whose 32 KiB epilogue store one lane walked: its tensor
+// probe 43.6k -> 10.7k cycles a call.)
 CS_DEV void cs_bulk_store_one(uint32_t lanes, uint32_t lead, uint32_t slot, uint32_t w,
                               uint32_t lane, uint32_t off, uint32_t bytes, uint32_t site) {
     bool me = cs_lane() == lead;

@@ -229,7 +229,8 @@ CS_NOINLINE void cs_tensor_store(uint32_t lanes, uint32_t lead, uint32_t slot, u
     cs_local((uint32_t)src, off);  // .shared::cta: this CTA
     uint32_t bytes = cs_bcast(lanes, cs_lane() == lead ? cs_tmap_bytes(map) : 0u, lead);
     if (bytes == 0) {
-        if (cs_lane() == lead) cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off, 0, 0, 0);
+        if (cs_lane() == lead)
+            cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off, 0, 0, 0);
         return;
     }
     if (cs_async_proxy()) cs_bulk_store_one(lanes, lead, slot, cs_warp(), lane, off, bytes, site);
