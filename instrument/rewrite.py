@@ -724,13 +724,13 @@ def _op_word(op: int, on: bool, pred: str | None = None) -> tuple[list[str], str
     """(code, operand) of a probe's op word: in a converted region (converge.py), the lanes
     the branch skipped pass it with PROBE_OFF; with `pred` (an instruction's own predicate,
     `@p` or `@!p`, its probe called unpredicated), the lanes whose predicate is false."""
-    if pred and not on:
-        p = pred.lstrip("@!")
-        on_off = (op, op | abi.PROBE_OFF) if not pred.startswith("@!") else (op | abi.PROBE_OFF, op)
-        return [f"selp.b32 {REG_OP}, {on_off[0]}, {on_off[1]}, {p};"], REG_OP
-    if not on:
+    guard = f"@{converge.REG_ON}" if on else pred
+    if not guard:
         return [], str(op)
-    return [f"selp.b32 {REG_OP}, {op}, {op | abi.PROBE_OFF}, {converge.REG_ON};"], REG_OP
+    run, off = op, op | abi.PROBE_OFF
+    if guard.startswith("@!"):
+        run, off = off, run
+    return [f"selp.b32 {REG_OP}, {run}, {off}, {guard.lstrip('@!')};"], REG_OP
 
 
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
@@ -761,7 +761,7 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         # granules into device-memory tables took 302k cycles (H100), its warp's other lanes
         # waiting at their next barrier.
         opcode, op = _op_word(word, on, pred)
-        pred = None if not on else pred
+        pred = None  # (in a converted region there is none: converge.convertible)
         if c.mask:  # the ctaMask rides in the op word's high half
             opcode += _mask_code(c.mask, widths) + [
                 f"shl.b32 {REG_CTAMASK}, {REG_CTAMASK}, {abi.MULTICAST_MASK_SHIFT};",
