@@ -165,6 +165,9 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
     if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
     cs_mc_poll();
     uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
+    if (cs_phase_smem_on() && cs_info_mode(info) == CS_MODE_READ &&
+        cs_phase_smem_read_warp(addr, site, info, n, stride))
+        return;
     for (uint32_t k = 0; k < n; ++k) {
         uint64_t a = addr + (uint64_t)k * stride;
         if (cs_phase_smem_on()) cs_phase_smem_access(a, site, info);

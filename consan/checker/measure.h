@@ -104,6 +104,24 @@ struct cs_prof_scope {
 #define CS_NULL_BOX_RECHECK(...)
 #endif
 
+// CONSAN_PSH_NO_FENCE, _NULL_READ, _NULL_WRITE (phase tables in shared memory): the cost
+// of the access probe's fences, of its reads, of its writes (measurements only).
+#ifdef CONSAN_PSH_NO_FENCE
+#define CS_PSH_FENCE() ((void)0)
+#else
+#define CS_PSH_FENCE() cs_fence()
+#endif
+#ifdef CONSAN_PSH_NULL_READ
+#define CS_PSH_NULL_READ(...) __VA_ARGS__
+#else
+#define CS_PSH_NULL_READ(...)
+#endif
+#ifdef CONSAN_PSH_NULL_WRITE
+#define CS_PSH_NULL_WRITE(...) __VA_ARGS__
+#else
+#define CS_PSH_NULL_WRITE(...)
+#endif
+
 // CONSAN_PSH_LANE_BITS: in the phase tables in shared memory, every lane sets its own
 // read bits (the lanes never combine theirs).
 #ifdef CONSAN_PSH_LANE_BITS

@@ -10,6 +10,8 @@
 // the sites of the last write and read, the latest phase anyone read it in;
 // per warp and phase parity a bitmap of the granules it read (abi.psh_layout).
 
+CS_DEV uint32_t cs_info_mode(uint32_t info) { return (info >> CS_INFO_MODE_SHIFT) & 3u; }
+
 #define CS_PHASE_SMEM_MULTI 0xFFu  // writer tid: several warps updated the granule atomically
 
 CS_DEV uint64_t* cs_phase_smem_epochs() { return (uint64_t*)cs_smem_tables(); }
@@ -78,6 +80,7 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
     uint64_t* ww = cs_phase_smem_epochs();
     uint32_t kind = 0, prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP;
     if (mode == CS_MODE_READ) {
+        CS_PSH_NULL_READ(return;)
         // Set this warp's bits; only granules it had not read this phase need a look.
         uint32_t* bm = cs_phase_smem_readbits(w, phase & 1);
         uint32_t* rsite = cs_phase_smem_words(CS_PHASE_SMEM_RSITE);
@@ -126,7 +129,7 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
         }
         if (together) {
             if (!anyf) return;
-            cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+            CS_PSH_FENCE();  // publish the reads, then look at the writes (Dekker with the writer)
             bool odd = false;
 #pragma unroll
             for (uint32_t j = 0; j < 3; ++j) {
@@ -139,7 +142,7 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
             if (!cs_any(active, odd) || !any) return;
         } else {
             if (!any) return;
-            cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+            CS_PSH_FENCE();  // publish the reads, then look at the writes (Dekker with the writer)
         }
 #pragma unroll
         for (uint32_t j = 0; j < 3; ++j) {
@@ -158,6 +161,7 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
             }
         }
     } else {
+        CS_PSH_NULL_WRITE(return;)
         uint64_t atom = mode == CS_MODE_ATOMIC ? (uint64_t)CS_WW_FLAG_ATOMIC << CS_WW_FLAGS_SHIFT : 0;
         uint64_t now = phase | ((uint64_t)w << CS_WW_TID_SHIFT) | atom;
         uint64_t multi = phase | ((uint64_t)CS_PHASE_SMEM_MULTI << CS_WW_TID_SHIFT) | atom;
@@ -184,7 +188,7 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
             }
         }
         if (stored) {
-            cs_fence();  // publish the write, then look for readers of this phase
+            CS_PSH_FENCE();  // publish the write, then look for readers of this phase
             const uint32_t* rphase = cs_phase_smem_words(CS_PHASE_SMEM_RPHASE);
             for (uint32_t g = g0; g <= g1 && !kind; ++g) {
                 if (cs_vld32(&rphase[g]) != phase) continue;  // most writes: nobody read it
@@ -200,6 +204,171 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
         }
     }
     if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
+}
+
+// ------------------------------------------------------------- a warp's reads together
+//
+// The n reads of one coalesced probe (addr + k * stride, k < n, `size` bytes each) by a
+// warp whose lanes, at each k, read within 64 granules: the footprint F of rep 0 (64 bits
+// from the lowest granule G0 the warp reads) repeats at G0 + k * stride. Where all n fit
+// in 64 granules (a stencil's neighbours) the warp takes their union as one footprint;
+// where they do not overlap (a tile's rows) it takes them rep by rep, a rep per lane: the
+// lane sets the warp's bits of its rep (three bitmap words at most, a shared atomic each);
+// then the warp publishes and looks at each rep's fresh granules together, a granule per
+// lane. The per-rep path took five votes and three broadcasts per rep and looked at the
+// lanes' own granules (a strided sgemm tile read, 16 reps of a 64-granule row, made the
+// read probes 100 of the kernel's 145 ms of checking on the H100). The verdicts are the
+// per-rep path's: a granule is fresh at the first rep whose footprint holds it and is
+// judged there, for the lanes that read it at that rep.
+#ifdef CONSAN_HOST
+#define CS_PSH_RW_CHUNKS 64u  // (one lane per warp: it takes every rep)
+#else
+#define CS_PSH_RW_CHUNKS 2u
+#endif
+
+// Word j (0..2) of F << s.
+CS_DEV uint32_t cs_psh_rw_word(uint64_t F, uint32_t s, uint32_t j) {
+    uint64_t lo = F << s;
+    if (j == 0) return (uint32_t)lo;
+    if (j == 1) return (uint32_t)(lo >> 32);
+    return s ? (uint32_t)(F >> (64u - s)) : 0u;
+}
+
+// Granule g's verdict for a read by warp w in `phase` (0: none).
+CS_DEV uint32_t cs_psh_read_verdict(uint32_t g, uint32_t w, uint32_t phase, uint32_t& prev_site,
+                                    uint32_t& prev_warp) {
+    uint64_t e = cs_vld64(&cs_phase_smem_epochs()[g]);
+    uint32_t t = (uint32_t)(e >> CS_WW_TID_SHIFT) & 0xFFu;
+    if (e == 0) return CS_UNINIT_READ;
+    if ((uint32_t)e != phase || t == w) return 0;
+    prev_site = cs_vld32(&cs_phase_smem_words(CS_PHASE_SMEM_WSITE)[g]);
+    prev_warp = t;
+    return CS_RACE_RAW;
+}
+
+// Returns false, having done nothing, where the warp's reads do not fit (then each rep takes
+// cs_phase_smem_access).
+CS_DEV bool cs_phase_smem_read_warp(uint64_t addr, uint32_t site, uint32_t info, uint32_t n,
+                                    uint32_t stride) {
+    CS_PSH_NULL_READ(return true;)
+    const uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
+    const uint32_t shape = (info >> CS_INFO_SHAPE_SHIFT) & 15u;
+    const uint32_t size = info & CS_INFO_SIZE_MASK;
+    const uint32_t active = cs_activemask(), lane = cs_lane();
+    const bool reads = !(shape && lane >= 8u * shape);  // ldmatrix: lanes giving row addresses
+    if (stride % CS_GRANULE_BYTES || n == 0) return false;
+    uint32_t off = 0;
+    bool ok = true;
+    if (reads) {
+        if (space == CS_SPACE_GENERIC) {
+            ok = cs_is_shared(addr);
+            addr = ok ? cs_to_shared(addr) : 0u;
+        }
+        ok = ok && cs_local((uint32_t)addr, off);
+    }
+    const uint32_t sg = stride / CS_GRANULE_BYTES;
+    const uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
+    // (a lane whose address is not in this CTA's window makes G1 - G0 too large)
+    const uint32_t G0 = cs_min(active, reads ? g0 : 0xFFFFFFFFu);
+    const uint32_t G1 = cs_max(active, !reads ? 0u : ok ? g1 : 0xFFFFFFFFu);
+    if (G1 < G0 || G1 - G0 >= 64u || (uint64_t)G1 + (uint64_t)(n - 1) * sg >= S.granules)
+        return false;  // (uniform: every lane computed the same)
+    const uint32_t span = G1 - G0 + 1u;
+    const bool joined = (uint64_t)(n - 1) * sg + span <= 64u;  // the reps' union: one footprint
+    const uint32_t nact = (uint32_t)cs_popc(active);
+    const uint32_t rank = (uint32_t)cs_popc(active & ((1u << lane) - 1u));
+    if (!joined && (sg < span || n > CS_PSH_RW_CHUNKS * nact)) return false;
+    uint64_t m = 0;
+    if (reads) m = (g1 - G0 == 63u ? ~0ull : (2ull << (g1 - G0)) - 1ull) & ~((1ull << (g0 - G0)) - 1ull);
+    const uint64_t F = cs_or(active, (uint32_t)m) | ((uint64_t)cs_or(active, (uint32_t)(m >> 32)) << 32);
+    // The reps the lanes take: pn of footprint PF every psg granules.
+    uint64_t PF = F;
+    if (joined)
+        for (uint32_t k = 1; k < n; ++k) PF |= F << (k * sg);
+    const uint32_t pn = joined ? 1u : n, psg = joined ? 0u : sg;
+    const uint32_t w = cs_warp(), phase = cs_phase_sh[w];
+    uint32_t* bm = cs_phase_smem_readbits(w, phase & 1);
+    uint32_t* rsite = cs_phase_smem_words(CS_PHASE_SMEM_RSITE);
+    uint32_t* rphase = cs_phase_smem_words(CS_PHASE_SMEM_RPHASE);
+    // Each lane's reps: set the warp's bits, keep those that were new.
+    uint32_t fresh[CS_PSH_RW_CHUNKS][3];
+#pragma unroll
+    for (uint32_t i = 0; i < CS_PSH_RW_CHUNKS; ++i) {
+        const uint32_t r = i * nact + rank, a = G0 + r * psg;
+#pragma unroll
+        for (uint32_t j = 0; j < 3; ++j) {
+            const uint32_t mk = r < pn ? cs_psh_rw_word(PF, a & 31u, j) : 0u;
+            uint32_t* word = &bm[(a >> 5) + j];
+            fresh[i][j] = mk && (cs_vld32(word) & mk) != mk ? mk & ~cs_or32(word, mk) : 0u;
+        }
+    }
+    // Rep by rep, a granule per lane: publish the fresh granules, fence, look at their writes.
+    bool odd = false;
+    uint32_t any = 0;
+#pragma unroll
+    for (uint32_t i = 0; i < CS_PSH_RW_CHUNKS; ++i) {
+        uint32_t b = cs_ballot(active, fresh[i][0] | fresh[i][1] | fresh[i][2]);
+        any |= b;
+        for (; b; b &= b - 1) {
+            const uint32_t src = (uint32_t)(cs_ffs(b) - 1);
+            const uint32_t r = i * nact + (uint32_t)cs_popc(active & ((1u << src) - 1u));
+            const uint32_t base = ((G0 + r * psg) >> 5) * 32u;
+            uint32_t f[3];
+#pragma unroll
+            for (uint32_t j = 0; j < 3; ++j) f[j] = cs_bcast(active, fresh[i][j], (int)src);
+            for (uint32_t bit = rank; bit < 32u; bit += nact)
+#pragma unroll
+                for (uint32_t j = 0; j < 3; ++j)
+                    if ((f[j] >> bit) & 1u) {
+                        cs_vst32(&rphase[base + 32u * j + bit], phase);
+                        cs_vst32(&rsite[base + 32u * j + bit], site);
+                    }
+            cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+            for (uint32_t bit = rank; bit < 32u; bit += nact)
+#pragma unroll
+                for (uint32_t j = 0; j < 3; ++j) {
+                    uint32_t ps = 0, pw = 0;
+                    odd |= ((f[j] >> bit) & 1u) &&
+                           cs_psh_read_verdict(base + 32u * j + bit, w, phase, ps, pw);
+                }
+        }
+    }
+    if (!any || !cs_any(active, odd)) return true;
+    // A finding: each lane judges its own fresh granules, rep by rep, for the report.
+    for (uint32_t k = 0; k < n; ++k) {
+        const uint32_t a0 = g0 + k * sg, a1 = g1 + k * sg;
+        uint32_t fa = 0, fb = 0;  // the fresh bits of words a0 / 32 and a1 / 32
+#pragma unroll
+        for (uint32_t i = 0; i < CS_PSH_RW_CHUNKS; ++i) {
+            const uint32_t has = cs_ballot(active, fresh[i][0] | fresh[i][1] | fresh[i][2]);
+            for (uint32_t b = has; b; b &= b - 1) {
+                const uint32_t src = (uint32_t)(cs_ffs(b) - 1);
+                const uint32_t r = i * nact + (uint32_t)cs_popc(active & ((1u << src) - 1u));
+                const uint32_t word = (G0 + r * psg) >> 5;
+#pragma unroll
+                for (uint32_t j = 0; j < 3; ++j) {
+                    const uint32_t f = cs_bcast(active, fresh[i][j], (int)src);
+                    if (word + j == a0 >> 5) fa |= f;
+                    if (word + j == a1 >> 5) fb |= f;
+                }
+            }
+        }
+        uint32_t kind = 0, prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP;
+        for (uint32_t g = a0; reads && g <= a1 && !kind; ++g) {
+            if (!((((g >> 5) == (a0 >> 5) ? fa : fb) >> (g & 31)) & 1u)) continue;
+            bool earlier = false;  // in the footprint of an earlier rep: judged there
+            for (uint32_t j = 0; j < k && !earlier; ++j) {
+                const uint32_t r = g - G0 - j * sg;
+                earlier = r < 64u && ((F >> r) & 1u);
+            }
+            if (!earlier) kind = cs_psh_read_verdict(g, w, phase, prev_site, prev_warp);
+        }
+        if (kind) {
+            const uint32_t lo = off + k * stride;
+            cs_phase_smem_note(kind, site, prev_site, prev_warp, lo, lo + size);
+        }
+    }
+    return true;
 }
 
 // Before the CTA-wide barrier that ends phase p: empty this warp's bitmap for

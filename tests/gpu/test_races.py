@@ -81,8 +81,27 @@ def _clean_twins():
     return out
 
 
+def _rows_expected(in_: np.ndarray) -> np.ndarray:
+    k = np.arange(16)[:, None]
+    s = np.concatenate([in_[None, :32] + k, in_[None, 32:64] - k], axis=1)  # s[k][c]
+    out = np.zeros(32, dtype=np.int64)
+    for lane in range(32):
+        v = s[:, (lane % 16) * 4:(lane % 16) * 4 + 4]
+        out[lane] = (v[:, 0] * (k[:, 0] + 1) + v[:, 1] - v[:, 2] + (v[:, 3] ^ k[:, 0])).sum()
+    return out
+
+
+def _halo_expected(in_: np.ndarray) -> np.ndarray:
+    s = np.concatenate([in_[:32] * 3, in_[32:64] * 5])
+    return np.array([sum(int(s[lane + 16 + d]) * (d + 1) for d in range(7)) for lane in range(32)])
+
+
 # What the clean twins compute natively (in = arange), as (out slice, values).
 def _clean_twin_expected(key: str, in_: np.ndarray):
+    if key == "rows":
+        return slice(0, 32), _rows_expected(in_)
+    if key == "halo":
+        return slice(0, 32), _halo_expected(in_)
     return {
         "raw": (slice(0, 32), in_[:32] * 2 + 1),
         "war": (slice(0, 64), in_[:64]),

@@ -244,6 +244,53 @@ IN_WORDS = DYN_WORDS
 OUT_WORDS = 1024
 
 
+# (g) Coalesced reads in phase mode: warp 0 fills a tile, warp 1 reads it back through
+# unrolled loops whose loads share one base register, which the rewriter checks with one
+# probe each: 16 rows of 64 ints read as int4 (reps that do not overlap, as an sgemm tile),
+# and seven neighbours of an int (reps that overlap, as a stencil).
+_ROWS = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ __align__(16) int s[16][64];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp == 0) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            s[k][lane] = in[lane] + k; s[k][lane + 32] = in[lane + 32] - k;  // @rows-write
+        }
+    }
+    $SYNC
+    if (warp == 1) {
+        consan_test_delay(1);
+        int acc = 0;
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            const int4 v = *reinterpret_cast<const int4*>(&s[k][(lane % 16) * 4]);  // @rows-read
+            acc += v.x * (k + 1) + v.y - v.z + (v.w ^ k);
+        }
+        out[lane] = acc;
+    }
+}
+"""
+
+_HALO = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int s[64];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp == 0) {
+        s[lane] = in[lane] * 3; s[lane + 32] = in[lane + 32] * 5;  // @halo-write
+    }
+    $SYNC
+    if (warp == 1) {
+        consan_test_delay(1);
+        int acc = 0;
+#pragma unroll
+        for (int d = 0; d < 7; ++d) acc += s[lane + 16 + d] * (d + 1);  // @halo-read
+        out[lane] = acc;
+    }
+}
+"""
+
+
 def _pair(template: str, base: str, racy: dict[str, str], clean: dict[str, str]):
     return (f"{base}_racy", _render(template, NAME=f"{base}_racy", **racy),
             f"{base}_clean", _render(template, NAME=f"{base}_clean", **clean))
@@ -301,6 +348,12 @@ TWINS += (
     _twin("dyn64k", _DYN, "dyn64k", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
           kinds=frozenset({"race.raw"}), line="@dyn-read", prev="@dyn-write",
           warp=1, prev_warp=0, block=(256, 1, 1), shared_mem=DYN_SMEM_BYTES),
+    _twin("rows", _ROWS, "rows", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.raw"}), line="@rows-read", prev="@rows-write",
+          warp=1, prev_warp=0, block=(64, 1, 1)),
+    _twin("halo", _HALO, "halo", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.raw"}), line="@halo-read", prev="@halo-write",
+          warp=1, prev_warp=0, block=(64, 1, 1)),
 )
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 
