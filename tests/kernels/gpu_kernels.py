@@ -244,10 +244,10 @@ IN_WORDS = DYN_WORDS
 OUT_WORDS = 1024
 
 
-# (g) Coalesced reads in phase mode: warp 0 fills a tile, warp 1 reads it back through
-# unrolled loops whose loads share one base register, which the rewriter checks with one
-# probe each: 16 rows of 64 ints read as int4 (reps that do not overlap, as an sgemm tile),
-# and seven neighbours of an int (reps that overlap, as a stencil).
+# (g) Reads through one base register in phase mode: warp 0 fills a tile, warp 1 reads it
+# back through an unrolled loop: 16 rows of 64 ints read as int4, which the rewriter checks
+# with one coalesced probe (reps that do not overlap, as an sgemm tile), and seven
+# neighbours of an int, which it merges into one 28-byte read (as a stencil).
 _ROWS = r"""
 extern "C" __global__ void $NAME(const int* in, int* out) {
     __shared__ __align__(16) int s[16][64];
