@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Where consan's time goes on the feature-dense async kernels of bench_async.py.
+"""Where consan's time goes on the kernels of bench_async.py and bench_clean.py.
 
     PYTHONPATH=. python benchmarks/breakdown_async.py [--only K1,K2] [--repeats N]
 
@@ -8,6 +8,8 @@ Each configuration builds the checker with parts of it switched off
 times the same consan launch in its own process (CUDA events, median). "resets only"
 times what a launch does besides the kernel (zeroing the log and the slot table).
 --profile instead prints, per probe kind, the cycles it took per CTA (CONSAN_PROFILE).
+The bench_clean kernels (phase mode) take the phase-mode configurations (--clean: those
+kernels, at their bench_clean sizes unless --size is given).
 """
 
 from __future__ import annotations
@@ -31,6 +33,32 @@ CONFIGS = {  # (switching the mbarrier or tensor probes off would hang the TMA k
     "no access probes": "CONSAN_NULL_ACCESS",
     "neither": "CONSAN_NULL_ENGINE_WRITE CONSAN_NULL_ACCESS",
 }
+PHASE_CONFIGS = {  # (phase mode, tables in shared memory: measure.h)
+    "full": "",
+    "no access probes": "CONSAN_NULL_ACCESS",
+    "no reads": "CONSAN_PSH_NULL_READ",
+    "no fences in the access probe": "CONSAN_PSH_NO_FENCE",
+}
+
+
+def _clean_case(name: str):
+    """A bench_clean kernel as a bench_async case: (label, default size, build)."""
+    from benchmarks import bench_clean
+    from benchmarks.bench_async import Launch
+
+    def build(cp, size) -> Launch:
+        s = bench_clean.K.clean_setup(name, size, cp, seed=1234)
+        args, outputs = s.make_args(cp)
+        return Launch(s.source, s.name, s.grid, s.block, args, outputs, s.shared_mem)
+
+    return (name, bench_clean.FULL_SIZES[name], build)
+
+
+def cases(clean: bool) -> dict:
+    if clean:
+        from benchmarks.bench_clean import ORDER
+        return {n: _clean_case(n) for n in ORDER}
+    return CASES
 
 
 PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "bulk",
@@ -65,13 +93,13 @@ def apply_abi(pairs: str | None) -> None:
                                  abi.MAILBOX_POST_WORDS + abi.MAILBOX_VIEW_WORDS)
 
 
-def profile(name: str, size: int | None = None) -> None:
+def profile(name: str, size=None, clean: bool = False) -> None:
     """One launch of a checker built with CONSAN_PROFILE: cycles per probe kind."""
     import cupy as cp
 
     import consan
 
-    _, default, build = CASES[name]
+    _, default, build = cases(clean)[name]
     ln = build(cp, size or default)
     p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
                        shared_mem=ln.shared_mem, options=_arch_options(cp))
@@ -114,12 +142,12 @@ def print_profile(p, ctas: int, walked: int) -> None:
     print(f"posts that found a mailbox full, per CTA: {int(prof[PROF_WORDS - 1]) / ctas:.1f}")
 
 
-def child(name: str, repeats: int, size: int | None = None) -> None:
+def child(name: str, repeats: int, size=None, clean: bool = False) -> None:
     import cupy as cp
 
     import consan
 
-    _, default, build = CASES[name]
+    _, default, build = cases(clean)[name]
     ln = build(cp, size or default)
     p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
                        shared_mem=ln.shared_mem, options=_arch_options(cp))
@@ -137,33 +165,40 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", metavar="K1,K2")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--configs", metavar="C1,C2", help=f"subset of: {', '.join(CONFIGS)}")
+    ap.add_argument("--configs", metavar="C1,C2",
+                    help=f"subset of: {', '.join(CONFIGS)} (--clean: {', '.join(PHASE_CONFIGS)})")
     ap.add_argument("--profile", action="store_true",
                     help="cycles per probe kind instead (checker built with CONSAN_PROFILE)")
-    ap.add_argument("--size", type=int, help="the case's size argument (default: its own)")
+    ap.add_argument("--size", help="the case's size (default: its own), e.g. 1024 or 512,512,512")
+    ap.add_argument("--clean", action="store_true",
+                    help="bench_clean's kernels, with the phase-mode configurations")
     ap.add_argument("--abi", metavar="NAME=INT,...",
                     help="override instrument.abi constants (measurement only)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     apply_abi(args.abi)
+    from benchmarks.bench_clean import _parse_size
+
+    size = _parse_size(args.size) if args.size else None
+    table = cases(args.clean)
+    names = [n for n in table if not args.only or n in args.only.split(",")]
     if args.profile:
         profile_build()
-        for name in [n for n in CASES if not args.only or n in args.only.split(",")]:
+        for name in names:
             print(f"[{name}]", flush=True)
-            profile(name, args.size)
+            profile(name, size, args.clean)
         return 0
     if args.child:
-        child(args.child, args.repeats, args.size)
+        child(args.child, args.repeats, size, args.clean)
         return 0
-    names = [n for n in CASES if not args.only or n in args.only.split(",")]
     print("kernel | configuration | consan ms | x native | resets only ms")
     for name in names:
-        for label, defines in CONFIGS.items():
+        for label, defines in (PHASE_CONFIGS if args.clean else CONFIGS).items():
             if args.configs and label not in args.configs.split(","):
                 continue
             env = {**os.environ, "PYTHONPATH": ROOT, "CONSAN_CHECKER_DEFINES": defines}
-            extra = (["--size", str(args.size)] if args.size else []) + \
-                (["--abi", args.abi] if args.abi else [])
+            extra = (["--size", args.size] if args.size else []) + \
+                (["--abi", args.abi] if args.abi else []) + (["--clean"] if args.clean else [])
             try:
                 res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name,
                                       "--repeats", str(args.repeats), *extra],
