@@ -1210,13 +1210,13 @@ def test_a_coalesced_read_judges_as_its_reads_one_by_one(seed):
                 ck.sync(ALL)
             elif ev[0] == "access":
                 ck.access(*ev[1:])
-            elif together:
-                w, off, size, count, stride, site = ev[1:]
-                ck.access_n(w, off, size, abi.MODE_READ, count, stride, site=site)
             else:
                 w, off, size, count, stride, site = ev[1:]
-                for k in range(count):
-                    ck.read(w, off + k * stride, size, site=site)
+                if together:
+                    ck.access_n(w, off, size, abi.MODE_READ, count, stride, site=site)
+                else:
+                    for k in range(count):
+                        ck.read(w, off + k * stride, size, site=site)
         return _record_rows(ck)
 
     got = run(True, True)
