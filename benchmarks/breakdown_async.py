@@ -77,7 +77,8 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(drain: a peer's DSMEM access)", "(drain: a peer's copy)",
           "(peer's copy: the issuer's view)", "(peer's copy: the copy's write)",
           "(peer's copy: its record, its bytes landing)", "(drain: a fence before a post)")
-PROF_WORDS = 128  # measure.h's CS_PROF_WORDS; its last word: posts that found a mailbox full
+PROF_WORDS = 256  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
+# word: posts that found a mailbox full
 
 
 def apply_abi(pairs: str | None) -> None:
@@ -134,11 +135,17 @@ def print_profile(p, ctas: int, walked: int) -> None:
     cp.cuda.runtime.memcpy(prof.ctypes.data, p.module.get_global_var("cs_prof"),
                            PROF_WORDS * 8, cp.cuda.runtime.memcpyDeviceToHost)
     print(f"granules walked by copies: {walked} (the rest: stores only)")
-    print("probe | calls per CTA | kcycles per CTA | cycles per call")
+    half = PROF_WORDS // 2
+    odd = prof[half:2 * half - 1].any()
+    print("probe | calls per CTA | kcycles per CTA | cycles per call" +
+          (" | even ranks: kcycles per CTA | odd ranks: kcycles per CTA" if odd else ""))
     for k, label in enumerate(PROBES):
-        cyc, calls = int(prof[2 * k]), int(prof[2 * k + 1])
-        if calls:
-            print(f"{label} | {calls / ctas:.1f} | {cyc / ctas / 1e3:.1f} | {cyc / calls:.0f}")
+        ev, od = prof[2 * k:2 * k + 2], prof[half + 2 * k:half + 2 * k + 2]
+        cyc, calls = int(ev[0] + od[0]), int(ev[1] + od[1])
+        if calls:  # (odd: the CTAs split evenly between even and odd ranks)
+            split = f" | {2 * int(ev[0]) / ctas / 1e3:.1f} | {2 * int(od[0]) / ctas / 1e3:.1f}"
+            print(f"{label} | {calls / ctas:.1f} | {cyc / ctas / 1e3:.1f} | {cyc / calls:.0f}" +
+                  (split if odd else ""))
     print(f"posts that found a mailbox full, per CTA: {int(prof[PROF_WORDS - 1]) / ctas:.1f}")
 
 

@@ -29,9 +29,11 @@ __device__ __forceinline__ void cs_trace_at(uint32_t p, uint32_t aux = 0) {
 
 // CONSAN_PROFILE (measurements only, benchmarks/breakdown_async.py): the cycles each probe
 // kind takes, summed over calls (one lane per call), in cs_prof[2 * kind] (cycles) and
-// cs_prof[2 * kind + 1] (calls); CS_PROF_FULL() counts a post that found a mailbox full.
+// cs_prof[2 * kind + 1] (calls), the CTAs of odd cluster rank in the second half (a
+// producer and a consumer CTA apart); CS_PROF_FULL() counts a post that found a mailbox
+// full.
 #if defined(CONSAN_PROFILE) && !defined(CONSAN_HOST)
-#define CS_PROF_WORDS 128
+#define CS_PROF_WORDS 256
 extern "C" __device__ unsigned long long cs_prof[CS_PROF_WORDS];
 __device__ unsigned long long cs_prof[CS_PROF_WORDS];
 __device__ __forceinline__ long long cs_clock64() {
@@ -43,7 +45,8 @@ struct cs_prof_scope {
     uint32_t k;
     long long t0;
     bool me;
-    __device__ cs_prof_scope(uint32_t kind) : k(kind), t0(cs_clock64()) {
+    __device__ cs_prof_scope(uint32_t kind)
+        : k(kind + (cs_ctarank() & 1u) * (CS_PROF_WORDS / 4)), t0(cs_clock64()) {
         me = cs_lane() == (uint32_t)(__ffs(__activemask()) - 1);
     }
     __device__ ~cs_prof_scope() {
