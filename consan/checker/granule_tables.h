@@ -343,10 +343,12 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
 // that has one, as one lane walking them in order would have found. (Measured on the H100,
 // by one lane: a peer's 512 bytes took 20.5k cycles, most of it the four blocks' summaries
 // in turn; a 16 KiB tensor box of 4-byte granules, device-memory tables, 302k cycles.)
-CS_DEV void cs_engine_write_split(uint32_t lanes, const cs_view& v, uint32_t g0, uint32_t g1,
-                                  uint32_t site, uint32_t by, uint32_t clk, cs_finding& f) {
+// The part of a copy's write over granules [g0, g1] that lane k of nl takes (one
+// contiguous run of whole blocks); every lane makes the call, with nothing to do or not.
+CS_DEV void cs_engine_write_share(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t k,
+                                  uint32_t nl, uint32_t site, uint32_t by, uint32_t clk,
+                                  cs_finding& f) {
     uint32_t sh = cs_box_summary_on() ? S.bsum_shift : 5u;
-    uint32_t nl = cs_popc(lanes), k = cs_popc(lanes & ((1u << cs_lane()) - 1u));
     uint32_t b0 = g0 >> sh, nb = (g1 >> sh) - b0 + 1, per = (nb + nl - 1) / nl;
     uint32_t lo = 1u, hi = 0u;
     if (k * per < nb) {
@@ -355,6 +357,12 @@ CS_DEV void cs_engine_write_split(uint32_t lanes, const cs_view& v, uint32_t g0,
         hi = hi > g1 ? g1 : hi;
     }
     cs_engine_write(v, lo, hi, site, by, clk, f);
+}
+
+CS_DEV void cs_engine_write_split(uint32_t lanes, const cs_view& v, uint32_t g0, uint32_t g1,
+                                  uint32_t site, uint32_t by, uint32_t clk, cs_finding& f) {
+    uint32_t nl = cs_popc(lanes), k = cs_popc(lanes & ((1u << cs_lane()) - 1u));
+    cs_engine_write_share(v, g0, g1, k, nl, site, by, clk, f);
     uint32_t found = cs_ballot(lanes, f.kind != 0);
     if (found) {
         int src = cs_ffs(found) - 1;

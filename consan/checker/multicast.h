@@ -183,14 +183,55 @@ CS_DEV void cs_mc_post_all(uint32_t mask, uint32_t dst, uint32_t bytes, uint32_t
 
 CS_DEV const uint32_t* cs_peer_view(uint32_t slot, uint32_t W, uint32_t n, uint32_t entry);  // dsmem.h
 
-// A peer's copy, applied by this CTA: its bytes land in the phase its mbarrier is in,
-// written by the mbarrier's copy engine at that phase + 1. The write's site word carries
-// the issuer's rank (abi.SITE_RANK_SHIFT). Every lane of `entry` runs it; their first
-// (holding the mailbox's lock) does the work, the others call what it calls with nothing
-// to do (see cs_mc_drain).
-CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
-    uint32_t leader = cs_ffs(entry) - 1, rank = p.from & 0xFFu, j = 0;
-    bool lead = cs_lane() == leader;
+// The block span [first, last] of a copy of `bytes` at dst (a box-summary block, or 32
+// granules without summaries: what one lane of cs_engine_write_share takes whole).
+CS_DEV void cs_mc_blocks(uint32_t dst, uint32_t bytes, uint32_t& first, uint32_t& last) {
+    uint32_t sh = cs_box_summary_on() ? S.bsum_shift : 5u;
+    first = dst / CS_GRANULE_BYTES >> sh;
+    last = (dst + bytes - 1) / CS_GRANULE_BYTES >> sh;
+}
+
+// How many posts from the tail t (p: post t; head h) the warp applies as one: lane i reads
+// post t + i into `mine`. Those that follow t while they are ready, peers' copies with
+// post t's mbarrier, site, issuing CTA and view (its waits and release), a known size
+// inside the window, and no block shared with an earlier one (a tile's rows, one copy per
+// warp of the issuing CTA). Then the warp writes all their blocks at once, a block per
+// lane, where one at a time they kept the lanes of a 512-byte row mostly idle. A whole
+// warp only (1 otherwise, and in the host build, whose warps are one lane).
+CS_DEV uint32_t cs_mc_batch(cs_mailbox_t* m, uint32_t t, uint32_t h, const cs_mc_post_t& p,
+                            uint32_t entry, cs_mc_post_t& mine) {
+    uint32_t i = cs_lane(), cnt = h - t < 32u ? h - t : 32u;
+    if (entry != 0xFFFFFFFFu || cnt < 2 || p.bytes == 0) return 1u;
+    const volatile cs_mc_post_t* vq = &m->post[(t + i) % CS_MAILBOX_ENTRIES];
+    bool ok = i < cnt && vq->seq == t + i + 1;
+    cs_fence_cluster();  // (the post's words after its last)
+    if (ok) mine = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, vq->acq};
+    ok = ok && ((mine.from >> CS_POST_WHAT_SHIFT) & 0xFFu) == 0 && mine.mbar == p.mbar &&
+         mine.site == p.site && (mine.from & 0xFFu) == (p.from & 0xFFu) && mine.rel == p.rel &&
+         mine.acq == p.acq && mine.bytes != 0 && mine.dst + mine.bytes > mine.dst &&
+         (mine.dst + mine.bytes - 1) / CS_GRANULE_BYTES < S.granules;
+    uint32_t b0 = 1, b1 = 0;
+    if (ok) cs_mc_blocks(mine.dst, mine.bytes, b0, b1);
+    for (uint32_t j = 0; j < cnt; ++j) {  // (warp-uniform)
+        uint32_t c0 = cs_bcast(entry, b0, j), c1 = cs_bcast(entry, b1, j);
+        if (j < i && b0 <= c1 && c0 <= b1) ok = false;
+    }
+    uint32_t run = ~cs_ballot(entry, ok);  // (lane 0's is post t)
+    return run ? cs_ffs(run) - 1 : 32u;
+}
+
+// Peers' copies, posts t .. t + n - 1 (cs_mc_batch; p: post t; n = 1: p alone), applied by
+// this CTA: their bytes land in the phase their mbarrier is in, written by the mbarrier's
+// copy engine at that phase + 1. The write's site word carries the issuer's rank
+// (abi.SITE_RANK_SHIFT). Every lane of `entry` runs it; their first (holding the mailbox's
+// lock) does the bookkeeping, the others call what it calls with nothing to do (see
+// cs_mc_drain). Several copies land at once only where one by one none but the last could
+// complete the phase (an arrival still pending, or the bytes still expected cover them
+// all); otherwise post t alone. Returns how many it applied.
+CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_post_t& mine,
+                            uint32_t n, uint32_t entry) {
+    uint32_t leader = cs_ffs(entry) - 1, rank = p.from & 0xFFu, j = 0, lane = cs_lane();
+    bool lead = lane == leader;
     const uint32_t* seen;
     {
         CS_PROF(39);
@@ -198,17 +239,22 @@ CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
     }
     uint32_t* e = cs_mbar_entry(slot, p.mbar, false, j);
     bool live = e != 0 && cs_mbar_live(j);
+    uint32_t all = n > 1 ? cs_sum(entry, lane < n ? mine.bytes : 0u) : p.bytes;
     uint32_t ph = 0, bytes = p.bytes;
     if (live && lead) {
         cs_mbar_lock(j);
         ph = e[CS_MB_PHASE];
         if (bytes == 0) bytes = (int32_t)e[CS_MB_TX] > 0 ? e[CS_MB_TX] : 0;  // (a map not known)
+        if (e[CS_MB_PENDING] == 0 && (int32_t)e[CS_MB_TX] < (int32_t)all) n = 1;
         cs_mbar_unlock(j);
     }
     ph = cs_bcast(entry, ph, leader);
     bytes = cs_bcast(entry, bytes, leader);
+    n = live ? cs_bcast(entry, n, leader) : 1u;
+    if (n == 1) all = bytes;
     uint32_t g0 = p.dst / CS_GRANULE_BYTES, g1 = (p.dst + bytes - 1) / CS_GRANULE_BYTES;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    uint32_t tagged = cs_site_tag(p.site, rank);
     if (!live) {
         f = {CS_MBARRIER_UNINIT, CS_NO_SITE, CS_NO_WARP};
     } else if (bytes == 0 || p.dst + bytes < p.dst || g1 >= S.granules) {
@@ -217,19 +263,38 @@ CS_DEV void cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
         cs_view v = cs_make_view(slot, cs_warp());
         v.mine = seen;
         v.w = CS_MAX_WARPS;  // (no warp of this CTA: none of them is in program order with it)
-        uint32_t tagged = cs_site_tag(p.site, rank);
         CS_PROF(40);
-        cs_engine_write_split(entry, v, g0, g1, tagged, CS_AGENT_MBAR + j, ph + 1, f);
+        if (n == 1) {
+            cs_engine_write_split(entry, v, g0, g1, tagged, CS_AGENT_MBAR + j, ph + 1, f);
+        } else {  // lane k takes a share of copy k % n
+            uint32_t q = lane % n, d = cs_bcast(entry, mine.dst, q), b = cs_bcast(entry, mine.bytes, q);
+            cs_engine_write_share(v, d / CS_GRANULE_BYTES, (d + b - 1) / CS_GRANULE_BYTES, lane / n,
+                                  (32u - q + n - 1) / n, tagged, CS_AGENT_MBAR + j, ph + 1, f);
+        }
     }
     CS_PROF(41);
-    cs_mc_record(lead ? f.kind : 0u, p.site, p.from, p.dst, bytes, p.mbar, &f);
+    if (n == 1) {
+        cs_mc_record(lead ? f.kind : 0u, p.site, p.from, p.dst, bytes, p.mbar, &f);
+    } else {  // each copy's first finding, as it alone records it (warp-uniform)
+        uint32_t q = lane % n;
+        for (uint32_t found = cs_ballot(entry, f.kind != 0); found;) {
+            uint32_t src = cs_ffs(found) - 1, qs = src % n;
+            cs_finding g = {cs_bcast(entry, f.kind, src), cs_bcast(entry, f.prev_site, src),
+                            cs_bcast(entry, f.prev_warp, src)};
+            uint32_t from = cs_bcast(entry, mine.from, qs), d = cs_bcast(entry, mine.dst, qs);
+            uint32_t b = cs_bcast(entry, mine.bytes, qs);
+            cs_mc_record(lead ? g.kind : 0u, p.site, from, d, b, p.mbar, &g);
+            found &= ~cs_ballot(entry, q == qs);
+        }
+    }
     bool under = false;
     if (live && lead) {
         cs_mbar_lock(j);
-        under = cs_mbar_copy_landed(e, j, ph, bytes, p.site, p.mbar, false);
+        under = cs_mbar_copy_landed(e, j, ph, all, p.site, p.mbar, false);
         cs_mbar_unlock(j);
     }
     if (live) cs_mbar_record(lead && under ? CS_MBARRIER_UNDERFLOW : 0u, p.site, p.mbar, e);
+    return n;
 }
 
 CS_DEV void cs_dsmem_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry);  // dsmem.h
@@ -273,15 +338,21 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         }
         const volatile cs_mc_post_t* vq = q;
         cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, vq->acq};
-        uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu;
+        uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu, n = 1;
         {
             CS_PROF(what >= CS_POST_MBAR ? 36u : what ? 37u : 38u);
-            if (what >= CS_POST_MBAR) cs_mbar_peer_apply(slot, p, entry);
-            else if (what) cs_dsmem_apply(slot, p, entry);
-            else cs_mc_apply(slot, p, entry);
+            if (what >= CS_POST_MBAR) {
+                cs_mbar_peer_apply(slot, p, entry);
+            } else if (what) {
+                cs_dsmem_apply(slot, p, entry);
+            } else {
+                cs_mc_post_t mine = p;
+                uint32_t h = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
+                n = cs_mc_apply(slot, p, mine, cs_mc_batch(m, t, h, p, entry, mine), entry);
+            }
         }
         cs_fence_cluster();
-        if (lead) *(volatile uint32_t*)&m->tail = t + 1;
+        if (lead) *(volatile uint32_t*)&m->tail = t + n;
     }
     if (lead) cs_unlock(&m->lock);
 }
