@@ -312,31 +312,65 @@ CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32
     return true;
 }
 
+// How many posts from the tail t (p: post t, a peer's operation on this CTA's mbarrier;
+// head h) the warp counts as one (cs_mc_load_next): plain arrivals of the same CTA on the
+// same mbarrier (the peer's warps, each freeing its part of a stage).
+CS_DEV uint32_t cs_mbar_peer_batch(cs_mailbox_t* m, uint32_t t, uint32_t h, const cs_mc_post_t& p,
+                                   uint32_t entry, cs_mc_post_t& mine) {
+    const uint32_t arrive = CS_POST_MBAR + CS_MB_ARRIVE;
+    if (((p.from >> CS_POST_WHAT_SHIFT) & 0xFFu) != arrive) return 1u;
+    bool ok = cs_mc_load_next(m, t, h, entry, mine);
+    if (!cs_any(entry, ok)) return 1u;
+    ok = ok && ((mine.from >> CS_POST_WHAT_SHIFT) & 0xFFu) == arrive && mine.dst == p.dst &&
+         (mine.from & 0xFFu) == (p.from & 0xFFu);
+    return cs_leading(entry, ok);
+}
+
 // A peer's operation on this CTA's mbarrier, applied by the lanes `entry` of this warp (their
-// first counts it; every lane makes the record call: multicast.h's cs_mc_drain says why).
-CS_DEV void cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry) {
+// first counts it; every lane makes the record call: multicast.h's cs_mc_drain says why);
+// or n > 1 plain arrivals (cs_mbar_peer_batch; lane i holds post t + i in `mine`) counted
+// together where one by one none but the last could complete the phase. Returns how many
+// posts it applied.
+CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_post_t& mine,
+                                   uint32_t n, uint32_t entry) {
     uint32_t op = ((p.from >> CS_POST_WHAT_SHIFT) & 0xFFu) - CS_POST_MBAR;
     uint32_t lanes = (p.from >> CS_POST_LANES_SHIFT) & 0x3Fu, rank = p.from & 0xFFu, j = 0;
-    uint32_t kind = 0, ph = 0, pending = 0, tx = 0;
-    if (cs_lane() == cs_ffs(entry) - 1) {
+    uint32_t kind = 0, ph = 0, pending = 0, tx = 0, lane = cs_lane();
+    uint32_t all = 0, rel = p.rel;
+    cs_mc_post_t touch = p;  // (the post whose generation the batch's touches leave)
+    if (n > 1) {
+        bool in = lane < n;
+        all = cs_sum(entry, in ? mine.bytes * ((mine.from >> CS_POST_LANES_SHIFT) & 0x3Fu) : 0u);
+        rel = cs_max(entry, in ? mine.rel : 0u);
+        uint32_t g = in ? cs_post_gen(mine, mine.acq) : 0u, top = cs_max(entry, g);
+        uint32_t src = cs_ffs(cs_ballot(entry, in && g == top)) - 1;
+        touch.acq = cs_bcast(entry, mine.acq, src);
+        touch.from = cs_bcast(entry, mine.from, src);
+        touch.site = cs_bcast(entry, mine.site, src);
+    }
+    if (lane == cs_ffs(entry) - 1) {
         uint32_t* e = cs_mbar_entry(slot, p.dst, false, j);
-        cs_peer_touch(slot, p.acq, p);
         if (e == 0 || !cs_mbar_live(j)) {
+            n = 1;
+            cs_peer_touch(slot, p.acq, p);
             kind = CS_MBARRIER_UNINIT;
         } else {
             cs_mbar_lock(j);
-            uint32_t n = p.bytes * lanes;  // (every thread's arrive / tx counts)
+            if (n > 1 && (int32_t)e[CS_MB_PENDING] < (int32_t)all) n = 1;
+            cs_peer_touch(slot, n > 1 ? touch.acq : p.acq, n > 1 ? touch : p);
+            uint32_t k = p.bytes * lanes;  // (every thread's arrive / tx counts)
             bool arrives = op != CS_MB_EXPECT_TX && op != CS_MB_COMPLETE_TX;
-            uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
-            if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
+            uint32_t count = n > 1 ? all : op == CS_MB_ARRIVE_EXPECT_TX ? lanes : k;
+            if (n == 1) rel = p.rel;
+            if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += k;
             ph = e[CS_MB_PHASE], pending = e[CS_MB_PENDING], tx = e[CS_MB_TX];
             if (op == CS_MB_COMPLETE_TX) {
-                if ((int32_t)tx < (int32_t)n) kind = CS_MBARRIER_UNDERFLOW;
-                e[CS_MB_TX] -= n;
+                if ((int32_t)tx < (int32_t)k) kind = CS_MBARRIER_UNDERFLOW;
+                e[CS_MB_TX] -= k;
             }
             if (arrives) {
                 uint32_t* col = cs_mbar_slot(e, ph) + CS_TID_REMOTE + (rank & (CS_REMOTE_RANKS - 1));
-                if (*col < p.rel) *col = p.rel;
+                if (*col < rel) *col = rel;
                 if ((int32_t)pending < (int32_t)count) kind = CS_MBARRIER_UNDERFLOW;
                 e[CS_MB_PENDING] = (kind ? count : pending) - count;
                 if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
@@ -345,6 +379,7 @@ CS_DEV void cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t en
             cs_mbar_unlock(j);
         }
     }
+    n = cs_bcast(entry, n, cs_ffs(entry) - 1);
     cs_record_t r = cs_blank(kind, p.site);
     r.warp = (p.from >> 8) & 0xFFu;
     r.cur_rank = rank + 1;
@@ -353,4 +388,5 @@ CS_DEV void cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t en
     r.offset_hi = p.dst + 8;
     r.phase = ph, r.count = pending, r.clock = tx;
     cs_record(r);
+    return n;
 }

@@ -191,33 +191,48 @@ CS_DEV void cs_mc_blocks(uint32_t dst, uint32_t bytes, uint32_t& first, uint32_t
     last = (dst + bytes - 1) / CS_GRANULE_BYTES >> sh;
 }
 
-// How many posts from the tail t (p: post t; head h) the warp applies as one: lane i reads
-// post t + i into `mine`. Those that follow t while they are ready, peers' copies with
-// post t's mbarrier, site, issuing CTA and view (its waits and release), a known size
-// inside the window, and no block shared with an earlier one (a tile's rows, one copy per
-// warp of the issuing CTA). Then the warp writes all their blocks at once, a block per
-// lane, where one at a time they kept the lanes of a 512-byte row mostly idle. A whole
-// warp only (1 otherwise, and in the host build, whose warps are one lane).
-CS_DEV uint32_t cs_mc_batch(cs_mailbox_t* m, uint32_t t, uint32_t h, const cs_mc_post_t& p,
-                            uint32_t entry, cs_mc_post_t& mine) {
+// Lane i of a whole warp reads post t + i of the mailbox (head h) into `mine`: whether it
+// is there and ready (the first lanes of a run the warp may apply as one). False on
+// every lane where the warp is not whole, or fewer than two posts wait.
+CS_DEV bool cs_mc_load_next(cs_mailbox_t* m, uint32_t t, uint32_t h, uint32_t entry,
+                            cs_mc_post_t& mine) {
     uint32_t i = cs_lane(), cnt = h - t < 32u ? h - t : 32u;
-    if (entry != 0xFFFFFFFFu || cnt < 2 || p.bytes == 0) return 1u;
+    if (entry != 0xFFFFFFFFu || cnt < 2) return false;
     const volatile cs_mc_post_t* vq = &m->post[(t + i) % CS_MAILBOX_ENTRIES];
     bool ok = i < cnt && vq->seq == t + i + 1;
     cs_fence_cluster();  // (the post's words after its last)
     if (ok) mine = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, vq->acq};
+    return ok;
+}
+
+// The length of the run of lanes from lane 0 with `ok` set.
+CS_DEV uint32_t cs_leading(uint32_t entry, bool ok) {
+    uint32_t run = ~cs_ballot(entry, ok);
+    return run ? cs_ffs(run) - 1 : 32u;
+}
+
+// How many posts from the tail t (p: post t; head h) the warp applies as one
+// (cs_mc_load_next): those that follow t while they are ready, peers' copies with post
+// t's mbarrier, site, issuing CTA and view (its waits and release), a known size inside
+// the window, and no block shared with an earlier one (a tile's rows, one copy per warp
+// of the issuing CTA). Then the warp writes all their blocks at once, a block per lane,
+// where one at a time they kept the lanes of a 512-byte row mostly idle.
+CS_DEV uint32_t cs_mc_batch(cs_mailbox_t* m, uint32_t t, uint32_t h, const cs_mc_post_t& p,
+                            uint32_t entry, cs_mc_post_t& mine) {
+    if (p.bytes == 0) return 1u;
+    bool ok = cs_mc_load_next(m, t, h, entry, mine);
+    if (!cs_any(entry, ok)) return 1u;
     ok = ok && ((mine.from >> CS_POST_WHAT_SHIFT) & 0xFFu) == 0 && mine.mbar == p.mbar &&
          mine.site == p.site && (mine.from & 0xFFu) == (p.from & 0xFFu) && mine.rel == p.rel &&
          mine.acq == p.acq && mine.bytes != 0 && mine.dst + mine.bytes > mine.dst &&
          (mine.dst + mine.bytes - 1) / CS_GRANULE_BYTES < S.granules;
-    uint32_t b0 = 1, b1 = 0;
+    uint32_t b0 = 1, b1 = 0, i = cs_lane(), cnt = h - t < 32u ? h - t : 32u;
     if (ok) cs_mc_blocks(mine.dst, mine.bytes, b0, b1);
     for (uint32_t j = 0; j < cnt; ++j) {  // (warp-uniform)
         uint32_t c0 = cs_bcast(entry, b0, j), c1 = cs_bcast(entry, b1, j);
         if (j < i && b0 <= c1 && c0 <= b1) ok = false;
     }
-    uint32_t run = ~cs_ballot(entry, ok);  // (lane 0's is post t)
-    return run ? cs_ffs(run) - 1 : 32u;
+    return cs_leading(entry, ok);
 }
 
 // Peers' copies, posts t .. t + n - 1 (cs_mc_batch; p: post t; n = 1: p alone), applied by
@@ -298,7 +313,10 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
 }
 
 CS_DEV void cs_dsmem_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry);  // dsmem.h
-CS_DEV void cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry);  // dsmem.h
+CS_DEV uint32_t cs_mbar_peer_batch(cs_mailbox_t* m, uint32_t t, uint32_t h, const cs_mc_post_t& p,
+                                   uint32_t entry, cs_mc_post_t& mine);  // dsmem.h
+CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_post_t& mine,
+                                   uint32_t n, uint32_t entry);  // dsmem.h
 
 // Apply every post claimed so far, in order (a post claimed but still being written is
 // waited for), by the lanes `entry` of this warp together, their first holding the
@@ -313,11 +331,23 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
     CS_PROF(32);
     cs_mailbox_t* m = cs_mailbox();
     uint32_t leader = cs_ffs(entry) - 1;
-    bool lead = cs_lane() == leader;
+    bool lead = cs_lane() == leader, holder = false;
+    // This probe needs the posts claimed before it applied. While another warp holds the
+    // lock and applies them, wait for the tail to pass them rather than queue for the lock
+    // (spinning compare-and-swaps slowed the holder down).
+    uint32_t h0 = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
     if (lead) {
         CS_PROF(34);
-        cs_lock(&m->lock);
+        volatile cs_mailbox_t* vm = m;
+        while ((int32_t)(vm->tail - h0) < 0) {
+            if (vm->lock == 0 && cs_cas32(&m->lock, 0, 1) == 0) {
+                holder = true;
+                break;
+            }
+        }
+        cs_fence_lock();
     }
+    if (!cs_bcast(entry, holder, leader)) return;
     for (;;) {
         uint32_t t = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
         if (cs_bcast(entry, *(volatile uint32_t*)&m->head, leader) == t) break;
@@ -341,15 +371,15 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu, n = 1;
         {
             CS_PROF(what >= CS_POST_MBAR ? 36u : what ? 37u : 38u);
-            if (what >= CS_POST_MBAR) {
-                cs_mbar_peer_apply(slot, p, entry);
-            } else if (what) {
+            cs_mc_post_t mine = p;
+            uint32_t h = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
+            if (what >= CS_POST_MBAR)
+                n = cs_mbar_peer_apply(slot, p, mine, cs_mbar_peer_batch(m, t, h, p, entry, mine),
+                                       entry);
+            else if (what)
                 cs_dsmem_apply(slot, p, entry);
-            } else {
-                cs_mc_post_t mine = p;
-                uint32_t h = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
+            else
                 n = cs_mc_apply(slot, p, mine, cs_mc_batch(m, t, h, p, entry, mine), entry);
-            }
         }
         cs_fence_cluster();
         if (lead) *(volatile uint32_t*)&m->tail = t + n;
