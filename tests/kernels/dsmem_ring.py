@@ -86,6 +86,13 @@ dsmem_ring(const float4* x, float4* out, int tiles) {
 }
 """
 KERNEL = "dsmem_ring"
+
+
+def source(stages: int = 4) -> str:
+    """The ring with `stages` stages (4 KiB each): from 8 on, the producer runs further
+    ahead than a mailbox holds posts (9 a tile), and the consumer's arrivals come back
+    while it waits for room."""
+    return SOURCE.replace("#define STAGES 4", f"#define STAGES {stages}")
 BLOCK = (256, 1, 1)
 TILE = 1024
 
