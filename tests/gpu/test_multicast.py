@@ -8,6 +8,14 @@ the CTA's own wait (async.pending-write at the read, naming the copy and, for th
 other ranks sent, their rank); a ctaMask that leaves the last rank out while that rank
 expects only what its mask brings (uninit.read at the read, in that rank only: seed 001's
 flaky multicast, whose stale shared memory was sometimes right).
+
+A second kernel multicasts into the same buffer twice (Triton's ConSan cases on clusters,
+in CUDA): clean when a cluster barrier separates each CTA's reads of the first round from
+the second round's copies (test_async_tma_multicast_kernel_reuse); a read after that
+barrier is not released to the second round's copies, which overwrite it
+(test_cluster_barrier_does_not_publish_later_read: race.war at the copy); a store into the
+buffer while the copies are in flight (test_async_tma_multicast_kernel_local_store_race:
+async.pending-write at the store, or race.waw at a peer's copy applied after it).
 """
 
 from __future__ import annotations
@@ -194,3 +202,124 @@ def test_one_issuer_clean_and_early_read():
         ("async.pending-write", line_of(early, "@read"), line_of(early, "@copy"))}, str(rep)
     assert {(v.cluster_rank, v.prev_rank) for v in rep.violations
             if v.cluster_rank == 1} == {(1, 0)}, str(rep)
+
+
+REUSE = r"""
+#define CS @CS@
+#define N 256
+#define SLICE (N / CS)
+#define CLUSTER_SYNC asm volatile("barrier.cluster.arrive.release.aligned;\n\t" \
+                                  "barrier.cluster.wait.acquire.aligned;" ::: "memory")
+#define SPIN { long long t0 = clock64(); while (clock64() - t0 < 2000000) {} }
+__device__ __forceinline__ void mb_wait(unsigned b, unsigned parity) {
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra W;\n}" :: "r"(b), "r"(parity) : "memory");
+}
+extern "C" __global__ void __cluster_dims__(CS, 1, 1) reuse(const float* in, float* out) {
+    __shared__ __align__(128) float buf[N];
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned t = threadIdx.x, rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    unsigned b = (unsigned)__cvta_generic_to_shared(&bar);
+    unsigned d = (unsigned)__cvta_generic_to_shared(buf);
+    unsigned short mask = (1u << CS) - 1;
+    if (t == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    float acc = 0.f;
+    for (unsigned round = 0; round < 2; ++round) {
+        if (t == 0)
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                         :: "r"(b), "r"(N * 4) : "memory");
+        CLUSTER_SYNC;  // every CTA is armed and has read the last round
+        if (round == 1) {
+            @BEFORE_COPY@
+        }
+        if (t == 0) {  // rank r multicasts its slice of this round's row
+            if (round == 1) { @ISSUE_LATE@ }
+            const float* src = in + ((blockIdx.x / CS) * 2 + round) * N + rank * SLICE;
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                         ".multicast::cluster [%0], [%1], %2, [%3], %4;"
+                         :: "r"(d + rank * SLICE * 4), "l"(src), "r"(SLICE * 4), "r"(b),
+                            "h"(mask) : "memory");  // @copy
+        }
+        if (round == 1) {
+            @AFTER_COPY@
+        }
+        mb_wait(b, round);
+        acc += buf[t];  // @read
+    }
+    out[blockIdx.x * N + t] = acc;
+    CLUSTER_SYNC;  // no CTA leaves while a peer's copy may still reach it
+}
+"""
+# (before the second round's copies, which come late; or after them, while they fly)
+LATE_READ = {"@BEFORE_COPY@": "acc += buf[t] * 0.5f;  // @late-read", "@ISSUE_LATE@": "SPIN"}
+LATE_STORE = {"@AFTER_COPY@": "SPIN buf[t] = 1.0f;  // @store"}
+
+
+def _reuse(cluster: int, racy: dict[str, str] | None = None) -> str:
+    src = REUSE.replace("@CS@", str(cluster))
+    for hole in ("@BEFORE_COPY@", "@ISSUE_LATE@", "@AFTER_COPY@"):
+        src = src.replace(hole, (racy or {}).get(hole, ""))
+    return src
+
+
+def _reuse_inputs(cluster: int):
+    import cupy as cp
+
+    rng = np.random.default_rng(10 + cluster)
+    return cp.asarray(rng.integers(-8, 8, (CLUSTERS, 2, N)).astype(np.float32))
+
+
+@pytest.mark.parametrize("cluster", [2, 4])
+def test_multicast_reused_after_a_cluster_barrier_is_clean_and_bit_exact(cluster):
+    import cupy as cp
+
+    need_sm90("multicast copies")
+    x = _reuse_inputs(cluster)
+
+    def make_args():
+        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
+        return (x, out), [out], x
+
+    rep, (out,) = check_against_native(_reuse(cluster), "reuse", make_args,
+                                       grid=(CLUSTERS * cluster, 1, 1), block=(N, 1, 1),
+                                       options=(arch_option(),))
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    rows = x.get().sum(axis=1)  # both rounds' rows, in every CTA of the cluster
+    np.testing.assert_array_equal(out, np.repeat(rows, cluster, axis=0).reshape(-1))
+
+
+def _reuse_check(src: str, cluster: int):
+    import cupy as cp
+
+    import consan
+
+    out = cp.zeros(CLUSTERS * cluster * N, dtype=cp.float32)
+    return consan.check(src, "reuse", grid=(CLUSTERS * cluster,), block=(N,),
+                        args=(_reuse_inputs(cluster), out), options=(arch_option(),))
+
+
+@pytest.mark.parametrize("cluster", [2, 4])
+def test_a_read_after_the_barrier_overwritten_by_the_next_multicast_is_war(cluster):
+    need_sm90("multicast copies")
+    src = _reuse(cluster, LATE_READ)
+    rep = _reuse_check(src, cluster)
+    assert {(v.kind, v.line, v.prev_line) for v in rep.violations} == {
+        ("race.war", line_of(src, "@copy"), line_of(src, "@late-read"))}, str(rep)
+    # the peers' copies name their issuing CTA against the reader's
+    assert any(v.cur_rank is not None and v.cur_rank != v.cluster_rank
+               for v in rep.violations), str(rep)
+
+
+@pytest.mark.parametrize("cluster", [2, 4])
+def test_a_store_into_a_buffer_a_multicast_is_writing_is_pending_write(cluster):
+    need_sm90("multicast copies")
+    src = _reuse(cluster, LATE_STORE)
+    rep = _reuse_check(src, cluster)
+    found = {(v.kind, v.line) for v in rep.violations}
+    assert found and found <= {("async.pending-write", line_of(src, "@store")),
+                               ("race.waw", line_of(src, "@copy"))}, str(rep)
+    assert ("async.pending-write", line_of(src, "@store")) in found, str(rep)

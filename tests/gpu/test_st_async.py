@@ -5,6 +5,8 @@ of 2 CTAs).
   its own rank) on its own mbarrier; warp 1 reads them: before the mbarrier wait
   (racy: async.pending-write at the read, the st.async the earlier site) or after it
   (clean: no finding, the words arrive);
+- the mbarrier expects 4 bytes more than the st.async's complete (Triton's
+  test_async_shared_store_expect_bytes[mismatch]): the wait never completes, deadlock at it;
 - CTA 0 st.async's into CTA 1's buffer on CTA 1's mbarrier (distributed shared memory):
   posted to CTA 1, which applies it like a copy of its own (checker/multicast.h), so the
   read after CTA 1's wait is clean, nothing is left as a note, and the words arrive.
@@ -144,6 +146,21 @@ def test_st_async_read_before_the_wait_is_pending_write():
     assert {v.line for v in rep.violations} == {line_of(src, "@read")}, str(rep)
     assert all(line_of(src, "@st") in lines(v.prev_site) for v in rep.violations), str(rep)
     assert not rep.notes, str(rep)
+
+
+def test_st_async_expecting_4_bytes_more_is_a_deadlock_at_the_wait():
+    import cupy as cp
+
+    import consan
+
+    assert LOCAL.count("128;") == 1
+    src = (LOCAL.replace("128;", "132;").replace("BEFORE", WAIT + "  // @wait")
+           .replace("AFTER", ""))
+    x, out = cp.arange(128, dtype=cp.uint32), cp.zeros(128, dtype=cp.uint32)
+    rep = consan.check(src, "local_st", grid=(4,), block=(64,), args=(x, out),
+                       options=(arch_option(),))
+    assert {v.kind for v in rep.violations} == {"deadlock"}, str(rep)
+    assert all(line_of(src, "@wait") in lines(v.site) for v in rep.violations), str(rep)
 
 
 def test_st_async_into_another_cta_is_applied_there_and_clean():
