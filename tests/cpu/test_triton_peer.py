@@ -63,6 +63,8 @@ def test_the_case_list_is_complete_and_consistent():
             assert c.note, f"{c.name}: a verdict unlike Triton's says why"
         if c.num_ctas > 1:
             assert c.missing, f"{c.name}: a cluster case that 3.6.0 can write is ported"
+            path, test = c.cuda_form.split("::")  # the GPU test of the same situation
+            assert f"def {test}(" in (ROOT / path).read_text(), (c.name, c.cuda_form)
     ported = {c.triton_test for c in tp.PEER_CASES}
     assert not ported & (set(tp.HARNESS_ONLY) | set(tp.BLACKWELL_ONLY))
     assert len(ported) == 44 and len(tp.BLACKWELL_ONLY) == 15 and len(tp.HARNESS_ONLY) == 2

@@ -4,7 +4,8 @@ for triton 3.6.0, so that consan is measured against its peer on the same situat
 Each Hopper case of that file becomes one or more `PeerCase`s here: the racy twin and the
 clean twin (or each value of the test's parameter). The kernels are written anew for the
 Gluon API 3.6.0 has (no multicast, cluster barrier, `st.async` or two-CTA mbarriers yet:
-those cases are kept in the list with `missing` saying why). A comment `# peer:<token>`
+those cases are kept in the list with `missing` saying why, and `cuda_form` naming the GPU
+test that checks the same situation in CUDA). A comment `# peer:<token>`
 marks the line where consan must report a racy twin's finding (the current access), so the
 GPU test can expect the finding there and the CPU test can check a probe sits on it.
 
@@ -1293,6 +1294,7 @@ class PeerCase:
     note: str = ""
     gap: str = ""
     missing: str = ""
+    cuda_form: str = ""  # a case 3.6.0 cannot build: the GPU test of the same situation
 
     @property
     def signature(self) -> dict[str, str]:
@@ -1370,8 +1372,6 @@ A = Arg("a", "fp16", (128, 128))
 B = Arg("b", "fp16", (128, 128))
 DESC = _tile_desc("desc")
 
-MULTICAST_GAP = ("multicast tensor loads (.multicast::cluster) are listed as not modelled, "
-                 "and other CTAs' shared memory is not shadowed (tool.remote-smem)")
 NO_MULTICAST = ("triton 3.6.0's Gluon has no multicast TMA load (tma.async_copy_global_to_shared "
                 "has no multicast argument) and no cluster barrier")
 UNORDERED = ("which side reports depends on which partition gets there first: the read of a "
@@ -1694,44 +1694,49 @@ def _build() -> list[PeerCase]:
                 exercises="cp.async into a view, arrive without wait_group, store into an "
                           "overlapping (or disjoint) view"))
 
-    # cluster cases: Triton runs them with 2 or 4 CTAs; 3.6.0's Gluon cannot write them
-    for name, test, racy, verdict, kind, n, what, gap in (
+    # cluster cases: Triton runs them with 2 or 4 CTAs; 3.6.0's Gluon cannot write them.
+    # Each names the GPU test that checks the same situation in CUDA, with consan's kind.
+    st, mc, ds = ("tests/gpu/test_st_async.py::", "tests/gpu/test_multicast.py::",
+                  "tests/gpu/test_dsmem.py::")
+    for name, test, racy, verdict, kind, n, what, form in (
         ("async_shared_store_expect_bytes[match]", "test_async_shared_store_expect_bytes",
-         False, CLEAN, None, 2, "st.async into each CTA's own buffer, expect of its bytes", ""),
+         False, CLEAN, None, 2, "st.async into each CTA's own buffer, expect of its bytes",
+         st + "test_st_async_read_after_the_wait_is_clean_and_arrives"),
         ("async_shared_store_expect_bytes[mismatch]", "test_async_shared_store_expect_bytes",
-         True, DEADLOCK, "deadlock", 2, "expect 4 bytes more than st.async completes", ""),
+         True, DEADLOCK, "deadlock", 2, "expect 4 bytes more than st.async completes",
+         st + "test_st_async_expecting_4_bytes_more_is_a_deadlock_at_the_wait"),
         ("async_tma_multicast[failure]", "test_async_tma_multicast_kernel", True, OUT_WRITES,
          "async.pending-write", 2, "read of a multicast TMA load before the wait",
-         MULTICAST_GAP),
+         mc + "test_read_before_the_own_wait_is_pending_write_naming_the_issuer"),
         ("async_tma_multicast[clean]", "test_async_tma_multicast_kernel", False, CLEAN, None,
-         2, "multicast TMA load, waited for", MULTICAST_GAP),
+         2, "multicast TMA load, waited for", mc + "test_clean_multicast_is_clean_and_bit_exact"),
         ("async_tma_multicast_reuse", "test_async_tma_multicast_kernel_reuse", False, CLEAN,
-         None, 2, "a multicast load reused after cluster barriers", MULTICAST_GAP),
+         None, 2, "a multicast load reused after cluster barriers",
+         mc + "test_multicast_reused_after_a_cluster_barrier_is_clean_and_bit_exact"),
         ("async_tma_multicast_local_store_race",
          "test_async_tma_multicast_kernel_local_store_race", True, OUT_WRITES,
          "async.pending-write", 2, "local store into a buffer a multicast load is writing",
-         MULTICAST_GAP),
+         mc + "test_a_store_into_a_buffer_a_multicast_is_writing_is_pending_write"),
         ("cluster_barrier_does_not_publish_later_read",
-         "test_cluster_barrier_does_not_publish_later_read", True, OUT_READS,
-         "async.pending-read", 4,
+         "test_cluster_barrier_does_not_publish_later_read", True, OUT_READS, "race.war", 4,
          "a read after a cluster barrier, overwritten by a peer CTA's multicast load",
-         MULTICAST_GAP + "; the read itself reads bytes nothing wrote (uninit.read)"),
+         mc + "test_a_read_after_the_barrier_overwritten_by_the_next_multicast_is_war"),
         ("local_gather_cross_cta[gather-missing-barrier]",
          "test_local_gather_scatter_cross_cta_visibility", True, OUT_READS, "race.war", 2,
          "DSMEM gather from the peer CTA, then a store with only a relaxed cluster barrier",
-         "distributed shared memory accesses are not modelled (tool.remote-smem)"),
+         ds + "test_overwrite_before_the_barrier_that_releases_the_peers_load_is_war"),
         ("local_gather_cross_cta[gather-synchronized]",
          "test_local_gather_scatter_cross_cta_visibility", False, CLEAN, None, 2,
          "DSMEM gather between cluster barriers",
-         "distributed shared memory accesses are not modelled (tool.remote-smem)"),
+         ds + "test_overwrite_after_the_barrier_that_releases_the_peers_load_is_clean"),
         ("local_scatter_cross_cta[scatter-synchronized]",
          "test_local_gather_scatter_cross_cta_visibility", False, CLEAN, None, 2,
          "DSMEM scatter between cluster barriers",
-         "distributed shared memory accesses are not modelled (tool.remote-smem)"),
+         ds + "test_clean_exchange_is_clean_and_bit_exact"),
         ("deadlock_after_return[two-cta-barrier]",
          "test_deadlock_after_other_partition_returns", True, DEADLOCK, "deadlock", 2,
          "the same deadlock on a two-CTA mbarrier",
-         "an mbarrier of another CTA is a tool.remote-smem note, not modelled"),
+         "tests/gpu/test_peer_mbarrier.py::test_one_arrival_short_is_a_deadlock_and_the_kernel_ends"),
     ):
         api = {"test_async_shared_store_expect_bytes": "triton 3.6.0's Gluon has no st.async "
                "(hopper.async_store)",
@@ -1740,7 +1745,7 @@ def _build() -> list[PeerCase]:
                "test_deadlock_after_other_partition_returns": "triton 3.6.0's Gluon has no "
                "two-CTA mbarrier allocation"}.get(test, NO_MULTICAST)
         cases.append(_case(name, test, racy, verdict, kind, None, None, exercises=what,
-                           num_ctas=n, gap=gap, missing=api))
+                           num_ctas=n, missing=api, cuda_form=form))
     return cases
 
 
