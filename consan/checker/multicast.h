@@ -320,7 +320,8 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
 
 // Apply every post claimed so far, in order (a post claimed but still being written is
 // waited for), by the lanes `entry` of this warp together, their first holding the
-// mailbox's lock. Warp-uniform on purpose: every call out of line (cs_engine_write,
+// mailbox's lock; or, while another warp holds it, wait until that warp has applied the
+// posts claimed before this call. Warp-uniform on purpose: every call out of line (cs_engine_write,
 // cs_record) is made by every lane, and the first lane alone runs only code without calls.
 // A callee that uses the callee-saved convergence barriers clears them on entry; called by
 // one lane while the others wait for it, that releases them, and the warp runs split
