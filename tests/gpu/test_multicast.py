@@ -29,6 +29,14 @@ pytestmark = pytest.mark.gpu
 
 N = 256  # floats of each CTA's buffer; rank r sends floats [r * N / CS, (r + 1) * N / CS)
 
+# Both kernels' start: the CTA's buffer and mbarrier, its thread and rank, their addresses.
+SETUP = r"""    __shared__ __align__(128) float buf[N];
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned t = threadIdx.x, rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    unsigned b = (unsigned)__cvta_generic_to_shared(&bar);
+    unsigned d = (unsigned)__cvta_generic_to_shared(buf);"""
+
 MULTICAST = r"""
 #define CS @CS@
 #define N 256
@@ -43,12 +51,7 @@ __device__ __forceinline__ void mb_wait(unsigned b) {
 }
 extern "C" __global__ void __cluster_dims__(CS, 1, 1) multicast(
         const float* in, const __grid_constant__ TensorMap128 map, float* out) {
-    __shared__ __align__(128) float buf[N];
-    __shared__ __align__(8) unsigned long long bar;
-    unsigned t = threadIdx.x, rank;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    unsigned b = (unsigned)__cvta_generic_to_shared(&bar);
-    unsigned d = (unsigned)__cvta_generic_to_shared(buf);
+@SETUP@
     unsigned short mask = @MASK@;
     if (t == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
@@ -94,7 +97,7 @@ def _src(cluster: int, *, tensor: bool, mask: int | None = None, early_read: boo
     box is a slice of N / cluster floats, so only bulk copies take fewer)."""
     full = (1 << cluster) - 1
     assert senders is None or not tensor, "a tensor box is N / cluster floats"
-    return (MULTICAST.replace("@CS@", str(cluster))
+    return (MULTICAST.replace("@SETUP@", SETUP).replace("@CS@", str(cluster))
             .replace("@SENDERS@", str(senders or cluster))
             .replace("@MASK@", str(full if mask is None else mask))
             .replace("@TENSOR@", "1" if tensor else "0")
@@ -216,12 +219,7 @@ __device__ __forceinline__ void mb_wait(unsigned b, unsigned parity) {
                  " @!p bra W;\n}" :: "r"(b), "r"(parity) : "memory");
 }
 extern "C" __global__ void __cluster_dims__(CS, 1, 1) reuse(const float* in, float* out) {
-    __shared__ __align__(128) float buf[N];
-    __shared__ __align__(8) unsigned long long bar;
-    unsigned t = threadIdx.x, rank;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    unsigned b = (unsigned)__cvta_generic_to_shared(&bar);
-    unsigned d = (unsigned)__cvta_generic_to_shared(buf);
+@SETUP@
     unsigned short mask = (1u << CS) - 1;
     if (t == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
@@ -260,7 +258,7 @@ LATE_STORE = {"@AFTER_COPY@": "SPIN buf[t] = 1.0f;  // @store"}
 
 
 def _reuse(cluster: int, racy: dict[str, str] | None = None) -> str:
-    src = REUSE.replace("@CS@", str(cluster))
+    src = REUSE.replace("@SETUP@", SETUP).replace("@CS@", str(cluster))
     for hole in ("@BEFORE_COPY@", "@ISSUE_LATE@", "@AFTER_COPY@"):
         src = src.replace(hole, (racy or {}).get(hole, ""))
     return src
