@@ -187,3 +187,39 @@ def test_idempotent_stores_keep_their_mark_when_each_merged_store_is_one():
     wide = instrument(head + "\tst.shared.v2.b32 [smem+16], {0, 1};\n"
                       "\tst.shared.v2.b32 [smem+24], {2, 3};\n\tret;\n}\n")
     assert info(16, False) in wide.ptx
+
+
+def _cp(i: int, off: int) -> str:
+    return f"\tcp.async.cg.shared.global [%r1+{off}], [%rd{i}], 16;\n"
+
+
+CP_HEAD = HEAD.replace("\t.reg .f32 %f<20>;\n", "\t.reg .f32 %f<20>;\n\t.reg .b64 %rd<9>;\n")
+
+
+def cp_sites(body: str):
+    ins = instrument(CP_HEAD + body + "\tret;\n}\n")
+    return ins, [(s.event, s.size, len(s.merged_lines)) for s in ins.sites.sites
+                 if s.event == "async.cp"]
+
+
+def test_a_commit_groups_strided_copies_share_one_probe():
+    """Triton's tile loads: four cp.async of 16 bytes, 4096 apart, then the commit."""
+    ins, cps = cp_sites("".join(_cp(i, 4096 * i) for i in range(4))
+                        + "\tcp.async.commit_group;\n")
+    assert cps == [("async.cp", 16, 3)]
+    assert f"st.param.b32 [__cs_p3], {(4096 << abi.REP_STRIDE_SHIFT) | 4};" in ins.ptx
+    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 1
+
+
+def test_a_commit_or_a_read_between_copies_keeps_them_apart():
+    """The commit starts a new group (another clock); a read may touch the copy's bytes."""
+    for between in ("\tcp.async.commit_group;\n", "\tld.shared.f32 %f1, [%r1+4096];\n"):
+        _, cps = cp_sites(_cp(0, 0) + between + _cp(1, 4096) + "\tcp.async.commit_group;\n")
+        assert cps == [("async.cp", 16, 0)] * 2, between
+
+
+def test_copies_and_stores_do_not_merge_with_each_other():
+    ins, cps = cp_sites(_cp(0, 0) + "\tst.shared.v4.f32 [%r1+16], {%f1, %f2, %f3, %f4};\n"
+                        + _cp(1, 32) + "\tcp.async.commit_group;\n")
+    assert cps == [("async.cp", 16, 0)] * 2
+    assert [s.event for s in ins.sites.sites].count("access.write") == 1
