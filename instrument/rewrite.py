@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from . import abi, carry, coalesce, converge, loops, remote, wgmma_window
+from . import abi, carry, coalesce, converge, first_trip, loops, remote, wgmma_window
 from . import value_tags as tagging
 from .events import (
     Classified,
@@ -100,6 +100,9 @@ class Instrumented:
     # every access is whole aligned 16-byte chunks, and no event rules chunk granules out
     # (events.whole_chunks)
     whole_chunks: bool = False
+    # loops whose access probes run on their first trip only (first_trip.py): the PTX
+    # lines of each one's label and of its branch back
+    first_trip_loops: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def chunk_granules(self) -> bool:
@@ -442,6 +445,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     # A cluster-scope fence matters only to a relaxed cluster arrival after it.
     relaxed_arrivals = any(it.is_instruction and it.opcode.startswith("barrier.cluster.arrive")
                            and "relaxed" in it.op_parts for it in mod.items)
+    first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
 
     for fn in mod.functions:
         widths = _register_widths(fn)
@@ -579,6 +583,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             before[lp.branch] = before.get(lp.branch, "") + _loop_copy(
                 lp, mod.items, cls, emit) + "\n\t"
             probes += 1
+        first_trips += [(fn.open_index, lp) for lp in first_trip.find(full, value_tags,
+                                                                      fn.is_entry)]
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
             for d in r.dropped:
@@ -612,6 +618,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     hidx = index_of[id(hdr)]
     after[hidx] = after.get(hidx, "") + "\n" + _externs()
 
+    cta_wide_only &= not multicast  # (a peer's posts are applied to the vector clocks' tables)
+    if cta_wide_only:  # (first_trip.py: phase mode only)
+        _first_trip_only(first_trips, before, after)
     out = []
     for i, it in enumerate(mod.items):
         if i in before:
@@ -619,12 +628,33 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         out.append(replaced.get(i, it.text))
         if i in after:
             out.append(after[i])
-    cta_wide_only &= not multicast  # (a peer's posts are applied to the vector clocks' tables)
     caps = [_int_in(it, it.operands[0]) for it in mod.items
             if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
-                        cp_async, bar0_only, multicast, chunks)
+                        cp_async, bar0_only, multicast, chunks,
+                        first_trip_loops=[(mod.items[lp.head].line, mod.items[lp.branch].line)
+                                          for _, lp in first_trips] if cta_wide_only else [])
+
+
+def _first_trip_only(loops_: list[tuple[int, first_trip.FirstTripLoop]],
+                     before: dict[int, str], after: dict[int, str]) -> None:
+    """Each loop's access probes run where the thread's first-trip flag is on: set where
+    the loop is entered, cleared before its branch back (first_trip.py)."""
+    declared = set()
+    for open_index, lp in loops_:
+        if open_index not in declared:
+            declared.add(open_index)
+            after[open_index] = f"\n\t.reg .pred {first_trip.REG_FIRST};" + \
+                after.get(open_index, "")
+        before[lp.head] = before.get(lp.head, "") + f"mov.pred {first_trip.REG_FIRST}, 1;\n"
+        before[lp.branch] = before.get(lp.branch, "") + \
+            f"mov.pred {first_trip.REG_FIRST}, 0;\n\t"
+        for idx in lp.accesses:
+            if before.get(idx):  # (a merged access has none: an earlier one's probe checks it)
+                skip = f"$__cs_first{idx}"
+                before[idx] = (f"@!{first_trip.REG_FIRST} bra {skip};\n\t"
+                               + before[idx].rstrip() + f"\n{skip}:\n\t")
 
 
 @dataclass

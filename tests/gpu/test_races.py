@@ -111,6 +111,8 @@ def _clean_twin_expected(key: str, in_: np.ndarray):
         "named-count": (slice(0, 32), in_[:32] + 7),
         "reduce": (slice(0, 2), in_[:512].reshape(2, 256).sum(axis=1)),
         "dyn64k": (slice(0, 32), in_[K.DYN_WORDS - 32:K.DYN_WORDS] ^ 0x5A5A),
+        "trips": (slice(0, 64), np.tile(in_[:32] * 36, 2)),
+        "trip-tail": (slice(0, 64), np.tile(in_[:32] * 8 + 28, 2)),
     }[key]
 
 

@@ -291,6 +291,48 @@ extern "C" __global__ void $NAME(const int* in, int* out) {
 """
 
 
+# (i) Loops whose trips touch the same shared bytes (addresses fixed before the loop): in
+# phase mode consan checks such a loop's accesses on its first trip only
+# (instrument/first_trip.py). `trips`: the missing barrier is inside the trip, so the first
+# trip races already (warp 1, delayed before the loop, reads what warp 0 wrote). `trip-tail`:
+# the missing barrier is the trip's last, so a trip's write races with the trip before it
+# (warp 0's next write against warp 1's read, delayed inside the trip): that loop is checked
+# on every trip.
+_TRIPS = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int s[64];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    if (warp == 1) consan_test_delay(1);
+    int acc = 0;
+#pragma unroll 1
+    for (int k = 0; k < 8; ++k) {
+        s[t] = in[t] * (k + 1);  // @trips-write
+        $SYNC
+        acc += s[lane];  // @trips-read
+        __syncthreads();
+    }
+    out[t] = acc;
+}
+"""
+
+_TRIP_TAIL = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int s[64];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    int acc = 0;
+#pragma unroll 1
+    for (int k = 0; k < 8; ++k) {
+        s[t] = in[t] + k;  // @tail-write
+        __syncthreads();
+        if (warp == 1) consan_test_delay(1);
+        acc += s[lane];  // @tail-read
+        $SYNC
+    }
+    out[t] = acc;
+}
+"""
+
+
 def _pair(template: str, base: str, racy: dict[str, str], clean: dict[str, str]):
     return (f"{base}_racy", _render(template, NAME=f"{base}_racy", **racy),
             f"{base}_clean", _render(template, NAME=f"{base}_clean", **clean))
@@ -354,6 +396,15 @@ TWINS += (
     _twin("halo", _HALO, "halo", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
           kinds=frozenset({"race.raw"}), line="@halo-read", prev="@halo-write",
           warp=1, prev_warp=0, block=(64, 1, 1)),
+)
+TWINS += (
+    _twin("trips", _TRIPS, "trips", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.raw"}), line="@trips-read", prev="@trips-write",
+          warp=1, prev_warp=0, block=(64, 1, 1)),
+    _twin("trip-tail", _TRIP_TAIL, "trip_tail", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.raw"}), line="@tail-read", prev="@tail-write",
+          warp=1, prev_warp=0, block=(64, 1, 1),
+          notes="warp 0's write of the next trip, then warp 1's read of this one"),
 )
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 
