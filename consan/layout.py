@@ -57,6 +57,7 @@ class Layout:
     window_base: int = 0  # lowest smem address the kernel's data gets (VC_SMEM skips below)
     shared_mem: int = 0  # the user's dynamic shared memory: the checker's bytes follow it
     multicast: bool = False  # multicast copies: a mailbox per CTA (FLAG_MULTICAST)
+    fast_paths: bool = False  # inline tests before access probes (FLAG_PSH_FAST, PHASE_SMEM)
     # abi.GRANULE_BYTES, or abi.CHUNK_GRANULE_BYTES for a module of whole 16-byte chunks
     granule_bytes: int = abi.GRANULE_BYTES
 
@@ -71,6 +72,7 @@ class Layout:
         return cls(phase_mode=ins.phase_mode, wgmma=ins.wgmma, async_proxy=ins.async_proxy,
                    cp_async=ins.cp_async, warp_reads=ins.warp_reads,
                    copy_engine=ins.copy_engine, multicast=ins.multicast,
+                   fast_paths=ins.fast_paths > 0,
                    granule_bytes=abi.CHUNK_GRANULE_BYTES if ins.chunk_granules
                    else abi.GRANULE_BYTES, **shape)
 
@@ -97,10 +99,15 @@ class Layout:
         return self.window_base // self.granule_bytes * self.granule_bytes
 
     @property
+    def psh_fast(self) -> bool:
+        """Each warp keeps a fast-path record in the phase tables (FLAG_PSH_FAST)."""
+        return self.fast_paths and self.placement is Placement.PHASE_SMEM
+
+    @property
     def psh_bytes(self) -> int:
         """Shared memory of the tables a CTA keeps there (either kind), 0 for DEVICE."""
         if self.placement is Placement.PHASE_SMEM:
-            return abi.psh_bytes(self.granules, self.nwarps)
+            return abi.psh_bytes(self.granules, self.nwarps, self.psh_fast)
         if self.placement is Placement.VC_SMEM:
             return abi.vsh_bytes(self.granules, self.vsh_readers, self.nwarps, self.nlogical,
                                  self.vsh_base, bar0_rows=self.bar0_rows,
@@ -138,7 +145,7 @@ class Layout:
               abi.FLAG_VC_SMEM: self.placement is Placement.VC_SMEM,
               abi.FLAG_BAR0_ROWS: self.bar0_rows, abi.FLAG_BULK_STORES: self.async_proxy,
               abi.FLAG_CP_ASYNC: self.cp_async, abi.FLAG_WARP_READS: self.warp_reads,
-              abi.FLAG_MULTICAST: self.multicast}
+              abi.FLAG_MULTICAST: self.multicast, abi.FLAG_PSH_FAST: self.psh_fast}
         return sum(flag for flag, yes in on.items() if yes)
 
     # ------------------------------------------------------------ memory

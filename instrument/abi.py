@@ -221,7 +221,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_STORE_VALUE: ((".b32", ".b32"), None),
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),
-    PROBE_CTA_BEGIN: ((), None),
+    PROBE_CTA_BEGIN: ((), ".b32"),  # the warp's fast-path record (PSH_FAST_*), 0: none
     PROBE_CLUSTER_BAR: ((".b32", ".b32"), None),
     PROBE_THREAD_EXIT: ((".b32",), None),
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
@@ -430,6 +430,10 @@ FLAG_BAR0_ROWS = 0x100
 # its peers post to it, and the CTAs of a cluster meet at a cluster barrier when they begin
 # (so no post reaches a mailbox before it is cleared).
 FLAG_MULTICAST = 0x200
+# FLAG_PHASE_SMEM, and the module's accesses in loops first test inline whether they repeat
+# their warp's in this phase (instrument/fast_path.py): each warp keeps a record of what
+# that test reads (PSH_FAST_*), after the bitmaps.
+FLAG_PSH_FAST = 0x400
 
 # Per-slot CTA words (u32): live threads, then per-warp counters.
 CTA_LIVE_THREADS = 0
@@ -542,13 +546,29 @@ def bitmap_words(granules: int) -> int:
     return (granules + 31) // 32
 
 
-def psh_bytes(granules: int, nwarps: int) -> int:
+# Phase mode in shared memory: after the bitmaps, a record per warp (PSH_FAST_BYTES,
+# u32 words at these indices) that the rewriter's inline fast path reads
+# (instrument/fast_path.py): the warp's phase (a copy the checker keeps), the granules in
+# the window, the shared address of the write epochs, the warp's index, and the shared
+# addresses of its read bitmaps of even and odd phases.
+PSH_FAST_BYTES = 32
+PSH_FAST_PHASE, PSH_FAST_GRANULES, PSH_FAST_EPOCHS, PSH_FAST_WARP = 0, 1, 2, 3
+PSH_FAST_BITS_EVEN, PSH_FAST_BITS_ODD = 4, 5
+# The writer of a phase-mode write epoch (WW_TID_SHIFT) after several warps' atomics on it.
+PSH_MULTI_WARP = 0xFF
+
+
+def psh_bytes(granules: int, nwarps: int, fast: bool = False) -> int:
     """Shared-memory tables of phase mode (FLAG_PHASE_SMEM), per CTA.
 
     Per granule: write epoch (u64), write site, read site, latest read phase
-    (u32 each); per warp and phase parity: a bitmap of the granules it read.
+    (u32 each); per warp and phase parity: a bitmap of the granules it read;
+    with `fast` (FLAG_PSH_FAST), per warp its fast-path record (PSH_FAST_BYTES), at a
+    16-byte boundary.
     """
     total = 20 * granules + 4 * 2 * nwarps * bitmap_words(granules)
+    if fast:
+        total = (total + 15) // 16 * 16 + PSH_FAST_BYTES * nwarps
     return (total + 15) // 16 * 16
 
 
@@ -790,9 +810,13 @@ def c_header() -> str:
         "CS_WW_FLAGS_SHIFT": WW_FLAGS_SHIFT,
         "CS_WW_TID_SHIFT": WW_TID_SHIFT,
         "CS_WW_FLAG_ATOMIC": WW_FLAG_ATOMIC,
+        "CS_PSH_FAST_BYTES": PSH_FAST_BYTES, "CS_PSH_FAST_PHASE": PSH_FAST_PHASE,
+        "CS_PSH_FAST_GRANULES": PSH_FAST_GRANULES, "CS_PSH_FAST_EPOCHS": PSH_FAST_EPOCHS,
+        "CS_PSH_FAST_WARP": PSH_FAST_WARP, "CS_PSH_FAST_BITS_EVEN": PSH_FAST_BITS_EVEN,
+        "CS_PSH_FAST_BITS_ODD": PSH_FAST_BITS_ODD, "CS_PSH_MULTI_WARP": PSH_MULTI_WARP,
         "CS_RM_GEN_SHIFT": RM_GEN_SHIFT,
         "CS_FLAG_PHASE_MODE": FLAG_PHASE_MODE,
-        "CS_FLAG_PHASE_SMEM": FLAG_PHASE_SMEM,
+        "CS_FLAG_PHASE_SMEM": FLAG_PHASE_SMEM, "CS_FLAG_PSH_FAST": FLAG_PSH_FAST,
         "CS_WW_FLAG_MBAR": WW_FLAG_MBAR,
         "CS_MB_INIT": MB_INIT, "CS_MB_INVAL": MB_INVAL, "CS_MB_ARRIVE": MB_ARRIVE,
         "CS_MB_ARRIVE_DROP": MB_ARRIVE_DROP, "CS_MB_EXPECT_TX": MB_EXPECT_TX,

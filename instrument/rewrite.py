@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from . import abi, carry, coalesce, converge, first_trip, loops, remote, wgmma_window
+from . import abi, carry, coalesce, converge, fast_path, first_trip, loops, remote, wgmma_window
 from . import value_tags as tagging
 from .events import (
     Classified,
@@ -103,6 +103,7 @@ class Instrumented:
     # loops whose access probes run on their first trip only (first_trip.py): the PTX
     # lines of each one's label and of its branch back
     first_trip_loops: list[tuple[int, int]] = field(default_factory=list)
+    fast_paths: int = 0  # accesses that first test inline whether they repeat (fast_path.py)
 
     @property
     def chunk_granules(self) -> bool:
@@ -446,6 +447,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     relaxed_arrivals = any(it.is_instruction and it.opcode.startswith("barrier.cluster.arrive")
                            and "relaxed" in it.op_parts for it in mod.items)
     first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
+    fast: list[tuple[int, Item, Classified, dict[str, int]]] = []  # accesses: fast_path.py
 
     for fn in mod.functions:
         widths = _register_widths(fn)
@@ -579,12 +581,23 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         cls = {i: (c, lc) for i, _, c, lc in walk}
         full = [(index_of[id(it)], it, cls.get(index_of[id(it)], (None, None))[0])
                 for it in fn.body]
+        looped = _in_loops(full)
         for lp in loops.find(full):
             before[lp.branch] = before.get(lp.branch, "") + _loop_copy(
                 lp, mod.items, cls, emit) + "\n\t"
             probes += 1
-        first_trips += [(fn.open_index, lp) for lp in first_trip.find(full, value_tags,
-                                                                      fn.is_entry)]
+        once = first_trip.find(full, value_tags, fn.is_entry)
+        first_trips += [(fn.open_index, lp) for lp in once]
+        if fn.is_entry:  # (the fast-path record lives in an entry's register)
+            in_once = {i for lp in once for i in lp.accesses}
+            for i, it, c in full:
+                if c is None or i in in_once or i in converted or i not in looped or \
+                        c.event not in (Event.READ, Event.WRITE, Event.ATOMIC):
+                    continue
+                p = merged.get(i, False)
+                coalesced = p is None or (p is not False and (p.count > 1 or len(p.members) > 1))
+                if fast_path.eligible(it, c, value_tags, coalesced):
+                    fast.append((i, it, c, widths))
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
             for d in r.dropped:
@@ -596,13 +609,15 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         if fn.is_entry:
             if first_code is None:
                 first_code = fn.close_index
-            before[first_code] = f"call {abi.PROBE_CTA_BEGIN};\n\t" + before.get(first_code, "")
+            before[first_code] = (f"{{ .param .b32 __cs_rb; call (__cs_rb), {abi.PROBE_CTA_BEGIN}; "
+                                  f"ld.param.b32 {fast_path.REG_FAST}, [__cs_rb]; }}\n\t"
+                                  + before.get(first_code, ""))
         if probes or fn.is_entry:
             after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3};"
                                     f"\n\t.reg .b32 {REG_TOKEN}, {REG_SPIN}, {REG_SPIN_LOW}, "
                                     f"{REG_CTAMASK};"
                                     f"\n\t.reg .b32 {REG_OP}, {loops.REG_MASK}, "
-                                    f"{loops.REG_COUNT};"
+                                    f"{loops.REG_COUNT}, {fast_path.REG_FAST};"
                                     f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, {converge.REG_ON}, "
                                     f"{converge.REG_ON_OWN}, {loops.REG_VOTE};"
                                     + wgmma_window.declare(base)
@@ -619,8 +634,15 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     after[hidx] = after.get(hidx, "") + "\n" + _externs()
 
     cta_wide_only &= not multicast  # (a peer's posts are applied to the vector clocks' tables)
-    if cta_wide_only:  # (first_trip.py: phase mode only)
+    fast_tests = 0
+    if cta_wide_only:  # (first_trip.py, fast_path.py: phase mode only)
         _first_trip_only(first_trips, before, after)
+        for idx, it, c, widths in fast:
+            if before.get(idx):
+                fast_tests += 1
+                test = fast_path.test(it, c, _address_code(c.address or "", widths, it),
+                                      REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}")
+                before[idx] = test + before[idx].rstrip() + f"\n$__cs_fast{idx}:\n\t"
     out = []
     for i, it in enumerate(mod.items):
         if i in before:
@@ -634,7 +656,20 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
                         cp_async, bar0_only, multicast, chunks,
                         first_trip_loops=[(mod.items[lp.head].line, mod.items[lp.branch].line)
-                                          for _, lp in first_trips] if cta_wide_only else [])
+                                          for _, lp in first_trips] if cta_wide_only else [],
+                        fast_paths=fast_tests)
+
+
+def _in_loops(body: list[tuple[int, Item, Classified | None]]) -> set[int]:
+    """Module indices of the items between a label and a branch back to it."""
+    at = {it.label: p for p, (_, it, _) in enumerate(body) if it.kind == "label"}
+    out: set[int] = set()
+    for p, (_, it, _) in enumerate(body):
+        if it.is_instruction and it.op_parts[0] == "bra" and it.operands:
+            h = at.get(it.operands[0].strip())
+            if h is not None and h < p:
+                out.update(i for i, _, _ in body[h + 1:p])
+    return out
 
 
 def _first_trip_only(loops_: list[tuple[int, first_trip.FirstTripLoop]],

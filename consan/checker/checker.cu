@@ -628,11 +628,12 @@ CS_ENTRY void cs_host_set(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t warp, 
 }
 CS_ENTRY void cs_host_set_state(const cs_state_t* s) { __consan_state = *s; }
 CS_ENTRY void cs_host_set_dyn(uint8_t* p) { cs_dyn_host = p; }
-CS_ENTRY void __consan_cta_begin() {
-    if (cs_phase_smem_on()) return cs_phase_smem_begin(0, 1);
+CS_ENTRY uint32_t __consan_cta_begin() {  // (no fast path in the host build: 0)
+    if (cs_phase_smem_on()) return cs_phase_smem_begin(0, 1), 0u;
     if (cs_multicast_on()) cs_mailbox_clear(0, 1);
     cs_begin_leader(cs_block_threads());
     if (cs_slot_sh != CS_NO_SLOT) cs_begin_clear(cs_slot_sh, 0, 1, cs_block_threads());
+    return 0u;
 }
 CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
 // A peer CTA (rank `from`) posts its multicast copy to this CTA (multicast.h).
@@ -651,14 +652,16 @@ CS_ENTRY uint32_t cs_host_remote_release(uint32_t warp) {
 }
 CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrivals[b & 15u]; }
 #else
-CS_ENTRY void __consan_cta_begin() {
+// Returns the warp's fast-path record in the phase tables in shared memory (the inline
+// fast path of the rewritten kernel reads it: instrument/fast_path.py), 0 in other builds.
+CS_ENTRY uint32_t __consan_cta_begin() {
     CS_PROF(13);
     uint32_t tid = cs_tid();
     uint32_t n = cs_block_threads();
 #ifdef CONSAN_PSH
     cs_phase_smem_begin(tid, n);
     __syncthreads();
-    return;
+    return cs_phase_smem_fast_init();
 #endif
     if (tid == 0) cs_begin_leader(n);
     if (cs_multicast_on()) cs_mailbox_clear(tid, n);
@@ -669,5 +672,6 @@ CS_ENTRY void __consan_cta_begin() {
     // Multicast copies: the cluster's CTAs meet once their mailboxes are clear, so no post
     // reaches one before (its own code orders nothing by this: it runs before any of it).
     if (cs_multicast_on()) cs_cluster_sync();
+    return 0u;
 }
 #endif

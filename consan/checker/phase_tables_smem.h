@@ -12,7 +12,7 @@
 
 CS_DEV uint32_t cs_info_mode(uint32_t info) { return (info >> CS_INFO_MODE_SHIFT) & 3u; }
 
-#define CS_PHASE_SMEM_MULTI 0xFFu  // writer tid: several warps updated the granule atomically
+#define CS_PHASE_SMEM_MULTI CS_PSH_MULTI_WARP  // writer tid: several warps' atomics
 
 CS_DEV uint64_t* cs_phase_smem_epochs() { return (uint64_t*)cs_smem_tables(); }
 CS_DEV uint32_t* cs_phase_smem_words(uint32_t table) {  // table k of the u32 tables after the epochs
@@ -24,6 +24,13 @@ CS_DEV uint32_t* cs_phase_smem_words(uint32_t table) {  // table k of the u32 ta
 CS_DEV uint32_t* cs_phase_smem_readbits(uint32_t w, uint32_t parity) {
     uint32_t words = (S.granules + 31) / 32;
     return cs_phase_smem_words(3) + (w * 2 + parity) * words;
+}
+// Warp w's fast-path record (abi.PSH_FAST_*), after the bitmaps at a 16-byte boundary (the
+// inline fast path of the rewritten kernel reads its words with one vector load:
+// instrument/fast_path.py).
+CS_DEV uint32_t* cs_phase_smem_fast(uint32_t w) {
+    uint64_t end = (uint64_t)cs_phase_smem_readbits(S.nwarps, 0);
+    return (uint32_t*)((end + 15u) & ~(uint64_t)15u) + w * (CS_PSH_FAST_BYTES / 4);
 }
 
 // One record per distinct finding among the lanes that call together.
@@ -386,11 +393,34 @@ CS_DEV uint32_t cs_phase_smem_bar_arrive() {
 }
 
 CS_DEV void cs_phase_smem_bar_wait(uint32_t gen) {
-    uint32_t active = cs_activemask();
-    if ((gen & CS_TOKEN_CTA_WIDE) && cs_lane() == (uint32_t)(cs_ffs(active) - 1))
-        cs_phase_sh[cs_warp()] += 1;
+    uint32_t active = cs_activemask(), w = cs_warp();
+    if ((gen & CS_TOKEN_CTA_WIDE) && cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        uint32_t p = cs_phase_sh[w] + 1;
+        cs_phase_sh[w] = p;
+        if (S.flags & CS_FLAG_PSH_FAST) cs_vst32(&cs_phase_smem_fast(w)[CS_PSH_FAST_PHASE], p);
+    }
     cs_syncwarp(active);
 }
+
+#ifndef CONSAN_HOST
+// After the CTA's tables are clear: the warp's fast-path record, its shared address (0
+// where the module makes no inline test: FLAG_PSH_FAST).
+CS_DEV uint32_t cs_phase_smem_fast_init() {
+    if (!(S.flags & CS_FLAG_PSH_FAST)) return 0u;
+    uint32_t w = cs_warp(), active = cs_activemask();
+    uint32_t* f = cs_phase_smem_fast(w);
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        f[CS_PSH_FAST_PHASE] = cs_phase_sh[w];
+        f[CS_PSH_FAST_GRANULES] = S.granules;
+        f[CS_PSH_FAST_EPOCHS] = cs_to_shared((uint64_t)cs_phase_smem_epochs());
+        f[CS_PSH_FAST_WARP] = w;
+        f[CS_PSH_FAST_BITS_EVEN] = cs_to_shared((uint64_t)cs_phase_smem_readbits(w, 0));
+        f[CS_PSH_FAST_BITS_ODD] = cs_to_shared((uint64_t)cs_phase_smem_readbits(w, 1));
+    }
+    cs_syncwarp(active);
+    return cs_to_shared((uint64_t)f);
+}
+#endif
 
 // Run by every thread (i of n) when the CTA begins.
 CS_DEV void cs_phase_smem_begin(uint32_t i, uint32_t n) {

@@ -126,7 +126,7 @@ def test_rewrite_small_module():
     assert out.count(f"call (__cs_r), {abi.PROBE_BAR_ARRIVE}") == 3
     assert out.count(f"call {abi.PROBE_BAR_WAIT}") == 2
     # the CTA claims its slot before the first instruction, not inside the loop
-    begin = out.index(f"call {abi.PROBE_CTA_BEGIN};")
+    begin = out.index(f"call (__cs_rb), {abi.PROBE_CTA_BEGIN};")
     assert begin < out.index("mov.u32 %r1, %tid.x;") < out.index("$L__BB0_1:")
     assert begin > out.index("smem[512];")
     assert out.index(f"call {abi.PROBE_THREAD_EXIT}") < out.rindex("ret;")

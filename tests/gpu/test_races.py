@@ -113,6 +113,8 @@ def _clean_twin_expected(key: str, in_: np.ndarray):
         "dyn64k": (slice(0, 32), in_[K.DYN_WORDS - 32:K.DYN_WORDS] ^ 0x5A5A),
         "trips": (slice(0, 64), np.tile(in_[:32] * 36, 2)),
         "trip-tail": (slice(0, 64), np.tile(in_[:32] * 8 + 28, 2)),
+        "atomics": (slice(0, 32), np.full(32, 8 * in_[:32].sum())),
+        "rmw": (slice(0, 32), np.arange(32) + in_[:32].sum()),
     }[key]
 
 

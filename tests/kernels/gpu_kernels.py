@@ -333,6 +333,48 @@ extern "C" __global__ void $NAME(const int* in, int* out) {
 """
 
 
+# (j) Accesses in a loop that repeat their warp's in the phase take an inline test instead
+# of the probe call (instrument/fast_path.py). `atomics`: warp 0's shared atomics on eight
+# bins, 64 trips (a histogram's), then warp 1 reads the bins; `rmw`: each thread adds into
+# its own word 32 times (read and write), then warp 1 reads warp 0's words. The address is
+# recomputed every trip (from `in`, whose words are below 2^30: the same word each trip),
+# so neither loop is checked on its first trip only. (A warp's rewrites of its own granule
+# in a phase keep the phase's first write as the epoch: `rmw` names the init line.)
+_ATOMICS = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int bins[8];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    if (t < 8) bins[t] = 0;
+    __syncthreads();
+    if (warp == 0) {
+#pragma unroll 1
+        for (int i = 0; i < 64; ++i) atomicAdd(&bins[(lane + i) & 7], in[i & 31]);  // @atomics-add
+    }
+    $SYNC
+    if (warp == 1) {
+        consan_test_delay(1);
+        out[lane] = bins[lane & 7];  // @atomics-read
+    }
+}
+"""
+
+_RMW = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int s[64];
+    volatile int* vs = s;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    vs[t] = t;  // @rmw-init
+#pragma unroll 1
+    for (int k = 0; k < 32; ++k) vs[t + 64 * (in[k] >> 30)] += in[k];  // @rmw-acc
+    $SYNC
+    if (warp == 1) {
+        consan_test_delay(1);
+        out[lane] = vs[lane];  // @rmw-read
+    }
+}
+"""
+
+
 def _pair(template: str, base: str, racy: dict[str, str], clean: dict[str, str]):
     return (f"{base}_racy", _render(template, NAME=f"{base}_racy", **racy),
             f"{base}_clean", _render(template, NAME=f"{base}_clean", **clean))
@@ -405,6 +447,14 @@ TWINS += (
           kinds=frozenset({"race.raw"}), line="@tail-read", prev="@tail-write",
           warp=1, prev_warp=0, block=(64, 1, 1),
           notes="warp 0's write of the next trip, then warp 1's read of this one"),
+)
+TWINS += (
+    _twin("atomics", _ATOMICS, "atomics", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.raw"}), line="@atomics-read", prev="@atomics-add",
+          warp=1, prev_warp=0, block=(64, 1, 1)),
+    _twin("rmw", _RMW, "rmw", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.raw"}), line="@rmw-read", prev="@rmw-init",
+          warp=1, prev_warp=0, block=(64, 1, 1)),
 )
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 

@@ -1,0 +1,116 @@
+"""An inline test before an access probe in a loop: skip the call when it would change nothing.
+
+In phase mode with the tables in the CTA's shared memory (the checker build -DCONSAN_PSH)
+an access probe returns without a store, a fence or a finding when the access repeats
+what its warp already did in this phase: a read of granules whose bits its read bitmap of
+this phase holds, a write of a granule whose write epoch is already the warp's of this
+phase, an atomic on a granule whose epoch is already this phase's atomic one (the warp's or
+"several warps"). Such repeats come from loops (a histogram's shared atomics, a spin on a
+flag, `s[t] += x` in a loop), so an access in a loop of an entry of a phase-mode module
+first makes that test inline, from the warp's fast-path record (abi.PSH_FAST_*, whose
+shared address __consan_cta_begin returns: 0 in the other builds, and then every access
+calls), and calls the probe only where it fails. The test is the probe's own first test,
+so no verdict changes (docs/model.md, *Phase mode in shared memory*).
+
+Covered: `.shared` reads of up to 16 bytes within one bitmap word, and `.shared` writes
+and atomics of one granule (4 bytes, aligned); not the stores that pass a value tag (their
+tag is part of the verdict), ldmatrix, generic addresses, nor coalesced probes.
+"""
+
+from __future__ import annotations
+
+from . import abi
+from .events import Classified, Event
+from .ptx import Item
+
+REG_FAST = "%__cs_fast"  # b32: the warp's fast-path record (0: none), from cta_begin
+_F = "%__cs_fr"  # b32 scratch registers of one test (a scoped declaration)
+_Q = "%__cs_fq"  # pred scratch
+
+_WORD = 4  # bytes of a record word
+
+
+def eligible(it: Item, c: Classified, value_tags: bool, coalesced: bool) -> bool:
+    """Whether an access takes the inline test (the module and loop are the caller's)."""
+    if coalesced or c.space != abi.SPACE_SHARED or c.shape != abi.SHAPE_PLAIN or c.idem:
+        return False
+    if c.event is Event.READ:
+        return 0 < c.size <= 16
+    if c.event is Event.WRITE:
+        return c.size == abi.GRANULE_BYTES and not value_tags
+    return c.event is Event.ATOMIC and c.size == abi.GRANULE_BYTES
+
+
+def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: str,
+         slow: str) -> str:
+    """PTX that branches to `skip` (past the probe) where the access repeats its warp's in
+    this phase and to `slow` (the probe) elsewhere; `address_code` puts the access's
+    address in the b64 register `addr_reg`."""
+    f = [f"{_F}{i}" for i in range(9)]
+    ph, gran, ep, warp = f[0:4]
+    a, b = f[4], f[5]
+    q, q2 = f"{_Q}0", f"{_Q}1"
+    rec = REG_FAST
+    lines = ["{ // consan fast path",
+             f".reg .b32 {_F}<9>;",
+             f".reg .pred {_Q}<2>;",
+             f"setp.eq.u32 {q}, {rec}, 0;",
+             f"@{q} bra {slow};",
+             f"ld.volatile.shared.v4.u32 {{{ph}, {gran}, {ep}, {warp}}}, [{rec}];",
+             *address_code,
+             f"cvt.u32.u64 {a}, {addr_reg};",
+             f"add.u32 {b}, {a}, {c.size - 1};",
+             f"shr.u32 {a}, {a}, 2;",  # first granule
+             f"shr.u32 {b}, {b}, 2;",  # last granule
+             f"setp.lt.u32 {q}, {b}, {gran};"]
+    if c.event is Event.READ:
+        k0, k1, bits = f[6], f[7], f[8]
+        lines += [f"shr.u32 {k0}, {a}, 5;",
+                  f"shr.u32 {k1}, {b}, 5;",
+                  f"setp.eq.and.u32 {q}, {k0}, {k1}, {q};",
+                  f"@!{q} bra {slow};",
+                  f"and.b32 {k1}, {ph}, 1;",
+                  f"setp.ne.u32 {q2}, {k1}, 0;",
+                  f"ld.shared.v2.u32 {{{gran}, {ep}}}, "
+                  f"[{rec}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
+                  f"selp.u32 {bits}, {ep}, {gran}, {q2};",
+                  f"shl.b32 {k0}, {k0}, 2;",
+                  f"add.u32 {bits}, {bits}, {k0};",
+                  f"ld.volatile.shared.u32 {bits}, [{bits}];",
+                  # the bits lo..hi of the word: ((2 << hi) - 1) & ~((1 << lo) - 1)
+                  f"and.b32 {a}, {a}, 31;",
+                  f"and.b32 {b}, {b}, 31;",
+                  f"mov.b32 {k0}, 2;",
+                  f"shl.b32 {b}, {k0}, {b};",
+                  f"sub.u32 {b}, {b}, 1;",
+                  f"mov.b32 {k0}, 1;",
+                  f"shl.b32 {a}, {k0}, {a};",
+                  f"sub.u32 {a}, {a}, 1;",
+                  f"not.b32 {a}, {a};",
+                  f"and.b32 {a}, {a}, {b};",
+                  f"and.b32 {bits}, {bits}, {a};",
+                  f"setp.eq.u32 {q}, {bits}, {a};"]
+    else:
+        lo, hi, want = f[6], f[7], f[8]
+        lines += [f"setp.eq.and.u32 {q}, {a}, {b}, {q};",
+                  f"@!{q} bra {slow};",
+                  f"mad.lo.u32 {a}, {a}, 8, {ep};",
+                  f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{a}];",
+                  f"setp.eq.u32 {q}, {lo}, {ph};"]  # written in this phase
+        if c.event is Event.WRITE:  # by this warp, plainly
+            lines.append(f"setp.eq.and.u32 {q}, {hi}, {warp}, {q};")
+        else:  # atomically, by this warp or by several
+            atom = abi.WW_FLAG_ATOMIC << (abi.WW_FLAGS_SHIFT - abi.WW_TID_SHIFT)
+            multi = atom | abi.PSH_MULTI_WARP
+            lines += [f"or.b32 {want}, {warp}, {atom};",
+                      f"setp.eq.u32 {q2}, {hi}, {want};",
+                      f"setp.eq.or.u32 {q2}, {hi}, {multi}, {q2};",
+                      f"and.pred {q}, {q}, {q2};"]
+    if it.pred:  # lanes that skip the access skip its probe too
+        guard = it.pred[1:]
+        if guard.startswith("!"):
+            lines.append(f"or.pred {q}, {q}, {guard[1:]};")
+        else:
+            lines += [f"not.pred {q2}, {guard};", f"or.pred {q}, {q}, {q2};"]
+    lines += [f"@{q} bra {skip};", "}", f"{slow}:"]
+    return "\n\t".join(lines) + "\n\t"

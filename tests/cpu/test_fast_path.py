@@ -1,0 +1,102 @@
+"""The inline test before an access probe in a loop (instrument/fast_path.py): which accesses
+take it, and that the rewritten module links with the phase-mode checker. The GPU side (a
+histogram's atomics, a spin on a flag: the same reports, the native bits) is
+tests/gpu/test_fast_path.py."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from consan import toolchain
+from instrument import abi
+from instrument.rewrite import instrument
+
+HEAD = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u32 k_n)
+{
+\t.reg .pred %p<4>;
+\t.reg .b32 %r<20>;
+\t.shared .align 4 .b8 s[1024];
+\tld.param.u32 %r9, [k_n];
+\tmov.u32 %r1, %tid.x;
+\tshl.b32 %r2, %r1, 2;
+\tmov.u32 %r3, 0;
+"""
+# (a loop whose address changes every trip: never checked on its first trip only)
+STEP = "\tadd.s32 %r2, %r2, 4;\n\tand.b32 %r2, %r2, 1020;\n"
+NEXT = "\tadd.s32 %r3, %r3, 1;\n\tsetp.lt.s32 %p1, %r3, %r9;\n\t@%p1 bra $L_loop;\n"
+
+
+def rewritten(access: str, *, looped: bool = True, extra: str = "", value_tags: bool = False):
+    body = f"$L_loop:\n{access}{STEP}{NEXT}" if looped else access
+    return instrument(HEAD + extra + body + "\tret;\n}\n", "k.ptx", value_tags=value_tags)
+
+
+def fast_tests(ptx: str) -> int:
+    return ptx.count("// consan fast path")
+
+
+@pytest.mark.parametrize("access", [
+    "\tatom.shared.add.u32 %r4, [%r2], 1;\n",
+    "\tld.shared.u32 %r4, [%r2];\n",
+    "\tld.shared.v4.u32 {%r4, %r5, %r6, %r7}, [%r2];\n",
+    "\tst.shared.u32 [%r2], %r3;\n",
+    "\t@%p2 red.shared.add.u32 [%r2], 1;\n",
+])
+def test_an_access_in_a_loop_takes_the_inline_test(access):
+    ins = rewritten(access)
+    assert ins.phase_mode and ins.first_trip_loops == []
+    assert fast_tests(ins.ptx) == 1 == ins.fast_paths
+    # the test branches past the probe, or falls into it
+    assert re.search(r"bra \$__cs_fast(\d+);.*\$__cs_slow\1:.*call __consan_access\w*,.*"
+                     r"\$__cs_fast\1:", ins.ptx, re.S)
+    # the record comes from the CTA's begin probe
+    assert f"call (__cs_rb), {abi.PROBE_CTA_BEGIN}; ld.param.b32 %__cs_fast" in ins.ptx
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("case,access,kw", [
+    ("outside a loop", "\tatom.shared.add.u32 %r4, [%r2], 1;\n", {"looped": False}),
+    ("a generic address", "\tatom.add.u32 %r4, [%rd1], 1;\n",
+     {"extra": "\t.reg .b64 %rd<2>;\n"}),
+    ("an 8-byte store", "\tst.shared.v2.u32 [%r2], {%r3, %r3};\n", {}),
+    ("a store with a value tag", "\tst.shared.u32 [%r2], %r3;\n", {"value_tags": True}),
+    ("vector clocks (an mbarrier in the module)", "\tatom.shared.add.u32 %r4, [%r2], 1;\n",
+     {"extra": "\tmbarrier.init.shared.b64 [s+512], 1;\n"}),
+])
+def test_accesses_that_always_call(case, access, kw):
+    assert fast_tests(rewritten(access, **kw).ptx) == 0, case
+
+
+def test_every_build_links_the_begin_probe_that_returns_the_record():
+    """The phase build in device memory and the vector-clock builds return 0 (no record)."""
+    ins = rewritten("\tatom.shared.add.u32 %r4, [%r2], 1;\n")
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))
+    vc = rewritten("\tatom.shared.add.u32 %r4, [%r2], 1;\n",
+                   extra="\tmbarrier.init.shared.b64 [s+512], 1;\n")
+    toolchain.link_with_checker(vc, "k", toolchain.Arch.parse("sm_90a"), vsh=True)
+
+
+def test_the_record_follows_the_bitmaps_on_a_16_byte_boundary():
+    for granules, nwarps in [(262, 8), (1, 1), (2048, 32), (33, 3)]:
+        bitmaps = 20 * granules + 8 * nwarps * abi.bitmap_words(granules)
+        start = (bitmaps + 15) // 16 * 16
+        assert abi.psh_bytes(granules, nwarps, fast=True) >= start + abi.PSH_FAST_BYTES * nwarps
+        assert abi.psh_bytes(granules, nwarps) == (bitmaps + 15) // 16 * 16
+
+
+def test_the_gpu_twins_take_the_inline_test():
+    """The `atomics` and `rmw` twins of tests/kernels/gpu_kernels.py as NVRTC compiles them:
+    their loops' accesses take the test (and are not checked on the first trip only)."""
+    from tests.kernels import gpu_kernels as K
+
+    for key in ("atomics", "rmw"):
+        twin = K.TWIN_BY_KEY[key]
+        for name, src in ((twin.racy_name, twin.racy_src), (twin.clean_name, twin.clean_src)):
+            ptx = toolchain.compile_cuda(src, f"{name}.cu", ["-arch=compute_90", "-lineinfo"])
+            ins = instrument(ptx, f"{name}.ptx")
+            assert ins.first_trip_loops == [] and fast_tests(ins.ptx) >= 1, name
