@@ -301,11 +301,30 @@ def cmd_instrument(a, out: Console) -> int:
     scope = f" in kernel {demangle(kernel)}" if kernel else ""
     out.print(f"{len(sites)} probed sites{scope}; assembled with nvJitLink for {arch.sm}"
               + (f"; instrumented PTX written to {a.output}" if a.output else ""), markup=False)
+    for line in _cheaper_checks(ins, sites):
+        out.print(line, markup=False)
     if unmodeled:
         out.print(Text(f"{len(unmodeled)} instruction(s) that touch shared memory or synchronise "
                        "are not checked:", style="yellow"))
         print_unmodeled(out, unmodeled, limit=None)
     return EXIT_CLEAN
+
+
+def _cheaper_checks(ins, sites) -> list[str]:
+    """What the rewriter checks with less work, in source lines: the loops checked on their
+    first trip (docs/model.md) and the accesses that test inline whether they repeat."""
+    out = []
+    for head, branch in ins.first_trip_loops:
+        locs = sorted({(s.loc.file, s.loc.line) for s in sites
+                       if s.loc and head < s.ptx_line < branch})
+        if locs:
+            where = f"{locs[0][0]}:{locs[0][1]}" + (f"-{locs[-1][1]}" if len(locs) > 1 else "")
+            out.append(f"loop at {where}: its trips touch the same shared bytes, so its "
+                       "accesses are checked on its first trip")
+    if ins.fast_paths:
+        out.append(f"{ins.fast_paths} access(es) in loops skip the checker where they repeat "
+                   "what their warp did since the last barrier")
+    return out
 
 
 def cmd_check(a, out: Console) -> int:

@@ -497,3 +497,17 @@ def test_readme_keeps_the_fresh_machine_commands():
             "tutorials/00_splitk_epilogue.py") in README
     assert ("python3 -m venv .venv && . .venv/bin/activate && pip install -q -e '.[test]' && "
             "python -m pytest -q") in README
+
+
+def test_instrument_names_the_loops_and_accesses_it_checks_with_less_work(tmp_path, capsys):
+    """sgemm's K loop (checked on its first trip) and histogram's atomics (an inline test)."""
+    from tests.kernels import gpu_kernels as K
+
+    src = write(tmp_path, "k.cu", K.CLEAN["sgemm_tiled"] + K.CLEAN["histogram256"])
+    status, out, _ = main(capsys, "instrument", src, "--arch", "sm_90a")
+    assert status == 0
+    first_line = K.CLEAN["sgemm_tiled"].splitlines().index(
+        next(x for x in K.CLEAN["sgemm_tiled"].splitlines() if "As[ac][ar] =" in x)) + 1
+    assert f"loop at {src}:{first_line}-" in out
+    assert "checked on its first trip" in out
+    assert "1 access(es) in loops skip the checker" in out
