@@ -16,6 +16,7 @@ the lanes together. Only regions the conversion cannot change the meaning of qua
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from .events import Classified, Event
@@ -92,8 +93,9 @@ def _inverted(items: list[tuple[int, Item, Classified | None]], pos: int,
     """For `@p bra L1` at pos followed by `bra L2; L1:` (how NVRTC lays out an `if` whose
     body it places after the join): (L2, the module index of `bra L2`, the position of
     the first item after L1); else None."""
-    nxt = [(k, it) for k, (_, it, _) in enumerate(items[pos + 1:], pos + 1)
-           if it.is_instruction or it.kind == "label"][:2]
+    nxt = list(itertools.islice(((k, it) for k in range(pos + 1, len(items))
+                                 for it in (items[k][1],)
+                                 if it.is_instruction or it.kind == "label"), 2))
     if len(nxt) < 2:
         return None
     (k1, jump), (k2, label) = nxt
