@@ -548,11 +548,12 @@ def bitmap_words(granules: int) -> int:
 
 # Phase mode in shared memory: after the bitmaps, a record per warp (PSH_FAST_BYTES,
 # u32 words at these indices) that the rewriter's inline fast path reads
-# (instrument/fast_path.py): the warp's phase (a copy the checker keeps), the granules in
-# the window, the shared address of the write epochs, the warp's index, and the shared
-# addresses of its read bitmaps of even and odd phases.
+# (instrument/fast_path.py): the granules in the window and the shared address of the
+# write epochs (which the kernel loads into registers once), the warp's phase (a copy the
+# checker keeps) and index, and the shared addresses of its read bitmaps of even and odd
+# phases.
 PSH_FAST_BYTES = 32
-PSH_FAST_PHASE, PSH_FAST_GRANULES, PSH_FAST_EPOCHS, PSH_FAST_WARP = 0, 1, 2, 3
+PSH_FAST_GRANULES, PSH_FAST_EPOCHS, PSH_FAST_PHASE, PSH_FAST_WARP = 0, 1, 2, 3
 PSH_FAST_BITS_EVEN, PSH_FAST_BITS_ODD = 4, 5
 # The writer of a phase-mode write epoch (WW_TID_SHIFT) after several warps' atomics on it.
 PSH_MULTI_WARP = 0xFF

@@ -24,6 +24,8 @@ from .events import Classified, Event
 from .ptx import Item
 
 REG_FAST = "%__cs_fast"  # b32: the warp's fast-path record (0: none), from cta_begin
+REG_GRANULES = "%__cs_fg"  # b32: the window's granules (0: no record), loaded once
+REG_EPOCHS = "%__cs_fe"  # b32: the shared address of the write epochs, loaded once
 _F = "%__cs_fr"  # b32 scratch registers of one test (a scoped declaration)
 _Q = "%__cs_fq"  # pred scratch
 
@@ -41,39 +43,46 @@ def eligible(it: Item, c: Classified, value_tags: bool, coalesced: bool) -> bool
     return c.event is Event.ATOMIC and c.size == abi.GRANULE_BYTES
 
 
+def load_code() -> str:
+    """PTX after the begin probe: the window's granules and the epochs' address, in registers
+    for the kernel's life (0 granules without a record: every test then fails at once)."""
+    return (f"mov.u32 {REG_GRANULES}, 0;\n\t"
+            f"{{ .reg .pred %__cs_fp; setp.ne.u32 %__cs_fp, {REG_FAST}, 0; "
+            f"@%__cs_fp ld.shared.v2.u32 {{{REG_GRANULES}, {REG_EPOCHS}}}, [{REG_FAST}]; }}\n\t")
+
+
 def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: str,
          slow: str) -> str:
     """PTX that branches to `skip` (past the probe) where the access repeats its warp's in
     this phase and to `slow` (the probe) elsewhere; `address_code` puts the access's
     address in the b64 register `addr_reg`."""
     f = [f"{_F}{i}" for i in range(9)]
-    ph, gran, ep, warp = f[0:4]
+    ph, warp = f[0], f[1]
     a, b = f[4], f[5]
     q, q2 = f"{_Q}0", f"{_Q}1"
     rec = REG_FAST
     lines = ["{ // consan fast path",
              f".reg .b32 {_F}<9>;",
              f".reg .pred {_Q}<2>;",
-             f"setp.eq.u32 {q}, {rec}, 0;",
-             f"@{q} bra {slow};",
-             f"ld.volatile.shared.v4.u32 {{{ph}, {gran}, {ep}, {warp}}}, [{rec}];",
              *address_code,
              f"cvt.u32.u64 {a}, {addr_reg};",
              f"add.u32 {b}, {a}, {c.size - 1};",
              f"shr.u32 {a}, {a}, 2;",  # first granule
              f"shr.u32 {b}, {b}, 2;",  # last granule
-             f"setp.lt.u32 {q}, {b}, {gran};"]
+             f"setp.lt.u32 {q}, {b}, {REG_GRANULES};"]  # (none without a record)
     if c.event is Event.READ:
         k0, k1, bits = f[6], f[7], f[8]
         lines += [f"shr.u32 {k0}, {a}, 5;",
                   f"shr.u32 {k1}, {b}, 5;",
                   f"setp.eq.and.u32 {q}, {k0}, {k1}, {q};",
                   f"@!{q} bra {slow};",
+                  f"ld.volatile.shared.v2.u32 {{{ph}, {warp}}}, "
+                  f"[{rec}+{abi.PSH_FAST_PHASE * _WORD}];",
+                  f"ld.shared.v2.u32 {{{f[2]}, {f[3]}}}, "
+                  f"[{rec}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
                   f"and.b32 {k1}, {ph}, 1;",
                   f"setp.ne.u32 {q2}, {k1}, 0;",
-                  f"ld.shared.v2.u32 {{{gran}, {ep}}}, "
-                  f"[{rec}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
-                  f"selp.u32 {bits}, {ep}, {gran}, {q2};",
+                  f"selp.u32 {bits}, {f[3]}, {f[2]}, {q2};",
                   f"shl.b32 {k0}, {k0}, 2;",
                   f"add.u32 {bits}, {bits}, {k0};",
                   f"ld.volatile.shared.u32 {bits}, [{bits}];",
@@ -94,7 +103,9 @@ def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: 
         lo, hi, want = f[6], f[7], f[8]
         lines += [f"setp.eq.and.u32 {q}, {a}, {b}, {q};",
                   f"@!{q} bra {slow};",
-                  f"mad.lo.u32 {a}, {a}, 8, {ep};",
+                  f"ld.volatile.shared.v2.u32 {{{ph}, {warp}}}, "
+                  f"[{rec}+{abi.PSH_FAST_PHASE * _WORD}];",
+                  f"mad.lo.u32 {a}, {a}, 8, {REG_EPOCHS};",
                   f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{a}];",
                   f"setp.eq.u32 {q}, {lo}, {ph};"]  # written in this phase
         if c.event is Event.WRITE:  # by this warp, plainly

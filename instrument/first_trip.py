@@ -6,8 +6,9 @@ lanes on every trip: the addresses live in registers computed before the loop. I
 mode (only CTA-wide barriers: the checker compares accesses of one barrier interval)
 every later trip repeats the first trip's verdicts, so the loop's access probes run on
 its first trip only (measured on the H100, bench_clean's sgemm_tiled at 4096³, 256 trips:
-91.6 ms -> 21.3 ms under consan, native 6.6 ms). The barrier probes keep running on every
-trip, so the phase numbers stay exact. docs/model.md states the rule and why it cannot
+91.6 ms -> 21.3 ms under consan, native 6.6 ms), and so do its barrier probes: every warp
+skips the same ones, so the warps' phases stay equal to one another, and the code after
+the loop begins a phase of its own. docs/model.md states the rule and why it cannot
 change a verdict; in short, a loop qualifies when:
 
 - it is one basic block: a label H, then straight-line code (no label, branch, call,
@@ -67,6 +68,7 @@ class FirstTripLoop:
     head: int  # module index of the loop's label
     branch: int  # module index of its branch back to the label
     accesses: tuple[int, ...]  # module indices of its probed accesses
+    barriers: tuple[int, ...] = ()  # module indices of its barriers (their probes too)
 
 
 def _written(it: Item) -> set[str]:
@@ -207,7 +209,7 @@ def find(body: list[tuple[int, Item, Classified | None]], value_tags: bool,
                 uniform = _uniform_control(body, entry, refs, pos_of_label)
             if not uniform:
                 continue
-        out.append(FirstTripLoop(body[h][0], bidx, accesses))
+        out.append(FirstTripLoop(body[h][0], bidx, accesses, barriers))
     return out
 
 
@@ -221,8 +223,8 @@ def _entered_by_falling(body: list[tuple[int, Item, Classified | None]], h: int)
 
 
 def _qualifies(inner: list[tuple[int, Item, Classified | None]], value_tags: bool,
-               refs: dict[str, int]) -> tuple[tuple[int, ...], bool] | None:
-    """(the probed accesses, whether it has a barrier) of a loop's body, or None. The body
+               refs: dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(the probed accesses, the barriers) of a loop's body, or None. The body
     may hold ifs without else (a guarded branch forward to a label of the body, that label
     reached from the body only) around code with no access or barrier: a bounds-checked
     global load."""
@@ -269,4 +271,4 @@ def _qualifies(inner: list[tuple[int, Item, Classified | None]], value_tags: boo
             return None
         if last_barrier >= 0 and p > last_barrier:
             return None
-    return tuple(inner[p][0] for p, _, _ in accesses), last_barrier >= 0
+    return tuple(inner[p][0] for p, _, _ in accesses), tuple(inner[p][0] for p in barriers)

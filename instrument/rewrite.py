@@ -448,6 +448,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                            and "relaxed" in it.op_parts for it in mod.items)
     first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
     fast: list[tuple[int, Item, Classified, dict[str, int]]] = []  # accesses: fast_path.py
+    fast_fns: set[int] = set()  # the '{' of the entries that make such tests
+    begins: dict[int, int] = {}  # an entry's '{' -> the item its begin probe precedes
 
     for fn in mod.functions:
         widths = _register_widths(fn)
@@ -598,6 +600,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 coalesced = p is None or (p is not False and (p.count > 1 or len(p.members) > 1))
                 if fast_path.eligible(it, c, value_tags, coalesced):
                     fast.append((i, it, c, widths))
+                    fast_fns.add(fn.open_index)
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
             for d in r.dropped:
@@ -612,12 +615,14 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             before[first_code] = (f"{{ .param .b32 __cs_rb; call (__cs_rb), {abi.PROBE_CTA_BEGIN}; "
                                   f"ld.param.b32 {fast_path.REG_FAST}, [__cs_rb]; }}\n\t"
                                   + before.get(first_code, ""))
+            begins[fn.open_index] = first_code
         if probes or fn.is_entry:
             after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3};"
                                     f"\n\t.reg .b32 {REG_TOKEN}, {REG_SPIN}, {REG_SPIN_LOW}, "
                                     f"{REG_CTAMASK};"
                                     f"\n\t.reg .b32 {REG_OP}, {loops.REG_MASK}, "
-                                    f"{loops.REG_COUNT}, {fast_path.REG_FAST};"
+                                    f"{loops.REG_COUNT}, {fast_path.REG_FAST}, "
+                                    f"{fast_path.REG_GRANULES}, {fast_path.REG_EPOCHS};"
                                     f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, {converge.REG_ON}, "
                                     f"{converge.REG_ON_OWN}, {loops.REG_VOTE};"
                                     + wgmma_window.declare(base)
@@ -637,6 +642,10 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     fast_tests = 0
     if cta_wide_only:  # (first_trip.py, fast_path.py: phase mode only)
         _first_trip_only(first_trips, before, after)
+        for open_index in fast_fns:  # (after the begin probe: its record's two words)
+            at = begins[open_index]
+            call_end = before[at].index("}\n\t") + 3
+            before[at] = before[at][:call_end] + fast_path.load_code() + before[at][call_end:]
         for idx, it, c, widths in fast:
             if before.get(idx):
                 fast_tests += 1
@@ -674,8 +683,8 @@ def _in_loops(body: list[tuple[int, Item, Classified | None]]) -> set[int]:
 
 def _first_trip_only(loops_: list[tuple[int, first_trip.FirstTripLoop]],
                      before: dict[int, str], after: dict[int, str]) -> None:
-    """Each loop's access probes run where the thread's first-trip flag is on: set where
-    the loop is entered, cleared before its branch back (first_trip.py)."""
+    """Each loop's access and barrier probes run where the thread's first-trip flag is on:
+    set where the loop is entered, cleared before its branch back (first_trip.py)."""
     declared = set()
     for open_index, lp in loops_:
         if open_index not in declared:
@@ -685,11 +694,16 @@ def _first_trip_only(loops_: list[tuple[int, first_trip.FirstTripLoop]],
         before[lp.head] = before.get(lp.head, "") + f"mov.pred {first_trip.REG_FIRST}, 1;\n"
         before[lp.branch] = before.get(lp.branch, "") + \
             f"mov.pred {first_trip.REG_FIRST}, 0;\n\t"
-        for idx in lp.accesses:
+        for idx in (*lp.accesses, *lp.barriers):
             if before.get(idx):  # (a merged access has none: an earlier one's probe checks it)
                 skip = f"$__cs_first{idx}"
                 before[idx] = (f"@!{first_trip.REG_FIRST} bra {skip};\n\t"
                                + before[idx].rstrip() + f"\n{skip}:\n\t")
+        for idx in lp.barriers:  # the wait's probe, after the barrier
+            if after.get(idx):
+                skip = f"$__cs_firstw{idx}"
+                after[idx] = (f"\n\t@!{first_trip.REG_FIRST} bra {skip};" + after[idx]
+                              + f"\n{skip}:")
 
 
 @dataclass

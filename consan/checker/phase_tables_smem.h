@@ -410,9 +410,9 @@ CS_DEV uint32_t cs_phase_smem_fast_init() {
     uint32_t w = cs_warp(), active = cs_activemask();
     uint32_t* f = cs_phase_smem_fast(w);
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
-        f[CS_PSH_FAST_PHASE] = cs_phase_sh[w];
         f[CS_PSH_FAST_GRANULES] = S.granules;
         f[CS_PSH_FAST_EPOCHS] = cs_to_shared((uint64_t)cs_phase_smem_epochs());
+        f[CS_PSH_FAST_PHASE] = cs_phase_sh[w];
         f[CS_PSH_FAST_WARP] = w;
         f[CS_PSH_FAST_BITS_EVEN] = cs_to_shared((uint64_t)cs_phase_smem_readbits(w, 0));
         f[CS_PSH_FAST_BITS_ODD] = cs_to_shared((uint64_t)cs_phase_smem_readbits(w, 1));

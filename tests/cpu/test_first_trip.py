@@ -40,18 +40,19 @@ def loop(body: str, before: str = "", after: str = "", value_tags: bool = False)
     return instrument(ptx, "k.ptx", value_tags=value_tags)
 
 
-def test_a_tile_loop_probes_its_accesses_on_the_first_trip_only():
+def test_a_tile_loop_probes_its_accesses_and_barriers_on_the_first_trip_only():
     ins = loop(WRITE + BAR + READ + BAR)
     assert len(ins.first_trip_loops) == 1
     ptx = ins.ptx
     # the flag: on where the loop is entered, off before the branch back
     assert re.search(r"mov\.pred %__cs_first, 1;\s*\$L_loop:", ptx)
     assert re.search(r"mov\.pred %__cs_first, 0;\s*@%p1 bra \$L_loop;", ptx)
-    # each access probe is skipped without it; the barrier probes are not
-    skips = re.findall(r"@!%__cs_first bra (\$__cs_first\d+);\s*\{[^}]*?call (\w+),", ptx)
-    assert sorted(p for _, p in skips) == [abi.PROBE_ACCESS, abi.PROBE_ACCESS]
+    # each access probe, and each barrier's arrive and wait probes, are skipped without it
+    skips = re.findall(r"@!%__cs_first bra (\$__cs_first\w+);\s*\{[^}]*?call (?:\(__cs_r\), )?"
+                       r"(\w+),", ptx)
+    assert sorted(p for _, p in skips) == sorted([abi.PROBE_ACCESS] * 2 + [
+        abi.PROBE_BAR_ARRIVE] * 2 + [abi.PROBE_BAR_WAIT] * 2)
     assert ptx.count(f"call (__cs_r), {abi.PROBE_BAR_ARRIVE}") == 2
-    assert not re.search(r"@!%__cs_first bra \$__cs_first\d+;\s*\{[^}]*bar_", ptx)
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
