@@ -1,7 +1,8 @@
 """The inline test before an access probe in a loop (instrument/fast_path.py): which accesses
 take it, and that the rewritten module links with the phase-mode checker. The GPU side (a
-histogram's atomics, a spin on a flag: the same reports, the native bits) is
-tests/gpu/test_fast_path.py."""
+race after a loop of shared atomics or of read-modify-writes is still reported; the clean
+twins compute the native bits) is the `atomics` and `rmw` twins of tests/gpu/test_races.py,
+and bench_clean's histogram256 under tests/gpu/test_races.py's clean kernels."""
 
 from __future__ import annotations
 
@@ -12,23 +13,10 @@ import pytest
 from consan import toolchain
 from instrument import abi
 from instrument.rewrite import instrument
+from tests.cpu.test_first_trip import HEAD, NEXT  # (the same kernel head and loop branch)
 
-HEAD = """.version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u32 k_n)
-{
-\t.reg .pred %p<4>;
-\t.reg .b32 %r<20>;
-\t.shared .align 4 .b8 s[1024];
-\tld.param.u32 %r9, [k_n];
-\tmov.u32 %r1, %tid.x;
-\tshl.b32 %r2, %r1, 2;
-\tmov.u32 %r3, 0;
-"""
 # (a loop whose address changes every trip: never checked on its first trip only)
 STEP = "\tadd.s32 %r2, %r2, 4;\n\tand.b32 %r2, %r2, 1020;\n"
-NEXT = "\tadd.s32 %r3, %r3, 1;\n\tsetp.lt.s32 %p1, %r3, %r9;\n\t@%p1 bra $L_loop;\n"
 
 
 def rewritten(access: str, *, looped: bool = True, extra: str = "", value_tags: bool = False):
