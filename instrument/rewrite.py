@@ -583,7 +583,6 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         cls = {i: (c, lc) for i, _, c, lc in walk}
         full = [(index_of[id(it)], it, cls.get(index_of[id(it)], (None, None))[0])
                 for it in fn.body]
-        looped = _in_loops(full)
         for lp in loops.find(full):
             before[lp.branch] = before.get(lp.branch, "") + _loop_copy(
                 lp, mod.items, cls, emit) + "\n\t"
@@ -592,6 +591,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         first_trips += [(fn.open_index, lp) for lp in once]
         if fn.is_entry:  # (the fast-path record lives in an entry's register)
             in_once = {i for lp in once for i in lp.accesses}
+            looped = _in_loops(full)
             for i, it, c in full:
                 if c is None or i in in_once or i in converted or i not in looped or \
                         c.event not in (Event.READ, Event.WRITE, Event.ATOMIC):

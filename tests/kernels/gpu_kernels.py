@@ -439,22 +439,22 @@ TWINS += (
           kinds=frozenset({"race.raw"}), line="@halo-read", prev="@halo-write",
           warp=1, prev_warp=0, block=(64, 1, 1)),
 )
+
+
+def _loop_twin(key: str, template: str, base: str, line: str, prev: str, **kw) -> Twin:
+    """A loop twin (i, j above): the racy one lacks a __syncthreads(), and warp 1's read
+    after warp 0's write is race.raw."""
+    return _twin(key, template, base, {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+                 kinds=frozenset({"race.raw"}), line=line, prev=prev, warp=1, prev_warp=0,
+                 block=(64, 1, 1), **kw)
+
+
 TWINS += (
-    _twin("trips", _TRIPS, "trips", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
-          kinds=frozenset({"race.raw"}), line="@trips-read", prev="@trips-write",
-          warp=1, prev_warp=0, block=(64, 1, 1)),
-    _twin("trip-tail", _TRIP_TAIL, "trip_tail", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
-          kinds=frozenset({"race.raw"}), line="@tail-read", prev="@tail-write",
-          warp=1, prev_warp=0, block=(64, 1, 1),
-          notes="warp 0's write of the next trip, then warp 1's read of this one"),
-)
-TWINS += (
-    _twin("atomics", _ATOMICS, "atomics", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
-          kinds=frozenset({"race.raw"}), line="@atomics-read", prev="@atomics-add",
-          warp=1, prev_warp=0, block=(64, 1, 1)),
-    _twin("rmw", _RMW, "rmw", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
-          kinds=frozenset({"race.raw"}), line="@rmw-read", prev="@rmw-init",
-          warp=1, prev_warp=0, block=(64, 1, 1)),
+    _loop_twin("trips", _TRIPS, "trips", "@trips-read", "@trips-write"),
+    _loop_twin("trip-tail", _TRIP_TAIL, "trip_tail", "@tail-read", "@tail-write",
+               notes="warp 0's write of the next trip, then warp 1's read of this one"),
+    _loop_twin("atomics", _ATOMICS, "atomics", "@atomics-read", "@atomics-add"),
+    _loop_twin("rmw", _RMW, "rmw", "@rmw-read", "@rmw-init"),
 )
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 
