@@ -324,6 +324,9 @@ def _cheaper_checks(ins, sites) -> list[str]:
     if ins.fast_paths:
         out.append(f"{ins.fast_paths} access(es) in loops skip the checker where they repeat "
                    "what their warp did since the last barrier")
+    if ins.inline_writes:
+        out.append(f"{ins.inline_writes} shared store(s) record themselves without a call where "
+                   "no other warp touched their bytes since the last barrier")
     return out
 
 

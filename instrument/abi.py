@@ -110,6 +110,10 @@ PROBE_ACCESS16 = "__consan_access16"
 # (FNV-1a over 32-bit words, VALUE_TAG_*), so that two warps' runs of the store that wrote
 # the same bytes at the same addresses are no race.waw (docs/model.md).
 PROBE_STORE_VALUE = "__consan_store_value"
+# (addr, site, info) as PROBE_ACCESS: a plain one-granule `.shared` write whose epoch and
+# site the rewritten kernel stored inline (fast_path.py), found read in this phase: the
+# checker's look for other warps' reads (phase tables in shared memory only).
+PROBE_WRITE_READERS = "__consan_write_readers"
 VALUE_TAG_SEED = 0x811C9DC5
 VALUE_TAG_PRIME = 16777619
 
@@ -218,6 +222,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_ACCESS: ((".b64", ".b32", ".b32"), None),
     PROBE_ACCESS_N: ((".b64", ".b32", ".b32", ".b32"), None),
     PROBE_ACCESS16: ((".b64", ".b32", ".b32", ".b32"), None),
+    PROBE_WRITE_READERS: ((".b64", ".b32", ".b32"), None),
     PROBE_STORE_VALUE: ((".b32", ".b32"), None),
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),

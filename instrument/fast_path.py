@@ -15,6 +15,13 @@ so no verdict changes (docs/model.md, *Phase mode in shared memory*).
 Covered: `.shared` reads of up to 16 bytes within one bitmap word, and `.shared` writes
 and atomics of one granule (4 bytes, aligned); not the stores that pass a value tag (their
 tag is part of the verdict), ldmatrix, generic addresses, nor coalesced probes.
+
+A plain write also goes on inline where the test fails, in a loop or not: the first write
+of a granule in a phase changes the tables but cannot race with a write (no epoch of this
+phase), so its epoch and site are stored here and the checker is called only to look for
+this phase's readers where there are some (`_write_update`). Measured on the H100
+(bench_clean, two rounds each): stencil_1d 32.07 -> 21.65 ms, transpose_tiled 11.42 ->
+8.53 ms, the other kernels unchanged.
 """
 
 from __future__ import annotations
@@ -51,11 +58,18 @@ def load_code() -> str:
             f"@%__cs_fp ld.shared.v2.u32 {{{REG_GRANULES}, {REG_EPOCHS}}}, [{REG_FAST}]; }}\n\t")
 
 
+def updates(it: Item, c: Classified, value_tags: bool) -> bool:
+    """Whether a write also takes the inline update where the test fails (`write_update`)."""
+    return c.event is Event.WRITE and eligible(it, c, value_tags, False)
+
+
 def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: str,
-         slow: str) -> str:
+         slow: str, update: tuple[int, str] | None = None) -> str:
     """PTX that branches to `skip` (past the probe) where the access repeats its warp's in
     this phase and to `slow` (the probe) elsewhere; `address_code` puts the access's
-    address in the b64 register `addr_reg`."""
+    address in the b64 register `addr_reg`. `update` (a write's site and the text of its
+    PROBE_WRITE_READERS call): where the granule holds no epoch of this phase, the write's
+    epoch and site are stored inline instead (`write_update`)."""
     f = [f"{_F}{i}" for i in range(9)]
     ph, warp = f[0], f[1]
     a, b = f[4], f[5]
@@ -123,5 +137,44 @@ def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: 
             lines.append(f"or.pred {q}, {q}, {guard[1:]};")
         else:
             lines += [f"not.pred {q2}, {guard};", f"or.pred {q}, {q}, {q2};"]
-    lines += [f"@{q} bra {skip};", "}", f"{slow}:"]
+    lines.append(f"@{q} bra {skip};")
+    if update is not None:
+        lines += _write_update(f, q, update[0], skip, slow)
+        lines += ["}", update[1], f"bra {skip};"]
+    else:
+        lines.append("}")
+    lines.append(f"{slow}:")
     return "\n\t".join(lines) + "\n\t"
+
+
+def _write_update(f: list[str], q: str, site: int, skip: str, slow: str) -> list[str]:
+    """After a write's failed test (f: phase, warp, -, -, its epoch's address, its granule g,
+    the epoch's two words): the probe's own work where the granule was not written in this
+    phase: its epoch swapped for this warp's (a compare-and-swap: a write by another warp
+    in between leaves the whole verdict to the probe), its site stored, a fence (the
+    writer's half of the probe's store-then-look order with readers), and a look at the
+    phase in which it was last read: only a read in this phase needs the checker
+    (PROBE_WRITE_READERS, which falls through to `skip`). Verdicts are the probe's: with
+    no epoch of this phase there is no race.waw, and a plain write reads nothing."""
+    ph, warp, ea, g, lo, hi, t = f[0], f[1], f[4], f[5], f[6], f[7], f[8]
+    table = f[2]
+    return [f"setp.eq.u32 {q}, {lo}, {ph};",  # written in this phase: the probe judges
+            f"@{q} bra {slow};",
+            "{ .reg .b64 %__cs_fo, %__cs_fn;",
+            f"mov.b64 %__cs_fo, {{{lo}, {hi}}};",
+            f"mov.b64 %__cs_fn, {{{ph}, {warp}}};",
+            f"atom.shared.cas.b64 %__cs_fn, [{ea}], %__cs_fo, %__cs_fn;",
+            f"setp.ne.b64 {q}, %__cs_fn, %__cs_fo; }}",
+            f"@{q} bra {slow};",
+            # the u32 tables follow the epochs: the sites of writes at 8 bytes a granule
+            # of the window, the phases of reads at 16 (abi.psh_layout)
+            f"shl.b32 {table}, {REG_GRANULES}, 3;",
+            f"add.u32 {table}, {table}, {REG_EPOCHS};",
+            f"mad.lo.u32 {t}, {g}, 4, {table};",
+            f"st.volatile.shared.u32 [{t}], {site};",
+            "membar.cta;",
+            f"shl.b32 {table}, {REG_GRANULES}, 3;",
+            f"add.u32 {t}, {t}, {table};",
+            f"ld.volatile.shared.u32 {t}, [{t}];",
+            f"setp.ne.u32 {q}, {t}, {ph};",
+            f"@{q} bra {skip};"]

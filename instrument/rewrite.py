@@ -103,7 +103,8 @@ class Instrumented:
     # loops whose access probes run on their first trip only (first_trip.py): the PTX
     # lines of each one's label and of its branch back
     first_trip_loops: list[tuple[int, int]] = field(default_factory=list)
-    fast_paths: int = 0  # accesses that first test inline whether they repeat (fast_path.py)
+    fast_paths: int = 0  # accesses in loops that first test inline whether they repeat
+    inline_writes: int = 0  # plain writes that store their epoch inline (fast_path.py)
 
     @property
     def chunk_granules(self) -> bool:
@@ -447,7 +448,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     relaxed_arrivals = any(it.is_instruction and it.opcode.startswith("barrier.cluster.arrive")
                            and "relaxed" in it.op_parts for it in mod.items)
     first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
-    fast: list[tuple[int, Item, Classified, dict[str, int]]] = []  # accesses: fast_path.py
+    fast: list[tuple[int, Item, Classified, dict[str, int], bool]] = []  # fast_path.py, looped
     fast_fns: set[int] = set()  # the '{' of the entries that make such tests
     begins: dict[int, int] = {}  # an entry's '{' -> the item its begin probe precedes
 
@@ -593,13 +594,15 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             in_once = {i for lp in once for i in lp.accesses}
             looped = _in_loops(full)
             for i, it, c in full:
-                if c is None or i in in_once or i in converted or i not in looped or \
+                if c is None or i in in_once or i in converted or \
                         c.event not in (Event.READ, Event.WRITE, Event.ATOMIC):
                     continue
                 p = merged.get(i, False)
                 coalesced = p is None or (p is not False and (p.count > 1 or len(p.members) > 1))
+                if i not in looped and (coalesced or not fast_path.updates(it, c, value_tags)):
+                    continue  # (out of loops only a write's inline update pays)
                 if fast_path.eligible(it, c, value_tags, coalesced):
-                    fast.append((i, it, c, widths))
+                    fast.append((i, it, c, widths, i in looped))
                     fast_fns.add(fn.open_index)
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
@@ -639,18 +642,26 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     after[hidx] = after.get(hidx, "") + "\n" + _externs()
 
     cta_wide_only &= not multicast  # (a peer's posts are applied to the vector clocks' tables)
-    fast_tests = 0
+    fast_tests = inline_writes = 0
     if cta_wide_only:  # (first_trip.py, fast_path.py: phase mode only)
         _first_trip_only(first_trips, before, after)
         for open_index in fast_fns:  # (after the begin probe: its record's two words)
             at = begins[open_index]
             call_end = before[at].index("}\n\t") + 3
             before[at] = before[at][:call_end] + fast_path.load_code() + before[at][call_end:]
-        for idx, it, c, widths in fast:
+        for idx, it, c, widths, in_loop in fast:
             if before.get(idx):
-                fast_tests += 1
+                fast_tests += in_loop
+                update = None
+                if fast_path.updates(it, c, value_tags):
+                    inline_writes += 1
+                    probe = before[idx].rstrip()
+                    call = f"call {abi.PROBE_ACCESS},"
+                    assert probe.count(call) == 1, probe
+                    update = (_probe_site(probe),
+                              probe.replace(call, f"call {abi.PROBE_WRITE_READERS},"))
                 test = fast_path.test(it, c, _address_code(c.address or "", widths, it),
-                                      REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}")
+                                      REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}", update)
                 before[idx] = test + before[idx].rstrip() + f"\n$__cs_fast{idx}:\n\t"
     out = []
     for i, it in enumerate(mod.items):
@@ -666,7 +677,14 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                         cp_async, bar0_only, multicast, chunks,
                         first_trip_loops=[(mod.items[lp.head].line, mod.items[lp.branch].line)
                                           for _, lp in first_trips] if cta_wide_only else [],
-                        fast_paths=fast_tests)
+                        fast_paths=fast_tests, inline_writes=inline_writes)
+
+
+def _probe_site(probe: str) -> int:
+    """The site of an access probe's text (_probe: `{ // consan site N`)."""
+    m = re.search(r"// consan site (\d+)\n", probe)
+    assert m, probe
+    return int(m.group(1))
 
 
 def _in_loops(body: list[tuple[int, Item, Classified | None]]) -> set[int]:

@@ -158,6 +158,14 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
 }
 
+// The look for other warps' reads of this phase after a plain write whose epoch the
+// rewritten kernel stored inline (instrument/fast_path.py); phase tables in shared memory.
+CS_ENTRY void __consan_write_readers(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_PROF(0);
+    CS_NULL_ACCESS(return;)
+    if (cs_phase_smem_on()) cs_phase_smem_write_readers(addr, site, info);
+}
+
 // `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).
 CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     CS_PROF(0);

@@ -63,6 +63,9 @@ CS_DEV uint32_t cs_share_bits(uint32_t active, uint32_t lane) {
     return s;
 }
 
+CS_DEV uint32_t cs_phase_smem_war(uint32_t g0, uint32_t g1, uint32_t w, uint32_t phase,
+                                  uint32_t& prev_site, uint32_t& prev_warp);
+
 CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
     uint32_t space = (info >> CS_INFO_SPACE_SHIFT) & 3u;
     uint32_t mode = (info >> CS_INFO_MODE_SHIFT) & 3u;
@@ -196,20 +199,42 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
         }
         if (stored) {
             CS_PSH_FENCE();  // publish the write, then look for readers of this phase
-            const uint32_t* rphase = cs_phase_smem_words(CS_PHASE_SMEM_RPHASE);
-            for (uint32_t g = g0; g <= g1 && !kind; ++g) {
-                if (cs_vld32(&rphase[g]) != phase) continue;  // most writes: nobody read it
-                uint32_t bit = 1u << (g & 31);
-                for (uint32_t u = 0; u < S.nwarps; ++u) {
-                    if (u == w || !(cs_vld32(&cs_phase_smem_readbits(u, phase & 1)[g >> 5]) & bit)) continue;
-                    kind = CS_RACE_WAR;
-                    prev_site = cs_vld32(&cs_phase_smem_words(CS_PHASE_SMEM_RSITE)[g]);
-                    prev_warp = u;
-                    break;
-                }
-            }
+            if (!kind) kind = cs_phase_smem_war(g0, g1, w, phase, prev_site, prev_warp);
         }
     }
+    if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
+}
+
+// A write's verdict against this phase's reads of granules [g0, g1] by other warps, the
+// write's epoch already published and fenced (CS_RACE_WAR or 0).
+CS_DEV uint32_t cs_phase_smem_war(uint32_t g0, uint32_t g1, uint32_t w, uint32_t phase,
+                                  uint32_t& prev_site, uint32_t& prev_warp) {
+    const uint32_t* rphase = cs_phase_smem_words(CS_PHASE_SMEM_RPHASE);
+    for (uint32_t g = g0; g <= g1; ++g) {
+        if (cs_vld32(&rphase[g]) != phase) continue;  // most writes: nobody read it
+        uint32_t bit = 1u << (g & 31);
+        for (uint32_t u = 0; u < S.nwarps; ++u) {
+            if (u == w || !(cs_vld32(&cs_phase_smem_readbits(u, phase & 1)[g >> 5]) & bit)) continue;
+            prev_site = cs_vld32(&cs_phase_smem_words(CS_PHASE_SMEM_RSITE)[g]);
+            prev_warp = u;
+            return CS_RACE_WAR;
+        }
+    }
+    return 0;
+}
+
+// The rest of a plain one-granule `.shared` write whose epoch and site the rewritten
+// kernel stored inline (instrument/fast_path.py: the granule held no epoch of this phase,
+// so no race.waw), fenced, and then found read in this phase: the look for other warps'
+// reads, as cs_phase_smem_access takes it.
+CS_DEV void cs_phase_smem_write_readers(uint64_t addr, uint32_t site, uint32_t info) {
+    const uint32_t size = info & CS_INFO_SIZE_MASK;
+    uint32_t off = 0;
+    cs_local((uint32_t)addr, off);  // (a granule of the window: the kernel tested it)
+    const uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
+    const uint32_t w = cs_warp(), phase = cs_phase_sh[w];
+    uint32_t prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP;
+    const uint32_t kind = cs_phase_smem_war(g0, g1, w, phase, prev_site, prev_warp);
     if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
 }
 

@@ -60,6 +60,34 @@ def test_accesses_that_always_call(case, access, kw):
     assert fast_tests(rewritten(access, **kw).ptx) == 0, case
 
 
+@pytest.mark.parametrize("looped", [False, True])
+def test_a_plain_write_stores_its_epoch_inline(looped):
+    """Where the test fails and the granule holds no epoch of this phase, the epoch (a
+    compare-and-swap) and site are stored inline; only a read of this phase calls the
+    checker's look for readers, with the probe's own site and info."""
+    ins = rewritten("\tst.shared.u32 [%r2], %r3;\n", looped=looped)
+    assert fast_tests(ins.ptx) == 1 == ins.inline_writes and ins.fast_paths == looped
+    assert ins.ptx.count("atom.shared.cas.b64") == 1 and "membar.cta;" in ins.ptx
+    probe = re.search(r"\$__cs_slow\d+:\s*(\{ // consan site (\d+).*?\})", ins.ptx, re.S)
+    readers = re.search(r"(\{ // consan site \d+[^}]*call __consan_write_readers,[^}]*\})",
+                        ins.ptx)
+    assert probe and readers
+    assert readers.group(1) == probe.group(1).replace(f"call {abi.PROBE_ACCESS},",
+                                                       f"call {abi.PROBE_WRITE_READERS},")
+    assert f"st.volatile.shared.u32 [%__cs_fr8], {probe.group(2)};" in ins.ptx  # its site
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("case,access,kw", [
+    ("a read", "\tld.shared.u32 %r4, [%r2];\n", {}),
+    ("a store with a value tag", "\tst.shared.u32 [%r2], %r3;\n", {"value_tags": True}),
+    ("an 8-byte store", "\tst.shared.v2.u32 [%r2], {%r3, %r3};\n", {}),
+])
+def test_outside_loops_only_plain_writes_take_the_test(case, access, kw):
+    ins = rewritten(access, looped=False, **kw)
+    assert fast_tests(ins.ptx) == 0 and "atom.shared.cas" not in ins.ptx, case
+
+
 def test_every_build_links_the_begin_probe_that_returns_the_record():
     """The phase build in device memory and the vector-clock builds return 0 (no record)."""
     ins = rewritten("\tatom.shared.add.u32 %r4, [%r2], 1;\n")
@@ -75,6 +103,17 @@ def test_the_record_follows_the_bitmaps_on_a_16_byte_boundary():
         start = (bitmaps + 15) // 16 * 16
         assert abi.psh_bytes(granules, nwarps, fast=True) >= start + abi.PSH_FAST_BYTES * nwarps
         assert abi.psh_bytes(granules, nwarps) == (bitmaps + 15) // 16 * 16
+
+
+def test_the_bench_kernels_store_their_writes_inline():
+    """bench_clean's stencil (its tile and halo writes) and transpose (its tile rows) as
+    NVRTC compiles them: every plain shared store takes the inline update."""
+    from tests.kernels import gpu_kernels as K
+
+    for name, writes in (("stencil_1d", 3), ("transpose_tiled", 4)):
+        ptx = toolchain.compile_cuda(K.CLEAN[name], f"{name}.cu", ["-arch=compute_90", "-lineinfo"])
+        ins = instrument(ptx, f"{name}.ptx")
+        assert ins.ptx.count(f"call {abi.PROBE_WRITE_READERS},") == writes, name
 
 
 def test_the_gpu_twins_take_the_inline_test():
