@@ -324,9 +324,10 @@ def _cheaper_checks(ins, sites) -> list[str]:
     if ins.fast_paths:
         out.append(f"{ins.fast_paths} access(es) in loops skip the checker where they repeat "
                    "what their warp did since the last barrier")
-    if ins.inline_writes:
-        out.append(f"{ins.inline_writes} shared store(s) record themselves without a call where "
-                   "no other warp touched their bytes since the last barrier")
+    if ins.inline_writes or ins.inline_reads:
+        out.append(f"{ins.inline_writes} shared store(s) and {ins.inline_reads} load(s) record "
+                   "themselves without a call where no other warp wrote their bytes (or, for "
+                   "a store, read them) since the last barrier")
     return out
 
 

@@ -72,7 +72,7 @@ class Layout:
         return cls(phase_mode=ins.phase_mode, wgmma=ins.wgmma, async_proxy=ins.async_proxy,
                    cp_async=ins.cp_async, warp_reads=ins.warp_reads,
                    copy_engine=ins.copy_engine, multicast=ins.multicast,
-                   fast_paths=ins.fast_paths > 0,
+                   fast_paths=ins.inline_tests,
                    granule_bytes=abi.CHUNK_GRANULE_BYTES if ins.chunk_granules
                    else abi.GRANULE_BYTES, **shape)
 

@@ -114,6 +114,11 @@ PROBE_STORE_VALUE = "__consan_store_value"
 # site the rewritten kernel stored inline (fast_path.py), found read in this phase: the
 # checker's look for other warps' reads (phase tables in shared memory only).
 PROBE_WRITE_READERS = "__consan_write_readers"
+# (addr, site, info) as PROBE_ACCESS: a one-granule `.shared` read whose bit, site and phase
+# the rewritten kernel stored inline, and whose granule was never written or was written in
+# this phase by another warp: the probe's verdict on that granule (phase tables in shared
+# memory only).
+PROBE_READ_JUDGE = "__consan_read_judge"
 VALUE_TAG_SEED = 0x811C9DC5
 VALUE_TAG_PRIME = 16777619
 
@@ -223,6 +228,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_ACCESS_N: ((".b64", ".b32", ".b32", ".b32"), None),
     PROBE_ACCESS16: ((".b64", ".b32", ".b32", ".b32"), None),
     PROBE_WRITE_READERS: ((".b64", ".b32", ".b32"), None),
+    PROBE_READ_JUDGE: ((".b64", ".b32", ".b32"), None),
     PROBE_STORE_VALUE: ((".b32", ".b32"), None),
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),

@@ -16,12 +16,14 @@ Covered: `.shared` reads of up to 16 bytes within one bitmap word, and `.shared`
 and atomics of one granule (4 bytes, aligned); not the stores that pass a value tag (their
 tag is part of the verdict), ldmatrix, generic addresses, nor coalesced probes.
 
-A plain write also goes on inline where the test fails, in a loop or not: the first write
-of a granule in a phase changes the tables but cannot race with a write (no epoch of this
-phase), so its epoch and site are stored here and the checker is called only to look for
-this phase's readers where there are some (`_write_update`). Measured on the H100
-(bench_clean, two rounds each): stencil_1d 32.07 -> 21.65 ms, transpose_tiled 11.42 ->
-8.53 ms, the other kernels unchanged.
+A plain write and a one-granule read also go on inline where the test fails, in a loop
+or not: the first write of a granule in a phase changes the tables but cannot race with a
+write (no epoch of this phase), so its epoch and site are stored here and the checker is
+called only to look for this phase's readers where there are some (`_write_update`); a
+read sets its warp's bit and calls only where the granule was never written or was
+written in this phase by another warp (`_read_update`). Measured on the H100 (bench_clean,
+two rounds each, the register cap of 80 then in use): stencil_1d 32.07 -> 21.58 ms,
+transpose_tiled 11.42 -> 4.80 ms (its tile written and read), the others unchanged.
 """
 
 from __future__ import annotations
@@ -59,17 +61,26 @@ def load_code() -> str:
 
 
 def updates(it: Item, c: Classified, value_tags: bool) -> bool:
-    """Whether a write also takes the inline update where the test fails (`write_update`)."""
-    return c.event is Event.WRITE and eligible(it, c, value_tags, False)
+    """Whether an access also takes the inline update where the test fails: a plain write
+    (`_write_update`) or a read of at most one granule (`_read_update`)."""
+    if not eligible(it, c, value_tags, False):
+        return False
+    return c.event is Event.WRITE or (c.event is Event.READ and c.size <= abi.GRANULE_BYTES)
+
+
+def call_probe(c: Classified) -> str:
+    """The checker entry an access with an inline update calls where the update needs the
+    rest of the probe (same arguments as abi.PROBE_ACCESS)."""
+    return abi.PROBE_WRITE_READERS if c.event is Event.WRITE else abi.PROBE_READ_JUDGE
 
 
 def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: str,
          slow: str, update: tuple[int, str] | None = None) -> str:
     """PTX that branches to `skip` (past the probe) where the access repeats its warp's in
     this phase and to `slow` (the probe) elsewhere; `address_code` puts the access's
-    address in the b64 register `addr_reg`. `update` (a write's site and the text of its
-    PROBE_WRITE_READERS call): where the granule holds no epoch of this phase, the write's
-    epoch and site are stored inline instead (`write_update`)."""
+    address in the b64 register `addr_reg`. `update` (the access's site and the text of its
+    `call_probe` call): where the test fails, the probe's work is done inline where it
+    can be (`_write_update`, `_read_update`), and that call made where it is needed."""
     f = [f"{_F}{i}" for i in range(9)]
     ph, warp = f[0], f[1]
     a, b = f[4], f[5]
@@ -85,7 +96,7 @@ def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: 
              f"shr.u32 {b}, {b}, 2;",  # last granule
              f"setp.lt.u32 {q}, {b}, {REG_GRANULES};"]  # (none without a record)
     if c.event is Event.READ:
-        k0, k1, bits = f[6], f[7], f[8]
+        k0, k1, word = f[6], f[7], f[8]
         lines += [f"shr.u32 {k0}, {a}, 5;",
                   f"shr.u32 {k1}, {b}, 5;",
                   f"setp.eq.and.u32 {q}, {k0}, {k1}, {q};",
@@ -96,10 +107,10 @@ def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: 
                   f"[{rec}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
                   f"and.b32 {k1}, {ph}, 1;",
                   f"setp.ne.u32 {q2}, {k1}, 0;",
-                  f"selp.u32 {bits}, {f[3]}, {f[2]}, {q2};",
+                  f"selp.u32 {word}, {f[3]}, {f[2]}, {q2};",
                   f"shl.b32 {k0}, {k0}, 2;",
-                  f"add.u32 {bits}, {bits}, {k0};",
-                  f"ld.volatile.shared.u32 {bits}, [{bits}];",
+                  f"add.u32 {word}, {word}, {k0};",  # the bitmap word's address
+                  f"ld.volatile.shared.u32 {f[2]}, [{word}];",
                   # the bits lo..hi of the word: ((2 << hi) - 1) & ~((1 << lo) - 1)
                   f"and.b32 {a}, {a}, 31;",
                   f"and.b32 {b}, {b}, 31;",
@@ -110,9 +121,9 @@ def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: 
                   f"shl.b32 {a}, {k0}, {a};",
                   f"sub.u32 {a}, {a}, 1;",
                   f"not.b32 {a}, {a};",
-                  f"and.b32 {a}, {a}, {b};",
-                  f"and.b32 {bits}, {bits}, {a};",
-                  f"setp.eq.u32 {q}, {bits}, {a};"]
+                  f"and.b32 {a}, {a}, {b};",  # (a: the access's bits)
+                  f"and.b32 {f[2]}, {f[2]}, {a};",
+                  f"setp.eq.u32 {q}, {f[2]}, {a};"]
     else:
         lo, hi, want = f[6], f[7], f[8]
         lines += [f"setp.eq.and.u32 {q}, {a}, {b}, {q};",
@@ -139,25 +150,39 @@ def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: 
             lines += [f"not.pred {q2}, {guard};", f"or.pred {q}, {q}, {q2};"]
     lines.append(f"@{q} bra {skip};")
     if update is not None:
-        lines += _write_update(f, q, update[0], skip, slow)
-        lines += ["}", update[1], f"bra {skip};"]
+        site, call = update
+        work = _write_update if c.event is Event.WRITE else _read_update
+        lines += work(f, q, site, addr_reg, skip, slow)
+        lines += ["}", f"{slow}_call:", call, f"bra {skip};"]
     else:
         lines.append("}")
     lines.append(f"{slow}:")
     return "\n\t".join(lines) + "\n\t"
 
 
-def _write_update(f: list[str], q: str, site: int, skip: str, slow: str) -> list[str]:
+# The u32 tables follow the epochs (8 bytes a granule of the window), 4 bytes a granule
+# each (abi.psh_bytes): the sites of writes, the sites of reads, the phases of reads.
+_WSITE, _RSITE, _RPHASE = 8, 12, 16
+
+
+def _table(out: str, table: int, g: str) -> list[str]:
+    """PTX putting the shared address of granule g's word of `table` in `out`."""
+    return [f"mul.lo.u32 {out}, {REG_GRANULES}, {table};",
+            f"add.u32 {out}, {out}, {REG_EPOCHS};",
+            f"mad.lo.u32 {out}, {g}, 4, {out};"]
+
+
+def _write_update(f: list[str], q: str, site: int, addr_reg: str, skip: str,
+                  slow: str) -> list[str]:
     """After a write's failed test (f: phase, warp, -, -, its epoch's address, its granule g,
     the epoch's two words): the probe's own work where the granule was not written in this
     phase: its epoch swapped for this warp's (a compare-and-swap: a write by another warp
     in between leaves the whole verdict to the probe), its site stored, a fence (the
     writer's half of the probe's store-then-look order with readers), and a look at the
     phase in which it was last read: only a read in this phase needs the checker
-    (PROBE_WRITE_READERS, which falls through to `skip`). Verdicts are the probe's: with
-    no epoch of this phase there is no race.waw, and a plain write reads nothing."""
+    (PROBE_WRITE_READERS). Verdicts are the probe's: with no epoch of this phase there is
+    no race.waw, and a plain write reads nothing."""
     ph, warp, ea, g, lo, hi, t = f[0], f[1], f[4], f[5], f[6], f[7], f[8]
-    table = f[2]
     return [f"setp.eq.u32 {q}, {lo}, {ph};",  # written in this phase: the probe judges
             f"@{q} bra {slow};",
             "{ .reg .b64 %__cs_fo, %__cs_fn;",
@@ -166,15 +191,43 @@ def _write_update(f: list[str], q: str, site: int, skip: str, slow: str) -> list
             f"atom.shared.cas.b64 %__cs_fn, [{ea}], %__cs_fo, %__cs_fn;",
             f"setp.ne.b64 {q}, %__cs_fn, %__cs_fo; }}",
             f"@{q} bra {slow};",
-            # the u32 tables follow the epochs: the sites of writes at 8 bytes a granule
-            # of the window, the phases of reads at 16 (abi.psh_layout)
-            f"shl.b32 {table}, {REG_GRANULES}, 3;",
-            f"add.u32 {table}, {table}, {REG_EPOCHS};",
-            f"mad.lo.u32 {t}, {g}, 4, {table};",
+            *_table(t, _WSITE, g),
             f"st.volatile.shared.u32 [{t}], {site};",
             "membar.cta;",
-            f"shl.b32 {table}, {REG_GRANULES}, 3;",
-            f"add.u32 {t}, {t}, {table};",
+            *_table(t, _RPHASE, g),
             f"ld.volatile.shared.u32 {t}, [{t}];",
             f"setp.ne.u32 {q}, {t}, {ph};",
+            f"@{q} bra {skip};"]
+
+
+def _read_update(f: list[str], q: str, site: int, addr_reg: str, skip: str,
+                 slow: str) -> list[str]:
+    """After a one-granule read's failed test (f: phase, warp, -, -, its bit, -, -, -, the
+    address of its bitmap word): the probe's own work for a read: the warp's bit set (a
+    shared atomic; a bit another lane of the warp set first is no news, as in the probe),
+    the granule's read site and phase stored, a fence (the reader's half of the
+    store-then-look order with writers), and a look at its write epoch: only one never
+    written, or written in this phase by another warp, needs the checker's verdict
+    (PROBE_READ_JUDGE, whose call is at `slow`_call), the probe's for that granule."""
+    ph, warp, bit, word, g, t, lo, hi = f[0], f[1], f[4], f[8], f[5], f[6], f[2], f[3]
+    return [f"atom.shared.or.b32 {t}, [{word}], {bit};",
+            f"and.b32 {t}, {t}, {bit};",
+            f"setp.ne.u32 {q}, {t}, 0;",  # (set since the test, by another lane)
+            f"@{q} bra {skip};",
+            f"cvt.u32.u64 {g}, {addr_reg};",
+            f"shr.u32 {g}, {g}, 2;",
+            *_table(t, _RSITE, g),
+            f"st.volatile.shared.u32 [{t}], {site};",
+            *_table(t, _RPHASE, g),
+            f"st.volatile.shared.u32 [{t}], {ph};",
+            "membar.cta;",
+            f"mad.lo.u32 {t}, {g}, 8, {REG_EPOCHS};",
+            f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{t}];",
+            f"or.b32 {word}, {lo}, {hi};",
+            f"setp.eq.u32 {q}, {word}, 0;",  # never written: uninit.read
+            f"@{q} bra {slow}_call;",
+            f"setp.ne.u32 {q}, {lo}, {ph};",  # written in an earlier phase
+            f"@{q} bra {skip};",
+            f"and.b32 {hi}, {hi}, 255;",
+            f"setp.eq.u32 {q}, {hi}, {warp};",  # by this warp
             f"@{q} bra {skip};"]

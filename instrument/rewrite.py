@@ -105,6 +105,12 @@ class Instrumented:
     first_trip_loops: list[tuple[int, int]] = field(default_factory=list)
     fast_paths: int = 0  # accesses in loops that first test inline whether they repeat
     inline_writes: int = 0  # plain writes that store their epoch inline (fast_path.py)
+    inline_reads: int = 0  # one-granule reads that set their bit inline (fast_path.py)
+
+    @property
+    def inline_tests(self) -> bool:
+        """Some access reads the warp's fast-path record inline (abi.FLAG_PSH_FAST)."""
+        return self.fast_paths + self.inline_writes + self.inline_reads > 0
 
     @property
     def chunk_granules(self) -> bool:
@@ -600,7 +606,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 p = merged.get(i, False)
                 coalesced = p is None or (p is not False and (p.count > 1 or len(p.members) > 1))
                 if i not in looped and (coalesced or not fast_path.updates(it, c, value_tags)):
-                    continue  # (out of loops only a write's inline update pays)
+                    continue  # (out of loops only the inline updates pay)
                 if fast_path.eligible(it, c, value_tags, coalesced):
                     fast.append((i, it, c, widths, i in looped))
                     fast_fns.add(fn.open_index)
@@ -642,7 +648,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     after[hidx] = after.get(hidx, "") + "\n" + _externs()
 
     cta_wide_only &= not multicast  # (a peer's posts are applied to the vector clocks' tables)
-    fast_tests = inline_writes = 0
+    fast_tests = inline_writes = inline_reads = 0
     if cta_wide_only:  # (first_trip.py, fast_path.py: phase mode only)
         _first_trip_only(first_trips, before, after)
         for open_index in fast_fns:  # (after the begin probe: its record's two words)
@@ -654,12 +660,13 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 fast_tests += in_loop
                 update = None
                 if fast_path.updates(it, c, value_tags):
-                    inline_writes += 1
+                    inline_writes += c.event is Event.WRITE
+                    inline_reads += c.event is Event.READ
                     probe = before[idx].rstrip()
                     call = f"call {abi.PROBE_ACCESS},"
                     assert probe.count(call) == 1, probe
                     update = (_probe_site(probe),
-                              probe.replace(call, f"call {abi.PROBE_WRITE_READERS},"))
+                              probe.replace(call, f"call {fast_path.call_probe(c)},"))
                 test = fast_path.test(it, c, _address_code(c.address or "", widths, it),
                                       REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}", update)
                 before[idx] = test + before[idx].rstrip() + f"\n$__cs_fast{idx}:\n\t"
@@ -677,7 +684,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                         cp_async, bar0_only, multicast, chunks,
                         first_trip_loops=[(mod.items[lp.head].line, mod.items[lp.branch].line)
                                           for _, lp in first_trips] if cta_wide_only else [],
-                        fast_paths=fast_tests, inline_writes=inline_writes)
+                        fast_paths=fast_tests, inline_writes=inline_writes,
+                        inline_reads=inline_reads)
 
 
 def _probe_site(probe: str) -> int:

@@ -166,6 +166,15 @@ CS_ENTRY void __consan_write_readers(uint64_t addr, uint32_t site, uint32_t info
     if (cs_phase_smem_on()) cs_phase_smem_write_readers(addr, site, info);
 }
 
+// The verdict on a one-granule read whose bit, site and phase the rewritten kernel stored
+// inline (instrument/fast_path.py) and whose granule it found never written or written in
+// this phase by another warp; phase tables in shared memory.
+CS_ENTRY void __consan_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_PROF(0);
+    CS_NULL_ACCESS(return;)
+    if (cs_phase_smem_on()) cs_phase_smem_read_judge(addr, site, info);
+}
+
 // `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).
 CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     CS_PROF(0);

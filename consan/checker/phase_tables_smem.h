@@ -278,6 +278,18 @@ CS_DEV uint32_t cs_psh_read_verdict(uint32_t g, uint32_t w, uint32_t phase, uint
     return CS_RACE_RAW;
 }
 
+// The verdict on a one-granule read published inline (cs_phase_smem_write_readers' twin for
+// reads: instrument/fast_path.py); the granule is one of the window (the kernel tested it).
+CS_DEV void cs_phase_smem_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
+    const uint32_t size = info & CS_INFO_SIZE_MASK;
+    uint32_t off = 0, prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP;
+    cs_local((uint32_t)addr, off);
+    const uint32_t w = cs_warp();
+    const uint32_t kind = cs_psh_read_verdict(off / CS_GRANULE_BYTES, w, cs_phase_sh[w],
+                                              prev_site, prev_warp);
+    if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
+}
+
 // Returns false, having done nothing, where the warp's reads do not fit (then each rep takes
 // cs_phase_smem_access).
 CS_DEV bool cs_phase_smem_read_warp(uint64_t addr, uint32_t site, uint32_t info, uint32_t n,

@@ -512,4 +512,4 @@ def test_instrument_names_the_loops_and_accesses_it_checks_with_less_work(tmp_pa
     assert "checked on its first trip" in out
     assert "1 access(es) in loops skip the checker" in out
     # histogram's zeroing of its bins (sgemm's tile stores are in the loop checked once)
-    assert "1 shared store(s) record themselves without a call" in out
+    assert "1 shared store(s) and 1 load(s) record themselves without a call" in out

@@ -60,6 +60,14 @@ def test_accesses_that_always_call(case, access, kw):
     assert fast_tests(rewritten(access, **kw).ptx) == 0, case
 
 
+def _update_calls(ptx: str, entry: str) -> tuple[str, str, str]:
+    """(the probe's call block, its site, the inline update's call block) of one access."""
+    probe = re.search(r"\$__cs_slow\d+:\s*(\{ // consan site (\d+).*?\})", ptx, re.S)
+    call = re.search(rf"(\{{ // consan site \d+[^}}]*call {entry},[^}}]*\}})", ptx)
+    assert probe and call
+    return probe.group(1), probe.group(2), call.group(1)
+
+
 @pytest.mark.parametrize("looped", [False, True])
 def test_a_plain_write_stores_its_epoch_inline(looped):
     """Where the test fails and the granule holds no epoch of this phase, the epoch (a
@@ -68,24 +76,41 @@ def test_a_plain_write_stores_its_epoch_inline(looped):
     ins = rewritten("\tst.shared.u32 [%r2], %r3;\n", looped=looped)
     assert fast_tests(ins.ptx) == 1 == ins.inline_writes and ins.fast_paths == looped
     assert ins.ptx.count("atom.shared.cas.b64") == 1 and "membar.cta;" in ins.ptx
-    probe = re.search(r"\$__cs_slow\d+:\s*(\{ // consan site (\d+).*?\})", ins.ptx, re.S)
-    readers = re.search(r"(\{ // consan site \d+[^}]*call __consan_write_readers,[^}]*\})",
-                        ins.ptx)
-    assert probe and readers
-    assert readers.group(1) == probe.group(1).replace(f"call {abi.PROBE_ACCESS},",
-                                                       f"call {abi.PROBE_WRITE_READERS},")
-    assert f"st.volatile.shared.u32 [%__cs_fr8], {probe.group(2)};" in ins.ptx  # its site
+    probe, site, readers = _update_calls(ins.ptx, abi.PROBE_WRITE_READERS)
+    assert readers == probe.replace(f"call {abi.PROBE_ACCESS},", f"call {abi.PROBE_WRITE_READERS},")
+    assert f"st.volatile.shared.u32 [%__cs_fr8], {site};" in ins.ptx  # its site
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("looped", [False, True])
+@pytest.mark.parametrize("load", ["ld.shared.u32 %r4, [%r2]", "ld.shared.u8 %rs1, [%r2+3]"])
+def test_a_one_granule_read_sets_its_bit_inline(looped, load):
+    """Where the test fails, the warp's bit (a shared atomic), the read's site and phase are
+    stored inline; only a granule never written or written by another warp in this phase
+    calls the checker's verdict, with the probe's own site and info."""
+    ins = rewritten(f"\t{load};\n", looped=looped, extra="\t.reg .b16 %rs<2>;\n")
+    assert fast_tests(ins.ptx) == 1 == ins.inline_reads and ins.fast_paths == looped
+    assert ins.ptx.count("atom.shared.or.b32") == 1 and "membar.cta;" in ins.ptx
+    probe, site, judge = _update_calls(ins.ptx, abi.PROBE_READ_JUDGE)
+    assert judge == probe.replace(f"call {abi.PROBE_ACCESS},", f"call {abi.PROBE_READ_JUDGE},")
+    assert f"st.volatile.shared.u32 [%__cs_fr6], {site};" in ins.ptx  # its site
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
 @pytest.mark.parametrize("case,access,kw", [
-    ("a read", "\tld.shared.u32 %r4, [%r2];\n", {}),
+    ("an 8-byte read", "\tld.shared.v2.u32 {%r4, %r5}, [%r2];\n", {}),
     ("a store with a value tag", "\tst.shared.u32 [%r2], %r3;\n", {"value_tags": True}),
     ("an 8-byte store", "\tst.shared.v2.u32 [%r2], {%r3, %r3};\n", {}),
 ])
-def test_outside_loops_only_plain_writes_take_the_test(case, access, kw):
+def test_outside_loops_only_inline_updates_take_the_test(case, access, kw):
     ins = rewritten(access, looped=False, **kw)
-    assert fast_tests(ins.ptx) == 0 and "atom.shared.cas" not in ins.ptx, case
+    assert fast_tests(ins.ptx) == 0 and "atom.shared" not in ins.ptx, case
+
+
+def test_wider_reads_in_loops_take_the_test_without_the_update():
+    ins = rewritten("\tld.shared.v2.u32 {%r4, %r5}, [%r2];\n")
+    assert fast_tests(ins.ptx) == 1 == ins.fast_paths and ins.inline_reads == 0
+    assert "atom.shared.or" not in ins.ptx
 
 
 def test_every_build_links_the_begin_probe_that_returns_the_record():
@@ -105,15 +130,28 @@ def test_the_record_follows_the_bitmaps_on_a_16_byte_boundary():
         assert abi.psh_bytes(granules, nwarps) == (bitmaps + 15) // 16 * 16
 
 
-def test_the_bench_kernels_store_their_writes_inline():
-    """bench_clean's stencil (its tile and halo writes) and transpose (its tile rows) as
-    NVRTC compiles them: every plain shared store takes the inline update."""
+def test_the_bench_kernels_take_the_inline_updates():
+    """bench_clean's stencil (its tile and halo writes; its read is a coalesced probe) and
+    transpose (its tile's rows written, its columns read) as NVRTC compiles them."""
     from tests.kernels import gpu_kernels as K
 
-    for name, writes in (("stencil_1d", 3), ("transpose_tiled", 4)):
+    for name, writes, reads in (("stencil_1d", 3, 0), ("transpose_tiled", 4, 4)):
         ptx = toolchain.compile_cuda(K.CLEAN[name], f"{name}.cu", ["-arch=compute_90", "-lineinfo"])
         ins = instrument(ptx, f"{name}.ptx")
-        assert ins.ptx.count(f"call {abi.PROBE_WRITE_READERS},") == writes, name
+        assert ins.ptx.count(f"call {abi.PROBE_WRITE_READERS},") == writes == ins.inline_writes
+        assert ins.ptx.count(f"call {abi.PROBE_READ_JUDGE},") == reads == ins.inline_reads
+
+
+def test_a_module_whose_only_inline_code_is_updates_keeps_the_record():
+    """Without the record (FLAG_PSH_FAST) every inline test fails and each access calls."""
+    from consan.layout import Layout, Placement
+
+    for access in ("\tst.shared.u32 [%r2], %r3;\n", "\tld.shared.u32 %r4, [%r2];\n"):
+        ins = rewritten(access, looped=False)
+        assert ins.fast_paths == 0 and ins.inline_tests
+        lay = Layout.for_module(ins, nwarps=8, nthreads=256, window_bytes=1024,
+                                log_capacity=64, placement=Placement.PHASE_SMEM)
+        assert lay.psh_fast and lay.flags & abi.FLAG_PSH_FAST
 
 
 def test_the_gpu_twins_take_the_inline_test():
