@@ -98,16 +98,21 @@ def _dim3(v) -> tuple[int, int, int]:
 def psh_max_regs(nthreads: int) -> int:
     """Register cap for a kernel linked with the phase-mode checker.
 
-    ptxas places the kernel's live registers above those its callees use, so
-    probes push a kernel far above its native count (sgemm: 70 -> 136, one CTA
-    per SM). The cap keeps 24 warps (37.5% occupancy) resident per SM as far as
-    registers go, and any block launchable; the spills it costs around probe
-    calls are cheaper than the lost warps (benchmarks/RESULTS.md: sgemm 128
-    registers 48x, 80 registers 36x). CONSAN_PSH_MAXREG overrides it.
+    A kernel's register count is the largest of its call graph's, and ptxas places the
+    kernel's live registers above those its callees use, so probes push a kernel far
+    above its native count (92 registers uncapped for an 18-register stencil; 122 for a
+    72-register sgemm). Most accesses of phase mode now run inline and call the checker
+    only where something is wrong or their warp's state needs a look (fast_path.py), so
+    the cap keeps 48 warps resident per SM as far as registers go (40 registers up to
+    512 threads a block) and any block launchable: the spills it costs inside the probes
+    are cheaper than the lost warps. Measured on the H100 (bench_clean, cap 40 against
+    80, two rounds): block_reduce_sum 2.06 -> 1.60 ms, transpose_tiled 4.80 -> 3.43,
+    stencil_1d 21.58 -> 17.24, sgemm_tiled 19.36 -> 16.54, histogram256 5.65 -> 3.02.
+    CONSAN_PSH_MAXREG overrides it.
     """
     env = int(os.environ.get("CONSAN_PSH_MAXREG", "0") or 0)
     threads = max(nthreads, 32)
-    ctas = -(-768 // threads)
+    ctas = -(-1536 // threads)
     return env or max(32, min(128, 65536 // (threads * ctas) // 8 * 8))
 
 

@@ -213,3 +213,13 @@ def test_state_block_bytes_are_the_fields_in_order():
     assert got["shv_offset"] == 112 and got["psh_offset"] == 112 + abi.SHV_BYTES
     assert got["vsh_base"] == 1024 and got["vsh_readers"] == 2  # the wgmma units
     assert got["flags"] == abi.FLAG_WGMMA | abi.FLAG_VC_SMEM
+
+
+@pytest.mark.parametrize("block,cap,warps", [(256, 40, 48), (128, 40, 48), (32, 40, 48),
+                                             (512, 40, 48), (1024, 32, 64), (96, 40, 48)])
+def test_the_phase_mode_cap_keeps_48_warps_per_sm(monkeypatch, block, cap, warps):
+    """As far as registers go (65536 per SM): probes are mostly inline, warps pay more."""
+    monkeypatch.delenv("CONSAN_PSH_MAXREG", raising=False)
+    assert runtime.psh_max_regs(block) == cap
+    ctas = 65536 // (cap * block)
+    assert ctas * -(-block // 32) >= warps
