@@ -68,19 +68,67 @@ def updates(it: Item, c: Classified, value_tags: bool) -> bool:
     return c.event is Event.WRITE or (c.event is Event.READ and c.size <= abi.GRANULE_BYTES)
 
 
+# A module with at most this many accesses that take an update has the update written out
+# at each; one with more calls one copy per kind (`function`). Measured on the H100
+# (bench_clean): stencil_1d 17.13 ms with its three writes' updates written out, 20.35 ms
+# calling the function; transpose_tiled 3.39 / 4.92 ms (eight accesses). Written out at
+# each of an unrolled bitonic sort's 442 accesses, the code took nvJitLink 3.2 s instead of
+# 0.4 s (1.2 MB of PTX).
+INLINE_MAX = 32
+
+
+def function_name(c: Classified) -> str:
+    """The module's own function that makes an access's test and update (`function`)."""
+    return f"__consan_inline_{'write' if c.event is Event.WRITE else 'read'}{c.size}"
+
+
+def function(c: Classified) -> str:
+    """PTX of the function, defined in the rewritten module, that an access with an update
+    calls in place of its probe, with the probe's arguments and the warp's record: the
+    test, the update, and the checker's entry (its probe, or `call_probe`) where they do
+    not settle the access. One copy per module: written out at every access (hundreds in
+    an unrolled bitonic sort) the code made nvJitLink's work seven times longer."""
+    def checker(entry: str) -> str:
+        return "\n\t".join(["{", ".param .b64 __cs_p0;", ".param .b32 __cs_p1;",
+                             ".param .b32 __cs_p2;", "st.param.b64 [__cs_p0], %__cs_a;",
+                             "st.param.b32 [__cs_p1], %__cs_site;",
+                             "st.param.b32 [__cs_p2], %__cs_info;",
+                             f"call {entry}, (__cs_p0, __cs_p1, __cs_p2);", "}"])
+
+    params = ", ".join(f".param {t} __cs_q{i}" for i, t in enumerate(FUNCTION_PARAMS))
+    return "\n".join([
+        f".func {function_name(c)} ({params})", "{",
+        "\t.reg .b64 %__cs_a;",
+        f"\t.reg .b32 %__cs_site, %__cs_info, {REG_FAST}, {REG_GRANULES}, {REG_EPOCHS};",
+        "\tld.param.b64 %__cs_a, [__cs_q0];",
+        "\tld.param.b32 %__cs_site, [__cs_q1];",
+        "\tld.param.b32 %__cs_info, [__cs_q2];",
+        f"\tld.param.b32 {REG_FAST}, [__cs_q3];",
+        "\t" + load_code()
+        + test(None, c, [], "%__cs_a", "$__cs_done", "$__cs_probe",
+               ("%__cs_site", checker(call_probe(c))))
+        + checker(abi.PROBE_ACCESS),
+        "$__cs_done:", "\tret;", "}", ""])
+
+
+# (the probe's address, site and info, then the warp's fast-path record)
+FUNCTION_PARAMS = (".b64", ".b32", ".b32", ".b32")
+
+
 def call_probe(c: Classified) -> str:
     """The checker entry an access with an inline update calls where the update needs the
     rest of the probe (same arguments as abi.PROBE_ACCESS)."""
     return abi.PROBE_WRITE_READERS if c.event is Event.WRITE else abi.PROBE_READ_JUDGE
 
 
-def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: str,
-         slow: str, update: tuple[int, str] | None = None) -> str:
-    """PTX that branches to `skip` (past the probe) where the access repeats its warp's in
-    this phase and to `slow` (the probe) elsewhere; `address_code` puts the access's
-    address in the b64 register `addr_reg`. `update` (the access's site and the text of its
-    `call_probe` call): where the test fails, the probe's work is done inline where it
-    can be (`_write_update`, `_read_update`), and that call made where it is needed."""
+def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str, skip: str,
+         slow: str, update: tuple[str, str] | None = None) -> str:
+    """PTX that branches to `skip` (past the probe) where the access (guarded by `pred`)
+    repeats its warp's in this phase and to `slow` (the probe) elsewhere; `address_code`
+    puts the access's address in the b64 register `addr_reg`. `update` (the access's site
+    and the text of its `call_probe` call): where the test fails, the probe's work is done
+    here where it can be (`_write_update`, `_read_update`), and that call made where it is
+    needed."""
     f = [f"{_F}{i}" for i in range(9)]
     ph, warp = f[0], f[1]
     a, b = f[4], f[5]
@@ -142,8 +190,8 @@ def test(it: Item, c: Classified, address_code: list[str], addr_reg: str, skip: 
                       f"setp.eq.u32 {q2}, {hi}, {want};",
                       f"setp.eq.or.u32 {q2}, {hi}, {multi}, {q2};",
                       f"and.pred {q}, {q}, {q2};"]
-    if it.pred:  # lanes that skip the access skip its probe too
-        guard = it.pred[1:]
+    if pred:  # lanes that skip the access skip its probe too
+        guard = pred[1:]
         if guard.startswith("!"):
             lines.append(f"or.pred {q}, {q}, {guard[1:]};")
         else:
@@ -172,7 +220,7 @@ def _table(out: str, table: int, g: str) -> list[str]:
             f"mad.lo.u32 {out}, {g}, 4, {out};"]
 
 
-def _write_update(f: list[str], q: str, site: int, addr_reg: str, skip: str,
+def _write_update(f: list[str], q: str, site: str, addr_reg: str, skip: str,
                   slow: str) -> list[str]:
     """After a write's failed test (f: phase, warp, -, -, its epoch's address, its granule g,
     the epoch's two words): the probe's own work where the granule was not written in this
@@ -200,7 +248,7 @@ def _write_update(f: list[str], q: str, site: int, addr_reg: str, skip: str,
             f"@{q} bra {skip};"]
 
 
-def _read_update(f: list[str], q: str, site: int, addr_reg: str, skip: str,
+def _read_update(f: list[str], q: str, site: str, addr_reg: str, skip: str,
                  slow: str) -> list[str]:
     """After a one-granule read's failed test (f: phase, warp, -, -, its bit, -, -, -, the
     address of its bitmap word): the probe's own work for a read: the warp's bit set (a

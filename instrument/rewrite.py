@@ -454,8 +454,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     relaxed_arrivals = any(it.is_instruction and it.opcode.startswith("barrier.cluster.arrive")
                            and "relaxed" in it.op_parts for it in mod.items)
     first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
-    fast: list[tuple[int, Item, Classified, dict[str, int], bool]] = []  # fast_path.py, looped
-    fast_fns: set[int] = set()  # the '{' of the entries that make such tests
+    # accesses that fast_path.py serves: (index, item, class, widths, in a loop, entry's '{')
+    fast: list[tuple[int, Item, Classified, dict[str, int], bool, int]] = []
     begins: dict[int, int] = {}  # an entry's '{' -> the item its begin probe precedes
 
     for fn in mod.functions:
@@ -608,8 +608,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 if i not in looped and (coalesced or not fast_path.updates(it, c, value_tags)):
                     continue  # (out of loops only the inline updates pay)
                 if fast_path.eligible(it, c, value_tags, coalesced):
-                    fast.append((i, it, c, widths, i in looped))
-                    fast_fns.add(fn.open_index)
+                    fast.append((i, it, c, widths, i in looped, fn.open_index))
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
             for d in r.dropped:
@@ -651,25 +650,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     fast_tests = inline_writes = inline_reads = 0
     if cta_wide_only:  # (first_trip.py, fast_path.py: phase mode only)
         _first_trip_only(first_trips, before, after)
-        for open_index in fast_fns:  # (after the begin probe: its record's two words)
-            at = begins[open_index]
-            call_end = before[at].index("}\n\t") + 3
-            before[at] = before[at][:call_end] + fast_path.load_code() + before[at][call_end:]
-        for idx, it, c, widths, in_loop in fast:
-            if before.get(idx):
-                fast_tests += in_loop
-                update = None
-                if fast_path.updates(it, c, value_tags):
-                    inline_writes += c.event is Event.WRITE
-                    inline_reads += c.event is Event.READ
-                    probe = before[idx].rstrip()
-                    call = f"call {abi.PROBE_ACCESS},"
-                    assert probe.count(call) == 1, probe
-                    update = (_probe_site(probe),
-                              probe.replace(call, f"call {fast_path.call_probe(c)},"))
-                test = fast_path.test(it, c, _address_code(c.address or "", widths, it),
-                                      REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}", update)
-                before[idx] = test + before[idx].rstrip() + f"\n$__cs_fast{idx}:\n\t"
+        fast_tests, inline_writes, inline_reads = _fast_paths(fast, begins, before, after,
+                                                              hidx, value_tags)
     out = []
     for i, it in enumerate(mod.items):
         if i in before:
@@ -686,6 +668,53 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                           for _, lp in first_trips] if cta_wide_only else [],
                         fast_paths=fast_tests, inline_writes=inline_writes,
                         inline_reads=inline_reads)
+
+
+def _fast_paths(fast: list, begins: dict[int, int], before: dict[int, str],
+                after: dict[int, str], hidx: int, value_tags: bool) -> tuple[int, int, int]:
+    """fast_path.py's code at its accesses: the inline test in loops; the update where the
+    test fails, written out at each access when the module has few (fast_path.INLINE_MAX),
+    else in one function per kind that the accesses call in place of their probes. The
+    record's two words are loaded after the begin probe of each entry with code that
+    reads them inline. Returns (tests in loops, writes updated, reads updated)."""
+    updated = [f for f in fast if before.get(f[0]) and fast_path.updates(f[1], f[2], value_tags)]
+    inline = len(updated) <= fast_path.INLINE_MAX
+    up = {f[0] for f in updated}
+    for open_index in sorted({f[5] for f in fast if before.get(f[0]) and
+                              (f[4] or (inline and f[0] in up))}):
+        at = begins[open_index]
+        call_end = before[at].index("}\n\t") + 3
+        before[at] = before[at][:call_end] + fast_path.load_code() + before[at][call_end:]
+    functions: dict[str, str] = {}
+    tests = 0
+    for idx, it, c, widths, in_loop, _ in fast:
+        if not before.get(idx):
+            continue
+        probe = before[idx].rstrip()
+        update = None
+        if idx in up and inline:  # the update's call: the probe's, to its other entry
+            call = f"call {abi.PROBE_ACCESS},"
+            assert probe.count(call) == 1, probe
+            update = (str(_probe_site(probe)),
+                      probe.replace(call, f"call {fast_path.call_probe(c)},"))
+        elif idx in up:  # the module's function, in place of the probe
+            name = fast_path.function_name(c)
+            functions.setdefault(name, fast_path.function(c))
+            args = [(".b64", REG_ADDR), (".b32", str(_probe_site(probe))),
+                    (".b32", str(c.info)), (".b32", fast_path.REG_FAST)]
+            assert tuple(t for t, _ in args) == fast_path.FUNCTION_PARAMS
+            probe = _call(it.pred, name, args, pre=_address_code(c.address or "", widths, it),
+                          comment=f"site {args[1][1]}")
+            before[idx] = probe + "\n\t"
+        if not in_loop and update is None:
+            continue
+        tests += in_loop
+        test = fast_path.test(it.pred, c, _address_code(c.address or "", widths, it),
+                              REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}", update)
+        before[idx] = test + probe + f"\n$__cs_fast{idx}:\n\t"
+    after[hidx] += "".join(functions[k] for k in sorted(functions))
+    writes = sum(1 for f in updated if f[2].event is Event.WRITE)
+    return tests, writes, len(updated) - writes
 
 
 def _probe_site(probe: str) -> int:

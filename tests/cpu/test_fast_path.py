@@ -11,7 +11,7 @@ import re
 import pytest
 
 from consan import toolchain
-from instrument import abi
+from instrument import abi, fast_path
 from instrument.rewrite import instrument
 from tests.cpu.test_first_trip import HEAD, NEXT  # (the same kernel head and loop branch)
 
@@ -28,6 +28,17 @@ def fast_tests(ptx: str) -> int:
     return ptx.count("// consan fast path")
 
 
+def kernel(ptx: str) -> str:
+    """The entry's text (without the module's own functions of fast_path.function)."""
+    return ptx[ptx.index(".visible .entry"):]
+
+
+def function(ptx: str, name: str) -> str:
+    m = re.search(rf"^\.func {name} \(.*?^}}", ptx, re.S | re.M)
+    assert m, name
+    return m.group(0)
+
+
 @pytest.mark.parametrize("access", [
     "\tatom.shared.add.u32 %r4, [%r2], 1;\n",
     "\tld.shared.u32 %r4, [%r2];\n",
@@ -38,9 +49,10 @@ def fast_tests(ptx: str) -> int:
 def test_an_access_in_a_loop_takes_the_inline_test(access):
     ins = rewritten(access)
     assert ins.phase_mode and ins.first_trip_loops == []
-    assert fast_tests(ins.ptx) == 1 == ins.fast_paths
-    # the test branches past the probe, or falls into it
-    assert re.search(r"bra \$__cs_fast(\d+);.*\$__cs_slow\1:.*call __consan_access\w*,.*"
+    assert ins.fast_paths == 1 and fast_tests(kernel(ins.ptx)) == 1
+    # the test branches past the probe (or the module's function that takes its place),
+    # or falls into it
+    assert re.search(r"bra \$__cs_fast(\d+);.*\$__cs_slow\1:.*call __consan_\w*,.*"
                      r"\$__cs_fast\1:", ins.ptx, re.S)
     # the record comes from the CTA's begin probe
     assert f"call (__cs_rb), {abi.PROBE_CTA_BEGIN}; ld.param.b32 %__cs_fast" in ins.ptx
@@ -61,7 +73,7 @@ def test_accesses_that_always_call(case, access, kw):
 
 
 def _update_calls(ptx: str, entry: str) -> tuple[str, str, str]:
-    """(the probe's call block, its site, the inline update's call block) of one access."""
+    """(the probe's call block, its site, the update's call block) of one access."""
     probe = re.search(r"\$__cs_slow\d+:\s*(\{ // consan site (\d+).*?\})", ptx, re.S)
     call = re.search(rf"(\{{ // consan site \d+[^}}]*call {entry},[^}}]*\}})", ptx)
     assert probe and call
@@ -83,7 +95,7 @@ def test_a_plain_write_stores_its_epoch_inline(looped):
 
 
 @pytest.mark.parametrize("looped", [False, True])
-@pytest.mark.parametrize("load", ["ld.shared.u32 %r4, [%r2]", "ld.shared.u8 %rs1, [%r2+3]"])
+@pytest.mark.parametrize("load", ["ld.shared.u32 %r4, [%r2]", "@%p2 ld.shared.u8 %rs1, [%r2+3]"])
 def test_a_one_granule_read_sets_its_bit_inline(looped, load):
     """Where the test fails, the warp's bit (a shared atomic), the read's site and phase are
     stored inline; only a granule never written or written by another warp in this phase
@@ -94,6 +106,32 @@ def test_a_one_granule_read_sets_its_bit_inline(looped, load):
     probe, site, judge = _update_calls(ins.ptx, abi.PROBE_READ_JUDGE)
     assert judge == probe.replace(f"call {abi.PROBE_ACCESS},", f"call {abi.PROBE_READ_JUDGE},")
     assert f"st.volatile.shared.u32 [%__cs_fr6], {site};" in ins.ptx  # its site
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+def test_a_module_with_many_updates_calls_one_function_per_kind():
+    """Past fast_path.INLINE_MAX accesses with an update, each calls the module's function
+    for its kind and size in place of its probe, with the probe's site and info (and its
+    guard); an access in a loop keeps its inline test in front of that call."""
+    n = fast_path.INLINE_MAX // 2 + 1
+    body = "".join(f"\tst.shared.u32 [%r2+{4 * k}], %r3;\n"
+                   f"\t@%p2 ld.shared.u8 %rs1, [%r2+{4 * k + 1}];\n" for k in range(n))
+    ins = rewritten(body, looped=False, extra="\t.reg .b16 %rs<2>;\n")
+    assert ins.inline_writes == n == ins.inline_reads and ins.fast_paths == 0
+    k = kernel(ins.ptx)
+    assert f"call {abi.PROBE_ACCESS}," not in k and fast_tests(k) == 0
+    assert k.count("\tcall __consan_inline_write4, (") == n
+    assert k.count("\t@%p2 call __consan_inline_read1, (") == n
+    assert "st.param.b32 [__cs_p2], 260;" in k  # (size 4, a write, .shared: the probe's info)
+    for name, atom, entry in (("__consan_inline_write4", "cas.b64", abi.PROBE_WRITE_READERS),
+                              ("__consan_inline_read1", "or.b32", abi.PROBE_READ_JUDGE)):
+        fn = function(ins.ptx, name)
+        assert ins.ptx.count(f".func {name} (") == 1
+        assert fn.count(f"atom.shared.{atom}") == 1 and "membar.cta;" in fn
+        assert fn.count(f"call {entry},") == 1 and fn.count(f"call {abi.PROBE_ACCESS},") == 1
+        assert "%__cs_site;" in fn  # the site the caller passed
+    looped = rewritten(body, extra="\t.reg .b16 %rs<2>;\n")
+    assert looped.fast_paths == 2 * n and fast_tests(kernel(looped.ptx)) == 2 * n
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
