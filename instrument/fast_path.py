@@ -28,6 +28,8 @@ transpose_tiled 11.42 -> 4.80 ms (its tile written and read), the others unchang
 
 from __future__ import annotations
 
+import os
+
 from . import abi
 from .events import Classified, Event
 from .ptx import Item
@@ -77,14 +79,24 @@ def updates(it: Item, c: Classified, value_tags: bool) -> bool:
 INLINE_MAX = 32
 
 
+def inline_max() -> int:
+    """INLINE_MAX, or CONSAN_INLINE_MAX (0: every module calls the functions; the GPU tests
+    run both forms)."""
+    return int(os.environ.get("CONSAN_INLINE_MAX", INLINE_MAX))
+
+
 def function_name(c: Classified) -> str:
     """The module's own function that makes an access's test and update (`function`)."""
+    assert c.info == abi.access_info(c.size, _MODES[c.event], abi.SPACE_SHARED), c
     return f"__consan_inline_{'write' if c.event is Event.WRITE else 'read'}{c.size}"
+
+
+_MODES = {Event.WRITE: abi.MODE_WRITE, Event.READ: abi.MODE_READ}
 
 
 def function(c: Classified) -> str:
     """PTX of the function, defined in the rewritten module, that an access with an update
-    calls in place of its probe, with the probe's arguments and the warp's record: the
+    calls in place of its probe, with the probe's address and site and the warp's record: the
     test, the update, and the checker's entry (its probe, or `call_probe`) where they do
     not settle the access. One copy per module: written out at every access (hundreds in
     an unrolled bitonic sort) the code made nvJitLink's work seven times longer."""
@@ -102,8 +114,8 @@ def function(c: Classified) -> str:
         f"\t.reg .b32 %__cs_site, %__cs_info, {REG_FAST}, {REG_GRANULES}, {REG_EPOCHS};",
         "\tld.param.b64 %__cs_a, [__cs_q0];",
         "\tld.param.b32 %__cs_site, [__cs_q1];",
-        "\tld.param.b32 %__cs_info, [__cs_q2];",
-        f"\tld.param.b32 {REG_FAST}, [__cs_q3];",
+        f"\tld.param.b32 {REG_FAST}, [__cs_q2];",
+        f"\tmov.u32 %__cs_info, {c.info};",  # (the same at every access it serves)
         "\t" + load_code()
         + test(None, c, [], "%__cs_a", "$__cs_done", "$__cs_probe",
                ("%__cs_site", checker(call_probe(c))))
@@ -111,8 +123,9 @@ def function(c: Classified) -> str:
         "$__cs_done:", "\tret;", "}", ""])
 
 
-# (the probe's address, site and info, then the warp's fast-path record)
-FUNCTION_PARAMS = (".b64", ".b32", ".b32", ".b32")
+# (the probe's address and site, then the warp's fast-path record; the info word is the
+# function's own: an access it serves is a plain `.shared` one of its kind and size)
+FUNCTION_PARAMS = (".b64", ".b32", ".b32")
 
 
 def call_probe(c: Classified) -> str:

@@ -673,12 +673,12 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
 def _fast_paths(fast: list, begins: dict[int, int], before: dict[int, str],
                 after: dict[int, str], hidx: int, value_tags: bool) -> tuple[int, int, int]:
     """fast_path.py's code at its accesses: the inline test in loops; the update where the
-    test fails, written out at each access when the module has few (fast_path.INLINE_MAX),
+    test fails, written out at each access when the module has few (fast_path.inline_max),
     else in one function per kind that the accesses call in place of their probes. The
     record's two words are loaded after the begin probe of each entry with code that
     reads them inline. Returns (tests in loops, writes updated, reads updated)."""
     updated = [f for f in fast if before.get(f[0]) and fast_path.updates(f[1], f[2], value_tags)]
-    inline = len(updated) <= fast_path.INLINE_MAX
+    inline = len(updated) <= fast_path.inline_max()
     up = {f[0] for f in updated}
     for open_index in sorted({f[5] for f in fast if before.get(f[0]) and
                               (f[4] or (inline and f[0] in up))}):
@@ -701,7 +701,7 @@ def _fast_paths(fast: list, begins: dict[int, int], before: dict[int, str],
             name = fast_path.function_name(c)
             functions.setdefault(name, fast_path.function(c))
             args = [(".b64", REG_ADDR), (".b32", str(_probe_site(probe))),
-                    (".b32", str(c.info)), (".b32", fast_path.REG_FAST)]
+                    (".b32", fast_path.REG_FAST)]
             assert tuple(t for t, _ in args) == fast_path.FUNCTION_PARAMS
             probe = _call(it.pred, name, args, pre=_address_code(c.address or "", widths, it),
                           comment=f"site {args[1][1]}")

@@ -109,7 +109,7 @@ def test_a_one_granule_read_sets_its_bit_inline(looped, load):
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
-def test_a_module_with_many_updates_calls_one_function_per_kind():
+def test_a_module_with_many_updates_calls_one_function_per_kind(monkeypatch):
     """Past fast_path.INLINE_MAX accesses with an update, each calls the module's function
     for its kind and size in place of its probe, with the probe's site and info (and its
     guard); an access in a loop keeps its inline test in front of that call."""
@@ -122,7 +122,8 @@ def test_a_module_with_many_updates_calls_one_function_per_kind():
     assert f"call {abi.PROBE_ACCESS}," not in k and fast_tests(k) == 0
     assert k.count("\tcall __consan_inline_write4, (") == n
     assert k.count("\t@%p2 call __consan_inline_read1, (") == n
-    assert "st.param.b32 [__cs_p2], 260;" in k  # (size 4, a write, .shared: the probe's info)
+    assert "mov.u32 %__cs_info, 260;" in function(ins.ptx, "__consan_inline_write4")  # (size
+    # 4, a write, .shared: the probe's info word)
     for name, atom, entry in (("__consan_inline_write4", "cas.b64", abi.PROBE_WRITE_READERS),
                               ("__consan_inline_read1", "or.b32", abi.PROBE_READ_JUDGE)):
         fn = function(ins.ptx, name)
@@ -130,6 +131,10 @@ def test_a_module_with_many_updates_calls_one_function_per_kind():
         assert fn.count(f"atom.shared.{atom}") == 1 and "membar.cta;" in fn
         assert fn.count(f"call {entry},") == 1 and fn.count(f"call {abi.PROBE_ACCESS},") == 1
         assert "%__cs_site;" in fn  # the site the caller passed
+    monkeypatch.setenv("CONSAN_INLINE_MAX", "0")  # (the GPU tests' switch: functions only)
+    one = rewritten("\tst.shared.u32 [%r2], %r3;\n", looped=False)
+    assert kernel(one.ptx).count("\tcall __consan_inline_write4, (") == 1
+    monkeypatch.delenv("CONSAN_INLINE_MAX")
     looped = rewritten(body, extra="\t.reg .b16 %rs<2>;\n")
     assert looped.fast_paths == 2 * n and fast_tests(kernel(looped.ptx)) == 2 * n
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)

@@ -48,6 +48,16 @@ def arch_options(cp):
     return (f"-arch=sm_{cc}a" if cc == "90" else f"-arch=sm_{cc}",)
 
 
+@pytest.fixture(params=["written out", "functions"])
+def update_form(request, monkeypatch):
+    """Phase mode's inline updates (instrument/fast_path.py) as a small module has them,
+    written out at each access, and as a large one has them: the module's functions
+    (CONSAN_INLINE_MAX=0 makes every module take those)."""
+    if request.param == "functions":
+        monkeypatch.setenv("CONSAN_INLINE_MAX", "0")
+    return request.param
+
+
 def _twin_args(cp):
     # (a twin writes a slice of out: the rest keeps the poison, in both runs alike)
     in_ = cp.arange(K.IN_WORDS, dtype=cp.int32)
@@ -139,7 +149,7 @@ def test_twins_run_natively(twin, arch_options, cp):
 
 
 @pytest.mark.parametrize("twin", K.TWINS, ids=lambda t: t.key)
-def test_racy_twin_reports_expected_kind(twin, arch_options, cp):
+def test_racy_twin_reports_expected_kind(twin, arch_options, cp, update_form):
     src = twin.racy_src
     rep = _check(src, twin.racy_name, twin, arch_options, cp)
     kinds = {v.kind for v in rep.violations}
@@ -174,7 +184,7 @@ def test_racy_twin_reports_expected_kind(twin, arch_options, cp):
 
 
 @pytest.mark.parametrize("twin", _clean_twins(), ids=lambda t: t.clean_name)
-def test_clean_twin_is_clean_and_computes_the_native_bits(twin, arch_options, cp):
+def test_clean_twin_is_clean_and_computes_the_native_bits(twin, arch_options, cp, update_form):
     def make_args():
         in_, out = _twin_args(cp)
         return (in_, out), [out]
