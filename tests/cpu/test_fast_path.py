@@ -81,31 +81,24 @@ def _update_calls(ptx: str, entry: str) -> tuple[str, str, str]:
 
 
 @pytest.mark.parametrize("looped", [False, True])
-def test_a_plain_write_stores_its_epoch_inline(looped):
-    """Where the test fails and the granule holds no epoch of this phase, the epoch (a
-    compare-and-swap) and site are stored inline; only a read of this phase calls the
-    checker's look for readers, with the probe's own site and info."""
-    ins = rewritten("\tst.shared.u32 [%r2], %r3;\n", looped=looped)
-    assert fast_tests(ins.ptx) == 1 == ins.inline_writes and ins.fast_paths == looped
-    assert ins.ptx.count("atom.shared.cas.b64") == 1 and "membar.cta;" in ins.ptx
-    probe, site, readers = _update_calls(ins.ptx, abi.PROBE_WRITE_READERS)
-    assert readers == probe.replace(f"call {abi.PROBE_ACCESS},", f"call {abi.PROBE_WRITE_READERS},")
-    assert f"st.volatile.shared.u32 [%__cs_fr8], {site};" in ins.ptx  # its site
-    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
-
-
-@pytest.mark.parametrize("looped", [False, True])
-@pytest.mark.parametrize("load", ["ld.shared.u32 %r4, [%r2]", "@%p2 ld.shared.u8 %rs1, [%r2+3]"])
-def test_a_one_granule_read_sets_its_bit_inline(looped, load):
-    """Where the test fails, the warp's bit (a shared atomic), the read's site and phase are
-    stored inline; only a granule never written or written by another warp in this phase
-    calls the checker's verdict, with the probe's own site and info."""
-    ins = rewritten(f"\t{load};\n", looped=looped, extra="\t.reg .b16 %rs<2>;\n")
-    assert fast_tests(ins.ptx) == 1 == ins.inline_reads and ins.fast_paths == looped
-    assert ins.ptx.count("atom.shared.or.b32") == 1 and "membar.cta;" in ins.ptx
-    probe, site, judge = _update_calls(ins.ptx, abi.PROBE_READ_JUDGE)
-    assert judge == probe.replace(f"call {abi.PROBE_ACCESS},", f"call {abi.PROBE_READ_JUDGE},")
-    assert f"st.volatile.shared.u32 [%__cs_fr6], {site};" in ins.ptx  # its site
+@pytest.mark.parametrize("access,count,atom,entry,site_reg", [
+    # a write: where the granule holds no epoch of this phase, the epoch (a compare-and-swap)
+    # and site are stored inline; only a read of this phase calls the look for readers
+    ("st.shared.u32 [%r2], %r3", "inline_writes", "cas.b64", abi.PROBE_WRITE_READERS, 8),
+    # a read: the warp's bit (a shared atomic), its site and phase are stored inline; only a
+    # granule never written or written by another warp in this phase calls the verdict
+    ("ld.shared.u32 %r4, [%r2]", "inline_reads", "or.b32", abi.PROBE_READ_JUDGE, 6),
+    ("@%p2 ld.shared.u8 %rs1, [%r2+3]", "inline_reads", "or.b32", abi.PROBE_READ_JUDGE, 6),
+])
+def test_an_update_is_written_out_where_the_test_fails(looped, access, count, atom, entry,
+                                                       site_reg):
+    """The update's call to the checker passes the probe's own site and info."""
+    ins = rewritten(f"\t{access};\n", looped=looped, extra="\t.reg .b16 %rs<2>;\n")
+    assert fast_tests(ins.ptx) == 1 == getattr(ins, count) and ins.fast_paths == looped
+    assert ins.ptx.count(f"atom.shared.{atom}") == 1 and "membar.cta;" in ins.ptx
+    probe, site, call = _update_calls(ins.ptx, entry)
+    assert call == probe.replace(f"call {abi.PROBE_ACCESS},", f"call {entry},")
+    assert f"st.volatile.shared.u32 [%__cs_fr{site_reg}], {site};" in ins.ptx  # its site
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
