@@ -14,6 +14,7 @@ import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from . import abi, carry, coalesce, converge, fast_path, first_trip, loops, remote, wgmma_window
 from . import value_tags as tagging
@@ -454,8 +455,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     relaxed_arrivals = any(it.is_instruction and it.opcode.startswith("barrier.cluster.arrive")
                            and "relaxed" in it.op_parts for it in mod.items)
     first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
-    # accesses that fast_path.py serves: (index, item, class, widths, in a loop, entry's '{')
-    fast: list[tuple[int, Item, Classified, dict[str, int], bool, int]] = []
+    fast: list[_FastAccess] = []  # accesses that fast_path.py serves
     begins: dict[int, int] = {}  # an entry's '{' -> the item its begin probe precedes
 
     for fn in mod.functions:
@@ -608,7 +608,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 if i not in looped and (coalesced or not fast_path.updates(it, c, value_tags)):
                     continue  # (out of loops only the inline updates pay)
                 if fast_path.eligible(it, c, value_tags, coalesced):
-                    fast.append((i, it, c, widths, i in looped, fn.open_index))
+                    fast.append(_FastAccess(i, it, c, widths, i in looped, fn.open_index))
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
             for d in r.dropped:
@@ -670,26 +670,34 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                         inline_reads=inline_reads)
 
 
-def _fast_paths(fast: list, begins: dict[int, int], before: dict[int, str],
+class _FastAccess(NamedTuple):
+    """An access that fast_path.py serves."""
+    index: int  # in the module's items
+    item: Item
+    cls: Classified
+    widths: dict[str, int]  # its function's register widths
+    looped: bool  # in a loop: it takes the inline test
+    entry: int  # its entry's '{' (whose begin probe returns the record)
+
+
+def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[int, str],
                 after: dict[int, str], hidx: int, value_tags: bool) -> tuple[int, int, int]:
     """fast_path.py's code at its accesses: the inline test in loops; the update where the
     test fails, written out at each access when the module has few (fast_path.inline_max),
     else in one function per kind that the accesses call in place of their probes. The
     record's two words are loaded after the begin probe of each entry with code that
     reads them inline. Returns (tests in loops, writes updated, reads updated)."""
-    updated = [f for f in fast if before.get(f[0]) and fast_path.updates(f[1], f[2], value_tags)]
+    fast = [f for f in fast if before.get(f.index)]
+    updated = [f for f in fast if fast_path.updates(f.item, f.cls, value_tags)]
     inline = len(updated) <= fast_path.inline_max()
-    up = {f[0] for f in updated}
-    for open_index in sorted({f[5] for f in fast if before.get(f[0]) and
-                              (f[4] or (inline and f[0] in up))}):
+    up = {f.index for f in updated}
+    for open_index in sorted({f.entry for f in fast if f.looped or (inline and f.index in up)}):
         at = begins[open_index]
         call_end = before[at].index("}\n\t") + 3
         before[at] = before[at][:call_end] + fast_path.load_code() + before[at][call_end:]
     functions: dict[str, str] = {}
     tests = 0
     for idx, it, c, widths, in_loop, _ in fast:
-        if not before.get(idx):
-            continue
         probe = before[idx].rstrip()
         update = None
         if idx in up and inline:  # the update's call: the probe's, to its other entry
@@ -713,7 +721,7 @@ def _fast_paths(fast: list, begins: dict[int, int], before: dict[int, str],
                               REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}", update)
         before[idx] = test + probe + f"\n$__cs_fast{idx}:\n\t"
     after[hidx] += "".join(functions[k] for k in sorted(functions))
-    writes = sum(1 for f in updated if f[2].event is Event.WRITE)
+    writes = sum(1 for f in updated if f.cls.event is Event.WRITE)
     return tests, writes, len(updated) - writes
 
 
