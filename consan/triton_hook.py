@@ -111,7 +111,9 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
         native(grid_x, grid_y, grid_z, stream, handle, (num_warps, num_ctas, shared_mem),
                launch_metadata, enter_hook, exit_hook, *args)
 
-    k = _Kernel(compiled)
+    k = compiled.__dict__.get("_consan_kernel")
+    if k is None:  # (once per compiled kernel: a launch of a small one pays little)
+        k = compiled.__dict__["_consan_kernel"] = _Kernel(compiled)
     cooperative = bool(getattr(md, "launch_cooperative_grid", False))
     extra = {"cluster": [int(num_ctas), 1, 1]} if int(num_ctas) > 1 else None
     # (the session runs the native launch itself, and says why, where it checks nothing)
