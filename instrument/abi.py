@@ -121,6 +121,19 @@ PROBE_WRITE_READERS = "__consan_write_readers"
 PROBE_READ_JUDGE = "__consan_read_judge"
 VALUE_TAG_SEED = 0x811C9DC5
 VALUE_TAG_PRIME = 16777619
+# A warp's record of one run of a tagged store: mix(sum over its lanes of mix(tag) ^
+# mix(site + VALUE_TAG_SALT)) | 1, where mix is murmur3's finaliser with these multipliers
+# (the checker's __consan_store_value and the inline form, value_tags.publish, alike).
+VALUE_TAG_MIX1, VALUE_TAG_MIX2, VALUE_TAG_SALT = 0x85EBCA6B, 0xC2B2AE35, 0x9E3779B9
+
+
+def value_tag_mix(h: int) -> int:
+    """murmur3's 32-bit finaliser (VALUE_TAG_MIX1, VALUE_TAG_MIX2)."""
+    h ^= h >> 16
+    h = (h * VALUE_TAG_MIX1) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * VALUE_TAG_MIX2) & 0xFFFFFFFF
+    return h ^ (h >> 16)
 
 
 def access_probe(info: int, rep: int | None) -> tuple[str, int | None]:
@@ -132,6 +145,9 @@ def access_probe(info: int, rep: int | None) -> tuple[str, int | None]:
     return (PROBE_ACCESS, None) if rep is None else (PROBE_ACCESS_N, rep)
 PROBE_BAR_ARRIVE = "__consan_bar_arrive"
 PROBE_BAR_WAIT = "__consan_bar_wait"
+# Bit 31 of the token __consan_bar_arrive returns: every live warp of the CTA takes part in
+# the generation (a CTA-wide barrier).
+TOKEN_CTA_WIDE = 0x80000000
 PROBE_CTA_BEGIN = "__consan_cta_begin"
 # (op | BAR_ALIGNED | BAR_RELAXED, site): barrier.cluster.arrive (before it) / .wait (after it);
 # CLUSTER_FENCE: fence.acq_rel / fence.sc of cluster scope or wider (after it)
@@ -561,11 +577,13 @@ def bitmap_words(granules: int) -> int:
 # u32 words at these indices) that the rewriter's inline fast path reads
 # (instrument/fast_path.py): the granules in the window and the shared address of the
 # write epochs (which the kernel loads into registers once), the warp's phase (a copy the
-# checker keeps) and index, and the shared addresses of its read bitmaps of even and odd
-# phases.
+# checker keeps) and index, the shared addresses of its read bitmaps of even and odd
+# phases, and those of its words of the last value-tagged store's site and tag (which the
+# kernel publishes inline: value_tags.publish).
 PSH_FAST_BYTES = 32
 PSH_FAST_GRANULES, PSH_FAST_EPOCHS, PSH_FAST_PHASE, PSH_FAST_WARP = 0, 1, 2, 3
 PSH_FAST_BITS_EVEN, PSH_FAST_BITS_ODD = 4, 5
+PSH_FAST_STORE_SITE, PSH_FAST_STORE_TAG = 6, 7
 # The writer of a phase-mode write epoch (WW_TID_SHIFT) after several warps' atomics on it.
 PSH_MULTI_WARP = 0xFF
 
@@ -825,7 +843,12 @@ def c_header() -> str:
         "CS_PSH_FAST_BYTES": PSH_FAST_BYTES, "CS_PSH_FAST_PHASE": PSH_FAST_PHASE,
         "CS_PSH_FAST_GRANULES": PSH_FAST_GRANULES, "CS_PSH_FAST_EPOCHS": PSH_FAST_EPOCHS,
         "CS_PSH_FAST_WARP": PSH_FAST_WARP, "CS_PSH_FAST_BITS_EVEN": PSH_FAST_BITS_EVEN,
-        "CS_PSH_FAST_BITS_ODD": PSH_FAST_BITS_ODD, "CS_PSH_MULTI_WARP": PSH_MULTI_WARP,
+        "CS_PSH_FAST_BITS_ODD": PSH_FAST_BITS_ODD,
+        "CS_PSH_FAST_STORE_SITE": PSH_FAST_STORE_SITE, "CS_PSH_FAST_STORE_TAG": PSH_FAST_STORE_TAG,
+        "CS_PSH_MULTI_WARP": PSH_MULTI_WARP,
+        "CS_TOKEN_CTA_WIDE": TOKEN_CTA_WIDE,
+        "CS_VALUE_TAG_MIX1": VALUE_TAG_MIX1, "CS_VALUE_TAG_MIX2": VALUE_TAG_MIX2,
+        "CS_VALUE_TAG_SALT": VALUE_TAG_SALT,
         "CS_RM_GEN_SHIFT": RM_GEN_SHIFT,
         "CS_FLAG_PHASE_MODE": FLAG_PHASE_MODE,
         "CS_FLAG_PHASE_SMEM": FLAG_PHASE_SMEM, "CS_FLAG_PSH_FAST": FLAG_PSH_FAST,

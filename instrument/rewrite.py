@@ -16,7 +16,18 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from . import abi, carry, coalesce, converge, fast_path, first_trip, loops, remote, wgmma_window
+from . import (
+    abi,
+    carry,
+    coalesce,
+    converge,
+    fast_path,
+    first_trip,
+    inline_barriers,
+    loops,
+    remote,
+    wgmma_window,
+)
 from . import value_tags as tagging
 from .events import (
     Classified,
@@ -456,6 +467,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                            and "relaxed" in it.op_parts for it in mod.items)
     first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
     fast: list[_FastAccess] = []  # accesses that fast_path.py serves
+    tags: dict[int, _Tag] = {}  # stores' value tags, by module index
+    inline_bars: dict[int, _InlineBarrier] = {}  # entries' barrier and exit probes
     begins: dict[int, int] = {}  # an entry's '{' -> the item its begin probe precedes
 
     for fn in mod.functions:
@@ -526,7 +539,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         arrives = {k.arrive: k for k in carried.values()}
 
         emit = functools.partial(_emit, _FnProbes(table, fn.name, widths, mod, spaces, carried,
-                                                   arrives, items_by))
+                                                   arrives, items_by, tags,
+                                                   inline_bars if fn.is_entry else None))
         tagged = 0
 
         probed = {i for i, _, c, _ in walk if c is not None and c.event.probed}
@@ -648,10 +662,11 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
 
     cta_wide_only &= not multicast  # (a peer's posts are applied to the vector clocks' tables)
     fast_tests = inline_writes = inline_reads = 0
-    if cta_wide_only:  # (first_trip.py, fast_path.py: phase mode only)
+    if cta_wide_only:  # (inline_barriers.py, first_trip.py, fast_path.py: phase mode only)
+        _inline_barriers(inline_bars, before, after)
         _first_trip_only(first_trips, before, after)
         fast_tests, inline_writes, inline_reads = _fast_paths(fast, begins, before, after,
-                                                              hidx, value_tags)
+                                                              hidx, value_tags, tags)
     out = []
     for i, it in enumerate(mod.items):
         if i in before:
@@ -681,7 +696,8 @@ class _FastAccess(NamedTuple):
 
 
 def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[int, str],
-                after: dict[int, str], hidx: int, value_tags: bool) -> tuple[int, int, int]:
+                after: dict[int, str], hidx: int, value_tags: bool,
+                tags: dict[int, _Tag]) -> tuple[int, int, int]:
     """fast_path.py's code at its accesses: the inline test in loops; the update where the
     test fails, written out at each access when the module has few (fast_path.inline_max),
     else in one function per kind that the accesses call in place of their probes. The
@@ -691,14 +707,25 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
     updated = [f for f in fast if fast_path.updates(f.item, f.cls, value_tags)]
     inline = len(updated) <= fast_path.inline_max()
     up = {f.index for f in updated}
-    for open_index in sorted({f.entry for f in fast if f.looped or (inline and f.index in up)}):
+    leads: dict[int, str] = {}  # an entry's first code: what precedes its own probes there
+    loads = {f.entry for f in fast if f.looped or (inline and f.index in up)}
+    for open_index in sorted({f.entry for f in fast}):
         at = begins[open_index]
         call_end = before[at].index("}\n\t") + 3
-        before[at] = before[at][:call_end] + fast_path.load_code() + before[at][call_end:]
+        load = fast_path.load_code() if open_index in loads else ""
+        before[at] = before[at][:call_end] + load + before[at][call_end:]
+        leads[at] = before[at][:call_end + len(load)]
     functions: dict[str, str] = {}
     tests = 0
     for idx, it, c, widths, in_loop, _ in fast:
-        probe = before[idx].rstrip()
+        # (at an entry's first code the begin probe and the record's load come first)
+        first = leads.get(idx, "")
+        probe = before[idx].rstrip()[len(first):]
+        tag = tags.get(idx)
+        if tag is not None:  # (its value tag, published before the test)
+            assert probe.startswith(tag.text), probe
+            probe = probe[len(tag.text):]
+            first += _tag_inline(tag, idx) + "\n\t"
         update = None
         if idx in up and inline:  # the update's call: the probe's, to its other entry
             call = f"call {abi.PROBE_ACCESS},"
@@ -713,16 +740,47 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
             assert tuple(t for t, _ in args) == fast_path.FUNCTION_PARAMS
             probe = _call(it.pred, name, args, pre=_address_code(c.address or "", widths, it),
                           comment=f"site {args[1][1]}")
-            before[idx] = probe + "\n\t"
+            before[idx] = first + probe + "\n\t"
         if not in_loop and update is None:
+            before[idx] = first + probe + "\n\t"
             continue
         tests += in_loop
         test = fast_path.test(it.pred, c, _address_code(c.address or "", widths, it),
                               REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}", update)
-        before[idx] = test + probe + f"\n$__cs_fast{idx}:\n\t"
+        before[idx] = first + test + probe + f"\n$__cs_fast{idx}:\n\t"
     after[hidx] += "".join(functions[k] for k in sorted(functions))
     writes = sum(1 for f in updated if f.cls.event is Event.WRITE)
     return tests, writes, len(updated) - writes
+
+
+def _inline_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
+                     after: dict[int, str]) -> None:
+    """A phase-mode entry's CTA-wide barriers and exits do their probes' work inline where
+    the warp has a fast-path record, and call them elsewhere (inline_barriers.py)."""
+    def swap(where: dict[int, str], idx: int, text: str, new: str) -> None:
+        assert where.get(idx, "").count(text) == 1, (idx, text)
+        where[idx] = where[idx].replace(text, new)
+
+    rec = fast_path.REG_FAST
+    for idx, b in bars.items():
+        label = f"$__cs_bar{idx}"
+        if b.event is Event.EXIT:
+            swap(before, idx, b.pre, inline_barriers.exit_(b.pred, rec, b.pre, label) + "\n\t")
+            continue
+        swap(before, idx, b.pre, inline_barriers.arrive(b.pred, rec, REG_TOKEN, b.pre, label)
+             + "\n\t")
+        swap(after, idx, b.post, "\n\t" + inline_barriers.wait(b.pred, rec, b.post,
+                                                               f"{label}w"))
+
+
+def _tag_inline(tag: _Tag, idx: int) -> str:
+    """A tagged store's tag computed, then published inline where the warp has a fast-path
+    record (value_tags.publish), else by the probe's call."""
+    call = _call(None, abi.PROBE_STORE_VALUE, [(".b32", tagging.REG_TAG), (".b32", str(tag.site))],
+                 comment=f"value of site {tag.site}")
+    return "\n\t".join([f"// consan value of site {tag.site}", *tag.code,
+                         tagging.publish(tag.site, fast_path.REG_FAST, tag.pred, call,
+                                         f"$__cs_tag{idx}")])
 
 
 def _probe_site(probe: str) -> int:
@@ -780,6 +838,26 @@ class _FnProbes:
     carried: dict[int, carry.Carry]
     arrives: dict[int, carry.Carry]
     items: dict[int, Item]
+    tags: dict[int, _Tag]  # (filled: each tagged store's)
+    bars: dict[int, _InlineBarrier] | None  # (filled in an entry: its barriers' and exits')
+
+
+class _InlineBarrier(NamedTuple):
+    """A barrier's or exit's probe texts (before and after the instruction) and predicate,
+    which a phase-mode entry does inline (inline_barriers.py)."""
+    event: Event
+    pre: str
+    post: str
+    pred: str | None
+
+
+class _Tag(NamedTuple):
+    """A store's value tag: the text of its call (the start of the store's probe text),
+    the PTX that computes it, the store's site and predicate."""
+    text: str
+    code: list[str]
+    site: int
+    pred: str | None
 
 
 def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive_site: dict,
@@ -801,13 +879,16 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     pre, post = _probe(it, c, site.id, f.widths,
                        _symbol_spaces(f.mod, f.spaces) if tensor else None, rep, on=on,
                        carry=(k.count, arrive_site[idx]) if k else None)
+    if f.bars is not None and not on and c.event in (Event.BAR_SYNC, Event.BAR_RED, Event.EXIT):
+        f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred)
     if stores:
         code = tagging.tag_code(stores, f.widths)
         if code is not None:
+            code = _address_code(c.address or "", f.widths, it) + code
             tag = _call(it.pred, abi.PROBE_STORE_VALUE,
                         [(".b32", tagging.REG_TAG), (".b32", str(site.id))],
-                        pre=_address_code(c.address or "", f.widths, it) + code,
-                        comment=f"value of site {site.id}")
+                        pre=code, comment=f"value of site {site.id}")
+            f.tags[idx] = _Tag(tag + "\n\t", code, site.id, it.pred)
             pre = tag + "\n\t" + pre
     text = None
     if (c.event is Event.MBARRIER and c.result is None) or \

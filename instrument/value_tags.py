@@ -95,3 +95,54 @@ def tag_code(stores: list[tuple[Item, int]], widths: dict[str, int],
                 return None
             code += got
     return code
+
+
+_V = "%__cs_v"  # b32 scratch of the inline publish (a scoped declaration)
+
+
+def _mix_code(h: str, t: str) -> list[str]:
+    """PTX applying abi.value_tag_mix to register `h` in place (`t`: scratch)."""
+    return [f"shr.u32 {t}, {h}, 16;", f"xor.b32 {h}, {h}, {t};",
+            f"mul.lo.u32 {h}, {h}, {abi.VALUE_TAG_MIX1};",
+            f"shr.u32 {t}, {h}, 13;", f"xor.b32 {h}, {h}, {t};",
+            f"mul.lo.u32 {h}, {h}, {abi.VALUE_TAG_MIX2};",
+            f"shr.u32 {t}, {h}, 16;", f"xor.b32 {h}, {h}, {t};"]
+
+
+def publish(site: int, record: str, pred: str | None, call: str, label: str) -> str:
+    """PTX publishing the warp's record of this run of a tagged store (REG_TAG holds the
+    lane's tag) as abi.PROBE_STORE_VALUE does, without the call where the warp has a
+    fast-path record (`record`, abi.PSH_FAST_*: phase mode in shared memory): its active
+    lanes' mixed tags summed with redux.sync, the sum mixed with the site's salt, and the
+    site and result stored by the lowest active lane at the record's addresses, then a
+    warp sync and a fence (the tag is seen before the store's write epoch). Without a
+    record (0) it makes `call`, the probe's call. Lanes the store's `pred` leaves out skip
+    both. `label`: a fresh label prefix."""
+    salt = abi.value_tag_mix((site + abi.VALUE_TAG_SALT) & 0xFFFFFFFF)
+    h, m, t, a, b = (f"{_V}{i}" for i in range(5))
+    q = "%__cs_vq"
+    lines = ["{ // consan value tag, published inline",
+             f".reg .b32 {_V}<5>;", f".reg .pred {q};"]
+    if pred:  # (@%p: lanes without %p skip; @!%p: lanes with it)
+        g = pred[1:]
+        lines.append(f"@{g[1:] if g.startswith('!') else '!' + g} bra {label}_done;")
+    lines += [f"setp.eq.u32 {q}, {record}, 0;", f"@{q} bra {label}_call;",
+              f"mov.b32 {h}, {REG_TAG};", *_mix_code(h, t),
+              f"activemask.b32 {m};",
+              f"redux.sync.add.u32 {h}, {h}, {m};",
+              f"xor.b32 {h}, {h}, {salt};", *_mix_code(h, t),
+              f"or.b32 {h}, {h}, 1;",
+              f"mov.u32 {t}, %lanemask_lt;",
+              f"and.b32 {t}, {t}, {m};",
+              f"setp.eq.u32 {q}, {t}, 0;",  # the lowest active lane
+              f"ld.shared.v2.u32 {{{a}, {b}}}, [{record}+{abi.PSH_FAST_STORE_SITE * 4}];",
+              f"@{q} st.volatile.shared.u32 [{a}], {site};",
+              f"@{q} st.volatile.shared.u32 [{b}], {h};",
+              f"bar.warp.sync {m};",
+              "membar.cta;",
+              f"bra {label}_done;",
+              "}",
+              f"{label}_call:",
+              call,
+              f"{label}_done:"]
+    return "\n\t".join(lines)

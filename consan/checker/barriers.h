@@ -2,7 +2,6 @@
 //
 // A generation joins its arrivers' clocks into a slot; each waiter joins it back.
 
-#define CS_TOKEN_CTA_WIDE 0x80000000u  // in a barrier token: the generation was CTA-wide
 
 // ------------------------------------------------------------- barriers
 

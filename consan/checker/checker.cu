@@ -132,7 +132,7 @@ CS_DEV void cs_idem_store(uint64_t addr, uint32_t site, uint32_t info) {
 // before its write epochs are. Replicated layouts (Triton's) make warps store the same
 // values at the same addresses; measured on the H100, such runs were reported as race.waw.
 CS_DEV uint32_t cs_mix(uint32_t h) {  // (murmur3's finaliser: lanes' tags are summed)
-    h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16;
+    h ^= h >> 16; h *= CS_VALUE_TAG_MIX1; h ^= h >> 13; h *= CS_VALUE_TAG_MIX2; h ^= h >> 16;
     return h;
 }
 
@@ -140,7 +140,7 @@ CS_ENTRY void __consan_store_value(uint32_t tag, uint32_t site) {
     CS_NULL_ACCESS(return;)
     if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;
     uint32_t peers = cs_match(cs_activemask(), site);
-    uint32_t sum = cs_mix(cs_sum(peers, cs_mix(tag)) ^ cs_mix(site + 0x9E3779B9u));
+    uint32_t sum = cs_mix(cs_sum(peers, cs_mix(tag)) ^ cs_mix(site + CS_VALUE_TAG_SALT));
     if (cs_lane() == (uint32_t)(cs_ffs(peers) - 1)) {
         uint32_t w = cs_warp();
         *(volatile uint32_t*)&cs_shv.store_site[w] = site;

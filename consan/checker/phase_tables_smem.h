@@ -33,6 +33,16 @@ CS_DEV uint32_t* cs_phase_smem_fast(uint32_t w) {
     return (uint32_t*)((end + 15u) & ~(uint64_t)15u) + w * (CS_PSH_FAST_BYTES / 4);
 }
 
+// Warp w's phase (CTA-wide barriers it has passed): its fast-path record's word where the
+// module has records (the rewritten kernel's inline barrier waits advance it there:
+// instrument/inline_barriers.py), else the CTA's array.
+CS_DEV volatile uint32_t& cs_psh_phase(uint32_t w) {
+#ifndef CONSAN_HOST
+    if (S.flags & CS_FLAG_PSH_FAST) return *(volatile uint32_t*)&cs_phase_smem_fast(w)[CS_PSH_FAST_PHASE];
+#endif
+    return *(volatile uint32_t*)&cs_phase_sh[w];
+}
+
 // One record per distinct finding among the lanes that call together.
 CS_NOINLINE void cs_phase_smem_note(uint32_t kind, uint32_t site, uint32_t prev_site,
                              uint32_t prev_warp, uint32_t lo, uint32_t hi) {
@@ -40,7 +50,7 @@ CS_NOINLINE void cs_phase_smem_note(uint32_t kind, uint32_t site, uint32_t prev_
     cs_finding f = {kind, prev_site, prev_warp == CS_PHASE_SMEM_MULTI ? CS_NO_WARP : prev_warp};
     cs_record_t r;
     if (!cs_merged_record(active, f, site, lo, hi, r)) return;
-    r.clock = cs_phase_sh[cs_warp()];
+    r.clock = cs_psh_phase(cs_warp());
     cs_record(r);
 }
 
@@ -86,7 +96,7 @@ CS_DEV void cs_phase_smem_access(uint64_t addr, uint32_t site, uint32_t info) {
         cs_phase_smem_note(CS_TOOL_OUT_OF_WINDOW, site, CS_NO_SITE, CS_NO_WARP, off, off + size);
         return;
     }
-    uint32_t w = cs_warp(), phase = cs_phase_sh[w];
+    uint32_t w = cs_warp(), phase = cs_psh_phase(w);
     uint64_t* ww = cs_phase_smem_epochs();
     uint32_t kind = 0, prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP;
     if (mode == CS_MODE_READ) {
@@ -232,7 +242,7 @@ CS_DEV void cs_phase_smem_write_readers(uint64_t addr, uint32_t site, uint32_t i
     uint32_t off = 0;
     cs_local((uint32_t)addr, off);  // (a granule of the window: the kernel tested it)
     const uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
-    const uint32_t w = cs_warp(), phase = cs_phase_sh[w];
+    const uint32_t w = cs_warp(), phase = cs_psh_phase(w);
     uint32_t prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP;
     const uint32_t kind = cs_phase_smem_war(g0, g1, w, phase, prev_site, prev_warp);
     if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
@@ -285,7 +295,7 @@ CS_DEV void cs_phase_smem_read_judge(uint64_t addr, uint32_t site, uint32_t info
     uint32_t off = 0, prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP;
     cs_local((uint32_t)addr, off);
     const uint32_t w = cs_warp();
-    const uint32_t kind = cs_psh_read_verdict(off / CS_GRANULE_BYTES, w, cs_phase_sh[w],
+    const uint32_t kind = cs_psh_read_verdict(off / CS_GRANULE_BYTES, w, cs_psh_phase(w),
                                               prev_site, prev_warp);
     if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
 }
@@ -330,7 +340,7 @@ CS_DEV bool cs_phase_smem_read_warp(uint64_t addr, uint32_t site, uint32_t info,
     if (joined)
         for (uint32_t k = 1; k < n; ++k) PF |= F << (k * sg);
     const uint32_t pn = joined ? 1u : n, psg = joined ? 0u : sg;
-    const uint32_t w = cs_warp(), phase = cs_phase_sh[w];
+    const uint32_t w = cs_warp(), phase = cs_psh_phase(w);
     uint32_t* bm = cs_phase_smem_readbits(w, phase & 1);
     uint32_t* rsite = cs_phase_smem_words(CS_PHASE_SMEM_RSITE);
     uint32_t* rphase = cs_phase_smem_words(CS_PHASE_SMEM_RPHASE);
@@ -420,7 +430,7 @@ CS_DEV bool cs_phase_smem_read_warp(uint64_t addr, uint32_t site, uint32_t info,
 CS_DEV uint32_t cs_phase_smem_bar_arrive() {
     uint32_t active = cs_activemask();
     uint32_t lane = cs_lane(), w = cs_warp();
-    uint32_t* bm = cs_phase_smem_readbits(w, (cs_phase_sh[w] + 1) & 1);
+    uint32_t* bm = cs_phase_smem_readbits(w, (cs_psh_phase(w) + 1) & 1);
     uint32_t words = (S.granules + 31) / 32;
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
     for (uint32_t i = rank; i < words; i += n) cs_vst32(&bm[i], 0);
@@ -432,9 +442,7 @@ CS_DEV uint32_t cs_phase_smem_bar_arrive() {
 CS_DEV void cs_phase_smem_bar_wait(uint32_t gen) {
     uint32_t active = cs_activemask(), w = cs_warp();
     if ((gen & CS_TOKEN_CTA_WIDE) && cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
-        uint32_t p = cs_phase_sh[w] + 1;
-        cs_phase_sh[w] = p;
-        if (S.flags & CS_FLAG_PSH_FAST) cs_vst32(&cs_phase_smem_fast(w)[CS_PSH_FAST_PHASE], p);
+        cs_psh_phase(w) = cs_psh_phase(w) + 1;
     }
     cs_syncwarp(active);
 }
@@ -453,6 +461,8 @@ CS_DEV uint32_t cs_phase_smem_fast_init() {
         f[CS_PSH_FAST_WARP] = w;
         f[CS_PSH_FAST_BITS_EVEN] = cs_to_shared((uint64_t)cs_phase_smem_readbits(w, 0));
         f[CS_PSH_FAST_BITS_ODD] = cs_to_shared((uint64_t)cs_phase_smem_readbits(w, 1));
+        f[CS_PSH_FAST_STORE_SITE] = cs_to_shared((uint64_t)&cs_shv.store_site[w]);
+        f[CS_PSH_FAST_STORE_TAG] = cs_to_shared((uint64_t)&cs_shv.store_tag[w]);
     }
     cs_syncwarp(active);
     return cs_to_shared((uint64_t)f);

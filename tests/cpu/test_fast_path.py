@@ -64,7 +64,6 @@ def test_an_access_in_a_loop_takes_the_inline_test(access):
     ("a generic address", "\tatom.add.u32 %r4, [%rd1], 1;\n",
      {"extra": "\t.reg .b64 %rd<2>;\n"}),
     ("an 8-byte store", "\tst.shared.v2.u32 [%r2], {%r3, %r3};\n", {}),
-    ("a store with a value tag", "\tst.shared.u32 [%r2], %r3;\n", {"value_tags": True}),
     ("vector clocks (an mbarrier in the module)", "\tatom.shared.add.u32 %r4, [%r2], 1;\n",
      {"extra": "\tmbarrier.init.shared.b64 [s+512], 1;\n"}),
 ])
@@ -135,7 +134,6 @@ def test_a_module_with_many_updates_calls_one_function_per_kind(monkeypatch):
 
 @pytest.mark.parametrize("case,access,kw", [
     ("an 8-byte read", "\tld.shared.v2.u32 {%r4, %r5}, [%r2];\n", {}),
-    ("a store with a value tag", "\tst.shared.u32 [%r2], %r3;\n", {"value_tags": True}),
     ("an 8-byte store", "\tst.shared.v2.u32 [%r2], {%r3, %r3};\n", {}),
 ])
 def test_outside_loops_only_inline_updates_take_the_test(case, access, kw):
@@ -201,3 +199,23 @@ def test_the_gpu_twins_take_the_inline_test():
             ptx = toolchain.compile_cuda(src, f"{name}.cu", ["-arch=compute_90", "-lineinfo"])
             ins = instrument(ptx, f"{name}.ptx")
             assert ins.first_trip_loops == [] and fast_tests(ins.ptx) >= 1, name
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_store_with_a_value_tag_takes_the_update_after_publishing_its_tag(many):
+    """Triton's stores pass a value tag: the tag is published first (value_tags.publish),
+    then the store's test and update as any plain write's; with more than INLINE_MAX such
+    stores, the module's function takes the probe's place after each publish."""
+    n = fast_path.INLINE_MAX + 1 if many else 1
+    body = "\tst.shared.u32 [%r2], %r3;\n\tadd.s32 %r2, %r2, 4;\n" * n  # (not one span)
+    ins = rewritten(body, looped=False, value_tags=True)
+    assert ins.inline_writes == n
+    k = kernel(ins.ptx)
+    assert k.count("// consan value tag, published inline") == n
+    if many:
+        assert k.count("\tcall __consan_inline_write4, (") == n
+        assert k.index("published inline") < k.index("call __consan_inline_write4")
+    else:
+        assert k.index("published inline") < k.index("// consan fast path")
+        assert k.count(f"call {abi.PROBE_WRITE_READERS},") == 1
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)

@@ -84,8 +84,13 @@ def test_64_bit_values_hash_both_words():
 
 
 def test_a_predicated_store_tags_under_its_predicate():
-    ptx = _tagged("\t@%p1 st.shared.f32 [%r1], %f1;\n")
+    # (vector clocks: the call itself is predicated)
+    ptx = _tagged("\tmbarrier.init.shared.b64 [%r2], 1;\n\t@%p1 st.shared.f32 [%r1], %f1;\n")
     assert re.search(rf"@%p1 {re.escape(CALL)}", ptx)
+    # (phase mode: lanes outside the predicate branch past the inline publish and the call)
+    ptx = _tagged("\t@%p1 st.shared.f32 [%r1], %f1;\n")
+    m = re.search(r"@!%p1 bra (\$__cs_tag\d+)_done;", ptx)
+    assert m and ptx.index(m.group(0)) < ptx.index(CALL) < ptx.index(f"{m.group(1)}_done:")
 
 
 def test_a_coalesced_span_hashes_every_store_it_checks():
@@ -96,3 +101,45 @@ def test_a_coalesced_span_hashes_every_store_it_checks():
     assert ptx.count(CALL) == 1
     block = "\n".join(_block(ptx))
     assert block.count("xor.b32 %__cs_h, %__cs_h, %__cs_x;") == 16
+
+
+def _publish(ptx: str) -> str:
+    start = ptx.index("// consan value tag, published inline")
+    return ptx[start:ptx.index("_done:", start)]
+
+
+def test_a_phase_mode_store_publishes_its_tag_inline_before_its_test():
+    """Phase mode in shared memory: the warp's record of the run (abi.value_tag_mix of the
+    lanes' summed mixed tags and the site's salt) is stored at the fast-path record's
+    addresses by the lowest active lane, then a warp sync and a fence, all before the
+    store's inline test and update; the call remains for a warp without a record."""
+    ins = instrument(HEAD + "\tst.shared.f32 [%r1], %f1;\n" + TAIL, value_tags=True)
+    assert ins.inline_writes == 1
+    ptx = ins.ptx
+    code = _publish(ptx)
+    salt = abi.value_tag_mix((0 + abi.VALUE_TAG_SALT) & 0xFFFFFFFF)  # (site 0)
+    order = ["setp.eq.u32 %__cs_vq, %__cs_fast, 0;", "activemask.b32 %__cs_v1;",
+             "redux.sync.add.u32 %__cs_v0, %__cs_v0, %__cs_v1;",
+             f"xor.b32 %__cs_v0, %__cs_v0, {salt};",
+             "or.b32 %__cs_v0, %__cs_v0, 1;", "mov.u32 %__cs_v2, %lanemask_lt;",
+             f"[%__cs_fast+{4 * abi.PSH_FAST_STORE_SITE}];",
+             "@%__cs_vq st.volatile.shared.u32 [%__cs_v3], 0;",
+             "@%__cs_vq st.volatile.shared.u32 [%__cs_v4], %__cs_v0;",
+             "bar.warp.sync %__cs_v1;", "membar.cta;"]
+    at = [code.index(x) for x in order]
+    assert at == sorted(at)
+    assert code.count(f"mul.lo.u32 %__cs_v0, %__cs_v0, {abi.VALUE_TAG_MIX1};") == 2
+    # the tag's own hash comes first; the fallback call and the store's test after
+    assert ptx.index("mov.b32 %__cs_x, %f1;") < ptx.index(code) < ptx.index(CALL) < \
+        ptx.index("// consan fast path")
+    assert abi.PSH_FAST_STORE_TAG == abi.PSH_FAST_STORE_SITE + 1  # (one v2 load)
+
+
+def test_the_mix_is_murmur3s_finaliser():
+    """abi.value_tag_mix, which the inline publish applies, is the checker's cs_mix (the
+    checker takes the same constants from the ABI header)."""
+    assert abi.value_tag_mix(0) == 0
+    assert abi.value_tag_mix(1) == 0x514E28B7  # (murmur3 fmix32(1))
+    h = abi.c_header()
+    assert f"#define CS_VALUE_TAG_MIX1 {abi.VALUE_TAG_MIX1}u" in h
+    assert f"#define CS_VALUE_TAG_SALT {abi.VALUE_TAG_SALT}u" in h

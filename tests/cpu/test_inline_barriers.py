@@ -1,0 +1,63 @@
+"""A phase-mode entry's CTA-wide barriers and exits, inline (instrument/inline_barriers.py):
+where they are written out, what each does where the warp has a fast-path record, and the
+probe's call kept for a warp without one. The GPU side: every phase-mode GPU test
+(tests/gpu/test_races.py and the others) runs its barriers this way."""
+
+from __future__ import annotations
+
+import re
+
+from consan import toolchain
+from instrument import abi, fast_path
+from instrument.rewrite import instrument
+from tests.cpu.test_first_trip import HEAD
+
+INLINE = "// consan barrier probe, inline"
+BODY = ("\tst.shared.u32 [%r2], %r3;\n\tbar.sync 0;\n\tld.shared.u32 %r4, [%r2];\n"
+        "\t@%p2 bar.sync 0;\n")
+
+
+def _blocks(ptx: str) -> list[str]:
+    """Each inline probe's text, from its block to its `_done` label."""
+    out = []
+    for m in re.finditer(re.escape(INLINE), ptx):
+        label = re.search(r"(\$__cs_bar\d+w?)_call", ptx[m.start():]).group(1)
+        out.append(ptx[m.start():ptx.index(f"{label}_done:", m.start())])
+    return out
+
+
+def test_a_phase_mode_entry_runs_its_barriers_and_exits_inline_with_the_calls_kept():
+    ins = instrument(HEAD + BODY + "\tret;\n}\n", "k.ptx")
+    assert ins.phase_mode
+    blocks = _blocks(ins.ptx)
+    assert len(blocks) == 5  # two barriers' arrive and wait, one exit
+    calls = [re.search(r"call (?:\(__cs_r\), )?(\w+),", b).group(1) for b in blocks]
+    assert sorted(calls) == sorted([abi.PROBE_BAR_ARRIVE] * 2 + [abi.PROBE_BAR_WAIT] * 2
+                                   + [abi.PROBE_THREAD_EXIT])
+    rec = fast_path.REG_FAST
+    for b in blocks:  # no record (0): the probe's own call
+        assert re.search(rf"setp.eq.u32 %__cs_bq, {rec}, 0;\s*@%__cs_bq bra \$__cs_bar\d+w?_call;",
+                         b)
+    arrive = next(b for b in blocks if abi.PROBE_BAR_ARRIVE in b)
+    # the next phase's bitmap (odd after an even phase), cleared a word per active lane
+    assert f"[{fast_path.REG_FAST}+{abi.PSH_FAST_BITS_EVEN * 4}]" in arrive
+    assert "st.volatile.shared.u32 [%__cs_b1], 0;" in arrive and "bar.warp.sync" in arrive
+    assert f"mov.u32 %__cs_tok, {abi.TOKEN_CTA_WIDE};" in arrive
+    wait = next(b for b in blocks if abi.PROBE_BAR_WAIT in b)
+    at = f"[{fast_path.REG_FAST}+{abi.PSH_FAST_PHASE * 4}]"
+    assert "@%__cs_bq add.u32 %__cs_b2, %__cs_b2, 1;" in wait and at in wait
+    # a predicated barrier's probes: lanes without the predicate skip both forms
+    assert len(re.findall(r"@!%p2 bra \$__cs_bar\d+w?_done;", ins.ptx)) == 2
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))  # (record 0)
+
+
+def test_vector_clocks_and_functions_call_their_barrier_probes():
+    """An mbarrier in the module (vector clocks), or a barrier in a .func (no record there)."""
+    vc = instrument(HEAD + "\tmbarrier.init.shared.b64 [s+512], 1;\n" + BODY + "\tret;\n}\n",
+                    "k.ptx")
+    assert INLINE not in vc.ptx
+    func = HEAD.replace(".visible .entry k(", ".visible .func f(").replace(
+        ".visible .entry", ".visible .func")
+    with_func = instrument(func + BODY + "\tret;\n}\n", "k.ptx")
+    assert INLINE not in with_func.ptx
