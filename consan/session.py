@@ -99,8 +99,7 @@ def dim3(t: tuple) -> tuple[int, int, int]:
 
 
 def run_native(native: Callable[[], Any]) -> Any:
-    with cupti.own_launch():
-        return native()
+    return cupti.call_own(native)
 
 
 def current_session() -> Session | None:
@@ -333,6 +332,18 @@ class Session:
             self._checked += 1
             self._record(fn, p, rep, launched_from, extra_launch)
             return None
+
+    def launch_native(self, fn, native: Callable[..., Any], args: tuple) -> Any:
+        """A launch of a kernel whose build has nothing to check (`launch` found so before):
+        selected and counted as `launch` does, then `native(*args)`."""
+        with self.lock:
+            skipped = self._selected(fn)
+            if skipped:
+                self.report.skipped[skipped] = self.report.skipped.get(skipped, 0) + 1
+            else:
+                self._checked += 1
+                self.report.kernel(fn.display_name).launches_checked += 1
+        return cupti.call_own(native, *args)
 
     def _prepare(self, fn, b: runtime.Build, grid, block, shared_mem: int):
         key = (id(b), fn.kernel, grid, block, shared_mem)  # p.build keeps b (and its id) alive

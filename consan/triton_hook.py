@@ -49,6 +49,13 @@ class _Kernel:
         self.kernel = compiled.metadata.name  # the PTX entry
         self.module = self
         self.display_name = _display_name(compiled)
+        self._nothing: str | None = None  # the arch on which the module was found to have
+        # nothing to check
+
+    def cannot_race(self) -> bool:
+        """Whether this kernel's build on this device has nothing to check (a kernel with no
+        shared memory): known after its first launch here."""
+        return self._nothing is not None and self._nothing == runtime.device_arch().sm
 
     def build(self, roots: tuple[str, ...] = ()) -> tuple[runtime.Build, bool]:
         """The instrumented kernel and whether it can race, built once per compiled kernel
@@ -67,6 +74,8 @@ class _Kernel:
                 _builds[key] = got
         if isinstance(got, NotCheckable):
             raise NotCheckable(str(got))
+        if not got[1]:
+            self._nothing = arch.sm
         return got
 
     def _instrumented(self, arch: Any) -> runtime.Build:
@@ -95,6 +104,12 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
                  grid_z: int, stream: int, function: Any, packed: tuple, launch_metadata: Any,
                  enter_hook: Any, exit_hook: Any, *args: Any) -> None:
     """Triton's launcher call, checked: the same arguments, our function and shared memory."""
+    k = compiled.__dict__.get("_consan_kernel")
+    if k is None:  # (once per compiled kernel: a launch of a small one pays little)
+        k = compiled.__dict__["_consan_kernel"] = _Kernel(compiled)
+    if k.cannot_race():  # (Triton's vector add: counted, run natively, no more work)
+        return s.launch_native(k, native, (grid_x, grid_y, grid_z, stream, function, packed,
+                                           launch_metadata, enter_hook, exit_hook, *args))
     md = compiled.metadata
     num_warps, num_ctas, shared = packed[0], packed[1], packed[2]
     grid = (max(1, int(grid_x)) * int(num_ctas), max(1, int(grid_y)), max(1, int(grid_z)))
@@ -111,9 +126,6 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
         native(grid_x, grid_y, grid_z, stream, handle, (num_warps, num_ctas, shared_mem),
                launch_metadata, enter_hook, exit_hook, *args)
 
-    k = compiled.__dict__.get("_consan_kernel")
-    if k is None:  # (once per compiled kernel: a launch of a small one pays little)
-        k = compiled.__dict__["_consan_kernel"] = _Kernel(compiled)
     cooperative = bool(getattr(md, "launch_cooperative_grid", False))
     extra = {"cluster": [int(num_ctas), 1, 1]} if int(num_ctas) > 1 else None
     # (the session runs the native launch itself, and says why, where it checks nothing)

@@ -135,3 +135,40 @@ def test_an_empty_grid_launches_natively(compiled):
     triton_hook._checked_run(compiled, lambda *a: calls.append(a), object(), 0, 1, 1, 0, 9,
                              (4, 1, 0), None, None, None)
     assert calls and calls[0][4] == 9
+
+
+def test_a_kernel_with_nothing_to_check_runs_natively_counted_without_the_full_path(
+        monkeypatch, tmp_path):
+    """A kernel with no shared memory (Triton's vector add) is built once; later launches
+    skip the session's launch path (Session.launch_native): counted, selected, native."""
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from consan import session
+
+    @triton.jit
+    def add(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out + offs, tl.load(x + offs, mask=offs < n) + tl.load(y + offs, mask=offs < n),
+                 mask=offs < n)
+
+    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
+    src = ASTSource(fn=add, signature={"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32",
+                                       "BLOCK": "constexpr"}, constexprs={"BLOCK": 1024})
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    s = session.Session(session.Options(count_other_launches=False, launch_count=3),
+                        print_findings=False)
+    full = []
+    launch = s.launch
+    monkeypatch.setattr(s, "launch", lambda *a, **k: full.append(1) or launch(*a, **k))
+    calls = []
+    for _ in range(5):
+        triton_hook._checked_run(compiled, lambda *a: calls.append(a), s, 4, 1, 1, 0, 9,
+                                 (4, 1, 0), None, None, None, "x", "y", "out", 4096)
+    assert len(calls) == 5 and all(c[4] == 9 for c in calls)  # Triton's own function
+    assert full == [1]  # only the first launch took the session's full path
+    stats = s.report.kernels["add"]
+    assert stats.launches_checked == 3 and s.report.skipped == {"--launch-count": 2}
