@@ -12,8 +12,9 @@ shared address __consan_cta_begin returns: 0 in the other builds, and then every
 calls), and calls the probe only where it fails. The test is the probe's own first test,
 so no verdict changes (docs/model.md, *Phase mode in shared memory*).
 
-Covered: `.shared` reads of up to 16 bytes within one bitmap word, and `.shared` writes
-and atomics of one granule (4 bytes, aligned); not ldmatrix, generic addresses, nor
+Covered: `.shared` reads of up to 16 bytes within one bitmap word, `.shared` writes of 1,
+2, 4, 8 or 16 bytes (aligned as PTX requires: one granule or part of one, or two or four
+whole granules) and atomics of one granule; not ldmatrix, generic addresses, nor
 coalesced probes. A store that passes a value tag (Triton's) publishes it first, inline
 (value_tags.publish), as its probe's call did: a later write by another warp in this
 phase is judged against it.
@@ -43,6 +44,16 @@ _F = "%__cs_fr"  # b32 scratch registers of one test (a scoped declaration)
 _Q = "%__cs_fq"  # pred scratch
 
 _WORD = 4  # bytes of a record word
+_E = "%__cs_fw"  # b32 scratch: the epochs of a write of several granules
+
+
+def _at(reg: str, offset: int) -> str:
+    return f"[{reg}+{offset}]" if offset else f"[{reg}]"
+
+
+def granules(c: Classified) -> int:
+    """The granules a write that takes the test covers (1, or 2 or 4 for 8 or 16 bytes)."""
+    return max(1, c.size // abi.GRANULE_BYTES) if c.event is Event.WRITE else 1
 
 
 def eligible(it: Item, c: Classified, value_tags: bool, coalesced: bool) -> bool:
@@ -51,8 +62,10 @@ def eligible(it: Item, c: Classified, value_tags: bool, coalesced: bool) -> bool
         return False
     if c.event is Event.READ:
         return 0 < c.size <= 16
-    if c.event is Event.WRITE:  # (a value tag is published before the test: rewrite.py)
-        return c.size == abi.GRANULE_BYTES
+    if c.event is Event.WRITE:  # (a value tag is published before the test: rewrite.py;
+        # a store of 1 or 2 bytes writes its granule as the probe takes it; one of 8 or 16,
+        # aligned as PTX requires, two or four whole granules)
+        return c.size in (1, 2, 4, 8, 16)
     return c.event is Event.ATOMIC and c.size == abi.GRANULE_BYTES
 
 
@@ -149,8 +162,11 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
     a, b = f[4], f[5]
     q, q2 = f"{_Q}0", f"{_Q}1"
     rec = REG_FAST
+    n = granules(c)  # (a write of 8 or 16 bytes: its granules' epochs, two words each)
+    e = [f"{_E}{i}" for i in range(2 * n)] if n > 1 else [f[6], f[7]]
     lines = ["{ // consan fast path",
              f".reg .b32 {_F}<9>;",
+             *([f".reg .b32 {_E}<{2 * n}>;"] if n > 1 else []),
              f".reg .pred {_Q}<2>;",
              *address_code,
              f"cvt.u32.u64 {a}, {addr_reg};",
@@ -189,15 +205,22 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
                   f"setp.eq.u32 {q}, {f[2]}, {a};"]
     else:
         lo, hi, want = f[6], f[7], f[8]
-        lines += [f"setp.eq.and.u32 {q}, {a}, {b}, {q};",
-                  f"@!{q} bra {slow};",
+        if n == 1:
+            lines.append(f"setp.eq.and.u32 {q}, {a}, {b}, {q};")
+        lines += [f"@!{q} bra {slow};",
                   f"ld.volatile.shared.v2.u32 {{{ph}, {warp}}}, "
                   f"[{rec}+{abi.PSH_FAST_PHASE * _WORD}];",
-                  f"mad.lo.u32 {a}, {a}, 8, {REG_EPOCHS};",
-                  f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{a}];",
-                  f"setp.eq.u32 {q}, {lo}, {ph};"]  # written in this phase
-        if c.event is Event.WRITE:  # by this warp, plainly
-            lines.append(f"setp.eq.and.u32 {q}, {hi}, {warp}, {q};")
+                  f"mad.lo.u32 {a}, {a}, 8, {REG_EPOCHS};"]
+        if n == 1:
+            lines.append(f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{a}];")
+        for k in range(0, 2 * n if n > 1 else 0, 4):  # (2 or 4 aligned granules' epochs)
+            lines.append(f"ld.volatile.shared.v4.u32 {{{', '.join(e[k:k + 4])}}}, [{a}+{4 * k}];")
+        lines.append(f"setp.eq.u32 {q}, {e[0]}, {ph};")  # written in this phase
+        if c.event is Event.WRITE:  # by this warp, plainly (every granule)
+            lines.append(f"setp.eq.and.u32 {q}, {e[1]}, {warp}, {q};")
+            for i in range(1, n):
+                lines += [f"setp.eq.and.u32 {q}, {e[2 * i]}, {ph}, {q};",
+                          f"setp.eq.and.u32 {q}, {e[2 * i + 1]}, {warp}, {q};"]
         else:  # atomically, by this warp or by several
             atom = abi.WW_FLAG_ATOMIC << (abi.WW_FLAGS_SHIFT - abi.WW_TID_SHIFT)
             multi = atom | abi.PSH_MULTI_WARP
@@ -214,8 +237,10 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
     lines.append(f"@{q} bra {skip};")
     if update is not None:
         site, call = update
-        work = _write_update if c.event is Event.WRITE else _read_update
-        lines += work(f, q, site, addr_reg, skip, slow)
+        if c.event is Event.WRITE:
+            lines += _write_update(f, e, q, site, skip, slow)
+        else:
+            lines += _read_update(f, q, site, addr_reg, skip, slow)
         lines += ["}", f"{slow}_call:", call, f"bra {skip};"]
     else:
         lines.append("}")
@@ -235,32 +260,40 @@ def _table(out: str, table: int, g: str) -> list[str]:
             f"mad.lo.u32 {out}, {g}, 4, {out};"]
 
 
-def _write_update(f: list[str], q: str, site: str, addr_reg: str, skip: str,
+def _write_update(f: list[str], e: list[str], q: str, site: str, skip: str,
                   slow: str) -> list[str]:
-    """After a write's failed test (f: phase, warp, -, -, its epoch's address, its granule g,
-    the epoch's two words): the probe's own work where the granule was not written in this
-    phase: its epoch swapped for this warp's (a compare-and-swap: a write by another warp
-    in between leaves the whole verdict to the probe), its site stored, a fence (the
-    writer's half of the probe's store-then-look order with readers), and a look at the
-    phase in which it was last read: only a read in this phase needs the checker
-    (PROBE_WRITE_READERS). Verdicts are the probe's: with no epoch of this phase there is
-    no race.waw, and a plain write reads nothing."""
-    ph, warp, ea, g, lo, hi, t = f[0], f[1], f[4], f[5], f[6], f[7], f[8]
-    return [f"setp.eq.u32 {q}, {lo}, {ph};",  # written in this phase: the probe judges
-            f"@{q} bra {slow};",
-            "{ .reg .b64 %__cs_fo, %__cs_fn;",
-            f"mov.b64 %__cs_fo, {{{lo}, {hi}}};",
-            f"mov.b64 %__cs_fn, {{{ph}, {warp}}};",
-            f"atom.shared.cas.b64 %__cs_fn, [{ea}], %__cs_fo, %__cs_fn;",
-            f"setp.ne.b64 {q}, %__cs_fn, %__cs_fo; }}",
-            f"@{q} bra {slow};",
-            *_table(t, _WSITE, g),
-            f"st.volatile.shared.u32 [{t}], {site};",
-            "membar.cta;",
-            *_table(t, _RPHASE, g),
-            f"ld.volatile.shared.u32 {t}, [{t}];",
-            f"setp.ne.u32 {q}, {t}, {ph};",
-            f"@{q} bra {skip};"]
+    """After a write's failed test (f: phase, warp, -, -, its first epoch's address, its last
+    granule; e: the epochs' two words each, of its one, two or four granules): the probe's
+    own work where no granule was written in this phase: each epoch swapped for this
+    warp's (a compare-and-swap: a write by another warp in between leaves the verdict to
+    the probe, which finds the granules swapped before as this warp's, their sites stored)
+    and its site stored, a fence (the writer's half of the probe's store-then-look order
+    with readers), and a look at the phases in which they were last read: only a read in
+    this phase needs the checker (PROBE_WRITE_READERS). Verdicts are the probe's: with no
+    epoch of this phase there is no race.waw, and a plain write reads nothing."""
+    ph, warp, ea, last, t, g = f[0], f[1], f[4], f[5], f[8], f[2]
+    n = len(e) // 2
+    out = []
+    for i in range(n):  # written in this phase: the probe judges
+        out += [f"setp.eq.u32 {q}, {e[2 * i]}, {ph};", f"@{q} bra {slow};"]
+    out.append(f"sub.u32 {g}, {last}, {n - 1};")  # (the first granule)
+    for i in range(n):
+        out += ["{ .reg .b64 %__cs_fo, %__cs_fn;",
+                f"mov.b64 %__cs_fo, {{{e[2 * i]}, {e[2 * i + 1]}}};",
+                f"mov.b64 %__cs_fn, {{{ph}, {warp}}};",
+                f"atom.shared.cas.b64 %__cs_fn, {_at(ea, 8 * i)}, %__cs_fo, %__cs_fn;",
+                f"setp.ne.b64 {q}, %__cs_fn, %__cs_fo; }}",
+                f"@{q} bra {slow};",
+                *_table(t, _WSITE, g),
+                f"st.volatile.shared.u32 {_at(t, 4 * i)}, {site};"]
+    out.append("membar.cta;")
+    out += _table(t, _RPHASE, g)
+    for i in range(n):  # (read in this phase: the checker looks for other warps' reads)
+        out += [f"ld.volatile.shared.u32 {f[6]}, {_at(t, 4 * i)};",
+                f"setp.eq.u32 {q}, {f[6]}, {ph};"]
+        if i < n - 1:
+            out.append(f"@{q} bra {slow}_call;")
+    return out + [f"@!{q} bra {skip};"]
 
 
 def _read_update(f: list[str], q: str, site: str, addr_reg: str, skip: str,

@@ -727,11 +727,13 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
             probe = probe[len(tag.text):]
             first += _tag_inline(tag, idx) + "\n\t"
         update = None
-        if idx in up and inline:  # the update's call: the probe's, to its other entry
-            call = f"call {abi.PROBE_ACCESS},"
-            assert probe.count(call) == 1, probe
-            update = (str(_probe_site(probe)),
-                      probe.replace(call, f"call {fast_path.call_probe(c)},"))
+        if idx in up and inline:  # the update's call: the probe's arguments, its other entry
+            site = _probe_site(probe)
+            update = (str(site), _call(it.pred, fast_path.call_probe(c),
+                                       [(".b64", REG_ADDR), (".b32", str(site)),
+                                        (".b32", str(c.info))],
+                                       pre=_address_code(c.address or "", widths, it),
+                                       comment=f"site {site}"))
         elif idx in up:  # the module's function, in place of the probe
             name = fast_path.function_name(c)
             functions.setdefault(name, fast_path.function(c))

@@ -63,7 +63,6 @@ def test_an_access_in_a_loop_takes_the_inline_test(access):
     ("outside a loop", "\tatom.shared.add.u32 %r4, [%r2], 1;\n", {"looped": False}),
     ("a generic address", "\tatom.add.u32 %r4, [%rd1], 1;\n",
      {"extra": "\t.reg .b64 %rd<2>;\n"}),
-    ("an 8-byte store", "\tst.shared.v2.u32 [%r2], {%r3, %r3};\n", {}),
     ("vector clocks (an mbarrier in the module)", "\tatom.shared.add.u32 %r4, [%r2], 1;\n",
      {"extra": "\tmbarrier.init.shared.b64 [s+512], 1;\n"}),
 ])
@@ -134,7 +133,6 @@ def test_a_module_with_many_updates_calls_one_function_per_kind(monkeypatch):
 
 @pytest.mark.parametrize("case,access,kw", [
     ("an 8-byte read", "\tld.shared.v2.u32 {%r4, %r5}, [%r2];\n", {}),
-    ("an 8-byte store", "\tst.shared.v2.u32 [%r2], {%r3, %r3};\n", {}),
 ])
 def test_outside_loops_only_inline_updates_take_the_test(case, access, kw):
     ins = rewritten(access, looped=False, **kw)
@@ -218,4 +216,28 @@ def test_a_store_with_a_value_tag_takes_the_update_after_publishing_its_tag(many
     else:
         assert k.index("published inline") < k.index("// consan fast path")
         assert k.count(f"call {abi.PROBE_WRITE_READERS},") == 1
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("store,n", [("st.shared.u16 [%r2+2], %rs1", 1),
+                                     ("st.shared.v2.u32 [%r2], {%r3, %r3}", 2),
+                                     ("st.shared.v4.u32 [%r2], {%r3, %r3, %r3, %r3}", 4),
+                                     ("st.shared.v2.u64 [%r2], {%rd1, %rd1}", 4)])
+def test_a_store_of_several_granules_or_less_than_one_takes_the_update(store, n):
+    """A 2-byte store writes its granule (as the probe takes it); one of 8 or 16 bytes, its
+    two or four granules: each epoch swapped (a compare-and-swap, the probe's verdict where
+    one fails) and its site stored, one fence, each granule's read phase looked at; the
+    checker's look for readers takes the probe's address, site and info (a 16-byte store's
+    own probe is PROBE_ACCESS16, with a count)."""
+    extra = "\t.reg .b16 %rs<2>;\n\t.reg .b64 %rd<2>;\n"
+    ins = rewritten(f"\t{store};\n", looped=False, extra=extra)
+    assert ins.inline_writes == 1 and fast_tests(ins.ptx) == 1
+    k = kernel(ins.ptx)
+    assert k.count("atom.shared.cas.b64") == n and k.count("membar.cta;") == 1
+    assert len(re.findall(r"st\.volatile\.shared\.u32 \[%__cs_fr8(\+\d+)?\], 0;", k)) == n
+    if n > 1:  # (the epochs in 16-byte loads)
+        assert k.count("ld.volatile.shared.v4.u32 {%__cs_fw") == n // 2
+    call = re.search(rf"\{{ // consan site 0\n[^}}]*call {abi.PROBE_WRITE_READERS}, "
+                     r"\(__cs_p0, __cs_p1, __cs_p2\);", k)
+    assert call
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)

@@ -125,6 +125,9 @@ def _clean_twin_expected(key: str, in_: np.ndarray):
         "trip-tail": (slice(0, 64), np.tile(in_[:32] * 8 + 28, 2)),
         "atomics": (slice(0, 32), np.full(32, 8 * in_[:32].sum())),
         "rmw": (slice(0, 32), np.arange(32) + in_[:32].sum()),
+        "waw16": (slice(0, 32), in_[32:64] + 6),
+        "war16": (slice(0, 64), np.concatenate([in_[:32] + np.arange(32) + 5, in_[32:64]])),
+        "waw2": (slice(0, 32), in_[32:64]),
     }[key]
 
 

@@ -456,6 +456,71 @@ TWINS += (
     _loop_twin("atomics", _ATOMICS, "atomics", "@atomics-read", "@atomics-add"),
     _loop_twin("rmw", _RMW, "rmw", "@rmw-read", "@rmw-init"),
 )
+# (k) Stores of several granules, or of less than one, take the inline update too
+# (instrument/fast_path.py): `waw16` / `war16` are (c) / (b) with 16-byte stores (four
+# granules a lane, st.shared.v4), `waw2` is (c) with 2-byte stores (two lanes a granule).
+_WAW16 = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int4 s[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp == 0) {
+        s[lane] = make_int4(in[lane], lane, 2, 3);  // @waw16-first
+    }
+    $SYNC
+    if (warp == 1) {
+        consan_test_delay(1);
+        s[lane] = make_int4(in[32 + lane], lane, 5, 6);  // @waw16-second
+        COMPILER_BARRIER();
+        out[lane] = s[lane].x + s[lane].w;  // @waw16-own-read
+    }
+}
+"""
+
+_WAR16 = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int4 s[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp == 0) s[lane] = make_int4(in[lane], lane, 2, 3);  // @war16-init
+    __syncthreads();
+    if (warp == 0) {
+        const int4 v = s[lane];  // @war16-read
+        out[lane] = v.x + v.y + v.z + v.w;
+    }
+    $SYNC
+    if (warp == 1) {
+        consan_test_delay(1);
+        s[lane] = make_int4(in[32 + lane], lane, 5, 6);  // @war16-write
+        COMPILER_BARRIER();
+        out[32 + lane] = s[lane].x;  // @war16-own-read
+    }
+}
+"""
+
+_WAW2 = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ short s[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp == 0) {
+        s[lane] = (short)in[lane];  // @waw2-first
+    }
+    $SYNC
+    if (warp == 1) {
+        consan_test_delay(1);
+        s[lane] = (short)in[32 + lane];  // @waw2-second
+        COMPILER_BARRIER();
+        out[lane] = s[lane];  // @waw2-own-read
+    }
+}
+"""
+
+TWINS += tuple(
+    _twin(key, template, key, {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({kind}), line=line, prev=prev, warp=1, prev_warp=0,
+          block=(64, 1, 1))
+    for key, template, kind, line, prev in (
+        ("waw16", _WAW16, "race.waw", "@waw16-second", "@waw16-first"),
+        ("war16", _WAR16, "race.war", "@war16-write", "@war16-read"),
+        ("waw2", _WAW2, "race.waw", "@waw2-second", "@waw2-first")))
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 
 
