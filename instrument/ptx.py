@@ -153,6 +153,12 @@ def ptx_int(text: str) -> int:
     return -v if sign else v
 _IDENT = re.compile(r"[A-Za-z_$%.][\w$%.]*")
 _LABEL = re.compile(r"[A-Za-z_$%][\w$%.]*\s*:(?!:)")
+# An instruction up to its ';' with no string, comment or nested bracket: statement_len's
+# loop would end at that ';' too (it walks every character: a third of a parse).
+_PLAIN = r'[^;"/(){}\[\]]'
+_PLAIN_STATEMENT = re.compile(
+    rf"(?:{_PLAIN}|\[{_PLAIN}*\]|\({_PLAIN}*\)|\{{{_PLAIN}*\}})*;")
+_PLAIN_LINE = re.compile(r'[^;"/(){}\[\]\n]*')  # a line directive's line, likewise
 
 
 class _Scanner:
@@ -216,6 +222,16 @@ class _Scanner:
         head = first.group(0) if first else ""
         line_directive = head in LINE_DIRECTIVES
         is_header = head in (".entry", ".func", ".section") or head in LINKAGE
+        if not (line_directive or is_header):
+            plain = _PLAIN_STATEMENT.match(s, p)
+            if plain:
+                return plain.end() - start
+        elif line_directive:  # (`.loc 1 10 5`, a third of the lines of a -lineinfo module)
+            e = _PLAIN_LINE.match(s, p).end()
+            if e < self.n and s[e] == "\n" and (head in BARE_DIRECTIVES or
+                                                s[p + len(head):e].strip()) and \
+                    not self._continued(s[p:e].rstrip()[-1], e):
+                return e - start
         depth_paren = depth_brace = depth_brack = 0
         opened: list[int] = []  # positions of unclosed ( [ {
         last = ""  # the last character that is no whitespace or comment
@@ -390,20 +406,22 @@ def _fill_statement(it: Item, name: str = "<ptx>") -> None:
     it.operands = split_operands(rest)
 
 
+_SPLIT_AT = re.compile(r"[,{}\[\]()]")
+
+
 def split_operands(text: str) -> list[str]:
     """Split at top-level commas, keeping `{..}`, `[..]` and `(..)` together."""
-    out, depth, cur = [], 0, []
-    for ch in text:
+    out, depth, start = [], 0, 0
+    for m in _SPLIT_AT.finditer(text):  # (only these characters matter: no loop over all)
+        ch = m.group()
         if ch in "{[(":
             depth += 1
         elif ch in "}])":
             depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    last = "".join(cur).strip()
+        elif depth == 0:
+            out.append(text[start:m.start()].strip())
+            start = m.end()
+    last = text[start:].strip()
     if last or out:
         out.append(last)
     return out
