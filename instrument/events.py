@@ -8,6 +8,7 @@ skipped silently.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -511,15 +512,21 @@ def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
                for o in it.operands)
 
 
+@functools.lru_cache(maxsize=4096)
+def _first_row(opcode: str) -> Row | None:
+    """The first row of TABLE that matches `opcode` (it alone decides): looked up once per
+    opcode, not once per instruction, which went through the rows one by one."""
+    return next((row for row in TABLE if row.matches(opcode)), None)
+
+
 def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = True,
              constants: Mapping[str, str] | None = None) -> Classified | None:
     """The model event of one instruction, or None if it is irrelevant. `constants`: the
     function's registers that only ever hold one immediate (`constant_registers`)."""
     if not it.is_instruction:
         return None
-    for row in TABLE:
-        if not row.matches(it.opcode):
-            continue
+    row = _first_row(it.opcode)
+    if row is not None:
         if row.access:
             return _access(it, row, shared_symbols, constants or {})
         if row.event is Event.EXIT and it.opcode.startswith("ret") and not in_entry:

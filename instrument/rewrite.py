@@ -736,7 +736,8 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
                                        comment=f"site {site}"))
         elif idx in up:  # the module's function, in place of the probe
             name = fast_path.function_name(c)
-            functions.setdefault(name, fast_path.function(c))
+            if name not in functions:  # (its text once, not at each of its accesses)
+                functions[name] = fast_path.function(c)
             args = [(".b64", REG_ADDR), (".b32", str(_probe_site(probe))),
                     (".b32", fast_path.REG_FAST)]
             assert tuple(t for t, _ in args) == fast_path.FUNCTION_PARAMS
