@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from instrument import abi
 from instrument.rewrite import instrument
+from tests.probe_calls import args_of, calls
 
 HEAD = """.version 9.0
 .target sm_90a
@@ -32,8 +33,7 @@ def test_gap_makes_a_strided_probe():
     assert [(s.event, s.size, len(s.merged_lines)) for s in ins.sites.sites][:1] == [
         ("access.read", 4, 1)]
     rep = (8 << abi.REP_STRIDE_SHIFT) | 2
-    assert f"st.param.b32 [__cs_p3], {rep};" in ins.ptx
-    assert f"call {abi.PROBE_ACCESS_N}," in ins.ptx
+    assert [a[3] for a in args_of(ins.ptx, abi.PROBE_ACCESS_N)] == [str(rep)]
 
 
 def test_an_unrolled_column_loop_is_one_strided_probe():
@@ -43,7 +43,8 @@ def test_an_unrolled_column_loop_is_one_strided_probe():
     ins = instrument(HEAD + body + "\tret;\n}\n")
     reads = [s for s in ins.sites.sites if s.event == "access.read"]
     assert [(s.size, len(s.merged_lines)) for s in reads] == [(4, 31)]
-    assert f"st.param.b32 [__cs_p3], {(256 << abi.REP_STRIDE_SHIFT) | 32};" in ins.ptx
+    assert [a[3] for a in args_of(ins.ptx, abi.PROBE_ACCESS_N)] == [
+        str((256 << abi.REP_STRIDE_SHIFT) | 32)]
 
 
 def test_uneven_spacing_or_sizes_stay_apart():
@@ -52,8 +53,8 @@ def test_uneven_spacing_or_sizes_stay_apart():
              "\tld.shared.f32 %f3, [%r1+20];\n"
     assert sorted(sites(uneven)) == [("access.read", 4, 0), ("access.read", 4, 1)]
     ptx = instrument(HEAD + uneven + "\tret;\n}\n").ptx
-    assert ptx.count(f"call {abi.PROBE_ACCESS_N},") == 1
-    assert f"st.param.b32 [__cs_p3], {(8 << abi.REP_STRIDE_SHIFT) | 2};" in ptx
+    assert [a[3] for a in args_of(ptx, abi.PROBE_ACCESS_N)] == [
+        str((8 << abi.REP_STRIDE_SHIFT) | 2)]
     sizes = "\tld.shared.f32 %f1, [%r1];\n\tld.shared.v2.f32 {%f2, %f3}, [%r1+16];\n"
     assert sites(sizes) == [("access.read", 4, 0), ("access.read", 8, 0)]
 
@@ -71,7 +72,7 @@ def test_a_failed_wait_calls_the_checker_only_when_sampled():
     assert f"and.b32 %__cs_spl, %__cs_spin, {abi.MB_WAIT_SAMPLE - 1};" in ptx
     assert "setp.ne.and.u32 %__cs_skip, %__cs_spl, 1, !p;" in ptx
     skip = ptx.index("@%__cs_skip bra $__cs_spin_")
-    assert skip < ptx.index(f"call (__cs_r), {abi.PROBE_MBAR}") < ptx.index("$__cs_spin_0:")
+    assert skip < calls(ptx, abi.PROBE_MBAR)[-1].pos < ptx.index("$__cs_spin_0:")
     assert "mov.u32 %__cs_spin, 0;" in ptx
 
 
@@ -129,7 +130,8 @@ def test_addresses_offset_from_one_register_group_by_it():
     assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 2  # (16-byte reads: their entry)
     assert ins.ptx.count("mov.b64 %__cs_a, %rd1;") == 2  # both probes address %rd1
     assert "add.s64 %__cs_a, %__cs_a, 1280;" in ins.ptx
-    assert ins.ptx.count(f"st.param.b32 [__cs_p3], {(32 << abi.REP_STRIDE_SHIFT) | 2};") == 2
+    assert [a[3] for a in args_of(ins.ptx, abi.PROBE_ACCESS16)] == [
+        str((32 << abi.REP_STRIDE_SHIFT) | 2)] * 2
 
 
 def test_a_root_redefined_between_keeps_the_accesses_apart():
@@ -137,8 +139,8 @@ def test_a_root_redefined_between_keeps_the_accesses_apart():
     no longer name offsets of the new one."""
     body = LDMATRIX.replace("{REDEFINE}", "\tmov.u64 %rd1, %rd9;\n")
     ins = instrument(HEAD64 + body + "\tret;\n}\n")
-    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 3  # the first two in one
-    assert ins.ptx.count("st.param.b32 [__cs_p3], 1;") == 2  # the others one by one
+    reps = [a[3] for a in args_of(ins.ptx, abi.PROBE_ACCESS16)]
+    assert len(reps) == 3 and reps.count("1") == 2  # the first two in one, the others alone
 
 
 def test_accesses_of_other_shapes_stay_apart():
@@ -161,8 +163,7 @@ def test_sixteen_byte_accesses_call_their_own_entry():
     w8 = abi.access_info(8, abi.MODE_WRITE, abi.SPACE_SHARED)
     assert abi.access_probe(w8, 0x5002) == (abi.PROBE_ACCESS_N, 0x5002)
     ins = instrument(HEAD + "\tld.shared.v4.f32 {%f1,%f2,%f3,%f4}, [%r1];\n\tret;\n}\n")
-    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 1
-    assert "st.param.b32 [__cs_p3], 1;" in ins.ptx
+    assert [a[3] for a in args_of(ins.ptx, abi.PROBE_ACCESS16)] == ["1"]
 
 
 def test_idempotent_stores_keep_their_mark_when_each_merged_store_is_one():
@@ -173,20 +174,22 @@ def test_idempotent_stores_keep_their_mark_when_each_merged_store_is_one():
     head = HEAD.replace(".visible", ".shared .align 16 .b8 smem[64];\n.visible")
 
     def info(size: int, idem: bool) -> str:
-        word = abi.access_info(size, abi.MODE_WRITE, abi.SPACE_SHARED, idem=idem)
-        return f"st.param.b32 [__cs_p2], {word};"
+        return str(abi.access_info(size, abi.MODE_WRITE, abi.SPACE_SHARED, idem=idem))
+
+    def infos(ptx: str) -> list[str]:  # the info word of each access probe
+        return [c.args[2] for c in calls(ptx) if c.func.startswith("__consan_access")]
 
     alone = instrument(head + "\tst.shared.b32 [smem+8], 0;\n\tret;\n}\n")
-    assert info(4, True) in alone.ptx
+    assert info(4, True) in infos(alone.ptx)
     state_word = instrument(head + "\tst.shared.v2.b32 [smem+16], {0, 16843009};\n"
                             "\tst.shared.b32 [smem+24], 33686018;\n\tret;\n}\n")
-    assert info(12, True) in state_word.ptx
+    assert info(12, True) in infos(state_word.ptx)
     mixed = instrument(head + "\tst.shared.b32 [smem+8], 0;\n"
                        "\tst.shared.b32 [smem+12], %r1;\n\tret;\n}\n")
-    assert info(8, False) in mixed.ptx and info(8, True) not in mixed.ptx
+    assert info(8, False) in infos(mixed.ptx) and info(8, True) not in infos(mixed.ptx)
     wide = instrument(head + "\tst.shared.v2.b32 [smem+16], {0, 1};\n"
                       "\tst.shared.v2.b32 [smem+24], {2, 3};\n\tret;\n}\n")
-    assert info(16, False) in wide.ptx
+    assert info(16, False) in infos(wide.ptx)
 
 
 def _cp(i: int, off: int) -> str:
@@ -207,8 +210,8 @@ def test_a_commit_groups_strided_copies_share_one_probe():
     ins, cps = cp_sites("".join(_cp(i, 4096 * i) for i in range(4))
                         + "\tcp.async.commit_group;\n")
     assert cps == [("async.cp", 16, 3)]
-    assert f"st.param.b32 [__cs_p3], {(4096 << abi.REP_STRIDE_SHIFT) | 4};" in ins.ptx
-    assert ins.ptx.count(f"call {abi.PROBE_ACCESS16},") == 1
+    assert [a[3] for a in args_of(ins.ptx, abi.PROBE_ACCESS16)] == [
+        str((4096 << abi.REP_STRIDE_SHIFT) | 4)]
 
 
 def test_a_commit_or_a_read_between_copies_keeps_them_apart():

@@ -12,6 +12,7 @@ from instrument import abi
 from instrument.ptx import PTXSyntaxError, parse
 from instrument.rewrite import InstrumentError, instrument
 from tests import corpus_build
+from tests.probe_calls import args_of, calls
 
 TRITON = sorted((corpus_build.CORPUS_DIR / "triton").glob("*.ptx"))
 HEADER = ".version 9.0\n.target sm_90a\n.address_size 64\n"
@@ -123,7 +124,7 @@ def test_rewrite_small_module():
     # symbol address
     assert "mov.u64 %__cs_a, smem;" in out
     # barrier: arrive before and wait after; arrive-only has no wait
-    assert out.count(f"call (__cs_r), {abi.PROBE_BAR_ARRIVE}") == 3
+    assert [c.ret for c in calls(out, abi.PROBE_BAR_ARRIVE)] == ["%__cs_tok"] * 3
     assert out.count(f"call {abi.PROBE_BAR_WAIT}") == 2
     # the CTA claims its slot before the first instruction, not inside the loop
     begin = out.index(f"call (__cs_rb), {abi.PROBE_CTA_BEGIN};")
@@ -133,7 +134,7 @@ def test_rewrite_small_module():
     assert ".extern .func (.param .b32 __cs_ret) __consan_bar_arrive" in out
     # bar.red with a thread count passes the count
     red = out[out.index("// consan site 4"):]
-    assert "st.param.b32 [__cs_p0], 2;" in red and "st.param.b32 [__cs_p1], 96;" in red
+    assert args_of(red, abi.PROBE_BAR_ARRIVE)[0][:2] == ["2", "96"]
 
 
 def test_small_module_assembles_for_both_targets():
@@ -196,8 +197,7 @@ def test_cluster_barrier_probes_arrive_before_and_wait_after():
     assert not ins.phase_mode and not ins.bar0_only and not ins.unmodeled
     assert [s.event for s in ins.sites.sites][:4] == ["barrier.cluster"] * 4
     out = ins.ptx
-    ops = [int(line.split(",")[1].strip(" ;")) for line in out.splitlines()
-           if "st.param.b32 [__cs_p0]" in line]
+    ops = [int(a[0]) for a in args_of(out, abi.PROBE_CLUSTER_BAR)]
     relaxed = abi.CLUSTER_ARRIVE | abi.BAR_ALIGNED | abi.BAR_RELAXED
     assert ops[:4] == [relaxed, abi.CLUSTER_WAIT | abi.BAR_ALIGNED, abi.CLUSTER_ARRIVE,
                        abi.CLUSTER_WAIT]
@@ -216,8 +216,7 @@ def test_a_cluster_fence_is_probed_after_it_only_where_a_relaxed_arrival_follows
     assert [s.event for s in ins.sites.sites][:3] == ["fence.cluster", "barrier.cluster",
                                                       "barrier.cluster"]
     out = ins.ptx
-    ops = [int(line.split(",")[1].strip(" ;")) for line in out.splitlines()
-           if "st.param.b32 [__cs_p0]" in line]
+    ops = [int(a[0]) for a in args_of(out, abi.PROBE_CLUSTER_BAR)]
     assert ops[0] == abi.CLUSTER_FENCE
     assert out.index(fence) < out.index(f"call {abi.PROBE_CLUSTER_BAR}")
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))
@@ -282,8 +281,8 @@ def test_bulk_store_probes():
 
     store = probe(site["async.bulk_store3"])
     assert f"@%p1 call {abi.PROBE_BULK_STORE}" in store
-    assert "add.s64 %__cs_a, %__cs_a, 64;" in store and "[__cs_p1], %r3;" in store
-    assert "[__cs_p1], 256;" in probe(site["async.bulk_store4"])
+    assert "add.s64 %__cs_a, %__cs_a, 64;" in store and args_of(store)[0][1] == "%r3"
+    assert args_of(probe(site["async.bulk_store4"]))[0][1] == "256"
     # the store and the commit are probed before the instruction, waits and fences after
     assert out.index(f"// consan site {site['async.bulk_store3']}\n") < out.index("@%p1 cp.async")
     assert out.index(f"// consan site {site['async.bulk_commit5']}\n") < out.index(
@@ -293,9 +292,9 @@ def test_bulk_store_probes():
     assert out.index(f"// consan site {site['fence.proxy_async1']}\n") > out.index(
         "fence.proxy.async.shared::cta;")
     wait = probe(site["async.bulk_wait6"])
-    assert f"[__cs_p0], {abi.BULK_WAIT};" in wait and "[__cs_p1], 1;" in wait
+    assert args_of(wait)[0][:2] == [str(abi.BULK_WAIT), "1"]
     fence = probe(site["fence.proxy_async1"])
-    assert f"call {abi.PROBE_BULK_GROUP}" in fence and f"[__cs_p0], {abi.PROXY_FENCE};" in fence
+    assert args_of(fence, abi.PROBE_BULK_GROUP)[0][0] == str(abi.PROXY_FENCE)
     toolchain.link_with_checker(ins, "bulk", toolchain.Arch.parse("sm_90a"))
 
 
@@ -365,7 +364,7 @@ def test_tensor_copies_pass_the_map_address_and_are_guarded():
                       "async.tensor_store", "exit"]
     assert not ins.phase_mode
     out = ins.ptx
-    assert out.count(f"call (__cs_r), {abi.PROBE_TENSOR}") == 3
+    assert [c.ret for c in calls(out, abi.PROBE_TENSOR)] == ["%__cs_tok"] * 3
     # the map: a generic address in a register as is; a .global name through cvta
     assert "mov.b64 %__cs_c, %rd2;" in out
     assert "mov.u64 %__cs_c, gmap;\n\tcvta.global.u64 %__cs_c, %__cs_c;" in out
@@ -381,11 +380,11 @@ def test_tensor_copies_pass_the_map_address_and_are_guarded():
     assert "@%p1 call" not in first
     load = abi.TENSOR_LOAD
     assert f"selp.b32 %__cs_op, {load}, {load | abi.PROBE_OFF}, %p1;" in first
-    assert "st.param.b32 [__cs_p4], %__cs_op;" in first
-    assert f"st.param.b32 [__cs_p4], {load};" in out[out.index("// consan site 2"):]
+    assert args_of(first, abi.PROBE_TENSOR)[0][4] == "%__cs_op"
+    assert args_of(out[out.index("// consan site 2"):], abi.PROBE_TENSOR)[0][4] == str(load)
     store = out[out.index("// consan site 3"):]
-    assert "mov.b64 %__cs_b, 0;" in store and f"st.param.b32 [__cs_p4], {abi.TENSOR_STORE};" \
-        in store
+    assert "mov.b64 %__cs_b, 0;" in store
+    assert args_of(store, abi.PROBE_TENSOR)[0][4] == str(abi.TENSOR_STORE)
     # the store is a bulk store: nothing is listed as not modelled, and the module keeps
     # the columns of the bulk-store units and async-proxy views
     assert not ins.unmodeled and ins.async_proxy
@@ -472,9 +471,9 @@ def test_multicast_copies_pass_their_mask_and_assemble():
     assert (f"or.b32 %__cs_ctamask, %__cs_ctamask, "
             f"{abi.TENSOR_LOAD | abi.TENSOR_MULTICAST};") in tensor
     bulk = out[out.index("// consan site 2"):out.index("// consan site 3")]
-    assert "st.param.b32 [__cs_p4], %__cs_ctamask;" in bulk
+    assert args_of(bulk, abi.PROBE_BULK)[0][4] == "%__cs_ctamask"
     plain = out[out.index("// consan site 3"):out.index("// consan site 4")]
-    assert "st.param.b32 [__cs_p4], 0;" in plain  # not multicast: mask 0
+    assert args_of(plain, abi.PROBE_BULK)[0][4] == "0"  # not multicast: mask 0
     assert "@%__cs_ok cp.async.bulk.tensor.2d.shared::cluster.global.tile" in out
     toolchain.link_with_checker(ins, "multicast", toolchain.Arch.parse("sm_90a"))
     # such a module keeps a mailbox for its peers' copies, in device-memory tables with
@@ -509,7 +508,7 @@ def test_branch_around_an_arrive_is_converted():
            "@%__cs_oo add.s32 %r2, %r2, 16;" in out
     arrive, off = abi.MB_ARRIVE, abi.MB_ARRIVE | abi.PROBE_OFF
     assert f"selp.b32 %__cs_op, {arrive}, {off}, %__cs_on;" in out
-    assert f"\n\tcall (__cs_r), {abi.PROBE_MBAR}" in out  # not predicated
+    assert [c.pred for c in calls(out, abi.PROBE_MBAR)] == [None]  # not predicated
     assert "@!%__cs_on setp.eq.u32 %__cs_ok, 1, 0;\n\t@%__cs_ok mbarrier.arrive" in out
     toolchain.link_with_checker(instrument(HEADER + CONVERT.replace("{BODY}", body)), "k",
                                 toolchain.Arch.parse("sm_90a"))
@@ -538,7 +537,7 @@ def test_a_multicast_copy_after_a_jump_over_it_is_probed_by_every_lane():
     assert "mov.pred %__cs_on, %p1;" in out and "@%__cs_on add.s32 %r3, %r2, 512;" in out
     assert f"selp.b32 %__cs_op, 0, {abi.BULK_OFF}, %__cs_on;" in out
     assert "or.b32 %__cs_ctamask, %__cs_ctamask, %__cs_op;" in out
-    assert f"\n\tcall (__cs_r), {abi.PROBE_BULK}" in out  # not predicated
+    assert [c.pred for c in calls(out, abi.PROBE_BULK)] == [None]  # not predicated
     assert "@!%__cs_on setp.eq.u32 %__cs_ok, 1, 0;\n\t@%__cs_ok cp.async.bulk" in out
     toolchain.link_with_checker(instrument(HEADER + INVERTED.replace("{BODY}", MC_BULK)), "k",
                                 toolchain.Arch.parse("sm_90a"))
@@ -599,10 +598,10 @@ def test_a_tensor_load_carries_the_arrive_expect_tx_before_it():
     out = ins.ptx
     events = [s.event for s in ins.sites.sites]
     assert events == ["mbarrier", "mbarrier", "async.tensor_load", "exit"]
-    assert out.count(f"call (__cs_r), {abi.PROBE_MBAR}") == 1  # the init only
+    assert len(calls(out, abi.PROBE_MBAR)) == 1  # the init only
     load = out.index("// consan site 2")
-    assert f"st.param.b32 [__cs_p4], {abi.TENSOR_LOAD | abi.TENSOR_ARRIVE_TX};" in out[load:]
-    assert "st.param.b32 [__cs_p5], %r4;\n\tst.param.b32 [__cs_p6], 1;" in out[load:]
+    assert args_of(out[load:], abi.PROBE_TENSOR)[0][4:] == [
+        str(abi.TENSOR_LOAD | abi.TENSOR_ARRIVE_TX), "%r4", "1"]
     assert out.index("add.s32 %r5, %r3, 32;") < load  # the arithmetic stays where it was
     assert "setp.eq.u32 %__cs_ok, %__cs_tok, 0;\n\t@%__cs_ok mbarrier.arrive.expect_tx" \
            ".shared::cta.b64 _, [%r2], %r4;\n\t@%__cs_ok cp.async.bulk.tensor" in out
@@ -613,8 +612,8 @@ def test_a_tensor_load_carries_the_arrive_expect_tx_before_it():
 def test_a_load_alone_passes_no_arrive():
     out = _carry(arrive="mov.u32 %r6, 1;").ptx
     load = out.index("// consan site 1")
-    assert f"st.param.b32 [__cs_p4], {abi.TENSOR_LOAD};" in out[load:]
-    assert f"st.param.b32 [__cs_p5], 0;\n\tst.param.b32 [__cs_p6], {abi.NO_SITE};" in out[load:]
+    assert args_of(out[load:], abi.PROBE_TENSOR)[0][4:] == [str(abi.TENSOR_LOAD), "0",
+                                                             str(abi.NO_SITE)]
 
 
 @pytest.mark.parametrize("arrive,between", [
@@ -631,8 +630,8 @@ def test_a_load_alone_passes_no_arrive():
 ])
 def test_an_arrive_the_move_could_change_keeps_its_own_probe(arrive, between):
     out = _carry(arrive=arrive, between=between).ptx
-    assert out.count(f"call (__cs_r), {abi.PROBE_MBAR}") == 2
-    assert "st.param.b32 [__cs_p5], 0;" in out[out.index("__consan_tensor, ") - 900:]
+    assert len(calls(out, abi.PROBE_MBAR)) == 2
+    assert args_of(out, abi.PROBE_TENSOR)[0][5] == "0"
 
 
 LOOP = (".visible .entry k()\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<8>;\n"
@@ -677,7 +676,7 @@ def test_a_loop_one_lane_runs_gets_a_copy_every_lane_runs():
     # the original region is still there, probed as before
     orig = out[out.index("@%p1 bra $L__BB0_3;"):]
     assert "\n$L__BB0_2:" in orig and "@%p2 bra $L__BB0_2;" in orig
-    assert orig.count("call (__cs_r), __consan_mbar") == 2
+    assert len(calls(orig, abi.PROBE_MBAR)) == 2
     toolchain.link_with_checker(ins, "loop", toolchain.Arch.parse("sm_90a"))
 
 
@@ -750,8 +749,7 @@ def test_an_mbarrier_addressed_through_mapa_is_modelled():
     assert [s.event for s in ins.sites.sites] == ["mbarrier", "mbarrier", "mbarrier", "exit"]
     assert ins.unmodeled == []
     assert ins.multicast
-    ops = [ln.split(",")[-1].strip(" ;") for ln in ins.ptx.splitlines()
-           if ln.strip().startswith("st.param.b32 [__cs_p1]")]
+    ops = [a[1] for a in args_of(ins.ptx, abi.PROBE_MBAR)]
     assert ops == [str(abi.MB_INIT), *[str(abi.MB_ARRIVE | abi.MB_CLUSTER)] * 2]
     toolchain.link_with_checker(ins, "remote", toolchain.Arch.parse("sm_90a"))
 

@@ -10,9 +10,11 @@ import re
 
 import pytest
 
+from instrument import abi
 from instrument.ptx import parse
 from instrument.rewrite import instrument
 from tests import corpus_build
+from tests.probe_calls import args_of
 
 TRITON = corpus_build.CORPUS_DIR / "triton"
 HEADER = ".version 8.0\n.target sm_90a\n.address_size 64\n"
@@ -94,7 +96,7 @@ def test_the_chain_probes_follow_the_commit_and_our_drain():
     assert _violations(out) == []
     # the kernel's own wait 1 is still probed (with its N): the model judges it, not ours
     own = out.index("wgmma.wait_group.sync.aligned 1;")
-    assert "st.param.b32 [__cs_p1], 1;" in out[own:own + 400]
+    assert args_of(out[own:own + 400], abi.PROBE_WGMMA_GROUP)[0][1] == "1"
 
 
 @pytest.mark.parametrize("body", [
