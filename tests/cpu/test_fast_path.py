@@ -14,6 +14,7 @@ from consan import toolchain
 from instrument import abi, fast_path
 from instrument.rewrite import instrument
 from tests.cpu.test_first_trip import HEAD, NEXT  # (the same kernel head and loop branch)
+from tests.probe_calls import calls
 
 # (a loop whose address changes every trip: never checked on its first trip only)
 STEP = "\tadd.s32 %r2, %r2, 4;\n\tand.b32 %r2, %r2, 1020;\n"
@@ -237,7 +238,7 @@ def test_a_store_of_several_granules_or_less_than_one_takes_the_update(store, n)
     assert len(re.findall(r"st\.volatile\.shared\.u32 \[%__cs_fr8(\+\d+)?\], 0;", k)) == n
     if n > 1:  # (the epochs in 16-byte loads)
         assert k.count("ld.volatile.shared.v4.u32 {%__cs_fw") == n // 2
-    call = re.search(rf"\{{ // consan site 0\n[^}}]*call {abi.PROBE_WRITE_READERS}, "
-                     r"\(__cs_p0, __cs_p1, __cs_p2\);", k)
-    assert call
+    (look,) = calls(k, abi.PROBE_WRITE_READERS)  # (the probe's address, site and info)
+    (probe,) = [c for c in calls(k) if c.func in (abi.PROBE_ACCESS, abi.PROBE_ACCESS16)]
+    assert look.args == probe.args[:3] and look.args[1] == "0"
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)

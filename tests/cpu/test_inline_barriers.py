@@ -11,6 +11,7 @@ from consan import toolchain
 from instrument import abi, fast_path
 from instrument.rewrite import instrument
 from tests.cpu.test_first_trip import HEAD
+from tests.probe_calls import calls
 
 INLINE = "// consan barrier probe, inline"
 BODY = ("\tst.shared.u32 [%r2], %r3;\n\tbar.sync 0;\n\tld.shared.u32 %r4, [%r2];\n"
@@ -31,8 +32,8 @@ def test_a_phase_mode_entry_runs_its_barriers_and_exits_inline_with_the_calls_ke
     assert ins.phase_mode
     blocks = _blocks(ins.ptx)
     assert len(blocks) == 5  # two barriers' arrive and wait, one exit
-    calls = [re.search(r"call (?:\(__cs_r\), )?(\w+),", b).group(1) for b in blocks]
-    assert sorted(calls) == sorted([abi.PROBE_BAR_ARRIVE] * 2 + [abi.PROBE_BAR_WAIT] * 2
+    made = [c.func for b in blocks for c in calls(b)]  # (one call a block)
+    assert sorted(made) == sorted([abi.PROBE_BAR_ARRIVE] * 2 + [abi.PROBE_BAR_WAIT] * 2
                                    + [abi.PROBE_THREAD_EXIT])
     rec = fast_path.REG_FAST
     for b in blocks:  # no record (0): the probe's own call
