@@ -328,6 +328,9 @@ def _cheaper_checks(ins, sites) -> list[str]:
         out.append(f"{ins.inline_writes} shared store(s) and {ins.inline_reads} load(s) record "
                    "themselves without a call where no other warp wrote their bytes (or, for "
                    "a store, read them) since the last barrier")
+    if ins.inline_barriers:
+        out.append(f"{ins.inline_barriers} barrier(s) and exit(s) do their checking without a "
+                   "call")
     return out
 
 

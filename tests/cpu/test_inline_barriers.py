@@ -62,3 +62,23 @@ def test_vector_clocks_and_functions_call_their_barrier_probes():
         ".visible .entry", ".visible .func")
     with_func = instrument(func + BODY + "\tret;\n}\n", "k.ptx")
     assert INLINE not in with_func.ptx
+
+
+def test_past_inline_max_barriers_call_their_probes_and_alone_they_keep_the_record(monkeypatch):
+    """An unrolled sort's 73 barriers written out made its link 0.7 s instead of 0.4 s: past
+    fast_path.INLINE_MAX a module's barriers and exits call (as with CONSAN_INLINE_MAX=0,
+    the GPU tests' second form). A module whose only inline code is its barriers still has
+    its record (FLAG_PSH_FAST): without it they would all call."""
+    from consan.layout import Layout, Placement
+
+    many = "\tbar.sync 0;\n" * fast_path.INLINE_MAX
+    ins = instrument(HEAD + many + "\tret;\n}\n", "k.ptx")
+    assert ins.inline_barriers == 0 and INLINE not in ins.ptx
+    assert len(calls(ins.ptx, abi.PROBE_BAR_ARRIVE)) == fast_path.INLINE_MAX
+    few = instrument(HEAD + "\tbar.sync 0;\n\tret;\n}\n", "k.ptx")
+    assert few.inline_barriers == 2 and few.inline_tests and not few.inline_writes
+    lay = Layout.for_module(few, nwarps=8, nthreads=256, window_bytes=1024, log_capacity=64,
+                            placement=Placement.PHASE_SMEM)
+    assert lay.flags & abi.FLAG_PSH_FAST
+    monkeypatch.setenv("CONSAN_INLINE_MAX", "0")
+    assert INLINE not in instrument(HEAD + "\tbar.sync 0;\n\tret;\n}\n", "k.ptx").ptx
