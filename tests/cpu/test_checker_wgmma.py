@@ -396,3 +396,66 @@ def test_plain_write_rules_hold_in_wgmma_modules(ck):
     ck.cp_async(0, 32, site=6)
     ck.cp_async(0, 32, site=6)  # the unit rewrites its own pending destination
     assert ck.kinds() == [("race.war", 3, 2), ("race.waw", 5, 4)]
+
+
+# ---------------------------------------------------------------- a chain in one call
+
+K128 = [(Descriptor(0x2000 + 32 * k, 16, 1024, 0, 1), Descriptor(32 * k, 16, 1024, 0, 1))
+        for k in range(4)]  # the four K steps of a 64 x 64-half tile, A and B TMA-swizzled
+PLAIN = [(Descriptor(A_OFF, 128, 256), Descriptor(B_OFF, 128, 256)),
+         (Descriptor(C_OFF, 128, 256), Descriptor(B_OFF, 128, 256))]
+BASE = [(Descriptor(0x2000, 16, 1024, 1, 1), Descriptor(B_OFF, 128, 256)),
+        (Descriptor(0x4000, 16, 1024, 1, 1), Descriptor(B_OFF, 128, 256))]
+
+
+def _chain_trace(c, chained: bool, descs, scenario: str) -> list:
+    """One K step's mma_async (sites MMA, MMA + 1, ...) after the operands are written:
+    all of them and fenced, one granule only the last reads left out, or none fenced; then a
+    refill of the second's A before the wait. Returns every stored record's fields, sorted
+    (a warp's calls record in its own order; across warps the device gives none)."""
+    foot = set().union(*(granules(a, Operand(64)) | granules(b, Operand(64)) for a, b in descs))
+    if scenario == "missing":
+        last = granules(descs[-1][0], Operand(64)) | granules(descs[-1][1], Operand(64))
+        foot -= {max(last - set().union(*(granules(a, Operand(64)) | granules(b, Operand(64))
+                                          for a, b in descs[:-1])))}
+    if scenario == "nofence":
+        for i, g in enumerate(sorted(foot)):
+            c.write(i % 4, 4 * g, site=WRITE)
+        c.sync(ALL)
+    else:
+        fill_granules(c, foot)
+    pairs = [(a.encode(), b.encode()) for a, b in descs]
+    sites = [MMA + k for k in range(len(descs))]
+    if chained:
+        c.wgmma_chain(0, pairs, SS, sites)
+    else:
+        for (da, db), s in zip(pairs, sites, strict=True):
+            c.wgmma(0, da, db, SS, site=s)
+    c.wgmma_commit(0, site=COMMIT)
+    c.write(4, 4 * min(granules(descs[1][0], Operand(64))), site=REFILL)
+    c.wgmma_wait(0, 0, site=WAIT)
+    n = int(c.header["stored"][0])
+    return sorted(tuple(int(r[f]) for f in r.dtype.names) for r in c.records[:n])
+
+
+@pytest.mark.parametrize("scenario", ["clean", "missing", "nofence"])
+@pytest.mark.parametrize("descs", [K128, PLAIN, BASE], ids=["k128", "plain", "base-offset"])
+@pytest.mark.parametrize("where", ["shared", "device"])
+def test_a_chain_in_one_call_records_what_its_calls_one_by_one_do(where, descs, scenario):
+    """abi.PROBE_WGMMA_CHAIN is n PROBE_WGMMA calls in one: the same records, each
+    finding at its own mma_async's site (the TMA-swizzled and plain forms share
+    one fence; a base offset takes the calls' own path)."""
+    from tests.checker_host import HostChecker
+
+    got = []
+    for chained in (False, True):
+        c = HostChecker(nwarps=8, smem_bytes=32768, wgmma=True, vsh=where == "shared")
+        assert c.begin() == 0
+        got.append(_chain_trace(c, chained, descs, scenario))
+    assert got[0] == got[1]
+    kinds_seen = {abi.KIND_BY_CODE[r[0]].id for r in got[0]} if got[0] else set()
+    assert "async.pending-read" in kinds_seen  # the refill, named against the second mma
+    if scenario == "missing":
+        assert "uninit.read" in kinds_seen
+    if scenario == "nofence":
+        assert "proxy.missing-fence" in kinds_seen
