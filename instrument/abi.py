@@ -181,10 +181,6 @@ BULK_COMMIT, BULK_WAIT, PROXY_FENCE = 0, 1, 2
 # wgmma (docs/model.md, "wgmma"): an mma_async's operand reads, and its group bookkeeping.
 PROBE_WGMMA = "__consan_wgmma"  # (desc_a, desc_b, info, site): operands read from smem
 PROBE_WGMMA_GROUP = "__consan_wgmma_group"  # (op, n, site): wgmma groups
-# (da0, db0, ..., da3, db3, info, site0..site3, n): 2 to WGMMA_CHAIN_MAX mma_async of one
-# deferred chain with one info word, in one call after their commit (wgmma_window.py)
-PROBE_WGMMA_CHAIN = "__consan_wgmma_chain"
-WGMMA_CHAIN_MAX = 4
 WGMMA_COMMIT, WGMMA_WAIT = 0, 1  # (fence.proxy.async goes to PROBE_BULK_GROUP)
 # The info word of an mma_async probe: N, where A comes from, major-ness, element size.
 WG_INFO_N_MASK = 0x1FF  # N of .m64nNkK (8..256); M is always 64
@@ -262,8 +258,6 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_BULK_GROUP: ((".b32", ".b32", ".b32"), None),
     PROBE_WGMMA: ((".b64", ".b64", ".b32", ".b32"), None),
     PROBE_WGMMA_GROUP: ((".b32", ".b32", ".b32"), None),
-    PROBE_WGMMA_CHAIN: ((".b64",) * 2 * WGMMA_CHAIN_MAX + (".b32",) * (WGMMA_CHAIN_MAX + 2),
-                        None),
     PROBE_TENSOR: ((".b64", ".b64", ".b64", ".b32", ".b32", ".b32", ".b32"), ".b32"),
 }
 
@@ -792,7 +786,6 @@ def c_header() -> str:
         "CS_AGENT_BULK": AGENT_BULK,
         "CS_AGENT_PROXY": AGENT_PROXY,
         "CS_BULK_COMMIT": BULK_COMMIT,
-        "CS_WGMMA_CHAIN_MAX": WGMMA_CHAIN_MAX,
         "CS_BULK_WAIT": BULK_WAIT,
         "CS_PROXY_FENCE": PROXY_FENCE,
         "CS_AR_GEN_SHIFT": AR_GEN_SHIFT,

@@ -565,9 +565,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         carried = carry.find([(i, it, c) for i, it, c, _ in walk], converted)
         arrives = {k.arrive: k for k in carried.values()}
 
-        fprobes = _FnProbes(table, fn.name, widths, mod, spaces, carried, arrives, items_by,
-                            tags, inline_bars if fn.is_entry else None)
-        emit = functools.partial(_emit, fprobes)
+        emit = functools.partial(_emit, _FnProbes(table, fn.name, widths, mod, spaces, carried,
+                                                   arrives, items_by, tags,
+                                                   inline_bars if fn.is_entry else None))
         tagged = 0
 
         probed = {i for i, _, c, _ in walk if c is not None and c.event.probed}
@@ -578,7 +578,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             for m in ch.mmas:
                 deferred[m] = (base, ch)
                 base += 1
-        calls: dict[int, list[tuple[str, str, str, int]]] = {ch.commit: [] for ch in chains}
+        calls: dict[int, list[str]] = {ch.commit: [] for ch in chains}
 
         arrive_site: dict[int, int] = {}  # load -> the site of the arrive it carries
         for idx, it, c, loc in walk:
@@ -587,14 +587,15 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             if idx in deferred:  # a wgmma probe: its operands now, its call after the commit
                 k, ch = deferred[idx]
                 code, a, b = wgmma_window.capture(k, c.address, c.arg)
-                calls[ch.commit].append((a, b, str(c.op), _site(fprobes, it, c, loc).id))
+                pre, _, _ = emit(idx, it, replace(c, address=a, arg=b), loc, False, arrive_site)
+                calls[ch.commit].append(pre)
                 before[idx] = code + (wgmma_window.FENCE + "\n\t" if idx == ch.mmas[0] else "")
                 probes += 1
                 continue
             if idx in calls:  # the commit closing a chain: drain, the chain's probes, its own
                 pre, _, _ = emit(idx, it, c, loc, False, arrive_site)
                 after[idx] = "\n\t" + "\n\t".join(
-                    [wgmma_window.drain(it.pred), *_wgmma_calls(calls[idx]), pre.rstrip()])
+                    [wgmma_window.drain(it.pred), *calls[idx], pre.rstrip()])
                 probes += 1
                 continue
             covers: tuple[int, ...] = ()
@@ -896,41 +897,6 @@ class _Tag(NamedTuple):
     pred: str | None
 
 
-def _site(f: _FnProbes, it: Item, c: Classified, loc, covers: tuple[int, ...] = ()):
-    """The probed instruction's entry in the site table."""
-    return f.table.add(kernel=f.fn, event=c.event.value, ptx_line=it.line,
-                       ptx_text=it.text.strip(), size=c.size,
-                       loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
-                       merged_lines=covers)
-
-
-def _wgmma_calls(probes: list[tuple[str, str, str, int]]) -> list[str]:
-    """The calls of a chain's deferred mma_async probes (A and B descriptor registers, info
-    word, site), after its commit and in order: a run of up to abi.WGMMA_CHAIN_MAX with one
-    info word in one call of PROBE_WGMMA_CHAIN (a Triton K step's four mma_async: the
-    call, the lanes' grouping and the fence once), one alone in PROBE_WGMMA's."""
-    out, i = [], 0
-    while i < len(probes):
-        run = [probes[i]]
-        while (len(run) < abi.WGMMA_CHAIN_MAX and i + len(run) < len(probes)
-               and probes[i + len(run)][2] == probes[i][2]):
-            run.append(probes[i + len(run)])
-        i += len(run)
-        sites = " ".join(str(p[3]) for p in run)
-        if len(run) == 1:
-            a, b, info, site = run[0]
-            out.append(_call(None, abi.PROBE_WGMMA, [(".b64", a), (".b64", b), (".b32", info),
-                                                     (".b32", str(site))],
-                             comment=f"site {site}"))
-            continue
-        pad = [("0", "0", "", abi.NO_SITE)] * (abi.WGMMA_CHAIN_MAX - len(run))
-        args = [(".b64", v) for a, b, _, _ in run + pad for v in (a, b)]
-        args += [(".b32", run[0][2])] + [(".b32", str(p[3])) for p in run + pad]
-        args.append((".b32", str(len(run))))
-        out.append(_call(None, abi.PROBE_WGMMA_CHAIN, args, comment=f"sites {sites}"))
-    return out
-
-
 def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive_site: dict,
           covers: tuple[int, ...] = (), rep: int | None = None,
           stores: list[tuple[Item, int]] | None = None
@@ -938,7 +904,10 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     """(text before, the instruction's text or None for as is, text after) of a probed
     instruction; None for a carried arrive (its load's probe models it). `stores`: a
     store's value tag covers these (each with its bytes)."""
-    site = _site(f, it, c, loc, covers)
+    site = f.table.add(kernel=f.fn, event=c.event.value, ptx_line=it.line,
+                       ptx_text=it.text.strip(), size=c.size,
+                       loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
+                       merged_lines=covers)
     if idx in f.arrives:  # modelled by the probe of the load that carries it
         arrive_site[f.arrives[idx].load] = site.id
         return None

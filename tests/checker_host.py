@@ -273,19 +273,6 @@ class HostChecker:
             self._as(4 * warpgroup + q)
             self._probe(abi.PROBE_WGMMA)(desc_a, desc_b, info, site)
 
-    def wgmma_chain(self, warpgroup: int, descs: list[tuple[int, int]], info: int,
-                    sites: list[int], warps=range(4)) -> None:
-        """A deferred chain of mma_async with one info word, in one call per warp
-        (abi.PROBE_WGMMA_CHAIN: up to WGMMA_CHAIN_MAX of them)."""
-        m = abi.WGMMA_CHAIN_MAX
-        assert 2 <= len(descs) == len(sites) <= m
-        pad = m - len(descs)
-        flat = [d for pair in list(descs) + [(0, 0)] * pad for d in pair]
-        for q in warps:
-            self._as(4 * warpgroup + q)
-            self._probe(abi.PROBE_WGMMA_CHAIN)(*flat, info, *sites, *[abi.NO_SITE] * pad,
-                                               len(descs))
-
     def wgmma_group(self, warp: int, op: int, n: int = 0, site: int = 0) -> None:
         self._as(warp)
         self._probe(abi.PROBE_WGMMA_GROUP)(op, n, site)

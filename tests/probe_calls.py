@@ -40,20 +40,3 @@ def calls(ptx: str, func: str | None = None) -> list[Call]:
 def args_of(ptx: str, func: str | None = None) -> list[list[str]]:
     """The arguments of every call (of `func`), in text order."""
     return [c.args for c in calls(ptx, func)]
-
-
-def wgmma_probes(ptx: str) -> list[tuple[str, str, str, str]]:
-    """(A descriptor, B descriptor, info, site) of every mma_async probed, in text order,
-    whether alone (PROBE_WGMMA) or in a chain's call (PROBE_WGMMA_CHAIN)."""
-    from instrument import abi
-
-    out = []
-    for c in calls(ptx):
-        if c.func == abi.PROBE_WGMMA:
-            out.append(tuple(c.args))
-        elif c.func == abi.PROBE_WGMMA_CHAIN:
-            m = abi.WGMMA_CHAIN_MAX
-            n = int(c.args[-1])
-            out += [(c.args[2 * k], c.args[2 * k + 1], c.args[2 * m], c.args[2 * m + 1 + k])
-                    for k in range(n)]
-    return out

@@ -465,8 +465,13 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
 // share the work: warp w takes chunks w % 4, w % 4 + 4, ... spread over its lanes.
 // A record at an mma_async names the operand (barrier: 0 A, 1 B), the group (phase) and
 // the operand's descriptor (count: bits 0-31, clock: bits 32-63).
-CS_DEV void cs_wgmma_one(uint32_t slot, uint64_t da, uint64_t db, uint32_t info,
-                         uint32_t site) {
+CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
+    CS_PROF(9);
+    CS_NULL_WGMMA(return;)
+    CS_SPIN_WGMMA()
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    cs_mc_poll();
     uint32_t active = cs_group(((uint64_t)site << 32) | info, da), lane = cs_lane(), w = cs_warp();
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), lanes = cs_popc(active);
     uint32_t u = w >> 2;
@@ -546,77 +551,6 @@ CS_DEV void cs_wgmma_one(uint32_t slot, uint64_t da, uint64_t db, uint32_t info,
         r.count = (uint32_t)desc;
         r.clock = (uint32_t)(desc >> 32);
         cs_record(r);
-    }
-}
-
-CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
-    CS_PROF(9);
-    CS_NULL_WGMMA(return;)
-    CS_SPIN_WGMMA()
-    uint32_t slot = cs_slot_sh;
-    if (slot == CS_NO_SLOT) return;
-    cs_mc_poll();
-    cs_wgmma_one(slot, da, db, info, site);
-}
-
-// n (2 to abi.WGMMA_CHAIN_MAX) mma_async of one chain (the same info word, one commit group:
-// instrument/wgmma_window.py), in one call after their commit: what n calls of
-// __consan_wgmma would do, in the same order, but with the common form (every descriptor
-// without a base offset, the granule tables in shared memory) publishing every chain's
-// reads before one fence and the looks, so the call, the lanes' grouping and the fence are
-// paid once per chain. A finding is recorded for each mma_async that has one, as alone.
-CS_ENTRY void __consan_wgmma_chain(uint64_t da0, uint64_t db0, uint64_t da1, uint64_t db1,
-                                   uint64_t da2, uint64_t db2, uint64_t da3, uint64_t db3,
-                                   uint32_t info, uint32_t s0, uint32_t s1, uint32_t s2,
-                                   uint32_t s3, uint32_t n) {
-    CS_PROF(9);
-    CS_NULL_WGMMA(return;)
-    CS_SPIN_WGMMA()
-    uint32_t slot = cs_slot_sh;
-    if (slot == CS_NO_SLOT) return;
-    cs_mc_poll();
-    const uint64_t da[4] = {da0, da1, da2, da3}, db[4] = {db0, db1, db2, db3};
-    const uint32_t sites[4] = {s0, s1, s2, s3};
-    static_assert(CS_WGMMA_CHAIN_MAX == 4, "abi.WGMMA_CHAIN_MAX: the parameters above");
-    if (n > 4) n = 4;
-    const uint32_t elog = (info >> CS_WG_INFO_ELOG_SHIFT) & 3u, n_b = info & CS_WG_INFO_N_MASK;
-    const uint32_t na = (info & CS_WG_INFO_A_SMEM) ? 2u * 64u : 0u, total = na + 2u * n_b;
-    cs_wgd dA[4], dB[4];
-    bool common = cs_vc_smem_on(), k128 = true;
-    for (uint32_t k = 0; k < n; ++k) {
-        dA[k] = cs_wg_decode(da[k], !(info & CS_WG_INFO_TRANS_A), elog);
-        dB[k] = cs_wg_decode(db[k], !(info & CS_WG_INFO_TRANS_B), elog);
-        common &= !((na && dA[k].sw && dA[k].base) || (dB[k].sw && dB[k].base));
-        k128 &= (!na || (dA[k].kmajor && dA[k].sw == 128u)) && dB[k].kmajor && dB[k].sw == 128u;
-    }
-    if (!common) {
-        for (uint32_t k = 0; k < n; ++k) cs_wgmma_one(slot, da[k], db[k], info, sites[k]);
-        return;
-    }
-    uint32_t active = cs_group(((uint64_t)s0 << 32) | info, da0), lane = cs_lane(), w = cs_warp();
-    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), lanes = cs_popc(active);
-    const uint32_t first = (w & 3u) + 4u * rank, step = 4u * lanes;
-    uint32_t clk = cs_commits_sh(CS_UNIT_WGMMA, w) + 1;
-    const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
-    for (uint32_t k = 0; k < n; ++k) {
-        if (k128) cs_wg_publish16<true>(x, dA[k], dB[k], na, total, sites[k], clk, first, step);
-        else cs_wg_publish16<false>(x, dA[k], dB[k], na, total, sites[k], clk, first, step);
-    }
-    cs_fence();  // publish the reads, then look at the writes (Dekker)
-    for (uint32_t k = 0; k < n; ++k) {
-        cs_wgf r;
-        if (k128) cs_wg_look16<true>(x, dA[k], dB[k], na, total, first, step, r);
-        else cs_wg_look16<false>(x, dA[k], dB[k], na, total, first, step, r);
-        if (!cs_any(active, r.f.kind != 0)) continue;
-        cs_record_t rec;
-        if (cs_merged_record(active, r.f, sites[k], r.lo, r.hi, rec)) {
-            uint64_t desc = r.operand ? db[k] : da[k];
-            rec.barrier = r.operand;
-            rec.phase = clk - 1;
-            rec.count = (uint32_t)desc;
-            rec.clock = (uint32_t)(desc >> 32);
-            cs_record(rec);
-        }
     }
 }
 

@@ -133,15 +133,13 @@ CS_DEV uint32_t cs_wg_addr16(const cs_wgd& d, uint32_t i) {
     uint32_t width;
     return cs_wg_addr(d, i, &width);
 }
-// The unit's reads of a lane's chunks first, first + step, ... of one mma_async: published
-// (cs_vc_smem_publish's rule for an aligned 16-byte chunk), then, after a fence, looked at
-// (cs_wg_look16). A chain's mma_async publish all before any looks (__consan_wgmma_chain).
 template <bool K128>
-CS_DEV void cs_wg_publish16(const cs_vc_smem_ctx_t& x, const cs_wgd& dA, const cs_wgd& dB,
-                            uint32_t na, uint32_t total, uint32_t site, uint32_t clk,
-                            uint32_t first, uint32_t step) {
+CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_wgd& dB,
+                          uint32_t na, uint32_t total, uint32_t site, uint32_t clk,
+                          uint32_t first, uint32_t step, cs_wgf& r) {
+    const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
     const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, gend = S.granules;
-    const uint32_t ri = cs_vc_smem_ri_wgmma(x.w >> 2);
+    const uint32_t ri = cs_vc_smem_ri_wgmma(w >> 2);
     const cs_sp R = x.R + ri * x.gp;
     uint32_t* rs = x.rsite + ri * x.gp;
     const uint32_t c8 = cs_vc_smem_byte(clk);
@@ -154,18 +152,14 @@ CS_DEV void cs_wg_publish16(const cs_vc_smem_ctx_t& x, const cs_wgd& dA, const c
         cs_sp p = x.RS + 4u * (b * x.rss + ri);
         uint32_t v = cs_s_ld(p), old = cs_chunk_bytes(R, g);
         if (v == 0 || v == CS_RS_ZEROING) {  // the block's bytes are stale: emptied first
-            cs_wgmma16_fresh(x.slot, x.w, b, ri);
+            cs_wgmma16_fresh(slot, w, b, ri);
             old = cs_chunk_bytes(R, g);
             v = 1;
         }
         cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
         if (v < clk) cs_s_max(p, clk);
     }
-}
-template <bool K128>
-CS_DEV void cs_wg_look16(const cs_vc_smem_ctx_t& x, const cs_wgd& dA, const cs_wgd& dB,
-                         uint32_t na, uint32_t total, uint32_t first, uint32_t step, cs_wgf& r) {
-    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, gend = S.granules;
+    cs_fence();  // publish the reads, then look at the writes (Dekker)
     uint32_t ok = 0xFFFFFFFFu;
     r = {{0, CS_NO_SITE, CS_NO_WARP}, 0xFFFFFFFFu, 0, 0};
     for (uint32_t i = first; i < total && !r.f.kind; i += step) {
@@ -175,13 +169,4 @@ CS_DEV void cs_wg_look16(const cs_vc_smem_ctx_t& x, const cs_wgd& dA, const cs_w
         r.f = g < base || g + CS_CHUNK_G - 1 >= gend ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
                                         : cs_access16_look(x, g - base, CS_PROXY_WGMMA, ok);
     }
-}
-template <bool K128>
-CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_wgd& dB,
-                          uint32_t na, uint32_t total, uint32_t site, uint32_t clk,
-                          uint32_t first, uint32_t step, cs_wgf& r) {
-    const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
-    cs_wg_publish16<K128>(x, dA, dB, na, total, site, clk, first, step);
-    cs_fence();  // publish the reads, then look at the writes (Dekker)
-    cs_wg_look16<K128>(x, dA, dB, na, total, first, step, r);
 }
