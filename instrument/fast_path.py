@@ -174,6 +174,11 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
              f"shr.u32 {a}, {a}, 2;",  # first granule
              f"shr.u32 {b}, {b}, 2;",  # last granule
              f"setp.lt.u32 {q}, {b}, {REG_GRANULES};"]  # (none without a record)
+    if pred:  # lanes that skip the access skip its probe too: before any load, since their
+        # address may be anything (an 8-byte store's lane held 4 mod 8: a misaligned v4 load)
+        guard = pred[1:]
+        lines.append(f"and.pred {q}, {q}, {guard};" if not guard.startswith("!") else
+                     f"not.pred {q2}, {guard[1:]};\n\tand.pred {q}, {q}, {q2};")
     if c.event is Event.READ:
         k0, k1, word = f[6], f[7], f[8]
         lines += [f"shr.u32 {k0}, {a}, 5;",
@@ -228,12 +233,6 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
                       f"setp.eq.u32 {q2}, {hi}, {want};",
                       f"setp.eq.or.u32 {q2}, {hi}, {multi}, {q2};",
                       f"and.pred {q}, {q}, {q2};"]
-    if pred:  # lanes that skip the access skip its probe too
-        guard = pred[1:]
-        if guard.startswith("!"):
-            lines.append(f"or.pred {q}, {q}, {guard[1:]};")
-        else:
-            lines += [f"not.pred {q2}, {guard};", f"or.pred {q}, {q}, {q2};"]
     lines.append(f"@{q} bra {skip};")
     if update is not None:
         site, call = update

@@ -242,3 +242,32 @@ def test_a_store_of_several_granules_or_less_than_one_takes_the_update(store, n)
     (probe,) = [c for c in calls(k) if c.func in (abi.PROBE_ACCESS, abi.PROBE_ACCESS16)]
     assert look.args == probe.args[:3] and look.args[1] == "0"
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("guard", ["@%p2", "@!%p2"])
+@pytest.mark.parametrize("store", ["st.shared.v2.u32 [%r2], {%r3, %r3}",
+                                   "st.shared.v4.u32 [%r2], {%r3, %r3, %r3, %r3}",
+                                   "st.shared.u32 [%r2], %r3",
+                                   "ld.shared.u32 %r4, [%r2]"])
+@pytest.mark.parametrize("looped", [False, True])
+def test_lanes_that_skip_a_guarded_access_leave_before_the_test_loads(guard, store, looped):
+    """A lane whose guard is off never makes the access, so its address may be anything (a
+    v2 store's lane holding an address 4 mod 8): it leaves for the probe's own guarded call
+    before the test loads the record or the epochs at that address, as it skips the probe.
+    (The guard once came after the loads: such a lane's 16-byte epoch load was misaligned.)"""
+    ins = rewritten(f"\t{guard} {store};\n", looped=looped)
+    k = kernel(ins.ptx)
+    block = k[k.index("// consan fast path"):]
+    block = block[:block.index("\n}")]
+    first_load = re.search(r"\bld\.(volatile\.)?shared", block).start()
+    if guard == "@%p2":
+        fold = block.index("and.pred %__cs_fq0, %__cs_fq0, %p2;")
+    else:
+        fold = block.index("and.pred %__cs_fq0, %__cs_fq0, %__cs_fq1;")
+        assert block.index("not.pred %__cs_fq1, %p2;") < fold
+    leave = block.index("@!%__cs_fq0 bra")
+    assert fold < leave < first_load
+    # where such a lane goes, the probe is called under the access's own guard
+    probe = [c for c in calls(k) if c.func in (abi.PROBE_ACCESS, abi.PROBE_ACCESS16)]
+    assert probe and all(c.pred == guard for c in probe)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
