@@ -511,12 +511,15 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         constants = constant_registers(fn.body)
         for pos, it in enumerate(fn.body):
             idx = index_of[id(it)]
+            # (the begin probe goes before the entry's first code, a block's '{' included:
+            # inline code inside that block reads the record the probe returns)
+            if first_code is None and depth == 0 and (
+                    it.kind in ("label", "open") or it.is_instruction):
+                first_code = idx
             if it.kind == "open":
                 depth += 1
             elif it.kind == "close":
                 depth -= 1
-            if first_code is None and depth == 0 and (it.kind == "label" or it.is_instruction):
-                first_code = idx
             if it.kind == "stmt" and it.opcode == ".loc":
                 after_it = fn.body[pos + 1] if pos + 1 < len(fn.body) else None
                 comment = after_it.text if after_it is not None and \

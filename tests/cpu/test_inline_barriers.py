@@ -82,3 +82,17 @@ def test_past_inline_max_barriers_call_their_probes_and_alone_they_keep_the_reco
     assert lay.flags & abi.FLAG_PSH_FAST
     monkeypatch.setenv("CONSAN_INLINE_MAX", "0")
     assert INLINE not in instrument(HEAD + "\tbar.sync 0;\n\tret;\n}\n", "k.ptx").ptx
+
+
+def test_an_entry_that_opens_with_a_block_begins_before_it():
+    """The begin probe returns the record that inline code reads: it precedes the entry's
+    first code even where that is a block (an inline-asm `{ ... }` of nvcc's), whose
+    barrier then reads a record already set rather than an undefined register."""
+    decls = HEAD[:HEAD.index("\tld.param")]
+    block = "\t{\n\t.reg .b32 %t;\n\tmov.u32 %t, %tid.x;\n\tbar.sync 0;\n\t}\n"
+    ins = instrument(decls + block + HEAD[len(decls):] + BODY + "\tret;\n}\n", "k.ptx")
+    out = ins.ptx
+    begin = out.index(f"call (__cs_rb), {abi.PROBE_CTA_BEGIN};")
+    assert ins.inline_barriers == 4  # three barriers and the exit
+    assert begin < out.index("\t{\n\t.reg .b32 %t;") < out.index(INLINE)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
