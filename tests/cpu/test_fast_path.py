@@ -271,3 +271,111 @@ def test_lanes_that_skip_a_guarded_access_leave_before_the_test_loads(guard, sto
     probe = [c for c in calls(k) if c.func in (abi.PROBE_ACCESS, abi.PROBE_ACCESS16)]
     assert probe and all(c.pred == guard for c in probe)
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("store,n,probe", [
+    ("st.shared.v2.u32 [%r2], {%r3, %r3}", 2, abi.PROBE_ACCESS),
+    ("st.shared.u64 [%r2], %rd1", 2, abi.PROBE_ACCESS),
+    ("st.shared.v4.u32 [%r2], {%r3, %r3, %r3, %r3}", 4, abi.PROBE_ACCESS16),
+    ("st.shared.v2.u64 [%r2], {%rd1, %rd1}", 4, abi.PROBE_ACCESS16),
+])
+def test_a_store_of_8_or_16_bytes_in_a_loop_takes_the_inline_test(store, n, probe):
+    """In a loop an 8- or 16-byte store first tests inline whether it repeats its warp's
+    write in this phase: it skips its probe only where every one of its two or four
+    granules' epochs (read with 16-byte loads) is this phase's plain one of this warp
+    (docs/model.md, *Phase mode in shared memory*); one granule that is not and the probe
+    (or the update) must run. The one-granule form's `first == last` test is not made."""
+    ins = rewritten(f"\t{store};\n", extra="\t.reg .b64 %rd<2>;\n")
+    assert ins.first_trip_loops == [] and ins.fast_paths == 1 == ins.inline_writes
+    k = kernel(ins.ptx)
+    assert fast_tests(k) == 1
+    test = k[k.index("// consan fast path"):]
+    m = re.search(r"@%__cs_fq0 bra (\$__cs_fast\d+);", test)
+    assert m
+    checks = test[:m.start()]
+    assert checks.count("ld.volatile.shared.v4.u32 {%__cs_fw") == n // 2
+    assert "setp.eq.u32 %__cs_fq0, %__cs_fw0, %__cs_fr0;" in checks  # (phase, warp)
+    for i in range(n):
+        if i:
+            assert f"setp.eq.and.u32 %__cs_fq0, %__cs_fw{2 * i}, %__cs_fr0, %__cs_fq0;" in checks
+        assert f"setp.eq.and.u32 %__cs_fq0, %__cs_fw{2 * i + 1}, %__cs_fr1, %__cs_fq0;" in checks
+    assert "setp.eq.and.u32 %__cs_fq0, %__cs_fr4, %__cs_fr5" not in checks
+    assert f"add.u32 %__cs_fr5, %__cs_fr4, {4 * n - 1};" in checks  # (its last granule)
+    # the test's skip lands after the store's own probe, just before the store
+    fast = m.group(1)
+    slow = k[k.index(fast.replace("fast", "slow") + ":"):k.index(f"{fast}:")]
+    assert [c.func for c in calls(slow)] == [probe]
+    assert k[k.index(f"{fast}:"):].split("\n")[1].strip() == f"{store};"
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("size,store,regs", [
+    (1, "st.shared.u8 [%r2+{off}], %rs1", "\t.reg .b16 %rs<2>;\n\tcvt.u16.u32 %rs1, %r1;\n"),
+    (2, "st.shared.u16 [%r2+{off}], %rs1", "\t.reg .b16 %rs<2>;\n\tcvt.u16.u32 %rs1, %r1;\n"),
+    (8, "st.shared.v2.u32 [%r2+{off}], {{%r1, %r3}}", ""),
+    (16, "st.shared.v4.u32 [%r2+{off}], {{%r1, %r1, %r3, %r3}}", ""),
+])
+def test_many_stores_of_each_size_call_the_function_of_their_size(size, store, regs):
+    """Past fast_path.INLINE_MAX updates every store calls the module's function of its
+    size in place of its probe (`__consan_inline_write<size>`, defined once, whose info
+    word is the probe's: size, a write, .shared) with the probe's own address and site
+    and the warp's record; the function tests and updates as many granules as the store
+    covers (1, 1, 2, 4) and calls the checker's look for readers or the plain probe with
+    that address, site and info."""
+    n = fast_path.INLINE_MAX + 1
+    stores = [store.format(off=16 * (j + 1)) for j in range(n)]
+    body = "".join(f"\t{s};\n\tadd.s32 %r2, %r2, 16;\n" for s in stores)  # (not one span)
+    ins = rewritten(body, looped=False, extra=regs)
+    assert ins.inline_writes == n and ins.fast_paths == 0
+    name = f"__consan_inline_write{size}"
+    k = kernel(ins.ptx)
+    assert not [c for c in calls(k) if c.func in (abi.PROBE_ACCESS, abi.PROBE_ACCESS16)]
+    made = [c for c in calls(k) if c.func.startswith("__consan_inline_")]
+    assert [c.func for c in made] == [name] * n
+    for j, c in enumerate(made):
+        site = ins.sites[int(c.args[1])]
+        assert c.args[0] == "%__cs_a" and c.args[2] == fast_path.REG_FAST
+        assert site.ptx_text == f"{stores[j]};" and site.size == size
+        block = k[k.rindex("{", 0, c.pos):c.pos]  # (the probe's address, in its register)
+        assert "cvt.u64.u32 %__cs_a, %r2;" in block
+        assert f"add.s64 %__cs_a, %__cs_a, {16 * (j + 1)};" in block
+    fn = function(ins.ptx, name)
+    assert ins.ptx.count(f".func {name} (") == 1
+    info = abi.access_info(size, abi.MODE_WRITE, abi.SPACE_SHARED)
+    assert f"mov.u32 %__cs_info, {info};" in fn
+    assert fn.count("atom.shared.cas.b64") == max(1, size // 4)
+    assert f"add.u32 %__cs_fr5, %__cs_fr4, {size - 1};" in fn
+    checker = calls(fn)  # (the look for readers, then the probe: the caller's address and
+    # site, the function's info)
+    assert [c.func for c in checker][0] == abi.PROBE_WRITE_READERS and len(checker) == 2
+    assert checker[1].func in (abi.PROBE_ACCESS, abi.PROBE_ACCESS16)
+    assert all(c.args[:3] == ["%__cs_a", "%__cs_site", "%__cs_info"] for c in checker)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("looped", [False, True])
+def test_a_store_to_a_symbol_address_takes_the_test_at_that_address(looped):
+    """`st.shared.v2.u32 [s+16], ...`: the address the test, the update and the probe take
+    is the symbol's shared address plus the offset (`mov.u64 %__cs_a, s` then the add),
+    not a register's. (Its values are not immediates the function sets once: such a store
+    is idempotent and has a rule of its own. In a loop, one reached by another branch,
+    so not checked on its first trip only.)"""
+    store = "st.shared.v2.u32 [s+16], {%r1, %r3}"
+    extra = "\tsetp.eq.s32 %p2, %r9, 0;\n\t@%p2 bra $L_loop;\n" if looped else ""
+    ins = rewritten(f"\t{store};\n", looped=looped, extra=extra)
+    assert ins.first_trip_loops == [] and ins.inline_writes == 1
+    assert ins.fast_paths == looped and fast_tests(ins.ptx) == 1
+    k = kernel(ins.ptx)
+    test = k[k.index("// consan fast path"):]
+    assert re.search(r"mov\.u64 %__cs_a, s;\s*add\.s64 %__cs_a, %__cs_a, 16;\s*"
+                     r"cvt\.u32\.u64 %__cs_fr4, %__cs_a;", test)
+    assert "add.u32 %__cs_fr5, %__cs_fr4, 7;" in test and test.count("atom.shared.cas.b64") == 2
+    made = [c for c in calls(k) if c.func in (abi.PROBE_ACCESS, abi.PROBE_WRITE_READERS)]
+    assert sorted(c.func for c in made) == sorted([abi.PROBE_ACCESS, abi.PROBE_WRITE_READERS])
+    for c in made:
+        assert c.args == ["%__cs_a", "0", str(abi.access_info(8, abi.MODE_WRITE,
+                                                               abi.SPACE_SHARED))]
+        block = k[k.rindex("{", 0, c.pos):c.pos]
+        assert "mov.u64 %__cs_a, s;" in block and "add.s64 %__cs_a, %__cs_a, 16;" in block
+    assert ins.sites[0].ptx_text == f"{store};"
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)

@@ -8,8 +8,11 @@ import re
 
 import pytest
 
-from instrument import abi
+from consan import toolchain
+from instrument import abi, fast_path
+from instrument.events import Event
 from instrument.rewrite import instrument
+from tests.probe_calls import calls
 
 HEAD = """.version 8.0
 .target sm_90a
@@ -143,3 +146,85 @@ def test_the_mix_is_murmur3s_finaliser():
     h = abi.c_header()
     assert f"#define CS_VALUE_TAG_MIX1 {abi.VALUE_TAG_MIX1}u" in h
     assert f"#define CS_VALUE_TAG_SALT {abi.VALUE_TAG_SALT}u" in h
+
+
+def _tag_site(ptx: str) -> int:
+    return int(re.search(r"// consan value of site (\d+)", ptx).group(1))
+
+
+def test_a_store_guarded_by_a_negated_predicate_publishes_only_where_it_stores():
+    """`@!%p2 st`: the lanes with %p2 set make no store, so they branch past the inline
+    publish and its fallback call (the record's store_site/store_tag words are not theirs
+    to write, and redux.sync sums only the storing lanes' tags); the others publish and
+    then take the store's test, whose guard is %p2's negation."""
+    ins = instrument(HEAD + "\t@!%p2 st.shared.f32 [%r1], %f1;\n" + TAIL, value_tags=True)
+    assert ins.inline_writes == 1
+    ptx = ins.ptx
+    code = _publish(ptx)
+    m = re.search(r"@%p2 bra (\$__cs_tag\d+)_done;", code)
+    assert m and "@!%p2 bra" not in code
+    assert code.index(m.group(0)) < code.index("setp.eq.u32 %__cs_vq, %__cs_fast, 0;") < \
+        code.index("redux.sync")
+    assert ptx.index(code) < ptx.index(CALL) < ptx.index(f"{m.group(1)}_done:") < \
+        ptx.index("// consan fast path")
+    test = ptx[ptx.index("// consan fast path"):]
+    assert "not.pred %__cs_fq1, %p2;" in test
+
+
+@pytest.mark.parametrize("store,words,n", [
+    ("st.shared.v2.u32 [%r1], {%r2, %r3}", ["%r2", "%r3"], 2),
+    ("st.shared.v4.f32 [%r1], {%f1, %f2, %f3, %f4}", ["%f1", "%f2", "%f3", "%f4"], 4),
+])
+def test_a_tagged_store_of_several_granules_publishes_then_takes_its_update(store, words, n):
+    """An 8- or 16-byte store's tag hashes its address and each word in order; in phase
+    mode the tag is published inline first, then the store's test and update over its two
+    or four granules (a compare-and-swap each), then its probe: the write is judged
+    against records that already hold this run's tag (docs/model.md, *Replicated
+    stores*)."""
+    ins = instrument(HEAD + f"\t{store};\n" + TAIL, value_tags=True)
+    assert ins.inline_writes == 1
+    ptx = ins.ptx
+    hashed = [ptx.index(f"mov.b32 %__cs_x, {w};") for w in words]
+    assert hashed == sorted(hashed)
+    published = ptx.index("// consan value tag, published inline")
+    test = ptx.index("// consan fast path")
+    assert hashed[-1] < published < test
+    assert ptx[test:].count("atom.shared.cas.b64") == n
+    site = _tag_site(ptx)
+    probe = f"call {abi.PROBE_ACCESS if n == 2 else abi.PROBE_ACCESS16}, (%__cs_a, {site},"
+    assert test < ptx.index(probe)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_without_a_record_a_tagged_store_still_calls_the_store_value_probe(many):
+    """Where the begin probe returned no record (0: the other builds, or phase tables in
+    device memory) the inline publish branches to its `_call` label, where the store-value
+    probe is called with the lane's tag and the store's site, exactly as without the
+    inline code; with a record the publish branches past that call. So is it at each store
+    where the module's function takes the probes' place (more than INLINE_MAX stores)."""
+    n = fast_path.INLINE_MAX + 1 if many else 1
+    body = "\tst.shared.f32 [%r1], %f1;\n\tadd.s32 %r1, %r1, 4;\n" * n
+    ins = instrument(HEAD + body + TAIL, value_tags=True)
+    ptx = ins.ptx
+    assert ptx.count("// consan value tag, published inline") == n
+    sites = []
+    for m in re.finditer(r"// consan value tag, published inline", ptx):
+        code = ptx[m.start():]
+        label = re.search(r"(\$__cs_tag\d+)_call;", code).group(1)
+        code = code[:code.index(f"{label}_done:") + len(label) + 6]
+        assert re.search(rf"setp\.eq\.u32 %__cs_vq, %__cs_fast, 0;\s*"
+                         rf"@%__cs_vq bra {re.escape(label)}_call;", code)
+        inline, fallback = code.split(f"{label}_call:")
+        assert re.search(rf"membar\.cta;\s*bra {re.escape(label)}_done;\s*\}}\s*$", inline)
+        (call,) = calls(fallback)
+        assert call.func == abi.PROBE_STORE_VALUE and call.pred is None
+        assert call.args[0] == "%__cs_h"
+        sites.append(int(call.args[1]))
+        assert fallback.rstrip().endswith(f"}}\n\t{label}_done:")
+        # the store's own probe (or the function in its place) follows with the same site
+        after = ptx[m.start() + len(code):]
+        nxt = next(c for c in calls(after) if c.func != abi.PROBE_WRITE_READERS)
+        assert nxt.args[1] == str(sites[-1])
+    assert sites == [s.id for s in ins.sites.sites if s.event == Event.WRITE.value]
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
