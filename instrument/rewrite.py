@@ -49,6 +49,7 @@ REG_OK = "%__cs_ok"  # predicate: the guarded mbarrier operation may run
 REG_SPIN = "%__cs_spin"  # failed mbarrier waits in a row (sampled: abi.MB_WAIT_SAMPLE)
 REG_SPIN_LOW = "%__cs_spl"
 REG_SKIP = "%__cs_skip"  # predicate: this failed wait is not sampled
+REG_GUARD = "%__cs_gp"  # predicate: an instruction's guard, kept where it writes its own guard
 REG_OP = "%__cs_op"  # a probe's op word, PROBE_OFF for the lanes a converted branch skips
 REG_CTAMASK = "%__cs_ctamask"  # the ctaMask of a multicast copy, widened to 32 bits
 
@@ -568,9 +569,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         carried = carry.find([(i, it, c) for i, it, c, _ in walk], converted)
         arrives = {k.arrive: k for k in carried.values()}
 
-        emit = functools.partial(_emit, _FnProbes(table, fn.name, widths, mod, spaces, carried,
-                                                   arrives, items_by, tags,
-                                                   inline_bars if fn.is_entry else None))
+        fprobes = _FnProbes(table, fn.name, widths, mod, spaces, carried, arrives, items_by,
+                            tags, inline_bars if fn.is_entry else None)
+        emit = functools.partial(_emit, fprobes)
         tagged = 0
 
         probed = {i for i, _, c, _ in walk if c is not None and c.event.probed}
@@ -675,7 +676,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                     f"\n\t.reg .b32 {REG_OP}, {loops.REG_MASK}, "
                                     f"{loops.REG_COUNT}, {fast_path.REG_FAST}, "
                                     f"{fast_path.REG_GRANULES}, {fast_path.REG_EPOCHS};"
-                                    f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, {converge.REG_ON}, "
+                                    f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, "
+                                    + (f"{REG_GUARD}, " if fprobes.kept_guard else "")
+                                    + f"{converge.REG_ON}, "
                                     f"{converge.REG_ON_OWN}, {loops.REG_VOTE};"
                                     + wgmma_window.declare(base)
                                     + (tagging.declare() if tagged else "")
@@ -808,7 +811,7 @@ def _inline_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
             continue
         swap(before, idx, b.pre, inline_barriers.arrive(b.pred, rec, REG_TOKEN, b.pre, label)
              + "\n\t")
-        swap(after, idx, b.post, "\n\t" + inline_barriers.wait(b.pred, rec, b.post,
+        swap(after, idx, b.post, "\n\t" + inline_barriers.wait(b.post_pred, rec, b.post,
                                                                f"{label}w"))
     return len(bars)
 
@@ -880,15 +883,30 @@ class _FnProbes:
     items: dict[int, Item]
     tags: dict[int, _Tag]  # (filled: each tagged store's)
     bars: dict[int, _InlineBarrier] | None  # (filled in an entry: its barriers' and exits')
+    kept_guard: bool = False  # (set: some probe after its instruction reads REG_GUARD)
 
 
 class _InlineBarrier(NamedTuple):
-    """A barrier's or exit's probe texts (before and after the instruction) and predicate,
+    """A barrier's or exit's probe texts (before and after the instruction) and predicates,
     which a phase-mode entry does inline (inline_barriers.py)."""
     event: Event
     pre: str
     post: str
     pred: str | None
+    post_pred: str | None  # the guard after the instruction (_guard_after)
+
+
+def _guard_after(it: Item, post: str) -> tuple[str, str | None, str]:
+    """(post, its guard, code before the instruction) for an instruction whose guard is
+    also its destination (`@p bar.red.or.pred p, ...`, `@!p mbarrier.try_wait p, ...`):
+    the probe after it must run for the lanes that ran it, so the guard is kept in
+    REG_GUARD before the instruction and the post's `@p` reads that (its other uses of p
+    read the result)."""
+    g = it.pred.lstrip("@!") if it.pred else None
+    if not post or g is None or not it.operands or it.operands[0].strip() != g:
+        return post, it.pred, ""
+    post = re.sub(rf"@(!?){re.escape(g)}(?=\s)", rf"@\g<1>{REG_GUARD}", post)
+    return post, it.pred.replace(g, REG_GUARD), f"mov.pred {REG_GUARD}, {g};\n\t"
 
 
 class _Tag(NamedTuple):
@@ -919,8 +937,11 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     pre, post = _probe(it, c, site.id, f.widths,
                        _symbol_spaces(f.mod, f.spaces) if tensor else None, rep, on=on,
                        carry=(k.count, arrive_site[idx]) if k else None)
+    post, post_pred, keep = _guard_after(it, post)
+    f.kept_guard |= bool(keep)
     if f.bars is not None and not on and c.event in (Event.BAR_SYNC, Event.BAR_RED, Event.EXIT):
-        f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred)
+        f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred, post_pred)
+    pre += keep
     if stores:
         code = tagging.tag_code(stores, f.widths)
         if code is not None:
