@@ -61,10 +61,23 @@ def read_source(path: str) -> str:
                          ": give it CUDA C++ source or PTX") from None
 
 
-def output_problem(path: str, option: str) -> str | None:
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:  # (one of them does not exist yet)
+        return a.resolve() == b.resolve()
+
+
+def output_problem(path: str, option: str, taken: dict[str, str | None] | None = None
+                   ) -> str | None:
     """Why `path` cannot be written (a sentence naming it), or None: asked before any work,
-    so a long run never ends in a file it cannot write."""
+    so a long run never ends in a file it cannot write. `taken`: files the command reads or
+    writes otherwise (what each is -> its path), which the output must not overwrite."""
     p = Path(path)
+    for what, other in (taken or {}).items():
+        if other and _same_file(p, Path(other)):
+            return f"{option} {path} is {what}: writing there would overwrite it; give " \
+                   "another file name"
     if p.is_dir():
         return f"{option} {path} is a folder: give a file name"
     parent = p.parent
@@ -84,8 +97,9 @@ def output_problem(path: str, option: str) -> str | None:
     return None
 
 
-def _writable(path: str | None, option: str) -> None:
-    problem = output_problem(path, option) if path else None
+def _writable(path: str | None, option: str, taken: dict[str, str | None] | None = None
+              ) -> None:
+    problem = output_problem(path, option, taken) if path else None
     if problem:
         raise UsageError(problem)
 
@@ -271,8 +285,8 @@ def cmd_instrument(a, out: Console) -> int:
     from reports.render import print_unmodeled
 
     text = read_source(a.file)
-    _writable(a.output, "-o")
-    arch = toolchain.Arch.parse(a.arch)
+    _writable(a.output, "-o", {"the input file": a.file})
+    arch = toolchain.Arch.parse(a.arch).require_supported(f"--arch {a.arch}")
     ptx, ins, name = instrumented(text, a.file, arch, _compile_options(a))
     kernel = pick_kernel(ins, a.kernel, a.file) if a.kernel else None
     try:
@@ -346,8 +360,8 @@ def cmd_check(a, out: Console) -> int:
                          "of bytes, 0 or more")
     specs = [parse_arg_spec(s) for s in a.arg]
     if a.arch:
-        toolchain.Arch.parse(a.arch)
-    _writable(a.json, "--json")
+        toolchain.Arch.parse(a.arch).require_supported(f"--arch {a.arch}")
+    _writable(a.json, "--json", {"the input file": a.file})
     if not consan.gpu_available():
         raise consan.NoGPUError("consan check needs a CUDA GPU to run the kernel and none is "
                                 "usable here (`consan instrument` works without one).")

@@ -152,8 +152,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Program]:
         problem = module_problem(program.module)
         if problem:
             raise RunUsageError(problem)
+    taken = {"the program": program.script, "--json's file": a.json}
     for option, path in (("--json", a.json), ("--sarif", a.sarif)):
-        problem = output_problem(path, option) if path else None
+        others = {k: v for k, v in taken.items() if v is not path}
+        problem = output_problem(path, option, others) if path else None
         if problem:
             raise RunUsageError(problem)
     return a, program
@@ -377,6 +379,7 @@ def run(argv: list[str], err: Console | None = None) -> int:
     report = session.report
     report.program["exit_status"] = outcome.status
     if outcome.no_gpu:
+        report.not_run = "no usable CUDA GPU"
         report.program["error"] = f"no usable CUDA GPU: {outcome.no_gpu}"
     elif report.faulted:
         report.program["error"] = "; ".join(fault_sentence(f) for f in report.faults)

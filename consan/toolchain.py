@@ -42,6 +42,9 @@ class CompileError(RuntimeError):
         self.log = log
 
 
+MIN_ARCH = (8, 0)  # the checker's warp reductions
+
+
 @dataclass(frozen=True)
 class Arch:
     major: int
@@ -58,10 +61,20 @@ class Arch:
 
     @classmethod
     def parse(cls, text: str) -> Arch:
-        m = re.fullmatch(r"(?:sm|compute)_(\d)(\d+)([af]?)", text.strip())
+        """sm_XY or compute_XY with an optional a/f suffix; the last digit is the minor
+        (sm_100a: 10.0, sm_120: 12.0)."""
+        m = re.fullmatch(r"(?:sm|compute)_(\d+)(\d)([af]?)", text.strip())
         if not m:
             raise ValueError(f"not a GPU architecture: {text!r} (expected e.g. sm_90a)")
         return cls(int(m.group(1)), int(m.group(2)), m.group(3))
+
+    def require_supported(self, what: str) -> Arch:
+        """This architecture, or a ValueError naming `what` (the user's option or GPU):
+        the checker uses sm_80's warp reductions (__reduce_*_sync, redux.sync)."""
+        if (self.major, self.minor) < MIN_ARCH:
+            raise ValueError(f"{what}: consan checks kernels on sm_{MIN_ARCH[0]}{MIN_ARCH[1]} "
+                             f"(Ampere) and newer GPUs; {self.sm} is older")
+        return self
 
     @classmethod
     def for_device(cls, major: int, minor: int) -> Arch:

@@ -461,6 +461,10 @@ def instrument(ptx: str | Module, name: str = "<ptx>", *,
     stores also pass a hash of what they write (instrument/value_tags.py), for code whose
     layouts may replicate data across warps (the Triton front end asks for it)."""
     mod = ptx if isinstance(ptx, Module) else parse(ptx, name)
+    if any(it.kind == "stmt" and it.text.lstrip().startswith(".extern")
+           and re.search(rf"\b{abi.PROBE_CTA_BEGIN}\b", it.text) for it in mod.items):
+        raise InstrumentError(f"{mod.name}: this PTX was already instrumented by consan (it "
+                              f"declares {abi.PROBE_CTA_BEGIN}); give the original PTX")
     try:
         return _instrument(mod, value_tags)
     except InstrumentError as e:

@@ -27,7 +27,7 @@ from .render import fault_cause, finding_block, print_unmodeled
 from .source import SourceLines
 
 SCHEMA = "consan.session/1"
-CLEAN, VIOLATIONS, FAULTED = "clean", "violations", "faulted"
+CLEAN, VIOLATIONS, FAULTED, NOT_RUN = "clean", "violations", "faulted", "not-run"
 
 
 def human_bytes(n: int) -> str:
@@ -143,6 +143,7 @@ class SessionReport:
         self.aborted = False
         self.suppressions: dict[str, Any] = {}  # file, unused rules
         self.other_launches: str | None = None  # why launches outside CuPy were not counted
+        self.not_run: str | None = None  # why no kernel could be checked (no usable GPU)
         # Checked launches that faulted: kernel, kernel_mangled, error (as raised), fault (what
         # CUDA said), launch_no (of that kernel), launch (shape), launched_from, findings_before
         # (findings that launch recorded before the fault).
@@ -165,9 +166,12 @@ class SessionReport:
 
     @property
     def verdict(self) -> str:
-        """"faulted" (whatever was found), "violations" or "clean"."""
+        """"faulted" (whatever was found), "not-run" (no kernel could be checked: no usable
+        GPU), "violations" or "clean"."""
         if self.faults:
             return FAULTED
+        if self.not_run:
+            return NOT_RUN
         return VIOLATIONS if self.active_findings or self.unattributed else CLEAN
 
     @property
@@ -206,6 +210,7 @@ class SessionReport:
         return {
             "schema": SCHEMA, "tool": "consan", "version": self.version,
             "ok": self.ok, "verdict": self.verdict, "faulted": self.faulted,
+            "not_run": self.not_run,
             "summary": self.summary_line(),
             "program": dict(self.program), "aborted": self.aborted,
             "launches_checked": self.launches_checked,
@@ -237,6 +242,7 @@ class SessionReport:
         rep.not_checked = list(d.get("not_checked", []))
         rep.skipped = dict(d.get("skipped", {}))
         rep.other_launches = d.get("other_launches")
+        rep.not_run = d.get("not_run")
         rep.suppressions = dict(d.get("suppressions", {}))
         return rep
 
@@ -267,6 +273,8 @@ class SessionReport:
             extra.append(f"{unchecked} launch{'' if unchecked == 1 else 'es'} not checked")
         tail = f" ({'; '.join(extra)})" if extra else ""
         faults = "".join(f"{fault_sentence(f)}; " for f in self.faults)
+        if self.not_run and not faults:
+            verdict = f"nothing checked ({self.not_run})"
         return f"consan: {faults}{verdict}; {checked}{tail}"
 
     def render_summary(self, console: Console) -> None:

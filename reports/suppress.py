@@ -168,8 +168,11 @@ def parse(text: str, source: str = "<suppressions>") -> Suppressions:
 def load(path: str | Path) -> Suppressions:
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_bytes().decode("utf-8")
     except OSError as exc:
         raise SuppressionError(f"cannot read suppressions file {path}: {exc.strerror or exc}") \
             from None
+    except UnicodeDecodeError as exc:
+        raise SuppressionError(f"suppressions file {path} is not UTF-8 text (byte "
+                               f"{exc.start}); write it as UTF-8") from None
     return parse(text, str(path))

@@ -513,3 +513,41 @@ def test_instrument_names_the_loops_and_accesses_it_checks_with_less_work(tmp_pa
     assert "1 access(es) in loops skip the checker" in out
     # histogram's zeroing of its bins (sgemm's tile stores are in the loop checked once)
     assert "1 shared store(s) and 1 load(s) record themselves without a call" in out
+
+
+@pytest.mark.parametrize("text,sm", [("sm_90a", "sm_90a"), ("sm_100a", "sm_100a"),
+                                     ("compute_120", "sm_120"), ("sm_103f", "sm_103f"),
+                                     ("sm_80", "sm_80")])
+def test_arch_names_of_three_digits_keep_their_major(text, sm):
+    """sm_100a is 10.0 (it was read as 1.00, so `--arch sm_100a` asked NVRTC for sm_10a)."""
+    from consan.toolchain import Arch
+
+    a = Arch.parse(text)
+    assert a.sm == sm and a.minor == int(sm.rstrip("af")[-1])
+    assert a.major == int(sm.rstrip("af")[3:-1])
+
+
+def test_an_arch_older_than_the_checker_needs_is_named(tmp_path, capsys):
+    ptx = write(tmp_path, "k.ptx", ".version 7.5\n.target sm_75\n.address_size 64\n"
+                ".visible .entry k()\n{\n\tret;\n}\n")
+    status, _, err = main(capsys, "instrument", ptx, "--arch", "sm_75")
+    assert status == 2
+    assert "--arch sm_75: consan checks kernels on sm_80 (Ampere) and newer GPUs" in err
+    assert "NVRTC" not in err and "consan_checker.cu" not in err
+
+
+def test_an_output_that_is_the_input_is_refused_before_any_work(tmp_path, capsys):
+    ptx = write(tmp_path, "k.ptx", ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                ".visible .entry k()\n{\n\tret;\n}\n")
+    before = Path(ptx).read_text()
+    status, _, err = main(capsys, "instrument", ptx, "-o", ptx)
+    assert status == 2 and "is the input file: writing there would overwrite it" in err
+    assert Path(ptx).read_text() == before
+
+
+def test_ptx_consan_already_instrumented_is_named_as_such(tmp_path, capsys):
+    src = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n"
+    done = write(tmp_path, "k.ptx", instrument(src, "k.ptx").ptx)
+    status, _, err = main(capsys, "instrument", done)
+    assert status == 2 and "already instrumented by consan" in err and "give the original" in err
+    assert "Duplicate definition" not in err

@@ -294,3 +294,24 @@ def test_a_writable_report_path_is_left_as_it_was(tmp_path):
     old.write_text("kept")
     assert output_problem(str(new), "--json") is None and not new.exists()
     assert output_problem(str(old), "--json") is None and old.read_text() == "kept"
+
+
+@pytest.mark.parametrize("opts", [("--json", "{prog}"), ("--sarif", "{prog}"),
+                                  ("--json", "{tmp}/r.json", "--sarif", "{tmp}/r.json")])
+def test_a_report_path_that_is_the_program_or_the_other_report_is_refused(tmp_path, capsys,
+                                                                          opts):
+    s = script(tmp_path, "print('ran')\n")
+    argv = [o.replace("{prog}", s).replace("{tmp}", str(tmp_path)) for o in opts]
+    assert run(*argv, s) == 2
+    out, err = capsys.readouterr()
+    assert "ran" not in out and "writing there would overwrite it" in err
+    assert Path(s).read_text() == "print('ran')\n"
+
+
+@pytest.mark.no_gpu
+def test_a_program_stopped_for_want_of_a_gpu_is_not_run_in_the_json(tmp_path, capsys):
+    s = script(tmp_path, "import cupy\ncupy.zeros(1)\n")
+    assert run("--json", str(tmp_path / "r.json"), s) == 2
+    d = json.loads((tmp_path / "r.json").read_text())
+    assert d["ok"] is False and d["verdict"] == "not-run" and d["not_run"]
+    assert "nothing checked" in d["summary"]

@@ -98,3 +98,10 @@ def test_load_reads_a_file_and_names_a_missing_one(tmp_path):
     assert suppress.load(p).rules[0].where == Location("k.cu", (3, 3))
     with pytest.raises(SuppressionError, match="cannot read suppressions file"):
         suppress.load(tmp_path / "missing.txt")
+
+
+def test_a_file_that_is_not_utf8_is_named_not_a_traceback(tmp_path):
+    p = tmp_path / "latin1.txt"
+    p.write_bytes(b"race.raw caf\xe9\n")
+    with pytest.raises(SuppressionError, match=r"latin1.txt is not UTF-8 text \(byte 12\)"):
+        suppress.load(p)
