@@ -22,7 +22,9 @@ change a verdict; in short, a loop qualifies when:
   never share a barrier interval with code after the loop), and every thread of the CTA
   takes the same path up to and through the loop: every conditional branch and barrier
   guard of the kernel is CTA-uniform (kernel parameters, %ctaid, %ntid, constants and
-  what is computed from them alone), except branches to an exit block;
+  what is computed from them alone, not what a stretch only some threads run writes, nor
+  a device function's result), except branches to an exit block (`exit`, a kernel's
+  `ret`);
 - no access in the loop is a store that passes a value tag (stores replicated across
   warps are judged by the values they write, which change from trip to trip).
 
@@ -88,13 +90,18 @@ def _base(address: str | None) -> str | None:
     return m.group(0) if m else None
 
 
-def _nonuniform(items: list[Item], entry: bool) -> set[str]:
+def _nonuniform(items: list[Item], entry: bool, seed: set[str] = frozenset()) -> set[str]:
     """Registers whose value may differ between threads of the CTA (a fixpoint over the
     function: a register is uniform when every instruction writing it is pure, with
-    uniform operands and guard, or a kernel's ld.param)."""
+    uniform operands and guard, or an ld.param of one of the kernel's own parameters, and
+    it is not in `seed`). A callee's return value (an ld.param of a .param declared in
+    the body) may differ."""
     defs = [(it, _written(it)) for it in items if it.is_instruction]
     defined = set().union(*(d for _, d in defs)) if defs else set()
-    bad: set[str] = set()
+    local_params = {m for it in items if it.kind == "stmt" and it.opcode == ".param"
+                    for m in re.findall(r"([A-Za-z_$][\w$]*)\s*(?:\[\d*\])?\s*;?\s*$",
+                                        it.text.strip().rstrip(";"))}
+    bad: set[str] = set(seed)
     changed = True
     while changed:
         changed = False
@@ -102,7 +109,9 @@ def _nonuniform(items: list[Item], entry: bool) -> set[str]:
             if not dests or dests <= bad:
                 continue
             op = it.op_parts[0]
-            pure = op in _PURE or (entry and it.opcode.startswith("ld.param"))
+            kernel_param = entry and it.opcode.startswith("ld.param") and not (
+                set(re.findall(r"[A-Za-z_$][\w$]*", " ".join(it.operands[1:]))) & local_params)
+            pure = op in _PURE or kernel_param
             srcs = set(_REG.findall(" ".join(it.operands[1:])))
             if _guard(it):
                 srcs.add(_guard(it))
@@ -114,14 +123,16 @@ def _nonuniform(items: list[Item], entry: bool) -> set[str]:
     return bad
 
 
-def _exit_labels(items: list[Item]) -> set[str]:
-    """Labels whose first instruction is an unguarded `ret` or `exit`."""
+def _exit_labels(items: list[Item], entry: bool) -> set[str]:
+    """Labels whose first instruction is an unguarded `exit`, or `ret` in a kernel (in a
+    device function `ret` goes back to the caller, which may pass more barriers)."""
     out, pending = set(), []
+    leave = ("ret", "exit") if entry else ("exit",)
     for it in items:
         if it.kind == "label":
             pending.append(it.label)
         elif it.is_instruction:
-            if it.pred is None and it.op_parts[0] in ("ret", "exit"):
+            if it.pred is None and it.op_parts[0] in leave:
                 out.update(pending)
             pending = []
     return out
@@ -158,22 +169,33 @@ def _uniform_control(body: list[tuple[int, Item, Classified | None]], entry: boo
     thread leaves at its end without passing a barrier (an if without else, a loop with no
     barrier)."""
     items = [it for _, it, _ in body]
-    bad = _nonuniform(items, entry)
-    exits = _exit_labels(items)
-    for p, (_, it, c) in enumerate(body):
-        g = _guard(it) if it.is_instruction else None
-        if not g or g not in bad:
-            continue
-        if _is_barrier(c):
-            return False
-        if it.op_parts[0] != "bra":
-            continue
-        t = it.operands[0].strip()
-        q = pos_of_label.get(t)
-        if t in exits or (q is not None and _closed(body, min(p, q), max(p, q), refs)):
-            continue
-        return False
-    return True
+    exits = _exit_labels(items, entry)
+    # A stretch that only some threads run (or run more often) leaves the registers it
+    # writes thread-dependent after it: they seed the next round until nothing changes.
+    seed: set[str] = set()
+    while True:
+        bad = _nonuniform(items, entry, seed)
+        grown = set(seed)
+        for p, (_, it, c) in enumerate(body):
+            g = _guard(it) if it.is_instruction else None
+            if not g or g not in bad:
+                continue
+            if _is_barrier(c):
+                return False
+            if it.op_parts[0] != "bra":
+                continue
+            t = it.operands[0].strip()
+            q = pos_of_label.get(t)
+            if t in exits:
+                continue
+            if q is None or not _closed(body, min(p, q), max(p, q), refs):
+                return False
+            for _, w, _ in body[min(p, q):max(p, q) + 1]:
+                if w.is_instruction:
+                    grown |= _written(w)
+        if grown == seed:
+            return True
+        seed = grown
 
 
 def find(body: list[tuple[int, Item, Classified | None]], value_tags: bool,

@@ -85,10 +85,40 @@ def test_a_loop_without_barrier_needs_no_uniform_trip_count():
      "\tsetp.eq.s32 %p2, %r9, 0;\n\t@%p2 bra $L_loop;\n"),
     ("an mbarrier in the module (vector clocks)", WRITE + BAR,
      "\tmbarrier.init.shared.b64 [s+512], 1;\n"),
+    # the trip count differs by thread through code only some threads run, or through a
+    # device function's result: the warps pass the loop's barrier a different number of
+    # times, and a later trip's accesses share a barrier interval with code after the loop
+    ("a trip count one thread-dependent if changes", WRITE + BAR,
+     "\tsetp.lt.u32 %p2, %r1, 32;\n\t@%p2 bra $L_join;\n\tsub.s32 %r9, %r9, 1;\n$L_join:\n"),
+    ("a trip count a thread-dependent loop counts", WRITE + BAR,
+     "\tmov.u32 %r6, 0;\n$L_d:\n\tadd.s32 %r9, %r9, 1;\n\tadd.s32 %r6, %r6, 1;\n"
+     "\tsetp.lt.u32 %p2, %r6, %r1;\n\t@%p2 bra $L_d;\n"),
+    ("a trip count a device function returns", WRITE + BAR,
+     "\t{\n\t.param .b32 retval0;\n\tcall.uni (retval0), trips, ();\n"
+     "\tld.param.b32 %r9, [retval0];\n\t}\n"),
 ])
 def test_loops_that_are_checked_on_every_trip(case, body, before):
     after = "$L_after:\n\tadd.s32 %r3, %r3, 1;\n" if "L_after" in before else ""
+    if "trips" in before:  # (the device function, declared before the kernel)
+        func = (".func (.param .b32 out) trips()\n{\n\t.reg .b32 %t<2>;\n"
+                "\tmov.u32 %t1, %tid.x;\n\tst.param.b32 [out], %t1;\n\tret;\n}\n")
+        head = HEAD.replace(".visible .entry", func + ".visible .entry")
+        ptx = head + before + "$L_loop:\n" + body + NEXT + after + TAIL
+        assert instrument(ptx, "k.ptx").first_trip_loops == [], case
+        return
     assert loop(body, before, after).first_trip_loops == [], case
+
+
+def test_a_device_functions_ret_is_not_an_exit():
+    """In a .func, `ret` goes back to the caller, which may pass more barriers: a
+    thread-dependent branch to it leaves the loop's barrier counts unequal (only a
+    kernel's `ret` or an `exit` leaves for good)."""
+    trips = NEXT.replace("%r9", "4")  # (a constant trip count)
+    body = ("\tsetp.lt.u32 %p2, %r1, 32;\n\t@%p2 bra $L_ret;\n$L_loop:\n" + WRITE + BAR + trips
+            + "$L_ret:\n\tret;\n}\n")
+    func = HEAD.replace(".visible .entry k(.param .u32 k_n)", ".func f(.param .u32 k_n)")
+    assert instrument(func + body, "k.ptx").first_trip_loops == []
+    assert len(instrument(HEAD + body, "k.ptx").first_trip_loops) == 1  # (a kernel's ret)
 
 
 @pytest.mark.parametrize("case,body,before", [
@@ -99,7 +129,7 @@ def test_loops_that_are_checked_on_every_trip(case, body, before):
     ("an early exit", WRITE + BAR,
      "\tsetp.lt.u32 %p2, %r1, 32;\n\t@%p2 bra $L_exit;\n"),
     ("a thread-dependent if before the loop", WRITE + BAR,
-     "\tsetp.lt.u32 %p2, %r1, 32;\n\t@%p2 bra $L_join;\n\tadd.s32 %r3, %r3, 1;\n$L_join:\n"),
+     "\tsetp.lt.u32 %p2, %r1, 32;\n\t@%p2 bra $L_join;\n\tadd.s32 %r5, %r5, 1;\n$L_join:\n"),
 ])
 def test_loops_that_are_checked_on_their_first_trip(case, body, before):
     after = "$L_after:\n\tadd.s32 %r3, %r3, 1;\n" if "L_after" in before else \
