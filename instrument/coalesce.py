@@ -152,6 +152,10 @@ def plan(items: list[tuple[int, Item, Classified | None]],
     for idx, it, c in items:
         if it.kind in ("label", "open", "close"):
             close()
+            # (a label may be a loop's head, reached again after its body redefined a root;
+            # a scope may declare registers that shadow or end: no root carries past either)
+            roots.clear()
+            by_root.clear()
             continue
         if not it.is_instruction:
             continue

@@ -226,3 +226,26 @@ def test_copies_and_stores_do_not_merge_with_each_other():
                         + _cp(1, 32) + "\tcp.async.commit_group;\n")
     assert cps == [("async.cp", 16, 0)] * 2
     assert [s.event for s in ins.sites.sites].count("access.write") == 1
+
+
+def test_no_root_carries_past_a_label():
+    """A label may be a loop's head (reached again after the body redefined the root) or a
+    join (reached by a path that skipped the offset's definition): there an access is
+    probed at its own address register, not at root + offset. (In a loop whose body moved
+    %r2 after the read, the read's probe checked the new %r2 + 4 from the second trip on.)"""
+    loop = ("\tadd.u32 %r10, %r2, 4;\n$L_loop:\n\tld.shared.u32 %r4, [%r10];\n\tbar.sync 0;\n"
+            "\tadd.u32 %r2, %r2, 128;\n\tst.shared.u32 [%r2], %r3;\n"
+            "\tsetp.lt.u32 %p1, %r2, 4096;\n\t@%p1 bra $L_loop;\n")
+    join = ("\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $L_join;\n\tadd.u32 %r10, %r2, 4;\n"
+            "$L_join:\n\tld.shared.u32 %r4, [%r10];\n")
+    for body in (loop, join):
+        ptx = instrument(HEAD + body + "\tret;\n}\n").ptx
+        read = ptx.index("ld.shared.u32 %r4, [%r10];")
+        probes = [c for c in calls(ptx[:read]) if c.func.startswith("__consan_") and c.args
+                  and c.args[0] == "%__cs_a"]
+        block = ptx[ptx.rindex("{", 0, probes[-1].pos):probes[-1].pos]
+        assert "cvt.u64.u32 %__cs_a, %r10;" in block and "%r2" not in block
+    # within one straight-line stretch the root still groups them
+    straight = ("\tadd.u32 %r10, %r2, 4;\n\tld.shared.u32 %r4, [%r2];\n"
+                "\tld.shared.u32 %r5, [%r10];\n")
+    assert sites(straight) == [("access.read", 8, 1)]
