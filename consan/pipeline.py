@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -75,6 +76,13 @@ def compile_ptx(source: str, options: list[str], arch: toolchain.Arch,
     """(PTX, its name) of CUDA C++ (NVRTC, with line info) or of PTX given as it is."""
     if is_ptx(source):
         return source, source_name if source_name.endswith(".ptx") else "kernel.ptx"
+    if source_name.endswith(".ptx"):  # (named PTX, not PTX: say what is missing, not NVRTC's)
+        missing = [d for d in (".version", ".target") if not re.search(
+            rf"^\s*\{d}\s", source, re.M)]
+        raise toolchain.CompileError(
+            f"{source_name} is named as PTX but has no {' or '.join(missing)} directive: PTX "
+            "begins with `.version 8.0` and `.target sm_90a` lines (as nvcc -ptx writes it); "
+            "CUDA C++ goes in a .cu file", "")
     rest = list(options)
     if not any(o in ("-G", "--device-debug", "-lineinfo", "--generate-line-info") for o in rest):
         rest.append("-lineinfo")

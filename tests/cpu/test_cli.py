@@ -551,3 +551,13 @@ def test_ptx_consan_already_instrumented_is_named_as_such(tmp_path, capsys):
     status, _, err = main(capsys, "instrument", done)
     assert status == 2 and "already instrumented by consan" in err and "give the original" in err
     assert "Duplicate definition" not in err
+
+
+@pytest.mark.parametrize("text,missing", [
+    (".version 8.0\n.visible .entry k()\n{\n\tret;\n}\n", "no .target directive"),
+    ("hello\n", "no .version or .target directive")])
+def test_a_ptx_file_that_is_not_ptx_says_what_is_missing(tmp_path, capsys, text, missing):
+    """Named .ptx, it is not compiled as CUDA C++ (pages of NVRTC errors about `mov`)."""
+    status, _, err = main(capsys, "instrument", write(tmp_path, "k.ptx", text))
+    assert status == 2 and f"k.ptx is named as PTX but has {missing}" in err
+    assert "NVRTC" not in err and "error:" not in err
