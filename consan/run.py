@@ -148,6 +148,15 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Program]:
                                 "MODULE)")
         if not path.exists():
             raise RunUsageError(f"{program.script}: no such file")
+        if path.suffix in (".cu", ".cuh", ".ptx", ".cpp", ".cc", ".c", ".h", ".hpp"):
+            raise RunUsageError(f"{program.script}: consan run runs a Python program; for a "
+                                f"kernel in a {path.suffix} file use `consan check "
+                                f"{program.script} --kernel NAME` (or `consan instrument`)")
+        with open(path, "rb") as f:
+            if f.read(4) == b"\x7fELF":
+                raise RunUsageError(f"{program.script} is a compiled executable: consan run "
+                                    "runs a Python program that launches its kernels "
+                                    "through CuPy or Triton")
     if program.module is not None:
         problem = module_problem(program.module)
         if problem:

@@ -315,3 +315,17 @@ def test_a_program_stopped_for_want_of_a_gpu_is_not_run_in_the_json(tmp_path, ca
     d = json.loads((tmp_path / "r.json").read_text())
     assert d["ok"] is False and d["verdict"] == "not-run" and d["not_run"]
     assert "nothing checked" in d["summary"]
+
+
+def test_a_program_that_is_not_python_is_a_usage_error(tmp_path, capsys):
+    """A .cu file or an executable given to `consan run` is named, before anything runs
+    (it was Python's SyntaxError, then "no findings" and exit 1)."""
+    cu = tmp_path / "k.cu"
+    cu.write_text('extern "C" __global__ void k() {}\n')
+    assert run(str(cu)) == 2
+    assert f"consan check {cu} --kernel NAME" in capsys.readouterr().err
+    exe = tmp_path / "a.out"
+    exe.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(64))
+    assert run(str(exe)) == 2
+    err = capsys.readouterr().err
+    assert "is a compiled executable" in err and "SyntaxError" not in err
