@@ -498,6 +498,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     relaxed_arrivals = any(it.is_instruction and it.opcode.startswith("barrier.cluster.arrive")
                            and "relaxed" in it.op_parts for it in mod.items)
     first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
+    loose = _loose_mbarriers(mod, shared)
     fast: list[_FastAccess] = []  # accesses that fast_path.py serves
     tags: dict[int, _Tag] = {}  # stores' value tags, by module index
     inline_bars: dict[int, _InlineBarrier] = {}  # entries' barrier and exit probes
@@ -570,11 +571,11 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                 {i for i, _, c, _ in walk if c is not None and c.event.probed})
         converted = {m for r in regions for m in r.members}
         items_by = {i: it for i, it, _, _ in walk}
-        carried = carry.find([(i, it, c) for i, it, c, _ in walk], converted)
+        carried = {} if loose else carry.find([(i, it, c) for i, it, c, _ in walk], converted)
         arrives = {k.arrive: k for k in carried.values()}
 
         fprobes = _FnProbes(table, fn.name, widths, mod, spaces, carried, arrives, items_by,
-                            tags, inline_bars if fn.is_entry else None)
+                            tags, inline_bars if fn.is_entry else None, keep_ops=loose)
         emit = functools.partial(_emit, fprobes)
         tagged = 0
 
@@ -888,6 +889,7 @@ class _FnProbes:
     tags: dict[int, _Tag]  # (filled: each tagged store's)
     bars: dict[int, _InlineBarrier] | None  # (filled in an entry: its barriers' and exits')
     kept_guard: bool = False  # (set: some probe after its instruction reads REG_GUARD)
+    keep_ops: bool = False  # mbarrier operations and copies run as they are (_loose_mbarriers)
 
 
 class _InlineBarrier(NamedTuple):
@@ -920,6 +922,21 @@ class _Tag(NamedTuple):
     code: list[str]
     site: int
     pred: str | None
+
+
+def _loose_mbarriers(mod: Module, shared: set[str]) -> bool:
+    """Whether the module has an mbarrier operation (or a copy that completes bytes on one)
+    that the checker does not model: its model of the module's mbarriers is then not the
+    hardware's, and an operation it takes for a fault (an arrive on an mbarrier it never
+    saw initialised, an arrival below zero) may be right on the GPU. Such a module's
+    mbarrier operations and copies run as they are instead of being skipped on the
+    checker's word (which made a clean kernel hang)."""
+    for it in mod.items:
+        if it.is_instruction and "mbarrier" in it.opcode:
+            c = classify(it, shared)
+            if c is not None and c.event is Event.UNMODELED:
+                return True
+    return False
 
 
 def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive_site: dict,
@@ -956,8 +973,8 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
             f.tags[idx] = _Tag(tag + "\n\t", code, site.id, it.pred)
             pre = tag + "\n\t" + pre
     text = None
-    if (c.event is Event.MBARRIER and c.result is None) or \
-            c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD):
+    if not f.keep_ops and ((c.event is Event.MBARRIER and c.result is None) or
+                           c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD)):
         text = f"@{REG_OK} {it.unpredicated}"
         if k:  # the arrive runs after the probe that modelled it, before the load
             text = f"@{REG_OK} {f.items[k.arrive].unpredicated}\n\t" + text
