@@ -60,6 +60,7 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
     <code> L2:` qualifies only where it holds a multicast copy (measured on the H100 with
     those alone)."""
     out = []
+    refs = _label_refs(items)
     for pos, (idx, it, _) in enumerate(items):
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
@@ -67,11 +68,21 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
         on, dropped, body = on_where_not_taken(it.pred), (), pos + 1
         inverted = _inverted(items, pos, target)
         if inverted:  # `@p bra L1; bra L2; L1: <code> L2:` -- the code runs where p holds
+            if refs.get(target, 0) > 1:
+                continue  # (another way into L1 would pass no REG_ON of ours)
             target, dropped, body = inverted[0], (inverted[1],), inverted[2]
             on = on_where_taken(it.pred)
-        for idx2, it2, c2 in items[body:]:  # (up to L, the next label)
+        depth = 0
+        for idx2, it2, c2 in items[body:]:  # (up to L, the next label of the branch's scope)
+            if it2.kind in ("open", "close"):
+                depth += 1 if it2.kind == "open" else -1
+                if depth < 0:  # (the branch's scope ends first)
+                    break
+                continue
             if it2.kind == "label":
-                closed = it2.label == target
+                # a label in a nested scope is another label of that name: control flow
+                # inside the region, which the conversion would not keep
+                closed = depth == 0 and it2.label == target
                 break
             if not it2.is_instruction:
                 continue
@@ -86,6 +97,19 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
             continue
         out.append(Region(idx, tuple(members), on, dropped))
     return out
+
+
+def _label_refs(items: list[tuple[int, Item, Classified | None]]) -> dict[str, int]:
+    """How often each name is a branch's target or in a `.branchtargets` list."""
+    refs: dict[str, int] = {}
+    for _, it, _ in items:
+        if it.is_instruction and it.op_parts[0] in ("bra", "brx") and it.operands:
+            for name in (it.operands[0].strip(),) if it.op_parts[0] == "bra" else it.operands:
+                refs[name.strip()] = refs.get(name.strip(), 0) + 1
+        elif it.kind == "stmt" and it.opcode == ".branchtargets":
+            for name in it.operands:
+                refs[name.strip()] = refs.get(name.strip(), 0) + 1
+    return refs
 
 
 def _inverted(items: list[tuple[int, Item, Classified | None]], pos: int,

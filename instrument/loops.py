@@ -38,7 +38,8 @@ REG_VOTE = "%__cs_v"  # pred: a branch's decision, the lane with REG_ON's
 REG_COUNT = "%__cs_n"  # b32: lanes with REG_ON
 
 # converge.py's, but the region's own branches (checked below) and with nanosleep
-_BARRED = (BARRED - {"bra"}) | {"nanosleep"}
+_BARRED = (BARRED - {"bra"}) | {"nanosleep", "brx"}  # (a jump table names the original
+# region's labels: the lane that takes it would leave the copy while the others vote)
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,10 @@ def find(body: list[tuple[int, Item, Classified | None]]) -> list[Loop]:
             depth += 1
     labels = {it.label: pos for pos, (idx, it, _) in enumerate(body)
               if it.kind == "label" and depth_of[idx] == 0}
+    named: dict[str, int] = {}  # how many labels of each name, scopes included
+    for _, it, _ in body:
+        if it.kind == "label":
+            named[it.label] = named.get(it.label, 0) + 1
     branches = [(pos, it.operands[0].strip()) for pos, (idx, it, _) in enumerate(body)
                 if it.is_instruction and it.op_parts[0] == "bra" and it.operands]
     out: list[Loop] = []
@@ -102,6 +107,8 @@ def find(body: list[tuple[int, Item, Classified | None]]) -> list[Loop]:
                 break
         region = body[pos + 1:end]
         inside = {r.label for _, r, _ in region if r.kind == "label"}
+        if any(named[lb] > 1 for lb in inside):
+            continue  # (a scope's label named like another: the copy's renaming mixes them)
         if not any(r.kind == "label" for _, r, _ in region):
             continue  # straight-line code: converge.py's
         ok, probed = True, False
