@@ -931,11 +931,15 @@ def _loose_mbarriers(mod: Module, shared: set[str]) -> bool:
     saw initialised, an arrival below zero) may be right on the GPU. Such a module's
     mbarrier operations and copies run as they are instead of being skipped on the
     checker's word (which made a clean kernel hang)."""
-    for it in mod.items:
-        if it.is_instruction and "mbarrier" in it.opcode:
-            c = classify(it, shared)
-            if c is not None and c.event is Event.UNMODELED:
-                return True
+    for fn in mod.functions:
+        constants = None
+        for it in fn.body:
+            if it.is_instruction and "mbarrier" in it.opcode:
+                if constants is None:
+                    constants = constant_registers(fn.body)
+                c = classify(it, shared, in_entry=fn.is_entry, constants=constants)
+                if c is not None and c.event is Event.UNMODELED:
+                    return True
     return False
 
 
