@@ -22,14 +22,31 @@ def expect(kind: str, where: str | None = None) -> Iterator[Expectation]:
     __tracebackhide__ = True  # pytest: the failure is the user's block, not this frame
     exp = Expectation.of(kind, where)
     session = current_session()
+    own = None  # the block's own session (outside any other): its report is judged here
     with contextlib.ExitStack() as stack:
         if session is None:
-            from .frontends import sanitizing
+            from .frontends import installed, sanitizing, uninstall
             from .runtime import gpu_available
 
             if not gpu_available():
                 raise NoGPUError("consan.expect needs a CUDA GPU to run the kernels it checks, "
                                  "and none is usable here")
-            session = stack.enter_context(sanitizing(Session(print_findings=False)))
+            if not installed():  # (what the block installed goes with it)
+                stack.callback(uninstall)
+            own = session = stack.enter_context(sanitizing(Session(print_findings=False)))
         with session.expecting(exp):
             yield exp
+    if own is not None and not own.report.ok:
+        raise AssertionError(_unexpected(own.report, exp))
+
+
+def _unexpected(rep, exp: Expectation) -> str:
+    """What the block's kernels did besides what it expected (findings, a fault)."""
+    import io
+
+    from reports.render import plain_console
+
+    buf = io.StringIO()
+    rep.render_findings(plain_console(buf))
+    return (f"consan.expect({exp}): the block's kernels also had what it did not expect\n"
+            f"{buf.getvalue()}{rep.summary_line()}")

@@ -369,25 +369,30 @@ class Session:
         new_active = []
         for f in rep.findings:
             site, prev = f.site, f.prev_site
-            key = (fn.kernel, f.kind, site.where() if site else None,
-                   site.ptx_line if site else None, prev.where() if prev else None,
-                   prev.ptx_line if prev else None)
-            at = self._entries.get(key)
-            stats.occurrences += f.occurrences
-            if at is not None:
-                self.report.findings[at] = self.report.findings[at].again(f.occurrences)
-                continue
             entry = SessionFinding(FindingFacts.of(f), kernel=name, kernel_mangled=fn.kernel,
                                    first_launch=stats.launches_checked, launch=launch,
                                    launched_from=launched_from)
             rule = self.options.suppressions.match(entry) if self.options.suppressions else None
             exp = next((e for e in self.expectations if e.matches(entry)), None)
+            if rule is None and exp is not None:
+                exp.hits += 1  # (every launch that finds it: each block expecting it sees it)
+            # A finding is one entry per disposition: found again outside the block that
+            # expected it, it counts against the program (it was merged into the expected
+            # entry, and the race passed unseen).
+            key = (fn.kernel, f.kind, site.where() if site else None,
+                   site.ptx_line if site else None, prev.where() if prev else None,
+                   prev.ptx_line if prev else None,
+                   "suppressed" if rule else "expected" if exp else "active")
+            at = self._entries.get(key)
+            stats.occurrences += f.occurrences
+            if at is not None:
+                self.report.findings[at] = self.report.findings[at].again(f.occurrences)
+                continue
             if rule is not None:
                 entry = replace(entry, suppressed_by=f"{rule.origin} ({rule})")
                 stats.suppressed += 1
             elif exp is not None:
                 entry = replace(entry, expected=str(exp))
-                exp.hits += 1
             else:
                 stats.findings[f.kind] = stats.findings.get(f.kind, 0) + 1
                 new_active.append(f)

@@ -352,6 +352,24 @@ def test_expected_findings_do_not_fail_and_count_hits():
     assert s.report.findings[0].expected == "'race.*', where='k.cu:5'"
 
 
+def test_a_finding_again_is_judged_by_the_block_it_is_found_in():
+    """The same race: expected in a block, then found outside any block, counts against
+    the program (it was merged into the expected entry and passed unseen); expected in two
+    blocks, each sees it; found first outside, then in a block, the block sees it."""
+    s, _ = session()
+    with s.expecting(consan_session.Expectation.of("race.raw")):
+        s._record(FakeFunction(), FakePrepared(), race_report(), None, None)
+    assert s.report.ok
+    s._record(FakeFunction(), FakePrepared(), race_report(), None, None)
+    assert not s.report.ok and len(s.report.active_findings) == 1
+    assert [f.expected is not None for f in s.report.findings] == [True, False]
+    for _ in range(2):  # (each block asserts its own hit at its end)
+        with s.expecting(consan_session.Expectation.of("race.raw")) as exp:
+            s._record(FakeFunction(), FakePrepared(), race_report(), None, None)
+        assert exp.hits == 1
+    assert len(s.report.findings) == 2 and s.report.findings[0].launches == 3
+
+
 def test_abort_raises_at_the_first_finding():
     s, _ = session(on_violation="abort")
     s._record(FakeFunction(), FakePrepared(), clean_report(), None, None)
@@ -482,3 +500,28 @@ def test_importing_consan_does_not_import_cupy():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=Path(__file__).resolve().parents[2])
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_expect_on_its_own_judges_its_whole_block_and_takes_its_hooks_away(monkeypatch):
+    """Outside any session, consan.expect sanitizes the block itself: a finding it did not
+    expect fails the block (it was kept in a report nobody read), and the front ends it
+    installed are gone afterwards (they stayed, and later code ran instrumented)."""
+    import consan
+    from consan import runtime
+    from reports import Report
+
+    monkeypatch.setattr(runtime, "gpu_available", lambda: True)
+    frontends.uninstall()
+    war = Report.from_log(header(stored=1, occurrences=1),
+                          records(rec("race.war", 1, 0, warp=2, prev_warp=1, lo=0x100,
+                                      hi=0x140)), None, make_sites(), "k", LAUNCH)
+    with pytest.raises(AssertionError, match="also had what it did not expect"):
+        with consan.expect("race.raw"):
+            s = consan_session.current_session()
+            s._record(FakeFunction("racy"), FakePrepared(), race_report(), None, None)
+            s._record(FakeFunction("other"), FakePrepared(), war, None, None)
+    assert not frontends.installed() and consan_session.current_session() is None
+    with consan.expect("race.raw"):  # only what it expects: passes
+        consan_session.current_session()._record(FakeFunction("racy"), FakePrepared(),
+                                                 race_report(), None, None)
+    assert not frontends.installed()
