@@ -250,7 +250,9 @@ _INTERNAL = tuple(os.path.dirname(p) + os.sep for p in (
 
 def _internal_roots() -> tuple[str, ...]:
     roots = list(_INTERNAL)
-    for name in ("cupy", "cupyx", "cupy_backends", "runpy", "_pytest", "pluggy", "importlib"):
+    # (triton and torch: a Triton kernel's launch goes through their frames, and Inductor's)
+    for name in ("cupy", "cupyx", "cupy_backends", "runpy", "_pytest", "pluggy", "importlib",
+                 "triton", "torch"):
         mod = sys.modules.get(name)
         f = getattr(mod, "__file__", None)
         if f:

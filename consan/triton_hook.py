@@ -103,7 +103,14 @@ def _display_name(compiled: Any) -> str:
 def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
                  grid_z: int, stream: int, function: Any, packed: tuple, launch_metadata: Any,
                  enter_hook: Any, exit_hook: Any, *args: Any) -> None:
-    """Triton's launcher call, checked: the same arguments, our function and shared memory."""
+    """Triton's launcher call, checked: the same arguments, our function and shared memory.
+    A launcher kept past its session (PyTorch Inductor stores `compiled.run`) checks under
+    the session active when it is called, or runs natively outside any."""
+    if s is not session.current_session():
+        s = session.current_session()
+        if s is None or session.is_busy():
+            return native(grid_x, grid_y, grid_z, stream, function, packed, launch_metadata,
+                          enter_hook, exit_hook, *args)
     k = compiled.__dict__.get("_consan_kernel")
     if k is None:  # (once per compiled kernel: a launch of a small one pays little)
         k = compiled.__dict__["_consan_kernel"] = _Kernel(compiled)

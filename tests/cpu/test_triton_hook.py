@@ -6,12 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 
 triton = pytest.importorskip("triton")
 
 from consan import runtime, toolchain, triton_hook  # noqa: E402
+from consan import session as consan_session  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,8 +124,9 @@ def test_a_launch_goes_to_the_session_and_back_through_tritons_launcher(compiled
             launcher(Prepared())
 
     s = Session()
-    triton_hook._checked_run(compiled, native, s, 3, 2, 1, 77, 0x111, (4, 1, 1024), "md",
-                             "enter", "exit", "arg0", 5)
+    with patch.object(consan_session, "_active", s):  # (the session the launch is made in)
+        triton_hook._checked_run(compiled, native, s, 3, 2, 1, 77, 0x111, (4, 1, 1024), "md",
+                                 "enter", "exit", "arg0", 5)
     assert s.seen == (compiled.metadata.name, (3, 2, 1), (128, 1, 1), 1024, 77, False, None,
                       ())
     # Triton's launcher packs the very same arguments; only the function and smem change
@@ -165,10 +168,34 @@ def test_a_kernel_with_nothing_to_check_runs_natively_counted_without_the_full_p
     launch = s.launch
     monkeypatch.setattr(s, "launch", lambda *a, **k: full.append(1) or launch(*a, **k))
     calls = []
-    for _ in range(5):
-        triton_hook._checked_run(compiled, lambda *a: calls.append(a), s, 4, 1, 1, 0, 9,
-                                 (4, 1, 0), None, None, None, "x", "y", "out", 4096)
+    with session.active(s):
+        for _ in range(5):
+            triton_hook._checked_run(compiled, lambda *a: calls.append(a), s, 4, 1, 1, 0, 9,
+                                     (4, 1, 0), None, None, None, "x", "y", "out", 4096)
     assert len(calls) == 5 and all(c[4] == 9 for c in calls)  # Triton's own function
     assert full == [1]  # only the first launch took the session's full path
     stats = s.report.kernels["add"]
     assert stats.launches_checked == 3 and s.report.skipped == {"--launch-count": 2}
+
+
+def test_a_launcher_kept_past_its_session_runs_natively_after_it(compiled):
+    """`compiled.run` fetched in a session (PyTorch Inductor stores it) and called after the
+    session ended runs Triton's launcher as it is: it went on launching into the finished
+    session (checked, its findings in a report already read)."""
+    calls = []
+
+    class Ended:
+        def launch(self, *a, **k):
+            raise AssertionError("a launch into a session that has ended")
+
+    assert consan_session.current_session() is None
+    triton_hook._checked_run(compiled, lambda *a: calls.append(a), Ended(), 3, 2, 1, 77, 0x111,
+                             (4, 1, 1024), "md", "enter", "exit", "arg0")
+    assert calls == [(3, 2, 1, 77, 0x111, (4, 1, 1024), "md", "enter", "exit", "arg0")]
+
+
+def test_a_triton_launch_is_placed_at_the_users_line_not_tritons():
+    from consan import cupy_build
+
+    roots = cupy_build._internal_roots()
+    assert any(r.startswith(str(Path(triton.__file__).parent)) for r in roots)
