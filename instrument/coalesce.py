@@ -54,6 +54,7 @@ class _Group:
     mode: Event
     base: str
     members: list[tuple[int, int, int]] = field(default_factory=list)  # (idx, offset, size)
+    written: set[str] = field(default_factory=set)  # registers defined since it opened
 
 
 # cp.async copies of one commit group merge like a warp's writes: each is a write by the
@@ -134,11 +135,15 @@ class Probe:
 
 
 def plan(items: list[tuple[int, Item, Classified | None]],
-         where: dict[int, object] | None = None) -> dict[int, Probe | None]:
+         where: dict[int, object] | None = None, tagged: bool = False
+         ) -> dict[int, Probe | None]:
     """For each access item index: its Probe, or None if another probe covers it.
 
     `items` is a function body in order: (item index, item, classification); `where`
     gives each item's source location (strided probes merge one location's accesses).
+    `tagged`: stores pass value tags (value_tags.py), computed before a group's first
+    store from every member's registers, so a store whose value register was defined
+    after the group opened starts a group of its own (the tag read its old value).
     """
     out: dict[int, Probe | None] = {}
     open_groups: dict[tuple[Event, str, int], _Group] = {}
@@ -173,13 +178,19 @@ def plan(items: list[tuple[int, Item, Classified | None]],
             close()  # barriers, exits, unmodelled synchronisation, control flow
         if parts is not None:
             base, off = parts
-            g = open_groups.setdefault((c.event, base, c.shape), _Group(c.event, base))
+            key = (c.event, base, c.shape)
+            if tagged and c.event is Event.WRITE and key in open_groups and \
+                    set(REGISTER.findall(" ".join(it.operands[1:]))) & open_groups[key].written:
+                close(lambda g, k=open_groups[key]: g is k)
+            g = open_groups.setdefault(key, _Group(c.event, base))
             g.members.append((idx, off, c.size))
         elif c is not None and c.event in _ACCESSES:
             out[idx] = Probe(c.address or "", c.size, (idx,))
         if op0 not in _NO_DEST and it.operands:  # the base register redefined?
             dest = set(REGISTER.findall(it.operands[0]))
             close(lambda g, d=dest: g.base in d)
+            for g in open_groups.values():
+                g.written |= dest
         _define(it, roots, by_root)
     close()
     return out

@@ -106,6 +106,26 @@ def test_a_coalesced_span_hashes_every_store_it_checks():
     assert block.count("xor.b32 %__cs_h, %__cs_h, %__cs_x;") == 16
 
 
+def test_a_store_whose_value_is_computed_after_the_span_opened_tags_on_its_own():
+    """A span's tag is computed before its first store from every member's registers: a
+    later store whose value register is set between them (Triton's `cvt` between stores)
+    would be hashed with its old value (two warps storing different values then passed as
+    replicas), so it starts a span and a tag of its own, after that definition."""
+    body = ("\tst.shared.b32 [%r1], %r10;\n\tcvt.rn.f16x2.f32 %r11, %f1, %f1;\n"
+            "\tst.shared.b32 [%r1+4], %r11;\n")
+    ptx = _tagged(body)
+    assert ptx.count(CALL) == 2
+    second = ptx.index("// consan value of site 1")
+    assert ptx.index("cvt.rn.f16x2.f32 %r11") < second < ptx.index("st.shared.b32 [%r1+4]")
+    # set before the span, the values share one tag; without tags the span is one probe
+    before = "\tcvt.rn.f16x2.f32 %r11, %f1, %f1;\n\tst.shared.b32 [%r1], %r10;\n" \
+             "\tst.shared.b32 [%r1+4], %r11;\n"
+    assert _tagged(before).count(CALL) == 1
+    writes = [w for w in instrument(HEAD + body + TAIL).sites.sites
+              if w.event == "access.write"]
+    assert len(writes) == 1 and len(writes[0].merged_lines) == 1
+
+
 def _publish(ptx: str) -> str:
     start = ptx.index("// consan value tag, published inline")
     return ptx[start:ptx.index("_done:", start)]
