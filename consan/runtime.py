@@ -57,6 +57,12 @@ def _require_gpu():
 _ARCH: dict[int, toolchain.Arch] = {}  # per device id (asked at every Triton launch)
 
 
+def current_device() -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDevice())
+
+
 def device_arch() -> toolchain.Arch:
     cupy = _require_gpu() if not _ARCH else sys.modules["cupy"]
     dev = cupy.cuda.runtime.getDevice()

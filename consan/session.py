@@ -346,7 +346,9 @@ class Session:
         return cupti.call_own(native, *args)
 
     def _prepare(self, fn, b: runtime.Build, grid, block, shared_mem: int):
-        key = (id(b), fn.kernel, grid, block, shared_mem)  # p.build keeps b (and its id) alive
+        # (p.build keeps b, and its id, alive; Prepared loads its module and tables on the
+        # current device: a Triton build, keyed by its PTX, serves every device)
+        key = (id(b), runtime.current_device(), fn.kernel, grid, block, shared_mem)
         p = self._prepared.get(key)
         if p is None:
             with busy():
@@ -481,12 +483,16 @@ def stream_context(stream):
 
 
 def capturing(stream) -> bool:
+    """Whether the launch's own stream is being captured into a CUDA graph (a raw handle,
+    Triton's and PyTorch's stream, is asked through the runtime: CuPy's current stream is
+    another one)."""
     try:
         import cupy
 
-        s = cupy.cuda.get_current_stream() if stream is None or isinstance(stream, ExStream) \
-            else stream
+        if isinstance(stream, ExStream):
+            return int(cupy.cuda.runtime.streamIsCapturing(int(stream.ptr))) != 0
+        s = cupy.cuda.get_current_stream() if stream is None else stream
         return bool(s.is_capturing())
-    except Exception:  # noqa: BLE001 - older CuPy or a raw handle: assume not
+    except Exception:  # noqa: BLE001 - older CuPy: assume not
         return False
 

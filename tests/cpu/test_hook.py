@@ -525,3 +525,35 @@ def test_expect_on_its_own_judges_its_whole_block_and_takes_its_hooks_away(monke
         consan_session.current_session()._record(FakeFunction("racy"), FakePrepared(),
                                                  race_report(), None, None)
     assert not frontends.installed()
+
+
+def test_a_raw_stream_handle_is_asked_whether_it_is_capturing(monkeypatch):
+    """Triton launches on PyTorch's stream, a raw handle: it was CuPy's current stream that
+    was asked, so a launch being captured into a graph went ahead instrumented."""
+    import cupy
+
+    capturing = {0xBEEF: 1}
+    monkeypatch.setattr(cupy.cuda.runtime, "streamIsCapturing",
+                        lambda ptr: capturing.get(ptr, 0))
+    monkeypatch.setattr(cupy.cuda, "get_current_stream",
+                        lambda: type("S", (), {"is_capturing": lambda self: False})())
+    assert consan_session.capturing(consan_session.ExStream(0xBEEF))
+    assert not consan_session.capturing(consan_session.ExStream(0x1))
+
+
+def test_each_device_gets_its_own_prepared_launch(monkeypatch):
+    """A Triton build is keyed by its PTX and serves every GPU; the module and tables a
+    Prepared loads are the current device's: a launch on device 1 reused device 0's."""
+    from consan import runtime
+
+    dev = [0]
+    monkeypatch.setattr(runtime, "current_device", lambda: dev[0])
+    monkeypatch.setattr(runtime, "Prepared",
+                        lambda b, k, g, bl, sm: type("P", (), {"device": dev[0]})())
+    s, _ = session()
+    build = object()
+    got = []
+    for d in (0, 1, 0):
+        dev[0] = d
+        got.append(s._prepare(FakeFunction(), build, (4, 1, 1), (128, 1, 1), 0))
+    assert [p.device for p in got] == [0, 1, 0] and got[0] is got[2] and got[0] is not got[1]
