@@ -69,7 +69,9 @@ class Report:
         # Occurrences the checker counted that no key entry or stored record accounts for.
         self.unattributed = max(0, header.get("occurrences", 0) - counted)
         self.occurrences = sum(f.occurrences for f in findings) + self.unattributed
-        self.dropped = header.get("dropped", 0) + header.get("key_overflow", 0)
+        # (a record whose key found no room in the key table is still stored: key_overflow
+        # says how many occurrences the table could not count, not records lost)
+        self.dropped = header.get("dropped", 0)
         self._unmodeled: list = []
         # The launch failed on the GPU (a fault): what CUDA said. Only the records written
         # before the fault (in mapped host memory) are known; the key-table counts are not.

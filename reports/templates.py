@@ -91,7 +91,7 @@ WHAT: dict[str, str] = {
                           "but no cluster barrier it had waited on ordered the access of "
                           "{prev_who} of CTA rank {prev_rank} to its shared memory at {prev} "
                           "before the exit.",
-    "deadlock": "{cur_who} waits at {cur} on barrier {barrier} phase {phase} "
+    "deadlock": "{cur_who} waits at {cur} on the mbarrier at {mbar} in phase {phase} "
                 "with {count} arrivals (or bytes) still missing, and no live warp can supply them.",
     "race.raw/wgmma": "{prev_who} wrote {bytes} at {prev}; the wgmma at {cur}, issued by "
                       "{cur_who}, reads them{operand} with nothing ordering the write before it.",
@@ -201,9 +201,10 @@ FIX: dict[str, str] = {
     "mbarrier.data-access": "Touch the mbarrier at {mbar} only through mbarrier.* operations "
                             "while it is live, or mbarrier.inval it before reusing its bytes "
                             "at {cur}.",
-    "deadlock": "Barrier {barrier} phase {phase} that the wait at {cur} needs can no longer "
-                "complete: every warp counted by the barrier must reach its arrive (check early "
-                "exits, divergent branches and the expected arrival count).",
+    "deadlock": "Phase {phase} of the mbarrier at {mbar}, which the wait at {cur} needs, can "
+                "no longer complete: every arrival its mbarrier.init counts and every byte its "
+                "expect_tx announces must come (check early exits, divergent branches, the "
+                "arrival count and the bytes the copies deliver).",
     "async.pending-read/wgmma": "The write at {cur} does not wait for the wgmma issued at {prev}: "
                                 "add wgmma.wait_group 0 (or wait_group N small enough to retire "
                                 "that wgmma's group) after the wgmma.commit_group that follows "

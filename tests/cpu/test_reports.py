@@ -250,12 +250,25 @@ def test_source_missing_from_table_is_read_from_disk(tmp_path: Path):
 def test_deadlock_and_mbarrier_sentences_use_barrier_fields():
     st = make_sites()
     recs = records(
-        rec("deadlock", 1, warp=2, barrier=3, phase=1, count=32),
+        rec("deadlock", 1, warp=2, barrier=0x30, phase=1, count=32),
         rec("mbarrier.underflow", 0, warp=0, barrier=0x40, phase=2, count=1),
     )
     body = flat(str(Report.from_log(header(stored=2, occurrences=2), recs, None, st, "k")))
     assert "on the mbarrier at smem[0x40] at k.cu:4 in phase 2" in body
-    assert "waits at k.cu:5 on barrier 3 phase 1 with 32 arrivals" in body
+    # (a deadlock is an mbarrier's: its field is the mbarrier's offset, not a barrier id)
+    assert "waits at k.cu:5 on the mbarrier at smem[0x30] in phase 1 with 32 arrivals" in body
+    assert "barrier 48" not in body and "Phase 1 of the mbarrier at smem[0x30]" in body
+
+
+def test_records_whose_key_found_no_room_are_stored_not_lost():
+    """The key table full, a record is still stored: key_overflow counts what the table
+    could not count, not records lost (it was added to `dropped`: "504 records not
+    stored" with every record there)."""
+    recs = records(rec("race.raw", 1, 0, warp=2, prev_warp=1))
+    h = header(stored=1, occurrences=1)
+    h["key_overflow"] = 504
+    rep = Report.from_log(h, recs, None, make_sites(), "k")
+    assert rep.dropped == 0 and "all records stored" in flat(str(rep))
 
 
 # ---------------------------------------------------------------- verdict
