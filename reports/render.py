@@ -79,8 +79,10 @@ def _ptx_line(site: Site, ptx_name: str, marked: bool) -> Text:
 
 
 def site_block(role: str, site: Site | None, src: SourceLines, ptx_name: str,
-               same_as: Site | None = None) -> list[RenderableType]:
-    """Role, location, source context (or the PTX instruction) and the inline chain of a site."""
+               same_as: Site | None = None, other_warp: bool = False) -> list[RenderableType]:
+    """Role, location, source context (or the PTX instruction) and the inline chain of a site.
+    `other_warp`: the two accesses are known to be different warps' (a cp.async unit's copy
+    over its own warp's earlier copy is the same instruction, by the same warp)."""
     head = Text(" " * INDENT)
     head.append(role, style="bold cyan")
     head.append("  ")
@@ -88,7 +90,8 @@ def site_block(role: str, site: Site | None, src: SourceLines, ptx_name: str,
         head.append("unknown site", style="bold")
         return [head]
     if same_as is not None and same_as.id == site.id:
-        head.append(f"the same instruction ({site.where()}), by another warp", style="bold")
+        by = ", by another warp" if other_warp else ""
+        head.append(f"the same instruction ({site.where()}){by}", style="bold")
         return [head]
     head.append(site.where() if site.loc is not None else f"{ptx_name}:{site.ptx_line}",
                 style="bold")
@@ -121,7 +124,8 @@ def finding_block(f: Finding, src: SourceLines, ptx_name: str) -> list[Renderabl
     out += site_block(cur_role, f.site, src, ptx_name)
     if f.prev_site is not None:
         out += site_block(prev_role or "earlier site", f.prev_site, src, ptx_name,
-                          same_as=f.site)
+                          same_as=f.site, other_warp=bool(f.warps and f.prev_warps and
+                                                          not f.warps & f.prev_warps))
     out.append(_para(Text(describe.what_happened(f))))
     fix = Text()
     fix.append("fix: ", style="bold green")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from instrument import abi
 from instrument.sites import SiteTable, SourceLoc
@@ -476,3 +477,14 @@ def test_a_not_checked_entry_is_one_line_even_on_a_narrow_console():
     rep.render(Console(file=buf, width=40, color_system=None, highlight=False))
     (entry,) = [ln for ln in buf.getvalue().splitlines() if "k.cu:6" in ln]
     assert entry.rstrip().endswith("[barrier.cluster.arrive.release.aligned;]")
+
+
+@pytest.mark.parametrize("prev_warp,says", [(1, True), (0, False)])
+def test_the_same_instruction_is_by_another_warp_only_when_it_is(prev_warp, says):
+    """A warp's cp.async over its own earlier copy (a group it did not wait for) is the same
+    instruction by the same warp: it was told "by another warp"."""
+    recs = records(rec("race.waw", 1, 1, warp=0, prev_warp=prev_warp))
+    body = flat(str(Report.from_log(header(stored=1, occurrences=1), recs, None, make_sites(),
+                                    "k")))
+    assert "the same instruction (k.cu:5" in body
+    assert ("by another warp" in body) is says
