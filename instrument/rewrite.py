@@ -242,7 +242,7 @@ def _parse_loc(it: Item, files: dict[int, str], strings: dict[str, str],
     while chain and _LIBRARY.search(here.file):  # tl.max inlined into the user's kernel
         here, chain = chain[0], chain[1:]
     if chains is not None:
-        chains.setdefault((here.file, here.line, here.col), chain)
+        chains[(here.file, here.line, here.col)] = chain  # (the latest: an inlined copy's)
     return here, chain
 
 

@@ -763,3 +763,23 @@ def test_an_mbarrier_addressed_through_mapa_is_listed_with_the_multicast_model_o
     assert [t for t, _ in listed] == [
         "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r5];"]
     assert listed[0][1] == REMOTE_MBARRIER
+
+
+def test_each_inlined_copy_names_its_own_call_chain():
+    """h() (which calls g()) inlined twice: each store's chain names its own call of h. A
+    call site's chain was kept from its first `.loc`, so the second copy's store was said
+    to come from the first call too (line 5, not 7)."""
+    src = ("__device__ __forceinline__ void g(float* s, int i, float v) { s[i] = v; }\n"
+           "__device__ __forceinline__ void h(float* s, int i, float v) { g(s, i, v); }\n"
+           'extern "C" __global__ void k(float* out) {\n'
+           "  __shared__ float s[256];\n"
+           "  h(s, threadIdx.x, 1.0f);\n"
+           "  __syncthreads();\n"
+           "  h(s, (threadIdx.x + 32) % 256, 2.0f);\n"
+           "  __syncthreads();\n"
+           "  out[threadIdx.x] = s[threadIdx.x];\n"
+           "}\n")
+    ptx = toolchain.compile_cuda(src, "inl.cu", ["-arch=compute_90", "-lineinfo"])
+    ins = instrument(parse(ptx, "inl.ptx"))
+    stores = [s for s in ins.sites.sites if s.event == "access.write"]
+    assert [[(c.line) for c in s.inlined_at] for s in stores] == [[2, 5], [2, 7]]
