@@ -107,13 +107,16 @@ def where(site: Site | None) -> str:
 def variant(f: Finding) -> str | None:
     """A refinement of the kind's wording: "wgmma" when an mma_async is one of the sites;
     "remote" when the access was another CTA's (distributed shared memory); "peer" when the
-    earlier access is another CTA's (its copy or its store)."""
+    earlier access is another CTA's (its copy or its store); "copy" when the access is a
+    bulk or tensor copy completing bytes on an mbarrier."""
     if any(s is not None and s.event == wgmma_desc.EVENT for s in (f.site, f.prev_site)):
         return "wgmma"
     if any(r.cur_rank is not None for r in f.records):
         return "remote"  # the access was a peer CTA's, into this CTA's shared memory
     if any(r.prev_rank is not None for r in f.records):
         return "peer"
+    if f.site is not None and f.site.event in ("async.bulk", "async.tensor_load"):
+        return "copy"  # (an mbarrier.underflow at a copy: its bytes, not an arrival)
     return None
 
 

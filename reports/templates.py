@@ -30,6 +30,7 @@ ROLES: dict[str, tuple[str, str | None]] = {
     "mbarrier.uninit": ("mbarrier use", "inval"),
     "mbarrier.reinit": ("init", "earlier init"),
     "mbarrier.underflow": ("arrive", "earlier arrive"),
+    "mbarrier.underflow/copy": ("copy", "earlier arrive"),
     "mbarrier.data-access": ("access", "mbarrier init"),
     "deadlock": ("wait", "last arrive"),
     "cluster.early-exit": ("exit", "peer's access"),
@@ -85,6 +86,9 @@ WHAT: dict[str, str] = {
                        "while it was still live (phase {phase}).",
     "mbarrier.underflow": "{cur_who} arrived on the mbarrier at {mbar} at {cur} in phase {phase}, "
                           "taking its pending count below zero (count {count}).",
+    "mbarrier.underflow/copy": "The copy at {cur}, issued by {cur_who}, completed more bytes on "
+                               "the mbarrier at {mbar} in phase {phase} than expect_tx had "
+                               "announced for that phase.",
     "mbarrier.data-access": "{cur_who} accessed {bytes} at {cur}: "
                             "the bytes of the live mbarrier at {mbar}.",
     "cluster.early-exit": "{cur_who} of CTA rank {rank} exited at {cur}, the CTA's last, "
@@ -194,6 +198,10 @@ FIX: dict[str, str] = {
                        "at {cur}, and do not use it after mbarrier.inval.",
     "mbarrier.reinit": "Invalidate the mbarrier at {mbar} (mbarrier.inval) after its last phase "
                        "completes and before the init at {cur}, or initialise it only once.",
+    "mbarrier.underflow/copy": "Make the bytes expect_tx announces for phase {phase} of the "
+                               "mbarrier at {mbar} match what the copies completing on it "
+                               "deliver, the copy at {cur} included (its size, or its box for a "
+                               "tensor copy).",
     "mbarrier.underflow": "Phase {phase} of the mbarrier at {mbar} received more arrivals or "
                           "transaction bytes than it expected: make the count given to "
                           "mbarrier.init and expect_tx match the arrivals and bytes, including "

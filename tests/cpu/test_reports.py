@@ -488,3 +488,17 @@ def test_the_same_instruction_is_by_another_warp_only_when_it_is(prev_warp, says
                                     "k")))
     assert "the same instruction (k.cu:5" in body
     assert ("by another warp" in body) is says
+
+
+def test_a_copy_that_over_delivers_bytes_is_not_called_an_arrive():
+    """An mbarrier.underflow at a bulk copy: the copy completed more bytes than expect_tx
+    announced (it was told as "arrived ... taking its pending count below zero")."""
+    st = make_sites()
+    copy = st.add(kernel="k", event="async.bulk", ptx_line=50,
+                  ptx_text="cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
+                           "[%r1], [%rd1], 64, [%r2];", size=64, loc=SourceLoc("k.cu", 7, 3))
+    recs = records(rec("mbarrier.underflow", copy.id, warp=0, barrier=0x40, phase=0, count=0))
+    body = flat(str(Report.from_log(header(stored=1, occurrences=1), recs, None, st, "k")))
+    assert "The copy at k.cu:7" in body and "completed more bytes on the mbarrier at " \
+        "smem[0x40] in phase 0 than expect_tx had announced" in body
+    assert "arrived on the mbarrier" not in body and "pending count below zero" not in body
