@@ -152,18 +152,23 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Program]:
             raise RunUsageError(f"{program.script}: consan run runs a Python program; for a "
                                 f"kernel in a {path.suffix} file use `consan check "
                                 f"{program.script} --kernel NAME` (or `consan instrument`)")
-        with open(path, "rb") as f:
-            if f.read(4) == b"\x7fELF":
-                raise RunUsageError(f"{program.script} is a compiled executable: consan run "
-                                    "runs a Python program that launches its kernels "
-                                    "through CuPy or Triton")
+        try:
+            with open(path, "rb") as f:
+                magic = f.read(4)
+        except OSError as exc:
+            raise RunUsageError(f"{program.script}: cannot read it ({exc.strerror or exc})") \
+                from None
+        if magic == b"\x7fELF":
+            raise RunUsageError(f"{program.script} is a compiled executable: consan run runs a "
+                                "Python program that launches its kernels through CuPy or "
+                                "Triton")
     if program.module is not None:
         problem = module_problem(program.module)
         if problem:
             raise RunUsageError(problem)
-    taken = {"the program": program.script, "--json's file": a.json}
-    for option, path in (("--json", a.json), ("--sarif", a.sarif)):
-        others = {k: v for k, v in taken.items() if v is not path}
+    for option, path, others in (
+            ("--json", a.json, {"the program": program.script}),
+            ("--sarif", a.sarif, {"the program": program.script, "--json's file": a.json})):
         problem = output_problem(path, option, others) if path else None
         if problem:
             raise RunUsageError(problem)
