@@ -60,7 +60,10 @@ class Item:
     @property
     def unpredicated(self) -> str:
         """The instruction's text without its `@p` guard."""
-        return self.text[len(self.pred):].lstrip() if self.pred else self.text
+        if not self.pred:
+            return self.text
+        m = _PRED.match(self.text.lstrip())
+        return self.text.lstrip()[m.end():] if m else self.text
 
     @property
     def label(self) -> str:
@@ -374,7 +377,9 @@ class _Scanner:
         return self.items
 
 
-_PRED = re.compile(r"@!?[%\w$.]+\s*")
+# `@p`, `@!p`, and the spaced forms ptxas takes too (`@ %p`, `@ !%p`, `@! %p`), kept as
+# `@p` / `@!p`
+_PRED = re.compile(r"@\s*(!?)\s*([%\w$.]+)\s*")
 _COMMENT_OR_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
 
 
@@ -388,7 +393,7 @@ def _fill_statement(it: Item, name: str = "<ptx>") -> None:
     text = strip_comments(it.text).rstrip(";").strip()
     m = _PRED.match(text)
     if m:
-        it.pred = m.group(0).strip()
+        it.pred = f"@{m.group(1)}{m.group(2)}"
         text = text[m.end() :]
     head = re.match(r"[^\s({\[,]+", text)
     if head is None:

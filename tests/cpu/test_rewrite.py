@@ -783,3 +783,19 @@ def test_each_inlined_copy_names_its_own_call_chain():
     ins = instrument(parse(ptx, "inl.ptx"))
     stores = [s for s in ins.sites.sites if s.event == "access.write"]
     assert [[(c.line) for c in s.inlined_at] for s in stores] == [[2, 5], [2, 7]]
+
+
+@pytest.mark.parametrize("guard,pred", [("@ %p1", "@%p1"), ("@ !%p1", "@!%p1"),
+                                        ("@! %p1", "@!%p1"), ("@!%p1", "@!%p1")])
+def test_a_guard_written_with_spaces_is_a_guard(guard, pred):
+    """ptxas takes `@ %p`, `@ !%p` and `@! %p`: such a store was read as an instruction
+    named `@`, neither probed nor listed as not checked."""
+    ptx = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n"
+           "\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.shared .align 4 .b8 s[64];\n"
+           f"\tmov.u32 %r1, s;\n\t{guard} st.shared.u32 [%r1], %r2;\n\tret;\n}}\n")
+    (st,) = [it for it in parse(ptx, "k.ptx").items if it.is_instruction
+             and it.opcode.startswith("st.")]
+    assert st.pred == pred and st.unpredicated == "st.shared.u32 [%r1], %r2;"
+    ins = instrument(ptx, "k.ptx")
+    assert ins.counts["access.write"] == 1 and ins.unmodeled == []
+    assert [c.pred for c in calls(ins.ptx) if c.func == abi.PROBE_ACCESS] == [pred]
