@@ -20,7 +20,7 @@ import itertools
 from dataclasses import dataclass
 
 from .events import Classified, Event
-from .ptx import Item
+from .ptx import Item, branch_refs
 
 REG_ON = "%__cs_on"  # predicate: the lane runs the converted region
 REG_ON_OWN = "%__cs_oo"  # predicate: REG_ON and the instruction's own predicate
@@ -60,7 +60,7 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
     <code> L2:` qualifies only where it holds a multicast copy (measured on the H100 with
     those alone)."""
     out = []
-    refs = _label_refs(items)
+    refs = branch_refs(it for _, it, _ in items)
     for pos, (idx, it, _) in enumerate(items):
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
@@ -97,19 +97,6 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
             continue
         out.append(Region(idx, tuple(members), on, dropped))
     return out
-
-
-def _label_refs(items: list[tuple[int, Item, Classified | None]]) -> dict[str, int]:
-    """How often each name is a branch's target or in a `.branchtargets` list."""
-    refs: dict[str, int] = {}
-    for _, it, _ in items:
-        if it.is_instruction and it.op_parts[0] in ("bra", "brx") and it.operands:
-            for name in (it.operands[0].strip(),) if it.op_parts[0] == "bra" else it.operands:
-                refs[name.strip()] = refs.get(name.strip(), 0) + 1
-        elif it.kind == "stmt" and it.opcode == ".branchtargets":
-            for name in it.operands:
-                refs[name.strip()] = refs.get(name.strip(), 0) + 1
-    return refs
 
 
 def _inverted(items: list[tuple[int, Item, Classified | None]], pos: int,

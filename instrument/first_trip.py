@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass
 
 from .events import Classified, Event
-from .ptx import Item
+from .ptx import Item, branch_refs
 
 REG_FIRST = "%__cs_first"  # pred: this thread runs the first trip of the loop it is in
 
@@ -98,9 +98,8 @@ def _nonuniform(items: list[Item], entry: bool, seed: set[str] = frozenset()) ->
     the body) may differ."""
     defs = [(it, _written(it)) for it in items if it.is_instruction]
     defined = set().union(*(d for _, d in defs)) if defs else set()
-    local_params = {m for it in items if it.kind == "stmt" and it.opcode == ".param"
-                    for m in re.findall(r"([A-Za-z_$][\w$]*)\s*(?:\[\d*\])?\s*;?\s*$",
-                                        it.text.strip().rstrip(";"))}
+    local_params = {it.operands[-1].split()[-1].split("[")[0] for it in items
+                    if it.kind == "stmt" and it.opcode == ".param" and it.operands}
     bad: set[str] = set(seed)
     changed = True
     while changed:
@@ -204,14 +203,8 @@ def find(body: list[tuple[int, Item, Classified | None]], value_tags: bool,
     access probes may run on the first trip only (module docstring)."""
     if any(it.is_instruction and it.op_parts[0] == "brx" for _, it, _ in body):
         return []  # (a jump table may enter a loop anywhere)
-    pos_of_label: dict[str, int] = {}
-    refs: dict[str, int] = {}
-    for p, (_, it, _) in enumerate(body):
-        if it.kind == "label":
-            pos_of_label[it.label] = p
-        elif it.is_instruction and it.op_parts[0] == "bra" and it.operands:
-            t = it.operands[0].strip()
-            refs[t] = refs.get(t, 0) + 1
+    pos_of_label = {it.label: p for p, (_, it, _) in enumerate(body) if it.kind == "label"}
+    refs = branch_refs(it for _, it, _ in body)
     uniform: bool | None = None
     out = []
     for b, (bidx, it, _) in enumerate(body):

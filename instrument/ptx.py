@@ -481,3 +481,19 @@ def parse(text: str, name: str = "<ptx>") -> Module:
         it = items[stack[-1]]
         raise PTXSyntaxError("'{' is never closed", it.line, it.col, name)
     return mod
+
+
+def branch_refs(items) -> dict[str, int]:
+    """How often each name is a branch's target (`bra`, `brx` operands, `.branchtargets`
+    lists) among `items`: a label with more than one is reached more than one way."""
+    refs: dict[str, int] = {}
+    for it in items:
+        if it.is_instruction and it.op_parts[0] in ("bra", "brx") and it.operands:
+            names = [it.operands[0]] if it.op_parts[0] == "bra" else it.operands
+        elif it.kind == "stmt" and it.opcode == ".branchtargets":
+            names = it.operands
+        else:
+            continue
+        for name in names:
+            refs[name.strip()] = refs.get(name.strip(), 0) + 1
+    return refs
