@@ -107,8 +107,12 @@ def find(body: list[tuple[int, Item, Classified | None]]) -> list[Loop]:
                 break
         region = body[pos + 1:end]
         inside = {r.label for _, r, _ in region if r.kind == "label"}
-        if any(named[lb] > 1 for lb in inside):
-            continue  # (a scope's label named like another: the copy's renaming mixes them)
+        depth0 = frozenset(r.label for idx2, r, _ in region if r.kind == "label" and
+                           depth_of[idx2] == 0)
+        if any(named[lb] > 1 for lb in depth0) or any(lb in labels for lb in inside - depth0):
+            continue  # (a scope's label named like one outside scopes: the copy's renaming
+            # would mix them; scopes' own labels, such as each inline asm wait loop's `W`,
+            # are kept as they are and may repeat)
         if not any(r.kind == "label" for _, r, _ in region):
             continue  # straight-line code: converge.py's
         ok, probed = True, False
@@ -133,8 +137,6 @@ def find(body: list[tuple[int, Item, Classified | None]]) -> list[Loop]:
             if not ok:
                 break
         # a single entry: no branch from outside to a label inside
-        depth0 = frozenset(r.label for idx2, r, _ in region if r.kind == "label" and
-                           depth_of[idx2] == 0)
         if ok and any(t in depth0 and not pos < p < end for p, t in branches):
             ok = False
         if not ok or not probed:

@@ -13,6 +13,10 @@ tests/data/control assembles natively; the rewrite once made it compute otherwis
   `red` ran four times instead of once.
 - loop_jump_table: a `brx.idx` inside a loop region jumps to the original region's labels:
   the lane that took it left the copy while the others voted with it in their mask.
+- loop_scoped_waits: the region one lane of each warp runs holds two inline asm wait
+  loops, each with its own scoped `W`. They are no other label's name, so the region is
+  copied (the copy keeps the warp together after it, as natively: with the copy refused,
+  `__activemask()` after the region read 1 lane, then 31, where natively it read 32).
 """
 
 from __future__ import annotations
@@ -55,4 +59,11 @@ def test_a_region_whose_label_is_shadowed_in_a_scope_is_not_converted():
 def test_a_loop_region_the_copy_cannot_keep_is_not_copied(name):
     ins = instrument((DATA / f"{name}.ptx").read_text(), "k.ptx")
     assert "$__cs_loop" not in ins.ptx and "__cs0:" not in ins.ptx  # (no copy, no renaming)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))
+
+
+def test_a_loop_region_with_repeated_scoped_labels_is_copied():
+    ins = instrument((DATA / "loop_scoped_waits.ptx").read_text(), "k.ptx")
+    assert "$__cs_loop0:" in ins.ptx
+    assert len(_lines(ins.ptx, "@!p bra W;")) == 2  # the original region's waits, as written
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))
