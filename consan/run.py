@@ -23,7 +23,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 
@@ -383,14 +383,42 @@ def run(argv: list[str], err: Console | None = None) -> int:
     session = Session(options, console=err, roots=roots, progress=progress,
                       print_findings=not a.quiet)
     session.report.program = {"argv": program.argv, "cwd": os.getcwd()}
-    try:
-        with frontends.sanitizing(session):
-            outcome = execute(program, err, faulted=lambda: session.report.faulted)
-    finally:
+
+    def finish(outcome: Outcome) -> int:
         if progress is not None:
             progress.stop()
         frontends.uninstall()
-    report = session.report
+        return _conclude(a, session.report, outcome, err)
+
+    real_exit, pid = os._exit, os.getpid()
+
+    def exit_now(code: int) -> NoReturn:
+        """The program's os._exit: no atexit, no finally, so the report is finished here
+        first and the process ends with consan's verdict (a forked child's exits as it
+        asked)."""
+        if os.getpid() != pid:
+            real_exit(code)
+        os._exit = real_exit
+        session.stop()
+        sys.stdout.flush()
+        real_exit(finish(Outcome(code)))
+
+    os._exit = exit_now
+    try:
+        with frontends.sanitizing(session):
+            outcome = execute(program, err, faulted=lambda: session.report.faulted)
+    except BaseException:
+        if progress is not None:
+            progress.stop()
+        frontends.uninstall()
+        raise
+    finally:
+        os._exit = real_exit
+    return finish(outcome)
+
+
+def _conclude(a: argparse.Namespace, report, outcome: Outcome, err: Console) -> int:
+    """The report's files and summary once the program is over: the exit status."""
     report.program["exit_status"] = outcome.status
     if outcome.no_gpu:
         report.not_run = "no usable CUDA GPU"

@@ -329,3 +329,28 @@ def test_a_program_that_is_not_python_is_a_usage_error(tmp_path, capsys):
     assert run(str(exe)) == 2
     err = capsys.readouterr().err
     assert "is a compiled executable" in err and "SyntaxError" not in err
+
+
+def test_a_program_that_ends_with_os_exit_still_gets_its_report(tmp_path):
+    """os._exit skips atexit and every finally: the report (summary, --json) was lost and
+    the process exited 0 whatever was found. A forked child's os._exit is its own."""
+    s = script(tmp_path, INJECT + """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+print("child", os.waitpid(pid, 0)[1] >> 8)
+sys.stdout.flush()
+os._exit(0)
+""")
+    j = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                                      os.environ.get(
+                                                                          "PYTHONPATH")]))}
+    r = subprocess.run([sys.executable, "-m", "consan", "run", "--json", str(j), s],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 1, r.stderr
+    assert r.stdout == "child 7\n"
+    assert "consan: 1 finding (1 race.raw)" in r.stderr
+    d = json.loads(j.read_text())
+    assert d["findings"][0]["kind"] == "race.raw" and d["program"]["exit_status"] == 0
