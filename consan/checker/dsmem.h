@@ -365,7 +365,7 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
             if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += k;
             ph = e[CS_MB_PHASE], pending = e[CS_MB_PENDING], tx = e[CS_MB_TX];
             if (op == CS_MB_COMPLETE_TX) {
-                if ((int32_t)tx < (int32_t)k) kind = CS_MBARRIER_UNDERFLOW;
+                if (pending == 0 && (int32_t)tx < (int32_t)k) kind = CS_MBARRIER_UNDERFLOW;
                 e[CS_MB_TX] -= k;
             }
             if (arrives) {

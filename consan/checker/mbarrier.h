@@ -174,7 +174,10 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
                               uint32_t site, uint32_t off, uint32_t w, uint32_t* mine) {
     uint32_t n = arg * lanes;  // every thread's arrive / tx counts
     if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
-    bool tx_under = op == CS_MB_COMPLETE_TX && (int32_t)e[CS_MB_TX] < (int32_t)n;
+    // (before the phase's last arrival complete_tx may lead expect_tx: the tx-count goes
+    // below zero, as it may on the hardware; as for a copy's bytes, cs_mbar_copy_landed)
+    bool tx_under = op == CS_MB_COMPLETE_TX && e[CS_MB_PENDING] == 0 &&
+                    (int32_t)e[CS_MB_TX] < (int32_t)n;
     if (tx_under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     if (op == CS_MB_COMPLETE_TX) e[CS_MB_TX] -= n;
     bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;

@@ -290,3 +290,43 @@ def test_a_loop_two_lanes_run_is_checked_as_it_was():
     # racy outputs are: the value is the scheduler's, not the program's.
     rep, _, _ = _check(LOOP.replace("LANES", "2"), "mb_loop", 64, clean=False)
     assert rep.ok, str(rep)
+
+
+# `mbarrier.complete_tx` ahead of the `expect_tx` of its phase: the tx-count goes below
+# zero until the arrive brings the bytes (legal; the hardware's tx-count is signed). Past
+# the phase's last arrival, bytes beyond what it still expects are an underflow.
+TX_ORDER = MB + r"""
+extern "C" __global__ void mb_tx(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    if (threadIdx.x == 0) {
+        mb_init(&bar, 1);
+        FIRST
+        SECOND
+        WAIT
+        out[0] = in[0];
+    }
+}
+"""
+COMPLETE_16 = ('asm volatile("mbarrier.complete_tx.shared::cta.b64 [%0], BYTES;" :: "r"(sa(&bar)) '
+               ': "memory");  // @complete')
+ARRIVE_TX_16 = ('asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 16;" :: '
+                '"r"(sa(&bar)) : "memory");  // @arrive')
+
+
+@pytest.mark.parametrize("racy", [False, True], ids=["complete-first", "complete-past-arrive"])
+def test_complete_tx_may_lead_expect_tx_until_the_last_arrival(racy):
+    if not _hopper():
+        pytest.skip("mbarrier.complete_tx needs sm_90")
+    if racy:  # every arrival in, 16 bytes expected, 32 completed
+        src = TX_ORDER.replace("FIRST", ARRIVE_TX_16).replace(
+            "SECOND", COMPLETE_16.replace("BYTES", "32")).replace("WAIT", "")
+    else:
+        src = TX_ORDER.replace("FIRST", COMPLETE_16.replace("BYTES", "16")).replace(
+            "SECOND", ARRIVE_TX_16).replace("WAIT", "mb_wait(&bar, 0);")
+    rep, out, x = _check(src, "mb_tx", 32, clean=not racy)
+    if racy:
+        assert {v.kind for v in rep.violations} == {"mbarrier.underflow"}, str(rep)
+        assert all(line_of(src, "@complete") in lines(v.site) for v in rep.violations), str(rep)
+    else:
+        assert rep.ok, str(rep)  # (it was an underflow, and the skipped bytes a deadlock)
+        assert out[0] == x[0]
