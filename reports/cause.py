@@ -65,9 +65,12 @@ def reattribute(violations: list[Violation], counts: dict[int, int],
     for v in violations:
         if v.site is not None and v.prev_site is not None and \
                 overtaken(v.kind, v.site.id, v.prev_site.id):
+            # (the ranks swap with the roles: the copy's issuer, a peer for a multicast,
+            # is the earlier access's CTA now; the read is this CTA's own)
             v = replace(v, kind="async.pending-write", site=v.prev_site, prev_site=v.site,
                         warp=v.prev_warp if v.prev_warp is not None else abi.NO_WARP,
-                        prev_warp=v.warp)
+                        prev_warp=v.warp, cur_rank=v.prev_rank, prev_rank=v.cur_rank,
+                        lanes=0)
             ranges.setdefault(v.site.id, []).append((v.offset_lo, v.offset_hi))
             stored[v.site.id] = stored.get(v.site.id, 0) + 1
         out.append(v)

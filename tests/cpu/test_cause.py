@@ -123,3 +123,32 @@ def test_overtaken_reads_beyond_the_stored_records_take_their_uninit_reads_along
     assert [(f.kind, f.site.id, f.prev_site.id) for f in rep.findings] == [
         ("async.pending-write", EARLY, COPY)]
     assert rep.findings[0].occurrences == 120 and rep.findings[0].not_stored > 0
+
+
+def test_a_multicast_overtaking_a_read_names_the_issuer_as_the_earlier_access():
+    """A peer's multicast (issued by rank 1) over a read of rank 0 that did not wait: the
+    record's current access is the copy, from rank 1. Once the roles swap, the read is rank
+    0's own and rank 1 the copy's (it was left as the read's rank: "a peer CTA's access")."""
+    from reports import cause
+    from reports.describe import variant
+    from reports.finding import Finding, encode_key
+    from reports.violation import Violation
+
+    t = _sites("async.bulk")
+
+    def rec(kind, site, prev, warp, prev_warp, cur_rank):
+        return Violation(kind=kind, site=t.sites[site], prev_site=t.sites[prev] if prev
+                         is not None else None, warp=warp, prev_warp=prev_warp, lanes=0,
+                         cta=(0, 0, 0), cluster_rank=0, offset_lo=0, offset_hi=64,
+                         barrier=MB, phase=0, count=64, clock=0, cur_rank=cur_rank)
+
+    war = rec("race.war", COPY, EARLY, 0, 1, cur_rank=1)
+    uninit = rec("uninit.read", EARLY, None, 1, None, cur_rank=None)
+    counts = {encode_key("race.war", COPY, EARLY): 1, encode_key("uninit.read", EARLY, None): 1}
+    out, _, _ = cause.reattribute([war, uninit], counts, t)
+    (v,) = out
+    assert (v.kind, v.site.id, v.prev_site.id, v.warp, v.prev_warp) == (
+        "async.pending-write", EARLY, COPY, 1, 0)
+    assert (v.cur_rank, v.prev_rank) == (None, 1)
+    f = Finding(kind=v.kind, site=v.site, prev_site=v.prev_site, occurrences=1, records=[v])
+    assert variant(f) == "peer"
