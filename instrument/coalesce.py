@@ -2,8 +2,8 @@
 
 Unrolled loops read `[%r+0]`, `[%r+4]`, `[%r+8]`, ... one instruction each;
 every probe is a call into the checker, and the calls dominate the cost of
-an instrumented kernel. Accesses of the same mode through the same base
-register (or symbol) in one straight-line stretch -- no label, branch,
+an instrumented kernel. Accesses of the same mode and source line through the
+same base register (or symbol) in one straight-line stretch -- no label, branch,
 barrier, scope or redefinition of the base in between, and no access of the
 other mode that could interleave with them -- touch the same logical thread's
 shadow state in an order that cannot change a verdict, so one probe placed
@@ -197,8 +197,20 @@ def plan(items: list[tuple[int, Item, Classified | None]],
 
 
 def _emit(g: _Group, out: dict[int, Probe | None], where: dict[int, object]) -> None:
+    """The group's probes, one set per source location: a probe names one location, so
+    accesses of two lines share none (a race on the second line's bytes was reported at
+    the first line)."""
+    by_where: dict[object, list[tuple[int, int, int]]] = {}
+    for m in g.members:
+        by_where.setdefault(where.get(m[0]), []).append(m)
+    for members in by_where.values():
+        _emit_one(g.base, members, out, strided=len(by_where) == 1)
+
+
+def _emit_one(base: str, members: list[tuple[int, int, int]], out: dict[int, Probe | None],
+              strided: bool) -> None:
     runs: list[list[tuple[int, int, int]]] = []
-    for m in sorted(g.members, key=lambda m: m[1]):
+    for m in sorted(members, key=lambda m: m[1]):
         lo = runs[-1][0][1] if runs else 0
         hi = max(o + s for _, o, s in runs[-1]) if runs else 0
         if runs and m[1] <= hi and max(hi, m[1] + m[2]) - lo <= MAX_SPAN:
@@ -206,22 +218,21 @@ def _emit(g: _Group, out: dict[int, Probe | None], where: dict[int, object]) -> 
         else:
             runs.append([m])
     spans = [(run[0][1], max(o + s for _, o, s in run)) for run in runs]
-    one_line = len({where.get(i) for run in runs for i, _, _ in run}) == 1
-    # evenly spaced runs from one source line: one strided probe each progression (an
-    # unrolled 2-D loop, `[+0] [+32] [+1280] [+1312]`, is two)
+    # evenly spaced runs of a group from one source line: one strided probe each
+    # progression (an unrolled 2-D loop, `[+0] [+32] [+1280] [+1312]`, is two)
     first = 0
-    while one_line and first + 1 < len(runs):
+    while strided and first + 1 < len(runs):
         pick = [first + k for k in _progression(spans[first:])]
         if len(pick) < 2:
             first += 1
             continue
         lo, hi = spans[pick[0]]
-        _place(g.base, [m for k in pick for m in runs[k]], lo, hi - lo, out,
+        _place(base, [m for k in pick for m in runs[k]], lo, hi - lo, out,
                spans[pick[1]][0] - lo, len(pick))
         runs = [r for k, r in enumerate(runs) if k not in pick]
         spans = [sp for k, sp in enumerate(spans) if k not in pick]
     for run, (lo, hi) in zip(runs, spans, strict=True):
-        _place(g.base, run, lo, hi - lo, out)
+        _place(base, run, lo, hi - lo, out)
 
 
 def _progression(spans: list[tuple[int, int]]) -> list[int]:

@@ -563,7 +563,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 unmodeled.append(Unmodeled(it.line, it.col, fn.name, it.text.strip(), c.reason,
                                            *(loc or (None, ())), entry=fn.is_entry))
         merged = coalesce.plan([(i, it, c) for i, it, c, _ in walk],
-                               {i: (lc[0].file, lc[0].line) if lc else None
+                               {i: (lc[0].file, lc[0].line,
+                                    tuple((c.file, c.line) for c in lc[1])) if lc else None
                                 for i, _, _, lc in walk}, tagged=value_tags)
         lines = {i: it.line for i, it, _, _ in walk}
         classified = {i: c for i, _, c, _ in walk}

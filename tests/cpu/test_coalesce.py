@@ -65,6 +65,18 @@ def test_a_strided_probe_keeps_to_one_source_line():
     assert sites('\t.file 1 "k.cu"\n' + body) == [("access.read", 4, 0)] * 2
 
 
+def test_contiguous_accesses_of_two_source_lines_keep_a_probe_each():
+    """`s[i] = a;` then `s[i + 1] = b;`: one probe named the first line, so a race on the
+    second line's bytes was reported at the first."""
+    body = ('\t.file 1 "k.cu"\n'
+            "\t.loc 1 10 1\n\tst.shared.f32 [%r1], %f1;\n\tst.shared.f32 [%r1+4], %f2;\n"
+            "\t.loc 1 11 1\n\tst.shared.f32 [%r1+8], %f3;\n\tst.shared.f32 [%r1+12], %f4;\n")
+    ins = instrument(HEAD + body + "\tret;\n}\n")
+    writes = [s for s in ins.sites.sites if s.event == "access.write"]
+    assert [(s.loc.line, s.size, len(s.merged_lines)) for s in writes] == [(10, 8, 1),
+                                                                           (11, 8, 1)]
+
+
 def test_a_failed_wait_calls_the_checker_only_when_sampled():
     body = ("\t{\n\t.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%r1], %r2;\n"
             "\t@!p bra W;\n\t}\n")
