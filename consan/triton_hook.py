@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib.abc
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -282,9 +283,42 @@ class _Loader(importlib.abc.Loader):
 _finder = _Finder()
 
 
+# PyTorch Inductor's static CUDA launcher launches Triton's cubins itself, with
+# cuLaunchKernel, past CompiledKernel.run: while consan is installed Inductor is told to use
+# Triton's launchers (its config reads the variable when imported, the attribute after).
+_STATIC_ENV = "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"
+_INDUCTOR_CONFIG = "torch._inductor.config"
+
+
+def _static_launcher_off() -> None:
+    if "static" in _patched:
+        return
+    cfg = sys.modules.get(_INDUCTOR_CONFIG)
+    was = getattr(cfg, "use_static_cuda_launcher", None) if cfg is not None else None
+    _patched["static"] = (os.environ.get(_STATIC_ENV), was)
+    os.environ[_STATIC_ENV] = "0"
+    if was:
+        cfg.use_static_cuda_launcher = False  # type: ignore[union-attr]
+
+
+def _static_launcher_back() -> None:
+    saved = _patched.pop("static", None)
+    if saved is None:
+        return
+    env, was = saved
+    if env is None:
+        os.environ.pop(_STATIC_ENV, None)
+    else:
+        os.environ[_STATIC_ENV] = env
+    cfg = sys.modules.get(_INDUCTOR_CONFIG)
+    if was is not None and cfg is not None:
+        cfg.use_static_cuda_launcher = was
+
+
 def install() -> None:
     """Patch Triton now if it is imported, else as soon as it is (idempotent)."""
     with _lock:
+        _static_launcher_off()
         mod = sys.modules.get(_MODULE)
         if mod is not None:
             _patch(mod)
@@ -294,6 +328,7 @@ def install() -> None:
 
 def uninstall() -> None:
     with _lock:
+        _static_launcher_back()
         if _finder in sys.meta_path:
             sys.meta_path.remove(_finder)
         original = _patched.pop("run", None)

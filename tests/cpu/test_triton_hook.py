@@ -3,6 +3,7 @@ PTX stage, and how a launch is handed to the session and back to Triton's launch
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,34 @@ def test_a_triton_launch_is_placed_at_the_users_line_not_tritons():
 
     roots = cupy_build._internal_roots()
     assert any(r.startswith(str(Path(triton.__file__).parent)) for r in roots)
+
+
+def test_inductor_is_told_to_launch_through_triton_while_consan_is_installed(monkeypatch):
+    """Inductor's static CUDA launcher calls cuLaunchKernel on Triton's cubin past
+    CompiledKernel.run: its kernels ran unchecked. Installed, consan turns it off (the
+    variable its config reads when imported, the attribute when it already is) and puts
+    both back when it is uninstalled."""
+    import types
+
+    triton_hook.uninstall()
+    cfg = types.ModuleType("torch._inductor.config")
+    cfg.use_static_cuda_launcher = True
+    monkeypatch.setitem(sys.modules, "torch._inductor.config", cfg)
+    monkeypatch.setenv("TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER", "1")
+    triton_hook.install()
+    try:
+        assert cfg.use_static_cuda_launcher is False
+        assert os.environ["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] == "0"
+        triton_hook.install()  # (idempotent: what it restores stays the user's)
+    finally:
+        triton_hook.uninstall()
+    assert cfg.use_static_cuda_launcher is True
+    assert os.environ["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] == "1"
+    monkeypatch.delenv("TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER")
+    monkeypatch.delitem(sys.modules, "torch._inductor.config")
+    triton_hook.install()  # not imported yet: the variable alone, gone again after
+    try:
+        assert os.environ["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] == "0"
+    finally:
+        triton_hook.uninstall()
+    assert "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER" not in os.environ

@@ -41,6 +41,37 @@ def test_consan_run_checks_every_triton_kernel_and_keeps_its_bits(tmp_path):
     assert not any(r["kernel"] in kernels for r in rep["not_checked"]), rep["not_checked"]
 
 
+def test_consan_run_checks_the_kernels_torch_compile_generates(tmp_path):
+    """Inductor's static CUDA launcher launched its kernels past Triton's: they ran
+    unchecked. Under consan run they go through Triton's launcher and are checked."""
+    import os
+
+    env_cache = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+                 "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    saved = {k: os.environ.get(k) for k in env_cache}
+    os.environ.update(env_cache)
+    try:
+        native = _run("script_inductor.py")
+        assert native.returncode == 0, native.stderr
+        out = tmp_path / "report.json"
+        checked = _run("-m", "consan", "run", "--json", str(out), "script_inductor.py")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout == native.stdout, checked.stderr
+    rep = json.loads(out.read_text())
+    assert rep["ok"] and not rep["findings"], checked.stderr
+    inductor = {k["name"]: k["launches_checked"] for k in rep["kernels"]
+                if k["name"].startswith("triton_")}
+    assert inductor and all(n >= 1 for n in inductor.values()), (rep["kernels"], checked.stderr)
+    assert not any(r["kernel"].startswith("triton_") for r in rep["not_checked"]), \
+        rep["not_checked"]
+
+
 MATMUL = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 2), (128, 128, 64, 4, 4),
           (128, 128, 64, 8, 5), (128, 128, 32, 4, 2)]
 
