@@ -101,7 +101,8 @@ class Instrumented:
     kernels: list[str]
     unmodeled: list[Unmodeled] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)  # Event value -> number of sites
-    max_regs: int | None = None  # tightest .maxnreg of the module: the probes must fit it
+    max_regs: int | None = None  # the tightest register limit of its functions (.maxnreg,
+    # launch bounds): the probes must fit it
     phase_mode: bool = True  # only CTA-wide barriers: the checker may use CTA phases
     async_proxy: bool = False  # issues bulk or tensor stores: clocks cover logical_threads(True)
     wgmma: bool = False  # issues wgmma.mma_async: clocks cover abi.logical_threads(wgmma=True)
@@ -289,6 +290,43 @@ def _int_in(it: Item, text: str) -> int:
     except ValueError:
         raise InstrumentError(f"line {it.line}:{it.col}: {text!r} is not a number in "
                               f"`{_one_line(it)}`") from None
+
+
+REGISTERS_PER_SM = 65536  # sm_80 to sm_90: what a kernel's launch bounds divide
+
+
+def _register_caps(mod: Module) -> list[int]:
+    """The register limit ptxas gives each function with performance directives, which the
+    probes it calls must fit too: `.maxnreg N`, and the limit `.maxntid` / `.reqntid`
+    (with `.minnctapersm`) imply -- the SM's registers over the threads of the CTAs that
+    must fit, down to a multiple of 8. (A Triton kernel from Inductor has `.reqntid 512`,
+    so 128 registers; the checker's strided probe had 132 and nvJitLink refused the
+    link.)"""
+    caps: list[int] = []
+    threads = ctas = 0
+
+    def close() -> None:
+        cap = REGISTERS_PER_SM // (threads * max(ctas, 1)) // 8 * 8 if threads else 255
+        if cap < 255:  # (255: every thread's most, no cap)
+            caps.append(cap)
+
+    for it in mod.items:
+        if it.kind != "stmt":
+            continue
+        if it.opcode in (".entry", ".func"):
+            close()
+            threads = ctas = 0
+        elif it.opcode == ".maxnreg" and it.operands:
+            caps.append(_int_in(it, it.operands[0]))
+        elif it.opcode in (".maxntid", ".reqntid") and it.operands:
+            n = 1
+            for d in it.operands:
+                n *= max(_int_in(it, d), 1)
+            threads = max(threads, n) if it.opcode == ".maxntid" else n
+        elif it.opcode == ".minnctapersm" and it.operands:
+            ctas = _int_in(it, it.operands[0])
+    close()
+    return caps
 
 
 def _number(text: str) -> int | None:
@@ -713,8 +751,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         out.append(replaced.get(i, it.text))
         if i in after:
             out.append(after[i])
-    caps = [_int_in(it, it.operands[0]) for it in mod.items
-            if it.kind == "stmt" and it.opcode == ".maxnreg" and it.operands]
+    caps = _register_caps(mod)
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
                         cp_async, bar0_only, multicast, chunks,

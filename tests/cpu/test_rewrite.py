@@ -799,3 +799,18 @@ def test_a_guard_written_with_spaces_is_a_guard(guard, pred):
     ins = instrument(ptx, "k.ptx")
     assert ins.counts["access.write"] == 1 and ins.unmodeled == []
     assert [c.pred for c in calls(ins.ptx) if c.func == abi.PROBE_ACCESS] == [pred]
+
+
+@pytest.mark.parametrize("directives, cap", [
+    (".reqntid 512", 128),  # Inductor's kernels: the SM's 64K registers over 512 threads
+    (".maxntid 128, 3, 1", 168),  # 384 threads: 170, down to a multiple of 8
+    (".maxntid 256\n.minnctapersm 2", 128),
+    (".maxnreg 96\n.reqntid 256", 96),
+    (".maxntid 32", None),  # (255 or more: no cap)
+    (".reqntid 256", None),
+])
+def test_launch_bounds_cap_the_probes_registers(directives, cap):
+    """A kernel's launch bounds limit its registers, and the probes it calls must fit them:
+    the checker is assembled under the tightest cap they imply."""
+    ptx = HEADER + f".visible .entry k()\n{directives}\n{{\n\tret;\n}}\n"
+    assert instrument(ptx, "k.ptx").max_regs == cap
