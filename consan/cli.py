@@ -296,8 +296,16 @@ def cmd_instrument(a, out: Console) -> int:
     if a.output:
         _write(a.output, ins.ptx, "-o")
 
-    def selected(fn: str) -> bool:  # the kernel asked for, and the device functions
-        return kernel is None or fn == kernel or fn not in ins.kernels
+    from instrument.ptx import parse, reachable
+
+    # the kernel asked for and the device functions it calls (all of them if it calls one
+    # through a register)
+    runs = reachable(parse(ptx, name), kernel) if kernel else None
+
+    def selected(fn: str) -> bool:
+        if kernel is None:
+            return True
+        return fn in runs if runs is not None else fn == kernel or fn not in ins.kernels
 
     from instrument.rewrite import demangle
 

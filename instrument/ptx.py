@@ -497,3 +497,23 @@ def branch_refs(items) -> dict[str, int]:
         for name in names:
             refs[name.strip()] = refs.get(name.strip(), 0) + 1
     return refs
+
+
+def reachable(mod: Module, entry: str) -> set[str] | None:
+    """The functions `entry` may run: itself and, through direct calls, every `.func` they
+    call; None when one of them calls through a register (any `.func` may run)."""
+    names = {fn.name for fn in mod.functions}
+    body = {fn.name: fn.body for fn in mod.functions}
+    seen, todo = {entry}, [entry]
+    while todo:
+        for it in body.get(todo.pop(), ()):
+            if not (it.is_instruction and it.op_parts[0] == "call"):
+                continue
+            target = next((o.strip() for o in it.operands if not o.strip().startswith("(")),
+                          None)
+            if target is None or target.startswith("%"):
+                return None  # (an indirect call: `call (r), %rd1, (a), proto;`)
+            if target in names and target not in seen:  # (else external: vprintf)
+                seen.add(target)
+                todo.append(target)
+    return seen

@@ -561,3 +561,66 @@ def test_a_ptx_file_that_is_not_ptx_says_what_is_missing(tmp_path, capsys, text,
     status, _, err = main(capsys, "instrument", write(tmp_path, "k.ptx", text))
     assert status == 2 and f"k.ptx is named as PTX but has {missing}" in err
     assert "NVRTC" not in err and "error:" not in err
+
+
+FUNCS_PTX = """.version 8.0
+.target sm_90a
+.address_size 64
+.extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);
+.shared .align 4 .b8 buf[256];
+.func helper_a(.param .b32 x)
+{
+\t.reg .b32 %r<3>;
+\tld.param.b32 %r1, [x];
+\tst.shared.u32 [buf], %r1;
+\tret;
+}
+.func helper_b(.param .b32 x)
+{
+\t.reg .b32 %r<3>;
+\tld.param.b32 %r1, [x];
+\tst.shared.u32 [buf+4], %r1;
+\tst.shared.u32 [buf+64], %r1;
+\tret;
+}
+.visible .entry ka()
+{
+\t.param .b32 p;
+\tst.param.b32 [p], 1;
+\tcall helper_a, (p);
+\tret;
+}
+.visible .entry kb()
+{
+\t.param .b32 p;
+\tst.param.b32 [p], 2;
+\tcall.uni helper_b, (p);
+\tret;
+}
+"""
+
+
+def test_kernel_counts_only_the_device_functions_it_calls(tmp_path, capsys):
+    """--kernel ka: helper_b, which only kb calls, was counted in ka's sites too."""
+    ptx = write(tmp_path, "funcs.ptx", FUNCS_PTX)
+    status, out, _ = main(capsys, "instrument", ptx, "--kernel", "ka")
+    assert status == 0
+    assert "helper_a" in out and "helper_b" not in out, out
+    status, out, _ = main(capsys, "instrument", ptx, "--kernel", "kb")
+    assert status == 0
+    assert "helper_b" in out and "helper_a" not in out, out
+    status, out, _ = main(capsys, "instrument", ptx)
+    assert "helper_a" in out and "helper_b" in out, out
+
+
+def test_reachable_follows_direct_calls_and_gives_up_on_indirect_ones():
+    from instrument.ptx import parse, reachable
+
+    mod = parse(FUNCS_PTX, "funcs.ptx")
+    assert reachable(mod, "ka") == {"ka", "helper_a"}
+    assert reachable(mod, "kb") == {"kb", "helper_b"}
+    indirect = FUNCS_PTX.replace("\tcall helper_a, (p);",
+                                 "\t.reg .b64 %rd<2>;\n\tmov.u64 %rd1, helper_a;\n"
+                                 "proto: .callprototype _ (.param .b32 _);\n"
+                                 "\tcall %rd1, (p), proto;")
+    assert reachable(parse(indirect, "f.ptx"), "ka") is None
