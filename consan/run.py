@@ -399,9 +399,13 @@ def run(argv: list[str], err: Console | None = None) -> int:
         if os.getpid() != pid:
             real_exit(code)
         os._exit = real_exit
-        session.stop()
-        sys.stdout.flush()
-        real_exit(finish(Outcome(code)))
+        status = EXIT_ERROR  # (if finishing the report fails, the process still ends)
+        try:
+            session.stop()
+            sys.stdout.flush()
+            status = finish(Outcome(code))
+        finally:
+            real_exit(status)
 
     os._exit = exit_now
     try:
