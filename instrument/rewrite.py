@@ -292,40 +292,52 @@ def _int_in(it: Item, text: str) -> int:
                               f"`{_one_line(it)}`") from None
 
 
-REGISTERS_PER_SM = 65536  # sm_80 to sm_90: what a kernel's launch bounds divide
+REGISTERS_PER_SM = 65536  # sm_80 to sm_90: 4 sub-partitions of 16K registers
+THREADS_PER_SM = 2048
+_BOUND = re.compile(r"\.(maxnreg|maxntid|reqntid|minnctapersm)\b([\w\s,]*)")
+
+
+def launch_bound_cap(threads: int, ctas: int = 0) -> int | None:
+    """The register limit ptxas derives from a function's launch bounds (`threads` a CTA,
+    `ctas` from `.minnctapersm`, ignored when they cannot fit one SM): the warps of the
+    CTAs spread over the SM's four sub-partitions, a sub-partition's 16K registers over
+    its share of warps, down to a multiple of 8; None at 255 or more (no limit). Measured
+    with nvJitLink's -verbose on sm_80 and sm_90: 257 threads 168, 416 128, 640 96, 96 x 3
+    CTAs 168, 160 x 5 72, 512 x 8 (cannot fit) 128."""
+    if ctas < 1 or threads * ctas > THREADS_PER_SM:
+        ctas = 1
+    warps = ctas * -(-threads // 32)
+    cap = REGISTERS_PER_SM // 4 // (-(-warps // 4) * 32) // 8 * 8
+    return cap if cap < 255 else None
 
 
 def _register_caps(mod: Module) -> list[int]:
     """The register limit ptxas gives each function with performance directives, which the
-    probes it calls must fit too: `.maxnreg N`, and the limit `.maxntid` / `.reqntid`
-    (with `.minnctapersm`) imply -- the SM's registers over the threads of the CTAs that
-    must fit, down to a multiple of 8. (A Triton kernel from Inductor has `.reqntid 512`,
-    so 128 registers; the checker's strided probe had 132 and nvJitLink refused the
-    link.)"""
+    probes it calls must fit too: `.maxnreg N`, and launch_bound_cap of `.maxntid` /
+    `.reqntid` with `.minnctapersm`, on their own lines, one line or the header's. (A
+    Triton kernel from Inductor has `.reqntid 512`, so 128 registers; the checker's strided
+    probe had 132 and nvJitLink refused the link.)"""
     caps: list[int] = []
-    threads = ctas = 0
-
-    def close() -> None:
-        cap = REGISTERS_PER_SM // (threads * max(ctas, 1)) // 8 * 8 if threads else 255
-        if cap < 255:  # (255: every thread's most, no cap)
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    for fn in mod.functions:
+        threads = ctas = 0
+        for it in mod.items[index[id(fn.header)]:fn.open_index]:
+            if it.kind != "stmt":
+                continue
+            for name, args in _BOUND.findall(it.text):
+                nums = [_int_in(it, a.strip()) for a in args.split(",")]
+                if name == "maxnreg":
+                    caps.append(nums[0])
+                elif name == "minnctapersm":
+                    ctas = nums[0]
+                else:
+                    n = 1
+                    for d in nums:
+                        n *= max(d, 1)
+                    threads = n if name == "reqntid" or not threads else min(threads, n)
+        cap = launch_bound_cap(threads, ctas) if threads else None
+        if cap is not None:
             caps.append(cap)
-
-    for it in mod.items:
-        if it.kind != "stmt":
-            continue
-        if it.opcode in (".entry", ".func"):
-            close()
-            threads = ctas = 0
-        elif it.opcode == ".maxnreg" and it.operands:
-            caps.append(_int_in(it, it.operands[0]))
-        elif it.opcode in (".maxntid", ".reqntid") and it.operands:
-            n = 1
-            for d in it.operands:
-                n *= max(_int_in(it, d), 1)
-            threads = max(threads, n) if it.opcode == ".maxntid" else n
-        elif it.opcode == ".minnctapersm" and it.operands:
-            ctas = _int_in(it, it.operands[0])
-    close()
     return caps
 
 

@@ -802,9 +802,16 @@ def test_a_guard_written_with_spaces_is_a_guard(guard, pred):
 
 
 @pytest.mark.parametrize("directives, cap", [
-    (".reqntid 512", 128),  # Inductor's kernels: the SM's 64K registers over 512 threads
-    (".maxntid 128, 3, 1", 168),  # 384 threads: 170, down to a multiple of 8
-    (".maxntid 256\n.minnctapersm 2", 128),
+    # what ptxas gave a kernel that wants every register (nvJitLink -verbose, sm_90)
+    (".reqntid 512", 128),  # Inductor's kernels
+    (".maxntid 257", 168),
+    (".maxntid 416", 128),
+    (".maxntid 128, 3, 1", 168),
+    (".maxntid 640", 96),
+    (".maxntid 96\n.minnctapersm 3", 168),
+    (".maxntid 160\n.minnctapersm 5", 72),
+    (".maxntid 512\n.minnctapersm 8", 128),  # (8 CTAs cannot fit: ptxas ignores it)
+    (".maxntid 256 .minnctapersm 2", 128),  # (one line)
     (".maxnreg 96\n.reqntid 256", 96),
     (".maxntid 32", None),  # (255 or more: no cap)
     (".reqntid 256", None),
@@ -814,3 +821,8 @@ def test_launch_bounds_cap_the_probes_registers(directives, cap):
     the checker is assembled under the tightest cap they imply."""
     ptx = HEADER + f".visible .entry k()\n{directives}\n{{\n\tret;\n}}\n"
     assert instrument(ptx, "k.ptx").max_regs == cap
+
+
+def test_launch_bounds_on_the_entry_line_cap_it_too():
+    ptx = HEADER + ".visible .entry k() .reqntid 512\n{\n\tret;\n}\n"
+    assert instrument(ptx, "k.ptx").max_regs == 128
