@@ -311,8 +311,10 @@ def _static_launcher_back() -> None:
     else:
         os.environ[_STATIC_ENV] = env
     cfg = sys.modules.get(_INDUCTOR_CONFIG)
-    if was is not None and cfg is not None:
-        cfg.use_static_cuda_launcher = was
+    if cfg is not None and hasattr(cfg, "use_static_cuda_launcher"):
+        # imported after install, the config read our "0": give it what it would have read
+        # (the variable's "1", or Inductor's default, on, where it is unset)
+        cfg.use_static_cuda_launcher = was if was is not None else env in (None, "1")
 
 
 def install() -> None:

@@ -228,6 +228,10 @@ def test_inductor_is_told_to_launch_through_triton_while_consan_is_installed(mon
     triton_hook.install()  # not imported yet: the variable alone, gone again after
     try:
         assert os.environ["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] == "0"
+        late = types.ModuleType("torch._inductor.config")  # imported now: it reads "0"
+        late.use_static_cuda_launcher = False
+        monkeypatch.setitem(sys.modules, "torch._inductor.config", late)
     finally:
         triton_hook.uninstall()
     assert "TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER" not in os.environ
+    assert late.use_static_cuda_launcher is True  # (Inductor's default where it is unset)
