@@ -53,6 +53,9 @@ KINDS: tuple[Kind, ...] = (
     Kind(70, "tool.remote-copy-lost",
          "a multicast copy into another CTA found that CTA's mailbox full: the bytes it "
          "writes there were not recorded", False),
+    Kind(71, "tool.mbarrier-table-full",
+         "a CTA initialised more mbarriers than consan tracks: those past them run unchecked",
+         False),
 )
 KIND_BY_CODE = {k.code: k for k in KINDS}
 KIND_BY_ID = {k.id: k for k in KINDS}

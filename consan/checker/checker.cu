@@ -381,6 +381,8 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
                 r.offset_hi = doff + bytes;
                 cs_record(r);
             }
+        } else if (cs_mbar_untracked(e)) {
+            // (its copy runs as written, not modelled)
         } else if (e == 0 || !cs_mbar_live(j)) {
             cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
             skip = 1;

@@ -47,6 +47,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     cs_mbar_arc_sh = 0;
     cs_shv.idem_lock = 0;
     cs_shv.ending = 0;
+    cs_shv.mbar_full = 0;
     cs_clear_store_tags(0, 1);
     for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = cs_mkey_sh[j] = cs_mlive_sh[j] = 0;
     for (uint32_t i = 0; i < CS_TMAP_CACHE; ++i) cs_shv.tmap_at[i] = 0;

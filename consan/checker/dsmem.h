@@ -353,7 +353,7 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
         if (e == 0 || !cs_mbar_live(j)) {
             n = 1;
             cs_peer_touch(slot, p.acq, p);
-            kind = CS_MBARRIER_UNINIT;
+            kind = cs_mbar_untracked(e) ? 0u : CS_MBARRIER_UNINIT;
         } else {
             cs_mbar_lock(j);
             if (n > 1 && (int32_t)e[CS_MB_PENDING] < (int32_t)all) n = 1;

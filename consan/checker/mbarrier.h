@@ -33,6 +33,12 @@ CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create, uint32_
     }
     return 0;
 }
+// An mbarrier without an entry in a CTA whose table ran full (an init past CS_MBARRIERS):
+// it is not modelled, and its operations and the copies completing on it run as written,
+// so the kernel computes what it does natively (tool.mbarrier-table-full at the init).
+CS_DEV bool cs_mbar_untracked(const uint32_t* e) {
+    return e == 0 && *(volatile uint32_t*)&cs_shv.mbar_full != 0;
+}
 CS_DEV bool cs_mbar_live(uint32_t j) { return *(volatile uint32_t*)&cs_mlive_sh[j] == cs_gen_sh; }
 
 CS_DEV void cs_lock(uint32_t* l) { while (cs_cas32(l, 0, 1) != 0) {} cs_fence_lock(); }
@@ -217,6 +223,11 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     // a .shared::cluster address: maybe another CTA's (rank 0's has no rank bits)
     bool local = cluster ? cs_local_cluster((uint32_t)addr, off) : cs_local((uint32_t)addr, off);
     uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT, j) : 0;
+    if (local && e == 0 && op == CS_MB_INIT) {  // no entry left: it runs, unmodelled
+        if (cs_xchg32(&cs_shv.mbar_full, 1u) == 0) cs_mbar_record(CS_TOOL_MBARRIER_TABLE_FULL, site, off, 0);
+        return 0;
+    }
+    if (local && cs_mbar_untracked(e)) return waits && cs_ending() ? 2u : 0u;
     bool dead = local && (e == 0 || (op != CS_MB_INIT && !cs_mbar_live(j)));
     // another CTA's mbarrier: its arrivals and bytes go to that CTA (dsmem.h); in a module
     // built without the mailboxes, said and not modelled

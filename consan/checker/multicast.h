@@ -271,7 +271,7 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t tagged = cs_site_tag(p.site, rank);
     if (!live) {
-        f = {CS_MBARRIER_UNINIT, CS_NO_SITE, CS_NO_WARP};
+        if (!cs_mbar_untracked(e)) f = {CS_MBARRIER_UNINIT, CS_NO_SITE, CS_NO_WARP};
     } else if (bytes == 0 || p.dst + bytes < p.dst || g1 >= S.granules) {
         f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     } else {

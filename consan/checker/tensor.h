@@ -150,6 +150,7 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         CS_PROF(28);
         e = cs_mbar_entry(slot, t.moff, false, t.j);
     }
+    if (cs_mbar_untracked(e)) return t;  // (the copy runs; its write is not modelled)
     if (e == 0 || !cs_mbar_live(t.j)) {
         cs_mbar_record(CS_MBARRIER_UNINIT, arrive && mlocal ? asite : site, t.moff, e);
         t.skip = 1;
