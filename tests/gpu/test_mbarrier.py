@@ -330,3 +330,33 @@ def test_complete_tx_may_lead_expect_tx_until_the_last_arrival(racy):
     else:
         assert rep.ok, str(rep)  # (it was an underflow, and the skipped bytes a deadlock)
         assert out[0] == x[0]
+
+
+# More mbarriers than the checker tracks per CTA (abi.MBARRIERS, 32): those past them run
+# unmodelled, with one tool note, and the kernel computes what it does natively (their
+# inits were skipped, and the waits on them never completed).
+MANY = MB + r"""
+#define NB 40
+extern "C" __global__ void mb_many(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar[NB];
+    int t = threadIdx.x;
+    if (t == 0)
+        for (int i = 0; i < NB; ++i) mb_init(&bar[i], 1);  // @init
+    __syncthreads();
+    if (t < NB) {
+        mb_arrive(&bar[t], 1);
+        mb_wait(&bar[t], 0);
+        out[t] = in[t] + 1.0f;
+    }
+}
+"""
+
+
+def test_more_mbarriers_than_the_checker_tracks_run_as_natively():
+    from instrument import abi
+
+    rep, out, x = _check(MANY, "mb_many", 64, clean=True)
+    assert rep.ok, str(rep)
+    assert [n.kind for n in rep.notes] == ["tool.mbarrier-table-full"], str(rep)
+    assert abi.MBARRIERS < 40
+    np.testing.assert_array_equal(out[:40], x[:40] + np.float32(1.0))
