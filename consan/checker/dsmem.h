@@ -374,9 +374,6 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
                 if ((int32_t)pending < (int32_t)count) kind = CS_MBARRIER_UNDERFLOW;
                 e[CS_MB_PENDING] = (kind ? count : pending) - count;
                 if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
-                // (the last arrival with more bytes completed than expected: mbarrier.h)
-                if (e[CS_MB_PENDING] == 0 && (int32_t)e[CS_MB_TX] < 0)
-                    kind = CS_MBARRIER_UNDERFLOW;
             }
             cs_mbar_try_complete(e);
             cs_mbar_unlock(j);

@@ -197,11 +197,6 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
         if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
         mine[w] += 1;  // accesses after the release are not covered by it
         cs_clock_sh[w] = mine[w];
-        // the last arrival, with more bytes completed than the phase expects (complete_tx
-        // or copies ahead of it overshot): the phase cannot complete on the hardware. The
-        // arrive itself is legal and runs.
-        if (!under && e[CS_MB_PENDING] == 0 && (int32_t)e[CS_MB_TX] < 0)
-            cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     }
     cs_mbar_try_complete(e);
     return tx_under || under ? 1u : 0u;

@@ -488,20 +488,6 @@ def test_expect_tx_holds_the_phase_until_complete_tx(ckv):
     assert ckv.kinds() == [("race.raw", 2, 1)]
 
 
-@pytest.mark.parametrize("first, last, want", [
-    (16, 16, []),  # bytes ahead of their expect_tx: legal, the phase completes
-    (32, 16, [("mbarrier.underflow", 11, -1)]),  # the last arrival leaves tx below zero
-])
-def test_complete_tx_may_lead_the_last_arrival_but_not_overshoot_it(ckv, first, last, want):
-    """The tx-count is signed: complete_tx before the expect_tx of its phase is legal. Bytes
-    beyond what the phase expects once its last arrival is in leave it below zero, and
-    the phase cannot complete: an underflow at that arrival."""
-    _init(ckv)
-    assert ckv.mbar(0, MB, abi.MB_COMPLETE_TX, first, site=12) == 0
-    assert ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, last, site=11) == 0  # (it runs)
-    assert ckv.kinds() == want
-
-
 def test_mbarrier_misuse_kinds(ckv):
     ckv.mbar(1, MB, abi.MB_ARRIVE, 1, site=20)  # before init
     _init(ckv)

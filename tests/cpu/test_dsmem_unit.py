@@ -169,18 +169,6 @@ def test_a_peers_expect_tx_and_arrive_count_on_this_ctas_phase(ck):
         ("mbarrier.underflow", ARRIVE + 2, 4)]
 
 
-@pytest.mark.parametrize("first, want", [(64, []), (96, [("mbarrier.underflow", ARRIVE, 2)])])
-def test_a_peers_complete_tx_may_lead_its_arrive_but_not_overshoot_it(ck, first, want):
-    """A peer's complete_tx before the arrive.expect_tx of the phase is legal; more bytes
-    than that arrival expects are an underflow at the arrival."""
-    _init(ck)
-    ck.peer_mbar(BAR, abi.MB_COMPLETE_TX, arg=first, site=ARRIVE + 1, rank=1)
-    ck.read(1, 512, site=MINE)
-    ck.peer_mbar(BAR, abi.MB_ARRIVE_EXPECT_TX, arg=64, site=ARRIVE, rank=1, release=1)
-    ck.read(1, 512, site=MINE)
-    assert [r[:2] + r[5:] for r in _records(ck) if r[0] != "uninit.read"] == want
-
-
 def test_a_peers_arrive_on_an_mbarrier_never_initialised_is_reported(ck):
     ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
     ck.read(1, 512, site=MINE)
