@@ -169,6 +169,15 @@ def test_a_peers_expect_tx_and_arrive_count_on_this_ctas_phase(ck):
         ("mbarrier.underflow", ARRIVE + 2, 4)]
 
 
+def test_a_peers_complete_tx_may_lead_its_arrive_expect_tx(ck):
+    _init(ck)
+    ck.peer_mbar(BAR, abi.MB_COMPLETE_TX, arg=64, site=ARRIVE + 1, rank=1)
+    ck.read(1, 512, site=MINE)
+    ck.peer_mbar(BAR, abi.MB_ARRIVE_EXPECT_TX, arg=64, site=ARRIVE, rank=1, release=1)
+    ck.read(1, 512, site=MINE)
+    assert [r for r in _records(ck) if r[0] != "uninit.read"] == []
+
+
 def test_a_peers_arrive_on_an_mbarrier_never_initialised_is_reported(ck):
     ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
     ck.read(1, 512, site=MINE)
