@@ -54,7 +54,8 @@ KINDS: tuple[Kind, ...] = (
          "a multicast copy into another CTA found that CTA's mailbox full: the bytes it "
          "writes there were not recorded", False),
     Kind(71, "tool.mbarrier-table-full",
-         "a CTA initialised more mbarriers than consan tracks: those past them run unchecked",
+         "an mbarrier init found none of consan's 32 entries per CTA free: that mbarrier runs "
+         "unchecked, and what it orders is not ordered for consan",
          False),
 )
 KIND_BY_CODE = {k.code: k for k in KINDS}

@@ -243,11 +243,15 @@ NOTES: dict[str, str] = {
                            "tables keep, so the write at {cur} was not recorded and later "
                            "findings of the CTA may be wrong; run with CONSAN_VC_SMEM=0 (the "
                            "tables in device memory keep 32-bit clocks).",
-    "tool.mbarrier-table-full": "The mbarrier init at {cur} found the 32 mbarriers consan "
-                                "tracks per CTA in use, so this mbarrier, and any other past "
-                                "them, runs unchecked: its operations and the copies that "
-                                "complete on it run as written, and accesses it orders may "
-                                "be reported as races.",
+    "tool.mbarrier-table-full": "The mbarrier init at {cur} found no free entry among the "
+                                "32 consan keeps per CTA (one per offset an mbarrier was "
+                                "initialised at, kept after mbarrier.inval), so this "
+                                "mbarrier, and any other without an entry, runs unchecked: "
+                                "its operations and the copies that complete on it run as "
+                                "written, but what it orders is not ordered for consan: "
+                                "reads of the bytes copied through it are reported as "
+                                "uninit.read, and accesses it orders may be reported as "
+                                "races.",
     "tool.remote-copy-lost": "The multicast at {cur} found the mailbox of CTA rank {prev_rank} "
                              "full for two seconds (that CTA ran no probe meanwhile), so the "
                              "bytes it writes there were not recorded: findings there about "

@@ -95,7 +95,9 @@ CS_DEV void cs_mbar_try_complete(uint32_t* e) {
 // engine's clock (its column, ph + 1) goes into the phase's slot, and the bytes may complete
 // the phase. More bytes than a phase whose arrivals are all in still expects (before the
 // last arrive, complete_tx may lead expect_tx) is an mbarrier.underflow at the copy (site);
-// the bytes still count, so the phase does not complete and a wait on it deadlocks.
+// the bytes still count (the model completes the phase with its tx-count below zero; the
+// hardware does not, so the kernel's wait never succeeds: the failed-wait watch reports
+// the deadlock).
 // Returns whether it underflowed; `record`: record it here (a caller whose lanes must all
 // make the call records it after, multicast.h).
 CS_DEV bool cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes,
