@@ -384,10 +384,13 @@ def run(argv: list[str], err: Console | None = None) -> int:
                       print_findings=not a.quiet)
     session.report.program = {"argv": program.argv, "cwd": os.getcwd()}
 
-    def finish(outcome: Outcome) -> int:
+    def teardown() -> None:
         if progress is not None:
             progress.stop()
         frontends.uninstall()
+
+    def finish(outcome: Outcome) -> int:
+        teardown()
         return _conclude(a, session.report, outcome, err)
 
     real_exit, pid = os._exit, os.getpid()
@@ -412,9 +415,7 @@ def run(argv: list[str], err: Console | None = None) -> int:
         with frontends.sanitizing(session):
             outcome = execute(program, err, faulted=lambda: session.report.faulted)
     except BaseException:
-        if progress is not None:
-            progress.stop()
-        frontends.uninstall()
+        teardown()
         raise
     finally:
         os._exit = real_exit
