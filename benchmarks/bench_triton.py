@@ -37,6 +37,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+HIDE_CYCLES = 2_000_000  # about 1.2 ms on an H100 at 1.7 GHz: longer than any launch path
+
 Run = Callable[[], Any]  # launches a workload's kernel(s) on inputs it makes; returns outputs
 
 
@@ -56,8 +58,9 @@ class KernelTimer:
     also keeps the host time of each whole launch call (synchronous under consan: what a
     user pays)."""
 
-    def __init__(self, patch_consan: bool = False) -> None:
+    def __init__(self, patch_consan: bool = False, hide_host: bool = False) -> None:
         self.events: list[tuple[Any, Any]] = []
+        self.hide_host = hide_host
         self.wall: list[float] = []
         self.patch_consan = patch_consan
         self.instrumented = 0  # instrumented launches so far
@@ -76,7 +79,7 @@ class KernelTimer:
                 e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
                     enable_timing=True)
                 t0 = time.perf_counter()
-                e0.record()
+                timer.start(e0)
                 before = timer.instrumented
                 got = fn(*a, **k)
                 e1.record()
@@ -96,13 +99,23 @@ class KernelTimer:
             def instrumented(p: Any, *a: Any, **k: Any) -> None:
                 e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
                     enable_timing=True)
-                e0.record()
+                timer.start(e0)
                 launch(p, *a, **k)
                 e1.record()
                 timer.events.append((e0, e1))
                 timer.instrumented += 1
             runtime.Prepared.launch = instrumented
         return self
+
+    def start(self, e0: Any) -> None:
+        """Record the start event; with hide_host, behind a sleep kernel that keeps the GPU
+        busy while the host enqueues the launch, so the events time the device alone (a
+        20-60 us kernel is shorter than a Python launch path)."""
+        if self.hide_host:
+            import torch
+
+            torch.cuda._sleep(HIDE_CYCLES)
+        e0.record()
 
     def __exit__(self, *exc: Any) -> None:
         for owner, name, value in self._restore:
@@ -137,7 +150,7 @@ def _bytes(outputs: Any) -> list[bytes]:
     return [t.contiguous().view(-1).view(torch.uint8).cpu().numpy().tobytes() for t in outs]
 
 
-def child(name: str, repeats: int) -> None:
+def child(name: str, repeats: int, hide_host: bool) -> None:
     """Runs in a child process with TRITON_INSTRUMENTATION_MODE=consan: Triton's ConSan."""
     import torch
     import triton
@@ -145,7 +158,7 @@ def child(name: str, repeats: int) -> None:
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
                                                                   device="cuda"))
     case = workloads()[name]
-    with KernelTimer() as timer:
+    with KernelTimer(hide_host=hide_host) as timer:
         t0 = time.perf_counter()
         case.run(1)
         torch.cuda.synchronize()
@@ -153,17 +166,19 @@ def child(name: str, repeats: int) -> None:
         timer.take()
         case.run(1)  # warm-up
         timer.take()
-        kernel, _ = _measure(lambda: case.run(1), timer, repeats)
-    print(json.dumps({"first_call_s": first, "ms": statistics.median(kernel)}))
+        kernel, wall = _measure(lambda: case.run(1), timer, repeats)
+    print(json.dumps({"first_call_s": first, "ms": statistics.median(kernel),
+                      "wall_ms": statistics.median(wall)}))
 
 
-def _triton_consan(name: str, repeats: int, timeout: float) -> dict[str, Any]:
+def _triton_consan(name: str, repeats: int, timeout: float, hide_host: bool) -> dict[str, Any]:
     env = dict(os.environ, TRITON_INSTRUMENTATION_MODE="consan",
                TRITON_CACHE_DIR=tempfile.mkdtemp(prefix="tconsan-cache-"),
                PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
     try:
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name,
-                            "--repeats", str(repeats)], env=env, capture_output=True,
+                            "--repeats", str(repeats)] + (["--hide-host"] if hide_host else []),
+                           env=env, capture_output=True,
                            text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
@@ -174,13 +189,14 @@ def _triton_consan(name: str, repeats: int, timeout: float) -> dict[str, Any]:
     return json.loads(line)
 
 
-def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> dict:
+def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float,
+          hide_host: bool) -> dict:
     import torch
 
     from consan import frontends, session
 
     row: dict[str, Any] = {"kernel": name}
-    with KernelTimer() as timer:
+    with KernelTimer(hide_host=hide_host) as timer:
         t0 = time.perf_counter()
         case.run(7)  # the first call compiles (this process' Triton cache is fresh)
         torch.cuda.synchronize()
@@ -192,7 +208,8 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> 
     row["native_ms"] = statistics.median(kernel)
 
     s = session.Session(session.Options(count_other_launches=False), print_findings=False)
-    with frontends.sanitizing(s), KernelTimer(patch_consan=True) as timer:
+    with frontends.sanitizing(s), KernelTimer(patch_consan=True,
+                                                          hide_host=hide_host) as timer:
         t0 = time.perf_counter()
         checked_out = _bytes(case.run(7))
         row["consan_build_s"] = time.perf_counter() - t0  # instrument + link + first launch
@@ -209,7 +226,7 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> 
     row["findings"] = [f.kind for f in s.report.active_findings]
     row["not_checked"] = s.report.not_checked
     if tconsan:
-        row["triton_consan"] = _triton_consan(name, repeats, timeout)
+        row["triton_consan"] = _triton_consan(name, repeats, timeout, hide_host)
     return row
 
 
@@ -255,12 +272,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="per Triton-ConSan child (s)")
     p.add_argument("--no-triton-consan", action="store_true")
+    p.add_argument("--hide-host", action="store_true",
+                   help="time the device alone: a sleep kernel ahead of each start event "
+                        "keeps the GPU busy while the host enqueues the launch")
     p.add_argument("--profile", action="store_true",
                    help="cycles per probe kind instead (checker built with CONSAN_PROFILE)")
     p.add_argument("--child", metavar="NAME", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
-        child(a.child, a.repeats)
+        child(a.child, a.repeats, a.hide_host)
         return 0
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
     import torch
@@ -278,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows, errors = [], 0
     for name in names:
-        rows.append(bench(name, work[name], a.repeats, not a.no_triton_consan, a.timeout))
+        rows.append(bench(name, work[name], a.repeats, not a.no_triton_consan, a.timeout,
+                          a.hide_host))
     print(f"\nbench_triton  {datetime.date.today()}  {torch.cuda.get_device_name()}  "
           f"consan {runtime.__version__}")
     head = ("kernel", "native ms", "consan ms", "consan x", "+read-back ms", "tconsan ms",
