@@ -2,7 +2,7 @@
 """consan vs Triton's own ConSan on Triton kernels, side by side in one run.
 
     PYTHONPATH=. python benchmarks/bench_triton.py [--json PATH] [--only NAME,...]
-                                                   [--no-triton-consan]
+                                                   [--no-triton-consan] [--hide-host]
 
 For each kernel of the Triton tutorial corpus (tests/kernels/triton_corpus.py), its kernels'
 time at each launch (CUDA events around Triton's launcher, so the inputs a case makes are
@@ -13,6 +13,11 @@ the read-back of the log, host wall time); Triton's ConSan kernel time
 CUDA events the same way); and first-call times: Triton's native compile, consan's build
 of the instrumented kernel (instrument + link, the checker already cached), Triton's
 ConSan compile. Times are medians over repeats after a warm-up.
+
+The events of a 10-60 us kernel also hold the host's launch path wherever the GPU waits
+for it (Triton's launcher natively, consan's hook under consan). --hide-host keeps the GPU
+busy with a sleep kernel ahead of each start event, so all three columns time the device
+alone (the per-call user time is then not measured).
 
 A consan row needs both checks to pass: its report clean and its output bitwise equal to
 the native one. A row that fails either prints ERROR instead of a ratio and the exit
@@ -168,7 +173,7 @@ def child(name: str, repeats: int, hide_host: bool) -> None:
         timer.take()
         kernel, wall = _measure(lambda: case.run(1), timer, repeats)
     print(json.dumps({"first_call_s": first, "ms": statistics.median(kernel),
-                      "wall_ms": statistics.median(wall)}))
+                      "wall_ms": None if hide_host else statistics.median(wall)}))
 
 
 def _triton_consan(name: str, repeats: int, timeout: float, hide_host: bool) -> dict[str, Any]:
@@ -217,7 +222,8 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float,
         kernel, wall = _measure(lambda: case.run(7), timer, repeats)
     row["instrumented"] = timer.instrumented > 0  # (False: consan ran it natively)
     row["consan_ms"] = statistics.median(kernel)
-    row["consan_user_ms"] = statistics.median(wall)
+    # (with hide_host each call also waits out its sleep kernel: no user time then)
+    row["consan_user_ms"] = None if hide_host else statistics.median(wall)
     stats = s.report.kernels
     row["consan_checked"] = sum(k.launches_checked for k in stats.values())
     row["consan_clean"] = s.report.ok and not s.report.not_checked and row["consan_checked"] > 0

@@ -115,6 +115,13 @@ def psh_max_regs(nthreads: int) -> int:
     80, two rounds): block_reduce_sum 2.06 -> 1.60 ms, transpose_tiled 4.80 -> 3.43,
     stencil_1d 21.58 -> 17.24, sgemm_tiled 19.36 -> 16.54, histogram256 5.65 -> 3.02.
     CONSAN_PSH_MAXREG overrides it.
+
+    ptxas takes a kernel's launch bounds over -maxrregcount, so a kernel with `.reqntid`
+    (every Triton kernel) keeps the limit they give: Triton's layer-norm backward linked
+    at 96 registers (40 natively). Holding it to the cap with `.maxnreg` was measured on
+    the H100 (device time, bench_triton.py --hide-host) and not kept: softmax 0.072 ->
+    0.066 ms, layer_norm_fwd 0.046 -> 0.041, but layer_norm_bwd 0.573 -> 0.688 (spills
+    in the critical section of its lock; 0.631 at a cap of 80).
     """
     env = int(os.environ.get("CONSAN_PSH_MAXREG", "0") or 0)
     threads = max(nthreads, 32)
