@@ -2,13 +2,16 @@
 """Where the instrumented async kernels spend their issue slots, per checker function.
 
     PYTHONPATH=. python benchmarks/ncu_async.py KERNEL            # run under ncu (below)
-    PYTHONPATH=. python benchmarks/ncu_async.py --summary FILE.csv
+    PYTHONPATH=. python benchmarks/ncu_async.py --triton NAME [--native]
+    PYTHONPATH=. python benchmarks/ncu_async.py --summary FILE.csv [--top N]
 
 The first form launches one case of bench_async.py under consan twice (profile the
 second: `ncu --launch-skip 1 --launch-count 1 -k regex:NAME --section SourceCounters
 --section WarpStateStats --page source --csv --print-source sass python ... > FILE.csv`).
-The second prints, per function of that CSV, its share of the stall samples, the warp
-instructions it executed and its top stall reasons.
+The second runs a workload of bench_triton.py twice the same way, under consan or, with
+--native, without it (its kernels keep their names). The third prints, per function of
+that CSV, its share of the stall samples, the warp instructions it executed and its top
+stall reasons.
 """
 
 from __future__ import annotations
@@ -38,6 +41,22 @@ def launch(name: str) -> None:
     for _ in range(2):
         p.launch(ln.args)
         p.report()
+
+
+def launch_triton(name: str, native: bool) -> None:
+    from benchmarks.bench_triton import workloads
+    from consan import frontends, session
+
+    case = workloads()[name]
+    if native:
+        case.run(7)
+        case.run(7)
+        return
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
+        case.run(7)
+        case.run(7)
+    print(f"{name} under consan: {'clean' if s.report.ok else 'NOT clean'}")
 
 
 def summary(path: str, top: int = 0) -> None:
@@ -83,14 +102,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kernel", nargs="?")
     ap.add_argument("--summary", metavar="CSV")
+    ap.add_argument("--triton", metavar="NAME", help="a workload of bench_triton.py")
+    ap.add_argument("--native", action="store_true", help="with --triton: without consan")
     ap.add_argument("--top", type=int, default=0, help="also the N SASS lines stalled most")
     args = ap.parse_args(argv)
     if args.summary:
         summary(args.summary, args.top)
+    elif args.triton:
+        launch_triton(args.triton, args.native)
     elif args.kernel:
         launch(args.kernel)
     else:
-        ap.error("a kernel of bench_async.py, or --summary CSV")
+        ap.error("a kernel of bench_async.py, --triton NAME, or --summary CSV")
     return 0
 
 
