@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .events import Classified, Event
-from .ptx import Item
+from .ptx import Item, branch_refs
 
 REG_DESC = "%__cs_wd"  # b64 array: the A and B descriptors of deferred mma_async probes
 
@@ -43,12 +43,9 @@ class Chain:
 
 
 def _targets(items: list[tuple[int, Item, Classified | None]]) -> set[str]:
-    """Labels some branch of the function jumps to."""
-    out = set()
-    for _, it, _ in items:
-        if it.is_instruction and it.op_parts[0] in ("bra", "brx") and it.operands:
-            out.update(o.strip() for o in it.operands)
-    return out
+    """Labels some branch of the function jumps to (a `brx.idx` through its `.branchtargets`
+    table too)."""
+    return set(branch_refs(it for _, it, _ in items))
 
 
 def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> list[Chain]:

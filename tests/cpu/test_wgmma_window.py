@@ -108,7 +108,12 @@ def test_the_chain_probes_follow_the_commit_and_our_drain():
     "\twgmma.commit_group.sync.aligned;\n\t@%p1 bra $L2;\n",
     "\twgmma.fence.sync.aligned;\n\t" + MMA,
     "\twgmma.fence.sync.aligned;\n\t@%p1 " + MMA + "\twgmma.commit_group.sync.aligned;\n",
-], ids=["probe-inside", "loop-inside", "branch-target", "no-commit", "predicated"])
+    # (a label reached only through a brx.idx table)
+    "\twgmma.fence.sync.aligned;\n\t" + MMA + "$L2:\n\t" + MMA +
+    "\twgmma.commit_group.sync.aligned;\nts: .branchtargets $L2, $L3;\n$L3:\n\t"
+    "brx.idx %r1, ts;\n",
+], ids=["probe-inside", "loop-inside", "branch-target", "no-commit", "predicated",
+        "indirect-target"])
 def test_a_chain_the_deferral_cannot_keep_exact_keeps_its_probes_in_place(body):
     out = instrument(_kernel(body)).ptx
     mma = out.index("wgmma.mma_async")
