@@ -22,8 +22,8 @@ The model is unchanged: the deferred probes run in the same order relative to th
 commit probe, so the reads belong to the same group, and the kernel's own
 `wait_group N` is what retires them in the checker. Our extra wait only makes the
 hardware finish earlier. A chain the deferral cannot keep exact (another probed
-instruction, a call or a branch target inside it, a predicated mma_async, no commit)
-keeps its probes in place, under ptxas's serialisation.
+instruction, a call or a branch target inside it, a predicated mma_async, no commit or a
+predicated one) keeps its probes in place, under ptxas's serialisation.
 """
 
 from __future__ import annotations
@@ -70,7 +70,9 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
             open_.append(idx)
             ok &= not it.pred
         elif c is not None and c.event is Event.WGMMA_COMMIT:
-            if ok:
+            # (a predicated commit may not commit: the drain after it would not run either,
+            # and the deferred probes would call while the chain is in flight)
+            if ok and not it.pred:
                 chains.append(Chain(tuple(open_), idx))
             open_ = []
         elif it.op_parts[0] in ("ret", "exit"):

@@ -112,8 +112,9 @@ def test_the_chain_probes_follow_the_commit_and_our_drain():
     "\twgmma.fence.sync.aligned;\n\t" + MMA + "$L2:\n\t" + MMA +
     "\twgmma.commit_group.sync.aligned;\nts: .branchtargets $L2, $L3;\n$L3:\n\t"
     "brx.idx %r1, ts;\n",
+    "\twgmma.fence.sync.aligned;\n\t" + MMA + "\t@%p1 wgmma.commit_group.sync.aligned;\n",
 ], ids=["probe-inside", "loop-inside", "branch-target", "no-commit", "predicated",
-        "indirect-target"])
+        "indirect-target", "predicated-commit"])
 def test_a_chain_the_deferral_cannot_keep_exact_keeps_its_probes_in_place(body):
     out = instrument(_kernel(body)).ptx
     mma = out.index("wgmma.mma_async")
