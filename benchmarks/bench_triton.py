@@ -14,10 +14,11 @@ CUDA events the same way); and first-call times: Triton's native compile, consan
 of the instrumented kernel (instrument + link, the checker already cached), Triton's
 ConSan compile. Times are medians over repeats after a warm-up.
 
-The events of a 10-60 us kernel also hold the host's launch path wherever the GPU waits
-for it (Triton's launcher natively, consan's hook under consan). --hide-host keeps the GPU
-busy with a sleep kernel ahead of each start event, so all three columns time the device
-alone (the per-call user time is then not measured).
+The events of a kernel of a few microseconds also hold the host's launch path wherever the
+GPU waits for it (Triton's launcher natively; under consan the log's reset and Triton's
+launcher). --hide-host keeps the GPU busy with a sleep kernel ahead of each start event,
+so all three kernel-time columns time the device alone; the per-call user time is then not
+measured, and each first-call time holds a sleep or two (about 1.2 ms each).
 
 A consan row needs both checks to pass: its report clean and its output bitwise equal to
 the native one. A row that fails either prints ERROR instead of a ratio and the exit
@@ -115,7 +116,7 @@ class KernelTimer:
     def start(self, e0: Any) -> None:
         """Record the start event; with hide_host, behind a sleep kernel that keeps the GPU
         busy while the host enqueues the launch, so the events time the device alone (a
-        20-60 us kernel is shorter than a Python launch path)."""
+        kernel of a few microseconds is shorter than a Python launch path)."""
         if self.hide_host:
             import torch
 
@@ -307,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(bench(name, work[name], a.repeats, not a.no_triton_consan, a.timeout,
                           a.hide_host))
     print(f"\nbench_triton  {datetime.date.today()}  {torch.cuda.get_device_name()}  "
-          f"consan {runtime.__version__}")
+          f"consan {runtime.__version__}  "
+          f"{'device alone (--hide-host)' if a.hide_host else 'host launch path included'}")
     head = ("kernel", "native ms", "consan ms", "consan x", "+read-back ms", "tconsan ms",
             "tconsan x", "compile s", "consan build s", "tconsan first s")
     print(" | ".join(head))
@@ -339,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"date": str(datetime.date.today()), "gpu": torch.cuda.get_device_name(),
-                       "rows": rows}, f, indent=2, default=str)
+                       "hide_host": a.hide_host, "rows": rows}, f, indent=2, default=str)
     return 1 if errors else 0
 
 

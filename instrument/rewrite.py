@@ -655,7 +655,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             if idx in calls:  # the commit closing a chain: drain, the chain's probes, its own
                 pre, _, _ = emit(idx, it, c, loc, False, arrive_site)
                 after[idx] = "\n\t" + "\n\t".join(
-                    [wgmma_window.drain(it.pred), *calls[idx], pre.rstrip()])
+                    [wgmma_window.drain(), *calls[idx], pre.rstrip()])
                 probes += 1
                 continue
             covers: tuple[int, ...] = ()

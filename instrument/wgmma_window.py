@@ -94,9 +94,10 @@ def capture(k: int, a: str | None, b: str) -> tuple[str, str, str]:
 FENCE = "wgmma.fence.sync.aligned;"
 
 
-def drain(pred: str | None) -> str:
-    """Our wait after a commit: no group stays in flight across the calls that follow."""
-    return f"{pred + ' ' if pred else ''}wgmma.wait_group.sync.aligned 0;"
+def drain() -> str:
+    """Our wait after a commit (never a predicated one: `find`): no group stays in flight
+    across the calls that follow."""
+    return "wgmma.wait_group.sync.aligned 0;"
 
 
 def declare(n: int) -> str:
