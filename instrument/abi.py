@@ -167,6 +167,9 @@ PROBE_BULK = "__consan_bulk"
 MB_INIT, MB_INVAL, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_ARRIVE_EXPECT_TX = 0, 1, 2, 3, 4, 5
 MB_COMPLETE_TX, MB_WAIT_PARITY, MB_WAIT_TOKEN = 6, 7, 8
 MB_CP_ARRIVE = 9  # cp.async.mbarrier.arrive(.noinc): the cp.async unit arrives (arg: 1 noinc)
+# arrive_drop.expect_tx: expect_tx of arg bytes, then each thread arrives and leaves the
+# count of every later phase
+MB_ARRIVE_DROP_EXPECT_TX = 10
 # Or'ed into the op word of an mbarrier or tensor probe by the lanes of a warp that skip the
 # operation: every lane calls the probe so the warp stays together (instrument/converge.py).
 PROBE_OFF = 1 << 8
@@ -860,6 +863,7 @@ def c_header() -> str:
         "CS_MB_INIT": MB_INIT, "CS_MB_INVAL": MB_INVAL, "CS_MB_ARRIVE": MB_ARRIVE,
         "CS_MB_ARRIVE_DROP": MB_ARRIVE_DROP, "CS_MB_EXPECT_TX": MB_EXPECT_TX,
         "CS_MB_ARRIVE_EXPECT_TX": MB_ARRIVE_EXPECT_TX, "CS_MB_COMPLETE_TX": MB_COMPLETE_TX,
+        "CS_MB_ARRIVE_DROP_EXPECT_TX": MB_ARRIVE_DROP_EXPECT_TX,
         "CS_MB_WAIT_PARITY": MB_WAIT_PARITY, "CS_MB_WAIT_TOKEN": MB_WAIT_TOKEN,
         "CS_MB_CP_ARRIVE": MB_CP_ARRIVE, "CS_PROBE_OFF": PROBE_OFF, "CS_BULK_OFF": BULK_OFF,
         "CS_MBARRIERS": MBARRIERS, "CS_MB_KEY": MB_KEY, "CS_MB_LIVE": MB_LIVE,

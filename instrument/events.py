@@ -332,7 +332,7 @@ def _mbarrier(it: Item, row: Row) -> Classified:
     addr = ops[i][1:-1].strip()
     after = ops[i + 1] if i + 1 < len(ops) else None
     if op in (abi.MB_ARRIVE, abi.MB_ARRIVE_DROP) and "expect_tx" in parts:
-        op = abi.MB_ARRIVE_EXPECT_TX
+        op = abi.MB_ARRIVE_EXPECT_TX if op == abi.MB_ARRIVE else abi.MB_ARRIVE_DROP_EXPECT_TX
     space = abi.SPACE_CLUSTER if "shared::cluster" in parts else abi.SPACE_SHARED
     if op == abi.MB_WAIT_TOKEN:
         if "parity" in parts:

@@ -298,7 +298,7 @@ CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off
 // an operation it does not model. Out of line: the mbarrier probe's leader calls it alone.
 CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32_t arg,
                                    uint32_t lanes, uint32_t site, uint32_t w) {
-    bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
+    bool arrives = cs_mb_arrives(op);
     if (!arrives && op != CS_MB_EXPECT_TX && op != CS_MB_COMPLETE_TX) return false;
     uint32_t rel = arrives ? cs_remote_release(cs_slot_sh, w) : 0u;
     const uint32_t* cta = cs_cta(cs_slot_sh);
@@ -360,9 +360,9 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
             cs_peer_touch(slot, n > 1 ? touch.acq : p.acq, n > 1 ? touch : p);
             uint32_t k = p.bytes * lanes;  // (every thread's arrive / tx counts)
             bool arrives = op != CS_MB_EXPECT_TX && op != CS_MB_COMPLETE_TX;
-            uint32_t count = n > 1 ? all : op == CS_MB_ARRIVE_EXPECT_TX ? lanes : k;
+            uint32_t count = n > 1 ? all : cs_mb_arrive_tx(op) ? lanes : k;
             if (n == 1) rel = p.rel;
-            if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += k;
+            if (cs_mb_expects(op)) e[CS_MB_TX] += k;
             ph = e[CS_MB_PHASE], pending = e[CS_MB_PENDING], tx = e[CS_MB_TX];
             if (op == CS_MB_COMPLETE_TX) {
                 if (pending == 0 && (int32_t)tx < (int32_t)k) kind = CS_MBARRIER_UNDERFLOW;
@@ -373,7 +373,7 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
                 if (*col < rel) *col = rel;
                 if ((int32_t)pending < (int32_t)count) kind = CS_MBARRIER_UNDERFLOW;
                 e[CS_MB_PENDING] = (kind ? count : pending) - count;
-                if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
+                if (cs_mb_drops(op)) e[CS_MB_EXPECTED] -= count;
             }
             cs_mbar_try_complete(e);
             cs_mbar_unlock(j);

@@ -175,28 +175,43 @@ CS_DEV uint32_t cs_guard_verdict(uint32_t all, uint32_t skip, uint32_t leader, u
     return skip;
 }
 
-// Arrivals and transaction bytes (lock held): arrive{.drop}{.expect_tx}, expect_tx and
+// What an mbarrier operation does: arrives (arrive{_drop}{.expect_tx}), lowers the count
+// of every later phase (arrive_drop), declares transaction bytes (arg: expect_tx), and for
+// arrivals whose arg is the bytes, counts one arrival per thread.
+CS_DEV bool cs_mb_arrives(uint32_t op) {
+    return op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX ||
+           op == CS_MB_ARRIVE_DROP_EXPECT_TX;
+}
+CS_DEV bool cs_mb_drops(uint32_t op) {
+    return op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_DROP_EXPECT_TX;
+}
+CS_DEV bool cs_mb_arrive_tx(uint32_t op) {
+    return op == CS_MB_ARRIVE_EXPECT_TX || op == CS_MB_ARRIVE_DROP_EXPECT_TX;
+}
+CS_DEV bool cs_mb_expects(uint32_t op) { return op == CS_MB_EXPECT_TX || cs_mb_arrive_tx(op); }
+
+// Arrivals and transaction bytes (lock held): arrive{_drop}{.expect_tx}, expect_tx and
 // complete_tx by `lanes` lanes of warp w (arg each). An arrive releases the warp's clock
 // into the open phase's slot. Returns 1 for a count that would go below zero (recorded).
 CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t lanes,
                               uint32_t site, uint32_t off, uint32_t w, uint32_t* mine) {
     uint32_t n = arg * lanes;  // every thread's arrive / tx counts
-    if (op == CS_MB_EXPECT_TX || op == CS_MB_ARRIVE_EXPECT_TX) e[CS_MB_TX] += n;
+    if (cs_mb_expects(op)) e[CS_MB_TX] += n;
     // (before the phase's last arrival complete_tx may lead expect_tx: the tx-count goes
     // below zero, as it may on the hardware; as for a copy's bytes, cs_mbar_copy_landed)
     bool tx_under = op == CS_MB_COMPLETE_TX && e[CS_MB_PENDING] == 0 &&
                     (int32_t)e[CS_MB_TX] < (int32_t)n;
     if (tx_under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     if (op == CS_MB_COMPLETE_TX) e[CS_MB_TX] -= n;
-    bool arrives = op == CS_MB_ARRIVE || op == CS_MB_ARRIVE_DROP || op == CS_MB_ARRIVE_EXPECT_TX;
-    uint32_t count = op == CS_MB_ARRIVE_EXPECT_TX ? lanes : n;
+    bool arrives = cs_mb_arrives(op);
+    uint32_t count = cs_mb_arrive_tx(op) ? lanes : n;
     if (arrives) cs_vc_join(cs_mbar_slot(e, e[CS_MB_PHASE]), mine);
     bool under = arrives && (int32_t)e[CS_MB_PENDING] < (int32_t)count;
     if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     if (arrives) {
         e[CS_MB_LASTPH + w] = e[CS_MB_PHASE];
         e[CS_MB_PENDING] = (under ? count : e[CS_MB_PENDING]) - count;
-        if (op == CS_MB_ARRIVE_DROP) e[CS_MB_EXPECTED] -= count;
+        if (cs_mb_drops(op)) e[CS_MB_EXPECTED] -= count;
         mine[w] += 1;  // accesses after the release are not covered by it
         cs_clock_sh[w] = mine[w];
     }

@@ -488,6 +488,23 @@ def test_expect_tx_holds_the_phase_until_complete_tx(ckv):
     assert ckv.kinds() == [("race.raw", 2, 1)]
 
 
+def test_arrive_drop_expect_tx_leaves_the_later_phases(ckv):
+    """arrive_drop.expect_tx declares its bytes, arrives and lowers the count of every later
+    phase: the next phase completes without the dropped warp (modelled as arrive.expect_tx,
+    the phase stayed open and the consumer's read was a race)."""
+    _init(ckv, 2)
+    ckv.mbar(1, MB, abi.MB_ARRIVE_DROP_EXPECT_TX, 16, site=11)
+    ckv.mbar(0, MB, abi.MB_COMPLETE_TX, 16, site=12)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=13)  # phase 0 completes
+    ckv.write(0, 0, site=1)
+    ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=13)  # phase 1: warp 0's arrival is the only one
+    ckv.mbar_wait(2, MB, parity=1)
+    ckv.read(2, 0, site=2)
+    assert ckv.kinds() == []
+    assert ckv.mbar(0, MB, abi.MB_ARRIVE, 2, site=13) == 1  # phase 2 expects one
+    assert [k for k, _, _ in ckv.kinds()] == ["mbarrier.underflow"]
+
+
 def test_complete_tx_may_lead_the_expect_tx_of_its_phase(ckv):
     """The tx-count is signed: complete_tx before the arrive.expect_tx that declares its
     bytes is legal, and the phase completes with that arrival."""

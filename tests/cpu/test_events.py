@@ -141,6 +141,8 @@ def test_cp_async(instr, event, size):
     ("mbarrier.arrive_drop.shared.b64 %rd1, [%r1], 2;", abi.MB_ARRIVE_DROP, "2", None),
     ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 4096;", abi.MB_ARRIVE_EXPECT_TX,
      "4096", None),
+    ("mbarrier.arrive_drop.expect_tx.shared::cta.b64 _, [%r1], 64;",
+     abi.MB_ARRIVE_DROP_EXPECT_TX, "64", None),
     ("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%r1], 128;", abi.MB_EXPECT_TX, "128", None),
     ("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%r1], 128;", abi.MB_COMPLETE_TX, "128",
      None),
