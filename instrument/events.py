@@ -146,12 +146,18 @@ TABLE: tuple[Row, ...] = (
     *(Row(f"cp.async.bulk.tensor.{n}d.{dst}", Event.TENSOR_LOAD)
       for n in range(1, 6) for dst in ("shared::cluster", "shared::cta")),
     *(Row(f"cp.async.bulk.tensor.{n}d.global", Event.TENSOR_STORE) for n in range(1, 6)),
+    # a TMA reduction into global memory reads its box from shared memory as a store does
+    *(Row(f"cp.reduce.async.bulk.tensor.{n}d.global", Event.TENSOR_STORE) for n in range(1, 6)),
     Row("cp.async", Event.UNMODELED, note="this cp.async form (e.g. a bulk copy into another "
         "CTA's shared memory): not checked yet; the shared memory it reads and writes is not "
         "tracked"),
     Row("cp.reduce.async", Event.UNMODELED, note="bulk reduction into another CTA's shared memory "
         "(.shared::cluster) or TMA tensor reduction: not checked yet; the shared memory it "
         "reads and writes is not tracked"),
+    # the 128-byte tensor map a kernel builds in shared memory (Triton's device-side tensor
+    # descriptors): a field rewritten, and the map copied to global memory (_tensormap)
+    Row("tensormap.replace", Event.WRITE),
+    Row("tensormap.cp_fenceproxy", Event.READ),
     Row("mbarrier.pending_count", Event.ADDRESS),  # decodes a state token, no smem
     Row("mbarrier", Event.MBARRIER),
     Row("wgmma.fence", Event.FENCE),  # orders register accesses only, no shared memory
@@ -469,8 +475,9 @@ def _tensor(it: Item, row: Row) -> Classified:
     """
     parts, ops = it.op_parts, it.operands
     load = row.event is Event.TENSOR_LOAD
-    rank = int(parts[4][0])
-    mode = next((p for p in parts[7:] if p.startswith(("tile", "im2col"))), "tile")
+    k = parts.index("tensor")  # (cp.async.bulk.tensor or cp.reduce.async.bulk.tensor)
+    rank = int(parts[k + 1][0])
+    mode = next((p for p in parts[k + 4:] if p.startswith(("tile", "im2col"))), "tile")
     if mode != "tile":
         return Classified(Event.UNMODELED, row, reason=f".{mode} tensor copy: not checked yet; its "
                           "shared-memory footprint is not the box, so the bytes it writes are "
@@ -501,6 +508,28 @@ def _tensor(it: Item, row: Row) -> Classified:
                       op=rank)
 
 
+def _tensormap(it: Item, row: Row) -> Classified | None:
+    """tensormap.replace.mode.field{.ss}.b1024.type [map], ...: one field of the 128-byte map
+    rewritten in place, taken as a write of all of it (the fields' places in it are not
+    documented). tensormap.cp_fenceproxy.global.shared::cta...sync.aligned [dst], [src],
+    size: the map read from shared memory. A map in global memory touches no shared memory."""
+    parts, ops = it.op_parts, it.operands
+    if "shared::cta" not in parts and "shared" not in parts:
+        return None
+    brackets = [o for o in ops if o.startswith("[")]
+    replace = row.event is Event.WRITE
+    try:
+        size = abi.TMAP_BYTES if replace else ptx_int(ops[2])
+    except (IndexError, ValueError):
+        size = 0
+    if len(brackets) < (1 if replace else 2) or size != abi.TMAP_BYTES:
+        return Classified(Event.UNMODELED, row, reason=f"{it.opcode} in a form consan does not "
+                          "recognise: not checked; the tensor map's bytes in shared memory are "
+                          "not tracked")
+    address = brackets[0 if replace else 1][1:-1].strip()
+    return Classified(row.event, row, size=size, space=abi.SPACE_SHARED, address=address)
+
+
 def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
     parts = it.op_parts
     if any(p.startswith("shared") for p in parts):
@@ -529,6 +558,8 @@ def classify(it: Item, shared_symbols: set[str] = frozenset(), in_entry: bool = 
     if row is not None:
         if row.access:
             return _access(it, row, shared_symbols, constants or {})
+        if row.event in (Event.READ, Event.WRITE):  # (not by state space: the tensor map's)
+            return _tensormap(it, row)
         if row.event is Event.EXIT and it.opcode.startswith("ret") and not in_entry:
             return None  # returning from a .func is not leaving the kernel
         if row.event is Event.ADDRESS:

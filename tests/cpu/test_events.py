@@ -173,8 +173,10 @@ def test_mbarrier(instr, op, arg, result):
     "[%r1], [%rd1, {%r2, %r3, %r5, %r6, %r7}], [%r4];",
     "cp.async.bulk.tensor.2d.global.shared::cta.tile::scatter4.bulk_group [%rd1, {%r2, %r3}], "
     "[%r1];",
-    "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%rd1, {%r2, %r3}], "
-    "[%r1];",
+    "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.im2col_no_offs.bulk_group "
+    "[%rd1, {%r2, %r3}], [%r1];",
+    "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned "
+    "[%rd4], [%rd1], 64;",  # (the map is 128 bytes)
     "st.async.shared::cluster.u32 [%r1], %r2;",  # no mbarrier completion
     "st.async.mbarrier::complete_tx::bytes.u32 [%rd1], %r2, [%rd3];",  # generic addresses
     "red.async.relaxed.cluster.mbarrier::complete_tx::bytes.add.u32 [%rd1], %r2, [%rd3];",
@@ -384,11 +386,36 @@ def test_tensor_load(instr, rank, dst, tmap, mbar):
      2, "%r21", "%rd14"),
     ("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group.L2::cache_hint "
      "[%rd1, {%r1, %r2, %r3}], [%r21+128], %rd2;", 3, "%r21+128", "%rd1"),
+    # a TMA reduction into global memory (Triton's descriptor atomic_add): its source alike
+    ("@%p3 cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.bulk_group "
+     "[%rd5, {%r8, %r9}], [%r10];", 2, "%r10", "%rd5"),
+    ("cp.reduce.async.bulk.tensor.1d.global.shared::cta.max.tile.bulk_group [%rd5, {%r8}], "
+     "[%r10];", 1, "%r10", "%rd5"),
 ])
 def test_tensor_store_is_probed_as_a_bulk_store(instr, rank, src, tmap):
     c = one(instr)
     assert (c.event, c.op, c.address, c.arg) == (Event.TENSOR_STORE, rank, src, tmap)
     assert not c.reason  # fully modelled: nothing listed as not modelled
+
+
+@pytest.mark.parametrize("instr,event,addr", [
+    ("@%p2 tensormap.replace.tile.global_address.shared::cta.b1024.b64 [ %rd1 + 0 ], %rd2;",
+     Event.WRITE, "%rd1 + 0"),
+    ("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%rd1], 0x1, %r4;", Event.WRITE,
+     "%rd1"),
+    ("@%p1 tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync"
+     ".aligned [ %rd4 + 0 ], [ %rd1 + 0 ], 0x80;", Event.READ, "%rd1 + 0"),
+])
+def test_a_tensor_map_built_in_shared_memory_is_its_128_bytes(instr, event, addr):
+    """Triton's device-made descriptors: each field written into the map in shared memory
+    is a write of the map, its copy to global memory a read of it."""
+    c = one(instr)
+    assert (c.event, c.size, c.space, c.address) == (event, 128, abi.SPACE_SHARED, addr)
+    assert not c.reason
+
+
+def test_a_tensor_map_in_global_memory_touches_no_shared_memory():
+    assert one("tensormap.replace.tile.global_address.global.b1024.b64 [%rd1], %rd2;") is None
 
 
 def test_tensor_prefetch_touches_no_smem():

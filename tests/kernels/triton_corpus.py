@@ -220,6 +220,26 @@ def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constex
 
 
 @triton.jit
+def matmul_device_desc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
+                              BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B, one tile per program, with its tensor descriptors made on the device
+    (tl.make_tensor_descriptor): the program writes each 128-byte tensor map into shared
+    memory field by field (tensormap.replace) and copies it to global scratch
+    (tensormap.cp_fenceproxy) before its TMA loads and its TMA store."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([off_m, k * BK])
+        b = b_desc.load([k * BK, off_n])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
+@triton.jit
 def attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale, seq_len,
                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                     CAUSAL: tl.constexpr):
@@ -603,6 +623,30 @@ def _tma_reference(seed: int) -> Any:
     return a.double() @ b.double()
 
 
+DESC_M, DESC_N, DESC_K = 512, 512, 512
+
+
+def _device_desc_run(seed: int) -> Any:
+    """Device-made descriptors need global scratch for their maps: Triton asks the
+    allocator set here."""
+    import torch
+
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                  device="cuda"))
+    a, b = _matmul_inputs(seed, DESC_M, DESC_N, DESC_K)
+    c = torch.empty(DESC_M, DESC_N, device="cuda", dtype=torch.float16)
+    grid = (triton.cdiv(DESC_M, TMA_BM), triton.cdiv(DESC_N, TMA_BN))
+    k = matmul_device_desc_kernel[grid](a, b, c, DESC_M, DESC_N, DESC_K, BM=TMA_BM, BN=TMA_BN,
+                                        BK=TMA_BK, num_warps=8, num_stages=3)
+    _check_launch("matmul_device_desc", k)
+    return c
+
+
+def _device_desc_reference(seed: int) -> Any:
+    a, b = _matmul_inputs(seed, DESC_M, DESC_N, DESC_K)
+    return a.double() @ b.double()
+
+
 # flash attention ---------------------------------------------------------------------------
 
 ATTN_BATCH, ATTN_HEADS, ATTN_SEQ, ATTN_DIM = 2, 4, 1024, 64
@@ -698,6 +742,12 @@ def _cases() -> list[Case]:
              BN=TMA_BN, BK=TMA_BK, GROUP_M=GROUP_M),
         {"num_warps": 8, "num_stages": 3}, run=_tma_run, reference=_tma_reference, atol=0.25,
         rtol=1e-2))
+    cases.append(_case(
+        "matmul_device_desc", matmul_device_desc_kernel,
+        dict(a_ptr=_Ptr("fp16"), b_ptr=_Ptr("fp16"), c_ptr=_Ptr("fp16"), M=DESC_M, N=DESC_N,
+             K=DESC_K, BM=TMA_BM, BN=TMA_BN, BK=TMA_BK),
+        {"num_warps": 8, "num_stages": 3}, run=_device_desc_run,
+        reference=_device_desc_reference, atol=0.25, rtol=1e-2))
     cases.append(_attn_case("attn_fwd", causal=False))
     cases.append(_attn_case("attn_fwd_causal", causal=True))
     return cases
