@@ -271,7 +271,24 @@ def _access(it: Item, row: Row, shared_symbols: set[str],
         size = _elem_bytes(parts) * vec
     idem = row.prefix == "st" and size < 16 and _idempotent(addr, it.operands[1:], constants)
     return Classified(row.event, row, size=size, space=space, shape=shape, address=addr,
-                      idem=idem)
+                      idem=idem, reason=_ordering(parts, space))
+
+
+_ORDERING_NOT_MODELLED = ("acquire/release ordering through shared memory (a barrier, latch or "
+                          "flag built from atomics): the access is checked, the order it gives "
+                          "other warps is not modelled yet, so accesses it orders may be "
+                          "reported as races")
+
+
+def _ordering(parts: list[str], space: int) -> str:
+    """Why an access is modelled only in part: an acquire load or a release (or acq_rel)
+    store or atomic on shared memory synchronises warps, and the model takes it as a plain
+    access (cuda::barrier with a completion function, cuda::latch, cg::tiled_partition<64>
+    compile to these). A generic address counts where its scope is the CTA's: an object of
+    the block, most likely in shared memory."""
+    if not any(p in ("acquire", "release", "acq_rel") for p in parts):
+        return ""
+    return _ORDERING_NOT_MODELLED if space != abi.SPACE_GENERIC or "cta" in parts else ""
 
 
 _IMMEDIATE = re.compile(rf"^-?(?:{INT_LITERAL}|0[fF][0-9a-fA-F]{{8}}|0[dD][0-9a-fA-F]{{16}})$")
@@ -534,6 +551,8 @@ def _touches_sync_or_smem(it: Item, shared_symbols: set[str]) -> bool:
     parts = it.op_parts
     if any(p.startswith("shared") for p in parts):
         return True
+    if parts[0] == "wmma" and parts[1:2] in (["load"], ["store"]) and _space(parts[2:]) is not None:
+        return True  # (a generic address: shared memory for wmma tiles staged there)
     if parts[0] in ("bar", "barrier", "mbarrier", "membar", "fence", "wgmma", "tcgen05") or \
             it.opcode.startswith("cp."):
         return True
