@@ -152,8 +152,8 @@ TABLE: tuple[Row, ...] = (
         "CTA's shared memory): not checked yet; the shared memory it reads and writes is not "
         "tracked"),
     Row("cp.reduce.async", Event.UNMODELED, note="bulk reduction into another CTA's shared memory "
-        "(.shared::cluster) or TMA tensor reduction: not checked yet; the shared memory it "
-        "reads and writes is not tracked"),
+        "(.shared::cluster): not checked yet; the shared memory it reads and writes is not "
+        "tracked"),
     # the 128-byte tensor map a kernel builds in shared memory (Triton's device-side tensor
     # descriptors): a field rewritten, and the map copied to global memory (_tensormap)
     Row("tensormap.replace", Event.WRITE),
@@ -284,11 +284,12 @@ def _ordering(parts: list[str], space: int) -> str:
     """Why an access is modelled only in part: an acquire load or a release (or acq_rel)
     store or atomic on shared memory synchronises warps, and the model takes it as a plain
     access (cuda::barrier with a completion function, cuda::latch, cg::tiled_partition<64>
-    compile to these). A generic address counts where its scope is the CTA's: an object of
-    the block, most likely in shared memory."""
+    compile to these). A generic address counts where its scope is the CTA's or the
+    cluster's: an object of the block, or a flag in a peer CTA's shared memory."""
     if not any(p in ("acquire", "release", "acq_rel") for p in parts):
         return ""
-    return _ORDERING_NOT_MODELLED if space != abi.SPACE_GENERIC or "cta" in parts else ""
+    near = "cta" in parts or "cluster" in parts
+    return _ORDERING_NOT_MODELLED if space != abi.SPACE_GENERIC or near else ""
 
 
 _IMMEDIATE = re.compile(rf"^-?(?:{INT_LITERAL}|0[fF][0-9a-fA-F]{{8}}|0[dD][0-9a-fA-F]{{16}})$")
@@ -531,8 +532,11 @@ def _tensormap(it: Item, row: Row) -> Classified | None:
     documented). tensormap.cp_fenceproxy.global.shared::cta...sync.aligned [dst], [src],
     size: the map read from shared memory. A map in global memory touches no shared memory."""
     parts, ops = it.op_parts, it.operands
-    if "shared::cta" not in parts and "shared" not in parts:
+    if "global" in parts and row.event is Event.WRITE:
         return None
+    if "shared::cta" not in parts and "shared" not in parts:
+        return Classified(Event.UNMODELED, row, reason=f"{it.opcode} through a generic address: "
+                          "not checked; a tensor map in shared memory is not tracked")
     brackets = [o for o in ops if o.startswith("[")]
     replace = row.event is Event.WRITE
     try:

@@ -208,6 +208,7 @@ def test_wmma_in_global_memory_or_registers_touches_no_shared_memory(instr):
     ("atom.acquire.sys.shared.cas.b32 %r1, [%r2], %r3, %r4;", Event.ATOMIC, True),
     ("ld.relaxed.cta.shared.b32 %r1, [%r2];", Event.READ, False),
     ("ld.volatile.shared.u32 %r1, [%r2];", Event.READ, False),
+    ("st.release.cluster.b32 [%rd2], %r1;", Event.WRITE, True),  # a flag in a peer CTA
 ])
 def test_acquire_release_through_shared_memory_is_said_to_be_modelled_in_part(instr, event,
                                                                              said):
@@ -448,6 +449,11 @@ def test_a_tensor_map_built_in_shared_memory_is_its_128_bytes(instr, event, addr
 
 def test_a_tensor_map_in_global_memory_touches_no_shared_memory():
     assert one("tensormap.replace.tile.global_address.global.b1024.b64 [%rd1], %rd2;") is None
+
+
+def test_a_tensor_map_through_a_generic_address_is_listed():
+    c = one("tensormap.replace.tile.global_address.b1024.b64 [%rd1], %rd2;")
+    assert c.event is Event.UNMODELED and c.reason
 
 
 def test_tensor_prefetch_touches_no_smem():
