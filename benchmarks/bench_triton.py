@@ -2,7 +2,7 @@
 """consan vs Triton's own ConSan on Triton kernels, side by side in one run.
 
     PYTHONPATH=. python benchmarks/bench_triton.py [--json PATH] [--only NAME,...]
-                                                   [--no-triton-consan] [--hide-host]
+                                                   [--no-triton-consan]
 
 For each kernel of the Triton tutorial corpus (tests/kernels/triton_corpus.py), its kernels'
 time at each launch (CUDA events around Triton's launcher, so the inputs a case makes are
@@ -16,9 +16,8 @@ ConSan compile. Times are medians over repeats after a warm-up.
 
 The events of a kernel of a few microseconds also hold the host's launch path wherever the
 GPU waits for it (Triton's launcher natively; under consan the log's reset and Triton's
-launcher). --hide-host keeps the GPU busy with a sleep kernel ahead of each start event,
-so all three kernel-time columns time the device alone; the per-call user time is then not
-measured, and each first-call time holds a sleep or two (about 1.2 ms each).
+launcher). So each of the three is timed a second way, the "dev" columns: with the GPU
+kept busy by a sleep kernel ahead of each start event, the events time the device alone.
 
 A consan row needs both checks to pass: its report clean and its output bitwise equal to
 the native one. A row that fails either prints ERROR instead of a ratio and the exit
@@ -156,7 +155,20 @@ def _bytes(outputs: Any) -> list[bytes]:
     return [t.contiguous().view(-1).view(torch.uint8).cpu().numpy().tobytes() for t in outs]
 
 
-def child(name: str, repeats: int, hide_host: bool) -> None:
+def _measure_both(run: Run, timer: KernelTimer, repeats: int
+                  ) -> tuple[list[float], list[float], list[float]]:
+    """Kernel ms and wall ms per call, then kernel ms with the host hidden (the device
+    alone; each call then also waits out its sleep kernel, so no wall time)."""
+    kernel, wall = _measure(run, timer, repeats)
+    timer.hide_host = True
+    try:
+        device, _ = _measure(run, timer, repeats)
+    finally:
+        timer.hide_host = False
+    return kernel, wall, device
+
+
+def child(name: str, repeats: int) -> None:
     """Runs in a child process with TRITON_INSTRUMENTATION_MODE=consan: Triton's ConSan."""
     import torch
     import triton
@@ -164,7 +176,7 @@ def child(name: str, repeats: int, hide_host: bool) -> None:
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
                                                                   device="cuda"))
     case = workloads()[name]
-    with KernelTimer(hide_host=hide_host) as timer:
+    with KernelTimer() as timer:
         t0 = time.perf_counter()
         case.run(1)
         torch.cuda.synchronize()
@@ -172,19 +184,19 @@ def child(name: str, repeats: int, hide_host: bool) -> None:
         timer.take()
         case.run(1)  # warm-up
         timer.take()
-        kernel, wall = _measure(lambda: case.run(1), timer, repeats)
+        kernel, wall, device = _measure_both(lambda: case.run(1), timer, repeats)
     print(json.dumps({"first_call_s": first, "ms": statistics.median(kernel),
-                      "wall_ms": None if hide_host else statistics.median(wall)}))
+                      "wall_ms": statistics.median(wall),
+                      "device_ms": statistics.median(device)}))
 
 
-def _triton_consan(name: str, repeats: int, timeout: float, hide_host: bool) -> dict[str, Any]:
+def _triton_consan(name: str, repeats: int, timeout: float) -> dict[str, Any]:
     env = dict(os.environ, TRITON_INSTRUMENTATION_MODE="consan",
                TRITON_CACHE_DIR=tempfile.mkdtemp(prefix="tconsan-cache-"),
                PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
     try:
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name,
-                            "--repeats", str(repeats)] + (["--hide-host"] if hide_host else []),
-                           env=env, capture_output=True,
+                            "--repeats", str(repeats)], env=env, capture_output=True,
                            text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
@@ -195,14 +207,13 @@ def _triton_consan(name: str, repeats: int, timeout: float, hide_host: bool) -> 
     return json.loads(line)
 
 
-def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float,
-          hide_host: bool) -> dict:
+def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> dict:
     import torch
 
     from consan import frontends, session
 
     row: dict[str, Any] = {"kernel": name}
-    with KernelTimer(hide_host=hide_host) as timer:
+    with KernelTimer() as timer:
         t0 = time.perf_counter()
         case.run(7)  # the first call compiles (this process' Triton cache is fresh)
         torch.cuda.synchronize()
@@ -210,21 +221,21 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float,
         timer.take()
         native_out = _bytes(case.run(7))
         timer.take()
-        kernel, _ = _measure(lambda: case.run(7), timer, repeats)
+        kernel, _, device = _measure_both(lambda: case.run(7), timer, repeats)
     row["native_ms"] = statistics.median(kernel)
+    row["native_device_ms"] = statistics.median(device)
 
     s = session.Session(session.Options(count_other_launches=False), print_findings=False)
-    with frontends.sanitizing(s), KernelTimer(patch_consan=True,
-                                                          hide_host=hide_host) as timer:
+    with frontends.sanitizing(s), KernelTimer(patch_consan=True) as timer:
         t0 = time.perf_counter()
         checked_out = _bytes(case.run(7))
         row["consan_build_s"] = time.perf_counter() - t0  # instrument + link + first launch
         timer.take()
-        kernel, wall = _measure(lambda: case.run(7), timer, repeats)
+        kernel, wall, device = _measure_both(lambda: case.run(7), timer, repeats)
     row["instrumented"] = timer.instrumented > 0  # (False: consan ran it natively)
     row["consan_ms"] = statistics.median(kernel)
-    # (with hide_host each call also waits out its sleep kernel: no user time then)
-    row["consan_user_ms"] = None if hide_host else statistics.median(wall)
+    row["consan_user_ms"] = statistics.median(wall)
+    row["consan_device_ms"] = statistics.median(device)
     stats = s.report.kernels
     row["consan_checked"] = sum(k.launches_checked for k in stats.values())
     row["consan_clean"] = s.report.ok and not s.report.not_checked and row["consan_checked"] > 0
@@ -233,7 +244,7 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float,
     row["findings"] = [f.kind for f in s.report.active_findings]
     row["not_checked"] = s.report.not_checked
     if tconsan:
-        row["triton_consan"] = _triton_consan(name, repeats, timeout, hide_host)
+        row["triton_consan"] = _triton_consan(name, repeats, timeout)
     return row
 
 
@@ -279,15 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--timeout", type=float, default=300.0, help="per Triton-ConSan child (s)")
     p.add_argument("--no-triton-consan", action="store_true")
-    p.add_argument("--hide-host", action="store_true",
-                   help="time the device alone: a sleep kernel ahead of each start event "
-                        "keeps the GPU busy while the host enqueues the launch")
     p.add_argument("--profile", action="store_true",
                    help="cycles per probe kind instead (checker built with CONSAN_PROFILE)")
     p.add_argument("--child", metavar="NAME", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
-        child(a.child, a.repeats, a.hide_host)
+        child(a.child, a.repeats)
         return 0
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
     import torch
@@ -305,43 +313,51 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows, errors = [], 0
     for name in names:
-        rows.append(bench(name, work[name], a.repeats, not a.no_triton_consan, a.timeout,
-                          a.hide_host))
+        rows.append(bench(name, work[name], a.repeats, not a.no_triton_consan, a.timeout))
     print(f"\nbench_triton  {datetime.date.today()}  {torch.cuda.get_device_name()}  "
-          f"consan {runtime.__version__}  "
-          f"{'device alone (--hide-host)' if a.hide_host else 'host launch path included'}")
+          f"consan {runtime.__version__}")
     head = ("kernel", "native ms", "consan ms", "consan x", "+read-back ms", "tconsan ms",
-            "tconsan x", "compile s", "consan build s", "tconsan first s")
+            "tconsan x", "dev native ms", "dev consan ms", "dev consan x", "dev tconsan x",
+            "compile s", "consan build s", "tconsan first s")
     print(" | ".join(head))
     for r in rows:
         ok = r["consan_clean"] and r["same_bits"]
         t = r.get("triton_consan") or {}
         tx = t["ms"] / r["native_ms"] if "ms" in t else None
+        dtx = t["device_ms"] / r["native_device_ms"] if "device_ms" in t else None
         if ok:
             cx = f"{r['consan_ms'] / r['native_ms']:.1f}"
+            dcx = f"{r['consan_device_ms'] / r['native_device_ms']:.1f}"
         else:
             errors += 1
             why = ("output differs from native" if not r["same_bits"] else
                    f"not clean: {r['findings'] or r['not_checked']}")
-            cx = f"ERROR ({why})"
+            cx, dcx = f"ERROR ({why})", "-"
         name = r["kernel"] if r["instrumented"] else f"{r['kernel']} (run natively: cannot race)"
         print(" | ".join([name, _fmt(r["native_ms"]), _fmt(r["consan_ms"]) if ok else "-",
                           cx, _fmt(r["consan_user_ms"]) if ok else "-", _fmt(t.get("ms")),
                           f"{tx:.1f}" if tx else t.get("error", "-"),
+                          _fmt(r["native_device_ms"]),
+                          _fmt(r["consan_device_ms"]) if ok else "-", dcx,
+                          f"{dtx:.1f}" if dtx else "-",
                           _fmt(r["triton_compile_s"]), _fmt(r["consan_build_s"]),
                           _fmt(t.get("first_call_s"))]))
-    ratios = [(r["consan_ms"] / r["native_ms"], r["triton_consan"]["ms"] / r["native_ms"])
-              for r in rows if r["consan_clean"] and r["same_bits"]
-              and "ms" in (r.get("triton_consan") or {})]
-    if ratios:
-        below = sum(c < t for c, t in ratios)
-        print(f"consan's slowdown below Triton's ConSan's on {below} of {len(ratios)} kernels; "
-              f"median consan {statistics.median(c for c, _ in ratios):.1f}x, "
-              f"Triton's ConSan {statistics.median(t for _, t in ratios):.1f}x")
+    for what, mine, theirs, native in (
+            ("", "consan_ms", "ms", "native_ms"),
+            ("device alone: ", "consan_device_ms", "device_ms", "native_device_ms")):
+        ratios = [(r[mine] / r[native], r["triton_consan"][theirs] / r[native])
+                  for r in rows if r["consan_clean"] and r["same_bits"]
+                  and theirs in (r.get("triton_consan") or {})]
+        if ratios:
+            below = sum(c < t for c, t in ratios)
+            print(f"{what}consan's slowdown below Triton's ConSan's on {below} of "
+                  f"{len(ratios)} kernels; median consan "
+                  f"{statistics.median(c for c, _ in ratios):.1f}x, Triton's ConSan "
+                  f"{statistics.median(t for _, t in ratios):.1f}x")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"date": str(datetime.date.today()), "gpu": torch.cuda.get_device_name(),
-                       "hide_host": a.hide_host, "rows": rows}, f, indent=2, default=str)
+                       "rows": rows}, f, indent=2, default=str)
     return 1 if errors else 0
 
 
