@@ -220,6 +220,17 @@ def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constex
 
 
 @triton.jit
+def tma_add_into_kernel(x_desc, y_desc, BM: tl.constexpr, BN: tl.constexpr):
+    """y += x, one tile per program, both through host-made TMA descriptors: the tile of x
+    loaded by TMA and added into y by a TMA reduction (desc.atomic_add:
+    cp.reduce.async.bulk.tensor ... .add, which reads the tile from shared memory)."""
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    x = x_desc.load([off_m, off_n])
+    y_desc.atomic_add([off_m, off_n], x)
+
+
+@triton.jit
 def matmul_device_desc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
                               BN: tl.constexpr, BK: tl.constexpr):
     """C = A @ B, one tile per program, with its tensor descriptors made on the device
@@ -623,6 +634,32 @@ def _tma_reference(seed: int) -> Any:
     return a.double() @ b.double()
 
 
+ADD_M, ADD_N, ADD_BM, ADD_BN = 1024, 512, 64, 64
+
+
+def _tma_add_run(seed: int) -> Any:
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    g = _generator(seed)
+    x = torch.randn(ADD_M, ADD_N, device="cuda", dtype=torch.float32, generator=g)
+    y = torch.randn(ADD_M, ADD_N, device="cuda", dtype=torch.float32, generator=g)
+    k = tma_add_into_kernel[(ADD_M // ADD_BM, ADD_N // ADD_BN)](
+        TensorDescriptor.from_tensor(x, [ADD_BM, ADD_BN]),
+        TensorDescriptor.from_tensor(y, [ADD_BM, ADD_BN]), BM=ADD_BM, BN=ADD_BN, num_warps=4)
+    _check_launch("tma_add_into", k)
+    return y
+
+
+def _tma_add_reference(seed: int) -> Any:
+    import torch
+
+    g = _generator(seed)
+    x = torch.randn(ADD_M, ADD_N, device="cuda", dtype=torch.float32, generator=g)
+    y = torch.randn(ADD_M, ADD_N, device="cuda", dtype=torch.float32, generator=g)
+    return x.double() + y.double()
+
+
 DESC_M, DESC_N, DESC_K = 512, 512, 512
 
 # flash attention ---------------------------------------------------------------------------
@@ -720,6 +757,12 @@ def _cases() -> list[Case]:
              BN=TMA_BN, BK=TMA_BK, GROUP_M=GROUP_M),
         {"num_warps": 8, "num_stages": 3}, run=_tma_run, reference=_tma_reference, atol=0.25,
         rtol=1e-2))
+    cases.append(_case(
+        "tma_add_into", tma_add_into_kernel,
+        dict(x_desc=_Desc("fp32", (ADD_BM, ADD_BN)), y_desc=_Desc("fp32", (ADD_BM, ADD_BN)),
+             BM=ADD_BM, BN=ADD_BN),
+        {"num_warps": 4}, run=_tma_add_run, reference=_tma_add_reference, atol=1e-5,
+        rtol=1e-6))
     # Compiled, instrumented and assembled only: the maps it makes on the device are unknown
     # to consan, so each TMA load gets a guessed footprint (docs/model.md, "Tensor maps"),
     # which for two loads completing on one phase spans the next stage's buffers. It runs
