@@ -63,9 +63,9 @@ class KernelTimer:
     also keeps the host time of each whole launch call (synchronous under consan: what a
     user pays)."""
 
-    def __init__(self, patch_consan: bool = False, hide_host: bool = False) -> None:
+    def __init__(self, patch_consan: bool = False) -> None:
         self.events: list[tuple[Any, Any]] = []
-        self.hide_host = hide_host
+        self.hide_host = False  # (_measure_both turns it on for its second pass)
         self.wall: list[float] = []
         self.patch_consan = patch_consan
         self.instrumented = 0  # instrumented launches so far
@@ -155,6 +155,13 @@ def _bytes(outputs: Any) -> list[bytes]:
     return [t.contiguous().view(-1).view(torch.uint8).cpu().numpy().tobytes() for t in outs]
 
 
+def checked_clean(report: Any) -> tuple[int, bool]:
+    """(launches consan checked, whether its report is clean and every launch was checked:
+    a kernel consan could not prepare runs natively, and its time is not consan's)."""
+    checked = sum(k.launches_checked for k in report.kernels.values())
+    return checked, report.ok and not report.not_checked and checked > 0
+
+
 def _measure_both(run: Run, timer: KernelTimer, repeats: int
                   ) -> tuple[list[float], list[float], list[float]]:
     """Kernel ms and wall ms per call, then kernel ms with the host hidden (the device
@@ -236,9 +243,7 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> 
     row["consan_ms"] = statistics.median(kernel)
     row["consan_user_ms"] = statistics.median(wall)
     row["consan_device_ms"] = statistics.median(device)
-    stats = s.report.kernels
-    row["consan_checked"] = sum(k.launches_checked for k in stats.values())
-    row["consan_clean"] = s.report.ok and not s.report.not_checked and row["consan_checked"] > 0
+    row["consan_checked"], row["consan_clean"] = checked_clean(s.report)
     same = [a == b for a, b in zip(native_out, checked_out, strict=True)]
     row["same_bits"] = all(same) if case.deterministic else same[0]
     row["findings"] = [f.kind for f in s.report.active_findings]

@@ -44,7 +44,7 @@ def launch(name: str) -> None:
 
 
 def launch_triton(name: str, native: bool) -> int:
-    from benchmarks.bench_triton import workloads
+    from benchmarks.bench_triton import checked_clean, workloads
     from consan import frontends, session
 
     case = workloads()[name]
@@ -56,9 +56,7 @@ def launch_triton(name: str, native: bool) -> int:
     with frontends.sanitizing(s):
         case.run(7)
         case.run(7)
-    # (a kernel consan could not prepare ran natively: the profile is not of consan then)
-    checked = sum(k.launches_checked for k in s.report.kernels.values())
-    clean = s.report.ok and not s.report.not_checked and checked > 0
+    checked, clean = checked_clean(s.report)  # (else the profile is not of consan)
     print(f"{name} under consan: {'clean' if clean else 'NOT clean'}; "
           f"{checked} launches checked; not checked: {s.report.not_checked or 'none'}")
     return 0 if clean else 1

@@ -637,13 +637,15 @@ def _tma_reference(seed: int) -> Any:
 ADD_M, ADD_N, ADD_BM, ADD_BN = 1024, 512, 64, 64
 
 
+def _tma_add_inputs(seed: int) -> tuple[Any, Any]:
+    g = _generator(seed)
+    return _randn(g, ADD_M, ADD_N, dtype="float32"), _randn(g, ADD_M, ADD_N, dtype="float32")
+
+
 def _tma_add_run(seed: int) -> Any:
-    import torch
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    g = _generator(seed)
-    x = torch.randn(ADD_M, ADD_N, device="cuda", dtype=torch.float32, generator=g)
-    y = torch.randn(ADD_M, ADD_N, device="cuda", dtype=torch.float32, generator=g)
+    x, y = _tma_add_inputs(seed)
     k = tma_add_into_kernel[(ADD_M // ADD_BM, ADD_N // ADD_BN)](
         TensorDescriptor.from_tensor(x, [ADD_BM, ADD_BN]),
         TensorDescriptor.from_tensor(y, [ADD_BM, ADD_BN]), BM=ADD_BM, BN=ADD_BN, num_warps=4)
@@ -652,11 +654,7 @@ def _tma_add_run(seed: int) -> Any:
 
 
 def _tma_add_reference(seed: int) -> Any:
-    import torch
-
-    g = _generator(seed)
-    x = torch.randn(ADD_M, ADD_N, device="cuda", dtype=torch.float32, generator=g)
-    y = torch.randn(ADD_M, ADD_N, device="cuda", dtype=torch.float32, generator=g)
+    x, y = _tma_add_inputs(seed)
     return x.double() + y.double()
 
 
