@@ -69,9 +69,8 @@ CS_DEV void cs_bulk_store_one(uint32_t lanes, uint32_t lead, uint32_t slot, uint
     sink.n = 0;
     if (cs_vc_smem_on()) {
         uint32_t b = below / CS_GRANULE_BYTES;
-        if (me)
-            cs_vc_smem_async_read(slot, w, cs_vc_smem_ri_bulk(w), clk, g0 - b, g1 - b, site,
-                                  CS_PROXY_BULK, sink);
+        cs_vc_smem_async_read(lanes, lead, slot, w, cs_vc_smem_ri_bulk(w), clk, g0 - b, g1 - b,
+                              site, CS_PROXY_BULK, sink);
     } else {
         // Publish the read, then look at the writes (Dekker with cs_check_write_run): each
         // lane looks at the granules it published; the summary's fence reaches them all.

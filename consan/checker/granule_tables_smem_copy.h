@@ -251,23 +251,48 @@ CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t
     return out;
 }
 
-// An async reader's (bulk-store unit, wgmma unit) reads of granules [g0, g1] at clk for
-// warp w: published, fenced, judged like a warp's read plus the proxy rule. The findings
-// go to `sink` (distinct ones, with their byte ranges).
-
-CS_DEV void cs_vc_smem_async_read(uint32_t slot, uint32_t w, uint32_t ri, uint32_t clk,
-                              uint32_t g0, uint32_t g1, uint32_t site, uint32_t proxy,
-                              cs_sink& sink) {
+// An async reader's (bulk-store unit) reads of granules [g0, g1] at clk for warp w:
+// published, fenced, judged like a warp's read plus the proxy rule, by the lanes `lanes`
+// together (every one calls this with the same arguments), a block each in turn. `lead`
+// puts the findings into `sink` (distinct ones, with their byte ranges) in granule order,
+// as one lane walking them would have. (On the H100, one lane walking a TMA store's 16 KiB
+// box was nearly all of a Triton TMA add-into kernel's time: ~500k cycles a store.)
+CS_DEV void cs_vc_smem_async_read(uint32_t lanes, uint32_t lead, uint32_t slot, uint32_t w,
+                                  uint32_t ri, uint32_t clk, uint32_t g0, uint32_t g1,
+                                  uint32_t site, uint32_t proxy, cs_sink& sink) {
     cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
-    cs_vc_smem_publish(x, ri, clk, g0, g1, site, false);  // (a bulk-store unit: one warp's)
-    cs_fence();
-    uint32_t ok = 0xFFFFFFFFu, base = S.vsh_base;
-    for (uint32_t g = g0; g <= g1;) {
-        uint32_t at = g;
-        cs_finding f = cs_vc_smem_look(x, g, g1, proxy, ok, at);
-        if (!f.kind) break;
-        cs_sink_add(sink, f, base + at * CS_GRANULE_BYTES, base + (at + 1) * CS_GRANULE_BYTES);
-        g = at + 1;
+    const uint32_t r = cs_popc(lanes & ((1u << cs_lane()) - 1u)), n = cs_popc(lanes);
+    const uint32_t b0 = g0 / CS_VC_BLOCK, b1 = g1 / CS_VC_BLOCK;
+    for (uint32_t b = b0 + r; b <= b1; b += n) {  // (a block's summary: one lane's)
+        uint32_t a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
+        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        cs_vc_smem_publish(x, ri, clk, a, z, site, false);  // (a bulk-store unit: one warp's)
+    }
+    cs_fence();  // (each lane looks at the writes of the blocks it published)
+    uint32_t ok = 0xFFFFFFFFu;
+    const uint32_t base = S.vsh_base;
+    for (uint32_t k = b0; k <= b1; k += n) {  // (warp-uniform: a block per lane a round)
+        uint32_t b = k + r, a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
+        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        uint32_t at = a;
+        cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+        if (b <= b1) f = cs_vc_smem_look(x, a, z, proxy, ok, at);
+        // the lowest lane with a finding gives it, then looks on past it in its block
+        for (uint32_t has = cs_ballot(lanes, f.kind != 0); has; has = cs_ballot(lanes, f.kind != 0)) {
+            int src = cs_ffs(has) - 1;
+            cs_finding y = {cs_bcast(lanes, f.kind, src), cs_bcast(lanes, f.prev_site, src),
+                            cs_bcast(lanes, f.prev_warp, src)};
+            uint32_t ya = cs_bcast(lanes, at, src);
+            if (cs_lane() == lead)
+                cs_sink_add(sink, y, base + ya * CS_GRANULE_BYTES, base + (ya + 1) * CS_GRANULE_BYTES);
+            if (cs_lane() == (uint32_t)src) {
+                f = {0, CS_NO_SITE, CS_NO_WARP};
+                if (at < z) {
+                    at = at + 1;
+                    f = cs_vc_smem_look(x, at, z, proxy, ok, at);
+                }
+            }
+        }
     }
 }
 
