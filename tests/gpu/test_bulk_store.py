@@ -58,10 +58,15 @@ def _run(name: str, racy: bool):
     return rep, out.get(), src
 
 
+# The tables in the CTA's shared memory (the default where they fit: there the warp's lanes
+# judge the store's source a block each), or in device memory (CONSAN_VC_SMEM=0).
+@pytest.mark.parametrize("tables", ["shared", "device"])
 @pytest.mark.parametrize("name", sorted(K.CASES))
-def test_racy_bulk_store_is_reported(name):
+def test_racy_bulk_store_is_reported(name, tables, monkeypatch):
+    monkeypatch.setenv("CONSAN_VC_SMEM", "1" if tables == "shared" else "0")
     kind, cur, prev = K.CASES[name][5:8]
     rep, _, src = _run(name, racy=True)
+    assert rep.launch["tables"] == tables
     assert {v.kind for v in rep.violations} == {kind}, str(rep)
     assert {v.line for v in rep.violations} == {line_of(src, cur)}, str(rep)
     assert {v.prev_line for v in rep.violations} == {line_of(src, prev)}, str(rep)
@@ -70,6 +75,10 @@ def test_racy_bulk_store_is_reported(name):
         # the bulk store by warp 0 against the unfenced write of every warp
         assert {v.warp for v in rep.violations} == {0}, str(rep)
         assert {v.prev_warp for v in rep.violations} == warps, str(rep)
+        # each warp's finding names exactly the 128 bytes that warp wrote, in tile order
+        lo = min(v.offset_lo for v in rep.violations)
+        assert {(v.prev_warp, v.offset_lo - lo, v.offset_hi - v.offset_lo)
+                for v in rep.violations} == {(w, 128 * w, 128) for w in warps}, str(rep)
         assert "fence.proxy.async" in str(rep)
     else:
         # every warp refills the buffer the bulk-store unit of warp 0 may still read
