@@ -3,6 +3,7 @@
 
     PYTHONPATH=. python benchmarks/bench_triton.py [--json PATH] [--only NAME,...]
                                                    [--no-triton-consan]
+                                                   [--profile | --host-profile CALLS]
 
 For each kernel of the Triton tutorial corpus (tests/kernels/triton_corpus.py), its kernels'
 time at each launch (CUDA events around Triton's launcher, so the inputs a case makes are
@@ -284,6 +285,48 @@ def profile(name: str, case: Any) -> None:
     print(f"report: {'clean' if s.report.ok else [f.kind for f in s.report.active_findings]}")
 
 
+def host_profile(name: str, case: Any, calls: int) -> None:
+    """Where the host's time per launch goes under consan (what `consan run` pays beyond the
+    kernel): `calls` runs of the workload, its inputs made each time, natively and in a
+    session, the wall time per call of each; then cProfile over the session's runs, the
+    functions with the most time of their own and consan's with the most in all."""
+    import cProfile
+    import io
+    import pstats
+
+    import torch
+
+    from consan import frontends, session
+
+    def per_call(fn: Callable[[], Any]) -> float:
+        fn()
+        fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t0) / calls * 1e3
+
+    native = per_call(lambda: case.run(7))
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    prof = cProfile.Profile()
+    with frontends.sanitizing(s):
+        checked = per_call(lambda: case.run(7))
+        prof.enable()
+        for _ in range(calls):
+            case.run(7)
+        torch.cuda.synchronize()
+        prof.disable()
+    print(f"[{name}] wall ms per call, inputs included ({calls} calls): native {native:.3f}, "
+          f"consan {checked:.3f} (report: {'clean' if s.report.ok else 'NOT clean'})")
+    out = io.StringIO()
+    stats = pstats.Stats(prof, stream=out)
+    stats.sort_stats("tottime").print_stats(20)
+    stats.sort_stats("cumulative").print_stats(r"consan|instrument|reports", 25)
+    print(out.getvalue())
+
+
 def _fmt(v: float | None, unit: str = "") -> str:
     return "-" if v is None else f"{v:.3f}{unit}"
 
@@ -297,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-triton-consan", action="store_true")
     p.add_argument("--profile", action="store_true",
                    help="cycles per probe kind instead (checker built with CONSAN_PROFILE)")
+    p.add_argument("--host-profile", type=int, metavar="CALLS",
+                   help="the host's time per launch instead: wall ms per call natively and "
+                        "under consan, and cProfile's view of CALLS consan calls")
     p.add_argument("--child", metavar="NAME", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
@@ -315,6 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.profile:
         for name in names:
             profile(name, work[name])
+        return 0
+    if a.host_profile:
+        for name in names:
+            host_profile(name, work[name], a.host_profile)
         return 0
     rows, errors = [], 0
     for name in names:
