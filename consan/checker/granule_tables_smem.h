@@ -841,6 +841,9 @@ CS_DEV bool cs_vc_smem_written_by(uint32_t slot, uint32_t g0, uint32_t g1, uint3
     if (g0 * CS_GRANULE_BYTES < S.vsh_base) return false;
     cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, cs_warp());
     for (uint32_t g = g0 - S.vsh_base / CS_GRANULE_BYTES, n = g + g1 - g0; g <= n; ++g) {
+        // (a block a copy wrote whole: its word stands for the granules, whose own epochs
+        // and sites are stale)
+        if (cs_vc_smem_bt(x, g / CS_VC_BLOCK)) return false;
         uint32_t e = cs_s_ld(x.W + 4u * g);
         if (e == 0 || (e & CS_VW_MBAR) || cs_ld32(x.ws + g) != site) return false;
     }

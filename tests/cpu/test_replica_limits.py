@@ -1,6 +1,7 @@
 """Known false negatives of the replicated-store and idempotent-store rules (docs/model.md,
 *Replicated stores*, *Idempotent stores*), found in review and kept as strict xfail tests:
-each is a real race the checker misses today. Their fixes belong in the checker (the
+each is a real race the checker misses today (the last test here, fixed, stays as the
+regression test). Their fixes belong in the checker (the
 store record and `cs_same_store`, the write path's reader look, the whole-block copy
 epochs) and need a GPU run before they land. Each test passes once the race is reported."""
 
@@ -56,10 +57,10 @@ def test_a_replica_unordered_with_an_earlier_read_is_a_race(rep, how):
     assert any(k == "race.war" for k, *_ in ck.kinds())
 
 
-@pytest.mark.xfail(strict=True, reason="known: in vc-smem a copy of a whole 128-byte block "
-                   "writes only the block word, and the idempotent check reads the stale "
-                   "per-granule epoch")
 def test_an_idempotent_store_after_a_whole_block_copy_is_a_race_in_smem_tables():
+    """A copy of a whole 128-byte block in shared-memory tables writes only the block's word:
+    the idempotent check must take it for the last write, not the granules' stale epochs
+    (which still name the store's own site)."""
     ck = _checker(*VC["vc-smem"])
     ck.mbar(0, 0, abi.MB_INIT, 1)
     ck.write(0, 560, site=5, idem=True)
