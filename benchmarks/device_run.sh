@@ -7,6 +7,7 @@
 #   bash benchmarks/device_run.sh suite-peer    # Triton's ConSan cases (tests/gpu/test_triton_peer.py)
 #   bash benchmarks/device_run.sh bench    # bench_clean and bench_async (no racecheck)
 #   bash benchmarks/device_run.sh triton   # bench_triton (consan beside Triton's ConSan)
+#   bash benchmarks/device_run.sh host     # the host's time per launch (bench_triton --host-profile)
 #   bash benchmarks/device_run.sh racecheck  # bench_async beside compute-sanitizer racecheck
 #
 # Each stage fits one 10-minute command; the summary lines it prints at the end are what
@@ -58,12 +59,17 @@ triton)
     stage bench_triton 560 $py benchmarks/bench_triton.py --json "$out/btriton.json"
     grep -v "^\[" "$out/bench_triton.log" | tail -30
     ;;
+host)  # where the host's time per launch goes on the small Triton kernels (cProfile)
+    stage host_profile 300 $py benchmarks/bench_triton.py --host-profile 200 \
+        --only softmax,layer_norm_fwd
+    grep -E "^\[|tottime|cumtime" "$out/host_profile.log" | head -6
+    ;;
 racecheck)
     stage bench_async_rc 560 $py benchmarks/bench_async.py --timeout 100 --json "$out/basync_rc.json"
     tail -12 "$out/bench_async_rc.log"
     ;;
 *)
-    echo "usage: $0 suite|suite-triton|suite-peer|bench|triton|racecheck" >&2
+    echo "usage: $0 suite|suite-triton|suite-peer|bench|triton|host|racecheck" >&2
     exit 2
     ;;
 esac
