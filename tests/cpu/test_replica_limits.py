@@ -1,9 +1,10 @@
-"""Known false negatives of the replicated-store and idempotent-store rules (docs/model.md,
-*Replicated stores*, *Idempotent stores*), found in review and kept as strict xfail tests:
-each is a real race the checker misses today (the last test here, fixed, stays as the
-regression test). Their fixes belong in the checker (the
-store record and `cs_same_store`, the write path's reader look, the whole-block copy
-epochs) and need a GPU run before they land. Each test passes once the race is reported."""
+"""False negatives of the replicated-store and idempotent-store rules (docs/model.md,
+*Replicated stores*, *Idempotent stores*), found in review. The first two are kept as
+strict xfail tests: each is a real race the checker misses today, whose fix belongs in
+the checker (the store record and `cs_same_store`; the write path's reader look) and needs
+a GPU run before it lands. Each passes once the race is reported. The last one (an
+idempotent store after a whole-block copy, shared-memory tables) is fixed and stays as the
+regression test."""
 
 from __future__ import annotations
 
