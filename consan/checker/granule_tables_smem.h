@@ -87,6 +87,11 @@ CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) {  // p 16-byte aligned
 
 #define CS_VC_BLOCK CS_VSH_BLOCK_GRANULES
 #define CS_VC_SMEM_FASTR 8  // readers whose clocks a probe keeps in registers
+// The first and last granule of block b inside the span [g0, g1] that reaches it.
+CS_DEV uint32_t cs_block_lo(uint32_t b, uint32_t g0) { return b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0; }
+CS_DEV uint32_t cs_block_hi(uint32_t b, uint32_t g1) {
+    return b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+}
 CS_DEV uint32_t cs_vc_smem_reader_tid(uint32_t ri);
 
 // What a probe needs of the tables, computed once.
@@ -413,8 +418,8 @@ CS_DEV cs_finding cs_vc_smem_look(const cs_vc_smem_ctx_t& x, uint32_t g0, uint32
         }
     }
     for (uint32_t b = g0 / CS_VC_BLOCK; b <= g1 / CS_VC_BLOCK; ++b) {
-        uint32_t a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
-        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        uint32_t a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
         uint32_t bt = cs_vc_smem_bt(x, b);
         if (bt) {  // a copy wrote the block whole: its epoch stands for every granule
             uint32_t e = bt & ~CS_BT_WHOLE;
@@ -747,8 +752,8 @@ CS_DEV void cs_vc_smem_block_readers(const cs_vc_smem_ctx_t& x, const cs_reader_
 CS_DEV void cs_vc_smem_readers(const cs_vc_smem_ctx_t& x, const cs_reader_clocks_t* q, uint32_t g0, uint32_t g1,
                            cs_finding& f, uint32_t& at) {
     for (uint32_t b = g0 / CS_VC_BLOCK; b <= g1 / CS_VC_BLOCK; ++b) {
-        uint32_t a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
-        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        uint32_t a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_block_readers(x, q, b, a, z, f, at);
     }
 }

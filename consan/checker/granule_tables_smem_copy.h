@@ -181,8 +181,8 @@ CS_NOINLINE void cs_vc_smem_engine(uint32_t slot, uint32_t w, uint32_t g0, uint3
                 continue;
             }
         }
-        uint32_t a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
-        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        uint32_t a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_copy_block(x, b, a, z, site, by, now, c);
         ++b;
     }
@@ -202,8 +202,8 @@ CS_NOINLINE void cs_vc_smem_engine(uint32_t slot, uint32_t w, uint32_t g0, uint3
                 continue;
             }
         }
-        uint32_t a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
-        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        uint32_t a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_copy_readers(x, q, b, a, z, c);
         ++b;
     }
@@ -228,15 +228,15 @@ CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t
     cs_vc_smem_copy c = {{0, CS_NO_SITE, CS_NO_WARP}, {0, CS_NO_SITE, CS_NO_WARP}, 0, 0, 0xFFFFFFFFu};
     const uint32_t b0 = g0 / CS_VC_BLOCK, b1 = g1 / CS_VC_BLOCK;
     for (uint32_t b = b0 + r; b <= b1; b += n) {
-        uint32_t a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
-        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        uint32_t a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_copy_block_body(x, b, a, z, site, by, now, c);
     }
     cs_fence();  // (each lane looks at the readers of its own blocks)
     cs_reader_clocks_t q = cs_vc_smem_reader_clocks(x);
     for (uint32_t b = b0 + r; b <= b1; b += n) {
-        uint32_t a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
-        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        uint32_t a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_block_readers(x, &q, b, a, z, c.fr, c.ar);
     }
     bool epoch = c.fw.kind && (!c.fr.kind || c.aw <= c.ar);  // (as cs_vc_smem_first)
@@ -264,16 +264,16 @@ CS_DEV void cs_vc_smem_async_read(uint32_t lanes, uint32_t lead, uint32_t slot, 
     const uint32_t r = cs_popc(lanes & ((1u << cs_lane()) - 1u)), n = cs_popc(lanes);
     const uint32_t b0 = g0 / CS_VC_BLOCK, b1 = g1 / CS_VC_BLOCK;
     for (uint32_t b = b0 + r; b <= b1; b += n) {  // (a block's summary: one lane's)
-        uint32_t a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
-        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        uint32_t a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_publish(x, ri, clk, a, z, site, false);  // (a bulk-store unit: one warp's)
     }
     cs_fence();  // (each lane looks at the writes of the blocks it published)
     uint32_t ok = 0xFFFFFFFFu;
     const uint32_t base = S.vsh_base;
     for (uint32_t k = b0; k <= b1; k += n) {  // (warp-uniform: a block per lane a round)
-        uint32_t b = k + r, a = b * CS_VC_BLOCK > g0 ? b * CS_VC_BLOCK : g0;
-        uint32_t z = b * CS_VC_BLOCK + CS_VC_BLOCK - 1 < g1 ? b * CS_VC_BLOCK + CS_VC_BLOCK - 1 : g1;
+        uint32_t b = k + r, a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
         uint32_t at = a;
         cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
         if (b <= b1) f = cs_vc_smem_look(x, a, z, proxy, ok, at);
