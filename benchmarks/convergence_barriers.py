@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,10 +27,9 @@ if ROOT not in sys.path:
 
 
 def _tool(name: str) -> str:
-    path = shutil.which(name) or os.path.join("/usr/local/cuda/bin", name)
-    if not os.path.exists(path):
-        sys.exit(f"convergence_barriers: {name} not found (it comes with the CUDA toolkit)")
-    return path
+    from benchmarks.cuda_tools import cuda_tool
+
+    return cuda_tool(name, "convergence_barriers")
 
 
 def main() -> int:

@@ -6,11 +6,11 @@ the kernel's own code (calls, spills around them, barriers) before any of their 
         [--tables shared|device|phases] [--arch sm_90a]
 
 The module (PTX, or CUDA C++ compiled with NVRTC) is instrumented, linked with the checker
-as a launch would link it, and disassembled with the `cuobjdump` that Triton's wheel ships
-(or one on PATH). Printed: per kernel, its SASS instruction count and its calls, local
-stores and loads (spills), memory barriers and CTA barriers; then the same for each loop
-(a backward branch), innermost first; then each loop of the instrumented PTX with the
-probe calls it makes.
+as a launch would link it, and disassembled with `cuobjdump` (benchmarks/cuda_tools.py
+finds it; Triton's wheel bundles one). Printed: per kernel, its SASS instruction count and
+its calls, local stores and loads (spills), memory barriers and CTA barriers; then the same
+for each loop (a backward branch), innermost first; then each loop of the instrumented PTX
+with the probe calls it makes.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import collections
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,22 +25,6 @@ from pathlib import Path
 
 KEYS = ("CALL", "STL", "LDL", "MEMBAR", "BAR", "WARPSYNC", "HGMMA", "LDGSTS")
 _INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);")
-
-
-def cuobjdump() -> str:
-    """Triton's bundled cuobjdump, else one on PATH."""
-    try:
-        import triton
-
-        p = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-        if p.exists():
-            return str(p)
-    except ImportError:
-        pass
-    found = shutil.which("cuobjdump")
-    if not found:
-        sys.exit("sass_static: no cuobjdump (install triton, or put the CUDA toolkit's on PATH)")
-    return found
 
 
 def opcode(text: str) -> str:
@@ -106,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arch", default="sm_90a")
     a = p.parse_args(argv)
 
+    from benchmarks.cuda_tools import cuda_tool
     from consan import toolchain
     from instrument.ptx import parse
     from instrument.rewrite import instrument
@@ -124,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        sass = subprocess.run([cuobjdump(), "-sass", f.name], capture_output=True, text=True,
+        tool = cuda_tool("cuobjdump", "sass_static")
+        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True,
                               check=True).stdout
     for name, insns in functions(sass).items():
         if name not in ins.kernels:
