@@ -52,9 +52,10 @@ CS_DEV uint32_t cs_bar0_arrive(uint32_t active, uint32_t w, uint32_t lane, uint3
     uint32_t* row = cs_bar0_row(gen, w);
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
     cs_cols c = cs_vc_cols(false);
-#pragma unroll
-    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
-        for (uint32_t u = c.a[k] + rank; u < c.b[k]; u += n) row[u] = mine[u];
+    for (uint32_t r = rank, t = cs_cols_count(c); r < t; r += n) {
+        uint32_t u = cs_cols_at(c, r);
+        row[u] = mine[u];
+    }
     cs_fence();
     cs_syncwarp(active);
     if (lane == leader) {
@@ -70,17 +71,14 @@ CS_DEV void cs_bar0_wait(uint32_t gen, uint32_t active, uint32_t w, uint32_t lan
     const uint32_t nw = S.nwarps, L = S.nlogical;
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
     cs_cols c = cs_vc_cols(false);
-#pragma unroll
-    for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
-        for (uint32_t u = c.a[k] + rank; u < c.b[k]; u += n) {
-            uint32_t v = 0;
+    for (uint32_t r = rank, t = cs_cols_count(c); r < t; r += n) {
+        uint32_t u = cs_cols_at(c, r), v = 0;
 #pragma unroll 4
-            for (uint32_t q = 0; q < nw; ++q) {  // (four rows' loads in flight)
-                uint32_t x = rows[q * L + u];
-                v = x > v ? x : v;
-            }
-            if (v > mine[u] && u != w) mine[u] = v;
+        for (uint32_t q = 0; q < nw; ++q) {  // (four rows' loads in flight)
+            uint32_t x = rows[q * L + u];
+            v = x > v ? x : v;
         }
+        if (v > mine[u] && u != w) mine[u] = v;
     }
     cs_fence();
     if (lane == (uint32_t)(cs_ffs(active) - 1)) cs_phase_sh[w] += 1;
@@ -120,12 +118,10 @@ CS_DEV uint32_t cs_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_
         cs_phase_clear_next(slot, w, active, lane);
     } else if (!(mode & CS_BAR_RELAXED) || fenced) {
         cs_cols c = cs_vc_cols(false);
-#pragma unroll
-        for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
-            for (uint32_t u = c.a[k] + rank; u < c.b[k]; u += n) {
-                uint32_t v = (fenced && u == w) ? fenced : mine[u];
-                if (v) cs_max32(&vc[u], v);
-            }
+        for (uint32_t r = rank, t = cs_cols_count(c); r < t; r += n) {
+            uint32_t u = cs_cols_at(c, r);
+            uint32_t v = (fenced && u == w) ? fenced : mine[u];
+            if (v) cs_max32(&vc[u], v);
         }
     }
     cs_fence();
@@ -174,13 +170,10 @@ CS_DEV void cs_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u));
     uint32_t n = cs_popc(active);
     cs_cols c = cs_vc_cols(false);
-    uint32_t nr = cs_phase_mode() ? 0 : CS_VC_RANGES;
-#pragma unroll
-    for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
-        for (uint32_t u = c.a[k] + rank; k < nr && u < c.b[k]; u += n) {
-            uint32_t v = cs_bvc_ld(&vc[u]);
-            if (v > mine[u] && u != w) mine[u] = v;
-        }
+    for (uint32_t r = rank, t = cs_phase_mode() ? 0u : cs_cols_count(c); r < t; r += n) {
+        uint32_t u = cs_cols_at(c, r);
+        uint32_t v = cs_bvc_ld(&vc[u]);
+        if (v > mine[u] && u != w) mine[u] = v;
     }
     cs_fence();
     if ((gen & CS_TOKEN_CTA_WIDE) && lane == (uint32_t)(cs_ffs(active) - 1)) cs_phase_sh[w] += 1;
