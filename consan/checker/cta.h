@@ -108,8 +108,19 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
         uint32_t* vis = cs_vis(slot, 0);
         for (uint32_t k = i; k < CS_MAX_WARPS * L; k += n) vis[k] = (k / L == k % L) ? 1u : 0u;
     }
+    // The barriers' clock slots: only the columns a clock can ever have (no join reads
+    // another), a column per thread and a slot per thread that shares it (clearing all
+    // nlogical columns was 45 stores a thread of a 128-thread CTA, half its begin).
     uint32_t* bvc = (uint32_t*)S.barvc + (uint64_t)slot * CS_BARRIER_WORDS * 2 * L;
-    for (uint32_t k = i; k < CS_BARRIER_WORDS * 2 * L; k += n) bvc[k] = 0;
+    cs_cols c = cs_vc_cols(true);
+    uint32_t t = cs_cols_count(c), share = t ? n / t : 0u;
+    if (t && !share) {  // (fewer threads than columns)
+        for (uint32_t r = i; r < t; r += n)
+            for (uint32_t s = 0, u = cs_cols_at(c, r); s < CS_BARRIER_WORDS * 2; ++s) bvc[s * L + u] = 0;
+    } else if (i < share * t) {
+        for (uint32_t s = i / t, u = cs_cols_at(c, i % t); s < CS_BARRIER_WORDS * 2; s += share)
+            bvc[s * L + u] = 0;
+    }
     if (cs_vc_smem_on()) {  // the CTA's own shared memory: cleared, no generation tags
         // Every block starts held whole with the epoch 0 (never written): the first copy
         // into a block then takes one word, not a look at 32 epochs (cs_vc_smem_copy_run).
@@ -151,10 +162,13 @@ CS_DEV void cs_thread_exit(uint32_t site) {
         // The whole warp is gone: barriers waiting for "every live warp" may now be complete.
         uint32_t live = cs_add32(&cs_livew_sh, (uint32_t)-1) - 1;
         cs_fence();
-        for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b) {  // (the cluster barrier's too)
-            uint64_t seen = cs_bw_ld(cs_barword(slot, b));
-            if (CS_BW_COUNT(seen) == 0) cs_bar_try_complete(slot, b, seen, live);
-        }
+        // (every word loaded first: one after another behind each test, the loads were
+        // most of an exit)
+        uint64_t seen[CS_BARRIER_WORDS];
+#pragma unroll
+        for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b) seen[b] = cs_bw_ld(cs_barword(slot, b));
+        for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b)  // (the cluster barrier's too)
+            if (CS_BW_COUNT(seen[b]) == 0) cs_bar_try_complete(slot, b, seen[b], live);
     }
     if (cs_add32(&cta[CS_CTA_LIVE_THREADS], 0u - n) == n) {
         cs_early_exit_check(slot, w, site);
