@@ -162,22 +162,6 @@ CS_DEV void cs_vc_st4(uint32_t* p, const uint32_t* v) {
     *(uint4*)p = make_uint4(v[0], v[1], v[2], v[3]);
 #endif
 }
-// Columns [a, b) in whole 16-byte chunks: a column outside the ranges is 0 in every clock,
-// so its maximum is 0 again, and no clock holds a warp's own column ahead of the warp's own
-// clock -- four maxima and a store where one grew, no check per column (one lane's
-// dependent instructions were most of a join).
-CS_DEV void cs_vc_join_run(uint32_t* __restrict__ d, const uint32_t* __restrict__ s, uint32_t a,
-                           uint32_t b) {
-    for (uint32_t u = a & ~3u; u < b; u += 4) {
-        cs_u4 x = cs_vc_ld4(s + u), y = cs_vc_ld4(d + u);
-        if ((x.x > y.x) | (x.y > y.y) | (x.z > y.z) | (x.w > y.w)) {
-            cs_u4 m = cs_u4_max(x, y);
-            const uint32_t v[4] = {m.x, m.y, m.z, m.w};
-            cs_vc_st4(d + u, v);
-        }
-    }
-}
-
 // Empty a clock slot (`all`: every engine's column, at init), in whole 16-byte chunks.
 // Inline: a call from the mbarrier probe's branches would cost it a convergence barrier
 // kept across the call.
@@ -189,11 +173,52 @@ CS_DEV void cs_vc_clear(uint32_t* dst, bool all) {
         for (uint32_t u = c.a[k] & ~3u; u < c.b[k]; u += 4) cs_vc_st4(dst + u, zero);
 }
 
-CS_DEV void cs_vc_join(uint32_t* dst, const uint32_t* src) {
-    cs_cols c = cs_vc_cols(false);
+// The 16-byte chunks of c's columns as one dense run: the q-th of cs_chunks_count(c)
+// starts at column cs_chunks_at(c, q). (A chunk two ranges share comes twice: joining it
+// again changes nothing.)
+CS_DEV uint32_t cs_chunk_width(const cs_cols& c, uint32_t k) {
+    return c.b[k] > c.a[k] ? (c.b[k] + 3) / 4 - c.a[k] / 4 : 0u;
+}
+CS_DEV uint32_t cs_chunks_count(const cs_cols& c) {
+    uint32_t t = 0;
 #pragma unroll
-    for (uint32_t k = 0; k < CS_VC_RANGES; ++k)
-        if (c.b[k] > c.a[k]) cs_vc_join_run(dst, src, c.a[k], c.b[k]);
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k) t += cs_chunk_width(c, k);
+    return t;
+}
+CS_DEV uint32_t cs_chunks_at(const cs_cols& c, uint32_t q) {
+    uint32_t u = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < CS_VC_RANGES; ++k) {
+        uint32_t w = cs_chunk_width(c, k);
+        bool in = q < w;
+        u = in ? (c.a[k] / 4 + q) * 4 : u;
+        q = in ? 0xFFFFFFFFu : q - w;
+    }
+    return u;
+}
+
+// dst = max(dst, src) by one lane, in whole 16-byte chunks: a column outside the ranges
+// is 0 in every clock, so its maximum is 0 again, and no clock holds a warp's own column
+// ahead of the warp's own clock -- four maxima and a store where one grew, no check per
+// column. Two chunks a trip, their four loads ahead of any store (a loop per range kept
+// each chunk's loads behind the last chunk's test and store).
+CS_DEV void cs_vc_join(uint32_t* __restrict__ dst, const uint32_t* __restrict__ src) {
+    cs_cols c = cs_vc_cols(false);
+    for (uint32_t q = 0, t = cs_chunks_count(c); q < t; q += 2) {
+        uint32_t u0 = cs_chunks_at(c, q), u1 = cs_chunks_at(c, q + 1 < t ? q + 1 : q);
+        cs_u4 x0 = cs_vc_ld4(src + u0), y0 = cs_vc_ld4(dst + u0);
+        cs_u4 x1 = cs_vc_ld4(src + u1), y1 = cs_vc_ld4(dst + u1);
+        if ((x0.x > y0.x) | (x0.y > y0.y) | (x0.z > y0.z) | (x0.w > y0.w)) {
+            cs_u4 m = cs_u4_max(x0, y0);
+            const uint32_t v[4] = {m.x, m.y, m.z, m.w};
+            cs_vc_st4(dst + u0, v);
+        }
+        if ((x1.x > y1.x) | (x1.y > y1.y) | (x1.z > y1.z) | (x1.w > y1.w)) {  // (u1 = u0: the same)
+            cs_u4 m = cs_u4_max(x1, y1);
+            const uint32_t v[4] = {m.x, m.y, m.z, m.w};
+            cs_vc_st4(dst + u1, v);
+        }
+    }
 }
 
 
