@@ -791,7 +791,11 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
     else in one function per kind that the accesses call in place of their probes. The
     record's two words are loaded after the begin probe of each entry with code that
     reads them inline. Returns (tests in loops, writes updated, reads updated)."""
-    fast = [f for f in fast if before.get(f.index)]
+    # (with value tags, a warp's untagged write -- an atomic, a store whose value is not
+    # read -- calls its probe, which ends the warp's record of its last tagged store:
+    # cs_store_record_end; no such write in the Triton corpus)
+    fast = [f for f in fast if before.get(f.index) and not (
+        value_tags and f.cls.event in (Event.WRITE, Event.ATOMIC) and f.index not in tags)]
     updated = [f for f in fast if fast_path.updates(f.item, f.cls, value_tags)]
     inline = len(updated) <= fast_path.inline_max()
     up = {f.index for f in updated}

@@ -150,9 +150,28 @@ CS_ENTRY void __consan_store_value(uint32_t tag, uint32_t site) {
     cs_fence();
 }
 
+// A warp's write of another site than its record's (an untagged store, an atomic, an
+// idempotent store) ends the record, before the write's epoch is published: a replica of
+// the recorded store is then not forgiven against this write (docs/model.md, *Replicated
+// stores*). A tagged store's record names its own site: __consan_store_value, or its
+// inline form, ran just before its probe. (Modules without value tags keep no record: the
+// look is one shared load.)
+CS_DEV void cs_store_record_end(uint32_t site, uint32_t info) {
+    uint32_t mode = cs_info_mode(info);
+    if (mode != CS_MODE_WRITE && mode != CS_MODE_ATOMIC) return;
+    if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;  // (as __consan_store_value)
+    uint32_t w = cs_warp();
+    volatile uint32_t* g = cs_shv.store_tag;
+    if (g[w] != 0 && *(volatile uint32_t*)&cs_shv.store_site[w] != site) {
+        g[w] = 0;
+        cs_fence();
+    }
+}
+
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
+    cs_store_record_end(site, info);
     cs_mc_poll();
     if (info & CS_INFO_IDEM) return cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
     cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
@@ -179,6 +198,7 @@ CS_ENTRY void __consan_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
 CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
+    cs_store_record_end(site, info);
     if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
     cs_mc_poll();
     uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
@@ -201,6 +221,7 @@ CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uin
     if (!cs_vc_smem_on()) return __consan_access_n(addr, site, info, rep);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
+    cs_store_record_end(site, info);
     if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
 }
 

@@ -220,6 +220,22 @@ def test_a_store_with_a_value_tag_takes_the_update_after_publishing_its_tag(many
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
+@pytest.mark.parametrize("access", ["\tatom.shared.add.u32 %r4, [%r2], 1;\n",
+                                    "\t@%p2 red.shared.add.u32 [%r2], 1;\n"])
+def test_with_value_tags_an_untagged_write_calls_its_probe(access):
+    """With value tags, a warp's write that has no tag (an atomic) calls its probe, in a loop
+    or not: the probe ends the warp's record of its last tagged store (docs/model.md,
+    *Replicated stores*), which neither the inline test nor the inline update would. A
+    tagged store beside it keeps its inline test."""
+    ins = rewritten(access + "\tst.shared.u32 [%r2+64], %r3;\n", value_tags=True)
+    k = kernel(ins.ptx)
+    assert ins.fast_paths == 1 and fast_tests(k) == 1  # the tagged store's
+    assert k.count("// consan value tag, published inline") == 1
+    assert f"call {abi.PROBE_ACCESS}, (" in k  # the atomic's own probe, always called
+    plain = rewritten(access)  # (without value tags the atomic takes the test too)
+    assert plain.fast_paths == 1
+
+
 @pytest.mark.parametrize("store,n", [("st.shared.u16 [%r2+2], %rs1", 1),
                                      ("st.shared.v2.u32 [%r2], {%r3, %r3}", 2),
                                      ("st.shared.v4.u32 [%r2], {%r3, %r3, %r3, %r3}", 4),

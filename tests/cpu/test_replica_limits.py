@@ -1,10 +1,9 @@
 """False negatives of the replicated-store and idempotent-store rules (docs/model.md,
-*Replicated stores*, *Idempotent stores*), found in review. The first two are kept as
-strict xfail tests: each is a real race the checker misses today, whose fix belongs in
-the checker (the store record and `cs_same_store`; the write path's reader look) and needs
-a GPU run before it lands. Each passes once the race is reported. The last one (an
-idempotent store after a whole-block copy, shared-memory tables) is fixed and stays as the
-regression test."""
+*Replicated stores*, *Idempotent stores*), found in review. The second is kept as a
+strict xfail test: a real race the checker misses today, whose fix belongs in the write
+path's reader look; it passes once the race is reported. The first (a replica after the
+warp's own untagged write) and the last (an idempotent store after a whole-block copy,
+shared-memory tables) are fixed and stay as regression tests."""
 
 from __future__ import annotations
 
@@ -21,9 +20,6 @@ ALL = {"vc-device": (False, False, False), "vc-smem": (False, False, True),
 VC = {k: ALL[k] for k in ("vc-device", "vc-smem")}
 
 
-@pytest.mark.xfail(strict=True, reason="known: a warp's value-tag record outlives its "
-                   "untagged write to the granule (cs_same_store does not check that the "
-                   "epoch is the tagged run's)")
 @pytest.mark.parametrize("rep", ALL)
 @pytest.mark.parametrize("overwrite", ["plain", "atomic", "idempotent"])
 def test_a_replica_after_the_warps_own_untagged_write_is_a_race(rep, overwrite):
@@ -37,6 +33,24 @@ def test_a_replica_after_the_warps_own_untagged_write_is_a_race(rep, overwrite):
         ck.write(0, ROW, site=9, idem=overwrite == "idempotent")
     ck.write(1, ROW, site=5, tag=7)
     assert any(k == "race.waw" for k, *_ in ck.kinds())
+
+
+@pytest.mark.parametrize("rep", ALL)
+@pytest.mark.parametrize("between", ["read", "cp.async"])
+def test_a_replica_after_the_warps_own_read_or_copy_is_forgiven(rep, between):
+    """The clean twin: what warp 0 does between its tagged store and warp 1's replica is a
+    read or a cp.async elsewhere (its copy unit's write, not the warp's), so its record
+    still names the store and warp 1's replica is no race."""
+    ck = _checker(*ALL[rep])
+    ck.write(3, ROW + 64, site=1)
+    ck.sync(range(4))
+    ck.write(0, ROW, site=5, tag=7)
+    if between == "read":
+        ck.read(0, ROW + 64, site=9)
+    else:
+        ck.cp_async(0, ROW + 128, site=9)
+    ck.write(1, ROW, site=5, tag=7)
+    assert [k for k, *_ in ck.kinds()] == []
 
 
 @pytest.mark.xfail(strict=True, reason="known: the first replica's write empties the reader "
