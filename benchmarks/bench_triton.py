@@ -43,6 +43,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from benchmarks.host_stages import StageTimer  # noqa: E402 (after the path)
+
 HIDE_CYCLES = 2_000_000  # about 1.2 ms on an H100 at 1.7 GHz: longer than any launch path
 
 Run = Callable[[], Any]  # launches a workload's kernel(s) on inputs it makes; returns outputs
@@ -285,11 +287,30 @@ def profile(name: str, case: Any) -> None:
     print(f"report: {'clean' if s.report.ok else [f.kind for f in s.report.active_findings]}")
 
 
+def _host_stages() -> list:
+    """The stages of a checked Triton launch that host_profile times apart (indented: inside
+    the one above)."""
+    from consan import cupy_build, runtime, session, triton_hook
+    from reports import Report
+
+    return [("Session.launch", session.Session, "launch"),
+            ("  Session._prepare", session.Session, "_prepare"),
+            ("  Prepared.launch", runtime.Prepared, "launch"),
+            ("    Prepared.launch_resets", runtime.Prepared, "launch_resets"),
+            ("    Triton's launcher", triton_hook._Launcher, "__call__"),
+            ("  cupy_build.user_frames", cupy_build, "user_frames"),
+            ("  Prepared.report (its wait for the kernel included)", runtime.Prepared, "report"),
+            ("    Report.from_log", Report, "from_log"),
+            ("  Session._record", session.Session, "_record")]
+
+
 def host_profile(name: str, case: Any, calls: int) -> None:
     """Where the host's time per launch goes under consan (what `consan run` pays beyond the
     kernel): `calls` runs of the workload, its inputs made each time, natively and in a
-    session, the wall time per call of each; then cProfile over the session's runs, the
-    functions with the most time of their own and consan's with the most in all."""
+    session, the wall time per call of each; then the wall time per call of a few of
+    consan's stages (benchmarks/host_stages.py: no profiler's cost per Python call in them);
+    then cProfile over the session's runs, the functions with the most time of their own
+    and consan's with the most in all."""
     import cProfile
     import io
     import pstats
@@ -311,8 +332,13 @@ def host_profile(name: str, case: Any, calls: int) -> None:
     native = per_call(lambda: case.run(7))
     s = session.Session(session.Options(count_other_launches=False), print_findings=False)
     prof = cProfile.Profile()
+    stages = StageTimer(_host_stages())
     with frontends.sanitizing(s):
         checked = per_call(lambda: case.run(7))
+        with stages:
+            for _ in range(calls):
+                case.run(7)
+            torch.cuda.synchronize()
         prof.enable()
         for _ in range(calls):
             case.run(7)
@@ -320,6 +346,8 @@ def host_profile(name: str, case: Any, calls: int) -> None:
         prof.disable()
     print(f"[{name}] wall ms per call, inputs included ({calls} calls): native {native:.3f}, "
           f"consan {checked:.3f} (report: {'clean' if s.report.ok else 'NOT clean'})")
+    print(f"[{name}] consan's host stages (timed apart, nested stages inside their callers):")
+    print(stages.table(calls))
     out = io.StringIO()
     stats = pstats.Stats(prof, stream=out)
     stats.sort_stats("tottime").print_stats(20)

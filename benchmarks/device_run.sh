@@ -59,10 +59,10 @@ triton)
     stage bench_triton 560 $py benchmarks/bench_triton.py --json "$out/btriton.json"
     grep -v "^\[" "$out/bench_triton.log" | tail -30
     ;;
-host)  # where the host's time per launch goes on the small Triton kernels (cProfile)
+host)  # where the host's time per launch goes on the small Triton kernels (stages, cProfile)
     stage host_profile 300 $py benchmarks/bench_triton.py --host-profile 200 \
         --only softmax,layer_norm_fwd
-    grep -E "^\[|tottime|cumtime" "$out/host_profile.log" | head -6
+    grep -E "^\[| \| " "$out/host_profile.log" | head -24
     ;;
 racecheck)
     stage bench_async_rc 560 $py benchmarks/bench_async.py --timeout 100 --json "$out/basync_rc.json"
