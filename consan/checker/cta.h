@@ -162,13 +162,22 @@ CS_DEV void cs_thread_exit(uint32_t site) {
         // The whole warp is gone: barriers waiting for "every live warp" may now be complete.
         uint32_t live = cs_add32(&cs_livew_sh, (uint32_t)-1) - 1;
         cs_fence();
-        // (every word loaded first: one after another behind each test, the loads were
-        // most of an exit)
-        uint64_t seen[CS_BARRIER_WORDS];
+        // (every word loaded and tested first, into a mask of those this exit may complete:
+        // one after another behind each test, the loads were most of an exit; kept in an
+        // array, they went to local memory)
+        uint32_t todo = 0;
 #pragma unroll
-        for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b) seen[b] = cs_bw_ld(cs_barword(slot, b));
-        for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b)  // (the cluster barrier's too)
-            if (CS_BW_COUNT(seen[b]) == 0) cs_bar_try_complete(slot, b, seen[b], live);
+        for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b) {  // (the cluster barrier's too)
+            uint64_t seen = cs_bw_ld(cs_barword(slot, b));
+            uint32_t arrived = CS_BW_ARRIVED(seen);
+            if (CS_BW_COUNT(seen) == 0 && arrived != 0 && arrived != CS_BW_COMPLETING &&
+                arrived >= live)
+                todo |= 1u << b;
+        }
+        for (; todo; todo &= todo - 1) {
+            uint32_t b = cs_ffs(todo) - 1;
+            cs_bar_try_complete(slot, b, cs_bw_ld(cs_barword(slot, b)), live);
+        }
     }
     if (cs_add32(&cta[CS_CTA_LIVE_THREADS], 0u - n) == n) {
         cs_early_exit_check(slot, w, site);

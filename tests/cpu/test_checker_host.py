@@ -654,6 +654,26 @@ def test_a_cluster_fence_before_a_relaxed_arrive_releases_what_came_before_it(ck
     assert ckv.kinds() == [("race.raw", 6, 7)]
 
 
+@pytest.mark.parametrize("barrier", [0, 1])
+def test_an_exit_completes_the_barrier_the_other_warps_wait_in(barrier):
+    """Warps 0-2 arrive at a barrier of every live warp; warp 3 exits instead: its exit
+    completes the generation, so the next one opens for the three and orders as usual
+    (left open, the next round's arrivals would split over two generations and warp 0
+    would not see warp 1's write)."""
+    for vsh in (False, True):
+        ck = _checker(False, vsh=vsh)
+        ck.write(0, 0, site=1)
+        tokens = {w: ck.arrive(w, barrier, site=5, mode=abi.BAR_SYNC) for w in range(3)}
+        ck.exit(3, site=20)
+        for w, t in tokens.items():
+            ck.wait(w, t, barrier, site=5)
+        ck.read(2, 0, site=2)
+        ck.write(1, 4, site=3)
+        ck.sync(range(3), barrier=barrier, site=6)
+        ck.read(0, 4, site=4)
+        assert ck.kinds() == [], vsh
+
+
 def test_cluster_barrier_generations_follow_each_warp(ckv):
     # Three generations; warp 3 exits after the first: the others still complete the rest.
     for gen in range(3):
