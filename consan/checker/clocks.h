@@ -202,22 +202,21 @@ CS_DEV uint32_t cs_chunks_at(const cs_cols& c, uint32_t q) {
 // ahead of the warp's own clock -- four maxima and a store where one grew, no check per
 // column. Two chunks a trip, their four loads ahead of any store (a loop per range kept
 // each chunk's loads behind the last chunk's test and store).
+CS_DEV void cs_vc_join_chunk(uint32_t* d, cs_u4 x, cs_u4 y) {  // d holds y: store max(x, y)
+    if ((x.x > y.x) | (x.y > y.y) | (x.z > y.z) | (x.w > y.w)) {
+        cs_u4 m = cs_u4_max(x, y);
+        const uint32_t v[4] = {m.x, m.y, m.z, m.w};
+        cs_vc_st4(d, v);
+    }
+}
 CS_DEV void cs_vc_join(uint32_t* __restrict__ dst, const uint32_t* __restrict__ src) {
     cs_cols c = cs_vc_cols(false);
     for (uint32_t q = 0, t = cs_chunks_count(c); q < t; q += 2) {
         uint32_t u0 = cs_chunks_at(c, q), u1 = cs_chunks_at(c, q + 1 < t ? q + 1 : q);
         cs_u4 x0 = cs_vc_ld4(src + u0), y0 = cs_vc_ld4(dst + u0);
         cs_u4 x1 = cs_vc_ld4(src + u1), y1 = cs_vc_ld4(dst + u1);
-        if ((x0.x > y0.x) | (x0.y > y0.y) | (x0.z > y0.z) | (x0.w > y0.w)) {
-            cs_u4 m = cs_u4_max(x0, y0);
-            const uint32_t v[4] = {m.x, m.y, m.z, m.w};
-            cs_vc_st4(dst + u0, v);
-        }
-        if ((x1.x > y1.x) | (x1.y > y1.y) | (x1.z > y1.z) | (x1.w > y1.w)) {  // (u1 = u0: the same)
-            cs_u4 m = cs_u4_max(x1, y1);
-            const uint32_t v[4] = {m.x, m.y, m.z, m.w};
-            cs_vc_st4(dst + u1, v);
-        }
+        cs_vc_join_chunk(dst + u0, x0, y0);
+        cs_vc_join_chunk(dst + u1, x1, y1);  // (u1 = u0: the same maximum again)
     }
 }
 
