@@ -3,12 +3,13 @@
 the kernel's own code (calls, spills around them, barriers) before any of their bodies run.
 
     PYTHONPATH=. python benchmarks/sass_static.py tests/corpus/triton/triton_matmul_s3.ptx \
-        [--tables shared|device|phases] [--arch sm_90a]
+        [--tables shared|device|phases] [--arch sm_90a] [--value-tags]
 
 The module (PTX, or CUDA C++ compiled with NVRTC) is instrumented, linked with the checker
 as a launch would link it, and disassembled with `cuobjdump` (benchmarks/cuda_tools.py
 finds it; Triton's wheel bundles one). Printed: per kernel, its SASS instruction count and
-its calls, local stores and loads (spills), memory barriers and CTA barriers; then the same
+its calls, local stores and loads (spills), memory barriers and CTA barriers, beside the
+same counts of the module as it came (ptxas for the same target); then the same
 for each loop (a backward branch), innermost first; then each loop of the instrumented PTX
 with the probe calls it makes.
 """
@@ -87,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                         "memory (the default where they fit), in device memory, or phase mode "
                         "in shared memory")
     p.add_argument("--arch", default="sm_90a")
+    p.add_argument("--value-tags", action="store_true",
+                   help="instrument as the Triton front end does (stores pass value tags)")
     a = p.parse_args(argv)
 
     from benchmarks.cuda_tools import cuda_tool
@@ -102,19 +105,25 @@ def main(argv: list[str] | None = None) -> int:
         src = corpus_build.compile_cached(src, Path(a.module).name,
                                           [f"-arch=compute_{a.arch[3:]}", "-std=c++17",
                                            "-lineinfo"])
-    ins = instrument(parse(src, Path(a.module).name))
+    ins = instrument(parse(src, Path(a.module).name), value_tags=a.value_tags)
     cubin = toolchain.link_with_checker(ins, "module.ptx", arch, vsh=a.tables == "shared",
                                         psh=a.tables == "phases")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        tool = cuda_tool("cuobjdump", "sass_static")
-        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True,
+    tool = cuda_tool("cuobjdump", "sass_static")
+    with tempfile.TemporaryDirectory() as d:
+        out, native_ptx, native_cubin = Path(d, "i.cubin"), Path(d, "n.ptx"), Path(d, "n.cubin")
+        out.write_bytes(cubin)
+        sass = subprocess.run([tool, "-sass", str(out)], capture_output=True, text=True,
                               check=True).stdout
+        # the module as it came, assembled by ptxas for the same target: the kernel's own size
+        native_ptx.write_text(src)
+        subprocess.run([cuda_tool("ptxas", "sass_static"), f"-arch={a.arch}", "-o",
+                        str(native_cubin), str(native_ptx)], check=True)
+        native = functions(subprocess.run([tool, "-sass", str(native_cubin)],
+                                          capture_output=True, text=True, check=True).stdout)
     for name, insns in functions(sass).items():
         if name not in ins.kernels:
             continue
-        print(f"{name}: {counts(insns)}")
+        print(f"{name}: {counts(insns)}; native: {counts(native.get(name, []))}")
         for lo, hi in loops(insns):
             body = [(x, t) for x, t in insns if lo <= x <= hi]
             print(f"  SASS loop 0x{lo:x}-0x{hi:x}: {counts(body)}")
