@@ -24,10 +24,15 @@ CS_DEV void cs_bar_complete(uint32_t slot, uint32_t b, uint32_t gen) {
     cs_fence();
 }
 
+// Whether word `seen` shows a generation that `expected` arrivals close, not closing yet.
+CS_DEV bool cs_bar_complete_now(uint64_t seen, uint32_t expected) {
+    uint32_t arrived = CS_BW_ARRIVED(seen);
+    return arrived != 0 && arrived != CS_BW_COMPLETING && arrived >= expected;
+}
+
 // Try to close the current generation if `expected` warps have arrived.
 CS_DEV void cs_bar_try_complete(uint32_t slot, uint32_t b, uint64_t seen, uint32_t expected) {
-    if (CS_BW_ARRIVED(seen) == 0 || CS_BW_ARRIVED(seen) == CS_BW_COMPLETING) return;
-    if (CS_BW_ARRIVED(seen) < expected) return;
+    if (!cs_bar_complete_now(seen, expected)) return;
     uint64_t claim = (seen & ~0xFFFFull) | CS_BW_COMPLETING;
     if (cs_cas64(cs_barword(slot, b), seen, claim) == seen)
         cs_bar_complete(slot, b, CS_BW_GEN(seen));

@@ -113,14 +113,10 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
     // nlogical columns was 45 stores a thread of a 128-thread CTA, half its begin).
     uint32_t* bvc = (uint32_t*)S.barvc + (uint64_t)slot * CS_BARRIER_WORDS * 2 * L;
     cs_cols c = cs_vc_cols(true);
-    uint32_t t = cs_cols_count(c), share = t ? n / t : 0u;
-    if (t && !share) {  // (fewer threads than columns)
-        for (uint32_t r = i; r < t; r += n)
-            for (uint32_t s = 0, u = cs_cols_at(c, r); s < CS_BARRIER_WORDS * 2; ++s) bvc[s * L + u] = 0;
-    } else if (i < share * t) {
-        for (uint32_t s = i / t, u = cs_cols_at(c, i % t); s < CS_BARRIER_WORDS * 2; s += share)
+    uint32_t t = cs_cols_count(c), share = t && n >= t ? n / t : 1u;  // threads a column
+    for (uint32_t k = i; k < share * t; k += n)  // (fewer threads than columns: several each)
+        for (uint32_t s = k / t, u = cs_cols_at(c, k % t); s < CS_BARRIER_WORDS * 2; s += share)
             bvc[s * L + u] = 0;
-    }
     if (cs_vc_smem_on()) {  // the CTA's own shared memory: cleared, no generation tags
         // Every block starts held whole with the epoch 0 (never written): the first copy
         // into a block then takes one word, not a look at 32 epochs (cs_vc_smem_copy_run).
@@ -169,10 +165,7 @@ CS_DEV void cs_thread_exit(uint32_t site) {
 #pragma unroll
         for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b) {  // (the cluster barrier's too)
             uint64_t seen = cs_bw_ld(cs_barword(slot, b));
-            uint32_t arrived = CS_BW_ARRIVED(seen);
-            if (CS_BW_COUNT(seen) == 0 && arrived != 0 && arrived != CS_BW_COMPLETING &&
-                arrived >= live)
-                todo |= 1u << b;
+            if (CS_BW_COUNT(seen) == 0 && cs_bar_complete_now(seen, live)) todo |= 1u << b;
         }
         for (; todo; todo &= todo - 1) {
             uint32_t b = cs_ffs(todo) - 1;
