@@ -28,7 +28,7 @@ from instrument.rewrite import demangle
 
 from . import cupy_build, runtime, session, tma
 from .errors import ConsanError
-from .session import ExStream, NotCheckable, dim3, is_busy, run_native, work_in
+from .session import ExStream, NotCheckable, dim3, is_busy, proofs_on, run_native, work_in
 
 _RDC = ("-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c")
 
@@ -66,7 +66,7 @@ def _classes() -> tuple[type, type]:
             if native.mapping is not None:
                 self._set_mapping(dict(native.mapping))
             self._spec, self._reason = spec, reason
-            self._built: tuple[runtime.Build, bool] | None = None
+            self._built: tuple[runtime.Build, tuple[bool, bool]] | None = None
             self.global_names: list[str] = []  # its __device__/__constant__ variables
             self._globals: dict[str, tuple[int, int]] = {}
             self._functions: dict[str, Any] = {}
@@ -109,7 +109,8 @@ def _classes() -> tuple[type, type]:
                                     f"{first})")
                     raise NotCheckable(self._reason) from None
                 self._built, self.global_names = (b, work_in(b)), names
-            return self._built
+            b, work = self._built
+            return b, work[0] if proofs_on() else work[1]
 
         def native_global(self, name: str) -> tuple[int, int] | None:
             if name not in self._globals:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -86,11 +87,20 @@ def is_busy() -> bool:
     return bool(getattr(_tls, "busy", 0))
 
 
-def work_in(b: runtime.Build) -> bool:
-    """Whether a launch of the module can give a finding at all: it has a probed event
-    besides group bookkeeping and exits (else it runs natively, counted as checked)."""
+def proofs_on() -> bool:
+    """Kernels proven race-free before launch run natively (instrument/static_proof.py);
+    CONSAN_PROOF=0 checks them instrumented like any other."""
+    return os.environ.get("CONSAN_PROOF", "1") != "0"
+
+
+def work_in(b: runtime.Build) -> tuple[bool, bool]:
+    """Whether a launch of the module can give a finding at all, (where proofs count, where
+    they do not): it has a probed event besides group bookkeeping and exits, and no proof
+    covers its kernels (else it runs natively, counted as checked). The front ends keep
+    both and pick one by proofs_on() at each launch."""
     ins = b.instrumented
-    return bool(ins.unmodeled) or any(s.event not in _BOOKKEEPING for s in ins.sites.sites)
+    any_work = bool(ins.unmodeled) or any(s.event not in _BOOKKEEPING for s in ins.sites.sites)
+    return any_work and not ins.proven, any_work
 
 
 def dim3(t: tuple) -> tuple[int, int, int]:
@@ -303,10 +313,10 @@ class Session:
             try:
                 b, work = fn.module.build(self.roots)
                 if not work:
-                    # No shared-memory access or barrier in the module: nothing can race
-                    # (first: a small kernel's launch pays no more than this look).
-                    self._checked += 1
-                    self.report.kernel(name).launches_checked += 1
+                    # No shared-memory access or barrier in the module, or a proof that
+                    # they cannot race: nothing to find (first: a small kernel's launch
+                    # pays no more than this look).
+                    self._count_native(fn, b)
                     return run_native(native)
                 if cooperative:
                     raise NotCheckable("cooperative launch (grid-wide sync) is not supported "
@@ -343,9 +353,18 @@ class Session:
             if skipped:
                 self.report.skipped[skipped] = self.report.skipped.get(skipped, 0) + 1
             else:
-                self._checked += 1
-                self.report.kernel(fn.display_name).launches_checked += 1
+                self._count_native(fn, fn.module.build(self.roots)[0])
         return cupti.call_own(native, *args)
+
+    def _count_native(self, fn, b: runtime.Build) -> None:
+        """A launch run natively because it has nothing to find, counted as checked, with
+        the proof that says so where there is one."""
+        self._checked += 1
+        stats = self.report.kernel(fn.display_name)
+        stats.launches_checked += 1
+        proof = b.instrumented.proven.get(fn.kernel)
+        if proof is not None and not stats.proven:
+            stats.proven = proof.sentence()
 
     def _prepare(self, fn, b: runtime.Build, grid, block, shared_mem: int):
         # (p.build keeps b, and its id, alive; Prepared loads its module and tables on the

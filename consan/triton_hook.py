@@ -32,14 +32,14 @@ from collections.abc import Callable
 from typing import Any
 
 from . import runtime, session, tma
-from .session import ExStream, NotCheckable, work_in
+from .session import ExStream, NotCheckable, proofs_on, work_in
 
 _MODULE = "triton.compiler.compiler"
 _lock = threading.RLock()
 _patched: dict[str, Any] = {}  # name -> original
 # (hash, arch) -> (build, whether it can race), or why it cannot be checked: a kernel that
 # cannot be instrumented is tried once, not at every launch of a loop or an autotuner.
-_builds: dict[tuple[str, str], tuple[runtime.Build, bool] | NotCheckable] = {}
+_builds: dict[tuple[str, str], tuple[runtime.Build, tuple[bool, bool]] | NotCheckable] = {}
 
 
 class _Kernel:
@@ -50,13 +50,14 @@ class _Kernel:
         self.kernel = compiled.metadata.name  # the PTX entry
         self.module = self
         self.display_name = _display_name(compiled)
-        self._nothing: str | None = None  # the arch on which the module was found to have
-        # nothing to check
+        # (the arch, whether proofs counted) where the module was found to have nothing to check
+        self._nothing: tuple[str, bool] | None = None
 
     def cannot_race(self) -> bool:
         """Whether this kernel's build on this device has nothing to check (a kernel with no
         shared memory): known after its first launch here."""
-        return self._nothing is not None and self._nothing == runtime.device_arch().sm
+        return self._nothing is not None and \
+            self._nothing == (runtime.device_arch().sm, proofs_on())
 
     def build(self, roots: tuple[str, ...] = ()) -> tuple[runtime.Build, bool]:
         """The instrumented kernel and whether it can race, built once per compiled kernel
@@ -75,9 +76,11 @@ class _Kernel:
                 _builds[key] = got
         if isinstance(got, NotCheckable):
             raise NotCheckable(str(got))
-        if not got[1]:
-            self._nothing = arch.sm
-        return got
+        proofs = proofs_on()
+        work = got[1][0] if proofs else got[1][1]
+        if not work:
+            self._nothing = (arch.sm, proofs)
+        return got[0], work
 
     def _instrumented(self, arch: Any) -> runtime.Build:
         ptx = self.compiled.asm.get("ptx") if hasattr(self.compiled.asm, "get") else None

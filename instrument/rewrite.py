@@ -26,6 +26,7 @@ from . import (
     inline_barriers,
     loops,
     remote,
+    static_proof,
     wgmma_window,
 )
 from . import value_tags as tagging
@@ -121,6 +122,9 @@ class Instrumented:
     inline_writes: int = 0  # plain writes that store their epoch inline (fast_path.py)
     inline_reads: int = 0  # one-granule reads that set their bit inline (fast_path.py)
     inline_barriers: int = 0  # barriers and exits whose probes run inline (inline_barriers.py)
+    # kernel -> its proof (static_proof.py), filled only where every function of the module
+    # is a kernel proven so: the front ends then run it natively
+    proven: dict[str, static_proof.Proof] = field(default_factory=dict)
 
     @property
     def inline_tests(self) -> bool:
@@ -764,13 +768,33 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         if i in after:
             out.append(after[i])
     caps = _register_caps(mod)
+    proofs = _proofs(mod, shared)
     return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
                         cp_async, bar0_only, multicast, chunks,
                         first_trip_loops=[(mod.items[lp.head].line, mod.items[lp.branch].line)
                                           for _, lp in first_trips] if cta_wide_only else [],
                         fast_paths=fast_tests, inline_writes=inline_writes,
-                        inline_reads=inline_reads, inline_barriers=inline_bars_done)
+                        inline_reads=inline_reads, inline_barriers=inline_bars_done,
+                        proven=proofs)
+
+
+def _proofs(mod: Module, shared: set[str]) -> dict[str, static_proof.Proof]:
+    """Every kernel's proof where all the module's functions have one (static_proof.py);
+    else none. A kernel without shared memory or barriers needs none and gets none."""
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    out = {}
+    for fn in mod.functions:
+        constants = constant_registers(fn.body)
+        got = static_proof.prove(
+            fn, mod.items[index[id(fn.header)]:fn.open_index],
+            lambda it, fn=fn, constants=constants: classify(
+                it, shared, in_entry=fn.is_entry, constants=constants), shared)
+        if isinstance(got, str):
+            return {}
+        if got.accesses or got.barriers:
+            out[fn.name] = got
+    return out
 
 
 class _FastAccess(NamedTuple):

@@ -50,13 +50,17 @@ class KernelStats:
     notes: dict[str, int] = field(default_factory=dict)  # tool note kind -> occurrences
     unmodeled: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    proven: str = ""  # how it was proven race-free before launch, where it was (ran natively)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "launches_checked": self.launches_checked,
-                "findings": dict(self.findings), "occurrences": self.occurrences,
-                "suppressed": self.suppressed, "shadow_bytes": self.shadow_bytes,
-                "notes": dict(self.notes), "unmodeled": list(self.unmodeled),
-                "errors": list(self.errors)}
+        d = {"name": self.name, "launches_checked": self.launches_checked,
+             "findings": dict(self.findings), "occurrences": self.occurrences,
+             "suppressed": self.suppressed, "shadow_bytes": self.shadow_bytes,
+             "notes": dict(self.notes), "unmodeled": list(self.unmodeled),
+             "errors": list(self.errors)}
+        if self.proven:  # (kernels that ran instrumented keep the schema they had)
+            d["proven"] = self.proven
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> KernelStats:
@@ -296,6 +300,8 @@ class SessionReport:
                               human_bytes(k.shadow_bytes) if k.shadow_bytes else "-")
             console.print(table)
         for k in self.kernels.values():
+            if k.proven:
+                console.print(Text(f"{k.name}: {k.proven}", style="dim"))
             if k.unmodeled:
                 console.print(Text(f"{k.name}: {len(k.unmodeled)} instruction(s) that touch "
                                    "shared memory or synchronise were not checked:",

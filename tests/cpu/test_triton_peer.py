@@ -94,4 +94,4 @@ def test_case_compiles_instruments_and_assembles_for_sm90a(case):
             f"{case.name}: no probe on line {tp.marker_line(marker)} ({marker}), where "
             f"consan should report {kind}")
     if case.findings:  # a kernel that can give a finding is checked, not run natively
-        assert session.work_in(SimpleNamespace(instrumented=ins)), case.name
+        assert session.work_in(SimpleNamespace(instrumented=ins))[0], case.name

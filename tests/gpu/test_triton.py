@@ -37,7 +37,10 @@ def test_consan_run_checks_every_triton_kernel_and_keeps_its_bits(tmp_path):
     for name in ("add", "softmax", "matmul"):
         assert kernels.get(name, {}).get("launches_checked") == 1, (name, kernels,
                                                                    checked.stderr)
-    assert kernels["matmul"]["shadow_bytes"] > 0 and kernels["softmax"]["shadow_bytes"] > 0
+    # (the softmax's reductions are proven race-free before launch: it runs natively)
+    assert kernels["matmul"]["shadow_bytes"] > 0 and not kernels["matmul"].get("proven")
+    assert kernels["softmax"]["proven"].startswith("proven race-free before launch"), kernels
+    assert "softmax: proven race-free before launch" in checked.stderr, checked.stderr
     assert not any(r["kernel"] in kernels for r in rep["not_checked"]), rep["not_checked"]
 
 

@@ -34,8 +34,28 @@ def _differing(a, b) -> int:
 # and every warp holding a replicated copy stores the same value to the same bytes: it is
 # checked clean through the stores' value tags (docs/model.md, "Replicated stores"; it was
 # reported as race.waw on the H100 without them).
+# Kernels whose shared memory is proven race-free before launch (instrument/static_proof.py):
+# under a session they run natively; with CONSAN_PROOF=0 the same checks hold instrumented.
+PROVEN = ("softmax", "layer_norm_fwd")
+
+
 @pytest.mark.parametrize("case", RUNNABLE, ids=[c.name for c in RUNNABLE])
 def test_corpus_kernel_is_checked_clean_and_bit_exact(case):
+    rep = _checked_clean_and_bit_exact(case)
+    proven = {n: k.proven for n, k in rep.kernels.items() if k.proven}
+    assert bool(proven) == (case.name in PROVEN), proven
+
+
+@pytest.mark.parametrize("name", PROVEN)
+def test_proven_corpus_kernel_is_clean_and_bit_exact_instrumented_too(name, monkeypatch):
+    monkeypatch.setenv("CONSAN_PROOF", "0")
+    (case,) = [c for c in RUNNABLE if c.name == name]
+    rep = _checked_clean_and_bit_exact(case)
+    assert not any(k.proven for k in rep.kernels.values())
+    assert all(k.shadow_bytes > 0 for k in rep.kernels.values())
+
+
+def _checked_clean_and_bit_exact(case):
     import torch
 
     from consan import frontends, session
@@ -63,3 +83,4 @@ def test_corpus_kernel_is_checked_clean_and_bit_exact(case):
     ref = _tuple(case.reference(11))
     for a, r in zip(native, ref, strict=True):
         assert torch.allclose(a.double(), r.double(), atol=case.atol, rtol=case.rtol)
+    return rep

@@ -1,0 +1,219 @@
+"""Kernels proven race-free before launch (instrument/static_proof.py): what is proven, and
+that anything the proof cannot decide, or that could race, is refused (then the kernel runs
+instrumented as before)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from instrument.rewrite import instrument
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "triton"
+SOFTMAX = (CORPUS / "triton_softmax.ptx").read_text()
+
+
+def verdict(ptx: str):
+    """(kernel -> Proof) of the module, or the refusal of its only kernel."""
+    from instrument.events import classify, constant_registers
+    from instrument.ptx import parse
+    from instrument.rewrite import _proofs, _shared_symbols
+    from instrument.static_proof import prove
+
+    mod = parse(ptx, "t.ptx")
+    if not mod.functions:
+        raise AssertionError("no function")
+    got = _proofs(mod, _shared_symbols(mod))
+    if got:
+        return got
+    fn = mod.functions[0]
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    shared = _shared_symbols(mod)
+    consts = constant_registers(fn.body)
+    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared)
+
+
+def kernel(body: str, threads: str = ".reqntid 128") -> str:
+    return f"""
+.version 8.0
+.target sm_90a
+.address_size 64
+.extern .shared .align 16 .b8 smem[];
+.visible .entry k(.param .u64 k_out)
+{threads}
+{{
+\t.reg .b32 %r<24>;
+\t.reg .pred %p<6>;
+\t.reg .b64 %rd<6>;
+\tmov.u32 %r1, %tid.x;
+\tmov.u32 %r2, smem;
+\tshr.u32 %r3, %r1, 5;
+\tand.b32 %r4, %r1, 31;
+{body}
+\tret;
+}}
+"""
+
+
+def test_triton_softmax_and_an_inductor_reduction_are_proven():
+    got = verdict(SOFTMAX)["softmax_kernel"]
+    assert (got.threads, got.accesses, got.barriers) == (128, 8, 5)
+    assert got.sentence().startswith("proven race-free before launch (8 shared-memory "
+                                     "accesses between 5 CTA barriers, 128 threads")
+    ind = instrument((CORPUS / "inductor_softmax_layer_norm.ptx").read_text(), "i.ptx").proven
+    ((name, proof),) = ind.items()
+    assert name.startswith("triton_red_fused") and (proof.threads, proof.barriers) == (512, 8)
+
+
+def test_the_proven_module_is_still_instrumented_for_prepare():
+    ins = instrument(SOFTMAX, "s.ptx")
+    assert ins.proven and ins.sites.sites and "__consan_cta_begin" in ins.ptx
+
+
+def _bar_lines(ptx: str) -> list[int]:
+    return [i for i, ln in enumerate(ptx.splitlines()) if ln.strip() == "bar.sync \t0;"
+            or re.fullmatch(r"\s*bar\.sync\s+0;", ln)]
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_softmax_without_any_one_of_its_barriers_is_refused(which):
+    lines = SOFTMAX.splitlines()
+    bars = _bar_lines(SOFTMAX)
+    assert len(bars) == 5
+    del lines[bars[which]]
+    got = verdict("\n".join(lines))
+    assert isinstance(got, str) and "two warps touch byte" in got, got
+
+
+def test_a_read_of_scratch_nothing_wrote_is_refused():
+    lines = SOFTMAX.splitlines()
+    first = next(i for i, ln in enumerate(lines) if "st.shared.b32" in ln)
+    del lines[first]
+    got = verdict("\n".join(lines))
+    assert isinstance(got, str) and "before any write certain to run" in got, got
+
+
+WARP_SUM = """
+\tshl.b32 %r5, %r3, 2;
+\tadd.s32 %r6, %r2, %r5;
+\tsetp.eq.u32 %p1, %r4, 0;
+\t@%p1 st.shared.u32 [%r6], %r1;
+\tBARRIER
+\tsetp.lt.u32 %p2, %r1, 4;
+\tshl.b32 %r7, %r1, 2;
+\tadd.s32 %r8, %r2, %r7;
+\t@%p2 ld.shared.u32 %r9, [%r8];
+"""
+
+
+@pytest.mark.parametrize("barrier,proven", [
+    ("bar.sync 0;", True), ("barrier.sync 0;", True), ("bar.sync 0, 128;", True),
+    ("bar.sync 0, 64;", False), ("bar.sync 1;", False), ("@%p1 bar.sync 0;", False),
+    ("bar.arrive 0, 128;", False), ("", False)])
+def test_only_a_barrier_every_thread_waits_at_separates(barrier, proven):
+    got = verdict(kernel(WARP_SUM.replace("BARRIER", barrier)))
+    assert isinstance(got, dict) == proven, got
+
+
+def test_the_block_size_must_be_known_before_launch():
+    body = WARP_SUM.replace("BARRIER", "bar.sync 0;")
+    assert isinstance(verdict(kernel(body)), dict)
+    got = verdict(kernel(body, ".maxntid 128, 1, 1"))
+    assert isinstance(got, str) and "reqntid" in got
+    # 96 threads: warps 0-2 write words 0-2, and thread 3 reads word 3 nobody wrote
+    got = verdict(kernel(body, ".reqntid 96"))
+    assert isinstance(got, str) and "may read byte 12" in got, got
+
+
+@pytest.mark.parametrize("addr,proven", [
+    ("xor.b32 %r10, %r1, 1;", True),  # lanes swap words within their warp
+    ("and.b32 %r10, %r1, 31;", False),  # every warp writes words 0-31
+    ("bfe.u32 %r10, %r1, 0, 5;", False),  # the same, by bit-field extract
+    ("add.s32 %r10, %r1, 32;", True),  # distinct words, shifted
+    ("rem.u32 %r10, %r1, 64;", False),  # warps 0 and 2 meet
+    ("mul.lo.u32 %r11, %r3, 0; add.s32 %r10, %r11, %r1;", True),
+    ("selp.b32 %r10, %r1, 0, %p3;", False),  # threads 64-127 all write word 0
+    ("selp.b32 %r10, %r1, %r4, %p4;", True),  # %p4 all true: word tid
+])
+def test_addresses_are_evaluated_for_every_thread(addr, proven):
+    body = f"""
+\tsetp.lt.u32 %p3, %r1, 64;
+\tsetp.lt.u32 %p4, %r1, 1024;
+\t{addr}
+\tshl.b32 %r12, %r10, 2;
+\tadd.s32 %r13, %r2, %r12;
+\tst.shared.u32 [%r13], %r1;
+\tbar.sync 0;
+\tld.shared.u32 %r14, [%r13];
+"""
+    got = verdict(kernel(body))
+    assert isinstance(got, dict) == proven, got
+
+
+def test_what_cannot_be_known_before_launch_is_refused():
+    body = """
+\tld.param.u64 %rd1, [k_out];
+\tcvt.u32.u64 %r10, %rd1;
+\tadd.s32 %r13, %r2, %r10;
+\tst.shared.u32 [%r13], %r1;
+"""
+    got = verdict(kernel(body))
+    assert isinstance(got, str) and "not known before launch" in got
+    pred = """
+\tld.param.u64 %rd1, [k_out];
+\tsetp.eq.u64 %p1, %rd1, 0;
+\tshl.b32 %r5, %r1, 2;
+\tadd.s32 %r6, %r2, %r5;
+\t@%p1 st.shared.u32 [%r6], %r1;
+\tbar.sync 0;
+\tld.shared.u32 %r9, [%r6];
+"""
+    got = verdict(kernel(pred))  # a store that may not run cannot make the read safe
+    assert isinstance(got, str) and "before any write certain to run" in got
+
+
+def test_branches_only_around_code_without_shared_memory_or_barriers():
+    loop = """
+\tmov.u32 %r15, 0;
+$L_loop:
+\tadd.s32 %r15, %r15, 1;
+\tsetp.lt.u32 %p5, %r15, %r1;
+\t@%p5 bra $L_loop;
+"""
+    body = WARP_SUM.replace("BARRIER", "bar.sync 0;")
+    assert isinstance(verdict(kernel(loop + body)), dict)
+    # a register the loop writes is unknown after it
+    used = loop + body.replace("shl.b32 %r7, %r1, 2;", "shl.b32 %r7, %r15, 2;")
+    assert "not known before launch" in verdict(kernel(used))
+    around = """
+\tsetp.eq.u32 %p5, %r4, 0;
+\t@%p5 bra $L_skip;
+\tshl.b32 %r5, %r1, 2;
+\tadd.s32 %r6, %r2, %r5;
+\tst.shared.u32 [%r6], %r1;
+$L_skip:
+"""
+    got = verdict(kernel(around))
+    assert isinstance(got, str) and "under a branch" in got
+    assert "under a branch" in verdict(kernel(loop.replace("add.s32", "bar.sync 0;\n\tadd.s32")))
+
+
+@pytest.mark.parametrize("op", [
+    "atom.shared.add.u32 %r9, [%r6], 1;", "red.shared.add.u32 [%r6], 1;",
+    "ld.shared::cluster.u32 %r9, [%r6];", "cvta.shared.u64 %rd2, %rd1;\n\tld.u32 %r9, [%rd2];",
+    "call.uni foo;"])
+def test_other_shared_memory_operations_are_refused(op):
+    body = f"""
+\tshl.b32 %r5, %r1, 2;
+\tadd.s32 %r6, %r2, %r5;
+\tst.shared.u32 [%r6], %r1;
+\t{op}
+"""
+    ptx = kernel(body)
+    if "call" in op:
+        ptx = ptx.replace(".visible .entry", ".func foo()\n{\n\tret;\n}\n.visible .entry")
+    got = verdict(ptx)
+    assert isinstance(got, str), got
