@@ -61,7 +61,7 @@ class KernelTimer:
     """CUDA events around every launch of a Triton kernel (Triton's own launcher, or
     consan's instrumented launch inside it): the time of the kernels alone, not of the
     inputs a workload makes or of consan's read-back. Under consan, a launch it runs
-    natively (a kernel with no shared memory cannot race) is timed like a native one:
+    natively (no shared memory, or proven race-free before launch) is timed like a native one:
     events around the whole launch call, the session's own host work included. `wall`
     also keeps the host time of each whole launch call (synchronous under consan: what a
     user pays)."""
@@ -243,6 +243,7 @@ def bench(name: str, case: Any, repeats: int, tconsan: bool, timeout: float) -> 
         timer.take()
         kernel, wall, device = _measure_both(lambda: case.run(7), timer, repeats)
     row["instrumented"] = timer.instrumented > 0  # (False: consan ran it natively)
+    row["proven"] = any(k.proven for k in s.report.kernels.values())  # (a proof let it)
     row["consan_ms"] = statistics.median(kernel)
     row["consan_user_ms"] = statistics.median(wall)
     row["consan_device_ms"] = statistics.median(device)
@@ -416,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
             why = ("output differs from native" if not r["same_bits"] else
                    f"not clean: {r['findings'] or r['not_checked']}")
             cx, dcx = f"ERROR ({why})", "-"
-        name = r["kernel"] if r["instrumented"] else f"{r['kernel']} (run natively: cannot race)"
+        why = "proven race-free before launch" if r.get("proven") else "cannot race"
+        name = r["kernel"] if r["instrumented"] else f"{r['kernel']} (run natively: {why})"
         print(" | ".join([name, _fmt(r["native_ms"]), _fmt(r["consan_ms"]) if ok else "-",
                           cx, _fmt(r["consan_user_ms"]) if ok else "-", _fmt(t.get("ms")),
                           f"{tx:.1f}" if tx else t.get("error", "-"),

@@ -217,3 +217,36 @@ def test_other_shared_memory_operations_are_refused(op):
         ptx = ptx.replace(".visible .entry", ".func foo()\n{\n\tret;\n}\n.visible .entry")
     got = verdict(ptx)
     assert isinstance(got, str), got
+
+
+def test_a_proven_launch_runs_natively_and_the_summary_names_the_proof(monkeypatch):
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from consan import session as consan_session
+    from reports.session import SessionReport
+
+    ins = instrument(SOFTMAX, "s.ptx")
+    b = SimpleNamespace(instrumented=ins)
+    assert consan_session.work_in(b) == (False, True)  # (proofs counted, not counted)
+
+    class Fn:
+        kernel = display_name = "softmax_kernel"
+        module = SimpleNamespace(build=lambda roots: (b, False))
+
+    ran = []
+    s = consan_session.Session(consan_session.Options(count_other_launches=False),
+                               console=Console(file=io.StringIO()))
+    for _ in range(2):
+        s.launch(Fn(), (4, 1, 1), (128, 1, 1), None, 0, None, False, lambda: ran.append(1))
+    s.launch_native(Fn(), lambda: ran.append(2), ())
+    stats = s.report.kernels["softmax_kernel"]
+    assert ran == [1, 1, 2] and stats.launches_checked == 3 and not stats.shadow_bytes
+    assert stats.proven == ins.proven["softmax_kernel"].sentence()
+    buf = io.StringIO()
+    s.report.render_summary(Console(file=buf, width=300, color_system=None))
+    assert "softmax_kernel: proven race-free before launch (8 shared-memory" in buf.getvalue()
+    again = SessionReport.from_json(s.report.to_json())
+    assert again.kernels["softmax_kernel"].proven == stats.proven
