@@ -73,8 +73,10 @@ class _Val:
 
 
 @dataclass
-class _Access:
-    interval: int
+class Access:
+    """One shared-memory instruction as every thread that may run it runs it."""
+
+    interval: int  # how many CTA barriers precede it
     warp: np.ndarray  # the warp of each thread that may run it
     start: np.ndarray  # its first byte, for those threads
     size: int
@@ -105,6 +107,22 @@ def prove(fn: Function, header_items: list[Item],
         return str(why)
     except Exception as exc:  # noqa: BLE001 - an instruction the evaluator misread: no proof
         return f"the proof could not evaluate this kernel ({type(exc).__name__}: {exc})"
+
+
+def trace(fn: Function, header_items: list[Item],
+          classify: Callable[[Item], Classified | None], shared: set[str]) -> list[Access]:
+    """The accesses as evaluated, before the rules judge them (for tests that replay them
+    into the checker); a refusal of the evaluation itself raises ValueError."""
+    dims = reqntid(fn, header_items)
+    if dims is None:
+        raise ValueError("no .reqntid")
+    p = _Prover(fn, dims, classify, shared)
+    p.judge = False
+    try:
+        p.run()
+    except _Refused as why:
+        raise ValueError(str(why)) from None
+    return p.accesses
 
 
 def _width(parts: list[str]) -> tuple[int, bool] | None:
@@ -144,9 +162,10 @@ class _Prover:
         self.warp = t // np.uint64(32)
         self.regs: dict[str, _Val | None] = {}
         self.preds: dict[str, np.ndarray | None] = {}
-        self.accesses: list[_Access] = []
+        self.accesses: list[Access] = []
         self.barriers = 0
         self.sym: str | None = None  # the one shared symbol its accesses go through
+        self.judge = True
 
     def _const(self, v: int) -> np.ndarray:
         return np.full(self.n, v & _M64, dtype=np.uint64)
@@ -192,7 +211,8 @@ class _Prover:
             if it.is_instruction:
                 self._step(it, i == last)
             i += 1
-        self._judge()
+        if self.judge:
+            self._judge()
         return Proof(self.fn.name, self.n, len({a.line for a in self.accesses}), self.barriers)
 
     def _skip(self, items: list[Item]) -> None:
@@ -250,7 +270,7 @@ class _Prover:
         start = (v.a + np.uint64(off & _M64)).astype(np.int64)
         if (start[may] < 0).any():
             raise _Refused(f"line {it.line}: an address below its symbol")
-        self.accesses.append(_Access(self.barriers, self.warp[may], start[may], c.size,
+        self.accesses.append(Access(self.barriers, self.warp[may], start[may], c.size,
                                      c.event is Event.WRITE, certain[may], it.line))
         self.sym = self.sym or v.sym
         if self.sym != v.sym:
@@ -463,7 +483,7 @@ class _Prover:
         return {dests[0]: _Val(None, x & _mask(db))}
 
     # ------------------------------------------------------------ the rules
-    def _bytes(self, group: list[_Access], write: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _bytes(self, group: list[Access], write: bool) -> tuple[np.ndarray, np.ndarray]:
         """(byte, warp) of every thread that may run the group's writes (or reads)."""
         b, w = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         for a in group:
@@ -478,7 +498,7 @@ class _Prover:
         extent = max(int(a.start.max(initial=0)) + a.size for a in self.accesses)
         warps = int(self.warp.max()) + 1
         written = np.zeros(extent, dtype=bool)  # certainly written in earlier intervals
-        by_interval: dict[int, list[_Access]] = {}
+        by_interval: dict[int, list[Access]] = {}
         for a in self.accesses:
             by_interval.setdefault(a.interval, []).append(a)
         for k in sorted(by_interval):
@@ -508,7 +528,7 @@ class _Prover:
                 if a.write:
                     written[(a.start[a.certain][:, None] + np.arange(a.size)).ravel()] = True
 
-    def _race(self, group: list[_Access], byte: int) -> _Refused:
+    def _race(self, group: list[Access], byte: int) -> _Refused:
         lines = sorted({a.line for a in group
                         if ((a.start <= byte) & (byte < a.start + a.size)).any()})
         return _Refused(f"lines {', '.join(map(str, lines))}: two warps touch byte {byte} "
