@@ -209,6 +209,7 @@ class Session:
         self.kept_text: list[str] = []  # plain renderings of active findings (pytest)
         self._entries: dict[tuple, int] = {}  # unique finding -> its index in report.findings
         self._prepared: OrderedDict[tuple, Any] = OrderedDict()
+        self._proofs: dict[tuple, tuple] = {}  # (build id, kernel, block) -> (build, proof)
         self._matched = 0
         self._checked = 0
         self._printed = 0
@@ -318,6 +319,10 @@ class Session:
                     # pays no more than this look).
                     self._count_native(fn, b)
                     return run_native(native)
+                proof = self._launch_proof(fn, b, block) if proofs_on() else None
+                if proof is not None:  # (proven for this launch's block)
+                    self._count_native(fn, b, proof)
+                    return run_native(native)
                 if cooperative:
                     raise NotCheckable("cooperative launch (grid-wide sync) is not supported "
                                        "by consan yet")
@@ -356,13 +361,26 @@ class Session:
                 self._count_native(fn, fn.module.build(self.roots)[0])
         return cupti.call_own(native, *args)
 
-    def _count_native(self, fn, b: runtime.Build) -> None:
+    def _launch_proof(self, fn, b: runtime.Build, block: tuple[int, int, int]):
+        """The kernel's proof for this block (instrument/static_proof.py), made once per
+        build, kernel and block; None where there is none."""
+        key = (id(b), fn.kernel, tuple(block))
+        got = self._proofs.get(key)
+        if got is None or got[0] is not b:
+            prove_at = b.instrumented.prove_at
+            proof = prove_at(fn.kernel, tuple(block)) if prove_at is not None else None
+            useful = not isinstance(proof, str) and proof is not None and \
+                bool(proof.accesses or proof.barriers)
+            got = self._proofs[key] = (b, proof if useful else None)
+        return got[1]
+
+    def _count_native(self, fn, b: runtime.Build, proof=None) -> None:
         """A launch run natively because it has nothing to find, counted as checked, with
         the proof that says so where there is one."""
         self._checked += 1
         stats = self.report.kernel(fn.display_name)
         stats.launches_checked += 1
-        proof = b.instrumented.proven.get(fn.kernel)
+        proof = proof or b.instrumented.proven.get(fn.kernel)
         if proof is not None and not stats.proven:
             stats.proven = proof.sentence()
 

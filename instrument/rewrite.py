@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -125,6 +126,10 @@ class Instrumented:
     # kernel -> its proof (static_proof.py), filled only where every function of the module
     # is a kernel proven so: the front ends then run it natively
     proven: dict[str, static_proof.Proof] = field(default_factory=dict)
+    # (kernel, block) -> its proof for that block, or why there is none: for kernels whose
+    # block size only a launch gives (no .reqntid)
+    prove_at: Callable[[str, tuple[int, int, int]], static_proof.Proof | str] | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def inline_tests(self) -> bool:
@@ -776,7 +781,24 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                           for _, lp in first_trips] if cta_wide_only else [],
                         fast_paths=fast_tests, inline_writes=inline_writes,
                         inline_reads=inline_reads, inline_barriers=inline_bars_done,
-                        proven=proofs)
+                        proven=proofs, prove_at=functools.partial(_prove_at, mod, shared))
+
+
+def _prove_at(mod: Module, shared: set[str], kernel: str,
+              block: tuple[int, int, int]) -> static_proof.Proof | str:
+    """The kernel's proof for a launch of `block` threads (static_proof.py)."""
+    fn = next((f for f in mod.functions if f.name == kernel), None)
+    if fn is None:
+        return f"no kernel {kernel}"
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    header = mod.items[index[id(fn.header)]:fn.open_index]
+    fixed = static_proof.reqntid(header)
+    if fixed is not None and tuple(fixed) != tuple(block):
+        return f"launched with block {block}, not its .reqntid {fixed}"
+    constants = constant_registers(fn.body)
+    return static_proof.prove(
+        fn, header, lambda it: classify(it, shared, in_entry=fn.is_entry, constants=constants),
+        shared, dims=tuple(block))  # type: ignore[arg-type]
 
 
 def _proofs(mod: Module, shared: set[str]) -> dict[str, static_proof.Proof]:

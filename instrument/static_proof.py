@@ -1,26 +1,30 @@
 """Prove before a launch that a kernel's shared-memory accesses cannot race.
 
-Triton's reductions (softmax, layer norm) and many CUDA tiles use shared memory the same
-way: every thread runs one straight line of code, CTA-wide `bar.sync 0` cut it into
-intervals, and each address is a function of the thread index and constants alone. Then
-every access of the launch is known before it runs: the addresses and predicates are
-evaluated for every thread of the `.reqntid` block, and the model's rules
-(docs/model.md, "Kernels proven before launch") are checked on them directly:
+Triton's reductions (softmax, layer norm) and many CUDA tiles and tree reductions use
+shared memory the same way: CTA-wide `bar.sync 0` cut the kernel into intervals, and each
+address and each branch around an access is a function of the thread index and constants
+alone. Then every access of a launch is known before it runs: the kernel is executed on
+the host for every thread of the block at once (numpy arrays, one entry per thread; a
+divergent branch splits the threads, which meet again where the lowest-addressed path
+reaches them, as on the GPU), and the model's rules (docs/model.md, "Kernels proven
+before launch") are checked on what it did:
 
 - within an interval, no byte one warp writes is read or written by another warp (warps
   are the model's logical threads; the barriers order all else);
-- every byte read was written before it: by some warp in an earlier interval, or by the
-  same warp earlier in the same one, by a write certain to run (its predicate known).
+- every byte read was written before it: by some warp in an earlier interval, or earlier
+  in the same interval by the same thread, or by its warp while that warp ran converged;
+  each by a write certain to run.
 
 A kernel that passes cannot give a finding, so the front ends run it natively and count
-it as checked (the dynamic checker's instrumented build is still made, for
-`consan.prepare`). Whatever the evaluation cannot decide (a branch around an access or a
-barrier, an address from memory or a parameter, a call, any async or mbarrier operation)
-refuses the proof, and the kernel is instrumented as before: a refusal loses nothing.
+it as checked (the instrumented build is still made, for `consan.prepare`). Whatever the
+evaluation cannot decide refuses the proof (a branch around an access or barrier whose
+direction depends on memory or a parameter, an address from memory, a call, any async or
+mbarrier operation, a barrier some thread does not reach), and the kernel is instrumented
+as before: a refusal loses nothing.
 
-Branches are allowed around code that touches no shared memory and no barrier (a loop over
-a row's columns): every thread still reaches the code after it once, and the registers that
-code writes are unknown from there on.
+A branch whose direction is not known may still jump around code that touches no shared
+memory and no barrier (a loop over a row's columns whose length is a parameter): every
+thread reaches the code after it, and what that code writes is unknown from there on.
 """
 
 from __future__ import annotations
@@ -31,32 +35,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .abi import GRANULE_BYTES as GRANULE
 from .coalesce import split_address
 from .events import Classified, Event
 from .ptx import SPECIAL_REGISTER, Function, Item, ptx_int
 
 _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "bra", "ret",
             "exit", "trap", "brkpt", "nanosleep", "pmevent")
-_REQNTID = re.compile(r"\.reqntid\s+(\d+)\s*(?:,\s*(\d+))?\s*(?:,\s*(\d+))?")
+_REQNTID = re.compile(r"\.reqntid\s+(\w+)\s*(?:,\s*(\w+))?\s*(?:,\s*(\w+))?")
 _TYPE = re.compile(r"^([bus])(8|16|32|64)$")
 _ALLOWED = (Event.FENCE, Event.WARP_SYNC)  # order nothing the proof relies on
 _M64 = (1 << 64) - 1
+MAX_SHARED = 256 * 1024  # past any CTA's shared memory
+MAX_STEPS = 100_000  # instructions executed (for all threads at once) before giving up
 
 
 @dataclass(frozen=True)
 class Proof:
-    """A kernel whose every launch is race-free and reads only bytes it wrote."""
+    """A kernel whose every launch with `threads` threads is race-free and reads only bytes
+    it wrote."""
 
     kernel: str
     threads: int
     accesses: int  # shared-memory instructions
-    barriers: int  # CTA-wide barriers
+    barriers: int  # CTA-wide barriers the threads pass
 
     def sentence(self) -> str:
         return (f"proven race-free before launch ({self.accesses} shared-memory "
-                f"access{'' if self.accesses == 1 else 'es'} between {self.barriers} CTA "
-                f"barrier{'' if self.barriers == 1 else 's'}, {self.threads} threads, every "
-                "byte read written first); it runs natively")
+                f"access{'' if self.accesses == 1 else 'es'}, {self.barriers} CTA "
+                f"barrier{'' if self.barriers == 1 else 's'} passed, {self.threads} threads, "
+                "every byte read written first); it runs natively")
 
 
 class _Refused(Exception):
@@ -65,40 +73,59 @@ class _Refused(Exception):
 
 @dataclass
 class _Val:
-    """A register's value in every thread: `sym` + a (a shared symbol's address plus an
-    offset) or a plain integer when sym is None; uint64 arrays, one entry per thread."""
+    """A register in every thread: `sym` + a (a shared symbol's address plus an offset) or
+    a plain integer when sym is None; `known`: the threads in which the value is known."""
 
     sym: str | None
-    a: np.ndarray
+    a: np.ndarray  # uint64
+    known: np.ndarray  # bool
+
+
+@dataclass
+class _Pred:
+    v: np.ndarray  # bool
+    known: np.ndarray  # bool
 
 
 @dataclass
 class Access:
-    """One shared-memory instruction as every thread that may run it runs it."""
+    """One shared-memory instruction as the threads that may run it run it."""
 
     interval: int  # how many CTA barriers precede it
-    warp: np.ndarray  # the warp of each thread that may run it
-    start: np.ndarray  # its first byte, for those threads
+    thread: np.ndarray  # the threads that may run it
+    warp: np.ndarray  # their warps
+    start: np.ndarray  # their first bytes
     size: int
     write: bool
     certain: np.ndarray  # of those threads, the ones certain to run it
+    converged: np.ndarray  # of those threads, the ones whose warp runs it converged
     line: int
 
 
-def reqntid(fn: Function, header_items: list[Item]) -> tuple[int, int, int] | None:
+def reqntid(header_items: list[Item]) -> tuple[int, int, int] | None:
+    """The `.reqntid` block of a kernel's performance directives (comments ignored; its
+    numbers read as PTX reads them: `0100` is 64)."""
     for it in header_items:
-        m = _REQNTID.search(it.text)
+        if it.kind != "stmt":
+            continue
+        m = _REQNTID.search(it.code)
         if m:
-            return tuple(int(g) if g else 1 for g in m.groups())  # type: ignore[return-value]
+            try:
+                return tuple(ptx_int(g) if g else 1  # type: ignore[return-value]
+                             for g in m.groups())
+            except ValueError:
+                return None
     return None
 
 
 def prove(fn: Function, header_items: list[Item],
-          classify: Callable[[Item], Classified | None], shared: set[str]) -> Proof | str:
-    """The function's proof, or why there is none (a sentence for tests and --verbose)."""
+          classify: Callable[[Item], Classified | None], shared: set[str],
+          dims: tuple[int, int, int] | None = None) -> Proof | str:
+    """The kernel's proof for a block of `dims` (else its `.reqntid`), or why there is
+    none (a sentence for tests and --verbose)."""
     if not fn.is_entry:
         return "a device function (only kernels are proven)"
-    dims = reqntid(fn, header_items)
+    dims = dims or reqntid(header_items)
     if dims is None:
         return "no .reqntid: the block size is not known before launch"
     try:
@@ -110,10 +137,11 @@ def prove(fn: Function, header_items: list[Item],
 
 
 def trace(fn: Function, header_items: list[Item],
-          classify: Callable[[Item], Classified | None], shared: set[str]) -> list[Access]:
-    """The accesses as evaluated, before the rules judge them (for tests that replay them
-    into the checker); a refusal of the evaluation itself raises ValueError."""
-    dims = reqntid(fn, header_items)
+          classify: Callable[[Item], Classified | None], shared: set[str],
+          dims: tuple[int, int, int] | None = None) -> list[Access]:
+    """The accesses as executed, before the rules judge them (for tests that replay them
+    into the checker); a refusal of the execution itself raises ValueError."""
+    dims = dims or reqntid(header_items)
     if dims is None:
         raise ValueError("no .reqntid")
     p = _Prover(fn, dims, classify, shared)
@@ -131,7 +159,7 @@ def _width(parts: list[str]) -> tuple[int, bool] | None:
         m = _TYPE.match(p)
         if m:
             return int(m.group(2)), m.group(1) == "s"
-        if p in ("pred",) or p.startswith("f") and p[1:].isdigit():
+        if p == "pred" or (p.startswith("f") and p[1:].isdigit()):
             return None
     return None
 
@@ -153,16 +181,23 @@ class _Prover:
                  classify: Callable[[Item], Classified | None], shared: set[str]) -> None:
         self.fn, self.classify, self.shared = fn, classify, shared
         self.n = dims[0] * dims[1] * dims[2]
+        if not 0 < self.n <= 1024:
+            raise _Refused(f"a block of {self.n} threads")
         t = np.arange(self.n, dtype=np.uint64)
         nx, ny = np.uint64(dims[0]), np.uint64(dims[1])
+        self.yes = np.ones(self.n, dtype=bool)
         self.special = {
             "%tid.x": t % nx, "%tid.y": (t // nx) % ny, "%tid.z": t // (nx * ny),
             "%ntid.x": self._const(dims[0]), "%ntid.y": self._const(dims[1]),
             "%ntid.z": self._const(dims[2]), "%laneid": t % np.uint64(32)}
-        self.warp = t // np.uint64(32)
-        self.regs: dict[str, _Val | None] = {}
-        self.preds: dict[str, np.ndarray | None] = {}
+        self.warp = (t // np.uint64(32)).astype(np.int64)
+        self.nwarps = int(self.warp.max()) + 1
+        self.regs: dict[str, _Val] = {}
+        self.preds: dict[str, _Pred] = {}
         self.accesses: list[Access] = []
+        self.alive = self.yes.copy()  # threads that have not returned
+        self.split = np.zeros(self.nwarps, dtype=bool)  # warps that diverged since a barrier
+        self.doubt = np.zeros(self.n, dtype=bool)  # threads that may not be on this path
         self.barriers = 0
         self.sym: str | None = None  # the one shared symbol its accesses go through
         self.judge = True
@@ -170,86 +205,198 @@ class _Prover:
     def _const(self, v: int) -> np.ndarray:
         return np.full(self.n, v & _M64, dtype=np.uint64)
 
+    def _unknown(self) -> _Val:
+        return _Val(None, self._const(0), np.zeros(self.n, dtype=bool))
+
     # ------------------------------------------------------------ control flow
-    def _regions(self, body: list[Item]) -> list[tuple[int, int]]:
-        """Index spans of `body` that branches jump within (merged where they overlap)."""
-        labels = {it.label: i for i, it in enumerate(body) if it.kind == "label"}
-        spans = []
+    def _branches(self, body: list[Item], labels: dict[str, int]) -> list[tuple[int, int]]:
+        """(index, target index) of every branch of `body`."""
+        out = []
         for i, it in enumerate(body):
             if not it.is_instruction:
                 continue
             op = it.op_parts[0]
             if op in ("brx", "call", "exit", "trap", "brkpt"):
-                raise _Refused(f"line {it.line}: `{op}` (only branches around code without "
-                               "shared memory or barriers are followed)")
+                raise _Refused(f"line {it.line}: `{op}` (the proof follows branches only)")
             if op == "bra":
                 t = labels.get(it.operands[0].strip() if it.operands else "")
                 if t is None:
                     raise _Refused(f"line {it.line}: a branch to no label of the kernel")
-                spans.append((min(i, t), max(i, t)))
-        spans.sort()
-        merged: list[tuple[int, int]] = []
-        for lo, hi in spans:
-            if merged and lo <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-            else:
-                merged.append((lo, hi))
-        return merged
+                out.append((i, t))
+        return out
+
+    def _region(self, pc: int, target: int) -> tuple[int, int]:
+        """The smallest span around a branch that control enters only at its top and
+        leaves only at its bottom: no branch into it or out of it from its middle."""
+        lo, hi = min(pc, target), max(pc, target)
+        while True:
+            was = lo, hi
+            for b, t in self.branch_list:
+                if lo <= b <= hi:  # (from inside: to anywhere in it, or just past its end)
+                    if not lo <= t <= hi + 1:
+                        lo, hi = min(lo, t), max(hi, t)
+                elif lo < t <= hi:  # (from outside: only to its top)
+                    lo, hi = min(lo, b), max(hi, b)
+            if (lo, hi) == was:
+                return lo, hi
 
     def run(self) -> Proof:
         body = self.fn.body
-        regions = self._regions(body)
-        starts = {lo: hi for lo, hi in regions}
-        last = max((i for i, it in enumerate(body) if it.is_instruction), default=-1)
-        i = 0
-        while i < len(body):
-            if i in starts:
-                self._skip(body[i:starts[i] + 1])
-                i = starts[i] + 1
-                continue
-            it = body[i]
-            if it.is_instruction:
-                self._step(it, i == last)
-            i += 1
+        depth = 0
+        for it in body:  # (a declaration in an inner block could shadow a name: not followed)
+            depth += (it.kind == "open") - (it.kind == "close")
+            if depth and it.kind == "stmt" and it.opcode.split(".")[1:2] in (
+                    ["reg"], ["shared"], ["local"]):
+                raise _Refused(f"line {it.line}: a declaration inside a nested block")
+        self.labels = {it.label: i for i, it in enumerate(body) if it.kind == "label"}
+        self.branch_list = self._branches(body, self.labels)
+        self.steps = 0
+        left = self._exec([(0, self.yes.copy())], len(body), nested=False)
+        self.alive &= ~left  # (falling off the end returns)
         if self.judge:
             self._judge()
         return Proof(self.fn.name, self.n, len({a.line for a in self.accesses}), self.barriers)
 
-    def _skip(self, items: list[Item]) -> None:
-        """A region some threads may run any number of times: it must not touch shared memory
-        or synchronise, and what it writes is unknown after it."""
+    def _exec(self, entries: list[tuple[int, np.ndarray]], stop: int,
+              nested: bool) -> np.ndarray:
+        """Run the threads of `entries` (pc, threads) until every one reaches `stop`, the
+        lowest pc first (threads at one pc run together, as a warp's paths meet again);
+        the threads that reached it."""
+        body = self.fn.body
+        pending: dict[int, np.ndarray] = {}
+        for at, m in entries:
+            pending[at] = pending[at] | m if at in pending else m
+        while pending and min(pending) < stop:
+            pc = min(pending)
+            mask = pending.pop(pc)
+            it = body[pc]
+            nxt = [(pc + 1, mask)]
+            if it.is_instruction:
+                self.steps += 1
+                if self.steps > MAX_STEPS:
+                    raise _Refused(f"more than {MAX_STEPS} instructions to run on the host")
+                nxt = self._step(it, pc, mask, bool(pending) or nested)
+            for at, m in nxt:
+                if m.any():
+                    pending[at] = pending[at] | m if at in pending else m
+        if any(at != stop for at in pending):
+            raise _Refused("a branch past the end of the code it was followed in")
+        return pending.get(stop, np.zeros(self.n, dtype=bool))
+
+    def _step(self, it: Item, pc: int, mask: np.ndarray,
+              others: bool) -> list[tuple[int, np.ndarray]]:
+        """Run one instruction for the threads of `mask`: where they go next."""
+        op = it.op_parts[0]
+        run, maybe = self._guard(it, mask)
+        if op in ("ret", "exit"):
+            if (maybe & ~(run & ~self.doubt)).any():
+                raise _Refused(f"line {it.line}: `{op}` that threads may or may not run")
+            self.alive &= ~run
+            return [(pc + 1, mask & ~run)]
+        if op == "bra":
+            return self._branch(it, pc, mask)
+        c = self.classify(it)
+        if c is not None and c.event not in _ALLOWED:
+            self._event(it, c, mask, run & ~self.doubt, maybe, others)
+        self._assign(it, run, maybe)
+        return [(pc + 1, mask)]
+
+    def _branch(self, it: Item, pc: int, mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        target = self.labels[it.operands[0].strip()]
+        if it.pred:
+            text = it.pred.lstrip("@")
+            p = self._pred(text)
+            taken, unknown = mask & p.known & p.v, mask & ~p.known
+        else:
+            taken, unknown = mask, np.zeros(self.n, dtype=bool)
+        stay = mask & ~taken & ~unknown
+        if unknown.any():
+            lo, hi = self._region(pc, target)
+            self.split |= np.bincount(self.warp[unknown], minlength=self.nwarps) > 0
+            if lo == pc and target > pc and "uni" not in it.op_parts:
+                # (a forward branch whose direction is not known: its threads go each way in
+                # turn, from the same registers, uncertain, up to where the ways meet again;
+                # there a register the two ways leave different is unknown to them)
+                was, before = self.doubt, self._registers()
+                self.doubt = was | unknown
+                self._exec([(target, taken | unknown)], hi + 1, nested=True)
+                went = self._registers()
+                self.regs, self.preds = self._registers(before)
+                self._exec([(pc + 1, stay | unknown)], hi + 1, nested=True)
+                self._meet(went, taken, unknown)
+                self.doubt = was
+                return [(hi + 1, mask)]
+            self._skip(self.fn.body[lo:hi + 1], mask)  # (a loop: the region must hold nothing)
+            return [(hi + 1, mask)]
+        if self._diverge(mask, taken) and "uni" in it.op_parts:
+            raise _Refused(f"line {it.line}: a `bra.uni` whose lanes part ways (undefined "
+                           "in PTX)")
+        return [(target, taken), (pc + 1, stay)]
+
+    def _registers(self, of: tuple | None = None) -> tuple[dict, dict]:
+        regs, preds = of if of is not None else (self.regs, self.preds)
+        return ({r: _Val(v.sym, v.a.copy(), v.known.copy()) for r, v in regs.items()},
+                {r: _Pred(v.v.copy(), v.known.copy()) for r, v in preds.items()})
+
+    def _meet(self, went: tuple[dict, dict], taken: np.ndarray, unknown: np.ndarray) -> None:
+        """Where the two ways of a branch meet: the taken way's registers for the threads
+        that took it, and for the threads that may have gone either way, what both ways
+        agree on."""
+        none = np.zeros(self.n, dtype=bool)
+        for r in set(went[0]) | set(self.regs):
+            a = went[0].get(r, self._unknown())
+            b = self.regs.get(r, self._unknown())
+            same = a.known & b.known & (a.a == b.a) & (a.sym == b.sym)
+            sym = b.sym if b.known.any() or not a.known.any() else a.sym
+            pick = np.where(taken, a.a, b.a)
+            known = np.where(taken, a.known & (a.sym == sym), b.known & (b.sym == sym))
+            self.regs[r] = _Val(sym, pick, np.where(unknown, same, known))
+        for r in set(went[1]) | set(self.preds):
+            x = went[1].get(r, _Pred(none.copy(), none.copy()))
+            y = self.preds.get(r, _Pred(none.copy(), none.copy()))
+            same = x.known & y.known & (x.v == y.v)
+            self.preds[r] = _Pred(np.where(taken, x.v, y.v),
+                                  np.where(unknown, same, np.where(taken, x.known, y.known)))
+
+    def _diverge(self, mask: np.ndarray, taken: np.ndarray) -> bool:
+        """Mark the warps whose lanes of `mask` part ways at a branch; whether any did."""
+        went, stayed = np.zeros(self.nwarps, dtype=bool), np.zeros(self.nwarps, dtype=bool)
+        np.logical_or.at(went, self.warp, taken)
+        np.logical_or.at(stayed, self.warp, mask & ~taken)
+        self.split |= went & stayed
+        return bool((went & stayed).any())
+
+    def _skip(self, items: list[Item], mask: np.ndarray) -> None:
+        """Code some threads may run any number of times: it must not touch shared memory,
+        synchronise or return, and what it writes is unknown in `mask` after it."""
         for it in items:
             if not it.is_instruction:
                 continue
             c = self.classify(it)
             if it.op_parts[0] in ("ret", "exit") or (c is not None and c.event not in _ALLOWED):
-                raise _Refused(f"line {it.line}: `{it.opcode}` under a branch (the proof "
-                               "needs every thread to run each shared access and barrier once)")
+                raise _Refused(f"line {it.line}: `{it.opcode}` under a branch whose direction "
+                               "is not known before launch")
             for r in self._dests(it):
-                self.regs.pop(r, None)
-                self.preds.pop(r, None)
+                if r in self.preds:
+                    self.preds[r].known &= ~mask
+                elif r in self.regs:
+                    self.regs[r].known &= ~mask
 
-    # ------------------------------------------------------------ one instruction
-    def _step(self, it: Item, last: bool) -> None:
-        c = self.classify(it)
-        op = it.op_parts[0]
-        if op in ("ret", "exit"):
-            if not last or it.pred:
-                raise _Refused(f"line {it.line}: `{op}` before the kernel's end")
-            return
-        if c is not None and c.event not in _ALLOWED:
-            self._event(it, c)
-        self._assign(it)
-
-    def _event(self, it: Item, c: Classified) -> None:
+    # ------------------------------------------------------------ shared memory, barriers
+    def _event(self, it: Item, c: Classified, mask: np.ndarray, run: np.ndarray,
+               maybe: np.ndarray, others: bool) -> None:
         if c.event is Event.BAR_SYNC:
             ops = it.operands
-            if it.pred or not ops or ops[0].strip() != "0" or \
+            if not ops or ops[0].strip() != "0" or \
                     (len(ops) > 1 and ops[1].strip() not in ("0", str(self.n))) or \
                     "red" in it.op_parts or "arrive" in it.op_parts:
                 raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(ops)}` is not a "
                                "barrier every thread of the CTA waits at")
+            if others or not np.array_equal(run, self.yes) or not np.array_equal(maybe, run):
+                raise _Refused(f"line {it.line}: a barrier not every thread of the CTA is "
+                               "certain to reach together")
             self.barriers += 1
+            self.split[:] = False
             return
         if c.event not in (Event.READ, Event.WRITE) or c.reason or \
                 it.op_parts[0] not in ("ld", "st") or "shared" not in it.op_parts:
@@ -259,34 +406,37 @@ class _Prover:
         if parts is None:
             raise _Refused(f"line {it.line}: address `{c.address}` not understood")
         base, off = parts
-        if base in self.shared:
-            v: _Val | None = _Val(base, self._const(0))
-        else:
-            v = self.regs.get(base)
-        if v is None or v.sym is None:
+        v = _Val(base, self._const(0), self.yes) if base in self.shared else \
+            self.regs.get(base, self._unknown())
+        if v.sym is None or not v.known[maybe].all():
             raise _Refused(f"line {it.line}: the address `{c.address}` is not known before "
                            "launch")
-        may, certain = self._guard(it)
-        start = (v.a + np.uint64(off & _M64)).astype(np.int64)
-        if (start[may] < 0).any():
-            raise _Refused(f"line {it.line}: an address below its symbol")
-        self.accesses.append(Access(self.barriers, self.warp[may], start[may], c.size,
-                                     c.event is Event.WRITE, certain[may], it.line))
         self.sym = self.sym or v.sym
         if self.sym != v.sym:
             raise _Refused(f"line {it.line}: accesses through two shared symbols")
+        start = (v.a + np.uint64(off & _M64)).view(np.int64)
+        if (start[maybe] < 0).any() or (start[maybe] > MAX_SHARED).any():
+            raise _Refused(f"line {it.line}: an address outside the shared memory a CTA can "
+                           "have")
+        # (a warp that split at a branch since the last barrier may run its paths in any
+        # order: lanes of it cover only their own reads)
+        converged = ~self.split[self.warp]
+        threads = np.nonzero(maybe)[0]
+        self.accesses.append(Access(self.barriers, threads, self.warp[maybe], start[maybe],
+                                    c.size, c.event is Event.WRITE, run[maybe],
+                                    converged[maybe], it.line))
 
-    def _guard(self, it: Item) -> tuple[np.ndarray, np.ndarray]:
-        """(threads that may run it, threads certain to)."""
-        everyone = np.ones(self.n, dtype=bool)
+    def _guard(self, it: Item, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(threads of `mask` that run it if they are on this path, threads that may run
+        it): a thread in self.doubt may not be on it."""
         if not it.pred:
-            return everyone, everyone
-        name = it.pred.lstrip("@").lstrip("!")
-        p = self.preds.get(name)
+            return mask, mask
+        text = it.pred.lstrip("@")
+        p = self.preds.get(text.lstrip("!"))
         if p is None:
-            return everyone, np.zeros(self.n, dtype=bool)
-        p = ~p if it.pred.lstrip("@").startswith("!") else p
-        return p, p
+            return np.zeros(self.n, dtype=bool), mask
+        v = ~p.v if text.startswith("!") else p.v
+        return mask & p.known & v, mask & (~p.known | v)
 
     # ------------------------------------------------------------ register values
     def _dests(self, it: Item) -> list[str]:
@@ -295,108 +445,109 @@ class _Prover:
         return [r for r in re.findall(r"%[\w$.]+", it.operands[0])
                 if not SPECIAL_REGISTER.fullmatch(r)]
 
-    def _src(self, text: str, bits: int) -> _Val | None:
+    def _src(self, text: str, bits: int) -> _Val:
         text = text.strip()
         if text in self.special:
-            return _Val(None, self.special[text] & _mask(bits))
+            return _Val(None, self.special[text] & _mask(bits), self.yes)
         if text in self.shared:
-            return _Val(text, self._const(0))
+            return _Val(text, self._const(0), self.yes)
         if text.startswith("%"):
-            return self.regs.get(text)
+            return self.regs.get(text, self._unknown())
         try:
-            return _Val(None, self._const(ptx_int(text)) & _mask(bits))
+            return _Val(None, self._const(ptx_int(text)) & _mask(bits), self.yes)
         except ValueError:
-            return None
+            return self._unknown()
 
-    def _pred(self, text: str) -> np.ndarray | None:
+    def _pred(self, text: str) -> _Pred:
         text = text.strip()
         neg = text.startswith("!")
         text = text.lstrip("!")
-        if text in ("1", "-1"):
-            p: np.ndarray | None = np.ones(self.n, dtype=bool)
-        elif text == "0":
-            p = np.zeros(self.n, dtype=bool)
+        if text in ("1", "-1", "0"):
+            p = _Pred(np.full(self.n, text != "0"), self.yes)
         else:
-            p = self.preds.get(text)
-        return None if p is None else (~p if neg else p)
+            p = self.preds.get(text, _Pred(np.zeros(self.n, dtype=bool),
+                                           np.zeros(self.n, dtype=bool)))
+        return _Pred(~p.v, p.known) if neg else p
 
-    def _assign(self, it: Item) -> None:
+    def _assign(self, it: Item, run: np.ndarray, maybe: np.ndarray) -> None:
         dests = self._dests(it)
         if not dests:
             return
-        parts, ops = it.op_parts, it.operands
         try:
-            new = self._evaluate(parts, ops, dests)
+            with np.errstate(all="ignore"):
+                new = self._evaluate(it.op_parts, it.operands, dests)
         except (ValueError, IndexError, KeyError, OverflowError, ZeroDivisionError):
             new = None
-        guard = None if not it.pred else self._guard(it)
+        doubt = maybe & ~run  # threads that may or may not write
         for r in dests:
             value = None if new is None else new.get(r)
-            old = self.preds.pop(r, None) if r in self.preds else self.regs.pop(r, None)
-            if guard is not None and not guard[1].all():
-                if value is None or old is None or not np.array_equal(guard[0], guard[1]):
-                    value = None
-                elif isinstance(value, np.ndarray):
-                    value = np.where(guard[0], value, old)
-                elif isinstance(old, _Val) and old.sym == value.sym:
-                    value = _Val(value.sym, np.where(guard[0], value.a, old.a))
-                else:
-                    value = None
-            if isinstance(value, np.ndarray):
-                self.preds[r] = value
-            elif isinstance(value, _Val):
-                self.regs[r] = value
+            if isinstance(value, _Pred) or (value is None and r in self.preds):
+                old = self.preds.get(r, _Pred(np.zeros(self.n, dtype=bool),
+                                              np.zeros(self.n, dtype=bool)))
+                if value is None:
+                    value = _Pred(old.v, np.zeros(self.n, dtype=bool))
+                self.preds[r] = _Pred(np.where(run, value.v, old.v),
+                                      np.where(run, value.known, old.known) & ~doubt)
+                continue
+            old = self.regs.get(r, self._unknown())
+            if value is None:
+                value = self._unknown()
+            sym = value.sym if run.any() else old.sym
+            keep = old.known & (old.sym == sym)
+            self.regs[r] = _Val(sym, np.where(run, value.a, old.a),
+                                np.where(run, value.known, keep) & ~doubt)
 
     def _evaluate(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         op = parts[0]
         if parts[-1] == "pred" and op in ("and", "or", "xor", "not", "mov"):
-            srcs = [self._pred(o) for o in ops[1:]]
-            if any(s is None for s in srcs):
-                return None
+            s = [self._pred(o) for o in ops[1:]]
+            known = np.logical_and.reduce([p.known for p in s])
             if op == "mov":
-                return {dests[0]: srcs[0]}
+                return {dests[0]: s[0]}
             if op == "not":
-                return {dests[0]: ~srcs[0]}
+                return {dests[0]: _Pred(~s[0].v, known)}
             f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[op]
-            return {dests[0]: f(srcs[0], srcs[1])}
+            return {dests[0]: _Pred(f(s[0].v, s[1].v), known)}
         if op == "setp":
             return self._setp(parts, ops, dests)
+        if op == "cvt":
+            return self._cvt(parts, ops, dests)
         w = _width(parts)
-        if w is None:
+        if w is None or len(dests) != 1:
             return None
         bits, signed = w
         m = _mask(bits)
-        if op == "cvt":
-            return self._cvt(parts, ops, dests)
-        if op in ("ld", "atom", "shfl", "vote", "redux", "match", "activemask", "cvta", "mapa",
-                  "tex", "suld", "prmt", "bfi", "mul24", "mad24", "popc", "clz", "brev",
-                  "bfind", "fns", "abs", "sad", "szext", "dp4a", "dp2a", "copysign", "testp"):
+        if "sat" in parts or "relu" in parts or "cc" in parts:
+            return None
+        if op not in ("mov", "add", "sub", "mul", "mad", "and", "or", "xor", "not", "neg",
+                      "shl", "shr", "min", "max", "div", "rem", "bfe", "selp"):
             return None
         wide = "wide" in parts
-        src_bits = bits
-        srcs = [self._src(o, src_bits) for o in ops[1:3 if op == "selp" else None]]
-        if any(s is None for s in srcs):
-            return None
-        out_bits = 2 * bits if wide else bits
-        mo = _mask(out_bits)
+        srcs = [self._src(o, 2 * bits if wide and i == 2 else bits)
+                for i, o in enumerate(ops[1:3 if op == "selp" else None])]
+        known = np.logical_and.reduce([s.known for s in srcs])
+        mo = _mask(2 * bits if wide else bits)
         a = srcs[0]
         if op == "mov":
-            return {dests[0]: _Val(a.sym, a.a if a.sym else a.a & m)}
-        syms = [s.sym for s in srcs]
+            return {dests[0]: _Val(a.sym, a.a if a.sym else a.a & m, a.known)}
         if op in ("add", "sub") and len(srcs) == 2:
             b = srcs[1]
             if op == "sub" and a.sym and a.sym == b.sym:
-                return {dests[0]: _Val(None, (a.a - b.a) & mo)}
+                return {dests[0]: _Val(None, (a.a - b.a) & mo, known)}
             if b.sym and (op == "sub" or a.sym):
                 return None
             sym = a.sym or b.sym
+            if sym is not None and bits < 64:  # (an offset from a symbol: signed, as on the GPU)
+                a, b = (_Val(v.sym, v.a if v.sym else _signed(v.a, bits).view(np.uint64),
+                             v.known) for v in (a, b))
             r = a.a + b.a if op == "add" else a.a - b.a
-            return {dests[0]: _Val(sym, r & mo if sym is None else r)}
-        if any(syms):
+            return {dests[0]: _Val(sym, r & mo if sym is None else r, known)}
+        if any(s.sym for s in srcs):
             return None
         x = [s.a for s in srcs]
-        if wide:
-            x = [(_signed(v, bits).view(np.uint64) if signed else v & m) for v in x]
+        if wide:  # (the factors are extended; mad.wide's addend already has the wide type)
+            x = [(_signed(v, bits).view(np.uint64) if signed else v & m) if i < 2 else v
+                 for i, v in enumerate(x)]
         if op == "mul" and ("lo" in parts or wide):
             r = x[0] * x[1]
         elif op == "mad" and ("lo" in parts or wide):
@@ -424,22 +575,24 @@ class _Prover:
             r = f(_signed(x[0], bits), _signed(x[1], bits)).view(np.uint64) if signed \
                 else f(x[0] & m, x[1] & m)
         elif op in ("div", "rem") and not signed:
-            if (x[1] & m == 0).any():
-                return None
-            r = (x[0] & m) // (x[1] & m) if op == "div" else (x[0] & m) % (x[1] & m)
+            d = x[1] & m
+            known = known & (d != 0)
+            d = np.where(d == 0, np.uint64(1), d)
+            r = (x[0] & m) // d if op == "div" else (x[0] & m) % d
         elif op == "bfe" and not signed:
             pos, ln = x[1] & np.uint64(0xFF), x[2] & np.uint64(0xFF)
-            if (pos >= np.uint64(bits)).any() or (ln > np.uint64(bits)).any():
-                return None
-            r = ((x[0] & m) >> pos) & ((np.uint64(1) << ln) - np.uint64(1))
+            known = known & (pos < np.uint64(bits)) & (ln <= np.uint64(bits)) & \
+                (ln < np.uint64(64))
+            ln = np.minimum(ln, np.uint64(63))
+            r = ((x[0] & m) >> np.minimum(pos, np.uint64(63))) & \
+                ((np.uint64(1) << ln) - np.uint64(1))
         elif op == "selp":
             p = self._pred(ops[3])
-            if p is None:
-                return None
-            r = np.where(p, x[0], x[1])
+            r = np.where(p.v, x[0], x[1])
+            known = known & p.known
         else:
             return None
-        return {dests[0]: _Val(None, r & mo)}
+        return {dests[0]: _Val(None, r & mo, known)}
 
     def _setp(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         w = _width(parts)
@@ -447,7 +600,7 @@ class _Prover:
             return None
         bits, signed = w
         a, b = self._src(ops[1], bits), self._src(ops[2], bits)
-        if a is None or b is None or a.sym != b.sym:
+        if a.sym != b.sym:
             return None
         x, y = (a.a.view(np.int64), b.a.view(np.int64)) if a.sym else \
             ((_signed(a.a, bits), _signed(b.a, bits)) if signed else (a.a & _mask(bits),
@@ -457,79 +610,88 @@ class _Prover:
                "hi": np.greater, "hs": np.greater_equal}.get(parts[1])
         if cmp is None:
             return None
-        r = cmp(x, y)
-        if len(ops) > 3 and len(parts) > 2 and parts[2] in ("and", "or", "xor"):
-            c = self._pred(ops[3])
-            if c is None:
+        r, known = cmp(x, y), a.known & b.known
+        if len(parts) > 2 and parts[2] in ("and", "or", "xor"):
+            if len(ops) < 4:
                 return None
-            r = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[parts[2]](r, c)
-        out = {dests[0]: r}
+            c = self._pred(ops[3])
+            f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[parts[2]]
+            out = {dests[0]: _Pred(f(r, c.v), known & c.known)}
+            if len(dests) > 1:
+                out[dests[1]] = _Pred(f(~r, c.v), known & c.known)
+            return out
+        out = {dests[0]: _Pred(r, known)}
         if len(dests) > 1:
-            out[dests[1]] = ~r
+            out[dests[1]] = _Pred(~r, known)
         return out
 
     def _cvt(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         types = [p for p in parts[1:] if _TYPE.match(p)]
-        if len(types) != 2 or any(p.startswith("f") or p in ("rn", "rz", "rm", "rp", "sat")
-                                  for p in parts[1:]):
+        if len(types) != 2 or len(dests) != 1 or any(
+                p.startswith("f") or p in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi",
+                                           "sat") for p in parts[1:]):
             return None
-        (db, ds), (sb, ss) = (_width([t]) for t in types)  # type: ignore[misc]
+        (db, _), (sb, ss) = (_width([t]) for t in types)  # type: ignore[misc]
         v = self._src(ops[1], 64)
-        if v is None:
-            return None
         if v.sym:
-            return {dests[0]: v}
+            return {dests[0]: v} if sb >= 32 and db >= 32 else None
         x = _signed(v.a, sb).view(np.uint64) if ss else v.a & _mask(sb)
-        return {dests[0]: _Val(None, x & _mask(db))}
+        return {dests[0]: _Val(None, x & _mask(db), v.known)}
 
     # ------------------------------------------------------------ the rules
-    def _bytes(self, group: list[Access], write: bool) -> tuple[np.ndarray, np.ndarray]:
-        """(byte, warp) of every thread that may run the group's writes (or reads)."""
+    def _granules(self, group: list[Access], write: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(granule, warp) of every thread that may run the group's writes (or reads): the
+        checker keeps 4-byte granules, so two warps' bytes of one granule meet."""
         b, w = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         for a in group:
             if a.write == write:
-                b.append((a.start[:, None] + np.arange(a.size)).ravel())
-                w.append(np.repeat(a.warp.astype(np.int64), a.size))
+                b.append(((a.start[:, None] + np.arange(a.size)) // GRANULE).ravel())
+                w.append(np.repeat(a.warp, a.size))
         return np.concatenate(b), np.concatenate(w)
 
     def _judge(self) -> None:
         if not self.accesses:
             return
         extent = max(int(a.start.max(initial=0)) + a.size for a in self.accesses)
-        warps = int(self.warp.max()) + 1
         written = np.zeros(extent, dtype=bool)  # certainly written in earlier intervals
         by_interval: dict[int, list[Access]] = {}
         for a in self.accesses:
             by_interval.setdefault(a.interval, []).append(a)
         for k in sorted(by_interval):
             group = by_interval[k]
-            wb, ww = self._bytes(group, True)
+            wb, ww = self._granules(group, True)
             pairs = np.unique(np.stack([wb, ww]), axis=1)
             byte, count = np.unique(pairs[0], return_counts=True)
             if (count > 1).any():
-                raise self._race(group, int(byte[np.argmax(count > 1)]))
-            writer = np.full(extent, -1, dtype=np.int64)
+                raise self._race(group, int(byte[np.argmax(count > 1)]) * GRANULE)
+            writer = np.full(extent // GRANULE + 1, -1, dtype=np.int64)
             writer[pairs[0]] = pairs[1]
-            rb, rw = self._bytes(group, False)
+            rb, rw = self._granules(group, False)
             other = (writer[rb] >= 0) & (writer[rb] != rw)
             if other.any():
-                raise self._race(group, int(rb[np.argmax(other)]))
-            own = np.zeros((warps, extent), dtype=bool)  # certainly written by the warp so far
-            for a in group:  # in program order
+                raise self._race(group, int(rb[np.argmax(other)]) * GRANULE)
+            own = np.zeros((self.nwarps, extent), dtype=bool)  # by the converged warp
+            mine: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]  # thread * extent + byte
+            for a in group:  # in the order they ran
                 span = a.start[:, None] + np.arange(a.size)
                 if a.write:
-                    own[a.warp[a.certain][:, None], span[a.certain]] = True
+                    sure = a.certain
+                    own[a.warp[sure & a.converged][:, None], span[sure & a.converged]] = True
+                    mine.append((a.thread[sure][:, None] * extent + span[sure]).ravel())
                     continue
                 have = written[span] | own[a.warp[:, None], span]
                 if not have.all():
-                    raise _Refused(f"line {a.line}: it may read byte {int(span[~have][0])} "
-                                   "before any write certain to run has written it")
+                    keys = (a.thread[:, None] * extent + span)[~have]
+                    if not np.isin(keys, np.concatenate(mine)).all():
+                        miss = int(span[~have][~np.isin(keys, np.concatenate(mine))][0])
+                        raise _Refused(f"line {a.line}: it may read byte {miss} before any "
+                                       "write certain to run has written it")
             for a in group:
                 if a.write:
                     written[(a.start[a.certain][:, None] + np.arange(a.size)).ravel()] = True
 
     def _race(self, group: list[Access], byte: int) -> _Refused:
         lines = sorted({a.line for a in group
-                        if ((a.start <= byte) & (byte < a.start + a.size)).any()})
-        return _Refused(f"lines {', '.join(map(str, lines))}: two warps touch byte {byte} "
-                        "between the same barriers, one of them writing")
+                        if ((a.start < byte + GRANULE) & (byte < a.start + a.size)).any()})
+        return _Refused(f"lines {', '.join(map(str, lines))}: two warps touch the granule at "
+                        f"byte {byte} between the same barriers, one of them writing")

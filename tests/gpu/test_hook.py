@@ -73,8 +73,8 @@ def test_clean_script_runs_unchanged_and_clean(script, tmp_path):
     for name in want:
         k = _has(checked, name)
         assert k is not None, f"{name} not checked; checked: {sorted(checked)}\n{sanitized.stderr}"
-        if name in with_smem:
-            assert k["shadow_bytes"] > 0, k
+        if name in with_smem:  # (instrumented, or proven race-free for its launch)
+            assert k["shadow_bytes"] > 0 or k.get("proven"), k
     if script == "script_library":
         # cuBLAS cannot be instrumented: it must be listed as not checked, never silently.
         assert rep["not_checked"] or rep["other_launches"], rep

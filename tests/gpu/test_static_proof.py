@@ -50,3 +50,35 @@ def test_the_proof_holds_exactly_where_the_checker_finds_nothing(which):
     if proven:
         e = np.exp(x.get() - x.get().max(axis=1, keepdims=True))
         np.testing.assert_allclose(out.get(), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_a_cupy_kernel_proven_at_its_launch_runs_natively_and_its_racy_twin_is_caught():
+    """CUDA C++ has no .reqntid: the proof is made for the block of the launch. The GPU
+    suite's tree reduction runs natively, proven, with the bits of its native run; its
+    twin without one barrier is instrumented and reported."""
+    import cupy as cp
+
+    from consan import frontends, session
+    from tests.kernels import gpu_kernels as K
+
+    tw = K.TWIN_BY_KEY["reduce"]
+    x = cp.arange(K.IN_WORDS, dtype=cp.int32)
+
+    def launch(src: str, name: str):
+        out = cp.zeros(K.OUT_WORDS, dtype=cp.int32)
+        cp.RawKernel(src, name)(tw.grid, tw.block, (x, out))
+        cp.cuda.Device().synchronize()
+        return out.get()
+
+    native = launch(tw.clean_src, tw.clean_name)
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
+        clean = launch(tw.clean_src, tw.clean_name)
+        launch(tw.racy_src, tw.racy_name)
+    rep = s.report
+    stats = rep.kernels[tw.clean_name]
+    assert stats.launches_checked == 1 and stats.proven.startswith("proven race-free"), stats
+    assert clean.tobytes() == native.tobytes()
+    racy = rep.kernels[tw.racy_name]
+    assert racy.launches_checked == 1 and not racy.proven and racy.shadow_bytes > 0
+    assert racy.findings and set(racy.findings) <= set(tw.kinds), racy.findings
