@@ -317,12 +317,16 @@ class Session:
                     # No shared-memory access or barrier in the module, or a proof that
                     # they cannot race: nothing to find (first: a small kernel's launch
                     # pays no more than this look).
-                    self._count_native(fn, b)
-                    return run_native(native)
+                    proof = self._count_native(fn, b)
+                    if proof is None:
+                        return run_native(native)
+                    return self._run_proven(fn, lambda: run_native(native), stream,
+                                            {"grid": grid, "block": block})
                 proof = self._launch_proof(fn, b, block) if proofs_on() else None
                 if proof is not None:  # (proven for this launch's block)
                     self._count_native(fn, b, proof)
-                    return run_native(native)
+                    return self._run_proven(fn, lambda: run_native(native), stream,
+                                            {"grid": grid, "block": block})
                 if cooperative:
                     raise NotCheckable("cooperative launch (grid-wide sync) is not supported "
                                        "by consan yet")
@@ -350,16 +354,56 @@ class Session:
             self._record(fn, p, rep, launched_from, extra_launch)
             return None
 
-    def launch_native(self, fn, native: Callable[..., Any], args: tuple) -> Any:
+    def launch_native(self, fn, native: Callable[..., Any], args: tuple, stream=None) -> Any:
         """A launch of a kernel whose build has nothing to check (`launch` found so before):
-        selected and counted as `launch` does, then `native(*args)`."""
+        selected and counted as `launch` does, then `native(*args)` (on `stream`)."""
         with self.lock:
             skipped = self._selected(fn)
+            proof = None
             if skipped:
                 self.report.skipped[skipped] = self.report.skipped.get(skipped, 0) + 1
             else:
-                self._count_native(fn, fn.module.build(self.roots)[0])
+                proof = self._count_native(fn, fn.module.build(self.roots)[0])
+            if proof is not None:
+                return self._run_proven(fn, lambda: cupti.call_own(native, *args), stream, {})
         return cupti.call_own(native, *args)
+
+    def _run_proven(self, fn, run: Callable[[], Any], stream, launch: dict[str, Any]) -> Any:
+        """A launch proven race-free, run natively and waited for as a checked launch is,
+        so that a fault is told naming the kernel (docs/model.md, "Kernels proven before
+        launch")."""
+        import cupy
+
+        with busy(), stream_context(stream):
+            out = run()
+            if capturing(stream):  # (a CUDA graph being captured: nothing ran yet)
+                return out
+            try:
+                cupy.cuda.get_current_stream().synchronize()
+            except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
+                self._native_fault(fn, f"{type(exc).__name__}: {exc}", launch)
+        return out
+
+    def _native_fault(self, fn, error: str, launch: dict[str, Any]) -> None:
+        name = fn.display_name
+        stats = self.report.kernel(name)
+        frames = cupy_build.user_frames(limit=1)
+        launched_from = {"file": frames[0][0], "line": frames[0][1]} if frames else None
+        fault = self.report.add_fault(name, error, kernel_mangled=fn.kernel,
+                                      launch_no=stats.launches_checked, launch=launch,
+                                      launched_from=launched_from)
+        if error not in stats.errors:
+            stats.errors.append(error)
+        header = finding_header(name, launch, stats.launches_checked, launched_from)
+        import io
+
+        from reports.render import plain_console
+
+        buf = io.StringIO()
+        render_live_fault(plain_console(buf), [], 0, {}, "<ptx>", header, fault["fault"])
+        self.kept_text.append(buf.getvalue())
+        if self.print_findings:
+            render_live_fault(self.console, [], 0, {}, "<ptx>", header, fault["fault"])
 
     def _launch_proof(self, fn, b: runtime.Build, block: tuple[int, int, int]):
         """The kernel's proof for this block (instrument/static_proof.py), made once per
@@ -380,9 +424,10 @@ class Session:
         self._checked += 1
         stats = self.report.kernel(fn.display_name)
         stats.launches_checked += 1
-        proof = proof or b.instrumented.proven.get(fn.kernel)
+        proof = proof or (b.instrumented.proven.get(fn.kernel) if proofs_on() else None)
         if proof is not None and not stats.proven:
             stats.proven = proof.sentence()
+        return proof
 
     def _prepare(self, fn, b: runtime.Build, grid, block, shared_mem: int):
         # (p.build keeps b, and its id, alive; Prepared loads its module and tables on the

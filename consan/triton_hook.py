@@ -120,7 +120,8 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
         k = compiled.__dict__["_consan_kernel"] = _Kernel(compiled)
     if k.cannot_race():  # (Triton's vector add: counted, run natively, no more work)
         return s.launch_native(k, native, (grid_x, grid_y, grid_z, stream, function, packed,
-                                           launch_metadata, enter_hook, exit_hook, *args))
+                                           launch_metadata, enter_hook, exit_hook, *args),
+                               ExStream(int(stream)))
     md = compiled.metadata
     num_warps, num_ctas, shared = packed[0], packed[1], packed[2]
     grid = (max(1, int(grid_x)) * int(num_ctas), max(1, int(grid_y)), max(1, int(grid_z)))

@@ -247,7 +247,10 @@ def test_a_proven_launch_runs_natively_and_the_summary_names_the_proof(monkeypat
         kernel = display_name = "softmax_kernel"
         module = SimpleNamespace(build=lambda roots: (b, False))
 
-    ran = []
+    ran, synced = [], []
+    monkeypatch.setattr(consan_session, "capturing", lambda stream: False)
+    monkeypatch.setattr("cupy.cuda.get_current_stream",
+                        lambda: SimpleNamespace(synchronize=lambda: synced.append(1)))
     s = consan_session.Session(consan_session.Options(count_other_launches=False),
                                console=Console(file=io.StringIO()))
     for _ in range(2):
@@ -255,6 +258,7 @@ def test_a_proven_launch_runs_natively_and_the_summary_names_the_proof(monkeypat
     s.launch_native(Fn(), lambda: ran.append(2), ())
     stats = s.report.kernels["softmax_kernel"]
     assert ran == [1, 1, 2] and stats.launches_checked == 3 and not stats.shadow_bytes
+    assert synced == [1, 1, 1] and not s.report.faults  # (waited for, as a checked launch)
     assert stats.proven == ins.proven["softmax_kernel"].sentence()
     buf = io.StringIO()
     s.report.render_summary(Console(file=buf, width=300, color_system=None))
@@ -554,3 +558,34 @@ def host_compiler_here() -> bool:
     from tests.conftest import host_compiler
 
     return host_compiler()
+
+
+def test_a_proven_launch_that_faults_is_told_naming_the_kernel(monkeypatch):
+    import io
+    from types import SimpleNamespace
+
+    import cupy
+    from rich.console import Console
+
+    from consan import session as consan_session
+
+    b = SimpleNamespace(instrumented=instrument(SOFTMAX, "s.ptx"))
+
+    class Fn:
+        kernel = display_name = "softmax_kernel"
+        module = SimpleNamespace(build=lambda roots: (b, False))
+
+    def fault():
+        raise cupy.cuda.runtime.CUDARuntimeError(716)  # (cudaErrorMisalignedAddress)
+
+    monkeypatch.setattr(consan_session, "capturing", lambda stream: False)
+    monkeypatch.setattr("cupy.cuda.get_current_stream",
+                        lambda: SimpleNamespace(synchronize=fault))
+    out = io.StringIO()
+    s = consan_session.Session(consan_session.Options(count_other_launches=False),
+                               console=Console(file=out, width=200))
+    s.launch(Fn(), (4, 1, 1), (128, 1, 1), None, 0, None, False, lambda: None)
+    (f,) = s.report.faults
+    assert f["kernel"] == "softmax_kernel" and "misaligned" in f["error"].lower(), f
+    assert not s.report.ok and "kernel softmax_kernel" in out.getvalue()
+    assert "the kernel faulted" in out.getvalue()
