@@ -313,20 +313,24 @@ class _Prover:
         if unknown.any():
             lo, hi = self._region(pc, target)
             self.split |= np.bincount(self.warp[unknown], minlength=self.nwarps) > 0
+            self._diverge(mask, taken)  # (known lanes of one warp may part ways too)
             if lo == pc and target > pc and "uni" not in it.op_parts:
                 # (a forward branch whose direction is not known: its threads go each way in
                 # turn, from the same registers, uncertain, up to where the ways meet again;
                 # there a register the two ways leave different is unknown to them)
                 was, before = self.doubt, self._registers()
                 self.doubt = was | unknown
-                self._exec([(target, taken | unknown)], hi + 1, nested=True)
+                reached = self._exec([(target, taken | unknown)], hi + 1, nested=True)
                 went = self._registers()
                 self.regs, self.preds = self._registers(before)
-                self._exec([(pc + 1, stay | unknown)], hi + 1, nested=True)
+                reached |= self._exec([(pc + 1, stay | unknown)], hi + 1, nested=True)
                 self._meet(went, taken, unknown)
                 self.doubt = was
-                return [(hi + 1, mask)]
-            self._skip(self.fn.body[lo:hi + 1], mask)  # (a loop: the region must hold nothing)
+                return [(hi + 1, reached & self.alive)]  # (a thread that returned stays out)
+            # (a loop: the region must hold nothing; its lanes may leave it at different
+            # trips, so every warp with a thread in it splits)
+            self._skip(self.fn.body[lo:hi + 1], mask)
+            self.split |= np.bincount(self.warp[mask], minlength=self.nwarps) > 0
             return [(hi + 1, mask)]
         if self._diverge(mask, taken) and "uni" in it.op_parts:
             raise _Refused(f"line {it.line}: a `bra.uni` whose lanes part ways (undefined "
@@ -387,8 +391,8 @@ class _Prover:
                maybe: np.ndarray, others: bool) -> None:
         if c.event is Event.BAR_SYNC:
             ops = it.operands
-            if not ops or ops[0].strip() != "0" or \
-                    (len(ops) > 1 and ops[1].strip() not in ("0", str(self.n))) or \
+            if not ops or ops[0].strip() != "0" or (len(ops) > 1 and (
+                    ops[1].strip() not in ("0", str(self.n)) or self.n % 32)) or \
                     "red" in it.op_parts or "arrive" in it.op_parts:
                 raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(ops)}` is not a "
                                "barrier every thread of the CTA waits at")

@@ -589,3 +589,75 @@ def test_a_proven_launch_that_faults_is_told_naming_the_kernel(monkeypatch):
     assert f["kernel"] == "softmax_kernel" and "misaligned" in f["error"].lower(), f
     assert not s.report.ok and "kernel softmax_kernel" in out.getvalue()
     assert "the kernel faulted" in out.getvalue()
+
+
+# ------------------------------------------- a second review's cases: each was proven
+RETURN_IN_REGION = """
+\tmov.u32 %r10, 1;
+\tsetp.lt.u32 %p2, %r1, 64;
+\t@%p2 ld.param.u32 %r10, [k_out];
+\tsetp.eq.u32 %p1, %r10, 0;
+\t@%p1 bra $L_skip;
+\t@!%p2 ret;
+$L_skip:
+\tbar.sync 0;
+\tshl.b32 %r5, %r1, 2;
+\tadd.s32 %r6, %r2, %r5;
+\tst.shared.u32 [%r6], %r1;
+\tbar.sync 0;
+\txor.b32 %r7, %r1, 64;
+\tshl.b32 %r8, %r7, 2;
+\tadd.s32 %r9, %r2, %r8;
+\tld.shared.u32 %r11, [%r9];
+"""  # (threads 64-127 return: the barriers follow an exit, warps 0-1 read unwritten words)
+
+KNOWN_LANES_PART = """
+\tmov.u32 %r10, 0;
+\tsetp.ge.u32 %p2, %r1, 32;
+\t@%p2 ld.param.u32 %r10, [k_out];
+\tadd.s32 %r11, %r10, %r4;
+\tsetp.eq.u32 %p1, %r11, 0;
+\tsetp.eq.u32 %p3, %r1, 1;
+\tsetp.eq.u32 %p4, %r1, 0;
+\t@%p1 bra $L_t;
+\t@%p3 ld.shared.u32 %r12, [smem];
+\tbra.uni $L_end;
+$L_t:
+\t@%p4 st.shared.u32 [smem], %r1;
+$L_end:
+"""  # (warp 0's lanes part ways where other warps' direction is unknown: lane 1 may read
+# word 0 before lane 0 writes it)
+
+LANES_LEAVE_A_LOOP_APART = """
+\tmov.u32 %r10, 0;
+\tsetp.ge.u32 %p2, %r1, 32;
+\t@%p2 ld.param.u32 %r10, [k_out];
+\tsetp.eq.u32 %p3, %r1, 1;
+\tsetp.eq.u32 %p4, %r1, 0;
+\tmov.u32 %r15, 0;
+\tselp.u32 %r16, 3, 2, %p4;
+\tadd.s32 %r16, %r16, %r10;
+$L_loop:
+\tadd.s32 %r15, %r15, 1;
+\tsetp.lt.u32 %p1, %r15, %r16;
+\t@%p1 bra $L_loop;
+\t@%p4 st.shared.u32 [smem], %r1;
+\t@%p3 ld.shared.u32 %r12, [smem];
+"""  # (lane 0 of warp 0 loops once more than lane 1: lane 1 may read first)
+
+
+@pytest.mark.parametrize("body", [RETURN_IN_REGION, KNOWN_LANES_PART, LANES_LEAVE_A_LOOP_APART],
+                         ids=["return-in-region", "known-lanes-part", "loop-trips-differ"])
+def test_threads_that_return_or_part_ways_in_unknown_code_are_not_lost(body):
+    got = verdict(kernel(body))
+    assert isinstance(got, str), got
+    known = body.replace("\t@%p2 ld.param.u32 %r10, [k_out];\n", "")
+    assert known != body
+    assert isinstance(verdict(kernel(known)), str)  # (every predicate known: refused too)
+
+
+def test_a_barrier_count_must_be_a_multiple_of_32():
+    body = WARP_SUM.replace("BARRIER", "bar.sync 0, 48;")
+    assert "not a barrier every thread" in verdict(kernel(body, ".reqntid 48"))
+    assert isinstance(verdict(kernel(WARP_SUM.replace("BARRIER", "bar.sync 0;"),
+                                     ".reqntid 48")), str)  # (thread 3 reads word 3: unwritten)
