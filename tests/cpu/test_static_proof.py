@@ -175,8 +175,7 @@ def test_what_cannot_be_known_before_launch_is_refused():
     assert isinstance(got, str) and "before any write certain to run" in got
 
 
-def test_branches_whose_direction_is_unknown_only_around_code_without_shared_memory():
-    loop = """
+PARAM_LOOP = """
 \tld.param.u64 %rd1, [k_out];
 \tcvt.u32.u64 %r16, %rd1;
 \tmov.u32 %r15, 0;
@@ -184,7 +183,11 @@ $L_loop:
 \tadd.s32 %r15, %r15, 1;
 \tsetp.lt.u32 %p5, %r15, %r16;
 \t@%p5 bra $L_loop;
-"""
+"""  # (a loop whose length is a kernel parameter)
+
+
+def test_branches_whose_direction_is_unknown_only_around_code_without_shared_memory():
+    loop = PARAM_LOOP
     body = WARP_SUM.replace("BARRIER", "bar.sync 0;")
     assert isinstance(verdict(kernel(loop + body)), dict)
     # a register the loop writes is unknown after it
@@ -485,15 +488,7 @@ $L_STRIDE:
 
 
 def test_a_loop_whose_length_is_a_parameter_is_skipped_when_it_holds_no_shared_memory():
-    loop = """
-\tld.param.u64 %rd1, [k_out];
-\tcvt.u32.u64 %r16, %rd1;
-\tmov.u32 %r15, 0;
-$L_loop:
-\tadd.s32 %r15, %r15, 1;
-\tsetp.lt.u32 %p5, %r15, %r16;
-\t@%p5 bra $L_loop;
-"""
+    loop = PARAM_LOOP
     body = """
 \tshl.b32 %r5, %r1, 2;
 \tadd.s32 %r6, %r2, %r5;
