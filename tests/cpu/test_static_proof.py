@@ -656,3 +656,13 @@ def test_a_barrier_count_must_be_a_multiple_of_32():
     assert "not a barrier every thread" in verdict(kernel(body, ".reqntid 48"))
     assert isinstance(verdict(kernel(WARP_SUM.replace("BARRIER", "bar.sync 0;"),
                                      ".reqntid 48")), str)  # (thread 3 reads word 3: unwritten)
+
+
+def test_the_coverage_script_counts_the_proven_kernels(monkeypatch, capsys):
+    from benchmarks import proof_coverage
+
+    monkeypatch.setattr(proof_coverage, "triton_rows", lambda cache: [])
+    assert proof_coverage.main([]) == 0
+    out = capsys.readouterr().out
+    assert "twin racy: 0 of 17 proven" in out and "twin clean: 13 of 17 proven" in out
+    assert "bench_clean | block_reduce_sum | 256x1x1 | proven |" in out

@@ -1,0 +1,97 @@
+#!/usr/bin/env python
+"""Which kernels the proof before launch takes (instrument/static_proof.py), and why not
+the others: no GPU needed.
+
+    PYTHONPATH=. python benchmarks/proof_coverage.py [--triton-cache DIR]
+
+Kernels: bench_clean's five (CUDA C++ through NVRTC, at the block bench_clean launches),
+the GPU suite's racy/clean twins (tests/kernels/gpu_kernels.py, at their blocks), and,
+where Triton is installed, the Triton corpus (tests/kernels/triton_corpus.py, compiled for
+its capability, at its `.reqntid`). Under the front ends a proven kernel runs natively;
+`consan.prepare` (bench_clean's and bench_async's path) instruments every kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from instrument.events import classify, constant_registers
+from instrument.ptx import parse
+from instrument.rewrite import _shared_symbols
+from instrument.static_proof import Proof, prove
+
+CUDA_OPTIONS = ["-arch=compute_90a", "-std=c++17", "-lineinfo"]
+
+
+def verdict(ptx: str, kernel: str, block: tuple[int, int, int] | None) -> tuple[str, float]:
+    """('proven' or why not, seconds the proof took) for `kernel` of `ptx`."""
+    mod = parse(ptx, kernel)
+    fn = next(f for f in mod.functions if f.name == kernel)
+    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    t0 = time.perf_counter()
+    got = prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
+                dims=block)
+    took = time.perf_counter() - t0
+    return ("proven" if isinstance(got, Proof) else got), took
+
+
+def cuda_rows() -> list[tuple[str, str, tuple, str, float]]:
+    from tests import corpus_build
+    from tests.kernels import gpu_kernels as K
+
+    rows = []
+    for name, src in K.CLEAN.items():
+        block = K.clean_setup(name, 64 if name != "transpose_tiled" and name != "sgemm_tiled"
+                              else ((64, 64) if name == "transpose_tiled" else (64, 64, 16)),
+                              np).block
+        ptx = corpus_build.compile_cached(src, f"{name}.cu", CUDA_OPTIONS)
+        rows.append(("bench_clean", name, block, *verdict(ptx, name, block)))
+    for tw in K.TWINS:
+        for kind, src, name in (("racy", tw.racy_src, tw.racy_name),
+                                ("clean", tw.clean_src, tw.clean_name)):
+            ptx = corpus_build.compile_cached(src, f"{name}.cu", CUDA_OPTIONS)
+            rows.append((f"twin {kind}", name, tw.block, *verdict(ptx, name, tw.block)))
+    return rows
+
+
+def triton_rows(cache: str) -> list[tuple[str, str, tuple, str, float]]:
+    try:
+        from tests.kernels import triton_corpus as tc
+    except ImportError:
+        return []
+    if not tc.HAVE_TRITON:
+        return []
+    rows = []
+    for case in tc.CASES:
+        ptx, meta = tc.cached_ptx(case, cache)
+        block = (32 * int(meta["num_warps"]), 1, 1)
+        rows.append(("triton", case.name, block, *verdict(ptx, meta["name"], None)))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--triton-cache", default=str(Path(tempfile.gettempdir()) / "consan-tc"),
+                   help="where the Triton corpus' PTX is kept between runs")
+    a = p.parse_args(argv)
+    rows = cuda_rows() + triton_rows(a.triton_cache)
+    print("set | kernel | block | proof | ms")
+    print("---|---|---|---|---")
+    for group, name, block, why, took in rows:
+        print(f"{group} | {name} | {'x'.join(map(str, block))} | {why} | {took * 1000:.0f}")
+    for group in dict.fromkeys(r[0] for r in rows):
+        mine = [r for r in rows if r[0] == group]
+        print(f"{group}: {sum(r[3] == 'proven' for r in mine)} of {len(mine)} proven")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
