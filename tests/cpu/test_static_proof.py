@@ -58,6 +58,17 @@ def kernel(body: str, threads: str = ".reqntid 128") -> str:
 """
 
 
+def _store_at(word: str) -> str:
+    """Every thread stores to the word in register `word`, reads it back after a barrier."""
+    return f"""
+\tshl.b32 %r12, {word}, 2;
+\tadd.s32 %r13, %r2, %r12;
+\tst.shared.u32 [%r13], %r1;
+\tbar.sync 0;
+\tld.shared.u32 %r14, [%r13];
+"""
+
+
 def test_triton_softmax_and_an_inductor_reduction_are_proven():
     got = verdict(SOFTMAX)["softmax_kernel"]
     assert (got.threads, got.accesses, got.barriers) == (128, 8, 5)
@@ -143,12 +154,7 @@ def test_addresses_are_evaluated_for_every_thread(addr, proven):
 \tsetp.lt.u32 %p3, %r1, 64;
 \tsetp.lt.u32 %p4, %r1, 1024;
 \t{addr}
-\tshl.b32 %r12, %r10, 2;
-\tadd.s32 %r13, %r2, %r12;
-\tst.shared.u32 [%r13], %r1;
-\tbar.sync 0;
-\tld.shared.u32 %r14, [%r13];
-"""
+""" + _store_at("%r10")
     got = verdict(kernel(body))
     assert isinstance(got, dict) == proven, got
 
@@ -281,14 +287,7 @@ def _mutants() -> dict[str, str]:
     out["inductor"] = (CORPUS / "inductor_softmax_layer_norm.ptx").read_text()
     for i, addr in enumerate(("xor.b32 %r10, %r1, 1;", "and.b32 %r10, %r1, 31;",
                               "rem.u32 %r10, %r1, 64;", "xor.b32 %r10, %r1, 32;")):
-        out[f"swap-{i}"] = kernel(f"""
-\t{addr}
-\tshl.b32 %r12, %r10, 2;
-\tadd.s32 %r13, %r2, %r12;
-\tst.shared.u32 [%r13], %r1;
-\tbar.sync 0;
-\tld.shared.u32 %r14, [%r13];
-\tshl.b32 %r15, %r1, 2;
+        out[f"swap-{i}"] = kernel(f"\t{addr}\n" + _store_at("%r10") + """\tshl.b32 %r15, %r1, 2;
 \tadd.s32 %r16, %r2, %r15;
 \tld.shared.u32 %r17, [%r16];
 """)
@@ -363,17 +362,6 @@ def test_the_checker_agrees_with_the_proof_on_every_interleaving_tried(name):
 
 
 # ------------------------------------------------- what the evaluator must not get wrong
-def _store_at(word: str) -> str:
-    """Every thread stores to the word in register `word`, reads it back after a barrier."""
-    return f"""
-\tshl.b32 %r12, {word}, 2;
-\tadd.s32 %r13, %r2, %r12;
-\tst.shared.u32 [%r13], %r1;
-\tbar.sync 0;
-\tld.shared.u32 %r14, [%r13];
-"""
-
-
 @pytest.mark.parametrize("compute", [
     # the GPU computes 0 in every thread (every warp then writes word 0): never proven
     "add.sat.s32 %r10, %r1, 2147483647;\n\tsub.s32 %r11, %r10, 2147483647;",
