@@ -140,7 +140,8 @@ def _classes() -> tuple[type, type]:
                     not isinstance(block, tuple):
                 return run_native(native)
             s.launch(self, dim3(grid), dim3(block), _Launcher(self.module, args),
-                     int(shared_mem), stream, bool(enable_cooperative_groups), native)
+                     int(shared_mem), stream, bool(enable_cooperative_groups), native,
+                     scalars=scalar_params(args))
 
         def linear_launch(self, size, args, shared_mem=0, block_max_size=128, stream=None,
                           enable_cooperative_groups=False):
@@ -337,6 +338,18 @@ class _LaunchExLauncher(_Launcher):
             config.sharedMemBytes = user_smem
         if int(err) != 0:
             raise ConsanError(f"cuLaunchKernelEx of the instrumented kernel failed ({err!r})")
+
+
+def scalar_params(args: Any) -> dict[int, int]:
+    """A launch's integer arguments by kernel parameter position: CuPy passes each argument
+    of a function call as one parameter (a proof before launch may need them: the length
+    of a loop over a parameter)."""
+    import numbers
+
+    if not isinstance(args, tuple | list):
+        return {}
+    return {i: int(a) for i, a in enumerate(args)
+            if isinstance(a, numbers.Integral) and not isinstance(a, bool)}
 
 
 def _launch_ex(s: session.Session, fn, config, f, params, extra) -> Any:

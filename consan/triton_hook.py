@@ -25,10 +25,11 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib.abc
+import numbers
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import runtime, session, tma
@@ -98,6 +99,32 @@ class _Kernel:
                                f"{first})") from None
 
 
+_INTS = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
+_ONE_PARAM = {"fp16", "bf16", "fp32", "fp64", "i1", "u1"}  # (not given: floats, flags)
+
+
+def scalar_params(signature: Mapping[str, Any] | None, args: Sequence[Any]) -> dict[int, int]:
+    """A launch's integer arguments by the position of the kernel parameter each becomes,
+    as Triton's launcher passes them: a constexpr (an integer equal to 1 included) is no
+    parameter, a pointer or float is one; from the first argument of any other kind (a
+    tensor descriptor becomes several parameters, a tuple is flattened) on, nothing."""
+    if not isinstance(signature, Mapping) or len(signature) != len(args):
+        return {}
+    out: dict[int, int] = {}
+    i = 0
+    for ty, v in zip(signature.values(), args, strict=True):
+        if ty == "constexpr":
+            continue
+        if not isinstance(ty, str):
+            break
+        if ty in _INTS and isinstance(v, numbers.Integral) and not isinstance(v, bool):
+            out[i] = int(v)
+        elif not (ty.startswith("*") or ty in _ONE_PARAM or ty in _INTS):
+            break
+        i += 1
+    return out
+
+
 def _display_name(compiled: Any) -> str:
     fn = getattr(getattr(compiled, "src", None), "fn", None)
     return getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", None) \
@@ -141,8 +168,10 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
     cooperative = bool(getattr(md, "launch_cooperative_grid", False))
     extra = {"cluster": [int(num_ctas), 1, 1]} if int(num_ctas) > 1 else None
     # (the session runs the native launch itself, and says why, where it checks nothing)
+    scalars = scalar_params(getattr(getattr(compiled, "src", None), "signature", None), args)
     s.launch(k, grid, block, _Launcher(_tensor_maps(md, args), launch), int(shared),
-             ExStream(int(stream)), cooperative, run_native, extra_launch=extra)
+             ExStream(int(stream)), cooperative, run_native, extra_launch=extra,
+             scalars=scalars)
 
 
 class _Launcher(runtime.Launcher):

@@ -126,9 +126,10 @@ class Instrumented:
     # kernel -> its proof (static_proof.py), filled only where every function of the module
     # is a kernel proven so: the front ends then run it natively
     proven: dict[str, static_proof.Proof] = field(default_factory=dict)
-    # (kernel, block) -> its proof for that block, or why there is none: for kernels whose
-    # block size only a launch gives (no .reqntid)
-    prove_at: Callable[[str, tuple[int, int, int]], static_proof.Proof | str] | None = field(
+    # (kernel, block[, integer parameters by position]) -> its proof for that launch, or why
+    # there is none: for kernels whose block size (no .reqntid) or loop lengths only a
+    # launch gives
+    prove_at: Callable[..., static_proof.Proof | str] | None = field(
         default=None, repr=False, compare=False)
 
     @property
@@ -784,9 +785,10 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                         proven=proofs, prove_at=functools.partial(_prove_at, mod, shared))
 
 
-def _prove_at(mod: Module, shared: set[str], kernel: str,
-              block: tuple[int, int, int]) -> static_proof.Proof | str:
-    """The kernel's proof for a launch of `block` threads (static_proof.py)."""
+def _prove_at(mod: Module, shared: set[str], kernel: str, block: tuple[int, int, int],
+              params: dict[int, int] | None = None) -> static_proof.Proof | str:
+    """The kernel's proof for a launch of `block` threads (static_proof.py), with the
+    launch's integer parameters by position where given."""
     fn = next((f for f in mod.functions if f.name == kernel), None)
     if fn is None:
         return f"no kernel {kernel}"
@@ -798,7 +800,7 @@ def _prove_at(mod: Module, shared: set[str], kernel: str,
     constants = constant_registers(fn.body)
     return static_proof.prove(
         fn, header, lambda it: classify(it, shared, in_entry=fn.is_entry, constants=constants),
-        shared, dims=tuple(block))  # type: ignore[arg-type]
+        shared, dims=tuple(block), params=params)  # type: ignore[arg-type]
 
 
 def _proofs(mod: Module, shared: set[str]) -> dict[str, static_proof.Proof]:

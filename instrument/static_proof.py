@@ -35,16 +35,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .abi import GRANULE_BYTES as GRANULE
+from . import wgmma_desc
 from .coalesce import split_address
 from .events import Classified, Event
+from .proof_rules import AGENT_COPY, AGENT_WGMMA, NEVER, Access, Refused, judge
 from .ptx import SPECIAL_REGISTER, Function, Item, ptx_int
 
 _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "bra", "ret",
             "exit", "trap", "brkpt", "nanosleep", "pmevent")
+_PARAM = re.compile(r"\.param\s+(?:\.[\w:]+\s+(?:\d+\s+)?)*([\w$]+)")
 _REQNTID = re.compile(r"\.reqntid\s+(\w+)\s*(?:,\s*(\w+))?\s*(?:,\s*(\w+))?")
 _TYPE = re.compile(r"^([bus])(8|16|32|64)$")
 _ALLOWED = (Event.FENCE, Event.WARP_SYNC)  # order nothing the proof relies on
+_ASYNC_BOOKKEEPING = (Event.ASYNC_COMMIT, Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL,
+                      Event.WGMMA_COMMIT, Event.WGMMA_WAIT)
 _M64 = (1 << 64) - 1
 MAX_SHARED = 256 * 1024  # past any CTA's shared memory
 MAX_STEPS = 100_000  # instructions executed (for all threads at once) before giving up
@@ -59,47 +63,37 @@ class Proof:
     threads: int
     accesses: int  # shared-memory instructions
     barriers: int  # CTA-wide barriers the threads pass
+    params: int = 0  # integer parameters whose launch values it was made for
 
     def sentence(self) -> str:
+        given = (f", for the values of {self.params} integer parameter"
+                 f"{'' if self.params == 1 else 's'} at launch" if self.params else "")
         return (f"proven race-free before launch ({self.accesses} shared-memory "
                 f"access{'' if self.accesses == 1 else 'es'}, {self.barriers} CTA "
                 f"barrier{'' if self.barriers == 1 else 's'} passed, {self.threads} threads, "
-                "every byte read written first); it runs natively")
+                f"every byte read written first{given}); it runs natively")
 
 
-class _Refused(Exception):
-    pass
+_Refused = Refused
 
 
 @dataclass
 class _Val:
     """A register in every thread: `sym` + a (a shared symbol's address plus an offset) or
-    a plain integer when sym is None; `known`: the threads in which the value is known."""
+    a plain integer when sym is None; `known`: the threads in which the value is known.
+    `rel`: an integer computed from a shared address as if the symbol were at 0 (a wgmma
+    descriptor: its bit fields hold the address shifted and masked), usable only there."""
 
     sym: str | None
     a: np.ndarray  # uint64
     known: np.ndarray  # bool
+    rel: str | None = None  # the symbol, for such an integer
 
 
 @dataclass
 class _Pred:
     v: np.ndarray  # bool
     known: np.ndarray  # bool
-
-
-@dataclass
-class Access:
-    """One shared-memory instruction as the threads that may run it run it."""
-
-    interval: int  # how many CTA barriers precede it
-    thread: np.ndarray  # the threads that may run it
-    warp: np.ndarray  # their warps
-    start: np.ndarray  # their first bytes
-    size: int
-    write: bool
-    certain: np.ndarray  # of those threads, the ones certain to run it
-    converged: np.ndarray  # of those threads, the ones whose warp runs it converged
-    line: int
 
 
 def reqntid(header_items: list[Item]) -> tuple[int, int, int] | None:
@@ -118,33 +112,59 @@ def reqntid(header_items: list[Item]) -> tuple[int, int, int] | None:
     return None
 
 
+class Refusal(str):
+    """Why a kernel is not proven; `unknown`: a value not known before launch was the
+    cause, so the launch's own parameters may still prove it."""
+
+    unknown: bool = False
+
+
 def prove(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
-          dims: tuple[int, int, int] | None = None) -> Proof | str:
+          dims: tuple[int, int, int] | None = None,
+          params: dict[int, int] | None = None) -> Proof | Refusal:
     """The kernel's proof for a block of `dims` (else its `.reqntid`), or why there is
-    none (a sentence for tests and --verbose)."""
+    none (a sentence for tests and --verbose). `params`: the integer values of some of its
+    parameters (by position), for a proof of one launch."""
     if not fn.is_entry:
-        return "a device function (only kernels are proven)"
+        return Refusal("a device function (only kernels are proven)")
     dims = dims or reqntid(header_items)
     if dims is None:
-        return "no .reqntid: the block size is not known before launch"
+        return Refusal("no .reqntid: the block size is not known before launch")
+    p = _Prover(fn, dims, classify, shared, _param_values(header_items, params))
     try:
-        return _Prover(fn, dims, classify, shared).run()
+        return p.run()
     except _Refused as why:
-        return str(why)
+        out = Refusal(str(why))
+        out.unknown = p.guessed or "not known before launch" in out
+        return out
     except Exception as exc:  # noqa: BLE001 - an instruction the evaluator misread: no proof
-        return f"the proof could not evaluate this kernel ({type(exc).__name__}: {exc})"
+        return Refusal(f"the proof could not evaluate this kernel ({type(exc).__name__}: "
+                       f"{exc})")
+
+
+def param_names(header_items: list[Item]) -> list[str]:
+    """The kernel's parameters' names, in order."""
+    return _PARAM.findall(" ".join(it.text for it in header_items))
+
+
+def _param_values(header_items: list[Item], params: dict[int, int] | None) -> dict[str, int]:
+    if not params:
+        return {}
+    names = param_names(header_items)
+    return {names[i]: v for i, v in params.items() if 0 <= i < len(names)}
 
 
 def trace(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
-          dims: tuple[int, int, int] | None = None) -> list[Access]:
+          dims: tuple[int, int, int] | None = None,
+          params: dict[int, int] | None = None) -> list[Access]:
     """The accesses as executed, before the rules judge them (for tests that replay them
     into the checker); a refusal of the execution itself raises ValueError."""
     dims = dims or reqntid(header_items)
     if dims is None:
         raise ValueError("no .reqntid")
-    p = _Prover(fn, dims, classify, shared)
+    p = _Prover(fn, dims, classify, shared, _param_values(header_items, params))
     p.judge = False
     try:
         p.run()
@@ -178,8 +198,10 @@ def _signed(a: np.ndarray, bits: int) -> np.ndarray:
 
 class _Prover:
     def __init__(self, fn: Function, dims: tuple[int, int, int],
-                 classify: Callable[[Item], Classified | None], shared: set[str]) -> None:
+                 classify: Callable[[Item], Classified | None], shared: set[str],
+                 params: dict[str, int] | None = None) -> None:
         self.fn, self.classify, self.shared = fn, classify, shared
+        self.params = params or {}
         self.n = dims[0] * dims[1] * dims[2]
         if not 0 < self.n <= 1024:
             raise _Refused(f"a block of {self.n} threads")
@@ -201,6 +223,12 @@ class _Prover:
         self.barriers = 0
         self.sym: str | None = None  # the one shared symbol its accesses go through
         self.judge = True
+        self.commits = np.zeros(self.n, dtype=np.int64)  # each thread's cp.async groups
+        self.wg_commits = np.zeros((self.nwarps + 3) // 4, dtype=np.int64)  # per warpgroup
+        self.pending: list[Access] = []  # copies and wgmmas not yet retired everywhere
+        self.fences: list[tuple[int, int, int]] = []  # (warp, interval, step)
+        self.chunk_memo: dict[tuple, np.ndarray] = {}
+        self.guessed = False  # a branch went a way not known before launch
 
     def _const(self, v: int) -> np.ndarray:
         return np.full(self.n, v & _M64, dtype=np.uint64)
@@ -253,9 +281,13 @@ class _Prover:
         self.steps = 0
         left = self._exec([(0, self.yes.copy())], len(body), nested=False)
         self.alive &= ~left  # (falling off the end returns)
+        for a in self.pending:  # (never waited for: in flight to the end)
+            assert a.until is not None
+            a.until[a.until_seq == NEVER] = self.barriers
         if self.judge:
-            self._judge()
-        return Proof(self.fn.name, self.n, len({a.line for a in self.accesses}), self.barriers)
+            judge(self.accesses, self.nwarps, self.fences)
+        return Proof(self.fn.name, self.n, len({a.line for a in self.accesses}), self.barriers,
+                     len(self.params))
 
     def _exec(self, entries: list[tuple[int, np.ndarray]], stop: int,
               nested: bool) -> np.ndarray:
@@ -311,6 +343,7 @@ class _Prover:
             taken, unknown = mask, np.zeros(self.n, dtype=bool)
         stay = mask & ~taken & ~unknown
         if unknown.any():
+            self.guessed = True
             lo, hi = self._region(pc, target)
             self.split |= np.bincount(self.warp[unknown], minlength=self.nwarps) > 0
             self._diverge(mask, taken)  # (known lanes of one warp may part ways too)
@@ -339,7 +372,7 @@ class _Prover:
 
     def _registers(self, of: tuple | None = None) -> tuple[dict, dict]:
         regs, preds = of if of is not None else (self.regs, self.preds)
-        return ({r: _Val(v.sym, v.a.copy(), v.known.copy()) for r, v in regs.items()},
+        return ({r: _Val(v.sym, v.a.copy(), v.known.copy(), v.rel) for r, v in regs.items()},
                 {r: _Pred(v.v.copy(), v.known.copy()) for r, v in preds.items()})
 
     def _meet(self, went: tuple[dict, dict], taken: np.ndarray, unknown: np.ndarray) -> None:
@@ -350,11 +383,12 @@ class _Prover:
         for r in set(went[0]) | set(self.regs):
             a = went[0].get(r, self._unknown())
             b = self.regs.get(r, self._unknown())
-            same = a.known & b.known & (a.a == b.a) & (a.sym == b.sym)
-            sym = b.sym if b.known.any() or not a.known.any() else a.sym
+            same = a.known & b.known & (a.a == b.a) & (a.sym == b.sym) & (a.rel == b.rel)
+            sym, rel = (b.sym, b.rel) if b.known.any() or not a.known.any() else (a.sym, a.rel)
             pick = np.where(taken, a.a, b.a)
-            known = np.where(taken, a.known & (a.sym == sym), b.known & (b.sym == sym))
-            self.regs[r] = _Val(sym, pick, np.where(unknown, same, known))
+            known = np.where(taken, a.known & (a.sym == sym) & (a.rel == rel),
+                             b.known & (b.sym == sym) & (b.rel == rel))
+            self.regs[r] = _Val(sym, pick, np.where(unknown, same, known), rel)
         for r in set(went[1]) | set(self.preds):
             x = went[1].get(r, _Pred(none.copy(), none.copy()))
             y = self.preds.get(r, _Pred(none.copy(), none.copy()))
@@ -402,10 +436,25 @@ class _Prover:
             self.barriers += 1
             self.split[:] = False
             return
-        if c.event not in (Event.READ, Event.WRITE) or c.reason or \
-                it.op_parts[0] not in ("ld", "st") or "shared" not in it.op_parts:
+        if c.event in _ASYNC_BOOKKEEPING:
+            self._bookkeeping(it, c, run, maybe, others)
+            return
+        if c.event is Event.WGMMA:
+            self._wgmma(it, run, maybe, others)
+            return
+        if c.event is Event.PROXY_FENCE:
+            for w in np.unique(self.warp[run & ~self.doubt]):
+                self.fences.append((int(w), self.barriers, self.steps))
+            return
+        if c.event not in (Event.READ, Event.WRITE, Event.ASYNC_WRITE) or c.reason or \
+                it.op_parts[0] not in ("ld", "st", "ldmatrix", "stmatrix", "cp") or \
+                "shared" not in it.op_parts:
             raise _Refused(f"line {it.line}: `{it.opcode}` ({c.event.value}) is not a plain "
                            "load or store of the CTA's shared memory")
+        if it.op_parts[0] in ("ldmatrix", "stmatrix"):  # (lanes 0..8 x matrices-1 give rows)
+            lanes = 8 * max(1, c.shape)
+            maybe = maybe & (self.special["%laneid"] < np.uint64(lanes))
+            run = run & maybe
         parts = split_address(c.address or "")
         if parts is None:
             raise _Refused(f"line {it.line}: address `{c.address}` not understood")
@@ -426,9 +475,110 @@ class _Prover:
         # order: lanes of it cover only their own reads)
         converged = ~self.split[self.warp]
         threads = np.nonzero(maybe)[0]
-        self.accesses.append(Access(self.barriers, threads, self.warp[maybe], start[maybe],
-                                    c.size, c.event is Event.WRITE, run[maybe],
-                                    converged[maybe], it.line))
+        copy = c.event is Event.ASYNC_WRITE
+        a = Access(self.barriers, threads, self.warp[maybe], start[maybe], c.size,
+                   c.event is not Event.READ, run[maybe], converged[maybe], it.line,
+                   self.steps)
+        if copy:  # (the warp's copy unit writes it, until the thread's wait retires it)
+            a.agent, a.group = AGENT_COPY, self.commits[threads].copy()
+            a.until = np.zeros(len(threads), dtype=np.int64)
+            a.until_seq = np.full(len(threads), NEVER, dtype=np.int64)
+            self.pending.append(a)
+        self.accesses.append(a)
+
+    def _whole(self, it: Item, run: np.ndarray, maybe: np.ndarray, others: bool,
+               size: int) -> np.ndarray:
+        """The units of `size` threads (warps, warpgroups) that run an instruction every
+        thread of the unit must run together, converged; refused otherwise."""
+        units = (np.arange(self.n) // size)
+        if others or not np.array_equal(run, maybe) or (self.doubt & maybe).any() or \
+                self.split[self.warp[run]].any():
+            raise _Refused(f"line {it.line}: `{it.opcode}` that some threads of a "
+                           f"{'warp' if size == 32 else 'warpgroup'} may run apart from the "
+                           "others")
+        went = np.zeros(units.max() + 1, dtype=bool)
+        went[units[run]] = True
+        if not np.array_equal(went[units], run):
+            raise _Refused(f"line {it.line}: `{it.opcode}` run by part of a "
+                           f"{'warp' if size == 32 else 'warpgroup'}")
+        return np.nonzero(went)[0]
+
+    def _bookkeeping(self, it: Item, c: Classified, run: np.ndarray, maybe: np.ndarray,
+                     others: bool) -> None:
+        """cp.async and wgmma commits and waits: a wait retires the groups it covers (a
+        thread's cp.async groups, a warpgroup's wgmma groups) at this step."""
+        wgmma = c.event in (Event.WGMMA_COMMIT, Event.WGMMA_WAIT)
+        got = self._whole(it, run, maybe, others, 128 if wgmma else 32)
+        if c.event in (Event.ASYNC_COMMIT, Event.ASYNC_WAIT_ALL):
+            self.commits[run] += 1
+        if c.event is Event.WGMMA_COMMIT:
+            self.wg_commits[got] += 1
+        if c.event in (Event.ASYNC_COMMIT, Event.WGMMA_COMMIT):
+            return
+        try:
+            n = 0 if c.event is Event.ASYNC_WAIT_ALL else ptx_int(it.operands[0])
+        except (IndexError, ValueError):
+            raise _Refused(f"line {it.line}: `{it.opcode}` of a group count not known") \
+                from None
+        if n >= 8:  # (the checker keeps the last 8 groups: such a wait retires nothing)
+            return
+        for a in self.pending:
+            if (a.agent == AGENT_WGMMA) != wgmma:
+                continue
+            assert a.until is not None and a.until_seq is not None and a.group is not None
+            limit = self.wg_commits[a.warp // 4] if wgmma else self.commits[a.thread]
+            hit = (a.until_seq == NEVER) & run[a.thread] & (a.group < limit - n)
+            a.until[hit] = self.barriers
+            a.until_seq[hit] = self.steps
+            a.converged &= ~(hit & self.split[a.warp])
+        self.pending = [a for a in self.pending if (a.until_seq == NEVER).any()]
+
+    def _chunks(self, it: Item, desc: int, op: wgmma_desc.Operand) -> np.ndarray:
+        """The first bytes of the 16-byte chunks an operand reads (memoised: a kernel's
+        loop takes a few descriptors over and over)."""
+        key = (desc, op)
+        got = self.chunk_memo.get(key)
+        if got is None:
+            d = wgmma_desc.Descriptor.decode(desc)
+            if d.base_offset and d.swizzle:
+                raise _Refused(f"line {it.line}: a wgmma descriptor with a base offset")
+            got = self.chunk_memo[key] = np.array(
+                [a for a, _ in wgmma_desc.chunks(d, op)], dtype=np.int64)
+        return got
+
+    def _wgmma(self, it: Item, run: np.ndarray, maybe: np.ndarray, others: bool) -> None:
+        """An mma_async: its warpgroup's unit reads the operands its descriptors name, until
+        the warpgroup's wait retires the group (docs/model.md, "wgmma operands")."""
+        got = self._whole(it, run, maybe, others, 128)
+        ops = wgmma_desc.split_operands(it.text)[1]
+        try:
+            shape = wgmma_desc.parse_mma(it.opcode, ops)
+        except wgmma_desc.NotModeled as exc:
+            raise _Refused(f"line {it.line}: {exc}") from None
+        which = [("A", 1)] if shape.a_smem else []
+        for g in got:
+            threads = np.arange(128 * g, min(128 * g + 128, self.n))
+            starts = []
+            for name, i in which + [("B", 2)]:
+                v = self._src(ops[i], 64)
+                vals = set(v.a[threads].tolist())
+                if not (v.rel == self.sym and v.known[threads].all() and len(vals) == 1):
+                    raise _Refused(f"line {it.line}: the wgmma's {name} descriptor "
+                                   f"`{ops[i]}` is not known before launch as "
+                                   "one offset from the shared symbol in its warpgroup")
+                starts.append(self._chunks(it, vals.pop(), shape.operand(name)))
+            start = np.unique(np.concatenate(starts))
+            if self.sym is None or (start < 0).any() or (start >= MAX_SHARED).any():
+                raise _Refused(f"line {it.line}: a wgmma operand outside the shared memory "
+                               "the kernel's accesses name")
+            k = len(start)
+            a = Access(self.barriers, np.full(k, threads[0]), np.full(k, 4 * g), start,
+                       wgmma_desc.CHUNK, False, np.ones(k, dtype=bool),
+                       np.ones(k, dtype=bool), it.line, self.steps, AGENT_WGMMA,
+                       np.zeros(k, dtype=np.int64), np.full(k, NEVER, dtype=np.int64),
+                       np.full(k, self.wg_commits[g]))
+            self.pending.append(a)
+            self.accesses.append(a)
 
     def _guard(self, it: Item, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(threads of `mask` that run it if they are on this path, threads that may run
@@ -493,13 +643,16 @@ class _Prover:
                 self.preds[r] = _Pred(np.where(run, value.v, old.v),
                                       np.where(run, value.known, old.known) & ~doubt)
                 continue
-            old = self.regs.get(r, self._unknown())
+            old = self.regs.get(r)
+            if value is None and old is not None and not old.known.any():
+                continue  # (still unknown everywhere: a wgmma's accumulators at each step)
+            old = old or self._unknown()
             if value is None:
                 value = self._unknown()
-            sym = value.sym if run.any() else old.sym
-            keep = old.known & (old.sym == sym)
+            sym, rel = (value.sym, value.rel) if run.any() else (old.sym, old.rel)
+            keep = old.known & (old.sym == sym) & (old.rel == rel)
             self.regs[r] = _Val(sym, np.where(run, value.a, old.a),
-                                np.where(run, value.known, keep) & ~doubt)
+                                np.where(run, value.known, keep) & ~doubt, rel)
 
     def _evaluate(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         op = parts[0]
@@ -516,6 +669,10 @@ class _Prover:
             return self._setp(parts, ops, dests)
         if op == "cvt":
             return self._cvt(parts, ops, dests)
+        if op == "ld" and "param" in parts:
+            return self._param(parts, ops, dests)
+        if op == "shfl":
+            return self._shfl(parts, ops, dests)
         w = _width(parts)
         if w is None or len(dests) != 1:
             return None
@@ -533,7 +690,17 @@ class _Prover:
         mo = _mask(2 * bits if wide else bits)
         a = srcs[0]
         if op == "mov":
-            return {dests[0]: _Val(a.sym, a.a if a.sym else a.a & m, a.known)}
+            return {dests[0]: _Val(a.sym, a.a if a.sym else a.a & m, a.known, a.rel)}
+        rel = {s.rel for s in srcs if s.rel} | {s.sym for s in srcs if s.sym}
+        if any(s.rel for s in srcs) or (rel and op not in ("add", "sub", "selp")):
+            # (bits of a shared address, as a descriptor takes them: the symbol taken as 0)
+            if len(rel) != 1:
+                return None
+            srcs = [_Val(None, s.a, s.known) for s in srcs]
+            out = self._evaluate_ints(op, parts, ops, dests, srcs, known, bits, signed, wide)
+            if out is not None:
+                out[dests[0]].rel = rel.pop()
+            return out
         if op in ("add", "sub") and len(srcs) == 2:
             b = srcs[1]
             if op == "sub" and a.sym and a.sym == b.sym:
@@ -546,9 +713,22 @@ class _Prover:
                              v.known) for v in (a, b))
             r = a.a + b.a if op == "add" else a.a - b.a
             return {dests[0]: _Val(sym, r & mo if sym is None else r, known)}
-        if any(s.sym for s in srcs):
-            return None
+        if op == "selp" and any(s.sym for s in srcs):  # (one of two addresses)
+            p = self._pred(ops[3])
+            if srcs[0].sym != srcs[1].sym:
+                return None
+            return {dests[0]: _Val(a.sym, np.where(p.v, srcs[0].a, srcs[1].a), known & p.known)}
+        return self._evaluate_ints(op, parts, ops, dests, srcs, known, bits, signed, wide)
+
+    def _evaluate_ints(self, op: str, parts: list[str], ops: list[str], dests: list[str],
+                       srcs: list[_Val], known: np.ndarray, bits: int, signed: bool,
+                       wide: bool) -> dict | None:
+        m = _mask(bits)
+        mo = _mask(2 * bits if wide else bits)
         x = [s.a for s in srcs]
+        if op in ("add", "sub"):
+            r = x[0] + x[1] if op == "add" else x[0] - x[1]
+            return {dests[0]: _Val(None, r & mo, known)}
         if wide:  # (the factors are extended; mad.wide's addend already has the wide type)
             x = [(_signed(v, bits).view(np.uint64) if signed else v & m) if i < 2 else v
                  for i, v in enumerate(x)]
@@ -604,7 +784,7 @@ class _Prover:
             return None
         bits, signed = w
         a, b = self._src(ops[1], bits), self._src(ops[2], bits)
-        if a.sym != b.sym:
+        if a.sym != b.sym or a.rel or b.rel:
             return None
         x, y = (a.a.view(np.int64), b.a.view(np.int64)) if a.sym else \
             ((_signed(a.a, bits), _signed(b.a, bits)) if signed else (a.a & _mask(bits),
@@ -640,62 +820,37 @@ class _Prover:
         if v.sym:
             return {dests[0]: v} if sb >= 32 and db >= 32 else None
         x = _signed(v.a, sb).view(np.uint64) if ss else v.a & _mask(sb)
-        return {dests[0]: _Val(None, x & _mask(db), v.known)}
+        return {dests[0]: _Val(None, x & _mask(db), v.known, v.rel)}
 
-    # ------------------------------------------------------------ the rules
-    def _granules(self, group: list[Access], write: bool) -> tuple[np.ndarray, np.ndarray]:
-        """(granule, warp) of every thread that may run the group's writes (or reads): the
-        checker keeps 4-byte granules, so two warps' bytes of one granule meet."""
-        b, w = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
-        for a in group:
-            if a.write == write:
-                b.append(((a.start[:, None] + np.arange(a.size)) // GRANULE).ravel())
-                w.append(np.repeat(a.warp, a.size))
-        return np.concatenate(b), np.concatenate(w)
+    def _param(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
+        """`ld.param` of a parameter whose value the launch gave."""
+        w = _width(parts)
+        name = ops[1].strip().strip("[]").strip() if len(ops) > 1 else ""
+        if w is None or len(dests) != 1 or name not in self.params:
+            return None
+        return {dests[0]: _Val(None, self._const(self.params[name]) & _mask(w[0]), self.yes)}
 
-    def _judge(self) -> None:
-        if not self.accesses:
-            return
-        extent = max(int(a.start.max(initial=0)) + a.size for a in self.accesses)
-        written = np.zeros(extent, dtype=bool)  # certainly written in earlier intervals
-        by_interval: dict[int, list[Access]] = {}
-        for a in self.accesses:
-            by_interval.setdefault(a.interval, []).append(a)
-        for k in sorted(by_interval):
-            group = by_interval[k]
-            wb, ww = self._granules(group, True)
-            pairs = np.unique(np.stack([wb, ww]), axis=1)
-            byte, count = np.unique(pairs[0], return_counts=True)
-            if (count > 1).any():
-                raise self._race(group, int(byte[np.argmax(count > 1)]) * GRANULE)
-            writer = np.full(extent // GRANULE + 1, -1, dtype=np.int64)
-            writer[pairs[0]] = pairs[1]
-            rb, rw = self._granules(group, False)
-            other = (writer[rb] >= 0) & (writer[rb] != rw)
-            if other.any():
-                raise self._race(group, int(rb[np.argmax(other)]) * GRANULE)
-            own = np.zeros((self.nwarps, extent), dtype=bool)  # by the converged warp
-            mine: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]  # thread * extent + byte
-            for a in group:  # in the order they ran
-                span = a.start[:, None] + np.arange(a.size)
-                if a.write:
-                    sure = a.certain
-                    own[a.warp[sure & a.converged][:, None], span[sure & a.converged]] = True
-                    mine.append((a.thread[sure][:, None] * extent + span[sure]).ravel())
-                    continue
-                have = written[span] | own[a.warp[:, None], span]
-                if not have.all():
-                    keys = (a.thread[:, None] * extent + span)[~have]
-                    if not np.isin(keys, np.concatenate(mine)).all():
-                        miss = int(span[~have][~np.isin(keys, np.concatenate(mine))][0])
-                        raise _Refused(f"line {a.line}: it may read byte {miss} before any "
-                                       "write certain to run has written it")
-            for a in group:
-                if a.write:
-                    written[(a.start[a.certain][:, None] + np.arange(a.size)).ravel()] = True
-
-    def _race(self, group: list[Access], byte: int) -> _Refused:
-        lines = sorted({a.line for a in group
-                        if ((a.start < byte + GRANULE) & (byte < a.start + a.size)).any()})
-        return _Refused(f"lines {', '.join(map(str, lines))}: two warps touch the granule at "
-                        f"byte {byte} between the same barriers, one of them writing")
+    def _shfl(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
+        """`shfl.sync.{idx,up,down,bfly}.b32 d, a, b, c, mask` (PTX ISA's rule), where every
+        lane of the warp takes part: d is known where the source lane's a is."""
+        mode = next((p for p in parts if p in ("idx", "up", "down", "bfly")), None)
+        d = ops[0].split("|")[0].strip()
+        if mode is None or len(ops) != 5 or d not in dests:
+            return None
+        a = self._src(ops[1], 32)
+        b, c, mm = (self._src(o, 32) for o in ops[2:5])
+        if a.sym or not (b.known & c.known & mm.known).all() or \
+                (mm.a & np.uint64(0xFFFFFFFF) != np.uint64(0xFFFFFFFF)).any():
+            return None
+        lane = self.special["%laneid"].astype(np.int64)
+        bv, cv = (b.a & np.uint64(31)).astype(np.int64), (c.a & np.uint64(31)).astype(np.int64)
+        seg = ((c.a >> np.uint64(8)) & np.uint64(31)).astype(np.int64)
+        top, low = (lane & seg) | (cv & ~seg), lane & seg
+        j = {"idx": low | (bv & ~seg), "up": lane - bv, "down": lane + bv,
+             "bfly": lane ^ bv}[mode]
+        ok = j >= top if mode == "up" else j <= top
+        j = np.where(ok, j, lane)
+        src = self.warp * 32 + j
+        src = np.clip(src, 0, self.n - 1)
+        return {d: _Val(None, a.a[src] & _mask(32), a.known[src] & (src // 32 == self.warp),
+                        a.rel)}

@@ -256,10 +256,9 @@ def test_a_proven_launch_runs_natively_and_the_summary_names_the_proof(monkeypat
         kernel = display_name = "softmax_kernel"
         module = SimpleNamespace(build=lambda roots: (b, False))
 
-    ran, synced = [], []
+    ran = []
+    events = _fake_events(monkeypatch)
     monkeypatch.setattr(consan_session, "capturing", lambda stream: False)
-    monkeypatch.setattr("cupy.cuda.get_current_stream",
-                        lambda: SimpleNamespace(synchronize=lambda: synced.append(1)))
     s = consan_session.Session(consan_session.Options(count_other_launches=False),
                                console=Console(file=io.StringIO()))
     for _ in range(2):
@@ -267,7 +266,10 @@ def test_a_proven_launch_runs_natively_and_the_summary_names_the_proof(monkeypat
     s.launch_native(Fn(), lambda: ran.append(2), ())
     stats = s.report.kernels["softmax_kernel"]
     assert ran == [1, 1, 2] and stats.launches_checked == 3 and not stats.shadow_bytes
-    assert synced == [1, 1, 1] and not s.report.faults  # (waited for, as a checked launch)
+    # (an event after each, looked at by the next launch, none waited for until the end)
+    assert [e.log for e in events] == [["record", "done"], ["record", "done"], ["record"]]
+    s.stop()
+    assert events[2].log == ["record", "synchronize"] and not s.report.faults
     assert stats.proven == ins.proven["softmax_kernel"].sentence()
     buf = io.StringIO()
     s.report.render_summary(Console(file=buf, width=300, color_system=None))
@@ -543,11 +545,43 @@ def host_compiler_here() -> bool:
     return host_compiler()
 
 
-def test_a_proven_launch_that_faults_is_told_naming_the_kernel(monkeypatch):
+def _fake_events(monkeypatch, fault_at: int | None = None) -> list:
+    """cupy.cuda.Event as the session uses it for proven launches: each keeps what was
+    asked of it; from the `fault_at`-th on, looking at one raises the GPU's sticky fault."""
+    import cupy
+
+    made: list = []
+
+    class Event:
+        def __init__(self, **kw):
+            self.log, self.n = [], len(made)
+            made.append(self)
+
+        def record(self):
+            self.log.append("record")
+
+        def _look(self, what):
+            self.log.append(what)
+            if fault_at is not None and self.n >= fault_at:
+                raise cupy.cuda.runtime.CUDARuntimeError(716)  # (cudaErrorMisalignedAddress)
+
+        @property
+        def done(self):
+            self._look("done")
+            return True
+
+        def synchronize(self):
+            self._look("synchronize")
+
+    monkeypatch.setattr("cupy.cuda.Event", Event)
+    return made
+
+
+@pytest.mark.parametrize("launches", [1, 3])
+def test_a_proven_launch_that_faults_is_told_naming_the_kernel(monkeypatch, launches):
     import io
     from types import SimpleNamespace
 
-    import cupy
     from rich.console import Console
 
     from consan import session as consan_session
@@ -558,20 +592,60 @@ def test_a_proven_launch_that_faults_is_told_naming_the_kernel(monkeypatch):
         kernel = display_name = "softmax_kernel"
         module = SimpleNamespace(build=lambda roots: (b, False))
 
-    def fault():
-        raise cupy.cuda.runtime.CUDARuntimeError(716)  # (cudaErrorMisalignedAddress)
-
+    _fake_events(monkeypatch, fault_at=0)
     monkeypatch.setattr(consan_session, "capturing", lambda stream: False)
-    monkeypatch.setattr("cupy.cuda.get_current_stream",
-                        lambda: SimpleNamespace(synchronize=fault))
     out = io.StringIO()
     s = consan_session.Session(consan_session.Options(count_other_launches=False),
                                console=Console(file=out, width=200))
-    s.launch(Fn(), (4, 1, 1), (128, 1, 1), None, 0, None, False, lambda: None)
+    for _ in range(launches):  # (the second launch finds the first's fault)
+        s.launch(Fn(), (4, 1, 1), (128, 1, 1), None, 0, None, False, lambda: None)
+    s.stop()
     (f,) = s.report.faults
     assert f["kernel"] == "softmax_kernel" and "misaligned" in f["error"].lower(), f
+    assert f["launch_no"] == 1 and "found after the launch" in f["error"], f
     assert not s.report.ok and "kernel softmax_kernel" in out.getvalue()
     assert "the kernel faulted" in out.getvalue()
+
+
+def test_proven_launches_in_flight_are_bounded(monkeypatch):
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from consan import session as consan_session
+
+    b = SimpleNamespace(instrumented=instrument(SOFTMAX, "s.ptx"))
+
+    class Fn:
+        kernel = display_name = "softmax_kernel"
+        module = SimpleNamespace(build=lambda roots: (b, False))
+
+    class Running:  # (never seen finished by a look that does not wait)
+        def __init__(self, **kw):
+            self.waited = False
+            made.append(self)
+
+        def record(self):
+            pass
+
+        done = False
+
+        def synchronize(self):
+            self.waited = True
+
+    made: list = []
+    monkeypatch.setattr("cupy.cuda.Event", Running)
+    monkeypatch.setattr(consan_session, "capturing", lambda stream: False)
+    s = consan_session.Session(consan_session.Options(count_other_launches=False),
+                               console=Console(file=io.StringIO()))
+    n = consan_session.MAX_IN_FLIGHT + 1
+    for _ in range(n):
+        s.launch(Fn(), (4, 1, 1), (128, 1, 1), None, 0, None, False, lambda: None)
+    # (the one past the bound waits for the oldest until half the bound is left)
+    left = consan_session.MAX_IN_FLIGHT // 2
+    assert [e.waited for e in made] == [True] * (n - left) + [False] * left
+    assert len(s._in_flight) == left
 
 
 # ------------------------------------------- a second review's cases: each was proven

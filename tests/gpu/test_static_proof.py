@@ -1,7 +1,8 @@
 """The proof before launch (instrument/static_proof.py) against the dynamic checker on the
-GPU: Triton's softmax PTX, and each of its mutants without one barrier. Where the proof
-holds, the instrumented kernel must report nothing; where it is refused, the checker must
-find the race the missing barrier opens."""
+GPU: Triton's softmax PTX and each of its mutants without one barrier; Triton's pipelined
+matmul (cp.async, wgmma) and each of its mutants without one barrier or wait. Where the
+proof holds, the instrumented kernel must report nothing; where it is refused, the checker
+must find the race the missing barrier or wait opens."""
 
 from __future__ import annotations
 
@@ -84,3 +85,46 @@ def test_a_cupy_kernel_proven_at_its_launch_runs_natively_and_its_racy_twin_is_c
     racy = rep.kernels[tw.racy_name]
     assert racy.launches_checked == 1 and not racy.proven and racy.shadow_bytes > 0
     assert racy.findings and set(racy.findings) <= set(tw.kinds), racy.findings
+
+
+MATMUL = (Path(__file__).resolve().parents[1] / "corpus" / "triton" /
+          "triton_matmul_s3.ptx").read_text()
+MATMUL_SIZE = 512  # M = N = K (tests/corpus/gen_triton.py: BM = BN = 128, BK = 64, 3 stages)
+# (line, its replacement): the mutants of tests/cpu/test_static_proof_async.py; the proof
+# refuses each of them but the first (the prologue's barrier orders no shared access)
+MATMUL_MUTANTS = [(166, ""), (370, ""), (433, ""), (503, ""), (592, ""),
+                  (369, "\tcp.async.wait_group \t3;"), (416, "\twgmma.wait_group.sync.aligned 2;"),
+                  (416, ""), (500, ""), (502, "")]
+
+
+@pytest.mark.parametrize("mutant", [None, *MATMUL_MUTANTS],
+                         ids=["as-compiled", *(f"line-{ln}-{'gone' if not new else 'changed'}"
+                                               for ln, new in MATMUL_MUTANTS)])
+def test_the_matmul_proof_holds_exactly_where_the_checker_finds_nothing(mutant):
+    """Triton's cp.async + wgmma matmul, proven for its launch's M, N and K: the checker
+    must find nothing where the proof holds, and a race in each mutant it refuses."""
+    import cupy as cp
+
+    import consan
+    from tests.cpu.test_static_proof_async import SIZES, _prove
+
+    lines = MATMUL.splitlines()
+    if mutant is not None:
+        lines[mutant[0] - 1] = mutant[1]
+    ptx = "\n".join(lines) + "\n"
+    proven = not isinstance(_prove(ptx, SIZES), str)
+    n = MATMUL_SIZE
+    rng = np.random.default_rng(5)
+    a = cp.asarray(rng.standard_normal((n, n)).astype(np.float16))
+    b = cp.asarray(rng.standard_normal((n, n)).astype(np.float16))
+    c = cp.zeros((n, n), dtype=cp.float16)
+    rep = consan.check(ptx, "matmul_kernel", grid=(n // 128, n // 128), block=(256,),
+                       args=(a, b, c, np.uint32(n), np.uint32(n), np.uint32(n), np.uint64(0),
+                             np.uint64(0)), shared_mem=98304, source_name="matmul.ptx")
+    kinds = sorted({v.kind for v in rep.violations})
+    assert proven == (mutant is None or mutant[0] == 166)
+    assert (not kinds) == proven, kinds
+    if proven:
+        want = (a.astype(cp.float32) @ b.astype(cp.float32)).astype(cp.float16)
+        np.testing.assert_allclose(c.get().astype(np.float32), want.get().astype(np.float32),
+                                   rtol=2e-2, atol=0.25)

@@ -37,9 +37,10 @@ def test_consan_run_checks_every_triton_kernel_and_keeps_its_bits(tmp_path):
     for name in ("add", "softmax", "matmul"):
         assert kernels.get(name, {}).get("launches_checked") == 1, (name, kernels,
                                                                    checked.stderr)
-    # (the softmax's reductions are proven race-free before launch: it runs natively)
-    assert kernels["matmul"]["shadow_bytes"] > 0 and not kernels["matmul"].get("proven")
+    # (the softmax's reductions are proven race-free before launch, the matmul's pipeline
+    # for its launch's M, N and K: they run natively)
     assert kernels["softmax"]["proven"].startswith("proven race-free before launch"), kernels
+    assert "for the values of 3 integer parameters at launch" in kernels["matmul"]["proven"]
     assert "softmax: proven race-free before launch" in checked.stderr, checked.stderr
     assert not any(r["kernel"] in kernels for r in rep["not_checked"]), rep["not_checked"]
 
@@ -79,9 +80,13 @@ MATMUL = [(128, 128, 64, 8, 3), (128, 128, 64, 8, 2), (128, 128, 64, 4, 4),
           (128, 128, 64, 8, 5), (128, 128, 32, 4, 2)]
 
 
+@pytest.mark.parametrize("proofs", [True, False], ids=["proven", "instrumented"])
 @pytest.mark.parametrize("bm,bn,bk,warps,stages", MATMUL,
                          ids=[f"bk{c[2]}-w{c[3]}-s{c[4]}" for c in MATMUL])
-def test_matmul_under_consan_is_clean_and_bit_exact(bm, bn, bk, warps, stages):
+def test_matmul_under_consan_is_clean_and_bit_exact(bm, bn, bk, warps, stages, proofs,
+                                                    monkeypatch):
+    """Proven before launch for its M, N and K it runs natively; with CONSAN_PROOF=0 it runs
+    instrumented: both clean, both with the native bits."""
     import torch
 
     from consan import frontends, session
@@ -100,12 +105,14 @@ def test_matmul_under_consan_is_clean_and_bit_exact(bm, bn, bk, warps, stages):
         return c
 
     native = run()
+    monkeypatch.setenv("CONSAN_PROOF", "1" if proofs else "0")
     s = session.Session(session.Options(count_other_launches=False), print_findings=False)
     with frontends.sanitizing(s):
         checked = run()
     stats = s.report.kernels.get("matmul")
     assert stats is not None and stats.launches_checked == 1, (s.report.kernels,
                                                                s.report.not_checked)
+    assert bool(stats.proven) == proofs and (stats.shadow_bytes > 0) != proofs, stats
     assert s.report.ok, s.kept_text
     assert stats.errors == []
     diff = (native.view(torch.int16) != checked.view(torch.int16)).sum().item()

@@ -16,7 +16,7 @@ import math
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -315,6 +315,9 @@ class Case:
     attrs: dict
     options: dict[str, Any]
     capability: int = 90
+    # the launch's integer arguments by kernel parameter position (consan.triton_hook's
+    # scalar_params): what a proof before launch is made for
+    scalars: dict[int, int] = field(default_factory=dict)
     run: Callable[[int], Any] | None = None
     reference: Callable[[int], Any] | None = None
     launches: int = 1
@@ -405,8 +408,11 @@ def _check_launch(name: str, compiled: Any) -> None:
 
 
 def _case(name: str, fn: Any, args: dict[str, Any], options: dict[str, Any], **kw: Any) -> Case:
+    from consan.triton_hook import scalar_params
+
     signature, constexprs, attrs = _specialize(fn, args)
-    return Case(name, fn, signature, constexprs, attrs, options, **kw)
+    scalars = scalar_params(signature, [args[n] for n in fn.arg_names])
+    return Case(name, fn, signature, constexprs, attrs, options, scalars=scalars, **kw)
 
 
 def _generator(seed: int) -> Any:

@@ -1,0 +1,245 @@
+"""The rules a kernel's host run must pass to be proven race-free (docs/model.md, "Kernels
+proven before launch"), applied to the accesses `static_proof.py` recorded.
+
+The CTA barriers cut the run into intervals; an access by a warp lives in one interval, an
+asynchronous one (a cp.async write by the warp's copy unit, a wgmma read by its warpgroup's
+unit) from its issue to the wait that retires it, across the intervals between. Two
+accesses to one granule, one writing, must be ordered: by a barrier between them (one's
+last interval before the other's first), or by the program order of one warp (the lanes of
+a warp are one logical thread): a warp's own accesses never race, and a copy or wgmma
+issued by a warp is ordered with that warp's accesses before the issue and after the wait.
+A wgmma and a copy are ordered only by a barrier (the checker judges a wgmma operand's
+chunks from the clocks of the warpgroup's four warps in turn, not the issuer's alone).
+
+Every byte read must have been written before by a write certain to run: in an earlier
+interval, or earlier by the same thread, or by its warp while converged; a copy counts as a
+write at its wait. A wgmma reads only bytes written in intervals before its issue, and a
+byte whose last write was a warp's generic store needs a `fence.proxy.async` of that warp
+after the store, in an interval before the issue.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .abi import GRANULE_BYTES as GRANULE
+
+AGENT_WARP, AGENT_COPY, AGENT_WGMMA = 0, 1, 2
+NEVER = 1 << 62  # the step of a wait that never came
+_WHAT = {AGENT_WARP: "access", AGENT_COPY: "cp.async", AGENT_WGMMA: "wgmma"}
+
+
+class Refused(Exception):
+    """Why a kernel is not proven (a sentence naming its lines)."""
+
+
+@dataclass
+class Access:
+    """One shared-memory instruction as the threads that may run it ran it (a row per
+    thread; for a wgmma, a row per 16-byte chunk of its operands, all of its warpgroup)."""
+
+    interval: int  # how many CTA barriers precede it
+    thread: np.ndarray  # the threads that may run it
+    warp: np.ndarray  # their warps
+    start: np.ndarray  # their first bytes
+    size: int
+    write: bool
+    certain: np.ndarray  # of those threads, the ones certain to run it
+    converged: np.ndarray  # of those threads, the ones whose warp runs it converged
+    line: int
+    seq: int = 0  # the host step that ran it (program order within a warp)
+    agent: int = AGENT_WARP
+    until: np.ndarray | None = None  # async: the interval of the wait that retires each row
+    until_seq: np.ndarray | None = None  # and that wait's step (NEVER: not retired)
+    group: np.ndarray | None = None  # async: the commit group of each row
+
+    def end(self) -> tuple[np.ndarray, np.ndarray]:
+        """(last interval, last step) of each row."""
+        if self.until is None:
+            n = len(self.thread)
+            return np.full(n, self.interval), np.full(n, self.seq, dtype=np.int64)
+        return self.until, self.until_seq  # type: ignore[return-value]
+
+
+def judge(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]]) -> None:
+    """Raise Refused unless the accesses pass both rules; `fences`: the (warp, interval,
+    step) of every `fence.proxy.async` a warp was certain to run."""
+    if not accesses:
+        return
+    unit = _unit(accesses)
+    _conflicts(accesses, max(unit, GRANULE))
+    _written_first(accesses, nwarps, fences, unit)
+
+
+def _unit(accesses: list[Access]) -> int:
+    """The widest unit every access starts and ends on (at most 16 bytes): judging in it
+    is judging byte by byte, with fewer rows."""
+    g = 16
+    for a in accesses:
+        g = math.gcd(g, a.size, int(np.gcd.reduce(a.start.astype(np.int64), initial=0)))
+    return max(g, 1)
+
+
+def _rows(accesses: list[Access], unit: int) -> dict[str, np.ndarray]:
+    """One row per access row and unit it touches."""
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
+        "unit", "write", "agent", "warp", "k0", "k1", "s0", "s1", "conv", "acc")}
+    for i, a in enumerate(accesses):
+        first, last = a.start // unit, (a.start + a.size - 1) // unit
+        span = last - first + 1
+        k1, s1 = a.end()
+        reps = np.repeat
+        cols["unit"].append(reps(first, span) + _ranges(span))
+        n = int(span.sum())
+        cols["write"].append(np.full(n, a.write))
+        cols["agent"].append(np.full(n, a.agent))
+        cols["warp"].append(reps(a.warp, span))
+        cols["k0"].append(np.full(n, a.interval))
+        cols["k1"].append(reps(k1, span))
+        cols["s0"].append(np.full(n, a.seq, dtype=np.int64))
+        cols["s1"].append(reps(s1.astype(np.int64), span))
+        cols["conv"].append(reps(a.converged, span))
+        cols["acc"].append(np.full(n, i))
+    return {k: np.concatenate(v) for k, v in cols.items()}
+
+
+def _ranges(counts: np.ndarray) -> np.ndarray:
+    """0..c-1 for each count c, concatenated."""
+    total = int(counts.sum())
+    ends = np.cumsum(counts)
+    return np.arange(total) - np.repeat(ends - counts, counts)
+
+
+def _conflicts(accesses: list[Access], unit: int) -> None:
+    """Rule 1: no two unordered accesses to one granule, one of them writing."""
+    r = _rows(accesses, unit)
+    span = r["k1"] - r["k0"] + 1
+    idx = np.repeat(np.arange(len(span)), span)  # a row per interval it lives in
+    k = r["k0"][idx] + _ranges(span)
+    lo = np.where(k == r["k0"][idx], r["s0"][idx], -1)
+    hi = np.where(k == r["k1"][idx], r["s1"][idx], NEVER)
+    key = k * (int(r["unit"].max()) + 1) + r["unit"][idx]
+    # (sorted by interval and unit; the lanes of a warp reading one unit at one step are
+    # one row)
+    cols = [hi, lo, r["conv"][idx], r["write"][idx], r["warp"][idx], r["agent"][idx], key]
+    order = np.lexsort(cols)
+    cols = [c[order] for c in cols]
+    keep = np.ones(len(order), dtype=bool)
+    keep[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in cols])
+    idx, key, lo, hi = idx[order][keep], key[order][keep], lo[order][keep], hi[order][keep]
+    agent, warp, write, conv = (r[c][idx] for c in ("agent", "warp", "write", "conv"))
+    n = len(key)
+    d = 1
+    while d < n:
+        i = np.nonzero(key[:-d] == key[d:])[0]
+        if not len(i):
+            break
+        j = i + d
+        bad = (write[i] | write[j]) & _unordered(agent[i], agent[j], warp[i], warp[j],
+                                                  conv[i] & conv[j], lo[i], hi[i], lo[j],
+                                                  hi[j])
+        if bad.any():
+            x, y = int(idx[i[bad][0]]), int(idx[j[bad][0]])
+            raise _race(accesses, r, x, y, int(r["unit"][x]) * unit, unit)
+        d += 1
+
+
+def _unordered(ai, aj, wi, wj, conv, loi, hii, loj, hij) -> np.ndarray:
+    """Whether two accesses living in one interval are unordered (see the module's text)."""
+    warps = (ai == AGENT_WARP) & (aj == AGENT_WARP)
+    wg_i, wg_j = ai == AGENT_WGMMA, aj == AGENT_WGMMA
+    # (a wgmma row's warp is its warpgroup's first warp; a warp is in warpgroup w // 4)
+    same = np.where(wg_i | wg_j, (wi // 4 == wj // 4) & ~(wg_i & wg_j)
+                    & ((ai == AGENT_WARP) | (aj == AGENT_WARP)), wi == wj) & conv
+    ordered = same & ((hii < loj) | (hij < loi))
+    return np.where(warps, wi != wj, ~ordered)
+
+
+def _race(accesses: list[Access], r: dict[str, np.ndarray], x: int, y: int, byte: int,
+          unit: int) -> Refused:
+    ax, ay = accesses[int(r["acc"][x])], accesses[int(r["acc"][y])]
+    if ax.agent == ay.agent == AGENT_WARP:
+        k = ax.interval
+        lines = sorted({a.line for a in accesses if a.agent == AGENT_WARP and a.interval == k
+                        and ((a.start < byte + unit) & (byte < a.start + a.size)).any()})
+        return Refused(f"lines {', '.join(map(str, lines))}: two warps touch the granule at "
+                       f"byte {byte} between the same barriers, one of them writing")
+    first, second = sorted((ax, ay), key=lambda a: (a.interval, a.seq))
+    return Refused(f"lines {first.line}, {second.line}: the {_WHAT[first.agent]} at line "
+                   f"{first.line} and the {_WHAT[second.agent]} at line {second.line} both "
+                   f"touch byte {byte}, one writing, with no wait and barrier between them")
+
+
+def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]],
+                   unit: int) -> None:
+    """Rule 2: every byte read was certainly written before the read could see it."""
+    extent = max(int(a.start.max(initial=0)) + a.size for a in accesses)
+    units = -(-extent // unit)
+    written = np.zeros(units, dtype=bool)  # certainly written in earlier intervals
+    gen_warp = np.full(units, -1, dtype=np.int64)  # the last write's warp, if a generic store
+    gen_seq = np.zeros(units, dtype=np.int64)
+    steps: dict[int, list[tuple[int, int, Access, np.ndarray]]] = {}  # interval -> events
+    for a in accesses:
+        if a.agent == AGENT_COPY:  # (its write lands at its wait)
+            k1, s1 = a.end()
+            for k, s in set(zip(k1.tolist(), s1.tolist(), strict=True)):
+                if s != NEVER:
+                    steps.setdefault(k, []).append((s, 0, a, (k1 == k) & (s1 == s)))
+        else:
+            steps.setdefault(a.interval, []).append((a.seq, 1, a, np.ones(len(a.thread), bool)))
+    fence = sorted(fences, key=lambda f: f[1])
+    for k in sorted(steps):
+        fenced = np.full(nwarps, -1, dtype=np.int64)  # each warp's last fence before k
+        for w, fk, s in fence:
+            if fk < k:
+                fenced[w] = max(fenced[w], s)
+        own = np.zeros((nwarps, units), dtype=bool)  # by the converged warp, in this interval
+        mine: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]  # thread * units + unit
+        done: list[tuple[int, Access, np.ndarray]] = []
+        for seq, _, a, rows in sorted(steps[k], key=lambda e: (e[0], e[1])):
+            span = a.start[rows][:, None] // unit + np.arange(-(-a.size // unit))
+            if a.agent == AGENT_WGMMA:
+                _wgmma_reads(a, span.ravel(), written, gen_warp, gen_seq, fenced, unit)
+                continue
+            if a.write:
+                sure = a.certain[rows]
+                conv = a.converged[rows]
+                own[a.warp[rows][sure & conv][:, None], span[sure & conv]] = True
+                mine.append((a.thread[rows][sure][:, None] * units + span[sure]).ravel())
+                done.append((seq, a, rows))
+                continue
+            have = written[span] | own[a.warp[rows][:, None], span]
+            if not have.all():
+                keys = (a.thread[rows][:, None] * units + span)[~have]
+                miss = ~np.isin(keys, np.concatenate(mine))
+                if miss.any():
+                    byte = int(span[~have][miss][0]) * unit
+                    raise Refused(f"line {a.line}: it may read byte {byte} before any write "
+                                  "certain to run has written it")
+        for seq, a, rows in done:  # (in the order they ran: the last write is the last one)
+            span = a.start[rows][:, None] // unit + np.arange(-(-a.size // unit))
+            sure = a.certain[rows]
+            written[span[sure].ravel()] = True
+            if a.agent == AGENT_WARP:
+                gen_warp[span.ravel()] = np.repeat(a.warp[rows], span.shape[1])
+                gen_seq[span.ravel()] = seq
+            else:
+                gen_warp[span[sure].ravel()] = -1
+
+
+def _wgmma_reads(a: Access, span: np.ndarray, written: np.ndarray, gen_warp: np.ndarray,
+                 gen_seq: np.ndarray, fenced: np.ndarray, unit: int) -> None:
+    if not written[span].all():
+        byte = int(span[~written[span]][0]) * unit
+        raise Refused(f"line {a.line}: the wgmma may read byte {byte} before a write certain "
+                      "to run has written it, in an interval before its issue")
+    g = gen_warp[span]
+    stale = (g >= 0) & (fenced[np.maximum(g, 0)] <= gen_seq[span])
+    if stale.any():
+        byte, w = int(span[stale][0]) * unit, int(g[stale][0])
+        raise Refused(f"line {a.line}: the wgmma reads byte {byte}, last written by warp {w} "
+                      "with no fence.proxy.async of that warp after the store and before a "
+                      "barrier ahead of the wgmma")

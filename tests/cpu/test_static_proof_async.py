@@ -1,0 +1,230 @@
+"""Proofs before launch of kernels with cp.async and wgmma (instrument/static_proof.py,
+instrument/proof_rules.py): Triton's pipelined matmul proven for its launch's integer
+arguments, each of its waits and barriers shown needed by a mutant the proof refuses, and
+the rules on small hand-written kernels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from instrument.events import classify, constant_registers
+from instrument.ptx import parse
+from instrument.rewrite import _shared_symbols
+from instrument.static_proof import Proof, prove
+
+MATMUL = Path(__file__).parents[1] / "corpus" / "triton" / "triton_matmul_s3.ptx"
+SIZES = {3: 512, 4: 512, 5: 512}  # M, N, K: its parameters 3 to 5 (0-2 and 6-7 pointers)
+
+
+def _prove(ptx: str, params: dict[int, int] | None = None, dims=None):
+    mod = parse(ptx, "k")
+    (fn,) = [f for f in mod.functions if f.is_entry]
+    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
+                 dims=dims, params=params)
+
+
+def test_tritons_pipelined_matmul_is_proven_for_its_launch_values():
+    text = MATMUL.read_text()
+    got = _prove(text, SIZES)
+    assert isinstance(got, Proof), got
+    # 24 cp.async, 4 mma_async, 8 st.shared and 8 ldmatrix
+    assert (got.threads, got.accesses, got.params) == (256, 44, 3)
+    assert got.barriers == 1 + 2 * (512 // 64) + 2  # (the prologue's, two a trip, the end's)
+    assert "for the values of 3 integer parameters at launch" in got.sentence()
+    why = _prove(text)  # (the loop's length is K's)
+    assert not isinstance(why, Proof) and why.unknown, why
+
+
+def _mutant(line: int, new: str) -> str:
+    lines = MATMUL.read_text().splitlines(keepends=True)
+    assert lines[line - 1].split()[0] in ("bar.sync", "cp.async.wait_group",
+                                          "wgmma.wait_group.sync.aligned")
+    lines[line - 1] = new + ("\n" if new else "")
+    return "".join(lines)
+
+
+@pytest.mark.parametrize(("line", "new", "why"), [
+    # the barrier after each trip's cp.async wait: the other warps' copies not yet seen
+    (370, "", "the cp.async at line 96 and the wgmma at line 389"),
+    # the barrier before a trip's copies refill the stage the last wgmma read
+    (433, "", "the wgmma at line 390 and the cp.async at line 436"),
+    # the epilogue's barrier after the last waits
+    (503, "", "the cp.async at line 437 and the access at line 578"),
+    # the barrier between the epilogue's stores and its ldmatrix reads
+    (592, "", "two warps touch the granule at byte 128"),
+    # one group too many in flight: the stage the wgmma reads may still be landing
+    (369, "\tcp.async.wait_group \t3;", "the cp.async at line 138 and the wgmma at line 390"),
+    # the wgmma of the stage about to be refilled may still be reading it
+    (416, "\twgmma.wait_group.sync.aligned 2;", "the wgmma at line 390 and the cp.async at "
+                                                "line 437"),
+    (416, "", "the wgmma at line 390 and the cp.async at line 436"),
+    # the epilogue's stores over operands the last wgmma may still read
+    (500, "", "the wgmma at line 390 and the access at line 585"),
+    # the epilogue's stores over the copies of stages past K, still landing
+    (502, "", "the cp.async at line 437 and the access at line 577"),
+])
+def test_each_wait_and_barrier_of_the_matmul_is_needed(line, new, why):
+    got = _prove(_mutant(line, new), SIZES)
+    assert isinstance(got, str) and why in got, got
+
+
+def test_the_prologues_barrier_orders_nothing_the_rules_need():
+    # (before it only cp.async were issued, each thread's own, none waited for: it orders no
+    # shared-memory access; the GPU test replays this mutant through the checker)
+    assert isinstance(_prove(_mutant(166, ""), SIZES), Proof)
+
+
+HEAD = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.extern .shared .align 16 .b8 smem[];
+.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)
+.reqntid 64, 1, 1
+{
+    .reg .b32 %r<40>;
+    .reg .b64 %rd<10>;
+    .reg .pred %p<5>;
+    .reg .f32 %f<8>;
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, smem;
+    add.u32 %r4, %r3, %r2;
+    xor.b32 %r5, %r2, 128;
+    add.u32 %r6, %r3, %r5;
+    ld.param.u64 %rd1, [k_param_0];
+"""
+
+
+def _kernel(body: str, head: str = HEAD) -> str:
+    return head + body + "\n    ret;\n}\n"
+
+
+COPY = "    cp.async.ca.shared.global [%r4], [%rd1], 4;\n    cp.async.commit_group;\n"
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    (COPY + "    cp.async.wait_group 0;\n    ld.shared.u32 %r7, [%r4];", None),
+    (COPY + "    ld.shared.u32 %r7, [%r4];\n    cp.async.wait_group 0;",
+     "the cp.async at line 20 and the access at line 22"),
+    # (another warp's bytes: its wait is its own, a barrier must follow it)
+    (COPY + "    cp.async.wait_group 0;\n    ld.shared.u32 %r7, [%r6];",
+     "the cp.async at line 20 and the access at line 23"),
+    (COPY + "    cp.async.wait_group 0;\n    bar.sync 0;\n    ld.shared.u32 %r7, [%r6];",
+     None),
+    # (a barrier alone does not land a copy)
+    (COPY + "    bar.sync 0;\n    ld.shared.u32 %r7, [%r6];\n    cp.async.wait_group 0;",
+     "the cp.async at line 20 and the access at line 23"),
+    # (wait_all commits the open group and waits for it)
+    ("    cp.async.ca.shared.global [%r4], [%rd1], 4;\n    cp.async.wait_all;\n"
+     "    bar.sync 0;\n    ld.shared.u32 %r7, [%r6];", None),
+    # (a wait for all but the newest group leaves it in flight)
+    (COPY + "    cp.async.wait_group 1;\n    bar.sync 0;\n    ld.shared.u32 %r7, [%r6];",
+     "the cp.async at line 20 and the access at line 24"),
+    # (the thread's own store over its copy in flight)
+    (COPY + "    st.shared.u32 [%r4], %r1;\n    cp.async.wait_group 0;",
+     "the cp.async at line 20 and the access at line 22"),
+])
+def test_a_copy_lands_at_its_threads_wait_and_others_see_it_after_a_barrier(body, why):
+    got = _prove(_kernel(body))
+    if why is None:
+        assert isinstance(got, Proof), got
+    else:
+        assert isinstance(got, str) and why in got, got
+
+
+LOOP = """    ld.param.u32 %r8, [k_param_1];
+    mov.u32 %r9, 0;
+$L_loop:
+    cp.async.ca.shared.global [%r4], [%rd1], 4;
+    cp.async.commit_group;
+    cp.async.wait_group 0;
+    bar.sync 0;
+    ld.shared.u32 %r7, [%r6];
+    bar.sync 0;
+    add.u32 %r9, %r9, 1;
+    setp.lt.u32 %p1, %r9, %r8;
+    @%p1 bra $L_loop;"""
+
+
+def test_a_loop_over_a_parameter_is_followed_with_the_launchs_value():
+    why = _prove(_kernel(LOOP))
+    assert isinstance(why, str) and why.unknown, why
+    got = _prove(_kernel(LOOP), {1: 3})
+    assert isinstance(got, Proof) and got.barriers == 6 and got.params == 1, got
+
+
+def test_a_shuffled_value_is_the_source_lanes():
+    # (lane 0's tid broadcast to its warp: warp 0 reads byte 0, warp 1 byte 128; each its
+    # own word after its own store)
+    body = ("    shfl.sync.idx.b32 %r10, %r2, 0, 31, -1;\n    add.u32 %r11, %r3, %r10;\n"
+            "    st.shared.u32 [%r4], %r1;\n    bar.sync 0;\n    ld.shared.u32 %r7, [%r11];")
+    assert isinstance(_prove(_kernel(body)), Proof)
+    # (without the barrier too: each warp reads its own lane 0's word)
+    assert isinstance(_prove(_kernel(body.replace("bar.sync 0;\n", ""))), Proof)
+    # (the other warp's word, with no barrier: a race the shuffled value leads to)
+    other = body.replace("add.u32 %r11, %r3, %r10;", "xor.b32 %r14, %r10, 128;\n"
+                         "    add.u32 %r11, %r3, %r14;").replace("bar.sync 0;\n", "")
+    got = _prove(_kernel(other))
+    assert isinstance(got, str) and "two warps touch the granule at byte 0" in got, got
+    # (bfly 32 has no lane: each keeps its own; down 16 reads lane + 16 within the warp)
+    down = body.replace("idx.b32 %r10, %r2, 0, 31", "down.b32 %r10, %r2, 16, 31")
+    assert isinstance(_prove(_kernel(down)), Proof)
+
+
+WG_HEAD = HEAD.replace(".reqntid 64, 1, 1", ".reqntid 128, 1, 1")
+# B of an m64n8k16 mma: 8 rows of 32 bytes, K-major, no swizzle, LBO 128, SBO 256: bytes
+# [0, 256) of smem, stored by threads 0-15 (warp 0), 16 bytes each
+WG_STORE = """    setp.lt.u32 %p2, %r1, 16;
+    shl.b32 %r12, %r1, 4;
+    add.u32 %r13, %r3, %r12;
+    @%p2 st.shared.v4.b32 [%r13], {%r1, %r1, %r1, %r1};
+"""
+WG_MMA = """    shr.u32 %r20, %r3, 4;
+    and.b32 %r21, %r20, 16383;
+    cvt.u64.u32 %rd4, %r21;
+    or.b64 %rd5, %rd4, 68720001024;
+    wgmma.fence.sync.aligned;
+    wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, {%r30, %r31, %r32, %r33}, %rd5, 1, 1, 1, 0;
+    wgmma.commit_group.sync.aligned;
+"""  # noqa: E501 - one instruction
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    (WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n" + WG_MMA
+     + "    wgmma.wait_group.sync.aligned 0;", None),
+    # (the generic stores not fenced for the async proxy that wgmma reads through)
+    (WG_STORE + "    bar.sync 0;\n" + WG_MMA + "    wgmma.wait_group.sync.aligned 0;",
+     "last written by warp 0 with no fence.proxy.async"),
+    # (a fence after the barrier: the writer's fence must be ordered before the issue)
+    (WG_STORE + "    bar.sync 0;\n    fence.proxy.async.shared::cta;\n" + WG_MMA,
+     "last written by warp 0 with no fence.proxy.async"),
+    # (no barrier: warps 1-3 of the warpgroup have not seen warp 0's stores)
+    (WG_STORE + "    fence.proxy.async.shared::cta;\n" + WG_MMA,
+     "the wgmma may read byte 0 before a write certain to run has written it"),
+    # (a store over the operand while the wgmma may still read it)
+    (WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n" + WG_MMA
+     + "    bar.sync 0;\n    @%p2 st.shared.v4.b32 [%r13], {%r1, %r1, %r1, %r1};",
+     "the wgmma at line 31 and the access at line 34"),
+    (WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n" + WG_MMA
+     + "    wgmma.wait_group.sync.aligned 0;\n    bar.sync 0;\n"
+     "    @%p2 st.shared.v4.b32 [%r13], {%r1, %r1, %r1, %r1};", None),
+])
+def test_a_wgmma_reads_its_descriptors_bytes_until_its_group_is_waited_for(body, why):
+    got = _prove(_kernel(body, WG_HEAD))
+    if why is None:
+        assert isinstance(got, Proof), got
+    else:
+        assert isinstance(got, str) and why in got, got
+
+
+def test_a_descriptor_not_made_from_the_shared_symbol_is_refused():
+    body = WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n" + \
+        WG_MMA.replace("cvt.u64.u32 %rd4, %r21;", "cvt.u64.u32 %rd4, %r1;")
+    got = _prove(_kernel(body, WG_HEAD))
+    assert isinstance(got, str) and "B descriptor" in got, got
