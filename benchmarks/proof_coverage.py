@@ -51,10 +51,9 @@ def verdict(ptx: str, kernel: str, block: tuple[int, int, int] | None,
 
 
 def cuda_rows() -> list[tuple[str, str, tuple, str, float]]:
+    from consan.cupy_hook import scalar_params
     from tests import corpus_build
     from tests.kernels import gpu_kernels as K
-
-    from consan.cupy_hook import scalar_params
 
     rows = []
     for name, src in K.CLEAN.items():

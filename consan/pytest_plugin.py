@@ -193,13 +193,18 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         result = yield
     except Exception as exc:
         # A kernel that faulted usually makes the test stop at its next CUDA call: the
-        # failure names the kernel and the fault, and says how the test stopped.
+        # failure names the kernel and the fault, and says how the test stopped (a proven
+        # launch's fault is found by waiting for it here).
         session = getattr(item, _SESSION_ATTR, None)
+        if session is not None:
+            session.settle()
         if session is None or not session.report.faulted or getattr(item, _REPORTED_ATTR,
                                                                     False):
             raise
         stopped = exc
     session = getattr(item, _SESSION_ATTR, None)
+    if session is not None:
+        session.settle()
     if stopped is not None:  # (outside the handler: the message says how the test stopped)
         setattr(item, _REPORTED_ATTR, True)
         pytest.fail(_message(session, stopped), pytrace=False)

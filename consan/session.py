@@ -280,9 +280,14 @@ class Session:
             else:
                 self.report.other_launches = why
 
-    def stop(self) -> None:
+    def settle(self) -> None:
+        """Wait for the proven launches still in flight, so that a fault of theirs is in
+        the report (the pytest plugin, at the end of a test's call)."""
         with self.lock:
             self._settle(wait=True)
+
+    def stop(self) -> None:
+        self.settle()
         if self._counter is not None:
             self._counter.stop()
             self._counter = None
