@@ -17,6 +17,7 @@ import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from instrument.rewrite import demangle
 
@@ -248,27 +249,51 @@ _INTERNAL = tuple(os.path.dirname(p) + os.sep for p in (
     __file__, runtime.__file__))
 
 
+# (triton and torch: a Triton kernel's launch goes through their frames, and Inductor's)
+_FRAMEWORKS = ("cupy", "cupyx", "cupy_backends", "runpy", "_pytest", "pluggy", "importlib",
+               "triton", "torch")
+_roots_for: tuple[tuple[bool, ...], tuple[str, ...]] | None = None
+
+
 def _internal_roots() -> tuple[str, ...]:
+    """The directories (and files) whose frames are not the user's: kept until one of the
+    frameworks is first imported (every launch asks: recomputed, it was half of the 27 us
+    a proven launch's own Python took)."""
+    global _roots_for
+    present = tuple(name in sys.modules for name in _FRAMEWORKS)
+    if _roots_for is not None and _roots_for[0] == present:
+        return _roots_for[1]
     roots = list(_INTERNAL)
-    # (triton and torch: a Triton kernel's launch goes through their frames, and Inductor's)
-    for name in ("cupy", "cupyx", "cupy_backends", "runpy", "_pytest", "pluggy", "importlib",
-                 "triton", "torch"):
+    for name in _FRAMEWORKS:
         mod = sys.modules.get(name)
         f = getattr(mod, "__file__", None)
         if f:
             roots.append(os.path.dirname(f) + os.sep if name not in ("runpy",) else f)
-    return tuple(roots)
+    _roots_for = (present, tuple(roots))
+    return _roots_for[1]
+
+
+_user_code: dict[Any, bool] = {}  # code object -> whether its frames are the user's
+_user_code_roots: tuple[str, ...] = ()
 
 
 def user_frames(limit: int = 64) -> list[tuple[str, int]]:
-    """(file, line) of the calling frames that are not CuPy, consan or the import machinery."""
+    """(file, line) of the calling frames that are not CuPy, consan or the import machinery
+    (each code object judged once: a Triton launch walks some 20 frames at every launch)."""
+    global _user_code, _user_code_roots
     roots = _internal_roots()
+    if roots is not _user_code_roots or len(_user_code) > 10_000:  # (code made by exec)
+        _user_code, _user_code_roots = {}, roots
     out = []
     f = sys._getframe(1)
     while f is not None and len(out) < limit:
-        name = f.f_code.co_filename
-        if not name.startswith("<") and not name.startswith(roots):
-            out.append((name, f.f_lineno))
+        code = f.f_code
+        mine = _user_code.get(code)
+        if mine is None:
+            name = code.co_filename
+            mine = _user_code[code] = not name.startswith("<") and not name.startswith(roots)
+        if mine:
+            out.append((code.co_filename, f.f_lineno))
         f = f.f_back
     return out
 

@@ -221,6 +221,7 @@ class Session:
         # proven launches not yet seen finished: (event after it, fn, launch)
         self._in_flight: collections.deque = collections.deque()
         self._gpu_fault = False  # a proven launch's fault was told
+        self._events: list = []  # events of proven launches seen finished, to record again
         self._matched = 0
         self._checked = 0
         self._printed = 0
@@ -404,7 +405,8 @@ class Session:
             if capturing(stream) or self._gpu_fault:  # (a CUDA graph being captured: nothing
                 return out  # ran yet; after a fault the context is lost: told once)
             try:
-                ev = cupy.cuda.Event(block=False, disable_timing=True)
+                ev = self._events.pop() if self._events else \
+                    cupy.cuda.Event(block=False, disable_timing=True)
                 ev.record()
             except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
                 self._native_fault(fn, f"{type(exc).__name__}: {exc}", launch)
@@ -440,7 +442,7 @@ class Session:
                          "faulted)")
                 self._native_fault(fn, f"{type(exc).__name__}: {exc}{after}", launch, frame)
                 return
-            self._in_flight.popleft()
+            self._events.append(self._in_flight.popleft()[0])  # (recorded again later)
 
     def _native_fault(self, fn, error: str, launch: dict[str, Any],
                       frame: tuple[str, int] | None | bool = True) -> None:
