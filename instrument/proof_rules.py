@@ -6,10 +6,12 @@ asynchronous one (a cp.async write by the warp's copy unit, a wgmma read by its 
 unit) from its issue to the wait that retires it, across the intervals between. Two
 accesses to one granule, one writing, must be ordered: by a barrier between them (one's
 last interval before the other's first), or by the program order of one warp (the lanes of
-a warp are one logical thread): a warp's own accesses never race, and a copy or wgmma
-issued by a warp is ordered with that warp's accesses before the issue and after the wait.
-A wgmma and a copy are ordered only by a barrier (the checker judges a wgmma operand's
-chunks from the clocks of the warpgroup's four warps in turn, not the issuer's alone).
+a warp are one logical thread): a warp's own accesses never race, and a copy issued by a
+warp is ordered with that warp's accesses before the issue and after the wait that retires
+it; a wgmma, with a warp's accesses after that warp's wait retired it. The checker judges a
+wgmma operand's chunks from the clocks of the warpgroup's four warps in turn, not the
+issuer's alone: a store of one of them before the issue, and any copy, are ordered with a
+wgmma only by a barrier.
 
 Every byte read must have been written before by a write certain to run: in an earlier
 interval, or earlier by the same thread, or by its warp while converged; a copy counts as a
@@ -151,10 +153,15 @@ def _unordered(ai, aj, wi, wj, conv, loi, hii, loj, hij) -> np.ndarray:
     """Whether two accesses living in one interval are unordered (see the module's text)."""
     warps = (ai == AGENT_WARP) & (aj == AGENT_WARP)
     wg_i, wg_j = ai == AGENT_WGMMA, aj == AGENT_WGMMA
-    # (a wgmma row's warp is its warpgroup's first warp; a warp is in warpgroup w // 4)
-    same = np.where(wg_i | wg_j, (wi // 4 == wj // 4) & ~(wg_i & wg_j)
-                    & ((ai == AGENT_WARP) | (aj == AGENT_WARP)), wi == wj) & conv
+    # a copy and a warp's access (or another copy) of one warp: by its program order
+    same = (wi == wj) & conv & ~wg_i & ~wg_j
     ordered = same & ((hii < loj) | (hij < loi))
+    # a wgmma and a warp of its warpgroup (a wgmma row's warp is its warpgroup's first):
+    # only after the warp's wait retired it; a store before the issue is judged by the
+    # warpgroup's other warps too, which have not seen it
+    member = (wg_i ^ wg_j) & np.where(wg_i, aj == AGENT_WARP, ai == AGENT_WARP) & \
+        (wi // 4 == wj // 4) & conv
+    ordered |= member & np.where(wg_i, hii < loj, hij < loi)
     return np.where(warps, wi != wj, ~ordered)
 
 

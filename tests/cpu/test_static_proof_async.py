@@ -204,9 +204,15 @@ WG_MMA = """    shr.u32 %r20, %r3, 4;
     # (a fence after the barrier: the writer's fence must be ordered before the issue)
     (WG_STORE + "    bar.sync 0;\n    fence.proxy.async.shared::cta;\n" + WG_MMA,
      "last written by warp 0 with no fence.proxy.async"),
-    # (no barrier: warps 1-3 of the warpgroup have not seen warp 0's stores)
+    # (no barrier: warps 1-3 of the warpgroup, which judge their chunks of the operand,
+    # have not seen warp 0's stores)
     (WG_STORE + "    fence.proxy.async.shared::cta;\n" + WG_MMA,
-     "the wgmma may read byte 0 before a write certain to run has written it"),
+     "the access at line 23 and the wgmma at line 30"),
+    # (the same, over bytes written and fenced before the barrier too: the new stores are
+    # still not seen by warps 1-3)
+    (WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n" + WG_STORE
+     + "    fence.proxy.async.shared::cta;\n" + WG_MMA + "    wgmma.wait_group.sync.aligned 0;",
+     "the access at line 29 and the wgmma at line 36"),
     # (a store over the operand while the wgmma may still read it)
     (WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n" + WG_MMA
      + "    bar.sync 0;\n    @%p2 st.shared.v4.b32 [%r13], {%r1, %r1, %r1, %r1};",
