@@ -57,6 +57,7 @@ class Access:
     until: np.ndarray | None = None  # async: the interval of the wait that retires each row
     until_seq: np.ndarray | None = None  # and that wait's step (NEVER: not retired)
     group: np.ndarray | None = None  # async: the commit group of each row
+    idem: bool = False  # a store the checker skips where its own instruction wrote last
 
     def end(self) -> tuple[np.ndarray, np.ndarray]:
         """(last interval, last step) of each row."""
@@ -66,14 +67,16 @@ class Access:
         return self.until, self.until_seq  # type: ignore[return-value]
 
 
-def judge(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]]) -> None:
+def judge(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]],
+          bar_steps: list[int] | tuple[int, ...] = ()) -> None:
     """Raise Refused unless the accesses pass both rules; `fences`: the (warp, interval,
-    step) of every `fence.proxy.async` a warp was certain to run."""
+    step) of every `fence.proxy.async` a warp was certain to run; `bar_steps`: the step of
+    each CTA barrier."""
     if not accesses:
         return
     unit = _unit(accesses)
     _conflicts(accesses, max(unit, GRANULE))
-    _written_first(accesses, nwarps, fences, unit)
+    _written_first(accesses, nwarps, fences, unit, list(bar_steps))
 
 
 def _unit(accesses: list[Access]) -> int:
@@ -180,14 +183,51 @@ def _race(accesses: list[Access], r: dict[str, np.ndarray], x: int, y: int, byte
                    f"touch byte {byte}, one writing, with no wait and barrier between them")
 
 
+class _Generic:
+    """Per unit, the stores a wgmma may find as its last write, each needing its warp's
+    proxy fence: the last certain write when it is a warp's store (warp, step, line), and
+    an uncertain store after it (one warp's; two warps' make the unit ambiguous)."""
+
+    def __init__(self, units: int) -> None:
+        self.warp = np.full(units, -1, dtype=np.int64)
+        self.seq = np.zeros(units, dtype=np.int64)
+        self.line = np.full(units, -1, dtype=np.int64)
+        self.maybe_warp = np.full(units, -1, dtype=np.int64)
+        self.maybe_seq = np.zeros(units, dtype=np.int64)
+        self.ambiguous = np.zeros(units, dtype=bool)
+
+    def write(self, a: Access, rows: np.ndarray, span: np.ndarray, seq: np.ndarray) -> None:
+        """The rows of a write, in the order they ran (`seq`: each row's step, for a split
+        warp's store the end of its interval: a fence of its warp is after it only then)."""
+        n = span.shape[1]
+        u = span.ravel()
+        sure, w, seq = (np.repeat(x, n) for x in (a.certain[rows], a.warp[rows], seq))
+        if a.idem:  # (where its own instruction wrote last, the checker keeps that write)
+            keep = self.line[u] != a.line
+            u, sure, w, seq = u[keep], sure[keep], w[keep], seq[keep]
+        if a.agent != AGENT_WARP:  # (a copy certain to run is the last write: no fence)
+            self.warp[u[sure]] = -1
+            self.line[u[sure]] = -1
+            self.maybe_warp[u[sure]] = -1
+            self.ambiguous[u[sure]] = False
+            return
+        self.warp[u[sure]], self.seq[u[sure]], self.line[u[sure]] = w[sure], seq[sure], a.line
+        self.maybe_warp[u[sure]] = -1
+        self.ambiguous[u[sure]] = False
+        mu, mw, ms = u[~sure], w[~sure], seq[~sure]
+        cur = self.maybe_warp[mu]
+        self.ambiguous[mu] |= (cur >= 0) & (cur != mw)
+        self.maybe_warp[mu] = np.where(cur < 0, mw, cur)
+        self.maybe_seq[mu] = np.maximum(self.maybe_seq[mu], ms)
+
+
 def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]],
-                   unit: int) -> None:
+                   unit: int, bar_steps: list[int]) -> None:
     """Rule 2: every byte read was certainly written before the read could see it."""
     extent = max(int(a.start.max(initial=0)) + a.size for a in accesses)
     units = -(-extent // unit)
     written = np.zeros(units, dtype=bool)  # certainly written in earlier intervals
-    gen_warp = np.full(units, -1, dtype=np.int64)  # the last write's warp, if a generic store
-    gen_seq = np.zeros(units, dtype=np.int64)
+    generic = _Generic(units)
     steps: dict[int, list[tuple[int, int, Access, np.ndarray]]] = {}  # interval -> events
     for a in accesses:
         if a.agent == AGENT_COPY:  # (its write lands at its wait)
@@ -209,7 +249,7 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
         for seq, _, a, rows in sorted(steps[k], key=lambda e: (e[0], e[1])):
             span = a.start[rows][:, None] // unit + np.arange(-(-a.size // unit))
             if a.agent == AGENT_WGMMA:
-                _wgmma_reads(a, span.ravel(), written, gen_warp, gen_seq, fenced, unit)
+                _wgmma_reads(a, span.ravel(), written, generic, fenced, unit)
                 continue
             if a.write:
                 sure = a.certain[rows]
@@ -226,25 +266,30 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
                     byte = int(span[~have][miss][0]) * unit
                     raise Refused(f"line {a.line}: it may read byte {byte} before any write "
                                   "certain to run has written it")
+        end = bar_steps[k] if k < len(bar_steps) else NEVER  # (the barrier closing k)
         for seq, a, rows in done:  # (in the order they ran: the last write is the last one)
             span = a.start[rows][:, None] // unit + np.arange(-(-a.size // unit))
-            sure = a.certain[rows]
-            written[span[sure].ravel()] = True
-            if a.agent == AGENT_WARP:
-                gen_warp[span.ravel()] = np.repeat(a.warp[rows], span.shape[1])
-                gen_seq[span.ravel()] = seq
-            else:
-                gen_warp[span[sure].ravel()] = -1
+            written[span[a.certain[rows]].ravel()] = True
+            generic.write(a, rows, span, np.where(a.converged[rows], seq, end))
 
 
-def _wgmma_reads(a: Access, span: np.ndarray, written: np.ndarray, gen_warp: np.ndarray,
-                 gen_seq: np.ndarray, fenced: np.ndarray, unit: int) -> None:
+def _wgmma_reads(a: Access, span: np.ndarray, written: np.ndarray, generic: _Generic,
+                 fenced: np.ndarray, unit: int) -> None:
     if not written[span].all():
         byte = int(span[~written[span]][0]) * unit
         raise Refused(f"line {a.line}: the wgmma may read byte {byte} before a write certain "
                       "to run has written it, in an interval before its issue")
-    g = gen_warp[span]
-    stale = (g >= 0) & (fenced[np.maximum(g, 0)] <= gen_seq[span])
+    if generic.ambiguous[span].any():
+        byte = int(span[generic.ambiguous[span]][0]) * unit
+        raise Refused(f"line {a.line}: the wgmma reads byte {byte}, which stores of two warps "
+                      "may have written last")
+    stale = np.zeros(len(span), dtype=bool)
+    g = np.full(len(span), -1, dtype=np.int64)
+    for warp, seq in ((generic.warp, generic.seq), (generic.maybe_warp, generic.maybe_seq)):
+        w = warp[span]
+        bad = (w >= 0) & (fenced[np.maximum(w, 0)] <= seq[span])
+        g = np.where(bad & ~stale, w, g)
+        stale |= bad
     if stale.any():
         byte, w = int(span[stale][0]) * unit, int(g[stale][0])
         raise Refused(f"line {a.line}: the wgmma reads byte {byte}, last written by warp {w} "

@@ -81,13 +81,15 @@ _Refused = Refused
 class _Val:
     """A register in every thread: `sym` + a (a shared symbol's address plus an offset) or
     a plain integer when sym is None; `known`: the threads in which the value is known.
-    `rel`: an integer computed from a shared address as if the symbol were at 0 (a wgmma
-    descriptor: its bit fields hold the address shifted and masked), usable only there."""
+    `rel` = (symbol, k): an integer whose value on the GPU is a + (the symbol's address >> k),
+    made from a shared address by operations exact under _rel's conditions (a wgmma
+    descriptor's start field: the address shifted right by 4 and masked), usable only as
+    a descriptor."""
 
     sym: str | None
     a: np.ndarray  # uint64
     known: np.ndarray  # bool
-    rel: str | None = None  # the symbol, for such an integer
+    rel: tuple[str, int] | None = None
 
 
 @dataclass
@@ -145,7 +147,7 @@ def prove(fn: Function, header_items: list[Item],
 
 def param_names(header_items: list[Item]) -> list[str]:
     """The kernel's parameters' names, in order."""
-    return _PARAM.findall(" ".join(it.text for it in header_items))
+    return _PARAM.findall(" ".join(it.code for it in header_items))
 
 
 def _param_values(header_items: list[Item], params: dict[int, int] | None) -> dict[str, int]:
@@ -229,6 +231,8 @@ class _Prover:
         self.fences: list[tuple[int, int, int]] = []  # (warp, interval, step)
         self.chunk_memo: dict[tuple, np.ndarray] = {}
         self.guessed = False  # a branch went a way not known before launch
+        self.whole_warps = False  # the shfl being run is run by whole, converged warps
+        self.bar_steps: list[int] = []  # the step of each CTA barrier
 
     def _const(self, v: int) -> np.ndarray:
         return np.full(self.n, v & _M64, dtype=np.uint64)
@@ -285,7 +289,7 @@ class _Prover:
             assert a.until is not None
             a.until[a.until_seq == NEVER] = self.barriers
         if self.judge:
-            judge(self.accesses, self.nwarps, self.fences)
+            judge(self.accesses, self.nwarps, self.fences, self.bar_steps)
         return Proof(self.fn.name, self.n, len({a.line for a in self.accesses}), self.barriers,
                      len(self.params))
 
@@ -320,6 +324,8 @@ class _Prover:
         """Run one instruction for the threads of `mask`: where they go next."""
         op = it.op_parts[0]
         run, maybe = self._guard(it, mask)
+        if op == "shfl":  # (its lanes meet other lanes' shfl.sync: only whole warps followed)
+            self.whole_warps = self._whole_warps(run, maybe, others)
         if op in ("ret", "exit"):
             if (maybe & ~(run & ~self.doubt)).any():
                 raise _Refused(f"line {it.line}: `{op}` that threads may or may not run")
@@ -434,6 +440,7 @@ class _Prover:
                 raise _Refused(f"line {it.line}: a barrier not every thread of the CTA is "
                                "certain to reach together")
             self.barriers += 1
+            self.bar_steps.append(self.steps)
             self.split[:] = False
             return
         if c.event in _ASYNC_BOOKKEEPING:
@@ -478,13 +485,21 @@ class _Prover:
         copy = c.event is Event.ASYNC_WRITE
         a = Access(self.barriers, threads, self.warp[maybe], start[maybe], c.size,
                    c.event is not Event.READ, run[maybe], converged[maybe], it.line,
-                   self.steps)
+                   self.steps, idem=c.idem)
         if copy:  # (the warp's copy unit writes it, until the thread's wait retires it)
             a.agent, a.group = AGENT_COPY, self.commits[threads].copy()
             a.until = np.zeros(len(threads), dtype=np.int64)
             a.until_seq = np.full(len(threads), NEVER, dtype=np.int64)
             self.pending.append(a)
         self.accesses.append(a)
+
+    def _whole_warps(self, run: np.ndarray, maybe: np.ndarray, others: bool) -> bool:
+        """Whether `run` is whole warps, all certain, converged, no thread elsewhere."""
+        if others or not np.array_equal(run, maybe) or (self.doubt & maybe).any() or \
+                self.n % 32 or self.split[self.warp[run]].any():
+            return False
+        full = np.bincount(self.warp[run], minlength=self.nwarps)
+        return bool(((full == 0) | (full == 32)).all())
 
     def _whole(self, it: Item, run: np.ndarray, maybe: np.ndarray, others: bool,
                size: int) -> np.ndarray:
@@ -530,7 +545,6 @@ class _Prover:
             hit = (a.until_seq == NEVER) & run[a.thread] & (a.group < limit - n)
             a.until[hit] = self.barriers
             a.until_seq[hit] = self.steps
-            a.converged &= ~(hit & self.split[a.warp])
         self.pending = [a for a in self.pending if (a.until_seq == NEVER).any()]
 
     def _chunks(self, it: Item, desc: int, op: wgmma_desc.Operand) -> np.ndarray:
@@ -562,7 +576,7 @@ class _Prover:
             for name, i in which + [("B", 2)]:
                 v = self._src(ops[i], 64)
                 vals = set(v.a[threads].tolist())
-                if not (v.rel == self.sym and v.known[threads].all() and len(vals) == 1):
+                if not (v.rel == (self.sym, 4) and v.known[threads].all() and len(vals) == 1):
                     raise _Refused(f"line {it.line}: the wgmma's {name} descriptor "
                                    f"`{ops[i]}` is not known before launch as "
                                    "one offset from the shared symbol in its warpgroup")
@@ -691,16 +705,11 @@ class _Prover:
         a = srcs[0]
         if op == "mov":
             return {dests[0]: _Val(a.sym, a.a if a.sym else a.a & m, a.known, a.rel)}
-        rel = {s.rel for s in srcs if s.rel} | {s.sym for s in srcs if s.sym}
-        if any(s.rel for s in srcs) or (rel and op not in ("add", "sub", "selp")):
-            # (bits of a shared address, as a descriptor takes them: the symbol taken as 0)
-            if len(rel) != 1:
-                return None
-            srcs = [_Val(None, s.a, s.known) for s in srcs]
-            out = self._evaluate_ints(op, parts, ops, dests, srcs, known, bits, signed, wide)
-            if out is not None:
-                out[dests[0]].rel = rel.pop()
-            return out
+        if any(s.rel for s in srcs) or (any(s.sym for s in srcs) and op not in (
+                "add", "sub", "selp")):
+            # (bits of a shared address, as a descriptor takes them)
+            got = self._rel(op, parts, ops, srcs, known, bits, signed, wide)
+            return None if got is None else {dests[0]: got}
         if op in ("add", "sub") and len(srcs) == 2:
             b = srcs[1]
             if op == "sub" and a.sym and a.sym == b.sym:
@@ -719,6 +728,67 @@ class _Prover:
                 return None
             return {dests[0]: _Val(a.sym, np.where(p.v, srcs[0].a, srcs[1].a), known & p.known)}
         return self._evaluate_ints(op, parts, ops, dests, srcs, known, bits, signed, wide)
+
+    def _rel(self, op: str, parts: list[str], ops: list[str], srcs: list[_Val],
+             known: np.ndarray, bits: int, signed: bool, wide: bool) -> _Val | None:
+        """An operation on a value made from the shared symbol's address S, kept only where
+        it is exact for every S that is a multiple of 1024 with the shared window below
+        256 KiB (S + the offset < 2^18): r + (S >> k) stays of that form through adding or
+        subtracting a plain integer, a right shift (by at most 10, of an unshifted address),
+        a mask of all the low bits it can have (>= 18 - k of them) that leaves r as it is,
+        an or of bits above them, a move, a widening or a select; the difference of two such
+        values of one S and k is a plain integer. Anything else: not known."""
+        vals = [_Val(None, s.a, s.known, (s.sym, 0)) if s.sym else s for s in srcs]
+        rels = {v.rel for v in vals if v.rel}
+        if len(rels) != 1 or wide or signed and op not in ("add", "sub", "selp"):
+            return None
+        (sym, k), = rels
+        m = _mask(bits)
+        r = [v for v in vals if v.rel]
+        p = [v for v in vals if not v.rel]
+        x = vals[0]
+
+        def uniform(v: _Val) -> int | None:
+            got = set((v.a[known & v.known] & m).tolist())
+            return got.pop() if len(got) == 1 else None
+
+        if op in ("add", "sub") and len(vals) == 2:
+            if len(r) == 2:
+                return _Val(None, (vals[0].a - vals[1].a) & m, known) if op == "sub" else None
+            if op == "sub" and not x.rel:
+                return None
+            out = vals[0].a + vals[1].a if op == "add" else vals[0].a - vals[1].a
+            return _Val(None, out & m, known, (sym, k))
+        if op == "selp":
+            if len(r) != 2:
+                return None
+            pr = self._pred(ops[3])
+            return _Val(None, np.where(pr.v, vals[0].a, vals[1].a), known & pr.known, (sym, k))
+        if op in ("shr", "bfe") and x.rel and k == 0 and all(not v.rel for v in vals[1:]):
+            j = uniform(vals[1])
+            if j is None or j > 10:
+                return None
+            out = (x.a & m) >> np.uint64(j)
+            if op == "bfe":
+                ln = uniform(vals[2])
+                if ln is None or ln < 18 - j or ln >= 64:
+                    return None
+                out = out & np.uint64((1 << ln) - 1)
+                if (out != (x.a & m) >> np.uint64(j))[known].any():
+                    return None
+            return _Val(None, out, known, (sym, j))
+        if op in ("and", "or") and len(r) == 1 and len(p) == 1:
+            c = uniform(p[0])
+            if c is None:
+                return None
+            low = (1 << (18 - k)) - 1
+            ra = r[0].a & m
+            if op == "and" and c & low == low and c & m == c and \
+                    (c + 1) & c == 0 and not (ra & ~np.uint64(c))[known].any():
+                return _Val(None, ra, known, (sym, k))
+            if op == "or" and c & low == 0 and not (ra & np.uint64(c))[known].any():
+                return _Val(None, ra | np.uint64(c), known, (sym, k))
+        return None
 
     def _evaluate_ints(self, op: str, parts: list[str], ops: list[str], dests: list[str],
                        srcs: list[_Val], known: np.ndarray, bits: int, signed: bool,
@@ -815,10 +885,14 @@ class _Prover:
                 p.startswith("f") or p in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi",
                                            "sat") for p in parts[1:]):
             return None
-        (db, _), (sb, ss) = (_width([t]) for t in types)  # type: ignore[misc]
+        (db, ds), (sb, ss) = (_width([t]) for t in types)  # type: ignore[misc]
+        if ds and db < 32:  # (sign-extended to the register, whose width is not known here)
+            return None
         v = self._src(ops[1], 64)
         if v.sym:
             return {dests[0]: v} if sb >= 32 and db >= 32 else None
+        if v.rel and (sb < 32 or db < 32 or (v.a[v.known] >= np.uint64(1 << 31)).any()):
+            return None
         x = _signed(v.a, sb).view(np.uint64) if ss else v.a & _mask(sb)
         return {dests[0]: _Val(None, x & _mask(db), v.known, v.rel)}
 
@@ -826,8 +900,8 @@ class _Prover:
         """`ld.param` of a parameter whose value the launch gave."""
         w = _width(parts)
         name = ops[1].strip().strip("[]").strip() if len(ops) > 1 else ""
-        if w is None or len(dests) != 1 or name not in self.params:
-            return None
+        if w is None or len(dests) != 1 or name not in self.params or w[0] < 32:
+            return None  # (a narrower load is extended to its register's unknown width)
         return {dests[0]: _Val(None, self._const(self.params[name]) & _mask(w[0]), self.yes)}
 
     def _shfl(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
@@ -835,11 +909,11 @@ class _Prover:
         lane of the warp takes part: d is known where the source lane's a is."""
         mode = next((p for p in parts if p in ("idx", "up", "down", "bfly")), None)
         d = ops[0].split("|")[0].strip()
-        if mode is None or len(ops) != 5 or d not in dests:
+        if mode is None or len(ops) != 5 or d not in dests or not self.whole_warps:
             return None
         a = self._src(ops[1], 32)
         b, c, mm = (self._src(o, 32) for o in ops[2:5])
-        if a.sym or not (b.known & c.known & mm.known).all() or \
+        if a.sym or b.rel or c.rel or mm.rel or not (b.known & c.known & mm.known).all() or \
                 (mm.a & np.uint64(0xFFFFFFFF) != np.uint64(0xFFFFFFFF)).any():
             return None
         lane = self.special["%laneid"].astype(np.int64)

@@ -234,3 +234,130 @@ def test_a_descriptor_not_made_from_the_shared_symbol_is_refused():
         WG_MMA.replace("cvt.u64.u32 %rd4, %r21;", "cvt.u64.u32 %rd4, %r1;")
     got = _prove(_kernel(body, WG_HEAD))
     assert isinstance(got, str) and "B descriptor" in got, got
+
+
+# A review's cases, each proven before its fix though the checker (or the GPU's own value)
+# disagrees; each is refused now.
+SPLIT_FENCE = """    setp.ge.u32 %p2, %r1, 16;
+    shl.b32 %r12, %r1, 4;
+    add.u32 %r13, %r3, %r12;
+    @%p2 bra $L_F;
+    st.shared.v4.b32 [%r13], {%r1, %r1, %r1, %r1};
+    bra $L_J;
+$L_F:
+    fence.proxy.async.shared::cta;
+$L_J:
+    bar.sync 0;
+""" + WG_MMA + "    wgmma.wait_group.sync.aligned 0;"
+UNCERTAIN_REWRITE = WG_STORE + """    bar.sync 0;
+    sub.u32 %r24, %r1, 32;
+    setp.lt.u32 %p3, %r24, 16;
+    setp.lt.u32 %p5, %r24, 32;
+    shl.b32 %r25, %r24, 4;
+    add.u32 %r26, %r3, %r25;
+    mov.u32 %r27, %ctaid.x;
+    setp.eq.u32 %p4, %r27, 0;
+    @%p4 bra $L_SKIP;
+    @%p3 st.shared.v4.b32 [%r26], {%r1, %r1, %r1, %r1};
+$L_SKIP:
+    @%p5 fence.proxy.async.shared::cta;
+    bar.sync 0;
+""" + WG_MMA + "    wgmma.wait_group.sync.aligned 0;"
+TWO_SHFL_SITES = """    st.shared.u32 [%r4], %r1;
+    mov.u32 %r10, 0;
+    mov.u32 %r15, %laneid;
+    and.b32 %r17, %r2, -128;
+    setp.lt.u32 %p1, %r15, 16;
+    @%p1 bra $L_A;
+    shfl.sync.idx.b32 %r11, %r10, 0, 31, -1;
+    bra $L_J;
+$L_A:
+    mov.u32 %r10, 128;
+    shfl.sync.idx.b32 %r16, %r10, 0, 31, -1;
+    mov.u32 %r11, 0;
+$L_J:
+    add.u32 %r18, %r17, %r11;
+    add.u32 %r12, %r3, %r18;
+    ld.shared.u32 %r7, [%r12];"""
+SHFL_LANE_FROM_ADDRESS = """    st.shared.u32 [%r4], %r1;
+    mov.u32 %r15, %laneid;
+    setp.eq.u32 %p1, %r15, 0;
+    selp.b32 %r16, %r2, %r5, %p1;
+    shr.u32 %r20, %r3, 4;
+    min.u32 %r21, %r20, 1;
+    shfl.sync.idx.b32 %r11, %r16, %r21, 31, -1;
+    add.u32 %r12, %r3, %r11;
+    ld.shared.u32 %r7, [%r12];"""
+SIGN_EXTENDED = """    st.shared.u32 [%r4], %r1;
+    mov.u32 %r10, 128;
+    cvt.s8.s32 %r11, %r10;
+    shr.u32 %r12, %r11, 24;
+    and.b32 %r13, %r12, 128;
+    xor.b32 %r14, %r2, %r13;
+    add.u32 %r15, %r3, %r14;
+    ld.shared.u32 %r7, [%r15];"""
+WG_FENCED = WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n"
+
+
+@pytest.mark.parametrize(("body", "head", "params", "why"), [
+    # (a split warp's store and fence run in either order: the fence may come first)
+    (SPLIT_FENCE, WG_HEAD, None, "no fence.proxy.async"),
+    # (if the uncertain rewrite does not run, warp 0's unfenced store is the last write)
+    (UNCERTAIN_REWRITE, WG_HEAD, None, "last written by warp 0 with no fence.proxy.async"),
+    # (lanes 16-31's shfl meets lanes 0-15's, whose lane 0 holds 128 on the GPU)
+    (TWO_SHFL_SITES, HEAD, None, "the address `%r12` is not known"),
+    # (the source lane is 1 on the GPU, whose shared address is not 0)
+    (SHFL_LANE_FROM_ADDRESS, HEAD, None, "the address `%r12` is not known"),
+    # (a mask of bits the address has above 1024: not the same for every such address)
+    (WG_FENCED + WG_MMA.replace("shr.u32 %r20, %r3, 4;", "add.u32 %r22, %r3, 1024;\n"
+                                "    and.b32 %r23, %r22, -2048;\n    shr.u32 %r20, %r23, 4;"),
+     WG_HEAD, None, "B descriptor `%rd5` is not known"),
+    # (the symbol cancels: the start field is absolute, not an offset from the symbol)
+    (WG_FENCED + WG_MMA.replace("shr.u32 %r20, %r3, 4;", "shr.u32 %r22, %r3, 4;\n"
+                                "    sub.u32 %r23, %r22, %r22;\n    add.u32 %r20, %r23, 128;"),
+     WG_HEAD, None, "B descriptor `%rd5` is not known"),
+    # (cvt to .s8 sign-extends into its 32-bit register: 0xffffff80 on the GPU)
+    (SIGN_EXTENDED, HEAD, None, "the address `%r15` is not known"),
+    (SIGN_EXTENDED.replace("    mov.u32 %r10, 128;\n    cvt.s8.s32 %r11, %r10;",
+                           "    ld.param.s16 %r11, [k_param_1];"), HEAD, {1: -1},
+     "the address `%r15` is not known"),
+    # (a parameter named in a comment is no parameter: k_param_1 is the launch's 128)
+    ("    st.shared.u32 [%r4], %r1;\n    ld.param.u32 %r10, [k_param_1];\n"
+     "    xor.b32 %r11, %r2, %r10;\n    add.u32 %r12, %r3, %r11;\n    ld.shared.u32 %r7, [%r12];",
+     HEAD.replace("k(.param .u64 k_param_0, .param .u32 k_param_1)",
+                  "k(\n  // .param .u32 n_old (removed)\n  .param .u64 k_param_0,\n"
+                  "  .param .u32 k_param_1,\n  .param .u32 k_param_2)"), {1: 128, 2: 0},
+     "two warps touch the granule at byte 0"),
+])
+def test_what_the_checker_or_the_gpu_would_see_otherwise_is_refused(body, head, params, why):
+    got = _prove(_kernel(body, head), params)
+    assert isinstance(got, str) and why in got, got
+
+
+def test_an_idempotent_store_again_keeps_its_first_writer():
+    """The checker skips an idempotent store where its own instruction wrote last, so the
+    first warp's store (never fenced) stays the last write the wgmma finds."""
+    body = """    mov.u32 %r30, 0;
+$L_T:
+    shl.b32 %r31, %r30, 5;
+    setp.eq.u32 %p6, %r1, %r31;
+    @%p6 st.shared.b32 [smem], 0;
+    bar.sync 0;
+    add.u32 %r30, %r30, 1;
+    setp.lt.u32 %p7, %r30, 2;
+    @%p7 bra $L_T;
+    sub.u32 %r24, %r1, 32;
+    setp.lt.u32 %p5, %r24, 32;
+    setp.eq.u32 %p3, %r24, 0;
+    setp.lt.u32 %p2, %r24, 16;
+    and.pred %p4, %p2, !%p3;
+    shl.b32 %r25, %r24, 4;
+    add.u32 %r26, %r3, %r25;
+    @%p4 st.shared.v4.b32 [%r26], {%r1, %r1, %r1, %r1};
+    @%p3 st.shared.b32 [smem+4], %r1;
+    @%p3 st.shared.v2.b32 [smem+8], {%r1, %r1};
+    @%p5 fence.proxy.async.shared::cta;
+    bar.sync 0;
+""" + WG_MMA + "    wgmma.wait_group.sync.aligned 0;"
+    got = _prove(_kernel(body, WG_HEAD))
+    assert isinstance(got, str) and "last written by warp 0 with no fence" in got, got
