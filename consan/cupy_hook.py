@@ -340,16 +340,17 @@ class _LaunchExLauncher(_Launcher):
             raise ConsanError(f"cuLaunchKernelEx of the instrumented kernel failed ({err!r})")
 
 
-def scalar_params(args: Any) -> dict[int, int]:
-    """A launch's integer arguments by kernel parameter position: CuPy passes each argument
-    of a function call as one parameter (a proof before launch may need them: the length
-    of a loop over a parameter)."""
-    import numbers
+def scalar_params(args: Any) -> dict[int, tuple[int, int]]:
+    """A launch's NumPy integer arguments (value, bits CuPy passes) by kernel parameter
+    position: CuPy passes each argument of a function call as one parameter (a proof
+    before launch may need them: the length of a loop over a parameter). A Python int is
+    left out: the width CuPy gives it is not the kernel's to know."""
+    import numpy as np
 
     if not isinstance(args, tuple | list):
         return {}
-    return {i: int(a) for i, a in enumerate(args)
-            if isinstance(a, numbers.Integral) and not isinstance(a, bool)}
+    return {i: (int(a), 8 * a.itemsize) for i, a in enumerate(args)
+            if isinstance(a, np.integer)}
 
 
 def _launch_ex(s: session.Session, fn, config, f, params, extra) -> Any:

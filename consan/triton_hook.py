@@ -99,18 +99,20 @@ class _Kernel:
                                f"{first})") from None
 
 
-_INTS = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
+_INTS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 _ONE_PARAM = {"fp16", "bf16", "fp32", "fp64", "i1", "u1"}  # (not given: floats, flags)
 
 
-def scalar_params(signature: Mapping[str, Any] | None, args: Sequence[Any]) -> dict[int, int]:
-    """A launch's integer arguments by the position of the kernel parameter each becomes,
-    as Triton's launcher passes them: a constexpr (an integer equal to 1 included) is no
-    parameter, a pointer or float is one; from the first argument of any other kind (a
-    tensor descriptor becomes several parameters, a tuple is flattened) on, nothing."""
+def scalar_params(signature: Mapping[str, Any] | None, args: Sequence[Any]
+                  ) -> dict[int, tuple[int, int]]:
+    """A launch's integer arguments (value, bits the launcher passes) by the position of
+    the kernel parameter each becomes, as Triton's launcher passes them: a constexpr (an
+    integer equal to 1 included) is no parameter, a pointer or float is one; from the
+    first argument of any other kind (a tensor descriptor becomes several parameters, a
+    tuple is flattened) on, nothing."""
     if not isinstance(signature, Mapping) or len(signature) != len(args):
         return {}
-    out: dict[int, int] = {}
+    out: dict[int, tuple[int, int]] = {}
     i = 0
     for ty, v in zip(signature.values(), args, strict=True):
         if ty == "constexpr":
@@ -118,7 +120,7 @@ def scalar_params(signature: Mapping[str, Any] | None, args: Sequence[Any]) -> d
         if not isinstance(ty, str):
             break
         if ty in _INTS and isinstance(v, numbers.Integral) and not isinstance(v, bool):
-            out[i] = int(v)
+            out[i] = (int(v), _INTS[ty])
         elif not (ty.startswith("*") or ty in _ONE_PARAM or ty in _INTS):
             break
         i += 1
@@ -145,7 +147,8 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
     k = compiled.__dict__.get("_consan_kernel")
     if k is None:  # (once per compiled kernel: a launch of a small one pays little)
         k = compiled.__dict__["_consan_kernel"] = _Kernel(compiled)
-    if k.cannot_race():  # (Triton's vector add: counted, run natively, no more work)
+    # (a cluster launch is not run on a proof: see Session.launch)
+    if k.cannot_race() and int(packed[1]) <= 1:  # (Triton's vector add: counted, natively)
         return s.launch_native(k, native, (grid_x, grid_y, grid_z, stream, function, packed,
                                            launch_metadata, enter_hook, exit_hook, *args),
                                ExStream(int(stream)))

@@ -185,13 +185,13 @@ def _race(accesses: list[Access], r: dict[str, np.ndarray], x: int, y: int, byte
 
 class _Generic:
     """Per unit, the stores a wgmma may find as its last write, each needing its warp's
-    proxy fence: the last certain write when it is a warp's store (warp, step, line), and
-    an uncertain store after it (one warp's; two warps' make the unit ambiguous)."""
+    proxy fence: the last certain write when it is a warp's store (warp, step), and an
+    uncertain or idempotent store after it (one warp's; two warps' make the unit
+    ambiguous)."""
 
     def __init__(self, units: int) -> None:
         self.warp = np.full(units, -1, dtype=np.int64)
         self.seq = np.zeros(units, dtype=np.int64)
-        self.line = np.full(units, -1, dtype=np.int64)
         self.maybe_warp = np.full(units, -1, dtype=np.int64)
         self.maybe_seq = np.zeros(units, dtype=np.int64)
         self.ambiguous = np.zeros(units, dtype=bool)
@@ -202,16 +202,15 @@ class _Generic:
         n = span.shape[1]
         u = span.ravel()
         sure, w, seq = (np.repeat(x, n) for x in (a.certain[rows], a.warp[rows], seq))
-        if a.idem:  # (where its own instruction wrote last, the checker keeps that write)
-            keep = self.line[u] != a.line
-            u, sure, w, seq = u[keep], sure[keep], w[keep], seq[keep]
+        if a.idem:  # (the checker skips it where its own instruction wrote last, granule by
+            # granule: the write before it stays a candidate, as if it might not run)
+            sure = np.zeros_like(sure)
         if a.agent != AGENT_WARP:  # (a copy certain to run is the last write: no fence)
             self.warp[u[sure]] = -1
-            self.line[u[sure]] = -1
             self.maybe_warp[u[sure]] = -1
             self.ambiguous[u[sure]] = False
             return
-        self.warp[u[sure]], self.seq[u[sure]], self.line[u[sure]] = w[sure], seq[sure], a.line
+        self.warp[u[sure]], self.seq[u[sure]] = w[sure], seq[sure]
         self.maybe_warp[u[sure]] = -1
         self.ambiguous[u[sure]] = False
         mu, mw, ms = u[~sure], w[~sure], seq[~sure]

@@ -517,3 +517,29 @@ def reachable(mod: Module, entry: str) -> set[str] | None:
                 seen.add(target)
                 todo.append(target)
     return seen
+
+
+_REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+(.*)")
+
+
+def register_widths(fn: Function) -> dict[str, int]:
+    """Each register (or `%r<N>` family's prefix) the function declares -> its bits."""
+    widths: dict[str, int] = {}
+    for it in [fn.header, *fn.body]:
+        if it.kind != "stmt" or it.opcode != ".reg":
+            continue
+        m = _REG_DECL.match(it.code.strip().rstrip(";"))
+        if not m:
+            continue
+        ty = m.group(1)
+        bits = int(re.sub(r"\D", "", ty) or 32) if ty != "pred" else 1
+        for name in m.group(2).split(","):
+            widths[name.strip().split("<")[0]] = bits
+    # .param registers in the header are not addressable registers; ignore.
+    return widths
+
+
+def register_width(reg: str, widths: dict[str, int]) -> int | None:
+    if reg in widths:
+        return widths[reg]
+    return widths.get(re.sub(r"\d+$", "", reg))

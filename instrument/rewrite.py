@@ -40,7 +40,17 @@ from .events import (
     multicast_model_on,
     whole_chunks,
 )
-from .ptx import INT_LITERAL, REGISTER, Function, Item, Module, PTXSyntaxError, parse, ptx_int
+from .ptx import (
+    INT_LITERAL,
+    REGISTER,
+    Item,
+    Module,
+    PTXSyntaxError,
+    parse,
+    ptx_int,
+    register_width,
+    register_widths,
+)
 from .sites import SiteTable, SourceLoc
 
 REG_ADDR = "%__cs_a"
@@ -259,31 +269,6 @@ def _parse_loc(it: Item, files: dict[int, str], strings: dict[str, str],
 
 # ---------------------------------------------------------------- registers
 
-_REG_DECL = re.compile(r"\.reg\s+\.(\w+)\s+(.*)")
-
-
-def _register_widths(fn: Function) -> dict[str, int]:
-    widths: dict[str, int] = {}
-    for it in [fn.header, *fn.body]:
-        if it.kind != "stmt" or it.opcode != ".reg":
-            continue
-        m = _REG_DECL.match(it.code.strip().rstrip(";"))
-        if not m:
-            continue
-        ty = m.group(1)
-        bits = int(re.sub(r"\D", "", ty) or 32) if ty != "pred" else 1
-        for name in m.group(2).split(","):
-            widths[name.strip().split("<")[0]] = bits
-    # .param registers in the header are not addressable registers; ignore.
-    return widths
-
-
-def _width(reg: str, widths: dict[str, int]) -> int | None:
-    if reg in widths:
-        return widths[reg]
-    return widths.get(re.sub(r"\d+$", "", reg))
-
-
 _ADDR = re.compile(rf"^([^\s+\-]+)\s*(?:\+\s*(-?\s*{INT_LITERAL}))?$")
 
 
@@ -375,7 +360,7 @@ def _address_code(addr: str, widths: dict[str, int], where: Item, reg: str = REG
     """PTX computing the 64-bit address operand into `reg`."""
     base, offset = _address_parts(addr, where)
     if base.startswith("%"):
-        w = _width(base, widths)
+        w = register_width(base, widths)
         if w is None:
             raise InstrumentError(f"line {where.line}:{where.col}: register {base} in "
                                   f"`{_one_line(where)}` is not declared")
@@ -565,7 +550,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     begins: dict[int, int] = {}  # an entry's '{' -> the item its begin probe precedes
 
     for fn in mod.functions:
-        widths = _register_widths(fn)
+        widths = register_widths(fn)
         chains: dict[tuple[str, int, int], tuple[SourceLoc, ...]] = {}
         loc: tuple[SourceLoc, tuple[SourceLoc, ...]] | None = None
         probes = 0
@@ -1117,7 +1102,7 @@ def _loop_copy(lp: loops.Loop, items: list[Item], cls: dict, emit) -> str:
 
 def _mask_code(mask: str, widths: dict[str, int]) -> list[str]:
     """REG_CTAMASK = a multicast copy's ctaMask operand (a .b16 register or an immediate)."""
-    if REGISTER.fullmatch(mask) and _width(mask, widths) == 16:
+    if REGISTER.fullmatch(mask) and register_width(mask, widths) == 16:
         return [f"cvt.u32.u16 {REG_CTAMASK}, {mask};"]
     return [f"mov.b32 {REG_CTAMASK}, {mask};"]
 

@@ -39,11 +39,12 @@ from . import wgmma_desc
 from .coalesce import split_address
 from .events import Classified, Event
 from .proof_rules import AGENT_COPY, AGENT_WGMMA, NEVER, Access, Refused, judge
-from .ptx import SPECIAL_REGISTER, Function, Item, ptx_int
+from .ptx import SPECIAL_REGISTER, Function, Item, ptx_int, register_width, register_widths
 
 _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "bra", "ret",
             "exit", "trap", "brkpt", "nanosleep", "pmevent")
-_PARAM = re.compile(r"\.param\s+(?:\.[\w:]+\s+(?:\d+\s+)?)*([\w$]+)")
+_PARAM = re.compile(r"\.param((?:\s*\.[\w:]+(?:\s+\d+)?)*)\s+([\w$]+)")
+_PARAM_TYPE = re.compile(r"\.([bsuf])(8|16|32|64)\b")
 _REQNTID = re.compile(r"\.reqntid\s+(\w+)\s*(?:,\s*(\w+))?\s*(?:,\s*(\w+))?")
 _TYPE = re.compile(r"^([bus])(8|16|32|64)$")
 _ALLOWED = (Event.FENCE, Event.WARP_SYNC)  # order nothing the proof relies on
@@ -51,6 +52,10 @@ _ASYNC_BOOKKEEPING = (Event.ASYNC_COMMIT, Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL
                       Event.WGMMA_COMMIT, Event.WGMMA_WAIT)
 _M64 = (1 << 64) - 1
 MAX_SHARED = 256 * 1024  # past any CTA's shared memory
+# The largest address a kernel's one shared variable is taken to have: ptxas compiles
+# `mov.u32 %r, smem` for sm_90a to 0x400 (past the 1 KiB the system reserves) plus the
+# CTA's cluster rank shifted to bit 24 (a cluster launch is not run on a proof)
+S_MAX = 1 << 16
 MAX_STEPS = 100_000  # instructions executed (for all threads at once) before giving up
 
 
@@ -114,6 +119,9 @@ def reqntid(header_items: list[Item]) -> tuple[int, int, int] | None:
     return None
 
 
+Params = dict[int, tuple[int, int]]  # parameter position -> (value, bits the launch passes)
+
+
 class Refusal(str):
     """Why a kernel is not proven; `unknown`: a value not known before launch was the
     cause, so the launch's own parameters may still prove it."""
@@ -124,7 +132,7 @@ class Refusal(str):
 def prove(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
           dims: tuple[int, int, int] | None = None,
-          params: dict[int, int] | None = None) -> Proof | Refusal:
+          params: Params | None = None) -> Proof | Refusal:
     """The kernel's proof for a block of `dims` (else its `.reqntid`), or why there is
     none (a sentence for tests and --verbose). `params`: the integer values of some of its
     parameters (by position), for a proof of one launch."""
@@ -147,20 +155,36 @@ def prove(fn: Function, header_items: list[Item],
 
 def param_names(header_items: list[Item]) -> list[str]:
     """The kernel's parameters' names, in order."""
-    return _PARAM.findall(" ".join(it.code for it in header_items))
+    return [name for name, _ in _param_decls(header_items)]
 
 
-def _param_values(header_items: list[Item], params: dict[int, int] | None) -> dict[str, int]:
+def _param_decls(header_items: list[Item]) -> list[tuple[str, int]]:
+    """(name, bits of its type; 0 for none known) of each parameter, in order."""
+    out = []
+    for types, name in _PARAM.findall(" ".join(it.code for it in header_items)):
+        t = _PARAM_TYPE.search(types)
+        out.append((name, int(t.group(2)) if t else 0))
+    return out
+
+
+def _param_values(header_items: list[Item], params: Params | None
+                  ) -> dict[str, tuple[int, int]]:
+    """A parameter's name -> (the value the kernel finds in its declared bits, those bits),
+    for each one the launch passes at least that many bits of."""
     if not params:
         return {}
-    names = param_names(header_items)
-    return {names[i]: v for i, v in params.items() if 0 <= i < len(names)}
+    decls = _param_decls(header_items)
+    out = {}
+    for i, (v, bits) in params.items():
+        if 0 <= i < len(decls) and 0 < decls[i][1] <= bits:
+            out[decls[i][0]] = (v & ((1 << decls[i][1]) - 1), decls[i][1])
+    return out
 
 
 def trace(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
           dims: tuple[int, int, int] | None = None,
-          params: dict[int, int] | None = None) -> list[Access]:
+          params: Params | None = None) -> list[Access]:
     """The accesses as executed, before the rules judge them (for tests that replay them
     into the checker); a refusal of the execution itself raises ValueError."""
     dims = dims or reqntid(header_items)
@@ -203,7 +227,8 @@ class _Prover:
                  classify: Callable[[Item], Classified | None], shared: set[str],
                  params: dict[str, int] | None = None) -> None:
         self.fn, self.classify, self.shared = fn, classify, shared
-        self.params = params or {}
+        self.params: dict[str, tuple[int, int]] = params or {}  # name -> (value, its bits)
+        self.widths = register_widths(fn)
         self.n = dims[0] * dims[1] * dims[2]
         if not 0 < self.n <= 1024:
             raise _Refused(f"a block of {self.n} threads")
@@ -232,6 +257,9 @@ class _Prover:
         self.chunk_memo: dict[tuple, np.ndarray] = {}
         self.guessed = False  # a branch went a way not known before launch
         self.whole_warps = False  # the shfl being run is run by whole, converged warps
+        # an in-flight wgmma's accumulators: what else writes them is not known (the ISA
+        # leaves it undefined)
+        self.in_flight_regs: set[str] = set()
         self.bar_steps: list[int] = []  # the step of each CTA barrier
 
     def _const(self, v: int) -> np.ndarray:
@@ -546,6 +574,8 @@ class _Prover:
             a.until[hit] = self.barriers
             a.until_seq[hit] = self.steps
         self.pending = [a for a in self.pending if (a.until_seq == NEVER).any()]
+        if not any(a.agent == AGENT_WGMMA for a in self.pending):
+            self.in_flight_regs.clear()
 
     def _chunks(self, it: Item, desc: int, op: wgmma_desc.Operand) -> np.ndarray:
         """The first bytes of the 16-byte chunks an operand reads (memoised: a kernel's
@@ -564,6 +594,10 @@ class _Prover:
         """An mma_async: its warpgroup's unit reads the operands its descriptors name, until
         the warpgroup's wait retires the group (docs/model.md, "wgmma operands")."""
         got = self._whole(it, run, maybe, others, 128)
+        if len(self.shared) != 1:  # (another variable moves the symbol off 1024: 0x410)
+            raise _Refused(f"line {it.line}: a wgmma in a module with {len(self.shared)} "
+                           "shared variables (its descriptors' offsets need the one's "
+                           "address to be a multiple of 1024)")
         ops = wgmma_desc.split_operands(it.text)[1]
         try:
             shape = wgmma_desc.parse_mma(it.opcode, ops)
@@ -585,6 +619,7 @@ class _Prover:
             if self.sym is None or (start < 0).any() or (start >= MAX_SHARED).any():
                 raise _Refused(f"line {it.line}: a wgmma operand outside the shared memory "
                                "the kernel's accesses name")
+            self.in_flight_regs |= set(self._dests(it))
             k = len(start)
             a = Access(self.barriers, np.full(k, threads[0]), np.full(k, 4 * g), start,
                        wgmma_desc.CHUNK, False, np.ones(k, dtype=bool),
@@ -648,7 +683,7 @@ class _Prover:
             new = None
         doubt = maybe & ~run  # threads that may or may not write
         for r in dests:
-            value = None if new is None else new.get(r)
+            value = None if new is None or r in self.in_flight_regs else new.get(r)
             if isinstance(value, _Pred) or (value is None and r in self.preds):
                 old = self.preds.get(r, _Pred(np.zeros(self.n, dtype=bool),
                                               np.zeros(self.n, dtype=bool)))
@@ -732,63 +767,86 @@ class _Prover:
     def _rel(self, op: str, parts: list[str], ops: list[str], srcs: list[_Val],
              known: np.ndarray, bits: int, signed: bool, wide: bool) -> _Val | None:
         """An operation on a value made from the shared symbol's address S, kept only where
-        it is exact for every S that is a multiple of 1024 with the shared window below
-        256 KiB (S + the offset < 2^18): r + (S >> k) stays of that form through adding or
-        subtracting a plain integer, a right shift (by at most 10, of an unshifted address),
-        a mask of all the low bits it can have (>= 18 - k of them) that leaves r as it is,
-        an or of bits above them, a move, a widening or a select; the difference of two such
-        values of one S and k is a plain integer. Anything else: not known."""
-        vals = [_Val(None, s.a, s.known, (s.sym, 0)) if s.sym else s for s in srcs]
+        it is exact for every S that is a multiple of 1024 up to S_MAX: r + (S >> k), with
+        0 <= r and r + (S_MAX >> k) below 2^bits, stays of that form through adding or
+        subtracting a plain integer, one right shift by at most 10 of an address, a mask of
+        low bits that S >> k and r both fit in, an or of bits above them, a widening, a
+        move or a select; the difference of two such values of one S and k is a plain
+        integer. Anything else: not known (docs/model.md, "Kernels proven before launch")."""
+        vals = []
+        for v in srcs:
+            if v.sym:  # (an address: S + off, its offset within the window)
+                off = v.a.view(np.int64)
+                if ((off < 0) | (off >= MAX_SHARED))[known & v.known].any():
+                    return None
+                v = _Val(None, v.a, v.known, (v.sym, 0))
+            vals.append(v)
         rels = {v.rel for v in vals if v.rel}
-        if len(rels) != 1 or wide or signed and op not in ("add", "sub", "selp"):
+        if len(rels) != 1 or wide:
             return None
         (sym, k), = rels
-        m = _mask(bits)
         r = [v for v in vals if v.rel]
-        p = [v for v in vals if not v.rel]
         x = vals[0]
 
+        def fits(a: np.ndarray, width: int, k2: int = k) -> bool:  # r + (S >> k2) < 2^width
+            return bool((a.astype(np.uint64)[known] <
+                         np.uint64((1 << min(width, 64)) - (S_MAX >> k2))).all())
+
         def uniform(v: _Val) -> int | None:
-            got = set((v.a[known & v.known] & m).tolist())
+            got = set((v.a[known & v.known] & _mask(bits)).tolist())
             return got.pop() if len(got) == 1 else None
+
+        def rel(a: np.ndarray, k2: int = k) -> _Val | None:
+            return _Val(None, a.astype(np.uint64), known, (sym, k2)) if fits(
+                a, bits, k2) else None
+
+        x = _Val(x.sym, x.a.astype(np.uint64), x.known, x.rel)
 
         if op in ("add", "sub") and len(vals) == 2:
             if len(r) == 2:
-                return _Val(None, (vals[0].a - vals[1].a) & m, known) if op == "sub" else None
+                return _Val(None, (vals[0].a - vals[1].a) & _mask(bits), known) \
+                    if op == "sub" else None
             if op == "sub" and not x.rel:
                 return None
-            out = vals[0].a + vals[1].a if op == "add" else vals[0].a - vals[1].a
-            return _Val(None, out & m, known, (sym, k))
+            # (modulo 2^bits: r' + (S >> k) is the register's value while it stays below)
+            a, c = (x, vals[1]) if x.rel else (vals[1], x)
+            out = a.a + c.a if op == "add" else a.a - c.a
+            return rel(out & _mask(bits))
         if op == "selp":
             if len(r) != 2:
                 return None
             pr = self._pred(ops[3])
-            return _Val(None, np.where(pr.v, vals[0].a, vals[1].a), known & pr.known, (sym, k))
-        if op in ("shr", "bfe") and x.rel and k == 0 and all(not v.rel for v in vals[1:]):
+            known = known & pr.known
+            return rel(np.where(pr.v, vals[0].a, vals[1].a))
+        if op in ("shr", "bfe") and x.rel and k == 0 and not signed and \
+                all(not v.rel for v in vals[1:]):
             j = uniform(vals[1])
             if j is None or j > 10:
                 return None
-            out = (x.a & m) >> np.uint64(j)
-            if op == "bfe":
+            out = rel(x.a >> np.uint64(j), j)
+            if op == "bfe" and out is not None:
                 ln = uniform(vals[2])
-                if ln is None or ln < 18 - j or ln >= 64:
-                    return None
-                out = out & np.uint64((1 << ln) - 1)
-                if (out != (x.a & m) >> np.uint64(j))[known].any():
-                    return None
-            return _Val(None, out, known, (sym, j))
-        if op in ("and", "or") and len(r) == 1 and len(p) == 1:
-            c = uniform(p[0])
+                if ln is None or ln >= 64 or not fits(out.a, ln, j):
+                    return None  # (the field is not all of T >> j)
+            return out
+        if op in ("and", "or") and len(r) == 1:
+            c = uniform(vals[1] if x.rel else x)
             if c is None:
                 return None
-            low = (1 << (18 - k)) - 1
-            ra = r[0].a & m
-            if op == "and" and c & low == low and c & m == c and \
-                    (c + 1) & c == 0 and not (ra & ~np.uint64(c))[known].any():
-                return _Val(None, ra, known, (sym, k))
-            if op == "or" and c & low == 0 and not (ra & np.uint64(c))[known].any():
-                return _Val(None, ra | np.uint64(c), known, (sym, k))
+            if op == "and" and (c + 1) & c == 0 and fits(r[0].a, c.bit_length()):
+                return rel(r[0].a)  # (T & (2^b - 1) is T)
+            low = (c & -c).bit_length() - 1 if c else 64  # (c's lowest bit)
+            if op == "or" and fits(r[0].a, low):
+                return rel(r[0].a | np.uint64(c))  # (T | c is T + c)
         return None
+
+    def _rel_widen(self, v: _Val, sb: int, db: int, ss: bool) -> _Val | None:
+        """A conversion of r + (S >> k): exact where it fits the narrower width less its top
+        bit (sign- and zero-extension then agree)."""
+        k = v.rel[1] if v.rel else 0
+        if (v.a[v.known] >= np.uint64((1 << (min(sb, db) - 1)) - (S_MAX >> k))).any():
+            return None
+        return _Val(None, v.a.copy(), v.known.copy(), v.rel)
 
     def _evaluate_ints(self, op: str, parts: list[str], ops: list[str], dests: list[str],
                        srcs: list[_Val], known: np.ndarray, bits: int, signed: bool,
@@ -865,6 +923,9 @@ class _Prover:
         if cmp is None:
             return None
         r, known = cmp(x, y), a.known & b.known
+        if a.sym:  # (two addresses S + x, S + y: compared as numbers only inside the window,
+            # where neither wraps nor reaches the sign bit)
+            known = known & (x >= 0) & (x < MAX_SHARED) & (y >= 0) & (y < MAX_SHARED)
         if len(parts) > 2 and parts[2] in ("and", "or", "xor"):
             if len(ops) < 4:
                 return None
@@ -886,23 +947,43 @@ class _Prover:
                                            "sat") for p in parts[1:]):
             return None
         (db, ds), (sb, ss) = (_width([t]) for t in types)  # type: ignore[misc]
-        if ds and db < 32:  # (sign-extended to the register, whose width is not known here)
-            return None
         v = self._src(ops[1], 64)
         if v.sym:
-            return {dests[0]: v} if sb >= 32 and db >= 32 else None
-        if v.rel and (sb < 32 or db < 32 or (v.a[v.known] >= np.uint64(1 << 31)).any()):
-            return None
+            return {dests[0]: v} if sb >= 32 and db >= 32 and \
+                register_width(dests[0], self.widths) in (32, 64) else None
+        if v.rel:
+            got = self._rel_widen(v, sb, db, ss)
+            return None if got is None else {dests[0]: got}
         x = _signed(v.a, sb).view(np.uint64) if ss else v.a & _mask(sb)
-        return {dests[0]: _Val(None, x & _mask(db), v.known, v.rel)}
+        out = self._extend(dests[0], x, db, ds)
+        if out is not None:
+            out[dests[0]].known = v.known.copy()
+        return out
 
     def _param(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         """`ld.param` of a parameter whose value the launch gave."""
         w = _width(parts)
         name = ops[1].strip().strip("[]").strip() if len(ops) > 1 else ""
-        if w is None or len(dests) != 1 or name not in self.params or w[0] < 32:
-            return None  # (a narrower load is extended to its register's unknown width)
-        return {dests[0]: _Val(None, self._const(self.params[name]) & _mask(w[0]), self.yes)}
+        if w is None or len(dests) != 1 or name not in self.params:
+            return None
+        value, bits = self.params[name]
+        if w[0] != bits:  # (a load of other bits than the parameter's reads its neighbours)
+            return None
+        return self._extend(dests[0], value, bits, w[1])
+
+    def _extend(self, dest: str, value: int | np.ndarray, bits: int, signed: bool
+                ) -> dict | None:
+        """`value` of `bits` bits into register `dest`, sign- or zero-extended to its width
+        (as ld and cvt do); None where the register's width is not declared."""
+        rw = register_width(dest, self.widths)
+        if rw is None or rw < bits:
+            return None
+        x = np.asarray(value, dtype=np.uint64) & _mask(bits) if not isinstance(
+            value, np.ndarray) else value & _mask(bits)
+        if signed and bits < rw:
+            x = _signed(x, bits).view(np.uint64)
+        x = np.broadcast_to(x & _mask(rw), (self.n,)).copy()
+        return {dest: _Val(None, x, self.yes.copy())}
 
     def _shfl(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         """`shfl.sync.{idx,up,down,bfly}.b32 d, a, b, c, mask` (PTX ISA's rule), where every
@@ -913,7 +994,8 @@ class _Prover:
             return None
         a = self._src(ops[1], 32)
         b, c, mm = (self._src(o, 32) for o in ops[2:5])
-        if a.sym or b.rel or c.rel or mm.rel or not (b.known & c.known & mm.known).all() or \
+        if a.sym or any(v.sym or v.rel for v in (b, c, mm)) or \
+                not (b.known & c.known & mm.known).all() or \
                 (mm.a & np.uint64(0xFFFFFFFF) != np.uint64(0xFFFFFFFF)).any():
             return None
         lane = self.special["%laneid"].astype(np.int64)

@@ -729,3 +729,38 @@ def test_the_coverage_script_counts_the_proven_kernels(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "twin racy: 0 of 17 proven" in out and "twin clean: 13 of 17 proven" in out
     assert "bench_clean | block_reduce_sum | 256x1x1 | proven |" in out
+
+
+def test_a_cluster_launch_of_a_proven_kernel_is_checked_instrumented(monkeypatch):
+    """A proof is made for one CTA; in a cluster launch the shared symbol's address carries
+    the CTA's rank, past what its descriptor offsets assume: such a launch is prepared
+    instrumented, not run on the proof."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from consan import session as consan_session
+
+    b = SimpleNamespace(instrumented=instrument(SOFTMAX, "s.ptx"))
+
+    class Fn:
+        kernel = display_name = "softmax_kernel"
+        module = SimpleNamespace(build=lambda roots: (b, False))
+
+    prepared, ran = [], []
+    monkeypatch.setattr(consan_session, "capturing", lambda stream: False)
+    s = consan_session.Session(consan_session.Options(count_other_launches=False),
+                               console=Console(file=io.StringIO()))
+
+    def prepare(*a):
+        prepared.append(a)
+        raise consan_session.NotCheckable("prepared instrumented")
+
+    monkeypatch.setattr(s, "_prepare", prepare)
+    s.launch(Fn(), (4, 1, 1), (128, 1, 1), None, 0, None, False, lambda: ran.append(1),
+             extra_launch={"cluster": [2, 1, 1]})
+    assert prepared and ran == [1]
+    stats = s.report.kernels.get("softmax_kernel")
+    assert stats is None or not stats.proven
+    assert [r["reason"] for r in s.report.not_checked] == ["prepared instrumented"]

@@ -15,7 +15,8 @@ from instrument.rewrite import _shared_symbols
 from instrument.static_proof import Proof, prove
 
 MATMUL = Path(__file__).parents[1] / "corpus" / "triton" / "triton_matmul_s3.ptx"
-SIZES = {3: 512, 4: 512, 5: 512}  # M, N, K: its parameters 3 to 5 (0-2 and 6-7 pointers)
+# M, N, K: its parameters 3 to 5 (0-2 and 6-7 pointers), (value, bits the launch passes)
+SIZES = {3: (512, 32), 4: (512, 32), 5: (512, 32)}
 
 
 def _prove(ptx: str, params: dict[int, int] | None = None, dims=None):
@@ -155,7 +156,7 @@ $L_loop:
 def test_a_loop_over_a_parameter_is_followed_with_the_launchs_value():
     why = _prove(_kernel(LOOP))
     assert isinstance(why, str) and why.unknown, why
-    got = _prove(_kernel(LOOP), {1: 3})
+    got = _prove(_kernel(LOOP), {1: (3, 32)})
     assert isinstance(got, Proof) and got.barriers == 6 and got.params == 1, got
 
 
@@ -316,17 +317,20 @@ WG_FENCED = WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n"
     (WG_FENCED + WG_MMA.replace("shr.u32 %r20, %r3, 4;", "shr.u32 %r22, %r3, 4;\n"
                                 "    sub.u32 %r23, %r22, %r22;\n    add.u32 %r20, %r23, 128;"),
      WG_HEAD, None, "B descriptor `%rd5` is not known"),
-    # (cvt to .s8 sign-extends into its 32-bit register: 0xffffff80 on the GPU)
-    (SIGN_EXTENDED, HEAD, None, "the address `%r15` is not known"),
+    # (cvt to .s8 sign-extends into its 32-bit register: 0xffffff80 on the GPU, whose
+    # address is the other warp's word)
+    (SIGN_EXTENDED, HEAD, None, "two warps touch the granule at byte 0"),
+    # (a load of 16 bits of a 32-bit parameter: not followed)
     (SIGN_EXTENDED.replace("    mov.u32 %r10, 128;\n    cvt.s8.s32 %r11, %r10;",
-                           "    ld.param.s16 %r11, [k_param_1];"), HEAD, {1: -1},
+                           "    ld.param.s16 %r11, [k_param_1];"), HEAD, {1: (-1, 32)},
      "the address `%r15` is not known"),
     # (a parameter named in a comment is no parameter: k_param_1 is the launch's 128)
     ("    st.shared.u32 [%r4], %r1;\n    ld.param.u32 %r10, [k_param_1];\n"
      "    xor.b32 %r11, %r2, %r10;\n    add.u32 %r12, %r3, %r11;\n    ld.shared.u32 %r7, [%r12];",
      HEAD.replace("k(.param .u64 k_param_0, .param .u32 k_param_1)",
                   "k(\n  // .param .u32 n_old (removed)\n  .param .u64 k_param_0,\n"
-                  "  .param .u32 k_param_1,\n  .param .u32 k_param_2)"), {1: 128, 2: 0},
+                  "  .param .u32 k_param_1,\n  .param .u32 k_param_2)"),
+     {1: (128, 32), 2: (0, 32)},
      "two warps touch the granule at byte 0"),
 ])
 def test_what_the_checker_or_the_gpu_would_see_otherwise_is_refused(body, head, params, why):
@@ -336,7 +340,8 @@ def test_what_the_checker_or_the_gpu_would_see_otherwise_is_refused(body, head, 
 
 def test_an_idempotent_store_again_keeps_its_first_writer():
     """The checker skips an idempotent store where its own instruction wrote last, so the
-    first warp's store (never fenced) stays the last write the wgmma finds."""
+    first warp's store (never fenced) may stay the last write the wgmma finds: each
+    idempotent store is a candidate beside the write before it."""
     body = """    mov.u32 %r30, 0;
 $L_T:
     shl.b32 %r31, %r30, 5;
@@ -360,4 +365,92 @@ $L_T:
     bar.sync 0;
 """ + WG_MMA + "    wgmma.wait_group.sync.aligned 0;"
     got = _prove(_kernel(body, WG_HEAD))
-    assert isinstance(got, str) and "last written by warp 0 with no fence" in got, got
+    assert isinstance(got, str) and "which stores of two warps may have written last" in got, \
+        got
+
+
+# A second review's cases: values the GPU computes otherwise (the shared symbol's address S
+# is 0x400 on the H100, sm_90a), each proven before its fix, each refused or computed
+# right now.
+WG_STORE2 = """    setp.lt.u32 %p2, %r1, 16;
+    shl.b32 %r12, %r1, 4;
+    setp.ge.u32 %p3, %r1, 8;
+    selp.b32 %r14, 128, 0, %p3;
+    add.u32 %r15, %r12, %r14;
+    add.u32 %r13, %r3, %r15;
+    @%p2 st.shared.v4.b32 [%r13], {%r1, %r1, %r1, %r1};
+    fence.proxy.async.shared::cta;
+    bar.sync 0;
+"""
+WG_MMA2 = """    wgmma.fence.sync.aligned;
+    wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, {%r30, %r31, %r32, %r33}, %rd5, 1, 1, 1, 0;
+    wgmma.commit_group.sync.aligned;
+    wgmma.wait_group.sync.aligned 0;"""  # noqa: E501 - one instruction
+DESC = 0x10_0010_0000  # start 0, LBO 256, SBO 256, no swizzle
+M64 = (1 << 64) - 1
+USE_BIT7 = """    and.b32 %r11, %r10, 128;
+    xor.b32 %r12, %r2, %r11;
+    add.u32 %r13, %r3, %r12;
+    st.shared.u32 [%r4], %r1;
+    ld.shared.u32 %r7, [%r13];"""
+USE_P1 = """    selp.b32 %r10, 0, 128, %p1;
+    xor.b32 %r11, %r2, %r10;
+    add.u32 %r12, %r3, %r11;
+    ld.shared.u32 %r7, [%r12];"""
+
+
+def test_a_descriptor_made_otherwise_from_the_address_is_followed():
+    body = (WG_STORE2 + "    cvt.u64.u32 %rd6, %r3;\n    shr.u64 %rd8, %rd6, 4;\n"
+            f"    add.u64 %rd5, %rd8, {DESC};\n" + WG_MMA2)
+    assert isinstance(_prove(_kernel(body, WG_HEAD)), Proof)
+
+
+@pytest.mark.parametrize(("body", "head", "params", "why"), [
+    # (shr of S - 16: the prover's r wrapped around 2^64, the GPU's S >> 4 - 1 did not)
+    (WG_STORE2 + "    cvt.u64.u32 %rd6, %r3;\n    sub.u64 %rd7, %rd6, 16;\n"
+     f"    shr.u64 %rd8, %rd7, 4;\n    add.u64 %rd5, %rd8, {(DESC + 1 - (1 << 60)) & M64};\n"
+     + WG_MMA2, WG_HEAD, None, "B descriptor `%rd5` is not known"),
+    # (an or into a bit that r + (S >> 4) carries into)
+    (WG_STORE2 + "    add.u32 %r22, %r3, 262128;\n    shr.u32 %r20, %r22, 4;\n"
+     "    or.b32 %r23, %r20, 16384;\n    sub.u32 %r24, %r23, 32767;\n"
+     f"    cvt.u64.u32 %rd4, %r24;\n    add.u64 %rd5, %rd4, {DESC};\n" + WG_MMA2, WG_HEAD,
+     None, "B descriptor `%rd5` is not known"),
+    # (a second shared variable moves the first off 1024 (0x410): swizzles differ)
+    (WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n"
+     "    mov.u32 %r9, pad;\n    st.global.u32 [%rd1], %r9;\n" + WG_MMA,
+     WG_HEAD.replace(".extern .shared .align 16 .b8 smem[];",
+                     ".shared .align 4 .b8 pad[16];\n.extern .shared .align 16 .b8 smem[];"),
+     None, "a wgmma in a module with 2 shared variables"),
+    # (cvt.s32.s64 sign-extends into the 64-bit register: bit 7 of the high word is set)
+    ("    mov.u64 %rd3, -1;\n    cvt.s32.s64 %rd4, %rd3;\n    shr.u64 %rd5, %rd4, 32;\n"
+     "    cvt.u32.u64 %r10, %rd5;\n" + USE_BIT7, HEAD, None,
+     "two warps touch the granule at byte 0"),
+    # (ld.param.s32 sign-extends the launch's -1 into the 64-bit register)
+    ("    ld.param.s32 %rd4, [k_param_1];\n    shr.u64 %rd5, %rd4, 32;\n"
+     "    cvt.u32.u64 %r10, %rd5;\n" + USE_BIT7, HEAD, {1: (-1, 32)},
+     "two warps touch the granule at byte 0"),
+    # (a 64-bit load of a 32-bit parameter reads the next one too)
+    ("    ld.param.u64 %rd4, [k_param_1];\n    shr.u64 %rd5, %rd4, 25;\n"
+     "    cvt.u32.u64 %r10, %rd5;\n" + USE_BIT7,
+     HEAD.replace("k(.param .u64 k_param_0, .param .u32 k_param_1)",
+                  "k(.param .u64 k_param_0, .param .u32 k_param_1, .param .u32 k_param_2)"),
+     {1: (0, 32), 2: (1, 32)}, "the address `%r13` is not known"),
+    # (`.param.u32 name`, no space: still the parameter's place)
+    ("    st.shared.u32 [%r4], %r1;\n    ld.param.u32 %r10, [k_param_2];\n"
+     "    xor.b32 %r11, %r2, %r10;\n    add.u32 %r12, %r3, %r11;\n    ld.shared.u32 %r7, [%r12];",
+     HEAD.replace("k(.param .u64 k_param_0, .param .u32 k_param_1)",
+                  "k(.param .u64 k_param_0, .param.u32 k_param_1, .param .u32 k_param_2)"),
+     {1: (0, 32), 2: (128, 32)}, "two warps touch the granule at byte 0"),
+    # (a shuffle's clamp from the shared address: 0x41f on the GPU, a segment of 4 lanes)
+    ("    st.shared.u32 [%r4], %r1;\n    mov.u32 %r15, %laneid;\n    shl.b32 %r16, %r15, 5;\n"
+     "    add.u32 %r21, %r3, 31;\n    shfl.sync.idx.b32 %r11, %r16, 0, %r21, -1;\n"
+     "    and.b32 %r17, %r11, 128;\n    xor.b32 %r18, %r2, %r17;\n    add.u32 %r12, %r3, %r18;\n"
+     "    ld.shared.u32 %r7, [%r12];", HEAD, None, "the address `%r12` is not known"),
+    # (a signed comparison of two addresses, one past the sign bit on the GPU)
+    ("    st.shared.u32 [%r4], %r1;\n    add.u32 %r20, %r3, 2147483392;\n"
+     "    setp.gt.s32 %p1, %r20, %r3;\n" + USE_P1, HEAD, None,
+     "the address `%r12` is not known"),
+])
+def test_a_value_the_gpu_computes_otherwise_is_not_followed(body, head, params, why):
+    got = _prove(_kernel(body, head), params)
+    assert isinstance(got, str) and why in got, got

@@ -134,7 +134,7 @@ def test_a_launch_goes_to_the_session_and_back_through_tritons_launcher(compiled
                                  "enter", "exit", "arg0", "arg1", 5, 1024)
     # (n, the kernel's third parameter, is the one integer a proof before launch may use)
     assert s.seen == (compiled.metadata.name, (3, 2, 1), (128, 1, 1), 1024, 77, False, None,
-                      (), {2: 5})
+                      (), {2: (5, 32)})
     # Triton's launcher packs the very same arguments; only the function and smem change
     assert calls == [(3, 2, 1, 77, 0xABC, (4, 1, 40960), "md", "enter", "exit", "arg0",
                       "arg1", 5, 1024)]
@@ -145,10 +145,10 @@ def test_integer_arguments_are_numbered_as_the_kernels_parameters():
            "BK": "constexpr", "flag": "u1", "n": "u32"}
     # (a constexpr is no parameter; a pointer, float or flag is one, not given)
     assert triton_hook.scalar_params(sig, [0, 1, 2048, 1e-5, 2**40, 64, True, 7]) == \
-        {1: 2048, 3: 2**40, 5: 7}
+        {1: (2048, 32), 3: (2**40, 64), 5: (7, 32)}
     # (a tensor descriptor expands into several parameters: nothing after it is numbered)
     desc = {"d": "tensordesc<fp16[64, 64]>", "N": "i32"}
-    assert triton_hook.scalar_params({"K": "i32", **desc}, [5, object(), 9]) == {0: 5}
+    assert triton_hook.scalar_params({"K": "i32", **desc}, [5, object(), 9]) == {0: (5, 32)}
     # (a launch whose arguments do not match its signature: none)
     assert triton_hook.scalar_params(sig, [0, 1]) == {} == triton_hook.scalar_params(None, [])
 
