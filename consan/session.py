@@ -218,7 +218,7 @@ class Session:
         # (build id, kernel, block[, integer arguments]) -> (build, proof or why not)
         self._proofs: dict[tuple, tuple] = {}
         self._param_proofs: dict[tuple, int] = {}  # (build id, kernel, block) -> tries
-        # proven launches not yet seen finished: (event after it, fn, launch)
+        # proven launches not yet seen finished: (event after it, fn, launch, user frame)
         self._in_flight: collections.deque = collections.deque()
         self._gpu_fault = False  # a proven launch's fault was told
         self._events: list = []  # events of proven launches seen finished, to record again
@@ -319,14 +319,14 @@ class Session:
     def launch(self, fn, grid: tuple[int, int, int], block: tuple[int, int, int],
                launcher: runtime.Launcher, shared_mem: int, stream, cooperative: bool,
                native: Callable[[], Any], extra_launch: dict[str, Any] | None = None,
-               scalars: dict[int, int] | None = None) -> Any:
+               scalars: dict[int, tuple[int, int]] | None = None) -> Any:
         """Check one launch of a front end's function, or run it natively and say why not.
 
         `fn` names the kernel (`kernel`, `display_name`) and builds it (`module.build(roots)`
         -> (runtime.Build, whether it can race at all)); `launcher` runs the instrumented
         function the front end's way; `native()` runs the user's own launch; `scalars`: the
         launch's integer arguments by kernel parameter position, where the front end knows
-        them (a proof may need them: the length of a loop over K)."""
+        them, as (value, bits passed) (a proof may need them: the length of a loop over K)."""
         with self.lock:
             skipped = self._selected(fn)
             if skipped:
@@ -480,7 +480,7 @@ class Session:
             render_live_fault(self.console, [], 0, {}, "<ptx>", header, fault["fault"])
 
     def _launch_proof(self, fn, b: runtime.Build, block: tuple[int, int, int],
-                      scalars: dict[int, int] | None = None):
+                      scalars: dict[int, tuple[int, int]] | None = None):
         """The kernel's proof for this block (instrument/static_proof.py), made once per
         build, kernel and block, or, where a value not known before launch stood in its
         way, once per such set of integer arguments too (up to PROOFS_PER_KERNEL of them:

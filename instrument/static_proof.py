@@ -854,9 +854,6 @@ class _Prover:
         m = _mask(bits)
         mo = _mask(2 * bits if wide else bits)
         x = [s.a for s in srcs]
-        if op in ("add", "sub"):
-            r = x[0] + x[1] if op == "add" else x[0] - x[1]
-            return {dests[0]: _Val(None, r & mo, known)}
         if wide:  # (the factors are extended; mad.wide's addend already has the wide type)
             x = [(_signed(v, bits).view(np.uint64) if signed else v & m) if i < 2 else v
                  for i, v in enumerate(x)]
