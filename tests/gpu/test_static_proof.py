@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.cpu.test_static_proof_async import MUTANTS
+
 pytestmark = pytest.mark.gpu
 
 SOFTMAX = (Path(__file__).resolve().parents[1] / "corpus" / "triton" /
@@ -90,11 +92,9 @@ def test_a_cupy_kernel_proven_at_its_launch_runs_natively_and_its_racy_twin_is_c
 MATMUL = (Path(__file__).resolve().parents[1] / "corpus" / "triton" /
           "triton_matmul_s3.ptx").read_text()
 MATMUL_SIZE = 512  # M = N = K (tests/corpus/gen_triton.py: BM = BN = 128, BK = 64, 3 stages)
-# (line, its replacement): the mutants of tests/cpu/test_static_proof_async.py; the proof
-# refuses each of them but the first (the prologue's barrier orders no shared access)
-MATMUL_MUTANTS = [(166, ""), (370, ""), (433, ""), (503, ""), (592, ""),
-                  (369, "\tcp.async.wait_group \t3;"), (416, "\twgmma.wait_group.sync.aligned 2;"),
-                  (416, ""), (500, ""), (502, "")]
+# (line, its replacement): the mutants of tests/cpu/test_static_proof_async.py, which the
+# proof refuses, and the prologue's barrier removed, which orders no shared access
+MATMUL_MUTANTS = [(166, ""), *((line, new) for line, new, _ in MUTANTS)]
 
 
 @pytest.mark.parametrize("mutant", [None, *MATMUL_MUTANTS],
