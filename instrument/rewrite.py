@@ -453,13 +453,29 @@ def _bar_operands(it: Item, event: Event) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- rewriting
 
-def _shared_symbols(mod: Module) -> set[str]:
-    syms = set()
+class SharedSymbols(set):
+    """The module's `.shared` variables' names; `align`: each one's alignment in bytes
+    (its `.align`, else its type's size), which places its address."""
+
+    align: dict[str, int]
+
+
+_TYPE_BYTES = re.compile(r"\.(?:[bsuf])(8|16|32|64)\b")
+_ALIGN = re.compile(r"\.align\s+(\d+)")
+
+
+def _shared_symbols(mod: Module) -> SharedSymbols:
+    syms = SharedSymbols()
+    syms.align = {}
     for it in mod.items:
         if it.kind == "stmt" and it.opcode == ".shared":
-            m = re.search(r"([A-Za-z_$][\w$]*)\s*(\[[^\]]*\])?\s*;?\s*$", it.code.strip())
+            code = it.code.strip()
+            m = re.search(r"([A-Za-z_$][\w$]*)\s*(\[[^\]]*\])?\s*;?\s*$", code)
             if m:
                 syms.add(m.group(1))
+                a, t = _ALIGN.search(code), _TYPE_BYTES.search(code)
+                syms.align[m.group(1)] = int(a.group(1)) if a else \
+                    (int(t.group(1)) // 8 if t else 1)
     return syms
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import wgmma_desc
+from .abi import GRANULE_BYTES as GRANULE
 from .coalesce import split_address
 from .events import Classified, Event
 from .proof_rules import AGENT_COPY, AGENT_WGMMA, NEVER, Access, Refused, judge
@@ -502,6 +503,13 @@ class _Prover:
         self.sym = self.sym or v.sym
         if self.sym != v.sym:
             raise _Refused(f"line {it.line}: accesses through two shared symbols")
+        # (its offsets' 4-byte granules must be the checker's: a variable aligned to 4, or
+        # the module's only one, which ptxas puts at the window's start, 0x400 on sm_90a)
+        align = getattr(self.shared, "align", {}).get(v.sym, 0)
+        if align < GRANULE and len(self.shared) != 1:
+            raise _Refused(f"line {it.line}: `{v.sym}` is aligned to {align} bytes, less than "
+                           f"the checker's {GRANULE}-byte granules, beside other shared "
+                           "variables")
         start = (v.a + np.uint64(off & _M64)).view(np.int64)
         if (start[maybe] < 0).any() or (start[maybe] > MAX_SHARED).any():
             raise _Refused(f"line {it.line}: an address outside the shared memory a CTA can "

@@ -459,3 +459,22 @@ def test_a_descriptor_made_otherwise_from_the_address_is_followed():
 def test_a_value_the_gpu_computes_otherwise_is_not_followed(body, head, params, why):
     got = _prove(_kernel(body, head), params)
     assert isinstance(got, str) and why in got, got
+
+
+def test_a_variable_that_may_sit_off_a_granule_is_refused():
+    """A third review's case: smem after a 1-byte variable sits at 0x401 (ptxas, sm_90a), so
+    its offsets 3 and 4 are one granule of the checker's; the proof took them as two."""
+    head = HEAD.replace(".extern .shared .align 16 .b8 smem[];",
+                        ".shared .align 1 .b8 pad[1];\n.shared .align 1 .b8 smem[256];")
+    body = """    mov.u32 %r9, pad;
+    st.global.u32 [%rd1], %r9;
+    setp.eq.u32 %p1, %r1, 0;
+    setp.eq.u32 %p2, %r1, 32;
+    @%p1 st.shared.u8 [smem+3], %r1;
+    @%p2 st.shared.u8 [smem+4], %r1;"""
+    got = _prove(_kernel(body, head))
+    assert isinstance(got, str) and "`smem` is aligned to 1 bytes" in got, got
+    # (the module's only variable sits at the window's start: the same stores are apart)
+    alone = head.replace(".shared .align 1 .b8 pad[1];\n", "")
+    assert isinstance(_prove(_kernel(body.replace("    mov.u32 %r9, pad;\n    st.global.u32 "
+                                                  "[%rd1], %r9;\n", ""), alone)), Proof)
