@@ -127,6 +127,31 @@ def test_a_corpus_kernel_is_instrumented_whole_and_links(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_launch_values_land_on_parameters_of_their_width(name):
+    """The integer arguments Triton's launcher passes (consan.triton_hook.scalar_params) are
+    numbered as the compiled kernel's parameters: each lands on a parameter declared with
+    its width, and the signature's parameters before the first one not numbered are the
+    kernel's first ones (a proof for one launch reads them by these positions)."""
+    from instrument.static_proof import _param_decls
+
+    ptx, meta = _compiled(name)
+    mod = parse(ptx, f"{name}.ptx")
+    (fn,) = [f for f in mod.functions if f.name == meta["name"]]
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    decls = _param_decls(mod.items[index[id(fn.header)]:fn.open_index])
+    case = CASE[name]
+    kinds = [t for t in case.signature.values() if t != "constexpr"]
+    numbered = [t for t in kinds[:next((i for i, t in enumerate(kinds) if t.startswith(
+        "tensordesc")), len(kinds))]]
+    assert len(decls) >= len(numbered)
+    for i, t in enumerate(numbered):  # (a pointer is 64 bits, an i32 32, an fp32 32)
+        want = 64 if t.startswith("*") else int("".join(ch for ch in t if ch.isdigit()))
+        assert decls[i][1] == want, (i, t, decls[i])
+    for i, (_, bits) in case.scalars.items():
+        assert decls[i][1] == bits, (i, decls[i], case.scalars)
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_every_probed_site_names_the_kernels_file(name):
     """Reductions (tl.max, tl.sum) are Triton library code inlined into the kernel: their
     sites name the kernel's line that calls them (the chain Triton writes in the .loc
