@@ -45,6 +45,7 @@ from .ptx import SPECIAL_REGISTER, Function, Item, ptx_int, register_width, regi
 _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "bra", "ret",
             "exit", "trap", "brkpt", "nanosleep", "pmevent")
 _PARAM = re.compile(r"\.param((?:\s*\.[\w:]+(?:\s+\d+)?)*)\s+([\w$]+)")
+_CLUSTER = re.compile(r"\.(?:reqnctapercluster|explicitcluster|maxclusterrank)\b")
 _PARAM_TYPE = re.compile(r"\.([bsuf])(8|16|32|64)\b")
 _REQNTID = re.compile(r"\.reqntid\s+(\w+)\s*(?:,\s*(\w+))?\s*(?:,\s*(\w+))?")
 _TYPE = re.compile(r"^([bus])(8|16|32|64)$")
@@ -142,6 +143,10 @@ def prove(fn: Function, header_items: list[Item],
     dims = dims or reqntid(header_items)
     if dims is None:
         return Refusal("no .reqntid: the block size is not known before launch")
+    cluster = _CLUSTER.search(" ".join(it.code for it in header_items))
+    if cluster:  # (its CTAs' shared addresses carry their cluster rank in bits 24 and up)
+        return Refusal(f"`{cluster.group(0)}`: a kernel of a cluster (a proof is made for "
+                       "one CTA)")
     p = _Prover(fn, dims, classify, shared, _param_values(header_items, params))
     try:
         return p.run()
@@ -309,7 +314,15 @@ class _Prover:
             if depth and it.kind == "stmt" and it.opcode.split(".")[1:2] in (
                     ["reg"], ["shared"], ["local"]):
                 raise _Refused(f"line {it.line}: a declaration inside a nested block")
-        self.labels = {it.label: i for i, it in enumerate(body) if it.kind == "label"}
+        depth = 0
+        self.labels = {}
+        for i, it in enumerate(body):  # (a label in a nested block may be one of several)
+            depth += (it.kind == "open") - (it.kind == "close")
+            if it.kind == "label":
+                if depth or it.label in self.labels:
+                    raise _Refused(f"line {it.line}: label `{it.label}` in a nested block or "
+                                   "declared twice")
+                self.labels[it.label] = i
         self.branch_list = self._branches(body, self.labels)
         self.steps = 0
         left = self._exec([(0, self.yes.copy())], len(body), nested=False)
@@ -781,6 +794,8 @@ class _Prover:
         low bits that S >> k and r both fit in, an or of bits above them, a widening, a
         move or a select; the difference of two such values of one S and k is a plain
         integer. Anything else: not known (docs/model.md, "Kernels proven before launch")."""
+        if len(self.shared) != 1:  # (a second variable moves S off 1024: 0x410)
+            return None
         vals = []
         for v in srcs:
             if v.sym:  # (an address: S + off, its offset within the window)

@@ -478,3 +478,30 @@ def test_a_variable_that_may_sit_off_a_granule_is_refused():
     alone = head.replace(".shared .align 1 .b8 pad[1];\n", "")
     assert isinstance(_prove(_kernel(body.replace("    mov.u32 %r9, pad;\n    st.global.u32 "
                                                   "[%rd1], %r9;\n", ""), alone)), Proof)
+
+
+@pytest.mark.parametrize(("body", "head", "why"), [
+    # (a kernel whose code fixes its cluster runs as one, launched plainly too: S carries
+    # the CTA's rank in bits 24 and up, and T & 0x3fff is not T)
+    ("    st.shared.u32 [%r4], %r1;\n    shr.u32 %r20, %r3, 4;\n    and.b32 %r21, %r20, 16383;\n"
+     "    sub.u32 %r22, %r20, %r21;\n    shr.u32 %r23, %r22, 13;\n    xor.b32 %r24, %r2, %r23;\n"
+     "    add.u32 %r25, %r3, %r24;\n    ld.shared.u32 %r7, [%r25];",
+     HEAD.replace(".reqntid 64, 1, 1", ".reqntid 64, 1, 1\n.reqnctapercluster 2, 1, 1"),
+     "a kernel of a cluster"),
+    # (beside a second variable S is 0x410: (S + 16) >> 5 and S >> 5 differ by one)
+    ("    mov.u32 %r9, pad;\n    st.global.u32 [%rd1], %r9;\n    st.shared.u32 [%r4], %r1;\n"
+     "    add.u32 %r30, %r3, 16;\n    shr.u32 %r31, %r30, 5;\n    shr.u32 %r32, %r3, 5;\n"
+     "    sub.u32 %r33, %r31, %r32;\n    shl.b32 %r34, %r33, 7;\n    xor.b32 %r24, %r2, %r34;\n"
+     "    add.u32 %r25, %r3, %r24;\n    ld.shared.u32 %r7, [%r25];",
+     HEAD.replace(".extern .shared .align 16 .b8 smem[];",
+                  ".shared .align 4 .b8 pad[16];\n.extern .shared .align 16 .b8 smem[];"),
+     "the address `%r25` is not known"),
+    # (the same label in two nested blocks: a branch goes to the one in its scope)
+    ("    st.shared.u32 [%r4], %r1;\n    mov.u32 %r9, 0;\n    {\n    bra $L;\n"
+     "    mov.u32 %r9, 64;\n$L:\n    }\n    {\n    mov.u32 %r9, 128;\n$L:\n    }\n"
+     "    xor.b32 %r10, %r2, %r9;\n    add.u32 %r11, %r3, %r10;\n    ld.shared.u32 %r7, [%r11];",
+     HEAD, "label `$L` in a nested block or declared twice"),
+])
+def test_a_fourth_reviews_cases_are_refused(body, head, why):
+    got = _prove(_kernel(body, head))
+    assert isinstance(got, str) and why in got, got
