@@ -458,24 +458,37 @@ class SharedSymbols(set):
     (its `.align`, else its type's size), which places its address."""
 
     align: dict[str, int]
+    complete: bool  # every declaration understood
 
 
 _TYPE_BYTES = re.compile(r"\.(?:[bsuf])(8|16|32|64)\b")
 _ALIGN = re.compile(r"\.align\s+(\d+)")
 
 
+_DECLARATOR = re.compile(r"^([A-Za-z_$%][\w$]*)\s*((?:\[[^\]]*\]\s*)*)(?:=.*)?$", re.S)
+
+
 def _shared_symbols(mod: Module) -> SharedSymbols:
+    """Every name a `.shared` statement declares (`.b8 a, b[4][4];` declares two); a
+    statement not understood leaves `complete` False."""
     syms = SharedSymbols()
     syms.align = {}
+    syms.complete = True
     for it in mod.items:
         if it.kind == "stmt" and it.opcode == ".shared":
-            code = it.code.strip()
-            m = re.search(r"([A-Za-z_$][\w$]*)\s*(\[[^\]]*\])?\s*;?\s*$", code)
-            if m:
+            code = it.code.strip().rstrip(";").strip()
+            a, t = _ALIGN.search(code), _TYPE_BYTES.search(code)
+            align = int(a.group(1)) if a else (int(t.group(1)) // 8 if t else 1)
+            # (the declarators follow the last state-space, alignment or type word)
+            head = re.match(r"^(?:\s*(?:\.[\w:]+)(?:\s+\d+)?)+\s+", code)
+            names = [d.strip() for d in code[head.end():].split(",")] if head else []
+            got = [_DECLARATOR.match(d) for d in names]
+            if not names or not all(got):
+                syms.complete = False
+                continue
+            for m in got:
                 syms.add(m.group(1))
-                a, t = _ALIGN.search(code), _TYPE_BYTES.search(code)
-                syms.align[m.group(1)] = int(a.group(1)) if a else \
-                    (int(t.group(1)) // 8 if t else 1)
+                syms.align[m.group(1)] = align
     return syms
 
 

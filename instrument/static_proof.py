@@ -143,6 +143,9 @@ def prove(fn: Function, header_items: list[Item],
     dims = dims or reqntid(header_items)
     if dims is None:
         return Refusal("no .reqntid: the block size is not known before launch")
+    if not getattr(shared, "complete", False):
+        return Refusal("a `.shared` declaration of the module not understood: where its "
+                       "variables sit is not known")
     cluster = _CLUSTER.search(" ".join(it.code for it in header_items))
     if cluster:  # (its CTAs' shared addresses carry their cluster rank in bits 24 and up)
         return Refusal(f"`{cluster.group(0)}`: a kernel of a cluster (a proof is made for "
@@ -500,6 +503,8 @@ class _Prover:
                 "shared" not in it.op_parts:
             raise _Refused(f"line {it.line}: `{it.opcode}` ({c.event.value}) is not a plain "
                            "load or store of the CTA's shared memory")
+        if it.op_parts[0] in ("ldmatrix", "stmatrix") and "m8n8" not in it.op_parts:
+            raise _Refused(f"line {it.line}: `{it.opcode}`: only 8x8 matrices are followed")
         if it.op_parts[0] in ("ldmatrix", "stmatrix"):  # (lanes 0..8 x matrices-1 give rows)
             lanes = 8 * max(1, c.shape)
             maybe = maybe & (self.special["%laneid"] < np.uint64(lanes))
@@ -527,6 +532,9 @@ class _Prover:
         if (start[maybe] < 0).any() or (start[maybe] > MAX_SHARED).any():
             raise _Refused(f"line {it.line}: an address outside the shared memory a CTA can "
                            "have")
+        if (start[maybe] % c.size).any():  # (the checker's 16-byte chunks: whole ones only)
+            raise _Refused(f"line {it.line}: an address not aligned to the access's "
+                           f"{c.size} bytes")
         # (a warp that split at a branch since the last barrier may run its paths in any
         # order: lanes of it cover only their own reads)
         converged = ~self.split[self.warp]

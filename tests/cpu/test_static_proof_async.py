@@ -505,3 +505,34 @@ def test_a_variable_that_may_sit_off_a_granule_is_refused():
 def test_a_fourth_reviews_cases_are_refused(body, head, why):
     got = _prove(_kernel(body, head))
     assert isinstance(got, str) and why in got, got
+
+
+@pytest.mark.parametrize(("body", "head", "why"), [
+    # (two names in one declaration: smem sits at 0x401, beside pad)
+    ("    mov.u32 %r9, pad;\n    st.global.u32 [%rd1], %r9;\n    setp.eq.u32 %p1, %r1, 0;\n"
+     "    setp.eq.u32 %p2, %r1, 32;\n    @%p1 st.shared.u8 [smem+3], %r1;\n"
+     "    @%p2 st.shared.u8 [smem+4], %r1;",
+     HEAD.replace(".extern .shared .align 16 .b8 smem[];", ".shared .align 1 .b8 pad, smem[256];"),
+     "`smem` is aligned to 1 bytes"),
+    # (a two-dimensional array is a variable too: smem sits at 0x410)
+    ("    mov.u32 %r9, pad;\n    st.global.u32 [%rd1], %r9;\n    st.shared.u32 [%r4], %r1;\n"
+     "    add.u32 %r30, %r3, 16;\n    shr.u32 %r31, %r30, 5;\n    shr.u32 %r32, %r3, 5;\n"
+     "    sub.u32 %r33, %r31, %r32;\n    shl.b32 %r34, %r33, 7;\n    xor.b32 %r24, %r2, %r34;\n"
+     "    add.u32 %r25, %r3, %r24;\n    ld.shared.u32 %r7, [%r25];",
+     HEAD.replace(".extern .shared .align 16 .b8 smem[];",
+                  ".shared .align 4 .b8 pad[16][1];\n.extern .shared .align 16 .b8 smem[];"),
+     "the address `%r25` is not known"),
+    # (a 16x16 matrix has 16 rows: not followed)
+    ("    st.shared.u32 [%r4], %r1;\n    bar.sync 0;\n    and.b32 %r10, %r2, 255;\n"
+     "    add.u32 %r11, %r3, %r10;\n"
+     "    ldmatrix.sync.aligned.m16n16.x1.trans.shared.b8 {%r12, %r13}, [%r11];",
+     HEAD, "only 8x8 matrices are followed"),
+    # (an ldmatrix row off its 16 bytes)
+    ("    st.shared.u32 [%r4], %r1;\n    bar.sync 0;\n    and.b32 %r10, %r2, 127;\n"
+     "    add.u32 %r11, %r3, %r10;\n"
+     "    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r12, %r13, %r14, %r15}, [%r11];",
+     HEAD, "not aligned to the access's 16 bytes"),
+])
+def test_a_fifth_reviews_cases_are_refused(body, head, why):
+    got = _prove(_kernel(body, head))
+    assert isinstance(got, str) and why in got, got
