@@ -506,6 +506,8 @@ class _Prover:
         if it.op_parts[0] in ("ldmatrix", "stmatrix") and "m8n8" not in it.op_parts:
             raise _Refused(f"line {it.line}: `{it.opcode}`: only 8x8 matrices are followed")
         if it.op_parts[0] in ("ldmatrix", "stmatrix"):  # (lanes 0..8 x matrices-1 give rows)
+            # (.sync.aligned: every lane of the warp runs it, converged, certainly)
+            self._whole(it, run, maybe, others, 32)
             lanes = 8 * max(1, c.shape)
             maybe = maybe & (self.special["%laneid"] < np.uint64(lanes))
             run = run & maybe

@@ -536,3 +536,19 @@ def test_a_fourth_reviews_cases_are_refused(body, head, why):
 def test_a_fifth_reviews_cases_are_refused(body, head, why):
     got = _prove(_kernel(body, head))
     assert isinstance(got, str) and why in got, got
+
+
+@pytest.mark.parametrize("body", [
+    # (lanes 0-7 give the rows: here they do not run it, and the row read is unwritten)
+    "    st.shared.u32 [%r4], %r1;\n    mov.u32 %r15, %laneid;\n    setp.ge.u32 %p1, %r15, 8;\n"
+    "    add.u32 %r11, %r3, 1024;\n"
+    "    @%p1 ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r12}, [%r11];",
+    # (lanes 0-7 returned first)
+    "    st.shared.u32 [%r4], %r1;\n    mov.u32 %r15, %laneid;\n    setp.lt.u32 %p1, %r15, 8;\n"
+    "    @%p1 ret;\n    add.u32 %r11, %r3, 1024;\n"
+    "    ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r12}, [%r11];",
+])
+def test_a_matrix_load_run_by_part_of_a_warp_is_refused(body):
+    """A sixth review's case: ldmatrix is .sync.aligned, its rows come from lanes 0-7."""
+    got = _prove(_kernel(body))
+    assert isinstance(got, str) and "ldmatrix" in got and "part of a warp" in got, got
