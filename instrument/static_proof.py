@@ -978,8 +978,11 @@ class _Prover:
             return None
         (db, ds), (sb, ss) = (_width([t]) for t in types)  # type: ignore[misc]
         v = self._src(ops[1], 64)
-        if v.sym:
-            return {dests[0]: v} if sb >= 32 and db >= 32 and \
+        if v.sym:  # (the same address, where it is inside the window: no wrap, no sign bit)
+            off = v.a.view(np.int64)
+            inside = (off >= 0) & (off < MAX_SHARED)
+            return {dests[0]: _Val(v.sym, v.a.copy(), v.known & inside)} \
+                if sb >= 32 and db >= 32 and \
                 register_width(dests[0], self.widths) in (32, 64) else None
         if v.rel:
             got = self._rel_widen(v, sb, db, ss)

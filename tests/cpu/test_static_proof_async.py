@@ -552,3 +552,17 @@ def test_a_matrix_load_run_by_part_of_a_warp_is_refused(body):
     """A sixth review's case: ldmatrix is .sync.aligned, its rows come from lanes 0-7."""
     got = _prove(_kernel(body))
     assert isinstance(got, str) and "ldmatrix" in got and "part of a warp" in got, got
+
+
+@pytest.mark.parametrize("widen", [
+    # (a seventh review's cases: S + 2^31 wraps in 32 bits, then is zero-extended; S plus a
+    # near-2^31 offset is sign-extended; S - 2048 wraps)
+    "    add.u32 %r20, %r3, 0x80000000;\n    cvt.u64.u32 %rd2, %r20;\n",
+    "    add.u32 %r20, %r3, 0x7FFFFFF0;\n    cvt.s64.s32 %rd2, %r20;\n",
+    "    add.u32 %r20, %r3, -2048;\n    cvt.u64.u32 %rd2, %r20;\n",
+])
+def test_an_address_widened_outside_the_window_is_not_followed(widen):
+    body = widen + ("    mov.u64 %rd3, smem;\n    sub.s64 %rd4, %rd2, %rd3;\n"
+                    "    shr.u64 %rd5, %rd4, 56;\n    cvt.u32.u64 %r10, %rd5;\n" + USE_BIT7)
+    got = _prove(_kernel(body))
+    assert isinstance(got, str) and "the address `%r13` is not known" in got, got
