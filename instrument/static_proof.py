@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import wgmma_desc
+from .abi import CPASYNC_GROUP_ENDS
 from .abi import GRANULE_BYTES as GRANULE
 from .coalesce import split_address
 from .events import Classified, Event
@@ -594,7 +595,8 @@ class _Prover:
         except (IndexError, ValueError):
             raise _Refused(f"line {it.line}: `{it.opcode}` of a group count not known") \
                 from None
-        if n >= 8:  # (the checker keeps the last 8 groups: such a wait retires nothing)
+        if n >= CPASYNC_GROUP_ENDS:  # (the checker keeps the last 8 groups' ends: such a
+            # wait retires nothing)
             return
         for a in self.pending:
             if (a.agent == AGENT_WGMMA) != wgmma:
