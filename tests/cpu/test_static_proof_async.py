@@ -461,17 +461,34 @@ def test_a_value_the_gpu_computes_otherwise_is_not_followed(body, head, params, 
     assert isinstance(got, str) and why in got, got
 
 
-def test_a_variable_that_may_sit_off_a_granule_is_refused():
-    """A third review's case: smem after a 1-byte variable sits at 0x401 (ptxas, sm_90a), so
-    its offsets 3 and 4 are one granule of the checker's; the proof took them as two."""
-    head = HEAD.replace(".extern .shared .align 16 .b8 smem[];",
-                        ".shared .align 1 .b8 pad[1];\n.shared .align 1 .b8 smem[256];")
-    body = """    mov.u32 %r9, pad;
+# (pad's address is taken, not accessed: one accessed variable beside another)
+BYTE_STORES = """    mov.u32 %r9, pad;
     st.global.u32 [%rd1], %r9;
     setp.eq.u32 %p1, %r1, 0;
     setp.eq.u32 %p2, %r1, 32;
     @%p1 st.shared.u8 [smem+3], %r1;
     @%p2 st.shared.u8 [smem+4], %r1;"""
+# ((S + 16) >> 5 - S >> 5, shifted into bit 7 of the address: 0 where S is a multiple of
+# 1024, 1 at 0x410)
+SHIFTED_PAIR = """    mov.u32 %r9, pad;
+    st.global.u32 [%rd1], %r9;
+    st.shared.u32 [%r4], %r1;
+    add.u32 %r30, %r3, 16;
+    shr.u32 %r31, %r30, 5;
+    shr.u32 %r32, %r3, 5;
+    sub.u32 %r33, %r31, %r32;
+    shl.b32 %r34, %r33, 7;
+    xor.b32 %r24, %r2, %r34;
+    add.u32 %r25, %r3, %r24;
+    ld.shared.u32 %r7, [%r25];"""
+
+
+def test_a_variable_that_may_sit_off_a_granule_is_refused():
+    """A third review's case: smem after a 1-byte variable sits at 0x401 (ptxas, sm_90a), so
+    its offsets 3 and 4 are one granule of the checker's; the proof took them as two."""
+    head = HEAD.replace(".extern .shared .align 16 .b8 smem[];",
+                        ".shared .align 1 .b8 pad[1];\n.shared .align 1 .b8 smem[256];")
+    body = BYTE_STORES
     got = _prove(_kernel(body, head))
     assert isinstance(got, str) and "`smem` is aligned to 1 bytes" in got, got
     # (the module's only variable sits at the window's start: the same stores are apart)
@@ -489,10 +506,7 @@ def test_a_variable_that_may_sit_off_a_granule_is_refused():
      HEAD.replace(".reqntid 64, 1, 1", ".reqntid 64, 1, 1\n.reqnctapercluster 2, 1, 1"),
      "a kernel of a cluster"),
     # (beside a second variable S is 0x410: (S + 16) >> 5 and S >> 5 differ by one)
-    ("    mov.u32 %r9, pad;\n    st.global.u32 [%rd1], %r9;\n    st.shared.u32 [%r4], %r1;\n"
-     "    add.u32 %r30, %r3, 16;\n    shr.u32 %r31, %r30, 5;\n    shr.u32 %r32, %r3, 5;\n"
-     "    sub.u32 %r33, %r31, %r32;\n    shl.b32 %r34, %r33, 7;\n    xor.b32 %r24, %r2, %r34;\n"
-     "    add.u32 %r25, %r3, %r24;\n    ld.shared.u32 %r7, [%r25];",
+    (SHIFTED_PAIR,
      HEAD.replace(".extern .shared .align 16 .b8 smem[];",
                   ".shared .align 4 .b8 pad[16];\n.extern .shared .align 16 .b8 smem[];"),
      "the address `%r25` is not known"),
@@ -509,16 +523,11 @@ def test_a_fourth_reviews_cases_are_refused(body, head, why):
 
 @pytest.mark.parametrize(("body", "head", "why"), [
     # (two names in one declaration: smem sits at 0x401, beside pad)
-    ("    mov.u32 %r9, pad;\n    st.global.u32 [%rd1], %r9;\n    setp.eq.u32 %p1, %r1, 0;\n"
-     "    setp.eq.u32 %p2, %r1, 32;\n    @%p1 st.shared.u8 [smem+3], %r1;\n"
-     "    @%p2 st.shared.u8 [smem+4], %r1;",
+    (BYTE_STORES,
      HEAD.replace(".extern .shared .align 16 .b8 smem[];", ".shared .align 1 .b8 pad, smem[256];"),
      "`smem` is aligned to 1 bytes"),
     # (a two-dimensional array is a variable too: smem sits at 0x410)
-    ("    mov.u32 %r9, pad;\n    st.global.u32 [%rd1], %r9;\n    st.shared.u32 [%r4], %r1;\n"
-     "    add.u32 %r30, %r3, 16;\n    shr.u32 %r31, %r30, 5;\n    shr.u32 %r32, %r3, 5;\n"
-     "    sub.u32 %r33, %r31, %r32;\n    shl.b32 %r34, %r33, 7;\n    xor.b32 %r24, %r2, %r34;\n"
-     "    add.u32 %r25, %r3, %r24;\n    ld.shared.u32 %r7, [%r25];",
+    (SHIFTED_PAIR,
      HEAD.replace(".extern .shared .align 16 .b8 smem[];",
                   ".shared .align 4 .b8 pad[16][1];\n.extern .shared .align 16 .b8 smem[];"),
      "the address `%r25` is not known"),
