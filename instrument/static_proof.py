@@ -29,6 +29,7 @@ thread reaches the code after it, and what that code writes is unknown from ther
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,11 +55,17 @@ _ALLOWED = (Event.FENCE, Event.WARP_SYNC)  # order nothing the proof relies on
 _ASYNC_BOOKKEEPING = (Event.ASYNC_COMMIT, Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL,
                       Event.WGMMA_COMMIT, Event.WGMMA_WAIT)
 _M64 = (1 << 64) - 1
+# operations whose result is the same in every thread whose operands are
+_UNIFORM_OPS = frozenset(("mov", "add", "sub", "mul", "mad", "and", "or", "xor", "not",
+                          "neg", "shl", "shr", "min", "max", "div", "rem", "bfe", "selp",
+                          "setp", "cvt"))
+_UNIFORM_SPECIAL = frozenset(f"%{r}.{d}" for r in ("ctaid", "nctaid", "ntid") for d in "xyz")
 MAX_SHARED = 256 * 1024  # past any CTA's shared memory
 # The largest address a kernel's one shared variable is taken to have: ptxas compiles
 # `mov.u32 %r, smem` for sm_90a to 0x400 (past the 1 KiB the system reserves) plus the
 # CTA's cluster rank shifted to bit 24 (a cluster launch is not run on a proof)
 S_MAX = 1 << 16
+MAX_LOOPS = 3  # uniform loops of unknown trip count followed (2^n runs)
 MAX_STEPS = 100_000  # instructions executed (for all threads at once) before giving up
 
 
@@ -92,18 +99,21 @@ class _Val:
     `rel` = (symbol, k): an integer whose value on the GPU is a + (the symbol's address >> k),
     made from a shared address by operations exact under _rel's conditions (a wgmma
     descriptor's start field: the address shifted right by 4 and masked), usable only as
-    a descriptor."""
+    a descriptor. `uni`: where not known, the same in every thread that has not returned
+    (a load of one shared address by all of them, or arithmetic on such values)."""
 
     sym: str | None
     a: np.ndarray  # uint64
     known: np.ndarray  # bool
     rel: tuple[str, int] | None = None
+    uni: bool = False
 
 
 @dataclass
 class _Pred:
     v: np.ndarray  # bool
     known: np.ndarray  # bool
+    uni: bool = False  # as _Val's
 
 
 def reqntid(header_items: list[Item]) -> tuple[int, int, int] | None:
@@ -151,12 +161,17 @@ def prove(fn: Function, header_items: list[Item],
     if cluster:  # (its CTAs' shared addresses carry their cluster rank in bits 24 and up)
         return Refusal(f"`{cluster.group(0)}`: a kernel of a cluster (a proof is made for "
                        "one CTA)")
-    p = _Prover(fn, dims, classify, shared, _param_values(header_items, params))
+    values = _param_values(header_items, params)
+    runs: list[_Prover] = []
+
+    def make(loops: dict[int, int]) -> _Prover:
+        runs.append(_Prover(fn, dims, classify, shared, values, loops))
+        return runs[-1]
     try:
-        return p.run()
+        return _every_path(make)[1]
     except _Refused as why:
         out = Refusal(str(why))
-        out.unknown = p.guessed or "not known before launch" in out
+        out.unknown = any(p.guessed for p in runs) or "not known before launch" in out
         return out
     except Exception as exc:  # noqa: BLE001 - an instruction the evaluator misread: no proof
         return Refusal(f"the proof could not evaluate this kernel ({type(exc).__name__}: "
@@ -200,13 +215,65 @@ def trace(fn: Function, header_items: list[Item],
     dims = dims or reqntid(header_items)
     if dims is None:
         raise ValueError("no .reqntid")
-    p = _Prover(fn, dims, classify, shared, _param_values(header_items, params))
-    p.judge = False
+    values = _param_values(header_items, params)
+
+    def make(loops: dict[int, int]) -> _Prover:
+        p = _Prover(fn, dims, classify, shared, values, loops)
+        p.judge = False
+        return p
     try:
-        p.run()
+        return _every_path(make)[0].accesses
     except _Refused as why:
         raise ValueError(str(why)) from None
-    return p.accesses
+
+
+def _every_path(make: Callable[[dict[int, int]], _Prover]) -> tuple[_Prover, Proof]:
+    """Run the kernel once with every uniform loop taking one trip, then once for each
+    other choice of one or three trips per loop (docs/model.md: together they hold every
+    interval any trip count gives); the first run and its proof."""
+    first = make({})
+    proof = first.run()
+    loops = first.loops_seen
+    if len(loops) > MAX_LOOPS:
+        raise _Refused(f"more than {MAX_LOOPS} loops whose trip counts are not known before "
+                       "launch")
+    for choice in itertools.product((0, 2), repeat=len(loops)):
+        if any(choice):
+            again = make(dict(zip(loops, choice, strict=True)))
+            again.run()
+            if not set(again.loops_seen) <= set(loops):
+                raise _Refused("a loop whose trip count is not known before launch, reached "
+                               "only after another one's second trip")
+    return first, proof
+
+
+def _same_state(a: tuple, b: tuple) -> bool:
+    """Whether two loop arrivals' (registers, split warps, in-flight registers) make the
+    executor do the same from there."""
+    (ra, pa), split_a, fly_a = a
+    (rb, pb), split_b, fly_b = b
+    if not np.array_equal(split_a, split_b) or fly_a != fly_b:
+        return False
+    for r in set(ra) | set(rb):
+        x, y = ra.get(r), rb.get(r)
+        if x is None or y is None:
+            if (x or y).known.any() or (x or y).uni:
+                return False
+            continue
+        if (x.sym, x.rel, x.uni) != (y.sym, y.rel, y.uni) or \
+                not np.array_equal(x.known, y.known) or \
+                not np.array_equal(x.a[x.known], y.a[y.known]):
+            return False
+    for r in set(pa) | set(pb):
+        x, y = pa.get(r), pb.get(r)
+        if x is None or y is None:
+            if (x or y).known.any() or (x or y).uni:
+                return False
+            continue
+        if x.uni != y.uni or not np.array_equal(x.known, y.known) or \
+                not np.array_equal(x.v[x.known], y.v[y.known]):
+            return False
+    return True
 
 
 def _width(parts: list[str]) -> tuple[int, bool] | None:
@@ -235,7 +302,8 @@ def _signed(a: np.ndarray, bits: int) -> np.ndarray:
 class _Prover:
     def __init__(self, fn: Function, dims: tuple[int, int, int],
                  classify: Callable[[Item], Classified | None], shared: set[str],
-                 params: dict[str, int] | None = None) -> None:
+                 params: dict[str, int] | None = None,
+                 loops: dict[int, int] | None = None) -> None:
         self.fn, self.classify, self.shared = fn, classify, shared
         self.params: dict[str, tuple[int, int]] = params or {}  # name -> (value, its bits)
         self.widths = register_widths(fn)
@@ -271,6 +339,13 @@ class _Prover:
         # leaves it undefined)
         self.in_flight_regs: set[str] = set()
         self.bar_steps: list[int] = []  # the step of each CTA barrier
+        # uniform loops (pc of their branch): how many times this run takes each back, the
+        # ones met, arrivals, the state at the first, the ones left
+        self.loops: dict[int, int] = loops or {}
+        self.loops_seen: list[int] = []
+        self.loop_trips: dict[int, int] = {}
+        self.loop_state: dict[int, tuple] = {}
+        self.loops_done: set[int] = set()
 
     def _const(self, v: int) -> np.ndarray:
         return np.full(self.n, v & _M64, dtype=np.uint64)
@@ -394,6 +469,9 @@ class _Prover:
         else:
             taken, unknown = mask, np.zeros(self.n, dtype=bool)
         stay = mask & ~taken & ~unknown
+        if unknown.any() and target <= pc and it.pred and self._uniform_loop(it, pc, target,
+                                                                             mask, unknown):
+            return self._loop_trip(it, pc, target, mask)
         if unknown.any():
             self.guessed = True
             lo, hi = self._region(pc, target)
@@ -422,10 +500,56 @@ class _Prover:
                            "in PTX)")
         return [(target, taken), (pc + 1, stay)]
 
+    def _uniform_loop(self, it: Item, pc: int, target: int, mask: np.ndarray,
+                      unknown: np.ndarray) -> bool:
+        """Whether a backward branch closes a loop every thread runs together: its
+        condition the same in all of them, control entering it only at its top and leaving
+        only at its bottom, and nothing in it that a repeat would have to count (an async
+        operation, a return). Then its trips are followed as docs/model.md says."""
+        p = self.preds.get(it.pred.lstrip("@").lstrip("!"))
+        if p is None or not p.uni or not np.array_equal(mask, self.alive) or \
+                not np.array_equal(unknown, mask) or self.doubt.any():
+            return False
+        if self._region(pc, target) != (target, pc):
+            raise _Refused(f"line {it.line}: a loop entered or left in its middle")
+        for x in self.fn.body[target:pc]:
+            if not x.is_instruction:
+                continue
+            c = self.classify(x)
+            if x.op_parts[0] in ("ret", "exit") or (c is not None and c.event not in (
+                    *_ALLOWED, Event.READ, Event.WRITE, Event.BAR_SYNC, Event.PROXY_FENCE)):
+                raise _Refused(f"line {x.line}: `{x.opcode}` in a loop whose trip count is "
+                               "not known before launch")
+        return True
+
+    def _loop_trip(self, it: Item, pc: int, target: int,
+                   mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """One arrival at a uniform loop's branch. A run takes it back self.loops[pc] times
+        (0 or 2): one trip, or three, whose second must leave the registers as the first
+        did, so that every later trip repeats it (prove() judges both runs)."""
+        self.guessed = True
+        if pc in self.loops_done:
+            raise _Refused(f"line {it.line}: a loop whose trip count is not known before "
+                           "launch, entered more than once")
+        if pc not in self.loop_trips:
+            self.loops_seen.append(pc)
+        k = self.loop_trips[pc] = self.loop_trips.get(pc, 0) + 1
+        state = (self._registers(), self.split.copy(), set(self.in_flight_regs))
+        if k == 1:
+            self.loop_state[pc] = state
+        elif k == 2 and not _same_state(self.loop_state[pc], state):
+            raise _Refused(f"line {it.line}: a loop whose trip count is not known before "
+                           "launch, whose second trip leaves other values than its first")
+        if k <= self.loops.get(pc, 0):
+            return [(target, mask)]
+        self.loops_done.add(pc)
+        return [(pc + 1, mask)]
+
     def _registers(self, of: tuple | None = None) -> tuple[dict, dict]:
         regs, preds = of if of is not None else (self.regs, self.preds)
-        return ({r: _Val(v.sym, v.a.copy(), v.known.copy(), v.rel) for r, v in regs.items()},
-                {r: _Pred(v.v.copy(), v.known.copy()) for r, v in preds.items()})
+        return ({r: _Val(v.sym, v.a.copy(), v.known.copy(), v.rel, v.uni)
+                 for r, v in regs.items()},
+                {r: _Pred(v.v.copy(), v.known.copy(), v.uni) for r, v in preds.items()})
 
     def _meet(self, went: tuple[dict, dict], taken: np.ndarray, unknown: np.ndarray) -> None:
         """Where the two ways of a branch meet: the taken way's registers for the threads
@@ -469,8 +593,10 @@ class _Prover:
             for r in self._dests(it):
                 if r in self.preds:
                     self.preds[r].known &= ~mask
+                    self.preds[r].uni = False
                 elif r in self.regs:
                     self.regs[r].known &= ~mask
+                    self.regs[r].uni = False
 
     # ------------------------------------------------------------ shared memory, barriers
     def _event(self, it: Item, c: Classified, mask: np.ndarray, run: np.ndarray,
@@ -715,6 +841,7 @@ class _Prover:
         except (ValueError, IndexError, KeyError, OverflowError, ZeroDivisionError):
             new = None
         doubt = maybe & ~run  # threads that may or may not write
+        uni = self._uniform_def(it, run, maybe)
         for r in dests:
             value = None if new is None or r in self.in_flight_regs else new.get(r)
             if isinstance(value, _Pred) or (value is None and r in self.preds):
@@ -723,18 +850,62 @@ class _Prover:
                 if value is None:
                     value = _Pred(old.v, np.zeros(self.n, dtype=bool))
                 self.preds[r] = _Pred(np.where(run, value.v, old.v),
-                                      np.where(run, value.known, old.known) & ~doubt)
+                                      np.where(run, value.known, old.known) & ~doubt, uni)
                 continue
             old = self.regs.get(r)
             if value is None and old is not None and not old.known.any():
-                continue  # (still unknown everywhere: a wgmma's accumulators at each step)
+                old.uni = uni  # (still unknown everywhere: a wgmma's accumulators at each step)
+                continue
             old = old or self._unknown()
             if value is None:
                 value = self._unknown()
             sym, rel = (value.sym, value.rel) if run.any() else (old.sym, old.rel)
             keep = old.known & (old.sym == sym) & (old.rel == rel)
             self.regs[r] = _Val(sym, np.where(run, value.a, old.a),
-                                np.where(run, value.known, keep) & ~doubt, rel)
+                                np.where(run, value.known, keep) & ~doubt, rel, uni)
+
+    def _uniform_def(self, it: Item, run: np.ndarray, maybe: np.ndarray) -> bool:
+        """Whether `it` gives every thread that has not returned the same values: all of
+        them run it, certainly, and it loads one shared address (the rules refuse any write
+        of those bytes by another warp between the barriers around it, so all read the same
+        bytes) or computes from operands that are the same in all of them."""
+        if not np.array_equal(run, self.alive) or not np.array_equal(maybe, run) or \
+                self.doubt.any() or not run.any():
+            return False
+        op = it.op_parts[0]
+        if op == "ld":
+            if "param" in it.op_parts or not any(
+                    p in ("shared", "shared::cta") for p in it.op_parts):
+                return False
+            parts = split_address(it.operands[-1].strip().strip("[]"))
+            if parts is None:
+                return False
+            base, _ = parts  # (a split warp's lanes may load apart, around their own stores)
+            return not self.split[self.warp[run]].any() and (
+                base in self.shared or self._same_everywhere(base, run))
+        if op not in _UNIFORM_OPS:
+            return False
+        return all(self._same_everywhere(o, run) for o in it.operands[1:])
+
+    def _same_everywhere(self, text: str, run: np.ndarray) -> bool:
+        """An operand whose value is one and the same in every thread of `run`."""
+        text = text.strip().lstrip("!")
+        if text in self.shared or text in _UNIFORM_SPECIAL:
+            return True
+        if text in self.special:
+            return len(set(self.special[text][run].tolist())) == 1
+        if text in self.preds:
+            p = self.preds[text]
+            return p.uni or (bool(p.known[run].all()) and len(set(p.v[run].tolist())) == 1)
+        if text.startswith("%"):
+            v = self.regs.get(text)
+            return v is not None and (v.uni or (bool(v.known[run].all()) and
+                                                len(set(v.a[run].tolist())) == 1))
+        try:
+            ptx_int(text)
+            return True
+        except ValueError:
+            return text in ("0", "1", "-1")
 
     def _evaluate(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         op = parts[0]
@@ -773,6 +944,12 @@ class _Prover:
         a = srcs[0]
         if op == "mov":
             return {dests[0]: _Val(a.sym, a.a if a.sym else a.a & m, a.known, a.rel)}
+        if op == "mad" and "lo" in parts and len(srcs) == 3 and srcs[2].sym and \
+                not any(s.sym or s.rel for s in srcs[:2]):
+            # (an address plus an index times a stride: the product, then an add)
+            x, y = srcs[0], srcs[1]
+            srcs = [_Val(None, (x.a * y.a) & m, x.known & y.known), srcs[2]]
+            op, a = "add", srcs[0]
         if any(s.rel for s in srcs) or (any(s.sym for s in srcs) and op not in (
                 "add", "sub", "selp")):
             # (bits of a shared address, as a descriptor takes them)

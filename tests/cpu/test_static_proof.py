@@ -727,7 +727,7 @@ def test_the_coverage_script_counts_the_proven_kernels(monkeypatch, capsys):
     monkeypatch.setattr(proof_coverage, "triton_rows", lambda cache: [])
     assert proof_coverage.main([]) == 0
     out = capsys.readouterr().out
-    assert "twin racy: 0 of 17 proven" in out and "twin clean: 13 of 17 proven" in out
+    assert "twin racy: 0 of 18 proven" in out and "twin clean: 14 of 18 proven" in out
     assert "bench_clean | block_reduce_sum | 256x1x1 | proven |" in out
 
 
@@ -764,3 +764,81 @@ def test_a_cluster_launch_of_a_proven_kernel_is_checked_instrumented(monkeypatch
     stats = s.report.kernels.get("softmax_kernel")
     assert stats is None or not stats.proven
     assert [r["reason"] for r in s.report.not_checked] == ["prepared instrumented"]
+
+
+# A spin loop the whole CTA runs together (Triton's layer-norm backward takes its lock so):
+# thread 0 stores a flag from a global atomic, a barrier, every thread loads it and loops
+# again while it is set; how many trips is not known before launch.
+SPIN = """
+\tld.param.u64 %rd1, [k_out];
+\tsetp.eq.u32 %p1, %r1, 0;
+\tsetp.eq.u32 %p3, %r3, 0;
+\tmov.u32 %r9, 0;
+$L_top:
+\tTOP
+\t@%p1 atom.global.add.u32 %r5, [%rd1], 1;
+\t@%p1 st.shared.u32 [%r2], %r5;
+\tbar.sync 0;
+\tLOAD
+\tsetp.ne.u32 %p2, %r6, 0;
+\t@%p2 bra $L_top;
+"""
+SPIN_LOAD = "ld.shared.u32 %r6, [%r2];"
+
+
+def _spin(top: str = "bar.sync 0;", load: str = SPIN_LOAD) -> str:
+    return SPIN.replace("TOP", top).replace("LOAD", load)
+
+
+def test_a_loop_every_thread_runs_on_one_loaded_flag_is_followed_for_any_trip_count():
+    got = verdict(kernel(_spin()))
+    assert isinstance(got, dict) and got["k"].barriers == 2, got  # (the one-trip run's)
+    # without the barrier at its top, thread 0's next store meets the other warps' loads
+    # of this trip: only the runs of more than one trip hold that pair
+    assert "two warps touch the granule at byte 0" in verdict(kernel(_spin(top="")))
+    # what follows the loop is judged after any trip count: here a store the last trip's
+    # loads meet
+    after = _spin() + "\t@%p1 st.shared.u32 [%r2], %r1;\n"
+    assert "two warps touch the granule at byte 0" in verdict(kernel(after))
+    assert isinstance(verdict(kernel(after.replace("\t@%p1 st", "\tbar.sync 0;\n\t@%p1 st"))),
+                      dict)
+
+
+@pytest.mark.parametrize("load, why", [
+    # each thread its own word: the threads may leave the loop at different trips
+    ("shl.b32 %r7, %r1, 2;\n\tadd.s32 %r8, %r2, %r7;\n\tld.shared.u32 %r6, [%r8];",
+     "under a branch whose direction is not known"),
+    # loaded by warp 0 alone: the others' %r6 is another value
+    ("@%p3 ld.shared.u32 %r6, [%r2];", "under a branch whose direction is not known"),
+    # a global load: another CTA may store between two threads' loads
+    ("ld.global.u32 %r6, [%rd1];", "under a branch whose direction is not known"),
+    # a register the trips step: the second trip would not repeat the first
+    (SPIN_LOAD + "\n\tadd.s32 %r9, %r9, 4;", "second trip leaves other values"),
+    # an asynchronous copy: its groups are counted across trips
+    (SPIN_LOAD + "\n\tcp.async.ca.shared.global [%r2+64], [%rd1], 4;",
+     "in a loop whose trip count is not known"),
+])
+def test_a_loop_of_unknown_trip_count_is_followed_only_on_one_uniform_condition(load, why):
+    assert why in verdict(kernel(_spin(load=load)))
+
+
+def test_a_uniform_loop_entered_twice_is_not_followed():
+    outer = f"""
+\tmov.u32 %r10, 0;
+$L_outer:
+{_spin()}
+\tadd.s32 %r10, %r10, 1;
+\tsetp.lt.u32 %p4, %r10, 2;
+\t@%p4 bra $L_outer;
+"""
+    assert "entered more than once" in verdict(kernel(outer))
+
+
+
+def test_an_address_plus_an_index_times_a_stride_in_one_mad_is_followed():
+    # (Triton's layer-norm backward: mad.lo.s32 %r214, %r2, 12, %r31 with %r31 an address)
+    body = "\tmad.lo.s32 %r13, %r1, 4, %r2;\n\tst.shared.u32 [%r13], %r1;\n\tbar.sync 0;\n" \
+        "\tld.shared.u32 %r14, [%r13];\n"
+    assert isinstance(verdict(kernel(body)), dict)
+    # the same with a stride that makes two threads' words meet
+    assert "two warps touch" in verdict(kernel(body.replace(", 4, %r2", ", 0, %r2")))

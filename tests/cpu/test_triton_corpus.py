@@ -190,3 +190,19 @@ def test_the_persistent_matmul_moves_its_tiles_by_tma():
 def test_attention_runs_both_products_on_wgmma(name):
     counts = _instrumented(name).counts
     assert counts["async.wgmma"] > 0 and counts["async.wgmma_commit"] >= 2, dict(counts)
+
+
+# the corpus kernels proven race-free before launch, at the launch's block and integer
+# arguments (tests/gpu/test_triton_corpus.py runs them natively under a session and
+# instrumented with CONSAN_PROOF=0); layer_norm_bwd's spin lock is a uniform loop
+PROVEN = {"vector_add", "softmax", "layer_norm_fwd", "layer_norm_bwd", "matmul_bk32_s2_w4",
+          *(f"matmul_s{s}_w{w}" for s in (2, 3, 4, 5) for w in (4, 8))}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_kernels_proven_before_launch(name):
+    from benchmarks.proof_coverage import verdict
+
+    ptx, meta = _compiled(name)
+    got, _ = verdict(ptx, meta["name"], None, CASE[name].scalars)
+    assert got.startswith("proven") == (name in PROVEN), got

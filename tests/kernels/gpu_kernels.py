@@ -521,6 +521,36 @@ TWINS += tuple(
         ("waw16", _WAW16, "race.waw", "@waw16-second", "@waw16-first"),
         ("war16", _WAR16, "race.war", "@war16-write", "@war16-read"),
         ("waw2", _WAW2, "race.waw", "@waw2-second", "@waw2-first")))
+# (l) A spin loop the whole CTA runs together, as Triton's layer-norm backward takes its
+# lock: thread 0 writes a flag from a global atomic, a barrier, every thread reads it and
+# loops again while it is set (three trips, `out[1023]` counting them). Without the
+# barrier at the loop's top, thread 0's write of the next trip is unordered with warp 1's
+# read of this one: race.war (thread 0 is delayed, so warp 1 reads first).
+_SPIN = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int s[65];
+    const int t = threadIdx.x;
+    int again;
+    do {
+        $SYNC
+        if (t == 0) {
+            consan_test_delay(1);
+            s[64] = atomicAdd(&out[1023], 1) < 2;  // @spin-write
+        }
+        __syncthreads();
+        again = s[64];  // @spin-read
+    } while (again);
+    s[t] = in[t] * 3;
+    __syncthreads();
+    out[t] = s[63 - t];
+}
+"""
+
+TWINS += (
+    _twin("spin", _SPIN, "spin", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.war"}), line="@spin-write", prev="@spin-read", warp=0,
+          prev_warp=1, block=(64, 1, 1)),
+)
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 
 
