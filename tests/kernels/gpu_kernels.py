@@ -523,7 +523,7 @@ TWINS += tuple(
         ("waw2", _WAW2, "race.waw", "@waw2-second", "@waw2-first")))
 # (l) A spin loop the whole CTA runs together, as Triton's layer-norm backward takes its
 # lock: thread 0 writes a flag from a global atomic, a barrier, every thread reads it and
-# loops again while it is set (three trips, `out[1023]` counting them). Without the
+# loops again while it is set (three trips, `out[1023]` counting them from 0). Without the
 # barrier at the loop's top, thread 0's write of the next trip is unordered with warp 1's
 # read of this one: race.war (thread 0 is delayed, so warp 1 reads first).
 _SPIN = r"""
@@ -531,6 +531,7 @@ extern "C" __global__ void $NAME(const int* in, int* out) {
     __shared__ int s[65];
     const int t = threadIdx.x;
     int again;
+    if (t == 0) out[1023] = 0;
     do {
         $SYNC
         if (t == 0) {
