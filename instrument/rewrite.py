@@ -455,9 +455,11 @@ def _bar_operands(it: Item, event: Event) -> tuple[str, str]:
 
 class SharedSymbols(set):
     """The module's `.shared` variables' names; `align`: each one's alignment in bytes
-    (its `.align`, else its type's size), which places its address."""
+    (its `.align`, else its type's size), which places its address; `size`: its bytes,
+    None where not declared (`.extern` arrays of `[]`)."""
 
     align: dict[str, int]
+    size: dict[str, int | None]
     complete: bool  # every declaration understood
 
 
@@ -473,6 +475,7 @@ def _shared_symbols(mod: Module) -> SharedSymbols:
     statement not understood leaves `complete` False."""
     syms = SharedSymbols()
     syms.align = {}
+    syms.size = {}
     syms.complete = True
     for it in mod.items:
         if it.kind == "stmt" and it.opcode == ".shared":
@@ -489,7 +492,21 @@ def _shared_symbols(mod: Module) -> SharedSymbols:
             for m in got:
                 syms.add(m.group(1))
                 syms.align[m.group(1)] = align
+                syms.size[m.group(1)] = _declared_bytes(t, m.group(2))
     return syms
+
+
+def _declared_bytes(elem: re.Match | None, dims: str) -> int | None:
+    """A declarator's bytes: its element type's size times each `[n]`; None for `[]`."""
+    if elem is None:
+        return None
+    n = int(elem.group(1)) // 8
+    for d in re.findall(r"\[([^\]]*)\]", dims):
+        try:
+            n *= ptx_int(d.strip())
+        except ValueError:
+            return None
+    return n
 
 
 _DECL = re.compile(r"^\s*(?:\.(?:visible|extern|weak|common)\s+)*\.(global|const)\b.*?"

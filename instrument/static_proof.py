@@ -61,6 +61,7 @@ _UNIFORM_OPS = frozenset(("mov", "add", "sub", "mul", "mad", "and", "or", "xor",
                           "setp", "cvt"))
 _UNIFORM_SPECIAL = frozenset(f"%{r}.{d}" for r in ("ctaid", "nctaid", "ntid") for d in "xyz")
 MAX_SHARED = 256 * 1024  # past any CTA's shared memory
+SYM_STRIDE = 1 << 20  # between two variables' places in the proof (past MAX_SHARED)
 # The largest address a kernel's one shared variable is taken to have: ptxas compiles
 # `mov.u32 %r, smem` for sm_90a to 0x400 (past the 1 KiB the system reserves) plus the
 # CTA's cluster rank shifted to bit 24 (a cluster launch is not run on a proof)
@@ -326,7 +327,8 @@ class _Prover:
         self.split = np.zeros(self.nwarps, dtype=bool)  # warps that diverged since a barrier
         self.doubt = np.zeros(self.n, dtype=bool)  # threads that may not be on this path
         self.barriers = 0
-        self.sym: str | None = None  # the one shared symbol its accesses go through
+        self.sym: str | None = None  # the first shared symbol its accesses go through
+        self.extent: dict[str, tuple[int, int]] = {}  # symbol -> (end of its accesses, line)
         self.judge = True
         self.commits = np.zeros(self.n, dtype=np.int64)  # each thread's cp.async groups
         self.wg_commits = np.zeros((self.nwarps + 3) // 4, dtype=np.int64)  # per warpgroup
@@ -409,8 +411,13 @@ class _Prover:
         for a in self.pending:  # (never waited for: in flight to the end)
             assert a.until is not None
             a.until[a.until_seq == NEVER] = self.barriers
+        self._inside()
         if self.judge:
-            judge(self.accesses, self.nwarps, self.fences, self.bar_steps)
+            try:
+                judge(self.accesses, self.nwarps, self.fences, self.bar_steps)
+            except _Refused as why:
+                raise _Refused(re.sub(r"byte (\d+)", lambda m: self._byte(int(m.group(1))),
+                                      str(why))) from None
         return Proof(self.fn.name, self.n, len({a.line for a in self.accesses}), self.barriers,
                      len(self.params))
 
@@ -648,8 +655,7 @@ class _Prover:
             raise _Refused(f"line {it.line}: the address `{c.address}` is not known before "
                            "launch")
         self.sym = self.sym or v.sym
-        if self.sym != v.sym:
-            raise _Refused(f"line {it.line}: accesses through two shared symbols")
+        base = self._base(it, v.sym)
         # (its offsets' 4-byte granules must be the checker's: a variable aligned to 4, or
         # the module's only one, which ptxas puts at the window's start, 0x400 on sm_90a)
         align = getattr(self.shared, "align", {}).get(v.sym, 0)
@@ -661,6 +667,10 @@ class _Prover:
         if (start[maybe] < 0).any() or (start[maybe] > MAX_SHARED).any():
             raise _Refused(f"line {it.line}: an address outside the shared memory a CTA can "
                            "have")
+        if maybe.any():
+            end = int((start[maybe] + c.size).max())
+            self.extent[v.sym] = max(self.extent.get(v.sym, (0, 0)), (end, it.line))
+        start = start + base
         if (start[maybe] % c.size).any():  # (the checker's 16-byte chunks: whole ones only)
             raise _Refused(f"line {it.line}: an address not aligned to the access's "
                            f"{c.size} bytes")
@@ -678,6 +688,33 @@ class _Prover:
             a.until_seq = np.full(len(threads), NEVER, dtype=np.int64)
             self.pending.append(a)
         self.accesses.append(a)
+
+    def _byte(self, at: int) -> str:
+        """A byte where the proof put it, as the kernel names it."""
+        if at < SYM_STRIDE or len(self.shared) == 1:
+            return f"byte {at}"
+        return f"byte {at % SYM_STRIDE} of `{sorted(self.shared)[at // SYM_STRIDE - 1]}`"
+
+    def _base(self, it: Item, sym: str) -> int:
+        """Where the proof puts `sym`: a module's one variable at 0; of several, each
+        `SYM_STRIDE` bytes past the last (they never overlap on the GPU; _inside checks
+        that the accesses stay in their variables where more than one is accessed)."""
+        return 0 if len(self.shared) == 1 else (sorted(self.shared).index(sym) + 1) * SYM_STRIDE
+
+    def _inside(self) -> None:
+        """Accesses through several variables: each must stay inside its variable's
+        declared bytes, or two variables' bytes could be one."""
+        if len(self.extent) < 2:
+            return
+        sizes = getattr(self.shared, "size", {})
+        for sym, (end, line) in sorted(self.extent.items()):
+            if sizes.get(sym) is None:
+                raise _Refused(f"line {line}: `{sym}` has no declared size beside other "
+                               "shared variables the kernel accesses (where it ends is not "
+                               "known)")
+            if end > sizes[sym]:
+                raise _Refused(f"line {line}: an access past the end of `{sym}` (it would "
+                               "meet another variable)")
 
     def _whole_warps(self, run: np.ndarray, maybe: np.ndarray, others: bool) -> bool:
         """Whether `run` is whole warps, all certain, converged, no thread elsewhere."""

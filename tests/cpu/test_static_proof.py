@@ -729,6 +729,7 @@ def test_the_coverage_script_counts_the_proven_kernels(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "twin racy: 0 of 18 proven" in out and "twin clean: 14 of 18 proven" in out
     assert "bench_clean | block_reduce_sum | 256x1x1 | proven |" in out
+    assert "bench_clean | sgemm_tiled | 256x1x1 | proven for its launch" in out
 
 
 def test_a_cluster_launch_of_a_proven_kernel_is_checked_instrumented(monkeypatch):
@@ -842,3 +843,48 @@ def test_an_address_plus_an_index_times_a_stride_in_one_mad_is_followed():
     assert isinstance(verdict(kernel(body)), dict)
     # the same with a stride that makes two threads' words meet
     assert "two warps touch" in verdict(kernel(body.replace(", 4, %r2", ", 0, %r2")))
+
+
+TWO_ARRAYS = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.shared .align 4 .b8 a[260];
+.shared .align 16 .u32 b[2][32];
+.visible .entry k(.param .u64 k_out)
+.reqntid 64
+{
+\t.reg .b32 %r<24>;
+\tmov.u32 %r1, %tid.x;
+\tshl.b32 %r5, %r1, 2;
+\tmov.u32 %r2, a;
+\tadd.s32 %r6, %r2, %r5;
+\tmov.u32 %r3, b;
+\tadd.s32 %r7, %r3, %r5;
+\tst.shared.u32 [%r6], %r1;
+\tst.shared.u32 [%r7], %r1;
+\tbar.sync 0;
+\tld.shared.u32 %r8, [%r6+OFF_A];
+\tld.shared.u32 %r9, [%r7+OFF_B];
+\tret;
+}
+"""
+
+
+@pytest.mark.parametrize("off_a, off_b, why", [
+    (0, 0, None),
+    (4, 0, None),  # (thread 63 reads a[256..259]: inside `a`, but never written)
+    (0, 4, "past the end of `b`"),
+    (256, 0, "past the end of `a`"),
+])
+def test_accesses_through_several_variables_stay_inside_each(off_a, off_b, why):
+    got = verdict(TWO_ARRAYS.replace("OFF_A", str(off_a)).replace("OFF_B", str(off_b)))
+    if why is None:
+        assert isinstance(got, dict) if off_a == 0 else "byte 256 of `a`" in got, got
+    else:
+        assert why in got, got
+
+
+def test_a_variable_of_no_declared_size_beside_another_is_not_followed():
+    ptx = TWO_ARRAYS.replace(".shared .align 4 .b8 a[260];", ".extern .shared .align 4 .b8 a[];")
+    assert "no declared size" in verdict(ptx.replace("OFF_A", "0").replace("OFF_B", "0"))

@@ -89,6 +89,37 @@ def test_a_cupy_kernel_proven_at_its_launch_runs_natively_and_its_racy_twin_is_c
     assert racy.findings and set(racy.findings) <= set(tw.kinds), racy.findings
 
 
+def test_a_cupy_gemm_of_two_shared_arrays_is_proven_and_keeps_its_bits():
+    """The cp.async + ldmatrix + mma.sync GEMM (tests/kernels/mma_gemm.py) keeps its two
+    operand tiles in two `__shared__` arrays: proven for its launch's M, N and K, it runs
+    natively under a session with the bits of its native run."""
+    import cupy as cp
+
+    from consan import frontends, session
+    from tests.kernels import mma_gemm as g
+
+    size = 256
+    a, bt, _, _ = g.inputs(cp, size, size, size)
+    cc = cp.cuda.Device().compute_capability
+    arch_options = (f"-arch=sm_{cc}a" if cc == "90" else f"-arch=sm_{cc}",)
+
+    def launch(src: str):
+        c = cp.zeros((size, size), dtype=cp.float32)
+        cp.RawKernel(src, g.KERNEL, options=tuple(arch_options))(
+            g.grid(size, size), g.BLOCK, g.args(a, bt, c, size, size, size))
+        cp.cuda.Device().synchronize()
+        return c.get()
+
+    native = launch(g.SOURCE + "\n// native\n")
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
+        checked = launch(g.SOURCE)
+    stats = s.report.kernels[g.KERNEL]
+    assert s.report.ok and stats.launches_checked == 1, s.report
+    assert stats.proven.startswith("proven race-free"), stats
+    assert checked.tobytes() == native.tobytes()
+
+
 MATMUL = (Path(__file__).resolve().parents[1] / "corpus" / "triton" /
           "triton_matmul_s3.ptx").read_text()
 MATMUL_SIZE = 512  # M = N = K (tests/corpus/gen_triton.py: BM = BN = 128, BK = 64, 3 stages)
