@@ -58,6 +58,7 @@ class Access:
     until_seq: np.ndarray | None = None  # and that wait's step (NEVER: not retired)
     group: np.ndarray | None = None  # async: the commit group of each row
     idem: bool = False  # a store the checker skips where its own instruction wrote last
+    rep: np.ndarray | None = None  # a store: its warp's replica tag per row (-1: none)
 
     def end(self) -> tuple[np.ndarray, np.ndarray]:
         """(last interval, last step) of each row."""
@@ -91,7 +92,7 @@ def _unit(accesses: list[Access]) -> int:
 def _rows(accesses: list[Access], unit: int) -> dict[str, np.ndarray]:
     """One row per access row and unit it touches."""
     cols: dict[str, list[np.ndarray]] = {k: [] for k in (
-        "unit", "write", "agent", "warp", "k0", "k1", "s0", "s1", "conv", "acc")}
+        "unit", "write", "agent", "warp", "k0", "k1", "s0", "s1", "conv", "acc", "rep")}
     for i, a in enumerate(accesses):
         first, last = a.start // unit, (a.start + a.size - 1) // unit
         span = last - first + 1
@@ -108,6 +109,7 @@ def _rows(accesses: list[Access], unit: int) -> dict[str, np.ndarray]:
         cols["s1"].append(reps(s1.astype(np.int64), span))
         cols["conv"].append(reps(a.converged, span))
         cols["acc"].append(np.full(n, i))
+        cols["rep"].append(reps(a.rep, span) if a.rep is not None else np.full(n, -1))
     return {k: np.concatenate(v) for k, v in cols.items()}
 
 
@@ -129,13 +131,15 @@ def _conflicts(accesses: list[Access], unit: int) -> None:
     key = k * (int(r["unit"].max()) + 1) + r["unit"][idx]
     # (sorted by interval and unit; the lanes of a warp reading one unit at one step are
     # one row)
-    cols = [hi, lo, r["conv"][idx], r["write"][idx], r["warp"][idx], r["agent"][idx], key]
+    cols = [hi, lo, r["conv"][idx], r["write"][idx], r["warp"][idx], r["agent"][idx],
+            r["rep"][idx], key]
     order = np.lexsort(cols)
     cols = [c[order] for c in cols]
     keep = np.ones(len(order), dtype=bool)
     keep[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in cols])
     idx, key, lo, hi = idx[order][keep], key[order][keep], lo[order][keep], hi[order][keep]
-    agent, warp, write, conv = (r[c][idx] for c in ("agent", "warp", "write", "conv"))
+    agent, warp, write, conv, rep = (r[c][idx] for c in ("agent", "warp", "write", "conv",
+                                                         "rep"))
     n = len(key)
     d = 1
     while d < n:
@@ -146,6 +150,8 @@ def _conflicts(accesses: list[Access], unit: int) -> None:
         bad = (write[i] | write[j]) & _unordered(agent[i], agent[j], warp[i], warp[j],
                                                   conv[i] & conv[j], lo[i], hi[i], lo[j],
                                                   hi[j])
+        # (replicas: two warps' runs of one store, the same bytes at the same addresses)
+        bad &= ~(write[i] & write[j] & (rep[i] >= 0) & (rep[i] == rep[j]))
         if bad.any():
             x, y = int(idx[i[bad][0]]), int(idx[j[bad][0]])
             raise _race(accesses, r, x, y, int(r["unit"][x]) * unit, unit)

@@ -108,6 +108,9 @@ class _Val:
     known: np.ndarray  # bool
     rel: tuple[str, int] | None = None
     uni: bool = False
+    # where not known: a per-thread key (-1: none), equal keys holding equal values (loads
+    # of one shared address between the same writes, and pure operations of such values)
+    key: np.ndarray | None = None
 
 
 @dataclass
@@ -248,6 +251,21 @@ def _every_path(make: Callable[[dict[int, int]], _Prover]) -> tuple[_Prover, Pro
     return first, proof
 
 
+_NO_KEY = np.int64(-1)
+
+
+def _mix(h, *parts) -> np.ndarray:
+    """FNV-1a-like 63-bit mixing, element-wise; a part that is -1 (no key) where h is not
+    gives -1 only through the caller's test (the product is never -1)."""
+    out = np.asarray(h, dtype=np.int64).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for x in parts:
+            x = np.asarray(x).astype(np.int64).astype(np.uint64) if not isinstance(x, int) \
+                else np.uint64(x & _M64)
+            out = (out ^ x) * np.uint64(0x100000001B3)
+    return (out & np.uint64((1 << 63) - 1)).astype(np.int64)
+
+
 def _same_state(a: tuple, b: tuple) -> bool:
     """Whether two loop arrivals' (registers, split warps, in-flight registers) make the
     executor do the same from there."""
@@ -329,6 +347,7 @@ class _Prover:
         self.barriers = 0
         self.sym: str | None = None  # the first shared symbol its accesses go through
         self.extent: dict[str, tuple[int, int]] = {}  # symbol -> (end of its accesses, line)
+        self.writes = 0  # shared-memory writes run so far (a load's value key counts them)
         self.judge = True
         self.commits = np.zeros(self.n, dtype=np.int64)  # each thread's cp.async groups
         self.wg_commits = np.zeros((self.nwarps + 3) // 4, dtype=np.int64)  # per warpgroup
@@ -541,6 +560,8 @@ class _Prover:
         if pc not in self.loop_trips:
             self.loops_seen.append(pc)
         k = self.loop_trips[pc] = self.loop_trips.get(pc, 0) + 1
+        for v in self.regs.values():  # (value keys name writes counted from the start)
+            v.key = None
         state = (self._registers(), self.split.copy(), set(self.in_flight_regs))
         if k == 1:
             self.loop_state[pc] = state
@@ -554,8 +575,8 @@ class _Prover:
 
     def _registers(self, of: tuple | None = None) -> tuple[dict, dict]:
         regs, preds = of if of is not None else (self.regs, self.preds)
-        return ({r: _Val(v.sym, v.a.copy(), v.known.copy(), v.rel, v.uni)
-                 for r, v in regs.items()},
+        return ({r: _Val(v.sym, v.a.copy(), v.known.copy(), v.rel, v.uni,
+                         None if v.key is None else v.key.copy()) for r, v in regs.items()},
                 {r: _Pred(v.v.copy(), v.known.copy(), v.uni) for r, v in preds.items()})
 
     def _meet(self, went: tuple[dict, dict], taken: np.ndarray, unknown: np.ndarray) -> None:
@@ -604,6 +625,7 @@ class _Prover:
                 elif r in self.regs:
                     self.regs[r].known &= ~mask
                     self.regs[r].uni = False
+                    self.regs[r].key = None
 
     # ------------------------------------------------------------ shared memory, barriers
     def _event(self, it: Item, c: Classified, mask: np.ndarray, run: np.ndarray,
@@ -679,15 +701,40 @@ class _Prover:
         converged = ~self.split[self.warp]
         threads = np.nonzero(maybe)[0]
         copy = c.event is Event.ASYNC_WRITE
+        write = c.event is not Event.READ
         a = Access(self.barriers, threads, self.warp[maybe], start[maybe], c.size,
-                   c.event is not Event.READ, run[maybe], converged[maybe], it.line,
-                   self.steps, idem=c.idem)
+                   write, run[maybe], converged[maybe], it.line, self.steps, idem=c.idem)
+        if write:
+            self.writes += 1
+            if it.op_parts[0] == "st":
+                a.rep = self._replicas(it, threads, start[maybe], run[maybe])
         if copy:  # (the warp's copy unit writes it, until the thread's wait retires it)
             a.agent, a.group = AGENT_COPY, self.commits[threads].copy()
             a.until = np.zeros(len(threads), dtype=np.int64)
             a.until_seq = np.full(len(threads), NEVER, dtype=np.int64)
             self.pending.append(a)
         self.accesses.append(a)
+
+    def _replicas(self, it: Item, threads: np.ndarray, start: np.ndarray,
+                  certain: np.ndarray) -> np.ndarray:
+        """Per thread of a store, its warp's replica tag: a hash of the line and of every
+        lane's address and stored value (known, or keyed), -1 where a lane's value is
+        neither or a lane may not run it. Two warps with one tag store the same bytes at
+        the same addresses (docs/model.md, "Replicated stores")."""
+        vals = [o for o in re.findall(r"%[\w$.]+|-?\b\d\w*", " ".join(it.operands[1:]))]
+        key = np.zeros(self.n, dtype=np.int64)
+        for o in vals:
+            got = self._operand_key(o)
+            key = np.where((key < 0) | (got < 0), -1, _mix(key, got))
+        key, warps = key[threads], self.warp[threads]
+        out = np.full(len(threads), -1, dtype=np.int64)
+        for w in np.unique(warps):
+            lanes = warps == w
+            if (key[lanes] < 0).any() or not certain[lanes].all():
+                continue
+            pairs = sorted(zip(start[lanes].tolist(), key[lanes].tolist(), strict=True))
+            out[lanes] = hash((it.line, tuple(pairs))) & ((1 << 62) - 1)
+        return out
 
     def _byte(self, at: int) -> str:
         """A byte where the proof put it, as the kernel names it."""
@@ -879,6 +926,7 @@ class _Prover:
             new = None
         doubt = maybe & ~run  # threads that may or may not write
         uni = self._uniform_def(it, run, maybe)
+        keys = self._value_keys(it, run, dests)
         for r in dests:
             value = None if new is None or r in self.in_flight_regs else new.get(r)
             if isinstance(value, _Pred) or (value is None and r in self.preds):
@@ -890,8 +938,14 @@ class _Prover:
                                       np.where(run, value.known, old.known) & ~doubt, uni)
                 continue
             old = self.regs.get(r)
+            key = None
+            if keys is not None or (old is not None and old.key is not None):
+                new_key = keys[r] if keys is not None else _NO_KEY
+                old_key = old.key if old is not None and old.key is not None else _NO_KEY
+                key = np.where(doubt, -1, np.where(run, new_key, old_key))
             if value is None and old is not None and not old.known.any():
                 old.uni = uni  # (still unknown everywhere: a wgmma's accumulators at each step)
+                old.key = key
                 continue
             old = old or self._unknown()
             if value is None:
@@ -899,7 +953,52 @@ class _Prover:
             sym, rel = (value.sym, value.rel) if run.any() else (old.sym, old.rel)
             keep = old.known & (old.sym == sym) & (old.rel == rel)
             self.regs[r] = _Val(sym, np.where(run, value.a, old.a),
-                                np.where(run, value.known, keep) & ~doubt, rel, uni)
+                                np.where(run, value.known, keep) & ~doubt, rel, uni, key)
+
+    def _value_keys(self, it: Item, run: np.ndarray, dests: list[str]
+                    ) -> dict[str, np.ndarray] | None:
+        """Each destination's key in the threads of `run` (-1 where none), or None: a load
+        of shared memory by converged warps keys each thread's value by its address and
+        the writes the kernel ran so far (the rules refuse any other warp's write of those
+        bytes between the barriers around it, so equal keys load equal bytes); a pure
+        operation keys its result by its opcode and its operands' values or keys."""
+        op = it.op_parts[0]
+        if op == "ld" and any(p in ("shared", "shared::cta") for p in it.op_parts) and \
+                not self.split[self.warp[run]].any():
+            parts = split_address(it.operands[-1].strip().strip("[]"))
+            if parts is None:
+                return None
+            base, off = parts
+            v = _Val(base, self._const(0), self.yes) if base in self.shared else \
+                self.regs.get(base)
+            if v is None or v.sym is None or not v.known[run].all():
+                return None
+            start = v.a + np.uint64(off & _M64)
+            head = _mix(_NO_KEY + 0, hash((v.sym, it.opcode, self.barriers, self.writes)),
+                        start)
+            return {d: _mix(head, i) for i, d in enumerate(dests)}
+        if op not in _UNIFORM_OPS or len(dests) != 1:
+            return None
+        k = _mix(_NO_KEY + 0, hash(it.opcode))
+        for o in it.operands[1:]:
+            got = self._operand_key(o)
+            k = np.where((k < 0) | (got < 0), -1, _mix(k, got))
+        return {dests[0]: k}
+
+    def _operand_key(self, text: str) -> np.ndarray:
+        """An operand's value or key in each thread (-1: neither)."""
+        text = text.strip()
+        if text.lstrip("!") in self.preds:
+            p = self._pred(text)
+            return np.where(p.known, p.v.astype(np.int64), -1)
+        if text.startswith("%") and text not in self.special:
+            v = self.regs.get(text)
+            if v is None:
+                return _NO_KEY
+            got = np.where(v.known, _mix(_NO_KEY + 1, hash((v.sym, v.rel)), v.a), -1)
+            return got if v.key is None else np.where(v.known, got, v.key)
+        v = self._src(text, 64)
+        return np.where(v.known, _mix(_NO_KEY + 1, hash((v.sym, v.rel)), v.a), -1)
 
     def _uniform_def(self, it: Item, run: np.ndarray, maybe: np.ndarray) -> bool:
         """Whether `it` gives every thread that has not returned the same values: all of

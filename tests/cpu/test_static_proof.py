@@ -888,3 +888,41 @@ def test_accesses_through_several_variables_stay_inside_each(off_a, off_b, why):
 def test_a_variable_of_no_declared_size_beside_another_is_not_followed():
     ptx = TWO_ARRAYS.replace(".shared .align 4 .b8 a[260];", ".extern .shared .align 4 .b8 a[];")
     assert "no declared size" in verdict(ptx.replace("OFF_A", "0").replace("OFF_B", "0"))
+
+
+# Triton's layouts give several warps a copy of one reduced row, and each stores it: the
+# same bytes at the same addresses (docs/model.md, "Replicated stores"). Here every warp
+# loads the 32 words warp 0 wrote, converts them, and stores them to one place.
+REPLICAS = """
+\tshl.b32 %r5, %r4, 2;
+\tadd.s32 %r6, %r2, %r5;
+\tsetp.eq.u32 %p1, %r3, 0;
+\t@%p1 st.shared.u32 [%r6], %r1;
+\tbar.sync 0;
+\tld.shared.u32 %r7, [%r6];
+\tVALUE
+\tbar.sync 0;
+\tshl.b32 %r9, %r4, 1;
+\tadd.s32 %r10, %r2, %r9;
+\tst.shared.u16 [%r10+256], %r8;
+\tbar.sync 0;
+\tld.shared.u16 %r11, [%r10+256];
+"""
+
+
+@pytest.mark.parametrize("value, proven", [
+    ("cvt.u16.u32 %r8, %r7;", True),  # (the same word in every warp's lane)
+    ("add.u32 %r8, %r7, %r3;", False),  # (each warp its own value)
+    ("ld.param.u64 %rd1, [k_out];\n\tld.global.u32 %r8, [%rd1];", False),  # (not known equal)
+])
+def test_warps_storing_the_same_bytes_to_the_same_place_are_replicas(value, proven):
+    got = verdict(kernel(REPLICAS.replace("VALUE", value)))
+    assert isinstance(got, dict) == proven, got
+    if not proven:
+        assert "two warps touch the granule at byte 256" in got
+
+
+def test_a_replica_store_still_meets_another_warps_read():
+    body = REPLICAS.replace("VALUE", "cvt.u16.u32 %r8, %r7;").replace(
+        "\tbar.sync 0;\n\tld.shared.u16 %r11", "\tld.shared.u16 %r11")
+    assert "two warps touch the granule at byte 256" in verdict(kernel(body))

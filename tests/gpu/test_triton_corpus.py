@@ -37,7 +37,8 @@ def _differing(a, b) -> int:
 # Kernels whose shared memory is proven race-free before launch (instrument/static_proof.py):
 # under a session they run natively; with CONSAN_PROOF=0 the same checks hold instrumented.
 # The pipelined matmuls (cp.async, wgmma) are proven for their launch's M, N and K;
-# layer_norm_bwd's dx kernel through its spin lock (a uniform loop), its dW/dB kernel not.
+# layer_norm_bwd's dx kernel through its spin lock (a uniform loop), its dW/dB kernel with
+# its warps' replicated stores.
 PROVEN = ("softmax", "layer_norm_fwd", "layer_norm_bwd", "matmul_bk32_s2_w4",
           *(f"matmul_s{s}_w{w}" for s in (2, 3, 4, 5) for w in (4, 8)))
 
