@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from benchmarks import verdict  # noqa: E402
+from benchmarks import session_path, verdict  # noqa: E402
 from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
 from tests import gpu_util  # noqa: E402
 
@@ -182,9 +182,17 @@ def bench(name: str, size: int, args) -> dict:
         print(next(r for r in reports if not r.ok), file=sys.stderr)
     nat, con = statistics.median(native_ms), statistics.median(consan_ms)
     user = statistics.median(walls)
+
+    def fresh(_cp):
+        for o in ln.outputs:
+            o.fill(0)
+        return ln.args, ln.outputs
+    run = session_path.time_session(cp, ln.source, ln.kernel, ln.grid, ln.block, fresh,
+                                    native_out, nat, opts, ln.shared_mem, 1,
+                                    args.consan_repeats)
     row = {"kernel": name, "size": label.format(size), "native_ms": nat, "consan_ms": con,
            "consan_x": con / nat, "consan_user_ms": user, "consan_user_x": user / nat,
-           "shadow_per_cta_kib": p.shadow_bytes_per_cta / 1024}
+           "shadow_per_cta_kib": p.shadow_bytes_per_cta / 1024, **run}
     verdict.judge(row, reports, same)
     cs = _sanitizer()
     me = [sys.executable, os.path.abspath(__file__), "--child", name, "--child-size", str(size)]
@@ -228,7 +236,8 @@ def main(argv=None) -> int:
         print(f"[{name}]", file=sys.stderr, flush=True)
         rows.append(bench(name, CASES[name][1], args))
     hdr = ("kernel", "size", "native ms", "consan ms", "consan x", "+read-back ms",
-           "+read-back x", "racecheck ms", "racecheck x", "racecheck wall s (native wall s)")
+           "+read-back x", "consan run ms", "consan run x", "racecheck ms", "racecheck x",
+           "racecheck wall s (native wall s)")
     print(" | ".join(hdr))
     for r in rows:
         rc = (f"{r['racecheck_ms']:.3f}", f"{r['racecheck_x']:.1f}",
@@ -236,7 +245,9 @@ def main(argv=None) -> int:
             if "racecheck_x" in r else (r.get("racecheck", "-"), "-", "-")
         print(" | ".join((r["kernel"], r["size"], f"{r['native_ms']:.3f}",
                           f"{r['consan_ms']:.3f}", verdict.cell(r, "consan_x"),
-                          f"{r['consan_user_ms']:.3f}", verdict.cell(r, "consan_user_x"), *rc)))
+                          f"{r['consan_user_ms']:.3f}", verdict.cell(r, "consan_user_x"),
+                          f"{r['run_ms']:.3f}" if "run_ms" in r else "-",
+                          session_path.cell(r), *rc)))
     good = [r for r in rows if "consan_x" in r]
     if good:
         xs = [r["consan_x"] for r in good]
@@ -246,12 +257,16 @@ def main(argv=None) -> int:
                    else "racecheck not timed")
         print(f"\nmedian consan slowdown {statistics.median(xs):.1f}x over the {len(good)} rows "
               f"with a ratio; {against}")
+    runs = [r["run_x"] for r in rows if "run_x" in r]
+    if runs:
+        print(f"consan run (proof or instrumented, as the CuPy hook takes each launch): median "
+              f"{statistics.median(runs):.1f}x, max {max(runs):.1f}x over {len(runs)} rows")
     gpu = cp.cuda.runtime.getDeviceProperties(0)["name"]
     gpu = gpu.decode() if isinstance(gpu, bytes) else str(gpu)
     print(f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}")
     print(f"gpu: {gpu}")
     print("command: " + " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]))
-    failed = verdict.errors(rows)
+    failed = verdict.errors(rows) + session_path.errors(rows)
     for line in failed:
         print(line)
     if args.json:

@@ -17,7 +17,10 @@ read-back of its log (what `consan run` does after each launch). Before timing,
 one native launch (built from the very PTX consan instruments) and one
 instrumented launch on fresh outputs are compared bit for bit, and every
 instrumented launch must report clean: a row that fails either gets no ratio
-and the script exits 1 (benchmarks/verdict.py).
+and the script exits 1 (benchmarks/verdict.py). "consan run" is the same kernel
+launched through a consan session, as `consan run` takes it: proven before launch and run
+natively where the proof holds, else instrumented and read back after each launch
+(benchmarks/session_path.py), with the same two checks.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # run from source: PYTHONPATH=. is then optional
 
 
-from benchmarks import verdict  # noqa: E402
+from benchmarks import session_path, verdict  # noqa: E402
 from tests import gpu_util  # noqa: E402
 
 
@@ -144,6 +147,9 @@ def bench_one(name, size, cp, consan, opts, args):
     bad = [r for r in reports if not r.ok]
     if bad:
         print(bad[0], file=sys.stderr)
+    run = session_path.time_session(
+        cp, setup.source, setup.name, setup.grid, setup.block, setup.make_args, native_out,
+        statistics.median(native_ms), opts, setup.shared_mem, c_warm, c_rep)
 
     nat, con = statistics.median(native_ms), statistics.median(consan_ms)
     row = {
@@ -162,6 +168,7 @@ def bench_one(name, size, cp, consan, opts, args):
         "consan_ms_all": consan_ms,
         "prepare_s": t_prepare,
         "first_consan_launch_s": t_first,
+        **run,
     }
     verdict.judge(row, reports, same)
     return row
@@ -204,11 +211,13 @@ def main(argv=None) -> int:
         cp.get_default_memory_pool().free_all_blocks()
 
     head = ("kernel", "size", "native ms", "consan ms", "slowdown x", "+read-back ms",
-            "+read-back x", "shadow/CTA KiB", "total shadow MiB")
+            "+read-back x", "consan run ms", "consan run x", "shadow/CTA KiB",
+            "total shadow MiB")
     table = [(r["kernel"], r["size"], f"{r['native_ms']:.3f}", f"{r['consan_ms']:.3f}",
               verdict.cell(r, "slowdown"), f"{r['consan_user_ms']:.3f}",
-              verdict.cell(r, "consan_user_x"), f"{r['shadow_per_cta_kib']:.1f}",
-              f"{r['shadow_total_mib']:.1f}") for r in rows]
+              verdict.cell(r, "consan_user_x"),
+              f"{r['run_ms']:.3f}" if "run_ms" in r else "-", session_path.cell(r),
+              f"{r['shadow_per_cta_kib']:.1f}", f"{r['shadow_total_mib']:.1f}") for r in rows]
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head)]
     print(" | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
     print("-+-".join("-" * w for w in widths))
@@ -223,8 +232,14 @@ def main(argv=None) -> int:
                    "max_slowdown_kernel": worst["kernel"]}
         print(f"\nmedian slowdown {summary['median_slowdown']:.1f}x, max slowdown "
               f"{summary['max_slowdown']:.1f}x ({worst['kernel']})")
+    runs = [r["run_x"] for r in rows if "run_x" in r]
+    if runs:
+        summary["median_run_x"] = statistics.median(runs)
+        summary["max_run_x"] = max(runs)
+        print(f"consan run (proof or instrumented, as the CuPy hook takes each launch): "
+              f"median {summary['median_run_x']:.1f}x, max {summary['max_run_x']:.1f}x")
     print(f"date: {date}\ngpu: {gpu}\ncommand: {command}")
-    failed = verdict.errors(rows)
+    failed = verdict.errors(rows) + session_path.errors(rows)
     for line in failed:
         print(line)
 

@@ -56,3 +56,15 @@ def test_a_row_nothing_was_read_back_for_is_no_clean_row():
     row = {"kernel": "k", "slowdown": 1.0}
     assert not verdict.judge(row, [], same=True)
     assert row["consan_clean"] is False and "no instrumented launch" in row["error"]
+
+
+def test_the_consan_run_column_names_its_path_and_a_row_it_cannot_time_is_an_error():
+    from benchmarks import session_path
+
+    assert session_path.cell({"run_x": 1.04, "run_path": "proven"}) == "1.0 (proven)"
+    got = session_path.time_session(None, "", "k", (1, 1, 1), (32, 1, 1), lambda cp: ((), []),
+                                    [], 1.0, ())
+    assert "run_x" not in got and got["run_error"]
+    assert session_path.cell(got) == "ERROR"
+    (line,) = session_path.errors([{"kernel": "k", **got}])
+    assert line.startswith("ERROR: k: consan run: ") and line.endswith("(no ratio reported)")
