@@ -24,7 +24,9 @@ as before: a refusal loses nothing.
 
 A branch whose direction is not known may still jump around code that touches no shared
 memory and no barrier (a loop over a row's columns whose length is a parameter): every
-thread reaches the code after it, and what that code writes is unknown from there on.
+thread reaches the code after it, and what that code writes is unknown from there on. A
+loop that every thread leaves together, on a value they all loaded from one shared word
+(Triton's spin lock), is followed for any trip count (one run of one trip, one of three).
 """
 
 from __future__ import annotations
