@@ -492,7 +492,9 @@ def _shared_symbols(mod: Module) -> SharedSymbols:
             for m in got:
                 syms.add(m.group(1))
                 syms.align[m.group(1)] = align
-                syms.size[m.group(1)] = _declared_bytes(t, m.group(2))
+                vec = re.search(r"\.v(2|4|8)\b", code)
+                size = _declared_bytes(t, m.group(2))
+                syms.size[m.group(1)] = size * int(vec.group(1)) if vec and size else size
     return syms
 
 

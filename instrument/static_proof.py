@@ -63,7 +63,6 @@ _UNIFORM_OPS = frozenset(("mov", "add", "sub", "mul", "mad", "and", "or", "xor",
                           "setp", "cvt"))
 _UNIFORM_SPECIAL = frozenset(f"%{r}.{d}" for r in ("ctaid", "nctaid", "ntid") for d in "xyz")
 MAX_SHARED = 256 * 1024  # past any CTA's shared memory
-SYM_STRIDE = 1 << 20  # between two variables' places in the proof (past MAX_SHARED)
 # The largest address a kernel's one shared variable is taken to have: ptxas compiles
 # `mov.u32 %r, smem` for sm_90a to 0x400 (past the 1 KiB the system reserves) plus the
 # CTA's cluster rank shifted to bit 24 (a cluster launch is not run on a proof)
@@ -256,18 +255,6 @@ def _every_path(make: Callable[[dict[int, int]], _Prover]) -> tuple[_Prover, Pro
 _NO_KEY = np.int64(-1)
 
 
-def _mix(h, *parts) -> np.ndarray:
-    """FNV-1a-like 63-bit mixing, element-wise; a part that is -1 (no key) where h is not
-    gives -1 only through the caller's test (the product is never -1)."""
-    out = np.asarray(h, dtype=np.int64).astype(np.uint64)
-    with np.errstate(over="ignore"):
-        for x in parts:
-            x = np.asarray(x).astype(np.int64).astype(np.uint64) if not isinstance(x, int) \
-                else np.uint64(x & _M64)
-            out = (out ^ x) * np.uint64(0x100000001B3)
-    return (out & np.uint64((1 << 63) - 1)).astype(np.int64)
-
-
 def _same_state(a: tuple, b: tuple) -> bool:
     """Whether two loop arrivals' (registers, split warps, in-flight registers) make the
     executor do the same from there."""
@@ -349,7 +336,9 @@ class _Prover:
         self.barriers = 0
         self.sym: str | None = None  # the first shared symbol its accesses go through
         self.extent: dict[str, tuple[int, int]] = {}  # symbol -> (end of its accesses, line)
+        self.bases: dict[str, int] = {}  # where the proof puts each shared variable
         self.writes = 0  # shared-memory writes run so far (a load's value key counts them)
+        self.key_ids: dict[object, int] = {}  # what each value key and replica tag stands for
         self.judge = True
         self.commits = np.zeros(self.n, dtype=np.int64)  # each thread's cp.async groups
         self.wg_commits = np.zeros((self.nwarps + 3) // 4, dtype=np.int64)  # per warpgroup
@@ -719,36 +708,43 @@ class _Prover:
 
     def _replicas(self, it: Item, threads: np.ndarray, start: np.ndarray,
                   certain: np.ndarray) -> np.ndarray:
-        """Per thread of a store, its warp's replica tag: a hash of the line and of every
+        """Per thread of a store, its warp's replica tag: the id of the line and of every
         lane's address and stored value (known, or keyed), -1 where a lane's value is
-        neither or a lane may not run it. Two warps with one tag store the same bytes at
-        the same addresses (docs/model.md, "Replicated stores")."""
-        vals = [o for o in re.findall(r"%[\w$.]+|-?\b\d\w*", " ".join(it.operands[1:]))]
-        key = np.zeros(self.n, dtype=np.int64)
-        for o in vals:
-            got = self._operand_key(o)
-            key = np.where((key < 0) | (got < 0), -1, _mix(key, got))
+        neither, a lane may not run it, or two lanes store different values at one
+        address (which one lands is not known). Two warps with one tag store the same bytes
+        at the same addresses (docs/model.md, "Replicated stores")."""
+        vals = re.findall(r"%[\w$.]+|-?\b\d\w*", " ".join(it.operands[1:]))
+        key = self._combine(self._id("store"), [self._operand_terms(o) for o in vals])
         key, warps = key[threads], self.warp[threads]
         out = np.full(len(threads), -1, dtype=np.int64)
         for w in np.unique(warps):
             lanes = warps == w
             if (key[lanes] < 0).any() or not certain[lanes].all():
                 continue
-            pairs = sorted(zip(start[lanes].tolist(), key[lanes].tolist(), strict=True))
-            out[lanes] = hash((it.line, tuple(pairs))) & ((1 << 62) - 1)
+            pairs = set(zip(start[lanes].tolist(), key[lanes].tolist(), strict=True))
+            if len({a for a, _ in pairs}) != len(pairs):
+                continue  # (lanes storing different values at one address)
+            out[lanes] = self._id(("rep", it.line, tuple(sorted(pairs))))
         return out
 
     def _byte(self, at: int) -> str:
         """A byte where the proof put it, as the kernel names it."""
-        if at < SYM_STRIDE or len(self.shared) == 1:
+        if len(self.shared) == 1:
             return f"byte {at}"
-        return f"byte {at % SYM_STRIDE} of `{sorted(self.shared)[at // SYM_STRIDE - 1]}`"
+        sym = max((b, s) for s, b in self.bases.items() if b <= at)[1]
+        return f"byte {at - self.bases[sym]} of `{sym}`"
 
     def _base(self, it: Item, sym: str) -> int:
-        """Where the proof puts `sym`: a module's one variable at 0; of several, each
-        `SYM_STRIDE` bytes past the last (they never overlap on the GPU; _inside checks
-        that the accesses stay in their variables where more than one is accessed)."""
-        return 0 if len(self.shared) == 1 else (sorted(self.shared).index(sym) + 1) * SYM_STRIDE
+        """Where the proof puts `sym`: a module's one variable at 0; of several, each past
+        the last's declared bytes (MAX_SHARED for one of none): they never overlap on the
+        GPU, and _inside checks that the accesses stay in their variables where more than
+        one is accessed."""
+        if not self.bases:
+            at, sizes = 0, getattr(self.shared, "size", {})
+            for s in sorted(self.shared):
+                self.bases[s] = at
+                at += -(-(sizes.get(s) or MAX_SHARED) // 16) * 16 + 16
+        return 0 if len(self.shared) == 1 else self.bases[sym]
 
     def _inside(self) -> None:
         """Accesses through several variables: each must stay inside its variable's
@@ -963,7 +959,8 @@ class _Prover:
         of shared memory by converged warps keys each thread's value by its address and
         the writes the kernel ran so far (the rules refuse any other warp's write of those
         bytes between the barriers around it, so equal keys load equal bytes); a pure
-        operation keys its result by its opcode and its operands' values or keys."""
+        operation of a keyed operand keys its result by its opcode and its operands'
+        values or keys. Keys are exact: ids of the tuples they stand for."""
         op = it.op_parts[0]
         if op == "ld" and any(p in ("shared", "shared::cta") for p in it.op_parts) and \
                 not self.split[self.warp[run]].any():
@@ -975,32 +972,61 @@ class _Prover:
                 self.regs.get(base)
             if v is None or v.sym is None or not v.known[run].all():
                 return None
-            start = v.a + np.uint64(off & _M64)
-            head = _mix(_NO_KEY + 0, hash((v.sym, it.opcode, self.barriers, self.writes)),
-                        start)
-            return {d: _mix(head, i) for i, d in enumerate(dests)}
+            start = (v.a + np.uint64(off & _M64)).view(np.int64)
+            head = [self._const_col(self._id(("ld", v.sym, it.opcode, self.barriers,
+                                                 self.writes))), start]
+            return {d: self._intern([*head, self._const_col(i)]) for i, d in enumerate(dests)}
         if op not in _UNIFORM_OPS or len(dests) != 1:
             return None
-        k = _mix(_NO_KEY + 0, hash(it.opcode))
-        for o in it.operands[1:]:
-            got = self._operand_key(o)
-            k = np.where((k < 0) | (got < 0), -1, _mix(k, got))
-        return {dests[0]: k}
+        terms = [self._operand_terms(o) for o in it.operands[1:]]
+        if not any((kind == 1).any() for kind, _, _ in terms):
+            return None  # (no keyed operand: the result is known or nothing)
+        return {dests[0]: self._combine(self._id(it.opcode), terms)}
 
-    def _operand_key(self, text: str) -> np.ndarray:
-        """An operand's value or key in each thread (-1: neither)."""
+    def _combine(self, tag: int, terms: list[tuple[np.ndarray, ...]]) -> np.ndarray:
+        """A key per thread for `tag` over the operands' terms; -1 where one has none."""
+        cols = [self._const_col(tag)]
+        none = np.zeros(self.n, dtype=bool)
+        for kind, val, ctx in terms:
+            cols += [kind, val, ctx]
+            none |= kind < 0
+        return np.where(none, -1, self._intern(cols))
+
+    def _operand_terms(self, text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """An operand in each thread as (kind, value, context): kind 0 a known value (its
+        bits, and the id of its symbol and descriptor form), 1 a key, -1 neither."""
         text = text.strip()
         if text.lstrip("!") in self.preds:
             p = self._pred(text)
-            return np.where(p.known, p.v.astype(np.int64), -1)
+            return (np.where(p.known, 0, -1), p.v.astype(np.int64), self._const_col(0))
         if text.startswith("%") and text not in self.special:
             v = self.regs.get(text)
             if v is None:
-                return _NO_KEY
-            got = np.where(v.known, _mix(_NO_KEY + 1, hash((v.sym, v.rel)), v.a), -1)
-            return got if v.key is None else np.where(v.known, got, v.key)
-        v = self._src(text, 64)
-        return np.where(v.known, _mix(_NO_KEY + 1, hash((v.sym, v.rel)), v.a), -1)
+                return (np.full(self.n, -1), self._const_col(0), self._const_col(0))
+        else:
+            v = self._src(text, 64)
+        kind = np.where(v.known, 0, -1)
+        val = v.a.view(np.int64).copy()
+        if v.key is not None:
+            keyed = ~v.known & (v.key >= 0)
+            kind = np.where(keyed, 1, kind)
+            val = np.where(keyed, v.key, val)
+        return kind, val, self._const_col(self._id((v.sym, v.rel)))
+
+    def _const_col(self, x: int) -> np.ndarray:
+        return np.full(self.n, x, dtype=np.int64)
+
+    def _id(self, what: object) -> int:
+        """A small integer standing for `what` exactly, for this run."""
+        return self.key_ids.setdefault(what, len(self.key_ids))
+
+    def _intern(self, cols: list[np.ndarray]) -> np.ndarray:
+        """Per thread, the id of its row of `cols` (equal rows, equal ids)."""
+        rows = np.stack([np.asarray(c, dtype=np.int64) for c in cols], axis=1)
+        uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+        ids = np.array([self._id(("row", *r)) for r in map(tuple, uniq.tolist())],
+                       dtype=np.int64)
+        return ids[inv.reshape(-1)]
 
     def _uniform_def(self, it: Item, run: np.ndarray, maybe: np.ndarray) -> bool:
         """Whether `it` gives every thread that has not returned the same values: all of

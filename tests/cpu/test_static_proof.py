@@ -926,3 +926,18 @@ def test_a_replica_store_still_meets_another_warps_read():
     body = REPLICAS.replace("VALUE", "cvt.u16.u32 %r8, %r7;").replace(
         "\tbar.sync 0;\n\tld.shared.u16 %r11", "\tld.shared.u16 %r11")
     assert "two warps touch the granule at byte 256" in verdict(kernel(body))
+
+
+@pytest.mark.parametrize("body", [
+    # warps 1 and 3 store 1 << 63, warps 0 and 2 store 0: values compared in all 64 bits
+    "cvt.u64.u32 %rd2, %r3;\n\tshl.b64 %rd3, %rd2, 63;\n\tst.shared.u64 [smem], %rd3;",
+    # the same through a keyed value
+    "ld.shared.u32 %r7, [smem+64];\n\tcvt.u64.u32 %rd2, %r7;\n\tcvt.u64.u32 %rd4, %r3;\n"
+    "\tshl.b64 %rd4, %rd4, 63;\n\txor.b64 %rd3, %rd2, %rd4;\n\tst.shared.u64 [smem], %rd3;",
+    # every warp's lanes store 0 and 1 to one word: which lands differs from warp to warp
+    "and.b32 %r5, %r1, 1;\n\tst.shared.u32 [smem], %r5;",
+])
+def test_stores_that_differ_are_no_replicas(body):
+    pre = "\tst.shared.u32 [smem+64], %r2;\n\tbar.sync 0;\n"  # (a word every warp loads)
+    got = verdict(kernel(pre + f"\t{body}\n\tbar.sync 0;\n\tld.shared.u32 %r9, [smem];\n"))
+    assert "two warps touch the granule at byte 0" in got, got
