@@ -61,6 +61,9 @@ _M64 = (1 << 64) - 1
 _UNIFORM_OPS = frozenset(("mov", "add", "sub", "mul", "mad", "and", "or", "xor", "not",
                           "neg", "shl", "shr", "min", "max", "div", "rem", "bfe", "selp",
                           "setp", "cvt"))
+# one-operand operations a value key follows (Triton converts a reduced row before its
+# replicated stores; arithmetic would cost every step of a loop a key)
+_KEYED_OPS = frozenset(("mov", "cvt", "neg", "not", "abs"))
 _UNIFORM_SPECIAL = frozenset(f"%{r}.{d}" for r in ("ctaid", "nctaid", "ntid") for d in "xyz")
 MAX_SHARED = 256 * 1024  # past any CTA's shared memory
 # The largest address a kernel's one shared variable is taken to have: ptxas compiles
@@ -68,7 +71,11 @@ MAX_SHARED = 256 * 1024  # past any CTA's shared memory
 # CTA's cluster rank shifted to bit 24 (a cluster launch is not run on a proof)
 S_MAX = 1 << 16
 MAX_LOOPS = 3  # uniform loops of unknown trip count followed (2^n runs)
-MAX_STEPS = 100_000  # instructions executed (for all threads at once) before giving up
+# instructions executed (for all threads at once) before giving up: a step cost 0.2-0.4
+# ms on the 2-core development machine (sgemm_tiled at 1024^3: 28,729 steps, 6.1 s; the
+# Triton corpus' longest proof, its matmuls: 5,382), so a refusal here costs some seconds
+# of host time at most, once per launch values
+MAX_STEPS = 20_000
 
 
 @dataclass(frozen=True)
@@ -714,9 +721,12 @@ class _Prover:
         address (which one lands is not known). Two warps with one tag store the same bytes
         at the same addresses (docs/model.md, "Replicated stores")."""
         vals = re.findall(r"%[\w$.]+|-?\b\d\w*", " ".join(it.operands[1:]))
-        key = self._combine(self._id("store"), [self._operand_terms(o) for o in vals])
-        key, warps = key[threads], self.warp[threads]
+        terms = [self._operand_terms(o) for o in vals]
         out = np.full(len(threads), -1, dtype=np.int64)
+        if any((kind[threads] < 0).all() for kind, _, _ in terms):
+            return out  # (a value known or keyed in no lane: no replica anywhere)
+        key = self._combine(self._id("store"), terms)
+        key, warps = key[threads], self.warp[threads]
         for w in np.unique(warps):
             lanes = warps == w
             if (key[lanes] < 0).any() or not certain[lanes].all():
@@ -973,15 +983,21 @@ class _Prover:
             if v is None or v.sym is None or not v.known[run].all():
                 return None
             start = (v.a + np.uint64(off & _M64)).view(np.int64)
-            head = [self._const_col(self._id(("ld", v.sym, it.opcode, self.barriers,
-                                                 self.writes))), start]
-            return {d: self._intern([*head, self._const_col(i)]) for i, d in enumerate(dests)}
-        if op not in _UNIFORM_OPS or len(dests) != 1:
+            head = (v.sym, it.opcode, self.barriers, self.writes)
+            return {d: self._relabel(start, ("ld", head, i)) for i, d in enumerate(dests)}
+        if op not in _KEYED_OPS or len(dests) != 1 or len(it.operands) != 2:
             return None
-        terms = [self._operand_terms(o) for o in it.operands[1:]]
-        if not any((kind == 1).any() for kind, _, _ in terms):
-            return None  # (no keyed operand: the result is known or nothing)
-        return {dests[0]: self._combine(self._id(it.opcode), terms)}
+        v = self.regs.get(it.operands[1].strip())
+        if v is None or v.key is None:
+            return None  # (a known operand gives a known result; others no key)
+        keyed = ~v.known & (v.key >= 0)
+        return {dests[0]: np.where(keyed, self._relabel(v.key, it.opcode), -1)}
+
+    def _relabel(self, x: np.ndarray, tag: object) -> np.ndarray:
+        """Per thread, the id of (tag, its x): equal x, equal ids."""
+        u, inv = np.unique(x, return_inverse=True)
+        ids = np.array([self._id((tag, k)) for k in u.tolist()], dtype=np.int64)
+        return ids[inv.reshape(-1)]
 
     def _combine(self, tag: int, terms: list[tuple[np.ndarray, ...]]) -> np.ndarray:
         """A key per thread for `tag` over the operands' terms; -1 where one has none."""

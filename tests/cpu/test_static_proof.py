@@ -941,3 +941,19 @@ def test_stores_that_differ_are_no_replicas(body):
     pre = "\tst.shared.u32 [smem+64], %r2;\n\tbar.sync 0;\n"  # (a word every warp loads)
     got = verdict(kernel(pre + f"\t{body}\n\tbar.sync 0;\n\tld.shared.u32 %r9, [smem];\n"))
     assert "two warps touch the granule at byte 0" in got, got
+
+
+def test_a_proof_that_would_run_too_long_on_the_host_is_refused():
+    from instrument import static_proof
+
+    loop = """
+\tmov.u32 %r15, 0;
+$L_loop:
+\tadd.s32 %r15, %r15, 1;
+\tsetp.lt.u32 %p5, %r15, TRIPS;
+\t@%p5 bra $L_loop;
+"""  # (a loop of a known trip count: every trip is run)
+    trips = static_proof.MAX_STEPS // 3
+    assert not isinstance(verdict(kernel(loop.replace("TRIPS", str(trips - 10)))), str)
+    got = verdict(kernel(loop.replace("TRIPS", str(trips + 10))))
+    assert f"more than {static_proof.MAX_STEPS} instructions" in got
