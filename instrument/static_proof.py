@@ -267,26 +267,23 @@ def _same_state(a: tuple, b: tuple) -> bool:
     executor do the same from there."""
     (ra, pa), split_a, fly_a = a
     (rb, pb), split_b, fly_b = b
-    if not np.array_equal(split_a, split_b) or fly_a != fly_b:
-        return False
-    for r in set(ra) | set(rb):
-        x, y = ra.get(r), rb.get(r)
+    return np.array_equal(split_a, split_b) and fly_a == fly_b and \
+        _same_values(ra, rb, lambda v: ((v.sym, v.rel, v.uni), v.a)) and \
+        _same_values(pa, pb, lambda p: (p.uni, p.v))
+
+
+def _same_values(a: dict, b: dict, form: Callable) -> bool:
+    """Registers (or predicates) known in the same threads with the same values, and of
+    the same form (`form(x)`: (what besides the values must agree, the values))."""
+    for r in set(a) | set(b):
+        x, y = a.get(r), b.get(r)
         if x is None or y is None:
             if (x or y).known.any() or (x or y).uni:
                 return False
             continue
-        if (x.sym, x.rel, x.uni) != (y.sym, y.rel, y.uni) or \
-                not np.array_equal(x.known, y.known) or \
-                not np.array_equal(x.a[x.known], y.a[y.known]):
-            return False
-    for r in set(pa) | set(pb):
-        x, y = pa.get(r), pb.get(r)
-        if x is None or y is None:
-            if (x or y).known.any() or (x or y).uni:
-                return False
-            continue
-        if x.uni != y.uni or not np.array_equal(x.known, y.known) or \
-                not np.array_equal(x.v[x.known], y.v[y.known]):
+        (fx, vx), (fy, vy) = form(x), form(y)
+        if fx != fy or not np.array_equal(x.known, y.known) or \
+                not np.array_equal(vx[x.known], vy[y.known]):
             return False
     return True
 
