@@ -943,8 +943,10 @@ def test_stores_that_differ_are_no_replicas(body):
     assert "two warps touch the granule at byte 0" in got, got
 
 
-def test_a_proof_that_would_run_too_long_on_the_host_is_refused():
+def test_a_proof_that_would_run_too_long_on_the_host_is_refused(monkeypatch):
     from instrument import static_proof
+
+    monkeypatch.setattr(static_proof, "MAX_STEPS", 300)  # (20,000 steps take seconds)
 
     loop = """
 \tmov.u32 %r15, 0;
