@@ -497,7 +497,8 @@ def test_a_variable_that_may_sit_off_a_granule_is_refused():
                                                   "[%rd1], %r9;\n", ""), alone)), Proof)
 
 
-@pytest.mark.parametrize(("body", "head", "why"), [
+# (body, head, why): the fourth and the fifth reviews' cases
+FOURTH_REVIEW = [
     # (a kernel whose code fixes its cluster runs as one, launched plainly too: S carries
     # the CTA's rank in bits 24 and up, and T & 0x3fff is not T)
     ("    st.shared.u32 [%r4], %r1;\n    shr.u32 %r20, %r3, 4;\n    and.b32 %r21, %r20, 16383;\n"
@@ -515,13 +516,8 @@ def test_a_variable_that_may_sit_off_a_granule_is_refused():
      "    mov.u32 %r9, 64;\n$L:\n    }\n    {\n    mov.u32 %r9, 128;\n$L:\n    }\n"
      "    xor.b32 %r10, %r2, %r9;\n    add.u32 %r11, %r3, %r10;\n    ld.shared.u32 %r7, [%r11];",
      HEAD, "label `$L` in a nested block or declared twice"),
-])
-def test_a_fourth_reviews_cases_are_refused(body, head, why):
-    got = _prove(_kernel(body, head))
-    assert isinstance(got, str) and why in got, got
-
-
-@pytest.mark.parametrize(("body", "head", "why"), [
+]
+FIFTH_REVIEW = [
     # (two names in one declaration: smem sits at 0x401, beside pad)
     (BYTE_STORES,
      HEAD.replace(".extern .shared .align 16 .b8 smem[];", ".shared .align 1 .b8 pad, smem[256];"),
@@ -541,8 +537,11 @@ def test_a_fourth_reviews_cases_are_refused(body, head, why):
      "    add.u32 %r11, %r3, %r10;\n"
      "    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r12, %r13, %r14, %r15}, [%r11];",
      HEAD, "not aligned to the access's 16 bytes"),
-])
-def test_a_fifth_reviews_cases_are_refused(body, head, why):
+]
+
+
+@pytest.mark.parametrize(("body", "head", "why"), FOURTH_REVIEW + FIFTH_REVIEW)
+def test_the_fourth_and_fifth_reviews_cases_are_refused(body, head, why):
     got = _prove(_kernel(body, head))
     assert isinstance(got, str) and why in got, got
 
