@@ -35,11 +35,10 @@ def _time_session(cp, source: str, name: str, grid: tuple, block: tuple,
                  warmup: int = 1, repeats: int = 5) -> dict[str, Any]:
     """{run_ms, run_x, run_path, run_clean, run_same_bits[, run_error]} for `name`: the
     launches' CUDA-event times (the hook's host path and read-back inside the events)."""
+    from benchmarks.bench_clean import _time
     from consan import frontends, session
 
     s = session.Session(session.Options(count_other_launches=False), print_findings=False)
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    times: list[float] = []
     with frontends.sanitizing(s):
         # (a source text of its own: CuPy keeps one module per text, and one compiled
         # before the session would not be checked)
@@ -48,13 +47,8 @@ def _time_session(cp, source: str, name: str, grid: tuple, block: tuple,
         kern(grid, block, args, shared_mem=shared_mem)
         cp.cuda.get_current_stream().synchronize()
         same = verdict.same_bits(native_out, [o.get() for o in outs])
-        for i in range(warmup + repeats):
-            start.record()
-            kern(grid, block, args, shared_mem=shared_mem)
-            end.record()
-            end.synchronize()
-            if i >= warmup:
-                times.append(cp.cuda.get_elapsed_time(start, end))
+        times = _time(cp, lambda: kern(grid, block, args, shared_mem=shared_mem),
+                      lambda: None, warmup, repeats)
         s.settle()
     stats = s.report.kernels.get(name)
     ms = statistics.median(times)
