@@ -319,14 +319,17 @@ class Session:
     def launch(self, fn, grid: tuple[int, int, int], block: tuple[int, int, int],
                launcher: runtime.Launcher, shared_mem: int, stream, cooperative: bool,
                native: Callable[[], Any], extra_launch: dict[str, Any] | None = None,
-               scalars: dict[int, tuple[int, int]] | None = None) -> Any:
+               scalars: dict[int, tuple[int, int]] | None = None,
+               maps: tuple[int | None, ...] = ()) -> Any:
         """Check one launch of a front end's function, or run it natively and say why not.
 
         `fn` names the kernel (`kernel`, `display_name`) and builds it (`module.build(roots)`
         -> (runtime.Build, whether it can race at all)); `launcher` runs the instrumented
         function the front end's way; `native()` runs the user's own launch; `scalars`: the
         launch's integer arguments by kernel parameter position, where the front end knows
-        them, as (value, bits passed) (a proof may need them: the length of a loop over K)."""
+        them, as (value, bits passed) (a proof may need them: the length of a loop over K);
+        `maps`: the shared-memory bytes one copy through each tensor-map argument moves, in
+        order (None where not known), for a proof of its TMA copies."""
         with self.lock:
             skipped = self._selected(fn)
             if skipped:
@@ -350,7 +353,7 @@ class Session:
                         return run_native(native)
                     return self._run_proven(fn, lambda: run_native(native), stream,
                                             {"grid": grid, "block": block})
-                proof = self._launch_proof(fn, b, block, scalars) \
+                proof = self._launch_proof(fn, b, block, scalars, maps) \
                     if proofs_on() and not clustered else None
                 if proof is not None:  # (proven for this launch's block)
                     self._count_native(fn, b, proof)
@@ -480,7 +483,8 @@ class Session:
             render_live_fault(self.console, [], 0, {}, "<ptx>", header, fault["fault"])
 
     def _launch_proof(self, fn, b: runtime.Build, block: tuple[int, int, int],
-                      scalars: dict[int, tuple[int, int]] | None = None):
+                      scalars: dict[int, tuple[int, int]] | None = None,
+                      maps: tuple[int | None, ...] = ()):
         """The kernel's proof for this block (instrument/static_proof.py), made once per
         build, kernel and block, or, where a value not known before launch stood in its
         way, once per such set of integer arguments too (up to PROOFS_PER_KERNEL of them:
@@ -494,13 +498,14 @@ class Session:
         if got is None or got[0] is not b:
             got = self._proofs[key] = (b, prove_at(fn.kernel, tuple(block)))
         proof = got[1]
-        if isinstance(proof, str) and getattr(proof, "unknown", False) and scalars:
+        if isinstance(proof, str) and getattr(proof, "unknown", False) and (scalars or maps):
             tried = self._param_proofs.setdefault(key, 0)
-            pkey = (*key, tuple(sorted(scalars.items())))
+            pkey = (*key, tuple(sorted((scalars or {}).items())), tuple(maps))
             hit = self._proofs.get(pkey)
             if (hit is None or hit[0] is not b) and tried < PROOFS_PER_KERNEL:
                 self._param_proofs[key] = tried + 1
-                hit = self._proofs[pkey] = (b, prove_at(fn.kernel, tuple(block), scalars))
+                hit = self._proofs[pkey] = (b, prove_at(fn.kernel, tuple(block), scalars,
+                                                        tuple(maps)))
             proof = hit[1] if hit is not None and hit[0] is b else proof
         useful = not isinstance(proof, str) and proof is not None and \
             bool(proof.accesses or proof.barriers)

@@ -384,6 +384,19 @@ def tensor_map(array=None, *, box_shape, shape=None, strides=None, dtype=None, a
     return as_arg(data, info)
 
 
+def copy_sizes(args) -> tuple[int | None, ...]:
+    """The shared-memory bytes one copy through each tensor map among `args` moves, in
+    order (None where consan does not know the map): a proof before launch follows a
+    kernel's TMA copies with them."""
+    out = []
+    for a in args:
+        data = map_bytes(a) if isinstance(a, _ARRAYS) else None
+        if data is not None:
+            info = tensor_map_info(a)
+            out.append(info.footprint_bytes if info is not None else None)
+    return tuple(out)
+
+
 def encode(info: TensorMapInfo) -> bytes:
     """The 128 bytes cuTensorMapEncodeTiled builds for `info` (needs the CUDA driver)."""
     d = _driver()

@@ -22,8 +22,9 @@ after the store, in an interval before the issue.
 
 from __future__ import annotations
 
+import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,6 +33,10 @@ from .abi import GRANULE_BYTES as GRANULE
 AGENT_WARP, AGENT_COPY, AGENT_WGMMA = 0, 1, 2
 NEVER = 1 << 62  # the step of a wait that never came
 _WHAT = {AGENT_WARP: "access", AGENT_COPY: "cp.async", AGENT_WGMMA: "wgmma"}
+
+
+def _what(a: Access) -> str:
+    return {"mbar": "bulk copy", "bulk": "bulk store"}.get(a.queue) or _WHAT[a.agent]
 
 
 class Refused(Exception):
@@ -59,6 +64,9 @@ class Access:
     group: np.ndarray | None = None  # async: the commit group of each row
     idem: bool = False  # a store the checker skips where its own instruction wrote last
     rep: np.ndarray | None = None  # a store: its warp's replica tag per row (-1: none)
+    queue: str = ""  # async: what retires it ("cp", "bulk", "wgmma"; "mbar": waits)
+    # a copy completing on an mbarrier: warp -> the step of its wait that saw the phase
+    seen: dict[int, int] | None = None
 
     def end(self) -> tuple[np.ndarray, np.ndarray]:
         """(last interval, last step) of each row."""
@@ -76,7 +84,7 @@ def judge(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]
     if not accesses:
         return
     unit = _unit(accesses)
-    _conflicts(accesses, max(unit, GRANULE))
+    _conflicts(accesses, max(unit, GRANULE), nwarps)
     _written_first(accesses, nwarps, fences, unit, list(bar_steps))
 
 
@@ -120,9 +128,23 @@ def _ranges(counts: np.ndarray) -> np.ndarray:
     return np.arange(total) - np.repeat(ends - counts, counts)
 
 
-def _conflicts(accesses: list[Access], unit: int) -> None:
+def _seen(accesses: list[Access], nwarps: int) -> np.ndarray:
+    """Per access and warp, the step from which the warp has seen the access complete (a
+    copy on an mbarrier: the warp's wait for its phase); NEVER elsewhere."""
+    out = np.full((len(accesses), nwarps), NEVER, dtype=np.int64)
+    for i, a in enumerate(accesses):
+        for w, s in (a.seen or {}).items():
+            out[i, w] = s
+    return out
+
+
+def _conflicts(accesses: list[Access], unit: int, nwarps: int = 0) -> None:
     """Rule 1: no two unordered accesses to one granule, one of them writing."""
     r = _rows(accesses, unit)
+    nwarps = max(nwarps, int(r["warp"].max(initial=0)) + 4)
+    seen = _seen(accesses, nwarps)
+    # (a wgmma row's warp is its warpgroup's first: it has seen a copy once all four have)
+    seen4 = np.maximum.reduce([seen[:, k::4][:, :nwarps // 4] for k in range(4)])
     span = r["k1"] - r["k0"] + 1
     idx = np.repeat(np.arange(len(span)), span)  # a row per interval it lives in
     k = r["k0"][idx] + _ranges(span)
@@ -138,8 +160,8 @@ def _conflicts(accesses: list[Access], unit: int) -> None:
     keep = np.ones(len(order), dtype=bool)
     keep[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in cols])
     idx, key, lo, hi = idx[order][keep], key[order][keep], lo[order][keep], hi[order][keep]
-    agent, warp, write, conv, rep = (r[c][idx] for c in ("agent", "warp", "write", "conv",
-                                                         "rep"))
+    agent, warp, write, conv, rep, acc = (r[c][idx] for c in ("agent", "warp", "write",
+                                                              "conv", "rep", "acc"))
     n = len(key)
     d = 1
     while d < n:
@@ -152,6 +174,15 @@ def _conflicts(accesses: list[Access], unit: int) -> None:
                                                   hi[j])
         # (replicas: two warps' runs of one store, the same bytes at the same addresses)
         bad &= ~(write[i] & write[j] & (rep[i] >= 0) & (rep[i] == rep[j]))
+        # (a copy on an mbarrier and an access of a warp after its wait saw it complete)
+        if bad.any():
+            ai, aj = acc[i], acc[j]
+            for x, wy, agy, loy in ((ai, warp[j], agent[j], lo[j]),
+                                    (aj, warp[i], agent[i], lo[i])):
+                s = np.where(agy == AGENT_WGMMA, seen4[x, np.minimum(wy // 4,
+                                                                       seen4.shape[1] - 1)],
+                             seen[x, wy])
+                bad &= ~(s < loy)
         if bad.any():
             x, y = int(idx[i[bad][0]]), int(idx[j[bad][0]])
             raise _race(accesses, r, x, y, int(r["unit"][x]) * unit, unit)
@@ -184,8 +215,8 @@ def _race(accesses: list[Access], r: dict[str, np.ndarray], x: int, y: int, byte
         return Refused(f"lines {', '.join(map(str, lines))}: two warps touch the granule at "
                        f"byte {byte} between the same barriers, one of them writing")
     first, second = sorted((ax, ay), key=lambda a: (a.interval, a.seq))
-    return Refused(f"lines {first.line}, {second.line}: the {_WHAT[first.agent]} at line "
-                   f"{first.line} and the {_WHAT[second.agent]} at line {second.line} both "
+    return Refused(f"lines {first.line}, {second.line}: the {_what(first)} at line "
+                   f"{first.line} and the {_what(second)} at line {second.line} both "
                    f"touch byte {byte}, one writing, with no wait and barrier between them")
 
 
@@ -235,7 +266,15 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
     generic = _Generic(units)
     steps: dict[int, list[tuple[int, int, Access, np.ndarray]]] = {}  # interval -> events
     for a in accesses:
-        if a.agent == AGENT_COPY:  # (its write lands at its wait)
+        if a.agent == AGENT_COPY and a.seen is not None:  # (it lands for each warp at the
+            # wait that saw its phase complete)
+            n = len(a.thread)
+            for w, s in a.seen.items():
+                view = replace(a, thread=np.full(n, 32 * w), warp=np.full(n, w),
+                               converged=np.ones(n, dtype=bool))
+                k = bisect.bisect_left(bar_steps, s)
+                steps.setdefault(k, []).append((s, 0, view, np.ones(n, dtype=bool)))
+        elif a.agent == AGENT_COPY and a.write:  # (its write lands at its wait)
             k1, s1 = a.end()
             for k, s in set(zip(k1.tolist(), s1.tolist(), strict=True)):
                 if s != NEVER:
@@ -249,6 +288,7 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
             if fk < k:
                 fenced[w] = max(fenced[w], s)
         own = np.zeros((nwarps, units), dtype=bool)  # by the converged warp, in this interval
+        own_gen = np.full((nwarps, units), -1, dtype=np.int64)  # its last generic store there
         mine: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]  # thread * units + unit
         done: list[tuple[int, Access, np.ndarray]] = []
         for seq, _, a, rows in sorted(steps[k], key=lambda e: (e[0], e[1])):
@@ -260,10 +300,14 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
                 sure = a.certain[rows]
                 conv = a.converged[rows]
                 own[a.warp[rows][sure & conv][:, None], span[sure & conv]] = True
+                own_gen[a.warp[rows][sure & conv][:, None], span[sure & conv]] = \
+                    seq if a.agent == AGENT_WARP else -1
                 mine.append((a.thread[rows][sure][:, None] * units + span[sure]).ravel())
                 done.append((seq, a, rows))
                 continue
             have = written[span] | own[a.warp[rows][:, None], span]
+            if a.agent == AGENT_COPY:  # (a copy engine's read: the async proxy)
+                _async_reads(a, rows, span, k, unit, written, own_gen, generic, fence)
             if not have.all():
                 keys = (a.thread[rows][:, None] * units + span)[~have]
                 miss = ~np.isin(keys, np.concatenate(mine))
@@ -276,6 +320,36 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
             span = a.start[rows][:, None] // unit + np.arange(-(-a.size // unit))
             written[span[a.certain[rows]].ravel()] = True
             generic.write(a, rows, span, np.where(a.converged[rows], seq, end))
+
+
+def _async_reads(a: Access, rows: np.ndarray, span: np.ndarray, k: int, unit: int,
+                 written: np.ndarray, own_gen: np.ndarray, generic: _Generic,
+                 fences: list[tuple[int, int, int]]) -> None:
+    """A copy engine's read (a bulk or tensor store) of bytes a warp's generic store wrote
+    last: that warp's `fence.proxy.async` after the store and before the issue (by the
+    issuing warp itself, or ahead of a barrier before it)."""
+    issuer = int(a.warp[rows][0])
+
+    def fenced(w: int, after: int) -> bool:
+        return any(fw == w and after < fs < a.seq and (fk < k or w == issuer)
+                   for fw, fk, fs in fences)
+    for u in np.unique(span).tolist():
+        if own_gen[issuer, u] >= 0:
+            if not fenced(issuer, int(own_gen[issuer, u])):
+                raise Refused(f"line {a.line}: the copy reads byte {u * unit}, "
+                              "written by its warp's store with no fence.proxy.async between")
+            continue
+        if not written[u]:
+            continue  # (the rule below refuses a read of bytes no one wrote)
+        if generic.ambiguous[u]:
+            raise Refused(f"line {a.line}: the copy reads bytes which stores of two warps may "
+                          "have written last")
+        for w, s in ((generic.warp[u], generic.seq[u]),
+                     (generic.maybe_warp[u], generic.maybe_seq[u])):
+            if w >= 0 and not fenced(int(w), int(s)):
+                raise Refused(f"line {a.line}: the copy reads bytes last written by warp {w} "
+                              "with no fence.proxy.async of that warp after the store and "
+                              "before the copy")
 
 
 def _wgmma_reads(a: Access, span: np.ndarray, written: np.ndarray, generic: _Generic,

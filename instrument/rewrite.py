@@ -819,9 +819,10 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
 
 
 def _prove_at(mod: Module, shared: set[str], kernel: str, block: tuple[int, int, int],
-              params: dict[int, int] | None = None) -> static_proof.Proof | str:
+              params: dict[int, int] | None = None,
+              maps: static_proof.Maps = ()) -> static_proof.Proof | str:
     """The kernel's proof for a launch of `block` threads (static_proof.py), with the
-    launch's integer parameters by position where given."""
+    launch's integer parameters by position and its tensor maps' copy sizes where given."""
     fn = next((f for f in mod.functions if f.name == kernel), None)
     if fn is None:
         return f"no kernel {kernel}"
@@ -833,7 +834,7 @@ def _prove_at(mod: Module, shared: set[str], kernel: str, block: tuple[int, int,
     constants = constant_registers(fn.body)
     return static_proof.prove(
         fn, header, lambda it: classify(it, shared, in_entry=fn.is_entry, constants=constants),
-        shared, dims=tuple(block), params=params)  # type: ignore[arg-type]
+        shared, dims=tuple(block), params=params, maps=maps)  # type: ignore[arg-type]
 
 
 def _proofs(mod: Module, shared: set[str]) -> dict[str, static_proof.Proof]:

@@ -38,11 +38,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import wgmma_desc
+from . import abi, wgmma_desc
 from .abi import CPASYNC_GROUP_ENDS
 from .abi import GRANULE_BYTES as GRANULE
 from .coalesce import split_address
 from .events import Classified, Event
+from .proof_mbarrier import BYTES as MBAR_BYTES
+from .proof_mbarrier import MBarrier
 from .proof_rules import AGENT_COPY, AGENT_WGMMA, NEVER, Access, Refused, judge
 from .ptx import SPECIAL_REGISTER, Function, Item, ptx_int, register_width, register_widths
 
@@ -55,7 +57,9 @@ _REQNTID = re.compile(r"\.reqntid\s+(\w+)\s*(?:,\s*(\w+))?\s*(?:,\s*(\w+))?")
 _TYPE = re.compile(r"^([bus])(8|16|32|64)$")
 _ALLOWED = (Event.FENCE, Event.WARP_SYNC)  # order nothing the proof relies on
 _ASYNC_BOOKKEEPING = (Event.ASYNC_COMMIT, Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL,
-                      Event.WGMMA_COMMIT, Event.WGMMA_WAIT)
+                      Event.WGMMA_COMMIT, Event.WGMMA_WAIT, Event.BULK_COMMIT, Event.BULK_WAIT)
+_COPIES_IN = (Event.TENSOR_LOAD, Event.BULK_LOAD)  # the copy engine writes, on an mbarrier
+_COPIES_OUT = (Event.TENSOR_STORE, Event.BULK_STORE)  # it reads, until a bulk-group wait
 _M64 = (1 << 64) - 1
 # operations whose result is the same in every thread whose operands are
 _UNIFORM_OPS = frozenset(("mov", "add", "sub", "mul", "mad", "and", "or", "xor", "not",
@@ -66,6 +70,7 @@ _UNIFORM_OPS = frozenset(("mov", "add", "sub", "mul", "mad", "and", "or", "xor",
 _KEYED_OPS = frozenset(("mov", "cvt", "neg", "not", "abs"))
 _UNIFORM_SPECIAL = frozenset(f"%{r}.{d}" for r in ("ctaid", "nctaid", "ntid") for d in "xyz")
 MAX_SHARED = 256 * 1024  # past any CTA's shared memory
+_PARAM_SYM = "param "  # a parameter's address: the symbol of a value (no shared name has a space)
 # The largest address a kernel's one shared variable is taken to have: ptxas compiles
 # `mov.u32 %r, smem` for sm_90a to 0x400 (past the 1 KiB the system reserves) plus the
 # CTA's cluster rank shifted to bit 24 (a cluster launch is not run on a proof)
@@ -126,6 +131,9 @@ class _Pred:
     v: np.ndarray  # bool
     known: np.ndarray  # bool
     uni: bool = False  # as _Val's
+    # an `elect.sync` result, or its `and` with others: the value were every lane elected
+    # (the run elects each warp's first lane; _elected checks that the choice is moot)
+    base: np.ndarray | None = None
 
 
 def reqntid(header_items: list[Item]) -> tuple[int, int, int] | None:
@@ -145,6 +153,10 @@ def reqntid(header_items: list[Item]) -> tuple[int, int, int] | None:
 
 
 Params = dict[int, tuple[int, int]]  # parameter position -> (value, bits the launch passes)
+# the shared-memory bytes one copy through each of the kernel's tensor-map parameters moves
+# (`.param .align 64 .b8 name[128]`, in order; None where the map is not known)
+Maps = tuple[int | None, ...]
+_MAP_PARAM = re.compile(r"\.param\s+\.align\s+(?:64|128)\s+\.b8\s+([\w$]+)\s*\[\s*128\s*\]")
 
 
 class Refusal(str):
@@ -157,10 +169,11 @@ class Refusal(str):
 def prove(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
           dims: tuple[int, int, int] | None = None,
-          params: Params | None = None) -> Proof | Refusal:
+          params: Params | None = None, maps: Maps = ()) -> Proof | Refusal:
     """The kernel's proof for a block of `dims` (else its `.reqntid`), or why there is
     none (a sentence for tests and --verbose). `params`: the integer values of some of its
-    parameters (by position), for a proof of one launch."""
+    parameters (by position), `maps`: its tensor maps' copy sizes, for a proof of one
+    launch."""
     if not fn.is_entry:
         return Refusal("a device function (only kernels are proven)")
     dims = dims or reqntid(header_items)
@@ -174,10 +187,12 @@ def prove(fn: Function, header_items: list[Item],
         return Refusal(f"`{cluster.group(0)}`: a kernel of a cluster (a proof is made for "
                        "one CTA)")
     values = _param_values(header_items, params)
+    sizes = _map_sizes(header_items, maps)
     runs: list[_Prover] = []
 
     def make(loops: dict[int, int]) -> _Prover:
-        runs.append(_Prover(fn, dims, classify, shared, values, loops))
+        runs.append(_Prover(fn, dims, classify, shared, values, loops, sizes,
+                            param_names(header_items)))
         return runs[-1]
     try:
         return _every_path(make)[1]
@@ -204,6 +219,12 @@ def _param_decls(header_items: list[Item]) -> list[tuple[str, int]]:
     return out
 
 
+def _map_sizes(header_items: list[Item], maps: Maps) -> dict[str, int]:
+    """A tensor-map parameter's name -> the bytes one copy through it moves, where known."""
+    names = _MAP_PARAM.findall(" ".join(it.code for it in header_items))
+    return {n: b for n, b in zip(names, maps, strict=False) if b}
+
+
 def _param_values(header_items: list[Item], params: Params | None
                   ) -> dict[str, tuple[int, int]]:
     """A parameter's name -> (the value the kernel finds in its declared bits, those bits),
@@ -221,22 +242,89 @@ def _param_values(header_items: list[Item], params: Params | None
 def trace(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
           dims: tuple[int, int, int] | None = None,
-          params: Params | None = None) -> list[Access]:
+          params: Params | None = None, maps: Maps = ()) -> list[Access]:
     """The accesses as executed, before the rules judge them (for tests that replay them
     into the checker); a refusal of the execution itself raises ValueError."""
     dims = dims or reqntid(header_items)
     if dims is None:
         raise ValueError("no .reqntid")
     values = _param_values(header_items, params)
+    sizes = _map_sizes(header_items, maps)
 
     def make(loops: dict[int, int]) -> _Prover:
-        p = _Prover(fn, dims, classify, shared, values, loops)
+        p = _Prover(fn, dims, classify, shared, values, loops, sizes,
+                    param_names(header_items))
         p.judge = False
         return p
     try:
         return _every_path(make)[0].accesses
     except _Refused as why:
         raise ValueError(str(why)) from None
+
+
+_DECL = re.compile(r"\.(reg|shared|local)\b[^;]*?\s([%\w$][^;]*);")
+_NAME = re.compile(r"([%\w$.]+?)(?:<(\d+)>)?$")
+
+
+def _scopes(body: list[Item]) -> tuple[dict[int, int], set[str]]:
+    """Each branch's target (a label resolves in the innermost block around the branch
+    that declares it, as in PTX) and the registers nested blocks declare without a `%`.
+    Inline assembly's blocks (`{ .reg .pred p; W: ... @!p bra W; }`, repeated wherever it
+    is inlined) are followed where a nested declaration shadows no outer name: a register
+    name then stands for one register."""
+    stack = [-1]
+    labels: dict[tuple[int, str], int] = {}
+    scope: list[tuple[int, ...]] = []
+    declared: dict[int, list[tuple[str, int | None]]] = {}
+    for i, it in enumerate(body):
+        if it.kind == "open":
+            stack.append(i)
+        elif it.kind == "close" and len(stack) > 1:
+            stack.pop()
+        scope.append(tuple(stack))
+        if it.kind == "label":
+            if (stack[-1], it.label) in labels:
+                raise _Refused(f"line {it.line}: label `{it.label}` declared twice in one block")
+            labels[(stack[-1], it.label)] = i
+        m = _DECL.match(it.code.strip()) if it.kind == "stmt" else None
+        if m:
+            if m.group(1) != "reg" and len(stack) > 1:
+                raise _Refused(f"line {it.line}: a `.{m.group(1)}` declaration inside a nested "
+                               "block")
+            for name in m.group(2).split(","):
+                n = _NAME.match(name.strip())
+                if n:
+                    declared.setdefault(stack[-1], []).append(
+                        (n.group(1), int(n.group(2)) if n.group(2) else None))
+    local: set[str] = set()
+    for i, it in enumerate(body):  # (the first item of a block is its `{`)
+        if it.kind != "open" or i not in declared:
+            continue
+        outer = [d for b in scope[i][:-1] for d in declared.get(b, [])]
+        for name, _ in declared[i]:
+            if any(_names_meet(name, o) for o in outer):
+                raise _Refused(f"line {it.line}: a nested block declares `{name}` again (it "
+                               "shadows a register of the code around it)")
+            if not name.startswith("%"):
+                local.add(name)
+    targets = {}
+    for i, it in enumerate(body):
+        if it.is_instruction and it.op_parts[0] == "bra" and it.operands:
+            name = it.operands[0].strip()
+            t = next((labels[(b, name)] for b in reversed(scope[i]) if (b, name) in labels),
+                     None)
+            if t is not None:
+                targets[i] = t
+    return targets, local
+
+
+def _names_meet(name: str, decl: tuple[str, int | None]) -> bool:
+    """Whether register `name` is one that `decl` (a name, or a family `%r<N>`) declares."""
+    base, count = decl
+    if count is None:
+        return name == base
+    rest = name[len(base):]
+    return name.startswith(base) and rest.isdigit() and int(rest) < count
 
 
 def _every_path(make: Callable[[dict[int, int]], _Prover]) -> tuple[_Prover, Proof]:
@@ -315,8 +403,11 @@ class _Prover:
     def __init__(self, fn: Function, dims: tuple[int, int, int],
                  classify: Callable[[Item], Classified | None], shared: set[str],
                  params: dict[str, int] | None = None,
-                 loops: dict[int, int] | None = None) -> None:
+                 loops: dict[int, int] | None = None, maps: dict[str, int] | None = None,
+                 param_names: list[str] | None = None) -> None:
         self.fn, self.classify, self.shared = fn, classify, shared
+        self.maps = maps or {}  # tensor-map parameter -> bytes one copy through it moves
+        self.param_syms = {n: _PARAM_SYM + n for n in param_names or ()}
         self.params: dict[str, tuple[int, int]] = params or {}  # name -> (value, its bits)
         self.widths = register_widths(fn)
         self.n = dims[0] * dims[1] * dims[2]
@@ -349,6 +440,10 @@ class _Prover:
         self.pending: list[Access] = []  # copies and wgmmas not yet retired everywhere
         self.fences: list[tuple[int, int, int]] = []  # (warp, interval, step)
         self.chunk_memo: dict[tuple, np.ndarray] = {}
+        self.bulk_commits = np.zeros(self.n, dtype=np.int64)  # each thread's bulk groups
+        self.mbars: dict[int, MBarrier] = {}  # by where the proof puts each
+        self.spin_result: tuple[str, np.ndarray] | None = None  # a wait's predicate to set
+        self.local_names: set[str] = set()  # registers nested blocks declare without a %
         self.guessed = False  # a branch went a way not known before launch
         self.whole_warps = False  # the shfl being run is run by whole, converged warps
         # an in-flight wgmma's accumulators: what else writes them is not known (the ISA
@@ -370,7 +465,7 @@ class _Prover:
         return _Val(None, self._const(0), np.zeros(self.n, dtype=bool))
 
     # ------------------------------------------------------------ control flow
-    def _branches(self, body: list[Item], labels: dict[str, int]) -> list[tuple[int, int]]:
+    def _branches(self, body: list[Item]) -> list[tuple[int, int]]:
         """(index, target index) of every branch of `body`."""
         out = []
         for i, it in enumerate(body):
@@ -380,7 +475,7 @@ class _Prover:
             if op in ("brx", "call", "exit", "trap", "brkpt"):
                 raise _Refused(f"line {it.line}: `{op}` (the proof follows branches only)")
             if op == "bra":
-                t = labels.get(it.operands[0].strip() if it.operands else "")
+                t = self.targets.get(i)
                 if t is None:
                     raise _Refused(f"line {it.line}: a branch to no label of the kernel")
                 out.append((i, t))
@@ -403,22 +498,8 @@ class _Prover:
 
     def run(self) -> Proof:
         body = self.fn.body
-        depth = 0
-        for it in body:  # (a declaration in an inner block could shadow a name: not followed)
-            depth += (it.kind == "open") - (it.kind == "close")
-            if depth and it.kind == "stmt" and it.opcode.split(".")[1:2] in (
-                    ["reg"], ["shared"], ["local"]):
-                raise _Refused(f"line {it.line}: a declaration inside a nested block")
-        depth = 0
-        self.labels = {}
-        for i, it in enumerate(body):  # (a label in a nested block may be one of several)
-            depth += (it.kind == "open") - (it.kind == "close")
-            if it.kind == "label":
-                if depth or it.label in self.labels:
-                    raise _Refused(f"line {it.line}: label `{it.label}` in a nested block or "
-                                   "declared twice")
-                self.labels[it.label] = i
-        self.branch_list = self._branches(body, self.labels)
+        self.targets, self.local_names = _scopes(body)
+        self.branch_list = self._branches(body)
         self.steps = 0
         left = self._exec([(0, self.yes.copy())], len(body), nested=False)
         self.alive &= ~left  # (falling off the end returns)
@@ -426,6 +507,7 @@ class _Prover:
             assert a.until is not None
             a.until[a.until_seq == NEVER] = self.barriers
         self._inside()
+        self._mbarrier_bytes()
         if self.judge:
             try:
                 judge(self.accesses, self.nwarps, self.fences, self.bar_steps)
@@ -475,14 +557,24 @@ class _Prover:
             return [(pc + 1, mask & ~run)]
         if op == "bra":
             return self._branch(it, pc, mask)
+        if op == "elect":
+            self._elect(it, run, maybe, others)
+            return [(pc + 1, mask)]
         c = self.classify(it)
+        self.pc = pc
         if c is not None and c.event not in _ALLOWED:
             self._event(it, c, mask, run & ~self.doubt, maybe, others)
         self._assign(it, run, maybe)
+        if self.spin_result is not None:  # (a wait's loop spins until it returns true)
+            name, where = self.spin_result
+            self.spin_result = None
+            old = self.preds.get(name, _Pred(np.zeros(self.n, dtype=bool),
+                                             np.zeros(self.n, dtype=bool)))
+            self.preds[name] = _Pred(old.v | where, old.known | where)
         return [(pc + 1, mask)]
 
     def _branch(self, it: Item, pc: int, mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
-        target = self.labels[it.operands[0].strip()]
+        target = self.targets[pc]
         if it.pred:
             text = it.pred.lstrip("@")
             p = self._pred(text)
@@ -572,7 +664,9 @@ class _Prover:
         regs, preds = of if of is not None else (self.regs, self.preds)
         return ({r: _Val(v.sym, v.a.copy(), v.known.copy(), v.rel, v.uni,
                          None if v.key is None else v.key.copy()) for r, v in regs.items()},
-                {r: _Pred(v.v.copy(), v.known.copy(), v.uni) for r, v in preds.items()})
+                {r: _Pred(v.v.copy(), v.known.copy(), v.uni,
+                          None if v.base is None else v.base.copy())
+                 for r, v in preds.items()})
 
     def _meet(self, went: tuple[dict, dict], taken: np.ndarray, unknown: np.ndarray) -> None:
         """Where the two ways of a branch meet: the taken way's registers for the threads
@@ -592,8 +686,10 @@ class _Prover:
             x = went[1].get(r, _Pred(none.copy(), none.copy()))
             y = self.preds.get(r, _Pred(none.copy(), none.copy()))
             same = x.known & y.known & (x.v == y.v)
-            self.preds[r] = _Pred(np.where(taken, x.v, y.v),
-                                  np.where(unknown, same, np.where(taken, x.known, y.known)))
+            known = np.where(unknown, same, np.where(taken, x.known, y.known))
+            if x.base is not None or y.base is not None:
+                known = none  # (an election's predicate is not merged)
+            self.preds[r] = _Pred(np.where(taken, x.v, y.v), known)
 
     def _diverge(self, mask: np.ndarray, taken: np.ndarray) -> bool:
         """Mark the warps whose lanes of `mask` part ways at a branch; whether any did."""
@@ -649,11 +745,18 @@ class _Prover:
             for w in np.unique(self.warp[run & ~self.doubt]):
                 self.fences.append((int(w), self.barriers, self.steps))
             return
+        if c.event is Event.MBARRIER:
+            self._mbarrier(it, c, run, maybe)
+            return
+        if c.event in _COPIES_IN or c.event in _COPIES_OUT:
+            self._bulk(it, c, run, maybe)
+            return
         if c.event not in (Event.READ, Event.WRITE, Event.ASYNC_WRITE) or c.reason or \
                 it.op_parts[0] not in ("ld", "st", "ldmatrix", "stmatrix", "cp") or \
                 "shared" not in it.op_parts:
             raise _Refused(f"line {it.line}: `{it.opcode}` ({c.event.value}) is not a plain "
                            "load or store of the CTA's shared memory")
+        self._elected(it, maybe)
         if it.op_parts[0] in ("ldmatrix", "stmatrix") and "m8n8" not in it.op_parts:
             raise _Refused(f"line {it.line}: `{it.opcode}`: only 8x8 matrices are followed")
         if it.op_parts[0] in ("ldmatrix", "stmatrix"):  # (lanes 0..8 x matrices-1 give rows)
@@ -668,7 +771,7 @@ class _Prover:
         base, off = parts
         v = _Val(base, self._const(0), self.yes) if base in self.shared else \
             self.regs.get(base, self._unknown())
-        if v.sym is None or not v.known[maybe].all():
+        if v.sym not in self.shared or not v.known[maybe].all():
             raise _Refused(f"line {it.line}: the address `{c.address}` is not known before "
                            "launch")
         self.sym = self.sym or v.sym
@@ -704,7 +807,7 @@ class _Prover:
             if it.op_parts[0] == "st":
                 a.rep = self._replicas(it, threads, start[maybe], run[maybe])
         if copy:  # (the warp's copy unit writes it, until the thread's wait retires it)
-            a.agent, a.group = AGENT_COPY, self.commits[threads].copy()
+            a.agent, a.group, a.queue = AGENT_COPY, self.commits[threads].copy(), "cp"
             a.until = np.zeros(len(threads), dtype=np.int64)
             a.until_seq = np.full(len(threads), NEVER, dtype=np.int64)
             self.pending.append(a)
@@ -718,6 +821,8 @@ class _Prover:
         address (which one lands is not known). Two warps with one tag store the same bytes
         at the same addresses (docs/model.md, "Replicated stores")."""
         vals = re.findall(r"%[\w$.]+|-?\b\d\w*", " ".join(it.operands[1:]))
+        if set(re.findall(r"[\w$.]+", " ".join(it.operands[1:]))) & self.local_names:
+            return np.full(len(threads), -1, dtype=np.int64)  # (a value not followed here)
         terms = [self._operand_terms(o) for o in vals]
         out = np.full(len(threads), -1, dtype=np.int64)
         if any((kind[threads] < 0).all() for kind, _, _ in terms):
@@ -798,12 +903,16 @@ class _Prover:
         """cp.async and wgmma commits and waits: a wait retires the groups it covers (a
         thread's cp.async groups, a warpgroup's wgmma groups) at this step."""
         wgmma = c.event in (Event.WGMMA_COMMIT, Event.WGMMA_WAIT)
+        bulk = c.event in (Event.BULK_COMMIT, Event.BULK_WAIT)
+        queue = "wgmma" if wgmma else "bulk" if bulk else "cp"
         got = self._whole(it, run, maybe, others, 128 if wgmma else 32)
         if c.event in (Event.ASYNC_COMMIT, Event.ASYNC_WAIT_ALL):
             self.commits[run] += 1
         if c.event is Event.WGMMA_COMMIT:
             self.wg_commits[got] += 1
-        if c.event in (Event.ASYNC_COMMIT, Event.WGMMA_COMMIT):
+        if c.event is Event.BULK_COMMIT:
+            self.bulk_commits[run] += 1
+        if c.event in (Event.ASYNC_COMMIT, Event.WGMMA_COMMIT, Event.BULK_COMMIT):
             return
         try:
             n = 0 if c.event is Event.ASYNC_WAIT_ALL else ptx_int(it.operands[0])
@@ -814,10 +923,11 @@ class _Prover:
             # wait retires nothing)
             return
         for a in self.pending:
-            if (a.agent == AGENT_WGMMA) != wgmma:
+            if a.queue != queue:
                 continue
             assert a.until is not None and a.until_seq is not None and a.group is not None
-            limit = self.wg_commits[a.warp // 4] if wgmma else self.commits[a.thread]
+            limit = self.wg_commits[a.warp // 4] if wgmma else \
+                self.bulk_commits[a.thread] if bulk else self.commits[a.thread]
             hit = (a.until_seq == NEVER) & run[a.thread] & (a.group < limit - n)
             a.until[hit] = self.barriers
             a.until_seq[hit] = self.steps
@@ -873,9 +983,216 @@ class _Prover:
                        wgmma_desc.CHUNK, False, np.ones(k, dtype=bool),
                        np.ones(k, dtype=bool), it.line, self.steps, AGENT_WGMMA,
                        np.zeros(k, dtype=np.int64), np.full(k, NEVER, dtype=np.int64),
-                       np.full(k, self.wg_commits[g]))
+                       np.full(k, self.wg_commits[g]), queue="wgmma")
             self.pending.append(a)
             self.accesses.append(a)
+
+    # ------------------------------------------------------------ mbarriers and bulk copies
+    def _elect(self, it: Item, run: np.ndarray, maybe: np.ndarray, others: bool) -> None:
+        """`elect.sync d|p, -1` by whole converged warps: p true in one lane of each. The run
+        elects the first lane; which one the GPU elects is moot where _elected allows its
+        use (the register d, that lane's id, is not known)."""
+        self._whole(it, run, maybe, others, 32)
+        ops = it.operands
+        if len(ops) != 2 or ops[1].strip().lower() not in ("-1", "0xffffffff"):
+            raise _Refused(f"line {it.line}: `elect.sync` of a part of the warp")
+        d = [x.strip() for x in ops[0].split("|")]
+        if d[0] not in ("_", ""):
+            self.regs[d[0]] = self._unknown()
+        if len(d) == 2:
+            old = self.preds.get(d[1], _Pred(np.zeros(self.n, dtype=bool),
+                                             np.zeros(self.n, dtype=bool)))
+            first = self.special["%laneid"] == np.uint64(0)
+            base = old.v if old.base is None else old.base
+            self.preds[d[1]] = _Pred(np.where(run, first, old.v), old.known | run,
+                                     base=np.where(run, True, base))
+
+    def _elected(self, it: Item, mask: np.ndarray, operands: list[str] | None = None) -> None:
+        """An instruction under an `elect.sync` predicate: whether each warp runs it, and
+        with which of its `operands` (all where None: those that decide what it does in
+        shared memory), must not depend on the lane elected."""
+        p = self.preds.get(it.pred.lstrip("@").lstrip("!")) if it.pred else None
+        if p is None or p.base is None:
+            return
+        would = mask & p.base
+        names = re.findall(r"%[\w$.]+|\b[A-Za-z_$][\w$]*\b",
+                           " ".join(it.operands if operands is None else operands))
+        vals = [self._src(x, 64) for x in names
+                if x in self.special or x in self.regs or x in self.local_names]
+        for w in np.unique(self.warp[mask]):
+            lanes = mask & (self.warp == w)
+            if would[lanes].any() != would[lanes].all():
+                raise _Refused(f"line {it.line}: whether warp {w} runs it depends on the lane "
+                               "`elect.sync` picks")
+            for v in vals:
+                if not v.known[lanes].all() or len(set(v.a[lanes].tolist())) > 1:
+                    raise _Refused(f"line {it.line}: its operands differ between the lanes "
+                                   "`elect.sync` may pick")
+
+    def _smem(self, it: Item, text: str, threads: np.ndarray, size: int) -> np.ndarray:
+        """Per thread, where the proof puts the shared-memory address `text` (an mbarrier, a
+        copy's first byte), for the threads of `threads`."""
+        parts = split_address(text or "")
+        if parts is None:
+            raise _Refused(f"line {it.line}: address `{text}` not understood")
+        base, off = parts
+        v = _Val(base, self._const(0), self.yes) if base in self.shared else \
+            self.regs.get(base, self._unknown())
+        if v.sym not in self.shared or not v.known[threads].all():
+            raise _Refused(f"line {it.line}: the address `{text}` is not known before launch")
+        self.sym = self.sym or v.sym
+        start = (v.a + np.uint64(off & _M64)).view(np.int64)
+        if (start[threads] < 0).any() or (start[threads] + size > MAX_SHARED).any():
+            raise _Refused(f"line {it.line}: an address outside the shared memory a CTA can "
+                           "have")
+        if threads.any():
+            end = int((start[threads] + size).max())
+            self.extent[v.sym] = max(self.extent.get(v.sym, (0, 0)), (end, it.line))
+        return start + self._base(it, v.sym)
+
+    def _int_of(self, it: Item, text: str, threads: np.ndarray, what: str) -> np.ndarray:
+        v = self._src(text, 64)
+        if v.sym or v.rel or not v.known[threads].all():
+            raise _Refused(f"line {it.line}: the {what} `{text}` is not known before launch")
+        return v.a.view(np.int64)
+
+    def _certain(self, it: Item, c: Classified, run: np.ndarray, maybe: np.ndarray) -> None:
+        if not np.array_equal(run, maybe) or (self.doubt & maybe).any():
+            raise _Refused(f"line {it.line}: `{it.opcode}` that threads may or may not run")
+        self._elected(it, maybe, [x for x in (c.address, c.arg, c.result) if x])
+
+    def _spins(self, pc: int, result: str | None) -> bool:
+        """Whether the wait at `pc` is a loop that runs it again until `result` is true:
+        `L: wait p; @!p bra L;` or `L: wait p; @p bra M; bra L; M:`."""
+        body = self.fn.body
+        nxt = [i for i in range(pc + 1, min(pc + 8, len(body))) if body[i].is_instruction][:2]
+
+        def back(j: int) -> bool:  # (a branch to labels just before the wait)
+            t = self.targets.get(j)
+            return t is not None and t <= pc and not any(x.is_instruction for x in body[t:pc])
+        if not result or not nxt or body[nxt[0]].op_parts[0] != "bra":
+            return False
+        first = body[nxt[0]]
+        if first.pred == f"@!{result}" and back(nxt[0]):
+            return True
+        if first.pred != f"@{result}" or len(nxt) != 2:
+            return False
+        second, out = body[nxt[1]], self.targets.get(nxt[0], -1)
+        return not second.pred and second.op_parts[0] == "bra" and back(nxt[1]) and \
+            out > nxt[1] and not any(x.is_instruction for x in body[nxt[1] + 1:out])
+
+    def _mbarrier(self, it: Item, c: Classified, run: np.ndarray, maybe: np.ndarray) -> None:
+        """init, arrive(.expect_tx), expect_tx, a spinning try_wait.parity, inval of the
+        CTA's own mbarriers (proof_mbarrier.py); any other form refuses the proof."""
+        op = c.op
+        if c.space == abi.SPACE_CLUSTER or op not in (
+                abi.MB_INIT, abi.MB_INVAL, abi.MB_ARRIVE, abi.MB_ARRIVE_EXPECT_TX,
+                abi.MB_EXPECT_TX, abi.MB_WAIT_PARITY):
+            raise _Refused(f"line {it.line}: `{it.opcode}` is not followed by the proof")
+        if op == abi.MB_WAIT_PARITY and not self._spins(self.pc, c.result):
+            raise _Refused(f"line {it.line}: a wait whose result the kernel uses other than by "
+                           "trying again until it succeeds")
+        self._certain(it, c, run, maybe)
+        if not run.any():
+            return
+        at = self._smem(it, c.address or "", run, MBAR_BYTES)
+        arg = self._int_of(it, c.arg, run, "operand") if op != abi.MB_INVAL else None
+        k, line = self.barriers, it.line
+        for addr in np.unique(at[run]).tolist():
+            threads = run & (at == addr)
+            warps = {int(w) for w in np.unique(self.warp[threads])}
+            n = int(threads.sum())
+            if op == abi.MB_INIT:
+                if n != 1 or (addr in self.mbars and self.mbars[addr].valid):
+                    raise _Refused(f"line {line}: an mbarrier initialised by {n} threads or "
+                                   "while still in use")
+                self.mbars[addr] = MBarrier(addr, int(arg[threads][0]), warps.pop(), k, line)
+                continue
+            mb = self.mbars.get(addr)
+            if mb is None:
+                raise _Refused(f"line {line}: an mbarrier not initialised before")
+            for w in warps:
+                mb.use(line, w, k)
+            if op == abi.MB_INVAL:
+                mb.inval(line)
+            elif op == abi.MB_ARRIVE:
+                mb.arrive(line, warps, k, int(arg[threads].sum()))
+            elif op == abi.MB_ARRIVE_EXPECT_TX:
+                mb.arrive(line, warps, k, n, int(arg[threads].sum()))
+            elif op == abi.MB_EXPECT_TX:
+                mb.expect(line, warps, k, int(arg[threads].sum()))
+            else:
+                parities = set(arg[threads].tolist())
+                if len(parities) != 1:
+                    raise _Refused(f"line {line}: threads wait for phases of other parities "
+                                   "of one mbarrier")
+                parity = parities.pop()
+                for w in warps:
+                    whole = (self.warp == w) & self.alive
+                    if self.split[w] and not (threads[whole]).all():
+                        raise _Refused(f"line {line}: part of a diverged warp waits")
+                    for a in mb.wait(line, parity, w, k):
+                        assert a.seen is not None and a.until is not None and \
+                            a.until_seq is not None
+                        a.seen.setdefault(w, self.steps)
+                        if (a.until_seq == NEVER).all():
+                            a.until[:], a.until_seq[:] = k, self.steps
+        if op == abi.MB_WAIT_PARITY:
+            self.spin_result = (c.result or "", maybe)
+
+    def _bulk(self, it: Item, c: Classified, run: np.ndarray, maybe: np.ndarray) -> None:
+        """A copy engine's write of shared memory completing on an mbarrier (a bulk or tensor
+        load), or its read of it until the thread's bulk-group wait (a bulk or tensor store,
+        a reduction into global memory)."""
+        into = c.event in _COPIES_IN
+        if c.mask or it.op_parts[0] in ("st", "red") or (into and "global" not in it.op_parts):
+            raise _Refused(f"line {it.line}: `{it.opcode}` (a copy to or from another CTA) is "
+                           "not followed by the proof")
+        self._certain(it, c, run, maybe)
+        if not run.any():
+            return
+        if c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE):
+            v = self._src(c.arg, 64)
+            name = (v.sym or "")[len(_PARAM_SYM):] if (v.sym or "").startswith(
+                _PARAM_SYM) and v.known[run].all() and not v.a[run].any() else None
+            if name is None:
+                raise _Refused(f"line {it.line}: the tensor map `{c.arg}` is not a kernel "
+                               "parameter the proof follows")
+            size = self.maps.get(name)
+            if size is None:
+                raise _Refused(f"line {it.line}: the box of tensor map `{name}` is not known "
+                               "before launch")
+            sizes = np.full(self.n, size, dtype=np.int64)
+        else:
+            sizes = self._int_of(it, c.arg, run, "size")
+        start = self._smem(it, c.address or "", run, int(sizes[run].max()))
+        bars = self._smem(it, c.result or "", run, MBAR_BYTES) if into else None
+        for t in np.nonzero(run)[0].tolist():
+            w = int(self.warp[t])
+            a = Access(self.barriers, np.array([t]), np.array([w]), start[t:t + 1],
+                       int(sizes[t]), into, np.ones(1, dtype=bool),
+                       np.array([not self.split[w]]), it.line, self.steps, AGENT_COPY,
+                       np.zeros(1, dtype=np.int64), np.full(1, NEVER, dtype=np.int64),
+                       self.bulk_commits[t:t + 1].copy(), queue="bulk")
+            if bars is not None:
+                a.queue, a.seen = "mbar", {}
+                mb = self.mbars.get(int(bars[t]))
+                if mb is None:
+                    raise _Refused(f"line {it.line}: a copy on an mbarrier not initialised "
+                                   "before")
+                mb.use(it.line, w, self.barriers)
+                mb.copy(it.line, {w}, self.barriers, a, int(sizes[t]))
+                self.writes += 1
+            self.pending.append(a)
+            self.accesses.append(a)
+
+    def _mbarrier_bytes(self) -> None:
+        """No access and no copy touches an mbarrier object's bytes."""
+        for addr, mb in self.mbars.items():
+            for a in self.accesses:
+                if ((a.start < addr + MBAR_BYTES) & (addr < a.start + a.size)).any():
+                    raise _Refused(f"lines {mb.line}, {a.line}: an access to the bytes of the "
+                                   f"mbarrier initialised at line {mb.line}")
 
     def _guard(self, it: Item, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(threads of `mask` that run it if they are on this path, threads that may run
@@ -884,7 +1201,7 @@ class _Prover:
             return mask, mask
         text = it.pred.lstrip("@")
         p = self.preds.get(text.lstrip("!"))
-        if p is None:
+        if p is None or (p.base is not None and text.startswith("!")):
             return np.zeros(self.n, dtype=bool), mask
         v = ~p.v if text.startswith("!") else p.v
         return mask & p.known & v, mask & (~p.known | v)
@@ -893,8 +1210,9 @@ class _Prover:
     def _dests(self, it: Item) -> list[str]:
         if not it.operands or it.op_parts[0] in _NO_DEST or it.operands[0].lstrip()[:1] == "[":
             return []
-        return [r for r in re.findall(r"%[\w$.]+", it.operands[0])
-                if not SPECIAL_REGISTER.fullmatch(r)]
+        return [r for r in re.findall(r"%?[\w$.]+", it.operands[0])
+                if (r.startswith("%") and not SPECIAL_REGISTER.fullmatch(r)) or
+                r in self.local_names]
 
     def _src(self, text: str, bits: int) -> _Val:
         text = text.strip()
@@ -902,7 +1220,9 @@ class _Prover:
             return _Val(None, self.special[text] & _mask(bits), self.yes)
         if text in self.shared:
             return _Val(text, self._const(0), self.yes)
-        if text.startswith("%"):
+        if text in self.param_syms:  # (a parameter's address, as a tensor map's operand)
+            return _Val(self.param_syms[text], self._const(0), self.yes)
+        if text.startswith("%") or text in self.local_names:
             return self.regs.get(text, self._unknown())
         try:
             return _Val(None, self._const(ptx_int(text)) & _mask(bits), self.yes)
@@ -918,6 +1238,8 @@ class _Prover:
         else:
             p = self.preds.get(text, _Pred(np.zeros(self.n, dtype=bool),
                                            np.zeros(self.n, dtype=bool)))
+        if neg and p.base is not None:  # (the lanes not elected: which they are is not known)
+            return _Pred(~p.v, np.zeros(self.n, dtype=bool))
         return _Pred(~p.v, p.known) if neg else p
 
     def _assign(self, it: Item, run: np.ndarray, maybe: np.ndarray) -> None:
@@ -939,8 +1261,13 @@ class _Prover:
                                               np.zeros(self.n, dtype=bool)))
                 if value is None:
                     value = _Pred(old.v, np.zeros(self.n, dtype=bool))
+                base = None
+                if value.base is not None or old.base is not None:
+                    base = np.where(run, value.v if value.base is None else value.base,
+                                    old.v if old.base is None else old.base)
                 self.preds[r] = _Pred(np.where(run, value.v, old.v),
-                                      np.where(run, value.known, old.known) & ~doubt, uni)
+                                      np.where(run, value.known, old.known) & ~doubt, uni,
+                                      base)
                 continue
             old = self.regs.get(r)
             key = None
@@ -1092,9 +1419,14 @@ class _Prover:
             if op == "mov":
                 return {dests[0]: s[0]}
             if op == "not":
-                return {dests[0]: _Pred(~s[0].v, known)}
+                return {dests[0]: self._pred("!" + ops[1].strip())}
             f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[op]
-            return {dests[0]: _Pred(f(s[0].v, s[1].v), known)}
+            base = None
+            if any(p.base is not None for p in s):
+                if op != "and":
+                    return None
+                base = np.logical_and.reduce([p.v if p.base is None else p.base for p in s])
+            return {dests[0]: _Pred(f(s[0].v, s[1].v), known, base=base)}
         if op == "setp":
             return self._setp(parts, ops, dests)
         if op == "cvt":
@@ -1103,6 +1435,9 @@ class _Prover:
             return self._param(parts, ops, dests)
         if op == "shfl":
             return self._shfl(parts, ops, dests)
+        if op == "cvta" and "param" in parts and len(dests) == 1 and "to" not in parts:
+            v = self._src(ops[1], 64)  # (a kernel parameter's generic address)
+            return {dests[0]: v} if (v.sym or "").startswith(_PARAM_SYM) else None
         w = _width(parts)
         if w is None or len(dests) != 1:
             return None
@@ -1119,6 +1454,9 @@ class _Prover:
         known = np.logical_and.reduce([s.known for s in srcs])
         mo = _mask(2 * bits if wide else bits)
         a = srcs[0]
+        if any((v.sym or "").startswith(_PARAM_SYM) for v in srcs) and \
+                (op != "mov" or bits != 64):
+            return None  # (a parameter's address is followed only as a whole)
         if op == "mov":
             return {dests[0]: _Val(a.sym, a.a if a.sym else a.a & m, a.known, a.rel)}
         if op == "mad" and "lo" in parts and len(srcs) == 3 and srcs[2].sym and \
@@ -1316,6 +1654,8 @@ class _Prover:
             if len(ops) < 4:
                 return None
             c = self._pred(ops[3])
+            if c.base is not None:
+                return None
             f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[parts[2]]
             out = {dests[0]: _Pred(f(r, c.v), known & c.known)}
             if len(dests) > 1:

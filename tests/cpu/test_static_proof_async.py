@@ -511,11 +511,12 @@ FOURTH_REVIEW = [
      HEAD.replace(".extern .shared .align 16 .b8 smem[];",
                   ".shared .align 4 .b8 pad[16];\n.extern .shared .align 16 .b8 smem[];"),
      "the address `%r25` is not known"),
-    # (the same label in two nested blocks: a branch goes to the one in its scope)
+    # (the same label in two nested blocks: a branch goes to the one in its scope, so the
+    # second block's 128 is the offset read, another warp's word)
     ("    st.shared.u32 [%r4], %r1;\n    mov.u32 %r9, 0;\n    {\n    bra $L;\n"
      "    mov.u32 %r9, 64;\n$L:\n    }\n    {\n    mov.u32 %r9, 128;\n$L:\n    }\n"
      "    xor.b32 %r10, %r2, %r9;\n    add.u32 %r11, %r3, %r10;\n    ld.shared.u32 %r7, [%r11];",
-     HEAD, "label `$L` in a nested block or declared twice"),
+     HEAD, "two warps touch the granule"),
 ]
 FIFTH_REVIEW = [
     # (two names in one declaration: smem sits at 0x401, beside pad)

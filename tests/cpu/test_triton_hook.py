@@ -123,9 +123,9 @@ def test_a_launch_goes_to_the_session_and_back_through_tritons_launcher(compiled
 
     class Session:
         def launch(self, fn, grid, block, launcher, shared_mem, stream, cooperative,
-                   run_native, extra_launch, scalars):
+                   run_native, extra_launch, scalars, maps):
             self.seen = (fn.kernel, grid, block, shared_mem, stream.ptr, cooperative,
-                         extra_launch, launcher.args, scalars)
+                         extra_launch, launcher.args, scalars, maps)
             launcher(Prepared())
 
     s = Session()
@@ -134,7 +134,7 @@ def test_a_launch_goes_to_the_session_and_back_through_tritons_launcher(compiled
                                  "enter", "exit", "arg0", "arg1", 5, 1024)
     # (n, the kernel's third parameter, is the one integer a proof before launch may use)
     assert s.seen == (compiled.metadata.name, (3, 2, 1), (128, 1, 1), 1024, 77, False, None,
-                      (), {2: (5, 32)})
+                      (), {2: (5, 32)}, ())
     # Triton's launcher packs the very same arguments; only the function and smem change
     assert calls == [(3, 2, 1, 77, 0xABC, (4, 1, 40960), "md", "enter", "exit", "arg0",
                       "arg1", 5, 1024)]

@@ -38,8 +38,9 @@ def _differing(a, b) -> int:
 # under a session they run natively; with CONSAN_PROOF=0 the same checks hold instrumented.
 # The pipelined matmuls (cp.async, wgmma) are proven for their launch's M, N and K;
 # layer_norm_bwd's dx kernel through its spin lock (a uniform loop), its dW/dB kernel with
-# its warps' replicated stores.
-PROVEN = ("softmax", "layer_norm_fwd", "layer_norm_bwd", "matmul_bk32_s2_w4",
+# its warps' replicated stores; tma_add_into for its launch's tensor maps (TMA copies on an
+# mbarrier, a bulk reduction reading the tile).
+PROVEN = ("softmax", "layer_norm_fwd", "layer_norm_bwd", "matmul_bk32_s2_w4", "tma_add_into",
           *(f"matmul_s{s}_w{w}" for s in (2, 3, 4, 5) for w in (4, 8)))
 
 

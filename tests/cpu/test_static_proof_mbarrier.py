@@ -1,0 +1,175 @@
+"""Proofs before launch of kernels whose shared memory is written by TMA copies completing
+on an mbarrier and read by bulk stores (instrument/static_proof.py, proof_mbarrier.py):
+Triton's `desc.load` / `desc.atomic_add` tile proven for its launch's tensor maps, each
+wait and barrier it needs shown by a mutant the proof refuses, and the rules on small
+hand-written kernels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from instrument.events import classify, constant_registers
+from instrument.ptx import parse
+from instrument.rewrite import _shared_symbols
+from instrument.static_proof import Proof, prove
+
+# tests/kernels/triton_corpus.py's tma_add_into, compiled by Triton 3.6 for sm_90a: two
+# warps each load half the 64x64 f32 tile (a 32x64 box, 8192 bytes) on one mbarrier, every
+# thread waits for it, and the same two warps reduce the tile into global memory
+ADD_INTO = Path(__file__).parents[1] / "corpus" / "triton" / "triton_tma_add_into.ptx"
+BOX = 32 * 64 * 4
+
+
+def _prove(ptx: str, maps=(BOX, BOX), dims=None):
+    mod = parse(ptx, "k")
+    (fn,) = [f for f in mod.functions if f.is_entry]
+    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
+                 dims=dims, maps=maps)
+
+
+def _edit(text: str, line: int, old: str, new: str) -> str:
+    lines = text.splitlines(keepends=True)
+    assert old in lines[line - 1], lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace(old, new)
+    return "".join(lines)
+
+
+def test_tritons_tma_tile_is_proven_for_its_launch_maps():
+    got = _prove(ADD_INTO.read_text())
+    assert isinstance(got, Proof), got
+    assert (got.threads, got.accesses, got.barriers) == (128, 2, 5)
+    why = _prove(ADD_INTO.read_text(), maps=())  # (the box is the map's, known at launch)
+    assert not isinstance(why, Proof) and why.unknown, why
+    assert "the box of tensor map `tma_add_into_kernel_param_0` is not known" in why
+    # (a box of the whole tile: each copy delivers it all, the phase completes at the first)
+    assert not isinstance(_prove(ADD_INTO.read_text(), maps=(2 * BOX, 2 * BOX)), Proof)
+
+
+MUTANTS = [
+    # no wait for the copies: the reduction reads bytes the copies may still be writing
+    (83, "mbarrier.try_wait.parity.shared.b64 complete, [%r1], %r5;",
+     "setp.eq.b32 complete, 1, 1;", "the bulk copy at line 74 and the bulk store at line 99"),
+    # the wait's loop gone: one try may fail before the copies landed
+    (84, "@!complete bra.uni waitLoop;", "", "a wait whose result"),
+    # the other parity: that phase is the one after, which nothing completes
+    (77, "mov.b32 	%r5, 0;", "mov.b32 	%r5, 1;", "a wait for an mbarrier phase (parity 1)"),
+    # fewer bytes expected than the copies deliver: the phase completes at the first copy,
+    # the second counts towards the next
+    (60, "16384", "8192", "`mbarrier.inval` of an mbarrier whose phase is under way"),
+    # more: the phase never completes
+    (60, "16384", "32768", "a wait for an mbarrier phase (parity 0)"),
+    # the arrival gone: the phase never completes
+    (60, "@%p1 mbarrier.arrive.expect_tx", "@%p1 mbarrier.expect_tx", "(parity 0)"),
+    # the barrier between thread 0's arrival and the two warps' copies: in another order
+    # of the warps the copies' bytes count before the arrival expects them
+    (62, "bar.sync 	0;", "", "act on one mbarrier phase between the same CTA barriers"),
+    # every lane issues a copy, not the elected one: 64 copies on a phase of two
+    (67, "and.pred 	%p2, %p5, %p4;", "mov.pred 	%p2, %p5;",
+     "`mbarrier.inval` of an mbarrier whose phase is under way"),
+    # the reduction issued before the wait: it reads what the copies may still write
+    (77, "mov.b32 	%r5, 0;", "mov.b32 	%r5, 0;\n\t@%p2 cp.reduce.async.bulk.tensor.2d.global."
+     "shared::cta.add.bulk_group [%rd2, {%r3, %r4}], [%r2];",
+     "the bulk copy at line 74 and the bulk store at line 78"),
+]
+
+
+@pytest.mark.parametrize(("line", "old", "new", "why"), MUTANTS)
+def test_each_wait_and_barrier_of_the_tile_is_needed(line, old, new, why):
+    got = _prove(_edit(ADD_INTO.read_text(), line, old, new))
+    assert isinstance(got, str) and why in got, got
+
+
+HEAD = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.extern .shared .align 128 .b8 smem[];
+.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)
+.reqntid 64, 1, 1
+{
+    .reg .b32 %r<40>;
+    .reg .b64 %rd<10>;
+    .reg .pred %p<5>;
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, smem;
+    add.u32 %r4, %r3, %r2;
+    add.u32 %r5, %r3, 1024;
+    setp.eq.u32 %p1, %r1, 0;
+    ld.param.u64 %rd1, [k_param_0];
+    @%p1 mbarrier.init.shared.b64 [%r5], 1;
+    bar.sync 0;
+    @%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r5], 256;
+    @%p1 cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [%r3], [%rd1], 256, [%r5];
+"""
+# CUDA's form of the wait (NVRTC's loop around inline assembly's try_wait)
+WAIT = """$L_w:
+    mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r5], 0;
+    @%p2 bra $L_d;
+    bra.uni $L_w;
+$L_d:
+"""
+
+
+def _kernel(body: str, head: str = HEAD) -> str:
+    return head + body + "\n    ret;\n}\n"
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    # every warp waits, then reads the copy's bytes: its wait orders them, no barrier needed
+    (WAIT + "    ld.shared.u32 %r7, [%r4];", None),
+    # the second warp reads without waiting: only a barrier after a wait would order it
+    ("    setp.lt.u32 %p3, %r1, 32;\n    @!%p3 bra $L_r;\n" + WAIT + "$L_r:\n"
+     "    ld.shared.u32 %r7, [%r4];", "the bulk copy at line 22 and the access at line 31"),
+    # the copy's bytes read before the wait
+    ("    ld.shared.u32 %r7, [%r4];\n" + WAIT,
+     "the bulk copy at line 22 and the access at line 23"),
+    # a store over the copy's bytes after the wait, by another warp than the reader's: the
+    # barrier between them orders it
+    (WAIT + "    ld.shared.u32 %r7, [%r4];\n    bar.sync 0;\n    st.shared.u32 [%r4], %r1;", None),
+    # the init and another warp's use with no barrier between
+    (WAIT.replace("$L_w:", "bar.sync 0;\n$L_w:"), None),
+    # a store into the mbarrier object
+    (WAIT + "    st.shared.u32 [%r5], %r1;", "an access to the bytes of the mbarrier"),
+])
+def test_copies_on_an_mbarrier(body, why):
+    got = _prove(_kernel(body))
+    if why is None:
+        assert isinstance(got, Proof), got
+    else:
+        assert isinstance(got, str) and why in got, got
+
+
+def test_an_mbarrier_is_used_by_other_warps_only_after_a_barrier_behind_its_init():
+    head = HEAD.replace("    bar.sync 0;\n", "")
+    got = _prove(_kernel(WAIT, head))
+    assert isinstance(got, str) and "warp 1 uses the mbarrier that warp 0 initialises" in got
+    assert isinstance(_prove(_kernel(WAIT)), Proof)
+
+
+STORE = """    st.shared.u32 [%r4], %r1;
+    @FENCE
+    bar.sync 0;
+    @%p1 cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r3], 256;
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group.read 0;
+"""
+
+
+@pytest.mark.parametrize(("fence", "why"), [
+    ("fence.proxy.async.shared::cta;", None),
+    ("", "with no fence.proxy.async of that warp"),
+])
+def test_a_bulk_store_of_generic_writes_needs_their_proxy_fence(fence, why):
+    text = HEAD.split("    @%p1 mbarrier.init")[0] + STORE.replace("@FENCE", fence) + \
+        "    ret;\n}\n"
+    got = _prove(text, maps=())
+    if why is None:
+        assert isinstance(got, Proof), got
+    else:
+        assert isinstance(got, str) and why in got, got
