@@ -294,7 +294,12 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
         for seq, _, a, rows in sorted(steps[k], key=lambda e: (e[0], e[1])):
             span = a.start[rows][:, None] // unit + np.arange(-(-a.size // unit))
             if a.agent == AGENT_WGMMA:
-                _wgmma_reads(a, span.ravel(), written, generic, fenced, unit)
+                # (bytes copies on an mbarrier wrote, which all four warps of the
+                # warpgroup waited for in this interval, with no store of theirs since)
+                wg = np.arange(int(a.warp[0]), min(int(a.warp[0]) + 4, nwarps))
+                u = span.ravel()
+                landed = own[wg][:, u].all(axis=0) & (own_gen[wg][:, u] < 0).all(axis=0)
+                _wgmma_reads(a, u[~landed], written, generic, fenced, unit)
                 continue
             if a.write:
                 sure = a.certain[rows]

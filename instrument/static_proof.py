@@ -886,8 +886,13 @@ class _Prover:
         """The units of `size` threads (warps, warpgroups) that run an instruction every
         thread of the unit must run together, converged; refused otherwise."""
         units = (np.arange(self.n) // size)
+        # (a `.aligned` instruction is run by every lane of its warps together: a warp that
+        # split since the last barrier reconverges there, all its lanes' earlier accesses
+        # before it)
+        rejoin = "aligned" in it.op_parts and np.array_equal(
+            run, self.alive & np.isin(self.warp, self.warp[run]))
         if others or not np.array_equal(run, maybe) or (self.doubt & maybe).any() or \
-                self.split[self.warp[run]].any():
+                (self.split[self.warp[run]].any() and not rejoin):
             raise _Refused(f"line {it.line}: `{it.opcode}` that some threads of a "
                            f"{'warp' if size == 32 else 'warpgroup'} may run apart from the "
                            "others")
@@ -896,6 +901,8 @@ class _Prover:
         if not np.array_equal(went[units], run):
             raise _Refused(f"line {it.line}: `{it.opcode}` run by part of a "
                            f"{'warp' if size == 32 else 'warpgroup'}")
+        if rejoin:
+            self.split[np.unique(self.warp[run])] = False
         return np.nonzero(went)[0]
 
     def _bookkeeping(self, it: Item, c: Classified, run: np.ndarray, maybe: np.ndarray,
@@ -952,10 +959,6 @@ class _Prover:
         """An mma_async: its warpgroup's unit reads the operands its descriptors name, until
         the warpgroup's wait retires the group (docs/model.md, "wgmma operands")."""
         got = self._whole(it, run, maybe, others, 128)
-        if len(self.shared) != 1:  # (another variable moves the symbol off 1024: 0x410)
-            raise _Refused(f"line {it.line}: a wgmma in a module with {len(self.shared)} "
-                           "shared variables (its descriptors' offsets need the one's "
-                           "address to be a multiple of 1024)")
         ops = wgmma_desc.split_operands(it.text)[1]
         try:
             shape = wgmma_desc.parse_mma(it.opcode, ops)
@@ -968,13 +971,27 @@ class _Prover:
             for name, i in which + [("B", 2)]:
                 v = self._src(ops[i], 64)
                 vals = set(v.a[threads].tolist())
-                if not (v.rel == (self.sym, 4) and v.known[threads].all() and len(vals) == 1):
+                sym = v.rel[0] if v.rel is not None and v.rel[1] == 4 else None
+                if sym not in self.shared or not v.known[threads].all() or len(vals) != 1:
                     raise _Refused(f"line {it.line}: the wgmma's {name} descriptor "
                                    f"`{ops[i]}` is not known before launch as "
-                                   "one offset from the shared symbol in its warpgroup")
-                starts.append(self._chunks(it, vals.pop(), shape.operand(name)))
+                                   "one offset from a shared variable in its warpgroup")
+                # (its offsets are exact for a variable at a multiple of 1024: the module's
+                # only one, which ptxas puts at 0x400 on sm_90a, or one declared so aligned)
+                align = getattr(self.shared, "align", {}).get(sym, 0)
+                if len(self.shared) != 1 and align < 1024:
+                    raise _Refused(f"line {it.line}: the wgmma's {name} operand is in `{sym}`, "
+                                   f"aligned to {align} bytes beside other shared variables "
+                                   "(its descriptors' offsets need an address that is a "
+                                   "multiple of 1024)")
+                chunks = self._chunks(it, vals.pop(), shape.operand(name))
+                if len(chunks):
+                    end = int(chunks.max()) + wgmma_desc.CHUNK
+                    self.extent[sym] = max(self.extent.get(sym, (0, 0)), (end, it.line))
+                self.sym = self.sym or sym
+                starts.append(chunks + self._base(it, sym))
             start = np.unique(np.concatenate(starts))
-            if self.sym is None or (start < 0).any() or (start >= MAX_SHARED).any():
+            if (start < 0).any() or (start >= MAX_SHARED + MAX_SHARED).any():
                 raise _Refused(f"line {it.line}: a wgmma operand outside the shared memory "
                                "the kernel's accesses name")
             self.in_flight_regs |= set(self._dests(it))
@@ -1498,8 +1515,6 @@ class _Prover:
         low bits that S >> k and r both fit in, an or of bits above them, a widening, a
         move or a select; the difference of two such values of one S and k is a plain
         integer. Anything else: not known (docs/model.md, "Kernels proven before launch")."""
-        if len(self.shared) != 1:  # (a second variable moves S off 1024: 0x410)
-            return None
         vals = []
         for v in srcs:
             if v.sym:  # (an address: S + off, its offset within the window)
@@ -1512,6 +1527,8 @@ class _Prover:
         if len(rels) != 1 or wide:
             return None
         (sym, k), = rels
+        if len(self.shared) != 1 and getattr(self.shared, "align", {}).get(sym, 0) < 1024:
+            return None  # (a second variable moves S off 1024, unless declared so aligned)
         r = [v for v in vals if v.rel]
         x = vals[0]
 
@@ -1560,9 +1577,11 @@ class _Prover:
             c = uniform(vals[1] if x.rel else x)
             if c is None:
                 return None
-            if op == "and" and (c + 1) & c == 0 and fits(r[0].a, c.bit_length()):
-                return rel(r[0].a)  # (T & (2^b - 1) is T)
             low = (c & -c).bit_length() - 1 if c else 64  # (c's lowest bit)
+            if op == "and" and c and ((c >> low) + 1) & (c >> low) == 0 and \
+                    low <= 10 - k and not (r[0].a % np.uint64(1 << low))[known].any() and \
+                    fits(r[0].a, c.bit_length()):
+                return rel(r[0].a)  # (T & (2^b - 2^j) is T: S >> k has no bit below j)
             if op == "or" and fits(r[0].a, low):
                 return rel(r[0].a | np.uint64(c))  # (T | c is T + c)
         return None

@@ -404,6 +404,16 @@ USE_P1 = """    selp.b32 %r10, 0, 128, %p1;
     ld.shared.u32 %r7, [%r12];"""
 
 
+def test_a_wgmma_operand_in_a_variable_aligned_to_1024_beside_another_is_followed():
+    # (its address is a multiple of 1024 wherever ptxas puts it: its offsets are exact)
+    body = (WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n"
+            "    mov.u32 %r9, pad;\n    st.global.u32 [%rd1], %r9;\n" + WG_MMA)
+    head = WG_HEAD.replace(".extern .shared .align 16 .b8 smem[];",
+                           ".shared .align 4 .b8 pad[16];\n"
+                           ".shared .align 1024 .b8 smem[16384];")
+    assert isinstance(_prove(_kernel(body, head)), Proof)
+
+
 def test_a_descriptor_made_otherwise_from_the_address_is_followed():
     body = (WG_STORE2 + "    cvt.u64.u32 %rd6, %r3;\n    shr.u64 %rd8, %rd6, 4;\n"
             f"    add.u64 %rd5, %rd8, {DESC};\n" + WG_MMA2)
@@ -425,7 +435,7 @@ def test_a_descriptor_made_otherwise_from_the_address_is_followed():
      "    mov.u32 %r9, pad;\n    st.global.u32 [%rd1], %r9;\n" + WG_MMA,
      WG_HEAD.replace(".extern .shared .align 16 .b8 smem[];",
                      ".shared .align 4 .b8 pad[16];\n.extern .shared .align 16 .b8 smem[];"),
-     None, "a wgmma in a module with 2 shared variables"),
+     None, "B descriptor `%rd5` is not known"),
     # (cvt.s32.s64 sign-extends into the 64-bit register: bit 7 of the high word is set)
     ("    mov.u64 %rd3, -1;\n    cvt.s32.s64 %rd4, %rd3;\n    shr.u64 %rd5, %rd4, 32;\n"
      "    cvt.u32.u64 %r10, %rd5;\n" + USE_BIT7, HEAD, None,

@@ -120,6 +120,41 @@ def test_a_cupy_gemm_of_two_shared_arrays_is_proven_and_keeps_its_bits():
     assert checked.tobytes() == native.tobytes()
 
 
+@pytest.mark.parametrize("racy", [False, True], ids=["clean", "refill-before-wgmma-wait"])
+def test_a_tma_wgmma_gemm_is_proven_for_its_maps_and_its_racy_twin_is_caught(racy):
+    """The TMA + wgmma GEMM (tests/kernels/tma_wgmma_gemm.py) under a session, as `consan
+    run` takes it: proven for its launch's tensor maps and K, it runs natively with the
+    bits of its native run; its seed-004 twin is refused, instrumented and reported."""
+    import cupy as cp
+
+    from consan import frontends, session
+    from tests.kernels import tma_wgmma_gemm as g
+
+    m, k = 2 * 64, 4 * 64
+    cc = cp.cuda.Device().compute_capability
+    options = (f"-arch=sm_{cc}a" if cc == "90" else f"-arch=sm_{cc}",)
+
+    def launch(src: str):
+        a, b, d, _ = g.inputs(cp, m, k)
+        cp.RawKernel(src, g.KERNEL, options=options)(g.grid(m), g.BLOCK, g.args(a, b, d, k))
+        cp.cuda.Device().synchronize()
+        return d.get()
+
+    src = g.source(racy)
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
+        checked = launch(src)
+    stats = s.report.kernels[g.KERNEL]
+    assert stats.launches_checked == 1, s.report
+    if racy:
+        assert not stats.proven, stats
+        assert {f.finding.kind for f in s.report.findings} == {"async.pending-read"}, s.report
+        return
+    assert s.report.ok and stats.proven.startswith("proven race-free"), (s.report, stats)
+    assert checked.tobytes() == launch(src + "\n// native\n").tobytes()
+    np.testing.assert_array_equal(checked, g.inputs(np, m, k)[3])
+
+
 MATMUL = (Path(__file__).resolve().parents[1] / "corpus" / "triton" /
           "triton_matmul_s3.ptx").read_text()
 MATMUL_SIZE = 512  # M = N = K (tests/corpus/gen_triton.py: BM = BN = 128, BK = 64, 3 stages)
