@@ -5,6 +5,7 @@ the others: no GPU needed.
     PYTHONPATH=. python benchmarks/proof_coverage.py [--triton-cache DIR]
 
 Kernels: bench_clean's five (CUDA C++ through NVRTC, at the block bench_clean launches),
+bench_async's four (at their benchmark launch, with their tensor maps' copy sizes),
 the GPU suite's racy/clean twins (tests/kernels/gpu_kernels.py, at their blocks), and,
 where Triton is installed, the Triton corpus (tests/kernels/triton_corpus.py, compiled for
 its capability, at its `.reqntid`). Under the front ends a proven kernel runs natively;
@@ -30,7 +31,7 @@ CUDA_OPTIONS = ["-arch=compute_90a", "-std=c++17", "-lineinfo"]
 
 
 def verdict(ptx: str, kernel: str, block: tuple[int, int, int] | None,
-            params: dict[int, int] | None = None) -> tuple[str, float]:
+            params: dict[int, int] | None = None, maps: tuple = ()) -> tuple[str, float]:
     """('proven' or why not, seconds the proof took) for `kernel` of `ptx`; where a value
     not known before launch stood in the way, again with the launch's integer `params`
     (as the front ends do)."""
@@ -42,8 +43,8 @@ def verdict(ptx: str, kernel: str, block: tuple[int, int, int] | None,
     args = (fn, mod.items[index[id(fn.header)]:fn.open_index],
             lambda it: classify(it, shared, in_entry=True, constants=consts), shared)
     got = prove(*args, dims=block)
-    if not isinstance(got, Proof) and got.unknown and params:
-        got = prove(*args, dims=block, params=params)
+    if not isinstance(got, Proof) and got.unknown and (params or maps):
+        got = prove(*args, dims=block, params=params, maps=maps)
     took = time.perf_counter() - t0
     if isinstance(got, Proof):
         return ("proven" + (" for its launch's integer arguments" if got.params else "")), took
@@ -72,6 +73,34 @@ def cuda_rows() -> list[tuple[str, str, tuple, str, float]]:
     return rows
 
 
+def async_rows() -> list[tuple[str, str, tuple, str, float]]:
+    """bench_async's kernels at their benchmark launch: integer arguments and tensor maps'
+    copy sizes as the CuPy hook gives them."""
+    from tests import corpus_build
+    from tests.kernels import dsmem_ring, mma_gemm, tma_wgmma_gemm
+    from tests.kernels import gpu_kernels as gk
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import bench_async as ba
+
+    box = gk.TMA_RING_ROWS * gk.TMA_RING_COLS * 4
+    wgmma_box = 64 * tma_wgmma_gemm.KT * 2
+    kernels = [
+        ("mma_gemm_cp_async", mma_gemm.SOURCE, mma_gemm.KERNEL, mma_gemm.BLOCK,
+         {3: (1024, 32), 4: (1024, 32), 5: (1024, 32)}, ()),
+        ("tma_ring_4stage", gk.fill(gk.TMA_RING, gk.TMA_RING_CLEAN), "tma_ring", (96, 1, 1),
+         {2: (ba.RING_TILES, 32)}, (box,)),
+        ("tma_wgmma_gemm", tma_wgmma_gemm.SOURCE, tma_wgmma_gemm.KERNEL, tma_wgmma_gemm.BLOCK,
+         {3: (ba.GEMM_K // tma_wgmma_gemm.KT, 32)}, (wgmma_box, wgmma_box)),
+        ("dsmem_ring_2cta", dsmem_ring.SOURCE, dsmem_ring.KERNEL, dsmem_ring.BLOCK, {}, ()),
+    ]
+    rows = []
+    for label, src, name, block, params, maps in kernels:
+        ptx = corpus_build.compile_cached(src, f"{name}.cu", CUDA_OPTIONS)
+        rows.append(("bench_async", label, block, *verdict(ptx, name, block, params, maps)))
+    return rows
+
+
 def triton_rows(cache: str) -> list[tuple[str, str, tuple, str, float]]:
     try:
         from tests.kernels import triton_corpus as tc
@@ -93,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--triton-cache", default=str(Path(tempfile.gettempdir()) / "consan-tc"),
                    help="where the Triton corpus' PTX is kept between runs")
     a = p.parse_args(argv)
-    rows = cuda_rows() + triton_rows(a.triton_cache)
+    rows = cuda_rows() + async_rows() + triton_rows(a.triton_cache)
     print("set | kernel | block | proof | ms")
     print("---|---|---|---|---")
     for group, name, block, why, took in rows:

@@ -12,7 +12,10 @@ CTA barriers in any other. A phase is followed only where that order cannot matt
 - a phase completes when its pending arrivals reach zero and the copies issued on it
   deliver exactly the bytes it expects (more would complete it before all of them land);
 - a wait for a parity returns only once that phase completed; the next phase must not be
-  able to complete before the wait ran (a wait that could miss its phase is refused);
+  able to complete before the wait ran: in a later interval, or after an arrival that
+  happens after the wait (a wait that could miss its phase is refused);
+- the arrivals of a phase release what their threads did before them, and a wait that saw
+  it complete acquires that (vector clocks over the threads, kept by the prover);
 - a copy's bytes are visible to a warp from its wait that saw the copy's phase complete.
 """
 
@@ -20,9 +23,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .proof_rules import Access, Refused
 
 BYTES = 8  # an mbarrier object
+
+
+@dataclass
+class Op:
+    """An operation on an mbarrier: its line, the threads running it (a mask over the
+    block) and their warps, the interval and host step, and each thread's clock (a row per
+    running thread, its own step on the diagonal)."""
+
+    line: int
+    threads: np.ndarray
+    warps: set[int]
+    interval: int
+    step: int
+    clock: np.ndarray
 
 
 @dataclass
@@ -33,13 +52,19 @@ class _Phase:
     copies: list[Access] = field(default_factory=list)
     warps: dict[int, set[int]] = field(default_factory=dict)  # interval -> warps acting
     expecting: set[int] = field(default_factory=set)  # intervals with an expect_tx
+    release: np.ndarray | None = None  # the join of its arrivals' clocks
+    arrived: list[tuple[np.ndarray, int, int]] = field(default_factory=list)  # (threads,
+    # step, interval) of each arrival
 
 
 @dataclass
 class _Done:
     copies: list[Access]
     interval: int
-    waits: list[tuple[int, int]] = field(default_factory=list)  # (warp, interval)
+    release: np.ndarray | None
+    arrived: list[tuple[np.ndarray, int, int]]
+    # (threads, interval, step) of each wait that saw it complete
+    waits: list[tuple[np.ndarray, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -52,9 +77,10 @@ class MBarrier:
     interval: int
     line: int
     valid: bool = True
+    completions: int = 0
     done: list[_Done] = field(default_factory=list)
     cur: _Phase = field(default_factory=lambda: _Phase(0))
-    early: list[tuple[int, int]] = field(default_factory=list)  # waits before any phase
+    early: list[tuple[np.ndarray, int, int]] = field(default_factory=list)  # before any
 
     def __post_init__(self) -> None:
         self.cur = _Phase(self.count)
@@ -67,38 +93,57 @@ class MBarrier:
             raise Refused(f"line {line}: warp {warp} uses the mbarrier that warp {self.warp} "
                           f"initialises at line {self.line} with no CTA barrier between")
 
-    def _act(self, line: int, warps: set[int], interval: int, expect: bool) -> None:
-        ph = self.cur
+    def _act(self, op: Op, expect: bool) -> None:
+        ph, line, interval = self.cur, op.line, op.interval
         acting = ph.warps.setdefault(interval, set())
-        acting |= warps
+        acting |= op.warps
         if expect:
             ph.expecting.add(interval)
         if len(acting) > 1 and interval in ph.expecting:
             raise Refused(f"line {line}: warps {sorted(acting)} act on one mbarrier phase "
                           "between the same CTA barriers, one adding expected bytes: the "
                           "phase may complete early in another order of the warps")
+        if not self.done:
+            return
+        # (an operation on a later phase must follow the previous one's completion: its
+        # arrivals, and a wait that saw its copies land; else it may count towards it)
+        d, clock = self.done[-1], op.clock
+        for threads, step, k in d.arrived:
+            if k == interval and (clock[:, threads] < step).any():
+                raise Refused(f"line {line}: it may act on the mbarrier before the arrival "
+                              f"of thread {int(np.nonzero(threads)[0][0])} completes its "
+                              "previous phase")
+        if d.copies and not any(k < interval or (clock[:, t] >= step).any(axis=1).all()
+                                for t, k, step in d.waits):
+            raise Refused(f"line {line}: it may act on the mbarrier before the copies of its "
+                          "previous phase landed (no wait that saw them is ordered before)")
 
-    def arrive(self, line: int, warps: set[int], interval: int, arrivals: int,
-               tx: int = 0) -> None:
-        """`arrivals`, after adding `tx` expected bytes in all (arrive.expect_tx)."""
-        self._act(line, warps, interval, tx > 0)
+    def arrive(self, op: Op, arrivals: int, tx: int = 0,
+               release: np.ndarray | None = None) -> None:
+        """`arrivals`, after adding `tx` expected bytes in all (arrive.expect_tx), releasing
+        the clock `release`."""
+        self._act(op, tx > 0)
+        if release is not None:
+            r = self.cur.release
+            self.cur.release = release.copy() if r is None else np.maximum(r, release)
         if arrivals > self.cur.pending:
-            raise Refused(f"line {line}: {arrivals} arrivals on an mbarrier phase that "
+            raise Refused(f"line {op.line}: {arrivals} arrivals on an mbarrier phase that "
                           f"expects {self.cur.pending} more")
+        self.cur.arrived.append((op.threads, op.step, op.interval))
         self.cur.expected += tx
         self.cur.pending -= arrivals
-        self._settle(line, interval)
+        self._settle(op.line, op.interval)
 
-    def expect(self, line: int, warps: set[int], interval: int, tx: int) -> None:
-        self._act(line, warps, interval, tx > 0)
+    def expect(self, op: Op, tx: int) -> None:
+        self._act(op, tx > 0)
         self.cur.expected += tx
-        self._settle(line, interval)
+        self._settle(op.line, op.interval)
 
-    def copy(self, line: int, warps: set[int], interval: int, a: Access, nbytes: int) -> None:
-        self._act(line, warps, interval, False)
+    def copy(self, op: Op, a: Access, nbytes: int) -> None:
+        self._act(op, False)
         self.cur.issued += nbytes
         self.cur.copies.append(a)
-        self._settle(line, interval)
+        self._settle(op.line, op.interval)
 
     def _settle(self, line: int, interval: int) -> None:
         ph = self.cur
@@ -108,26 +153,34 @@ class MBarrier:
             raise Refused(f"line {line}: copies deliver {ph.issued} bytes to an mbarrier "
                           f"phase that expects {ph.expected}: it may complete before they "
                           "all land")
-        # (the phase completes: a wait for the one before it must have run, ordered first)
-        for w, k in self.done[-1].waits if self.done else self.early:
-            if k == interval and ph.warps.get(interval, set()) - {w}:
+        # (the phase completes: a wait for the one before it must have run, ordered first,
+        # by a barrier or by an arrival of this phase that happens after it)
+        for threads, k, step in self.done[-1].waits if self.done else self.early:
+            if k == interval and (ph.release is None or (ph.release[threads] < step).any()):
+                w = int(np.nonzero(threads)[0][0]) // 32
                 raise Refused(f"line {line}: the mbarrier's next phase may complete "
                               f"before warp {w}'s wait for the previous one runs")
-        self.done.append(_Done(ph.copies, interval))
+        self.done.append(_Done(ph.copies, interval, ph.release, ph.arrived))
+        self.completions += 1
         self.cur = _Phase(self.count)
 
-    def wait(self, line: int, parity: int, warp: int, interval: int) -> list[Access]:
-        """A wait that returns once the phase of `parity` completed: the copies whose bytes
-        it makes visible."""
+    def ready(self, parity: int) -> bool:
+        """Whether a wait for `parity` returns now."""
+        return parity % 2 != len(self.done) % 2
+
+    def wait(self, line: int, parity: int, threads: np.ndarray, interval: int,
+             step: int) -> tuple[list[Access], np.ndarray | None]:
+        """A wait of `threads` that returns once the phase of `parity` completed: the copies
+        whose bytes it makes visible, and what the phase's arrivals released."""
         k = len(self.done)  # the phase in progress
-        if parity % 2 == k % 2:
+        if not self.ready(parity):
             raise Refused(f"line {line}: a wait for an mbarrier phase (parity {parity}) that "
                           "nothing before it in the program completes")
         if k == 0:  # (parity 1 before any phase completed: returns at once)
-            self.early.append((warp, interval))
-            return []
-        self.done[-1].waits.append((warp, interval))
-        return self.done[-1].copies
+            self.early.append((threads.copy(), interval, step))
+            return [], None
+        self.done[-1].waits.append((threads.copy(), interval, step))
+        return self.done[-1].copies, self.done[-1].release
 
     def inval(self, line: int) -> None:
         if self.cur.expected or self.cur.issued or self.cur.pending != self.count:

@@ -65,8 +65,12 @@ class Access:
     idem: bool = False  # a store the checker skips where its own instruction wrote last
     rep: np.ndarray | None = None  # a store: its warp's replica tag per row (-1: none)
     queue: str = ""  # async: what retires it ("cp", "bulk", "wgmma"; "mbar": waits)
-    # a copy completing on an mbarrier: warp -> the step of its wait that saw the phase
+    # a copy completing on an mbarrier: warp -> the step of its wait that saw the phase,
+    # where the whole warp waited (its own view of the bytes: rule 2); and per thread of
+    # the block, the step of its wait (NEVER: none)
     seen: dict[int, int] | None = None
+    seen_by: np.ndarray | None = None
+    cid: np.ndarray | None = None  # each row's thread's clock (happens-before) at the access
 
     def end(self) -> tuple[np.ndarray, np.ndarray]:
         """(last interval, last step) of each row."""
@@ -77,14 +81,15 @@ class Access:
 
 
 def judge(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]],
-          bar_steps: list[int] | tuple[int, ...] = ()) -> None:
+          bar_steps: list[int] | tuple[int, ...] = (), vcs: np.ndarray | None = None) -> None:
     """Raise Refused unless the accesses pass both rules; `fences`: the (warp, interval,
     step) of every `fence.proxy.async` a warp was certain to run; `bar_steps`: the step of
-    each CTA barrier."""
+    each CTA barrier; `vcs`: the clocks of the accesses' `cid`s (happens-before through
+    mbarriers; docs/model.md, "mbarriers and bulk copies")."""
     if not accesses:
         return
     unit = _unit(accesses)
-    _conflicts(accesses, max(unit, GRANULE), nwarps)
+    _conflicts(accesses, max(unit, GRANULE), vcs)
     _written_first(accesses, nwarps, fences, unit, list(bar_steps))
 
 
@@ -100,7 +105,8 @@ def _unit(accesses: list[Access]) -> int:
 def _rows(accesses: list[Access], unit: int) -> dict[str, np.ndarray]:
     """One row per access row and unit it touches."""
     cols: dict[str, list[np.ndarray]] = {k: [] for k in (
-        "unit", "write", "agent", "warp", "k0", "k1", "s0", "s1", "conv", "acc", "rep")}
+        "unit", "write", "agent", "warp", "k0", "k1", "s0", "s1", "conv", "acc", "rep",
+        "thr", "cid")}
     for i, a in enumerate(accesses):
         first, last = a.start // unit, (a.start + a.size - 1) // unit
         span = last - first + 1
@@ -118,6 +124,8 @@ def _rows(accesses: list[Access], unit: int) -> dict[str, np.ndarray]:
         cols["conv"].append(reps(a.converged, span))
         cols["acc"].append(np.full(n, i))
         cols["rep"].append(reps(a.rep, span) if a.rep is not None else np.full(n, -1))
+        cols["thr"].append(reps(a.thread, span))
+        cols["cid"].append(reps(a.cid, span) if a.cid is not None else np.zeros(n, np.int64))
     return {k: np.concatenate(v) for k, v in cols.items()}
 
 
@@ -128,23 +136,10 @@ def _ranges(counts: np.ndarray) -> np.ndarray:
     return np.arange(total) - np.repeat(ends - counts, counts)
 
 
-def _seen(accesses: list[Access], nwarps: int) -> np.ndarray:
-    """Per access and warp, the step from which the warp has seen the access complete (a
-    copy on an mbarrier: the warp's wait for its phase); NEVER elsewhere."""
-    out = np.full((len(accesses), nwarps), NEVER, dtype=np.int64)
-    for i, a in enumerate(accesses):
-        for w, s in (a.seen or {}).items():
-            out[i, w] = s
-    return out
-
-
-def _conflicts(accesses: list[Access], unit: int, nwarps: int = 0) -> None:
+def _conflicts(accesses: list[Access], unit: int, vcs: np.ndarray | None = None) -> None:
     """Rule 1: no two unordered accesses to one granule, one of them writing."""
     r = _rows(accesses, unit)
-    nwarps = max(nwarps, int(r["warp"].max(initial=0)) + 4)
-    seen = _seen(accesses, nwarps)
-    # (a wgmma row's warp is its warpgroup's first: it has seen a copy once all four have)
-    seen4 = np.maximum.reduce([seen[:, k::4][:, :nwarps // 4] for k in range(4)])
+    clocked = vcs is not None and len(vcs) > 1  # (lanes of a warp may differ: kept apart)
     span = r["k1"] - r["k0"] + 1
     idx = np.repeat(np.arange(len(span)), span)  # a row per interval it lives in
     k = r["k0"][idx] + _ranges(span)
@@ -154,14 +149,15 @@ def _conflicts(accesses: list[Access], unit: int, nwarps: int = 0) -> None:
     # (sorted by interval and unit; the lanes of a warp reading one unit at one step are
     # one row)
     cols = [hi, lo, r["conv"][idx], r["write"][idx], r["warp"][idx], r["agent"][idx],
-            r["rep"][idx], key]
+            r["rep"][idx], *((r["thr"][idx], r["cid"][idx]) if clocked else ()), key]
     order = np.lexsort(cols)
     cols = [c[order] for c in cols]
     keep = np.ones(len(order), dtype=bool)
     keep[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in cols])
     idx, key, lo, hi = idx[order][keep], key[order][keep], lo[order][keep], hi[order][keep]
-    agent, warp, write, conv, rep, acc = (r[c][idx] for c in ("agent", "warp", "write",
-                                                              "conv", "rep", "acc"))
+    agent, warp, write, conv, rep, acc, thr, cid = (
+        r[c][idx] for c in ("agent", "warp", "write", "conv", "rep", "acc", "thr", "cid"))
+    seen = _seen_by(accesses, vcs) if clocked else None
     n = len(key)
     d = 1
     while d < n:
@@ -174,19 +170,36 @@ def _conflicts(accesses: list[Access], unit: int, nwarps: int = 0) -> None:
                                                   hi[j])
         # (replicas: two warps' runs of one store, the same bytes at the same addresses)
         bad &= ~(write[i] & write[j] & (rep[i] >= 0) & (rep[i] == rep[j]))
-        # (a copy on an mbarrier and an access of a warp after its wait saw it complete)
-        if bad.any():
-            ai, aj = acc[i], acc[j]
-            for x, wy, agy, loy in ((ai, warp[j], agent[j], lo[j]),
-                                    (aj, warp[i], agent[i], lo[i])):
-                s = np.where(agy == AGENT_WGMMA, seen4[x, np.minimum(wy // 4,
-                                                                       seen4.shape[1] - 1)],
-                             seen[x, wy])
-                bad &= ~(s < loy)
+        if bad.any() and seen is not None:  # (ordered through mbarriers)
+            assert vcs is not None
+            for x, y in ((i, j), (j, i)):
+                b = np.nonzero(bad)[0]
+                bad[b] &= ~_happens_before(x[b], y[b], acc, thr, cid, lo, hi, seen, vcs)
         if bad.any():
             x, y = int(idx[i[bad][0]]), int(idx[j[bad][0]])
             raise _race(accesses, r, x, y, int(r["unit"][x]) * unit, unit)
         d += 1
+
+
+def _seen_by(accesses: list[Access], vcs: np.ndarray) -> np.ndarray:
+    """Per access and thread, the step of the thread's wait that saw it complete (a copy on
+    an mbarrier; NEVER elsewhere)."""
+    out = np.full((len(accesses), vcs.shape[1]), NEVER, dtype=np.int64)
+    for i, a in enumerate(accesses):
+        if a.seen_by is not None:
+            out[i] = a.seen_by
+    return out
+
+
+def _happens_before(x, y, acc, thr, cid, lo, hi, seen, vcs) -> np.ndarray:
+    """Whether row x ends before row y starts by the mbarriers' clocks: y's thread's clock
+    at y holds x's thread at x's end, or, x a copy on an mbarrier, a thread whose wait saw
+    x complete at or before a step that clock holds (its own, at y's start)."""
+    clock = vcs[cid[y]].copy()
+    clock[np.arange(len(y)), thr[y]] = lo[y]
+    mine = hi[x] < clock[np.arange(len(x)), thr[x]]
+    via = (seen[acc[x]] <= clock).any(axis=1)
+    return np.where((seen[acc[x]] < NEVER).any(axis=1), via, mine)
 
 
 def _unordered(ai, aj, wi, wj, conv, loi, hii, loj, hij) -> np.ndarray:

@@ -45,6 +45,7 @@ from .coalesce import split_address
 from .events import Classified, Event
 from .proof_mbarrier import BYTES as MBAR_BYTES
 from .proof_mbarrier import MBarrier
+from .proof_mbarrier import Op as MbOp
 from .proof_rules import AGENT_COPY, AGENT_WGMMA, NEVER, Access, Refused, judge
 from .ptx import SPECIAL_REGISTER, Function, Item, ptx_int, register_width, register_widths
 
@@ -444,6 +445,16 @@ class _Prover:
         self.mbars: dict[int, MBarrier] = {}  # by where the proof puts each
         self.spin_result: tuple[str, np.ndarray] | None = None  # a wait's predicate to set
         self.local_names: set[str] = set()  # registers nested blocks declare without a %
+        # threads waiting for an mbarrier phase: (pc, threads), and the count of completed
+        # phases when they parked (they try again once it grows)
+        self.parked: list[tuple[int, np.ndarray]] = []
+        self.parked_at = 0
+        # happens-before through mbarriers: clock vectors over the threads (the last step of
+        # each thread ordered before a point: a wait acquires what its phase's arrivals
+        # released), each thread's current one by id; an access keeps its threads' ids
+        self.vcs: list[np.ndarray] = [np.full(self.n, -1, dtype=np.int64)]
+        self.cid = np.zeros(self.n, dtype=np.int64)
+        self.join = np.zeros(self.nwarps, dtype=np.int64)  # a warp's last step converged
         self.guessed = False  # a branch went a way not known before launch
         self.whole_warps = False  # the shfl being run is run by whole, converged warps
         # an in-flight wgmma's accumulators: what else writes them is not known (the ISA
@@ -510,7 +521,8 @@ class _Prover:
         self._mbarrier_bytes()
         if self.judge:
             try:
-                judge(self.accesses, self.nwarps, self.fences, self.bar_steps)
+                judge(self.accesses, self.nwarps, self.fences, self.bar_steps,
+                      np.array(self.vcs))
             except _Refused as why:
                 raise _Refused(re.sub(r"byte (\d+)", lambda m: self._byte(int(m.group(1))),
                                       str(why))) from None
@@ -526,7 +538,13 @@ class _Prover:
         pending: dict[int, np.ndarray] = {}
         for at, m in entries:
             pending[at] = pending[at] | m if at in pending else m
-        while pending and min(pending) < stop:
+        while True:
+            if self.parked and self._completed() != self.parked_at:  # (a phase completed:
+                for at, m in self.parked:  # its waiters try again)
+                    pending[at] = pending[at] | m if at in pending else m
+                self.parked = []
+            if not pending or min(pending) >= stop:
+                break
             pc = min(pending)
             mask = pending.pop(pc)
             it = body[pc]
@@ -539,6 +557,11 @@ class _Prover:
             for at, m in nxt:
                 if m.any():
                     pending[at] = pending[at] | m if at in pending else m
+        if self.parked and not nested:
+            at, m = self.parked[0]
+            raise _Refused(f"line {body[at].line}: threads wait for an mbarrier phase that "
+                           "nothing completes (threads " +
+                           ", ".join(map(str, np.nonzero(m)[0][:4].tolist())) + ")")
         if any(at != stop for at in pending):
             raise _Refused("a branch past the end of the code it was followed in")
         return pending.get(stop, np.zeros(self.n, dtype=bool))
@@ -560,8 +583,23 @@ class _Prover:
         if op == "elect":
             self._elect(it, run, maybe, others)
             return [(pc + 1, mask)]
+        if op == "bar" and "warp" in it.op_parts:
+            self._warp_sync(it, run, maybe)
+            return [(pc + 1, mask)]
         c = self.classify(it)
         self.pc = pc
+        if c is not None and c.event is Event.MBARRIER and c.op == abi.MB_WAIT_PARITY:
+            blocked = self._blocked(it, c, run & ~self.doubt) & mask
+            if blocked.any():  # (they wait there while the other threads run on)
+                if self.doubt.any():
+                    raise _Refused(f"line {it.line}: a wait that blocks under a branch whose "
+                                   "direction is not known before launch")
+                self.parked.append((pc, blocked.copy()))
+                self.parked_at = self._completed()
+                self._diverge(mask, blocked)
+                mask, run, maybe = mask & ~blocked, run & ~blocked, maybe & ~blocked
+                if not mask.any():
+                    return []
         if c is not None and c.event not in _ALLOWED:
             self._event(it, c, mask, run & ~self.doubt, maybe, others)
         self._assign(it, run, maybe)
@@ -734,6 +772,7 @@ class _Prover:
             self.barriers += 1
             self.bar_steps.append(self.steps)
             self.split[:] = False
+            self.join[:] = self.steps
             return
         if c.event in _ASYNC_BOOKKEEPING:
             self._bookkeeping(it, c, run, maybe, others)
@@ -811,7 +850,7 @@ class _Prover:
             a.until = np.zeros(len(threads), dtype=np.int64)
             a.until_seq = np.full(len(threads), NEVER, dtype=np.int64)
             self.pending.append(a)
-        self.accesses.append(a)
+        self._record(a)
 
     def _replicas(self, it: Item, threads: np.ndarray, start: np.ndarray,
                   certain: np.ndarray) -> np.ndarray:
@@ -903,6 +942,7 @@ class _Prover:
                            f"{'warp' if size == 32 else 'warpgroup'}")
         if rejoin:
             self.split[np.unique(self.warp[run])] = False
+            self.join[np.unique(self.warp[run])] = self.steps
         return np.nonzero(went)[0]
 
     def _bookkeeping(self, it: Item, c: Classified, run: np.ndarray, maybe: np.ndarray,
@@ -1002,7 +1042,7 @@ class _Prover:
                        np.zeros(k, dtype=np.int64), np.full(k, NEVER, dtype=np.int64),
                        np.full(k, self.wg_commits[g]), queue="wgmma")
             self.pending.append(a)
-            self.accesses.append(a)
+            self._record(a)
 
     # ------------------------------------------------------------ mbarriers and bulk copies
     def _elect(self, it: Item, run: np.ndarray, maybe: np.ndarray, others: bool) -> None:
@@ -1098,6 +1138,60 @@ class _Prover:
         return not second.pred and second.op_parts[0] == "bra" and back(nxt[1]) and \
             out > nxt[1] and not any(x.is_instruction for x in body[nxt[1] + 1:out])
 
+    def _warp_sync(self, it: Item, run: np.ndarray, maybe: np.ndarray) -> None:
+        """`bar.warp.sync -1` by every lane of a warp that has not returned, certainly:
+        the warp runs converged from there (its lanes' earlier accesses are before it)."""
+        if not it.operands or it.operands[0].strip().lower() not in ("-1", "0xffffffff") or \
+                not np.array_equal(run, maybe) or (self.doubt & maybe).any():
+            return
+        for w in np.unique(self.warp[run]).tolist():
+            if np.array_equal(run[self.warp == w], self.alive[self.warp == w]):
+                self.split[w] = False
+                self.join[w] = self.steps
+
+    def _op(self, line: int, threads: np.ndarray) -> MbOp:
+        """An mbarrier operation of `threads` at this step, with their clocks."""
+        ts = np.nonzero(threads)[0]
+        clock = np.array([self.vcs[i] for i in self.cid[ts].tolist()])
+        clock[np.arange(len(ts)), ts] = self.steps
+        return MbOp(line, threads.copy(), {int(w) for w in np.unique(self.warp[ts])},
+                    self.barriers, self.steps, clock)
+
+    def _completed(self) -> int:
+        return sum(mb.completions for mb in self.mbars.values())
+
+    def _record(self, a: Access) -> None:
+        a.cid = self.cid[a.thread].copy()
+        self.accesses.append(a)
+
+    def _blocked(self, it: Item, c: Classified, run: np.ndarray) -> np.ndarray:
+        """The threads of `run` whose wait's phase has not completed (yet)."""
+        out = np.zeros(self.n, dtype=bool)
+        if not run.any():
+            return out
+        at = self._smem(it, c.address or "", run, MBAR_BYTES)
+        parity = self._int_of(it, c.arg, run, "operand")
+        for t in np.nonzero(run)[0].tolist():
+            mb = self.mbars.get(int(at[t]))
+            out[t] = mb is not None and not mb.ready(int(parity[t]))
+        return out
+
+    def _release(self, threads: np.ndarray) -> np.ndarray:
+        """What arrivals of `threads` at this step release: what they acquired, their own
+        steps, and their warps' other lanes' up to where the warp last ran converged (all
+        of it where it runs so now: lanes of a warp are one logical thread)."""
+        out = np.max([self.vcs[i] for i in np.unique(self.cid[threads]).tolist()], axis=0)
+        for w in np.unique(self.warp[threads]).tolist():
+            lanes = self.warp == w
+            out[lanes] = np.maximum(out[lanes], self.join[w] if self.split[w] else self.steps)
+        out[threads] = self.steps
+        return out
+
+    def _acquire(self, threads: np.ndarray, release: np.ndarray) -> None:
+        for i in np.unique(self.cid[threads]).tolist():
+            self.vcs.append(np.maximum(self.vcs[i], release))
+            self.cid[threads & (self.cid == i)] = len(self.vcs) - 1
+
     def _mbarrier(self, it: Item, c: Classified, run: np.ndarray, maybe: np.ndarray) -> None:
         """init, arrive(.expect_tx), expect_tx, a spinning try_wait.parity, inval of the
         CTA's own mbarriers (proof_mbarrier.py); any other form refuses the proof."""
@@ -1133,27 +1227,32 @@ class _Prover:
             if op == abi.MB_INVAL:
                 mb.inval(line)
             elif op == abi.MB_ARRIVE:
-                mb.arrive(line, warps, k, int(arg[threads].sum()))
+                mb.arrive(self._op(line, threads), int(arg[threads].sum()), 0,
+                          self._release(threads))
             elif op == abi.MB_ARRIVE_EXPECT_TX:
-                mb.arrive(line, warps, k, n, int(arg[threads].sum()))
+                mb.arrive(self._op(line, threads), n, int(arg[threads].sum()),
+                          self._release(threads))
             elif op == abi.MB_EXPECT_TX:
-                mb.expect(line, warps, k, int(arg[threads].sum()))
+                mb.expect(self._op(line, threads), int(arg[threads].sum()))
             else:
                 parities = set(arg[threads].tolist())
                 if len(parities) != 1:
                     raise _Refused(f"line {line}: threads wait for phases of other parities "
                                    "of one mbarrier")
                 parity = parities.pop()
-                for w in warps:
-                    whole = (self.warp == w) & self.alive
-                    if self.split[w] and not (threads[whole]).all():
-                        raise _Refused(f"line {line}: part of a diverged warp waits")
-                    for a in mb.wait(line, parity, w, k):
-                        assert a.seen is not None and a.until is not None and \
-                            a.until_seq is not None
+                got, release = mb.wait(line, parity, threads, k, self.steps)
+                if release is not None:  # (what the phase's arrivals released)
+                    self._acquire(threads, release)
+                whole = {w for w in warps if not self.split[w] or
+                         threads[(self.warp == w) & self.alive].all()}
+                for a in got:
+                    assert a.seen is not None and a.until is not None and \
+                        a.until_seq is not None and a.seen_by is not None
+                    for w in whole:  # (a warp's own view of the bytes: rule 2)
                         a.seen.setdefault(w, self.steps)
-                        if (a.until_seq == NEVER).all():
-                            a.until[:], a.until_seq[:] = k, self.steps
+                    a.seen_by[threads & (a.seen_by == NEVER)] = self.steps
+                    if (a.until_seq == NEVER).all():
+                        a.until[:], a.until_seq[:] = k, self.steps
         if op == abi.MB_WAIT_PARITY:
             self.spin_result = (c.result or "", maybe)
 
@@ -1193,15 +1292,18 @@ class _Prover:
                        self.bulk_commits[t:t + 1].copy(), queue="bulk")
             if bars is not None:
                 a.queue, a.seen = "mbar", {}
+                a.seen_by = np.full(self.n, NEVER, dtype=np.int64)
                 mb = self.mbars.get(int(bars[t]))
                 if mb is None:
                     raise _Refused(f"line {it.line}: a copy on an mbarrier not initialised "
                                    "before")
                 mb.use(it.line, w, self.barriers)
-                mb.copy(it.line, {w}, self.barriers, a, int(sizes[t]))
+                one = np.zeros(self.n, dtype=bool)
+                one[t] = True
+                mb.copy(self._op(it.line, one), a, int(sizes[t]))
                 self.writes += 1
             self.pending.append(a)
-            self.accesses.append(a)
+            self._record(a)
 
     def _mbarrier_bytes(self) -> None:
         """No access and no copy touches an mbarrier object's bytes."""

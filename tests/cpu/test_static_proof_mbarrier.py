@@ -50,6 +50,8 @@ def test_tritons_tma_tile_is_proven_for_its_launch_maps():
     assert not isinstance(_prove(ADD_INTO.read_text(), maps=(2 * BOX, 2 * BOX)), Proof)
 
 
+NEVER_DONE = "line 83: threads wait for an mbarrier phase that nothing completes"
+EARLY = "line 74: it may act on the mbarrier before the copies of its previous phase landed"
 MUTANTS = [
     # no wait for the copies: the reduction reads bytes the copies may still be writing
     (83, "mbarrier.try_wait.parity.shared.b64 complete, [%r1], %r5;",
@@ -57,20 +59,19 @@ MUTANTS = [
     # the wait's loop gone: one try may fail before the copies landed
     (84, "@!complete bra.uni waitLoop;", "", "a wait whose result"),
     # the other parity: that phase is the one after, which nothing completes
-    (77, "mov.b32 	%r5, 0;", "mov.b32 	%r5, 1;", "a wait for an mbarrier phase (parity 1)"),
+    (77, "mov.b32 	%r5, 0;", "mov.b32 	%r5, 1;", NEVER_DONE),
     # fewer bytes expected than the copies deliver: the phase completes at the first copy,
-    # the second counts towards the next
-    (60, "16384", "8192", "`mbarrier.inval` of an mbarrier whose phase is under way"),
+    # and the second, on the next phase, is issued before any wait saw the first land
+    (60, "16384", "8192", EARLY),
     # more: the phase never completes
-    (60, "16384", "32768", "a wait for an mbarrier phase (parity 0)"),
+    (60, "16384", "32768", NEVER_DONE),
     # the arrival gone: the phase never completes
-    (60, "@%p1 mbarrier.arrive.expect_tx", "@%p1 mbarrier.expect_tx", "(parity 0)"),
+    (60, "@%p1 mbarrier.arrive.expect_tx", "@%p1 mbarrier.expect_tx", NEVER_DONE),
     # the barrier between thread 0's arrival and the two warps' copies: in another order
     # of the warps the copies' bytes count before the arrival expects them
     (62, "bar.sync 	0;", "", "act on one mbarrier phase between the same CTA barriers"),
     # every lane issues a copy, not the elected one: 64 copies on a phase of two
-    (67, "and.pred 	%p2, %p5, %p4;", "mov.pred 	%p2, %p5;",
-     "`mbarrier.inval` of an mbarrier whose phase is under way"),
+    (67, "and.pred 	%p2, %p5, %p4;", "mov.pred 	%p2, %p5;", EARLY),
     # the reduction issued before the wait: it reads what the copies may still write
     (77, "mov.b32 	%r5, 0;", "mov.b32 	%r5, 0;\n\t@%p2 cp.reduce.async.bulk.tensor.2d.global."
      "shared::cta.add.bulk_group [%rd2, {%r3, %r4}], [%r2];",
@@ -207,3 +208,46 @@ def test_a_tma_and_wgmma_pipeline_is_proven_for_its_launch():
     racy = _cuda(g.source(racy=True), g.KERNEL, g.BLOCK, ksteps, (box, box))
     assert isinstance(racy, str) and "the mbarrier's next phase may complete before warp" \
         in racy, racy
+
+
+def _ring(subs: dict, ntiles: int):
+    from tests.kernels import gpu_kernels as gk
+
+    src = gk.fill(gk.TMA_RING, {**gk.TMA_RING_CLEAN, **subs})
+    return _cuda(src, "tma_ring", (96, 1, 1), {2: (ntiles, 32)},
+                 (gk.TMA_RING_ROWS * gk.TMA_RING_COLS * 4,))
+
+
+@pytest.mark.parametrize("ntiles", [1, 4, 5, 16])
+def test_a_warp_specialised_tma_ring_is_proven(ntiles):
+    """bench_async's ring: lane 0 of warp 0 produces into four stages, waiting on each
+    stage's `empty` mbarrier before a refill; warps 1 and 2 wait on `full`, read the stage,
+    `__syncwarp()`, and lane 0 of each arrives on `empty`. No CTA barrier after the first:
+    every order comes from the mbarriers (their waits run as the threads block and resume)."""
+    got = _ring({}, ntiles)
+    assert isinstance(got, Proof), got
+    assert got.barriers == 1
+
+
+@pytest.mark.parametrize(("case", "ntiles", "why"), [
+    # the producer refills a stage the consumers may still read: its next copy on the
+    # stage's `full` mbarrier is issued before anything saw the last one land
+    ("producer-skips-empty-wait", 12, "line 176: it may act on the mbarrier before the "
+                                      "copies of its previous phase landed"),
+    # the consumers read before waiting for the copies
+    ("consumer-reads-before-full-wait", 4, "the bulk copy at line 152 and the access at "
+                                           "line 468"),
+    ("consumer-reads-before-full-wait", 9, "threads wait for an mbarrier phase that nothing "
+                                           "completes"),
+    # the consumers' __syncwarp gone: lane 0's arrival releases its own reads and wait, not
+    # its warp's other lanes' (which may still wait for the phase the refill moves past)
+    ("no-syncwarp", 8, "the mbarrier's next phase may complete before warp 1's wait"),
+])
+def test_each_wait_of_the_ring_is_needed(case, ntiles, why):
+    from tests.kernels import gpu_kernels as gk
+
+    subs = gk.TMA_RING_RACY[case][0] if case in gk.TMA_RING_RACY else {}
+    if case == "no-syncwarp":
+        subs = {"__syncwarp();": ""}
+    got = _ring(subs, ntiles)
+    assert isinstance(got, str) and why in got, got

@@ -337,3 +337,41 @@ def test_tensor_store_hazards(case):
     assert {v.kind for v in rep.violations} == {kind}, str(rep)
     assert {v.line for v in rep.violations} == {line_of(src, at)}, str(rep)
     assert all(line_of(src, prev) in lines(v.prev_site) for v in rep.violations), str(rep)
+
+
+@pytest.mark.parametrize("case", [None, *sorted(gk.TMA_RING_RACY)])
+def test_ring_under_a_session_is_proven_or_its_race_reported(case):
+    """The ring as `consan run` takes it: the clean ring is proven for its map and tile
+    count (the producer's and consumers' waits order everything, no CTA barrier) and runs
+    natively with its native bits; each racy twin is refused, instrumented and reported."""
+    _hopper_or_skip()
+    import cupy as cp
+
+    import consan
+    from consan import frontends, session
+
+    subs, ntiles, kind = ({}, 12, None) if case is None else gk.TMA_RING_RACY[case][:3]
+    src = gk.fill(gk.TMA_RING, {**gk.TMA_RING_CLEAN, **subs})
+    shape = (RING_CTAS * ntiles * gk.TMA_RING_ROWS, gk.TMA_RING_COLS)
+    x = _matrix(shape, 6)
+    m = consan.tensor_map(x, box_shape=(gk.TMA_RING_ROWS, gk.TMA_RING_COLS))
+
+    def launch(text: str):
+        out = poisoned(RING_CTAS * gk.TMA_RING_COLS, cp.float32)
+        cp.RawKernel(text, "tma_ring", options=(arch_option(),))(
+            (RING_CTAS,), (96,), (m, out, np.int32(ntiles)))
+        cp.cuda.Device().synchronize()
+        return out.get()
+
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
+        got = launch(src)
+    stats = s.report.kernels["tma_ring"]
+    assert stats.launches_checked == 1, s.report
+    if kind is not None:
+        assert not stats.proven, stats
+        assert {f.finding.kind for f in s.report.findings} == {kind}, s.report
+        return
+    assert s.report.ok and stats.proven.startswith("proven race-free"), (s.report, stats)
+    assert got.tobytes() == launch(src + "\n// native\n").tobytes()
+    np.testing.assert_array_equal(got, gk.tma_ring_reference(x.get(), RING_CTAS, ntiles))
