@@ -587,7 +587,7 @@ class _Prover:
             self._warp_sync(it, run, maybe)
             return [(pc + 1, mask)]
         c = self.classify(it)
-        self.pc = pc
+        self.pc, self.at = pc, mask  # (the threads at it: the lanes an election may pick)
         if c is not None and c.event is Event.MBARRIER and c.op == abi.MB_WAIT_PARITY:
             blocked = self._blocked(it, c, run & ~self.doubt) & mask
             if blocked.any():  # (they wait there while the other threads run on)
@@ -795,7 +795,7 @@ class _Prover:
                 "shared" not in it.op_parts:
             raise _Refused(f"line {it.line}: `{it.opcode}` ({c.event.value}) is not a plain "
                            "load or store of the CTA's shared memory")
-        self._elected(it, maybe)
+        self._elected(it, mask)
         if it.op_parts[0] in ("ldmatrix", "stmatrix") and "m8n8" not in it.op_parts:
             raise _Refused(f"line {it.line}: `{it.opcode}`: only 8x8 matrices are followed")
         if it.op_parts[0] in ("ldmatrix", "stmatrix"):  # (lanes 0..8 x matrices-1 give rows)
@@ -1065,9 +1065,9 @@ class _Prover:
                                      base=np.where(run, True, base))
 
     def _elected(self, it: Item, mask: np.ndarray, operands: list[str] | None = None) -> None:
-        """An instruction under an `elect.sync` predicate: whether each warp runs it, and
-        with which of its `operands` (all where None: those that decide what it does in
-        shared memory), must not depend on the lane elected."""
+        """An instruction under an `elect.sync` predicate, `mask` the threads at it: whether
+        each warp runs it, and with which of its `operands` (all where None: those that
+        decide what it does in shared memory), must not depend on the lane elected."""
         p = self.preds.get(it.pred.lstrip("@").lstrip("!")) if it.pred else None
         if p is None or p.base is None:
             return
@@ -1116,7 +1116,7 @@ class _Prover:
     def _certain(self, it: Item, c: Classified, run: np.ndarray, maybe: np.ndarray) -> None:
         if not np.array_equal(run, maybe) or (self.doubt & maybe).any():
             raise _Refused(f"line {it.line}: `{it.opcode}` that threads may or may not run")
-        self._elected(it, maybe, [x for x in (c.address, c.arg, c.result) if x])
+        self._elected(it, self.at, [x for x in (c.address, c.arg, c.result) if x])
 
     def _spins(self, pc: int, result: str | None) -> bool:
         """Whether the wait at `pc` is a loop that runs it again until `result` is true:
@@ -1348,7 +1348,10 @@ class _Prover:
         except ValueError:
             return self._unknown()
 
-    def _pred(self, text: str) -> _Pred:
+    def _pred(self, text: str, elected: bool = False) -> _Pred:
+        """A predicate operand's value; one made by `elect.sync` is known only to an `and` or
+        `mov` of predicates (`elected`), which keep its base: anything else it decides (a
+        branch, a select, its negation) would depend on the lane the GPU elects."""
         text = text.strip()
         neg = text.startswith("!")
         text = text.lstrip("!")
@@ -1357,8 +1360,8 @@ class _Prover:
         else:
             p = self.preds.get(text, _Pred(np.zeros(self.n, dtype=bool),
                                            np.zeros(self.n, dtype=bool)))
-        if neg and p.base is not None:  # (the lanes not elected: which they are is not known)
-            return _Pred(~p.v, np.zeros(self.n, dtype=bool))
+        if p.base is not None and (neg or not elected):
+            return _Pred(~p.v if neg else p.v, np.zeros(self.n, dtype=bool))
         return _Pred(~p.v, p.known) if neg else p
 
     def _assign(self, it: Item, run: np.ndarray, maybe: np.ndarray) -> None:
@@ -1533,7 +1536,7 @@ class _Prover:
     def _evaluate(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         op = parts[0]
         if parts[-1] == "pred" and op in ("and", "or", "xor", "not", "mov"):
-            s = [self._pred(o) for o in ops[1:]]
+            s = [self._pred(o, elected=True) for o in ops[1:]]
             known = np.logical_and.reduce([p.known for p in s])
             if op == "mov":
                 return {dests[0]: s[0]}
@@ -1775,8 +1778,6 @@ class _Prover:
             if len(ops) < 4:
                 return None
             c = self._pred(ops[3])
-            if c.base is not None:
-                return None
             f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[parts[2]]
             out = {dests[0]: _Pred(f(r, c.v), known & c.known)}
             if len(dests) > 1:

@@ -251,3 +251,27 @@ def test_each_wait_of_the_ring_is_needed(case, ntiles, why):
         subs = {"__syncwarp();": ""}
     got = _ring(subs, ntiles)
     assert isinstance(got, str) and why in got, got
+
+
+@pytest.mark.parametrize(("use", "proven"), [
+    # (a store under the election's predicate of the warp's index to the warp's one word:
+    # any lane stores the same)
+    ("    @%p3 st.shared.u32 [%r6], %r9;", True),
+    # (its lane's index: which value lands depends on the lane elected)
+    ("    @%p3 st.shared.u32 [%r6], %r1;", False),
+    # (the same to the lane's own word: which word is written depends on the lane elected)
+    ("    @%p3 st.shared.u32 [%r4], %r1;", False),
+    # (a branch on the election: as unknown as the lane it picks)
+    ("    @%p3 bra $L_e;\n    bra.uni $L_x;\n$L_e:\n    st.shared.u32 [%r4], %r1;\n$L_x:", False),
+    # (a select on it)
+    ("    selp.b32 %r8, 1, 0, %p3;\n    setp.ne.b32 %p4, %r8, 0;\n"
+     "    @%p4 st.shared.u32 [%r6], %r1;", False),
+])
+def test_what_an_election_decides_must_not_depend_on_the_lane_elected(use, proven):
+    """Each warp's elected lane stores, then every thread reads the word of lane 0 of its
+    warp: proven only where the store's address is the same for every lane it may pick."""
+    body = ("    shr.u32 %r9, %r1, 5;\n    shl.b32 %r10, %r9, 7;\n    add.u32 %r6, %r3, %r10;\n"
+            "    elect.sync %r20|%p3, -1;\n" + use + "\n    bar.sync 0;\n"
+            "    ld.shared.u32 %r7, [%r6];")
+    got = _prove(_kernel(body, HEAD.split("    @%p1 mbarrier.init")[0]), maps=())
+    assert isinstance(got, Proof) == proven, got
