@@ -232,11 +232,11 @@ def test_a_warp_specialised_tma_ring_is_proven(ntiles):
 @pytest.mark.parametrize(("case", "ntiles", "why"), [
     # the producer refills a stage the consumers may still read: its next copy on the
     # stage's `full` mbarrier is issued before anything saw the last one land
-    ("producer-skips-empty-wait", 12, "line 176: it may act on the mbarrier before the "
-                                      "copies of its previous phase landed"),
+    ("producer-skips-empty-wait", 12, "it may act on the mbarrier before the copies of its "
+                                      "previous phase landed"),
     # the consumers read before waiting for the copies
-    ("consumer-reads-before-full-wait", 4, "the bulk copy at line 152 and the access at "
-                                           "line 468"),
+    ("consumer-reads-before-full-wait", 4, "both touch byte 0 of `_ZZ8tma_ringE3buf`, one "
+                                           "writing"),
     ("consumer-reads-before-full-wait", 9, "threads wait for an mbarrier phase that nothing "
                                            "completes"),
     # the consumers' __syncwarp gone: lane 0's arrival releases its own reads and wait, not
