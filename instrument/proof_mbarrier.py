@@ -103,20 +103,24 @@ class MBarrier:
             raise Refused(f"line {line}: warps {sorted(acting)} act on one mbarrier phase "
                           "between the same CTA barriers, one adding expected bytes: the "
                           "phase may complete early in another order of the warps")
-        if not self.done:
-            return
-        # (an operation on a later phase must follow the previous one's completion: its
-        # arrivals, and a wait that saw its copies land; else it may count towards it)
-        d, clock = self.done[-1], op.clock
+        if self.done:  # (an operation on a later phase must follow the previous one's
+            # completion, else it may count towards it)
+            self._after(op, self.done[-1], "act on the mbarrier")
+
+    @staticmethod
+    def _after(op: Op, d: _Done, what: str) -> None:
+        """`op` must happen after phase `d` completed: after each of its arrivals, and where
+        it had copies, after a wait that saw them land (by a barrier between, or by the
+        clocks)."""
+        line, interval, clock = op.line, op.interval, op.clock
         for threads, step, k in d.arrived:
             if k == interval and (clock[:, threads] < step).any():
-                raise Refused(f"line {line}: it may act on the mbarrier before the arrival "
-                              f"of thread {int(np.nonzero(threads)[0][0])} completes its "
-                              "previous phase")
+                raise Refused(f"line {line}: it may {what} before the arrival of thread "
+                              f"{int(np.nonzero(threads)[0][0])} completes an earlier phase")
         if d.copies and not any(k < interval or (clock[:, t] >= step).any(axis=1).all()
                                 for t, k, step in d.waits):
-            raise Refused(f"line {line}: it may act on the mbarrier before the copies of its "
-                          "previous phase landed (no wait that saw them is ordered before)")
+            raise Refused(f"line {line}: it may {what} before the copies of an earlier phase "
+                          "landed (no wait that saw them is ordered before)")
 
     def arrive(self, op: Op, arrivals: int, tx: int = 0,
                release: np.ndarray | None = None) -> None:
@@ -168,18 +172,23 @@ class MBarrier:
         """Whether a wait for `parity` returns now."""
         return parity % 2 != len(self.done) % 2
 
-    def wait(self, line: int, parity: int, threads: np.ndarray, interval: int,
-             step: int) -> tuple[list[Access], np.ndarray | None]:
-        """A wait of `threads` that returns once the phase of `parity` completed: the copies
-        whose bytes it makes visible, and what the phase's arrivals released."""
+    def wait(self, op: Op, parity: int) -> tuple[list[Access], np.ndarray | None]:
+        """A wait of `op.threads` that returns once the phase of `parity` completed: the
+        copies whose bytes it makes visible, and what the phase's arrivals released. It is
+        credited with the last phase of its parity the host run completed: that must be
+        the one it sees on the GPU, so the phase before it must have completed before the
+        wait runs (else the wait may see the one two back, of the same parity, complete)."""
         k = len(self.done)  # the phase in progress
         if not self.ready(parity):
-            raise Refused(f"line {line}: a wait for an mbarrier phase (parity {parity}) that "
-                          "nothing before it in the program completes")
+            raise Refused(f"line {op.line}: a wait for an mbarrier phase (parity {parity}) "
+                          "that nothing before it in the program completes")
+        if k >= 2:
+            self._after(op, self.done[-2], "wait for the mbarrier's phase")
+        threads, interval, step = op.threads.copy(), op.interval, op.step
         if k == 0:  # (parity 1 before any phase completed: returns at once)
-            self.early.append((threads.copy(), interval, step))
+            self.early.append((threads, interval, step))
             return [], None
-        self.done[-1].waits.append((threads.copy(), interval, step))
+        self.done[-1].waits.append((threads, interval, step))
         return self.done[-1].copies, self.done[-1].release
 
     def inval(self, line: int) -> None:

@@ -106,7 +106,7 @@ def _rows(accesses: list[Access], unit: int) -> dict[str, np.ndarray]:
     """One row per access row and unit it touches."""
     cols: dict[str, list[np.ndarray]] = {k: [] for k in (
         "unit", "write", "agent", "warp", "k0", "k1", "s0", "s1", "conv", "acc", "rep",
-        "thr", "cid")}
+        "thr", "cid", "mbar")}
     for i, a in enumerate(accesses):
         first, last = a.start // unit, (a.start + a.size - 1) // unit
         span = last - first + 1
@@ -125,6 +125,7 @@ def _rows(accesses: list[Access], unit: int) -> dict[str, np.ndarray]:
         cols["acc"].append(np.full(n, i))
         cols["rep"].append(reps(a.rep, span) if a.rep is not None else np.full(n, -1))
         cols["thr"].append(reps(a.thread, span))
+        cols["mbar"].append(np.full(n, a.seen_by is not None))
         cols["cid"].append(reps(a.cid, span) if a.cid is not None else np.zeros(n, np.int64))
     return {k: np.concatenate(v) for k, v in cols.items()}
 
@@ -155,8 +156,9 @@ def _conflicts(accesses: list[Access], unit: int, vcs: np.ndarray | None = None)
     keep = np.ones(len(order), dtype=bool)
     keep[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in cols])
     idx, key, lo, hi = idx[order][keep], key[order][keep], lo[order][keep], hi[order][keep]
-    agent, warp, write, conv, rep, acc, thr, cid = (
-        r[c][idx] for c in ("agent", "warp", "write", "conv", "rep", "acc", "thr", "cid"))
+    agent, warp, write, conv, rep, acc, thr, cid, mbar = (
+        r[c][idx] for c in ("agent", "warp", "write", "conv", "rep", "acc", "thr", "cid",
+                            "mbar"))
     seen = _seen_by(accesses, vcs) if clocked else None
     n = len(key)
     d = 1
@@ -167,7 +169,7 @@ def _conflicts(accesses: list[Access], unit: int, vcs: np.ndarray | None = None)
         j = i + d
         bad = (write[i] | write[j]) & _unordered(agent[i], agent[j], warp[i], warp[j],
                                                   conv[i] & conv[j], lo[i], hi[i], lo[j],
-                                                  hi[j])
+                                                  hi[j], mbar[i], mbar[j])
         # (replicas: two warps' runs of one store, the same bytes at the same addresses)
         bad &= ~(write[i] & write[j] & (rep[i] >= 0) & (rep[i] == rep[j]))
         if bad.any() and seen is not None:  # (ordered through mbarriers)
@@ -202,13 +204,15 @@ def _happens_before(x, y, acc, thr, cid, lo, hi, seen, vcs) -> np.ndarray:
     return np.where((seen[acc[x]] < NEVER).any(axis=1), via, mine)
 
 
-def _unordered(ai, aj, wi, wj, conv, loi, hii, loj, hij) -> np.ndarray:
+def _unordered(ai, aj, wi, wj, conv, loi, hii, loj, hij, mbi=False, mbj=False) -> np.ndarray:
     """Whether two accesses living in one interval are unordered (see the module's text)."""
     warps = (ai == AGENT_WARP) & (aj == AGENT_WARP)
     wg_i, wg_j = ai == AGENT_WGMMA, aj == AGENT_WGMMA
-    # a copy and a warp's access (or another copy) of one warp: by its program order
+    # a copy and a warp's access (or another copy) of one warp: by its program order (a
+    # copy on an mbarrier ends at a wait of any thread: ordered after it only by the
+    # clocks, as the issuer may never wait)
     same = (wi == wj) & conv & ~wg_i & ~wg_j
-    ordered = same & ((hii < loj) | (hij < loi))
+    ordered = same & (((hii < loj) & ~mbi) | ((hij < loi) & ~mbj))
     # a wgmma and a warp of its warpgroup (a wgmma row's warp is its warpgroup's first):
     # only after the warp's wait retired it; a store before the issue is judged by the
     # warpgroup's other warps too, which have not seen it

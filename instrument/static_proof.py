@@ -267,9 +267,11 @@ _DECL = re.compile(r"\.(reg|shared|local)\b[^;]*?\s([%\w$][^;]*);")
 _NAME = re.compile(r"([%\w$.]+?)(?:<(\d+)>)?$")
 
 
-def _scopes(body: list[Item]) -> tuple[dict[int, int], set[str]]:
+def _scopes(body: list[Item]) -> tuple[dict[int, int], set[str], dict[int, list[str]]]:
     """Each branch's target (a label resolves in the innermost block around the branch
-    that declares it, as in PTX) and the registers nested blocks declare without a `%`.
+    that declares it, as in PTX), the registers nested blocks declare without a `%`, and
+    by the index of each nested block's `{` the registers it declares (new, so unknown, at
+    each entry: a sibling block's register of one name is another register).
     Inline assembly's blocks (`{ .reg .pred p; W: ... @!p bra W; }`, repeated wherever it
     is inlined) are followed where a nested declaration shadows no outer name: a register
     name then stands for one register."""
@@ -298,16 +300,20 @@ def _scopes(body: list[Item]) -> tuple[dict[int, int], set[str]]:
                     declared.setdefault(stack[-1], []).append(
                         (n.group(1), int(n.group(2)) if n.group(2) else None))
     local: set[str] = set()
+    fresh: dict[int, list[str]] = {}
     for i, it in enumerate(body):  # (the first item of a block is its `{`)
         if it.kind != "open" or i not in declared:
             continue
         outer = [d for b in scope[i][:-1] for d in declared.get(b, [])]
-        for name, _ in declared[i]:
+        names = [f"{n}{k}" for n, c in declared[i] for k in range(c or 0)] + \
+            [n for n, c in declared[i] if c is None]
+        for name in names:
             if any(_names_meet(name, o) for o in outer):
                 raise _Refused(f"line {it.line}: a nested block declares `{name}` again (it "
                                "shadows a register of the code around it)")
             if not name.startswith("%"):
                 local.add(name)
+        fresh[i] = names
     targets = {}
     for i, it in enumerate(body):
         if it.is_instruction and it.op_parts[0] == "bra" and it.operands:
@@ -316,7 +322,7 @@ def _scopes(body: list[Item]) -> tuple[dict[int, int], set[str]]:
                      None)
             if t is not None:
                 targets[i] = t
-    return targets, local
+    return targets, local, fresh
 
 
 def _names_meet(name: str, decl: tuple[str, int | None]) -> bool:
@@ -509,7 +515,7 @@ class _Prover:
 
     def run(self) -> Proof:
         body = self.fn.body
-        self.targets, self.local_names = _scopes(body)
+        self.targets, self.local_names, self.fresh = _scopes(body)
         self.branch_list = self._branches(body)
         self.steps = 0
         left = self._exec([(0, self.yes.copy())], len(body), nested=False)
@@ -549,6 +555,8 @@ class _Prover:
             mask = pending.pop(pc)
             it = body[pc]
             nxt = [(pc + 1, mask)]
+            if pc in self.fresh:  # (a block's own registers hold nothing known at its entry)
+                self._skip([], mask, self.fresh[pc])
             if it.is_instruction:
                 self.steps += 1
                 if self.steps > MAX_STEPS:
@@ -571,6 +579,15 @@ class _Prover:
         """Run one instruction for the threads of `mask`: where they go next."""
         op = it.op_parts[0]
         run, maybe = self._guard(it, mask)
+        gp = self.preds.get(it.pred.lstrip("@").lstrip("!")) if it.pred else None
+        elected = gp is not None and gp.base is not None  # (under an election's predicate)
+        if elected and op not in ("ld", "st", "cp", "mbarrier", "fence", "ldmatrix",
+                                  "stmatrix"):
+            # (what one lane does, which lane not known: a register it writes is unknown in
+            # all of them; a return, a barrier or any other event is not followed)
+            self._elected(it, mask)
+            self._skip([it], mask)
+            return [(pc + 1, mask)]
         if op == "shfl":  # (its lanes meet other lanes' shfl.sync: only whole warps followed)
             self.whole_warps = self._whole_warps(run, maybe, others)
         if op in ("ret", "exit"):
@@ -603,6 +620,8 @@ class _Prover:
         if c is not None and c.event not in _ALLOWED:
             self._event(it, c, mask, run & ~self.doubt, maybe, others)
         self._assign(it, run, maybe)
+        if elected:  # (a register the elected lane loaded: unknown in every lane)
+            self._skip([], mask, self._dests(it))
         if self.spin_result is not None:  # (a wait's loop spins until it returns true)
             name, where = self.spin_result
             self.spin_result = None
@@ -737,24 +756,28 @@ class _Prover:
         self.split |= went & stayed
         return bool((went & stayed).any())
 
-    def _skip(self, items: list[Item], mask: np.ndarray) -> None:
-        """Code some threads may run any number of times: it must not touch shared memory,
-        synchronise or return, and what it writes is unknown in `mask` after it."""
+    def _skip(self, items: list[Item], mask: np.ndarray, dests: list[str] | None = None
+              ) -> None:
+        """Code some threads may run any number of times (or one lane that is not known):
+        it must not touch shared memory, synchronise or return, and what it writes (and
+        `dests`) is unknown in `mask` after it."""
+        dests = list(dests or [])
         for it in items:
             if not it.is_instruction:
                 continue
             c = self.classify(it)
             if it.op_parts[0] in ("ret", "exit") or (c is not None and c.event not in _ALLOWED):
                 raise _Refused(f"line {it.line}: `{it.opcode}` under a branch whose direction "
-                               "is not known before launch")
-            for r in self._dests(it):
-                if r in self.preds:
-                    self.preds[r].known &= ~mask
-                    self.preds[r].uni = False
-                elif r in self.regs:
-                    self.regs[r].known &= ~mask
-                    self.regs[r].uni = False
-                    self.regs[r].key = None
+                               "is not known before launch, or by a lane `elect.sync` picks")
+            dests += self._dests(it)
+        for r in dests:
+            if r in self.preds:
+                self.preds[r].known &= ~mask
+                self.preds[r].uni = False
+            elif r in self.regs:
+                self.regs[r].known &= ~mask
+                self.regs[r].uni = False
+                self.regs[r].key = None
 
     # ------------------------------------------------------------ shared memory, barriers
     def _event(self, it: Item, c: Classified, mask: np.ndarray, run: np.ndarray,
@@ -1072,6 +1095,10 @@ class _Prover:
         if p is None or p.base is None:
             return
         would = mask & p.base
+        for w in np.unique(self.warp[mask]).tolist():  # (the election was among all lanes)
+            if not np.array_equal(mask[self.warp == w], self.alive[self.warp == w]):
+                raise _Refused(f"line {it.line}: under an `elect.sync` predicate, part of "
+                               f"warp {w} runs it (the lane elected may be on another path)")
         names = re.findall(r"%[\w$.]+|\b[A-Za-z_$][\w$]*\b",
                            " ".join(it.operands if operands is None else operands))
         vals = [self._src(x, 64) for x in names
@@ -1196,6 +1223,9 @@ class _Prover:
         """init, arrive(.expect_tx), expect_tx, a spinning try_wait.parity, inval of the
         CTA's own mbarriers (proof_mbarrier.py); any other form refuses the proof."""
         op = c.op
+        if "relaxed" in it.op_parts:  # (orders nothing: no release, no acquire)
+            raise _Refused(f"line {it.line}: `{it.opcode}` (a relaxed mbarrier operation) is "
+                           "not followed by the proof")
         if c.space == abi.SPACE_CLUSTER or op not in (
                 abi.MB_INIT, abi.MB_INVAL, abi.MB_ARRIVE, abi.MB_ARRIVE_EXPECT_TX,
                 abi.MB_EXPECT_TX, abi.MB_WAIT_PARITY):
@@ -1240,7 +1270,7 @@ class _Prover:
                     raise _Refused(f"line {line}: threads wait for phases of other parities "
                                    "of one mbarrier")
                 parity = parities.pop()
-                got, release = mb.wait(line, parity, threads, k, self.steps)
+                got, release = mb.wait(self._op(line, threads), parity)
                 if release is not None:  # (what the phase's arrivals released)
                     self._acquire(threads, release)
                 whole = {w for w in warps if not self.split[w] or

@@ -51,7 +51,7 @@ def test_tritons_tma_tile_is_proven_for_its_launch_maps():
 
 
 NEVER_DONE = "line 83: threads wait for an mbarrier phase that nothing completes"
-EARLY = "line 74: it may act on the mbarrier before the copies of its previous phase landed"
+EARLY = "line 74: it may act on the mbarrier before the copies of an earlier phase landed"
 MUTANTS = [
     # no wait for the copies: the reduction reads bytes the copies may still be writing
     (83, "mbarrier.try_wait.parity.shared.b64 complete, [%r1], %r5;",
@@ -232,8 +232,8 @@ def test_a_warp_specialised_tma_ring_is_proven(ntiles):
 @pytest.mark.parametrize(("case", "ntiles", "why"), [
     # the producer refills a stage the consumers may still read: its next copy on the
     # stage's `full` mbarrier is issued before anything saw the last one land
-    ("producer-skips-empty-wait", 12, "it may act on the mbarrier before the copies of its "
-                                      "previous phase landed"),
+    ("producer-skips-empty-wait", 12, "it may act on the mbarrier before the copies of an "
+                                      "earlier phase landed"),
     # the consumers read before waiting for the copies
     ("consumer-reads-before-full-wait", 4, "both touch byte 0 of `_ZZ8tma_ringE3buf`, one "
                                            "writing"),
