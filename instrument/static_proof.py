@@ -545,8 +545,10 @@ class _Prover:
         for at, m in entries:
             pending[at] = pending[at] | m if at in pending else m
         while True:
-            if self.parked and self._completed() != self.parked_at:  # (a phase completed:
-                for at, m in self.parked:  # its waiters try again)
+            # (a phase completed: its waiters try again, at the top level only, where the
+            # registers are the threads' own)
+            if self.parked and not nested and self._completed() != self.parked_at:
+                for at, m in self.parked:
                     pending[at] = pending[at] | m if at in pending else m
                 self.parked = []
             if not pending or min(pending) >= stop:
@@ -581,6 +583,9 @@ class _Prover:
         run, maybe = self._guard(it, mask)
         gp = self.preds.get(it.pred.lstrip("@").lstrip("!")) if it.pred else None
         elected = gp is not None and gp.base is not None  # (under an election's predicate)
+        if elected and op in ("bra", "brx", "call", "ret", "exit"):
+            raise _Refused(f"line {it.line}: `{op}` under an `elect.sync` predicate (where "
+                           "control goes would depend on the lane the GPU elects)")
         if elected and op not in ("ld", "st", "cp", "mbarrier", "fence", "ldmatrix",
                                   "stmatrix"):
             # (what one lane does, which lane not known: a register it writes is unknown in
@@ -1230,6 +1235,9 @@ class _Prover:
                 abi.MB_INIT, abi.MB_INVAL, abi.MB_ARRIVE, abi.MB_ARRIVE_EXPECT_TX,
                 abi.MB_EXPECT_TX, abi.MB_WAIT_PARITY):
             raise _Refused(f"line {it.line}: `{it.opcode}` is not followed by the proof")
+        if op == abi.MB_WAIT_PARITY and it.pred:  # (lanes that skip it leave its loop too)
+            raise _Refused(f"line {it.line}: a predicated wait (the lanes that skip it would "
+                           "go on without waiting)")
         if op == abi.MB_WAIT_PARITY and not self._spins(self.pc, c.result):
             raise _Refused(f"line {it.line}: a wait whose result the kernel uses other than by "
                            "trying again until it succeeds")
@@ -1414,9 +1422,12 @@ class _Prover:
                 if value is None:
                     value = _Pred(old.v, np.zeros(self.n, dtype=bool))
                 base = None
-                if value.base is not None or old.base is not None:
-                    base = np.where(run, value.v if value.base is None else value.base,
-                                    old.v if old.base is None else old.base)
+                if value.base is not None:
+                    base = np.where(run, value.base, old.v if old.base is None else old.base)
+                elif old.base is not None and not np.array_equal(run, self.alive):
+                    # (an election's predicate overwritten in some lanes only: not followed)
+                    value = _Pred(value.v, np.zeros(self.n, dtype=bool))
+                    old = _Pred(old.v, np.zeros(self.n, dtype=bool))
                 self.preds[r] = _Pred(np.where(run, value.v, old.v),
                                       np.where(run, value.known, old.known) & ~doubt, uni,
                                       base)

@@ -1,4 +1,4 @@
-"""Racy kernels an adversarial review of the proof's mbarrier, election and nested-block
+"""Racy kernels two adversarial reviews of the proof's mbarrier, election and nested-block
 rules found proven (tests/corpus/proof_review/, one file each, named by what it does):
 each must be refused, as a proof hides whatever race it misses."""
 
@@ -20,6 +20,9 @@ WHY = {
     "E": "what the election decides depends on the lane the GPU elects",
     "S": "the elected lane may be on the other path of a split warp",
     "N": "a nested block's registers are not the outer ones, nor a sibling block's",
+    "B": "a branch on an election, or on a predicate once an election's",
+    "D": "lanes that skip a predicated wait leave its loop without waiting",
+    "F": "a parked warp resumed inside an uncertain branch loses its registers",
 }
 
 
