@@ -832,32 +832,7 @@ class _Prover:
             lanes = 8 * max(1, c.shape)
             maybe = maybe & (self.special["%laneid"] < np.uint64(lanes))
             run = run & maybe
-        parts = split_address(c.address or "")
-        if parts is None:
-            raise _Refused(f"line {it.line}: address `{c.address}` not understood")
-        base, off = parts
-        v = _Val(base, self._const(0), self.yes) if base in self.shared else \
-            self.regs.get(base, self._unknown())
-        if v.sym not in self.shared or not v.known[maybe].all():
-            raise _Refused(f"line {it.line}: the address `{c.address}` is not known before "
-                           "launch")
-        self.sym = self.sym or v.sym
-        base = self._base(it, v.sym)
-        # (its offsets' 4-byte granules must be the checker's: a variable aligned to 4, or
-        # the module's only one, which ptxas puts at the window's start, 0x400 on sm_90a)
-        align = getattr(self.shared, "align", {}).get(v.sym, 0)
-        if align < GRANULE and len(self.shared) != 1:
-            raise _Refused(f"line {it.line}: `{v.sym}` is aligned to {align} bytes, less than "
-                           f"the checker's {GRANULE}-byte granules, beside other shared "
-                           "variables")
-        start = (v.a + np.uint64(off & _M64)).view(np.int64)
-        if (start[maybe] < 0).any() or (start[maybe] > MAX_SHARED).any():
-            raise _Refused(f"line {it.line}: an address outside the shared memory a CTA can "
-                           "have")
-        if maybe.any():
-            end = int((start[maybe] + c.size).max())
-            self.extent[v.sym] = max(self.extent.get(v.sym, (0, 0)), (end, it.line))
-        start = start + base
+        start = self._smem(it, c.address or "", maybe, c.size)
         if (start[maybe] % c.size).any():  # (the checker's 16-byte chunks: whole ones only)
             raise _Refused(f"line {it.line}: an address not aligned to the access's "
                            f"{c.size} bytes")
@@ -1119,8 +1094,9 @@ class _Prover:
                                    "`elect.sync` may pick")
 
     def _smem(self, it: Item, text: str, threads: np.ndarray, size: int) -> np.ndarray:
-        """Per thread, where the proof puts the shared-memory address `text` (an mbarrier, a
-        copy's first byte), for the threads of `threads`."""
+        """Per thread, where the proof puts the shared-memory address `text` of an access of
+        `size` bytes (a load or store, an mbarrier, a copy's first byte), for the threads of
+        `threads`; its end is recorded for _inside."""
         parts = split_address(text or "")
         if parts is None:
             raise _Refused(f"line {it.line}: address `{text}` not understood")
@@ -1130,6 +1106,13 @@ class _Prover:
         if v.sym not in self.shared or not v.known[threads].all():
             raise _Refused(f"line {it.line}: the address `{text}` is not known before launch")
         self.sym = self.sym or v.sym
+        # (its offsets' 4-byte granules must be the checker's: a variable aligned to 4, or
+        # the module's only one, which ptxas puts at the window's start, 0x400 on sm_90a)
+        align = getattr(self.shared, "align", {}).get(v.sym, 0)
+        if align < GRANULE and len(self.shared) != 1:
+            raise _Refused(f"line {it.line}: `{v.sym}` is aligned to {align} bytes, less than "
+                           f"the checker's {GRANULE}-byte granules, beside other shared "
+                           "variables")
         start = (v.a + np.uint64(off & _M64)).view(np.int64)
         if (start[threads] < 0).any() or (start[threads] + size > MAX_SHARED).any():
             raise _Refused(f"line {it.line}: an address outside the shared memory a CTA can "

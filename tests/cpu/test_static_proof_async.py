@@ -19,14 +19,14 @@ MATMUL = Path(__file__).parents[1] / "corpus" / "triton" / "triton_matmul_s3.ptx
 SIZES = {3: (512, 32), 4: (512, 32), 5: (512, 32)}
 
 
-def _prove(ptx: str, params: dict[int, int] | None = None, dims=None):
+def _prove(ptx: str, params: dict[int, int] | None = None, dims=None, maps=()):
     mod = parse(ptx, "k")
     (fn,) = [f for f in mod.functions if f.is_entry]
     shared, consts = _shared_symbols(mod), constant_registers(fn.body)
     index = {id(it): i for i, it in enumerate(mod.items)}
     return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
                  lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
-                 dims=dims, params=params)
+                 dims=dims, params=params, maps=maps)
 
 
 def test_tritons_pipelined_matmul_is_proven_for_its_launch_values():

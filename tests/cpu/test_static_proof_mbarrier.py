@@ -14,6 +14,7 @@ from instrument.events import classify, constant_registers
 from instrument.ptx import parse
 from instrument.rewrite import _shared_symbols
 from instrument.static_proof import Proof, prove
+from tests.cpu import test_static_proof_async
 
 # tests/kernels/triton_corpus.py's tma_add_into, compiled by Triton 3.6 for sm_90a: two
 # warps each load half the 64x64 f32 tile (a 32x64 box, 8192 bytes) on one mbarrier, every
@@ -23,13 +24,7 @@ BOX = 32 * 64 * 4
 
 
 def _prove(ptx: str, maps=(BOX, BOX), dims=None):
-    mod = parse(ptx, "k")
-    (fn,) = [f for f in mod.functions if f.is_entry]
-    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
-    index = {id(it): i for i, it in enumerate(mod.items)}
-    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
-                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
-                 dims=dims, maps=maps)
+    return test_static_proof_async._prove(ptx, dims=dims, maps=maps)
 
 
 def _edit(text: str, line: int, old: str, new: str) -> str:
