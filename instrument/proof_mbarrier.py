@@ -77,9 +77,8 @@ class MBarrier:
     interval: int
     line: int
     valid: bool = True
-    completions: int = 0
     done: list[_Done] = field(default_factory=list)
-    cur: _Phase = field(default_factory=lambda: _Phase(0))
+    cur: _Phase = field(init=False)  # the phase in progress
     early: list[tuple[np.ndarray, int, int]] = field(default_factory=list)  # before any
 
     def __post_init__(self) -> None:
@@ -165,7 +164,6 @@ class MBarrier:
                 raise Refused(f"line {line}: the mbarrier's next phase may complete "
                               f"before warp {w}'s wait for the previous one runs")
         self.done.append(_Done(ph.copies, interval, ph.release, ph.arrived))
-        self.completions += 1
         self.cur = _Phase(self.count)
 
     def ready(self, parity: int) -> bool:

@@ -1173,7 +1173,7 @@ class _Prover:
                     self.barriers, self.steps, clock)
 
     def _completed(self) -> int:
-        return sum(mb.completions for mb in self.mbars.values())
+        return sum(len(mb.done) for mb in self.mbars.values())
 
     def _record(self, a: Access) -> None:
         a.cid = self.cid[a.thread].copy()
