@@ -336,8 +336,8 @@ class Session:
                 self.report.skipped[skipped] = self.report.skipped.get(skipped, 0) + 1
                 return run_native(native)
             name = fn.display_name
-            # (a proof is made for one CTA: in a cluster launch the shared symbol's address
-            # carries the CTA's rank in bits 24 and up, past what descriptor offsets assume)
+            # (a proof made at build time is for the kernel's own cluster shape, if any: a
+            # launch that asks for clusters is proven for its shape, all its CTAs together)
             cluster = (extra_launch or {}).get("cluster") or [1]
             clustered = any(int(c) > 1 for c in cluster)
             try:
@@ -353,8 +353,10 @@ class Session:
                         return run_native(native)
                     return self._run_proven(fn, lambda: run_native(native), stream,
                                             {"grid": grid, "block": block})
-                proof = self._launch_proof(fn, b, block, scalars, maps) \
-                    if proofs_on() and not clustered else None
+                proof = self._launch_proof(
+                    fn, b, block, scalars, maps,
+                    tuple(int(c) for c in cluster) if clustered else None) \
+                    if proofs_on() else None
                 if proof is not None:  # (proven for this launch's block)
                     self._count_native(fn, b, proof)
                     return self._run_proven(fn, lambda: run_native(native), stream,
@@ -484,7 +486,8 @@ class Session:
 
     def _launch_proof(self, fn, b: runtime.Build, block: tuple[int, int, int],
                       scalars: dict[int, tuple[int, int]] | None = None,
-                      maps: tuple[int | None, ...] = ()):
+                      maps: tuple[int | None, ...] = (),
+                      cluster: tuple[int, ...] | None = None):
         """The kernel's proof for this block (instrument/static_proof.py), made once per
         build, kernel and block, or, where a value not known before launch stood in its
         way, once per such set of integer arguments too (up to PROOFS_PER_KERNEL of them:
@@ -493,10 +496,10 @@ class Session:
         prove_at = b.instrumented.prove_at
         if prove_at is None:
             return None
-        key = (id(b), fn.kernel, tuple(block))
+        key = (id(b), fn.kernel, tuple(block), cluster)
         got = self._proofs.get(key)
         if got is None or got[0] is not b:
-            got = self._proofs[key] = (b, prove_at(fn.kernel, tuple(block)))
+            got = self._proofs[key] = (b, prove_at(fn.kernel, tuple(block), cluster=cluster))
         proof = got[1]
         if isinstance(proof, str) and getattr(proof, "unknown", False) and (scalars or maps):
             tried = self._param_proofs.setdefault(key, 0)
@@ -505,7 +508,7 @@ class Session:
             if (hit is None or hit[0] is not b) and tried < PROOFS_PER_KERNEL:
                 self._param_proofs[key] = tried + 1
                 hit = self._proofs[pkey] = (b, prove_at(fn.kernel, tuple(block), scalars,
-                                                        tuple(maps)))
+                                                        tuple(maps), cluster))
             proof = hit[1] if hit is not None and hit[0] is b else proof
         useful = not isinstance(proof, str) and proof is not None and \
             bool(proof.accesses or proof.barriers)

@@ -147,7 +147,7 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
     k = compiled.__dict__.get("_consan_kernel")
     if k is None:  # (once per compiled kernel: a launch of a small one pays little)
         k = compiled.__dict__["_consan_kernel"] = _Kernel(compiled)
-    # (a cluster launch is not run on a proof: see Session.launch)
+    # (a cluster launch is proven for its own shape, if at all: see Session.launch)
     if k.cannot_race() and int(packed[1]) <= 1:  # (Triton's vector add: counted, natively)
         return s.launch_native(k, native, (grid_x, grid_y, grid_z, stream, function, packed,
                                            launch_metadata, enter_hook, exit_hook, *args),

@@ -7,8 +7,9 @@ CTA barriers in any other. A phase is followed only where that order cannot matt
 - an mbarrier is initialised by one thread certain to run, and used by other warps only
   after a CTA barrier;
 - within one interval (between CTA barriers) the operations on one phase either all come
-  from one warp, or none of them adds expected bytes (arrivals and copies only move the
-  phase towards completion, so it completes after the last of them in any order);
+  from one warp, or none of them is an `expect_tx` apart from an arrival (arrivals, with
+  the bytes they expect, and copies only move the phase towards completion, so it
+  completes after the last of them in any order);
 - a phase completes when its pending arrivals reach zero and the copies issued on it
   deliver exactly the bytes it expects (more would complete it before all of them land);
 - a wait for a parity returns only once that phase completed; the next phase must not be
@@ -33,8 +34,9 @@ BYTES = 8  # an mbarrier object
 @dataclass
 class Op:
     """An operation on an mbarrier: its line, the threads running it (a mask over the
-    block) and their warps, the interval and host step, and each thread's clock (a row per
-    running thread, its own step on the diagonal)."""
+    block) and their warps, the interval and host step, and each thread's causal clock
+    (what happened before it in time; a row per running thread, its own step on the
+    diagonal)."""
 
     line: int
     threads: np.ndarray
@@ -53,8 +55,10 @@ class _Phase:
     warps: dict[int, set[int]] = field(default_factory=dict)  # interval -> warps acting
     expecting: set[int] = field(default_factory=set)  # intervals with an expect_tx
     release: np.ndarray | None = None  # the join of its arrivals' clocks
+    causal: np.ndarray | None = None  # and of their causal clocks and its copies' issues
     arrived: list[tuple[np.ndarray, int, int]] = field(default_factory=list)  # (threads,
     # step, interval) of each arrival
+    remote: bool = False  # another CTA of the cluster took part in it
 
 
 @dataclass
@@ -62,7 +66,9 @@ class _Done:
     copies: list[Access]
     interval: int
     release: np.ndarray | None
+    causal: np.ndarray | None
     arrived: list[tuple[np.ndarray, int, int]]
+    remote: bool = False
     # (threads, interval, step) of each wait that saw it complete
     waits: list[tuple[np.ndarray, int, int]] = field(default_factory=list)
 
@@ -122,13 +128,16 @@ class MBarrier:
                           "landed (no wait that saw them is ordered before)")
 
     def arrive(self, op: Op, arrivals: int, tx: int = 0,
-               release: np.ndarray | None = None) -> None:
+               release: np.ndarray | None = None, causal: np.ndarray | None = None) -> None:
         """`arrivals`, after adding `tx` expected bytes in all (arrive.expect_tx), releasing
-        the clock `release`."""
-        self._act(op, tx > 0)
+        the clock `release` (`causal`: the causal one). (The bytes are expected together
+        with the arrival: the phase cannot complete before it, so they need not come from
+        the phase's only warp.)"""
+        self._act(op, False)
         if release is not None:
             r = self.cur.release
             self.cur.release = release.copy() if r is None else np.maximum(r, release)
+        self._follow(op.clock.max(axis=0) if causal is None else causal)
         if arrivals > self.cur.pending:
             raise Refused(f"line {op.line}: {arrivals} arrivals on an mbarrier phase that "
                           f"expects {self.cur.pending} more")
@@ -142,8 +151,13 @@ class MBarrier:
         self.cur.expected += tx
         self._settle(op.line, op.interval)
 
+    def _follow(self, causal: np.ndarray) -> None:
+        c = self.cur.causal
+        self.cur.causal = causal.copy() if c is None else np.maximum(c, causal)
+
     def copy(self, op: Op, a: Access, nbytes: int) -> None:
         self._act(op, False)
+        self._follow(op.clock.max(axis=0))  # (issued before the phase completes)
         self.cur.issued += nbytes
         self.cur.copies.append(a)
         self._settle(op.line, op.interval)
@@ -159,20 +173,23 @@ class MBarrier:
         # (the phase completes: a wait for the one before it must have run, ordered first,
         # by a barrier or by an arrival of this phase that happens after it)
         for threads, k, step in self.done[-1].waits if self.done else self.early:
-            if k == interval and (ph.release is None or (ph.release[threads] < step).any()):
+            if k == interval and (ph.causal is None or (ph.causal[threads] < step).any()):
                 w = int(np.nonzero(threads)[0][0]) // 32
                 raise Refused(f"line {line}: the mbarrier's next phase may complete "
                               f"before warp {w}'s wait for the previous one runs")
-        self.done.append(_Done(ph.copies, interval, ph.release, ph.arrived))
+        self.done.append(_Done(ph.copies, interval, ph.release, ph.causal, ph.arrived,
+                               ph.remote))
         self.cur = _Phase(self.count)
 
     def ready(self, parity: int) -> bool:
         """Whether a wait for `parity` returns now."""
         return parity % 2 != len(self.done) % 2
 
-    def wait(self, op: Op, parity: int) -> tuple[list[Access], np.ndarray | None]:
+    def wait(self, op: Op, parity: int
+             ) -> tuple[list[Access], np.ndarray | None, np.ndarray | None]:
         """A wait of `op.threads` that returns once the phase of `parity` completed: the
-        copies whose bytes it makes visible, and what the phase's arrivals released. It is
+        copies whose bytes it makes visible, what the phase's arrivals released, and what
+        happened before the phase completed. It is
         credited with the last phase of its parity the host run completed: that must be
         the one it sees on the GPU, so the phase before it must have completed before the
         wait runs (else the wait may see the one two back, of the same parity, complete)."""
@@ -185,9 +202,10 @@ class MBarrier:
         threads, interval, step = op.threads.copy(), op.interval, op.step
         if k == 0:  # (parity 1 before any phase completed: returns at once)
             self.early.append((threads, interval, step))
-            return [], None
-        self.done[-1].waits.append((threads, interval, step))
-        return self.done[-1].copies, self.done[-1].release
+            return [], None, None
+        d = self.done[-1]
+        d.waits.append((threads, interval, step))
+        return d.copies, d.release, d.causal
 
     def inval(self, line: int) -> None:
         if self.cur.expected or self.cur.issued or self.cur.pending != self.count:

@@ -197,11 +197,17 @@ def _happens_before(x, y, acc, thr, cid, lo, hi, seen, vcs) -> np.ndarray:
     """Whether row x ends before row y starts by the mbarriers' clocks: y's thread's clock
     at y holds x's thread at x's end, or, x a copy on an mbarrier, a thread whose wait saw
     x complete at or before a step that clock holds (its own, at y's start)."""
-    clock = vcs[cid[y]].copy()
-    clock[np.arange(len(y)), thr[y]] = lo[y]
-    mine = hi[x] < clock[np.arange(len(x)), thr[x]]
-    via = (seen[acc[x]] <= clock).any(axis=1)
-    return np.where((seen[acc[x]] < NEVER).any(axis=1), via, mine)
+    # (y's clock is its thread's vector with its own entry raised to y's step: a thread's
+    # vector never holds itself past its current step. The part of `via` that does not
+    # look at y's own entry depends only on (x's access, y's clock): made once per pair)
+    own = thr[x] == thr[y]
+    mine = hi[x] < np.where(own, lo[y], vcs[cid[y], thr[x]])
+    pairs, inverse = np.unique(np.stack([acc[x], cid[y]]), axis=1, return_inverse=True)
+    inverse = inverse.ravel()
+    waited = (seen[pairs[0]] < NEVER).any(axis=1)
+    via = (seen[pairs[0]] <= vcs[pairs[1]]).any(axis=1)[inverse] | \
+        (seen[acc[x], thr[y]] <= lo[y])
+    return np.where(waited[inverse], via, mine)
 
 
 def _unordered(ai, aj, wi, wj, conv, loi, hii, loj, hij, mbi=False, mbj=False) -> np.ndarray:

@@ -53,6 +53,12 @@ _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "bra",
             "exit", "trap", "brkpt", "nanosleep", "pmevent")
 _PARAM = re.compile(r"\.param((?:\s*\.[\w:]+(?:\s+\d+)?)*)\s+([\w$]+)")
 _CLUSTER = re.compile(r"\.(?:reqnctapercluster|explicitcluster|maxclusterrank)\b")
+_REQNCTA = re.compile(r"\.reqnctapercluster\s+(\w+)\s*(?:,\s*(\w+))?\s*(?:,\s*(\w+))?")
+# a `.shared::cluster` address from `mapa`: the symbol's name with this suffix, its value
+# the offset plus the CTA rank it names shifted left by CLUSTER_SHIFT (the GPU's own encoding
+# is not the ISA's to state: a difference of two ranks' addresses is not followed)
+CLUSTER_TAG = "@cluster"
+CLUSTER_SHIFT = 32
 _PARAM_TYPE = re.compile(r"\.([bsuf])(8|16|32|64)\b")
 _REQNTID = re.compile(r"\.reqntid\s+(\w+)\s*(?:,\s*(\w+))?\s*(?:,\s*(\w+))?")
 _TYPE = re.compile(r"^([bus])(8|16|32|64)$")
@@ -94,13 +100,17 @@ class Proof:
     accesses: int  # shared-memory instructions
     barriers: int  # CTA-wide barriers the threads pass
     params: int = 0  # integer parameters whose launch values it was made for
+    ctas: int = 1  # the CTAs of a cluster, proven together (`threads` each)
 
     def sentence(self) -> str:
         given = (f", for the values of {self.params} integer parameter"
                  f"{'' if self.params == 1 else 's'} at launch" if self.params else "")
+        who = f"{self.threads} threads" if self.ctas == 1 else \
+            f"clusters of {self.ctas} CTAs of {self.threads} threads"
+        kind = "CTA" if self.ctas == 1 else "cluster"
         return (f"proven race-free before launch ({self.accesses} shared-memory "
-                f"access{'' if self.accesses == 1 else 'es'}, {self.barriers} CTA "
-                f"barrier{'' if self.barriers == 1 else 's'} passed, {self.threads} threads, "
+                f"access{'' if self.accesses == 1 else 'es'}, {self.barriers} {kind} "
+                f"barrier{'' if self.barriers == 1 else 's'} passed, {who}, "
                 f"every byte read written first{given}); it runs natively")
 
 
@@ -170,11 +180,13 @@ class Refusal(str):
 def prove(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
           dims: tuple[int, int, int] | None = None,
-          params: Params | None = None, maps: Maps = ()) -> Proof | Refusal:
+          params: Params | None = None, maps: Maps = (),
+          cluster: tuple[int, int, int] | None = None) -> Proof | Refusal:
     """The kernel's proof for a block of `dims` (else its `.reqntid`), or why there is
     none (a sentence for tests and --verbose). `params`: the integer values of some of its
     parameters (by position), `maps`: its tensor maps' copy sizes, for a proof of one
-    launch."""
+    launch; `cluster`: the launch's cluster shape (else its `.reqnctapercluster`): the
+    proof is then made for every CTA of one cluster at once."""
     if not fn.is_entry:
         return Refusal("a device function (only kernels are proven)")
     dims = dims or reqntid(header_items)
@@ -183,17 +195,16 @@ def prove(fn: Function, header_items: list[Item],
     if not getattr(shared, "complete", False):
         return Refusal("a `.shared` declaration of the module not understood: where its "
                        "variables sit is not known")
-    cluster = _CLUSTER.search(" ".join(it.code for it in header_items))
-    if cluster:  # (its CTAs' shared addresses carry their cluster rank in bits 24 and up)
-        return Refusal(f"`{cluster.group(0)}`: a kernel of a cluster (a proof is made for "
-                       "one CTA)")
+    ctas = cluster_dims(header_items, cluster)
+    if isinstance(ctas, Refusal):
+        return ctas
     values = _param_values(header_items, params)
     sizes = _map_sizes(header_items, maps)
     runs: list[_Prover] = []
 
     def make(loops: dict[int, int]) -> _Prover:
         runs.append(_Prover(fn, dims, classify, shared, values, loops, sizes,
-                            param_names(header_items)))
+                            param_names(header_items), ctas))
         return runs[-1]
     try:
         return _every_path(make)[1]
@@ -204,6 +215,31 @@ def prove(fn: Function, header_items: list[Item],
     except Exception as exc:  # noqa: BLE001 - an instruction the evaluator misread: no proof
         return Refusal(f"the proof could not evaluate this kernel ({type(exc).__name__}: "
                        f"{exc})")
+
+
+def cluster_dims(header_items: list[Item], launch: tuple[int, int, int] | None = None
+                 ) -> tuple[int, int, int] | Refusal:
+    """The shape of the kernel's clusters: its `.reqnctapercluster`, else the launch's
+    (1, 1, 1: no cluster); a kernel that names clusters without either, or a launch that
+    asks for another shape than the one compiled in, is refused."""
+    code = " ".join(it.code for it in header_items)
+    m = _REQNCTA.search(code)
+    try:
+        fixed = tuple(ptx_int(g) if g else 1 for g in m.groups()) if m else None
+    except ValueError:
+        return Refusal(f"`{m.group(0) if m else ''}` not understood")
+    given = tuple((tuple(int(x) for x in launch) + (1, 1))[:3]) if launch else None
+    if fixed and given and fixed != given:
+        return Refusal(f"launched with clusters of {given}, not its .reqnctapercluster {fixed}")
+    dims = fixed or given
+    if dims is None:
+        named = _CLUSTER.search(code)
+        if named:
+            return Refusal(f"`{named.group(0)}` with no cluster shape known before launch")
+        return (1, 1, 1)
+    if min(dims) < 1 or dims[0] * dims[1] * dims[2] > 16:
+        return Refusal(f"a cluster of {dims} CTAs")
+    return dims  # type: ignore[return-value]
 
 
 def param_names(header_items: list[Item]) -> list[str]:
@@ -243,18 +279,22 @@ def _param_values(header_items: list[Item], params: Params | None
 def trace(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
           dims: tuple[int, int, int] | None = None,
-          params: Params | None = None, maps: Maps = ()) -> list[Access]:
+          params: Params | None = None, maps: Maps = (),
+          cluster: tuple[int, int, int] | None = None) -> list[Access]:
     """The accesses as executed, before the rules judge them (for tests that replay them
     into the checker); a refusal of the execution itself raises ValueError."""
     dims = dims or reqntid(header_items)
     if dims is None:
         raise ValueError("no .reqntid")
+    ctas = cluster_dims(header_items, cluster)
+    if isinstance(ctas, Refusal):
+        raise ValueError(str(ctas))
     values = _param_values(header_items, params)
     sizes = _map_sizes(header_items, maps)
 
     def make(loops: dict[int, int]) -> _Prover:
         p = _Prover(fn, dims, classify, shared, values, loops, sizes,
-                    param_names(header_items))
+                    param_names(header_items), ctas)
         p.judge = False
         return p
     try:
@@ -411,23 +451,48 @@ class _Prover:
                  classify: Callable[[Item], Classified | None], shared: set[str],
                  params: dict[str, int] | None = None,
                  loops: dict[int, int] | None = None, maps: dict[str, int] | None = None,
-                 param_names: list[str] | None = None) -> None:
+                 param_names: list[str] | None = None,
+                 cluster: tuple[int, int, int] = (1, 1, 1)) -> None:
         self.fn, self.classify, self.shared = fn, classify, shared
         self.maps = maps or {}  # tensor-map parameter -> bytes one copy through it moves
         self.param_syms = {n: _PARAM_SYM + n for n in param_names or ()}
         self.params: dict[str, tuple[int, int]] = params or {}  # name -> (value, its bits)
         self.widths = register_widths(fn)
-        self.n = dims[0] * dims[1] * dims[2]
-        if not 0 < self.n <= 1024:
-            raise _Refused(f"a block of {self.n} threads")
-        t = np.arange(self.n, dtype=np.uint64)
+        self.ntid = dims[0] * dims[1] * dims[2]
+        if not 0 < self.ntid <= 1024:
+            raise _Refused(f"a block of {self.ntid} threads")
+        # (a cluster's CTAs are run together, CTA rank r's threads r * ntid on: its warps
+        # must not straddle two CTAs)
+        self.ncta = cluster[0] * cluster[1] * cluster[2]
+        if self.ncta > 1 and self.ntid % 32:
+            raise _Refused(f"a cluster of CTAs of {self.ntid} threads, not whole warps")
+        self.n = self.ntid * self.ncta
+        g = np.arange(self.n, dtype=np.uint64)
+        t, rank = g % np.uint64(self.ntid), g // np.uint64(self.ntid)
+        self.rank = rank.astype(np.int64)
         nx, ny = np.uint64(dims[0]), np.uint64(dims[1])
+        cx, cy = np.uint64(cluster[0]), np.uint64(cluster[1])
         self.yes = np.ones(self.n, dtype=bool)
         self.special = {
             "%tid.x": t % nx, "%tid.y": (t // nx) % ny, "%tid.z": t // (nx * ny),
             "%ntid.x": self._const(dims[0]), "%ntid.y": self._const(dims[1]),
             "%ntid.z": self._const(dims[2]), "%laneid": t % np.uint64(32)}
-        self.warp = (t // np.uint64(32)).astype(np.int64)
+        if cluster != (1, 1, 1):
+            self.special.update({
+                "%cluster_ctarank": rank, "%cluster_nctarank": self._const(self.ncta),
+                "%cluster_ctaid.x": rank % cx, "%cluster_ctaid.y": (rank // cx) % cy,
+                "%cluster_ctaid.z": rank // (cx * cy), "%is_explicit_cluster": self._const(1),
+                **{f"%cluster_nctaid.{d}": self._const(v) for d, v in zip("xyz", cluster,
+                                                                          strict=True)}})
+        # (%ctaid differs between a cluster's CTAs)
+        self.uniform_special = _UNIFORM_SPECIAL if self.ncta == 1 else frozenset(
+            r for r in _UNIFORM_SPECIAL if not r.startswith("%ctaid"))
+        self.stride = 0  # the bytes of one CTA's variables, in a cluster (below)
+        self.remote: list[tuple[int, int, int, Access | None]] = []  # (line, interval,
+        # owner rank, the copy) of each operation on another CTA's shared memory
+        self.cluster_arrived = False  # a `barrier.cluster.arrive` waits for its wait
+        self.owner = self.rank  # (set by _smem)
+        self.warp = (g // np.uint64(32)).astype(np.int64)
         self.nwarps = int(self.warp.max()) + 1
         self.regs: dict[str, _Val] = {}
         self.preds: dict[str, _Pred] = {}
@@ -459,6 +524,10 @@ class _Prover:
         # each thread ordered before a point: a wait acquires what its phase's arrivals
         # released), each thread's current one by id; an access keeps its threads' ids
         self.vcs: list[np.ndarray] = [np.full(self.n, -1, dtype=np.int64)]
+        # and beside each, what happened before in time, which a phase's completion also
+        # follows through its copies' issues (a copy releases nothing of its issuer's memory,
+        # but it is issued before its phase completes): the mbarrier rules' order
+        self.cvcs: list[np.ndarray] = [self.vcs[0]]
         self.cid = np.zeros(self.n, dtype=np.int64)
         self.join = np.zeros(self.nwarps, dtype=np.int64)  # a warp's last step converged
         self.guessed = False  # a branch went a way not known before launch
@@ -474,6 +543,8 @@ class _Prover:
         self.loop_trips: dict[int, int] = {}
         self.loop_state: dict[int, tuple] = {}
         self.loops_done: set[int] = set()
+        if self.ncta > 1:
+            self.stride = self._stride()
 
     def _const(self, v: int) -> np.ndarray:
         return np.full(self.n, v & _M64, dtype=np.uint64)
@@ -525,6 +596,9 @@ class _Prover:
             a.until[a.until_seq == NEVER] = self.barriers
         self._inside()
         self._mbarrier_bytes()
+        self._exits()
+        if self.cluster_arrived:
+            raise _Refused("a `barrier.cluster.arrive` with no wait after it")
         if self.judge:
             try:
                 judge(self.accesses, self.nwarps, self.fences, self.bar_steps,
@@ -532,8 +606,24 @@ class _Prover:
             except _Refused as why:
                 raise _Refused(re.sub(r"byte (\d+)", lambda m: self._byte(int(m.group(1))),
                                       str(why))) from None
-        return Proof(self.fn.name, self.n, len({a.line for a in self.accesses}), self.barriers,
-                     len(self.params))
+        return Proof(self.fn.name, self.ntid, len({a.line for a in self.accesses}),
+                     self.barriers, len(self.params), self.ncta)
+
+    def _exits(self) -> None:
+        """A CTA of a cluster exits once its threads are done; no other CTA may then still
+        reach its shared memory: an access or mbarrier operation there needs a cluster
+        barrier after it (which the owner passes before it exits: no thread returns before
+        a barrier), and a copy into it, the owner's wait that saw it land."""
+        for line, k, r, copy in self.remote:
+            if copy is not None:
+                assert copy.until_seq is not None
+                if (copy.until_seq == NEVER).any():
+                    raise _Refused(f"line {line}: a copy into CTA rank {r} that no wait of "
+                                   "that CTA sees land: it may land after the CTA exits")
+            elif k >= self.barriers:
+                raise _Refused(f"line {line}: an operation on the shared memory of CTA rank "
+                               f"{r} with no cluster barrier after it: that CTA may have "
+                               "exited")
 
     def _exec(self, entries: list[tuple[int, np.ndarray]], stop: int,
               nested: bool) -> np.ndarray:
@@ -787,6 +877,14 @@ class _Prover:
     # ------------------------------------------------------------ shared memory, barriers
     def _event(self, it: Item, c: Classified, mask: np.ndarray, run: np.ndarray,
                maybe: np.ndarray, others: bool) -> None:
+        if c.event is Event.ADDRESS and it.op_parts[0] in ("mapa", "getctarank"):
+            return  # (a `.shared::cluster` address or its rank: _assign follows it)
+        if c.event is Event.CLUSTER_BAR:
+            self._cluster_barrier(it, run, maybe, others)
+            return
+        if c.event is Event.BAR_SYNC and self.ncta > 1:
+            raise _Refused(f"line {it.line}: `{it.opcode}` in a kernel of a cluster (the proof "
+                           "orders a cluster's CTAs by cluster barriers and mbarriers only)")
         if c.event is Event.BAR_SYNC:
             ops = it.operands
             if not ops or ops[0].strip() != "0" or (len(ops) > 1 and (
@@ -797,10 +895,7 @@ class _Prover:
             if others or not np.array_equal(run, self.yes) or not np.array_equal(maybe, run):
                 raise _Refused(f"line {it.line}: a barrier not every thread of the CTA is "
                                "certain to reach together")
-            self.barriers += 1
-            self.bar_steps.append(self.steps)
-            self.split[:] = False
-            self.join[:] = self.steps
+            self._barrier()
             return
         if c.event in _ASYNC_BOOKKEEPING:
             self._bookkeeping(it, c, run, maybe, others)
@@ -820,7 +915,8 @@ class _Prover:
             return
         if c.event not in (Event.READ, Event.WRITE, Event.ASYNC_WRITE) or c.reason or \
                 it.op_parts[0] not in ("ld", "st", "ldmatrix", "stmatrix", "cp") or \
-                "shared" not in it.op_parts:
+                not {"shared", "shared::cta", "shared::cluster"} & set(it.op_parts) or \
+                (c.event is Event.ASYNC_WRITE and "shared::cluster" in it.op_parts):
             raise _Refused(f"line {it.line}: `{it.opcode}` ({c.event.value}) is not a plain "
                            "load or store of the CTA's shared memory")
         self._elected(it, mask)
@@ -844,6 +940,7 @@ class _Prover:
         write = c.event is not Event.READ
         a = Access(self.barriers, threads, self.warp[maybe], start[maybe], c.size,
                    write, run[maybe], converged[maybe], it.line, self.steps, idem=c.idem)
+        self._remote(it, maybe)
         if write:
             self.writes += 1
             if it.op_parts[0] == "st":
@@ -854,6 +951,47 @@ class _Prover:
             a.until_seq = np.full(len(threads), NEVER, dtype=np.int64)
             self.pending.append(a)
         self._record(a)
+
+    def _barrier(self) -> None:
+        """Every thread (of the CTA, or of the cluster) passes a barrier here."""
+        self.barriers += 1
+        self.bar_steps.append(self.steps)
+        self.split[:] = False
+        self.join[:] = self.steps
+
+    def _cluster_barrier(self, it: Item, run: np.ndarray, maybe: np.ndarray,
+                         others: bool) -> None:
+        """`barrier.cluster.arrive` (release) right before `barrier.cluster.wait`
+        (acquire), run by every thread of the cluster together, certainly: a barrier of the
+        whole cluster (of a CTA outside one). A split pair, with work between, or a relaxed
+        arrive is not followed."""
+        if "wait" in it.op_parts:
+            if not self.cluster_arrived or it.pred or "relaxed" in it.op_parts:
+                raise _Refused(f"line {it.line}: `{it.opcode}` not right after a "
+                               "`barrier.cluster.arrive` of every thread")
+            self.cluster_arrived = False
+            return
+        body = self.fn.body
+        nxt = next((body[i] for i in range(self.pc + 1, len(body))
+                    if body[i].is_instruction), None)
+        if "relaxed" in it.op_parts or it.pred or nxt is None or nxt.pred or \
+                nxt.op_parts[:3] != ["barrier", "cluster", "wait"]:
+            raise _Refused(f"line {it.line}: `{it.opcode}` that is not a release followed at "
+                           "once by `barrier.cluster.wait` (the proof follows whole cluster "
+                           "barriers only)")
+        if others or not np.array_equal(run, self.yes) or not np.array_equal(maybe, run):
+            raise _Refused(f"line {it.line}: a cluster barrier not every thread of the "
+                           f"{'cluster' if self.ncta > 1 else 'CTA'} is certain to reach "
+                           "together")
+        self.cluster_arrived = True
+        self._barrier()
+
+    def _remote(self, it: Item, threads: np.ndarray, copy: Access | None = None) -> None:
+        """Note the threads' operation on another CTA's shared memory (self.owner, from
+        _smem): it must be over before that CTA can exit (checked at the end)."""
+        away = threads & (self.owner != self.rank)
+        for r in np.unique(self.owner[away]).tolist():
+            self.remote.append((it.line, self.barriers, int(r), copy))
 
     def _replicas(self, it: Item, threads: np.ndarray, start: np.ndarray,
                   certain: np.ndarray) -> np.ndarray:
@@ -883,10 +1021,14 @@ class _Prover:
 
     def _byte(self, at: int) -> str:
         """A byte where the proof put it, as the kernel names it."""
+        cta = ""
+        if self.ncta > 1:
+            cta = f" in CTA rank {at // self.stride}"
+            at %= self.stride
         if len(self.shared) == 1:
-            return f"byte {at}"
+            return f"byte {at}{cta}"
         sym = max((b, s) for s, b in self.bases.items() if b <= at)[1]
-        return f"byte {at - self.bases[sym]} of `{sym}`"
+        return f"byte {at - self.bases[sym]} of `{sym}`{cta}"
 
     def _base(self, it: Item, sym: str) -> int:
         """Where the proof puts `sym`: a module's one variable at 0; of several, each past
@@ -900,10 +1042,23 @@ class _Prover:
                 at += -(-(sizes.get(s) or MAX_SHARED) // 16) * 16 + 16
         return 0 if len(self.shared) == 1 else self.bases[sym]
 
+    def _stride(self) -> int:
+        """Where the proof puts CTA rank 1's variables (rank r's at r times it): past every
+        variable of rank 0, each of a declared size (_inside keeps the accesses in them)."""
+        sizes = getattr(self.shared, "size", {})
+        unsized = sorted(s for s in self.shared if sizes.get(s) is None)
+        if unsized:
+            raise _Refused(f"`{unsized[0]}` has no declared size in a kernel of a cluster "
+                           "(where one CTA's shared memory ends is not known)")
+        if self.shared:
+            self._base(None, next(iter(self.shared)))  # type: ignore[arg-type]
+        end = max((self.bases[s] + sizes[s] for s in self.shared), default=0)
+        return -(-end // 16) * 16 + 16
+
     def _inside(self) -> None:
-        """Accesses through several variables: each must stay inside its variable's
-        declared bytes, or two variables' bytes could be one."""
-        if len(self.extent) < 2:
+        """Accesses through several variables, or in a cluster: each must stay inside its
+        variable's declared bytes, or two variables' (or CTAs') bytes could be one."""
+        if len(self.extent) < 2 and self.ncta == 1:
             return
         sizes = getattr(self.shared, "size", {})
         for sym, (end, line) in sorted(self.extent.items()):
@@ -1096,13 +1251,24 @@ class _Prover:
     def _smem(self, it: Item, text: str, threads: np.ndarray, size: int) -> np.ndarray:
         """Per thread, where the proof puts the shared-memory address `text` of an access of
         `size` bytes (a load or store, an mbarrier, a copy's first byte), for the threads of
-        `threads`; its end is recorded for _inside."""
+        `threads`; its end is recorded for _inside. In a cluster, CTA rank r's bytes are put
+        at r * stride on, and `self.owner` is left holding, per thread, the rank of the CTA
+        whose bytes the address names (a `.shared::cluster` address from `mapa`: the rank it
+        was made for; any other: the thread's own)."""
         parts = split_address(text or "")
         if parts is None:
             raise _Refused(f"line {it.line}: address `{text}` not understood")
         base, off = parts
         v = _Val(base, self._const(0), self.yes) if base in self.shared else \
             self.regs.get(base, self._unknown())
+        self.owner = self.rank.copy()
+        if v.sym and v.sym.endswith(CLUSTER_TAG) and v.known[threads].all():
+            if not any(p.startswith("shared::cluster") for p in it.op_parts):
+                raise _Refused(f"line {it.line}: a `.shared::cluster` address (from `mapa`) "
+                               f"used by `{it.opcode}`, which takes a `.shared::cta` one")
+            self.owner = (v.a >> np.uint64(CLUSTER_SHIFT)).astype(np.int64)
+            v = _Val(v.sym[:-len(CLUSTER_TAG)], v.a & np.uint64((1 << CLUSTER_SHIFT) - 1),
+                     v.known)
         if v.sym not in self.shared or not v.known[threads].all():
             raise _Refused(f"line {it.line}: the address `{text}` is not known before launch")
         self.sym = self.sym or v.sym
@@ -1120,7 +1286,7 @@ class _Prover:
         if threads.any():
             end = int((start[threads] + size).max())
             self.extent[v.sym] = max(self.extent.get(v.sym, (0, 0)), (end, it.line))
-        return start + self._base(it, v.sym)
+        return start + self._base(it, v.sym) + self.owner * self.stride
 
     def _int_of(self, it: Item, text: str, threads: np.ndarray, what: str) -> np.ndarray:
         v = self._src(text, 64)
@@ -1137,11 +1303,26 @@ class _Prover:
         """Whether the wait at `pc` is a loop that runs it again until `result` is true:
         `L: wait p; @!p bra L;` or `L: wait p; @p bra M; bra L; M:`."""
         body = self.fn.body
-        nxt = [i for i in range(pc + 1, min(pc + 8, len(body))) if body[i].is_instruction][:2]
+        nxt = [i for i in range(pc + 1, min(pc + 32, len(body))) if body[i].is_instruction][:2]
 
         def back(j: int) -> bool:  # (a branch to labels just before the wait)
             t = self.targets.get(j)
             return t is not None and t <= pc and not any(x.is_instruction for x in body[t:pc])
+        if result and len(nxt) == 2 and self._selp_of(body[nxt[0]], result):
+            # (CUDA's inline form: `selp.u32 r, 1, 0, p;` out of the block, then `setp.eq
+            # q, r, 0; @q bra L;` or `setp.ne q, r, 0; @!q bra L;`)
+            r = body[nxt[0]].operands[0].strip()
+            more = [i for i in range(nxt[1], min(nxt[1] + 32, len(body)))
+                    if body[i].is_instruction][:2]
+            st = body[more[0]]
+            if len(more) == 2 and st.op_parts[0] == "setp" and not st.pred and \
+                    st.op_parts[1] in ("eq", "ne") and len(st.operands) == 3 and \
+                    {st.operands[1].strip(), st.operands[2].strip()} == {r, "0"}:
+                q = st.operands[0].strip()
+                br = body[more[1]]
+                want = f"@{q}" if st.op_parts[1] == "eq" else f"@!{q}"
+                return br.op_parts[0] == "bra" and br.pred == want and back(more[1])
+            return False
         if not result or not nxt or body[nxt[0]].op_parts[0] != "bra":
             return False
         first = body[nxt[0]]
@@ -1152,6 +1333,13 @@ class _Prover:
         second, out = body[nxt[1]], self.targets.get(nxt[0], -1)
         return not second.pred and second.op_parts[0] == "bra" and back(nxt[1]) and \
             out > nxt[1] and not any(x.is_instruction for x in body[nxt[1] + 1:out])
+
+    @staticmethod
+    def _selp_of(it: Item, p: str) -> bool:
+        """`selp.{b,u,s}32 r, 1, 0, p`: r is 1 where p is true, 0 elsewhere."""
+        return it.op_parts[0] == "selp" and not it.pred and len(it.operands) == 4 and \
+            it.op_parts[-1] in ("b32", "u32", "s32") and \
+            [o.strip() for o in it.operands[1:]] == ["1", "0", p]
 
     def _warp_sync(self, it: Item, run: np.ndarray, maybe: np.ndarray) -> None:
         """`bar.warp.sync -1` by every lane of a warp that has not returned, certainly:
@@ -1167,10 +1355,10 @@ class _Prover:
     def _op(self, line: int, threads: np.ndarray) -> MbOp:
         """An mbarrier operation of `threads` at this step, with their clocks."""
         ts = np.nonzero(threads)[0]
-        clock = np.array([self.vcs[i] for i in self.cid[ts].tolist()])
-        clock[np.arange(len(ts)), ts] = self.steps
+        causal = np.array([self.cvcs[i] for i in self.cid[ts].tolist()])
+        causal[np.arange(len(ts)), ts] = self.steps
         return MbOp(line, threads.copy(), {int(w) for w in np.unique(self.warp[ts])},
-                    self.barriers, self.steps, clock)
+                    self.barriers, self.steps, causal)
 
     def _completed(self) -> int:
         return sum(len(mb.done) for mb in self.mbars.values())
@@ -1191,20 +1379,24 @@ class _Prover:
             out[t] = mb is not None and not mb.ready(int(parity[t]))
         return out
 
-    def _release(self, threads: np.ndarray) -> np.ndarray:
+    def _release(self, threads: np.ndarray, clocks: list[np.ndarray] | None = None
+                 ) -> np.ndarray:
         """What arrivals of `threads` at this step release: what they acquired, their own
         steps, and their warps' other lanes' up to where the warp last ran converged (all
-        of it where it runs so now: lanes of a warp are one logical thread)."""
-        out = np.max([self.vcs[i] for i in np.unique(self.cid[threads]).tolist()], axis=0)
+        of it where it runs so now: lanes of a warp are one logical thread). `clocks`: the
+        causal ones instead."""
+        vcs = self.vcs if clocks is None else clocks
+        out = np.max([vcs[i] for i in np.unique(self.cid[threads]).tolist()], axis=0)
         for w in np.unique(self.warp[threads]).tolist():
             lanes = self.warp == w
             out[lanes] = np.maximum(out[lanes], self.join[w] if self.split[w] else self.steps)
         out[threads] = self.steps
         return out
 
-    def _acquire(self, threads: np.ndarray, release: np.ndarray) -> None:
+    def _acquire(self, threads: np.ndarray, release: np.ndarray, causal: np.ndarray) -> None:
         for i in np.unique(self.cid[threads]).tolist():
             self.vcs.append(np.maximum(self.vcs[i], release))
+            self.cvcs.append(np.maximum(self.cvcs[i], causal))
             self.cid[threads & (self.cid == i)] = len(self.vcs) - 1
 
     def _mbarrier(self, it: Item, c: Classified, run: np.ndarray, maybe: np.ndarray) -> None:
@@ -1214,9 +1406,10 @@ class _Prover:
         if "relaxed" in it.op_parts:  # (orders nothing: no release, no acquire)
             raise _Refused(f"line {it.line}: `{it.opcode}` (a relaxed mbarrier operation) is "
                            "not followed by the proof")
-        if c.space == abi.SPACE_CLUSTER or op not in (
-                abi.MB_INIT, abi.MB_INVAL, abi.MB_ARRIVE, abi.MB_ARRIVE_EXPECT_TX,
-                abi.MB_EXPECT_TX, abi.MB_WAIT_PARITY):
+        if op not in (abi.MB_INIT, abi.MB_INVAL, abi.MB_ARRIVE, abi.MB_ARRIVE_EXPECT_TX,
+                      abi.MB_EXPECT_TX, abi.MB_WAIT_PARITY) or (
+                c.space == abi.SPACE_CLUSTER and op in (abi.MB_INIT, abi.MB_INVAL,
+                                                        abi.MB_WAIT_PARITY)):
             raise _Refused(f"line {it.line}: `{it.opcode}` is not followed by the proof")
         if op == abi.MB_WAIT_PARITY and it.pred:  # (lanes that skip it leave its loop too)
             raise _Refused(f"line {it.line}: a predicated wait (the lanes that skip it would "
@@ -1228,6 +1421,13 @@ class _Prover:
         if not run.any():
             return
         at = self._smem(it, c.address or "", run, MBAR_BYTES)
+        # (another CTA's mbarrier: its arrivals release at cluster scope, or they publish
+        # nothing to the waiting CTA; such a phase is acquired by cluster-scope waits only)
+        away = run & (self.owner != self.rank)
+        if away.any() and "cluster" not in it.op_parts:
+            raise _Refused(f"line {it.line}: `{it.opcode}` on another CTA's mbarrier, not of "
+                           "`.cluster` scope (it releases nothing to that CTA)")
+        self._remote(it, run)
         arg = self._int_of(it, c.arg, run, "operand") if op != abi.MB_INVAL else None
         k, line = self.barriers, it.line
         for addr in np.unique(at[run]).tolist():
@@ -1245,14 +1445,16 @@ class _Prover:
                 raise _Refused(f"line {line}: an mbarrier not initialised before")
             for w in warps:
                 mb.use(line, w, k)
+            if (away & threads).any():
+                mb.cur.remote = True
             if op == abi.MB_INVAL:
                 mb.inval(line)
             elif op == abi.MB_ARRIVE:
                 mb.arrive(self._op(line, threads), int(arg[threads].sum()), 0,
-                          self._release(threads))
+                          self._release(threads), self._release(threads, self.cvcs))
             elif op == abi.MB_ARRIVE_EXPECT_TX:
                 mb.arrive(self._op(line, threads), n, int(arg[threads].sum()),
-                          self._release(threads))
+                          self._release(threads), self._release(threads, self.cvcs))
             elif op == abi.MB_EXPECT_TX:
                 mb.expect(self._op(line, threads), int(arg[threads].sum()))
             else:
@@ -1261,9 +1463,15 @@ class _Prover:
                     raise _Refused(f"line {line}: threads wait for phases of other parities "
                                    "of one mbarrier")
                 parity = parities.pop()
-                got, release = mb.wait(self._op(line, threads), parity)
+                got, release, causal = mb.wait(self._op(line, threads), parity)
+                if release is not None and mb.done[-1].remote and \
+                        "cluster" not in it.op_parts:
+                    raise _Refused(f"line {line}: a wait of `.cta` scope for an mbarrier "
+                                   "phase that another CTA took part in (it acquires nothing "
+                                   "that CTA released)")
                 if release is not None:  # (what the phase's arrivals released)
-                    self._acquire(threads, release)
+                    assert causal is not None
+                    self._acquire(threads, release, causal)
                 whole = {w for w in warps if not self.split[w] or
                          threads[(self.warp == w) & self.alive].all()}
                 for a in got:
@@ -1282,9 +1490,11 @@ class _Prover:
         load), or its read of it until the thread's bulk-group wait (a bulk or tensor store,
         a reduction into global memory)."""
         into = c.event in _COPIES_IN
-        if c.mask or it.op_parts[0] in ("st", "red") or (into and "global" not in it.op_parts):
-            raise _Refused(f"line {it.line}: `{it.opcode}` (a copy to or from another CTA) is "
-                           "not followed by the proof")
+        st_async = it.op_parts[:2] == ["st", "async"]  # (each lane's store: a copy of its own)
+        if c.mask or it.op_parts[0] == "red" or (it.op_parts[0] == "st" and not st_async) or (
+                into and not st_async and "global" not in it.op_parts):
+            raise _Refused(f"line {it.line}: `{it.opcode}` (a copy from another CTA's shared "
+                           "memory, a multicast or a reduction) is not followed by the proof")
         self._certain(it, c, run, maybe)
         if not run.any():
             return
@@ -1303,26 +1513,41 @@ class _Prover:
         else:
             sizes = self._int_of(it, c.arg, run, "size")
         start = self._smem(it, c.address or "", run, int(sizes[run].max()))
+        owner = self.owner
         bars = self._smem(it, c.result or "", run, MBAR_BYTES) if into else None
-        for t in np.nonzero(run)[0].tolist():
-            w = int(self.warp[t])
-            a = Access(self.barriers, np.array([t]), np.array([w]), start[t:t + 1],
-                       int(sizes[t]), into, np.ones(1, dtype=bool),
-                       np.array([not self.split[w]]), it.line, self.steps, AGENT_COPY,
-                       np.zeros(1, dtype=np.int64), np.full(1, NEVER, dtype=np.int64),
-                       self.bulk_commits[t:t + 1].copy(), queue="bulk")
+        if bars is not None and (self.owner != owner)[run].any():
+            raise _Refused(f"line {it.line}: a copy completing on an mbarrier of another CTA "
+                           "than the one it writes")
+        # (one access per mbarrier the threads' copies complete on; a store's copies per
+        # thread)
+        groups = [run & (bars == b) & (sizes == z) for b, z in sorted(set(zip(
+            bars[run].tolist(), sizes[run].tolist(), strict=True)))] if bars is not None \
+            else [run & (np.arange(self.n) == t) for t in np.nonzero(run)[0].tolist()]
+        for one in groups:
+            ts = np.nonzero(one)[0]
+            n = len(ts)
+            a = Access(self.barriers, ts, self.warp[ts], start[ts], int(sizes[ts].max()),
+                       into, np.ones(n, dtype=bool), ~self.split[self.warp[ts]], it.line,
+                       self.steps, AGENT_COPY, np.zeros(n, dtype=np.int64),
+                       np.full(n, NEVER, dtype=np.int64), self.bulk_commits[ts].copy(),
+                       queue="bulk")
             if bars is not None:
                 a.queue, a.seen = "mbar", {}
                 a.seen_by = np.full(self.n, NEVER, dtype=np.int64)
-                mb = self.mbars.get(int(bars[t]))
+                mb = self.mbars.get(int(bars[ts[0]]))
                 if mb is None:
                     raise _Refused(f"line {it.line}: a copy on an mbarrier not initialised "
                                    "before")
-                mb.use(it.line, w, self.barriers)
-                one = np.zeros(self.n, dtype=bool)
-                one[t] = True
-                mb.copy(self._op(it.line, one), a, int(sizes[t]))
+                for w in np.unique(self.warp[ts]).tolist():
+                    mb.use(it.line, w, self.barriers)
+                if (owner[ts] != self.rank[ts]).any():
+                    if "cluster" not in it.op_parts and not st_async:
+                        raise _Refused(f"line {it.line}: `{it.opcode}` into another CTA")
+                    mb.cur.remote = True
+                mb.copy(self._op(it.line, one), a, int(sizes[ts].sum()))
                 self.writes += 1
+            self.owner = owner
+            self._remote(it, one, a)
             self.pending.append(a)
             self._record(a)
 
@@ -1540,7 +1765,7 @@ class _Prover:
     def _same_everywhere(self, text: str, run: np.ndarray) -> bool:
         """An operand whose value is one and the same in every thread of `run`."""
         text = text.strip().lstrip("!")
-        if text in self.shared or text in _UNIFORM_SPECIAL:
+        if text in self.shared or text in self.uniform_special:
             return True
         if text in self.special:
             return len(set(self.special[text][run].tolist())) == 1
@@ -1573,6 +1798,8 @@ class _Prover:
                     return None
                 base = np.logical_and.reduce([p.v if p.base is None else p.base for p in s])
             return {dests[0]: _Pred(f(s[0].v, s[1].v), known, base=base)}
+        if op in ("mapa", "getctarank"):
+            return self._cluster_address(op, parts, ops, dests)
         if op == "setp":
             return self._setp(parts, ops, dests)
         if op == "cvt":
@@ -1618,7 +1845,10 @@ class _Prover:
             return None if got is None else {dests[0]: got}
         if op in ("add", "sub") and len(srcs) == 2:
             b = srcs[1]
-            if op == "sub" and a.sym and a.sym == b.sym:
+            if op == "sub" and a.sym and a.sym == b.sym:  # (of one CTA's addresses only)
+                if a.sym.endswith(CLUSTER_TAG):
+                    known = known & ((a.a >> np.uint64(CLUSTER_SHIFT)) ==
+                                     (b.a >> np.uint64(CLUSTER_SHIFT)))
                 return {dests[0]: _Val(None, (a.a - b.a) & mo, known)}
             if b.sym and (op == "sub" or a.sym):
                 return None
@@ -1644,6 +1874,8 @@ class _Prover:
         low bits that S >> k and r both fit in, an or of bits above them, a widening, a
         move or a select; the difference of two such values of one S and k is a plain
         integer. Anything else: not known (docs/model.md, "Kernels proven before launch")."""
+        if self.ncta > 1:  # (a cluster's shared addresses carry their CTA's rank)
+            return None
         vals = []
         for v in srcs:
             if v.sym:  # (an address: S + off, its offset within the window)
@@ -1778,6 +2010,32 @@ class _Prover:
             return None
         return {dests[0]: _Val(None, r & mo, known)}
 
+    def _cluster_address(self, op: str, parts: list[str], ops: list[str], dests: list[str]
+                         ) -> dict | None:
+        """`mapa.shared::cluster` of a CTA's own shared address and a known rank of the
+        cluster: the same bytes in that CTA (CLUSTER_TAG); `getctarank.shared::cluster`: the
+        rank an address names."""
+        if len(dests) != 1 or "shared::cluster" not in parts or len(ops) < 2:
+            return None
+        a = self._src(ops[1], 64)
+        if op == "getctarank":
+            if a.sym in self.shared:
+                return {dests[0]: _Val(None, self.rank.astype(np.uint64), a.known.copy())}
+            if a.sym and a.sym.endswith(CLUSTER_TAG):
+                return {dests[0]: _Val(None, a.a >> np.uint64(CLUSTER_SHIFT), a.known.copy())}
+            return None
+        if a.sym not in self.shared or len(ops) < 3:
+            return None
+        r = self._src(ops[2], 32)
+        off = a.a.view(np.int64)
+        if r.sym or r.rel:
+            return None
+        known = a.known & r.known & (r.a < np.uint64(self.ncta)) & (off >= 0) & \
+            (off < MAX_SHARED)
+        return {dests[0]: _Val(a.sym + CLUSTER_TAG,
+                               np.where(known, a.a + (r.a << np.uint64(CLUSTER_SHIFT)), 0)
+                               .astype(np.uint64), known)}
+
     def _setp(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         w = _width(parts)
         if w is None:
@@ -1821,7 +2079,8 @@ class _Prover:
         (db, ds), (sb, ss) = (_width([t]) for t in types)  # type: ignore[misc]
         v = self._src(ops[1], 64)
         if v.sym:  # (the same address, where it is inside the window: no wrap, no sign bit)
-            off = v.a.view(np.int64)
+            off = (v.a & np.uint64((1 << CLUSTER_SHIFT) - 1) if v.sym.endswith(CLUSTER_TAG)
+                   else v.a).view(np.int64)
             inside = (off >= 0) & (off < MAX_SHARED)
             return {dests[0]: _Val(v.sym, v.a.copy(), v.known & inside)} \
                 if sb >= 32 and db >= 32 and \

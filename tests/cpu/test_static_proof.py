@@ -221,9 +221,22 @@ $L_skip:
     assert "under a branch" in verdict(kernel(stored))
 
 
+def test_a_ctas_own_bytes_through_its_cluster_address_are_an_ordinary_access():
+    body = """
+\tshl.b32 %r5, %r1, 2;
+\tadd.s32 %r6, %r2, %r5;
+\tst.shared.u32 [%r6], %r1;
+\tmapa.shared::cluster.u32 %r7, %r6, 0;
+\tld.shared::cluster.u32 %r9, [%r7];
+"""
+    assert not isinstance(verdict(kernel(body)), str)
+
+
 @pytest.mark.parametrize("op", [
     "atom.shared.add.u32 %r9, [%r6], 1;", "red.shared.add.u32 [%r6], 1;",
-    "ld.shared::cluster.u32 %r9, [%r6];", "cvta.shared.u64 %rd2, %rd1;\n\tld.u32 %r9, [%rd2];",
+    # (rank 1 of a launch of one CTA: no such CTA)
+    "mapa.shared::cluster.u32 %r7, %r6, 1;\n\tld.shared::cluster.u32 %r9, [%r7];",
+    "cvta.shared.u64 %rd2, %rd1;\n\tld.u32 %r9, [%rd2];",
     "call.uni foo;"])
 def test_other_shared_memory_operations_are_refused(op):
     body = f"""

@@ -46,7 +46,7 @@ def test_tritons_tma_tile_is_proven_for_its_launch_maps():
 
 
 NEVER_DONE = "line 83: threads wait for an mbarrier phase that nothing completes"
-EARLY = "line 74: it may act on the mbarrier before the copies of an earlier phase landed"
+MORE = "line 74: copies deliver"
 MUTANTS = [
     # no wait for the copies: the reduction reads bytes the copies may still be writing
     (83, "mbarrier.try_wait.parity.shared.b64 complete, [%r1], %r5;",
@@ -55,18 +55,15 @@ MUTANTS = [
     (84, "@!complete bra.uni waitLoop;", "", "a wait whose result"),
     # the other parity: that phase is the one after, which nothing completes
     (77, "mov.b32 	%r5, 0;", "mov.b32 	%r5, 1;", NEVER_DONE),
-    # fewer bytes expected than the copies deliver: the phase completes at the first copy,
-    # and the second, on the next phase, is issued before any wait saw the first land
-    (60, "16384", "8192", EARLY),
+    # fewer bytes expected than the two warps' copies deliver: the phase may complete
+    # before the second lands
+    (60, "16384", "8192", MORE),
     # more: the phase never completes
     (60, "16384", "32768", NEVER_DONE),
     # the arrival gone: the phase never completes
     (60, "@%p1 mbarrier.arrive.expect_tx", "@%p1 mbarrier.expect_tx", NEVER_DONE),
-    # the barrier between thread 0's arrival and the two warps' copies: in another order
-    # of the warps the copies' bytes count before the arrival expects them
-    (62, "bar.sync 	0;", "", "act on one mbarrier phase between the same CTA barriers"),
     # every lane issues a copy, not the elected one: 64 copies on a phase of two
-    (67, "and.pred 	%p2, %p5, %p4;", "mov.pred 	%p2, %p5;", EARLY),
+    (67, "and.pred 	%p2, %p5, %p4;", "mov.pred 	%p2, %p5;", MORE),
     # the reduction issued before the wait: it reads what the copies may still write
     (77, "mov.b32 	%r5, 0;", "mov.b32 	%r5, 0;\n\t@%p2 cp.reduce.async.bulk.tensor.2d.global."
      "shared::cta.add.bulk_group [%rd2, {%r3, %r4}], [%r2];",
@@ -78,6 +75,14 @@ MUTANTS = [
 def test_each_wait_and_barrier_of_the_tile_is_needed(line, old, new, why):
     got = _prove(_edit(ADD_INTO.read_text(), line, old, new))
     assert isinstance(got, str) and why in got, got
+
+
+def test_copies_before_the_arrival_that_expects_their_bytes_complete_the_phase_after_it():
+    """Without the barrier between thread 0's `arrive.expect_tx` and the two warps' copies,
+    a copy may complete its bytes first: the transaction count goes below zero while the
+    phase still waits for its one arrival, which expects the bytes as it arrives."""
+    got = _prove(_edit(ADD_INTO.read_text(), 62, "bar.sync 	0;", ""), maps=(BOX, BOX))
+    assert isinstance(got, Proof), got
 
 
 HEAD = """

@@ -1,0 +1,160 @@
+"""The proof before launch of a cluster's CTAs together (docs/model.md, "Kernels proven
+before launch", clusters): bench_async's two-CTA ring over distributed shared memory as
+NVRTC compiles it, and mutants of it that race, hang or let a CTA exit while its peer may
+still reach its shared memory; each mutant must be refused."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from consan import toolchain
+from instrument.events import classify, constant_registers
+from instrument.ptx import parse
+from instrument.rewrite import _shared_symbols
+from instrument.static_proof import Proof, prove
+from tests.kernels import dsmem_ring
+
+TILES = {2: (8, 32)}  # the ring's `tiles` parameter: (value, bits the launch passes)
+
+
+@functools.lru_cache(maxsize=None)
+def _ptx(source: str) -> str:
+    return toolchain.compile_cuda(source, "ring.cu", ["-arch=compute_90", "-lineinfo"])
+
+
+def _prove(source: str, params=None, cluster=None):
+    mod = parse(_ptx(source), "ring")
+    (fn,) = [f for f in mod.functions if f.is_entry]
+    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
+                 dims=(256, 1, 1), params=TILES if params is None else params,
+                 cluster=cluster)
+
+
+def _edit(old: str, new: str, source: str = dsmem_ring.SOURCE) -> str:
+    assert source.count(old) == 1, old
+    return source.replace(old, new)
+
+
+@pytest.mark.parametrize("stages,tiles", [(4, 8), (4, 3), (2, 6), (8, 20)])
+def test_the_clustered_ring_is_proven_for_its_launch_values(stages, tiles):
+    got = _prove(dsmem_ring.source(stages), {2: (tiles, 32)})
+    assert isinstance(got, Proof), got
+    assert (got.ctas, got.threads, got.barriers) == (2, 256, 2)
+    assert "clusters of 2 CTAs of 256 threads" in got.sentence()
+
+
+def test_without_the_tile_count_or_with_another_cluster_shape_it_is_not_proven():
+    assert not isinstance(_prove(dsmem_ring.SOURCE, {}), Proof)
+    assert "not its .reqnctapercluster" in _prove(dsmem_ring.SOURCE, cluster=(4, 1, 1))
+
+
+WAIT_FULL = ("            while (!ok)  // @wait-full\n"
+             "                asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.acquire."
+             "cluster.\"\n                             \"shared::cta.b64 p, [%1], %2; selp.u32 "
+             "%0, 1, 0, p; }\"\n                             : \"=r\"(ok) : \"r\"(f), \"r\"(par) "
+             ": \"memory\");\n")
+END = ("    // no CTA leaves while the other may still reach its shared memory\n"
+       "    asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\t\"\n"
+       "                 \"barrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n}")
+FREE = ("            asm volatile(\"mbarrier.arrive.release.cluster.shared::cluster.b64 _, "
+        "[%0];\"\n                         :: \"r\"(pe) : \"memory\");\n")
+
+MUTANTS = {
+    "the consumer reads before its wait": (WAIT_FULL, ""),
+    "the producer refills without waiting for the stage to be freed": (
+        "            if (it >= STAGES) {", "            if (false) {"),
+    "no cluster barrier before exit": (END, "}"),
+    "no cluster barrier after the mbarriers' initialisation": (
+        "    asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\t\"\n"
+        "                 \"barrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n"
+        "    if (rank == 0) {", "    if (rank == 0) {"),
+    "a relaxed cluster arrive": ("barrier.cluster.arrive.release.aligned;\\n\\t\"\n"
+                                 "                 \"barrier.cluster.wait.acquire.aligned;\" "
+                                 "::: \"memory\");\n    if (rank == 0) {",
+                                 "barrier.cluster.arrive.relaxed.aligned;\\n\\t\"\n"
+                                 "                 \"barrier.cluster.wait.acquire.aligned;\" "
+                                 "::: \"memory\");\n    if (rank == 0) {"),
+    "the consumer frees the stage before reading it": (
+        "            float4 v = stage[s][t];  // @read-stage\n"
+        "            acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;\n", ""),
+    "the consumer frees the stage before reading it (its read)": (
+        FREE, FREE + "            float4 v = stage[s][t];\n"
+        "            acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;\n"),
+    "the arrive on the peer's mbarrier is of .cta scope": (
+        "mbarrier.arrive.release.cluster.shared::cluster.b64", "mbarrier.arrive.shared::cluster.b64"),
+    "the wait for the peer's copies is of .cta scope": (
+        "            while (!ok)  // @wait-full\n"
+        "                asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.\"",
+        "            while (!ok)  // @wait-full\n"
+        "                asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.\""),
+    "the phase expects half the bytes copied": ("\"r\"(pf), \"r\"(TILE * 4)", "\"r\"(pf), \"r\"(TILE * 2)"),
+    "the phase expects twice the bytes copied": ("\"r\"(pf), \"r\"(TILE * 4)", "\"r\"(pf), \"r\"(TILE * 8)"),
+    "the consumer waits for the wrong parity": (
+        "            unsigned par = (it / STAGES) & 1;\n",
+        "            unsigned par = ((it / STAGES) + 1) & 1;\n"),
+    "the producer waits for the wrong parity": (
+        "                unsigned par = ((it / STAGES) - 1) & 1;\n",
+        "                unsigned par = (it / STAGES) & 1;\n"),
+    "the producer copies into its own CTA": (
+        "asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(pd) : \"r\"(d), \"r\"(other));",
+        "asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(pd) : \"r\"(d), \"r\"(rank));"),
+    "the copies land in the next stage": (
+        "unsigned d = (unsigned)__cvta_generic_to_shared(&stage[s][t]), f, pd, pf;",
+        "unsigned d = (unsigned)__cvta_generic_to_shared(&stage[(s + 1) % STAGES][t]), f, pd, pf;"),
+    "the producer writes the consumer's next stage before it is freed": (
+        "            if (it >= STAGES) {", "            if (it >= STAGES + 1) {"),
+}
+
+
+def test_reading_a_neighbours_element_of_a_landed_stage_is_proven():
+    """Every byte of the stage landed before the consumer's wait returned."""
+    got = _prove(_edit("            float4 v = stage[s][t];  // @read-stage\n",
+                       "            float4 v = stage[s][(t + 1) % 256];  // @read-stage\n"))
+    assert isinstance(got, Proof), got
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MUTANTS if not n.endswith("(its read)")))
+def test_a_mutant_of_the_ring_is_refused(name):
+    old, new = MUTANTS[name]
+    source = _edit(old, new)
+    if f"{name} (its read)" in MUTANTS:
+        source = _edit(*MUTANTS[f"{name} (its read)"], source)
+    got = _prove(source)
+    assert not isinstance(got, Proof), name
+
+
+def _handoff(**kw) -> str:
+    from tests.gpu.test_peer_mbarrier import _src
+
+    return _src(**kw)
+
+
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_the_gpu_suites_handoff_to_the_next_rank_is_proven(cluster):
+    """tests/gpu/test_peer_mbarrier.py's clean twin: each CTA hands a buffer to rank r + 1
+    of its cluster by st.async on that CTA's mbarrier."""
+    got = _prove(_handoff(cluster=cluster, st_async=True), params={})
+    assert isinstance(got, Proof) and got.ctas == cluster, got
+
+
+def test_a_peers_stores_ordered_by_its_arrive_are_not_yet_followed():
+    """The same handoff by `st.shared::cluster` and an arrive: the peer's stores are
+    ordered before the read only by the mbarrier's clocks, which rule 2 (every byte read
+    written first) does not look at: refused, and checked instrumented."""
+    got = _prove(_handoff(cluster=2), params={})
+    assert not isinstance(got, Proof) and "before any write certain to run" in got, got
+
+
+@pytest.mark.parametrize("racy", [dict(wait=False), dict(late_store=True), dict(missing=1),
+                                  dict(st_async=True, wait=False),
+                                  dict(st_async=True, missing=1)],
+                         ids=["no-wait", "late-store", "one-arrival-short",
+                              "st-async-no-wait", "st-async-one-arrival-short"])
+def test_the_gpu_suites_racy_handoffs_are_refused(racy):
+    got = _prove(_handoff(cluster=2, **racy), params={})
+    assert not isinstance(got, Proof), racy
