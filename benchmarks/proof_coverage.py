@@ -92,7 +92,8 @@ def async_rows() -> list[tuple[str, str, tuple, str, float]]:
          {2: (ba.RING_TILES, 32)}, (box,)),
         ("tma_wgmma_gemm", tma_wgmma_gemm.SOURCE, tma_wgmma_gemm.KERNEL, tma_wgmma_gemm.BLOCK,
          {3: (ba.GEMM_K // tma_wgmma_gemm.KT, 32)}, (wgmma_box, wgmma_box)),
-        ("dsmem_ring_2cta", dsmem_ring.SOURCE, dsmem_ring.KERNEL, dsmem_ring.BLOCK, {}, ()),
+        ("dsmem_ring_2cta", dsmem_ring.SOURCE, dsmem_ring.KERNEL, dsmem_ring.BLOCK,
+         {2: (ba.DSMEM_TILES, 32)}, ()),
     ]
     rows = []
     for label, src, name, block, params, maps in kernels:

@@ -19,7 +19,7 @@ from tests.kernels import dsmem_ring
 TILES = {2: (8, 32)}  # the ring's `tiles` parameter: (value, bits the launch passes)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ptx(source: str) -> str:
     return toolchain.compile_cuda(source, "ring.cu", ["-arch=compute_90", "-lineinfo"])
 
@@ -86,14 +86,18 @@ MUTANTS = {
         FREE, FREE + "            float4 v = stage[s][t];\n"
         "            acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;\n"),
     "the arrive on the peer's mbarrier is of .cta scope": (
-        "mbarrier.arrive.release.cluster.shared::cluster.b64", "mbarrier.arrive.shared::cluster.b64"),
+        "mbarrier.arrive.release.cluster.shared::cluster.b64",
+        "mbarrier.arrive.shared::cluster.b64"),
     "the wait for the peer's copies is of .cta scope": (
         "            while (!ok)  // @wait-full\n"
-        "                asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.\"",
+        "                asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.acquire."
+        "cluster.\"",
         "            while (!ok)  // @wait-full\n"
         "                asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.\""),
-    "the phase expects half the bytes copied": ("\"r\"(pf), \"r\"(TILE * 4)", "\"r\"(pf), \"r\"(TILE * 2)"),
-    "the phase expects twice the bytes copied": ("\"r\"(pf), \"r\"(TILE * 4)", "\"r\"(pf), \"r\"(TILE * 8)"),
+    "the phase expects half the bytes copied": ("\"r\"(pf), \"r\"(TILE * 4)",
+                                                "\"r\"(pf), \"r\"(TILE * 2)"),
+    "the phase expects twice the bytes copied": ("\"r\"(pf), \"r\"(TILE * 4)",
+                                                 "\"r\"(pf), \"r\"(TILE * 8)"),
     "the consumer waits for the wrong parity": (
         "            unsigned par = (it / STAGES) & 1;\n",
         "            unsigned par = ((it / STAGES) + 1) & 1;\n"),
@@ -101,11 +105,10 @@ MUTANTS = {
         "                unsigned par = ((it / STAGES) - 1) & 1;\n",
         "                unsigned par = (it / STAGES) & 1;\n"),
     "the producer copies into its own CTA": (
-        "asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(pd) : \"r\"(d), \"r\"(other));",
-        "asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(pd) : \"r\"(d), \"r\"(rank));"),
+        "\"=r\"(pd) : \"r\"(d), \"r\"(other));", "\"=r\"(pd) : \"r\"(d), \"r\"(rank));"),
     "the copies land in the next stage": (
-        "unsigned d = (unsigned)__cvta_generic_to_shared(&stage[s][t]), f, pd, pf;",
-        "unsigned d = (unsigned)__cvta_generic_to_shared(&stage[(s + 1) % STAGES][t]), f, pd, pf;"),
+        "__cvta_generic_to_shared(&stage[s][t]), f, pd, pf;",
+        "__cvta_generic_to_shared(&stage[(s + 1) % STAGES][t]), f, pd, pf;"),
     "the producer writes the consumer's next stage before it is freed": (
         "            if (it >= STAGES) {", "            if (it >= STAGES + 1) {"),
 }

@@ -271,3 +271,81 @@ def test_overwrite_without_the_wait_is_war_naming_the_writer(cluster, st_async):
     pairs = {(v.cluster_rank, v.cur_rank) for v in rep.violations}
     assert pairs and all(c == (r - 1) % cluster for r, c in pairs), pairs
     assert "mbarrier" in str(rep), str(rep)
+
+
+def _under_session(src: str, kernel: str, grid, args, out):
+    """One launch of `src` as `consan run` takes it (the session's proof before launch,
+    else instrumented), then the same launch natively: (its stats, findings, the two
+    outputs)."""
+    import cupy as cp
+
+    from consan import frontends, session
+
+    def launch(text: str):
+        out.fill(0)
+        cp.RawKernel(text, kernel, options=(arch_option(),))(grid, (N, 1, 1), args)
+        cp.cuda.Device().synchronize()
+        return out.get()
+
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
+        got = launch(src)
+    native = launch(src + "\n// native\n")
+    return s.report.kernels[kernel], s.report.findings, got, native
+
+
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_handoff_under_a_session_is_proven_and_runs_natively(cluster):
+    """The st.async handoff as `consan run` takes it: all CTAs of a cluster proven together
+    before launch (instrument/static_proof.py), run natively, the native bits."""
+    import cupy as cp
+
+    need_sm90()
+    out = cp.zeros(CLUSTERS * cluster * N, dtype=cp.float32)
+    stats, findings, got, native = _under_session(
+        _src(cluster, st_async=True), "handoff", (CLUSTERS * cluster,), (out,), out)
+    assert not findings and stats.launches_checked == 1, findings
+    assert stats.proven.startswith("proven race-free") and \
+        f"clusters of {cluster} CTAs" in stats.proven, stats
+    assert got.tobytes() == native.tobytes()
+
+
+def test_handoff_read_before_its_wait_under_a_session_is_refused_and_reported():
+    """Its racy twin is not proven: checked instrumented, async.pending-write (at the read:
+    `_racy` above checks the lines of the same launch through consan.check)."""
+    import cupy as cp
+
+    need_sm90()
+    src = _src(2, st_async=True, wait=False)
+    out = cp.zeros(CLUSTERS * 2 * N, dtype=cp.float32)
+    stats, findings, _, _ = _under_session(src, "handoff", (CLUSTERS * 2,), (out,), out)
+    assert not stats.proven, stats
+    assert {f.finding.kind for f in findings} == {"async.pending-write"}, findings
+
+
+@pytest.mark.parametrize("pairs", [1, 132])
+def test_dsmem_ring_under_a_session_is_proven_and_bit_exact(pairs):
+    """bench_async's ring as `consan run` takes it: proven for its tile count, native."""
+    import cupy as cp
+
+    from consan import frontends, session
+    from tests.kernels import dsmem_ring as g
+
+    need_sm90()
+    tiles = 64
+    x, out, want = g.inputs(cp, pairs, tiles)
+
+    def launch(text: str):
+        out.fill(0)
+        cp.RawKernel(text, g.KERNEL, options=(arch_option(),))(
+            g.grid(pairs), g.BLOCK, g.args(x, out, tiles))
+        cp.cuda.Device().synchronize()
+        return out.get()
+
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
+        got = launch(g.SOURCE)
+    stats = s.report.kernels[g.KERNEL]
+    assert s.report.ok and stats.proven.startswith("proven race-free"), (s.report, stats)
+    assert got.tobytes() == launch(g.SOURCE + "\n// native\n").tobytes()
+    np.testing.assert_array_equal(got.reshape(pairs, g.TILE), want)
