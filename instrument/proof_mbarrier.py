@@ -155,9 +155,12 @@ class MBarrier:
         c = self.cur.causal
         self.cur.causal = causal.copy() if c is None else np.maximum(c, causal)
 
-    def copy(self, op: Op, a: Access, nbytes: int) -> None:
+    def copy(self, op: Op, a: Access, nbytes: int, issued: np.ndarray) -> None:
+        """A copy of `nbytes` on the phase; `issued`: the causal clock its issue followed
+        (what its issuers had acquired, and their last waits, whose return the issue waited
+        for); the phase completes after it."""
         self._act(op, False)
-        self._follow(op.clock.max(axis=0))  # (issued before the phase completes)
+        self._follow(issued)
         self.cur.issued += nbytes
         self.cur.copies.append(a)
         self._settle(op.line, op.interval)

@@ -529,6 +529,10 @@ class _Prover:
         # but it is issued before its phase completes): the mbarrier rules' order
         self.cvcs: list[np.ndarray] = [self.vcs[0]]
         self.cid = np.zeros(self.n, dtype=np.int64)
+        # each thread's step at its last mbarrier wait: a copy it issues later, whose issue
+        # waited for that wait to return, completes after it (an arrive before the issue
+        # gives no such order: its release orders only what came before it)
+        self.waited = np.full(self.n, -1, dtype=np.int64)
         self.join = np.zeros(self.nwarps, dtype=np.int64)  # a warp's last step converged
         self.guessed = False  # a branch went a way not known before launch
         self.whole_warps = False  # the shfl being run is run by whole, converged warps
@@ -1016,7 +1020,10 @@ class _Prover:
             pairs = set(zip(start[lanes].tolist(), key[lanes].tolist(), strict=True))
             if len({a for a, _ in pairs}) != len(pairs):
                 continue  # (lanes storing different values at one address)
-            out[lanes] = self._id(("rep", it.line, tuple(sorted(pairs))))
+            # (a CTA's loads of its own bytes, and its own shared addresses, hold other
+            # values in another CTA of a cluster: replicas only within one CTA)
+            out[lanes] = self._id(("rep", it.line, int(self.rank[threads[lanes][0]]),
+                                   tuple(sorted(pairs))))
         return out
 
     def _byte(self, at: int) -> str:
@@ -1472,6 +1479,7 @@ class _Prover:
                 if release is not None:  # (what the phase's arrivals released)
                     assert causal is not None
                     self._acquire(threads, release, causal)
+                self.waited[threads] = self.steps
                 whole = {w for w in warps if not self.split[w] or
                          threads[(self.warp == w) & self.alive].all()}
                 for a in got:
@@ -1495,6 +1503,9 @@ class _Prover:
                 into and not st_async and "global" not in it.op_parts):
             raise _Refused(f"line {it.line}: `{it.opcode}` (a copy from another CTA's shared "
                            "memory, a multicast or a reduction) is not followed by the proof")
+        if st_async and self.ncta == 1:  # (PTX ISA: st.async is undefined outside a cluster)
+            raise _Refused(f"line {it.line}: `{it.opcode}` in a launch of no cluster (its "
+                           "behaviour is undefined there)")
         self._certain(it, c, run, maybe)
         if not run.any():
             return
@@ -1544,7 +1555,12 @@ class _Prover:
                     if "cluster" not in it.op_parts and not st_async:
                         raise _Refused(f"line {it.line}: `{it.opcode}` into another CTA")
                     mb.cur.remote = True
-                mb.copy(self._op(it.line, one), a, int(sizes[ts].sum()))
+                # (its phase completes after the issue, so after what the issuers had
+                # acquired and after their last waits)
+                issued = np.max([self.cvcs[i] for i in np.unique(self.cid[ts]).tolist()],
+                                axis=0)
+                issued[ts] = np.maximum(issued[ts], self.waited[ts])
+                mb.copy(self._op(it.line, one), a, int(sizes[ts].sum()), issued)
                 self.writes += 1
             self.owner = owner
             self._remote(it, one, a)
@@ -1748,8 +1764,8 @@ class _Prover:
                 self.doubt.any() or not run.any():
             return False
         op = it.op_parts[0]
-        if op == "ld":
-            if "param" in it.op_parts or not any(
+        if op == "ld":  # (in a cluster each CTA loads its own bytes)
+            if self.ncta > 1 or "param" in it.op_parts or not any(
                     p in ("shared", "shared::cta") for p in it.op_parts):
                 return False
             parts = split_address(it.operands[-1].strip().strip("[]"))

@@ -6,6 +6,8 @@ still reach its shared memory; each mutant must be refused."""
 from __future__ import annotations
 
 import functools
+import re
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +163,24 @@ def test_a_peers_stores_ordered_by_its_arrive_are_not_yet_followed():
 def test_the_gpu_suites_racy_handoffs_are_refused(racy):
     got = _prove(_handoff(cluster=2, **racy), params={})
     assert not isinstance(got, Proof), racy
+
+
+REVIEW = Path(__file__).parents[1] / "corpus" / "proof_review"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REVIEW.glob("*.cu")))
+def test_the_reviews_cluster_kernels_are_refused(name):
+    """Kernels an adversarial review found accepted: replicas across CTAs (each CTA's
+    loads of its own bytes, its own addresses), an arrive before a copy taken as ordered
+    before the copy's phase, st.async outside a cluster (each file says how it races)."""
+    src = (REVIEW / name).read_text()
+    block = int(re.search(r"// block \((\d+)", src).group(1))
+    for cluster in ((None, (1, 1, 1)) if "outside_a_cluster" in name else (None,)):
+        mod = parse(toolchain.compile_cuda(src, name, ["-arch=compute_90", "-lineinfo"]), "k")
+        (fn,) = [f for f in mod.functions if f.is_entry]
+        shared, consts = _shared_symbols(mod), constant_registers(fn.body)
+        index = {id(it): i for i, it in enumerate(mod.items)}
+        got = prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                    lambda it, s=shared, c=consts: classify(it, s, in_entry=True, constants=c),
+                    shared, dims=(block, 1, 1), params={}, cluster=cluster)
+        assert not isinstance(got, Proof), (name, cluster)
