@@ -614,11 +614,16 @@ class _Prover:
                      self.barriers, len(self.params), self.ncta)
 
     def _exits(self) -> None:
-        """A CTA of a cluster exits once its threads are done; no other CTA may then still
-        reach its shared memory: an access or mbarrier operation there needs a cluster
-        barrier after it (which the owner passes before it exits: no thread returns before
-        a barrier), and a copy into it, the owner's wait that saw it land."""
+        """A CTA of a cluster may start after its peers and exits once its threads are done;
+        no other CTA may reach its shared memory outside that: an access, mbarrier operation
+        or copy there needs a cluster barrier before it, an access or mbarrier operation one
+        after it too (which the owner passes before it exits: no thread returns before a
+        barrier), and a copy into it, the owner's wait that saw it land."""
         for line, k, r, copy in self.remote:
+            if k == 0:  # (only a cluster barrier tells that every CTA of it has started)
+                raise _Refused(f"line {line}: an operation on the shared memory of CTA rank "
+                               f"{r} before the first cluster barrier: that CTA may not have "
+                               "started")
             if copy is not None:
                 assert copy.until_seq is not None
                 if (copy.until_seq == NEVER).any():
@@ -1413,6 +1418,8 @@ class _Prover:
         if "relaxed" in it.op_parts:  # (orders nothing: no release, no acquire)
             raise _Refused(f"line {it.line}: `{it.opcode}` (a relaxed mbarrier operation) is "
                            "not followed by the proof")
+        if "noComplete" in it.op_parts:  # (undefined where it completes the phase)
+            raise _Refused(f"line {it.line}: `{it.opcode}` is not followed by the proof")
         if op not in (abi.MB_INIT, abi.MB_INVAL, abi.MB_ARRIVE, abi.MB_ARRIVE_EXPECT_TX,
                       abi.MB_EXPECT_TX, abi.MB_WAIT_PARITY) or (
                 c.space == abi.SPACE_CLUSTER and op in (abi.MB_INIT, abi.MB_INVAL,
@@ -1525,6 +1532,13 @@ class _Prover:
             sizes = self._int_of(it, c.arg, run, "size")
         start = self._smem(it, c.address or "", run, int(sizes[run].max()))
         owner = self.owner
+        # (PTX ISA: st.async at an address aligned to its size; a bulk copy 16-byte aligned,
+        # of a multiple of 16 bytes)
+        align = c.size if st_async else 16
+        if (start[run] % align).any() or (not st_async and (sizes[run] % 16).any()) or \
+                (sizes[run] <= 0).any():
+            raise _Refused(f"line {it.line}: `{it.opcode}` of an address or size its "
+                           "alignment rules forbid")
         bars = self._smem(it, c.result or "", run, MBAR_BYTES) if into else None
         if bars is not None and (self.owner != owner)[run].any():
             raise _Refused(f"line {it.line}: a copy completing on an mbarrier of another CTA "

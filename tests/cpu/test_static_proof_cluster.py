@@ -170,9 +170,11 @@ REVIEW = Path(__file__).parents[1] / "corpus" / "proof_review"
 
 @pytest.mark.parametrize("name", sorted(p.name for p in REVIEW.glob("*.cu")))
 def test_the_reviews_cluster_kernels_are_refused(name):
-    """Kernels an adversarial review found accepted: replicas across CTAs (each CTA's
+    """Kernels two adversarial reviews found accepted: replicas across CTAs (each CTA's
     loads of its own bytes, its own addresses), an arrive before a copy taken as ordered
-    before the copy's phase, st.async outside a cluster (each file says how it races)."""
+    before the copy's phase, st.async outside a cluster, a store into a peer before the
+    first cluster barrier, st.async and bulk copies at addresses or of sizes the ISA
+    forbids, `arrive.noComplete` (each file says how it goes wrong)."""
     src = (REVIEW / name).read_text()
     block = int(re.search(r"// block \((\d+)", src).group(1))
     for cluster in ((None, (1, 1, 1)) if "outside_a_cluster" in name else (None,)):
