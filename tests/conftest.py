@@ -67,9 +67,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark skipped every test whose needs are not met (each condition asked at most once)."""
+    """Mark skipped every test whose needs are not met (each condition asked at most once).
+    The GPU tests share one group: under `-n auto --dist loadgroup` (the README's command)
+    one worker runs them all in turn, as they share the one GPU, while the CPU tests spread
+    over the others."""
     met = functools.cache(lambda name: NEEDS[name][0]())
     for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(pytest.mark.xdist_group("gpu"))
         for name, (_, reason, _) in NEEDS.items():
             if item.get_closest_marker(name) is not None and not met(name):
                 item.add_marker(pytest.mark.skip(reason=reason))

@@ -495,8 +495,10 @@ def test_readme_check_synopsis_matches_check_help():
 def test_readme_keeps_the_fresh_machine_commands():
     assert ("python3 -m venv .venv && . .venv/bin/activate && pip install -e . && consan run "
             "tutorials/00_splitk_epilogue.py") in README
-    assert ("python3 -m venv .venv && . .venv/bin/activate && pip install -q -e '.[test]' && "
-            "python -m pytest -q") in README
+    tests = ("python3 -m venv .venv && . .venv/bin/activate && pip install -q -e '.[test]' && "
+             "python -m pytest -q -n auto --dist loadgroup")
+    assert tests in README
+    assert tests in (Path(__file__).parents[2] / ".ci" / "run").read_text()  # (exactly it)
 
 
 def test_instrument_names_the_loops_and_accesses_it_checks_with_less_work(tmp_path, capsys):
