@@ -186,3 +186,28 @@ def test_the_reviews_cluster_kernels_are_refused(name):
                     lambda it, s=shared, c=consts: classify(it, s, in_entry=True, constants=c),
                     shared, dims=(block, 1, 1), params={}, cluster=cluster)
         assert not isinstance(got, Proof), (name, cluster)
+
+
+@pytest.mark.parametrize("op", ["store", "load"])
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+def test_the_gpu_suites_dsmem_exchange_is_proven(cluster, op):
+    """tests/gpu/test_dsmem.py's clean twins: a store into (or a load from) the next rank's
+    buffer between cluster barriers, and an overwrite of the CTA's own buffer after them."""
+    from tests.gpu.test_dsmem import _src
+
+    for overwrite in ("", "after"):
+        got = _prove(_src(cluster, op=op, overwrite=overwrite), params={})
+        assert isinstance(got, Proof) and got.ctas == cluster, (overwrite, got)
+
+
+@pytest.mark.parametrize("racy", [
+    dict(op="store", early_read=True), dict(op="store", early_access=True),
+    dict(op="load", early_access=True), dict(op="store", early_exit=True),
+    dict(op="load", early_exit=True), dict(op="store", overwrite="before"),
+    dict(op="load", overwrite="before"), dict(op="store", sync1="relaxed")],
+    ids=["read-before-sync", "store-before-sync", "load-before-sync", "store-no-close",
+         "load-no-close", "store-overwritten", "load-overwritten", "relaxed-arrive"])
+def test_the_gpu_suites_racy_dsmem_exchanges_are_refused(racy):
+    from tests.gpu.test_dsmem import _src
+
+    assert not isinstance(_prove(_src(2, **racy), params={}), Proof), racy
