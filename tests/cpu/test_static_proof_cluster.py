@@ -178,7 +178,9 @@ def test_the_reviews_cluster_kernels_are_refused(name):
     src = (REVIEW / name).read_text()
     block = int(re.search(r"// block \((\d+)", src).group(1))
     for cluster in ((None, (1, 1, 1)) if "outside_a_cluster" in name else (None,)):
-        mod = parse(toolchain.compile_cuda(src, name, ["-arch=compute_90", "-lineinfo"]), "k")
+        macros = {"review_macros.h": (REVIEW / "review_macros.h").read_text()}
+        mod = parse(toolchain.compile_cuda(src, name, ["-arch=compute_90", "-lineinfo"],
+                                           headers=macros), "k")
         (fn,) = [f for f in mod.functions if f.is_entry]
         shared, consts = _shared_symbols(mod), constant_registers(fn.body)
         index = {id(it): i for i, it in enumerate(mod.items)}
