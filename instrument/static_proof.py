@@ -80,7 +80,8 @@ MAX_SHARED = 256 * 1024  # past any CTA's shared memory
 _PARAM_SYM = "param "  # a parameter's address: the symbol of a value (no shared name has a space)
 # The largest address a kernel's one shared variable is taken to have: ptxas compiles
 # `mov.u32 %r, smem` for sm_90a to 0x400 (past the 1 KiB the system reserves) plus the
-# CTA's cluster rank shifted to bit 24 (a cluster launch is not run on a proof)
+# CTA's cluster rank shifted to bit 24 (in a cluster, where the proof follows no descriptor:
+# _rel)
 S_MAX = 1 << 16
 MAX_LOOPS = 3  # uniform loops of unknown trip count followed (2^n runs)
 # instructions executed (for all threads at once) before giving up: a step cost 0.2-0.4
