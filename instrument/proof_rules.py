@@ -90,7 +90,7 @@ def judge(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]
         return
     unit = _unit(accesses)
     _conflicts(accesses, max(unit, GRANULE), vcs)
-    _written_first(accesses, nwarps, fences, unit, list(bar_steps))
+    _written_first(accesses, nwarps, fences, unit, list(bar_steps), vcs)
 
 
 def _unit(accesses: list[Access]) -> int:
@@ -281,8 +281,10 @@ class _Generic:
 
 
 def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]],
-                   unit: int, bar_steps: list[int]) -> None:
-    """Rule 2: every byte read was certainly written before the read could see it."""
+                   unit: int, bar_steps: list[int], vcs: np.ndarray | None = None) -> None:
+    """Rule 2: every byte read was certainly written before the read could see it (in an
+    earlier interval, by its own thread or converged warp, or, through the clocks `vcs`,
+    by a store of another thread that happens before the read)."""
     extent = max(int(a.start.max(initial=0)) + a.size for a in accesses)
     units = -(-extent // unit)
     written = np.zeros(units, dtype=bool)  # certainly written in earlier intervals
@@ -339,6 +341,12 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
             if not have.all():
                 keys = (a.thread[rows][:, None] * units + span)[~have]
                 miss = ~np.isin(keys, np.concatenate(mine))
+                if miss.any() and vcs is not None and len(vcs) > 1 and a.cid is not None:
+                    # (a store of another thread this interval that happens before the read)
+                    who = np.broadcast_to(np.arange(len(span))[:, None], span.shape)[~have]
+                    cids = a.cid[rows][who[miss]]
+                    miss[np.nonzero(miss)[0][_stored_before(
+                        span[~have][miss], cids, done, unit, vcs)]] = False
                 if miss.any():
                     byte = int(span[~have][miss][0]) * unit
                     raise Refused(f"line {a.line}: it may read byte {byte} before any write "
@@ -348,6 +356,27 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
             span = a.start[rows][:, None] // unit + np.arange(-(-a.size // unit))
             written[span[a.certain[rows]].ravel()] = True
             generic.write(a, rows, span, np.where(a.converged[rows], seq, end))
+
+
+def _stored_before(units: np.ndarray, cids: np.ndarray,
+                   done: list[tuple[int, Access, np.ndarray]], unit: int,
+                   vcs: np.ndarray) -> np.ndarray:
+    """Per (unit, reader's clock id): whether a certain store of a warp run so far in this
+    interval (`done`) wrote the unit at a step that clock holds its thread past."""
+    out = np.zeros(len(units), dtype=bool)
+    for _, w, rows in done:
+        if w.agent != AGENT_WARP:
+            continue
+        sure = rows & w.certain
+        if not sure.any():
+            continue
+        first = w.start[sure] // unit
+        last = (w.start[sure] + w.size - 1) // unit
+        thr = w.thread[sure]
+        for i in np.nonzero(~out)[0].tolist():
+            hit = (first <= units[i]) & (units[i] <= last)
+            out[i] = bool((w.seq < vcs[cids[i], thr[hit]]).any())
+    return out
 
 
 def _async_reads(a: Access, rows: np.ndarray, span: np.ndarray, k: int, unit: int,

@@ -139,20 +139,29 @@ def _handoff(**kw) -> str:
     return _src(**kw)
 
 
+@pytest.mark.parametrize("st_async", [False, True], ids=["store-arrive", "st-async"])
 @pytest.mark.parametrize("cluster", [2, 4, 8])
-def test_the_gpu_suites_handoff_to_the_next_rank_is_proven(cluster):
-    """tests/gpu/test_peer_mbarrier.py's clean twin: each CTA hands a buffer to rank r + 1
-    of its cluster by st.async on that CTA's mbarrier."""
-    got = _prove(_handoff(cluster=cluster, st_async=True), params={})
-    assert isinstance(got, Proof) and got.ctas == cluster, got
+def test_the_gpu_suites_handoff_to_the_next_rank_is_proven(cluster, st_async):
+    """tests/gpu/test_peer_mbarrier.py's clean twins: each CTA hands a buffer to rank r + 1
+    of its cluster, by stores then every thread's arrive on that CTA's mbarrier (the
+    stores happen before the reader's wait through the clocks: rule 2 counts them), or by
+    st.async; and the way back, where the reader frees its buffer with an arrive on the
+    writer's mbarrier before the writer overwrites it."""
+    from tests.gpu.test_peer_mbarrier import _refill_src
+
+    for src in (_handoff(cluster=cluster, st_async=st_async),
+                _refill_src(cluster, st_async=st_async, wait=True)):
+        got = _prove(src, params={})
+        assert isinstance(got, Proof) and got.ctas == cluster, got
 
 
-def test_a_peers_stores_ordered_by_its_arrive_are_not_yet_followed():
-    """The same handoff by `st.shared::cluster` and an arrive: the peer's stores are
-    ordered before the read only by the mbarrier's clocks, which rule 2 (every byte read
-    written first) does not look at: refused, and checked instrumented."""
-    got = _prove(_handoff(cluster=2), params={})
-    assert not isinstance(got, Proof) and "before any write certain to run" in got, got
+@pytest.mark.parametrize("st_async", [False, True], ids=["store", "st-async"])
+def test_the_gpu_suites_overwrite_without_the_wait_is_refused(st_async):
+    from tests.gpu.test_peer_mbarrier import _refill_src
+
+    got = _prove(_refill_src(2, st_async=st_async, wait=False), params={})
+    assert not isinstance(got, Proof), got
+    assert "touch byte 0" in got or "touch the granule at byte 0" in got, got
 
 
 @pytest.mark.parametrize("racy", [dict(wait=False), dict(late_store=True), dict(missing=1),
