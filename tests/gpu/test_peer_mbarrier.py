@@ -294,16 +294,17 @@ def _under_session(src: str, kernel: str, grid, args, out):
     return s.report.kernels[kernel], s.report.findings, got, native
 
 
+@pytest.mark.parametrize("st_async", [False, True], ids=["store-arrive", "st-async"])
 @pytest.mark.parametrize("cluster", [2, 4, 8])
-def test_handoff_under_a_session_is_proven_and_runs_natively(cluster):
-    """The st.async handoff as `consan run` takes it: all CTAs of a cluster proven together
-    before launch (instrument/static_proof.py), run natively, the native bits."""
+def test_handoff_under_a_session_is_proven_and_runs_natively(cluster, st_async):
+    """The handoff as `consan run` takes it: all CTAs of a cluster proven together before
+    launch (instrument/static_proof.py), run natively, the native bits."""
     import cupy as cp
 
     need_sm90()
     out = cp.zeros(CLUSTERS * cluster * N, dtype=cp.float32)
     stats, findings, got, native = _under_session(
-        _src(cluster, st_async=True), "handoff", (CLUSTERS * cluster,), (out,), out)
+        _src(cluster, st_async=st_async), "handoff", (CLUSTERS * cluster,), (out,), out)
     assert not findings and stats.launches_checked == 1, findings
     assert stats.proven.startswith("proven race-free") and \
         f"clusters of {cluster} CTAs" in stats.proven, stats
