@@ -71,6 +71,7 @@ class Access:
     seen: dict[int, int] | None = None
     seen_by: np.ndarray | None = None
     cid: np.ndarray | None = None  # each row's thread's clock (happens-before) at the access
+    elected: bool = False  # run under an `elect.sync` predicate (by whichever lane the GPU elects)
 
     def end(self) -> tuple[np.ndarray, np.ndarray]:
         """(last interval, last step) of each row."""
@@ -341,8 +342,11 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
             if not have.all():
                 keys = (a.thread[rows][:, None] * units + span)[~have]
                 miss = ~np.isin(keys, np.concatenate(mine))
-                if miss.any() and vcs is not None and len(vcs) > 1 and a.cid is not None:
-                    # (a store of another thread this interval that happens before the read)
+                if miss.any() and vcs is not None and len(vcs) > 1 and a.cid is not None \
+                        and a.agent == AGENT_WARP:
+                    # (a store of another thread this interval that happens before the read;
+                    # a copy engine's read, of the async proxy, needs the bytes' fence: only
+                    # bytes of earlier intervals, _async_reads)
                     who = np.broadcast_to(np.arange(len(span))[:, None], span.shape)[~have]
                     cids = a.cid[rows][who[miss]]
                     miss[np.nonzero(miss)[0][_stored_before(
@@ -365,8 +369,8 @@ def _stored_before(units: np.ndarray, cids: np.ndarray,
     interval (`done`) wrote the unit at a step that clock holds its thread past."""
     out = np.zeros(len(units), dtype=bool)
     for _, w, rows in done:
-        if w.agent != AGENT_WARP:
-            continue
+        if w.agent != AGENT_WARP or w.elected:  # (the lane the host elects need not be the
+            continue  # GPU's: its clock says nothing of the lane that stored)
         sure = rows & w.certain
         if not sure.any():
             continue

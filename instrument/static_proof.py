@@ -493,6 +493,7 @@ class _Prover:
         # owner rank, the copy) of each operation on another CTA's shared memory
         self.cluster_arrived = False  # a `barrier.cluster.arrive` waits for its wait
         self.owner = self.rank  # (set by _smem)
+        self.electing = False  # the instruction being run is under an `elect.sync` predicate
         self.warp = (g // np.uint64(32)).astype(np.int64)
         self.nwarps = int(self.warp.max()) + 1
         self.regs: dict[str, _Val] = {}
@@ -683,6 +684,7 @@ class _Prover:
         run, maybe = self._guard(it, mask)
         gp = self.preds.get(it.pred.lstrip("@").lstrip("!")) if it.pred else None
         elected = gp is not None and gp.base is not None  # (under an election's predicate)
+        self.electing = elected
         if elected and op in ("bra", "brx", "call", "ret", "exit"):
             raise _Refused(f"line {it.line}: `{op}` under an `elect.sync` predicate (where "
                            "control goes would depend on the lane the GPU elects)")
@@ -949,7 +951,8 @@ class _Prover:
         copy = c.event is Event.ASYNC_WRITE
         write = c.event is not Event.READ
         a = Access(self.barriers, threads, self.warp[maybe], start[maybe], c.size,
-                   write, run[maybe], converged[maybe], it.line, self.steps, idem=c.idem)
+                   write, run[maybe], converged[maybe], it.line, self.steps, idem=c.idem,
+                   elected=self.electing)
         self._remote(it, maybe)
         if write:
             self.writes += 1
