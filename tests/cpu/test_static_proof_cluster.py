@@ -178,12 +178,12 @@ REVIEW = Path(__file__).parents[1] / "corpus" / "proof_review"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in REVIEW.glob("*.cu")))
-def test_the_reviews_cluster_kernels_are_refused(name):
-    """Kernels two adversarial reviews found accepted: replicas across CTAs (each CTA's
-    loads of its own bytes, its own addresses), an arrive before a copy taken as ordered
-    before the copy's phase, st.async outside a cluster, a store into a peer before the
-    first cluster barrier, st.async and bulk copies at addresses or of sizes the ISA
-    forbids, `arrive.noComplete` (each file says how it goes wrong)."""
+def test_the_reviews_cu_kernels_are_refused(name):
+    """Kernels adversarial reviews of the cluster proofs and of rule 2 through the clocks
+    found accepted: replicas across CTAs, an arrive taken as ordered before a later copy's
+    phase, st.async outside a cluster, a store into a peer before the first cluster
+    barrier, copies the ISA forbids, `arrive.noComplete`, a bulk store of bytes stored
+    with no proxy fence, an elected store (each file says how it goes wrong)."""
     src = (REVIEW / name).read_text()
     block = int(re.search(r"// block \((\d+)", src).group(1))
     for cluster in ((None, (1, 1, 1)) if "outside_a_cluster" in name else (None,)):
