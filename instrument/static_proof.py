@@ -2029,13 +2029,20 @@ class _Prover:
             known = known & (d != 0)
             d = np.where(d == 0, np.uint64(1), d)
             r = (x[0] & m) // d if op == "div" else (x[0] & m) % d
-        elif op == "bfe" and not signed:
+        elif op == "bfe":
             pos, ln = x[1] & np.uint64(0xFF), x[2] & np.uint64(0xFF)
             known = known & (pos < np.uint64(bits)) & (ln <= np.uint64(bits)) & \
                 (ln < np.uint64(64))
             ln = np.minimum(ln, np.uint64(63))
             r = ((x[0] & m) >> np.minimum(pos, np.uint64(63))) & \
                 ((np.uint64(1) << ln) - np.uint64(1))
+            if signed:  # (PTX ISA: the field's bits past the word copy its last one, bit
+                # min(pos + len - 1, msb) of a; no bit of it where len is 0)
+                width = np.minimum(ln, np.uint64(bits) - np.minimum(pos, np.uint64(bits)))
+                top = np.minimum(pos + ln, np.uint64(bits)) - np.uint64(1)
+                sign = ((x[0] >> np.minimum(top, np.uint64(63))) & np.uint64(1)).astype(bool) \
+                    & (ln > np.uint64(0))
+                r = np.where(sign, r | (m & ~((np.uint64(1) << width) - np.uint64(1))), r)
         elif op == "selp":
             p = self._pred(ops[3])
             r = np.where(p.v, x[0], x[1])

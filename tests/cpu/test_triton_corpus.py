@@ -197,7 +197,7 @@ def test_attention_runs_both_products_on_wgmma(name):
 # instrumented with CONSAN_PROOF=0); layer_norm_bwd's spin lock is a uniform loop, its
 # dW/dB kernel's warps store replicas
 PROVEN = {"vector_add", "softmax", "layer_norm_fwd", "layer_norm_bwd", "layer_norm_bwd_dwdb",
-          "matmul_bk32_s2_w4",
+          "matmul_bk32_s2_w4", "matmul_sm80", "attn_fwd",
           *(f"matmul_s{s}_w{w}" for s in (2, 3, 4, 5) for w in (4, 8))}
 
 
@@ -208,3 +208,30 @@ def test_the_kernels_proven_before_launch(name):
     ptx, meta = _compiled(name)
     got, _ = verdict(ptx, meta["name"], None, CASE[name].scalars)
     assert got.startswith("proven") == (name in PROVEN), got
+
+
+# The barriers (in program order) whose removal leaves the kernel provable: each separates
+# two prologue copies into different stages, or repeats a later barrier before the same
+# accesses; removing any other one opens a race the proof names.
+NOT_NEEDED = {"matmul_sm80": {0}, "attn_fwd": {0, 3}}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_NEEDED))
+def test_each_barrier_the_bfe_addressed_kernels_need_is_needed(name):
+    """Triton's sm_80 matmul and attention kernel address shared memory through `bfe.s32`
+    (signed bit-field extracts of the thread index): proven, and a mutant without any one
+    barrier the kernel needs is refused for a race."""
+    from benchmarks.proof_coverage import verdict
+
+    ptx, meta = _compiled(name)
+    lines = ptx.split("\n")
+    bars = [i for i, line in enumerate(lines) if line.strip().startswith("bar.sync")]
+    kept = set()
+    for n, i in enumerate(bars):
+        got, _ = verdict("\n".join(lines[:i] + lines[i + 1:]), meta["name"], None,
+                         CASE[name].scalars)
+        if got.startswith("proven"):
+            kept.add(n)
+        else:
+            assert "touch" in got, got
+    assert kept == NOT_NEEDED[name], kept

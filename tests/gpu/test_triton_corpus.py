@@ -36,12 +36,13 @@ def _differing(a, b) -> int:
 # reported as race.waw on the H100 without them).
 # Kernels whose shared memory is proven race-free before launch (instrument/static_proof.py):
 # under a session they run natively; with CONSAN_PROOF=0 the same checks hold instrumented.
-# The pipelined matmuls (cp.async, wgmma) are proven for their launch's M, N and K;
+# The pipelined matmuls (cp.async, wgmma; sm_80's too) and the attention kernel are proven
+# for their launch's integer arguments;
 # layer_norm_bwd's dx kernel through its spin lock (a uniform loop), its dW/dB kernel with
 # its warps' replicated stores; tma_add_into for its launch's tensor maps (TMA copies on an
 # mbarrier, a bulk reduction reading the tile).
 PROVEN = ("softmax", "layer_norm_fwd", "layer_norm_bwd", "matmul_bk32_s2_w4", "tma_add_into",
-          *(f"matmul_s{s}_w{w}" for s in (2, 3, 4, 5) for w in (4, 8)))
+          "matmul_sm80", "attn_fwd", *(f"matmul_s{s}_w{w}" for s in (2, 3, 4, 5) for w in (4, 8)))
 
 
 @pytest.mark.parametrize("case", RUNNABLE, ids=[c.name for c in RUNNABLE])
