@@ -194,3 +194,47 @@ def test_the_matmul_proof_holds_exactly_where_the_checker_finds_nothing(mutant):
         want = (a.astype(cp.float32) @ b.astype(cp.float32)).astype(cp.float16)
         np.testing.assert_allclose(c.get().astype(np.float32), want.get().astype(np.float32),
                                    rtol=2e-2, atol=0.25)
+
+
+@pytest.mark.parametrize("type_", ["u32", "s32", "u64", "s64"])
+def test_the_evaluators_bit_field_extract_is_the_gpus(type_):
+    """`bfe` as the proof evaluates it gives the GPU's bits for every (a, pos, len) it
+    calls known (Triton's sm_80 matmul and attention kernels address shared memory through
+    `bfe.s32`)."""
+    import cupy as cp
+
+    from instrument.ptx import parse
+    from instrument.static_proof import _Prover, _Val
+    from tests.cpu.test_static_proof import kernel
+    from tests.gpu_util import arch_option
+
+    bits = int(type_[1:])
+    ctype = {"u32": "unsigned", "s32": "int", "u64": "unsigned long long",
+             "s64": "long long"}[type_]
+    reg = "r" if bits == 32 else "l"
+    src = f"""
+extern "C" __global__ void bfe(const {ctype}* a, const unsigned* pos, const unsigned* len,
+                               {ctype}* out) {{
+    unsigned i = threadIdx.x;
+    {ctype} d;
+    asm("bfe.{type_} %0, %1, %2, %3;" : "={reg}"(d) : "{reg}"(a[i]), "r"(pos[i]), "r"(len[i]));
+    out[i] = d;
+}}"""
+    rng = np.random.default_rng(11)
+    a = rng.integers(0, 1 << 63, 1024, dtype=np.uint64) & np.uint64((1 << bits) - 1)
+    pos = rng.integers(0, bits + 4, 1024).astype(np.uint32)
+    ln = rng.integers(0, bits + 4, 1024).astype(np.uint32)
+    dt = np.uint32 if bits == 32 else np.uint64
+    out = cp.zeros(1024, dtype=dt)
+    cp.RawKernel(src, "bfe", options=(arch_option(),))(
+        (1,), (1024,), (cp.asarray(a.astype(dt)), cp.asarray(pos), cp.asarray(ln), out))
+    gpu = out.get().astype(np.uint64)
+
+    p = _Prover(parse(kernel(""), "t.ptx").functions[0], (1024, 1, 1), lambda it: None, set())
+    r = "%rd" if bits == 64 else "%r"
+    for name, v in ((f"{r}1", a), (f"{r}2", pos.astype(np.uint64)),
+                    (f"{r}3", ln.astype(np.uint64))):
+        p.regs[name] = _Val(None, v, np.ones(1024, dtype=bool))
+    got = p._evaluate(["bfe", type_], [f"{r}4", f"{r}1", f"{r}2", f"{r}3"], [f"{r}4"])[f"{r}4"]
+    assert got.known.sum() > 600
+    np.testing.assert_array_equal(got.a[got.known], gpu[got.known])
