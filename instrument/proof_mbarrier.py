@@ -127,17 +127,16 @@ class MBarrier:
             raise Refused(f"line {line}: it may {what} before the copies of an earlier phase "
                           "landed (no wait that saw them is ordered before)")
 
-    def arrive(self, op: Op, arrivals: int, tx: int = 0,
-               release: np.ndarray | None = None, causal: np.ndarray | None = None) -> None:
+    def arrive(self, op: Op, arrivals: int, tx: int, release: np.ndarray,
+               causal: np.ndarray) -> None:
         """`arrivals`, after adding `tx` expected bytes in all (arrive.expect_tx), releasing
         the clock `release` (`causal`: the causal one). (The bytes are expected together
         with the arrival: the phase cannot complete before it, so they need not come from
         the phase's only warp.)"""
         self._act(op, False)
-        if release is not None:
-            r = self.cur.release
-            self.cur.release = release.copy() if r is None else np.maximum(r, release)
-        self._follow(op.clock.max(axis=0) if causal is None else causal)
+        r = self.cur.release
+        self.cur.release = release.copy() if r is None else np.maximum(r, release)
+        self._follow(causal)
         if arrivals > self.cur.pending:
             raise Refused(f"line {op.line}: {arrivals} arrivals on an mbarrier phase that "
                           f"expects {self.cur.pending} more")
