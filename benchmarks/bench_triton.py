@@ -295,14 +295,22 @@ def _host_stages() -> list:
     from reports import Report
 
     return [("Session.launch", session.Session, "launch"),
+            ("  _Kernel.build", triton_hook._Kernel, "build"),
+            ("  Session._launch_proof", session.Session, "_launch_proof"),
+            ("  Session._count_native", session.Session, "_count_native"),
+            ("  Session._run_proven (a proven launch)", session.Session, "_run_proven"),
+            ("    Session._settle", session.Session, "_settle"),
+            ("    session.capturing", session, "capturing"),
             ("  Session._prepare", session.Session, "_prepare"),
             ("  Prepared.launch", runtime.Prepared, "launch"),
             ("    Prepared.launch_resets", runtime.Prepared, "launch_resets"),
             ("    Triton's launcher", triton_hook._Launcher, "__call__"),
-            ("  cupy_build.user_frames", cupy_build, "user_frames"),
+            ("  cupy_build.user_frames (either path)", cupy_build, "user_frames"),
             ("  Prepared.report (its wait for the kernel included)", runtime.Prepared, "report"),
             ("    Report.from_log", Report, "from_log"),
-            ("  Session._record", session.Session, "_record")]
+            ("  Session._record", session.Session, "_record"),
+            ("triton_hook.scalar_params", triton_hook, "scalar_params"),
+            ("triton_hook._tensor_maps", triton_hook, "_tensor_maps")]
 
 
 def host_profile(name: str, case: Any, calls: int) -> None:

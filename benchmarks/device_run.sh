@@ -9,6 +9,7 @@
 #   bash benchmarks/device_run.sh triton   # bench_triton (consan beside Triton's ConSan)
 #   bash benchmarks/device_run.sh host     # the host's time per launch (bench_triton --host-profile)
 #   bash benchmarks/device_run.sh racecheck  # bench_async beside compute-sanitizer racecheck
+#   bash benchmarks/device_run.sh build    # bench_build on this machine's CPU (no GPU used)
 #
 # Each stage fits one 10-minute command; the summary lines it prints at the end are what
 # a note or benchmarks/RESULTS.md quotes (with the commit printed first).
@@ -64,12 +65,17 @@ host)  # where the host's time per launch goes on the small Triton kernels (stag
         --only softmax,layer_norm_fwd
     grep -E "^\[| \| " "$out/host_profile.log" | head -24
     ;;
+build)  # (the checker objects are built first, once, into a fresh cache: about a minute)
+    stage bench_build 560 $py benchmarks/bench_build.py --top 4 --repeats 5 \
+        --json "$out/bbuild.json"
+    tail -8 "$out/bench_build.log"
+    ;;
 racecheck)
     stage bench_async_rc 560 $py benchmarks/bench_async.py --timeout 100 --json "$out/basync_rc.json"
     tail -12 "$out/bench_async_rc.log"
     ;;
 *)
-    echo "usage: $0 suite|suite-triton|suite-peer|bench|triton|host|racecheck" >&2
+    echo "usage: $0 suite|suite-triton|suite-peer|bench|triton|host|build|racecheck" >&2
     exit 2
     ;;
 esac

@@ -1,8 +1,9 @@
 """Build an instrumented module: everything but device state, and no GPU needed.
 
 CUDA C++ (or PTX) -> NVRTC -> PTX -> instrument -> nvJitLink with the checker
--> cubin, through the on-disk cache. `consan instrument` runs these steps
-without loading numpy or CuPy; runtime.py puts the result on the device.
+-> cubin (when the runtime first asks for it), through the on-disk cache. `consan
+instrument` runs these steps without loading numpy or CuPy; runtime.py puts the result
+on the device.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,28 +28,41 @@ DEFAULT_SOURCE_NAME = "kernel.cu"
 
 @dataclass
 class Build:
-    """An instrumented module, assembled: everything but device state."""
+    """An instrumented module: everything but device state. Its cubins are linked when
+    first asked for, each with the checker build its placement needs (runtime.Prepared
+    picks one): a kernel proven race-free before launch never needs one, and a checked
+    one needs one of the three, not the device-memory build first and its own after."""
 
-    cubin: bytes
     instrumented: Instrumented
     arch: toolchain.Arch
     source_name: str
-    _psh: dict[int, bytes] = field(default_factory=dict, repr=False)
-    _vsh: bytes | None = field(default=None, repr=False)
+    ptx: str = field(repr=False)  # (the input: a link error names its lines)
+    _cubins: dict[tuple[bool, int, bool], bytes] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def cubin(self) -> bytes:
+        """Linked with the checker that keeps its tables in device memory (cached)."""
+        return self.linked()
 
     def psh_cubin(self, max_regs: int) -> bytes:
-        """The same module linked with the shared-memory phase-mode checker (cached)."""
-        if max_regs not in self._psh:
-            self._psh[max_regs] = _linked(self.instrumented, self.source_name, self.arch,
-                                          psh=True, max_regs=max_regs)
-        return self._psh[max_regs]
+        """Linked with the shared-memory phase-mode checker under `max_regs` (cached)."""
+        return self.linked(psh=True, max_regs=max_regs)
 
     def vsh_cubin(self) -> bytes:
-        """The same module linked with the vector-clock checker whose buffer tables are in
-        shared memory (cached)."""
-        if self._vsh is None:
-            self._vsh = _linked(self.instrumented, self.source_name, self.arch, vsh=True)
-        return self._vsh
+        """Linked with the vector-clock checker whose buffer tables are in shared memory
+        (cached)."""
+        return self.linked(vsh=True)
+
+    def linked(self, psh: bool = False, max_regs: int = 0, vsh: bool = False) -> bytes:
+        """Linked with one checker build (`link`'s keywords), once."""
+        key = (psh, max_regs, vsh)
+        with self._lock:  # (two threads launching the kernel link it once)
+            if key not in self._cubins:
+                self._cubins[key] = link(self.instrumented, self.ptx,
+                                         self.source_name, self.arch, psh=psh,
+                                         max_regs=max_regs, vsh=vsh)
+            return self._cubins[key]
 
 
 def _cache_dir() -> Path:
@@ -68,7 +83,7 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
     ins = instrument(parse(ptx, name), value_tags=value_tags)
     if not is_ptx(source):
         _name_source(ins, source, source_name)
-    return Build(link(ins, ptx, name, arch), ins, arch, name)
+    return Build(ins, arch, name, ptx)
 
 
 def compile_ptx(source: str, options: list[str], arch: toolchain.Arch,
@@ -90,11 +105,13 @@ def compile_ptx(source: str, options: list[str], arch: toolchain.Arch,
             source_name + ".ptx")
 
 
-def link(ins: Instrumented, ptx: str, name: str, arch: toolchain.Arch) -> bytes:
-    """The instrumented PTX linked with the checker (cached); a link error names the lines
-    of `ptx`, the input the instrumented PTX was made from, not those of the rewrite."""
+def link(ins: Instrumented, ptx: str, name: str, arch: toolchain.Arch, psh: bool = False,
+         max_regs: int = 0, vsh: bool = False) -> bytes:
+    """The instrumented PTX linked with a checker build (cached; `psh`, `max_regs`, `vsh`:
+    as toolchain.link_with_checker); a link error names the lines of `ptx`, the input the
+    instrumented PTX was made from, not those of the rewrite."""
     try:
-        return _linked(ins, name, arch)
+        return _linked(ins, name, arch, psh, max_regs, vsh)
     except toolchain.CompileError as e:
         from instrument.lineinfo import explain_ptxas_log
 

@@ -13,6 +13,7 @@ import ctypes
 import os
 import sys
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +100,27 @@ def _dim3(v) -> tuple[int, int, int]:
     if len(t) != 3 or min(t) < 1:
         raise ConsanError(f"bad launch dimension {v!r}: give 1 to 3 positive integers")
     return t  # type: ignore[return-value]
+
+
+def first_placement(ins: Instrumented) -> Placement:
+    """Where a launch's tables go if they fit (else in device memory), so which checker
+    build it links first. Phase mode keeps its tables in the CTA's shared memory; so does
+    vector-clock mode its buffer tables (the granule tables), except where a peer CTA's
+    multicast copy is applied to them (device-memory tables: layout.py)."""
+    if ins.phase_mode:
+        smem = os.environ.get("CONSAN_PHASE_SMEM", "1") != "0"
+        return Placement.PHASE_SMEM if smem else Placement.DEVICE
+    smem = not ins.multicast and os.environ.get("CONSAN_VC_SMEM", "1") != "0"
+    return Placement.VC_SMEM if smem else Placement.DEVICE
+
+
+def first_link(ins: Instrumented, nthreads: int) -> dict[str, Any]:
+    """The checker build a launch of `nthreads` threads a CTA links first (Prepared), as
+    pipeline.link's keywords."""
+    first = first_placement(ins)
+    if first is Placement.PHASE_SMEM:
+        return {"psh": True, "max_regs": psh_max_regs(nthreads)}
+    return {"vsh": first is Placement.VC_SMEM}
 
 
 def psh_max_regs(nthreads: int) -> int:
@@ -204,15 +226,18 @@ class Prepared:
     """An instrumented kernel bound to a launch shape, with its shadow tables."""
 
     def __init__(self, b: Build, kernel: str, grid, block, shared_mem: int = 0):
-        cupy = _require_gpu()
-        from cupy.cuda import driver, runtime
-
         self.build, self.grid, self.block = b, _dim3(grid), _dim3(block)
         self.shared_mem = int(shared_mem)
         self.kernel = resolve_kernel(b.instrumented, kernel)
         nthreads = self.block[0] * self.block[1] * self.block[2]
         if nthreads > 1024:
             raise ConsanError(f"block {self.block} has {nthreads} threads; at most 1024")
+        # (linked before any GPU work: a link error names the user's lines, GPU or not)
+        first, cubin = first_placement(b.instrumented), b.linked(**first_link(b.instrumented,
+                                                                               nthreads))
+        cupy = _require_gpu()
+        from cupy.cuda import driver, runtime
+
         self.nwarps = (nthreads + 31) // 32
         dev = cupy.cuda.Device()
         sms = dev.attributes["MultiProcessorCount"]
@@ -222,15 +247,11 @@ class Prepared:
                                         window_bytes=0, log_capacity=LOG_CAPACITY,
                                         window_base=smem_window_base(),
                                         shared_mem=self.shared_mem)
-        # Phase mode keeps its tables in the CTA's shared memory when they fit.
-        if ins.phase_mode and os.environ.get("CONSAN_PHASE_SMEM", "1") != "0":
-            self._load(cupy, driver, b.psh_cubin(psh_max_regs(nthreads)))
+        if first is Placement.PHASE_SMEM:
+            self._load(cupy, driver, cubin)
             self._place(replace(self.layout, placement=Placement.PHASE_SMEM), room_all)
-        # So does vector-clock mode its buffer tables (the granule tables in shared memory).
-        # (a peer CTA's multicast copy is applied to device-memory tables: layout.py)
-        elif not ins.phase_mode and not ins.multicast and \
-                os.environ.get("CONSAN_VC_SMEM", "1") != "0":
-            self._load(cupy, driver, b.vsh_cubin())
+        elif first is Placement.VC_SMEM:
+            self._load(cupy, driver, cubin)
             if self._place(replace(self.layout, placement=Placement.VC_SMEM), room_all):
                 per_sm = self._occupancy(driver, nthreads)
                 if per_sm < 1:  # no room left to launch

@@ -40,7 +40,7 @@ from reports.session import (
     render_live_findings,
 )
 
-from . import cupti, cupy_build, runtime
+from . import cupti, cupy_build, runtime, toolchain
 from .errors import ConsanError
 
 MAX_PREPARED = 16  # launch shapes kept ready (each holds shadow tables and a pinned log)
@@ -373,6 +373,10 @@ class Session:
                 return run_native(native)
             except ConsanError as exc:
                 self.report.add_not_checked(name, f"consan could not prepare it: {exc}")
+                return run_native(native)
+            except toolchain.CompileError as exc:  # (linked when first launched instrumented)
+                self.report.add_not_checked(name, "consan could not link its instrumented "
+                                                  f"code ({str(exc).splitlines()[0]})")
                 return run_native(native)
             except Exception as exc:  # noqa: BLE001 - a consan bug must not break the program
                 self.report.add_not_checked(name, f"consan failed to prepare it "

@@ -49,9 +49,9 @@ def prepared(monkeypatch, ins: Instrumented, env: dict[str, str], shape, window_
         monkeypatch.delenv(k, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    b = runtime.Build(b"plain", ins, None, "k.ptx")  # type: ignore[arg-type]
-    b._psh[runtime.psh_max_regs(block)] = b"psh"
-    b._vsh = b"vsh"
+    b = runtime.Build(ins, None, "k.ptx", ins.ptx)  # type: ignore[arg-type]
+    b._cubins.update({(False, 0, False): b"plain", (False, 0, True): b"vsh",
+                      (True, runtime.psh_max_regs(block), False): b"psh"})
     return runtime.Prepared(b, ins.kernels[0], (3, 1, 1), (block, 1, 1), shared), gpu
 
 
