@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from consan import runtime, toolchain
+from consan import pipeline, runtime, toolchain
 
 PTX = """.version 8.0
 .target sm_90a
@@ -26,9 +26,8 @@ PTX = """.version 8.0
 
 
 @pytest.mark.parametrize("cubin", ["cubin", "psh", "vsh"])
-def test_a_ptxas_error_names_the_source_line(tmp_path, monkeypatch, cubin):
+def test_a_ptxas_error_names_the_source_line(cubin):
     """Whichever checker build the runtime links it with (when it first asks for one)."""
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
     b = runtime.build(PTX, ("-arch=sm_90a",), source_name="k.ptx")
     with pytest.raises(toolchain.CompileError) as e:
         {"cubin": lambda: b.cubin, "psh": lambda: b.psh_cubin(40), "vsh": b.vsh_cubin}[cubin]()
@@ -36,13 +35,13 @@ def test_a_ptxas_error_names_the_source_line(tmp_path, monkeypatch, cubin):
     assert "/src/k.cu:7" in text and "%r99" in text, text
 
 
-def test_a_build_links_nothing_until_asked(tmp_path, monkeypatch):
+def test_a_build_links_nothing_until_asked(monkeypatch):
     """A kernel proven before launch runs natively: its build is parsed and instrumented,
-    never linked; the runtime links the one checker build a checked launch needs."""
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
-    good = PTX.replace("%r99", "%r1")
-    b = runtime.build(good, ("-arch=sm_90a",), source_name="k.ptx")
-    assert not list(tmp_path.glob("*.cubin"))
+    never linked; the runtime links the one checker build a checked launch needs, once."""
+    linked = []
+    real = pipeline._linked
+    monkeypatch.setattr(pipeline, "_linked", lambda *a, **k: linked.append(a[3:]) or real(*a))
+    b = runtime.build(PTX.replace("%r99", "%r1"), ("-arch=sm_90a",), source_name="k.ptx")
+    assert linked == []
     vsh = b.vsh_cubin()
-    assert vsh[:4] == b"\x7fELF" and len(list(tmp_path.glob("*.cubin"))) == 1
-    assert b.vsh_cubin() is vsh and b.cubin != vsh and len(list(tmp_path.glob("*.cubin"))) == 2
+    assert vsh[:4] == b"\x7fELF" and b.vsh_cubin() is vsh and linked == [(False, 0, True)]
