@@ -14,6 +14,7 @@ assembles only the user's PTX.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import hashlib
@@ -22,6 +23,7 @@ import platform
 import re
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -534,16 +536,45 @@ def _checker_build(arch: Arch, defines: tuple[str, ...], cap: int, output: str) 
         if mem in _BUILT:
             return _BUILT[mem]
         path = checker_cache_path(arch, defines, cap, output)
-        try:
-            data: str | bytes = path.read_bytes() if output == "cubin" else path.read_text()
-        except (OSError, UnicodeDecodeError):
-            data = _nvrtc(CHECKER_SOURCE.read_text(), "consan_checker.cu",
-                          _checker_options(arch, defines, cap, output),
-                          {"consan_abi.h": abi.c_header(), **checker_headers()}, (), False,
-                          output)
-            cache_write(path, data)
+        data = _cached(path, output)
+        if data is None:
+            with _file_lock(path):  # (another process building it: wait, then read it)
+                data = _cached(path, output)
+                if data is None:
+                    data = _nvrtc(CHECKER_SOURCE.read_text(), "consan_checker.cu",
+                                  _checker_options(arch, defines, cap, output),
+                                  {"consan_abi.h": abi.c_header(), **checker_headers()}, (),
+                                  False, output)
+                    cache_write(path, data)
         _BUILT[mem] = data
         return data
+
+
+def _cached(path: Path, output: str) -> str | bytes | None:
+    try:
+        return path.read_bytes() if output == "cubin" else path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Held while this process builds `path`'s entry: processes that need the same checker
+    build at once (pytest-xdist workers, a program's several launchers) build it once, 10-30
+    s of NVRTC each. Where no lock file can be made, each builds its own."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 - closed below
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+    finally:
+        f.close()  # (closing it releases the lock)
 
 
 def checker_ptx(arch: Arch, psh: bool = False, vsh: bool = False, phase: bool = False,

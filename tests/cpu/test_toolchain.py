@@ -163,6 +163,32 @@ def test_second_process_reuses_the_checker_object(tmp_path):
     assert second["cubin"] == b"\x7fELF".hex()
 
 
+CONCURRENT_BUILD = """
+import sys, time
+from consan import toolchain
+
+def fake_nvrtc(*args, **kwargs):  # (NVRTC's 10-30 s, as a sleep, counted in a file)
+    with open(sys.argv[1], "a") as f:
+        f.write("built\\n")
+    time.sleep(1.0)
+    return b"\\x7fELF checker"
+
+toolchain._nvrtc = fake_nvrtc
+assert toolchain.checker_object(toolchain.Arch.parse("sm_90a")) == b"\\x7fELF checker"
+"""
+
+
+def test_processes_that_need_one_checker_build_at_once_build_it_once(tmp_path):
+    """pytest-xdist workers (or a program's processes) asking for the same checker build
+    together: one builds it, the others wait for it and read it from the cache."""
+    env = {**os.environ, "CONSAN_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    count = tmp_path / "builds.txt"
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_BUILD, str(count)], env=env)
+             for _ in range(3)]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0]
+    assert count.read_text() == "built\n"
+
+
 def test_every_configuration_has_its_own_cache_entry(monkeypatch, tmp_path):
     monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
     monkeypatch.delenv("CONSAN_CHECKER_DEFINES", raising=False)
