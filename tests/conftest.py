@@ -11,6 +11,7 @@ import functools
 import importlib
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for name, (_, reason, _) in NEEDS.items():
             if item.get_closest_marker(name) is not None and not met(name):
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty consan cache for one test (CONSAN_CACHE = tmp_path: its PTX and linked
+    modules) whose checker objects are the shared ones: a checker build costs 10-30 s of
+    NVRTC, and an empty folder made each such test pay it again on each xdist worker."""
+    from consan import toolchain
+
+    shared = toolchain.cache_dir() / "checker"
+    shared.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "checker").symlink_to(shared, target_is_directory=True)
+    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    return tmp_path

@@ -22,8 +22,7 @@ SM90A = toolchain.Arch.parse("sm_90a")
 
 @pytest.mark.parametrize("racy", [True, False], ids=["racy", "clean"])
 @pytest.mark.parametrize("name", sorted(K.CASES))
-def test_kernels_instrument_and_assemble(name, racy, tmp_path, monkeypatch):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_kernels_instrument_and_assemble(name, racy, fresh_cache):
     src = K.variant(name, racy)
     b = runtime.build(src, ("-arch=sm_90a",), source_name="bulk_store.cu")
     ins = b.instrumented

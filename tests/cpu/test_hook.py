@@ -165,8 +165,7 @@ def test_compile_wrapper_passes_lto_ir_through(clean_hook):
 # ---------------------------------------------------------------- the instrumented rebuild
 
 
-def test_rebuild_names_the_python_lines_of_the_kernel_source(tmp_path, monkeypatch):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_rebuild_names_the_python_lines_of_the_kernel_source(fresh_cache):
     spec = cupy_build.CompileSpec(source=SMEM_SRC, options=("--std=c++17",), arch="90",
                                   candidates=(THIS,))
     b, names = cupy_build.build(spec)
@@ -177,13 +176,12 @@ def test_rebuild_names_the_python_lines_of_the_kernel_source(tmp_path, monkeypat
     assert files == {THIS}
     assert {line_in_this_file("// @store"), line_in_this_file("// @load")} <= lines
     assert THIS in b.instrumented.sites.sources
-    assert list((tmp_path / "ptx").glob("*.ptx")), "the PTX is cached on disk"
+    assert list((fresh_cache / "ptx").glob("*.ptx")), "the PTX is cached on disk"
     again, _ = cupy_build.build(spec)  # from the caches
     assert again.cubin == b.cubin
 
 
-def test_rebuild_names_the_python_line_of_an_unchecked_instruction(tmp_path, monkeypatch):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_rebuild_names_the_python_line_of_an_unchecked_instruction(fresh_cache):
     b, _ = cupy_build.build(cupy_build.CompileSpec(source=CLUSTER_SRC, arch="90",
                                                    candidates=(THIS,)))
     arrive = next(u for u in b.instrumented.unmodeled if "mbarrier" in u.text)
@@ -192,8 +190,7 @@ def test_rebuild_names_the_python_line_of_an_unchecked_instruction(tmp_path, mon
                                   "mbarrier operation through a generic address")
 
 
-def test_rebuild_instantiates_name_expressions_and_finds_globals(tmp_path, monkeypatch):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_rebuild_instantiates_name_expressions_and_finds_globals(fresh_cache):
     b, _ = cupy_build.build(cupy_build.CompileSpec(
         source=TEMPLATE_SRC, options=("--std=c++17",), arch="90",
         name_expressions=("tmpl_shift<int>", "tmpl_shift<float>")))
@@ -205,8 +202,7 @@ def test_rebuild_instantiates_name_expressions_and_finds_globals(tmp_path, monke
     assert set(names) == {"table", "counter"}
 
 
-def test_module_without_shared_memory_work_runs_natively(tmp_path, monkeypatch):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_module_without_shared_memory_work_runs_natively(fresh_cache):
     from cupy.cuda.function import Module
 
     cls, _ = cupy_hook._classes()

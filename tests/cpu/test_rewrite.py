@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from consan import toolchain
+from consan import runtime, toolchain
 from consan.layout import Layout
 from instrument import abi
 from instrument.ptx import PTXSyntaxError, parse
@@ -50,18 +50,17 @@ def _arch_of(label: str, text: str) -> list[toolchain.Arch]:
 
 
 def test_every_instrumented_module_assembles(corpus):
-    """Instrument each module and link it with the checker for its target (sm_80 / sm_90a)."""
+    """Instrument each module and link it with the checker build a checked launch of 256
+    threads links first (runtime.first_link), for its target (sm_80 / sm_90a)."""
 
     def one(item):
         label, text = item
         ins = instrument(parse(text, label))
         assert parse(ins.ptx).render() == ins.ptx
         arch = _arch_of(label, text)[0]
-        toolchain.link_with_checker(ins, label, arch)
+        toolchain.link_with_checker(ins, label, arch, **runtime.first_link(ins, 256))
         return arch.sm
 
-    for a in ("sm_80", "sm_90a"):
-        toolchain.checker_ptx(toolchain.Arch.parse(a))  # compile once, not in every thread
     with ThreadPoolExecutor(max_workers=4) as pool:
         archs = list(pool.map(one, corpus))
     assert "sm_80" in archs and "sm_90a" in archs

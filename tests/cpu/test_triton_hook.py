@@ -59,8 +59,7 @@ def compiled(tmp_path_factory):
         return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
 
 
-def test_a_compiled_kernel_builds_from_its_ptx_stage(compiled, monkeypatch, tmp_path):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_a_compiled_kernel_builds_from_its_ptx_stage(compiled, monkeypatch, fresh_cache):
     monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
     k = triton_hook._Kernel(compiled)
     assert k.kernel == compiled.metadata.name and k.display_name == "stage"
@@ -161,7 +160,7 @@ def test_an_empty_grid_launches_natively(compiled):
 
 
 def test_a_kernel_with_nothing_to_check_runs_natively_counted_without_the_full_path(
-        monkeypatch, tmp_path):
+        monkeypatch, fresh_cache):
     """A kernel with no shared memory (Triton's vector add) is built once; later launches
     skip the session's launch path (Session.launch_native): counted, selected, native."""
     import triton.language as tl
@@ -176,8 +175,7 @@ def test_a_kernel_with_nothing_to_check_runs_natively_counted_without_the_full_p
         tl.store(out + offs, tl.load(x + offs, mask=offs < n) + tl.load(y + offs, mask=offs < n),
                  mask=offs < n)
 
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(fresh_cache / "triton"))
     monkeypatch.setattr(runtime, "device_arch", lambda: toolchain.Arch.parse("sm_90a"))
     src = ASTSource(fn=add, signature={"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32",
                                        "BLOCK": "constexpr"}, constexprs={"BLOCK": 1024})

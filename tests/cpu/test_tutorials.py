@@ -63,10 +63,9 @@ def test_markers_map_to_the_python_file(path):
         assert marker in file_lines[src_hits[0] + offset - 1]
 
 
-def _rebuilt_sites(path: Path, fixed: bool, tmp_path, monkeypatch):
+def _rebuilt_sites(path: Path, fixed: bool):
     """What `consan run` rebuilds from the tutorial's RawKernel: (module, its located sites),
     all in the .py file, nothing unmodelled."""
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
     mod = _load(path)
     spec = cupy_build.CompileSpec(source=mod.SOURCE, options=("-DFIXED",) if fixed else (),
                                   arch="90", candidates=(str(path),))
@@ -79,9 +78,9 @@ def _rebuilt_sites(path: Path, fixed: bool, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
 @pytest.mark.parametrize("path", TUTORIALS, ids=IDS)
-def test_rebuilt_sites_name_both_marked_lines(path, fixed, tmp_path, monkeypatch):
+def test_rebuilt_sites_name_both_marked_lines(path, fixed, fresh_cache):
     """Every tutorial: the two lines its report names are probed sites of the .py file."""
-    mod, sites = _rebuilt_sites(path, fixed, tmp_path, monkeypatch)
+    mod, sites = _rebuilt_sites(path, fixed)
     seen = {s.loc.line for s in sites} | {c.line for s in sites for c in s.inlined_at}
     for marker in (mod.EXPECT["current"], mod.EXPECT["earlier"]):
         assert _line(path, marker) in seen, marker
@@ -89,9 +88,9 @@ def test_rebuilt_sites_name_both_marked_lines(path, fixed, tmp_path, monkeypatch
 
 @pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
 @pytest.mark.parametrize("path", CP_ASYNC, ids=CP_IDS)
-def test_rebuilt_sites_name_the_epilogue_and_prefetch_lines(path, fixed, tmp_path, monkeypatch):
+def test_rebuilt_sites_name_the_epilogue_and_prefetch_lines(path, fixed, fresh_cache):
     """What `consan run` rebuilds from the RawKernel: the lines the GPU test expects."""
-    _, sites = _rebuilt_sites(path, fixed, tmp_path, monkeypatch)
+    _, sites = _rebuilt_sites(path, fixed)
     epilogue, prefetch = _line(path, "@epilogue"), _line(path, "@prefetch")
     # every shared-memory store of the kernel is the epilogue's
     assert {s.loc.line for s in sites if s.event == "access.write"} == {epilogue}

@@ -26,8 +26,7 @@ VARIANTS = [(sw, fence, wait) for sw in LAYOUTS for fence, wait in
 @pytest.mark.parametrize("variant", VARIANTS,
                          ids=[f"{LAYOUT_IDS[LAYOUTS.index(sw)]}-fence{int(f)}-wait{int(w)}"
                               for sw, f, w in VARIANTS])
-def test_gpu_wgmma_kernel_builds_for_sm90a(variant, tmp_path, monkeypatch):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_gpu_wgmma_kernel_builds_for_sm90a(variant, fresh_cache):
     sw, fence, wait = variant
     b = runtime.build(source(sw, fence, wait), ("-arch=sm_90a",), source_name="wgmma_gemm.cu")
     assert b.cubin[:4] == b"\x7fELF" and b.arch == toolchain.Arch.parse("sm_90a")
@@ -100,21 +99,18 @@ def _replay(sw: bool, fence: bool, wait: bool):
 
 @pytest.mark.needs_host_compiler
 @pytest.mark.parametrize("sw", LAYOUTS, ids=LAYOUT_IDS)
-def test_replayed_clean_kernel_is_clean(sw, tmp_path, monkeypatch):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_replayed_clean_kernel_is_clean(sw, fresh_cache):
     rep, _ = _replay(sw, True, True)
     assert rep.ok, str(rep)
 
 
 @pytest.mark.needs_host_compiler
 @pytest.mark.parametrize("sw", LAYOUTS, ids=LAYOUT_IDS)
-def test_replayed_refill_before_wait_group(sw, tmp_path, monkeypatch):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_replayed_refill_before_wait_group(sw, fresh_cache):
     check_pending_read(*_replay(sw, True, False))
 
 
 @pytest.mark.needs_host_compiler
 @pytest.mark.parametrize("sw", LAYOUTS, ids=LAYOUT_IDS)
-def test_replayed_missing_fence(sw, tmp_path, monkeypatch):
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+def test_replayed_missing_fence(sw, fresh_cache):
     check_missing_fence(*_replay(sw, False, True))
