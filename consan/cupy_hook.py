@@ -127,8 +127,8 @@ def _classes() -> tuple[type, type]:
             self.kernel = name
             _by_ptr[int(native.ptr)] = self
 
-        @property
-        def display_name(self) -> str:
+        @functools.cached_property
+        def display_name(self) -> str:  # (asked at every launch: demangled once)
             return self.module.display_name(self.kernel)
 
         def __call__(self, grid, block, args, shared_mem=0, stream=None,
@@ -141,8 +141,8 @@ def _classes() -> tuple[type, type]:
                 return run_native(native)
             s.launch(self, dim3(grid), dim3(block), _Launcher(self.module, args),
                      int(shared_mem), stream, bool(enable_cooperative_groups), native,
-                     scalars=scalar_params(args),
-                     maps=tma.copy_sizes(args) if isinstance(args, tuple | list) else ())
+                     scalars=lambda: scalar_params(args),
+                     maps=lambda: tma.copy_sizes(args) if isinstance(args, tuple | list) else ())
 
         def linear_launch(self, size, args, shared_mem=0, block_max_size=128, stream=None,
                           enable_cooperative_groups=False):

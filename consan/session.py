@@ -67,6 +67,10 @@ _lock = threading.RLock()
 _active: Session | None = None
 
 
+Scalars = dict[int, tuple[int, int]]  # a launch's integer arguments: position -> (value, bits)
+Maps = tuple[int | None, ...]  # bytes one copy through each tensor-map argument moves
+
+
 class ConsanAbort(BaseException):
     """--on-violation=abort: stop the program at the first launch with a finding.
 
@@ -222,6 +226,7 @@ class Session:
         self._in_flight: collections.deque = collections.deque()
         self._gpu_fault = False  # a proven launch's fault was told
         self._events: list = []  # events of proven launches seen finished, to record again
+        self._streams: dict[int, Any] = {}  # CuPy's wrapper of each raw stream handle seen
         self._matched = 0
         self._checked = 0
         self._printed = 0
@@ -303,11 +308,12 @@ class Session:
     # ------------------------------------------------------------ selection
     def _selected(self, fn) -> str | None:
         """None if this launch is to be checked, else the option that skips it."""
-        names = (fn.display_name, fn.kernel)
-        if self._include is not None and not any(self._include.search(n) for n in names):
-            return "--kernel-name"
-        if self._exclude is not None and any(self._exclude.search(n) for n in names):
-            return "--kernel-name-exclude"
+        if self._include is not None or self._exclude is not None:
+            names = (fn.display_name, fn.kernel)
+            if self._include is not None and not any(self._include.search(n) for n in names):
+                return "--kernel-name"
+            if self._exclude is not None and any(self._exclude.search(n) for n in names):
+                return "--kernel-name-exclude"
         self._matched += 1
         if self._matched <= self.options.launch_skip:
             return "--launch-skip"
@@ -319,8 +325,8 @@ class Session:
     def launch(self, fn, grid: tuple[int, int, int], block: tuple[int, int, int],
                launcher: runtime.Launcher, shared_mem: int, stream, cooperative: bool,
                native: Callable[[], Any], extra_launch: dict[str, Any] | None = None,
-               scalars: dict[int, tuple[int, int]] | None = None,
-               maps: tuple[int | None, ...] = ()) -> Any:
+               scalars: Scalars | Callable[[], Scalars] | None = None,
+               maps: Maps | Callable[[], Maps] = ()) -> Any:
         """Check one launch of a front end's function, or run it natively and say why not.
 
         `fn` names the kernel (`kernel`, `display_name`) and builds it (`module.build(roots)`
@@ -329,7 +335,8 @@ class Session:
         launch's integer arguments by kernel parameter position, where the front end knows
         them, as (value, bits passed) (a proof may need them: the length of a loop over K);
         `maps`: the shared-memory bytes one copy through each tensor-map argument moves, in
-        order (None where not known), for a proof of its TMA copies."""
+        order (None where not known), for a proof of its TMA copies; either may come as a
+        function that gives it, called only where a proof needs it."""
         with self.lock:
             skipped = self._selected(fn)
             if skipped:
@@ -415,15 +422,18 @@ class Session:
         Triton softmax 0.009 -> 0.033 ms a call on the H100 (bench_triton, device alone)."""
         import cupy
 
-        with busy(), stream_context(stream):
+        # (busy(), inline, and the event recorded on the launch's stream rather than under
+        # stream_context: a proven launch's whole cost is this host path)
+        _tls.busy = getattr(_tls, "busy", 0) + 1
+        try:
             self._settle(wait=False)
-            out = run()
+            out = cupti.call_own(run)
             if capturing(stream) or self._gpu_fault:  # (a CUDA graph being captured: nothing
                 return out  # ran yet; after a fault the context is lost: told once)
             try:
                 ev = self._events.pop() if self._events else \
                     cupy.cuda.Event(block=False, disable_timing=True)
-                ev.record()
+                ev.record(self._stream_of(stream))
             except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
                 self._native_fault(fn, f"{type(exc).__name__}: {exc}", launch)
                 return out
@@ -432,7 +442,23 @@ class Session:
                 fn.display_name).launches_checked), frames[0] if frames else None))
             if len(self._in_flight) > MAX_IN_FLIGHT:
                 self._settle(wait=True, keep=MAX_IN_FLIGHT // 2)
+        finally:
+            _tls.busy -= 1
         return out
+
+    def _stream_of(self, stream):
+        """The CuPy stream a launch on `stream` runs on (None: CuPy's current one), one
+        wrapper per raw handle."""
+        if stream is None or not isinstance(stream, ExStream) and hasattr(stream, "record"):
+            return stream
+        ptr = int(stream.ptr)
+        got = self._streams.get(ptr)
+        if got is None:
+            import cupy
+
+            got = self._streams[ptr] = cupy.cuda.ExternalStream(ptr) if ptr else \
+                cupy.cuda.Stream.null
+        return got
 
     def _settle(self, wait: bool, keep: int = 0) -> None:
         """Drop the proven launches in flight that finished (with `wait`, wait for all but
@@ -489,8 +515,8 @@ class Session:
             render_live_fault(self.console, [], 0, {}, "<ptx>", header, fault["fault"])
 
     def _launch_proof(self, fn, b: runtime.Build, block: tuple[int, int, int],
-                      scalars: dict[int, tuple[int, int]] | None = None,
-                      maps: tuple[int | None, ...] = (),
+                      scalars: Scalars | Callable[[], Scalars] | None = None,
+                      maps: Maps | Callable[[], Maps] = (),
                       cluster: tuple[int, ...] | None = None):
         """The kernel's proof for this block (instrument/static_proof.py), made once per
         build, kernel and block, or, where a value not known before launch stood in its
@@ -505,15 +531,18 @@ class Session:
         if got is None or got[0] is not b:
             got = self._proofs[key] = (b, prove_at(fn.kernel, tuple(block), cluster=cluster))
         proof = got[1]
-        if isinstance(proof, str) and getattr(proof, "unknown", False) and (scalars or maps):
-            tried = self._param_proofs.setdefault(key, 0)
-            pkey = (*key, tuple(sorted((scalars or {}).items())), tuple(maps))
-            hit = self._proofs.get(pkey)
-            if (hit is None or hit[0] is not b) and tried < PROOFS_PER_KERNEL:
-                self._param_proofs[key] = tried + 1
-                hit = self._proofs[pkey] = (b, prove_at(fn.kernel, tuple(block), scalars,
-                                                        tuple(maps), cluster))
-            proof = hit[1] if hit is not None and hit[0] is b else proof
+        if isinstance(proof, str) and getattr(proof, "unknown", False):
+            scalars = scalars() if callable(scalars) else scalars
+            maps = maps() if callable(maps) else maps
+            if scalars or maps:
+                tried = self._param_proofs.setdefault(key, 0)
+                pkey = (*key, tuple(sorted((scalars or {}).items())), tuple(maps))
+                hit = self._proofs.get(pkey)
+                if (hit is None or hit[0] is not b) and tried < PROOFS_PER_KERNEL:
+                    self._param_proofs[key] = tried + 1
+                    hit = self._proofs[pkey] = (b, prove_at(fn.kernel, tuple(block), scalars,
+                                                            tuple(maps), cluster))
+                proof = hit[1] if hit is not None and hit[0] is b else proof
         useful = not isinstance(proof, str) and proof is not None and \
             bool(proof.accesses or proof.barriers)
         return proof if useful else None

@@ -171,11 +171,12 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
     cooperative = bool(getattr(md, "launch_cooperative_grid", False))
     extra = {"cluster": [int(num_ctas), 1, 1]} if int(num_ctas) > 1 else None
     # (the session runs the native launch itself, and says why, where it checks nothing)
-    scalars = scalar_params(getattr(getattr(compiled, "src", None), "signature", None), args)
     maps = _tensor_maps(md, args)
     s.launch(k, grid, block, _Launcher(maps, launch), int(shared),
              ExStream(int(stream)), cooperative, run_native, extra_launch=extra,
-             scalars=scalars, maps=tma.copy_sizes(maps))
+             scalars=lambda: scalar_params(getattr(getattr(compiled, "src", None), "signature",
+                                                   None), args),
+             maps=lambda: tma.copy_sizes(maps))
 
 
 class _Launcher(runtime.Launcher):
