@@ -400,16 +400,19 @@ class Session:
             self._record(fn, p, rep, launched_from, extra_launch)
             return None
 
-    def launch_native(self, fn, native: Callable[..., Any], args: tuple, stream=None) -> Any:
-        """A launch of a kernel whose build has nothing to check (`launch` found so before):
-        selected and counted as `launch` does, then `native(*args)` (on `stream`)."""
+    def launch_native(self, fn, native: Callable[..., Any], args: tuple, stream=None,
+                      build: runtime.Build | None = None) -> Any:
+        """A launch of a kernel whose build (`build`, else the module's) has nothing to
+        check (`launch` found so before): selected and counted as `launch` does, then
+        `native(*args)` (on `stream`)."""
         with self.lock:
             skipped = self._selected(fn)
             proof = None
             if skipped:
                 self.report.skipped[skipped] = self.report.skipped.get(skipped, 0) + 1
             else:
-                proof = self._count_native(fn, fn.module.build(self.roots)[0])
+                proof = self._count_native(
+                    fn, build if build is not None else fn.module.build(self.roots)[0])
             if proof is not None:
                 return self._run_proven(fn, lambda: cupti.call_own(native, *args), stream, {})
         return cupti.call_own(native, *args)

@@ -52,13 +52,16 @@ class _Kernel:
         self.module = self
         self.display_name = _display_name(compiled)
         # (the arch, whether proofs counted) where the module was found to have nothing to check
-        self._nothing: tuple[str, bool] | None = None
+        self._nothing: tuple[str, bool, runtime.Build] | None = None
 
-    def cannot_race(self) -> bool:
-        """Whether this kernel's build on this device has nothing to check (a kernel with no
-        shared memory): known after its first launch here."""
-        return self._nothing is not None and \
-            self._nothing == (runtime.device_arch().sm, proofs_on())
+    def native_build(self) -> runtime.Build | None:
+        """This kernel's build on this device where it has nothing to check (no shared
+        memory, or proven race-free for its `.reqntid`), known after its first launch here;
+        else None. (Such a launch's whole cost is the host's path: it skips build().)"""
+        got = self._nothing
+        if got is None or got[:2] != (runtime.device_arch().sm, proofs_on()):
+            return None
+        return got[2]
 
     def build(self, roots: tuple[str, ...] = ()) -> tuple[runtime.Build, bool]:
         """The instrumented kernel and whether it can race, built once per compiled kernel
@@ -80,7 +83,7 @@ class _Kernel:
         proofs = proofs_on()
         work = got[1][0] if proofs else got[1][1]
         if not work:
-            self._nothing = (arch.sm, proofs)
+            self._nothing = (arch.sm, proofs, got[0])
         return got[0], work
 
     def _instrumented(self, arch: Any) -> runtime.Build:
@@ -148,10 +151,11 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
     if k is None:  # (once per compiled kernel: a launch of a small one pays little)
         k = compiled.__dict__["_consan_kernel"] = _Kernel(compiled)
     # (a cluster launch is proven for its own shape, if at all: see Session.launch)
-    if k.cannot_race() and int(packed[1]) <= 1:  # (Triton's vector add: counted, natively)
+    b = k.native_build()
+    if b is not None and int(packed[1]) <= 1:  # (Triton's vector add: counted, natively)
         return s.launch_native(k, native, (grid_x, grid_y, grid_z, stream, function, packed,
                                            launch_metadata, enter_hook, exit_hook, *args),
-                               ExStream(int(stream)))
+                               ExStream(int(stream)), b)
     md = compiled.metadata
     num_warps, num_ctas, shared = packed[0], packed[1], packed[2]
     grid = (max(1, int(grid_x)) * int(num_ctas), max(1, int(grid_y)), max(1, int(grid_z)))

@@ -66,12 +66,15 @@ def test_a_compiled_kernel_builds_from_its_ptx_stage(compiled, monkeypatch, fres
     b, work = k.build()
     # (its cumsum's shared memory is proven race-free: it would run natively; the
     # instrumented build is made all the same, and checked instrumented without proofs)
-    assert not work and b.cubin and list(b.instrumented.proven) == [k.kernel]
+    assert not work and list(b.instrumented.proven) == [k.kernel]
+    assert k.native_build() is b  # (its later launches skip build(): run natively)
     sites = b.instrumented.sites.sites
     assert any(s.loc and s.loc.file == __file__ for s in sites)
     monkeypatch.setenv("CONSAN_PROOF", "0")
+    assert k.native_build() is None
     b2, work = k.build()
-    assert b2 is b and work  # built once per compiled kernel and arch
+    assert b2 is b and work and b.cubin  # built once per compiled kernel and arch
+    assert k.native_build() is None
 
 
 def test_a_kernel_without_its_ptx_is_not_checked_and_says_why(compiled, monkeypatch):
