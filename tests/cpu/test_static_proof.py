@@ -571,7 +571,7 @@ def _fake_events(monkeypatch, fault_at: int | None = None) -> list:
             self.log, self.n = [], len(made)
             made.append(self)
 
-        def record(self):
+        def record(self, stream=None):  # (the launch's stream; None: CuPy's current one)
             self.log.append("record")
 
         def _look(self, what):
@@ -640,7 +640,7 @@ def test_proven_launches_in_flight_are_bounded(monkeypatch):
             self.waited = False
             made.append(self)
 
-        def record(self):
+        def record(self, stream=None):
             pass
 
         done = False
