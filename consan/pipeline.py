@@ -45,17 +45,10 @@ class Build:
         """Linked with the checker that keeps its tables in device memory (cached)."""
         return self.linked()
 
-    def psh_cubin(self, max_regs: int) -> bytes:
-        """Linked with the shared-memory phase-mode checker under `max_regs` (cached)."""
-        return self.linked(psh=True, max_regs=max_regs)
-
-    def vsh_cubin(self) -> bytes:
-        """Linked with the vector-clock checker whose buffer tables are in shared memory
-        (cached)."""
-        return self.linked(vsh=True)
-
     def linked(self, psh: bool = False, max_regs: int = 0, vsh: bool = False) -> bytes:
-        """Linked with one checker build (`link`'s keywords), once."""
+        """Linked with one checker build, once: `psh` the phase-mode one with its tables in
+        shared memory (under `max_regs`), `vsh` the vector-clock one with its buffer tables
+        there, else the one whose tables are in device memory."""
         key = (psh, max_regs, vsh)
         with self._lock:  # (two threads launching the kernel link it once)
             if key not in self._cubins:

@@ -247,11 +247,11 @@ class Prepared:
                                         window_bytes=0, log_capacity=LOG_CAPACITY,
                                         window_base=smem_window_base(),
                                         shared_mem=self.shared_mem)
-        if first is Placement.PHASE_SMEM:
+        if first is not Placement.DEVICE:
             self._load(cupy, driver, cubin)
+        if first is Placement.PHASE_SMEM:
             self._place(replace(self.layout, placement=Placement.PHASE_SMEM), room_all)
         elif first is Placement.VC_SMEM:
-            self._load(cupy, driver, cubin)
             if self._place(replace(self.layout, placement=Placement.VC_SMEM), room_all):
                 per_sm = self._occupancy(driver, nthreads)
                 if per_sm < 1:  # no room left to launch

@@ -430,7 +430,7 @@ class Session:
         _tls.busy = getattr(_tls, "busy", 0) + 1
         try:
             self._settle(wait=False)
-            out = cupti.call_own(run)
+            out = run()  # (the callers' closures run it as the program's own launch)
             if capturing(stream) or self._gpu_fault:  # (a CUDA graph being captured: nothing
                 return out  # ran yet; after a fault the context is lost: told once)
             try:
@@ -452,7 +452,7 @@ class Session:
     def _stream_of(self, stream):
         """The CuPy stream a launch on `stream` runs on (None: CuPy's current one), one
         wrapper per raw handle."""
-        if stream is None or not isinstance(stream, ExStream) and hasattr(stream, "record"):
+        if stream is None or (not isinstance(stream, ExStream) and hasattr(stream, "record")):
             return stream
         ptr = int(stream.ptr)
         got = self._streams.get(ptr)

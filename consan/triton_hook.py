@@ -51,7 +51,8 @@ class _Kernel:
         self.kernel = compiled.metadata.name  # the PTX entry
         self.module = self
         self.display_name = _display_name(compiled)
-        # (the arch, whether proofs counted) where the module was found to have nothing to check
+        # (the arch, whether proofs counted, the build) where the module was found to have
+        # nothing to check
         self._nothing: tuple[str, bool, runtime.Build] | None = None
 
     def native_build(self) -> runtime.Build | None:

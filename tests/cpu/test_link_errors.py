@@ -30,7 +30,7 @@ def test_a_ptxas_error_names_the_source_line(cubin):
     """Whichever checker build the runtime links it with (when it first asks for one)."""
     b = runtime.build(PTX, ("-arch=sm_90a",), source_name="k.ptx")
     with pytest.raises(toolchain.CompileError) as e:
-        {"cubin": lambda: b.cubin, "psh": lambda: b.psh_cubin(40), "vsh": b.vsh_cubin}[cubin]()
+        b.linked(**{"cubin": {}, "psh": {"psh": True, "max_regs": 40}, "vsh": {"vsh": True}}[cubin])
     text = str(e.value)
     assert "/src/k.cu:7" in text and "%r99" in text, text
 
@@ -43,5 +43,5 @@ def test_a_build_links_nothing_until_asked(monkeypatch):
     monkeypatch.setattr(pipeline, "_linked", lambda *a, **k: linked.append(a[3:]) or real(*a))
     b = runtime.build(PTX.replace("%r99", "%r1"), ("-arch=sm_90a",), source_name="k.ptx")
     assert linked == []
-    vsh = b.vsh_cubin()
-    assert vsh[:4] == b"\x7fELF" and b.vsh_cubin() is vsh and linked == [(False, 0, True)]
+    vsh = b.linked(vsh=True)
+    assert vsh[:4] == b"\x7fELF" and b.linked(vsh=True) is vsh and linked == [(False, 0, True)]
