@@ -141,8 +141,8 @@ def _classes() -> tuple[type, type]:
                 return run_native(native)
             s.launch(self, dim3(grid), dim3(block), _Launcher(self.module, args),
                      int(shared_mem), stream, bool(enable_cooperative_groups), native,
-                     scalars=lambda: scalar_params(args),
-                     maps=lambda: tma.copy_sizes(args) if isinstance(args, tuple | list) else ())
+                     values=lambda: (scalar_params(args), tma.copy_sizes(args)
+                                     if isinstance(args, tuple | list) else ()))
 
         def linear_launch(self, size, args, shared_mem=0, block_max_size=128, stream=None,
                           enable_cooperative_groups=False):

@@ -69,6 +69,7 @@ _active: Session | None = None
 
 Scalars = dict[int, tuple[int, int]]  # a launch's integer arguments: position -> (value, bits)
 Maps = tuple[int | None, ...]  # bytes one copy through each tensor-map argument moves
+LaunchValues = Callable[[], tuple[Scalars, Maps]]  # called only where a proof needs them
 
 
 class ConsanAbort(BaseException):
@@ -325,18 +326,17 @@ class Session:
     def launch(self, fn, grid: tuple[int, int, int], block: tuple[int, int, int],
                launcher: runtime.Launcher, shared_mem: int, stream, cooperative: bool,
                native: Callable[[], Any], extra_launch: dict[str, Any] | None = None,
-               scalars: Scalars | Callable[[], Scalars] | None = None,
-               maps: Maps | Callable[[], Maps] = ()) -> Any:
+               values: LaunchValues | None = None) -> Any:
         """Check one launch of a front end's function, or run it natively and say why not.
 
         `fn` names the kernel (`kernel`, `display_name`) and builds it (`module.build(roots)`
         -> (runtime.Build, whether it can race at all)); `launcher` runs the instrumented
-        function the front end's way; `native()` runs the user's own launch; `scalars`: the
-        launch's integer arguments by kernel parameter position, where the front end knows
-        them, as (value, bits passed) (a proof may need them: the length of a loop over K);
-        `maps`: the shared-memory bytes one copy through each tensor-map argument moves, in
-        order (None where not known), for a proof of its TMA copies; either may come as a
-        function that gives it, called only where a proof needs it."""
+        function the front end's way; `native()` runs the user's own launch; `values()`
+        gives the launch's integer arguments by kernel parameter position, where the front
+        end knows them, as (value, bits passed) (a proof may need them: the length of a
+        loop over K), and the shared-memory bytes one copy through each tensor-map argument
+        moves, in order (None where not known), for a proof of its TMA copies; it is called
+        only where a proof needs them."""
         with self.lock:
             skipped = self._selected(fn)
             if skipped:
@@ -361,7 +361,7 @@ class Session:
                     return self._run_proven(fn, lambda: run_native(native), stream,
                                             {"grid": grid, "block": block})
                 proof = self._launch_proof(
-                    fn, b, block, scalars, maps,
+                    fn, b, block, values,
                     tuple(int(c) for c in cluster) if clustered else None) \
                     if proofs_on() else None
                 if proof is not None:  # (proven for this launch's block)
@@ -518,8 +518,7 @@ class Session:
             render_live_fault(self.console, [], 0, {}, "<ptx>", header, fault["fault"])
 
     def _launch_proof(self, fn, b: runtime.Build, block: tuple[int, int, int],
-                      scalars: Scalars | Callable[[], Scalars] | None = None,
-                      maps: Maps | Callable[[], Maps] = (),
+                      values: LaunchValues | None = None,
                       cluster: tuple[int, ...] | None = None):
         """The kernel's proof for this block (instrument/static_proof.py), made once per
         build, kernel and block, or, where a value not known before launch stood in its
@@ -534,9 +533,8 @@ class Session:
         if got is None or got[0] is not b:
             got = self._proofs[key] = (b, prove_at(fn.kernel, tuple(block), cluster=cluster))
         proof = got[1]
-        if isinstance(proof, str) and getattr(proof, "unknown", False):
-            scalars = scalars() if callable(scalars) else scalars
-            maps = maps() if callable(maps) else maps
+        if isinstance(proof, str) and getattr(proof, "unknown", False) and values is not None:
+            scalars, maps = values()
             if scalars or maps:
                 tried = self._param_proofs.setdefault(key, 0)
                 pkey = (*key, tuple(sorted((scalars or {}).items())), tuple(maps))

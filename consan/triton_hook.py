@@ -179,9 +179,9 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
     maps = _tensor_maps(md, args)
     s.launch(k, grid, block, _Launcher(maps, launch), int(shared),
              ExStream(int(stream)), cooperative, run_native, extra_launch=extra,
-             scalars=lambda: scalar_params(getattr(getattr(compiled, "src", None), "signature",
-                                                   None), args),
-             maps=lambda: tma.copy_sizes(maps))
+             values=lambda: (scalar_params(getattr(getattr(compiled, "src", None),
+                                                   "signature", None), args),
+                             tma.copy_sizes(maps)))
 
 
 class _Launcher(runtime.Launcher):

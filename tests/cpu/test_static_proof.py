@@ -1008,3 +1008,43 @@ def test_bit_field_extract_is_evaluated_as_the_isa_defines_it(type_):
     for i in np.nonzero(out.known)[0].tolist():
         want = _bfe_reference(int(a[i]), int(pos[i]), int(ln[i]), bits, signed)
         assert int(out.a[i]) == want, (type_, int(a[i]), int(pos[i]), int(ln[i]))
+
+
+def test_a_launch_values_are_asked_only_where_the_proof_needs_them():
+    """The front ends give a launch's integer arguments and tensor-map sizes as a function:
+    the session calls it only where the proof for the block alone was refused for a value
+    not known before launch, proves once per set of values, and keeps to its bound."""
+    from types import SimpleNamespace
+
+    from consan import session as consan_session
+    from instrument.static_proof import Proof, Refusal
+
+    held = Proof("k", 128, accesses=1, barriers=1)
+    unknown = Refusal("a loop over a parameter not known before launch")
+    unknown.unknown = True
+    asked, proved = [], []
+
+    def prove_at(kernel, block, scalars=None, maps=(), cluster=None):
+        proved.append(scalars)
+        return unknown if scalars is None or scalars[2][0] > 64 else held
+
+    s = consan_session.Session(consan_session.Options(count_other_launches=False),
+                               print_findings=False)
+    fn = SimpleNamespace(kernel="k")
+    b = SimpleNamespace(instrumented=SimpleNamespace(prove_at=prove_at))
+
+    def values(k):
+        return lambda: asked.append(k) or ({2: (k, 32)}, ())
+
+    assert s._launch_proof(fn, b, (128, 1, 1), values(8)) is held
+    assert s._launch_proof(fn, b, (128, 1, 1), values(8)) is held  # (kept for those values)
+    assert s._launch_proof(fn, b, (128, 1, 1), values(100)) is None
+    assert asked == [8, 8, 100] and proved == [None, {2: (8, 32)}, {2: (100, 32)}]
+    for k in range(200, 200 + consan_session.PROOFS_PER_KERNEL):
+        s._launch_proof(fn, b, (128, 1, 1), values(k))
+    assert len(proved) == 1 + consan_session.PROOFS_PER_KERNEL  # (the bound: no more tries)
+
+    always = SimpleNamespace(instrumented=SimpleNamespace(
+        prove_at=lambda *a, **k: held))
+    asked.clear()
+    assert s._launch_proof(fn, always, (128, 1, 1), values(8)) is held and asked == []

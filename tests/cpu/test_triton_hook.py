@@ -125,10 +125,10 @@ def test_a_launch_goes_to_the_session_and_back_through_tritons_launcher(compiled
 
     class Session:
         def launch(self, fn, grid, block, launcher, shared_mem, stream, cooperative,
-                   run_native, extra_launch, scalars, maps):
+                   run_native, extra_launch, values):
             # (the integer arguments and maps come as functions: asked only by a proof)
             self.seen = (fn.kernel, grid, block, shared_mem, stream.ptr, cooperative,
-                         extra_launch, launcher.args, scalars(), maps())
+                         extra_launch, launcher.args, *values())
             launcher(Prepared())
 
     s = Session()
