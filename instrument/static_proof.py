@@ -89,6 +89,11 @@ MAX_LOOPS = 3  # uniform loops of unknown trip count followed (2^n runs)
 # Triton corpus' longest proof, its matmuls: 5,382), so a refusal here costs some seconds
 # of host time at most, once per launch values
 MAX_STEPS = 20_000
+# a loop of a known trip count whose body the uniform-loop rule takes is followed as one of
+# unknown trip count from its WIDEN_AT-th trip on (the registers its trips step made
+# unknown): Triton-free CUDA GEMMs' K loops (bench_clean's sgemm_tiled at 4096^3: 256
+# trips, over MAX_STEPS) then cost WIDEN_AT + 3 trips on the host, not one per trip
+WIDEN_AT = 4
 
 
 @dataclass(frozen=True)
@@ -202,20 +207,25 @@ def prove(fn: Function, header_items: list[Item],
     values = _param_values(header_items, params)
     sizes = _map_sizes(header_items, maps)
     runs: list[_Prover] = []
+    widen = True
 
     def make(loops: dict[int, int]) -> _Prover:
         runs.append(_Prover(fn, dims, classify, shared, values, loops, sizes,
-                            param_names(header_items), ctas))
+                            param_names(header_items), ctas, widen))
         return runs[-1]
-    try:
-        return _every_path(make)[1]
-    except _Refused as why:
-        out = Refusal(str(why))
-        out.unknown = any(p.guessed for p in runs) or "not known before launch" in out
-        return out
-    except Exception as exc:  # noqa: BLE001 - an instruction the evaluator misread: no proof
-        return Refusal(f"the proof could not evaluate this kernel ({type(exc).__name__}: "
-                       f"{exc})")
+    while True:
+        try:
+            return _every_path(make)[1]
+        except _Refused as why:
+            if widen and any(p.widened for p in runs):  # (again, every trip run: the
+                widen, runs = False, []  # registers made unknown may be what refused it)
+                continue
+            out = Refusal(str(why))
+            out.unknown = any(p.guessed for p in runs) or "not known before launch" in out
+            return out
+        except Exception as exc:  # noqa: BLE001 - an instruction the evaluator misread
+            return Refusal(f"the proof could not evaluate this kernel "
+                           f"({type(exc).__name__}: {exc})")
 
 
 def cluster_dims(header_items: list[Item], launch: tuple[int, int, int] | None = None
@@ -453,7 +463,7 @@ class _Prover:
                  params: dict[str, int] | None = None,
                  loops: dict[int, int] | None = None, maps: dict[str, int] | None = None,
                  param_names: list[str] | None = None,
-                 cluster: tuple[int, int, int] = (1, 1, 1)) -> None:
+                 cluster: tuple[int, int, int] = (1, 1, 1), widen: bool = False) -> None:
         self.fn, self.classify, self.shared = fn, classify, shared
         self.maps = maps or {}  # tensor-map parameter -> bytes one copy through it moves
         self.param_syms = {n: _PARAM_SYM + n for n in param_names or ()}
@@ -549,6 +559,13 @@ class _Prover:
         self.loop_trips: dict[int, int] = {}
         self.loop_state: dict[int, tuple] = {}
         self.loops_done: set[int] = set()
+        # loops of a known trip count followed as uniform ones after WIDEN_AT trips (pc of
+        # their branch): trips taken back in a row, the registers at the one before, done
+        self.widen = widen
+        self.known_trips: dict[int, int] = {}
+        self.widen_from: dict[int, tuple[dict, dict]] = {}
+        self.widen_tried: set[int] = set()
+        self.widened: set[int] = set()
         if self.ncta > 1:
             self.stride = self._stride()
 
@@ -775,6 +792,8 @@ class _Prover:
         if self._diverge(mask, taken) and "uni" in it.op_parts:
             raise _Refused(f"line {it.line}: a `bra.uni` whose lanes part ways (undefined "
                            "in PTX)")
+        if self.widen and target <= pc and it.pred:
+            self._long_loop(pc, target, mask, taken)
         return [(target, taken), (pc + 1, stay)]
 
     def _uniform_loop(self, it: Item, pc: int, target: int, mask: np.ndarray,
@@ -789,15 +808,69 @@ class _Prover:
             return False
         if self._region(pc, target) != (target, pc):
             raise _Refused(f"line {it.line}: a loop entered or left in its middle")
+        x = self._unrepeatable(pc, target)
+        if x is not None:
+            raise _Refused(f"line {x.line}: `{x.opcode}` in a loop whose trip count is "
+                           "not known before launch")
+        return True
+
+    def _unrepeatable(self, pc: int, target: int) -> Item | None:
+        """The first instruction of a loop's body that a repeat would have to count (an
+        async operation, an mbarrier, a return), if any."""
         for x in self.fn.body[target:pc]:
             if not x.is_instruction:
                 continue
             c = self.classify(x)
             if x.op_parts[0] in ("ret", "exit") or (c is not None and c.event not in (
                     *_ALLOWED, Event.READ, Event.WRITE, Event.BAR_SYNC, Event.PROXY_FENCE)):
-                raise _Refused(f"line {x.line}: `{x.opcode}` in a loop whose trip count is "
-                               "not known before launch")
-        return True
+                return x
+        return None
+
+    def _long_loop(self, pc: int, target: int, mask: np.ndarray, taken: np.ndarray) -> None:
+        """Count a loop's trips taken back by every thread, certainly; at the WIDEN_AT-th
+        one in a row, make the registers that the last trip changed unknown (uniform where
+        every thread held one value), so that its closing branch meets the uniform-loop
+        rule from the next trip on (docs/model.md, "a loop of a known trip count"). Only an
+        outermost loop whose body that rule takes, entered at its top only."""
+        whole = np.array_equal(taken, mask) and np.array_equal(mask, self.alive) and \
+            not self.doubt.any()
+        if pc in self.widen_tried or pc in self.loop_trips or not whole:
+            self.known_trips.pop(pc, None)
+            return
+        n = self.known_trips[pc] = self.known_trips.get(pc, 0) + 1
+        if n == WIDEN_AT - 1:
+            self.widen_from[pc] = self._registers()
+        if n < WIDEN_AT:
+            return
+        self.widen_tried.add(pc)  # (once, whatever comes of it)
+        inside = any(t < b and (t, b) != (target, pc) and t <= target and b >= pc
+                     for b, t in self.branch_list)
+        if inside or self._region(pc, target) != (target, pc) or \
+                self._unrepeatable(pc, target) is not None:
+            return
+        regs, preds = self.widen_from.pop(pc)
+        self.widened.add(pc)
+        alive = self.alive
+        for r in set(regs) | set(self.regs):
+            a, b = regs.get(r), self.regs.get(r)
+            if a is not None and b is not None and (a.sym, a.rel) == (b.sym, b.rel) and \
+                    np.array_equal(a.known, b.known) and \
+                    np.array_equal(a.a[a.known], b.a[b.known]):
+                continue
+            uni = b is not None and b.sym is None and b.rel is None and \
+                bool(b.known[alive].all()) and len(set(b.a[alive].tolist())) == 1
+            self.regs[r] = self._unknown()
+            self.regs[r].uni = uni
+        none = np.zeros(self.n, dtype=bool)
+        for r in set(preds) | set(self.preds):
+            x, y = preds.get(r), self.preds.get(r)
+            if x is not None and y is not None and np.array_equal(x.known, y.known) and \
+                    np.array_equal(x.v[x.known], y.v[y.known]) and x.base is None and \
+                    y.base is None:
+                continue
+            uni = y is not None and y.base is None and bool(y.known[alive].all()) and \
+                len(set(y.v[alive].tolist())) == 1
+            self.preds[r] = _Pred(none.copy(), none.copy(), uni)
 
     def _loop_trip(self, it: Item, pc: int, target: int,
                    mask: np.ndarray) -> list[tuple[int, np.ndarray]]:

@@ -956,19 +956,75 @@ def test_stores_that_differ_are_no_replicas(body):
     assert "two warps touch the granule at byte 0" in got, got
 
 
+# a loop of a known trip count, TRIPS, around BODY; each thread's own word in %r18
+LONG_LOOP = """
+\tmov.u32 %r15, 0;
+\tshl.b32 %r17, %r1, 2;
+\tadd.s32 %r18, %r2, %r17;
+\tsetp.eq.u32 %p1, %r1, 0;
+$L_loop:
+BODY
+\tadd.s32 %r15, %r15, 1;
+\tsetp.lt.u32 %p5, %r15, TRIPS;
+\t@%p5 bra $L_loop;
+"""
+# each trip stores to one of two rows of words, by the counter's low bit
+STEPPED_STORE = """\tand.b32 %r16, %r15, 1;
+\tshl.b32 %r16, %r16, 9;
+\tadd.s32 %r19, %r18, %r16;
+\tst.shared.u32 [%r19], %r1;"""
+
+
+@pytest.mark.parametrize("body, after, proven", [
+    # its own word each trip, a barrier, a read of a neighbour's word, a barrier
+    ("\tst.shared.u32 [%r18], %r15;\n\tbar.sync 0;\n\txor.b32 %r20, %r17, 4;\n"
+     "\tadd.s32 %r21, %r2, %r20;\n\tld.shared.u32 %r6, [%r21];\n\tbar.sync 0;", "", True),
+    # the same, and after the loop a read at the counter's last value: the counter is
+    # unknown after the widened trips, so every trip is run again, and it is proven
+    ("\tst.shared.u32 [%r18], %r15;\n\tbar.sync 0;", "\tshl.b32 %r20, %r15, 2;\n"
+     "\tand.b32 %r20, %r20, 4;\n\tadd.s32 %r21, %r18, %r20;\n\tld.shared.u32 %r6, "
+     "[%r21];", "small"),
+    # thread 0 stores the word every thread reads after the barrier, with no barrier
+    # before its next store: the trips meet
+    ("\t@%p1 st.shared.u32 [%r2], %r15;\n\tbar.sync 0;\n\tld.shared.u32 %r6, [%r2];",
+     "", False),
+    # every thread stores one word on trip 200 only
+    ("\tsetp.eq.u32 %p4, %r15, 200;\n\t@%p4 st.shared.u32 [%r2], %r1;\n\tbar.sync 0;",
+     "", False),
+    # the counter steps a store's address: the widened trip cannot follow it
+    (STEPPED_STORE + "\n\tbar.sync 0;", "", "small"),
+], ids=["repeats", "counter-after", "trips-meet", "late-trip", "stepped-address"])
+def test_a_long_loop_of_known_trip_count_is_followed_as_a_uniform_one(monkeypatch, body,
+                                                                       after, proven):
+    """Past WIDEN_AT trips the registers a loop steps become unknown and its trips are
+    followed as a uniform loop's (one or three of them): a K loop of thousands of trips
+    costs a few on the host. Where that refuses, every trip is run, as before."""
+    from instrument import static_proof
+
+    monkeypatch.setattr(static_proof, "MAX_STEPS", 3000)
+    long = kernel(LONG_LOOP.replace("BODY", body).replace("TRIPS", "100000") + after)
+    short = kernel(LONG_LOOP.replace("BODY", body).replace("TRIPS", "300") + after)
+    if proven is True:
+        assert isinstance(verdict(long), dict)
+    elif proven == "small":  # (proven only where every trip fits the host's bound)
+        assert "more than 3000 instructions" in verdict(long)
+        monkeypatch.setattr(static_proof, "MAX_STEPS", 20_000)
+        assert isinstance(verdict(short), dict), verdict(short)
+    else:
+        assert isinstance(verdict(long), str)
+        monkeypatch.setattr(static_proof, "MAX_STEPS", 20_000)
+        assert "two warps touch the granule at byte 0" in verdict(short)
+
+
 def test_a_proof_that_would_run_too_long_on_the_host_is_refused(monkeypatch):
     from instrument import static_proof
 
     monkeypatch.setattr(static_proof, "MAX_STEPS", 300)  # (20,000 steps take seconds)
 
-    loop = """
-\tmov.u32 %r15, 0;
-$L_loop:
-\tadd.s32 %r15, %r15, 1;
-\tsetp.lt.u32 %p5, %r15, TRIPS;
-\t@%p5 bra $L_loop;
-"""  # (a loop of a known trip count: every trip is run)
-    trips = static_proof.MAX_STEPS // 3
+    # (a loop of a known trip count whose store's address its counter steps: every trip
+    # is run)
+    loop = LONG_LOOP.replace("BODY", STEPPED_STORE)
+    trips = static_proof.MAX_STEPS // 7
     assert not isinstance(verdict(kernel(loop.replace("TRIPS", str(trips - 10)))), str)
     got = verdict(kernel(loop.replace("TRIPS", str(trips + 10))))
     assert f"more than {static_proof.MAX_STEPS} instructions" in got
