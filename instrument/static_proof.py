@@ -94,6 +94,7 @@ MAX_STEPS = 20_000
 # unknown): Triton-free CUDA GEMMs' K loops (bench_clean's sgemm_tiled at 4096^3: 256
 # trips, over MAX_STEPS) then cost WIDEN_AT + 3 trips on the host, not one per trip
 WIDEN_AT = 4
+_TOO_LONG = "instructions to run on the host"
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,7 @@ def prove(fn: Function, header_items: list[Item],
     values = _param_values(header_items, params)
     sizes = _map_sizes(header_items, maps)
     runs: list[_Prover] = []
-    widen = True
+    widen, widened = True, ""
 
     def make(loops: dict[int, int]) -> _Prover:
         runs.append(_Prover(fn, dims, classify, shared, values, loops, sizes,
@@ -218,9 +219,12 @@ def prove(fn: Function, header_items: list[Item],
             return _every_path(make)[1]
         except _Refused as why:
             if widen and any(p.widened for p in runs):  # (again, every trip run: the
-                widen, runs = False, []  # registers made unknown may be what refused it)
+                widen, widened = False, str(why)  # registers made unknown may be what
+                runs.clear()  # refused it)
                 continue
-            out = Refusal(str(why))
+            out = Refusal(f"{why}; and with its long loops followed as uniform ones from "
+                          f"their trip {WIDEN_AT}: {widened}" if widened and
+                          _TOO_LONG in str(why) else str(why))
             out.unknown = any(p.guessed for p in runs) or "not known before launch" in out
             return out
         except Exception as exc:  # noqa: BLE001 - an instruction the evaluator misread
@@ -680,7 +684,7 @@ class _Prover:
             if it.is_instruction:
                 self.steps += 1
                 if self.steps > MAX_STEPS:
-                    raise _Refused(f"more than {MAX_STEPS} instructions to run on the host")
+                    raise _Refused(f"more than {MAX_STEPS} {_TOO_LONG}")
                 nxt = self._step(it, pc, mask, bool(pending) or nested)
             for at, m in nxt:
                 if m.any():

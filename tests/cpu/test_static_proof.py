@@ -988,8 +988,8 @@ STEPPED_STORE = """\tand.b32 %r16, %r15, 1;
     # before its next store: the trips meet
     ("\t@%p1 st.shared.u32 [%r2], %r15;\n\tbar.sync 0;\n\tld.shared.u32 %r6, [%r2];",
      "", False),
-    # every thread stores one word on trip 200 only
-    ("\tsetp.eq.u32 %p4, %r15, 200;\n\t@%p4 st.shared.u32 [%r2], %r1;\n\tbar.sync 0;",
+    # every thread stores one word on trip 50 only
+    ("\tsetp.eq.u32 %p4, %r15, 50;\n\t@%p4 st.shared.u32 [%r2], %r1;\n\tbar.sync 0;",
      "", False),
     # the counter steps a store's address: the widened trip cannot follow it
     (STEPPED_STORE + "\n\tbar.sync 0;", "", "small"),
@@ -1001,19 +1001,40 @@ def test_a_long_loop_of_known_trip_count_is_followed_as_a_uniform_one(monkeypatc
     costs a few on the host. Where that refuses, every trip is run, as before."""
     from instrument import static_proof
 
-    monkeypatch.setattr(static_proof, "MAX_STEPS", 3000)
+    monkeypatch.setattr(static_proof, "MAX_STEPS", 400)
     long = kernel(LONG_LOOP.replace("BODY", body).replace("TRIPS", "100000") + after)
-    short = kernel(LONG_LOOP.replace("BODY", body).replace("TRIPS", "300") + after)
+    short = kernel(LONG_LOOP.replace("BODY", body).replace("TRIPS", "60") + after)
     if proven is True:
         assert isinstance(verdict(long), dict)
     elif proven == "small":  # (proven only where every trip fits the host's bound)
-        assert "more than 3000 instructions" in verdict(long)
+        assert "more than 400 instructions" in verdict(long)
         monkeypatch.setattr(static_proof, "MAX_STEPS", 20_000)
         assert isinstance(verdict(short), dict), verdict(short)
     else:
         assert isinstance(verdict(long), str)
         monkeypatch.setattr(static_proof, "MAX_STEPS", 20_000)
         assert "two warps touch the granule at byte 0" in verdict(short)
+
+
+@pytest.mark.parametrize("racy", [False, True], ids=["clean", "no-barrier-after-reads"])
+def test_bench_cleans_sgemm_at_4096_cubed_is_proven_for_its_launch(monkeypatch, racy):
+    """Its K loop runs 256 trips: every one run on the host was past MAX_STEPS. Without the
+    barrier after a trip's reads, the next trip's tile stores meet them."""
+    from instrument import static_proof
+    from instrument.static_proof import Proof, prove
+    from tests.kernels import gpu_kernels as K
+
+    monkeypatch.setattr(static_proof, "MAX_STEPS", 4000)  # (a widened run: ~3,300)
+    src = K.SGEMM_SRC
+    if racy:
+        head, sep, tail = src.rpartition("__syncthreads();")
+        src = head + tail
+    params = {3: (4096, 32), 4: (4096, 32), 5: (4096, 32)}
+    got = prove(*_twin_module(src, "sgemm_tiled"), dims=(256, 1, 1), params=params)
+    if racy:
+        assert "two warps touch the granule" in got, got
+    else:
+        assert isinstance(got, Proof) and got.params == 3, got
 
 
 def test_a_proof_that_would_run_too_long_on_the_host_is_refused(monkeypatch):
