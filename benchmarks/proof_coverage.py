@@ -31,10 +31,11 @@ CUDA_OPTIONS = ["-arch=compute_90a", "-std=c++17", "-lineinfo"]
 
 
 def verdict(ptx: str, kernel: str, block: tuple[int, int, int] | None,
-            params: dict[int, int] | None = None, maps: tuple = ()) -> tuple[str, float]:
+            params: dict[int, int] | None = None, maps: tuple = (),
+            grid: tuple[int, int, int] | None = None) -> tuple[str, float]:
     """('proven' or why not, seconds the proof took) for `kernel` of `ptx`; where a value
-    not known before launch stood in the way, again with the launch's integer `params`
-    (as the front ends do)."""
+    not known before launch stood in the way, again with the launch's integer `params`,
+    maps and `grid` (as the front ends do)."""
     mod = parse(ptx, kernel)
     fn = next(f for f in mod.functions if f.name == kernel)
     shared, consts = _shared_symbols(mod), constant_registers(fn.body)
@@ -43,11 +44,12 @@ def verdict(ptx: str, kernel: str, block: tuple[int, int, int] | None,
     args = (fn, mod.items[index[id(fn.header)]:fn.open_index],
             lambda it: classify(it, shared, in_entry=True, constants=consts), shared)
     got = prove(*args, dims=block)
-    if not isinstance(got, Proof) and got.unknown and (params or maps):
-        got = prove(*args, dims=block, params=params, maps=maps)
+    if not isinstance(got, Proof) and got.unknown and (params or maps or grid):
+        got = prove(*args, dims=block, params=params, maps=maps, grid=grid)
     took = time.perf_counter() - t0
     if isinstance(got, Proof):
-        return ("proven" + (" for its launch's integer arguments" if got.params else "")), took
+        given = [w for w, on in (("integer arguments", got.params), ("grid", got.grid)) if on]
+        return ("proven" + (f" for its launch's {' and '.join(given)}" if given else "")), took
     return got, took
 
 
@@ -64,12 +66,13 @@ def cuda_rows() -> list[tuple[str, str, tuple, str, float]]:
         ptx = corpus_build.compile_cached(src, f"{name}.cu", CUDA_OPTIONS)
         params = scalar_params(setup.make_args(np)[0])
         rows.append(("bench_clean", name, setup.block, *verdict(ptx, name, setup.block,
-                                                                params)))
+                                                                params, grid=setup.grid)))
     for tw in K.TWINS:
         for kind, src, name in (("racy", tw.racy_src, tw.racy_name),
                                 ("clean", tw.clean_src, tw.clean_name)):
             ptx = corpus_build.compile_cached(src, f"{name}.cu", CUDA_OPTIONS)
-            rows.append((f"twin {kind}", name, tw.block, *verdict(ptx, name, tw.block)))
+            rows.append((f"twin {kind}", name, tw.block, *verdict(ptx, name, tw.block,
+                                                                  grid=tw.grid)))
     return rows
 
 

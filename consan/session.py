@@ -362,7 +362,7 @@ class Session:
                                             {"grid": grid, "block": block})
                 proof = self._launch_proof(
                     fn, b, block, values,
-                    tuple(int(c) for c in cluster) if clustered else None) \
+                    tuple(int(c) for c in cluster) if clustered else None, grid) \
                     if proofs_on() else None
                 if proof is not None:  # (proven for this launch's block)
                     self._count_native(fn, b, proof)
@@ -519,12 +519,13 @@ class Session:
 
     def _launch_proof(self, fn, b: runtime.Build, block: tuple[int, int, int],
                       values: LaunchValues | None = None,
-                      cluster: tuple[int, ...] | None = None):
+                      cluster: tuple[int, ...] | None = None,
+                      grid: tuple[int, ...] | None = None):
         """The kernel's proof for this block (instrument/static_proof.py), made once per
         build, kernel and block, or, where a value not known before launch stood in its
-        way, once per such set of integer arguments too (up to PROOFS_PER_KERNEL of them:
-        a program that sweeps shapes pays the proof's host time a bounded number of
-        times); None where there is none."""
+        way, once per such set of integer arguments and grid too (up to PROOFS_PER_KERNEL
+        of them: a program that sweeps shapes pays the proof's host time a bounded number
+        of times); None where there is none."""
         prove_at = b.instrumented.prove_at
         if prove_at is None:
             return None
@@ -533,16 +534,18 @@ class Session:
         if got is None or got[0] is not b:
             got = self._proofs[key] = (b, prove_at(fn.kernel, tuple(block), cluster=cluster))
         proof = got[1]
-        if isinstance(proof, str) and getattr(proof, "unknown", False) and values is not None:
-            scalars, maps = values()
-            if scalars or maps:
+        if isinstance(proof, str) and getattr(proof, "unknown", False) and \
+                (values is not None or grid is not None):
+            scalars, maps = values() if values is not None else ({}, ())
+            g = tuple((tuple(int(x) for x in grid) + (1, 1))[:3]) if grid else None
+            if scalars or maps or g:
                 tried = self._param_proofs.setdefault(key, 0)
-                pkey = (*key, tuple(sorted((scalars or {}).items())), tuple(maps))
+                pkey = (*key, tuple(sorted((scalars or {}).items())), tuple(maps), g)
                 hit = self._proofs.get(pkey)
                 if (hit is None or hit[0] is not b) and tried < PROOFS_PER_KERNEL:
                     self._param_proofs[key] = tried + 1
                     hit = self._proofs[pkey] = (b, prove_at(fn.kernel, tuple(block), scalars,
-                                                            tuple(maps), cluster))
+                                                            tuple(maps), cluster, g))
                 proof = hit[1] if hit is not None and hit[0] is b else proof
         useful = not isinstance(proof, str) and proof is not None and \
             bool(proof.accesses or proof.barriers)

@@ -821,10 +821,11 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
 def _prove_at(mod: Module, shared: set[str], kernel: str, block: tuple[int, int, int],
               params: dict[int, int] | None = None,
               maps: static_proof.Maps = (),
-              cluster: tuple[int, int, int] | None = None) -> static_proof.Proof | str:
+              cluster: tuple[int, int, int] | None = None,
+              grid: tuple[int, int, int] | None = None) -> static_proof.Proof | str:
     """The kernel's proof for a launch of `block` threads (static_proof.py), with the
-    launch's integer parameters by position, its tensor maps' copy sizes and its cluster
-    shape where given."""
+    launch's integer parameters by position, its tensor maps' copy sizes, its cluster
+    shape and its grid where given."""
     fn = next((f for f in mod.functions if f.name == kernel), None)
     if fn is None:
         return f"no kernel {kernel}"
@@ -837,7 +838,7 @@ def _prove_at(mod: Module, shared: set[str], kernel: str, block: tuple[int, int,
     return static_proof.prove(
         fn, header, lambda it: classify(it, shared, in_entry=fn.is_entry, constants=constants),
         shared, dims=tuple(block), params=params, maps=maps,  # type: ignore[arg-type]
-        cluster=cluster)
+        cluster=cluster, grid=grid)
 
 
 def _proofs(mod: Module, shared: set[str]) -> dict[str, static_proof.Proof]:

@@ -95,6 +95,9 @@ MAX_STEPS = 20_000
 # trips, over MAX_STEPS) then cost WIDEN_AT + 3 trips on the host, not one per trip
 WIDEN_AT = 4
 _TOO_LONG = "instructions to run on the host"
+_UNBOUNDED = 1 << 62  # a bound at or past it is none (int64 sums of two stay exact)
+_RANGED_OPS = frozenset(("mov", "cvt", "add", "sub", "mul", "mad", "shl", "shr", "and", "min",
+                         "max", "rem", "div"))
 
 
 @dataclass(frozen=True)
@@ -108,10 +111,13 @@ class Proof:
     barriers: int  # CTA-wide barriers the threads pass
     params: int = 0  # integer parameters whose launch values it was made for
     ctas: int = 1  # the CTAs of a cluster, proven together (`threads` each)
+    grid: bool = False  # made for its launch's grid (a comparison %ctaid's range decided)
 
     def sentence(self) -> str:
         given = (f", for the values of {self.params} integer parameter"
                  f"{'' if self.params == 1 else 's'} at launch" if self.params else "")
+        if self.grid:
+            given += (" and" if given else ", for") + " the launch's grid"
         who = f"{self.threads} threads" if self.ctas == 1 else \
             f"clusters of {self.ctas} CTAs of {self.threads} threads"
         kind = "CTA" if self.ctas == 1 else "cluster"
@@ -142,6 +148,10 @@ class _Val:
     # where not known: a per-thread key (-1: none), equal keys holding equal values (loads
     # of one shared address between the same writes, and pure operations of such values)
     key: np.ndarray | None = None
+    # where not known: bounds lo <= value <= hi per thread (int64; hi >= _UNBOUNDED: none),
+    # from %ctaid's range in a proof for one launch's grid, through _range's operations
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
 
 
 @dataclass
@@ -188,12 +198,13 @@ def prove(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
           dims: tuple[int, int, int] | None = None,
           params: Params | None = None, maps: Maps = (),
-          cluster: tuple[int, int, int] | None = None) -> Proof | Refusal:
+          cluster: tuple[int, int, int] | None = None,
+          grid: tuple[int, int, int] | None = None) -> Proof | Refusal:
     """The kernel's proof for a block of `dims` (else its `.reqntid`), or why there is
     none (a sentence for tests and --verbose). `params`: the integer values of some of its
-    parameters (by position), `maps`: its tensor maps' copy sizes, for a proof of one
-    launch; `cluster`: the launch's cluster shape (else its `.reqnctapercluster`): the
-    proof is then made for every CTA of one cluster at once."""
+    parameters (by position), `maps`: its tensor maps' copy sizes, `grid`: its grid (in
+    CTAs), for a proof of one launch; `cluster`: the launch's cluster shape (else its
+    `.reqnctapercluster`): the proof is then made for every CTA of one cluster at once."""
     if not fn.is_entry:
         return Refusal("a device function (only kernels are proven)")
     dims = dims or reqntid(header_items)
@@ -212,7 +223,7 @@ def prove(fn: Function, header_items: list[Item],
 
     def make(loops: dict[int, int]) -> _Prover:
         runs.append(_Prover(fn, dims, classify, shared, values, loops, sizes,
-                            param_names(header_items), ctas, widen))
+                            param_names(header_items), ctas, widen, grid))
         return runs[-1]
     while True:
         try:
@@ -295,7 +306,8 @@ def trace(fn: Function, header_items: list[Item],
           classify: Callable[[Item], Classified | None], shared: set[str],
           dims: tuple[int, int, int] | None = None,
           params: Params | None = None, maps: Maps = (),
-          cluster: tuple[int, int, int] | None = None) -> list[Access]:
+          cluster: tuple[int, int, int] | None = None,
+          grid: tuple[int, int, int] | None = None) -> list[Access]:
     """The accesses as executed, before the rules judge them (for tests that replay them
     into the checker); a refusal of the execution itself raises ValueError."""
     dims = dims or reqntid(header_items)
@@ -309,7 +321,7 @@ def trace(fn: Function, header_items: list[Item],
 
     def make(loops: dict[int, int]) -> _Prover:
         p = _Prover(fn, dims, classify, shared, values, loops, sizes,
-                    param_names(header_items), ctas)
+                    param_names(header_items), ctas, grid=grid)
         p.judge = False
         return p
     try:
@@ -428,14 +440,31 @@ def _same_values(a: dict, b: dict, form: Callable) -> bool:
     for r in set(a) | set(b):
         x, y = a.get(r), b.get(r)
         if x is None or y is None:
-            if (x or y).known.any() or (x or y).uni:
+            if (x or y).known.any() or (x or y).uni or getattr(x or y, "hi", None) is not None:
                 return False
             continue
         (fx, vx), (fy, vy) = form(x), form(y)
         if fx != fy or not np.array_equal(x.known, y.known) or \
                 not np.array_equal(vx[x.known], vy[y.known]):
             return False
+        if isinstance(x, _Val) and not _same_bounds(x, y):
+            return False
     return True
+
+
+def _same_bounds(x: _Val, y: _Val) -> bool:
+    """Whether two values bound their unknown threads alike (none and none alike)."""
+    if x.hi is None and y.hi is None:
+        return True
+    if x.hi is None or y.hi is None or x.lo is None or y.lo is None:
+        return False
+    off = ~x.known
+    return np.array_equal(x.lo[off], y.lo[off]) and np.array_equal(x.hi[off], y.hi[off])
+
+
+def _limit(bits: int) -> int:
+    """The bound below which a value of `bits` reads the same signed and unsigned."""
+    return min(1 << (bits - 1), _UNBOUNDED)
 
 
 def _width(parts: list[str]) -> tuple[int, bool] | None:
@@ -467,7 +496,8 @@ class _Prover:
                  params: dict[str, int] | None = None,
                  loops: dict[int, int] | None = None, maps: dict[str, int] | None = None,
                  param_names: list[str] | None = None,
-                 cluster: tuple[int, int, int] = (1, 1, 1), widen: bool = False) -> None:
+                 cluster: tuple[int, int, int] = (1, 1, 1), widen: bool = False,
+                 grid: tuple[int, int, int] | None = None) -> None:
         self.fn, self.classify, self.shared = fn, classify, shared
         self.maps = maps or {}  # tensor-map parameter -> bytes one copy through it moves
         self.param_syms = {n: _PARAM_SYM + n for n in param_names or ()}
@@ -499,6 +529,13 @@ class _Prover:
                 "%cluster_ctaid.z": rank // (cx * cy), "%is_explicit_cluster": self._const(1),
                 **{f"%cluster_nctaid.{d}": self._const(v) for d, v in zip("xyz", cluster,
                                                                           strict=True)}})
+        # the launch's grid: %nctaid known, %ctaid bounded by it (in every CTA)
+        self.ranged: dict[str, int] = {}
+        self.grid_used = False  # a comparison those bounds decided
+        if grid is not None:
+            for d, v in zip("xyz", grid, strict=True):
+                self.special[f"%nctaid.{d}"] = self._const(v)
+                self.ranged[f"%ctaid.{d}"] = v - 1
         # (%ctaid differs between a cluster's CTAs)
         self.uniform_special = _UNIFORM_SPECIAL if self.ncta == 1 else frozenset(
             r for r in _UNIFORM_SPECIAL if not r.startswith("%ctaid"))
@@ -634,7 +671,7 @@ class _Prover:
                 raise _Refused(re.sub(r"byte (\d+)", lambda m: self._byte(int(m.group(1))),
                                       str(why))) from None
         return Proof(self.fn.name, self.ntid, len({a.line for a in self.accesses}),
-                     self.barriers, len(self.params), self.ncta)
+                     self.barriers, len(self.params), self.ncta, self.grid_used)
 
     def _exits(self) -> None:
         """A CTA of a cluster may start after its peers and exits once its threads are done;
@@ -904,7 +941,8 @@ class _Prover:
     def _registers(self, of: tuple | None = None) -> tuple[dict, dict]:
         regs, preds = of if of is not None else (self.regs, self.preds)
         return ({r: _Val(v.sym, v.a.copy(), v.known.copy(), v.rel, v.uni,
-                         None if v.key is None else v.key.copy()) for r, v in regs.items()},
+                         None if v.key is None else v.key.copy(), v.lo, v.hi)
+                 for r, v in regs.items()},
                 {r: _Pred(v.v.copy(), v.known.copy(), v.uni,
                           None if v.base is None else v.base.copy())
                  for r, v in preds.items()})
@@ -1698,6 +1736,10 @@ class _Prover:
             return _Val(text, self._const(0), self.yes)
         if text in self.param_syms:  # (a parameter's address, as a tensor map's operand)
             return _Val(self.param_syms[text], self._const(0), self.yes)
+        if text in self.ranged:
+            return _Val(None, self._const(0), np.zeros(self.n, dtype=bool),
+                        lo=np.zeros(self.n, dtype=np.int64),
+                        hi=np.full(self.n, self.ranged[text], dtype=np.int64))
         if text.startswith("%") or text in self.local_names:
             return self.regs.get(text, self._unknown())
         try:
@@ -1757,9 +1799,12 @@ class _Prover:
                 new_key = keys[r] if keys is not None else _NO_KEY
                 old_key = old.key if old is not None and old.key is not None else _NO_KEY
                 key = np.where(doubt, -1, np.where(run, new_key, old_key))
+            lo = hi = None
+            if self.ranged and len(dests) == 1 and (value is None or not value.known[run].all()):
+                lo, hi = self._bounded(it, run, doubt, old)
             if value is None and old is not None and not old.known.any():
                 old.uni = uni  # (still unknown everywhere: a wgmma's accumulators at each step)
-                old.key = key
+                old.key, old.lo, old.hi = key, lo, hi
                 continue
             old = old or self._unknown()
             if value is None:
@@ -1767,7 +1812,124 @@ class _Prover:
             sym, rel = (value.sym, value.rel) if run.any() else (old.sym, old.rel)
             keep = old.known & (old.sym == sym) & (old.rel == rel)
             self.regs[r] = _Val(sym, np.where(run, value.a, old.a),
-                                np.where(run, value.known, keep) & ~doubt, rel, uni, key)
+                                np.where(run, value.known, keep) & ~doubt, rel, uni, key,
+                                lo, hi)
+
+    def _bounds_of(self, text: str, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        """An integer operand's bounds (lo, hi) in every thread, as a value of `bits` that
+        reads the same signed and unsigned; hi >= _UNBOUNDED where there are none."""
+        v = self._src(text, bits)
+        lim = _limit(bits)
+        lo = np.zeros(self.n, dtype=np.int64)
+        hi = np.full(self.n, _UNBOUNDED, dtype=np.int64)
+        if v.sym is None and v.rel is None:
+            x = v.a & _mask(bits)
+            exact = v.known & (x < np.uint64(lim))
+            lo[exact] = hi[exact] = x[exact].astype(np.int64)
+            if v.hi is not None and v.lo is not None:
+                part = ~v.known & (v.hi < lim)
+                lo[part], hi[part] = v.lo[part], v.hi[part]
+        return lo, hi
+
+    def _bounded(self, it: Item, run: np.ndarray, doubt: np.ndarray,
+                 old: _Val | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The bounds of an instruction's one destination where its value is not known:
+        the operation's, on its operands' bounds, in the threads that may run it; joined
+        with the old value's where a thread may or may not (docs/model.md, "For one
+        launch's values")."""
+        got = self._range(it.op_parts, it.operands)
+        if got is None and (old is None or old.hi is None):
+            return None, None
+        lo = np.zeros(self.n, dtype=np.int64)
+        hi = np.full(self.n, _UNBOUNDED, dtype=np.int64)
+        if got is not None:  # (the threads that may run it: the new value's)
+            maybe = run | doubt
+            lo, hi = np.where(maybe, got[0], lo), np.where(maybe, got[1], hi)
+        if old is not None and old.hi is not None and old.lo is not None:
+            ol = np.where(old.known, 0, old.lo)
+            oh = np.where(old.known, _UNBOUNDED, old.hi)  # (a known old value: not bounded
+            stay = ~run & ~doubt  # here; it stays known where the thread does not write)
+            lo, hi = np.where(stay, ol, lo), np.where(stay, oh, hi)
+            lo = np.where(doubt, np.minimum(lo, ol), lo)
+            hi = np.where(doubt, np.maximum(hi, oh), hi)
+        elif doubt.any():
+            hi = np.where(doubt, _UNBOUNDED, hi)
+        return (lo, hi) if (hi < _UNBOUNDED).any() else (None, None)
+
+    def _range(self, parts: list[str], ops: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Bounds of an integer operation's result from its operands' (each a value that
+        reads the same signed and unsigned): moves, conversions that keep the value, add,
+        sub, mul (.lo, .wide), mad, shl and shr by a known amount, and, min, max, and rem
+        and div by a known positive divisor; None for any other."""
+        op = parts[0]
+        if op not in _RANGED_OPS or "hi" in parts or "sat" in parts or "cc" in parts or \
+                len(ops) < 2:
+            return None
+        big = np.int64(_UNBOUNDED)
+        if op == "cvt":
+            types = [p for p in parts[1:] if _TYPE.match(p)]
+            if len(types) != 2 or any(p.startswith("f") for p in parts[1:]):
+                return None
+            (db, _), (sb, _) = (_width([t]) for t in types)  # type: ignore[misc]
+            lo, hi = self._bounds_of(ops[1], sb)
+            ok = hi < _limit(db)
+            return np.where(ok, lo, 0), np.where(ok, hi, big)
+        w = _width(parts)
+        if w is None:
+            return None
+        bits = w[0]
+        wide = "wide" in parts
+        out_bits = 2 * bits if wide else bits
+        srcs = [self._bounds_of(o, out_bits if wide and i == 2 else bits)
+                for i, o in enumerate(ops[1:4 if op == "mad" else 3])]
+        l1, h1 = srcs[0]
+        if op == "mov":
+            lo, hi, need = l1, h1, [h1]
+        elif len(srcs) < 2 or (op == "mad" and len(srcs) < 3):
+            return None
+        else:
+            l2, h2 = srcs[1]
+            need = [h1, h2]
+            if op == "add":
+                lo, hi = l1 + l2, h1 + h2
+            elif op == "sub":
+                lo, hi = l1 - h2, h1 - l2
+                hi = np.where(lo < 0, big, hi)  # (below zero: it wraps)
+            elif op in ("mul", "mad"):
+                small = (h1 < (1 << 31)) & (h2 < (1 << 31))
+                lo, hi = np.where(small, l1 * l2, 0), np.where(small, h1 * h2, big)
+                if op == "mad":
+                    lo, hi = lo + srcs[2][0], hi + srcs[2][1]
+                    need.append(srcs[2][1])
+            elif op in ("shl", "shr"):
+                k = np.where(l2 == h2, l2, 64)  # (a known amount only)
+                kk = np.minimum(k, 61)
+                if op == "shl":
+                    fits = (k < 62) & (h1 < np.left_shift(np.int64(1), np.clip(62 - k, 0, 62)))
+                    lo, hi = np.left_shift(l1, kk), np.where(fits, np.left_shift(h1, kk), big)
+                else:  # (an amount past the value's bits leaves 0 of a bounded value)
+                    k63 = np.minimum(k, 63)
+                    lo = np.right_shift(l1, k63)
+                    hi = np.where(k < 64, np.right_shift(h1, k63), big)
+            elif op == "and":  # (either operand's bound bounds it)
+                lo, hi, need = np.zeros_like(l1), np.minimum(h1, h2), [np.minimum(h1, h2)]
+            elif op == "min":
+                lo, hi = np.minimum(l1, l2), np.minimum(h1, h2)
+            elif op == "max":
+                lo, hi = np.maximum(l1, l2), np.maximum(h1, h2)
+            else:  # rem, div by a known positive divisor
+                ok = (l2 == h2) & (l2 > 0)
+                d = np.where(ok, l2, 1)
+                if op == "rem":
+                    lo = np.where(h1 < d, l1, 0)
+                    hi = np.where(h1 < d, h1, d - 1)
+                else:
+                    lo, hi = l1 // d, h1 // d
+                hi = np.where(ok, hi, big)
+        bounded = hi < _limit(out_bits)
+        for h in need:
+            bounded &= h < big
+        return np.where(bounded, lo, 0), np.where(bounded, hi, big)
 
     def _value_keys(self, it: Item, run: np.ndarray, dests: list[str]
                     ) -> dict[str, np.ndarray] | None:
@@ -2174,6 +2336,8 @@ class _Prover:
         if a.sym:  # (two addresses S + x, S + y: compared as numbers only inside the window,
             # where neither wraps nor reaches the sign bit)
             known = known & (x >= 0) & (x < MAX_SHARED) & (y >= 0) & (y < MAX_SHARED)
+        elif self.ranged and not known.all() and not a.rel and not b.rel:
+            r, known = self._decided(parts[1], ops, bits, r, known)
         if len(parts) > 2 and parts[2] in ("and", "or", "xor"):
             if len(ops) < 4:
                 return None
@@ -2187,6 +2351,25 @@ class _Prover:
         if len(dests) > 1:
             out[dests[1]] = _Pred(~r, known)
         return out
+
+    def _decided(self, cmp: str, ops: list[str], bits: int, r: np.ndarray,
+                 known: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A comparison's result also where its operands are not known but their bounds
+        decide it (values that read the same signed and unsigned)."""
+        (l1, h1), (l2, h2) = self._bounds_of(ops[1], bits), self._bounds_of(ops[2], bits)
+        ok = ~known & (h1 < _UNBOUNDED) & (h2 < _UNBOUNDED)
+        same = (l1 == h1) & (l2 == h2) & (l1 == l2)
+        apart = (h1 < l2) | (l1 > h2)
+        true = {"lt": h1 < l2, "lo": h1 < l2, "le": h1 <= l2, "ls": h1 <= l2,
+                "gt": l1 > h2, "hi": l1 > h2, "ge": l1 >= h2, "hs": l1 >= h2,
+                "eq": same, "ne": apart}[cmp]
+        false = {"lt": l1 >= h2, "lo": l1 >= h2, "le": l1 > h2, "ls": l1 > h2,
+                 "gt": h1 <= l2, "hi": h1 <= l2, "ge": h1 < l2, "hs": h1 < l2,
+                 "eq": apart, "ne": same}[cmp]
+        now = ok & (true | false)
+        if now.any():
+            self.grid_used = True
+        return np.where(now, true, r), known | now
 
     def _cvt(self, parts: list[str], ops: list[str], dests: list[str]) -> dict | None:
         types = [p for p in parts[1:] if _TYPE.match(p)]

@@ -1037,6 +1037,143 @@ def test_bench_cleans_sgemm_at_4096_cubed_is_proven_for_its_launch(monkeypatch, 
         assert isinstance(got, Proof) and got.params == 3, got
 
 
+def _grid_kernel(expr: str, cmp: str, bound: str) -> str:
+    """Every thread of the CTA stores to one word unless `setp.{cmp} %p1, <expr>, bound`:
+    a proof holds only where the launch's grid decides the comparison true in every CTA.
+    `expr` computes %r6 (32 bits) or %rd3 (64) from %r5 = %ctaid.x."""
+    return f"""
+.version 8.0
+.target sm_90a
+.address_size 64
+.shared .align 4 .b8 smem[64];
+.visible .entry k(.param .u32 k_n)
+.reqntid 64
+{{
+\t.reg .b32 %r<12>;
+\t.reg .b16 %rs<2>;
+\t.reg .pred %p<4>;
+\t.reg .b64 %rd<6>;
+\tmov.u32 %r1, %tid.x;
+\tmov.u32 %r5, %ctaid.x;
+\tld.param.u32 %r2, [k_n];
+{expr}
+\tsetp.{cmp} %p1, {bound};
+\t@%p1 bra $L_skip;
+\tst.shared.u32 [smem], %r1;
+$L_skip:
+\tbar.sync 0;
+\tret;
+}}
+"""
+
+
+def _grid_verdict(ptx: str, grid: int, n: int = 0):
+    from instrument.events import classify, constant_registers
+    from instrument.ptx import parse
+    from instrument.rewrite import _shared_symbols
+    from instrument.static_proof import prove
+
+    mod = parse(ptx, "t.ptx")
+    fn = mod.functions[0]
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
+    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
+                 params={0: (n, 32)}, grid=(grid, 1, 1))
+
+
+def test_a_bounds_check_on_ctaid_is_decided_by_the_launchs_grid():
+    """`if (blockIdx.x * 64 + threadIdx.x < n)`: known true in every CTA of a grid of
+    n / 64 CTAs, so the store it skips is never run; a grid of one CTA more runs it."""
+    from instrument.static_proof import Proof
+
+    ptx = _grid_kernel("\tmad.lo.s32 %r6, %r5, 64, %r1;", "lt.s32", "%r6, %r2")
+    got = _grid_verdict(ptx, 16, n=1024)
+    assert isinstance(got, Proof) and got.grid and "the launch's grid" in got.sentence()
+    assert "two warps touch" in _grid_verdict(ptx, 17, n=1024)
+    # without the grid nothing is known of %ctaid: the store may run
+    from instrument.static_proof import prove  # noqa: F401 - (the same call, no grid)
+    assert "two warps touch" in verdict(ptx)
+
+
+_OPS = [("add.s32", lambda x, c: x + c), ("sub.s32", lambda x, c: x - c),
+        ("mul.lo.u32", lambda x, c: x * c), ("shl.b32", lambda x, c: x << c),
+        ("shr.u32", lambda x, c: x >> c), ("and.b32", lambda x, c: x & c),
+        ("rem.u32", lambda x, c: x % c), ("div.u32", lambda x, c: x // c),
+        ("min.u32", min), ("max.u32", max), ("xor.b32", lambda x, c: x ^ c),
+        ("shr.s32", lambda x, c: x >> c), ("cvt16", lambda x, c: x & 0xFFFF)]
+
+
+def _chain_value(chain, consts, x: int) -> int:
+    """PTX's 32-bit result of the operations of `chain` on x."""
+    m32 = (1 << 32) - 1
+    for (op, f), c in zip(chain, consts, strict=True):
+        x = f(x if not op.endswith("s32") else (x ^ (1 << 31)) - (1 << 31), c) & m32
+        if op == "shl.b32" and c >= 32 or op.startswith("shr") and c >= 32:
+            x = 0 if not (op == "shr.s32" and x >> 31) else m32
+    return x
+
+
+def _holds(cmp: str, v: int, b: int) -> bool:
+    s = (lambda z: z - (1 << 32) if z >> 31 else z) if cmp.endswith("s32") else int
+    a, b = s(v), s(b)
+    return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "ne": a != b,
+            "eq": a == b}[cmp[:2]]
+
+
+def test_the_grids_bounds_never_decide_a_comparison_some_cta_breaks():
+    """Random chains of integer operations on %ctaid.x and a comparison: wherever the
+    proof holds, the comparison is true in every CTA of the grid (PTX's 32-bit wrapping
+    arithmetic, worked here in Python). Some must hold, or the test tests nothing."""
+    import random
+
+    from instrument.static_proof import Proof
+
+    rng = random.Random(7)
+    m32 = (1 << 32) - 1
+    held = 0
+    for _ in range(400):
+        grid = rng.choice([1, 2, 5, 64, 1000, 1 << 20])
+        chain = [rng.choice(_OPS) for _ in range(rng.randint(1, 3))]
+        consts = [rng.choice([0, 1, 3, 7, 31, 64, 255, 1 << 20, (1 << 31) - 1, m32])
+                  for _ in chain]
+        body, src = [], "%r5"
+        for i, ((op, _), c) in enumerate(zip(chain, consts, strict=True)):
+            if op.startswith(("rem", "div")) and c == 0:
+                c = consts[i] = 3
+            if op.startswith(("shl", "shr")):
+                c = consts[i] = c % 40
+            if op == "cvt16":  # (through a 16-bit register and back)
+                body.append(f"\tcvt.u16.u32 %rs1, {src};\n\tcvt.u32.u16 %r{7 + i}, %rs1;")
+            else:
+                body.append(f"\t{op} %r{7 + i}, {src}, {c};")
+            src = f"%r{7 + i}"
+        body.append(f"\tmov.u32 %r6, {src};")
+        cmp = rng.choice(["lt.u32", "le.u32", "gt.u32", "ge.s32", "lt.s32", "ne.u32",
+                          "eq.u32"])
+
+        # (near a value some CTA computes, half the time: the bounds' edges)
+        bound = rng.choice([0, 1, 64, 1000, 1 << 20, 1 << 30, m32]) if rng.random() < 0.5 \
+            else (_chain_value(chain, consts, rng.choice([0, grid - 1, rng.randrange(grid)])) +
+                  rng.choice([-1, 0, 1])) & m32
+        other = None
+        if rng.random() < 0.25:  # (against another value of %ctaid: %ctaid + c2)
+            other = rng.choice([0, 1, 5, 1000])
+            body.append(f"\tadd.u32 %r11, %r5, {other};")
+        ptx = _grid_kernel("\n".join(body), cmp, f"%r6, {bound}" if other is None else
+                           "%r6, %r11")
+        got = _grid_verdict(ptx, grid)
+        if isinstance(got, Proof):
+            held += 1
+            probe = set(range(min(grid, 4096))) | set(range(max(grid - 4096, 0), grid)) | \
+                {rng.randrange(grid) for _ in range(256)}
+            bad = [c for c in sorted(probe) if not _holds(
+                cmp, _chain_value(chain, consts, c), bound if other is None else
+                (c + other) & m32)]
+            assert not bad, (body, cmp, bound, grid, bad[:3])
+    assert held >= 20, held
+
+
 def test_a_proof_that_would_run_too_long_on_the_host_is_refused(monkeypatch):
     from instrument import static_proof
 
@@ -1101,7 +1238,7 @@ def test_a_launch_values_are_asked_only_where_the_proof_needs_them():
     unknown.unknown = True
     asked, proved = [], []
 
-    def prove_at(kernel, block, scalars=None, maps=(), cluster=None):
+    def prove_at(kernel, block, scalars=None, maps=(), cluster=None, grid=None):
         proved.append(scalars)
         return unknown if scalars is None or scalars[2][0] > 64 else held
 
@@ -1125,3 +1262,15 @@ def test_a_launch_values_are_asked_only_where_the_proof_needs_them():
         prove_at=lambda *a, **k: held))
     asked.clear()
     assert s._launch_proof(fn, always, (128, 1, 1), values(8)) is held and asked == []
+
+    # a proof for a launch's grid: made once per grid, the grid given as three numbers
+    grids = []
+
+    def by_grid(kernel, block, scalars=None, maps=(), cluster=None, grid=None):
+        grids.append(grid)
+        return unknown if grid is None or grid[0] > 64 else held
+    g = SimpleNamespace(instrumented=SimpleNamespace(prove_at=by_grid))
+    assert s._launch_proof(fn, g, (128, 1, 1), None, None, (8,)) is held
+    assert s._launch_proof(fn, g, (128, 1, 1), None, None, (8, 1, 1)) is held
+    assert s._launch_proof(fn, g, (128, 1, 1), None, None, (100, 1, 1)) is None
+    assert grids == [None, (8, 1, 1), (100, 1, 1)]
