@@ -87,6 +87,7 @@ def judge(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]
     step) of every `fence.proxy.async` a warp was certain to run; `bar_steps`: the step of
     each CTA barrier; `vcs`: the clocks of the accesses' `cid`s (happens-before through
     mbarriers; docs/model.md, "mbarriers and bulk copies")."""
+    accesses = [a for a in accesses if len(a.thread)]  # (a guard no thread passes: none)
     if not accesses:
         return
     unit = _unit(accesses)

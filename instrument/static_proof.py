@@ -228,19 +228,19 @@ def prove(fn: Function, header_items: list[Item],
     while True:
         try:
             return _every_path(make)[1]
-        except _Refused as why:
+        except Exception as exc:  # noqa: BLE001 - a refusal, or an instruction misread
             if widen and any(p.widened for p in runs):  # (again, every trip run: the
-                widen, widened = False, str(why)  # registers made unknown may be what
+                widen, widened = False, str(exc)  # registers made unknown may be what
                 runs.clear()  # refused it)
                 continue
-            out = Refusal(f"{why}; and with its long loops followed as uniform ones from "
+            if not isinstance(exc, _Refused):
+                return Refusal(f"the proof could not evaluate this kernel "
+                               f"({type(exc).__name__}: {exc})")
+            out = Refusal(f"{exc}; and with its long loops followed as uniform ones from "
                           f"their trip {WIDEN_AT}: {widened}" if widened and
-                          _TOO_LONG in str(why) else str(why))
+                          _TOO_LONG in str(exc) else str(exc))
             out.unknown = any(p.guessed for p in runs) or "not known before launch" in out
             return out
-        except Exception as exc:  # noqa: BLE001 - an instruction the evaluator misread
-            return Refusal(f"the proof could not evaluate this kernel "
-                           f"({type(exc).__name__}: {exc})")
 
 
 def cluster_dims(header_items: list[Item], launch: tuple[int, int, int] | None = None
@@ -1000,6 +1000,7 @@ class _Prover:
                 self.regs[r].known &= ~mask
                 self.regs[r].uni = False
                 self.regs[r].key = None
+                self.regs[r].lo = self.regs[r].hi = None  # (what it ran may be any value)
 
     # ------------------------------------------------------------ shared memory, barriers
     def _event(self, it: Item, c: Classified, mask: np.ndarray, run: np.ndarray,

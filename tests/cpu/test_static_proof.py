@@ -1096,6 +1096,47 @@ def test_a_bounds_check_on_ctaid_is_decided_by_the_launchs_grid():
     assert "two warps touch" in verdict(ptx)
 
 
+def test_a_loop_the_threads_pass_unfollowed_leaves_no_bounds():
+    """A loop of unknown length that touches no shared memory is passed, and what it writes
+    is unknown after it, bounds too: here %r5 = %ctaid.x + 100 n, n loaded from memory, so
+    the store every thread makes once %r5 >= 200 races (a review found the first trip's
+    bounds [100, 199] kept, and the proof made)."""
+    body = """
+\tmov.u32 %r5, %ctaid.x;
+\tld.param.u64 %rd1, [k_out];
+\tld.global.u32 %r6, [%rd1];
+\tmov.u32 %r7, 0;
+$L_u:
+\tadd.s32 %r5, %r5, 100;
+\tadd.s32 %r7, %r7, 1;
+\tsetp.lt.u32 %p2, %r7, %r6;
+\t@%p2 bra $L_u;
+\tsetp.lt.u32 %p3, %r5, 200;
+\t@!%p3 st.shared.u32 [smem], %r1;
+\tbar.sync 0;
+"""
+    from instrument.events import classify, constant_registers
+    from instrument.ptx import parse
+    from instrument.rewrite import _shared_symbols
+    from instrument.static_proof import prove
+
+    mod = parse(kernel(body), "t.ptx")
+    fn = mod.functions[0]
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
+    got = prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
+                grid=(100, 1, 1))
+    assert "two warps touch the granule at byte 0" in got, got
+
+
+def test_a_store_no_thread_makes_is_no_access():
+    """A guard no thread passes leaves an access of no threads: nothing to judge (it made
+    the rules fail on an empty table)."""
+    assert isinstance(verdict(kernel("\tsetp.gt.u32 %p1, %r1, 4096;\n"
+                                     "\t@%p1 st.shared.u32 [smem], %r1;")), dict)
+
+
 _OPS = [("add.s32", lambda x, c: x + c), ("sub.s32", lambda x, c: x - c),
         ("mul.lo.u32", lambda x, c: x * c), ("shl.b32", lambda x, c: x << c),
         ("shr.u32", lambda x, c: x >> c), ("and.b32", lambda x, c: x & c),
