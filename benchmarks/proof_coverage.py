@@ -4,7 +4,8 @@ the others: no GPU needed.
 
     PYTHONPATH=. python benchmarks/proof_coverage.py [--triton-cache DIR]
 
-Kernels: bench_clean's five (CUDA C++ through NVRTC, at the block bench_clean launches),
+Kernels: bench_clean's five (CUDA C++ through NVRTC, at the block and grid bench_clean
+launches with n = 64),
 bench_async's four (at their benchmark launch, with their tensor maps' copy sizes),
 the GPU suite's racy/clean twins (tests/kernels/gpu_kernels.py, at their blocks), and,
 where Triton is installed, the Triton corpus (tests/kernels/triton_corpus.py, compiled for
