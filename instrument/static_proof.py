@@ -1881,7 +1881,8 @@ class _Prover:
         bits = w[0]
         wide = "wide" in parts
         out_bits = 2 * bits if wide else bits
-        srcs = [self._bounds_of(o, out_bits if wide and i == 2 else bits)
+        srcs = [self._bounds_of(o, out_bits if wide and i == 2 else
+                                32 if i == 1 and op in ("shl", "shr") else bits)
                 for i, o in enumerate(ops[1:4 if op == "mad" else 3])]
         l1, h1 = srcs[0]
         if op == "mov":
@@ -2096,7 +2097,9 @@ class _Prover:
                       "shl", "shr", "min", "max", "div", "rem", "bfe", "selp"):
             return None
         wide = "wide" in parts
-        srcs = [self._src(o, 2 * bits if wide and i == 2 else bits)
+        # (a shift's amount is a .u32 whatever the operation's type: 65539 is no 3)
+        srcs = [self._src(o, 2 * bits if wide and i == 2 else
+                          32 if i == 1 and op in ("shl", "shr") else bits)
                 for i, o in enumerate(ops[1:3 if op == "selp" else None])]
         known = np.logical_and.reduce([s.known for s in srcs])
         mo = _mask(2 * bits if wide else bits)

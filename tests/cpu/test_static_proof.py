@@ -1137,6 +1137,19 @@ def test_a_store_no_thread_makes_is_no_access():
                                      "\t@%p1 st.shared.u32 [smem], %r1;")), dict)
 
 
+@pytest.mark.parametrize("amount", ["65539", "%r9"])
+@pytest.mark.parametrize("op", ["shl.b16", "shr.u16"])
+def test_a_shift_amount_is_a_u32_whatever_the_shifts_type(op, amount):
+    """`shl.b16 d, a, 65539` shifts by 65539, past the 16 bits: 0, not a shift by 3 (the
+    evaluator masked an immediate amount to the operation's type, and the grid's bounds
+    read a register's as 16 bits: a review)."""
+    body = ("\tmov.u32 %r9, 65539;\n\tcvt.u16.u32 %rs1, %r5;\n\tadd.u16 %rs1, %rs1, 1;\n"
+            f"\t{op} %rs1, %rs1, {amount};\n\tcvt.u32.u16 %r6, %rs1;")
+    assert "two warps touch" in _grid_verdict(_grid_kernel(body, "ge.u32", "%r6, 1"), 16)
+    known = body.replace("cvt.u16.u32 %rs1, %r5", "mov.u16 %rs1, 1")
+    assert "two warps touch" in _grid_verdict(_grid_kernel(known, "ge.u32", "%r6, 1"), 16)
+
+
 _OPS = [("add.s32", lambda x, c: x + c), ("sub.s32", lambda x, c: x - c),
         ("mul.lo.u32", lambda x, c: x * c), ("shl.b32", lambda x, c: x << c),
         ("shr.u32", lambda x, c: x >> c), ("and.b32", lambda x, c: x & c),
