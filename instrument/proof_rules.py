@@ -13,6 +13,9 @@ wgmma operand's chunks from the clocks of the warpgroup's four warps in turn, no
 issuer's alone: a store of one of them before the issue, and any copy, are ordered with a
 wgmma only by a barrier.
 
+A shared atomic (`atom`, `red`) is a write, and a read of its bytes too, except that two
+atomics never conflict with each other (as in the checker).
+
 Every byte read must have been written before by a write certain to run: in an earlier
 interval, or earlier by the same thread, or by its warp while converged; a copy counts as a
 write at its wait. A wgmma reads only bytes written in intervals before its issue, and a
@@ -72,6 +75,7 @@ class Access:
     seen_by: np.ndarray | None = None
     cid: np.ndarray | None = None  # each row's thread's clock (happens-before) at the access
     elected: bool = False  # run under an `elect.sync` predicate (by whichever lane the GPU elects)
+    atomic: bool = False  # a shared atomic: a write that reads its bytes first
 
     def end(self) -> tuple[np.ndarray, np.ndarray]:
         """(last interval, last step) of each row."""
@@ -108,7 +112,7 @@ def _rows(accesses: list[Access], unit: int) -> dict[str, np.ndarray]:
     """One row per access row and unit it touches."""
     cols: dict[str, list[np.ndarray]] = {k: [] for k in (
         "unit", "write", "agent", "warp", "k0", "k1", "s0", "s1", "conv", "acc", "rep",
-        "thr", "cid", "mbar")}
+        "thr", "cid", "mbar", "atom")}
     for i, a in enumerate(accesses):
         first, last = a.start // unit, (a.start + a.size - 1) // unit
         span = last - first + 1
@@ -128,6 +132,7 @@ def _rows(accesses: list[Access], unit: int) -> dict[str, np.ndarray]:
         cols["rep"].append(reps(a.rep, span) if a.rep is not None else np.full(n, -1))
         cols["thr"].append(reps(a.thread, span))
         cols["mbar"].append(np.full(n, a.seen_by is not None))
+        cols["atom"].append(np.full(n, a.atomic))
         cols["cid"].append(reps(a.cid, span) if a.cid is not None else np.zeros(n, np.int64))
     return {k: np.concatenate(v) for k, v in cols.items()}
 
@@ -152,15 +157,16 @@ def _conflicts(accesses: list[Access], unit: int, vcs: np.ndarray | None = None)
     # (sorted by interval and unit; the lanes of a warp reading one unit at one step are
     # one row)
     cols = [hi, lo, r["conv"][idx], r["write"][idx], r["warp"][idx], r["agent"][idx],
-            r["rep"][idx], *((r["thr"][idx], r["cid"][idx]) if clocked else ()), key]
+            r["rep"][idx], r["atom"][idx], *((r["thr"][idx], r["cid"][idx]) if clocked else ()),
+            key]
     order = np.lexsort(cols)
     cols = [c[order] for c in cols]
     keep = np.ones(len(order), dtype=bool)
     keep[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in cols])
     idx, key, lo, hi = idx[order][keep], key[order][keep], lo[order][keep], hi[order][keep]
-    agent, warp, write, conv, rep, acc, thr, cid, mbar = (
+    agent, warp, write, conv, rep, acc, thr, cid, mbar, atom = (
         r[c][idx] for c in ("agent", "warp", "write", "conv", "rep", "acc", "thr", "cid",
-                            "mbar"))
+                            "mbar", "atom"))
     seen = _seen_by(accesses, vcs) if clocked else None
     n = len(key)
     d = 1
@@ -174,6 +180,7 @@ def _conflicts(accesses: list[Access], unit: int, vcs: np.ndarray | None = None)
                                                   hi[j], mbar[i], mbar[j])
         # (replicas: two warps' runs of one store, the same bytes at the same addresses)
         bad &= ~(write[i] & write[j] & (rep[i] >= 0) & (rep[i] == rep[j]))
+        bad &= ~(atom[i] & atom[j])  # (two atomics never conflict)
         if bad.any() and seen is not None:  # (ordered through mbarriers)
             assert vcs is not None
             for x, y in ((i, j), (j, i)):
@@ -328,6 +335,8 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
                 landed = own[wg][:, u].all(axis=0) & (own_gen[wg][:, u] < 0).all(axis=0)
                 _wgmma_reads(a, u[~landed], written, generic, fenced, unit)
                 continue
+            if a.atomic:  # (it reads the bytes it writes: they must be written first)
+                _read_written(a, rows, span, units, written, own, mine, done, unit, vcs)
             if a.write:
                 sure = a.certain[rows]
                 conv = a.converged[rows]
@@ -337,30 +346,40 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
                 mine.append((a.thread[rows][sure][:, None] * units + span[sure]).ravel())
                 done.append((seq, a, rows))
                 continue
-            have = written[span] | own[a.warp[rows][:, None], span]
             if a.agent == AGENT_COPY:  # (a copy engine's read: the async proxy)
                 _async_reads(a, rows, span, k, unit, written, own_gen, generic, fence)
-            if not have.all():
-                keys = (a.thread[rows][:, None] * units + span)[~have]
-                miss = ~np.isin(keys, np.concatenate(mine))
-                if miss.any() and vcs is not None and len(vcs) > 1 and a.cid is not None \
-                        and a.agent == AGENT_WARP:
-                    # (a store of another thread this interval that happens before the read;
-                    # a copy engine's read, of the async proxy, needs the bytes' fence: only
-                    # bytes of earlier intervals, _async_reads)
-                    who = np.broadcast_to(np.arange(len(span))[:, None], span.shape)[~have]
-                    cids = a.cid[rows][who[miss]]
-                    miss[np.nonzero(miss)[0][_stored_before(
-                        span[~have][miss], cids, done, unit, vcs)]] = False
-                if miss.any():
-                    byte = int(span[~have][miss][0]) * unit
-                    raise Refused(f"line {a.line}: it may read byte {byte} before any write "
-                                  "certain to run has written it")
+            _read_written(a, rows, span, units, written, own, mine, done, unit, vcs)
         end = bar_steps[k] if k < len(bar_steps) else NEVER  # (the barrier closing k)
         for seq, a, rows in done:  # (in the order they ran: the last write is the last one)
             span = a.start[rows][:, None] // unit + np.arange(-(-a.size // unit))
             written[span[a.certain[rows]].ravel()] = True
             generic.write(a, rows, span, np.where(a.converged[rows], seq, end))
+
+
+def _read_written(a: Access, rows: np.ndarray, span: np.ndarray, units: int,
+                  written: np.ndarray, own: np.ndarray, mine: list[np.ndarray],
+                  done: list[tuple[int, Access, np.ndarray]], unit: int,
+                  vcs: np.ndarray | None) -> None:
+    """Rule 2 for one read: its bytes written in an earlier interval, by its converged
+    warp or its own thread earlier in this one, or by a store that happens before it."""
+    have = written[span] | own[a.warp[rows][:, None], span]
+    if have.all():
+        return
+    keys = (a.thread[rows][:, None] * units + span)[~have]
+    miss = ~np.isin(keys, np.concatenate(mine))
+    if miss.any() and vcs is not None and len(vcs) > 1 and a.cid is not None \
+            and a.agent == AGENT_WARP:
+        # (a store of another thread this interval that happens before the read; a copy
+        # engine's read, of the async proxy, needs the bytes' fence: only bytes of earlier
+        # intervals, _async_reads)
+        who = np.broadcast_to(np.arange(len(span))[:, None], span.shape)[~have]
+        cids = a.cid[rows][who[miss]]
+        miss[np.nonzero(miss)[0][_stored_before(span[~have][miss], cids, done, unit,
+                                                vcs)]] = False
+    if miss.any():
+        byte = int(span[~have][miss][0]) * unit
+        raise Refused(f"line {a.line}: it may read byte {byte} before any write certain to "
+                      "run has written it")
 
 
 def _stored_before(units: np.ndarray, cids: np.ndarray,

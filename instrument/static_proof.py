@@ -747,7 +747,7 @@ class _Prover:
             raise _Refused(f"line {it.line}: `{op}` under an `elect.sync` predicate (where "
                            "control goes would depend on the lane the GPU elects)")
         if elected and op not in ("ld", "st", "cp", "mbarrier", "fence", "ldmatrix",
-                                  "stmatrix"):
+                                  "stmatrix", "atom", "red"):
             # (what one lane does, which lane not known: a register it writes is unknown in
             # all of them; a return, a barrier or any other event is not followed)
             self._elected(it, mask)
@@ -1041,9 +1041,12 @@ class _Prover:
         if c.event in _COPIES_IN or c.event in _COPIES_OUT:
             self._bulk(it, c, run, maybe)
             return
-        if c.event not in (Event.READ, Event.WRITE, Event.ASYNC_WRITE) or c.reason or \
-                it.op_parts[0] not in ("ld", "st", "ldmatrix", "stmatrix", "cp") or \
-                not {"shared", "shared::cta", "shared::cluster"} & set(it.op_parts) or \
+        atomic = c.event is Event.ATOMIC and it.op_parts[0] in ("atom", "red") and \
+            "shared::cluster" not in it.op_parts  # (a peer's bytes: not followed)
+        if (c.event not in (Event.READ, Event.WRITE, Event.ASYNC_WRITE) and not atomic) or \
+                c.reason or \
+                it.op_parts[0] not in ("ld", "st", "ldmatrix", "stmatrix", "cp", "atom", "red") \
+                or not {"shared", "shared::cta", "shared::cluster"} & set(it.op_parts) or \
                 (c.event is Event.ASYNC_WRITE and "shared::cluster" in it.op_parts):
             raise _Refused(f"line {it.line}: `{it.opcode}` ({c.event.value}) is not a plain "
                            "load or store of the CTA's shared memory")
@@ -1068,7 +1071,7 @@ class _Prover:
         write = c.event is not Event.READ
         a = Access(self.barriers, threads, self.warp[maybe], start[maybe], c.size,
                    write, run[maybe], converged[maybe], it.line, self.steps, idem=c.idem,
-                   elected=self.electing)
+                   elected=self.electing, atomic=atomic)
         self._remote(it, maybe)
         if write:
             self.writes += 1

@@ -233,7 +233,8 @@ def test_a_ctas_own_bytes_through_its_cluster_address_are_an_ordinary_access():
 
 
 @pytest.mark.parametrize("op", [
-    "atom.shared.add.u32 %r9, [%r6], 1;", "red.shared.add.u32 [%r6], 1;",
+    # (an atomic on another CTA's bytes; atomics on the CTA's own: test_shared_atomics_...)
+    "atom.shared::cluster.add.u32 %r9, [%r6], 1;",
     # (rank 1 of a launch of one CTA: no such CTA)
     "mapa.shared::cluster.u32 %r7, %r6, 1;\n\tld.shared::cluster.u32 %r9, [%r7];",
     "cvta.shared.u64 %rd2, %rd1;\n\tld.u32 %r9, [%rd2];",
@@ -328,8 +329,9 @@ def _replay(accesses, phase_mode: bool, warp_major: bool, reverse: bool) -> set[
 
     def run(site: int, a, w: int) -> None:
         for start in sorted(set(a.start[a.warp == w].tolist())):
-            ck.access(w, start, a.size, abi.MODE_WRITE if a.write else abi.MODE_READ,
-                      site % 60)
+            mode = abi.MODE_ATOMIC if a.atomic else abi.MODE_WRITE if a.write else \
+                abi.MODE_READ
+            ck.access(w, start, a.size, mode, site % 60)
 
     for k in range(last + 1):
         group = [(i, a) for i, a in enumerate(accesses) if a.interval == k]
@@ -524,9 +526,8 @@ def _twins():
     return gpu_kernels.TWINS
 
 
-# clean twins the proof cannot take, and why: named barriers; shared atomics; an address
-# loaded from memory
-NOT_PROVEN = {"named-missing", "named-count", "atomics", "rmw"}
+# clean twins the proof cannot take, and why: named barriers; an address loaded from memory
+NOT_PROVEN = {"named-missing", "named-count", "rmw"}
 
 
 @pytest.mark.parametrize("twin", _twins(), ids=lambda t: t.key)
@@ -740,7 +741,7 @@ def test_the_coverage_script_counts_the_proven_kernels(monkeypatch, capsys):
     monkeypatch.setattr(proof_coverage, "triton_rows", lambda cache: [])
     assert proof_coverage.main([]) == 0
     out = capsys.readouterr().out
-    assert "twin racy: 0 of 18 proven" in out and "twin clean: 14 of 18 proven" in out
+    assert "twin racy: 0 of 18 proven" in out and "twin clean: 15 of 18 proven" in out
     assert "bench_clean | block_reduce_sum | 256x1x1 | proven |" in out
     assert "bench_clean | sgemm_tiled | 256x1x1 | proven for its launch" in out
 
@@ -1226,6 +1227,79 @@ def test_the_grids_bounds_never_decide_a_comparison_some_cta_breaks():
                 (c + other) & m32)]
             assert not bad, (body, cmp, bound, grid, bad[:3])
     assert held >= 20, held
+
+
+# every thread zeroes its word, a barrier, ATOMICS on word tid % 8 (%r15), WHERE (a barrier
+# or none), and every thread reads word tid % 8
+_ATOMIC_BODY = """
+\tshl.b32 %r12, %r1, 2;
+\tadd.s32 %r13, %r2, %r12;
+\tst.shared.u32 [%r13], 0;
+\tbar.sync 0;
+\tand.b32 %r14, %r1, 7;
+\tshl.b32 %r14, %r14, 2;
+\tadd.s32 %r15, %r2, %r14;
+ATOMICS
+WHERE
+\tld.shared.u32 %r16, [%r15];
+"""
+
+
+@pytest.mark.parametrize("atomics, where, why", [
+    # every warp adds into eight words, a barrier, every thread reads one
+    ("\tatom.shared.add.u32 %r17, [%r15], 1;", "\tbar.sync 0;", None),
+    ("\tred.shared.add.u32 [%r15], %r1;", "\tbar.sync 0;", None),
+    ("\tatom.shared::cta.relaxed.cta.max.u32 %r17, [%r15], %r1;", "\tbar.sync 0;", None),
+    # no barrier: a read meets another warp's atomic (the checker's race.raw)
+    ("\tatom.shared.add.u32 %r17, [%r15], 1;", "", "two warps touch the granule"),
+    # an atomic and a plain store of another warp
+    ("\tatom.shared.add.u32 %r17, [%r15], 1;\n\tsetp.eq.u32 %p4, %r3, 1;\n"
+     "\t@%p4 st.shared.u32 [%r15], 0;", "\tbar.sync 0;", "two warps touch the granule"),
+    # an atomic on bytes nothing wrote (it reads them: the checker's uninit.read)
+    ("\tatom.shared.add.u32 %r17, [%r15+512], 1;", "\tbar.sync 0;",
+     "before any write certain to run"),
+    # its result is a value loaded from memory: no address
+    ("\tatom.shared.add.u32 %r17, [%r15], 4;\n\tand.b32 %r17, %r17, 4;\n"
+     "\tadd.s32 %r18, %r2, %r17;\n\tld.shared.u32 %r19, [%r18];", "\tbar.sync 0;",
+     "not known before launch"),
+    # another CTA's bytes
+    ("\tatom.shared::cluster.add.u32 %r17, [%r15], 1;", "\tbar.sync 0;",
+     "not a plain load or store"),
+], ids=["atom-add", "red-add", "atom-relaxed-max", "no-barrier", "beside-a-store",
+        "unwritten", "result-as-address", "cluster"])
+def test_shared_atomics_never_conflict_with_each_other_only(atomics, where, why):
+    """Atomics are writes that read their bytes, except that two never conflict (the
+    checker's rule): warps' atomics on one word between the same barriers are proven, any
+    other access of another warp there is not. Every interleaving the checker is given of
+    a proven one finds nothing, and some of a refused one a finding."""
+    from instrument.events import classify, constant_registers
+    from instrument.ptx import parse
+    from instrument.rewrite import _shared_symbols
+    from instrument.static_proof import trace
+
+    ptx = kernel(_ATOMIC_BODY.replace("ATOMICS", atomics).replace("WHERE", where),
+                 ".reqntid 64")
+    got = verdict(ptx)
+    if why is None:
+        assert isinstance(got, dict), got
+    else:
+        assert why in got, got
+    if why is None or why.startswith("two warps"):
+        mod = parse(ptx, "t.ptx")
+        fn = mod.functions[0]
+        index = {id(it): i for i, it in enumerate(mod.items)}
+        shared, consts = _shared_symbols(mod), constant_registers(fn.body)
+        accesses = trace(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                         lambda it: classify(it, shared, in_entry=True, constants=consts),
+                         shared)
+        if not host_compiler_here():
+            return
+        found = set()
+        for phase_mode in (True, False):
+            for warp_major in (True, False):
+                for reverse in (True, False):
+                    found |= _replay(accesses, phase_mode, warp_major, reverse)
+        assert bool(found) == (why is not None), found
 
 
 def test_a_proof_that_would_run_too_long_on_the_host_is_refused(monkeypatch):
