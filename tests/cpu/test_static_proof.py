@@ -1265,8 +1265,11 @@ WHERE
     # another CTA's bytes
     ("\tatom.shared::cluster.add.u32 %r17, [%r15], 1;", "\tbar.sync 0;",
      "not a plain load or store"),
+    # an acquire (the checker models its order in part)
+    ("\tatom.acquire.cta.shared.add.u32 %r17, [%r15], 1;", "\tbar.sync 0;",
+     "not a plain load or store"),
 ], ids=["atom-add", "red-add", "atom-relaxed-max", "no-barrier", "beside-a-store",
-        "unwritten", "result-as-address", "cluster"])
+        "unwritten", "result-as-address", "cluster", "acquire"])
 def test_shared_atomics_never_conflict_with_each_other_only(atomics, where, why):
     """Atomics are writes that read their bytes, except that two never conflict (the
     checker's rule): warps' atomics on one word between the same barriers are proven, any
