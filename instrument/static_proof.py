@@ -437,19 +437,20 @@ def _same_state(a: tuple, b: tuple) -> bool:
 def _same_values(a: dict, b: dict, form: Callable) -> bool:
     """Registers (or predicates) known in the same threads with the same values, and of
     the same form (`form(x)`: (what besides the values must agree, the values))."""
-    for r in set(a) | set(b):
-        x, y = a.get(r), b.get(r)
-        if x is None or y is None:
-            if (x or y).known.any() or (x or y).uni or getattr(x or y, "hi", None) is not None:
-                return False
-            continue
-        (fx, vx), (fy, vy) = form(x), form(y)
-        if fx != fy or not np.array_equal(x.known, y.known) or \
-                not np.array_equal(vx[x.known], vy[y.known]):
-            return False
-        if isinstance(x, _Val) and not _same_bounds(x, y):
-            return False
-    return True
+    return all(_same_value(a.get(r), b.get(r), form) for r in set(a) | set(b))
+
+
+def _same_value(x: _Val | _Pred | None, y: _Val | _Pred | None, form: Callable) -> bool:
+    """One register (or predicate) of two states alike, as _same_values says; absent in
+    one, it must hold nothing in the other."""
+    if x is None or y is None:
+        z = x or y
+        return z is None or not (z.known.any() or z.uni or getattr(z, "hi", None) is not None)
+    (fx, vx), (fy, vy) = form(x), form(y)
+    if fx != fy or not np.array_equal(x.known, y.known) or \
+            not np.array_equal(vx[x.known], vy[y.known]):
+        return False
+    return not isinstance(x, _Val) or _same_bounds(x, y)
 
 
 def _same_bounds(x: _Val, y: _Val) -> bool:
@@ -892,25 +893,24 @@ class _Prover:
         regs, preds = self.widen_from.pop(pc)
         self.widened.add(pc)
         alive = self.alive
+
+        def one(v: _Val | _Pred, values: np.ndarray) -> bool:  # (known alike everywhere)
+            return bool(v.known[alive].all()) and len(set(values[alive].tolist())) == 1
         for r in set(regs) | set(self.regs):
             a, b = regs.get(r), self.regs.get(r)
-            if a is not None and b is not None and (a.sym, a.rel) == (b.sym, b.rel) and \
-                    np.array_equal(a.known, b.known) and \
-                    np.array_equal(a.a[a.known], b.a[b.known]):
+            if a is not None and b is not None and \
+                    _same_value(a, b, lambda v: ((v.sym, v.rel), v.a)):
                 continue
-            uni = b is not None and b.sym is None and b.rel is None and \
-                bool(b.known[alive].all()) and len(set(b.a[alive].tolist())) == 1
+            uni = b is not None and b.sym is None and b.rel is None and one(b, b.a)
             self.regs[r] = self._unknown()
             self.regs[r].uni = uni
         none = np.zeros(self.n, dtype=bool)
         for r in set(preds) | set(self.preds):
             x, y = preds.get(r), self.preds.get(r)
-            if x is not None and y is not None and np.array_equal(x.known, y.known) and \
-                    np.array_equal(x.v[x.known], y.v[y.known]) and x.base is None and \
-                    y.base is None:
+            if x is not None and y is not None and x.base is None and y.base is None and \
+                    _same_value(x, y, lambda p: ((), p.v)):
                 continue
-            uni = y is not None and y.base is None and bool(y.known[alive].all()) and \
-                len(set(y.v[alive].tolist())) == 1
+            uni = y is not None and y.base is None and one(y, y.v)
             self.preds[r] = _Pred(none.copy(), none.copy(), uni)
 
     def _loop_trip(self, it: Item, pc: int, target: int,
