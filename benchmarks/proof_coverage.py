@@ -117,8 +117,9 @@ def triton_rows(cache: str) -> list[tuple[str, str, tuple, str, float]]:
     for case in tc.CASES:
         ptx, meta = tc.cached_ptx(case, cache)
         block = (32 * int(meta["num_warps"]), 1, 1)
+        scalars, maps = tc.launch_values(case, ptx, meta)
         rows.append(("triton", case.name, block,
-                     *verdict(ptx, meta["name"], None, case.scalars)))
+                     *verdict(ptx, meta["name"], None, scalars, maps, case.grid)))
     return rows
 
 

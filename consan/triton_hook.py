@@ -27,10 +27,13 @@ import functools
 import importlib.abc
 import numbers
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from instrument.static_proof import MAP_BITS, param_layout
 
 from . import runtime, session, tma
 from .session import ExStream, NotCheckable, proofs_on, work_in
@@ -54,6 +57,16 @@ class _Kernel:
         # (the arch, whether proofs counted, the build) where the module was found to have
         # nothing to check
         self._nothing: tuple[str, bool, runtime.Build] | None = None
+        self._layout: list[int] | None = None
+
+    def param_layout(self) -> list[int]:
+        """Its parameters' bits as its PTX declares them (static_proof.param_layout); none
+        where the PTX stage is not kept."""
+        if self._layout is None:
+            ptx = self.compiled.asm.get("ptx") if hasattr(self.compiled.asm, "get") else None
+            m = re.search(rf"\.entry\s+{re.escape(self.kernel)}\s*\(([^)]*)\)", ptx or "")
+            self._layout = param_layout(m.group(1)) if m else []
+        return self._layout
 
     def native_build(self) -> runtime.Build | None:
         """This kernel's build on this device where it has nothing to check (no shared
@@ -105,29 +118,69 @@ class _Kernel:
 
 _INTS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 _ONE_PARAM = {"fp16", "bf16", "fp32", "fp64", "i1", "u1"}  # (not given: floats, flags)
+_DESC = re.compile(r"tensordesc<[^\[>]*\[([^\]]*)\]")
 
 
-def scalar_params(signature: Mapping[str, Any] | None, args: Sequence[Any]
-                  ) -> dict[int, tuple[int, int]]:
+def _descriptor_params(ty: str, meta: Any) -> list[str] | None:
+    """The kernel parameters Triton's launcher (triton/backends/nvidia/driver.py, 3.6)
+    makes of one host tensor descriptor: a tensor map, then its shape (i32) and strides
+    (i64), where the kernel reads it through TMA (`meta`); else a pointer, shape and
+    strides (i64), a padding flag, then shape and strides again. None: not understood."""
+    m = _DESC.match(ty)
+    if m is None:
+        return None
+    rank = m.group(1).count(",") + 1
+    head = ["map"] if meta is not None else ["*", *["i64"] * (2 * rank), "i1"]
+    return [*head, *["i32"] * rank, *["i64"] * rank]
+
+
+def _fits(kinds: list[str], layout: Sequence[int]) -> bool:
+    """Whether parameters of these kinds are the kernel's declared ones from its first on:
+    a tensor map exactly where it declares one (static_proof.MAP_BITS), and integers and
+    pointers at their widths."""
+    if len(layout) < len(kinds):
+        return False
+    for kind, bits in zip(kinds, layout, strict=False):
+        want = MAP_BITS if kind == "map" else 64 if kind.startswith("*") else _INTS.get(kind)
+        if (bits == MAP_BITS) != (kind == "map") or (want is not None and bits != want):
+            return False
+    return True
+
+
+def scalar_params(signature: Mapping[str, Any] | None, args: Sequence[Any],
+                  tensordesc_meta: Sequence[Any] | None = None,
+                  layout: Sequence[int] | None = None) -> dict[int, tuple[int, int]]:
     """A launch's integer arguments (value, bits the launcher passes) by the position of
     the kernel parameter each becomes, as Triton's launcher passes them: a constexpr (an
-    integer equal to 1 included) is no parameter, a pointer or float is one; from the
-    first argument of any other kind (a tensor descriptor becomes several parameters, a
-    tuple is flattened) on, nothing."""
+    integer equal to 1 included) is no parameter, a pointer or float is one. A tensor
+    descriptor becomes several (`_descriptor_params`, by its `tensordesc_meta`), counted
+    only where the kernel's declared parameters (`layout`: their bits, in order, from
+    static_proof.param_layout) are exactly the ones that makes; else, and from any other
+    kind of argument (a tuple is flattened) on, nothing is numbered."""
     if not isinstance(signature, Mapping) or len(signature) != len(args):
         return {}
     out: dict[int, tuple[int, int]] = {}
-    i = 0
+    kinds: list[str] = []
+    metas = iter(tensordesc_meta or ())
     for ty, v in zip(signature.values(), args, strict=True):
         if ty == "constexpr":
             continue
         if not isinstance(ty, str):
             break
+        if ty.startswith("tensordesc"):
+            parts = _descriptor_params(ty, next(metas, None)) if layout is not None else None
+            if parts is None:
+                break
+            kinds += parts
+            continue
         if ty in _INTS and isinstance(v, numbers.Integral) and not isinstance(v, bool):
-            out[i] = (int(v), _INTS[ty])
+            out[len(kinds)] = (int(v), _INTS[ty])
         elif not (ty.startswith("*") or ty in _ONE_PARAM or ty in _INTS):
             break
-        i += 1
+        kinds.append(ty)
+    if "map" in kinds or "*" in kinds:  # (positions past a descriptor: checked, or none)
+        if layout is None or not _fits(kinds, layout):
+            return scalar_params(signature, args)
     return out
 
 
@@ -180,7 +233,9 @@ def _checked_run(compiled: Any, native: Any, s: Any, grid_x: int, grid_y: int,
     s.launch(k, grid, block, _Launcher(maps, launch), int(shared),
              ExStream(int(stream)), cooperative, run_native, extra_launch=extra,
              values=lambda: (scalar_params(getattr(getattr(compiled, "src", None),
-                                                   "signature", None), args),
+                                                   "signature", None), args,
+                                           getattr(md, "tensordesc_meta", None),
+                                           k.param_layout()),
                              tma.copy_sizes(maps)))
 
 

@@ -94,6 +94,12 @@ MAX_STEPS = 20_000
 # unknown): Triton-free CUDA GEMMs' K loops (bench_clean's sgemm_tiled at 4096^3: 256
 # trips, over MAX_STEPS) then cost WIDEN_AT + 3 trips on the host, not one per trip
 WIDEN_AT = 4
+# a branch on a condition every thread holds alike but not known before launch (a
+# persistent kernel's tile loop: one more tile or none, by %ctaid) is followed both ways,
+# each in a run of its own (a CTA's threads all go one way), in a proof for one launch's
+# grid: at most MAX_PATHS runs, together within FORK_STEPS of host work
+MAX_PATHS = 16
+FORK_STEPS = MAX_STEPS
 _TOO_LONG = "instructions to run on the host"
 _UNBOUNDED = 1 << 62  # a bound at or past it is none (int64 sums of two stay exact)
 _RANGED_OPS = frozenset(("mov", "cvt", "add", "sub", "mul", "mad", "shl", "shr", "and", "min",
@@ -221,9 +227,9 @@ def prove(fn: Function, header_items: list[Item],
     runs: list[_Prover] = []
     widen, widened = True, ""
 
-    def make(loops: dict[int, int]) -> _Prover:
+    def make(loops: dict[int, int], ways: tuple[bool, ...]) -> _Prover:
         runs.append(_Prover(fn, dims, classify, shared, values, loops, sizes,
-                            param_names(header_items), ctas, widen, grid))
+                            param_names(header_items), ctas, widen, grid, ways))
         return runs[-1]
     while True:
         try:
@@ -266,6 +272,20 @@ def cluster_dims(header_items: list[Item], launch: tuple[int, int, int] | None =
     if min(dims) < 1 or dims[0] * dims[1] * dims[2] > 16:
         return Refusal(f"a cluster of {dims} CTAs")
     return dims  # type: ignore[return-value]
+
+
+MAP_BITS = 1024  # a tensor-map parameter's bits in param_layout
+
+
+def param_layout(header: str) -> list[int]:
+    """The bits of each parameter a kernel's header (`.entry name(...)`) declares, in order:
+    MAP_BITS for a tensor map (`.param .align 64 .b8 name[128]`), 0 for a type not known."""
+    maps = set(_MAP_PARAM.findall(header))
+    out = []
+    for types, name in _PARAM.findall(header):
+        t = _PARAM_TYPE.search(types)
+        out.append(MAP_BITS if name in maps else int(t.group(2)) if t else 0)
+    return out
 
 
 def param_names(header_items: list[Item]) -> list[str]:
@@ -319,9 +339,9 @@ def trace(fn: Function, header_items: list[Item],
     values = _param_values(header_items, params)
     sizes = _map_sizes(header_items, maps)
 
-    def make(loops: dict[int, int]) -> _Prover:
+    def make(loops: dict[int, int], ways: tuple[bool, ...]) -> _Prover:
         p = _Prover(fn, dims, classify, shared, values, loops, sizes,
-                    param_names(header_items), ctas, grid=grid)
+                    param_names(header_items), ctas, grid=grid, ways=ways)
         p.judge = False
         return p
     try:
@@ -401,24 +421,47 @@ def _names_meet(name: str, decl: tuple[str, int | None]) -> bool:
     return name.startswith(base) and rest.isdigit() and int(rest) < count
 
 
-def _every_path(make: Callable[[dict[int, int]], _Prover]) -> tuple[_Prover, Proof]:
+def _every_path(make: Callable[[dict[int, int], tuple[bool, ...]], _Prover]
+                ) -> tuple[_Prover, Proof]:
     """Run the kernel once with every uniform loop taking one trip, then once for each
     other choice of one or three trips per loop (docs/model.md: together they hold every
-    interval any trip count gives); the first run and its proof."""
-    first = make({})
-    proof = first.run()
-    loops = first.loops_seen
-    if len(loops) > MAX_LOOPS:
-        raise _Refused(f"more than {MAX_LOOPS} loops whose trip counts are not known before "
-                       "launch")
-    for choice in itertools.product((0, 2), repeat=len(loops)):
-        if any(choice):
-            again = make(dict(zip(loops, choice, strict=True)))
-            again.run()
-            if not set(again.loops_seen) <= set(loops):
-                raise _Refused("a loop whose trip count is not known before launch, reached "
-                               "only after another one's second trip")
-    return first, proof
+    interval any trip count gives); and all that again for each way of each branch it
+    forks at (every way a CTA can go); the first run and its proof."""
+    plans: list[tuple[bool, ...]] = [()]
+    first: tuple[_Prover, Proof] | None = None
+    paths = steps = 0
+    while plans:
+        plan = plans.pop(0)
+        paths += 1
+        if paths > MAX_PATHS:
+            raise _Refused(f"more than {MAX_PATHS} ways through branches whose direction is "
+                           "not known before launch")
+        run = make({}, plan)
+        proof = run.run()
+        first = first or (run, proof)
+        ways = tuple(run.ways_taken)
+        plans += [(*ways[:k], not ways[k]) for k in range(len(plan), len(ways))]
+        loops = run.loops_seen
+        if len(loops) > MAX_LOOPS:
+            raise _Refused(f"more than {MAX_LOOPS} loops whose trip counts are not known "
+                           "before launch")
+        steps += run.steps
+        for choice in itertools.product((0, 2), repeat=len(loops)):
+            if any(choice):
+                again = make(dict(zip(loops, choice, strict=True)), ways)
+                again.run()
+                steps += again.steps
+                if not set(again.loops_seen) <= set(loops):
+                    raise _Refused("a loop whose trip count is not known before launch, "
+                                   "reached only after another one's second trip")
+                if again.forked_at != run.forked_at[:len(again.forked_at)]:
+                    raise _Refused("a branch whose direction is not known before launch, "
+                                   "reached only after a loop's second trip")
+        if ways and steps > FORK_STEPS:
+            raise _Refused(f"more than {FORK_STEPS} {_TOO_LONG} over the ways through "
+                           "branches whose direction is not known before launch")
+    assert first is not None
+    return first
 
 
 _NO_KEY = np.int64(-1)
@@ -498,7 +541,8 @@ class _Prover:
                  loops: dict[int, int] | None = None, maps: dict[str, int] | None = None,
                  param_names: list[str] | None = None,
                  cluster: tuple[int, int, int] = (1, 1, 1), widen: bool = False,
-                 grid: tuple[int, int, int] | None = None) -> None:
+                 grid: tuple[int, int, int] | None = None, ways: tuple[bool, ...] = ()
+                 ) -> None:
         self.fn, self.classify, self.shared = fn, classify, shared
         self.maps = maps or {}  # tensor-map parameter -> bytes one copy through it moves
         self.param_syms = {n: _PARAM_SYM + n for n in param_names or ()}
@@ -608,6 +652,12 @@ class _Prover:
         self.widen_from: dict[int, tuple[dict, dict]] = {}
         self.widen_tried: set[int] = set()
         self.widened: set[int] = set()
+        # branches forked at (a proof for a launch's grid only): the ways this run takes at
+        # the first ones (True: taken), the ways it took
+        self.forking = grid is not None
+        self.ways = ways
+        self.ways_taken: list[bool] = []
+        self.forked_at: list[int] = []  # (the pc of each)
         if self.ncta > 1:
             self.stride = self._stride()
 
@@ -805,6 +855,8 @@ class _Prover:
         else:
             taken, unknown = mask, np.zeros(self.n, dtype=bool)
         stay = mask & ~taken & ~unknown
+        if unknown.any() and self._forks(it, pc, target, mask, unknown):
+            return self._fork(it, pc, target, mask)
         if unknown.any() and target <= pc and it.pred and self._uniform_loop(it, pc, target,
                                                                              mask, unknown):
             return self._loop_trip(it, pc, target, mask)
@@ -837,6 +889,34 @@ class _Prover:
         if self.widen and target <= pc and it.pred:
             self._long_loop(pc, target, mask, taken)
         return [(target, taken), (pc + 1, stay)]
+
+    def _forks(self, it: Item, pc: int, target: int, mask: np.ndarray,
+               unknown: np.ndarray) -> bool:
+        """Whether to follow a branch each way in a run of its own: every thread that has
+        not returned is at it, certainly, on a condition the same in all of them but not
+        known, so each CTA's threads all go one way; a loop's closing branch only where
+        the uniform-loop rule cannot take the loop."""
+        p = self.preds.get(it.pred.lstrip("@").lstrip("!")) if it.pred else None
+        if not self.forking or p is None or not p.uni or p.base is not None or \
+                not np.array_equal(mask, self.alive) or not np.array_equal(unknown, mask) or \
+                self.doubt.any() or self.parked:
+            return False
+        return target > pc or self._region(pc, target) != (target, pc) or \
+            self._unrepeatable(pc, target) is not None
+
+    def _fork(self, it: Item, pc: int, target: int,
+              mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """The way this run takes at a branch it forks at (taken, unless its plan says);
+        its predicate is then known to be what sends the threads that way."""
+        k = len(self.ways_taken)
+        way = self.ways[k] if k < len(self.ways) else True
+        self.ways_taken.append(way)
+        self.forked_at.append(pc)
+        self.guessed = True
+        name = it.pred.lstrip("@")
+        self.preds[name.lstrip("!")] = _Pred(np.full(self.n, way != name.startswith("!")),
+                                            self.yes.copy(), True)
+        return [(target, mask)] if way else [(pc + 1, mask)]
 
     def _uniform_loop(self, it: Item, pc: int, target: int, mask: np.ndarray,
                       unknown: np.ndarray) -> bool:

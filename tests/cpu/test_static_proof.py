@@ -1405,3 +1405,86 @@ def test_a_launch_values_are_asked_only_where_the_proof_needs_them():
     assert s._launch_proof(fn, g, (128, 1, 1), None, None, (8, 1, 1)) is held
     assert s._launch_proof(fn, g, (128, 1, 1), None, None, (100, 1, 1)) is None
     assert grids == [None, (8, 1, 1), (100, 1, 1)]
+
+
+def _fork_kernel(second: str, branches: int = 1, skip: bool = False, on: str = "%r5") -> str:
+    """Every thread writes its word and, after a barrier, reads its neighbour's; then, where
+    `%ctaid.x < n` (the same in all of a CTA's threads, not known before launch), `second`
+    runs: a persistent kernel's next tile (`skip`: a branch past it where `%ctaid.x >= n`).
+    `branches` such conditions in a row (on `%ctaid.x < n + i`) multiply the ways. `on`: the
+    register compared in place of `%ctaid.x`."""
+    tests = "".join(f"""
+\tadd.u32 %r9, %r2, {i};
+\tsetp.lt.u32 %p2, %r5, %r9;
+\t@%p2 bra $L_t{i};
+$L_t{i}:""" for i in range(1, branches))
+    jump = f"\tsetp.ge.u32 %p1, {on}, %r2;\n\t@%p1 bra $L_end;" if skip else \
+        f"\tsetp.lt.u32 %p1, {on}, %r2;\n\t@%p1 bra $L_next;\n\tbra.uni $L_end;\n$L_next:"
+    return f"""
+.version 8.0
+.target sm_90a
+.address_size 64
+.shared .align 4 .b8 smem[256];
+.visible .entry k(.param .u32 k_n)
+.reqntid 64
+{{
+\t.reg .b32 %r<12>;
+\t.reg .pred %p<4>;
+\tmov.u32 %r1, %tid.x;
+\tmov.u32 %r5, %ctaid.x;
+\tld.param.u32 %r2, [k_n];
+\tshl.b32 %r3, %r1, 2;
+\tmov.u32 %r4, smem;
+\tadd.u32 %r6, %r4, %r3;
+\tadd.u32 %r7, %r1, 1;
+\tand.b32 %r7, %r7, 63;
+\tshl.b32 %r7, %r7, 2;
+\tadd.u32 %r7, %r4, %r7;
+\tst.shared.u32 [%r6], %r1;
+\tbar.sync 0;
+\tld.shared.u32 %r8, [%r7];{tests}
+{jump}
+{second}
+$L_end:
+\tret;
+}}
+"""
+
+
+def test_a_branch_every_thread_of_a_cta_takes_alike_is_followed_each_way_for_a_launch():
+    """A persistent kernel's `if (tile < n)` around its next tile is the same in all of a
+    CTA's threads but not known before launch: in a proof for one launch's grid each way is
+    run on its own, certainly, so a barrier or a second use of a buffer inside it is
+    followed; a race on one way alone is found there."""
+    from instrument.static_proof import Proof
+
+    tile, bad = "\tbar.sync 0;\n\tst.shared.u32 [%r6], %r8;", "\tst.shared.u32 [%r6], %r8;"
+    clean, racy = _fork_kernel(tile), _fork_kernel(bad)
+    got = _grid_verdict(clean, 8, n=4)  # (CTAs 0-3 run the second tile, 4-7 do not)
+    assert isinstance(got, Proof), got
+    # without the grid the proof is made for no launch, and nothing is forked
+    assert "a barrier not every thread of the CTA is certain to reach" in verdict(clean)
+    why = _grid_verdict(racy, 8, n=4)
+    assert not isinstance(why, Proof) and "two warps touch" in why, why
+    # (the way a run takes first is the branch taken: here the race is on the other way)
+    assert isinstance(_grid_verdict(_fork_kernel(tile, skip=True), 8, n=4), Proof)
+    assert "two warps touch" in _grid_verdict(_fork_kernel(bad, skip=True), 8, n=4)
+    # a condition that may differ between a CTA's threads (a word each read) is not forked
+    assert "not every thread of the CTA is certain to reach" in _grid_verdict(
+        _fork_kernel(tile, on="%r8"), 8, n=4)
+    # where the grid's bounds decide it, one way alone is run: none of the CTAs runs the
+    # second tile (n = 0), or all of them do (4 CTAs, n = 4)
+    assert isinstance(_grid_verdict(racy, 4, n=0), Proof)
+    assert "two warps touch" in _grid_verdict(racy, 4, n=4)
+
+
+def test_the_ways_through_unknown_branches_are_bounded():
+    """Each branch forked at doubles the runs: past static_proof.MAX_PATHS ways the kernel
+    is refused (and instrumented), as a proof taking too long on the host would be."""
+    from instrument.static_proof import MAX_PATHS, Proof
+
+    clean = "\tbar.sync 0;\n\tst.shared.u32 [%r6], %r8;"
+    assert isinstance(_grid_verdict(_fork_kernel(clean, branches=4), 64, n=4), Proof)
+    assert 2 ** 5 > MAX_PATHS
+    why = _grid_verdict(_fork_kernel(clean, branches=5), 64, n=4)
+    assert f"more than {MAX_PATHS} ways" in why, why

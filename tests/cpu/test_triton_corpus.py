@@ -149,6 +149,56 @@ def test_launch_values_land_on_parameters_of_their_width(name):
         assert decls[i][1] == want, (i, t, decls[i])
     for i, (_, bits) in case.scalars.items():
         assert decls[i][1] == bits, (i, decls[i], case.scalars)
+    # past its tensor descriptors too, where the launcher's expansion of them is checked
+    # against the kernel's declared parameters (the persistent matmul's M, N, K)
+    scalars, _ = corpus.launch_values(case, ptx, meta)
+    assert case.scalars.items() <= scalars.items()
+    for i, (_, bits) in scalars.items():
+        assert decls[i][1] == bits, (i, decls[i], scalars)
+    if name == "matmul_tma_persistent":
+        assert scalars == {15: (corpus.TMA_M, 32), 16: (corpus.TMA_N, 32),
+                           17: (corpus.TMA_K, 32)}
+
+
+def _prove_at(ptx: str, kernel: str, scalars: dict, maps: tuple, grid: tuple):
+    from instrument.events import classify, constant_registers
+    from instrument.rewrite import _shared_symbols
+    from instrument.static_proof import prove
+
+    mod = parse(ptx, "t.ptx")
+    (fn,) = [f for f in mod.functions if f.name == kernel]
+    index = {id(it): i for i, it in enumerate(mod.items)}
+    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
+    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
+                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
+                 params=scalars, maps=maps, grid=grid)
+
+
+def test_the_persistent_matmul_is_proven_for_its_launch_and_a_tile_reuse_race_is_not():
+    """Triton's persistent TMA matmul on an H100's 132 programs: 124 run two output tiles,
+    8 one, by `%ctaid` (its tile loop's branch is followed each way). Without the bulk-group
+    wait before its epilogue writes the staging tile again, a program's first TMA store may
+    still be reading it: refused, naming both lines, where programs run two tiles; proven
+    where each runs one (256 programs)."""
+    from instrument.static_proof import Proof
+
+    name = "matmul_tma_persistent"
+    ptx, meta = _compiled(name)
+    case = CASE[name]
+    scalars, maps = corpus.launch_values(case, ptx, meta)
+    assert maps == (128 * 64 * 2, 64 * 64 * 2, 128 * 64 * 2) and case.grid == (132, 1, 1)
+    got = _prove_at(ptx, meta["name"], scalars, maps, case.grid)
+    assert isinstance(got, Proof) and got.params == 3, got
+    lines = ptx.split("\n")
+    (wait,) = [i for i, x in enumerate(lines) if "cp.async.bulk.wait_group.read" in x and
+               any("stmatrix" in y for y in lines[i:i + 4])]
+    store = next(i for i, x in enumerate(lines) if "cp.async.bulk.tensor.2d.global.shared"
+                 in x)
+    first_write = next(i for i, x in enumerate(lines) if i > wait and "stmatrix" in x)
+    mutant = "\n".join(lines[:wait] + ["\t// (no wait)"] + lines[wait + 1:])
+    why = _prove_at(mutant, meta["name"], scalars, maps, case.grid)
+    assert f"lines {store + 1}, {first_write + 1}: the bulk store" in why, why
+    assert isinstance(_prove_at(mutant, meta["name"], scalars, maps, (256, 1, 1)), Proof)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -156,6 +156,31 @@ def test_integer_arguments_are_numbered_as_the_kernels_parameters():
     assert triton_hook.scalar_params(sig, [0, 1]) == {} == triton_hook.scalar_params(None, [])
 
 
+def test_integer_arguments_after_tensor_descriptors_are_numbered_by_the_kernels_params():
+    """Triton's launcher makes a host tensor descriptor a tensor map, its shape (i32) and
+    strides (i64) where the kernel reads it through TMA, else a pointer, shape and strides
+    (i64), a padding flag, shape and strides: the integers after it are numbered so only
+    where the kernel declares exactly those parameters."""
+    from instrument.static_proof import MAP_BITS
+
+    sig = {"a": "tensordesc<fp16[128, 64]>", "b": "tensordesc<fp16[64, 128]>", "M": "i32",
+           "K": "i64", "BK": "constexpr"}
+    args = [object(), object(), 2048, 512, 64]
+    tma = [MAP_BITS, 32, 32, 64, 64] * 2
+    meta = [{"block_size": [128, 64]}, {"block_size": [64, 64]}]
+    # (Triton adds its scratch pointers after the signature's parameters)
+    assert triton_hook.scalar_params(sig, args, meta, [*tma, 32, 64, 64, 64]) == \
+        {10: (2048, 32), 11: (512, 64)}
+    plain = [64, 64, 64, 64, 64, 8, 32, 32, 64, 64] * 2
+    assert triton_hook.scalar_params(sig, args, None, [*plain, 32, 64]) == \
+        {20: (2048, 32), 21: (512, 64)}
+    # declared otherwise than the launcher would pass them (a parameter short, an i32 at 64
+    # bits, too few, a map where a pointer is), or no declaration given: nothing after them
+    for wrong in ([*tma[:-1], 32, 64], [*tma, 64, 64], [*tma, 32], None):
+        assert triton_hook.scalar_params(sig, args, meta, wrong) == {}
+    assert triton_hook.scalar_params(sig, args, None, [*tma, 32, 64]) == {}
+
+
 def test_an_empty_grid_launches_natively(compiled):
     calls = []
     triton_hook._checked_run(compiled, lambda *a: calls.append(a), object(), 0, 1, 1, 0, 9,

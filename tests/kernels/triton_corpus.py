@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -318,6 +319,10 @@ class Case:
     # the launch's integer arguments by kernel parameter position (consan.triton_hook's
     # scalar_params): what a proof before launch is made for
     scalars: dict[int, int] = field(default_factory=dict)
+    # its arguments in order (pointers and descriptors as _Ptr / _Desc), and the grid of its
+    # launch where a proof made on the host without a GPU wants it (`launch_values`)
+    arg_values: tuple = ()
+    grid: tuple[int, int, int] | None = None
     run: Callable[[int], Any] | None = None
     reference: Callable[[int], Any] | None = None
     launches: int = 1
@@ -411,8 +416,10 @@ def _case(name: str, fn: Any, args: dict[str, Any], options: dict[str, Any], **k
     from consan.triton_hook import scalar_params
 
     signature, constexprs, attrs = _specialize(fn, args)
-    scalars = scalar_params(signature, [args[n] for n in fn.arg_names])
-    return Case(name, fn, signature, constexprs, attrs, options, scalars=scalars, **kw)
+    values = tuple(args[n] for n in fn.arg_names)
+    scalars = scalar_params(signature, values)
+    return Case(name, fn, signature, constexprs, attrs, options, scalars=scalars,
+                arg_values=values, **kw)
 
 
 def _generator(seed: int) -> Any:
@@ -615,6 +622,7 @@ def _matmul_case(name: str, size: int, bk: int, warps: int, stages: int,
 
 TMA_M, TMA_N, TMA_K = 2048, 2048, 512  # 256 tiles: more than any GPU has SMs
 TMA_BM, TMA_BN, TMA_BK = 128, 128, 64
+H100_SMS = 132  # (the persistent grid on an H100: 124 programs run two tiles, 8 one)
 
 
 def _tma_run(seed: int) -> Any:
@@ -760,13 +768,13 @@ def _cases() -> list[Case]:
              c_desc=_Desc("fp16", (TMA_BM, TMA_BN)), M=TMA_M, N=TMA_N, K=TMA_K, BM=TMA_BM,
              BN=TMA_BN, BK=TMA_BK, GROUP_M=GROUP_M),
         {"num_warps": 8, "num_stages": 3}, run=_tma_run, reference=_tma_reference, atol=0.25,
-        rtol=1e-2))
+        rtol=1e-2, grid=(min(H100_SMS, (TMA_M // TMA_BM) * (TMA_N // TMA_BN)), 1, 1)))
     cases.append(_case(
         "tma_add_into", tma_add_into_kernel,
         dict(x_desc=_Desc("fp32", (ADD_BM, ADD_BN)), y_desc=_Desc("fp32", (ADD_BM, ADD_BN)),
              BM=ADD_BM, BN=ADD_BN),
         {"num_warps": 4}, run=_tma_add_run, reference=_tma_add_reference, atol=1e-5,
-        rtol=1e-6))
+        rtol=1e-6, grid=(ADD_M // ADD_BM, ADD_N // ADD_BN, 1)))
     # Compiled, instrumented and assembled only: the maps it makes on the device are unknown
     # to consan, so each TMA load gets a guessed footprint (docs/model.md, "Tensor maps"),
     # which for two loads completing on one phase spans the next stage's buffers. It runs
@@ -810,16 +818,19 @@ def case_key(case: Case) -> str:
 
 
 def cached_ptx(case: Case, cache_dir: Path | str) -> tuple[str, dict[str, Any]]:
-    """The case's PTX and what Triton said of it (`name`, `shared` bytes, `num_warps`),
-    compiled once and kept under `cache_dir` by `case_key`."""
+    """The case's PTX and what Triton said of it (`name`, `shared` bytes, `num_warps`, its
+    host descriptors' `tensordesc_meta`), compiled once and kept under `cache_dir` by `case_key`."""
     cache = Path(cache_dir)
     base = cache / f"triton-{case.name}-{case_key(case)}"
     ptx_path, meta_path = base.with_suffix(".ptx"), base.with_suffix(".json")
     if ptx_path.exists() and meta_path.exists():
-        return ptx_path.read_text(), json.loads(meta_path.read_text())
+        meta = json.loads(meta_path.read_text())
+        if "tensordesc_meta" in meta:  # (else kept before it was recorded: compiled again)
+            return ptx_path.read_text(), meta
     compiled = compile_case(case)
     md = compiled.metadata
-    meta = {"name": md.name, "shared": md.shared, "num_warps": md.num_warps}
+    meta = {"name": md.name, "shared": md.shared, "num_warps": md.num_warps,
+            "tensordesc_meta": getattr(md, "tensordesc_meta", None)}
     cache.mkdir(parents=True, exist_ok=True)
     for path, text in ((meta_path, json.dumps(meta)), (ptx_path, compiled.asm["ptx"])):
         fd, tmp = tempfile.mkstemp(dir=cache, prefix=".tmp-")
@@ -827,3 +838,20 @@ def cached_ptx(case: Case, cache_dir: Path | str) -> tuple[str, dict[str, Any]]:
             f.write(text)
         os.replace(tmp, path)  # atomic: a concurrent reader sees all of it or nothing
     return compiled.asm["ptx"], meta
+
+
+def launch_values(case: Case, ptx: str, meta: dict[str, Any]
+                  ) -> tuple[dict[int, tuple[int, int]], tuple[int, ...]]:
+    """What consan's Triton front end gives a proof at the case's launch, without a GPU:
+    its integer arguments by parameter position (triton_hook.scalar_params, descriptors
+    expanded as the compiled kernel declares them) and the bytes one copy through each
+    tensor map moves (its block, as Triton's launcher encodes the map)."""
+    from consan.triton_hook import scalar_params
+    from instrument.static_proof import param_layout
+
+    m = re.search(rf"\.entry\s+{re.escape(meta['name'])}\s*\(([^)]*)\)", ptx)
+    metas = meta.get("tensordesc_meta")
+    scalars = scalar_params(case.signature, list(case.arg_values), metas,
+                            param_layout(m.group(1)) if m else None)
+    maps = tuple(math.prod(d["block_size"]) * d["elem_size"] for d in metas or () if d)
+    return scalars, maps
