@@ -41,8 +41,11 @@ def _differing(a, b) -> int:
 # layer_norm_bwd's dx kernel through its spin lock (a uniform loop), its dW/dB kernel with
 # its warps' replicated stores; tma_add_into for its launch's tensor maps (TMA copies on an
 # mbarrier, a bulk reduction reading the tile).
+# (matmul_tma_persistent: for its launch's M, N, K and grid, each program's one or two
+# tiles followed as ways of its tile loop's branch)
 PROVEN = ("softmax", "layer_norm_fwd", "layer_norm_bwd", "matmul_bk32_s2_w4", "tma_add_into",
-          "matmul_sm80", "attn_fwd", *(f"matmul_s{s}_w{w}" for s in (2, 3, 4, 5) for w in (4, 8)))
+          "matmul_sm80", "attn_fwd", "matmul_tma_persistent",
+          *(f"matmul_s{s}_w{w}" for s in (2, 3, 4, 5) for w in (4, 8)))
 
 
 @pytest.mark.parametrize("case", RUNNABLE, ids=[c.name for c in RUNNABLE])
