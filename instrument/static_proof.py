@@ -31,6 +31,7 @@ loop that every thread leaves together, on a value they all loaded from one shar
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
 from collections.abc import Callable
@@ -426,44 +427,55 @@ def _every_path(make: Callable[[dict[int, int], tuple[bool, ...]], _Prover]
     """Run the kernel once with every uniform loop taking one trip, then once for each
     other choice of one or three trips per loop (docs/model.md: together they hold every
     interval any trip count gives); and all that again for each way of each branch it
-    forks at (every way a CTA can go); the first run and its proof."""
-    plans: list[tuple[bool, ...]] = [()]
-    first: tuple[_Prover, Proof] | None = None
-    paths = steps = 0
-    while plans:
-        plan = plans.pop(0)
+    forks at (every way a CTA can go: a fork's other way runs on from a twin of the run
+    at it); the first run and its proof."""
+    first = make({}, ())
+    proof = first.run()
+    _loop_choices(make, first)
+    queue, paths, steps = list(first.twins), 1, first.steps
+    while queue:
+        if steps > FORK_STEPS:
+            raise _Refused(f"more than {FORK_STEPS} {_TOO_LONG} over the ways through "
+                           "branches whose direction is not known before launch")
         paths += 1
         if paths > MAX_PATHS:
             raise _Refused(f"more than {MAX_PATHS} ways through branches whose direction is "
                            "not known before launch")
-        run = make({}, plan)
-        proof = run.run()
-        first = first or (run, proof)
-        ways = tuple(run.ways_taken)
-        plans += [(*ways[:k], not ways[k]) for k in range(len(plan), len(ways))]
-        loops = run.loops_seen
-        if len(loops) > MAX_LOOPS:
-            raise _Refused(f"more than {MAX_LOOPS} loops whose trip counts are not known "
-                           "before launch")
-        steps += run.steps
-        for choice in itertools.product((0, 2), repeat=len(loops)):
-            if any(choice):
-                again = make(dict(zip(loops, choice, strict=True)), ways)
-                again.run()
-                steps += again.steps
-                if not set(again.loops_seen) <= set(loops):
-                    raise _Refused("a loop whose trip count is not known before launch, "
-                                   "reached only after another one's second trip")
-                if again.forked_at != run.forked_at[:len(again.forked_at)]:
-                    raise _Refused("a branch whose direction is not known before launch, "
-                                   "reached only after a loop's second trip")
-        if ways and steps > FORK_STEPS:
-            raise _Refused(f"more than {FORK_STEPS} {_TOO_LONG} over the ways through "
-                           "branches whose direction is not known before launch")
-    assert first is not None
-    return first
+        twin, entries = queue.pop(0)
+        twin.resume(entries)
+        steps += twin.steps - twin.resumed_at
+        queue += twin.twins
+        _loop_choices(make, twin)
+    if first.forked_at and steps > FORK_STEPS:
+        raise _Refused(f"more than {FORK_STEPS} {_TOO_LONG} over the ways through "
+                       "branches whose direction is not known before launch")
+    return first, proof
 
 
+def _loop_choices(make: Callable[[dict[int, int], tuple[bool, ...]], _Prover],
+                  run: _Prover) -> None:
+    """The runs of `run`'s way for the other choices of one or three trips of its uniform
+    loops (from the top: a loop's trips change what comes before any fork after it)."""
+    loops = run.loops_seen
+    if len(loops) > MAX_LOOPS:
+        raise _Refused(f"more than {MAX_LOOPS} loops whose trip counts are not known before "
+                       "launch")
+    ways = tuple(run.ways_taken)
+    for choice in itertools.product((0, 2), repeat=len(loops)):
+        if any(choice):
+            again = make(dict(zip(loops, choice, strict=True)), ways)
+            again.run()
+            if not set(again.loops_seen) <= set(loops):
+                raise _Refused("a loop whose trip count is not known before launch, reached "
+                               "only after another one's second trip")
+            if again.forked_at != run.forked_at[:len(again.forked_at)]:
+                raise _Refused("a branch whose direction is not known before launch, "
+                               "reached only after a loop's second trip")
+
+
+# what a fork's twin shares with its run (the kernel and its tables, never written to)
+_SHARED_STATE = frozenset(("fn", "classify", "shared", "widths", "targets", "branch_list",
+                           "fresh", "local_names", "param_syms", "params", "maps"))
 _NO_KEY = np.int64(-1)
 
 
@@ -658,6 +670,9 @@ class _Prover:
         self.ways = ways
         self.ways_taken: list[bool] = []
         self.forked_at: list[int] = []  # (the pc of each)
+        self.twins: list[tuple[_Prover, list]] = []  # (run, entries): the ways not taken
+        self.top: dict[int, np.ndarray] = {}
+        self.resumed_at = 0  # (the steps it had when it was resumed: a twin's are its own)
         if self.ncta > 1:
             self.stride = self._stride()
 
@@ -704,7 +719,13 @@ class _Prover:
         self.targets, self.local_names, self.fresh = _scopes(body)
         self.branch_list = self._branches(body)
         self.steps = 0
-        left = self._exec([(0, self.yes.copy())], len(body), nested=False)
+        return self.resume([(0, self.yes.copy())])
+
+    def resume(self, entries: list[tuple[int, np.ndarray]]) -> Proof:
+        """Run on from `entries` (pc, threads) to the end, and judge the run: from the top,
+        or from another run's fork (`_fork`'s twin)."""
+        self.resumed_at = self.steps
+        left = self._exec(entries, len(self.fn.body), nested=False)
         self.alive &= ~left  # (falling off the end returns)
         for a in self.pending:  # (never waited for: in flight to the end)
             assert a.until is not None
@@ -730,14 +751,14 @@ class _Prover:
         or copy there needs a cluster barrier before it, an access or mbarrier operation one
         after it too (which the owner passes before it exits: no thread returns before a
         barrier), and a copy into it, the owner's wait that saw it land."""
-        for line, k, r, copy in self.remote:
+        for line, k, r, landing in self.remote:
             if k == 0:  # (only a cluster barrier tells that every CTA of it has started)
                 raise _Refused(f"line {line}: an operation on the shared memory of CTA rank "
                                f"{r} before the first cluster barrier: that CTA may not have "
                                "started")
-            if copy is not None:
-                assert copy.until_seq is not None
-                if (copy.until_seq == NEVER).any():
+            if landing is not None:
+                assert landing.until_seq is not None
+                if (landing.until_seq == NEVER).any():
                     raise _Refused(f"line {line}: a copy into CTA rank {r} that no wait of "
                                    "that CTA sees land: it may land after the CTA exits")
             elif k >= self.barriers:
@@ -754,6 +775,8 @@ class _Prover:
         pending: dict[int, np.ndarray] = {}
         for at, m in entries:
             pending[at] = pending[at] | m if at in pending else m
+        if not nested:
+            self.top = pending  # (what a fork's twin runs on from)
         while True:
             # (a phase completed: its waiters try again, at the top level only, where the
             # registers are the threads' own)
@@ -907,16 +930,39 @@ class _Prover:
     def _fork(self, it: Item, pc: int, target: int,
               mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """The way this run takes at a branch it forks at (taken, unless its plan says);
-        its predicate is then known to be what sends the threads that way."""
+        its predicate is then known to be what sends the threads that way. Past its plan, a
+        twin of the run so far is kept to go the other way (`twins`)."""
         k = len(self.ways_taken)
+        if k + 1 >= MAX_PATHS:  # (each fork of a way is one more way: refused at once)
+            raise _Refused(f"line {it.line}: more than {MAX_PATHS} ways through branches "
+                           "whose direction is not known before launch")
         way = self.ways[k] if k < len(self.ways) else True
-        self.ways_taken.append(way)
-        self.forked_at.append(pc)
         self.guessed = True
+        self.forked_at.append(pc)
+        if k >= len(self.ways):
+            self.twins.append(self._twin(it, pc, target, mask, not way))
+        return self._go(it, pc, target, mask, way)
+
+    def _go(self, it: Item, pc: int, target: int, mask: np.ndarray,
+            way: bool) -> list[tuple[int, np.ndarray]]:
+        self.ways_taken.append(way)
         name = it.pred.lstrip("@")
         self.preds[name.lstrip("!")] = _Pred(np.full(self.n, way != name.startswith("!")),
                                             self.yes.copy(), True)
         return [(target, mask)] if way else [(pc + 1, mask)]
+
+    def _twin(self, it: Item, pc: int, target: int, mask: np.ndarray,
+              way: bool) -> tuple[_Prover, list[tuple[int, np.ndarray]]]:
+        """A copy of this run at a fork (what it holds and will change: registers, accesses,
+        mbarriers, clocks...; the kernel and its tables shared), sent `way`, and the entries
+        (pc, threads) it runs on from."""
+        keep = {id(v): v for k, v in vars(self).items() if k in _SHARED_STATE}
+        state = {k: v for k, v in vars(self).items() if k not in ("top", "twins")}
+        twin = object.__new__(_Prover)
+        twin.__dict__.update(copy.deepcopy(state, keep))
+        twin.ways, twin.twins = (), []
+        entries = [(at, m.copy()) for at, m in self.top.items()]
+        return twin, entries + twin._go(it, pc, target, mask.copy(), way)
 
     def _uniform_loop(self, it: Item, pc: int, target: int, mask: np.ndarray,
                       unknown: np.ndarray) -> bool:

@@ -1488,3 +1488,58 @@ def test_the_ways_through_unknown_branches_are_bounded():
     assert 2 ** 5 > MAX_PATHS
     why = _grid_verdict(_fork_kernel(clean, branches=5), 64, n=4)
     assert f"more than {MAX_PATHS} ways" in why, why
+
+
+def _per_cta_loop_kernel(read: bool = False) -> str:
+    """CTA c copies a word per thread into shared memory c + 1 times (cp.async, waited for,
+    a barrier): a loop with an async copy in it, whose trip count is `%ctaid.x`'s; `read`:
+    each thread then reads its neighbour's word, with no barrier before the next copy."""
+    neighbour = ("\tadd.u32 %r9, %r1, 1;\n\tand.b32 %r9, %r9, 63;\n\tshl.b32 %r9, %r9, 2;\n"
+                 "\tadd.u32 %r9, %r4, %r9;\n\tld.shared.u32 %r8, [%r9];\n") if read else ""
+    return """
+.version 8.0
+.target sm_90a
+.address_size 64
+.shared .align 4 .b8 smem[256];
+.visible .entry k(.param .u64 k_src)
+.reqntid 64
+{
+\t.reg .b32 %r<12>;
+\t.reg .pred %p<4>;
+\t.reg .b64 %rd<4>;
+\tmov.u32 %r1, %tid.x;
+\tmov.u32 %r5, %ctaid.x;
+\tld.param.u64 %rd1, [k_src];
+\tmov.u32 %r4, smem;
+\tshl.b32 %r3, %r1, 2;
+\tadd.u32 %r6, %r4, %r3;
+\tmov.u32 %r7, 0;
+$L_top:
+\tcp.async.ca.shared.global [%r6], [%rd1], 4;
+\tcp.async.wait_all;
+\tbar.sync 0;
+NEIGHBOUR\tadd.u32 %r7, %r7, 1;
+\tsetp.le.u32 %p1, %r7, %r5;
+\t@%p1 bra $L_top;
+\tret;
+}
+""".replace("NEIGHBOUR", neighbour)
+
+
+def test_a_loop_with_an_async_copy_whose_trips_depend_on_the_cta_is_forked_per_trip():
+    """A loop whose body the uniform-loop rule cannot take (an async copy) and whose trip
+    count is the CTA's: each closing branch is forked, each way a trip count the grid
+    allows; a grid whose CTAs need more than static_proof.MAX_PATHS ways is refused at the
+    fork that passes the bound, not after running them."""
+    from instrument.static_proof import MAX_PATHS, Proof
+
+    ptx = _per_cta_loop_kernel()
+    got = _grid_verdict(ptx, MAX_PATHS - 1)  # (CTAs of 1 to 15 trips: 15 ways)
+    assert isinstance(got, Proof), got
+    why = _grid_verdict(ptx, 64)
+    assert f"line 25: more than {MAX_PATHS} ways" in why, why
+    # a CTA of one trip cannot race; of two, its second copy races with the first reads
+    racy = _per_cta_loop_kernel(read=True)
+    assert isinstance(_grid_verdict(racy, 1), Proof)
+    why = _grid_verdict(racy, 2)
+    assert "lines 27, 20: the access at line 27 and the cp.async at line 20" in why, why

@@ -41,10 +41,10 @@ def _differing(a, b) -> int:
 # layer_norm_bwd's dx kernel through its spin lock (a uniform loop), its dW/dB kernel with
 # its warps' replicated stores; tma_add_into for its launch's tensor maps (TMA copies on an
 # mbarrier, a bulk reduction reading the tile).
-# (matmul_tma_persistent: for its launch's M, N, K and grid, each program's one or two
-# tiles followed as ways of its tile loop's branch)
+# (matmul_tma_persistent and attn_fwd_causal: for their launch's values and grid, each
+# program's one or two tiles, or its 2 to 16 key blocks, followed as ways of a branch)
 PROVEN = ("softmax", "layer_norm_fwd", "layer_norm_bwd", "matmul_bk32_s2_w4", "tma_add_into",
-          "matmul_sm80", "attn_fwd", "matmul_tma_persistent",
+          "matmul_sm80", "attn_fwd", "matmul_tma_persistent", "attn_fwd_causal",
           *(f"matmul_s{s}_w{w}" for s in (2, 3, 4, 5) for w in (4, 8)))
 
 
