@@ -243,3 +243,39 @@ def test_checker_object_links_to_the_same_bytes_as_its_ptx(monkeypatch, tmp_path
                               ("consan_checker.ptx", toolchain.checker_ptx(SM90A, psh=True))],
                              SM90A, ("-maxrregcount=64",))
     assert via_object == via_ptx
+
+
+def _code_sections(cubin: bytes) -> dict[str, bytes]:
+    """The `.text.*` sections (each function's machine code) of an ELF cubin, by name."""
+    import struct
+
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    size, count, names = struct.unpack_from("<HHH", cubin, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * size) for i in range(count)]
+    table = heads[names][4]
+    out = {}
+    for name_at, _, _, _, at, n, *_ in heads:
+        name = cubin[table + name_at:cubin.index(b"\0", table + name_at)].decode()
+        if name.startswith(".text."):
+            out[name] = cubin[at:at + n]
+    return out
+
+
+def test_a_module_of_several_functions_assembles_them_at_once_to_the_same_code():
+    """ptxas assembles the functions of a module that defines several on every core at once
+    (toolchain.split_options): each function's machine code is what one core makes."""
+    from tests import corpus_build
+
+    label, ptx = max(((v.label, p) for v, p in corpus_build.corpus_modules()
+                      if v.label.startswith("bitonic_sort/compute_90a")), key=lambda m: len(m[1]))
+    ins = instrument(parse(ptx, "bitonic.ptx"))
+    assert toolchain.split_options(ins.ptx), label  # (two kernels, two functions)
+    split = toolchain.link_with_checker(ins, "bitonic.ptx", SM90A, psh=True, max_regs=40)
+    one = toolchain.link([("bitonic.ptx", ins.ptx), ("consan_checker.cubin",
+                          toolchain.checker_object(SM90A, psh=True, cap=40))],
+                         SM90A, ("-maxrregcount=40",))
+    code = _code_sections(split)
+    assert {n for n in code if "bitonic_sort_1024" in n or "odd_even_sort" in n}, sorted(code)
+    assert code == _code_sections(one)
+    # (a module of one function is assembled as before)
+    assert not toolchain.split_options(".visible .entry k()\n{\n\tret;\n}\n")
