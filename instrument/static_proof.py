@@ -35,7 +35,7 @@ import copy
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -234,7 +234,7 @@ def prove(fn: Function, header_items: list[Item],
         return runs[-1]
     while True:
         try:
-            return _every_path(make)[1]
+            return _every_path(make, runs)[1]
         except Exception as exc:  # noqa: BLE001 - a refusal, or an instruction misread
             if widen and any(p.widened for p in runs):  # (again, every trip run: the
                 widen, widened = False, str(exc)  # registers made unknown may be what
@@ -422,17 +422,19 @@ def _names_meet(name: str, decl: tuple[str, int | None]) -> bool:
     return name.startswith(base) and rest.isdigit() and int(rest) < count
 
 
-def _every_path(make: Callable[[dict[int, int], tuple[bool, ...]], _Prover]
-                ) -> tuple[_Prover, Proof]:
+def _every_path(make: Callable[[dict[int, int], tuple[bool, ...]], _Prover],
+                runs: list[_Prover] | None = None) -> tuple[_Prover, Proof]:
     """Run the kernel once with every uniform loop taking one trip, then once for each
     other choice of one or three trips per loop (docs/model.md: together they hold every
     interval any trip count gives); and all that again for each way of each branch it
     forks at (every way a CTA can go: a fork's other way runs on from a twin of the run
-    at it); the first run and its proof."""
+    at it), each twin added to `runs`; the first run, and the proof of every way."""
     first = make({}, ())
     proof = first.run()
-    _loop_choices(make, first)
-    queue, paths, steps = list(first.twins), 1, first.steps
+    steps = first.steps + _loop_choices(make, first)
+    queue, paths = list(first.twins), 1
+    lines = {a.line for a in first.accesses}
+    barriers, grid = proof.barriers, proof.grid or bool(first.forked_at)
     while queue:
         if steps > FORK_STEPS:
             raise _Refused(f"more than {FORK_STEPS} {_TOO_LONG} over the ways through "
@@ -442,35 +444,43 @@ def _every_path(make: Callable[[dict[int, int], tuple[bool, ...]], _Prover]
             raise _Refused(f"more than {MAX_PATHS} ways through branches whose direction is "
                            "not known before launch")
         twin, entries = queue.pop(0)
-        twin.resume(entries)
-        steps += twin.steps - twin.resumed_at
+        if runs is not None:
+            runs.append(twin)
+        got = twin.resume(entries)
+        steps += twin.steps - twin.resumed_at + _loop_choices(make, twin)
         queue += twin.twins
-        _loop_choices(make, twin)
+        lines |= {a.line for a in twin.accesses}
+        barriers = max(barriers, got.barriers)
     if first.forked_at and steps > FORK_STEPS:
         raise _Refused(f"more than {FORK_STEPS} {_TOO_LONG} over the ways through "
                        "branches whose direction is not known before launch")
-    return first, proof
+    # (a proof of every way: the accesses of all, the most barriers one passes; made for
+    # the launch's grid where the ways were: forks are made only for one)
+    return first, replace(proof, accesses=len(lines), barriers=barriers, grid=grid)
 
 
 def _loop_choices(make: Callable[[dict[int, int], tuple[bool, ...]], _Prover],
-                  run: _Prover) -> None:
+                  run: _Prover) -> int:
     """The runs of `run`'s way for the other choices of one or three trips of its uniform
-    loops (from the top: a loop's trips change what comes before any fork after it)."""
+    loops (from the top: a loop's trips change what comes before any fork after it); the
+    host steps they took."""
     loops = run.loops_seen
     if len(loops) > MAX_LOOPS:
         raise _Refused(f"more than {MAX_LOOPS} loops whose trip counts are not known before "
                        "launch")
-    ways = tuple(run.ways_taken)
+    ways, steps = tuple(run.ways_taken), 0
     for choice in itertools.product((0, 2), repeat=len(loops)):
         if any(choice):
             again = make(dict(zip(loops, choice, strict=True)), ways)
             again.run()
+            steps += again.steps
             if not set(again.loops_seen) <= set(loops):
                 raise _Refused("a loop whose trip count is not known before launch, reached "
                                "only after another one's second trip")
             if again.forked_at != run.forked_at[:len(again.forked_at)]:
                 raise _Refused("a branch whose direction is not known before launch, "
                                "reached only after a loop's second trip")
+    return steps
 
 
 # what a fork's twin shares with its run (the kernel and its tables, never written to)
@@ -939,7 +949,7 @@ class _Prover:
         way = self.ways[k] if k < len(self.ways) else True
         self.guessed = True
         self.forked_at.append(pc)
-        if k >= len(self.ways):
+        if k >= len(self.ways) and not self.loops:  # (a loop-choice run forks no further)
             self.twins.append(self._twin(it, pc, target, mask, not way))
         return self._go(it, pc, target, mask, way)
 

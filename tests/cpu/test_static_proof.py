@@ -1543,3 +1543,18 @@ def test_a_loop_with_an_async_copy_whose_trips_depend_on_the_cta_is_forked_per_t
     assert isinstance(_grid_verdict(racy, 1), Proof)
     why = _grid_verdict(racy, 2)
     assert "lines 27, 20: the access at line 27 and the cp.async at line 20" in why, why
+
+
+def test_a_proof_of_several_ways_counts_what_every_way_does():
+    """`if (blockIdx.x >= n) return;` around all of a kernel's work: the first way a run
+    takes (the branch, taken) does nothing, the other all of it; the proof says what both
+    do (a launch proven to touch no shared memory would not be worth running natively)."""
+    from instrument.static_proof import Proof
+
+    ptx = _grid_kernel("\tmov.u32 %r6, %r5;", "ge.u32", "%r6, %r2").replace(
+        "\tst.shared.u32 [smem], %r1;\n$L_skip:\n\tbar.sync 0;",
+        "\tbar.sync 0;\n\tsetp.eq.u32 %p2, %r1, 0;\n\t@%p2 st.shared.u32 [smem+4], %r1;\n"
+        "\tbar.sync 0;\n\tld.shared.u32 %r7, [smem+4];\n$L_skip:")
+    got = _grid_verdict(ptx, 8, n=4)
+    assert isinstance(got, Proof) and got.accesses == 2 and got.barriers == 2, got
+    assert got.grid and "the launch's grid" in got.sentence()
