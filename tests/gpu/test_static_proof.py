@@ -238,3 +238,64 @@ extern "C" __global__ void bfe(const {ctype}* a, const unsigned* pos, const unsi
     got = p._evaluate(["bfe", type_], [f"{r}4", f"{r}1", f"{r}2", f"{r}3"], [f"{r}4"])[f"{r}4"]
     assert got.known.sum() > 600
     np.testing.assert_array_equal(got.a[got.known], gpu[got.known])
+
+
+PERSISTENT_SRC = r"""
+extern "C" __global__ void persistent_shift(const int* x, int* out, int tiles) {
+    // each CTA takes tiles blockIdx.x, blockIdx.x + gridDim.x, ...: a tile is copied into
+    // shared memory by cp.async, and each thread writes out its neighbour's word
+    __shared__ int s[256];
+    unsigned at = (unsigned)__cvta_generic_to_shared(&s[threadIdx.x]);
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int* src = x + tile * 256 + threadIdx.x;
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(at), "l"(src));
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        __syncthreads();
+        int v = s[(threadIdx.x + 1) % 256];
+        out[tile * 256 + threadIdx.x] = v;
+        __syncthreads();  // @next-tile
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("racy", [False, True], ids=["clean", "no-barrier-before-next-tile"])
+def test_a_persistent_cupy_kernel_is_proven_for_its_grid_each_way_a_cta_can_go(racy):
+    """A persistent kernel whose tile loop holds a cp.async: its trip count is each CTA's
+    own (12 tiles over 8 CTAs: one or two), so each way is followed on its own at launch.
+    Without the barrier before the next tile, a CTA's second copy overwrites a word its
+    neighbour thread may still be reading: the launch whose CTAs run two tiles is refused,
+    runs instrumented and is reported; one whose CTAs run one tile each is proven. Proven
+    launches run natively with the bits of their native run."""
+    import cupy as cp
+
+    from consan import frontends, session
+    from tests.gpu_util import arch_option
+
+    src = PERSISTENT_SRC.replace("__syncthreads();  // @next-tile", "") if racy else \
+        PERSISTENT_SRC
+    tiles = 12
+    x = cp.arange(tiles * 256, dtype=cp.int32)
+
+    def launch(text: str, grid: int):
+        out = cp.zeros(tiles * 256, dtype=cp.int32)
+        cp.RawKernel(text, "persistent_shift", options=(arch_option(),))(
+            (grid,), (256,), (x, out, np.int32(tiles)))
+        cp.cuda.Device().synchronize()
+        return out.get()
+
+    want = np.roll(np.arange(tiles * 256).reshape(tiles, 256), -1, axis=1).ravel()
+    for grid, proven in ((8, not racy), (tiles, True)):
+        native = launch(src + f"\n// native {grid}\n", grid)
+        s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+        with frontends.sanitizing(s):
+            got = launch(src + f"\n// {grid}\n", grid)
+        stats = s.report.kernels["persistent_shift"]
+        assert stats.launches_checked == 1
+        assert bool(stats.proven) == proven, (grid, stats.proven)
+        if proven:
+            assert stats.proven.startswith("proven race-free") and not stats.findings
+            assert got.tobytes() == native.tobytes()
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert "race.war" in stats.findings, stats.findings
