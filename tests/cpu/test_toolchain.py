@@ -266,16 +266,17 @@ def test_a_module_of_several_functions_assembles_them_at_once_to_the_same_code()
     (toolchain.split_options): each function's machine code is what one core makes."""
     from tests import corpus_build
 
-    label, ptx = max(((v.label, p) for v, p in corpus_build.corpus_modules()
-                      if v.label.startswith("bitonic_sort/compute_90a")), key=lambda m: len(m[1]))
-    ins = instrument(parse(ptx, "bitonic.ptx"))
-    assert toolchain.split_options(ins.ptx), label  # (two kernels, two functions)
-    split = toolchain.link_with_checker(ins, "bitonic.ptx", SM90A, psh=True, max_regs=40)
-    one = toolchain.link([("bitonic.ptx", ins.ptx), ("consan_checker.cubin",
-                          toolchain.checker_object(SM90A, psh=True, cap=40))],
-                         SM90A, ("-maxrregcount=40",))
+    (ptx,) = [p for v, p in corpus_build.corpus_modules() if v.label == "cluster/compute_90a/G"]
+    ins = instrument(parse(ptx, "cluster.ptx"))
+    assert toolchain.split_options(ins.ptx)
+    how = runtime.first_link(ins, 256)
+    split = toolchain.link_with_checker(ins, "cluster.ptx", SM90A, **how)
+    assert not how.get("psh") and not how.get("max_regs")  # (the device-memory tables' build)
+    obj = toolchain.checker_object(SM90A, vsh=how["vsh"], mc=ins.multicast,
+                                   chunk=ins.chunk_granules)
+    one = toolchain.link([("cluster.ptx", ins.ptx), ("consan_checker.cubin", obj)], SM90A)
     code = _code_sections(split)
-    assert {n for n in code if "bitonic_sort_1024" in n or "odd_even_sort" in n}, sorted(code)
+    assert len([n for n in code if not n.startswith(".text.__consan")]) > 1, sorted(code)
     assert code == _code_sections(one)
     # (a module of one function is assembled as before)
     assert not toolchain.split_options(".visible .entry k()\n{\n\tret;\n}\n")
