@@ -1407,6 +1407,26 @@ def test_a_launch_values_are_asked_only_where_the_proof_needs_them():
     assert grids == [None, (8, 1, 1), (100, 1, 1)]
 
 
+def _cta_kernel(param: str, body: str) -> str:
+    """A module of one kernel `k(param)` of 64 threads, its 256 bytes of shared memory
+    `smem`, registers %r, %p and %rd declared: `body`, then a return."""
+    return f"""
+.version 8.0
+.target sm_90a
+.address_size 64
+.shared .align 4 .b8 smem[256];
+.visible .entry k(.param {param})
+.reqntid 64
+{{
+\t.reg .b32 %r<12>;
+\t.reg .pred %p<4>;
+\t.reg .b64 %rd<4>;
+{body}
+\tret;
+}}
+"""
+
+
 def _fork_kernel(second: str, branches: int = 1, skip: bool = False, on: str = "%r5") -> str:
     """Every thread writes its word and, after a barrier, reads its neighbour's; then, where
     `%ctaid.x < n` (the same in all of a CTA's threads, not known before launch), `second`
@@ -1420,17 +1440,7 @@ def _fork_kernel(second: str, branches: int = 1, skip: bool = False, on: str = "
 $L_t{i}:""" for i in range(1, branches))
     jump = f"\tsetp.ge.u32 %p1, {on}, %r2;\n\t@%p1 bra $L_end;" if skip else \
         f"\tsetp.lt.u32 %p1, {on}, %r2;\n\t@%p1 bra $L_next;\n\tbra.uni $L_end;\n$L_next:"
-    return f"""
-.version 8.0
-.target sm_90a
-.address_size 64
-.shared .align 4 .b8 smem[256];
-.visible .entry k(.param .u32 k_n)
-.reqntid 64
-{{
-\t.reg .b32 %r<12>;
-\t.reg .pred %p<4>;
-\tmov.u32 %r1, %tid.x;
+    return _cta_kernel(".u32 k_n", f"""\tmov.u32 %r1, %tid.x;
 \tmov.u32 %r5, %ctaid.x;
 \tld.param.u32 %r2, [k_n];
 \tshl.b32 %r3, %r1, 2;
@@ -1445,10 +1455,7 @@ $L_t{i}:""" for i in range(1, branches))
 \tld.shared.u32 %r8, [%r7];{tests}
 {jump}
 {second}
-$L_end:
-\tret;
-}}
-"""
+$L_end:""")
 
 
 def test_a_branch_every_thread_of_a_cta_takes_alike_is_followed_each_way_for_a_launch():
@@ -1496,18 +1503,7 @@ def _per_cta_loop_kernel(read: bool = False) -> str:
     each thread then reads its neighbour's word, with no barrier before the next copy."""
     neighbour = ("\tadd.u32 %r9, %r1, 1;\n\tand.b32 %r9, %r9, 63;\n\tshl.b32 %r9, %r9, 2;\n"
                  "\tadd.u32 %r9, %r4, %r9;\n\tld.shared.u32 %r8, [%r9];\n") if read else ""
-    return """
-.version 8.0
-.target sm_90a
-.address_size 64
-.shared .align 4 .b8 smem[256];
-.visible .entry k(.param .u64 k_src)
-.reqntid 64
-{
-\t.reg .b32 %r<12>;
-\t.reg .pred %p<4>;
-\t.reg .b64 %rd<4>;
-\tmov.u32 %r1, %tid.x;
+    return _cta_kernel(".u64 k_src", """\tmov.u32 %r1, %tid.x;
 \tmov.u32 %r5, %ctaid.x;
 \tld.param.u64 %rd1, [k_src];
 \tmov.u32 %r4, smem;
@@ -1520,10 +1516,7 @@ $L_top:
 \tbar.sync 0;
 NEIGHBOUR\tadd.u32 %r7, %r7, 1;
 \tsetp.le.u32 %p1, %r7, %r5;
-\t@%p1 bra $L_top;
-\tret;
-}
-""".replace("NEIGHBOUR", neighbour)
+\t@%p1 bra $L_top;""".replace("NEIGHBOUR", neighbour))
 
 
 def test_a_loop_with_an_async_copy_whose_trips_depend_on_the_cta_is_forked_per_trip():
