@@ -435,10 +435,12 @@ def _every_path(make: Callable[[dict[int, int], tuple[bool, ...]], _Prover],
     queue, paths = list(first.twins), 1
     lines = {a.line for a in first.accesses}
     barriers, grid = proof.barriers, proof.grid or bool(first.forked_at)
-    while queue:
-        if steps > FORK_STEPS:
+    while True:
+        if first.forked_at and steps > FORK_STEPS:  # (after each way, the last one too)
             raise _Refused(f"more than {FORK_STEPS} {_TOO_LONG} over the ways through "
                            "branches whose direction is not known before launch")
+        if not queue:
+            break
         paths += 1
         if paths > MAX_PATHS:
             raise _Refused(f"more than {MAX_PATHS} ways through branches whose direction is "
@@ -451,9 +453,6 @@ def _every_path(make: Callable[[dict[int, int], tuple[bool, ...]], _Prover],
         queue += twin.twins
         lines |= {a.line for a in twin.accesses}
         barriers = max(barriers, got.barriers)
-    if first.forked_at and steps > FORK_STEPS:
-        raise _Refused(f"more than {FORK_STEPS} {_TOO_LONG} over the ways through "
-                       "branches whose direction is not known before launch")
     # (a proof of every way: the accesses of all, the most barriers one passes; made for
     # the launch's grid where the ways were: forks are made only for one)
     return first, replace(proof, accesses=len(lines), barriers=barriers, grid=grid)
