@@ -954,6 +954,8 @@ class _Prover:
 
     def _go(self, it: Item, pc: int, target: int, mask: np.ndarray,
             way: bool) -> list[tuple[int, np.ndarray]]:
+        """Send the threads at a forked branch `way` (True: taken); its predicate is known
+        from there."""
         self.ways_taken.append(way)
         name = it.pred.lstrip("@")
         self.preds[name.lstrip("!")] = _Pred(np.full(self.n, way != name.startswith("!")),
