@@ -64,8 +64,7 @@ class _Kernel:
         where the PTX stage is not kept."""
         if self._layout is None:
             ptx = self.compiled.asm.get("ptx") if hasattr(self.compiled.asm, "get") else None
-            m = re.search(rf"\.entry\s+{re.escape(self.kernel)}\s*\(([^)]*)\)", ptx or "")
-            self._layout = param_layout(m.group(1)) if m else []
+            self._layout = param_layout(ptx or "", self.kernel) or []
         return self._layout
 
     def native_build(self) -> runtime.Build | None:

@@ -278,9 +278,14 @@ def cluster_dims(header_items: list[Item], launch: tuple[int, int, int] | None =
 MAP_BITS = 1024  # a tensor-map parameter's bits in param_layout
 
 
-def param_layout(header: str) -> list[int]:
-    """The bits of each parameter a kernel's header (`.entry name(...)`) declares, in order:
-    MAP_BITS for a tensor map (`.param .align 64 .b8 name[128]`), 0 for a type not known."""
+def param_layout(ptx: str, kernel: str) -> list[int] | None:
+    """The bits of each parameter kernel `kernel` of module `ptx` declares, in order:
+    MAP_BITS for a tensor map (`.param .align 64 .b8 name[128]`), 0 for a type not known;
+    None where the module has no such kernel."""
+    m = re.search(rf"\.entry\s+{re.escape(kernel)}\s*\(([^)]*)\)", ptx)
+    if m is None:
+        return None
+    header = m.group(1)
     maps = set(_MAP_PARAM.findall(header))
     out = []
     for types, name in _PARAM.findall(header):
@@ -931,7 +936,7 @@ class _Prover:
         p = self.preds.get(it.pred.lstrip("@").lstrip("!")) if it.pred else None
         if not self.forking or p is None or not p.uni or p.base is not None or \
                 not np.array_equal(mask, self.alive) or not np.array_equal(unknown, mask) or \
-                self.doubt.any() or self.parked:
+                self.doubt.any():  # (threads parked at a wait are alive, not at the branch)
             return False
         return target > pc or self._region(pc, target) != (target, pc) or \
             self._unrepeatable(pc, target) is not None

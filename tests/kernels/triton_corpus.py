@@ -14,7 +14,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -850,9 +849,8 @@ def launch_values(case: Case, ptx: str, meta: dict[str, Any]
     from consan.triton_hook import scalar_params
     from instrument.static_proof import param_layout
 
-    m = re.search(rf"\.entry\s+{re.escape(meta['name'])}\s*\(([^)]*)\)", ptx)
     metas = meta.get("tensordesc_meta")
     scalars = scalar_params(case.signature, list(case.arg_values), metas,
-                            param_layout(m.group(1)) if m else None)
+                            param_layout(ptx, meta["name"]))
     maps = tuple(math.prod(d["block_size"]) * d["elem_size"] for d in metas or () if d)
     return scalars, maps
