@@ -23,10 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from instrument.events import classify, constant_registers
-from instrument.ptx import parse
-from instrument.rewrite import _shared_symbols
-from instrument.static_proof import Proof, prove
+from instrument.static_proof import Proof
 
 CUDA_OPTIONS = ["-arch=compute_90a", "-std=c++17", "-lineinfo"]
 
@@ -37,16 +34,12 @@ def verdict(ptx: str, kernel: str, block: tuple[int, int, int] | None,
     """('proven' or why not, seconds the proof took) for `kernel` of `ptx`; where a value
     not known before launch stood in the way, again with the launch's integer `params`,
     maps and `grid` (as the front ends do)."""
-    mod = parse(ptx, kernel)
-    fn = next(f for f in mod.functions if f.name == kernel)
-    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
-    index = {id(it): i for i, it in enumerate(mod.items)}
+    from tests.proof_util import prove_kernel
+
     t0 = time.perf_counter()
-    args = (fn, mod.items[index[id(fn.header)]:fn.open_index],
-            lambda it: classify(it, shared, in_entry=True, constants=consts), shared)
-    got = prove(*args, dims=block)
+    got = prove_kernel(ptx, kernel, dims=block)
     if not isinstance(got, Proof) and got.unknown and (params or maps or grid):
-        got = prove(*args, dims=block, params=params, maps=maps, grid=grid)
+        got = prove_kernel(ptx, kernel, dims=block, params=params, maps=maps, grid=grid)
     took = time.perf_counter() - t0
     if isinstance(got, Proof):
         given = [w for w, on in (("integer arguments", got.params), ("grid", got.grid)) if on]

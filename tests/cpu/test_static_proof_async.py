@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from instrument.events import classify, constant_registers
-from instrument.ptx import parse
-from instrument.rewrite import _shared_symbols
-from instrument.static_proof import Proof, prove
+from instrument.static_proof import Proof
+from tests.proof_util import prove_kernel
 
 MATMUL = Path(__file__).parents[1] / "corpus" / "triton" / "triton_matmul_s3.ptx"
 # M, N, K: its parameters 3 to 5 (0-2 and 6-7 pointers), (value, bits the launch passes)
@@ -20,13 +18,7 @@ SIZES = {3: (512, 32), 4: (512, 32), 5: (512, 32)}
 
 
 def _prove(ptx: str, params: dict[int, int] | None = None, dims=None, maps=()):
-    mod = parse(ptx, "k")
-    (fn,) = [f for f in mod.functions if f.is_entry]
-    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
-    index = {id(it): i for i, it in enumerate(mod.items)}
-    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
-                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
-                 dims=dims, params=params, maps=maps)
+    return prove_kernel(ptx, dims=dims, params=params, maps=maps)
 
 
 def test_tritons_pipelined_matmul_is_proven_for_its_launch_values():

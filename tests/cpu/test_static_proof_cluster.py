@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from consan import toolchain
-from instrument.events import classify, constant_registers
 from instrument.ptx import parse
-from instrument.rewrite import _shared_symbols
-from instrument.static_proof import Proof, prove
+from instrument.static_proof import Proof
 from tests.kernels import dsmem_ring
+from tests.proof_util import prove_kernel
 
 TILES = {2: (8, 32)}  # the ring's `tiles` parameter: (value, bits the launch passes)
 
@@ -27,14 +26,8 @@ def _ptx(source: str) -> str:
 
 
 def _prove(source: str, params=None, cluster=None):
-    mod = parse(_ptx(source), "ring")
-    (fn,) = [f for f in mod.functions if f.is_entry]
-    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
-    index = {id(it): i for i, it in enumerate(mod.items)}
-    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
-                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
-                 dims=(256, 1, 1), params=TILES if params is None else params,
-                 cluster=cluster)
+    return prove_kernel(_ptx(source), dims=(256, 1, 1),
+                        params=TILES if params is None else params, cluster=cluster)
 
 
 def _edit(old: str, new: str, source: str = dsmem_ring.SOURCE) -> str:
@@ -188,16 +181,11 @@ def test_the_reviews_cu_kernels_are_refused(name):
     block = int(re.search(r"// block \((\d+)", src).group(1))
     for cluster in ((None, (1, 1, 1)) if "outside_a_cluster" in name else (None,)):
         macros = {"review_macros.h": (REVIEW / "review_macros.h").read_text()}
-        mod = parse(toolchain.compile_cuda(src, name, ["-arch=compute_90", "-lineinfo"],
-                                           headers=macros), "k")
-        shared = _shared_symbols(mod)
-        index = {id(it): i for i, it in enumerate(mod.items)}
-        for fn in (f for f in mod.functions if f.is_entry):  # (a file may hold several)
-            consts = constant_registers(fn.body)
-            got = prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
-                        lambda it, s=shared, c=consts: classify(it, s, in_entry=True,
-                                                                constants=c),
-                        shared, dims=(block, 1, 1), params={}, cluster=cluster)
+        ptx = toolchain.compile_cuda(src, name, ["-arch=compute_90", "-lineinfo"],
+                                     headers=macros)
+        for fn in (f for f in parse(ptx, "k").functions if f.is_entry):  # (a file may
+            # hold several)
+            got = prove_kernel(ptx, fn.name, dims=(block, 1, 1), params={}, cluster=cluster)
             assert not isinstance(got, Proof), (name, fn.name, cluster)
 
 

@@ -161,17 +161,9 @@ def test_launch_values_land_on_parameters_of_their_width(name):
 
 
 def _prove_at(ptx: str, kernel: str, scalars: dict, maps: tuple, grid: tuple):
-    from instrument.events import classify, constant_registers
-    from instrument.rewrite import _shared_symbols
-    from instrument.static_proof import prove
+    from tests.proof_util import prove_kernel
 
-    mod = parse(ptx, "t.ptx")
-    (fn,) = [f for f in mod.functions if f.name == kernel]
-    index = {id(it): i for i, it in enumerate(mod.items)}
-    shared, consts = _shared_symbols(mod), constant_registers(fn.body)
-    return prove(fn, mod.items[index[id(fn.header)]:fn.open_index],
-                 lambda it: classify(it, shared, in_entry=True, constants=consts), shared,
-                 params=scalars, maps=maps, grid=grid)
+    return prove_kernel(ptx, kernel, params=scalars, maps=maps, grid=grid)
 
 
 def test_the_persistent_matmul_is_proven_for_its_launch_and_a_tile_reuse_race_is_not():
