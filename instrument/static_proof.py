@@ -47,6 +47,8 @@ from .events import Classified, Event
 from .proof_mbarrier import BYTES as MBAR_BYTES
 from .proof_mbarrier import MBarrier
 from .proof_mbarrier import Op as MbOp
+from .proof_named import IDS as NAMED_IDS
+from .proof_named import NamedBarrier
 from .proof_rules import AGENT_COPY, AGENT_WGMMA, NEVER, Access, Refused, judge
 from .ptx import SPECIAL_REGISTER, Function, Item, ptx_int, register_width, register_widths
 
@@ -493,6 +495,14 @@ _SHARED_STATE = frozenset(("fn", "classify", "shared", "widths", "targets", "bra
 _NO_KEY = np.int64(-1)
 
 
+def _named_form(it: Item, c: Classified) -> bool:
+    """A barrier the prover follows as a named one (proof_named.py): `bar.sync` or
+    `bar.arrive` whose barrier is not the literal 0 (barrier 0 is the CTA's __syncthreads,
+    cut into intervals; its other forms are refused)."""
+    return c.event in (Event.BAR_SYNC, Event.BAR_ARRIVE) and bool(it.operands) and \
+        it.operands[0].strip() != "0"
+
+
 def _same_state(a: tuple, b: tuple) -> bool:
     """Whether two loop arrivals' (registers, split warps, in-flight registers) make the
     executor do the same from there."""
@@ -644,6 +654,11 @@ class _Prover:
         # phases when they parked (they try again once it grows)
         self.parked: list[tuple[int, np.ndarray]] = []
         self.parked_at = 0
+        # named barriers (proof_named.py) by id, and the generation (and id) each thread
+        # that arrived at a `bar.sync` waits for (-1: none)
+        self.named: dict[int, NamedBarrier] = {}
+        self.nb_gen = np.full(self.n, -1, dtype=np.int64)
+        self.nb_id = np.zeros(self.n, dtype=np.int64)
         # happens-before through mbarriers: clock vectors over the threads (the last step of
         # each thread ordered before a point: a wait acquires what its phase's arrivals
         # released), each thread's current one by id; an access keeps its threads' ids
@@ -816,7 +831,9 @@ class _Prover:
                     pending[at] = pending[at] | m if at in pending else m
         if self.parked and not nested:
             at, m = self.parked[0]
-            raise _Refused(f"line {body[at].line}: threads wait for an mbarrier phase that "
+            what = "a barrier generation" if body[at].op_parts[0] in ("bar", "barrier") else \
+                "an mbarrier phase"
+            raise _Refused(f"line {body[at].line}: threads wait for {what} that "
                            "nothing completes (threads " +
                            ", ".join(map(str, np.nonzero(m)[0][:4].tolist())) + ")")
         if any(at != stop for at in pending):
@@ -858,6 +875,9 @@ class _Prover:
             return [(pc + 1, mask)]
         c = self.classify(it)
         self.pc, self.at = pc, mask  # (the threads at it: the lanes an election may pick)
+        if c is not None and _named_form(it, c):
+            left = self._named(it, c, pc, mask, run, maybe)
+            return [(pc + 1, left)] if left.any() else []
         if c is not None and c.event is Event.MBARRIER and c.op == abi.MB_WAIT_PARITY:
             blocked = self._blocked(it, c, run & ~self.doubt) & mask
             if blocked.any():  # (they wait there while the other threads run on)
@@ -1006,7 +1026,8 @@ class _Prover:
                 continue
             c = self.classify(x)
             if x.op_parts[0] in ("ret", "exit") or (c is not None and c.event not in (
-                    *_ALLOWED, Event.READ, Event.WRITE, Event.BAR_SYNC, Event.PROXY_FENCE)):
+                    *_ALLOWED, Event.READ, Event.WRITE, Event.BAR_SYNC, Event.PROXY_FENCE)) \
+                    or (c is not None and _named_form(x, c)):
                 return x
         return None
 
@@ -1638,7 +1659,68 @@ class _Prover:
                     self.barriers, self.steps, causal)
 
     def _completed(self) -> int:
-        return sum(len(mb.done) for mb in self.mbars.values())
+        return sum(len(mb.done) for mb in self.mbars.values()) + \
+            sum(len(nb.done) for nb in self.named.values())
+
+    def _named(self, it: Item, c: Classified, pc: int, mask: np.ndarray, run: np.ndarray,
+               maybe: np.ndarray) -> np.ndarray:
+        """`bar.sync` / `bar.arrive` on a barrier other than 0 (proof_named.py), run by
+        whole warps together, certainly: the arrival of the threads that had not arrived
+        here yet; a `bar.sync`'s threads whose generation completed acquire it, the others
+        wait here (parked, as at an mbarrier wait). The threads that go on."""
+        if self.ncta > 1:
+            raise _Refused(f"line {it.line}: `{it.opcode}` in a kernel of a cluster (the proof "
+                           "orders a cluster's CTAs by cluster barriers and mbarriers only)")
+        if it.pred or "red" in it.op_parts or self.ntid % 32:
+            raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(it.operands)}` is not a "
+                           "barrier the proof follows (predicated, a reduction, or a block "
+                           "of part of a warp)")
+        lanes = np.isin(self.warp, self.warp[mask]) & self.alive
+        if not (np.array_equal(run, mask) and np.array_equal(maybe, mask) and
+                np.array_equal(mask, lanes)) or (self.doubt & mask).any():
+            raise _Refused(f"line {it.line}: `{it.opcode}` not run by every lane of its "
+                           "warps together, certainly")
+        ops = it.operands
+        ident = self._int_of(it, ops[0], mask, "barrier")
+        count = self._int_of(it, ops[1], mask, "thread count") if len(ops) > 1 else \
+            np.full(self.n, self.ntid, dtype=np.int64)
+        sync = c.event is Event.BAR_SYNC
+        fresh = mask & (self.nb_gen < 0)  # (the others arrived here and were parked)
+        for b in np.unique(ident[fresh]).tolist():
+            threads = fresh & (ident == b)
+            counts = set(count[threads].tolist())
+            n = counts.pop()
+            if not 0 < b < NAMED_IDS:
+                raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(ops)}` on barrier {b} "
+                               f"(the proof follows barriers 1-{NAMED_IDS - 1} by their thread "
+                               "counts, and barrier 0 only for every thread of the CTA)")
+            if counts or n <= 0 or n % 32 or n > self.ntid or \
+                    (len(ops) == 1 and not self.alive.all()):
+                raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(ops)}`: warps arrive "
+                               "at a barrier with thread counts other than one multiple of 32 "
+                               f"up to the block's {self.ntid} (or with none after threads "
+                               "returned)")
+            nb = self.named.setdefault(b, NamedBarrier(b, n, it.line))
+            g = nb.arrive(self._op(it.line, threads), n, self._release(threads),
+                          self._release(threads, self.cvcs))
+            if sync:
+                self.nb_gen[threads], self.nb_id[threads] = g, b
+        waiting = mask & (self.nb_gen >= 0)
+        for b, g in {(int(b), int(g)) for b, g in zip(self.nb_id[waiting],
+                                                       self.nb_gen[waiting], strict=True)}:
+            nb = self.named[b]
+            if g < len(nb.done):
+                threads = waiting & (self.nb_id == b) & (self.nb_gen == g)
+                d = nb.done[g]
+                assert d.release is not None and d.causal is not None
+                self._acquire(threads, d.release, d.causal)
+                self.waited[threads] = self.steps
+                self.nb_gen[threads] = -1
+        blocked = mask & (self.nb_gen >= 0)
+        if blocked.any():
+            self.parked.append((pc, blocked.copy()))
+            self.parked_at = self._completed()
+        return mask & ~blocked
 
     def _record(self, a: Access) -> None:
         a.cid = self.cid[a.thread].copy()

@@ -55,16 +55,19 @@ def test_the_proof_holds_exactly_where_the_checker_finds_nothing(which):
         np.testing.assert_allclose(out.get(), e / e.sum(axis=1, keepdims=True), rtol=1e-5)
 
 
-def test_a_cupy_kernel_proven_at_its_launch_runs_natively_and_its_racy_twin_is_caught():
+@pytest.mark.parametrize("key", ["reduce", "named-count"])
+def test_a_cupy_kernel_proven_at_its_launch_runs_natively_and_its_racy_twin_is_caught(key):
     """CUDA C++ has no .reqntid: the proof is made for the block of the launch. The GPU
-    suite's tree reduction runs natively, proven, with the bits of its native run; its
-    twin without one barrier is instrumented and reported."""
+    suite's tree reduction, and its handoff through a named barrier (`bar.arrive 1, 64` /
+    `bar.sync 1, 64`), run natively, proven, with the bits of their native run; their
+    twins (without one barrier; with a count of 32 at the sync) are instrumented and
+    reported."""
     import cupy as cp
 
     from consan import frontends, session
     from tests.kernels import gpu_kernels as K
 
-    tw = K.TWIN_BY_KEY["reduce"]
+    tw = K.TWIN_BY_KEY[key]
     x = cp.arange(K.IN_WORDS, dtype=cp.int32)
 
     def launch(src: str, name: str):
@@ -299,3 +302,46 @@ def test_a_persistent_cupy_kernel_is_proven_for_its_grid_each_way_a_cta_can_go(r
             np.testing.assert_array_equal(got, want)
         else:
             assert "race.war" in stats.findings, stats.findings
+
+
+@pytest.mark.parametrize("proofs", [True, False], ids=["proven", "instrumented"])
+def test_a_named_barrier_ring_runs_with_its_native_bits_and_its_mutant_is_caught(
+        proofs, monkeypatch):
+    """The producer-consumer ring over named barriers (tests/kernels/named_ring.py): proven
+    at launch for its tile count, it runs natively; with CONSAN_PROOF=0 it runs instrumented
+    and the checker finds nothing; either way with the bits of its native run. The mutant
+    whose consumers free a stage before reading it is refused, runs instrumented and is
+    reported (the producers' refill races with the reads)."""
+    import cupy as cp
+
+    from consan import frontends, session
+    from tests.kernels import named_ring as R
+
+    monkeypatch.setenv("CONSAN_PROOF", "1" if proofs else "0")
+    ctas, tiles = 16, 24
+    host = np.random.default_rng(5).integers(-1000, 1000, ctas * tiles * R.TILE,
+                                             dtype=np.int32)
+    x = cp.asarray(host)
+
+    def launch(text: str):
+        out = cp.zeros(ctas * 64, dtype=cp.int32)
+        cp.RawKernel(text, R.KERNEL)((ctas,), R.BLOCK, (x, out, np.int32(tiles)))
+        cp.cuda.Device().synchronize()
+        return out.get()
+
+    tag = f"\n// {proofs}\n"
+    native = launch(R.source() + "\n// native" + tag)
+    np.testing.assert_array_equal(native, R.reference(host, tiles, ctas))
+    for mutant in (None, "early_free"):
+        s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+        with frontends.sanitizing(s):
+            got = launch(R.source(mutant) + tag)
+        stats = s.report.kernels[R.KERNEL]
+        assert stats.launches_checked == 1
+        assert bool(stats.proven) == (proofs and mutant is None), stats.proven
+        if mutant is None:
+            assert not stats.findings, stats.findings
+            assert got.tobytes() == native.tobytes()
+        else:
+            assert stats.findings and set(stats.findings) <= {"race.war", "race.raw"}, \
+                stats.findings
