@@ -85,6 +85,19 @@ class Access:
         return self.until, self.until_seq  # type: ignore[return-value]
 
 
+# rows (an access's threads times the granules it may touch) the rules judge at most: the
+# largest proven kernel of the tests, Triton's matmul at K = 8,192, judged 1,327,104 (2.3 s
+# of host time in all on the 2-core machine); a grid-stride histogram's atomics followed
+# trip by trip for 2,048 trips, each over its 1 KiB of bins, would be 134 million
+MAX_ROWS = 2_500_000
+TOO_MANY = "rows of accesses to judge on the host"
+
+
+def rows_of(a: Access) -> int:
+    """An access's rows, as MAX_ROWS counts them."""
+    return len(a.thread) * (a.size // GRANULE + 1)
+
+
 def judge(accesses: list[Access], nwarps: int, fences: list[tuple[int, int, int]],
           bar_steps: list[int] | tuple[int, ...] = (), vcs: np.ndarray | None = None) -> None:
     """Raise Refused unless the accesses pass both rules; `fences`: the (warp, interval,

@@ -49,7 +49,17 @@ from .proof_mbarrier import MBarrier
 from .proof_mbarrier import Op as MbOp
 from .proof_named import IDS as NAMED_IDS
 from .proof_named import NamedBarrier
-from .proof_rules import AGENT_COPY, AGENT_WGMMA, NEVER, Access, Refused, judge
+from .proof_rules import (
+    AGENT_COPY,
+    AGENT_WGMMA,
+    MAX_ROWS,
+    NEVER,
+    TOO_MANY,
+    Access,
+    Refused,
+    judge,
+    rows_of,
+)
 from .ptx import SPECIAL_REGISTER, Function, Item, ptx_int, register_width, register_widths
 
 _NO_DEST = ("st", "red", "bar", "barrier", "prefetch", "fence", "membar", "bra", "ret",
@@ -247,7 +257,7 @@ def prove(fn: Function, header_items: list[Item],
                                f"({type(exc).__name__}: {exc})")
             out = Refusal(f"{exc}; and with its long loops followed as uniform ones from "
                           f"their trip {WIDEN_AT}: {widened}" if widened and
-                          _TOO_LONG in str(exc) else str(exc))
+                          (_TOO_LONG in str(exc) or TOO_MANY in str(exc)) else str(exc))
             out.unknown = any(p.guessed for p in runs) or "not known before launch" in out
             return out
 
@@ -625,12 +635,14 @@ class _Prover:
         # owner rank, the copy) of each operation on another CTA's shared memory
         self.cluster_arrived = False  # a `barrier.cluster.arrive` waits for its wait
         self.owner = self.rank  # (set by _smem)
+        self.spread = np.zeros(self.n, dtype=np.int64)  # (set by _smem)
         self.electing = False  # the instruction being run is under an `elect.sync` predicate
         self.warp = (g // np.uint64(32)).astype(np.int64)
         self.nwarps = int(self.warp.max()) + 1
         self.regs: dict[str, _Val] = {}
         self.preds: dict[str, _Pred] = {}
         self.accesses: list[Access] = []
+        self.rows = 0  # (proof_rules.rows_of each access, summed)
         self.alive = self.yes.copy()  # threads that have not returned
         self.split = np.zeros(self.nwarps, dtype=bool)  # warps that diverged since a barrier
         self.doubt = np.zeros(self.n, dtype=bool)  # threads that may not be on this path
@@ -935,10 +947,15 @@ class _Prover:
                 self._meet(went, taken, unknown)
                 self.doubt = was
                 return [(hi + 1, reached & self.alive)]  # (a thread that returned stays out)
-            # (a loop: the region must hold nothing; its lanes may leave it at different
-            # trips, so every warp with a thread in it splits)
-            self._skip(self.fn.body[lo:hi + 1], mask)
+            # (a loop: the region must hold nothing, or only shared atomics, run for every
+            # trip count at once; its lanes may leave it at different trips, so every warp
+            # with a thread in it splits)
             self.split |= np.bincount(self.warp[mask], minlength=self.nwarps) > 0
+            body = self.fn.body[lo:hi + 1]
+            atomics = (lo, hi) == (target, pc) and self._atomics_only(lo, pc)
+            if atomics:
+                self._any_trips(target, pc, mask, body)
+            self._skip(body, mask, atomics=atomics)
             return [(hi + 1, mask)]
         if self._diverge(mask, taken) and "uni" in it.op_parts:
             raise _Refused(f"line {it.line}: a `bra.uni` whose lanes part ways (undefined "
@@ -1025,9 +1042,11 @@ class _Prover:
             if not x.is_instruction:
                 continue
             c = self.classify(x)
+            shared_atomic = c is not None and c.event is Event.ATOMIC and \
+                x.op_parts[0] in ("atom", "red") and {"shared", "shared::cta"} & set(x.op_parts)
             if x.op_parts[0] in ("ret", "exit") or (c is not None and c.event not in (
-                    *_ALLOWED, Event.READ, Event.WRITE, Event.BAR_SYNC, Event.PROXY_FENCE)) \
-                    or (c is not None and _named_form(x, c)):
+                    *_ALLOWED, Event.READ, Event.WRITE, Event.BAR_SYNC, Event.PROXY_FENCE)
+                    and not shared_atomic) or (c is not None and _named_form(x, c)):
                 return x
         return None
 
@@ -1141,16 +1160,53 @@ class _Prover:
         self.split |= went & stayed
         return bool((went & stayed).any())
 
-    def _skip(self, items: list[Item], mask: np.ndarray, dests: list[str] | None = None
-              ) -> None:
+    def _atomics_only(self, top: int, end: int) -> bool:
+        """Whether the body of the loop from `top` to its closing branch at `end` holds
+        shared atomics and nothing else `_skip` refuses, and no other branch back
+        (`_any_trips`)."""
+        atomics = False
+        for i in range(top, end):
+            it = self.fn.body[i]
+            if not it.is_instruction:
+                continue
+            c = self.classify(it)
+            if it.op_parts[0] == "bra" and self.targets.get(i, i + 1) <= i:
+                return False
+            if c is not None and c.event is Event.ATOMIC and it.op_parts[0] in (
+                    "atom", "red") and {"shared", "shared::cta"} & set(it.op_parts):
+                atomics = True
+            elif it.op_parts[0] in ("ret", "exit") or (c is not None and
+                                                       c.event not in _ALLOWED):
+                return False
+        return atomics
+
+    def _any_trips(self, target: int, pc: int, mask: np.ndarray, body: list[Item]) -> None:
+        """A loop whose trip count is not known, and may differ between threads, holding
+        shared atomics (and no barrier or other shared access): its body is run once more,
+        by the threads of `mask`, uncertain, from registers it writes made unknown, so that
+        each atomic's address covers every trip's (an address must then be known within
+        bounds of the loop's own: a loaded byte's); all its trips are in one interval,
+        where an atomic's repeats conflict with nothing its first run does not."""
+        self._skip(body, mask, atomics=True)
+        was = self.doubt
+        self.doubt = was | mask
+        self._exec([(target, mask.copy())], pc, nested=True)
+        self.doubt = was
+
+    def _skip(self, items: list[Item], mask: np.ndarray, dests: list[str] | None = None,
+              atomics: bool = False) -> None:
         """Code some threads may run any number of times (or one lane that is not known):
-        it must not touch shared memory, synchronise or return, and what it writes (and
-        `dests`) is unknown in `mask` after it."""
+        it must not touch shared memory (but for `atomics`, run by `_any_trips`),
+        synchronise or return, and what it writes (and `dests`) is unknown in `mask` after
+        it."""
         dests = list(dests or [])
         for it in items:
             if not it.is_instruction:
                 continue
             c = self.classify(it)
+            if atomics and c is not None and c.event is Event.ATOMIC:
+                dests += self._dests(it)
+                continue
             if it.op_parts[0] in ("ret", "exit") or (c is not None and c.event not in _ALLOWED):
                 raise _Refused(f"line {it.line}: `{it.opcode}` under a branch whose direction "
                                "is not known before launch, or by a lane `elect.sync` picks")
@@ -1222,7 +1278,11 @@ class _Prover:
             lanes = 8 * max(1, c.shape)
             maybe = maybe & (self.special["%laneid"] < np.uint64(lanes))
             run = run & maybe
-        start = self._smem(it, c.address or "", maybe, c.size)
+        # (a load or an atomic at an address known only within bounds: every byte it may
+        # touch, uncertain: a histogram's `atomicAdd(&bins[data[i]], 1)`)
+        start = self._smem(it, c.address or "", maybe, c.size,
+                           ranged=it.op_parts[0] in ("ld", "atom", "red"))
+        spread = self.spread[maybe]
         if (start[maybe] % c.size).any():  # (the checker's 16-byte chunks: whole ones only)
             raise _Refused(f"line {it.line}: an address not aligned to the access's "
                            f"{c.size} bytes")
@@ -1232,8 +1292,9 @@ class _Prover:
         threads = np.nonzero(maybe)[0]
         copy = c.event is Event.ASYNC_WRITE
         write = c.event is not Event.READ
-        a = Access(self.barriers, threads, self.warp[maybe], start[maybe], c.size,
-                   write, run[maybe], converged[maybe], it.line, self.steps, idem=c.idem,
+        a = Access(self.barriers, threads, self.warp[maybe], start[maybe],
+                   c.size + int(spread.max(initial=0)), write, run[maybe] & (spread == 0),
+                   converged[maybe], it.line, self.steps, idem=c.idem,
                    elected=self.electing, atomic=atomic)
         self._remote(it, maybe)
         if write:
@@ -1546,13 +1607,16 @@ class _Prover:
                     raise _Refused(f"line {it.line}: its operands differ between the lanes "
                                    "`elect.sync` may pick")
 
-    def _smem(self, it: Item, text: str, threads: np.ndarray, size: int) -> np.ndarray:
+    def _smem(self, it: Item, text: str, threads: np.ndarray, size: int,
+              ranged: bool = False) -> np.ndarray:
         """Per thread, where the proof puts the shared-memory address `text` of an access of
         `size` bytes (a load or store, an mbarrier, a copy's first byte), for the threads of
         `threads`; its end is recorded for _inside. In a cluster, CTA rank r's bytes are put
         at r * stride on, and `self.owner` is left holding, per thread, the rank of the CTA
         whose bytes the address names (a `.shared::cluster` address from `mapa`: the rank it
-        was made for; any other: the thread's own)."""
+        was made for; any other: the thread's own). `ranged`: an address known only within
+        bounds of its offset (`_offset_range`) is taken at its lowest, and `self.spread`
+        left holding, per thread, how far past it the highest lies (0 where known)."""
         parts = split_address(text or "")
         if parts is None:
             raise _Refused(f"line {it.line}: address `{text}` not understood")
@@ -1567,6 +1631,12 @@ class _Prover:
             self.owner = (v.a >> np.uint64(CLUSTER_SHIFT)).astype(np.int64)
             v = _Val(v.sym[:-len(CLUSTER_TAG)], v.a & np.uint64((1 << CLUSTER_SHIFT) - 1),
                      v.known)
+        self.spread = np.zeros(self.n, dtype=np.int64)
+        if v.sym in self.shared and not v.known[threads].all() and ranged and \
+                v.lo is not None and v.hi is not None and \
+                (v.hi[threads & ~v.known] < MAX_SHARED).all():
+            self.spread = np.where(v.known, 0, v.hi - v.lo)
+            v = _Val(v.sym, np.where(v.known, v.a, v.lo.view(np.uint64)), self.yes)
         if v.sym not in self.shared or not v.known[threads].all():
             raise _Refused(f"line {it.line}: the address `{text}` is not known before launch")
         self.sym = self.sym or v.sym
@@ -1578,11 +1648,12 @@ class _Prover:
                            f"the checker's {GRANULE}-byte granules, beside other shared "
                            "variables")
         start = (v.a + np.uint64(off & _M64)).view(np.int64)
-        if (start[threads] < 0).any() or (start[threads] + size > MAX_SHARED).any():
+        reach = start + size + self.spread
+        if (start[threads] < 0).any() or (reach[threads] > MAX_SHARED).any():
             raise _Refused(f"line {it.line}: an address outside the shared memory a CTA can "
                            "have")
         if threads.any():
-            end = int((start[threads] + size).max())
+            end = int(reach[threads].max())
             self.extent[v.sym] = max(self.extent.get(v.sym, (0, 0)), (end, it.line))
         return start + self._base(it, v.sym) + self.owner * self.stride
 
@@ -1725,6 +1796,10 @@ class _Prover:
     def _record(self, a: Access) -> None:
         a.cid = self.cid[a.thread].copy()
         self.accesses.append(a)
+        self.rows += rows_of(a)
+        if self.rows > MAX_ROWS:  # (refused as it grows: before the host runs out of memory)
+            raise _Refused(f"more than {MAX_ROWS:,} {TOO_MANY} (an access's threads times "
+                           "the granules it may touch)")
 
     def _blocked(self, it: Item, c: Classified, run: np.ndarray) -> np.ndarray:
         """The threads of `run` whose wait's phase has not completed (yet)."""
@@ -2029,10 +2104,14 @@ class _Prover:
                 key = np.where(doubt, -1, np.where(run, new_key, old_key))
             lo = hi = None
             if self.ranged and len(dests) == 1 and (value is None or not value.known[run].all()):
-                lo, hi = self._bounded(it, run, doubt, old)
+                lo, hi = self._bounded(it, run, doubt, old, value.sym if value is not None
+                                       and value.sym in self.shared and value.rel is None
+                                       else None)
             if value is None and old is not None and not old.known.any():
                 old.uni = uni  # (still unknown everywhere: a wgmma's accumulators at each step)
-                old.key, old.lo, old.hi = key, lo, hi
+                old.key = key  # (bounds of an integer: an address's would be its offset's)
+                old.lo, old.hi = (lo, hi) if old.sym is None and old.rel is None else \
+                    (None, None)
                 continue
             old = old or self._unknown()
             if value is None:
@@ -2060,12 +2139,17 @@ class _Prover:
         return lo, hi
 
     def _bounded(self, it: Item, run: np.ndarray, doubt: np.ndarray,
-                 old: _Val | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+                 old: _Val | None, sym: str | None = None
+                 ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The bounds of an instruction's one destination where its value is not known:
         the operation's, on its operands' bounds, in the threads that may run it; joined
         with the old value's where a thread may or may not (docs/model.md, "For one
-        launch's values")."""
-        got = self._range(it.op_parts, it.operands)
+        launch's values"). `sym`: the shared symbol of an address, whose bounds are those
+        of its offset from it (`_offset_range`)."""
+        if old is not None and old.sym != sym:
+            old = None  # (an integer's bounds are no offset's, nor one symbol's another's)
+        got = self._offset_range(it.op_parts, it.operands) if sym else \
+            self._range(it.op_parts, it.operands)
         if got is None and (old is None or old.hi is None):
             return None, None
         lo = np.zeros(self.n, dtype=np.int64)
@@ -2084,12 +2168,50 @@ class _Prover:
             hi = np.where(doubt, _UNBOUNDED, hi)
         return (lo, hi) if (hi < _UNBOUNDED).any() else (None, None)
 
+    def _offset_range(self, parts: list[str], ops: list[str]
+                      ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Bounds of a shared address's offset from its symbol where the offset is not
+        known: a move of such an address, or the sum of a known one (`mov.u64 %rd, bins`)
+        and a bounded integer (a loaded byte times 4): a histogram's `&bins[data[i]]`."""
+        op, w = parts[0], _width(parts)
+        if w is None or "cc" in parts or op not in ("mov", "add") or len(ops) < 2:
+            return None
+        bits = w[0]
+        terms = []
+        for o in ops[1:3 if op == "add" else 2]:
+            v = self._src(o, bits)
+            if v.rel is not None:
+                return None
+            if v.sym is None:
+                terms.append(self._bounds_of(o, bits))
+            elif v.sym in self.shared:  # (the address's own offset, known or bounded)
+                off = v.a.view(np.int64)
+                lo = np.where(v.known, off, v.lo if v.lo is not None else 0)
+                hi = np.where(v.known, off, v.hi if v.hi is not None else _UNBOUNDED)
+                terms.append((lo, hi))
+            else:
+                return None
+        if sum(self._src(o, bits).sym is not None for o in ops[1:3]) != 1:
+            return None
+        lo = np.sum([t[0] for t in terms], axis=0)
+        hi = np.sum([np.minimum(t[1], _UNBOUNDED) for t in terms], axis=0)
+        ok = (lo >= 0) & (hi < MAX_SHARED)
+        return np.where(ok, lo, 0), np.where(ok, hi, _UNBOUNDED)
+
     def _range(self, parts: list[str], ops: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
         """Bounds of an integer operation's result from its operands' (each a value that
         reads the same signed and unsigned): moves, conversions that keep the value, add,
         sub, mul (.lo, .wide), mad, shl and shr by a known amount, and, min, max, and rem
         and div by a known positive divisor; None for any other."""
         op = parts[0]
+        if op == "ld":  # (a narrow unsigned or untyped load: zero-extended into its register)
+            w = _width(parts)
+            dest = register_width(ops[0].strip(), self.widths) if ops else None
+            if w is None or w[1] or w[0] > 16 or dest is None or \
+                    (1 << w[0]) - 1 >= _limit(dest) or {"v2", "v4", "v8"} & set(parts):
+                return None
+            return (np.zeros(self.n, dtype=np.int64),
+                    np.full(self.n, (1 << w[0]) - 1, dtype=np.int64))
         if op not in _RANGED_OPS or "hi" in parts or "sat" in parts or "cc" in parts or \
                 len(ops) < 2:
             return None

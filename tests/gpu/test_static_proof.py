@@ -345,3 +345,40 @@ def test_a_named_barrier_ring_runs_with_its_native_bits_and_its_mutant_is_caught
         else:
             assert stats.findings and set(stats.findings) <= {"race.war", "race.raw"}, \
                 stats.findings
+
+
+def test_bench_cleans_histogram_is_proven_and_its_racy_twin_is_caught():
+    """The grid-stride histogram (`atomicAdd(&bins[data[i]], 1u)` into shared bins, its
+    addresses known only within the bins' bounds, its trip count each thread's own): proven
+    at its launch, it runs natively with the bits of its native run and the histogram of
+    its input; without the barrier between zeroing the bins and counting into them it is
+    refused, runs instrumented and is reported."""
+    import cupy as cp
+
+    from consan import frontends, session
+    from tests.kernels import gpu_kernels as K
+
+    setup = K.clean_setup("histogram256", 1 << 22, cp, seed=7)
+    racy_src = setup.source.replace("    bins[t] = 0u;\n    __syncthreads();\n",
+                                    "    bins[t] = 0u;\n")
+    assert racy_src != setup.source
+
+    def launch(src: str):
+        args, outputs = setup.make_args(cp)
+        cp.RawKernel(src, setup.name)(setup.grid, setup.block, args)
+        cp.cuda.Device().synchronize()
+        return outputs[0].get()
+
+    native = launch(setup.source + "\n// native\n")
+    np.testing.assert_array_equal(native, setup.reference()[0])
+    for src, proven in ((setup.source, True), (racy_src, False)):
+        s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+        with frontends.sanitizing(s):
+            got = launch(src)
+        stats = s.report.kernels[setup.name]
+        assert stats.launches_checked == 1 and bool(stats.proven) == proven, stats.proven
+        if proven:
+            assert not stats.findings and got.tobytes() == native.tobytes()
+        else:
+            assert stats.findings and set(stats.findings) <= {
+                "race.raw", "race.waw", "race.war", "uninit.read"}, stats.findings
