@@ -505,12 +505,13 @@ _SHARED_STATE = frozenset(("fn", "classify", "shared", "widths", "targets", "bra
 _NO_KEY = np.int64(-1)
 
 
-def _named_form(it: Item, c: Classified) -> bool:
+def _named_form(it: Item, c: Classified, cluster: bool) -> bool:
     """A barrier the prover follows as a named one (proof_named.py): `bar.sync` or
     `bar.arrive` whose barrier is not the literal 0 (barrier 0 is the CTA's __syncthreads,
-    cut into intervals; its other forms are refused)."""
+    cut into intervals; its other forms are refused), and in a kernel of a `cluster` any
+    (its intervals are the cluster barriers': a CTA's __syncthreads orders its own warps)."""
     return c.event in (Event.BAR_SYNC, Event.BAR_ARRIVE) and bool(it.operands) and \
-        it.operands[0].strip() != "0"
+        (cluster or it.operands[0].strip() != "0")
 
 
 def _same_state(a: tuple, b: tuple) -> bool:
@@ -666,8 +667,8 @@ class _Prover:
         # phases when they parked (they try again once it grows)
         self.parked: list[tuple[int, np.ndarray]] = []
         self.parked_at = 0
-        # named barriers (proof_named.py) by id, and the generation (and id) each thread
-        # that arrived at a `bar.sync` waits for (-1: none)
+        # named barriers (proof_named.py) by CTA rank * IDS + id, and the generation (and
+        # that key) each thread that arrived at a `bar.sync` waits for (-1: none)
         self.named: dict[int, NamedBarrier] = {}
         self.nb_gen = np.full(self.n, -1, dtype=np.int64)
         self.nb_id = np.zeros(self.n, dtype=np.int64)
@@ -887,7 +888,7 @@ class _Prover:
             return [(pc + 1, mask)]
         c = self.classify(it)
         self.pc, self.at = pc, mask  # (the threads at it: the lanes an election may pick)
-        if c is not None and _named_form(it, c):
+        if c is not None and _named_form(it, c, self.ncta > 1):
             left = self._named(it, c, pc, mask, run, maybe)
             return [(pc + 1, left)] if left.any() else []
         if c is not None and c.event is Event.MBARRIER and c.op == abi.MB_WAIT_PARITY:
@@ -1046,7 +1047,8 @@ class _Prover:
                 x.op_parts[0] in ("atom", "red") and {"shared", "shared::cta"} & set(x.op_parts)
             if x.op_parts[0] in ("ret", "exit") or (c is not None and c.event not in (
                     *_ALLOWED, Event.READ, Event.WRITE, Event.BAR_SYNC, Event.PROXY_FENCE)
-                    and not shared_atomic) or (c is not None and _named_form(x, c)):
+                    and not shared_atomic) or (c is not None and
+                                               _named_form(x, c, self.ncta > 1)):
                 return x
         return None
 
@@ -1229,9 +1231,6 @@ class _Prover:
         if c.event is Event.CLUSTER_BAR:
             self._cluster_barrier(it, run, maybe, others)
             return
-        if c.event is Event.BAR_SYNC and self.ncta > 1:
-            raise _Refused(f"line {it.line}: `{it.opcode}` in a kernel of a cluster (the proof "
-                           "orders a cluster's CTAs by cluster barriers and mbarriers only)")
         if c.event is Event.BAR_SYNC:
             ops = it.operands
             if not ops or ops[0].strip() != "0" or (len(ops) > 1 and (
@@ -1735,13 +1734,11 @@ class _Prover:
 
     def _named(self, it: Item, c: Classified, pc: int, mask: np.ndarray, run: np.ndarray,
                maybe: np.ndarray) -> np.ndarray:
-        """`bar.sync` / `bar.arrive` on a barrier other than 0 (proof_named.py), run by
-        whole warps together, certainly: the arrival of the threads that had not arrived
-        here yet; a `bar.sync`'s threads whose generation completed acquire it, the others
-        wait here (parked, as at an mbarrier wait). The threads that go on."""
-        if self.ncta > 1:
-            raise _Refused(f"line {it.line}: `{it.opcode}` in a kernel of a cluster (the proof "
-                           "orders a cluster's CTAs by cluster barriers and mbarriers only)")
+        """`bar.sync` / `bar.arrive` on a barrier other than 0, or any in a cluster's CTAs
+        (each CTA's barriers its own: proof_named.py), run by whole warps together,
+        certainly: the arrival of the threads that had not arrived here yet; a `bar.sync`'s
+        threads whose generation completed acquire it, the others wait here (parked, as at
+        an mbarrier wait). The threads that go on."""
         if it.pred or "red" in it.op_parts or self.ntid % 32:
             raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(it.operands)}` is not a "
                            "barrier the proof follows (predicated, a reduction, or a block "
@@ -1757,31 +1754,36 @@ class _Prover:
             np.full(self.n, self.ntid, dtype=np.int64)
         sync = c.event is Event.BAR_SYNC
         fresh = mask & (self.nb_gen < 0)  # (the others arrived here and were parked)
-        for b in np.unique(ident[fresh]).tolist():
-            threads = fresh & (ident == b)
+        low = 0 if self.ncta > 1 else 1
+        bad = fresh & ((ident < low) | (ident >= NAMED_IDS))
+        if bad.any():
+            raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(ops)}` on barrier "
+                           f"{int(ident[bad][0])} (the proof follows barriers 1-{NAMED_IDS - 1} "
+                           "by their thread counts, and barrier 0 only for every thread of "
+                           "the CTA)")
+        key = self.rank * NAMED_IDS + ident  # (a cluster's CTAs: each its own barriers)
+        for k in np.unique(key[fresh]).tolist():
+            threads = fresh & (key == k)
+            b = k % NAMED_IDS
             counts = set(count[threads].tolist())
             n = counts.pop()
-            if not 0 < b < NAMED_IDS:
-                raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(ops)}` on barrier {b} "
-                               f"(the proof follows barriers 1-{NAMED_IDS - 1} by their thread "
-                               "counts, and barrier 0 only for every thread of the CTA)")
             if counts or n <= 0 or n % 32 or n > self.ntid or \
                     (len(ops) == 1 and not self.alive.all()):
                 raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(ops)}`: warps arrive "
                                "at a barrier with thread counts other than one multiple of 32 "
                                f"up to the block's {self.ntid} (or with none after threads "
                                "returned)")
-            nb = self.named.setdefault(b, NamedBarrier(b, n, it.line))
+            nb = self.named.setdefault(k, NamedBarrier(b, n, it.line))
             g = nb.arrive(self._op(it.line, threads), n, self._release(threads),
                           self._release(threads, self.cvcs))
             if sync:
-                self.nb_gen[threads], self.nb_id[threads] = g, b
+                self.nb_gen[threads], self.nb_id[threads] = g, k
         waiting = mask & (self.nb_gen >= 0)
-        for b, g in {(int(b), int(g)) for b, g in zip(self.nb_id[waiting],
+        for k, g in {(int(k), int(g)) for k, g in zip(self.nb_id[waiting],
                                                        self.nb_gen[waiting], strict=True)}:
-            nb = self.named[b]
+            nb = self.named[k]
             if g < len(nb.done):
-                threads = waiting & (self.nb_id == b) & (self.nb_gen == g)
+                threads = waiting & (self.nb_id == k) & (self.nb_gen == g)
                 d = nb.done[g]
                 assert d.release is not None and d.causal is not None
                 self._acquire(threads, d.release, d.causal)

@@ -212,3 +212,56 @@ def test_the_gpu_suites_racy_dsmem_exchanges_are_refused(racy):
     from tests.gpu.test_dsmem import _src
 
     assert not isinstance(_prove(_src(2, **racy), params={}), Proof), racy
+
+
+CROSS = r"""
+extern "C" __global__ void __cluster_dims__(2, 1, 1) cross(float* out) {
+    __shared__ float s[64];
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const int t = threadIdx.x;
+    s[t] = 0.0f;
+    asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+    if (rank == 0) {  // a store into CTA 1's s
+        unsigned local = (unsigned)__cvta_generic_to_shared(&s[t]), remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, 1;" : "=r"(remote) : "r"(local));
+        asm volatile("st.shared::cluster.f32 [%0], %1;" :: "r"(remote), "f"(1.0f) : "memory");
+    }
+    SYNC
+    if (rank == 1) out[t] = s[t];
+    asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+"""
+CLUSTER_SYNC = ('asm volatile("barrier.cluster.arrive.aligned;\\n\\tbarrier.cluster.wait.'
+                'aligned;" ::: "memory");')
+
+
+@pytest.mark.parametrize(("sync", "proven"), [
+    ("__syncthreads();", True), ('asm volatile("bar.sync 1, 64;" ::: "memory");', True),
+    ("", False)])
+def test_a_ctas_own_barrier_orders_its_warps_in_a_cluster(sync, proven):
+    """tests/gpu/test_cluster.py's kernel: warp 0 of each CTA writes, warp 1 reads after the
+    CTA's `__syncthreads()` (or a named barrier of its two warps): each CTA's barriers are
+    its own generations, through the clocks (proof_named.py)."""
+    from tests.gpu.test_cluster import CLUSTER
+
+    ptx = _ptx(CLUSTER.replace("SYNC", sync))
+    got = prove_kernel(ptx, "in_cluster", dims=(64, 1, 1), params={}, grid=(4, 1, 1))
+    assert isinstance(got, Proof) == proven, got
+    if proven:
+        assert (got.ctas, got.barriers) == (2, 0)
+    else:
+        assert "two warps touch the granule at byte 0 in CTA rank 0" in got, got
+
+
+@pytest.mark.parametrize(("sync", "proven"), [("__syncthreads();", False),
+                                              (CLUSTER_SYNC, True)])
+def test_a_ctas_barrier_does_not_order_a_peers_store_into_it(sync, proven):
+    """CTA 0 stores into CTA 1's shared memory; CTA 1 reads it after its own
+    `__syncthreads()`, which orders nothing of CTA 0's: refused; after a cluster barrier:
+    proven."""
+    got = prove_kernel(_ptx(CROSS.replace("SYNC", sync)), "cross", dims=(64, 1, 1),
+                       params={}, grid=(2, 1, 1))
+    assert isinstance(got, Proof) == proven, got
+    if not proven:
+        assert "two warps touch the granule at byte 0 in CTA rank 1" in got, got

@@ -382,3 +382,38 @@ def test_bench_cleans_histogram_is_proven_and_its_racy_twin_is_caught():
         else:
             assert stats.findings and set(stats.findings) <= {
                 "race.raw", "race.waw", "race.war", "uninit.read"}, stats.findings
+
+
+def test_a_cluster_kernel_with_cta_barriers_is_proven_and_its_racy_twin_is_caught():
+    """tests/gpu/test_cluster.py's kernel (clusters of 2; each CTA's warp 0 writes, warp 1
+    reads after the CTA's `__syncthreads()`): proven at launch, each CTA's barrier its own,
+    it runs natively with the bits of its native run; without the barrier it is refused,
+    runs instrumented and is reported."""
+    import cupy as cp
+
+    from consan import frontends, session
+    from tests.gpu.test_cluster import CLUSTER
+    from tests.gpu_util import arch_option, need_sm90
+
+    need_sm90()
+    x = cp.asarray(np.random.default_rng(5).random(256, dtype=np.float32))
+
+    def launch(src: str):
+        out = cp.zeros(128, dtype=cp.float32)
+        cp.RawKernel(src, "in_cluster", options=(arch_option(),))((4,), (64,), (x, out))
+        cp.cuda.Device().synchronize()
+        return out.get()
+
+    clean = CLUSTER.replace("SYNC", "__syncthreads();")
+    native = launch(clean + "\n// native\n")
+    np.testing.assert_array_equal(native.reshape(4, 32), x.get().reshape(4, 64)[:, :32])
+    for src, proven in ((clean, True), (CLUSTER.replace("SYNC", ""), False)):
+        s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+        with frontends.sanitizing(s):
+            got = launch(src + "\n// session\n")
+        stats = s.report.kernels["in_cluster"]
+        assert stats.launches_checked == 1 and bool(stats.proven) == proven, stats.proven
+        if proven:
+            assert not stats.findings and got.tobytes() == native.tobytes()
+        else:
+            assert set(stats.findings) == {"race.raw"}, stats.findings
