@@ -1743,15 +1743,22 @@ class _Prover:
             raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(it.operands)}` is not a "
                            "barrier the proof follows (predicated, a reduction, or a block "
                            "of part of a warp)")
-        lanes = np.isin(self.warp, self.warp[mask]) & self.alive
+        # (the hardware counts a warp's arrival as 32 threads whatever lanes it has left:
+        # every lane of each warp must run it, none returned, with one id and count)
+        lanes = np.isin(self.warp, self.warp[mask])
         if not (np.array_equal(run, mask) and np.array_equal(maybe, mask) and
-                np.array_equal(mask, lanes)) or (self.doubt & mask).any():
+                np.array_equal(mask, lanes)) or (self.doubt & mask).any() or \
+                not self.alive[lanes].all():
             raise _Refused(f"line {it.line}: `{it.opcode}` not run by every lane of its "
-                           "warps together, certainly")
+                           "warps together, certainly (a warp arrives as 32 threads)")
         ops = it.operands
         ident = self._int_of(it, ops[0], mask, "barrier")
         count = self._int_of(it, ops[1], mask, "thread count") if len(ops) > 1 else \
             np.full(self.n, self.ntid, dtype=np.int64)
+        first = (self.warp * 32)[mask]  # (each lane's warp's lane 0)
+        if (ident[mask] != ident[first]).any() or (count[mask] != count[first]).any():
+            raise _Refused(f"line {it.line}: `{it.opcode} {', '.join(ops)}` with a barrier or "
+                           "thread count that differs between the lanes of a warp")
         sync = c.event is Event.BAR_SYNC
         fresh = mask & (self.nb_gen < 0)  # (the others arrived here and were parked)
         low = 0 if self.ncta > 1 else 1

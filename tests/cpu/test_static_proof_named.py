@@ -124,3 +124,43 @@ def test_a_sync_acquires_the_generation_it_arrived_in(read, proven):
     assert isinstance(got, Proof) == proven, got
     if not proven:
         assert "two warps touch the granule at byte 128" in got, got
+
+
+HALF_WARP = r"""
+__device__ __forceinline__ void bar_sync(int id, int n) {
+    asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+    asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory");
+}
+extern "C" __global__ void half_warp(int* out) {
+    __shared__ int s[16];
+    const int t = threadIdx.x, w = t / 32, lane = t % 32;
+    if (t < 16) s[t] = -1;
+    __syncthreads();
+    if (w == 0) {
+        $SPLIT
+        bar_arrive($ID, 64);
+        if (lane < 16) s[lane] = lane;
+        bar_arrive($ID, 64);
+    } else {
+        bar_sync(1, 64);
+        out[lane] = s[lane & 15];
+    }
+}
+"""
+
+
+@pytest.mark.parametrize(("split", "ident", "why"), [
+    # half of warp 0 returns: the hardware still counts its arrival as 32 threads, so its
+    # first arrival and warp 1's complete the generation before the store
+    ('if (lane >= 16) asm volatile("ret;");', "1", "not run by every lane of its warps"),
+    # lanes 0-15 arrive at barrier 1, lanes 16-31 at barrier 2: one warp's arrival
+    ("", "1 + (lane >> 4)", "differs between the lanes of a warp"),
+])
+def test_a_warp_arrives_whole_at_one_barrier(split, ident, why):
+    """Found by an adversarial review (the first proven, and racy on the H100: warp 1 read
+    the -1s): the host counted a warp's live lanes, the GPU counts 32 threads a warp."""
+    src = HALF_WARP.replace("$SPLIT", split).replace("$ID", ident)
+    got = prove_kernel(_ptx(src), "half_warp", dims=(64, 1, 1), params={})
+    assert isinstance(got, str) and why in got, got
