@@ -13,7 +13,8 @@ the read-back of the log, host wall time); Triton's ConSan kernel time
 (TRITON_INSTRUMENTATION_MODE=consan, in a child process with its own cache, timed with
 CUDA events the same way); and first-call times: Triton's native compile, consan's build
 of the instrumented kernel (instrument + link, the checker already cached), Triton's
-ConSan compile. Times are medians over repeats after a warm-up.
+ConSan compile (consan's proofs made anew: CONSAN_PROOF_CACHE=0 unless set). Times are
+medians over repeats after a warm-up.
 
 The events of a kernel of a few microseconds also hold the host's launch path wherever the
 GPU waits for it (Triton's launcher natively; under consan the log's reset and Triton's
@@ -386,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
         child(a.child, a.repeats)
         return 0
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="triton-cache-"))
+    # (consan build s is a first launch's: its proof made, not read back from an earlier
+    # run's on-disk cache, consan/proof_cache.py)
+    os.environ.setdefault("CONSAN_PROOF_CACHE", "0")
     import torch
 
     from consan import runtime

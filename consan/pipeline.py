@@ -19,7 +19,7 @@ from instrument import abi
 from instrument.ptx import parse
 from instrument.rewrite import Instrumented, instrument
 
-from . import toolchain
+from . import proof_cache, toolchain
 from .toolchain import is_ptx
 from .version import __version__
 
@@ -74,6 +74,7 @@ def build(source: str, options: tuple[str, ...] = (), arch: toolchain.Arch | Non
         raise ValueError("no target architecture: give arch or an -arch option")
     ptx, name = compile_ptx(source, rest, arch, source_name)
     ins = instrument(parse(ptx, name), value_tags=value_tags)
+    ins.prove_at = proof_cache.cached(ins.prove_at, ptx)
     if not is_ptx(source):
         _name_source(ins, source, source_name)
     return Build(ins, arch, name, ptx)
