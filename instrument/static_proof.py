@@ -1937,7 +1937,10 @@ class _Prover:
         a reduction into global memory)."""
         into = c.event in _COPIES_IN
         st_async = it.op_parts[:2] == ["st", "async"]  # (each lane's store: a copy of its own)
-        if c.mask or it.op_parts[0] == "red" or (it.op_parts[0] == "st" and not st_async) or (
+        multicast = bool(c.mask) and into and "multicast::cluster" in it.op_parts and \
+            self.ncta > 1
+        if (c.mask and not multicast) or it.op_parts[0] == "red" or (
+                it.op_parts[0] == "st" and not st_async) or (
                 into and not st_async and "global" not in it.op_parts):
             raise _Refused(f"line {it.line}: `{it.opcode}` (a copy from another CTA's shared "
                            "memory, a multicast or a reduction) is not followed by the proof")
@@ -1974,8 +1977,31 @@ class _Prover:
         if bars is not None and (self.owner != owner)[run].any():
             raise _Refused(f"line {it.line}: a copy completing on an mbarrier of another CTA "
                            "than the one it writes")
-        # (one access per mbarrier the threads' copies complete on; a store's copies per
-        # thread)
+        if not multicast:
+            self._copies(it, run, start, sizes, bars, owner, into, st_async)
+            return
+        # (a multicast: the same bytes, at the same offsets from each CTA's shared memory,
+        # into every CTA of its ctaMask, each completing on its own mbarrier there)
+        mask = self._int_of(it, c.mask or "", run, "ctaMask")
+        if (owner[run] != self.rank[run]).any() or (mask[run] >> self.ncta).any() or \
+                not (mask[run] & 0xFFFF).all():
+            raise _Refused(f"line {it.line}: a multicast of an address not the issuing "
+                           "CTA's own, or with a ctaMask naming no CTA or one the cluster "
+                           "does not have")
+        assert bars is not None
+        for q in range(self.ncta):
+            to = run & ((mask >> q) & 1).astype(bool)
+            if to.any():
+                shift = (q - owner) * self.stride
+                self._copies(it, to, start + shift, sizes, bars + shift,
+                             np.full(self.n, q, dtype=np.int64), into, st_async)
+
+    def _copies(self, it: Item, run: np.ndarray, start: np.ndarray, sizes: np.ndarray,
+                bars: np.ndarray | None, owner: np.ndarray, into: bool,
+                st_async: bool) -> None:
+        """The copies of the threads of `run` into (or out of) the CTA `owner` names per
+        thread: one access per mbarrier the threads' copies complete on; a store's copies
+        per thread."""
         groups = [run & (bars == b) & (sizes == z) for b, z in sorted(set(zip(
             bars[run].tolist(), sizes[run].tolist(), strict=True)))] if bars is not None \
             else [run & (np.arange(self.n) == t) for t in np.nonzero(run)[0].tolist()]
@@ -1997,9 +2023,15 @@ class _Prover:
                 for w in np.unique(self.warp[ts]).tolist():
                     mb.use(it.line, w, self.barriers)
                 if (owner[ts] != self.rank[ts]).any():
-                    if "cluster" not in it.op_parts and not st_async:
+                    multicast = "multicast::cluster" in it.op_parts
+                    if not ("cluster" in it.op_parts or multicast or st_async):
                         raise _Refused(f"line {it.line}: `{it.opcode}` into another CTA")
-                    mb.cur.remote = True
+                    # (a phase a peer's thread completes is acquired by cluster-scope waits
+                    # only; a multicast's bytes come from global memory through the copy
+                    # engine, which completes each destination CTA's own mbarrier, and it
+                    # releases nothing of its issuer's: a wait of the CTA's scope sees them,
+                    # as CUTLASS's multicast pipelines wait)
+                    mb.cur.remote = mb.cur.remote or not multicast
                 # (its phase completes after the issue, so after what the issuers had
                 # acquired and after their last waits)
                 issued = np.max([self.cvcs[i] for i in np.unique(self.cid[ts]).tolist()],

@@ -265,3 +265,55 @@ def test_a_ctas_barrier_does_not_order_a_peers_store_into_it(sync, proven):
     assert isinstance(got, Proof) == proven, got
     if not proven:
         assert "two warps touch the granule at byte 0 in CTA rank 1" in got, got
+
+
+def _multicast(cluster: int, **kw) -> str:
+    from tests.gpu.test_multicast import _src
+
+    return _src(cluster, **kw)
+
+
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+@pytest.mark.parametrize(("kw", "why"), [
+    ({"tensor": False}, None), ({"tensor": True}, None),
+    ({"tensor": False, "senders": 1}, None),
+    # a read before the CTA's own wait: the copies may still be landing
+    ({"tensor": False, "early_read": True}, "the bulk copy at line"),
+    # seed 001's flaky multicast: a ctaMask that leaves the last CTA out, which then reads
+    # a buffer nothing wrote
+    ({"tensor": False, "mask": "last out"}, "before any write certain to run"),
+])
+def test_multicast_copies_are_followed_into_every_cta_of_their_mask(cluster, kw, why):
+    """tests/gpu/test_multicast.py's kernels: each rank multicasts its slice (a bulk copy
+    or a TMA box) into every CTA of the ctaMask, each CTA waits on its own mbarrier."""
+    from tests.gpu.test_multicast import N
+
+    if kw.get("senders") and cluster != 2:
+        pytest.skip("one issuer: the GPU suite's cluster of 2")
+    if kw.get("mask") == "last out":
+        kw = {**kw, "mask": (1 << cluster) - 1 - (1 << (cluster - 1))}
+    maps = (N // cluster * 4,) if kw.get("tensor") else ()
+    got = prove_kernel(toolchain.compile_cuda(_multicast(cluster, **kw), "m.cu",
+                                              ["-arch=compute_90a", "-lineinfo"]),
+                       "multicast", dims=(N, 1, 1), params={}, maps=maps,
+                       grid=(2 * cluster, 1, 1))
+    if why is None:
+        assert isinstance(got, Proof) and got.ctas == cluster, got
+    else:
+        assert isinstance(got, str) and why in got, got
+
+
+@pytest.mark.parametrize("cluster", [2, 4])
+@pytest.mark.parametrize("racy", [None, "late read", "late store"])
+def test_a_multicast_buffer_reused_after_a_cluster_barrier(cluster, racy):
+    """Two rounds into one buffer: clean where a cluster barrier separates each CTA's reads
+    from the next round's copies; a read after that barrier, or a store while the copies
+    fly, is refused."""
+    from tests.gpu.test_multicast import LATE_READ, LATE_STORE, N, _reuse
+
+    src = _reuse(cluster, {"late read": LATE_READ, "late store": LATE_STORE}.get(racy))
+    got = prove_kernel(toolchain.compile_cuda(src, "m.cu", ["-arch=compute_90a", "-lineinfo"]),
+                       "reuse", dims=(N, 1, 1), params={}, grid=(2 * cluster, 1, 1))
+    assert isinstance(got, Proof) == (racy is None), got
+    if racy:
+        assert "with no wait and barrier between them" in got, got

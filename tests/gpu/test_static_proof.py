@@ -417,3 +417,42 @@ def test_a_cluster_kernel_with_cta_barriers_is_proven_and_its_racy_twin_is_caugh
             assert not stats.findings and got.tobytes() == native.tobytes()
         else:
             assert set(stats.findings) == {"race.raw"}, stats.findings
+
+
+@pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
+def test_a_multicast_cluster_kernel_is_proven_and_its_racy_twin_is_caught(tensor):
+    """tests/gpu/test_multicast.py's kernel in clusters of 4: each rank multicasts its
+    slice (a bulk copy, or a TMA box) into every CTA, each CTA waits on its own mbarrier.
+    Proven at launch (for its tensor map's box), it runs natively with the bits of its
+    native run; its twin that reads before its own wait is refused, runs instrumented and
+    reports `async.pending-write`."""
+    import cupy as cp
+
+    from consan import frontends, session
+    from tests.gpu.test_multicast import CLUSTERS, N, _inputs, _src
+    from tests.gpu_util import arch_option, need_sm90
+
+    need_sm90("multicast copies")
+    cluster = 4
+    x, tmap = _inputs(cluster)
+
+    def launch(src: str):
+        out = cp.zeros(CLUSTERS * cluster * N, dtype=cp.float32)
+        cp.RawKernel(src, "multicast", options=(arch_option(),))(
+            (CLUSTERS * cluster,), (N,), (x, tmap, out))
+        cp.cuda.Device().synchronize()
+        return out.get()
+
+    clean = _src(cluster, tensor=tensor)
+    native = launch(clean + "\n// native\n")
+    np.testing.assert_array_equal(native, np.repeat(x.get(), cluster, axis=0).reshape(-1))
+    for src, proven in ((clean, True), (_src(cluster, tensor=tensor, early_read=True), False)):
+        s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+        with frontends.sanitizing(s):
+            got = launch(src + "\n// session\n")
+        stats = s.report.kernels["multicast"]
+        assert stats.launches_checked == 1 and bool(stats.proven) == proven, stats.proven
+        if proven:
+            assert not stats.findings and got.tobytes() == native.tobytes()
+        else:
+            assert set(stats.findings) == {"async.pending-write"}, stats.findings
