@@ -346,6 +346,7 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
                 wg = np.arange(int(a.warp[0]), min(int(a.warp[0]) + 4, nwarps))
                 u = span.ravel()
                 landed = own[wg][:, u].all(axis=0) & (own_gen[wg][:, u] < 0).all(axis=0)
+                _stored_here(a, u, done, unit, "the wgmma")
                 _wgmma_reads(a, u[~landed], written, generic, fenced, unit)
                 continue
             if a.atomic:  # (it reads the bytes it writes: they must be written first)
@@ -360,6 +361,8 @@ def _written_first(accesses: list[Access], nwarps: int, fences: list[tuple[int, 
                 done.append((seq, a, rows))
                 continue
             if a.agent == AGENT_COPY:  # (a copy engine's read: the async proxy)
+                _stored_here(a, span.ravel(), done, unit, "the copy",
+                             int(a.warp[rows][0]))
                 _async_reads(a, rows, span, k, unit, written, own_gen, generic, fence)
             _read_written(a, rows, span, units, written, own, mine, done, unit, vcs)
         end = bar_steps[k] if k < len(bar_steps) else NEVER  # (the barrier closing k)
@@ -414,6 +417,29 @@ def _stored_before(units: np.ndarray, cids: np.ndarray,
             hit = (first <= units[i]) & (units[i] <= last)
             out[i] = bool((w.seq < vcs[cids[i], thr[hit]]).any())
     return out
+
+
+def _stored_here(a: Access, units: np.ndarray, done: list[tuple[int, Access, np.ndarray]],
+                 unit: int, what: str, issuer: int = -1) -> None:
+    """An async-proxy read (a bulk or tensor store's source, a wgmma's operands) of bytes a
+    warp's store wrote in this interval before it: refused, but for a copy's issuing warp's
+    own stores (whose fence _async_reads looks for). The fence rule follows the last writer
+    of each byte across intervals only; a store between the same barriers, ordered before
+    the read by the clocks alone (an mbarrier, a named barrier, a cluster CTA's barrier),
+    would leave the bytes of an earlier, fenced write as the ones the rule judged."""
+    for _, w, rows in done:
+        if w.agent != AGENT_WARP:
+            continue
+        others = rows & (w.warp != issuer)
+        if not others.any():
+            continue
+        first = w.start[others] // unit
+        last = (w.start[others] + w.size - 1) // unit
+        hit = [u for u in np.unique(units).tolist() if ((first <= u) & (u <= last)).any()]
+        if hit:
+            raise Refused(f"line {a.line}: {what} reads byte {hit[0] * unit}, which a warp's "
+                          f"store at line {w.line} wrote between the same barriers (its "
+                          "fence.proxy.async is looked for across barriers only)")
 
 
 def _async_reads(a: Access, rows: np.ndarray, span: np.ndarray, k: int, unit: int,

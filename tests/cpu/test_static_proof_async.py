@@ -543,8 +543,19 @@ FIFTH_REVIEW = [
 ]
 
 
-@pytest.mark.parametrize(("body", "head", "why"), FOURTH_REVIEW + FIFTH_REVIEW)
-def test_the_fourth_and_fifth_reviews_cases_are_refused(body, head, why):
+def _sixth_review() -> list[tuple[str, str, str]]:
+    """(a store fenced before a CTA barrier, then overwritten with no fence, ordered before
+    the wgmma by a named barrier only: the async proxy may read the first store's bytes)"""
+    overwrite = WG_STORE + "    fence.proxy.async.shared::cta;\n    bar.sync 0;\n" + WG_STORE
+    tail = "    bar.sync 1, 128;\n" + WG_MMA + "    wgmma.wait_group.sync.aligned 0;"
+    return [(overwrite + tail, WG_HEAD, "which a warp's store at line"),
+            (overwrite + "    fence.proxy.async.shared::cta;\n" + tail, WG_HEAD,
+             "which a warp's store at line")]
+
+
+@pytest.mark.parametrize(("body", "head", "why"), FOURTH_REVIEW + FIFTH_REVIEW +
+                         _sixth_review())
+def test_the_later_reviews_cases_are_refused(body, head, why):
     got = _prove(_kernel(body, head))
     assert isinstance(got, str) and why in got, got
 
