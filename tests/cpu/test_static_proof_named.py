@@ -82,13 +82,7 @@ def test_the_reference_sums_each_consumers_words():
     assert got[64 + 5] == tiles[1, :, 5::64].sum()
 
 
-LATE_WAKE = r"""
-__device__ __forceinline__ void bar_sync(int id, int n) {
-    asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(int id, int n) {
-    asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory");
-}
+LATE_WAKE = R.BARRIERS + r"""
 extern "C" __global__ void late_wake(int* out) {
     __shared__ int s[64];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -126,13 +120,7 @@ def test_a_sync_acquires_the_generation_it_arrived_in(read, proven):
         assert "two warps touch the granule at byte 128" in got, got
 
 
-HALF_WARP = r"""
-__device__ __forceinline__ void bar_sync(int id, int n) {
-    asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(int id, int n) {
-    asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory");
-}
+HALF_WARP = R.BARRIERS + r"""
 extern "C" __global__ void half_warp(int* out) {
     __shared__ int s[16];
     const int t = threadIdx.x, w = t / 32, lane = t % 32;

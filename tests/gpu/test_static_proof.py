@@ -314,7 +314,6 @@ def test_a_named_barrier_ring_runs_with_its_native_bits_and_its_mutant_is_caught
     reported (the producers' refill races with the reads)."""
     import cupy as cp
 
-    from consan import frontends, session
     from tests.kernels import named_ring as R
 
     monkeypatch.setenv("CONSAN_PROOF", "1" if proofs else "0")
@@ -332,19 +331,8 @@ def test_a_named_barrier_ring_runs_with_its_native_bits_and_its_mutant_is_caught
     tag = f"\n// {proofs}\n"
     native = launch(R.source() + "\n// native" + tag)
     np.testing.assert_array_equal(native, R.reference(host, tiles, ctas))
-    for mutant in (None, "early_free"):
-        s = session.Session(session.Options(count_other_launches=False), print_findings=False)
-        with frontends.sanitizing(s):
-            got = launch(R.source(mutant) + tag)
-        stats = s.report.kernels[R.KERNEL]
-        assert stats.launches_checked == 1
-        assert bool(stats.proven) == (proofs and mutant is None), stats.proven
-        if mutant is None:
-            assert not stats.findings, stats.findings
-            assert got.tobytes() == native.tobytes()
-        else:
-            assert stats.findings and set(stats.findings) <= {"race.war", "race.raw"}, \
-                stats.findings
+    _clean_and_racy_in_sessions(launch, R.KERNEL, native, R.source() + tag,
+                                R.source("early_free") + tag, {"race.war", "race.raw"}, proofs)
 
 
 def test_bench_cleans_histogram_is_proven_and_its_racy_twin_is_caught():
@@ -355,7 +343,6 @@ def test_bench_cleans_histogram_is_proven_and_its_racy_twin_is_caught():
     refused, runs instrumented and is reported."""
     import cupy as cp
 
-    from consan import frontends, session
     from tests.kernels import gpu_kernels as K
 
     setup = K.clean_setup("histogram256", 1 << 22, cp, seed=7)
@@ -371,17 +358,8 @@ def test_bench_cleans_histogram_is_proven_and_its_racy_twin_is_caught():
 
     native = launch(setup.source + "\n// native\n")
     np.testing.assert_array_equal(native, setup.reference()[0])
-    for src, proven in ((setup.source, True), (racy_src, False)):
-        s = session.Session(session.Options(count_other_launches=False), print_findings=False)
-        with frontends.sanitizing(s):
-            got = launch(src)
-        stats = s.report.kernels[setup.name]
-        assert stats.launches_checked == 1 and bool(stats.proven) == proven, stats.proven
-        if proven:
-            assert not stats.findings and got.tobytes() == native.tobytes()
-        else:
-            assert stats.findings and set(stats.findings) <= {
-                "race.raw", "race.waw", "race.war", "uninit.read"}, stats.findings
+    _clean_and_racy_in_sessions(launch, setup.name, native, setup.source, racy_src,
+                                {"race.raw", "race.waw", "race.war", "uninit.read"})
 
 
 def test_a_cluster_kernel_with_cta_barriers_is_proven_and_its_racy_twin_is_caught():
@@ -391,7 +369,6 @@ def test_a_cluster_kernel_with_cta_barriers_is_proven_and_its_racy_twin_is_caugh
     runs instrumented and is reported."""
     import cupy as cp
 
-    from consan import frontends, session
     from tests.gpu.test_cluster import CLUSTER
     from tests.gpu_util import arch_option, need_sm90
 
@@ -407,16 +384,8 @@ def test_a_cluster_kernel_with_cta_barriers_is_proven_and_its_racy_twin_is_caugh
     clean = CLUSTER.replace("SYNC", "__syncthreads();")
     native = launch(clean + "\n// native\n")
     np.testing.assert_array_equal(native.reshape(4, 32), x.get().reshape(4, 64)[:, :32])
-    for src, proven in ((clean, True), (CLUSTER.replace("SYNC", ""), False)):
-        s = session.Session(session.Options(count_other_launches=False), print_findings=False)
-        with frontends.sanitizing(s):
-            got = launch(src + "\n// session\n")
-        stats = s.report.kernels["in_cluster"]
-        assert stats.launches_checked == 1 and bool(stats.proven) == proven, stats.proven
-        if proven:
-            assert not stats.findings and got.tobytes() == native.tobytes()
-        else:
-            assert set(stats.findings) == {"race.raw"}, stats.findings
+    _clean_and_racy_in_sessions(launch, "in_cluster", native, clean + "\n// session\n",
+                                CLUSTER.replace("SYNC", "") + "\n// session\n", {"race.raw"})
 
 
 @pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
@@ -428,7 +397,6 @@ def test_a_multicast_cluster_kernel_is_proven_and_its_racy_twin_is_caught(tensor
     reports `async.pending-write`."""
     import cupy as cp
 
-    from consan import frontends, session
     from tests.gpu.test_multicast import CLUSTERS, N, _inputs, _src
     from tests.gpu_util import arch_option, need_sm90
 
@@ -446,13 +414,27 @@ def test_a_multicast_cluster_kernel_is_proven_and_its_racy_twin_is_caught(tensor
     clean = _src(cluster, tensor=tensor)
     native = launch(clean + "\n// native\n")
     np.testing.assert_array_equal(native, np.repeat(x.get(), cluster, axis=0).reshape(-1))
-    for src, proven in ((clean, True), (_src(cluster, tensor=tensor, early_read=True), False)):
+    _clean_and_racy_in_sessions(
+        launch, "multicast", native, clean + "\n// session\n",
+        _src(cluster, tensor=tensor, early_read=True) + "\n// session\n",
+        {"async.pending-write"})
+
+
+def _clean_and_racy_in_sessions(launch, kernel: str, native: np.ndarray, clean: str,
+                                racy: str, found: set[str], proven: bool = True) -> None:
+    """`clean` and `racy` launched each under a session of its own: the clean one proven
+    (where `proven`: else instrumented), with no finding and the bits of `native`; the
+    racy one instrumented and reported, every finding one of `found`."""
+    from consan import frontends, session
+
+    for src, is_clean in ((clean, True), (racy, False)):
         s = session.Session(session.Options(count_other_launches=False), print_findings=False)
         with frontends.sanitizing(s):
-            got = launch(src + "\n// session\n")
-        stats = s.report.kernels["multicast"]
-        assert stats.launches_checked == 1 and bool(stats.proven) == proven, stats.proven
-        if proven:
-            assert not stats.findings and got.tobytes() == native.tobytes()
+            got = launch(src)
+        stats = s.report.kernels[kernel]
+        assert stats.launches_checked == 1, stats
+        assert bool(stats.proven) == (is_clean and proven), stats.proven
+        if is_clean:
+            assert not stats.findings and got.tobytes() == native.tobytes(), stats.findings
         else:
-            assert set(stats.findings) == {"async.pending-write"}, stats.findings
+            assert stats.findings and set(stats.findings) <= found, stats.findings

@@ -18,18 +18,22 @@ BLOCK = (128, 1, 1)
 TILE = 256  # ints a stage holds
 STAGES = 2
 
-SRC = r"""
-#define TILE 256
-#define STAGES 2
-#define FULL 1   // barriers FULL + s: stage s holds a tile
-#define EMPTY 3  // barriers EMPTY + s: stage s may be refilled
-
+# named barriers from CUDA C++, as the Programming Guide's examples write them
+BARRIERS = r"""
 __device__ __forceinline__ void bar_sync(int id, int n) {
     asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory");
 }
 __device__ __forceinline__ void bar_arrive(int id, int n) {
     asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory");
 }
+"""
+
+SRC = BARRIERS + r"""
+#define TILE 256
+#define STAGES 2
+#define FULL 1   // barriers FULL + s: stage s holds a tile
+#define EMPTY 3  // barriers EMPTY + s: stage s may be refilled
+
 
 extern "C" __global__ void __launch_bounds__(128)
 named_ring(const int* in, int* out, int tiles) {

@@ -13,3 +13,8 @@
 #define WAIT_CL(b, par) { unsigned ok = 0; while (!ok) asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], " #par "; selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(b) : "memory"); }
 #define WAIT_CTA(b, par) { unsigned ok = 0; while (!ok) asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], " #par "; selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(b) : "memory"); }
 #define RANK(r) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r))
+#define BULK_ST(g, s, n, l) asm volatile("{ .reg .pred p; setp.eq.u32 p, %3, 0; @p cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2; }" :: "l"(g), "r"(s), "r"(n), "r"(l) : "memory")
+#define BULK_COMMIT asm volatile("cp.async.bulk.commit_group;" ::: "memory")
+#define BULK_WAIT asm volatile("cp.async.bulk.wait_group 0;" ::: "memory")
+#define FENCE_PROXY asm volatile("fence.proxy.async.shared::cta;" ::: "memory")
+#define STC(a, v) asm volatile("st.shared::cluster.u32 [%0], %1;" :: "r"(a), "r"(v) : "memory")
