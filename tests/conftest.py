@@ -93,3 +93,15 @@ def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "checker").symlink_to(shared, target_is_directory=True)
     monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
     return tmp_path
+
+
+@pytest.fixture
+def clean_hook():
+    """The CuPy front end uninstalled around a test: `frontends.sanitizing` installs it for
+    the rest of the process, as `consan run` wants, which a later test of the same worker
+    would otherwise find in place."""
+    from consan import frontends
+
+    frontends.uninstall()
+    yield
+    frontends.uninstall()

@@ -58,7 +58,8 @@ def test_a_row_nothing_was_read_back_for_is_no_clean_row():
     assert row["consan_clean"] is False and "no instrumented launch" in row["error"]
 
 
-def test_the_consan_run_column_names_its_path_and_a_row_it_cannot_time_is_an_error():
+def test_the_consan_run_column_names_its_path_and_a_row_it_cannot_time_is_an_error(
+        clean_hook):
     from benchmarks import session_path
 
     assert session_path.cell({"run_x": 1.04, "run_path": "proven"}) == "1.0 (proven)"

@@ -74,12 +74,6 @@ def line_in_this_file(marker: str) -> int:
     return hits[0]
 
 
-@pytest.fixture
-def clean_hook():
-    frontends.uninstall()
-    yield
-    frontends.uninstall()
-
 
 # ---------------------------------------------------------------- install / uninstall
 

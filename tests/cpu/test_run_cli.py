@@ -103,7 +103,7 @@ def test_parse_errors(tmp_path, opts, words, capsys):
 # ---------------------------------------------------------------- running and exit codes
 
 
-def test_clean_program_runs_unchanged(tmp_path, capsys):
+def test_clean_program_runs_unchanged(tmp_path, capsys, clean_hook):
     import cupy.cuda.compiler as compiler
 
     original = compiler._compile_module_with_cache
