@@ -73,6 +73,16 @@ class _Done:
     waits: list[tuple[np.ndarray, int, int]] = field(default_factory=list)
 
 
+def after_arrivals(op: Op, arrived: list[tuple[np.ndarray, int, int]], what: str,
+                   earlier: str) -> None:
+    """`op` must happen after each of the `arrived` (threads, step, interval): by a CTA
+    barrier between them, or by the causal clocks; else it may `what` first."""
+    for threads, step, k in arrived:
+        if k == op.interval and (op.clock[:, threads] < step).any():
+            raise Refused(f"line {op.line}: it may {what} before the arrival of thread "
+                          f"{int(np.nonzero(threads)[0][0])} completes {earlier}")
+
+
 @dataclass
 class MBarrier:
     """One mbarrier object: its arrival count and the phases run so far."""
@@ -118,10 +128,7 @@ class MBarrier:
         it had copies, after a wait that saw them land (by a barrier between, or by the
         clocks)."""
         line, interval, clock = op.line, op.interval, op.clock
-        for threads, step, k in d.arrived:
-            if k == interval and (clock[:, threads] < step).any():
-                raise Refused(f"line {line}: it may {what} before the arrival of thread "
-                              f"{int(np.nonzero(threads)[0][0])} completes an earlier phase")
+        after_arrivals(op, d.arrived, what, "an earlier phase")
         if d.copies and not any(k < interval or (clock[:, t] >= step).any(axis=1).all()
                                 for t, k, step in d.waits):
             raise Refused(f"line {line}: it may {what} before the copies of an earlier phase "

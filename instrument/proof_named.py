@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .proof_mbarrier import Op
+from .proof_mbarrier import Op, after_arrivals
 from .proof_rules import Refused
 
 IDS = 16  # barriers 0-15 of a CTA (0 is the CTA's __syncthreads: not followed here)
@@ -53,12 +53,8 @@ class NamedBarrier:
             raise Refused(f"line {op.line}: barrier {self.ident} with a thread count of "
                           f"{count}, and of {self.count} at line {self.line}")
         if self.done:
-            for threads, step, k in self.done[-1].arrived:
-                if k == op.interval and (op.clock[:, threads] < step).any():
-                    raise Refused(
-                        f"line {op.line}: it may arrive at barrier {self.ident} before the "
-                        f"arrival of thread {int(np.nonzero(threads)[0][0])} completes the "
-                        "generation before (the hardware would count it there)")
+            after_arrivals(op, self.done[-1].arrived, f"arrive at barrier {self.ident}",
+                           "the generation before (the hardware would count it there)")
         n = int(op.threads.sum())
         g = self.cur
         if n > g.pending:  # (whole warps: only a count that is not a multiple of 32)

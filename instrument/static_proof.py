@@ -514,6 +514,13 @@ def _named_form(it: Item, c: Classified, cluster: bool) -> bool:
         (cluster or it.operands[0].strip() != "0")
 
 
+def _own_atomic(it: Item, c: Classified) -> bool:
+    """An atomic on the CTA's own shared memory (`.shared` / `.shared::cta`): one the proof
+    follows (an atomic on a peer's bytes is refused)."""
+    return c.event is Event.ATOMIC and it.op_parts[0] in ("atom", "red") and \
+        bool({"shared", "shared::cta"} & set(it.op_parts))
+
+
 def _same_state(a: tuple, b: tuple) -> bool:
     """Whether two loop arrivals' (registers, split warps, in-flight registers) make the
     executor do the same from there."""
@@ -1043,11 +1050,9 @@ class _Prover:
             if not x.is_instruction:
                 continue
             c = self.classify(x)
-            shared_atomic = c is not None and c.event is Event.ATOMIC and \
-                x.op_parts[0] in ("atom", "red") and {"shared", "shared::cta"} & set(x.op_parts)
             if x.op_parts[0] in ("ret", "exit") or (c is not None and c.event not in (
                     *_ALLOWED, Event.READ, Event.WRITE, Event.BAR_SYNC, Event.PROXY_FENCE)
-                    and not shared_atomic) or (c is not None and
+                    and not _own_atomic(x, c)) or (c is not None and
                                                _named_form(x, c, self.ncta > 1)):
                 return x
         return None
@@ -1174,8 +1179,7 @@ class _Prover:
             c = self.classify(it)
             if it.op_parts[0] == "bra" and self.targets.get(i, i + 1) <= i:
                 return False
-            if c is not None and c.event is Event.ATOMIC and it.op_parts[0] in (
-                    "atom", "red") and {"shared", "shared::cta"} & set(it.op_parts):
+            if c is not None and _own_atomic(it, c):
                 atomics = True
             elif it.op_parts[0] in ("ret", "exit") or (c is not None and
                                                        c.event not in _ALLOWED):
@@ -1259,8 +1263,7 @@ class _Prover:
         if c.event in _COPIES_IN or c.event in _COPIES_OUT:
             self._bulk(it, c, run, maybe)
             return
-        atomic = c.event is Event.ATOMIC and it.op_parts[0] in ("atom", "red") and \
-            "shared::cluster" not in it.op_parts  # (a peer's bytes: not followed)
+        atomic = _own_atomic(it, c)  # (a peer's bytes: not followed)
         if (c.event not in (Event.READ, Event.WRITE, Event.ASYNC_WRITE) and not atomic) or \
                 c.reason or \
                 it.op_parts[0] not in ("ld", "st", "ldmatrix", "stmatrix", "cp", "atom", "red") \
