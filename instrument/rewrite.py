@@ -798,7 +798,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         inline_bars_done = _inline_barriers(inline_bars, before, after)
         _first_trip_only(first_trips, before, after)
         fast_tests, inline_writes, inline_reads = _fast_paths(fast, begins, before, after,
-                                                              hidx, value_tags, tags)
+                                                              hidx, value_tags, tags,
+                                                              mod.items, replaced)
     out = []
     for i, it in enumerate(mod.items):
         if i in before:
@@ -871,7 +872,8 @@ class _FastAccess(NamedTuple):
 
 def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[int, str],
                 after: dict[int, str], hidx: int, value_tags: bool,
-                tags: dict[int, _Tag]) -> tuple[int, int, int]:
+                tags: dict[int, _Tag], items: list[Item] = (),
+                replaced: dict[int, str] | None = None) -> tuple[int, int, int]:
     """fast_path.py's code at its accesses: the inline test in loops; the update where the
     test fails, written out at each access when the module has few (fast_path.inline_max),
     else in one function per kind that the accesses call in place of their probes. The
@@ -895,6 +897,7 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
         leads[at] = before[at][:call_end + len(load)]
     functions: dict[str, str] = {}
     tests = 0
+    alone: list[_RunMember] = []  # accesses that call the function of their kind alone
     for idx, it, c, widths, in_loop, _ in fast:
         # (at an entry's first code the begin probe and the record's load come first)
         first = leads.get(idx, "")
@@ -919,9 +922,11 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
             args = [(".b64", REG_ADDR), (".b32", str(_probe_site(probe))),
                     (".b32", fast_path.REG_FAST)]
             assert tuple(t for t, _ in args) == fast_path.FUNCTION_PARAMS
-            probe = _call(it.pred, name, args, pre=_address_code(c.address or "", widths, it),
-                          comment=f"site {args[1][1]}")
+            address = _address_code(c.address or "", widths, it)
+            probe = _call(it.pred, name, args, pre=address, comment=f"site {args[1][1]}")
             before[idx] = first + probe + "\n\t"
+            if not (in_loop or first or it.pred or idx in after or idx in (replaced or {})):
+                alone.append(_RunMember(idx, c, address, int(args[1][1])))
         if not in_loop and update is None:
             before[idx] = first + probe + "\n\t"
             continue
@@ -929,9 +934,85 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
         test = fast_path.test(it.pred, c, _address_code(c.address or "", widths, it),
                               REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}", update)
         before[idx] = first + test + probe + f"\n$__cs_fast{idx}:\n\t"
+    for run in _runs(alone, items, before, after, replaced or {}):
+        name = fast_path.run_name([m.cls for m in run])
+        if name not in functions:
+            functions[name] = fast_path.run_function([m.cls for m in run])
+        before[run[0].index] = _run_call(name, run)
+        for m in run[1:]:
+            del before[m.index]
     after[hidx] += "".join(functions[k] for k in sorted(functions))
     writes = sum(1 for f in updated if f.cls.event is Event.WRITE)
     return tests, writes, len(updated) - writes
+
+
+class _RunMember(NamedTuple):
+    """An access that calls its kind's module function alone (fast_path.function)."""
+    index: int
+    cls: Classified
+    address: list[str]  # PTX putting its address in REG_ADDR
+    site: int
+
+
+# Instructions that only compute registers: one between two accesses of a run leaves the
+# run whole where it writes no register a later access's address reads.
+_ARITHMETIC = frozenset(
+    "add sub mul mad mul24 mad24 sad div rem abs neg min max and or xor not cnot shl shr "
+    "bfe bfi brev popc clz prmt lop3 shf cvt cvta mov setp selp set slct fma rcp sqrt "
+    "copysign testp".split())
+_REG = re.compile(r"%[\w$.]+")
+
+
+def _runs(alone: list[_RunMember], items: list[Item], before: dict[int, str],
+          after: dict[int, str], replaced: dict[int, str]) -> list[list[_RunMember]]:
+    """Runs of two or more accesses (fast_path.run_function) out of `alone`, in program order:
+    between two of them only trivia, `.loc` and register arithmetic (_ARITHMETIC) without
+    probes of its own; no access's address register written after the run's first access
+    (by an access's load or that arithmetic); sites numbered one after another; at most
+    fast_path.RUN_MAX accesses."""
+    out: list[list[_RunMember]] = []
+    run: list[_RunMember] = []
+    written: set[str] = set()  # registers written since the run's first access
+
+    def writes(it: Item) -> set[str]:
+        return set(_REG.findall(it.operands[0])) if it.operands and it.opcode[:2] != "st" \
+            else set()
+
+    def between(a: int, b: int) -> bool:  # (adds what a..b write to `written`)
+        written.update(writes(items[a]))
+        for k in range(a + 1, b):
+            it = items[k]
+            if k in before or k in after or k in replaced:
+                return False
+            if it.kind == "trivia" or it.opcode == ".loc":
+                continue
+            if not (it.is_instruction and it.op_parts[0] in _ARITHMETIC):
+                return False
+            written.update(writes(it))
+        return True
+
+    for m in alone:
+        if not (run and len(run) < fast_path.RUN_MAX and m.site == run[-1].site + 1
+                and between(run[-1].index, m.index)
+                and not set(_REG.findall(" ".join(m.address))) & written):
+            if len(run) > 1:
+                out.append(run)
+            run, written = [], set()
+        run.append(m)
+    if len(run) > 1:
+        out.append(run)
+    return out
+
+
+def _run_call(name: str, run: list[_RunMember]) -> str:
+    """The call of a run's function, before its first access: each access's address computed
+    into REG_ADDR and kept as a 32-bit window offset."""
+    regs = [f"%__cs_g{i}" for i in range(len(run))]
+    lines = [f"{{ // consan sites {run[0].site}-{run[-1].site}", f".reg .b32 %__cs_g<{len(run)}>;"]
+    for reg, m in zip(regs, run, strict=True):
+        lines += [*m.address, f"cvt.u32.u64 {reg}, {REG_ADDR};"]
+    lines += [f"call {name}, ({', '.join(regs)}, {run[0].site}, {fast_path.REG_FAST});", "}"]
+    return "\n\t".join(lines) + "\n\t"
 
 
 def _inline_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],

@@ -395,3 +395,115 @@ def test_a_store_to_a_symbol_address_takes_the_test_at_that_address(looped):
         assert "mov.u64 %__cs_a, s;" in block and "add.s64 %__cs_a, %__cs_a, 16;" in block
     assert ins.sites[0].ptx_text == f"{store};"
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+# A run: accesses one after another, with only register arithmetic between them that leaves
+# their addresses alone (an unrolled loop's body), whose probes one call makes.
+# (bases apart from %r2, which the probes of a warp's stores at fixed distances would share)
+ADDRESSES = "".join(f"\tmul.lo.s32 %r{6 + i}, %r9, {i + 3};\n" for i in range(3))
+RUN = ("\tst.shared.u32 [%r2], %r3;\n\tadd.s32 %r4, %r3, 1;\n"
+       "\tst.shared.u32 [%r6], %r4;\n\tld.shared.u32 %r5, [%r7];\n"
+       "\tld.shared.u8 %rs1, [%r8+1];\n\tst.shared.u32 [s+512], %r5;\n")
+
+
+def _functions_only(monkeypatch):
+    monkeypatch.setenv("CONSAN_INLINE_MAX", "0")  # (the form of a module with many updates)
+
+
+def test_a_run_of_accesses_calls_one_function_with_each_address(monkeypatch):
+    """The run's call comes before its first access, with each access's address (a 32-bit
+    window offset) and the first access's site; the function makes each access's test and
+    update in program order, with its own info word and the sites one after another, and
+    the module links with the phase-mode checker."""
+    _functions_only(monkeypatch)
+    ins = rewritten(RUN, looped=False, extra="\t.reg .b16 %rs<2>;\n" + ADDRESSES)
+    k = kernel(ins.ptx)
+    made = [c for c in calls(k) if c.func.startswith("__consan_")]
+    name = "__consan_inline_run_w4_w4_r4_r1_w4"
+    assert [c.func for c in made] == [abi.PROBE_CTA_BEGIN, name, abi.PROBE_THREAD_EXIT]
+    (run,) = [c for c in made if c.func == name]
+    assert run.args == [f"%__cs_g{i}" for i in range(5)] + [run.args[5], fast_path.REG_FAST]
+    first = int(run.args[5])
+    assert run.pos < k.index("st.shared.u32 [%r2], %r3;")  # (before the run's first access)
+    texts = [ln.strip() for ln in RUN.splitlines() if "shared" in ln]
+    assert [ins.sites[first + i].ptx_text for i in range(5)] == texts
+    block = k[k.rindex("{", 0, run.pos):run.pos]
+    for i, (reg, off) in enumerate((("%r2", 0), ("%r6", 0), ("%r7", 0), ("%r8", 1))):
+        add = f"\n\tadd.s64 %__cs_a, %__cs_a, {off};" if off else ""
+        assert f"cvt.u64.u32 %__cs_a, {reg};{add}\n\tcvt.u32.u64 %__cs_g{i}, %__cs_a;" in block
+    assert "mov.u64 %__cs_a, s;\n\tadd.s64 %__cs_a, %__cs_a, 512;\n\tcvt.u32.u64 %__cs_g4" \
+        in block
+    fn = function(ins.ptx, name)
+    infos = [int(x) for x in re.findall(r"mov\.u32 %__cs_info, (\d+);", fn)]
+    assert infos == [abi.access_info(4, abi.MODE_WRITE, abi.SPACE_SHARED)] * 2 + [
+        abi.access_info(4, abi.MODE_READ, abi.SPACE_SHARED),
+        abi.access_info(1, abi.MODE_READ, abi.SPACE_SHARED),
+        abi.access_info(4, abi.MODE_WRITE, abi.SPACE_SHARED)]
+    assert [int(x) for x in re.findall(r"add\.u32 %__cs_site, %__cs_s0, (\d+);", fn)] == \
+        list(range(5))
+    assert [c.func for c in calls(fn)] == [
+        abi.PROBE_WRITE_READERS, abi.PROBE_ACCESS] * 2 + [abi.PROBE_READ_JUDGE,
+                                                          abi.PROBE_ACCESS] * 2 + [
+        abi.PROBE_WRITE_READERS, abi.PROBE_ACCESS]
+    assert fn.count("atom.shared.cas.b64") == 3 and fn.count("atom.shared.or.b32") == 2
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("case,body", [
+    ("an address loaded by the run", "\tld.shared.u32 %r5, [%r2];\n\tst.shared.u32 [%r5], %r3;\n"),
+    ("an address register written between", "\tst.shared.u32 [%r2], %r3;\n"
+     "\tadd.s32 %r10, %r10, 4;\n\tst.shared.u32 [%r10], %r3;\n"),
+    ("a barrier between", "\tst.shared.u32 [%r2], %r3;\n\tbar.sync 0;\n"
+     "\tst.shared.u32 [%r10], %r3;\n"),
+    ("a global load between", "\tst.shared.u32 [%r2], %r3;\n\tld.global.u32 %r6, [%rd1];\n"
+     "\tst.shared.u32 [%r10], %r3;\n"),
+    ("a guarded access between", "\tst.shared.u32 [%r2], %r3;\n"
+     "\t@%p2 st.shared.u32 [%r11], %r3;\n\tst.shared.u32 [%r10], %r3;\n"),
+    ("a label between", "\tst.shared.u32 [%r2], %r3;\n$L_x:\n\tst.shared.u32 [%r10], %r3;\n"),
+])
+def test_a_run_ends_where_a_later_address_or_the_order_could_change(monkeypatch, case, body):
+    """Each access calls its own function where moving its probe before the earlier access
+    could give it another address or cross what orders it."""
+    _functions_only(monkeypatch)
+    extra = "\t.reg .b64 %rd<2>;\n\tmul.lo.s32 %r10, %r9, 3;\n\tmul.lo.s32 %r11, %r9, 5;\n"
+    ins = rewritten(body, looped=False, extra=extra)
+    k = kernel(ins.ptx)
+    assert "__consan_inline_run_" not in ins.ptx, case
+    assert len([c for c in calls(k) if c.func.startswith("__consan_inline_")]) == \
+        body.count(".shared"), case
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+def test_a_long_run_is_cut_at_run_max(monkeypatch):
+    _functions_only(monkeypatch)
+    n = fast_path.RUN_MAX + 3
+    regs = "".join(f"\tmul.lo.s32 %r{4 + j}, %r9, {j + 3};\n" for j in range(n))
+    ins = rewritten("".join(f"\tst.shared.u32 [%r{4 + j}], %r3;\n" for j in range(n)),
+                    looped=False, extra=regs)
+    k = kernel(ins.ptx)
+    made = [c.func for c in calls(k) if c.func.startswith("__consan_inline_")]
+    assert made == ["__consan_inline_run_" + "_".join(["w4"] * fast_path.RUN_MAX),
+                    "__consan_inline_run_w4_w4_w4"]
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+def test_the_gpu_run_twin_makes_runs_on_both_sides(monkeypatch):
+    """tests/gpu/test_races.py's `run` twin, as NVRTC compiles it: the racy read and its
+    write are each inside a run (the case a run's site numbering must get right)."""
+    from consan import toolchain as tc
+    from tests.kernels import gpu_kernels as K
+
+    twin = K.TWIN_BY_KEY["run"]
+    try:
+        ptx = tc.compile_cuda(twin.racy_src, twin.racy_name, ("-arch=sm_90a", "-lineinfo"))
+    except Exception as e:  # noqa: BLE001 - no NVRTC here
+        pytest.skip(f"NVRTC: {e}")
+    _functions_only(monkeypatch)
+    ins = instrument(ptx, "run.ptx")
+    lines = {K.line_of(twin.racy_src, m) for m in ("@run-read", "@run-write")}
+    runs = [c for c in calls(kernel(ins.ptx)) if c.func.startswith("__consan_inline_run_")]
+    covered = set()
+    for c in runs:
+        first, n = int(c.args[-2]), len(c.args) - 2
+        covered |= {ins.sites[first + i].loc.line for i in range(n) if ins.sites[first + i].loc}
+    assert lines <= covered, (lines, covered)

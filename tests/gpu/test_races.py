@@ -129,6 +129,7 @@ def _clean_twin_expected(key: str, in_: np.ndarray):
         "war16": (slice(0, 64), np.concatenate([in_[:32] + np.arange(32) + 5, in_[32:64]])),
         "waw2": (slice(0, 32), in_[32:64]),
         "spin": (slice(0, 64), in_[63::-1] * 3),
+        "run": (slice(0, 32), 7 * in_[32:64] + 3 * in_[:32] + 16),
     }[key]
 
 

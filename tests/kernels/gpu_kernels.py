@@ -552,6 +552,43 @@ TWINS += (
           kinds=frozenset({"race.war"}), line="@spin-write", prev="@spin-read", warp=0,
           prev_warp=1, block=(64, 1, 1)),
 )
+# (m) Accesses one after another, as unrolled code has them, whose probes one call makes
+# (instrument/fast_path.py's runs, in a module with many accesses): warp 0 writes four words
+# a lane; warp 1 writes three and reads them back with one of warp 0's words among them.
+# The race is the third read of warp 1's run with the third write of warp 0's.
+_RUN = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int s[224];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp == 0) {
+        const int v = in[lane];
+        s[lane] = v;
+        s[32 + lane] = v + 1;
+        s[64 + lane] = v + 2;  // @run-write
+        s[96 + lane] = v + 3;
+    }
+    $SYNC
+    if (warp == 1) {
+        consan_test_delay(1);
+        const int v = in[32 + lane];
+        s[128 + lane] = v;
+        s[160 + lane] = v + 1;
+        s[192 + lane] = v + 2;
+        COMPILER_BARRIER();
+        const int a = s[128 + lane];
+        const int b = s[160 + lane];
+        const int c = s[64 + lane];  // @run-read
+        const int d = s[192 + lane];
+        out[lane] = a + 2 * b + 3 * c + 4 * d;
+    }
+}
+"""
+
+TWINS += (
+    _twin("run", _RUN, "run", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.raw"}), line="@run-read", prev="@run-write", warp=1,
+          prev_warp=0, block=(64, 1, 1)),
+)
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 
 
