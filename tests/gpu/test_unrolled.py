@@ -1,7 +1,7 @@
 """Unrolled kernels under consan on a real GPU: the corpus's bitonic sort, whose NVCC-unrolled
 body has hundreds of shared-memory accesses, most of them in runs whose probes one call
 makes (instrument/fast_path.py). The clean kernels compute the native bits under consan
-and report nothing; without the barrier before its stride-1 steps the sort's compare-and-swap
+and report nothing; without the barrier before its stride-32 steps the sort's compare-and-swap
 races, and every finding names two of its lines."""
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ pytestmark = pytest.mark.gpu
 
 SOURCE = (CORPUS_DIR / "bitonic_sort.cu").read_text()
 STRIDE_BARRIER = "            __syncthreads();\n            int pos"
-# (the barrier dropped before every stride-1 step but the first: the step before it is a
-# compare-and-swap too, so every race is between two of the swap's lines; the loops then
-# need `#pragma unroll` to be unrolled as the clean kernel's are, into runs of accesses)
-RACY_BARRIER = "            if (stride != 1 || size == 2) __syncthreads();\n            int pos"
+# (the barrier dropped before each stride-32 step: where it follows a stride-64 step, warp
+# 0 compares the words warp 1 has just swapped, so every race is between two of the
+# swap's lines; the loops then need `#pragma unroll` to be unrolled as the clean kernel's
+# are, into runs of accesses)
+RACY_BARRIER = "            if (stride != 32) __syncthreads();\n            int pos"
 CTAS = 8
 
 
