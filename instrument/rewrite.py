@@ -941,7 +941,8 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
         before[run[0].index] = _run_call(name, run)
         for m in run[1:]:
             del before[m.index]
-    after[hidx] += "".join(functions[k] for k in sorted(functions))
+    called = "".join(before.get(f.index, "") for f in fast)  # (a run's members call none)
+    after[hidx] += "".join(functions[k] for k in sorted(functions) if f"call {k}," in called)
     writes = sum(1 for f in updated if f.cls.event is Event.WRITE)
     return tests, writes, len(updated) - writes
 

@@ -1,0 +1,227 @@
+#!/usr/bin/env python
+"""Where consan's time goes on the kernels of bench_async.py and bench_clean.py.
+
+    PYTHONPATH=. python benchmarks/breakdown_async.py [--only K1,K2] [--repeats N]
+
+Each configuration builds the checker with parts of it switched off
+(CONSAN_CHECKER_DEFINES, for measurement only: the model is wrong in those builds) and
+times the same consan launch in its own process (CUDA events, median). "resets only"
+times what a launch does besides the kernel (zeroing the log and the slot table).
+--profile instead prints, per probe kind, the cycles it took per CTA (CONSAN_PROFILE).
+The bench_clean kernels (phase mode) take the phase-mode configurations (--clean: those
+kernels, at their bench_clean sizes unless --size is given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks.bench_async import CASES  # noqa: E402
+from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
+
+CONFIGS = {  # (switching the mbarrier or tensor probes off would hang the TMA kernels)
+    "full": "",
+    "no copy-engine writes": "CONSAN_NULL_ENGINE_WRITE",
+    "no access probes": "CONSAN_NULL_ACCESS",
+    "neither": "CONSAN_NULL_ENGINE_WRITE CONSAN_NULL_ACCESS",
+}
+PHASE_CONFIGS = {  # (phase mode, tables in shared memory: measure.h)
+    "full": "",
+    "no access probes": "CONSAN_NULL_ACCESS",
+    "no reads": "CONSAN_PSH_NULL_READ",
+    "no fences in the access probe": "CONSAN_PSH_NO_FENCE",
+}
+
+
+def _clean_case(name: str):
+    """A bench_clean kernel as a bench_async case: (label, default size, build)."""
+    from benchmarks import bench_clean
+    from benchmarks.bench_async import Launch
+
+    def build(cp, size) -> Launch:
+        s = bench_clean.K.clean_setup(name, size, cp, seed=1234)
+        args, outputs = s.make_args(cp)
+        return Launch(s.source, s.name, s.grid, s.block, args, outputs, s.shared_mem)
+
+    return (name, bench_clean.FULL_SIZES[name], build)
+
+
+def cases(clean: bool) -> dict:
+    if clean:
+        from benchmarks.bench_clean import ORDER
+        return {n: _clean_case(n) for n in ORDER}
+    return CASES
+
+
+PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "bulk",
+          "bulk_store", "bulk_group", "wgmma", "wgmma_group", "tensor", "mbar failed wait",
+          "cta_begin", "(access: slow path)", "(access: slow path, tables)",
+          "mbar (lanes marked off)",
+          "(tensor: map lookup)", "(tensor: the copy's write)", "(mbar: taking the lock)",
+          "mbar successful wait", "(mbar: under the lock)", "(copy, one lane: epochs)",
+          "(copy, one lane: fence, readers' clocks)", "(copy, one lane: readers)",
+          "(tensor: the look, its bytes and phase)", "(tensor: after the copy's write)",
+          "(tensor: the verdict)", "(tensor look: the mbarrier's entry)",
+          "(tensor look: taking the lock)", "(tensor look: the carried arrive)",
+          "(tensor look: the bytes landing, the unlock)", "(mailbox: a drain)",
+          "(mailbox: a post, waiting for room included)", "(drain: taking the lock)",
+          "(drain: waiting for a post's last word)", "(drain: a peer's mbarrier operation)",
+          "(drain: a peer's DSMEM access)", "(drain: a peer's copy)",
+          "(peer's copy: the issuer's view)", "(peer's copy: the copy's write)",
+          "(peer's copy: its record, its bytes landing)", "(drain: a fence before a post)")
+PROF_WORDS = 256  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
+# word: posts that found a mailbox full
+
+
+def apply_abi(pairs: str | None) -> None:
+    """NAME=INT,... set on instrument.abi before anything is built (measurements only:
+    e.g. MB_WAIT_SAMPLE=1, MAILBOX_ENTRIES=256); the checker's cache key covers the header."""
+    from instrument import abi
+
+    items = [item.split("=") for item in (pairs or "").split(",") if item]
+    for name, value in items:
+        setattr(abi, name, int(value))
+    if items:  # (what depends on them)
+        abi.MAILBOX_BYTES = 4 * (abi.MAILBOX_HEAD_WORDS + abi.MAILBOX_ENTRIES *
+                                 abi.MAILBOX_POST_WORDS + abi.MAILBOX_VIEW_WORDS)
+
+
+def profile(name: str, size=None, clean: bool = False) -> None:
+    """One launch of a checker built with CONSAN_PROFILE: cycles per probe kind."""
+    import cupy as cp
+
+    import consan
+
+    _, default, build = cases(clean)[name]
+    ln = build(cp, size or default)
+    p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
+                       shared_mem=ln.shared_mem, options=_arch_options(cp))
+    p.launch(ln.args)
+    p.report()
+    zero_profile(p)
+    p.launch(ln.args)
+    rep = p.report()
+    print_profile(p, ln.grid[0] * ln.grid[1] * ln.grid[2], rep.header.get("walked", 0))
+    print(f"report: {rep.summary}")
+
+
+def profile_build() -> None:
+    """Checkers built from here on count cycles per probe kind (CONSAN_PROFILE)."""
+    os.environ["CONSAN_CHECKER_DEFINES"] = " ".join(
+        ["CONSAN_PROFILE", *os.environ.get("CONSAN_CHECKER_DEFINES", "").split()])
+
+
+def zero_profile(p) -> None:
+    """Clear the profile counters of a Prepared launch built with CONSAN_PROFILE."""
+    import cupy as cp
+
+    cp.cuda.runtime.memset(p.module.get_global_var("cs_prof"), 0, PROF_WORDS * 8)
+
+
+def print_profile(p, ctas: int, walked: int) -> None:
+    """The counters of a Prepared launch built with CONSAN_PROFILE, per CTA of `ctas`."""
+    import cupy as cp
+    import numpy as np
+
+    prof = np.zeros(PROF_WORDS, dtype=np.uint64)
+    cp.cuda.runtime.memcpy(prof.ctypes.data, p.module.get_global_var("cs_prof"),
+                           PROF_WORDS * 8, cp.cuda.runtime.memcpyDeviceToHost)
+    print(f"granules walked by copies: {walked} (the rest: stores only)")
+    half = PROF_WORDS // 2
+    odd = prof[half:2 * half - 1].any()
+    print("probe | calls per CTA | kcycles per CTA | cycles per call" +
+          (" | even ranks: kcycles per CTA | odd ranks: kcycles per CTA" if odd else ""))
+    for k, label in enumerate(PROBES):
+        ev, od = prof[2 * k:2 * k + 2], prof[half + 2 * k:half + 2 * k + 2]
+        cyc, calls = int(ev[0] + od[0]), int(ev[1] + od[1])
+        if calls:  # (odd: the CTAs split evenly between even and odd ranks)
+            split = f" | {2 * int(ev[0]) / ctas / 1e3:.1f} | {2 * int(od[0]) / ctas / 1e3:.1f}"
+            print(f"{label} | {calls / ctas:.1f} | {cyc / ctas / 1e3:.1f} | {cyc / calls:.0f}" +
+                  (split if odd else ""))
+    print(f"posts that found a mailbox full, per CTA: {int(prof[PROF_WORDS - 1]) / ctas:.1f}")
+
+
+def child(name: str, repeats: int, size=None, clean: bool = False) -> None:
+    import cupy as cp
+
+    import consan
+
+    _, default, build = cases(clean)[name]
+    ln = build(cp, size or default)
+    p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
+                       shared_mem=ln.shared_mem, options=_arch_options(cp))
+    ms = _time(cp, lambda: p.launch(ln.args), lambda: p.report(sync=False), 2, repeats)
+    resets = _time(cp, lambda: p.launch_resets(ln.args), lambda: p.report(sync=False), 2,
+                   repeats)
+    native = cp.RawKernel(ln.source, ln.kernel, options=_arch_options(cp))
+    nat = _time(cp, lambda: native(ln.grid, ln.block, ln.args, shared_mem=ln.shared_mem),
+                lambda: None, 3, 20)
+    print(f"CHILD {statistics.median(ms)} {statistics.median(resets)} {statistics.median(nat)}",
+          flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", metavar="K1,K2")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--configs", metavar="C1,C2",
+                    help=f"subset of: {', '.join(CONFIGS)} (--clean: {', '.join(PHASE_CONFIGS)})")
+    ap.add_argument("--profile", action="store_true",
+                    help="cycles per probe kind instead (checker built with CONSAN_PROFILE)")
+    ap.add_argument("--size", help="the case's size (default: its own), e.g. 1024 or 512,512,512")
+    ap.add_argument("--clean", action="store_true",
+                    help="bench_clean's kernels, with the phase-mode configurations")
+    ap.add_argument("--abi", metavar="NAME=INT,...",
+                    help="override instrument.abi constants (measurement only)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    apply_abi(args.abi)
+    from benchmarks.bench_clean import _parse_size
+
+    size = _parse_size(args.size) if args.size else None
+    table = cases(args.clean)
+    names = [n for n in table if not args.only or n in args.only.split(",")]
+    if args.profile:
+        profile_build()
+        for name in names:
+            print(f"[{name}]", flush=True)
+            profile(name, size, args.clean)
+        return 0
+    if args.child:
+        child(args.child, args.repeats, size, args.clean)
+        return 0
+    print("kernel | configuration | consan ms | x native | resets only ms")
+    for name in names:
+        for label, defines in (PHASE_CONFIGS if args.clean else CONFIGS).items():
+            if args.configs and label not in args.configs.split(","):
+                continue
+            env = {**os.environ, "PYTHONPATH": ROOT, "CONSAN_CHECKER_DEFINES": defines}
+            extra = (["--size", args.size] if args.size else []) + \
+                (["--abi", args.abi] if args.abi else []) + (["--clean"] if args.clean else [])
+            try:
+                res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name,
+                                      "--repeats", str(args.repeats), *extra],
+                                     capture_output=True, text=True, env=env, timeout=120)
+            except subprocess.TimeoutExpired:
+                print(f"{name} | {label} | timed out after 120 s", flush=True)
+                continue
+            line = next((x for x in res.stdout.splitlines() if x.startswith("CHILD ")), None)
+            if line is None:
+                tail = (res.stdout + res.stderr).strip().splitlines()[-2:]
+                print(f"{name} | {label} | failed: {' | '.join(tail)}", flush=True)
+                continue
+            ms, resets, nat = map(float, line.split()[1:])
+            print(f"{name} | {label} | {ms:.3f} | {ms / nat:.1f} | {resets:.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# One GPU machine call's worth of verification, logs under $OUT (or ./device-out), the
+# summary last. Run from the repository root, from source, with the machine's python3:
+#
+#   bash benchmarks/device_run.sh suite    # GPU test suite (pytest -m gpu) but Triton's
+#   bash benchmarks/device_run.sh suite-triton  # the Triton front end and corpus GPU tests
+#   bash benchmarks/device_run.sh suite-peer    # Triton's ConSan cases (tests/gpu/test_triton_peer.py)
+#   bash benchmarks/device_run.sh bench    # bench_clean and bench_async (no racecheck)
+#   bash benchmarks/device_run.sh triton   # bench_triton (consan beside Triton's ConSan)
+#   bash benchmarks/device_run.sh host     # the host's time per launch (bench_triton --host-profile)
+#   bash benchmarks/device_run.sh racecheck  # bench_async beside compute-sanitizer racecheck
+#   bash benchmarks/device_run.sh build    # bench_build on this machine's CPU (no GPU used)
+#
+# Each stage fits one 10-minute command; the summary lines it prints at the end are what
+# a note or benchmarks/RESULTS.md quotes (with the commit printed first).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-device-out}"
+mkdir -p "$out"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+py=python3
+summary=()
+
+stage() {  # stage NAME TIMEOUT_S COMMAND...: run it, log it, keep its last line
+    local name=$1 limit=$2
+    shift 2
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    local rc=$?
+    summary+=("$name: rc $rc in $((SECONDS - t0)) s: $(grep -v '^\s*$' "$out/$name.log" | tail -1)")
+}
+
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+case "${1:-suite}" in
+suite)
+    stage gpu_suite 560 $py -m pytest -q -m gpu tests/ -p no:cacheprovider -rs \
+        --ignore-glob='tests/gpu/test_triton*.py' --junitxml="$out/gpu_suite.xml"
+    grep -E "^(FAILED|ERROR|SKIPPED)" "$out/gpu_suite.log" | head -40
+    ;;
+suite-triton | suite-peer)  # (each case compiles a Triton kernel: stages of their own; a
+    # case whose kernel never returns is killed after 45 s and the rest still run; on the
+    # H100 the peer cases alone ran past 465 s once nine of them hung)
+    # (--hang is wider for the front-end suite: its first test compiles every checker
+    # variant on a fresh machine, 45 s was too little once)
+    if [ "$1" = suite-peer ]; then files=(tests/gpu/test_triton_peer.py); name=gpu_suite_peer; hang=45
+    else files=(tests/gpu/test_triton.py tests/gpu/test_triton_corpus.py); name=gpu_suite_triton; hang=150
+    fi
+    stage "$name" 560 $py benchmarks/pytest_guarded.py --hang "$hang" -- -m gpu "${files[@]}" \
+        -rs --tb=short
+    grep -E "^(FAILED|ERROR|SKIPPED)|HUNG" "$out/$name.log" | head -40
+    ;;
+bench)
+    stage bench_clean 360 $py benchmarks/bench_clean.py --json "$out/bclean.json"
+    stage bench_async 200 $py benchmarks/bench_async.py --no-racecheck --json "$out/basync.json"
+    for f in bench_clean bench_async; do
+        echo "== $f"; grep -v "^\[" "$out/$f.log" | tail -14
+    done
+    ;;
+triton)
+    stage bench_triton 560 $py benchmarks/bench_triton.py --json "$out/btriton.json"
+    grep -v "^\[" "$out/bench_triton.log" | tail -30
+    ;;
+host)  # where the host's time per launch goes on the small Triton kernels (stages, cProfile)
+    stage host_profile 300 $py benchmarks/bench_triton.py --host-profile 200 \
+        --only softmax,layer_norm_fwd
+    grep -E "^\[| \| " "$out/host_profile.log" | head -24
+    ;;
+build)  # (the checker objects are built first, once, into a fresh cache: about a minute)
+    stage bench_build 560 $py benchmarks/bench_build.py --top 4 --repeats 5 \
+        --json "$out/bbuild.json"
+    tail -8 "$out/bench_build.log"
+    ;;
+racecheck)
+    stage bench_async_rc 560 $py benchmarks/bench_async.py --timeout 100 --json "$out/basync_rc.json"
+    tail -12 "$out/bench_async_rc.log"
+    ;;
+*)
+    echo "usage: $0 suite|suite-triton|suite-peer|bench|triton|host|build|racecheck" >&2
+    exit 2
+    ;;
+esac
+printf '%s\n' "${summary[@]}"

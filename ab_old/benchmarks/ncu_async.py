@@ -1,0 +1,124 @@
+#!/usr/bin/env python
+"""Where the instrumented async kernels spend their issue slots, per checker function.
+
+    PYTHONPATH=. python benchmarks/ncu_async.py KERNEL            # run under ncu (below)
+    PYTHONPATH=. python benchmarks/ncu_async.py --triton NAME [--native]
+    PYTHONPATH=. python benchmarks/ncu_async.py --summary FILE.csv [--top N]
+
+The first form launches one case of bench_async.py under consan twice (profile the
+second: `ncu --launch-skip 1 --launch-count 1 -k regex:NAME --section SourceCounters
+--section WarpStateStats --page source --csv --print-source sass python ... > FILE.csv`).
+The second runs a workload of bench_triton.py twice the same way, under consan or, with
+--native, without it (its kernels keep their names). The third prints, per function of
+that CSV, its share of the stall samples, the warp instructions it executed and its top
+stall reasons.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+
+def launch(name: str) -> None:
+    import cupy as cp
+
+    import consan
+    from benchmarks.bench_async import CASES
+    from benchmarks.bench_clean import _arch_options
+
+    _, size, build = CASES[name]
+    ln = build(cp, size)
+    p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
+                       shared_mem=ln.shared_mem, options=_arch_options(cp))
+    for _ in range(2):
+        p.launch(ln.args)
+        p.report()
+
+
+def launch_triton(name: str, native: bool) -> int:
+    from benchmarks.bench_triton import checked_clean, workloads
+    from consan import frontends, session
+
+    case = workloads()[name]
+    if native:
+        case.run(7)
+        case.run(7)
+        return 0
+    s = session.Session(session.Options(count_other_launches=False), print_findings=False)
+    with frontends.sanitizing(s):
+        case.run(7)
+        case.run(7)
+    checked, clean = checked_clean(s.report)  # (else the profile is not of consan)
+    print(f"{name} under consan: {'clean' if clean else 'NOT clean'}; "
+          f"{checked} launches checked; not checked: {s.report.not_checked or 'none'}")
+    return 0 if clean else 1
+
+
+def summary(path: str, top: int = 0) -> None:
+    per = collections.defaultdict(collections.Counter)
+    lines = []  # (stall samples, warp instructions, function, SASS)
+    func, header = None, None
+    with open(path, newline="") as fh:
+        for row in csv.reader(fh):
+            if len(row) >= 2 and row[0] == "Kernel Name":
+                func = row[1].split("(")[0]
+            elif row and row[0] == "Address":
+                header = row
+            elif header and func and len(row) == len(header):
+                d = dict(zip(header, row, strict=True))
+                try:
+                    c = per[func]
+                    c["samples"] += int(d["Warp Stall Sampling (All Samples)"] or 0)
+                    c["instructions"] += int(d["Instructions Executed"] or 0)
+                    lines.append((int(d["Warp Stall Sampling (All Samples)"] or 0),
+                                  int(d["Instructions Executed"] or 0), func,
+                                  d.get("Source", "")))
+                    for k in header:
+                        if k.startswith("stall_") and "(Not" not in k:
+                            c[k] += int(d[k] or 0)
+                except ValueError:
+                    continue
+    total = sum(c["samples"] for c in per.values()) or 1
+    print("function | stall samples % | warp instructions | top stalls")
+    for func, c in sorted(per.items(), key=lambda x: -x[1]["samples"]):
+        if c["samples"] * 200 < total:
+            continue
+        worst = sorted(((v, k[6:]) for k, v in c.items() if k.startswith("stall_")), reverse=True)
+        stalls = ", ".join(f"{k} {100 * v / max(c['samples'], 1):.0f}%" for v, k in worst[:3])
+        print(f"{func} | {100 * c['samples'] / total:.1f} | {c['instructions']} | {stalls}")
+    if top:
+        print(f"\nthe {top} SASS instructions with the most stall samples:")
+        print("stall samples % | warp instructions | function | SASS")
+        for smp, ins, fn, src in sorted(lines, reverse=True)[:top]:
+            print(f"{100 * smp / total:.1f} | {ins} | {fn[-40:]} | {src.strip()[:70]}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("kernel", nargs="?")
+    ap.add_argument("--summary", metavar="CSV")
+    ap.add_argument("--triton", metavar="NAME", help="a workload of bench_triton.py")
+    ap.add_argument("--native", action="store_true", help="with --triton: without consan")
+    ap.add_argument("--top", type=int, default=0, help="also the N SASS lines stalled most")
+    args = ap.parse_args(argv)
+    if args.summary:
+        summary(args.summary, args.top)
+    elif args.triton:
+        return launch_triton(args.triton, args.native)
+    elif args.kernel:
+        launch(args.kernel)
+    else:
+        ap.error("a kernel of bench_async.py, --triton NAME, or --summary CSV")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,717 @@
+// consan device checker: the entry file.
+//
+// Compiled by NVRTC (-rdc) as one translation unit with the headers beside it, and
+// linked by nvJitLink with the instrumented PTX, whose probes call the extern "C"
+// functions below. The same source builds for the host with -DCONSAN_HOST (one lane
+// per warp), so CI can drive the decision logic with event traces and no GPU.
+//
+// Model (docs/model.md): logical threads are the CTA's warps; each keeps a
+// vector clock in the *visibility* table; a barrier generation joins the
+// arrivers' clocks into a *barrier* slot and each waiter joins it back. The
+// *buffer* table keeps, per 4-byte granule, the last write epoch and, per
+// warp, the clock of its last read since that write.
+//
+// This file is the only one that chooses between the table representations a build
+// has (the -DCONSAN_PSH / -DCONSAN_PHASE_DEV / -DCONSAN_VSH builds and the default one,
+// the host build's launch flags); the headers hold
+// one concern each, in the order they depend on one another.
+//
+// consan_abi.h is generated from instrument/abi.py by the build (never edited).
+
+#include "shadow_layout.h"  // the tables and their words (no code)
+#include "platform.h"
+#include "cta_state.h"
+
+// ------------------------------------------------------------- the mode
+
+// Which shared-memory tables a build keeps (FLAG_PHASE_SMEM or FLAG_VC_SMEM): the host
+// build follows the launch's flags, a device build is compiled for one kind (or none).
+CS_DEV bool cs_table_mode(uint32_t flag) {
+#if defined(CONSAN_HOST)
+    return S.flags & flag;
+#elif defined(CONSAN_PSH)
+    return flag == CS_FLAG_PHASE_SMEM;
+#elif defined(CONSAN_VSH)
+    return flag == CS_FLAG_VC_SMEM;
+#else
+    return (void)flag, false;
+#endif
+}
+CS_DEV bool cs_phase_smem_on() { return cs_table_mode(CS_FLAG_PHASE_SMEM); }
+// Phase mode (the module has only CTA-wide barriers) or vector clocks: the host build
+// follows the launch's flag; each device build is compiled for one of them (-DCONSAN_PSH
+// and -DCONSAN_PHASE_DEV: phases; -DCONSAN_VSH and the default build: vector clocks), and
+// toolchain.link_with_checker picks the build from the module.
+CS_DEV bool cs_phase_mode() {
+#if defined(CONSAN_HOST)
+    return S.flags & CS_FLAG_PHASE_MODE;
+#elif defined(CONSAN_PSH) || defined(CONSAN_PHASE_DEV)
+    return true;
+#else
+    return false;
+#endif
+}
+CS_DEV bool cs_vc_smem_on() { return cs_table_mode(CS_FLAG_VC_SMEM); }
+
+#include "measure.h"
+#include "tables.h"
+#include "log.h"
+#include "clocks.h"
+#include "barriers.h"
+#include "cta.h"
+#include "box_summary.h"
+#include "phase_tables.h"
+#include "granule_tables.h"
+#include "phase_tables_smem.h"
+#include "granule_tables_smem.h"
+#include "granule_tables_smem_copy.h"
+#include "access16.h"
+#include "mbarrier.h"
+#include "multicast.h"
+#include "dsmem.h"
+#include "bulk.h"
+#include "wgmma.h"
+#include "tensor.h"
+
+// ------------------------------------------------------------- probe entry points
+
+
+CS_DEV void cs_access_any(uint64_t addr, uint32_t site, uint32_t info) {
+    if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, 1u);
+    if (cs_phase_smem_on()) return cs_phase_smem_access(addr, site, info);
+#if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
+    cs_access(addr, site, info);
+#endif
+}
+
+// Granules [g0, g1] of the window last written by the instruction at `site`.
+CS_DEV bool cs_written_by_site(uint32_t g0, uint32_t g1, uint32_t site) {
+    if (cs_phase_smem_on()) return cs_phase_smem_written_by(g0, g1, site);
+#ifndef CONSAN_PSH
+    if (cs_vc_smem_on()) return cs_vc_smem_written_by(cs_slot_sh, g0, g1, site);
+#endif
+#if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
+    return cs_written_by(cs_slot_sh, g0, g1, site);
+#endif
+    return false;
+}
+
+// An idempotent store (abi.INFO_IDEM: an immediate to a constant shared address) writes
+// the same bytes in the same place each time it runs: a run that finds the bytes' last
+// write was its own instruction changes nothing and is not checked (docs/model.md). Every
+// lane has the one address, so one lane per warp runs it, under the CTA's lock: of two
+// warps storing together, the second then sees the first's epoch and its site together
+// (Triton's warp-specialised prologue: every warp of the default partition stores the
+// partitions' state word). The warp's lanes leave together: the kernel's next
+// instruction may be warp-synchronous (Triton follows the store with a named barrier and
+// setmaxnreg.sync.aligned; with the other lanes returning at once, such kernels hung).
+// Measured on the H100: 38 of Triton's ConSan cases ported to Gluon went from race.waw on
+// that word to their own verdict, none hung; bench_clean's transpose and histogram (which
+// zero shared memory with immediates) ran 6% and 8% slower.
+CS_DEV void cs_idem_lead(uint64_t addr, uint32_t site, uint32_t info) {
+    if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;
+    uint32_t size = info & CS_INFO_SIZE_MASK, off = 0;
+    bool here = cs_where(addr, (info >> CS_INFO_SPACE_SHIFT) & 3u, off) == CS_AT_HERE &&
+                (off + size - 1) / CS_GRANULE_BYTES < S.granules;
+    if (!here) return cs_access_any(addr, site, info);  // (its usual verdict)
+    cs_lock(&cs_shv.idem_lock);
+    if (!cs_written_by_site(off / CS_GRANULE_BYTES, (off + size - 1) / CS_GRANULE_BYTES, site))
+        cs_access_any(addr, site, info);
+    cs_unlock(&cs_shv.idem_lock);
+}
+
+CS_DEV void cs_idem_store(uint64_t addr, uint32_t site, uint32_t info) {
+    uint32_t all = cs_activemask();
+    if (cs_lane() == (uint32_t)(cs_ffs(all) - 1)) cs_idem_lead(addr, site, info);
+    cs_syncwarp(all);
+}
+
+// A store's value tag (abi.PROBE_STORE_VALUE), called just before the store's access
+// probe: `tag` hashes the lane's address and the values it stores. The lanes' tags summed,
+// with the site, are the warp's record of this run of the store (cs_same_store), published
+// before its write epochs are. Replicated layouts (Triton's) make warps store the same
+// values at the same addresses; measured on the H100, such runs were reported as race.waw.
+CS_DEV uint32_t cs_mix(uint32_t h) {  // (murmur3's finaliser: lanes' tags are summed)
+    h ^= h >> 16; h *= CS_VALUE_TAG_MIX1; h ^= h >> 13; h *= CS_VALUE_TAG_MIX2; h ^= h >> 16;
+    return h;
+}
+
+CS_ENTRY void __consan_store_value(uint32_t tag, uint32_t site) {
+    CS_NULL_ACCESS(return;)
+    if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;
+    uint32_t peers = cs_match(cs_activemask(), site);
+    uint32_t sum = cs_mix(cs_sum(peers, cs_mix(tag)) ^ cs_mix(site + CS_VALUE_TAG_SALT));
+    if (cs_lane() == (uint32_t)(cs_ffs(peers) - 1)) {
+        uint32_t w = cs_warp();
+        *(volatile uint32_t*)&cs_shv.store_site[w] = site;
+        *(volatile uint32_t*)&cs_shv.store_tag[w] = sum | 1u;
+    }
+    cs_syncwarp(peers);
+    cs_fence();
+}
+
+// A warp's write of another site than its record's (an untagged store, an atomic, an
+// idempotent store) ends the record, before the write's epoch is published: a replica of
+// the recorded store is then not forgiven against this write (docs/model.md, *Replicated
+// stores*). A tagged store's record names its own site: __consan_store_value, or its
+// inline form, ran just before its probe. (Modules without value tags keep no record: the
+// look is one shared load.)
+CS_DEV void cs_store_record_end(uint32_t site, uint32_t info) {
+    uint32_t mode = cs_info_mode(info);
+    if (mode != CS_MODE_WRITE && mode != CS_MODE_ATOMIC) return;
+    if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;  // (as __consan_store_value)
+    uint32_t w = cs_warp();
+    volatile uint32_t* g = cs_shv.store_tag;
+    if (g[w] != 0 && *(volatile uint32_t*)&cs_shv.store_site[w] != site) {
+        g[w] = 0;
+        cs_fence();
+    }
+}
+
+CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_PROF(0);
+    CS_NULL_ACCESS(return;)
+    cs_store_record_end(site, info);
+    cs_mc_poll();
+    if (info & CS_INFO_IDEM) return cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
+    cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
+}
+
+// The look for other warps' reads of this phase after a plain write whose epoch the
+// rewritten kernel stored inline (instrument/fast_path.py); phase tables in shared memory.
+CS_ENTRY void __consan_write_readers(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_PROF(0);
+    CS_NULL_ACCESS(return;)
+    if (cs_phase_smem_on()) cs_phase_smem_write_readers(addr, site, info);
+}
+
+// The verdict on a one-granule read whose bit, site and phase the rewritten kernel stored
+// inline (instrument/fast_path.py) and whose granule it found never written or written in
+// this phase by another warp; phase tables in shared memory.
+CS_ENTRY void __consan_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_PROF(0);
+    CS_NULL_ACCESS(return;)
+    if (cs_phase_smem_on()) cs_phase_smem_read_judge(addr, site, info);
+}
+
+// `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).
+CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
+    CS_PROF(0);
+    CS_NULL_ACCESS(return;)
+    cs_store_record_end(site, info);
+    if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
+    cs_mc_poll();
+    uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
+    if (cs_phase_smem_on() && cs_info_mode(info) == CS_MODE_READ &&
+        cs_phase_smem_read_warp(addr, site, info, n, stride))
+        return;
+    for (uint32_t k = 0; k < n; ++k) {
+        uint64_t a = addr + (uint64_t)k * stride;
+        if (cs_phase_smem_on()) cs_phase_smem_access(a, site, info);
+#if !defined(CONSAN_PSH) && !defined(CONSAN_VSH)
+        else cs_access(a, site, info);
+#endif
+    }
+}
+
+// Accesses of 16 bytes that are not atomic (abi.access_probe), `rep` as above: the
+// granule tables in shared memory take cs_vc_smem_access16 when every lane's chunks are
+// aligned ones in the window, the general probe otherwise.
+CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
+    if (!cs_vc_smem_on()) return __consan_access_n(addr, site, info, rep);
+    CS_PROF(0);
+    CS_NULL_ACCESS(return;)
+    cs_store_record_end(site, info);
+    if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
+}
+
+CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
+    CS_PROF(1);
+    if (cs_phase_smem_on()) return cs_phase_smem_bar_arrive();
+#ifndef CONSAN_PSH
+    if (cs_slot_sh == CS_NO_SLOT) return 0;
+    uint32_t token = cs_bar_arrive(b, count, site, mode);
+    cs_leave_if_ending(site);  // (after the arrival: see cs_leave_cta)
+    return token;
+#endif
+}
+
+CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
+    CS_PROF(2);
+    if (cs_phase_smem_on()) return cs_phase_smem_bar_wait(gen);
+#ifndef CONSAN_PSH
+    if (cs_slot_sh == CS_NO_SLOT) return;
+    cs_leave_if_ending(site);
+    cs_bar_wait(gen, b, site);
+#endif
+}
+
+// barrier.cluster.arrive (before it) and barrier.cluster.wait (after it). Every thread of
+// the cluster takes part in each generation, so within the CTA it is a barrier of every
+// live warp: the CTA's cluster-barrier word (CS_CLUSTER_BARRIER) counts it, an arrival
+// releases the warp's clock into the generation's slot (`.relaxed`: nothing) and the
+// wait, the warp's next generation in turn, acquires the slot. Split: other work may lie
+// between a warp's arrive and its wait. A fence of cluster scope (after it) keeps the
+// warp's clock for its next relaxed arrival (cs_cluster_fence).
+CS_ENTRY void __consan_cluster_bar(uint32_t op, uint32_t site) {
+    CS_PROF(1);
+#ifndef CONSAN_PSH
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT || cs_phase_smem_on()) return;
+    if ((op & 3u) == CS_CLUSTER_FENCE) return cs_cluster_fence(slot, site);
+    cs_mc_poll();  // (a peer's posts are applied before this CTA's next cluster arrival)
+    if ((op & 3u) == CS_CLUSTER_ARRIVE) {
+        if (cs_multicast_on()) {
+            uint32_t active = cs_group(site, 1);
+            if (cs_lane() == (uint32_t)(cs_ffs(active) - 1))
+                cs_cluster_arrival(slot, cs_warp(), op & CS_BAR_RELAXED);
+            cs_syncwarp(active);
+        }
+        cs_bar_arrive(CS_CLUSTER_BARRIER, 0, site, op & (CS_BAR_ALIGNED | CS_BAR_RELAXED));
+        cs_leave_if_ending(site);
+        return;
+    }
+    cs_leave_if_ending(site);
+    uint32_t active = cs_group(site, 0), w = cs_warp(), gen = 0;
+    uint32_t* waits = &cs_cta(slot)[CS_CTA_CLUSTER_WAITS + w];
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) gen = (*waits)++;
+    cs_bar_wait(cs_bcast(active, gen, cs_ffs(active) - 1), CS_CLUSTER_BARRIER, site);
+#else
+    (void)op, (void)site;
+#endif
+}
+
+CS_ENTRY void __consan_thread_exit(uint32_t site) {
+    CS_PROF(3);
+    if (cs_phase_smem_on()) return;  // phase mode keeps no count of live warps
+#ifndef CONSAN_PSH
+    cs_mc_poll();  // (a peer's posts are applied before the CTA ends)
+    cs_thread_exit(site);
+#endif
+}
+
+// cp.async groups: the copy unit of warp w is logical thread AGENT_CPASYNC + w. A copy
+// gets the unit's clock ticks + 1; commit_group ends the open
+// group at that clock (kept for the last CPASYNC_GROUP_ENDS groups) and advances it;
+// wait_group n joins the clock at the end of the newest group it completes (all but the
+// last n). cp.async.mbarrier.arrive advances the clock too but ends no group, so the
+// group arithmetic of wait_group is not shifted by it.
+CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
+    CS_PROF(4);
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    uint32_t active = cs_group(((uint64_t)site << 32) | n, op);
+    uint32_t w = cs_warp();
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        uint32_t* cta = cs_cta(slot);
+        uint32_t* ends = &cta[CS_CTA_CPASYNC_ENDS + w * CS_CPASYNC_GROUP_ENDS];
+        uint32_t commits = cta[CS_CTA_CPASYNC_COMMITS + w];
+        if (op != CS_ASYNC_WAIT) {  // commit_group; wait_all commits first
+            uint32_t t = cs_cpticks_sh[w] + 1;
+            *(volatile uint32_t*)&cs_cpticks_sh[w] = t;
+            ends[commits % CS_CPASYNC_GROUP_ENDS] = t;
+            cta[CS_CTA_CPASYNC_COMMITS + w] = ++commits;
+        }
+        if (op != CS_ASYNC_COMMIT) {
+            uint32_t keep = op == CS_ASYNC_WAIT ? n : 0;
+            uint32_t done = commits > keep ? commits - keep : 0;
+            // a wait that retires a group older than those kept acquires nothing (safe side)
+            if (done && keep < CS_CPASYNC_GROUP_ENDS) {
+                uint32_t clk = ends[(done - 1) % CS_CPASYNC_GROUP_ENDS];
+                uint32_t* mine = cs_vis(slot, w);
+                if (clk > mine[CS_AGENT_CPASYNC + w]) mine[CS_AGENT_CPASYNC + w] = clk;
+            }
+        }
+        cs_fence();
+    }
+    cs_syncwarp(active);
+}
+
+
+// Returns 1 when the operation would fault on the hardware (an mbarrier that is not
+// live, an arrival below zero): the rewritten kernel then skips it, so the report is
+// read back and the CUDA context stays usable.
+// Lanes with CS_PROBE_OFF in `op` skip the operation (a branch or a one-lane loop the
+// rewriter converted, instrument/converge.py, loops.py): they only wait here for the
+// lanes that run it.
+CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
+    bool off = op & CS_PROBE_OFF, cluster = op & CS_MB_CLUSTER;
+    op &= ~(CS_PROBE_OFF | CS_MB_CLUSTER);
+    bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
+    CS_PROF(off ? 16u : waits ? ((arg & 2) ? 20u : 12u) : 5u);
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return 0;
+    cs_mc_poll();
+    uint32_t all = cs_activemask();
+    uint32_t active = off ? cs_group(~0ull, ~0ull) : cs_group(((uint64_t)site << 32) | arg, addr);
+    uint32_t w = cs_warp();
+    uint32_t lanes = cs_popc(active);
+    uint32_t leader = cs_ffs(active) - 1;
+    uint32_t skip = cs_lane() == leader && !off ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes, cluster) : 0;
+    // Lanes marked off (one group) take the verdict of the first lane on: a deadlock's
+    // lanes all leave (a loop every lane runs, instrument/loops.py, must not go on
+    // without it). From the masks, not a ballot: a warp-synchronous instruction after the
+    // leader's call hung warps the probes had split (measured on the H100: with a ballot,
+    // a loop of two lanes arriving and waiting deadlocked under consan).
+    uint32_t on = all & ~active;
+    return cs_guard_verdict(all, skip, off && on ? cs_ffs(on) - 1 : leader, site);
+}
+
+
+// cp.async.bulk global -> shared with mbarrier::complete_tx: the copy engine bound to
+// mbarrier j (logical thread AGENT_MBAR + j) writes the destination; its clock is the
+// phase the copy completes + 1, published in that phase's slot, so only a wait on the
+// phase makes the bytes visible.
+//
+// .multicast::cluster (mask: its ctaMask): the issuing CTA's own part, when it is in the
+// mask, is such a copy; every other CTA of the mask gets a post (multicast.h).
+CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site,
+                                uint32_t mask) {
+    CS_PROF(6);
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return 0;
+    cs_mc_poll();
+    // Lanes with BULK_OFF skip the copy (a converted branch, instrument/converge.py): a
+    // group of their own, whose leader does nothing.
+    bool off = mask & CS_BULK_OFF;
+    mask &= ~CS_BULK_OFF;
+    uint32_t all = cs_activemask();
+    uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32) ^ off);
+    uint32_t leader = cs_ffs(active) - 1;
+    uint32_t skip = 0, moff = 0, doff = 0;
+    bool to_peer = false;  // (posted below, by the warp together)
+    if (cs_lane() == leader && !off) {
+        bool local = cs_local((uint32_t)mbar, moff);
+        local = cs_local((uint32_t)dst, doff) && local;
+        // (a .shared::cluster destination of rank 0 has no rank bits: cs_local takes it
+        // for this CTA's)
+        if (!mask && cs_multicast_on()) local = cs_local_cluster((uint32_t)dst, doff) && local;
+        if (mask) local = (mask >> cs_ctarank()) & 1u;  // (offsets: the same in every CTA)
+        uint32_t j = 0;
+        uint32_t* e = local ? cs_mbar_entry(slot, moff, false, j) : 0;
+        if (mask && cs_multicast_on()) cs_mc_post_all(mask, doff, bytes, moff, site);
+        uint32_t peer = (uint32_t)dst >> CS_RANK_SHIFT;
+        if (!local && !mask && cs_multicast_on() && peer == (uint32_t)mbar >> CS_RANK_SHIFT) {
+            // st.async / red.async / a bulk copy into another CTA, completing on its
+            // mbarrier there: that CTA applies it like a multicast copy's part (multicast.h)
+            to_peer = bytes != 0;
+        } else if (!local) {
+            if (!mask) {  // into another CTA, in a module without the mailboxes: said
+                cs_record_t r = cs_blank(CS_TOOL_REMOTE_SMEM, site);
+                r.offset_lo = doff;
+                r.offset_hi = doff + bytes;
+                cs_record(r);
+            }
+        } else if (cs_mbar_untracked(e)) {
+            // (its copy runs as written, not modelled)
+        } else if (e == 0 || !cs_mbar_live(j)) {
+            cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
+            skip = 1;
+        } else {
+            uint32_t agent = CS_AGENT_MBAR + j;
+            cs_mbar_lock(j);
+            uint32_t ph = e[CS_MB_PHASE];
+            cs_mbar_unlock(j);
+            cs_view v = cs_make_view(slot, cs_warp());
+            uint32_t off = doff;
+            uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
+            cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+            if (bytes == 0 || g1 >= S.granules) {
+                f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+            } else {
+                cs_engine_write(v, g0, g1, site, agent, ph + 1, f);
+            }
+            if (f.kind) {
+                cs_record_t r = cs_blank(f.kind, site);
+                r.prev_site = f.prev_site;
+                r.prev_warp = f.prev_warp;
+                r.offset_lo = off;
+                r.offset_hi = off + bytes;
+                r.barrier = moff;
+                r.phase = ph;
+                cs_record(r);
+            }
+            cs_mbar_lock(j);
+            cs_mbar_copy_landed(e, j, ph, bytes, site, moff);
+            cs_mbar_unlock(j);
+        }
+    }
+    if (cs_any(all, to_peer))
+        cs_mc_post_runs(all, to_peer, (uint32_t)dst >> CS_RANK_SHIFT, doff, bytes, moff, site);
+    return cs_guard_verdict(all, skip, leader, site);
+}
+
+CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
+    CS_PROF(7);
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
+    cs_mc_poll();
+    uint32_t active = cs_group(site, 0);
+    uint32_t leader = cs_ffs(active) - 1, w = cs_warp();
+    uint32_t n = cs_popc(active);
+    for (uint32_t i = 0; i < n; ++i) {  // every lane's store, in lane order, by the lanes
+        uint32_t l = cs_nth_set(active, i);
+        uint32_t a = cs_bcast(active, (uint32_t)src, (int)l);
+        uint32_t b = cs_bcast(active, bytes, (int)l);
+        uint32_t off;
+        cs_local(a, off);  // .shared::cta: always this CTA
+        cs_bulk_store_one(active, leader, slot, w, l, off, b, site);
+    }
+}
+
+// cp.async.bulk.commit_group closes warp w's open bulk group; cp.async.bulk.wait_group{.read}
+// n retires the reads of all but the newest n; fence.proxy.async (see above).
+CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
+    CS_PROF(8);
+    uint32_t slot = cs_slot_sh;
+    bool bulk = cs_async_proxy(), wg = cs_wgmma_module() && !cs_phase_mode();
+    if (slot == CS_NO_SLOT || !(bulk || wg)) return;
+    if (op != CS_PROXY_FENCE)
+        return cs_unit_groups(CS_UNIT_BULK, CS_AGENT_BULK + cs_warp(),
+                              op == CS_BULK_COMMIT, op == CS_BULK_WAIT, n, site);
+    // One fence serves bulk stores (the P_w column) and wgmma operands (proxy_fence word).
+    uint32_t active = cs_group(site, 0);
+    uint32_t w = cs_warp();
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {
+        uint32_t* mine = cs_vis(slot, w);
+        if (bulk) mine[CS_AGENT_PROXY + w] = mine[w];
+        if (wg) cs_st32(&cs_cta(slot)[CS_CTA_PROXY_FENCE + w], mine[w]);
+        mine[w] += 1;
+        cs_clock_sh[w] = mine[w];
+        cs_fence();
+    }
+    cs_syncwarp(active);
+}
+
+// wgmma.mma_async (before it issues): the unit of the warpgroup reads A (if through a
+// descriptor) and B in the issuing warp's open group. The four warps of the warpgroup
+// share the work: warp w takes chunks w % 4, w % 4 + 4, ... spread over its lanes.
+// A record at an mma_async names the operand (barrier: 0 A, 1 B), the group (phase) and
+// the operand's descriptor (count: bits 0-31, clock: bits 32-63).
+CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
+    CS_PROF(9);
+    CS_NULL_WGMMA(return;)
+    CS_SPIN_WGMMA()
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    cs_mc_poll();
+    uint32_t active = cs_group(((uint64_t)site << 32) | info, da), lane = cs_lane(), w = cs_warp();
+    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), lanes = cs_popc(active);
+    uint32_t u = w >> 2;
+    uint32_t clk = cs_commits_sh(CS_UNIT_WGMMA, w) + 1;
+    uint32_t n = info & CS_WG_INFO_N_MASK, elog = (info >> CS_WG_INFO_ELOG_SHIFT) & 3u;
+    uint32_t na = (info & CS_WG_INFO_A_SMEM) ? 2u * 64u : 0u, total = na + 2u * n;
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    uint32_t lo = 0xFFFFFFFFu, hi = 0, operand = 0;
+    uint64_t desc = 0;
+    const uint32_t first = (w & 3u) + 4u * rank, step = 4u * lanes;
+    if (cs_vc_smem_on()) {  // granule tables in shared memory: publish every chunk, one fence, look
+        const cs_wgd dA = cs_wg_decode(da, !(info & CS_WG_INFO_TRANS_A), elog);
+        const cs_wgd dB = cs_wg_decode(db, !(info & CS_WG_INFO_TRANS_B), elog);
+        cs_wgf r;
+        if ((na && dA.sw && dA.base) || (dB.sw && dB.base))  // chunks of whole swizzle rows
+            r = cs_wg_reads_any(slot, w, da, db, info, site, clk, first, step);
+        else if ((!na || (dA.kmajor && dA.sw == 128u)) && dB.kmajor && dB.sw == 128u)
+            cs_wg_reads16<true>(slot, w, dA, dB, na, total, site, clk, first, step, r);
+        else
+            cs_wg_reads16<false>(slot, w, dA, dB, na, total, site, clk, first, step, r);
+        f = r.f, lo = r.lo, hi = r.hi, operand = r.operand;
+        desc = operand ? db : da;
+    }
+    cs_view v = cs_make_view(slot, w);
+    uint64_t head = ((uint64_t)v.gen << CS_WG_GEN_SHIFT) | clk;
+    auto chunk = [&](uint32_t i, uint32_t& width) {  // chunk i's address (A's, then B's)
+        return i >= na ? cs_wg_chunk(db, n, !(info & CS_WG_INFO_TRANS_B), elog, i - na, &width)
+                       : cs_wg_chunk(da, 64, !(info & CS_WG_INFO_TRANS_A), elog, i, &width);
+    };
+    // Device-memory tables: publish the reads of every chunk of the lane, one fence, then
+    // look at the writes (Dekker with cs_check_write_run), the flags of four granules in
+    // flight together. (Measured on the H100: with a fence and four atomics in turn per
+    // chunk, a 2048-cube Triton matmul's wgmma probes took 28.8k cycles a call.)
+    for (uint32_t i = first; !cs_vc_smem_on() && i < total; i += step) {
+        uint32_t width, a = chunk(i, width);
+        uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
+        if (g1 >= v.granules) continue;  // (said below)
+        for (uint32_t g = g0; g <= g1; ++g) {
+            cs_st64(cs_wg_rec(slot, u, g), head);
+            cs_st32(cs_wg_site(slot, u, g), site);
+        }
+        if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, 2 * S.nwarps + u, clk, site);
+    }
+    if (!cs_vc_smem_on()) cs_fence();
+    for (uint32_t i = first; !cs_vc_smem_on() && i < total; i += step) {
+        bool isb = i >= na;
+        uint32_t width, a = chunk(i, width);
+        uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
+        bool had = f.kind != 0;
+        if (g1 >= v.granules) {
+            if (!f.kind) f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+        } else {
+            for (uint32_t base = g0; base <= g1; base += 4) {
+                uint64_t ww[4];
+#pragma unroll
+                for (uint32_t k = 0; k < 4; ++k)
+                    if (base + k <= g1)
+                        ww[k] = cs_or64(v.ent + 2 * (base + k), (uint64_t)CS_WW_FLAG_WGREAD << CS_WW_FLAGS_SHIFT);
+#pragma unroll
+                for (uint32_t k = 0; k < 4; ++k)
+                    if (base + k <= g1 && !f.kind)
+                        f = cs_judge_read_epoch(v, slot, base + k, ww[k], CS_PROXY_WGMMA);
+            }
+        }
+        if (f.kind && !had) {
+            lo = a;
+            hi = a + width;
+            operand = isb;
+            desc = isb ? db : da;
+        }
+    }
+    if (!cs_any(active, f.kind != 0)) return;
+    cs_record_t r;
+    if (cs_merged_record(active, f, site, lo, hi, r)) {
+        r.barrier = operand;
+        r.phase = clk - 1;
+        r.count = (uint32_t)desc;
+        r.clock = (uint32_t)(desc >> 32);
+        cs_record(r);
+    }
+}
+
+// wgmma.commit_group (before it), wgmma.wait_group n (after it), and fence.proxy.async
+// (after it): warp w's clock up to the fence covers its generic writes for the async
+// proxy; w's clock moves on, so later writes are not covered. (Phase mode has no async
+// proxy readers: the fence is nothing there.)
+CS_ENTRY void __consan_wgmma_group(uint32_t op, uint32_t n, uint32_t site) {
+    CS_PROF(10);
+    if (cs_slot_sh == CS_NO_SLOT) return;
+    // the unit belongs to the warpgroup: a wait by any of its warps covers all its reads
+    cs_unit_groups(CS_UNIT_WGMMA, CS_AGENT_WGMMA + (cs_warp() >> 2),
+                   op == CS_WGMMA_COMMIT, op == CS_WGMMA_WAIT, n, site);
+}
+
+#ifdef CONSAN_HOST
+CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor, uint32_t elog,
+                                   uint32_t i, uint32_t* width) {
+    return cs_wg_chunk(desc, rows, kmajor, elog, i, width);
+}
+#endif
+// Every active lane issues its own copy: the leader (the lowest of them) models them in
+// lane order. The lanes of the call marked CS_PROBE_OFF (instrument/converge.py) issue
+// none but help write the boxes. A load on an mbarrier that is not live is skipped (1),
+// as for bulk copies. With CS_TENSOR_ARRIVE_TX, each issuing lane's load carries the
+// mbarrier.arrive.expect_tx of `tx` bytes (site asite) its PTX made just before it, on the
+// same mbarrier (instrument/carry.py): one probe for both; 1 skips both.
+CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
+                                  uint32_t op, uint32_t tx, uint32_t asite) {
+    CS_PROF(11);
+    CS_NULL_TENSOR(return 0;)
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return 0;
+    cs_mc_poll();
+    uint32_t all = cs_activemask();
+    uint32_t active = cs_group(site, 0);  // this call's lanes, those marked off too
+    uint32_t issuers = cs_ballot(active, !(op & CS_PROBE_OFF));
+    if (!issuers) return 0;
+    bool arrive = op & CS_TENSOR_ARRIVE_TX;
+    uint32_t mask = op & CS_TENSOR_MULTICAST ? op >> CS_MULTICAST_MASK_SHIFT : 0u;
+    op &= ((1u << CS_MULTICAST_MASK_SHIFT) - 1u) &
+          ~(CS_PROBE_OFF | CS_TENSOR_ARRIVE_TX | CS_TENSOR_MULTICAST);
+    uint32_t leader = cs_ffs(issuers) - 1, skip = 0;
+    bool lead = cs_lane() == leader;
+    for (uint32_t rest = issuers; rest; rest &= rest - 1) {
+        int k = cs_ffs(rest) - 1;
+        uint64_t d = cs_bcast64(active, smem, k), m = cs_bcast64(active, map, k);
+        uint64_t b = cs_bcast64(active, mbar, k);
+        if (op != CS_TENSOR_LOAD) {
+            cs_tensor_store(active, leader, slot, d, m, (uint32_t)k, site);
+            continue;
+        }
+        uint32_t ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);
+        cs_tload t = {};
+        if (lead) {
+            CS_PROF(25);
+            CS_SPIN_TENSOR()
+            t = cs_tensor_load_begin(slot, d, m, b, site, arrive, ntx, asite, mk);
+            if (mk && !t.skip && cs_multicast_on()) {  // (a skipped load writes nowhere)
+                uint32_t low = (1u << CS_RANK_SHIFT) - 1u;
+                cs_mc_post_all(mk, (uint32_t)d & low, cs_tmap_bytes(m), (uint32_t)b & low, site);
+            }
+        }
+        uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
+        if (span) {
+            uint32_t off = cs_bcast(active, t.off, leader);
+            uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
+            uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
+            uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
+            cs_tensor_write(active, leader, slot, g0, g1, site, agent, clk, t.f);
+        }
+        if (lead) {
+            CS_PROF(26);
+            skip |= t.skip;
+            if (t.f.kind)
+                cs_tensor_record(t.f.kind, site, t.f, t.off, t.off + t.span, t.moff, t.ph, t.bytes);
+        }
+    }
+    {
+        CS_PROF(27);
+        skip = cs_guard_verdict(all, skip, leader, site);
+    }
+    return skip;
+}
+
+#ifdef CONSAN_HOST
+// Host driver: set which CTA/warp the next probe runs as; begin a CTA.
+CS_ENTRY void cs_host_set(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t warp, uint32_t nthreads) {
+    cs_host_ctx.cta[0] = cx; cs_host_ctx.cta[1] = cy; cs_host_ctx.cta[2] = cz;
+    cs_host_ctx.warp = warp;
+    cs_host_ctx.nthreads_block = nthreads;
+}
+CS_ENTRY void cs_host_set_state(const cs_state_t* s) { __consan_state = *s; }
+CS_ENTRY void cs_host_set_dyn(uint8_t* p) { cs_dyn_host = p; }
+CS_ENTRY uint32_t __consan_cta_begin() {  // (no fast path in the host build: 0)
+    if (cs_phase_smem_on()) return cs_phase_smem_begin(0, 1), 0u;
+    if (cs_multicast_on()) cs_mailbox_clear(0, 1);
+    cs_begin_leader(cs_block_threads());
+    if (cs_slot_sh != CS_NO_SLOT) cs_begin_clear(cs_slot_sh, 0, 1, cs_block_threads());
+    return 0u;
+}
+CS_ENTRY uint32_t cs_host_slot() { return cs_slot_sh; }
+// A peer CTA (rank `from`) posts its multicast copy to this CTA (multicast.h).
+CS_ENTRY void cs_host_mc_post(uint32_t dst, uint32_t bytes, uint32_t mbar, uint32_t site,
+                              uint32_t from, uint32_t rel, uint32_t acq) {
+    cs_mailbox_t* m = cs_mailbox();
+    uint32_t h = m->head++;
+    cs_mc_post_t& p = m->post[h % CS_MAILBOX_ENTRIES];
+    p = {h + 1, dst, bytes, mbar, site, from, rel, acq};
+}
+// Warp `warp` of this CTA arrives on a peer's mbarrier (the release this CTA keeps, dsmem.h;
+// the post to the peer is left out): the release's number.
+CS_ENTRY uint32_t cs_host_remote_release(uint32_t warp) {
+    cs_host_ctx.warp = warp;
+    return cs_remote_release(cs_slot_sh, warp);
+}
+CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrivals[b & 15u]; }
+#else
+// Returns the warp's fast-path record in the phase tables in shared memory (the inline
+// fast path of the rewritten kernel reads it: instrument/fast_path.py), 0 in other builds.
+CS_ENTRY uint32_t __consan_cta_begin() {
+    CS_PROF(13);
+    uint32_t tid = cs_tid();
+    uint32_t n = cs_block_threads();
+#ifdef CONSAN_PSH
+    cs_phase_smem_begin(tid, n);
+    __syncthreads();
+    return cs_phase_smem_fast_init();
+#endif
+    if (tid == 0) cs_begin_leader(n);
+    if (cs_multicast_on()) cs_mailbox_clear(tid, n);
+    __syncthreads();
+    uint32_t slot = cs_slot_sh;
+    if (slot != CS_NO_SLOT) cs_begin_clear(slot, tid, n, n);
+    __syncthreads();
+    // Multicast copies: the cluster's CTAs meet once their mailboxes are clear, so no post
+    // reaches one before (its own code orders nothing by this: it runs before any of it).
+    if (cs_multicast_on()) cs_cluster_sync();
+    return 0u;
+}
+#endif

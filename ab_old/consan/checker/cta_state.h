@@ -1,0 +1,88 @@
+// consan device checker: the CTA's checker state in its shared memory.
+//
+// Kept in the kernel's dynamic window after the kernel's own bytes (a static variable
+// in the host build): the slot, generation, per-warp clocks and counters, mbarrier keys.
+
+// Where the granule tables in shared memory (FLAG_VC_SMEM) are: set when the CTA begins.
+struct cs_vc_smem_layout_t {
+    cs_sp W, R, RS, BT;
+    uint32_t gp, nr, nb, rss;
+    uint32_t *ws, *rsite;
+    uint32_t* vis;  // the warps' vector clocks [nwarps][nlogical] (generic address)
+    uint64_t* barw;  // the barriers' words [BARRIER_WORDS]
+    uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
+    uint32_t rtid[2];  // the logical thread of readers 0..7, a byte each
+    uint32_t* rows;  // FLAG_BAR0_ROWS: each warp's clock at its arrivals [2][nwarps][nlogical]
+};
+#define CS_TMAP_CACHE 4
+// The CTA's checker state in its shared memory (a static in the host build).
+struct CS_ALIGN16 cs_shared_t {
+    uint32_t slot, gen, mbar_used;  // mbar_used: bit j, mbarrier entry j is in use
+    uint32_t idem_lock;  // held while a warp runs an idempotent store (idem.h)
+    uint32_t ending;  // a warp left after a deadlock: the CTA winds down (cs_leave_cta)
+    uint32_t mbar_full;  // an init found every mbarrier entry in use (cs_mbar_untracked)
+    uint64_t mbar_arc;  // the entries' columns to visit, for the mask they were made from
+    uint32_t clock[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
+    uint32_t cpticks[CS_MAX_WARPS];  // each warp's cp.async unit's clock - 1: commit_group and
+                                     // cp.async.mbarrier.arrive advance it (every cp.async
+                                     // probe reads it: shared memory, not the CTA table)
+    uint32_t commits[2][CS_MAX_WARPS];  // each warp's bulk (CS_UNIT_BULK) and wgmma
+                                        // (CS_UNIT_WGMMA) groups committed
+    uint32_t lanes[CS_MAX_WARPS];  // each warp's live lanes (every barrier probe reads them)
+    uint32_t live_warps;           // warps with a live lane
+    uint32_t phase[CS_MAX_WARPS];  // CTA-wide barriers each warp has passed
+    uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
+    uint32_t mkey[CS_MBARRIERS];   // the key of each entry this CTA made (0: none)
+    uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
+    uint32_t store_site[CS_MAX_WARPS];  // each warp's last store with a value tag: its site
+    uint32_t store_tag[CS_MAX_WARPS];   // ...and the tag of what its lanes stored (0: none)
+    uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps already looked up (0: free)
+    uint32_t tmap_bytes[CS_TMAP_CACHE], tmap_claimed;  // ...their bytes; entries taken
+    cs_vc_smem_layout_t vlay;
+};
+#define cs_vc_smem_layout_sh (cs_shv.vlay)
+#define cs_mlock_sh (cs_shv.mlock)
+#define cs_mkey_sh (cs_shv.mkey)
+#define cs_mlive_sh (cs_shv.mlive)
+#define cs_slot_sh (cs_shv.slot)
+#define cs_mbar_used_sh (cs_shv.mbar_used)
+#define cs_mbar_arc_sh (cs_shv.mbar_arc)
+#define cs_gen_sh (cs_shv.gen)
+#define cs_clock_sh (cs_shv.clock)
+#define cs_cpticks_sh (cs_shv.cpticks)
+#define CS_UNIT_BULK 0u
+#define CS_UNIT_WGMMA 1u
+// Groups warp w's bulk-store (CS_UNIT_BULK) or wgmma (CS_UNIT_WGMMA) unit has committed.
+#define cs_commits_sh(k, w) (*(volatile uint32_t*)&cs_shv.commits[k][w])
+#define cs_lanes_sh (cs_shv.lanes)
+#define cs_livew_sh (cs_shv.live_warps)
+#define cs_phase_sh (cs_shv.phase)
+#ifdef CONSAN_HOST
+static cs_shared_t cs_shv;
+#else
+#define cs_shv (*(cs_shared_t*)cs_dyn_at(__consan_state.shv_offset))
+static_assert(sizeof(cs_shared_t) <= CS_SHV_BYTES, "abi.SHV_BYTES is too small");
+#endif
+
+#define CS_NO_SLOT 0xFFFFFFFFu
+
+CS_DEV uint64_t cs_bcast64(uint32_t m, uint64_t v, int lane) {
+    return ((uint64_t)cs_bcast(m, (uint32_t)(v >> 32), lane) << 32) | cs_bcast(m, (uint32_t)v, lane);
+}
+
+// Replicated stores (docs/model.md): a write-after-write between runs of one store
+// instruction (`site`) by this warp and warp t is no race when both warps' runs stored the
+// same bytes at the same addresses, which their value tags (__consan_store_value) say.
+CS_DEV bool cs_same_store(uint32_t site, uint32_t t) {
+    uint32_t w = cs_warp();
+    if (t >= CS_MAX_WARPS || t == w) return false;
+    cs_fence();  // (t's tag was published before its write epoch, which this warp has seen)
+    const volatile uint32_t* s = cs_shv.store_site;
+    const volatile uint32_t* g = cs_shv.store_tag;
+    uint32_t mine = g[w];
+    return mine != 0 && s[w] == site && s[t] == site && g[t] == mine;
+}
+
+CS_DEV void cs_clear_store_tags(uint32_t i, uint32_t n) {  // by threads i of n
+    for (uint32_t w = i; w < CS_MAX_WARPS; w += n) cs_shv.store_tag[w] = 0;
+}

@@ -1,0 +1,147 @@
+// consan device checker: measurement-only switches, all of them.
+//
+// Off in every build consan makes; CONSAN_CHECKER_DEFINES turns them on for the
+// benchmarks (benchmarks/breakdown_async.py and the like). With a CONSAN_NULL_* or
+// CONSAN_PSH_LANE_BITS switch on, the model is wrong on purpose: they measure what a
+// part costs by leaving it out. Each macro below is empty (or the normal expression)
+// when its switch is off.
+
+// CONSAN_TRACE_ADDR=<address> (hang hunts, benchmarks/hang_trace.py): mapped host memory,
+// two words per thread of a 1-D grid, that the host reads while the kernel hangs: the last
+// point the thread passed and a word of its choosing. CS_TRACE(p) / CS_TRACE2(p, aux) mark
+// points (none are left in the code: put them where the hunt needs them); with
+// CONSAN_TRACE_PROBES too, every probe marks its entry (0x1000 | kind) and its exit
+// (0x9000 | kind). Posted writes only: a read back over the bus changed the timing enough
+// to hide the hang it hunted (measured on the H100).
+#if defined(CONSAN_TRACE_ADDR) && !defined(CONSAN_HOST)
+__device__ __forceinline__ void cs_trace_at(uint32_t p, uint32_t aux = 0) {
+    volatile uint32_t* t = (volatile uint32_t*)(CONSAN_TRACE_ADDR) +
+                           2 * (blockIdx.x * blockDim.x + threadIdx.x);
+    t[0] = p;
+    t[1] = aux;
+}
+#define CS_TRACE(p) cs_trace_at(p)
+#define CS_TRACE2(p, a) cs_trace_at(p, a)
+#else
+#define CS_TRACE(p)
+#define CS_TRACE2(p, a)
+#endif
+
+// CONSAN_PROFILE (measurements only, benchmarks/breakdown_async.py): the cycles each probe
+// kind takes, summed over calls (one lane per call), in cs_prof[2 * kind] (cycles) and
+// cs_prof[2 * kind + 1] (calls), the CTAs of odd cluster rank in the second half (a
+// producer and a consumer CTA apart); CS_PROF_FULL() counts a post that found a mailbox
+// full.
+#if defined(CONSAN_PROFILE) && !defined(CONSAN_HOST)
+#define CS_PROF_WORDS 256
+extern "C" __device__ unsigned long long cs_prof[CS_PROF_WORDS];
+__device__ unsigned long long cs_prof[CS_PROF_WORDS];
+__device__ __forceinline__ long long cs_clock64() {
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+    return t;
+}
+struct cs_prof_scope {
+    uint32_t k;
+    long long t0;
+    bool me;
+    __device__ cs_prof_scope(uint32_t kind)
+        : k(kind + (cs_ctarank() & 1u) * (CS_PROF_WORDS / 4)), t0(cs_clock64()) {
+        me = cs_lane() == (uint32_t)(__ffs(__activemask()) - 1);
+    }
+    __device__ ~cs_prof_scope() {
+        if (me) {
+            atomicAdd(&cs_prof[2 * k], (unsigned long long)(cs_clock64() - t0));
+            atomicAdd(&cs_prof[2 * k + 1], 1ull);
+        }
+    }
+};
+#define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#define CS_PROF_FULL() atomicAdd(&cs_prof[CS_PROF_WORDS - 1], 1ull)
+#elif defined(CONSAN_TRACE_ADDR) && defined(CONSAN_TRACE_PROBES) && !defined(CONSAN_HOST)
+struct cs_prof_scope {
+    uint32_t k;
+    __device__ cs_prof_scope(uint32_t kind) : k(kind) { cs_trace_at(0x1000 | kind); }
+    __device__ ~cs_prof_scope() { cs_trace_at(0x9000 | k); }
+};
+#define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#else
+#define CS_PROF(kind)
+#endif
+#ifndef CS_PROF_FULL
+#define CS_PROF_FULL() ((void)0)
+#endif
+
+// CONSAN_NULL_ACCESS, _WGMMA, _TENSOR: the cost of the probe call alone (the probe
+// returns at once). CONSAN_NULL_ENGINE_WRITE: the cost of a copy's box walk.
+// CONSAN_NULL_BOX_STORES: the cost of the stores of the box-summary path.
+// CONSAN_NULL_BOX_RECHECK: the cost of its look after those stores.
+#ifdef CONSAN_NULL_ACCESS
+#define CS_NULL_ACCESS(...) __VA_ARGS__
+#else
+#define CS_NULL_ACCESS(...)
+#endif
+#ifdef CONSAN_NULL_WGMMA
+#define CS_NULL_WGMMA(...) __VA_ARGS__
+#else
+#define CS_NULL_WGMMA(...)
+#endif
+#ifdef CONSAN_NULL_TENSOR
+#define CS_NULL_TENSOR(...) __VA_ARGS__
+#else
+#define CS_NULL_TENSOR(...)
+#endif
+#ifdef CONSAN_NULL_ENGINE_WRITE
+#define CS_NULL_ENGINE_WRITE(...) __VA_ARGS__
+#else
+#define CS_NULL_ENGINE_WRITE(...)
+#endif
+#ifdef CONSAN_NULL_BOX_STORES
+#define CS_NULL_BOX_STORES(...) __VA_ARGS__
+#else
+#define CS_NULL_BOX_STORES(...)
+#endif
+#ifdef CONSAN_NULL_BOX_RECHECK
+#define CS_NULL_BOX_RECHECK(...) __VA_ARGS__
+#else
+#define CS_NULL_BOX_RECHECK(...)
+#endif
+
+// CONSAN_PSH_NO_FENCE, _NULL_READ, _NULL_WRITE (phase tables in shared memory): the cost
+// of the access probe's fences, of its reads, of its writes (measurements only).
+#ifdef CONSAN_PSH_NO_FENCE
+#define CS_PSH_FENCE() ((void)0)
+#else
+#define CS_PSH_FENCE() cs_fence()
+#endif
+#ifdef CONSAN_PSH_NULL_READ
+#define CS_PSH_NULL_READ(...) __VA_ARGS__
+#else
+#define CS_PSH_NULL_READ(...)
+#endif
+#ifdef CONSAN_PSH_NULL_WRITE
+#define CS_PSH_NULL_WRITE(...) __VA_ARGS__
+#else
+#define CS_PSH_NULL_WRITE(...)
+#endif
+
+// CONSAN_PSH_LANE_BITS: in the phase tables in shared memory, every lane sets its own
+// read bits (the lanes never combine theirs).
+#ifdef CONSAN_PSH_LANE_BITS
+#define CS_LANE_BITS_TOGETHER(together) false
+#else
+#define CS_LANE_BITS_TOGETHER(together) (together)
+#endif
+
+// CONSAN_SPIN_WGMMA=n, CONSAN_SPIN_TENSOR=n: a wgmma probe, or a tensor load's look, made
+// n cycles longer (device builds only).
+#if defined(CONSAN_SPIN_WGMMA) && !defined(CONSAN_HOST)
+#define CS_SPIN_WGMMA() for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_WGMMA;) {}
+#else
+#define CS_SPIN_WGMMA()
+#endif
+#if defined(CONSAN_SPIN_TENSOR) && !defined(CONSAN_HOST)
+#define CS_SPIN_TENSOR() for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_TENSOR;) {}
+#else
+#define CS_SPIN_TENSOR()
+#endif

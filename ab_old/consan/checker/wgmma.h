@@ -1,0 +1,172 @@
+// consan device checker: wgmma operands.
+
+// ------------------------------------------------------------- wgmma
+//
+// wgmma.mma_async reads its shared-memory operands asynchronously, through the
+// async proxy, for its whole warpgroup: the wgmma unit of warpgroup u (warps
+// 4u..4u+3) is logical thread AGENT_WGMMA + u. Its clock counts wgmma groups:
+// an mma_async issued after warp w committed k groups reads in group k, clock
+// k + 1; wgmma.wait_group n by warp w acquires the unit's clock up to w's
+// commits - n (no walk over the reads: completion is lazy, as for cp.async).
+// A wgmma group completes as a whole, so one unit per warpgroup is exact.
+//
+// Each granule keeps, per warpgroup, the clock and site of the unit's last read
+// (the wgread table) and a flag in its write epoch saying such a read happened
+// since that write: a write looks at the table only when the flag is set, and a
+// write not ordered after the read's group is async.pending-read. The read itself
+// is judged like a warp's: the last write must happen before the issuing warp
+// (race.raw / async.pending-write / uninit.read), and when a warp wrote the bytes
+// through the generic proxy, that warp must have executed fence.proxy.async since
+// the write -- its clock at its last fence (CTA_PROXY_FENCE) reaches the write's
+// clock -- else proxy.missing-fence. Reads of A from registers touch no smem.
+
+CS_DEV bool cs_wgmma_module() { return S.flags & CS_FLAG_WGMMA; }
+CS_DEV uint32_t cs_nwg() { return (S.nwarps + 3) / 4; }
+CS_DEV uint64_t cs_wg_idx(uint32_t slot, uint32_t u, uint32_t g) {
+    return ((uint64_t)slot * cs_nwg() + u) * S.granules + g;
+}
+// wgread table: u64 entries gen:16 | clock:32, then the u32 sites, [slot][warpgroup][granule].
+CS_DEV uint64_t* cs_wg_rec(uint32_t slot, uint32_t u, uint32_t g) {
+    return (uint64_t*)S.wgread + cs_wg_idx(slot, u, g);
+}
+CS_DEV uint32_t* cs_wg_site(uint32_t slot, uint32_t u, uint32_t g) {
+    uint64_t* sites = (uint64_t*)S.wgread + (uint64_t)S.nslots * cs_nwg() * S.granules;
+    return (uint32_t*)sites + cs_wg_idx(slot, u, g);
+}
+
+// A descriptor decoded once per probe (cs_wg_chunk's fields), for the chunks of a lane.
+struct cs_wgd { uint32_t start, lbo, sbo, sw, kmajor, krows_log, base; };
+CS_DEV cs_wgd cs_wg_decode(uint64_t desc, uint32_t kmajor, uint32_t elog) {
+    uint32_t mode = (uint32_t)(desc >> 62) & 3u;
+    return {(uint32_t)(desc & 0x3FFFu) << 4, (uint32_t)((desc >> 16) & 0x3FFFu) << 4,
+            (uint32_t)((desc >> 32) & 0x3FFFu) << 4,
+            mode == 1 ? 128u : mode == 2 ? 64u : mode == 3 ? 32u : 0u, kmajor, 5u - elog,
+            (uint32_t)(desc >> 49) & 7u};
+}
+// Operand footprint (docs/model.md "wgmma operands"; instrument/wgmma_desc.py is the
+// same rule): the shared address of chunk i (0 <= i < 2 * rows) of an operand of `rows`
+// rows (64 for A, N for B), 32 bytes of K per row. *width is 16, or the whole aligned
+// swizzle row when a non-zero base offset leaves the chunk's place in it unknown.
+CS_DEV uint32_t cs_wg_addr(const cs_wgd& d, uint32_t i, uint32_t* width) {
+    uint32_t a;
+    if (d.kmajor) {  // row r, 16-byte K chunk c
+        uint32_t r = i >> 1, c = i & 1u;
+        a = d.sw ? d.start + (r & 7u) * d.sw + (r >> 3) * d.sbo + c * 16u
+                 : d.start + (r & 7u) * 16u + (r >> 3) * d.sbo + c * d.lbo;
+    } else {  // 16-byte MN chunk j, K row k (32 bytes of K: 32 >> elog rows)
+        uint32_t j = i >> d.krows_log, k = i & ((1u << d.krows_log) - 1u);
+        a = d.sw ? d.start + (j * 16u) % d.sw + (j * 16u / d.sw) * d.lbo + (k & 7u) * d.sw +
+                       (k >> 3) * d.sbo
+                 : d.start + j * d.sbo + (k & 7u) * 16u + (k >> 3) * d.lbo;
+    }
+    *width = 16u;
+    if (!d.sw) return a;
+    if (d.base) {
+        *width = d.sw;
+        return a & ~(d.sw - 1u);
+    }
+    return a ^ (((a >> 7) & (d.sw / 16u - 1u)) << 4);  // Swizzle<log2(sw/16), 4, 3>
+}
+
+// (rows: the operand's, for the host build's callers)
+CS_DEV uint32_t cs_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor, uint32_t elog,
+                            uint32_t i, uint32_t* width) {
+    (void)rows;
+    return cs_wg_addr(cs_wg_decode(desc, kmajor, elog), i, width);
+}
+
+// What a wgmma probe's look found: the finding, the chunk's bytes and its operand (1: B).
+struct cs_wgf { cs_finding f; uint32_t lo, hi, operand; };
+
+// The unit's reads of a lane's chunks first, first + step, ... of the warpgroup's list (A's
+// chunks, then B's), in general: any chunk width (a base offset), cs_vc_smem_publish and
+// cs_vc_smem_look on each.
+CS_NOINLINE cs_wgf cs_wg_reads_any(uint32_t slot, uint32_t w, uint64_t da, uint64_t db,
+                                   uint32_t info, uint32_t site, uint32_t clk, uint32_t first,
+                                   uint32_t step) {
+    const uint32_t n = info & CS_WG_INFO_N_MASK, elog = (info >> CS_WG_INFO_ELOG_SHIFT) & 3u;
+    const uint32_t na = (info & CS_WG_INFO_A_SMEM) ? 2u * 64u : 0u, total = na + 2u * n;
+    cs_wgf r = {{0, CS_NO_SITE, CS_NO_WARP}, 0xFFFFFFFFu, 0, 0};
+    const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
+    const cs_wgd dA = cs_wg_decode(da, !(info & CS_WG_INFO_TRANS_A), elog);
+    const cs_wgd dB = cs_wg_decode(db, !(info & CS_WG_INFO_TRANS_B), elog);
+    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, ri = cs_vc_smem_ri_wgmma(w >> 2);
+    for (uint32_t i = first; i < total; i += step) {
+        uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
+        uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
+        if (g0 >= base && g1 < S.granules)  // (out of the window: said in the look)
+            cs_vc_smem_publish(x, ri, clk, g0 - base, g1 - base, site, true);
+    }
+    cs_fence();  // publish the reads, then look at the writes (Dekker)
+    uint32_t ok = 0xFFFFFFFFu, at;
+    for (uint32_t i = first; i < total; i += step) {
+        uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
+        uint32_t g0 = a / CS_GRANULE_BYTES, g1 = (a + width - 1) / CS_GRANULE_BYTES;
+        r.f = g0 < base || g1 >= S.granules
+                  ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
+                  : cs_vc_smem_look(x, g0 - base, g1 - base, CS_PROXY_WGMMA, ok, at);
+        if (r.f.kind) {
+            r.lo = a, r.hi = a + width, r.operand = i >= na;
+            break;
+        }
+    }
+    return r;
+}
+
+// Out of line for cs_wg_reads16: what is rare there.
+CS_NOINLINE void cs_wgmma16_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_t ri) {
+    cs_vc_smem_fresh(cs_vc_smem_ctx(slot, w), b, ri);
+}
+
+// The common form: no base offset in either descriptor, so every chunk is an aligned
+// 16-byte one (CS_CHUNK_G granules: a word or a byte of the unit's bytes). cs_vc_smem_publish and
+// cs_vc_smem_look's rules for such a chunk, in a lean body (the general form ran ~630
+// instructions a probe, and the wgmma probes were 30% of a TMA + wgmma GEMM's time).
+// K128: both operands K-major with the 128-byte swizzle (what TMA writes for a K step of
+// 64 halves), the address in a few instructions.
+template <bool K128>
+CS_DEV uint32_t cs_wg_addr16(const cs_wgd& d, uint32_t i) {
+    if (K128) {
+        uint32_t r = i >> 1, a = d.start + ((r & 7u) << 7) + (r >> 3) * d.sbo + ((i & 1u) << 4);
+        return a ^ (((a >> 7) & 7u) << 4);  // Swizzle<3, 4, 3>
+    }
+    uint32_t width;
+    return cs_wg_addr(d, i, &width);
+}
+template <bool K128>
+CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_wgd& dB,
+                          uint32_t na, uint32_t total, uint32_t site, uint32_t clk,
+                          uint32_t first, uint32_t step, cs_wgf& r) {
+    const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
+    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, gend = S.granules;
+    const uint32_t ri = cs_vc_smem_ri_wgmma(w >> 2);
+    const cs_sp R = x.R + ri * x.gp;
+    uint32_t* rs = x.rsite + ri * x.gp;
+    const uint32_t c8 = cs_vc_smem_byte(clk);
+    for (uint32_t i = first; i < total; i += step) {
+        uint32_t a = i >= na ? cs_wg_addr16<K128>(dB, i - na) : cs_wg_addr16<K128>(dA, i);
+        uint32_t g = a / CS_GRANULE_BYTES;
+        if (g < base || g + CS_CHUNK_G - 1 >= gend) continue;  // (said in the look)
+        g -= base;
+        uint32_t b = g / CS_VC_BLOCK;
+        cs_sp p = x.RS + 4u * (b * x.rss + ri);
+        uint32_t v = cs_s_ld(p), old = cs_chunk_bytes(R, g);
+        if (v == 0 || v == CS_RS_ZEROING) {  // the block's bytes are stale: emptied first
+            cs_wgmma16_fresh(slot, w, b, ri);
+            old = cs_chunk_bytes(R, g);
+            v = 1;
+        }
+        cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
+        if (v < clk) cs_s_max(p, clk);
+    }
+    cs_fence();  // publish the reads, then look at the writes (Dekker)
+    uint32_t ok = 0xFFFFFFFFu;
+    r = {{0, CS_NO_SITE, CS_NO_WARP}, 0xFFFFFFFFu, 0, 0};
+    for (uint32_t i = first; i < total && !r.f.kind; i += step) {
+        uint32_t a = i >= na ? cs_wg_addr16<K128>(dB, i - na) : cs_wg_addr16<K128>(dA, i);
+        uint32_t g = a / CS_GRANULE_BYTES;
+        r.lo = a, r.hi = a + 16u, r.operand = i >= na;
+        r.f = g < base || g + CS_CHUNK_G - 1 >= gend ? cs_finding{CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP}
+                                        : cs_access16_look(x, g - base, CS_PROXY_WGMMA, ok);
+    }
+}

@@ -1,0 +1,328 @@
+"""An inline test before an access probe in a loop: skip the call when it would change nothing.
+
+In phase mode with the tables in the CTA's shared memory (the checker build -DCONSAN_PSH)
+an access probe returns without a store, a fence or a finding when the access repeats
+what its warp already did in this phase: a read of granules whose bits its read bitmap of
+this phase holds, a write of a granule whose write epoch is already the warp's of this
+phase, an atomic on a granule whose epoch is already this phase's atomic one (the warp's or
+"several warps"). Such repeats come from loops (a histogram's shared atomics, a spin on a
+flag, `s[t] += x` in a loop), so an access in a loop of an entry of a phase-mode module
+first makes that test inline, from the warp's fast-path record (abi.PSH_FAST_*, whose
+shared address __consan_cta_begin returns: 0 in the other builds, and then every access
+calls), and calls the probe only where it fails. The test is the probe's own first test,
+so no verdict changes (docs/model.md, *Phase mode in shared memory*).
+
+Covered: `.shared` reads of up to 16 bytes within one bitmap word, `.shared` writes of 1,
+2, 4, 8 or 16 bytes (aligned as PTX requires: one granule or part of one, or two or four
+whole granules) and atomics of one granule; not ldmatrix, generic addresses, nor
+coalesced probes. A store that passes a value tag (Triton's) publishes it first, inline
+(value_tags.publish), as its probe's call did: a later write by another warp in this
+phase is judged against it.
+
+A plain write and a one-granule read also go on inline where the test fails, in a loop
+or not: the first write of a granule in a phase changes the tables but cannot race with a
+write (no epoch of this phase), so its epoch and site are stored here and the checker is
+called only to look for this phase's readers where there are some (`_write_update`); a
+read sets its warp's bit and calls only where the granule was never written or was
+written in this phase by another warp (`_read_update`). Measured on the H100 (bench_clean,
+two rounds each, the register cap of 80 then in use): stencil_1d 32.07 -> 21.58 ms,
+transpose_tiled 11.42 -> 4.80 ms (its tile written and read), the others unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import abi
+from .events import Classified, Event
+from .ptx import Item
+
+REG_FAST = "%__cs_fast"  # b32: the warp's fast-path record (0: none), from cta_begin
+REG_GRANULES = "%__cs_fg"  # b32: the window's granules (0: no record), loaded once
+REG_EPOCHS = "%__cs_fe"  # b32: the shared address of the write epochs, loaded once
+_F = "%__cs_fr"  # b32 scratch registers of one test (a scoped declaration)
+_Q = "%__cs_fq"  # pred scratch
+
+_WORD = 4  # bytes of a record word
+_E = "%__cs_fw"  # b32 scratch: the epochs of a write of several granules
+
+
+def _at(reg: str, offset: int) -> str:
+    return f"[{reg}+{offset}]" if offset else f"[{reg}]"
+
+
+def granules(c: Classified) -> int:
+    """The granules a write that takes the test covers (1, or 2 or 4 for 8 or 16 bytes)."""
+    return max(1, c.size // abi.GRANULE_BYTES) if c.event is Event.WRITE else 1
+
+
+def eligible(it: Item, c: Classified, value_tags: bool, coalesced: bool) -> bool:
+    """Whether an access takes the inline test (the module and loop are the caller's)."""
+    if coalesced or c.space != abi.SPACE_SHARED or c.shape != abi.SHAPE_PLAIN or c.idem:
+        return False
+    if c.event is Event.READ:
+        return 0 < c.size <= 16
+    if c.event is Event.WRITE:  # (a value tag is published before the test: rewrite.py;
+        # a store of 1 or 2 bytes writes its granule as the probe takes it; one of 8 or 16,
+        # aligned as PTX requires, two or four whole granules)
+        return c.size in (1, 2, 4, 8, 16)
+    return c.event is Event.ATOMIC and c.size == abi.GRANULE_BYTES
+
+
+def load_code() -> str:
+    """PTX after the begin probe: the window's granules and the epochs' address, in registers
+    for the kernel's life (0 granules without a record: every test then fails at once)."""
+    return (f"mov.u32 {REG_GRANULES}, 0;\n\t"
+            f"{{ .reg .pred %__cs_fp; setp.ne.u32 %__cs_fp, {REG_FAST}, 0; "
+            f"@%__cs_fp ld.shared.v2.u32 {{{REG_GRANULES}, {REG_EPOCHS}}}, [{REG_FAST}]; }}\n\t")
+
+
+def updates(it: Item, c: Classified, value_tags: bool) -> bool:
+    """Whether an access also takes the inline update where the test fails: a plain write
+    (`_write_update`) or a read of at most one granule (`_read_update`)."""
+    if not eligible(it, c, value_tags, False):
+        return False
+    return c.event is Event.WRITE or (c.event is Event.READ and c.size <= abi.GRANULE_BYTES)
+
+
+# A module with at most this many accesses that take an update has the update written out
+# at each; one with more calls one copy per kind (`function`). Measured on the H100
+# (bench_clean): stencil_1d 17.13 ms with its three writes' updates written out, 20.35 ms
+# calling the function; transpose_tiled 3.39 / 4.92 ms (eight accesses). Written out at
+# each of an unrolled bitonic sort's 442 accesses, the code took nvJitLink 3.2 s instead of
+# 0.4 s (1.2 MB of PTX).
+INLINE_MAX = 32
+
+
+def inline_max() -> int:
+    """INLINE_MAX, or CONSAN_INLINE_MAX (0: every module calls the functions; the GPU tests
+    run both forms)."""
+    return int(os.environ.get("CONSAN_INLINE_MAX", INLINE_MAX))
+
+
+def function_name(c: Classified) -> str:
+    """The module's own function that makes an access's test and update (`function`)."""
+    assert c.info == abi.access_info(c.size, _MODES[c.event], abi.SPACE_SHARED), c
+    return f"__consan_inline_{'write' if c.event is Event.WRITE else 'read'}{c.size}"
+
+
+_MODES = {Event.WRITE: abi.MODE_WRITE, Event.READ: abi.MODE_READ}
+
+
+def function(c: Classified) -> str:
+    """PTX of the function, defined in the rewritten module, that an access with an update
+    calls in place of its probe, with the probe's address and site and the warp's record: the
+    test, the update, and the checker's entry (its probe, or `call_probe`) where they do
+    not settle the access. One copy per module: written out at every access (hundreds in
+    an unrolled bitonic sort) the code made nvJitLink's work seven times longer."""
+    def checker(entry: str) -> str:
+        return "\n\t".join(["{", ".param .b64 __cs_p0;", ".param .b32 __cs_p1;",
+                             ".param .b32 __cs_p2;", "st.param.b64 [__cs_p0], %__cs_a;",
+                             "st.param.b32 [__cs_p1], %__cs_site;",
+                             "st.param.b32 [__cs_p2], %__cs_info;",
+                             f"call {entry}, (__cs_p0, __cs_p1, __cs_p2);", "}"])
+
+    params = ", ".join(f".param {t} __cs_q{i}" for i, t in enumerate(FUNCTION_PARAMS))
+    return "\n".join([
+        f".func {function_name(c)} ({params})", "{",
+        "\t.reg .b64 %__cs_a;",
+        f"\t.reg .b32 %__cs_site, %__cs_info, {REG_FAST}, {REG_GRANULES}, {REG_EPOCHS};",
+        "\tld.param.b64 %__cs_a, [__cs_q0];",
+        "\tld.param.b32 %__cs_site, [__cs_q1];",
+        f"\tld.param.b32 {REG_FAST}, [__cs_q2];",
+        f"\tmov.u32 %__cs_info, {c.info};",  # (the same at every access it serves)
+        "\t" + load_code()
+        + test(None, c, [], "%__cs_a", "$__cs_done", "$__cs_probe",
+               ("%__cs_site", checker(call_probe(c))))
+        + checker(abi.PROBE_ACCESS),
+        "$__cs_done:", "\tret;", "}", ""])
+
+
+# (the probe's address and site, then the warp's fast-path record; the info word is the
+# function's own: an access it serves is a plain `.shared` one of its kind and size)
+FUNCTION_PARAMS = (".b64", ".b32", ".b32")
+
+
+def call_probe(c: Classified) -> str:
+    """The checker entry an access with an inline update calls where the update needs the
+    rest of the probe (same arguments as abi.PROBE_ACCESS)."""
+    return abi.PROBE_WRITE_READERS if c.event is Event.WRITE else abi.PROBE_READ_JUDGE
+
+
+def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str, skip: str,
+         slow: str, update: tuple[str, str] | None = None) -> str:
+    """PTX that branches to `skip` (past the probe) where the access (guarded by `pred`)
+    repeats its warp's in this phase and to `slow` (the probe) elsewhere; `address_code`
+    puts the access's address in the b64 register `addr_reg`. `update` (the access's site
+    and the text of its `call_probe` call): where the test fails, the probe's work is done
+    here where it can be (`_write_update`, `_read_update`), and that call made where it is
+    needed."""
+    f = [f"{_F}{i}" for i in range(9)]
+    ph, warp = f[0], f[1]
+    a, b = f[4], f[5]
+    q, q2 = f"{_Q}0", f"{_Q}1"
+    rec = REG_FAST
+    n = granules(c)  # (a write of 8 or 16 bytes: its granules' epochs, two words each)
+    e = [f"{_E}{i}" for i in range(2 * n)] if n > 1 else [f[6], f[7]]
+    lines = ["{ // consan fast path",
+             f".reg .b32 {_F}<9>;",
+             *([f".reg .b32 {_E}<{2 * n}>;"] if n > 1 else []),
+             f".reg .pred {_Q}<2>;",
+             *address_code,
+             f"cvt.u32.u64 {a}, {addr_reg};",
+             f"add.u32 {b}, {a}, {c.size - 1};",
+             f"shr.u32 {a}, {a}, 2;",  # first granule
+             f"shr.u32 {b}, {b}, 2;",  # last granule
+             f"setp.lt.u32 {q}, {b}, {REG_GRANULES};"]  # (none without a record)
+    if pred:  # lanes that skip the access skip its probe too: before any load, since their
+        # address may be anything (an 8-byte store's lane held 4 mod 8: a misaligned v4 load)
+        guard = pred[1:]
+        lines.append(f"and.pred {q}, {q}, {guard};" if not guard.startswith("!") else
+                     f"not.pred {q2}, {guard[1:]};\n\tand.pred {q}, {q}, {q2};")
+    if c.event is Event.READ:
+        k0, k1, word = f[6], f[7], f[8]
+        lines += [f"shr.u32 {k0}, {a}, 5;",
+                  f"shr.u32 {k1}, {b}, 5;",
+                  f"setp.eq.and.u32 {q}, {k0}, {k1}, {q};",
+                  f"@!{q} bra {slow};",
+                  f"ld.volatile.shared.v2.u32 {{{ph}, {warp}}}, "
+                  f"[{rec}+{abi.PSH_FAST_PHASE * _WORD}];",
+                  f"ld.shared.v2.u32 {{{f[2]}, {f[3]}}}, "
+                  f"[{rec}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
+                  f"and.b32 {k1}, {ph}, 1;",
+                  f"setp.ne.u32 {q2}, {k1}, 0;",
+                  f"selp.u32 {word}, {f[3]}, {f[2]}, {q2};",
+                  f"shl.b32 {k0}, {k0}, 2;",
+                  f"add.u32 {word}, {word}, {k0};",  # the bitmap word's address
+                  f"ld.volatile.shared.u32 {f[2]}, [{word}];",
+                  # the bits lo..hi of the word: ((2 << hi) - 1) & ~((1 << lo) - 1)
+                  f"and.b32 {a}, {a}, 31;",
+                  f"and.b32 {b}, {b}, 31;",
+                  f"mov.b32 {k0}, 2;",
+                  f"shl.b32 {b}, {k0}, {b};",
+                  f"sub.u32 {b}, {b}, 1;",
+                  f"mov.b32 {k0}, 1;",
+                  f"shl.b32 {a}, {k0}, {a};",
+                  f"sub.u32 {a}, {a}, 1;",
+                  f"not.b32 {a}, {a};",
+                  f"and.b32 {a}, {a}, {b};",  # (a: the access's bits)
+                  f"and.b32 {f[2]}, {f[2]}, {a};",
+                  f"setp.eq.u32 {q}, {f[2]}, {a};"]
+    else:
+        lo, hi, want = f[6], f[7], f[8]
+        if n == 1:
+            lines.append(f"setp.eq.and.u32 {q}, {a}, {b}, {q};")
+        lines += [f"@!{q} bra {slow};",
+                  f"ld.volatile.shared.v2.u32 {{{ph}, {warp}}}, "
+                  f"[{rec}+{abi.PSH_FAST_PHASE * _WORD}];",
+                  f"mad.lo.u32 {a}, {a}, 8, {REG_EPOCHS};"]
+        if n == 1:
+            lines.append(f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{a}];")
+        for k in range(0, 2 * n if n > 1 else 0, 4):  # (2 or 4 aligned granules' epochs)
+            lines.append(f"ld.volatile.shared.v4.u32 {{{', '.join(e[k:k + 4])}}}, [{a}+{4 * k}];")
+        lines.append(f"setp.eq.u32 {q}, {e[0]}, {ph};")  # written in this phase
+        if c.event is Event.WRITE:  # by this warp, plainly (every granule)
+            lines.append(f"setp.eq.and.u32 {q}, {e[1]}, {warp}, {q};")
+            for i in range(1, n):
+                lines += [f"setp.eq.and.u32 {q}, {e[2 * i]}, {ph}, {q};",
+                          f"setp.eq.and.u32 {q}, {e[2 * i + 1]}, {warp}, {q};"]
+        else:  # atomically, by this warp or by several
+            atom = abi.WW_FLAG_ATOMIC << (abi.WW_FLAGS_SHIFT - abi.WW_TID_SHIFT)
+            multi = atom | abi.PSH_MULTI_WARP
+            lines += [f"or.b32 {want}, {warp}, {atom};",
+                      f"setp.eq.u32 {q2}, {hi}, {want};",
+                      f"setp.eq.or.u32 {q2}, {hi}, {multi}, {q2};",
+                      f"and.pred {q}, {q}, {q2};"]
+    lines.append(f"@{q} bra {skip};")
+    if update is not None:
+        site, call = update
+        if c.event is Event.WRITE:
+            lines += _write_update(f, e, q, site, skip, slow)
+        else:
+            lines += _read_update(f, q, site, addr_reg, skip, slow)
+        lines += ["}", f"{slow}_call:", call, f"bra {skip};"]
+    else:
+        lines.append("}")
+    lines.append(f"{slow}:")
+    return "\n\t".join(lines) + "\n\t"
+
+
+# The u32 tables follow the epochs (8 bytes a granule of the window), 4 bytes a granule
+# each (abi.psh_bytes): the sites of writes, the sites of reads, the phases of reads.
+_WSITE, _RSITE, _RPHASE = 8, 12, 16
+
+
+def _table(out: str, table: int, g: str) -> list[str]:
+    """PTX putting the shared address of granule g's word of `table` in `out`."""
+    return [f"mul.lo.u32 {out}, {REG_GRANULES}, {table};",
+            f"add.u32 {out}, {out}, {REG_EPOCHS};",
+            f"mad.lo.u32 {out}, {g}, 4, {out};"]
+
+
+def _write_update(f: list[str], e: list[str], q: str, site: str, skip: str,
+                  slow: str) -> list[str]:
+    """After a write's failed test (f: phase, warp, -, -, its first epoch's address, its last
+    granule; e: the epochs' two words each, of its one, two or four granules): the probe's
+    own work where no granule was written in this phase: each epoch swapped for this
+    warp's (a compare-and-swap: a write by another warp in between leaves the verdict to
+    the probe, which finds the granules swapped before as this warp's, their sites stored)
+    and its site stored, a fence (the writer's half of the probe's store-then-look order
+    with readers), and a look at the phases in which they were last read: only a read in
+    this phase needs the checker (PROBE_WRITE_READERS). Verdicts are the probe's: with no
+    epoch of this phase there is no race.waw, and a plain write reads nothing."""
+    ph, warp, ea, last, t, g = f[0], f[1], f[4], f[5], f[8], f[2]
+    n = len(e) // 2
+    out = []
+    for i in range(n):  # written in this phase: the probe judges
+        out += [f"setp.eq.u32 {q}, {e[2 * i]}, {ph};", f"@{q} bra {slow};"]
+    out.append(f"sub.u32 {g}, {last}, {n - 1};")  # (the first granule)
+    for i in range(n):
+        out += ["{ .reg .b64 %__cs_fo, %__cs_fn;",
+                f"mov.b64 %__cs_fo, {{{e[2 * i]}, {e[2 * i + 1]}}};",
+                f"mov.b64 %__cs_fn, {{{ph}, {warp}}};",
+                f"atom.shared.cas.b64 %__cs_fn, {_at(ea, 8 * i)}, %__cs_fo, %__cs_fn;",
+                f"setp.ne.b64 {q}, %__cs_fn, %__cs_fo; }}",
+                f"@{q} bra {slow};",
+                *_table(t, _WSITE, g),
+                f"st.volatile.shared.u32 {_at(t, 4 * i)}, {site};"]
+    out.append("membar.cta;")
+    out += _table(t, _RPHASE, g)
+    for i in range(n):  # (read in this phase: the checker looks for other warps' reads)
+        out += [f"ld.volatile.shared.u32 {f[6]}, {_at(t, 4 * i)};",
+                f"setp.eq.u32 {q}, {f[6]}, {ph};"]
+        if i < n - 1:
+            out.append(f"@{q} bra {slow}_call;")
+    return out + [f"@!{q} bra {skip};"]
+
+
+def _read_update(f: list[str], q: str, site: str, addr_reg: str, skip: str,
+                 slow: str) -> list[str]:
+    """After a one-granule read's failed test (f: phase, warp, -, -, its bit, -, -, -, the
+    address of its bitmap word): the probe's own work for a read: the warp's bit set (a
+    shared atomic; a bit another lane of the warp set first is no news, as in the probe),
+    the granule's read site and phase stored, a fence (the reader's half of the
+    store-then-look order with writers), and a look at its write epoch: only one never
+    written, or written in this phase by another warp, needs the checker's verdict
+    (PROBE_READ_JUDGE, whose call is at `slow`_call), the probe's for that granule."""
+    ph, warp, bit, word, g, t, lo, hi = f[0], f[1], f[4], f[8], f[5], f[6], f[2], f[3]
+    return [f"atom.shared.or.b32 {t}, [{word}], {bit};",
+            f"and.b32 {t}, {t}, {bit};",
+            f"setp.ne.u32 {q}, {t}, 0;",  # (set since the test, by another lane)
+            f"@{q} bra {skip};",
+            f"cvt.u32.u64 {g}, {addr_reg};",
+            f"shr.u32 {g}, {g}, 2;",
+            *_table(t, _RSITE, g),
+            f"st.volatile.shared.u32 [{t}], {site};",
+            *_table(t, _RPHASE, g),
+            f"st.volatile.shared.u32 [{t}], {ph};",
+            "membar.cta;",
+            f"mad.lo.u32 {t}, {g}, 8, {REG_EPOCHS};",
+            f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{t}];",
+            f"or.b32 {word}, {lo}, {hi};",
+            f"setp.eq.u32 {q}, {word}, 0;",  # never written: uninit.read
+            f"@{q} bra {slow}_call;",
+            f"setp.ne.u32 {q}, {lo}, {ph};",  # written in an earlier phase
+            f"@{q} bra {skip};",
+            f"and.b32 {hi}, {hi}, 255;",
+            f"setp.eq.u32 {q}, {hi}, {warp};",  # by this warp
+            f"@{q} bra {skip};"]

@@ -1,0 +1,213 @@
+"""Build helpers for the CUDA kernel corpus in ``tests/corpus``.
+
+Every ``*.cu`` file in the corpus is compiled with NVRTC (no include paths: the files are
+self-contained and use inline PTX for everything beyond the NVRTC built-ins) into PTX for
+several variants, and PTX can be assembled into a cubin with nvJitLink.  Neither step needs a
+GPU.
+
+Per-file directives, in ``// consan-corpus: <directive>`` comment lines at the top of a file:
+
+``sm_90a-only``
+    the file uses Hopper-only features; it is compiled for ``compute_90a`` only.
+``debug``
+    the file is additionally compiled with ``-G`` (device debug info, no optimisation).
+
+Compiled PTX is cached under ``tests/_corpus_cache/`` keyed by a hash of the source, the
+options and the NVRTC version, so repeated test runs are cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from consan import toolchain
+
+TESTS_DIR = Path(__file__).resolve().parent
+CORPUS_DIR = TESTS_DIR / "corpus"
+CACHE_DIR = TESTS_DIR / "_corpus_cache"
+
+ARCH_AMPERE = "compute_80"
+ARCH_HOPPER = "compute_90a"
+
+_DIRECTIVE_RE = re.compile(r"^\s*//\s*consan-corpus:\s*(.+?)\s*$")
+_KNOWN_DIRECTIVES = {"sm_90a-only", "debug"}
+
+
+# The project's own toolchain (consan.toolchain) compiles and assembles the corpus.
+NvrtcError = NvJitLinkError = toolchain.CompileError
+compile_cuda = toolchain.compile_cuda
+nvrtc_version = toolchain.nvrtc_version
+
+
+def assemble(ptx: str, arch: str, name: str = "module.ptx") -> bytes:
+    """Assemble ``ptx`` into a cubin for ``arch`` (e.g. ``"sm_80"``, ``"sm_90a"``)."""
+    return toolchain.link([(name, ptx)], toolchain.Arch.parse(arch))
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    path: Path
+    directives: frozenset[str]
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem
+
+    @property
+    def sm90a_only(self) -> bool:
+        return "sm_90a-only" in self.directives
+
+    @property
+    def debug(self) -> bool:
+        return "debug" in self.directives
+
+    @property
+    def arches(self) -> list[str]:
+        return [ARCH_HOPPER] if self.sm90a_only else [ARCH_AMPERE, ARCH_HOPPER]
+
+    def source(self) -> str:
+        return self.path.read_text()
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compilation of one corpus file."""
+
+    file: CorpusFile
+    arch: str  # "compute_80" / "compute_90a"
+    flavour: str  # "O3" (default), "lineinfo" or "G"
+
+    @property
+    def label(self) -> str:
+        return f"{self.file.stem}/{self.arch}/{self.flavour}"
+
+    @property
+    def options(self) -> list[str]:
+        opts = [f"-arch={self.arch}", "-std=c++17"]
+        if self.flavour == "lineinfo":
+            opts.append("-lineinfo")
+        elif self.flavour == "G":
+            opts.append("-G")
+        return opts
+
+    @property
+    def sass_arches(self) -> list[str]:
+        """Real architectures this variant's PTX must assemble for."""
+        if self.arch == ARCH_AMPERE:
+            return ["sm_80", "sm_90a"]
+        return ["sm_90a"]
+
+
+def _parse_directives(text: str) -> frozenset[str]:
+    found = set()
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        m = _DIRECTIVE_RE.match(line)
+        if m is None:
+            if line.lstrip().startswith("//"):
+                continue  # ordinary header comment
+            break  # directives only in the leading comment block
+        for d in m.group(1).split(","):
+            d = d.strip()
+            if d not in _KNOWN_DIRECTIVES:
+                raise ValueError(f"unknown consan-corpus directive {d!r}")
+            found.add(d)
+    return frozenset(found)
+
+
+def corpus_files() -> list[CorpusFile]:
+    files = sorted(CORPUS_DIR.glob("*.cu"))
+    return [CorpusFile(p, _parse_directives(p.read_text())) for p in files]
+
+
+def corpus_variants() -> list[Variant]:
+    out = []
+    for cf in corpus_files():
+        for arch in cf.arches:
+            flavours = ["O3", "lineinfo"] + (["G"] if cf.debug else [])
+            out.extend(Variant(cf, arch, fl) for fl in flavours)
+    return out
+
+
+def _cache_key(source: str, name: str, options: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    h.update(repr(nvrtc_version()).encode())
+    h.update(b"\0")
+    h.update(name.encode())
+    h.update(b"\0")
+    h.update("\0".join(options).encode())
+    h.update(b"\0")
+    h.update(source.encode())
+    return h.hexdigest()
+
+
+def compile_cached(source: str, name: str, options: Sequence[str]) -> str:
+    """:func:`compile_cuda` with an on-disk cache under ``tests/_corpus_cache``."""
+    key = _cache_key(source, name, options)
+    path = CACHE_DIR / f"{key}.ptx"
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        pass
+    ptx = compile_cuda(source, name, options)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(ptx)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return ptx
+
+
+def default_workers() -> int:
+    return max(2, min(8, os.cpu_count() or 2))
+
+
+def compile_variants(variants: Sequence[Variant]) -> list[tuple[Variant, str]]:
+    """Compile ``variants`` in parallel (NVRTC releases the GIL). Order is preserved."""
+
+    def one(v: Variant) -> str:
+        return compile_cached(v.file.source(), v.file.path.name, v.options)
+
+    with ThreadPoolExecutor(max_workers=default_workers()) as pool:
+        ptxs = list(pool.map(one, variants))
+    return list(zip(variants, ptxs, strict=True))
+
+
+def corpus_modules() -> list[tuple[Variant, str]]:
+    """All corpus variants with their PTX."""
+    return compile_variants(corpus_variants())
+
+
+def corpus_ptx() -> list[tuple[str, str]]:
+    """``(label, ptx_text)`` for every corpus file and applicable variant.
+
+    Labels look like ``"reduce_smem/compute_80/lineinfo"``.
+    """
+    return [(v.label, ptx) for v, ptx in corpus_modules()]
+
+
+if __name__ == "__main__":  # pragma: no cover - manual use
+    import sys
+
+    outdir = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+    for label, ptx in corpus_ptx():
+        print(f"{label}: {len(ptx.splitlines())} lines")
+        if outdir is not None:
+            dst = outdir / (label.replace("/", "__") + ".ptx")
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(ptx)

@@ -1,0 +1,226 @@
+"""Chunk granules (abi.CHUNK_GRANULE_BYTES): a module whose every shared-memory access is
+whole aligned 16-byte chunks is checked with 16-byte granules, a quarter of the tables.
+That is exact only if it judges every such trace as the 4-byte granules do: each trace runs
+with both, with the tables in shared memory and in device memory, and the findings (kind,
+site, the other access's site, and the bytes named) must be the same. The rewriter takes
+chunk granules only for modules that qualify."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from instrument import abi
+
+NWARPS = 4
+ALL = range(NWARPS)
+WINDOW = 1024
+
+
+def _checker(granule_bytes: int, vsh: bool, nwarps: int = NWARPS):
+    from tests.checker_host import HostChecker
+
+    c = HostChecker(nwarps=nwarps, smem_bytes=WINDOW, vsh=vsh, async_proxy=False,
+                    box_summary=False, granule_bytes=granule_bytes)
+    assert c.begin() == 0
+    return c
+
+
+def _findings(c) -> list[tuple]:
+    n = int(min(c.header["stored"][0], len(c.records)))
+    return [(abi.KIND_BY_CODE[int(r["kind"])].id, int(r["site"]), int(r["prev_site"]),
+             int(r["prev_warp"]), int(r["offset_lo"]), int(r["offset_hi"]))
+            for r in c.records[:n]]
+
+
+def _agree(trace, vsh: bool) -> list[tuple]:
+    """Run `trace` with 4-byte and with chunk granules (one at a time: each library holds
+    one state); the findings must be the same. Returns them."""
+    fine = _checker(abi.GRANULE_BYTES, vsh)
+    trace(fine)
+    chunk = _checker(abi.CHUNK_GRANULE_BYTES, vsh)
+    assert chunk.layout.granules * 4 == fine.layout.granules
+    trace(chunk)
+    assert _findings(chunk) == _findings(fine)
+    return _findings(chunk)
+
+
+def _random_trace(seed: int, nwarps: int = NWARPS):
+    """Reads and writes of 16 and 32 bytes, cp.async 16, coalesced runs of chunks (ldmatrix
+    rows, unrolled v4 loops), cp.async groups and waits, CTA barriers: what a cp.async +
+    ldmatrix GEMM does, in any order."""
+    rng = random.Random(seed)
+    ops = []
+    for _ in range(80):
+        w, r = rng.randrange(nwarps), rng.random()
+        size = rng.choice((16, 16, 32))
+        off = rng.randrange(0, 384 // size) * size
+        if r < 0.2:
+            ops.append(("read", w, off, size))
+        elif r < 0.35:
+            ops.append(("write", w, off, size))
+        elif r < 0.5:
+            ops.append(("cp_async", w, off // 16 * 16, 16))
+        elif r < 0.62:
+            mode = rng.choice((abi.MODE_READ, abi.MODE_WRITE, abi.MODE_ASYNC_WRITE))
+            ops.append(("chunks", w, rng.randrange(0, 8) * 16, mode, rng.randrange(2, 5),
+                        rng.choice((16, 48, 128))))
+        elif r < 0.72:
+            ops.append(("commit", w))
+        elif r < 0.8:
+            ops.append(("wait_all", w))
+        elif r < 0.85:
+            ops.append(("wait_group", w, 1))
+        else:
+            ops.append(("sync",))
+
+    def trace(c):
+        for i, op in enumerate(ops):
+            site = i % 60
+            if op[0] == "sync":
+                c.sync(range(nwarps))
+            elif op[0] in ("commit", "wait_all"):
+                getattr(c, op[0])(op[1], site=site)
+            elif op[0] == "wait_group":
+                c.wait_group(op[1], op[2], site=site)
+            elif op[0] == "chunks":
+                c.access_n(op[1], op[2], 16, op[3], count=op[4], stride=op[5], site=site)
+            else:
+                getattr(c, op[0])(op[1], op[2], op[3], site=site)
+    return trace
+
+
+@pytest.mark.needs_host_compiler
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("vsh", [True, False], ids=["smem", "device"])
+def test_random_chunk_traces_agree(seed, vsh):
+    _agree(_random_trace(seed), vsh)
+
+
+@pytest.mark.needs_host_compiler
+@pytest.mark.parametrize("seed", range(40))
+def test_eight_warps_judge_alike_in_shared_and_device_memory(seed):
+    """Eight readers: the 16-byte write looks at the block's summaries in two vector loads.
+    The device-memory tables take a coalesced probe's accesses one by one and name each one's
+    finding, the shared-memory ones the first per lane: the same sites have findings, and
+    every finding named in shared memory is one of those."""
+    trace = _random_trace(seed, nwarps=8)
+    found = []
+    for vsh in (False, True):
+        c = _checker(abi.CHUNK_GRANULE_BYTES, vsh, nwarps=8)
+        assert c.layout.vsh_readers == (8 if vsh else 0)
+        trace(c)
+        found.append(_findings(c))
+    rows, smem = ({f[:3] for f in x} for x in found)
+    assert smem <= rows
+    assert {f[1] for f in smem} == {f[1] for f in rows}
+
+
+@pytest.mark.needs_host_compiler
+@pytest.mark.parametrize("vsh", [True, False], ids=["smem", "device"])
+def test_neighbouring_chunks_of_unordered_warps_are_no_race(vsh):
+    """Two warps writing and reading the two halves of 32 bytes, unordered: each its own
+    chunk. A 16-byte granule holds one chunk, so nothing is reported -- while a read of the
+    other's chunk is race.raw, and a read of a chunk nobody wrote uninit.read."""
+    def trace(c):
+        c.write(0, 0x100, 16, site=1)
+        c.write(1, 0x110, 16, site=2)
+        c.read(0, 0x100, 16, site=3)
+        c.read(1, 0x110, 16, site=4)
+        c.read(1, 0x100, 16, site=5)  # warp 0's chunk: unordered
+        c.read(2, 0x120, 16, site=6)  # never written
+    assert [f[:3] for f in _agree(trace, vsh)] == [("race.raw", 5, 1), ("uninit.read", 6,
+                                                                        abi.NO_SITE)]
+
+
+@pytest.mark.needs_host_compiler
+@pytest.mark.parametrize("vsh", [True, False], ids=["smem", "device"])
+def test_a_read_before_the_copy_group_is_waited_is_pending_write(vsh):
+    def trace(c):
+        c.cp_async(0, 0x200, site=1)
+        c.commit(0)
+        c.sync(ALL)
+        c.read(1, 0x200, 16, site=2)  # the copy is not waited: pending
+        c.wait_all(0)
+        c.sync(ALL)
+        c.read(1, 0x200, 16, site=3)  # waited, then the barrier: clean
+    assert [f[:3] for f in _agree(trace, vsh)] == [("async.pending-write", 2, 1)]
+
+
+PTX = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    .reg .f32 %f<8>;
+    .shared .align 16 .b8 buf[1024];
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, buf;
+    COPY
+    bar.sync 0;
+    ACCESS
+    ret;
+}
+"""
+CP = "cp.async.cg.shared.global [%r1], [%rd1], 16;\n    cp.async.commit_group;\n" \
+     "    cp.async.wait_group 0;"
+
+
+def _module(access: str, copy: str = CP):
+    from instrument.rewrite import instrument
+
+    return instrument(PTX.replace("COPY", copy).replace("ACCESS", access), "k.ptx")
+
+
+@pytest.mark.parametrize("access,chunks", [
+    ("ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];", True),
+    ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r2, %r3, %r4, %r5}, [%r1];", True),
+    ("st.shared.v4.b32 [%r1+16], {%r2, %r3, %r4, %r5};", True),
+    ("ld.shared.f32 %f1, [%r1];", False),  # 4 bytes: a quarter of a chunk
+    ("st.shared.v2.f32 [%r1+8], {%f1, %f2};", False),
+    ("ld.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];", True),  # generic: may be shared, 16 bytes
+    ("ld.f32 %f1, [%rd1];", False),
+    ("ld.global.f32 %f1, [%rd1];", True),  # not shared memory: not probed
+    ("atom.shared.add.u32 %r2, [%r1], 1;", False),
+    ("mbarrier.init.shared.b64 [%r1+64], 1;", False),  # an 8-byte object
+])
+def test_which_modules_take_chunk_granules(access, chunks):
+    ins = _module(access)
+    assert not ins.phase_mode
+    assert ins.chunk_granules is chunks
+
+
+def test_phase_modules_and_the_switch_keep_4_byte_granules(monkeypatch):
+    v4 = "ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];"
+    phase = _module(v4, copy="st.shared.v4.b32 [%r1], {%r2, %r3, %r4, %r5};")
+    assert phase.phase_mode and phase.whole_chunks and not phase.chunk_granules
+    monkeypatch.setenv("CONSAN_CHUNK_GRANULES", "0")
+    assert not _module(v4).chunk_granules
+
+
+def test_a_96_kib_triton_matmul_fits_its_tables_in_shared_memory():
+    """The 2048-cube Triton matmul of the Triton issue (3 stages of 128x64 and 64x128
+    halves, 8 warps, wgmma): with 4-byte granules its tables alone need more shared memory
+    than an H100 CTA may have; with chunk granules the whole launch fits."""
+    from pathlib import Path
+
+    from consan.layout import Layout, Placement, window_bytes
+    from instrument.rewrite import instrument
+
+    src = Path(__file__).parents[1] / "corpus" / "triton" / "triton_matmul_s3.ptx"
+    ins = instrument(src.read_text(), "triton_matmul_s3.ptx")
+    assert ins.chunk_granules and ins.wgmma and ins.warp_reads
+    shape = dict(nwarps=8, nthreads=256, window_bytes=window_bytes(0, 98304), log_capacity=1,
+                 window_base=1024, shared_mem=98304, placement=Placement.VC_SMEM)
+    chunk = Layout.for_module(ins, **shape)
+    assert chunk.granule_bytes == abi.CHUNK_GRANULE_BYTES
+    fine = Layout(**{**shape, "wgmma": True, "warp_reads": True, "cp_async": True})
+    h100 = 227 * 1024  # cudaDevAttrMaxSharedMemoryPerBlockOptin
+    assert fine.launch_shared_mem > h100 >= chunk.launch_shared_mem
+    assert chunk.granules * 4 == fine.granules
+    assert chunk.state({k: 0 for k, t in abi.STATE_FIELDS if t == "uint64_t"})["granules"] \
+        == chunk.granules

@@ -1,0 +1,237 @@
+"""A phase-mode entry's CTA-wide barriers and exits, inline (instrument/inline_barriers.py):
+where they are written out, what each does where the warp has a fast-path record, and the
+probe's call kept for a warp without one. The GPU side: every phase-mode GPU test
+(tests/gpu/test_races.py and the others) runs its barriers this way."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from consan import toolchain
+from instrument import abi, fast_path
+from instrument.events import Event
+from instrument.rewrite import instrument
+from tests.cpu.test_first_trip import BAR, HEAD, READ, WRITE, loop
+from tests.probe_calls import calls
+
+INLINE = "// consan barrier probe, inline"
+BODY = ("\tst.shared.u32 [%r2], %r3;\n\tbar.sync 0;\n\tld.shared.u32 %r4, [%r2];\n"
+        "\t@%p2 bar.sync 0;\n")
+
+
+def _blocks(ptx: str) -> list[str]:
+    """Each inline probe's text, from its block to its `_done` label."""
+    out = []
+    for m in re.finditer(re.escape(INLINE), ptx):
+        label = re.search(r"(\$__cs_bar\d+w?)_call", ptx[m.start():]).group(1)
+        out.append(ptx[m.start():ptx.index(f"{label}_done:", m.start())])
+    return out
+
+
+def test_a_phase_mode_entry_runs_its_barriers_and_exits_inline_with_the_calls_kept():
+    ins = instrument(HEAD + BODY + "\tret;\n}\n", "k.ptx")
+    assert ins.phase_mode
+    blocks = _blocks(ins.ptx)
+    assert len(blocks) == 5  # two barriers' arrive and wait, one exit
+    made = [c.func for b in blocks for c in calls(b)]  # (one call a block)
+    assert sorted(made) == sorted([abi.PROBE_BAR_ARRIVE] * 2 + [abi.PROBE_BAR_WAIT] * 2
+                                   + [abi.PROBE_THREAD_EXIT])
+    rec = fast_path.REG_FAST
+    for b in blocks:  # no record (0): the probe's own call
+        assert re.search(rf"setp.eq.u32 %__cs_bq, {rec}, 0;\s*@%__cs_bq bra \$__cs_bar\d+w?_call;",
+                         b)
+    arrive = next(b for b in blocks if abi.PROBE_BAR_ARRIVE in b)
+    # the next phase's bitmap (odd after an even phase), cleared a word per active lane
+    assert f"[{fast_path.REG_FAST}+{abi.PSH_FAST_BITS_EVEN * 4}]" in arrive
+    assert "st.volatile.shared.u32 [%__cs_b1], 0;" in arrive and "bar.warp.sync" in arrive
+    assert f"mov.u32 %__cs_tok, {abi.TOKEN_CTA_WIDE};" in arrive
+    wait = next(b for b in blocks if abi.PROBE_BAR_WAIT in b)
+    at = f"[{fast_path.REG_FAST}+{abi.PSH_FAST_PHASE * 4}]"
+    assert "@%__cs_bq add.u32 %__cs_b2, %__cs_b2, 1;" in wait and at in wait
+    # a predicated barrier's probes: lanes without the predicate skip both forms
+    assert len(re.findall(r"@!%p2 bra \$__cs_bar\d+w?_done;", ins.ptx)) == 2
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))  # (record 0)
+
+
+def test_vector_clocks_and_functions_call_their_barrier_probes():
+    """An mbarrier in the module (vector clocks), or a barrier in a .func (no record there)."""
+    vc = instrument(HEAD + "\tmbarrier.init.shared.b64 [s+512], 1;\n" + BODY + "\tret;\n}\n",
+                    "k.ptx")
+    assert INLINE not in vc.ptx
+    func = HEAD.replace(".visible .entry k(", ".visible .func f(").replace(
+        ".visible .entry", ".visible .func")
+    with_func = instrument(func + BODY + "\tret;\n}\n", "k.ptx")
+    assert INLINE not in with_func.ptx
+
+
+def test_past_inline_max_barriers_call_their_probes_and_alone_they_keep_the_record(monkeypatch):
+    """An unrolled sort's 73 barriers written out made its link 0.7 s instead of 0.4 s: past
+    fast_path.INLINE_MAX a module's barriers and exits call (as with CONSAN_INLINE_MAX=0,
+    the GPU tests' second form). A module whose only inline code is its barriers still has
+    its record (FLAG_PSH_FAST): without it they would all call."""
+    from consan.layout import Layout, Placement
+
+    many = "\tbar.sync 0;\n" * fast_path.INLINE_MAX
+    ins = instrument(HEAD + many + "\tret;\n}\n", "k.ptx")
+    assert ins.inline_barriers == 0 and INLINE not in ins.ptx
+    assert len(calls(ins.ptx, abi.PROBE_BAR_ARRIVE)) == fast_path.INLINE_MAX
+    few = instrument(HEAD + "\tbar.sync 0;\n\tret;\n}\n", "k.ptx")
+    assert few.inline_barriers == 2 and few.inline_tests and not few.inline_writes
+    lay = Layout.for_module(few, nwarps=8, nthreads=256, window_bytes=1024, log_capacity=64,
+                            placement=Placement.PHASE_SMEM)
+    assert lay.flags & abi.FLAG_PSH_FAST
+    monkeypatch.setenv("CONSAN_INLINE_MAX", "0")
+    assert INLINE not in instrument(HEAD + "\tbar.sync 0;\n\tret;\n}\n", "k.ptx").ptx
+
+
+def test_an_entry_that_opens_with_a_block_begins_before_it():
+    """The begin probe returns the record that inline code reads: it precedes the entry's
+    first code even where that is a block (an inline-asm `{ ... }` of nvcc's), whose
+    barrier then reads a record already set rather than an undefined register."""
+    decls = HEAD[:HEAD.index("\tld.param")]
+    block = "\t{\n\t.reg .b32 %t;\n\tmov.u32 %t, %tid.x;\n\tbar.sync 0;\n\t}\n"
+    ins = instrument(decls + block + HEAD[len(decls):] + BODY + "\tret;\n}\n", "k.ptx")
+    out = ins.ptx
+    begin = out.index(f"call (__cs_rb), {abi.PROBE_CTA_BEGIN};")
+    assert ins.inline_barriers == 4  # three barriers and the exit
+    assert begin < out.index("\t{\n\t.reg .b32 %t;") < out.index(INLINE)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+def _own_registers_only(block: str, allowed: set[str] = frozenset()) -> bool:
+    """Whether an inline block names no register of the kernel's but `allowed` (its guard):
+    it must leave the barrier's operands and result (bar.red's) as they are."""
+    theirs = set(re.findall(r"%\w+", block)) - {"%lanemask_lt"}
+    return {r for r in theirs if not r.startswith("%__cs_")} <= set(allowed)
+
+
+@pytest.mark.parametrize("bar,mode", [
+    ("bar.red.popc.u32 %r5, 0, %p1;", abi.BAR_RED | abi.BAR_ALIGNED),
+    ("bar.red.and.pred %p3, 0, !%p1;", abi.BAR_RED | abi.BAR_ALIGNED),
+    ("barrier.sync 0;", abi.BAR_SYNC),
+    ("barrier.sync.aligned 0;", abi.BAR_SYNC | abi.BAR_ALIGNED),
+])
+def test_bar_red_and_barrier_sync_run_their_probes_inline(bar, mode):
+    """bar.red (barrier 0, no thread count) and barrier.sync{.aligned} 0 are CTA-wide
+    barriers of phase mode like bar.sync (docs/model.md, *Two representations*): the
+    arrive's work inline before the instruction, the wait's after it, each with the
+    probe's call (its barrier, count, site and mode; the token the arrive returned) for a
+    warp without a record. The hardware barrier stays between them, and the inline code
+    touches none of the kernel's registers (bar.red's result and predicate)."""
+    body = f"\tsetp.ne.s32 %p1, %r1, 0;\n\t{bar}\n\tst.shared.u32 [%r2], %r5;\n"
+    ins = instrument(HEAD + body + "\tret;\n}\n", "k.ptx")
+    assert ins.phase_mode and ins.inline_barriers == 2  # the barrier and the exit
+    blocks = _blocks(ins.ptx)
+    assert len(blocks) == 3
+    (arrive,) = [b for b in blocks if abi.PROBE_BAR_ARRIVE in b]
+    (wait,) = [b for b in blocks if abi.PROBE_BAR_WAIT in b]
+    assert calls(arrive, abi.PROBE_BAR_ARRIVE)[0].args == ["0", "0", "0", str(mode)]
+    assert calls(arrive, abi.PROBE_BAR_ARRIVE)[0].ret == "%__cs_tok"
+    assert calls(wait, abi.PROBE_BAR_WAIT)[0].args == ["%__cs_tok", "0", "0"]
+    assert f"mov.u32 %__cs_tok, {abi.TOKEN_CTA_WIDE};" in arrive
+    assert "@%__cs_bq add.u32 %__cs_b2, %__cs_b2, 1;" in wait  # (the phase advanced)
+    assert ins.ptx.count(bar) == 1
+    assert ins.ptx.index(arrive) < ins.ptx.index(bar) < ins.ptx.index(wait)
+    assert _own_registers_only(arrive) and _own_registers_only(wait)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+def test_a_negated_guard_skips_both_probes_for_the_lanes_that_have_it():
+    """`@!%p2 bar.sync 0`: the lanes with %p2 set neither arrive nor wait, so they branch
+    past both inline blocks (record or not) before anything is loaded; the others do the
+    work inline, or call the probes under the barrier's own guard."""
+    ins = instrument(HEAD + "\tsetp.eq.s32 %p2, %r1, 3;\n\t@!%p2 bar.sync 0;\n\tret;\n}\n",
+                     "k.ptx")
+    assert ins.inline_barriers == 2
+    bars = [b for b in _blocks(ins.ptx) if "bar_" in b]
+    assert len(bars) == 2
+    for b in bars:
+        label = re.search(r"(\$__cs_bar\d+w?)_call:", b).group(1)
+        skip = b.index(f"@%p2 bra {label}_done;")
+        assert skip < b.index("setp.eq.u32 %__cs_bq, %__cs_fast, 0;")
+        assert "@!%p2 bra" not in b
+        assert [c.pred for c in calls(b)] == ["@!%p2"]
+        assert _own_registers_only(b, {"%p2"})
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+def _exit_block(b: str) -> list[str]:
+    """An inline exit's lines from its record test up to its call's label."""
+    lines = [ln.strip() for ln in b.splitlines()]
+    start = lines.index("setp.eq.u32 %__cs_bq, %__cs_fast, 0;")
+    return lines[start:next(i for i, ln in enumerate(lines) if ln.endswith("_call:"))]
+
+
+def test_exits_in_divergent_code_do_nothing_inline_and_call_without_a_record():
+    """An exit in phase mode needs no work (the checker's exit probe returns at once in the
+    shared-memory build: phase mode keeps no count of live warps), so where the warp has a
+    record an exit, reached by part of a warp (a `ret` after a thread-dependent branch, or
+    `@%p2 exit`), runs no code of the checker's: no load, no activemask, no warp sync that
+    the warp's other lanes would have to meet. Without a record it calls the exit probe
+    with its site; lanes that skip a guarded exit skip that call too."""
+    body = ("\tsetp.lt.u32 %p2, %r1, 32;\n\t@%p2 bra $L_skip;\n"
+            "\tst.shared.u32 [%r2], %r3;\n\tret;\n"
+            "$L_skip:\n\tsetp.eq.u32 %p3, %r1, 7;\n\t@%p3 exit;\n\tbar.sync 0;\n")
+    ins = instrument(HEAD + body + "\tret;\n}\n", "k.ptx")
+    assert ins.inline_barriers == 4  # three exits and the barrier
+    assert "@%p2 bra $L_skip;" in ins.ptx  # (not an if-conversion: a region with an exit)
+    exits = [b for b in _blocks(ins.ptx) if abi.PROBE_THREAD_EXIT in b]
+    assert len(exits) == 3
+    sites, guarded_exits = [], 0
+    for b in exits:
+        label = re.search(r"(\$__cs_bar\d+)_call:", b).group(1)
+        assert _exit_block(b) == ["setp.eq.u32 %__cs_bq, %__cs_fast, 0;",
+                                  f"@%__cs_bq bra {label}_call;", f"bra {label}_done;", "}"]
+        (call,) = calls(b)
+        sites.append(int(call.args[0]))
+        guarded = "@%p3 call" in b
+        assert (f"@!%p3 bra {label}_done;" in b) == guarded
+        guarded_exits += guarded
+    assert guarded_exits == 1
+    assert sorted(sites) == sorted(s.id for s in ins.sites.sites if s.event == Event.EXIT.value)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+def test_a_barrier_in_a_loop_checked_on_its_first_trip_skips_its_inline_probes_later():
+    """In a loop checked on its first trip (instrument/first_trip.py) a barrier's inline
+    arrive and wait, each with its fallback call, lie wholly inside the first-trip skips
+    (a later trip neither clears a bitmap nor advances the phase: docs/model.md, *Loops
+    checked on their first trip*), while the hardware barrier itself runs on every trip;
+    the exit after the loop is not skipped."""
+    ins = loop(WRITE + BAR + READ + BAR)
+    assert len(ins.first_trip_loops) == 1 and ins.inline_barriers == 3
+    ptx = ins.ptx
+    pattern = (r"@!%__cs_first bra \$__cs_first(\d+);\s*\{ // consan barrier probe, inline"
+               r".*?\$__cs_bar\1_call:.*?\$__cs_bar\1_done:\s*\$__cs_first\1:\s*"
+               r"bar\.sync 0;\s*@!%__cs_first bra \$__cs_firstw\1;\s*"
+               r"\{ // consan barrier probe, inline.*?\$__cs_bar\1w_call:.*?"
+               r"\$__cs_bar\1w_done:\s*\$__cs_firstw\1:")
+    found = re.findall(pattern, ptx, re.S)
+    assert len(found) == 2 == ptx.count("bar.sync 0;")
+    exit_at = ptx.index(f"call {abi.PROBE_THREAD_EXIT},")
+    assert ptx.index("mov.pred %__cs_first, 0;") < exit_at
+    assert "__cs_first" not in ptx[ptx.index("@%p1 bra $L_loop;"):]
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+@pytest.mark.parametrize("exits", [1, 2])
+def test_inline_max_barriers_and_exits_in_all_are_inlined_one_more_is_not(monkeypatch, exits):
+    """The limit counts a module's barriers and exits together (one each, though a barrier
+    has two probes): exactly fast_path.INLINE_MAX of them are written out, one more and
+    every one calls its probes."""
+    monkeypatch.delenv("CONSAN_INLINE_MAX", raising=False)
+    guard = "\tsetp.eq.s32 %p2, %r1, 3;\n" + "\t@%p2 exit;\n" * (exits - 1)
+
+    def module(bars: int):
+        return instrument(HEAD + guard + "\tbar.sync 0;\n" * bars + "\tret;\n}\n", "k.ptx")
+
+    at = module(fast_path.INLINE_MAX - exits)
+    assert at.inline_barriers == fast_path.INLINE_MAX
+    assert len(_blocks(at.ptx)) == 2 * (fast_path.INLINE_MAX - exits) + exits
+    over = module(fast_path.INLINE_MAX - exits + 1)
+    assert over.inline_barriers == 0 and INLINE not in over.ptx
+    assert len(calls(over.ptx, abi.PROBE_BAR_ARRIVE)) == fast_path.INLINE_MAX - exits + 1
+    assert len(calls(over.ptx, abi.PROBE_THREAD_EXIT)) == exits

@@ -1,0 +1,120 @@
+"""A peer CTA's multicast copy, as the receiving CTA applies it from its mailbox: its bytes
+complete on this CTA's mbarrier, a read before the wait is async.pending-write naming the
+copy and the CTA that issued it, bytes no copy reached stay uninit.read, and a phase that
+never gets its bytes is a deadlock. Driven through the host build of the checker (the
+posting side needs DSMEM: tests/gpu/test_multicast.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from instrument import abi
+from reports import describe
+from tests.checker_host import HostChecker
+
+pytestmark = pytest.mark.needs_host_compiler
+
+MB = 512
+INIT, ARRIVE, COPY, EARLY, LATE, FAR, WAIT = range(7)
+
+
+@pytest.fixture
+def ck():
+    c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True)
+    assert c.layout.flags & abi.FLAG_MULTICAST and not c.vsh
+    c.begin()
+    assert c.mbar(0, MB, abi.MB_INIT, 1, site=INIT) == 0
+    return c
+
+
+def _records(ck: HostChecker) -> list[tuple[str, int, int, int]]:
+    """(kind, site, prev_site, prev_rank) of every stored record."""
+    n = int(min(ck.header["stored"][0], len(ck.records)))
+    out = []
+    for r in ck.records[:n]:
+        prev = int(r["prev_site"])
+        out.append((abi.KIND_BY_CODE[int(r["kind"])].id, int(r["site"]),
+                    -1 if prev == abi.NO_SITE else prev, int(r["prev_rank"])))
+    return out
+
+
+def test_a_read_before_the_wait_names_the_copy_and_its_cta(ck):
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=COPY, rank=1)
+    ck.read(1, 0, site=EARLY)
+    assert _records(ck) == [("async.pending-write", EARLY, COPY, 2)]
+    (f,) = ck.report().findings
+    assert f.records[0].prev_rank == 1
+    what, fix = describe.what_happened(f), describe.fix(f)
+    assert "CTA rank 1 of the cluster issued the copy at PTX line 3" in what, what
+    assert "accessed those bytes at PTX line 4" in what and "CTA rank 0" in what, what
+    assert "never waited on its own mbarrier" in fix, fix
+
+
+def test_the_wait_on_the_phase_the_bytes_complete_orders_them(ck):
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 32, MB, site=COPY, rank=1)
+    ck.peer_copy(32, 32, MB, site=COPY, rank=3)  # two peers' halves complete the phase
+    assert ck.mbar_wait(1, MB, parity=0, site=WAIT) == 0
+    for off in range(0, 64, 4):
+        ck.read(1, off, site=LATE)
+    assert _records(ck) == []
+    ck.read(1, 128, site=FAR)  # bytes no copy reached
+    assert _records(ck) == [("uninit.read", FAR, -1, 0)]
+
+
+def test_a_phase_the_peers_leave_short_is_a_deadlock(ck):
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 128, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=COPY, rank=1)  # half the bytes the phase expects
+    verdicts = [ck.mbar_wait(1, MB, parity=0, ok=False, site=WAIT) for _ in range(40)]
+    assert verdicts[-1] == 2 and ("deadlock", WAIT, -1, 0) in _records(ck)
+
+
+def test_a_copy_onto_an_mbarrier_this_cta_has_not_initialised(ck):
+    ck.peer_copy(0, 64, MB + 64, site=COPY, rank=2)
+    ck.read(0, 0, site=EARLY)  # (the probe that applies it)
+    assert _records(ck)[0] == ("mbarrier.uninit", COPY, -1, 3)
+
+
+def test_posts_are_applied_in_order_across_the_ring(ck):
+    """More posts than the mailbox holds at once, each applied before the next comes (the
+    reader frees the bytes with an arrive on the issuer's mbarrier, which the issuer
+    acquired before its next copy)."""
+    freed = 0
+    for k in range(abi.MAILBOX_ENTRIES + 5):
+        assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 16, site=ARRIVE) == 0
+        ck.peer_copy(0, 16, MB, site=COPY, rank=1, acquired=freed)
+        assert ck.mbar_wait(1, MB, parity=k & 1, site=WAIT) == 0
+        ck.read(1, 0, site=LATE)
+        freed = ck.remote_release(1)
+    assert _records(ck) == []
+
+
+def _refill(ck, *, acquired: int = 0, waits: int = 0) -> list:
+    """Warp 1 reads a copy's bytes; then the peer copies over them (after acquiring this
+    CTA's release `acquired`, or `waits` cluster barriers): the records."""
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=COPY, rank=1)
+    assert ck.mbar_wait(1, MB, parity=0, site=WAIT) == 0
+    ck.read(1, 16, site=LATE)
+    if acquired < 0:
+        acquired = ck.remote_release(1)
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=FAR, rank=1, warp=3, acquired=acquired, waits=waits)
+    ck.write(0, 768, site=EARLY)  # (applies it)
+    return _records(ck)
+
+
+def test_a_copy_over_bytes_this_cta_still_reads_is_war_naming_the_issuer(ck):
+    assert _refill(ck) == [("race.war", FAR, LATE, 0)]
+    (f,) = ck.report().findings
+    assert (f.records[0].cur_rank, f.records[0].warp, f.records[0].prev_warp) == (1, 3, 1)
+
+
+def test_a_copy_after_the_readers_release_is_clean(ck):
+    assert _refill(ck, acquired=-1) == []
+
+
+def test_a_release_made_after_the_one_acquired_covers_nothing(ck):
+    first = ck.remote_release(1)  # before the read: does not cover it
+    assert _refill(ck, acquired=first) == [("race.war", FAR, LATE, 0)]

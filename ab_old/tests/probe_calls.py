@@ -1,0 +1,42 @@
+"""The probe calls of instrumented PTX, read the same whichever form rewrite._call wrote
+them in: arguments passed as they are, or stored into declared params first."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_CALL = re.compile(r"(@!?%[\w$.]+ )?call (?:\(([^)]*)\), )?([\w$]+)(?:, \(([^)]*)\))?;")
+_STORE = re.compile(r"st\.param\.\w+ \[(__cs_p\d+)\], ([^;]+);")
+
+
+class Call(NamedTuple):
+    func: str
+    args: list[str]  # the values passed, in order
+    ret: str | None  # the register that receives the result
+    pred: str | None  # "@%p1" / "@!%p1"
+    pos: int  # where the call instruction is in the text
+
+
+def calls(ptx: str, func: str | None = None) -> list[Call]:
+    """Every call (of `func`), in text order."""
+    out = []
+    for m in _CALL.finditer(ptx):
+        if func is not None and m.group(3) != func:
+            continue
+        block = ptx[max(ptx.rfind("{", 0, m.start()), 0):m.start()]
+        stored = dict(_STORE.findall(block))
+        args = [stored.get(a.strip(), a.strip()) for a in (m.group(4) or "").split(",")
+                if a.strip()]
+        ret = m.group(2)
+        if ret is not None and not ret.startswith("%"):  # a .param: read after the call
+            got = re.match(rf"\s*ld\.param\.\w+ ([^,]+), \[{ret}\];", ptx[m.end():])
+            ret = got.group(1) if got else None
+        pred = m.group(1).strip() if m.group(1) else None
+        out.append(Call(m.group(3), args, ret, pred, m.start()))
+    return out
+
+
+def args_of(ptx: str, func: str | None = None) -> list[list[str]]:
+    """The arguments of every call (of `func`), in text order."""
+    return [c.args for c in calls(ptx, func)]
