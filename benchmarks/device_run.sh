@@ -5,7 +5,7 @@
 #   bash benchmarks/device_run.sh suite    # GPU test suite (pytest -m gpu) but Triton's
 #   bash benchmarks/device_run.sh suite-triton  # the Triton front end and corpus GPU tests
 #   bash benchmarks/device_run.sh suite-peer    # Triton's ConSan cases (tests/gpu/test_triton_peer.py)
-#   bash benchmarks/device_run.sh bench    # bench_clean and bench_async (no racecheck)
+#   bash benchmarks/device_run.sh bench    # bench_clean, bench_async (no racecheck), bench_unrolled
 #   bash benchmarks/device_run.sh triton   # bench_triton (consan beside Triton's ConSan)
 #   bash benchmarks/device_run.sh host     # the host's time per launch (bench_triton --host-profile)
 #   bash benchmarks/device_run.sh racecheck  # bench_async beside compute-sanitizer racecheck
@@ -52,7 +52,8 @@ suite-triton | suite-peer)  # (each case compiles a Triton kernel: stages of the
 bench)
     stage bench_clean 360 $py benchmarks/bench_clean.py --json "$out/bclean.json"
     stage bench_async 200 $py benchmarks/bench_async.py --no-racecheck --json "$out/basync.json"
-    for f in bench_clean bench_async; do
+    stage bench_unrolled 120 $py benchmarks/bench_unrolled.py --json "$out/bunrolled.json"
+    for f in bench_clean bench_async bench_unrolled; do
         echo "== $f"; grep -v "^\[" "$out/$f.log" | tail -14
     done
     ;;
