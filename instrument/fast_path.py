@@ -44,7 +44,6 @@ _F = "%__cs_fr"  # b32 scratch registers of one test (a scoped declaration)
 _Q = "%__cs_fq"  # pred scratch
 
 _WORD = 4  # bytes of a record word
-PSH_FAST_BYTES = abi.PSH_FAST_BYTES
 _E = "%__cs_fw"  # b32 scratch: the epochs of a write of several granules
 
 
@@ -363,7 +362,7 @@ def _other_readers(f: list[str], q: str, skip: str, slow: str) -> list[str]:
             f"mad.lo.u32 {own}, {v}, 4, {own};",  # this warp's word of the granule
             f"mul.lo.u32 {v}, {warp}, {stride};",
             f"sub.u32 {a}, {own}, {v};",  # warp 0's
-            f"mul.lo.u32 {v}, {warp}, {PSH_FAST_BYTES};",
+            f"mul.lo.u32 {v}, {warp}, {abi.PSH_FAST_BYTES};",
             f"sub.u32 {end}, {rec}, {v};",  # (the first record)
             f"and.b32 {v}, {g}, 31;",
             f"mov.b32 {bit}, 1;",

@@ -872,8 +872,8 @@ class _FastAccess(NamedTuple):
 
 def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[int, str],
                 after: dict[int, str], hidx: int, value_tags: bool,
-                tags: dict[int, _Tag], items: list[Item] = (),
-                replaced: dict[int, str] | None = None) -> tuple[int, int, int]:
+                tags: dict[int, _Tag], items: list[Item],
+                replaced: dict[int, str]) -> tuple[int, int, int]:
     """fast_path.py's code at its accesses: the inline test in loops; the update where the
     test fails, written out at each access when the module has few (fast_path.inline_max),
     else in one function per kind that the accesses call in place of their probes. The
@@ -925,7 +925,7 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
             address = _address_code(c.address or "", widths, it)
             probe = _call(it.pred, name, args, pre=address, comment=f"site {args[1][1]}")
             before[idx] = first + probe + "\n\t"
-            if not (in_loop or first or it.pred or idx in after or idx in (replaced or {})):
+            if not (in_loop or first or it.pred or idx in after or idx in replaced):
                 alone.append(_RunMember(idx, c, address, int(args[1][1])))
         if not in_loop and update is None:
             before[idx] = first + probe + "\n\t"
@@ -934,7 +934,7 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
         test = fast_path.test(it.pred, c, _address_code(c.address or "", widths, it),
                               REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}", update)
         before[idx] = first + test + probe + f"\n$__cs_fast{idx}:\n\t"
-    for run in _runs(alone, items, before, after, replaced or {}):
+    for run in _runs(alone, items, before, after, replaced):
         name = fast_path.run_name([m.cls for m in run])
         if name not in functions:
             functions[name] = fast_path.run_function([m.cls for m in run])
