@@ -346,8 +346,8 @@ def _other_readers(f: list[str], q: str, skip: str, slow: str) -> list[str]:
     and then writes them (`s[t] += ...`, a sort's compare-and-swap) found only its own bit
     and called the checker for nothing: 6,356 cycles a call in an unrolled bitonic sort on
     the H100, 2,368 calls a CTA. The bitmaps are one after another, 2 * ceil(granules / 32)
-    words a warp, and end before the records (at most 15 bytes of padding between: a word
-    read there can only make a needless call)."""
+    words a warp, and end before the records (at most 12 bytes of padding between, which
+    the CTA's begin clears: a word read there is 0)."""
     ph, warp, g = f[0], f[1], f[2]
     own, a, end, stride, bit, v = f[3], f[4], f[5], f[6], f[7], f[8]
     rec = REG_FAST
