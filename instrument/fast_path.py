@@ -347,38 +347,46 @@ def _other_readers(f: list[str], q: str, skip: str, slow: str) -> list[str]:
     and called the checker for nothing: 6,356 cycles a call in an unrolled bitonic sort on
     the H100, 2,368 calls a CTA. The bitmaps are one after another, 2 * ceil(granules / 32)
     words a warp, and end before the records (at most 12 bytes of padding between, which
-    the CTA's begin clears: a word read there is 0)."""
+    the CTA's begin clears: a word read there is 0). Four warps' words a trip, each load
+    guarded by its own bound, or'ed together: one test and branch for four."""
     ph, warp, g = f[0], f[1], f[2]
     own, a, end, stride, bit, v = f[3], f[4], f[5], f[6], f[7], f[8]
+    acc, at, four = ph, warp, g  # (free once the walk's bounds are set)
     rec = REG_FAST
-    return [f"add.u32 {stride}, {REG_GRANULES}, 31;",
-            f"shr.u32 {stride}, {stride}, 5;",
-            f"shl.b32 {stride}, {stride}, 3;",  # (bytes: two parities' words a warp)
-            f"ld.shared.v2.u32 {{{own}, {v}}}, [{rec}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
-            f"and.b32 {bit}, {ph}, 1;",
-            f"setp.ne.u32 {q}, {bit}, 0;",
-            f"selp.u32 {own}, {v}, {own}, {q};",
-            f"shr.u32 {v}, {g}, 5;",
-            f"mad.lo.u32 {own}, {v}, 4, {own};",  # this warp's word of the granule
-            f"mul.lo.u32 {v}, {warp}, {stride};",
-            f"sub.u32 {a}, {own}, {v};",  # warp 0's
-            f"mul.lo.u32 {v}, {warp}, {abi.PSH_FAST_BYTES};",
-            f"sub.u32 {end}, {rec}, {v};",  # (the first record)
-            f"and.b32 {v}, {g}, 31;",
-            f"mov.b32 {bit}, 1;",
-            f"shl.b32 {bit}, {bit}, {v};",
-            f"{slow}_war:",
-            f"setp.eq.u32 {q}, {a}, {own};",
-            f"@{q} bra {slow}_next;",
-            f"ld.volatile.shared.u32 {v}, [{a}];",
-            f"and.b32 {v}, {v}, {bit};",
-            f"setp.ne.u32 {q}, {v}, 0;",
-            f"@{q} bra {slow}_call;",
-            f"{slow}_next:",
-            f"add.u32 {a}, {a}, {stride};",
-            f"setp.lt.u32 {q}, {a}, {end};",
-            f"@{q} bra {slow}_war;",
-            f"bra {skip};"]
+    out = [f"add.u32 {stride}, {REG_GRANULES}, 31;",
+           f"shr.u32 {stride}, {stride}, 5;",
+           f"shl.b32 {stride}, {stride}, 3;",  # (bytes: two parities' words a warp)
+           f"ld.shared.v2.u32 {{{own}, {v}}}, [{rec}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
+           f"and.b32 {bit}, {ph}, 1;",
+           f"setp.ne.u32 {q}, {bit}, 0;",
+           f"selp.u32 {own}, {v}, {own}, {q};",
+           f"shr.u32 {v}, {g}, 5;",
+           f"mad.lo.u32 {own}, {v}, 4, {own};",  # this warp's word of the granule
+           f"mul.lo.u32 {v}, {warp}, {stride};",
+           f"sub.u32 {a}, {own}, {v};",  # warp 0's
+           f"mul.lo.u32 {v}, {warp}, {abi.PSH_FAST_BYTES};",
+           f"sub.u32 {end}, {rec}, {v};",  # (the first record)
+           f"and.b32 {v}, {g}, 31;",
+           f"mov.b32 {bit}, 1;",
+           f"shl.b32 {bit}, {bit}, {v};",
+           f"shl.b32 {four}, {stride}, 2;",
+           f"{slow}_war:",
+           f"mov.b32 {acc}, 0;",
+           f"mov.b32 {at}, {a};"]
+    for k in range(4):
+        out += [f"setp.lt.u32 {q}, {at}, {end};",
+                f"setp.ne.and.u32 {q}, {at}, {own}, {q};",
+                f"@{q} ld.volatile.shared.u32 {v}, [{at}];",
+                f"@{q} or.b32 {acc}, {acc}, {v};"]
+        if k < 3:
+            out.append(f"add.u32 {at}, {at}, {stride};")
+    return out + [f"and.b32 {acc}, {acc}, {bit};",
+                  f"setp.ne.u32 {q}, {acc}, 0;",
+                  f"@{q} bra {slow}_call;",
+                  f"add.u32 {a}, {a}, {four};",
+                  f"setp.lt.u32 {q}, {a}, {end};",
+                  f"@{q} bra {slow}_war;",
+                  f"bra {skip};"]
 
 
 def _read_update(f: list[str], q: str, site: str, addr_reg: str, skip: str,

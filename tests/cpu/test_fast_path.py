@@ -512,17 +512,20 @@ def test_the_gpu_run_twin_makes_runs_on_both_sides(monkeypatch):
 @pytest.mark.parametrize("inline", [True, False])
 def test_a_write_read_in_its_phase_looks_at_other_warps_bits_before_calling(monkeypatch, inline):
     """A one-granule write whose granule was read in this phase walks the other warps'
-    bitmap words of the phase's parity inline (stepping a warp's two bitmaps at a time,
-    skipping its own, up to the first record) and calls the checker's look for readers
-    only from there; writes of several granules call it as before."""
+    bitmap words of the phase's parity inline (four warps a trip, stepping a warp's two
+    bitmaps at a time, skipping its own, each load guarded by the first record's address)
+    and calls the checker's look for readers only from there; writes of several granules
+    call it as before."""
     if not inline:
         _functions_only(monkeypatch)
     ins = rewritten("\tst.shared.u32 [%r2], %r3;\n\tst.shared.v2.u32 [%r10], {%r3, %r3};\n",
                     looped=False, extra="\tmul.lo.s32 %r10, %r9, 8;\n")
     text = ins.ptx
-    assert text.count("_war:") == 1 and text.count("_next:") == 1
-    loop = text[text.index("_war:"):text.index("_next:")]
-    assert "ld.volatile.shared.u32" in loop and re.search(r"bra \$__cs_\w+_call;", loop)
+    assert text.count("_war:") == 1
+    loop = text[text.index("_war:"):]
+    loop = loop[:loop.index("_war;") + 5]  # (to the branch back)
+    assert loop.count("ld.volatile.shared.u32") == 4 == loop.count("setp.ne.and.u32")
+    assert re.search(r"bra \$__cs_\w+_call;", loop)
     head = text[:text.index("_war:")]
     assert f"[{fast_path.REG_FAST}+{abi.PSH_FAST_BITS_EVEN * 4}]" in head[-1500:]
     assert "shl.b32 %__cs_fr6, %__cs_fr6, 3;" in head[-1500:]  # (two parities a warp)
