@@ -348,7 +348,8 @@ def _other_readers(f: list[str], q: str, skip: str, slow: str) -> list[str]:
     the H100, 2,368 calls a CTA. The bitmaps are one after another, 2 * ceil(granules / 32)
     words a warp, and end before the records (at most 12 bytes of padding between, which
     the CTA's begin clears: a word read there is 0). Four warps' words a trip, each load
-    guarded by its own bound, or'ed together: one test and branch for four."""
+    guarded by its own bound, or'ed together: one test and branch for four (the sort,
+    H100: 8.06 ms with a warp a trip, 6.00 ms with four)."""
     ph, warp, g = f[0], f[1], f[2]
     own, a, end, stride, bit, v = f[3], f[4], f[5], f[6], f[7], f[8]
     acc, at, four = ph, warp, g  # (free once the walk's bounds are set)
