@@ -584,29 +584,26 @@ extern "C" __global__ void $NAME(const int* in, int* out) {
 }
 """
 
-# (n) (b) in a CTA of 32 warps whose last warp is the reader: a write's look at the other
-# warps' reads of its phase (instrument/fast_path.py, inline) must reach the last warp.
-_WAR_LAST = r"""
-extern "C" __global__ void $NAME(const int* in, int* out) {
-    __shared__ int s[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int last = (blockDim.x >> 5) - 1;
-    if (warp == 0) s[lane] = in[lane];  // @warl-init
-    __syncthreads();
-    if (warp == last) out[lane] = s[lane];  // @warl-read
-    $SYNC
-    if (warp == 0) {
-        consan_test_delay(1);
-        s[lane] = in[32 + lane];  // @warl-write
-        COMPILER_BARRIER();
-        out[32 + lane] = s[lane];  // @warl-own-read
-    }
-}
-"""
+# (n) (b) in a CTA of 32 warps whose last warp is the reader and warp 0 the writer: a
+# write's look at the other warps' reads of its phase (instrument/fast_path.py, inline)
+# must reach the last warp.
+def _war_last() -> str:
+    edits = (("warp = threadIdx.x >> 5;",
+              "warp = threadIdx.x >> 5, last = (blockDim.x >> 5) - 1;"),
+             ("if (warp == 0) out[lane] = s[lane];  // @war-read",
+              "if (warp == last) out[lane] = s[lane];  // @war-read"),
+             ("    if (warp == 1) {\n        consan_test_delay(1);",
+              "    if (warp == 0) {\n        consan_test_delay(1);"))
+    src = _WAR
+    for old, new in edits:
+        assert src.count(old) == 1, old
+        src = src.replace(old, new)
+    return src
+
 
 TWINS += (
-    _twin("war-last", _WAR_LAST, "war_last", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
-          kinds=frozenset({"race.war"}), line="@warl-write", prev="@warl-read", warp=0,
+    _twin("war-last", _war_last(), "war_last", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.war"}), line="@war-write", prev="@war-read", warp=0,
           prev_warp=31, block=(1024, 1, 1)),
     _twin("run", _RUN, "run", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
           kinds=frozenset({"race.raw"}), line="@run-read", prev="@run-write", warp=1,
