@@ -79,11 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
         bd.profile_build()
         p = consan.prepare(SOURCE, "bitonic_sort_1024", grid=grid, block=block, options=opts)
-        p.launch((kk, vv, np.int32(1)))
-        p.report()
-        bd.zero_profile(p)
-        p.launch((kk, vv, np.int32(1)))
-        bd.print_profile(p, a.ctas, p.report().header.get("walked", 0))
+        bd.profiled_launch(p, (kk, vv, np.int32(1)), a.ctas)
     return 0 if ok else 1
 
 

@@ -104,13 +104,20 @@ def profile(name: str, size=None, clean: bool = False) -> None:
     ln = build(cp, size or default)
     p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
                        shared_mem=ln.shared_mem, options=_arch_options(cp))
-    p.launch(ln.args)
+    rep = profiled_launch(p, ln.args, ln.grid[0] * ln.grid[1] * ln.grid[2])
+    print(f"report: {rep.summary}")
+
+
+def profiled_launch(p, args: tuple, ctas: int):
+    """A warm-up launch of `p` (built with CONSAN_PROFILE), then one with the counters
+    cleared, whose counters are printed per CTA of `ctas`; returns that launch's report."""
+    p.launch(args)
     p.report()
     zero_profile(p)
-    p.launch(ln.args)
+    p.launch(args)
     rep = p.report()
-    print_profile(p, ln.grid[0] * ln.grid[1] * ln.grid[2], rep.header.get("walked", 0))
-    print(f"report: {rep.summary}")
+    print_profile(p, ctas, rep.header.get("walked", 0))
+    return rep
 
 
 def profile_build() -> None:
