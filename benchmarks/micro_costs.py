@@ -1,0 +1,60 @@
+#!/usr/bin/env python
+"""Cycles of the memory operations the checker's probes are made of, on this GPU.
+
+    PYTHONPATH=. python benchmarks/micro_costs.py
+
+One CTA loops 2,000 times over one operation and reads clock64 around the loop (one
+thread, then 32): a CTA-scope fence alone and after a global or shared store, a global
+store alone, a volatile global load (a device-memory round trip: how the checker reads
+words other warps keep writing), and a global store followed by a load of the same word.
+The loop's own test and branch are in every row.
+"""
+
+from __future__ import annotations
+
+SOURCE = r"""
+extern "C" __global__ void costs(unsigned* g, long long* out, int mode, int iters) {
+    __shared__ unsigned s[64];
+    unsigned t = threadIdx.x, acc = 0;
+    long long t0 = clock64();
+    for (int i = 0; i < iters; ++i) {
+        unsigned* p = g + t * 32 + (i & 7);
+        if (mode == 0) __threadfence_block();
+        if (mode == 1) { *p = i; __threadfence_block(); }
+        if (mode == 2) { s[t] = i; __threadfence_block(); }
+        if (mode == 3) { *p = i; asm volatile("fence.acq_rel.cta;" ::: "memory"); }
+        if (mode == 4) *p = i;
+        if (mode == 5) acc += *(volatile unsigned*)(p + 1024);
+        unsigned* q = g + t * 32 + 2048;
+        if (mode == 6) { *q = i; acc += *(volatile unsigned*)q; }
+        if (mode == 7) { *q = i; acc += *q; asm volatile("" ::: "memory"); }
+    }
+    long long t1 = clock64();
+    if (t == 0) out[0] = (t1 - t0) / iters;
+    if (acc == 12345u) g[0] = acc;
+}
+"""
+ROWS = ("fence.sc.cta alone", "st.global + fence.sc.cta", "st.shared + fence.sc.cta",
+        "st.global + fence.acq_rel.cta", "st.global alone", "volatile ld.global",
+        "st.global, then a volatile ld of it", "st.global, then a plain ld of it")
+
+
+def main() -> int:
+    import cupy as cp
+
+    k = cp.RawKernel(SOURCE, "costs")
+    g = cp.zeros(1 << 20, dtype=cp.uint32)
+    out = cp.zeros(1, dtype=cp.int64)
+    print(f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    print("threads | operation | cycles an iteration")
+    for threads in (1, 32):
+        for mode, label in enumerate(ROWS):
+            for _ in range(2):  # (the second launch is the one kept)
+                k((1,), (threads,), (g, out, cp.int32(mode), cp.int32(2000)))
+            cp.cuda.runtime.deviceSynchronize()
+            print(f"{threads} | {label} | {int(out[0].get())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
