@@ -338,6 +338,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     bool off = op & CS_PROBE_OFF, cluster = op & CS_MB_CLUSTER;
     op &= ~(CS_PROBE_OFF | CS_MB_CLUSTER);
     bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
+    CS_NULL_MBAR(if (op != CS_MB_INIT && op != CS_MB_INVAL) return 0;)
     CS_PROF(off ? 16u : waits ? ((arg & 2) ? 20u : 12u) : 5u);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;

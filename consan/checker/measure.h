@@ -72,8 +72,8 @@ struct cs_prof_scope {
 #define CS_PROF_FULL() ((void)0)
 #endif
 
-// CONSAN_NULL_ACCESS, _WGMMA, _TENSOR: the cost of the probe call alone (the probe
-// returns at once). CONSAN_NULL_ENGINE_WRITE: the cost of a copy's box walk.
+// CONSAN_NULL_ACCESS, _WGMMA, _TENSOR, _MBAR: the cost of the probe call alone (the probe
+// returns at once; _MBAR: every mbarrier operation but init and inval). CONSAN_NULL_ENGINE_WRITE: the cost of a copy's box walk.
 // CONSAN_NULL_BOX_STORES: the cost of the stores of the box-summary path.
 // CONSAN_NULL_BOX_RECHECK: the cost of its look after those stores.
 #ifdef CONSAN_NULL_ACCESS
@@ -90,6 +90,11 @@ struct cs_prof_scope {
 #define CS_NULL_TENSOR(...) __VA_ARGS__
 #else
 #define CS_NULL_TENSOR(...)
+#endif
+#ifdef CONSAN_NULL_MBAR
+#define CS_NULL_MBAR(...) __VA_ARGS__
+#else
+#define CS_NULL_MBAR(...)
 #endif
 #ifdef CONSAN_NULL_ENGINE_WRITE
 #define CS_NULL_ENGINE_WRITE(...) __VA_ARGS__
