@@ -39,9 +39,9 @@ CONFIGS = {
     # false findings' records would be timed.)
     "no async probes": "CONSAN_NULL_MBAR CONSAN_NULL_TENSOR CONSAN_NULL_ACCESS CONSAN_NULL_WGMMA",
 }
-# (the clustered ring's CTAs wait for each other's posts: with its probes returning at once
-# its child printed no time within 120 s on the H100)
-NOT_FOR = {"no async probes": ("dsmem_ring_2cta",)}
+# configurations a kernel is not run in, and why (said in the table)
+NOT_FOR = {"no async probes": {
+    "dsmem_ring_2cta": "its child printed no time within 120 s on the H100 (not looked into)"}}
 PHASE_CONFIGS = {  # (phase mode, tables in shared memory: measure.h)
     "full": "",
     "no access probes": "CONSAN_NULL_ACCESS",
@@ -219,7 +219,9 @@ def main(argv=None) -> int:
         for label, defines in (PHASE_CONFIGS if args.clean else CONFIGS).items():
             if args.configs and label not in args.configs.split(","):
                 continue
-            if name in NOT_FOR.get(label, ()):
+            why = NOT_FOR.get(label, {}).get(name)
+            if why:
+                print(f"{name} | {label} | not run: {why}", flush=True)
                 continue
             env = {**os.environ, "PYTHONPATH": ROOT, "CONSAN_CHECKER_DEFINES": defines}
             extra = (["--size", args.size] if args.size else []) + \

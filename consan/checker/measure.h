@@ -73,7 +73,8 @@ struct cs_prof_scope {
 #endif
 
 // CONSAN_NULL_ACCESS, _WGMMA, _TENSOR, _MBAR: the cost of the probe call alone (the probe
-// returns at once; _MBAR: every mbarrier operation but init and inval). CONSAN_NULL_ENGINE_WRITE: the cost of a copy's box walk.
+// returns at once; _MBAR: for every mbarrier operation but init and inval).
+// CONSAN_NULL_ENGINE_WRITE: the cost of a copy's box walk.
 // CONSAN_NULL_BOX_STORES: the cost of the stores of the box-summary path.
 // CONSAN_NULL_BOX_RECHECK: the cost of its look after those stores.
 #ifdef CONSAN_NULL_ACCESS
