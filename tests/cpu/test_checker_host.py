@@ -397,6 +397,45 @@ def test_lanes_marked_off_neither_arrive_nor_copy(ckv):
     assert ckv.kinds() == [("race.raw", 2, 1)]
 
 
+@pytest.mark.parametrize("vsh", [True, False], ids=["smem-tables", "device-tables"])
+def test_an_init_empties_every_clock_slot_an_earlier_cta_of_the_slot_left(vsh):
+    """A CTA's mbarrier entries are made where the slot's earlier CTAs left theirs. A phase's
+    completion empties the next phase's slot only in the columns in use, so an init must
+    empty every column of every phase's slot: here the earlier CTA left the copy engine of
+    mbarrier B (B's column) in the slot of A's phase 1, and the new CTA has not made B's
+    entry yet when A's phase 0 completes; a wait on A's phase 1 must not acquire it, or a
+    read of B's copy that nothing orders passes for ordered."""
+    from tests.checker_host import HostChecker
+
+    # (entries 0 and 4: their engines' columns, 64 and 68, in different 16-byte chunks,
+    # as a clear of the columns in use stores whole chunks)
+    a, b, box = MB, MB + 32, 256
+    c = HostChecker(nwarps=4, smem_bytes=1024, vsh=vsh)
+    assert c.begin() == 0
+    c.mbar(0, a, abi.MB_INIT, 1, site=10)
+    c.mbar(0, b, abi.MB_INIT, 1, site=10)
+    c.sync(ALL)
+    c.mbar(2, b, abi.MB_ARRIVE_EXPECT_TX, 64, site=11)
+    c.bulk_load(2, box, 64, b, site=12)  # B's phase 0 completes: its engine's clock 1
+    c.mbar_wait(0, b, parity=0)
+    c.mbar(0, a, abi.MB_ARRIVE, 1, site=13)  # A's phases 0 and 1 release B's engine
+    c.mbar(0, a, abi.MB_ARRIVE, 1, site=13)
+    for w in ALL:
+        c.exit(w)
+    assert c.kinds() == []
+    assert c.begin((1, 0, 0)) == 0  # the same slot, a new generation
+    c.mbar(0, a, abi.MB_INIT, 1, site=20)
+    c.sync(ALL)
+    c.mbar(0, a, abi.MB_ARRIVE, 1, site=21)  # A's phase 0 completes: B's column not in use
+    c.mbar(0, b, abi.MB_INIT, 1, site=22)
+    c.sync(ALL)
+    c.bulk_load(2, box, 64, b, site=23)  # B's engine writes the box, in B's phase 0
+    c.mbar(0, a, abi.MB_ARRIVE, 1, site=24)  # A's phase 1: warp 0 has not seen B's copy
+    c.mbar_wait(1, a, parity=1)
+    c.read(1, box, site=25)
+    assert c.kinds() == [("async.pending-write", 25, 23)]
+
+
 def test_cp_async_mbarrier_arrive_publishes_the_copies(ckv):
     _init(ckv, count=2)
     ckv.cp_async(0, 0, site=1)
