@@ -348,14 +348,20 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     uint32_t w = cs_warp();
     uint32_t lanes = cs_popc(active);
     uint32_t leader = cs_ffs(active) - 1;
-    uint32_t skip = cs_lane() == leader && !off ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes, cluster) : 0;
+    uint32_t* init = 0;
+    uint32_t j = 0;
+    bool lead = cs_lane() == leader && !off;
+    uint32_t skip = lead ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes, cluster, init, j) : 0;
     // Lanes marked off (one group) take the verdict of the first lane on: a deadlock's
     // lanes all leave (a loop every lane runs, instrument/loops.py, must not go on
     // without it). From the masks, not a ballot: a warp-synchronous instruction after the
     // leader's call hung warps the probes had split (measured on the H100: with a ballot,
     // a loop of two lanes arriving and waiting deadlocked under consan).
     uint32_t on = all & ~active;
-    return cs_guard_verdict(all, skip, off && on ? cs_ffs(on) - 1 : leader, site);
+    uint32_t first = off && on ? cs_ffs(on) - 1 : leader;
+    if (op == CS_MB_INIT)  // (lanes off help the first lane on)
+        cs_mbar_init_slots(all, (uint32_t*)cs_bcast64(all, (uint64_t)init, (int)first), lead, j);
+    return cs_guard_verdict(all, skip, first, site);
 }
 
 

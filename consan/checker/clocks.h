@@ -162,11 +162,11 @@ CS_DEV void cs_vc_st4(uint32_t* p, const uint32_t* v) {
     *(uint4*)p = make_uint4(v[0], v[1], v[2], v[3]);
 #endif
 }
-// Empty a clock slot (`all`: every engine's column, at init), in whole 16-byte chunks.
-// Inline: a call from the mbarrier probe's branches would cost it a convergence barrier
-// kept across the call.
-CS_DEV void cs_vc_clear(uint32_t* dst, bool all) {
-    cs_cols c = cs_vc_cols(all);
+// Empty a clock slot's columns in use, in whole 16-byte chunks (an init empties every
+// column: cs_mbar_init_slots). Inline: a call from the mbarrier probe's branches would cost
+// it a convergence barrier kept across the call.
+CS_DEV void cs_vc_clear(uint32_t* dst) {
+    cs_cols c = cs_vc_cols(false);
     const uint32_t zero[4] = {0, 0, 0, 0};
 #pragma unroll
     for (uint32_t k = 0; k < CS_VC_RANGES; ++k)

@@ -84,7 +84,7 @@ CS_DEV uint32_t* cs_mbar_slot(uint32_t* e, uint32_t ph) {
 CS_DEV void cs_mbar_try_complete(uint32_t* e) {
     if ((int32_t)e[CS_MB_PENDING] > 0 || (int32_t)e[CS_MB_TX] > 0) return;
     uint32_t ph = e[CS_MB_PHASE] + 1;
-    cs_vc_clear(cs_mbar_slot(e, ph), false);
+    cs_vc_clear(cs_mbar_slot(e, ph));
     cs_fence_lock();
     *(volatile uint32_t*)&e[CS_MB_PHASE] = ph;
     e[CS_MB_PENDING] = e[CS_MB_EXPECTED];
@@ -114,6 +114,26 @@ CS_DEV bool cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t b
 
 CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
     cs_vc_join(cs_vis(slot, w), vc);
+}
+
+// An init's clock slots emptied (every column of all abi.MB_SLOTS of them: the slot's
+// earlier CTAs left theirs) by the lanes `all` of its probe, each lane taking the 16-byte
+// chunks at its rank among the lanes given the same entry (0: no init), with the entry's
+// lock held by its leader, who gives it back after. One lane storing every chunk was most
+// of an init's cost: about 8.4k cycles for the 168 columns of a TMA + wgmma GEMM's four
+// slots (the H100, breakdown_async.py --profile), and a CTA's inits run one after another
+// before its first barrier (the TMA ring makes nine).
+CS_DEV void cs_mbar_init_slots(uint32_t all, uint32_t* e, bool lead, uint32_t j) {
+    uint32_t same = cs_match(all, (uint64_t)e);
+    if (e != 0) {
+        uint32_t rank = cs_popc(same & ((1u << cs_lane()) - 1u)), n = cs_popc(same);
+        const uint32_t zero[4] = {0, 0, 0, 0};
+        uint32_t* s0 = cs_mbar_slot(e, 0);  // (the slots follow one another, 16-byte aligned)
+        for (uint32_t u = 4 * rank, t = CS_MB_SLOTS * S.nlogical; u < t; u += 4 * n)
+            cs_vc_st4(s0 + u, zero);
+    }
+    cs_syncwarp(all);  // (every lane's stores before the unlock's fence)
+    if (lead && e != 0) cs_mbar_unlock(j);
 }
 
 // A warp spinning on failed waits: true once `key` (the phase it waits for to complete,
@@ -227,11 +247,15 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
 #define CS_MB_DEAD 0xFFu  // (a switch label: an mbarrier invalidated since the look)
 CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32_t arg,
                                    uint32_t lanes, uint32_t site, uint32_t w);  // dsmem.h
+// An init leaves its entry locked, in `init` (its index in j), for the probe's lanes to
+// empty its clock slots (cs_mbar_init_slots), then its leader unlocks it.
 CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site,
-                             uint32_t slot, uint32_t w, uint32_t lanes, bool cluster) {
+                             uint32_t slot, uint32_t w, uint32_t lanes, bool cluster,
+                             uint32_t*& init, uint32_t& j) {
     bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
     bool failed_wait = waits && !(arg & 2);
-    uint32_t off, j = 0, skip = 0;
+    uint32_t off, skip = 0;
+    j = 0;
     // a .shared::cluster address: maybe another CTA's (rank 0's has no rank bits)
     bool local = cluster ? cs_local_cluster((uint32_t)addr, off) : cs_local((uint32_t)addr, off);
     uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT, j) : 0;
@@ -292,9 +316,9 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
         e[CS_MB_TX] = 0;
         e[CS_MB_PHASE] = 0;
-        for (uint32_t k = 0; k < CS_MB_SLOTS; ++k) cs_vc_clear(cs_mbar_slot(e, k), true);
         cs_mbar_mark(slot, off, true);
-        break;
+        init = e;  // (its slots are emptied, and the lock given back, by the probe's lanes)
+        return skip;
     case CS_MB_DEAD:  // invalidated since the look above
         cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
         skip = 1;
