@@ -172,7 +172,7 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     cs_store_record_end(site, info);
-    cs_mc_poll([&](uint32_t entry) { return cs_mc_need_access(entry, addr, info, 1, 0); });
+    cs_mc_poll();
     if (info & CS_INFO_IDEM) return cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
     cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
 }
@@ -200,8 +200,8 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
     CS_NULL_ACCESS(return;)
     cs_store_record_end(site, info);
     if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
+    cs_mc_poll();
     uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
-    cs_mc_poll([&](uint32_t entry) { return cs_mc_need_access(entry, addr, info, n, stride); });
     if (cs_phase_smem_on() && cs_info_mode(info) == CS_MODE_READ &&
         cs_phase_smem_read_warp(addr, site, info, n, stride))
         return;
@@ -259,7 +259,7 @@ CS_ENTRY void __consan_cluster_bar(uint32_t op, uint32_t site) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT || cs_phase_smem_on()) return;
     if ((op & 3u) == CS_CLUSTER_FENCE) return cs_cluster_fence(slot, site);
-    cs_mc_poll(cs_mc_all_posts);  // (a peer's posts are applied before this CTA's next cluster arrival)
+    cs_mc_poll();  // (a peer's posts are applied before this CTA's next cluster arrival)
     if ((op & 3u) == CS_CLUSTER_ARRIVE) {
         if (cs_multicast_on()) {
             uint32_t active = cs_group(site, 1);
@@ -285,7 +285,7 @@ CS_ENTRY void __consan_thread_exit(uint32_t site) {
     CS_PROF(3);
     if (cs_phase_smem_on()) return;  // phase mode keeps no count of live warps
 #ifndef CONSAN_PSH
-    cs_mc_poll(cs_mc_all_posts);  // (a peer's posts are applied before the CTA ends)
+    cs_mc_poll();  // (a peer's posts are applied before the CTA ends)
     cs_thread_exit(site);
 #endif
 }
@@ -342,12 +342,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     CS_PROF(off ? 16u : waits ? ((arg & 2) ? 20u : 12u) : 5u);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
-    cs_mc_poll([&](uint32_t entry) {  // (an init or inval: every post before it)
-        uint32_t o = 0;
-        bool here = !off && (cluster ? cs_local_cluster((uint32_t)addr, o) : cs_local((uint32_t)addr, o));
-        if (op == CS_MB_INIT || op == CS_MB_INVAL) return cs_mc_every();
-        return cs_mc_need_of(entry, false, 0, 0, here, o);
-    });
+    cs_mc_poll();
     uint32_t all = cs_activemask();
     uint32_t active = off ? cs_group(~0ull, ~0ull) : cs_group(((uint64_t)site << 32) | arg, addr);
     uint32_t w = cs_warp();
@@ -382,15 +377,10 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     CS_PROF(6);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
+    cs_mc_poll();
     // Lanes with BULK_OFF skip the copy (a converted branch, instrument/converge.py): a
     // group of their own, whose leader does nothing.
     bool off = mask & CS_BULK_OFF;
-    cs_mc_poll([&](uint32_t entry) {  // (a multicast's own part: as if this CTA's)
-        uint32_t d = 0, o = 0;
-        bool here = cs_local_cluster((uint32_t)dst, d) && cs_local((uint32_t)mbar, o);
-        here = !off && (here || mask);
-        return cs_mc_need_of(entry, here, d, d + bytes < d ? CS_MC_EVERY : d + bytes, here, o);
-    });
     mask &= ~CS_BULK_OFF;
     uint32_t all = cs_activemask();
     uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32) ^ off);
@@ -462,7 +452,7 @@ CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
     CS_PROF(7);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
-    cs_mc_poll(cs_mc_all_posts);
+    cs_mc_poll();
     uint32_t active = cs_group(site, 0);
     uint32_t leader = cs_ffs(active) - 1, w = cs_warp();
     uint32_t n = cs_popc(active);
@@ -511,7 +501,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     CS_SPIN_WGMMA()
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
-    cs_mc_poll(cs_mc_all_posts);
+    cs_mc_poll();
     uint32_t active = cs_group(((uint64_t)site << 32) | info, da), lane = cs_lane(), w = cs_warp();
     uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), lanes = cs_popc(active);
     uint32_t u = w >> 2;
@@ -624,7 +614,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
     CS_NULL_TENSOR(return 0;)
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
-    cs_mc_poll(cs_mc_all_posts);
+    cs_mc_poll();
     uint32_t all = cs_activemask();
     uint32_t active = cs_group(site, 0);  // this call's lanes, those marked off too
     uint32_t issuers = cs_ballot(active, !(op & CS_PROBE_OFF));

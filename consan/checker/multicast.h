@@ -318,91 +318,34 @@ CS_DEV uint32_t cs_mbar_peer_batch(cs_mailbox_t* m, uint32_t t, uint32_t h, cons
 CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_post_t& mine,
                                    uint32_t n, uint32_t entry);  // dsmem.h
 
-// What a probe looks at that a peer's post may change: the bytes [lo, hi) of this CTA's
-// window its lanes touch, rounded out to whole blocks of cs_mc_blocks (a post's copy writes
-// and flags whole blocks), and the mbarrier at offset mb - 1 (0: none). mb all ones: every
-// post (a cluster barrier, the CTA's exit, probes whose footprint is not worked out here).
-struct cs_mc_need { uint32_t lo, hi, mb; };
-#define CS_MC_EVERY 0xFFFFFFFFu
-CS_DEV cs_mc_need cs_mc_every() { return {0u, CS_MC_EVERY, CS_MC_EVERY}; }
-
-// The need of the lanes `entry` together: lane i touches [lo, hi) where `bytes`, and the
-// mbarrier at `moff` where `mbar`. Lanes on different mbarriers need every post.
-CS_DEV cs_mc_need cs_mc_need_of(uint32_t entry, bool bytes, uint32_t lo, uint32_t hi, bool mbar,
-                                uint32_t moff) {
-    uint32_t sh = cs_box_summary_on() ? S.bsum_shift : 5u, blk = CS_GRANULE_BYTES << sh;
-    uint32_t a = cs_min(entry, bytes ? lo / blk : CS_MC_EVERY);
-    uint32_t b = cs_max(entry, bytes && hi > lo ? (hi - 1) / blk + 1 : 0u);
-    uint32_t m0 = cs_min(entry, mbar ? moff : CS_MC_EVERY), m1 = cs_max(entry, mbar ? moff : 0u);
-    cs_mc_need n = {a == CS_MC_EVERY ? 0u : a * blk, b * blk, 0u};
-    if (m0 != CS_MC_EVERY) n.mb = m0 == m1 ? m0 + 1 : CS_MC_EVERY;
-    return n;
-}
-
-// Whether a probe with need n must see post q applied first: it changes the bytes or the
-// mbarrier the probe looks at (a copy of a size not known: any bytes).
-CS_DEV bool cs_mc_needs(const cs_mc_need& n, const cs_mc_post_t& q) {
-    if (n.mb == CS_MC_EVERY) return true;
-    uint32_t what = (q.from >> CS_POST_WHAT_SHIFT) & 0xFFu;
-    if (what >= CS_POST_MBAR) return q.dst + 1 == n.mb;
-    if (what == 0 && q.mbar + 1 == n.mb) return true;
-    uint32_t end = q.dst + q.bytes;
-    if (q.bytes == 0 || end < q.dst) return true;
-    return q.dst < n.hi && n.lo < end;
-}
-
-// One past the last of the posts [t, h) that need n must see applied (a post not written
-// yet counts), or t when none: the lanes `entry` look at a post each.
-CS_DEV uint32_t cs_mc_needed_until(cs_mailbox_t* m, uint32_t t, uint32_t h, const cs_mc_need& n,
-                                   uint32_t entry) {
-    if (n.mb == CS_MC_EVERY) return h;
-    uint32_t lanes = cs_popc(entry), last = 0;
-    for (uint32_t k = cs_popc(entry & ((1u << cs_lane()) - 1u)); k < h - t; k += lanes) {
-        const volatile cs_mc_post_t* vq = &m->post[(t + k) % CS_MAILBOX_ENTRIES];
-        bool ready = vq->seq == t + k + 1;
-        cs_fence_cluster();  // (the post's words after its last)
-        cs_mc_post_t q = {0, vq->dst, vq->bytes, vq->mbar, 0, vq->from, 0, 0};
-        if (!ready || cs_mc_needs(n, q)) last = k + 1;
-    }
-    return t + cs_max(entry, last);
-}
-
-// Apply the posts a probe needs (cs_mc_needed_until), in order, by the lanes `entry` of this
-// warp together, their first holding the mailbox's lock, and every post claimed meanwhile
-// with them; or, while another warp holds it, wait until that warp has applied the posts
-// this probe needs. A probe that needs none applies the posts only when the lock is free
-// (they land before the next probe that needs them either way), and goes on otherwise:
-// with every probe waiting for every post claimed before it, a clustered ring's consumer
-// warps spent 18.1M of their 21.7M drain cycles per CTA waiting for the warp applying the
-// producer's next tiles (the H100, breakdown_async.py --profile).
-// Warp-uniform on purpose: every call out of line (cs_engine_write, cs_record) is made by
-// every lane, and the first lane alone runs only code without calls. A callee that uses
-// the callee-saved convergence barriers clears them on entry; called by one lane while the
-// others wait for it, that releases them, and the warp runs split from there on. Measured
-// on the H100: with the drain called by one lane (or by each lane for itself, in turn,
-// under the lock), warps split in the mbarrier probe, and the kernel hung in its closing
-// barrier.cluster, one part of a warp waiting for the other.
-CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry, cs_mc_need need) {
+// Apply every post claimed so far, in order (a post claimed but still being written is
+// waited for), by the lanes `entry` of this warp together, their first holding the
+// mailbox's lock; or, while another warp holds it, wait until that warp has applied the
+// posts claimed before this call. Warp-uniform on purpose: every call out of line (cs_engine_write,
+// cs_record) is made by every lane, and the first lane alone runs only code without calls.
+// A callee that uses the callee-saved convergence barriers clears them on entry; called by
+// one lane while the others wait for it, that releases them, and the warp runs split
+// from there on. Measured on the H100: with the drain called by one lane (or by each lane
+// for itself, in turn, under the lock), warps split in the mbarrier probe, and the kernel
+// hung in its closing barrier.cluster, one part of a warp waiting for the other.
+CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
     CS_PROF(32);
     cs_mailbox_t* m = cs_mailbox();
     uint32_t leader = cs_ffs(entry) - 1;
     bool lead = cs_lane() == leader, holder = false;
-    volatile cs_mailbox_t* vm = m;
-    uint32_t t0 = cs_bcast(entry, vm->tail, leader), h0 = cs_bcast(entry, vm->head, leader);
-    uint32_t until = cs_mc_needed_until(m, t0, h0, need, entry);
+    // This probe needs the posts claimed before it applied. While another warp holds the
+    // lock and applies them, wait for the tail to pass them rather than queue for the lock
+    // (spinning compare-and-swaps slowed the holder down).
+    uint32_t h0 = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
     if (lead) {
         CS_PROF(34);
-        // While another warp holds the lock and applies them, wait for the tail to pass the
-        // posts needed rather than queue for the lock (spinning compare-and-swaps slowed the
-        // holder down).
-        while ((int32_t)(vm->tail - until) < 0) {
+        volatile cs_mailbox_t* vm = m;
+        while ((int32_t)(vm->tail - h0) < 0) {
             if (vm->lock == 0 && cs_cas32(&m->lock, 0, 1) == 0) {
                 holder = true;
                 break;
             }
         }
-        if (!holder && vm->head != vm->tail && vm->lock == 0 && cs_cas32(&m->lock, 0, 1) == 0)
-            holder = true;
         cs_fence_lock();
     }
     if (!cs_bcast(entry, holder, leader)) return;
@@ -445,26 +388,15 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry, cs_mc_need need) {
     if (lead) cs_unlock(&m->lock);
 }
 
-// At the start of a probe that may look at bytes or an mbarrier a peer's post reaches: the
-// posts it needs (need(entry): cs_mc_need_of, or cs_mc_all_posts; worked out only where posts
-// wait) are applied first, by the lanes that entered together (cs_mc_drain says why all).
-template <class F>
-CS_DEV void cs_mc_poll(F need) {
+// At the start of a probe that may look at bytes or an mbarrier a peer's copy reaches:
+// the posts that came meanwhile are applied first, by the lanes that entered together
+// (cs_mc_drain says why all of them).
+CS_DEV void cs_mc_poll() {
     if (!cs_multicast_on()) return;
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
     uint32_t entry = cs_activemask();
     cs_mailbox_t* m = cs_mailbox();
     bool pending = *(volatile uint32_t*)&m->head != *(volatile uint32_t*)&m->tail;
-    if (cs_any(entry, pending)) cs_mc_drain(slot, entry, need(entry));
-}
-CS_DEV cs_mc_need cs_mc_all_posts(uint32_t) { return cs_mc_every(); }
-// The need of an access probe's lanes `entry`: n accesses of the info's size, `stride` apart,
-// from addr.
-CS_DEV cs_mc_need cs_mc_need_access(uint32_t entry, uint64_t addr, uint32_t info, uint32_t n,
-                                    uint32_t stride) {
-    uint32_t off = 0, end;
-    bool here = cs_where(addr, (info >> CS_INFO_SPACE_SHIFT) & 3u, off) == CS_AT_HERE;
-    end = off + (n ? n - 1 : 0) * stride + (info & CS_INFO_SIZE_MASK);
-    return cs_mc_need_of(entry, here, off, end < off ? CS_MC_EVERY : end, false, 0);
+    if (cs_any(entry, pending)) cs_mc_drain(slot, entry);
 }

@@ -6,7 +6,6 @@ posting side needs DSMEM: tests/gpu/test_multicast.py)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from instrument import abi
@@ -119,40 +118,3 @@ def test_a_copy_after_the_readers_release_is_clean(ck):
 def test_a_release_made_after_the_one_acquired_covers_nothing(ck):
     first = ck.remote_release(1)  # before the read: does not cover it
     assert _refill(ck, acquired=first) == [("race.war", FAR, LATE, 0)]
-
-
-def _mailbox(ck: HostChecker) -> np.ndarray:
-    """The mailbox's head, tail and lock words: a view into the CTA's dynamic shared memory
-    (the checker aligns its part to 16 bytes)."""
-    at = ((-ck.smem.ctypes.data) % 16 + ck.layout.mc_offset) // 4
-    return ck.smem.view(np.uint32)[at:at + 3]
-
-
-@pytest.mark.parametrize("probe", ["read", "write", "wait on another mbarrier", "arrive on it"])
-def test_a_probe_needing_no_waiting_post_goes_on_while_another_warp_applies_them(ck, probe):
-    """A peer's copy waits in the mailbox while another warp holds its lock (applying posts):
-    a probe on other bytes (another box-summary block) or another mbarrier does not wait for
-    it; the next probe on the copy's bytes, the lock given back, applies it first."""
-    other = MB + 64
-    assert ck.mbar(0, other, abi.MB_INIT, 1, site=INIT) == 0
-    ck.write(1, 768, site=FAR)
-    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
-    ck.peer_copy(0, 64, MB, site=COPY, rank=1)
-    box = _mailbox(ck)
-    head, tail = int(box[0]), int(box[1])
-    assert head == tail + 1
-    box[2] = 1  # (held by another warp)
-    if probe == "read":
-        ck.read(1, 768, site=LATE)
-    elif probe == "write":
-        ck.write(1, 768, site=LATE)
-    elif probe == "wait on another mbarrier":
-        assert ck.mbar_wait(1, other, parity=0, ok=False, site=WAIT) == 0
-    else:
-        assert ck.mbar(1, other, abi.MB_ARRIVE, 1, site=ARRIVE) == 0
-    assert (int(box[0]), int(box[1])) == (head, tail)  # still waiting: not applied
-    assert _records(ck) == []
-    box[2] = 0
-    ck.read(1, 16, site=EARLY)
-    assert int(box[1]) == head
-    assert _records(ck) == [("async.pending-write", EARLY, COPY, 2)]
