@@ -38,6 +38,9 @@ CONFIGS = {
     # (The mbarrier probes alone switched off would leave waits acquiring nothing, and the
     # false findings' records would be timed.)
     "no async probes": "CONSAN_NULL_MBAR CONSAN_NULL_TENSOR CONSAN_NULL_ACCESS CONSAN_NULL_WGMMA",
+    # the 16-byte access probe's reads (ldmatrix, v4 loads) return at once: what an inline
+    # read path that never called could save at most
+    "no 16-byte reads": "CONSAN_NULL_READ16",
 }
 # configurations a kernel is not run in, and why (said in the table)
 NOT_FOR = {"no async probes": {
@@ -85,7 +88,8 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(drain: waiting for a post's last word)", "(drain: a peer's mbarrier operation)",
           "(drain: a peer's DSMEM access)", "(drain: a peer's copy)",
           "(peer's copy: the issuer's view)", "(peer's copy: the copy's write)",
-          "(peer's copy: its record, its bytes landing)", "(drain: a fence before a post)")
+          "(peer's copy: its record, its bytes landing)", "(drain: a fence before a post)",
+          "(access16: reads)", "(access16: writes)")
 PROF_WORDS = 256  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
 # word: posts that found a mailbox full
 

@@ -220,7 +220,9 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
 CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     if (!cs_vc_smem_on()) return __consan_access_n(addr, site, info, rep);
     CS_PROF(0);
+    CS_PROF_AS(by_mode, cs_info_mode(info) == CS_MODE_READ ? 43u : 44u);
     CS_NULL_ACCESS(return;)
+    CS_NULL_READ16(if (cs_info_mode(info) == CS_MODE_READ) return;)
     cs_store_record_end(site, info);
     if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
 }

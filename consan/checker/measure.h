@@ -57,6 +57,7 @@ struct cs_prof_scope {
     }
 };
 #define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#define CS_PROF_AS(name, kind) cs_prof_scope name(kind)  // (a second scope in one block)
 #define CS_PROF_FULL() atomicAdd(&cs_prof[CS_PROF_WORDS - 1], 1ull)
 #elif defined(CONSAN_TRACE_ADDR) && defined(CONSAN_TRACE_PROBES) && !defined(CONSAN_HOST)
 struct cs_prof_scope {
@@ -65,8 +66,10 @@ struct cs_prof_scope {
     __device__ ~cs_prof_scope() { cs_trace_at(0x9000 | k); }
 };
 #define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#define CS_PROF_AS(name, kind) cs_prof_scope name(kind)
 #else
 #define CS_PROF(kind)
+#define CS_PROF_AS(name, kind)
 #endif
 #ifndef CS_PROF_FULL
 #define CS_PROF_FULL() ((void)0)
@@ -81,6 +84,12 @@ struct cs_prof_scope {
 #define CS_NULL_ACCESS(...) __VA_ARGS__
 #else
 #define CS_NULL_ACCESS(...)
+#endif
+// CONSAN_NULL_READ16: the 16-byte access probe's reads return at once (its writes stay).
+#ifdef CONSAN_NULL_READ16
+#define CS_NULL_READ16(...) __VA_ARGS__
+#else
+#define CS_NULL_READ16(...)
 #endif
 #ifdef CONSAN_NULL_WGMMA
 #define CS_NULL_WGMMA(...) __VA_ARGS__
