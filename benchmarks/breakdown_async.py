@@ -41,7 +41,13 @@ CONFIGS = {
     # the 16-byte access probe's reads (ldmatrix, v4 loads) return at once: what an inline
     # read path that never called could save at most
     "no 16-byte reads": "CONSAN_NULL_READ16",
+    # no probe at all for reads (for every access): the bound of an inline path that never
+    # calls, the calls' cost included (REWRITE_ENV)
+    "no read calls": "",
+    "no access calls": "",
 }
+REWRITE_ENV = {"no read calls": {"CONSAN_MEASURE_SKIP_ACCESS": "read"},
+               "no access calls": {"CONSAN_MEASURE_SKIP_ACCESS": "all"}}
 # configurations a kernel is not run in, and why (said in the table)
 NOT_FOR = {"no async probes": {
     "dsmem_ring_2cta": "its child printed no time within 120 s on the H100 (not looked into)"}}
@@ -227,7 +233,8 @@ def main(argv=None) -> int:
             if why:
                 print(f"{name} | {label} | not run: {why}", flush=True)
                 continue
-            env = {**os.environ, "PYTHONPATH": ROOT, "CONSAN_CHECKER_DEFINES": defines}
+            env = {**os.environ, "PYTHONPATH": ROOT, "CONSAN_CHECKER_DEFINES": defines,
+                   **REWRITE_ENV.get(label, {})}
             extra = (["--size", args.size] if args.size else []) + \
                 (["--abi", args.abi] if args.abi else []) + (["--clean"] if args.clean else [])
             try:

@@ -136,6 +136,16 @@ def test_rewrite_small_module():
     assert args_of(red, abi.PROBE_BAR_ARRIVE)[0][:2] == ["2", "96"]
 
 
+@pytest.mark.parametrize("skip, left", [("", 3), ("read", 1), ("all", 0)])
+def test_the_measurement_switch_drops_access_probes_only_where_set(monkeypatch, skip, left):
+    """CONSAN_MEASURE_SKIP_ACCESS (benchmarks only) leaves no probe for reads, or for every
+    access; unset, every access keeps its probe."""
+    monkeypatch.setenv("CONSAN_MEASURE_SKIP_ACCESS", skip)
+    out = instrument(SMALL, "small.ptx").ptx
+    assert len(calls(out, abi.PROBE_ACCESS)) == left
+    assert out.count(f"call {abi.PROBE_BAR_WAIT}") == 2
+
+
 def test_small_module_assembles_for_both_targets():
     for a in ("sm_80", "sm_90a"):
         arch = toolchain.Arch.parse(a)
