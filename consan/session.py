@@ -115,6 +115,10 @@ def work_in(b: runtime.Build) -> tuple[bool, bool]:
 
 
 def dim3(t: tuple) -> tuple[int, int, int]:
+    if type(t) is tuple and len(t) == 3:  # (every launch asks: the common form at once)
+        x, y, z = t
+        if type(x) is int and type(y) is int and type(z) is int and x > 0 and y > 0 and z > 0:
+            return t
     t = (tuple(t) + (1, 1))[:3]
     return tuple(max(1, int(x)) for x in t)  # type: ignore[return-value]
 
@@ -537,7 +541,8 @@ class Session:
         if isinstance(proof, str) and getattr(proof, "unknown", False) and \
                 (values is not None or grid is not None):
             scalars, maps = values() if values is not None else ({}, ())
-            g = tuple((tuple(int(x) for x in grid) + (1, 1))[:3]) if grid else None
+            g = grid if type(grid) is tuple and len(grid) == 3 else \
+                tuple((tuple(int(x) for x in grid) + (1, 1))[:3]) if grid else None
             if scalars or maps or g:
                 tried = self._param_proofs.setdefault(key, 0)
                 pkey = (*key, tuple(sorted((scalars or {}).items())), tuple(maps), g)

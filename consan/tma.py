@@ -116,7 +116,7 @@ class TensorMapInfo:
             out.append(b if i == 0 and self.interleave == 0 else -(-b // e))
         return tuple(out)
 
-    @property
+    @functools.cached_property  # (asked at every launch of a kernel proven for its maps)
     def footprint_bytes(self) -> int:
         """Bytes of shared memory one copy writes (load) or reads (store), from the smem
         address on, contiguous: swizzling permutes bytes inside this region. With
@@ -390,9 +390,8 @@ def copy_sizes(args) -> tuple[int | None, ...]:
     kernel's TMA copies with them."""
     out = []
     for a in args:
-        data = map_bytes(a) if isinstance(a, _ARRAYS) else None
-        if data is not None:
-            info = tensor_map_info(a)
+        if isinstance(a, _ARRAYS) and a.dtype.itemsize == MAP_BYTES and a.size == 1:
+            info = tensor_map_info(a)  # (map_bytes' test: its bytes only where no metadata)
             out.append(info.footprint_bytes if info is not None else None)
     return tuple(out)
 
