@@ -190,10 +190,15 @@ _generation = 0  # bumped whenever the registry changes: launch tables made befo
 _ARRAYS = (np.void, np.ndarray)  # (a tuple: `np.void | np.ndarray` is built at every call)
 
 
+def _map_array(m: Any) -> bool:
+    """Whether `m` is a tensor map held by NumPy (np.void, or an array of one map)."""
+    return isinstance(m, _ARRAYS) and m.dtype.itemsize == MAP_BYTES and m.size == 1
+
+
 def map_bytes(m: Any) -> bytes | None:
     """The 128 bytes of a tensor map given as np.void, bytes, or a cuda-bindings
     CUtensorMap; None for anything else."""
-    if isinstance(m, _ARRAYS) and m.dtype.itemsize == MAP_BYTES and m.size == 1:
+    if _map_array(m):
         return m.tobytes()
     if isinstance(m, bytes | bytearray | memoryview) and len(m) == MAP_BYTES:
         return bytes(m)
@@ -390,8 +395,8 @@ def copy_sizes(args) -> tuple[int | None, ...]:
     kernel's TMA copies with them."""
     out = []
     for a in args:
-        if isinstance(a, _ARRAYS) and a.dtype.itemsize == MAP_BYTES and a.size == 1:
-            info = tensor_map_info(a)  # (map_bytes' test: its bytes only where no metadata)
+        if _map_array(a):  # (its bytes copied only where it has no metadata)
+            info = tensor_map_info(a)
             out.append(info.footprint_bytes if info is not None else None)
     return tuple(out)
 
