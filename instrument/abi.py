@@ -255,7 +255,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_STORE_VALUE: ((".b32", ".b32"), None),
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),
-    PROBE_CTA_BEGIN: ((), ".b32"),  # the warp's fast-path record (PSH_FAST_*), 0: none
+    PROBE_CTA_BEGIN: ((), ".b32"),  # the warp's fast-path record (PSH_FAST_*, VF_*), 0: none
     PROBE_CLUSTER_BAR: ((".b32", ".b32"), None),
     PROBE_THREAD_EXIT: ((".b32",), None),
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
@@ -616,6 +616,19 @@ VW_ATOMIC = 1 << 30
 VW_TID_SHIFT = 23
 VW_CLOCK_MASK = (1 << 23) - 1
 VSH_BLOCK_GRANULES = 32  # a read-summary block: 128 bytes
+RS_ZEROING = 0xFFFFFFFF  # a reader's block summary while its bytes are being emptied
+
+# The inline read of 16-byte chunks (instrument/vc_reads.py), in the build with the vector
+# clocks' tables in shared memory and 16-byte granules: __consan_cta_begin returns VF_TAG |
+# warp << VF_WARP_SHIFT | the shared address of the CTA's record of where the tables are
+# (u32 words VF_*; VF_RSITE: a u64, the read sites' table in device memory), 0 in any other
+# build or without a slot.
+VF_TAG = 1 << 31
+VF_WARP_SHIFT = 24
+(VF_GRANULES, VF_BASE, VF_W, VF_R, VF_RS, VF_RSS4, VF_BT, VF_GP, VF_CLOCKS, VF_VIS,
+ VF_NL4) = range(11)
+VF_RSITE = 12
+VF_WORDS = 16
 
 
 def vsh_readers(nwarps: int, warp_reads: bool, bulk_stores: bool, wgmma: bool) -> int:
@@ -883,6 +896,11 @@ def c_header() -> str:
         "CS_VW_MBAR": VW_MBAR, "CS_VW_ATOMIC": VW_ATOMIC,
         "CS_VW_TID_SHIFT": VW_TID_SHIFT, "CS_VW_CLOCK_MASK": VW_CLOCK_MASK,
         "CS_VSH_BLOCK_GRANULES": VSH_BLOCK_GRANULES, "CS_REP_STRIDE_SHIFT": REP_STRIDE_SHIFT,
+        "CS_RS_ZEROING": RS_ZEROING, "CS_VF_TAG": VF_TAG, "CS_VF_WARP_SHIFT": VF_WARP_SHIFT,
+        "CS_VF_GRANULES": VF_GRANULES, "CS_VF_BASE": VF_BASE, "CS_VF_W": VF_W, "CS_VF_R": VF_R,
+        "CS_VF_RS": VF_RS, "CS_VF_RSS4": VF_RSS4, "CS_VF_BT": VF_BT, "CS_VF_GP": VF_GP,
+        "CS_VF_CLOCKS": VF_CLOCKS, "CS_VF_VIS": VF_VIS, "CS_VF_NL4": VF_NL4,
+        "CS_VF_RSITE": VF_RSITE, "CS_VF_WORDS": VF_WORDS,
         "CS_REP_COUNT_MASK": REP_COUNT_MASK,
         "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,
         "CS_BS_READERS": BS_READERS, "CS_BS_FLAG_OVERFLOW": BS_FLAG_OVERFLOW,

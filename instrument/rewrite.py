@@ -29,6 +29,7 @@ from . import (
     loops,
     remote,
     static_proof,
+    vc_reads,
     wgmma_window,
 )
 from . import value_tags as tagging
@@ -134,6 +135,7 @@ class Instrumented:
     inline_writes: int = 0  # plain writes that store their epoch inline (fast_path.py)
     inline_reads: int = 0  # one-granule reads that set their bit inline (fast_path.py)
     inline_barriers: int = 0  # barriers and exits whose probes run inline (inline_barriers.py)
+    inline_chunk_reads: int = 0  # 16-byte reads settled inline where they can (vc_reads.py)
     # kernel -> its proof (static_proof.py), filled only where every function of the module
     # is a kernel proven so: the front ends then run it natively
     proven: dict[str, static_proof.Proof] = field(default_factory=dict)
@@ -603,6 +605,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
     loose = _loose_mbarriers(mod, shared)
     fast: list[_FastAccess] = []  # accesses that fast_path.py serves
+    chunk_reads: list[_ChunkRead] = []  # reads vc_reads.py may settle inline
     tags: dict[int, _Tag] = {}  # stores' value tags, by module index
     inline_bars: dict[int, _InlineBarrier] = {}  # entries' barrier and exit probes
     begins: dict[int, int] = {}  # an entry's '{' -> the item its begin probe precedes
@@ -736,6 +739,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 continue
             probes += 1
             before[idx], text, after_text = got
+            if fn.is_entry and idx not in converted and vc_reads.eligible(c, rep):
+                chunk_reads.append(_ChunkRead(idx, it, c, rep, widths, before[idx]))
             if after_text:
                 after[idx] = after_text
             if text is not None:
@@ -810,6 +815,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         fast_tests, inline_writes, inline_reads = _fast_paths(fast, begins, before, after,
                                                               hidx, value_tags, tags,
                                                               mod.items, replaced)
+    chunk_inline = 0
+    if chunks and not cta_wide_only and not multicast:  # (the 16-byte granules' build)
+        chunk_inline = _chunk_reads(chunk_reads, before)
     out = []
     for i, it in enumerate(mod.items):
         if i in before:
@@ -826,6 +834,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                           for _, lp in first_trips] if cta_wide_only else [],
                         fast_paths=fast_tests, inline_writes=inline_writes,
                         inline_reads=inline_reads, inline_barriers=inline_bars_done,
+                        inline_chunk_reads=chunk_inline,
                         proven=proofs, prove_at=functools.partial(_prove_at, mod, shared))
 
 
@@ -878,6 +887,30 @@ class _FastAccess(NamedTuple):
     widths: dict[str, int]  # its function's register widths
     looped: bool  # in a loop: it takes the inline test
     entry: int  # its entry's '{' (whose begin probe returns the record)
+
+
+class _ChunkRead(NamedTuple):
+    index: int
+    item: Item
+    cls: Classified
+    rep: int | None
+    widths: dict[str, int]
+    probe: str  # its probe's text as emitted
+
+
+def _chunk_reads(reads: list[_ChunkRead], before: dict[int, str]) -> int:
+    """vc_reads.py's inline read ahead of each read's probe whose text nothing was added to
+    since (an entry's begin probe, a converted branch's predicate); returns how many."""
+    n = 0
+    for r in reads:
+        if before.get(r.index) != r.probe:
+            continue
+        before[r.index] = vc_reads.code(
+            r.cls, r.rep, _probe_site(r.probe), r.item.pred[1:] if r.item.pred else None,
+            _address_code(r.cls.address or "", r.widths, r.item), REG_ADDR, r.probe,
+            f"$__cs_vr{r.index}")
+        n += 1
+    return n
 
 
 def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[int, str],

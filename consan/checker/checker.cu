@@ -702,7 +702,9 @@ CS_ENTRY uint32_t cs_host_remote_release(uint32_t warp) {
 CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrivals[b & 15u]; }
 #else
 // Returns the warp's fast-path record in the phase tables in shared memory (the inline
-// fast path of the rewritten kernel reads it: instrument/fast_path.py), 0 in other builds.
+// fast path of the rewritten kernel reads it: instrument/fast_path.py), or the tag, the
+// warp and the record of the vector clocks' tables in shared memory with 16-byte granules
+// (instrument/vc_reads.py), 0 in other builds.
 CS_ENTRY uint32_t __consan_cta_begin() {
     CS_PROF(13);
     uint32_t tid = cs_tid();
@@ -721,6 +723,12 @@ CS_ENTRY uint32_t __consan_cta_begin() {
     // Multicast copies: the cluster's CTAs meet once their mailboxes are clear, so no post
     // reaches one before (its own code orders nothing by this: it runs before any of it).
     if (cs_multicast_on()) cs_cluster_sync();
+#if defined(CONSAN_VSH) && defined(CONSAN_CHUNK_GRANULES)
+    // the record of the inline reads (instrument/vc_reads.py), filled with the layout
+    if (slot != CS_NO_SLOT && cs_vc_smem_on())
+        return CS_VF_TAG | cs_warp() << CS_VF_WARP_SHIFT |
+               (uint32_t)__cvta_generic_to_shared(cs_shv.vfast);
+#endif
     return 0u;
 }
 #endif

@@ -39,6 +39,7 @@ struct CS_ALIGN16 cs_shared_t {
     uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps already looked up (0: free)
     uint32_t tmap_bytes[CS_TMAP_CACHE], tmap_claimed;  // ...their bytes; entries taken
     cs_vc_smem_layout_t vlay;
+    CS_ALIGN16 uint32_t vfast[CS_VF_WORDS];  // the inline read's record (abi.VF_*)
 };
 #define cs_vc_smem_layout_sh (cs_shv.vlay)
 #define cs_mlock_sh (cs_shv.mlock)

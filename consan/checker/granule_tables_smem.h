@@ -122,6 +122,19 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     }
     l.ws = (uint32_t*)S.wsite + (uint64_t)slot * l.gp;
     l.rsite = (uint32_t*)S.vrsite + (uint64_t)slot * (l.nr * l.gp + ((l.nb + 3) & ~3u));  // abi.vsh_site_words
+#if defined(CONSAN_CHUNK_GRANULES) && !defined(CONSAN_HOST)
+    // where the rewritten kernel's inline reads of 16-byte chunks find the tables
+    // (instrument/vc_reads.py; __consan_cta_begin returns the record's address)
+    uint32_t* f = cs_shv.vfast;
+    f[CS_VF_GRANULES] = S.granules - S.vsh_base / CS_GRANULE_BYTES;
+    f[CS_VF_BASE] = S.vsh_base;
+    f[CS_VF_W] = l.W, f[CS_VF_R] = l.R, f[CS_VF_RS] = l.RS, f[CS_VF_RSS4] = 4u * l.rss;
+    f[CS_VF_BT] = l.BT, f[CS_VF_GP] = l.gp;
+    f[CS_VF_CLOCKS] = (uint32_t)__cvta_generic_to_shared(cs_clock_sh);
+    f[CS_VF_VIS] = (uint32_t)__cvta_generic_to_shared(l.vis);
+    f[CS_VF_NL4] = 4u * S.nlogical;
+    f[CS_VF_RSITE] = (uint32_t)(uint64_t)l.rsite, f[CS_VF_RSITE + 1] = (uint32_t)((uint64_t)l.rsite >> 32);
+#endif
 }
 
 // What a probe needs of the tables.
@@ -249,7 +262,6 @@ CS_DEV void cs_vc_smem_raise(const cs_vc_smem_ctx_t& x, uint32_t b, uint32_t ri,
 // while a wgmma unit publishes its first read of the block since it was written whole,
 // which no synchronisation orders against this write (a race: the reader sees the write
 // too, after its fence).
-#define CS_RS_ZEROING 0xFFFFFFFFu
 CS_NOINLINE void cs_vc_smem_freshen(cs_sp p, cs_sp r) {
     uint32_t same = cs_match(cs_activemask(), p);
     if (cs_lane() == (uint32_t)cs_ffs(same) - 1) {

@@ -224,3 +224,44 @@ def test_a_96_kib_triton_matmul_fits_its_tables_in_shared_memory():
     assert chunk.granules * 4 == fine.granules
     assert chunk.state({k: 0 for k, t in abi.STATE_FIELDS if t == "uint64_t"})["granules"] \
         == chunk.granules
+
+
+@pytest.mark.parametrize("access,inline", [
+    ("ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];", True),
+    ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r2, %r3, %r4, %r5}, [%r1];", True),
+    ("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%r2, %r3}, [%r1+256];", True),
+    ("@%p1 ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];", True),
+    ("st.shared.v4.b32 [%r1+16], {%r2, %r3, %r4, %r5};", False),  # a write: the probe
+    ("ld.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];", False),  # generic: the probe decides
+])
+def test_a_16_byte_read_of_a_chunk_module_is_settled_inline_before_its_probe(access, inline):
+    """instrument/vc_reads.py: the inline read goes right before the read's own probe call,
+    which the whole warp still makes where a lane cannot settle it; the module assembles
+    and links with the checker build a 256-thread launch takes (16-byte granules, tables in
+    shared memory)."""
+    from consan import runtime, toolchain
+
+    guarded = access.startswith("@")
+    ins = _module((".reg .pred %p<2>;\n    setp.ne.u32 %p1, %r2, 0;\n    " if guarded else "")
+                  + access)
+    assert ins.chunk_granules and ins.inline_chunk_reads == (1 if inline else 0)
+    out = ins.ptx
+    if inline:
+        read = out.index("// consan inline read")
+        vote = out.index("vote.sync.any.pred", read)
+        call = out.index(f"call {abi.PROBE_ACCESS16}", vote)
+        op = access.removeprefix("@%p1 ").split(" ", 1)[0]
+        assert read < vote < call < out.index(op, call)
+        assert ("mov.pred %__cs_vp0, %p1;" in out) is guarded
+        assert (f"@%p1 call {abi.PROBE_ACCESS16}" in out) is guarded
+    else:
+        assert "consan inline read" not in out
+    kw = runtime.first_link(ins, 256)
+    toolchain.link_with_checker(ins, "k.ptx", toolchain.Arch(9, 0, "a"), **kw)
+
+
+def test_phase_modules_read_through_their_own_fast_path_only():
+    v4 = "ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];"
+    phase = _module(v4, copy="st.shared.v4.b32 [%r1], {%r2, %r3, %r4, %r5};")
+    assert phase.phase_mode and phase.inline_chunk_reads == 0
+    assert "consan inline read" not in phase.ptx

@@ -85,6 +85,8 @@ def _prepared(src: str):
     p = consan.prepare(src, "chunks", grid=GRID, block=BLOCK, options=(arch_option(),))
     assert p.build.instrumented.chunk_granules
     assert p.layout.granule_bytes == 16
+    # its float4 reads and ldmatrix are settled inline where they can (vc_reads.py)
+    assert p.build.instrumented.inline_chunk_reads == 3
     return p
 
 
