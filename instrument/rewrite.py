@@ -816,7 +816,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                                               hidx, value_tags, tags,
                                                               mod.items, replaced)
     chunk_inline = 0
-    if chunks and not cta_wide_only and not multicast:  # (the 16-byte granules' build)
+    if chunks and not cta_wide_only and not multicast and \
+            len(chunk_reads) <= vc_reads.MAX_SITES:  # (the 16-byte granules' build)
         chunk_inline = _chunk_reads(chunk_reads, before)
     out = []
     for i, it in enumerate(mod.items):

@@ -20,7 +20,9 @@ from . import abi
 from .events import Classified, Event
 from .fast_path import REG_FAST
 
-MAX_COUNT = 4  # a coalesced run of up to this many reads is settled inline, chunk by chunk
+MAX_COUNT = 8  # a coalesced run of up to this many reads is settled inline, chunk by chunk
+# (a Triton matmul's ldmatrix runs are 8)
+MAX_SITES = 32  # a module with more such reads calls their probes (its code would grow too much)
 
 _V = "%__cs_v"  # b32 scratch of one inline read (a scoped declaration)
 _P = "%__cs_vp"  # pred scratch

@@ -265,3 +265,17 @@ def test_phase_modules_read_through_their_own_fast_path_only():
     phase = _module(v4, copy="st.shared.v4.b32 [%r1], {%r2, %r3, %r4, %r5};")
     assert phase.phase_mode and phase.inline_chunk_reads == 0
     assert "consan inline read" not in phase.ptx
+
+
+def test_a_module_of_many_chunk_reads_calls_their_probes():
+    """Past vc_reads.MAX_SITES reads a module keeps every read's plain call (its code would
+    grow by the inline reads' size at each)."""
+    from instrument import vc_reads
+
+    def reads(n):
+        return "\n    ".join(f"ld.shared.v4.f32 {{%f1, %f2, %f3, %f4}}, [%r1+{16 * (k % 60)}];"
+                               "\n    bar.sync 0;" for k in range(n))  # (reads not merged)
+    assert _module(reads(vc_reads.MAX_SITES)).inline_chunk_reads == vc_reads.MAX_SITES
+    many = _module(reads(vc_reads.MAX_SITES + 1))
+    assert many.chunk_granules and many.inline_chunk_reads == 0
+    assert "consan inline read" not in many.ptx
