@@ -46,7 +46,7 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
     count = 1 if rep is None else rep & abi.REP_COUNT_MASK
     stride = 0 if rep is None else rep >> abi.REP_STRIDE_SHIFT
     shape = (c.info >> abi.INFO_SHAPE_SHIFT) & 15
-    r = {n: f"{_V}{i}" for i, n in enumerate(
+    f = {n: f"{_V}{i}" for i, n in enumerate(
         ("a", "rec", "w", "g", "base", "tw", "tr", "trs", "rss4", "bt", "gp", "clocks", "vis",
          "nl4", "x", "rlo", "rhi", "clk", "c8", "rrow", "rsw", "srow", "t", "v", "old", "e",
          "m", "tid", "cc"))}
@@ -54,9 +54,8 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
     b = [f"{_V}b{k}" for k in range(count)]  # ...its block
     on, go, fail, gk, z = (f"{_P}{i}" for i in range(5))
     pk = [f"{_P}k{k}" for k in range(count)]  # the lanes that published chunk k
-    f = r
     lines = ["{ // consan inline read",
-             f".reg .b32 {', '.join(r.values())}, {', '.join(q + b)};",
+             f".reg .b32 {', '.join(f.values())}, {', '.join(q + b)};",
              f".reg .b64 {_D}0, {_D}1;",
              f".reg .pred {on}, {go}, {fail}, {gk}, {z}, {', '.join(pk)};",
              *address,
