@@ -353,6 +353,10 @@ def _cheaper_checks(ins, sites) -> list[str]:
     if ins.inline_barriers:
         out.append(f"{ins.inline_barriers} barrier(s) and exit(s) do their checking without a "
                    "call")
+    if ins.inline_chunk_reads:
+        out.append(f"{ins.inline_chunk_reads} 16-byte load(s) record and judge themselves "
+                   "without a call where the bytes' last write is ordered before their warp "
+                   "(with the tables in shared memory)")
     return out
 
 

@@ -517,6 +517,16 @@ def test_instrument_names_the_loops_and_accesses_it_checks_with_less_work(tmp_pa
     assert "1 shared store(s) and 1 load(s) record themselves without a call" in out
 
 
+def test_instrument_names_the_16_byte_loads_it_settles_inline(tmp_path, capsys):
+    """The cp.async + ldmatrix GEMM: its ldmatrix reads (instrument/vc_reads.py)."""
+    from tests.kernels import mma_gemm
+
+    src = write(tmp_path, "k.cu", mma_gemm.SOURCE)
+    status, out, _ = main(capsys, "instrument", src, "--arch", "sm_90a")
+    assert status == 0
+    assert "4 16-byte load(s) record and judge themselves without a call" in out
+
+
 @pytest.mark.parametrize("text,sm", [("sm_90a", "sm_90a"), ("sm_100a", "sm_100a"),
                                      ("compute_120", "sm_120"), ("sm_103f", "sm_103f"),
                                      ("sm_80", "sm_80")])
