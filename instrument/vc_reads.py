@@ -29,12 +29,16 @@ _P = "%__cs_vp"  # pred scratch
 _D = "%__cs_vd"  # b64 scratch
 
 
+def _run(rep: int | None) -> tuple[int, int]:
+    """(count, stride) of a probe's rep word (None: one access)."""
+    return (1, 0) if rep is None else (rep & abi.REP_COUNT_MASK, rep >> abi.REP_STRIDE_SHIFT)
+
+
 def eligible(c: Classified, rep: int | None) -> bool:
     """Whether a read's probe may be preceded by the inline read (rep: its coalesced run)."""
     if c.event is not Event.READ or c.size != 16 or c.space != abi.SPACE_SHARED:
         return False
-    count = 1 if rep is None else rep & abi.REP_COUNT_MASK
-    stride = 0 if rep is None else rep >> abi.REP_STRIDE_SHIFT
+    count, stride = _run(rep)
     return 1 <= count <= MAX_COUNT and stride % 16 == 0
 
 
@@ -43,8 +47,7 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
     """PTX settling the read inline where every lane can, then `probe` (the read's own
     probe call, with its guard) where some lane cannot; `address` puts the first chunk's
     address in the b64 `addr_reg`; `done` is a label of the caller's, unique."""
-    count = 1 if rep is None else rep & abi.REP_COUNT_MASK
-    stride = 0 if rep is None else rep >> abi.REP_STRIDE_SHIFT
+    count, stride = _run(rep)
     shape = (c.info >> abi.INFO_SHAPE_SHIFT) & 15
     f = {n: f"{_V}{i}" for i, n in enumerate(
         ("a", "rec", "w", "g", "base", "tw", "tr", "trs", "rss4", "bt", "gp", "clocks", "vis",
