@@ -126,3 +126,81 @@ def test_racy_twin_gives_its_kind_at_its_line(placement, name):
         # (the copy is issued in an inlined helper: its call line is in the inline chain)
         assert (line_of(src, prev) in lines(v.prev_site)) if prev else v.prev_site is None, \
             str(rep)
+
+
+# The cp.async writes themselves as the found access: a refill over a chunk another warp
+# read, and a copy over the warp's own copy still in flight.
+REFILL = r"""
+#define COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
+#define WAIT0() asm volatile("cp.async.wait_group 0;" ::: "memory")
+__device__ __forceinline__ void cp16(float4* dst, const float4* src) {
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
+}
+extern "C" __global__ void refill(const float4* in, float4* out) {
+    __shared__ __align__(16) float4 s[256];
+    int t = threadIdx.x;
+    const float4* src = in + blockIdx.x * 256;
+    cp16(&s[t], src + t);  // @first
+    COMMIT();
+    WAIT0();
+    __syncthreads();
+    float4 v = s[(t + 32) % 256];  // @peek (another warp's chunk)
+    BEFORE_REFILL
+    cp16(&s[t], src + (t + 7) % 256);  // @refill
+    COMMIT();
+    BEFORE_AGAIN
+    cp16(&s[t], src + (t + 9) % 256);  // @again
+    COMMIT();
+    WAIT0();
+    __syncthreads();
+    float4 w = s[(t + 1) % 256];  // @final
+    out[blockIdx.x * 256 + t] = make_float4(v.x + w.x, v.y + w.y, v.z + w.z, v.w + w.w);
+}
+"""
+REFILL_CLEAN = {"BEFORE_REFILL": "__syncthreads();", "BEFORE_AGAIN": "WAIT0();"}
+REFILL_RACY = {  # name: (the change, kind, marker of its line, marker of the other access)
+    # the refill overwrites a chunk another warp peeked at, with no barrier between; its
+    # warp sleeps first, so the peek is in the tables before it (a late reader)
+    "late-reader": ({"BEFORE_REFILL": "__nanosleep(200000);"}, "race.war", "@refill", "@peek"),
+    # a copy over the warp's own earlier copy that it never waited for (the old epoch)
+    "own-copy-in-flight": ({"BEFORE_AGAIN": ""}, "async.pending-write", "@again", "@refill"),
+}
+
+
+def _refill(change: dict[str, str]):
+    import cupy as cp
+
+    import consan
+
+    src = REFILL
+    for k, v in {**REFILL_CLEAN, **change}.items():
+        src = src.replace(k, v)
+    p = consan.prepare(src, "refill", grid=GRID, block=BLOCK, options=(arch_option(),))
+    assert p.build.instrumented.chunk_granules
+    x = cp.asarray(np.random.default_rng(7).random(GRID[0] * 256 * 4, dtype=np.float32))
+    out = poisoned(GRID[0] * 256 * 4, cp.float32)
+    return src, p, (x, out), out
+
+
+def test_refill_clean_twin_is_clean_and_computes_the_native_bits(placement):
+    src, p, args, out = _refill({})
+    assert p.layout.placement.value == placement
+    native_launch(src, "refill", GRID, BLOCK, args, 0, (arch_option(),))
+    native = host(out).copy()
+    p.launch(args)
+    rep = p.report()
+    assert_same_outputs([native], [host(out)], "refill")
+    assert rep.ok and not rep.unmodeled, str(rep)
+
+
+@pytest.mark.parametrize("name", list(REFILL_RACY))
+def test_a_copy_gives_its_own_finding(placement, name):
+    change, kind, line, prev = REFILL_RACY[name]
+    src, p, args, _ = _refill(change)
+    p.launch(args)
+    rep = p.report()
+    assert {v.kind for v in rep.violations} == {kind}, str(rep)
+    for v in rep.violations:  # (the copies are issued in an inlined helper)
+        assert line_of(src, line) in lines(v.site), str(rep)
+        assert line_of(src, prev) in lines(v.prev_site), str(rep)
