@@ -291,10 +291,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         // then its slot, which is written again only abi.MB_SLOTS - 1 completions later
         // (cs_mbar_try_complete fences the slot's joins before the phase).
         cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
-        // (phases completed so far: a strong load at the CTA's scope, which the SM's L1
-        // may serve -- the entry is only this CTA's; a volatile one, system scope, went to
-        // L2 and was the largest stall of the wait, ncu on the H100)
-        uint32_t done = cs_ld32(&e[CS_MB_PHASE]);
+        uint32_t done = *(volatile uint32_t*)&e[CS_MB_PHASE];  // phases completed so far
         cs_fence_lock();
         uint32_t last = e[CS_MB_LASTPH + w];  // (its own warp's)
         uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (last & 1);
