@@ -4,6 +4,7 @@
     PYTHONPATH=. python benchmarks/ncu_async.py KERNEL            # run under ncu (below)
     PYTHONPATH=. python benchmarks/ncu_async.py --triton NAME [--native]
     PYTHONPATH=. python benchmarks/ncu_async.py --summary FILE.csv [--top N]
+    PYTHONPATH=. python benchmarks/ncu_async.py --lines FUNC1,FUNC2 FILE.csv
 
 The first form launches one case of bench_async.py under consan twice (profile the
 second: `ncu --launch-skip 1 --launch-count 1 -k regex:NAME --section SourceCounters
@@ -11,7 +12,10 @@ second: `ncu --launch-skip 1 --launch-count 1 -k regex:NAME --section SourceCoun
 The second runs a workload of bench_triton.py twice the same way, under consan or, with
 --native, without it (its kernels keep their names). The third prints, per function of
 that CSV, its share of the stall samples, the warp instructions it executed and its top
-stall reasons.
+stall reasons. The fourth prints, for each function whose name holds one of the given
+strings, every SASS line it ran: its stall samples, the warp instructions it executed and
+its top two stall reasons (a line with more than 1.5% of the function's samples marked):
+where a probe's time goes inside it, and how many times a call runs each line.
 """
 
 from __future__ import annotations
@@ -62,9 +66,9 @@ def launch_triton(name: str, native: bool) -> int:
     return 0 if clean else 1
 
 
-def summary(path: str, top: int = 0) -> None:
-    per = collections.defaultdict(collections.Counter)
-    lines = []  # (stall samples, warp instructions, function, SASS)
+def sass_rows(path: str):
+    """(function, SASS line's address, stall samples, warp instructions, SASS text, stall
+    reason -> samples) for every line of an ncu source-page CSV with numbers."""
     func, header = None, None
     with open(path, newline="") as fh:
         for row in csv.reader(fh):
@@ -75,17 +79,24 @@ def summary(path: str, top: int = 0) -> None:
             elif header and func and len(row) == len(header):
                 d = dict(zip(header, row, strict=True))
                 try:
-                    c = per[func]
-                    c["samples"] += int(d["Warp Stall Sampling (All Samples)"] or 0)
-                    c["instructions"] += int(d["Instructions Executed"] or 0)
-                    lines.append((int(d["Warp Stall Sampling (All Samples)"] or 0),
-                                  int(d["Instructions Executed"] or 0), func,
-                                  d.get("Source", "")))
-                    for k in header:
-                        if k.startswith("stall_") and "(Not" not in k:
-                            c[k] += int(d[k] or 0)
+                    stalls = {k[6:]: int(d[k] or 0) for k in header
+                              if k.startswith("stall_") and "(Not" not in k}
+                    yield (func, d["Address"], int(d["Warp Stall Sampling (All Samples)"] or 0),
+                           int(d["Instructions Executed"] or 0), d.get("Source", ""), stalls)
                 except ValueError:
                     continue
+
+
+def summary(path: str, top: int = 0) -> None:
+    per = collections.defaultdict(collections.Counter)
+    lines = []  # (stall samples, warp instructions, function, SASS)
+    for func, _, smp, ins, src, stalls in sass_rows(path):
+        c = per[func]
+        c["samples"] += smp
+        c["instructions"] += ins
+        lines.append((smp, ins, func, src))
+        for k, v in stalls.items():
+            c["stall_" + k] += v
     total = sum(c["samples"] for c in per.values()) or 1
     print("function | stall samples % | warp instructions | top stalls")
     for func, c in sorted(per.items(), key=lambda x: -x[1]["samples"]):
@@ -101,6 +112,24 @@ def summary(path: str, top: int = 0) -> None:
             print(f"{100 * smp / total:.1f} | {ins} | {fn[-40:]} | {src.strip()[:70]}")
 
 
+def sass_lines(path: str, names: list[str]) -> None:
+    """Every SASS line run by the functions whose names hold one of `names`."""
+    rows = collections.defaultdict(list)
+    for func, addr, smp, ins, src, stalls in sass_rows(path):
+        if any(n in func for n in names):
+            rows[func].append((addr, smp, ins, src, stalls))
+    for func, rs in rows.items():
+        total = sum(r[1] for r in rs) or 1
+        print(f"#### {func}: {total} stall samples, {sum(r[2] for r in rs)} warp instructions")
+        for addr, smp, ins, src, stalls in rs:
+            if not (smp or ins):
+                continue
+            top = sorted(((v, k) for k, v in stalls.items() if v), reverse=True)[:2]
+            mark = " <==" if smp * 200 > total * 3 else ""
+            print(f"{addr} {smp:6d} {ins:9d} {src.strip()[:70]:70s} "
+                  f"{' '.join(f'{k}:{v}' for v, k in top)}{mark}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kernel", nargs="?")
@@ -108,8 +137,14 @@ def main(argv=None) -> int:
     ap.add_argument("--triton", metavar="NAME", help="a workload of bench_triton.py")
     ap.add_argument("--native", action="store_true", help="with --triton: without consan")
     ap.add_argument("--top", type=int, default=0, help="also the N SASS lines stalled most")
+    ap.add_argument("--lines", metavar="F1,F2", help="with a CSV: every SASS line these "
+                    "functions ran")
     args = ap.parse_args(argv)
-    if args.summary:
+    if args.lines:
+        if not args.kernel:
+            ap.error("--lines needs the CSV")
+        sass_lines(args.kernel, args.lines.split(","))
+    elif args.summary:
         summary(args.summary, args.top)
     elif args.triton:
         return launch_triton(args.triton, args.native)
