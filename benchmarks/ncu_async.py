@@ -25,6 +25,7 @@ import collections
 import csv
 import os
 import sys
+from collections.abc import Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -66,7 +67,7 @@ def launch_triton(name: str, native: bool) -> int:
     return 0 if clean else 1
 
 
-def sass_rows(path: str):
+def sass_rows(path: str) -> Iterator[tuple[str, str, int, int, str, dict[str, int]]]:
     """(function, SASS line's address, stall samples, warp instructions, SASS text, stall
     reason -> samples) for every line of an ncu source-page CSV with numbers."""
     func, header = None, None
