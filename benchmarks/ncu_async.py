@@ -88,24 +88,28 @@ def sass_rows(path: str) -> Iterator[tuple[str, str, int, int, str, dict[str, in
                     continue
 
 
+def _top(stalls: dict[str, int], n: int) -> list[tuple[int, str]]:
+    """The n stall reasons with the most samples, (samples, reason), most first."""
+    return sorted(((v, k) for k, v in stalls.items() if v), reverse=True)[:n]
+
+
 def summary(path: str, top: int = 0) -> None:
-    per = collections.defaultdict(collections.Counter)
+    stalls_of = collections.defaultdict(collections.Counter)  # function -> reason -> samples
+    totals = collections.defaultdict(lambda: [0, 0])  # function -> [samples, instructions]
     lines = []  # (stall samples, warp instructions, function, SASS)
     for func, _, smp, ins, src, stalls in sass_rows(path):
-        c = per[func]
-        c["samples"] += smp
-        c["instructions"] += ins
+        totals[func][0] += smp
+        totals[func][1] += ins
+        stalls_of[func].update(stalls)
         lines.append((smp, ins, func, src))
-        for k, v in stalls.items():
-            c["stall_" + k] += v
-    total = sum(c["samples"] for c in per.values()) or 1
+    total = sum(t[0] for t in totals.values()) or 1
     print("function | stall samples % | warp instructions | top stalls")
-    for func, c in sorted(per.items(), key=lambda x: -x[1]["samples"]):
-        if c["samples"] * 200 < total:
+    for func, (smp, ins) in sorted(totals.items(), key=lambda x: -x[1][0]):
+        if smp * 200 < total:
             continue
-        worst = sorted(((v, k[6:]) for k, v in c.items() if k.startswith("stall_")), reverse=True)
-        stalls = ", ".join(f"{k} {100 * v / max(c['samples'], 1):.0f}%" for v, k in worst[:3])
-        print(f"{func} | {100 * c['samples'] / total:.1f} | {c['instructions']} | {stalls}")
+        worst = ", ".join(f"{k} {100 * v / max(smp, 1):.0f}%"
+                          for v, k in _top(stalls_of[func], 3))
+        print(f"{func} | {100 * smp / total:.1f} | {ins} | {worst}")
     if top:
         print(f"\nthe {top} SASS instructions with the most stall samples:")
         print("stall samples % | warp instructions | function | SASS")
@@ -125,7 +129,7 @@ def sass_lines(path: str, names: list[str]) -> None:
         for addr, smp, ins, src, stalls in rs:
             if not (smp or ins):
                 continue
-            top = sorted(((v, k) for k, v in stalls.items() if v), reverse=True)[:2]
+            top = _top(stalls, 2)
             mark = " <==" if smp * 200 > total * 3 else ""
             print(f"{addr} {smp:6d} {ins:9d} {src.strip()[:70]:70s} "
                   f"{' '.join(f'{k}:{v}' for v, k in top)}{mark}")

@@ -21,14 +21,15 @@ from tests.gpu_util import (
 
 pytestmark = pytest.mark.gpu
 
-SRC = r"""
+CP16 = r"""
 #define COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
 #define WAIT0() asm volatile("cp.async.wait_group 0;" ::: "memory")
 __device__ __forceinline__ void cp16(float4* dst, const float4* src) {
     unsigned d = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
 }
-extern "C" __global__ void chunks(const float4* in, float4* out, unsigned* rows) {
+"""
+SRC = CP16 + r"""extern "C" __global__ void chunks(const float4* in, float4* out, unsigned* rows) {
     __shared__ __align__(16) float4 s[256];
     int t = threadIdx.x, lane = t % 32;
     if (COPIED) cp16(&s[t], in + blockIdx.x * 256 + t);  // @cp
@@ -130,14 +131,7 @@ def test_racy_twin_gives_its_kind_at_its_line(placement, name):
 
 # The cp.async writes themselves as the found access: a refill over a chunk another warp
 # read, and a copy over the warp's own copy still in flight.
-REFILL = r"""
-#define COMMIT() asm volatile("cp.async.commit_group;" ::: "memory")
-#define WAIT0() asm volatile("cp.async.wait_group 0;" ::: "memory")
-__device__ __forceinline__ void cp16(float4* dst, const float4* src) {
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
-}
-extern "C" __global__ void refill(const float4* in, float4* out) {
+REFILL = CP16 + r"""extern "C" __global__ void refill(const float4* in, float4* out) {
     __shared__ __align__(16) float4 s[256];
     int t = threadIdx.x;
     const float4* src = in + blockIdx.x * 256;
