@@ -293,7 +293,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     // spinning warps must not hold up the arrivals they wait for.
     if (waits && cs_ending()) return 2;  // another warp's deadlock: the CTA winds down
     if (local && failed_wait &&
-        cs_spin_stuck(slot, w, dead ? 0x80000000u | off : *(volatile uint32_t*)&e[CS_MB_PHASE] + 1)) {
+        cs_spin_stuck(slot, w, dead ? 0x80000000u | off : cs_ld32(&e[CS_MB_PHASE]) + 1)) {
         cs_mbar_record(CS_DEADLOCK, site, off, dead ? 0 : e);
         skip = 2;
     }
