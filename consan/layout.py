@@ -54,7 +54,6 @@ class Layout:
     copy_engine: bool = False  # copy engines write smem: box summaries (device tables only)
     placement: Placement = Placement.DEVICE
     bar0_rows: bool = False  # Placement.VC_SMEM: barrier 0's rows (FLAG_BAR0_ROWS)
-    mbar_rows: int = 0  # Placement.VC_SMEM: mbarrier entries in shared memory (abi.vsh_bytes)
     window_base: int = 0  # lowest smem address the kernel's data gets (VC_SMEM skips below)
     shared_mem: int = 0  # the user's dynamic shared memory: the checker's bytes follow it
     multicast: bool = False  # multicast copies: a mailbox per CTA (FLAG_MULTICAST)
@@ -65,8 +64,6 @@ class Layout:
     def __post_init__(self) -> None:
         assert self.placement is not Placement.PHASE_SMEM or self.phase_mode, "phase mode only"
         assert not self.bar0_rows or self.placement is Placement.VC_SMEM, "bar0 rows are VC_SMEM's"
-        assert not self.mbar_rows or self.placement is Placement.VC_SMEM, "mbar rows: VC_SMEM's"
-        assert 0 <= self.mbar_rows <= abi.MBARRIERS
         assert not self.multicast or self.placement is Placement.DEVICE, "multicast: DEVICE"
         assert self.granule_bytes == abi.GRANULE_BYTES or not self.phase_mode, "chunks: clocks"
 
@@ -114,7 +111,7 @@ class Layout:
         if self.placement is Placement.VC_SMEM:
             return abi.vsh_bytes(self.granules, self.vsh_readers, self.nwarps, self.nlogical,
                                  self.vsh_base, bar0_rows=self.bar0_rows,
-                                 granule_bytes=self.granule_bytes, mbar_rows=self.mbar_rows)
+                                 granule_bytes=self.granule_bytes)
         return 0
 
     @property

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from instrument import abi
-from instrument.events import Event
 from instrument.rewrite import Instrumented, demangle
 from reports import Report
 
@@ -30,10 +29,6 @@ from .toolchain import is_ptx  # noqa: F401 (re-exported)
 from .version import __version__  # noqa: F401 (re-exported)
 
 LOG_CAPACITY = 1 << 16  # records kept per launch (the rest are counted)
-# mbarrier entries a checked launch keeps in shared memory, the most that fit first (each
-# is abi.mb_words(nlogical) words: 1.7-2.9 KiB; pipelines init 2-9 mbarriers, and the
-# shared memory they take is L1's)
-MBAR_ROWS = (8, 4, 2)
 _CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _CU_FUNC_ATTRIBUTE_NUM_REGS = 4
@@ -261,11 +256,8 @@ class Prepared:
                 per_sm = self._occupancy(driver, nthreads)
                 if per_sm < 1:  # no room left to launch
                     self.layout = replace(self.layout, placement=Placement.DEVICE)
-                else:
-                    if ins.bar0_only:
-                        self._bar0_rows(driver, nthreads, per_sm, room_all)
-                    if ins.counts[Event.MBARRIER.value]:
-                        self._mbar_rows(driver, nthreads, per_sm, room_all)
+                elif ins.bar0_only:
+                    self._bar0_rows(driver, nthreads, per_sm, room_all)
         if self.layout.placement is Placement.DEVICE:
             self._load(cupy, driver, b.cubin)
         fptr = self.function.ptr
@@ -296,17 +288,6 @@ class Prepared:
             if self._occupancy(driver, nthreads) < per_sm:
                 self.layout = without
 
-    def _mbar_rows(self, driver, nthreads: int, per_sm: int, room_all: int) -> None:
-        """The first mbarrier entries in shared memory (abi.vsh_bytes), as many of
-        MBAR_ROWS as fit without fewer CTAs per SM. In device memory every step of an
-        mbarrier operation under its lock waited for a load that missed L1."""
-        without = self.layout
-        for rows in MBAR_ROWS:
-            if self._place(replace(without, mbar_rows=rows), room_all) and \
-                    self._occupancy(driver, nthreads) >= per_sm:
-                return
-        self.layout = without
-
     def _occupancy(self, driver, nthreads: int) -> int:
         """CTAs of the instrumented launch one SM can hold (sets the dynamic-smem limit)."""
         fptr = self.function.ptr
@@ -324,7 +305,6 @@ class Prepared:
         self.static_smem = driver.funcGetAttribute(_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                                                    self.function.ptr)
         self.layout = replace(self.layout, placement=Placement.DEVICE, bar0_rows=False,
-                              mbar_rows=0,
                               window_bytes=window_bytes(self.static_smem, self.shared_mem))
 
     @property

@@ -322,7 +322,7 @@ SMEM_RESERVED_BYTES = 1024  # the window may start above the user's offsets on s
 # The checker's own shared variables (cs_shared_t), appended to every instrumented
 # launch's dynamic shared memory after the kernel's bytes (never static: a static block
 # would move the kernel's dynamic shared memory). The checker asserts its struct fits.
-SHV_BYTES = 1808
+SHV_BYTES = 1664
 
 # --------------------------------------------------------------------------
 # Struct layouts shared by C and numpy.  Fields are (name, ctype).
@@ -435,9 +435,6 @@ STATE_FIELDS: tuple[tuple[str, str], ...] = (
     ("bsum_shift", "uint32_t"),  # FLAG_BOX_SUMMARY: log2 of the granules of a summary block
     ("bsum_words", "uint32_t"),  # FLAG_BOX_SUMMARY: u32 words of one block's summary
     ("mc_offset", "uint32_t"),  # FLAG_MULTICAST: byte offset of the mailbox in dynamic smem
-    # FLAG_VC_SMEM: mbarrier entries kept in the CTA's shared memory, after the tables
-    # (vsh_bytes), for the first this many mbarriers it initialises; the rest in `mbar`
-    ("mbar_rows", "uint32_t"),
 )
 
 # The kernel synchronises only with CTA-wide barriers: happens-before between two
@@ -652,21 +649,19 @@ def vsh_granules(granules: int, base: int = SMEM_RESERVED_BYTES,
 
 def vsh_bytes(granules: int, nreaders: int, nwarps: int, nlogical: int,
               base: int = SMEM_RESERVED_BYTES, bar0_rows: bool = False,
-              granule_bytes: int = GRANULE_BYTES, mbar_rows: int = 0) -> int:
+              granule_bytes: int = GRANULE_BYTES) -> int:
     """Shared memory of the FLAG_VC_SMEM tables of one CTA: per granule its write epoch
     (u32) and a clock byte per reader; per 128-byte block each reader's latest read clock
     and the word of a copy that wrote the block whole (u32 each); then, 16-byte aligned,
     the named barriers' words (u64), barrier 0's two clock slots and the vector clocks of
     the CTA's warps (u32 [2][nlogical] and [nwarps][nlogical]); with `bar0_rows`
     (FLAG_BAR0_ROWS) the warps' clocks at their last two arrivals at barrier 0 (u32
-    [2][nwarps][nlogical]); then `mbar_rows` mbarrier entries (u32 [mbar_rows][mb_words]).
-    Every part is a whole number of 16-byte chunks (nlogical is a multiple of 4)."""
+    [2][nwarps][nlogical])."""
     gp = vsh_granules(granules, base, granule_bytes)
     rss = max(4, -(-nreaders // 4) * 4)  # the readers in whole vector loads, one at least
     tables = 4 * gp + nreaders * gp + 4 * (rss + 1) * (gp // VSH_BLOCK_GRANULES)
     rows = 2 * nwarps if bar0_rows else 0
-    return (-(-tables // 16) * 16 + 8 * BARRIER_WORDS + 4 * (2 + nwarps + rows) * nlogical
-            + 4 * mbar_rows * mb_words(nlogical))
+    return -(-tables // 16) * 16 + 8 * BARRIER_WORDS + 4 * (2 + nwarps + rows) * nlogical
 
 
 def vsh_site_words(gp: int, nreaders: int) -> int:

@@ -77,7 +77,7 @@ class HostChecker:
                  wgmma: bool = False, box_summary: bool = True, vsh: bool = True,
                  async_proxy: bool = True, warp_reads: bool = True, bar0_rows: bool = False,
                  multicast: bool = False, layout: Layout | None = None,
-                 granule_bytes: int = abi.GRANULE_BYTES, mbar_rows: int = 0):
+                 granule_bytes: int = abi.GRANULE_BYTES):
         """The knobs make a layout (the runtime's default where they fit: the granule tables
         in shared memory, FLAG_VC_SMEM), without the bytes the device reserves below the
         window; `layout`, where given, is taken as it is (a launch's, as the runtime plans
@@ -92,8 +92,7 @@ class HostChecker:
                 log_capacity=capacity, nslots=nslots, phase_mode=phase_mode or phase_smem,
                 wgmma=wgmma, async_proxy=async_proxy, cp_async=True, warp_reads=warp_reads,
                 copy_engine=box_summary, placement=where,
-                bar0_rows=bar0_rows and vsh, multicast=multicast, granule_bytes=granule_bytes,
-                mbar_rows=mbar_rows if vsh else 0)
+                bar0_rows=bar0_rows and vsh, multicast=multicast, granule_bytes=granule_bytes)
         self.layout = lay = layout
         self.lib = library(lay.granule_bytes == abi.CHUNK_GRANULE_BYTES)
         self.nwarps, self.nslots = lay.nwarps, lay.nslots

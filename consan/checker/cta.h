@@ -49,9 +49,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     cs_shv.ending = 0;
     cs_shv.mbar_full = 0;
     cs_clear_store_tags(0, 1);
-    for (uint32_t j = 0; j < CS_MBARRIERS; ++j)
-        cs_mlock_sh[j] = cs_mkey_sh[j] = cs_mlive_sh[j] = cs_shv.mrow[j] = 0;
-    cs_shv.mrows_taken = 0;
+    for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = cs_mkey_sh[j] = cs_mlive_sh[j] = 0;
     for (uint32_t i = 0; i < CS_TMAP_CACHE; ++i) cs_shv.tmap_at[i] = 0;
     cs_shv.tmap_claimed = 0;
     if (cs_vc_smem_on()) cs_vc_smem_layout(slot);  // (its barrier words are cleared with the tables)

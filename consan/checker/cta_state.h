@@ -13,7 +13,6 @@ struct cs_vc_smem_layout_t {
     uint32_t* bvc0;  // barrier 0's two clock slots [2][nlogical]
     uint32_t rtid[2];  // the logical thread of readers 0..7, a byte each
     uint32_t* rows;  // FLAG_BAR0_ROWS: each warp's clock at its arrivals [2][nwarps][nlogical]
-    uint32_t* mrows;  // S.mbar_rows mbarrier entries [mbar_rows][mb_words] (generic address)
 };
 #define CS_TMAP_CACHE 4
 // The CTA's checker state in its shared memory (a static in the host build).
@@ -35,8 +34,6 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
     uint32_t mkey[CS_MBARRIERS];   // the key of each entry this CTA made (0: none)
     uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
-    uint32_t mrow[CS_MBARRIERS];   // 1 + the shared-memory row holding entry j (0: S.mbar's)
-    uint32_t mrows_taken;          // rows handed out (up to S.mbar_rows)
     uint32_t store_site[CS_MAX_WARPS];  // each warp's last store with a value tag: its site
     uint32_t store_tag[CS_MAX_WARPS];   // ...and the tag of what its lanes stored (0: none)
     uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps already looked up (0: free)

@@ -114,7 +114,6 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     l.bvc0 = (uint32_t*)(l.barw + CS_BARRIER_WORDS);
     l.vis = l.bvc0 + 2u * S.nlogical;
     l.rows = l.vis + S.nwarps * S.nlogical;
-    l.mrows = l.rows + ((S.flags & CS_FLAG_BAR0_ROWS) ? 2u * S.nwarps * S.nlogical : 0u);
     l.rtid[0] = l.rtid[1] = 0;
     for (uint32_t ri = 0; ri < CS_VC_SMEM_FASTR && ri < l.nr; ++ri) {
         uint32_t b = cs_vc_smem_reader_tid(ri) << (8 * (ri % 4));

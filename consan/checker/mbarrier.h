@@ -9,39 +9,26 @@
 // entry is updated under its own lock: mbarrier operations are rare next to
 // shared-memory accesses.
 
-// The entry of the mbarrier at `off` (j: its index), made when `create` (init). Keys are
-// claimed in device memory, where a slot's earlier CTAs left theirs; each CTA keeps the
+// The entry of the mbarrier at `off` (j: its index), made when `create` (init). Entries
+// are made in device memory, where a slot's earlier CTAs left theirs; each CTA keeps the
 // keys of those it made, and their liveness, in its shared memory, where every other
-// probe looks them up (device-memory words other warps keep writing miss in L1). The
-// first S.mbar_rows entries a CTA makes keep their words in its shared memory too
-// (FLAG_VC_SMEM: abi.vsh_bytes), the others in device memory: every caller reads and
-// writes an entry through the address returned, either way.
-CS_DEV uint32_t* cs_mbar_at(uint32_t slot, uint32_t j, uint32_t words) {
-    uint32_t r = *(volatile uint32_t*)&cs_shv.mrow[j];
-    if (r) return cs_vc_smem_layout_sh.mrows + (r - 1) * words;
-    return (uint32_t*)S.mbar + ((uint64_t)slot * CS_MBARRIERS + j) * words;
-}
+// probe looks them up (device-memory words other warps keep writing miss in L1).
 CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create, uint32_t& j) {
     uint32_t words = CS_MB_VC + CS_MB_SLOTS * S.nlogical;
     uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
     uint32_t h = (off >> 3) % CS_MBARRIERS;
     for (uint32_t i = 0; i < CS_MBARRIERS; ++i) {
         j = (h + i) % CS_MBARRIERS;
+        uint32_t* e = table + j * words;
         if (!create) {  // (an earlier CTA's entry may sit before it: no early stop)
-            if (*(volatile uint32_t*)&cs_mkey_sh[j] == off + 1) return cs_mbar_at(slot, j, words);
+            if (*(volatile uint32_t*)&cs_mkey_sh[j] == off + 1) return e;
             continue;
         }
-        uint32_t* e = table + j * words;
         uint32_t k = cs_ld32(&e[CS_MB_KEY]);
         if (k == 0) k = cs_cas32(&e[CS_MB_KEY], 0, off + 1), k = k ? k : off + 1;
         if (k == off + 1) {
-            if (S.mbar_rows && *(volatile uint32_t*)&cs_shv.mrow[j] == 0) {  // (not a re-init)
-                uint32_t r = cs_add32(&cs_shv.mrows_taken, 1);
-                if (r < S.mbar_rows) *(volatile uint32_t*)&cs_shv.mrow[j] = r + 1;
-                cs_fence_lock();  // (its row before its key: another warp's look)
-            }
             *(volatile uint32_t*)&cs_mkey_sh[j] = off + 1;
-            return cs_mbar_at(slot, j, words);
+            return e;
         }
     }
     return 0;

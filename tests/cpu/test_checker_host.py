@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from instrument import abi
@@ -10,12 +9,11 @@ from instrument import abi
 pytestmark = pytest.mark.needs_host_compiler
 
 
-def _checker(phase_mode: bool, phase_smem: bool = False, vsh: bool = True,
-             mbar_rows: int = 0):
+def _checker(phase_mode: bool, phase_smem: bool = False, vsh: bool = True):
     from tests.checker_host import HostChecker
 
     c = HostChecker(nwarps=4, smem_bytes=1024, phase_mode=phase_mode, phase_smem=phase_smem,
-                    vsh=vsh, mbar_rows=mbar_rows)
+                    vsh=vsh)
     assert c.begin() == 0
     return c
 
@@ -28,11 +26,10 @@ def ck(request):
     return _checker(*request.param)
 
 
-@pytest.fixture(params=[0, 2], ids=["mbar-device", "mbar-2-smem"])
-def ckv(request):
-    """Vector clocks only: the trace uses named barriers, arrive or partial counts. The
-    first two mbarriers' entries in device memory, or in shared memory (abi.vsh_bytes)."""
-    return _checker(False, mbar_rows=request.param)
+@pytest.fixture
+def ckv():
+    """Vector clocks only: the trace uses named barriers, arrive or partial counts."""
+    return _checker(False)
 
 
 ALL = range(4)
@@ -374,34 +371,6 @@ def _init(c, count=1):
     c.sync(ALL)
 
 
-def test_the_first_mbar_rows_entries_keep_their_words_in_shared_memory():
-    """abi.vsh_bytes: with two rows, the first two mbarriers a CTA initialises keep their
-    counts in its shared memory (their device-memory entries hold only the claimed key),
-    the third in device memory; a producer and consumer on each are ordered alike."""
-    from tests.checker_host import HostChecker
-
-    c = HostChecker(nwarps=4, smem_bytes=1024, mbar_rows=2)
-    assert c.begin() == 0
-    offs = (MB, MB + 8, MB + 16)
-    for i, off in enumerate(offs):
-        c.mbar(0, off, abi.MB_INIT, 3 + i, site=10)
-    c.sync(ALL)
-    words = abi.mb_words(c.layout.nlogical)
-    table = c.tables["mbar"].view(np.uint32)
-    for i, off in enumerate(offs):
-        e = table[(off >> 3) % abi.MBARRIERS * words:][:words]
-        assert e[abi.MB_KEY] == off + 1
-        assert e[abi.MB_EXPECTED] == (0 if i < 2 else 5)
-    for i, off in enumerate(offs):
-        c.write(0, 16 * i, site=1 + i)
-        for _ in range(3 + i):
-            c.mbar(0, off, abi.MB_ARRIVE, 1, site=11)
-        c.mbar_wait(1, off, parity=0)
-        c.read(1, 16 * i, site=4 + i)
-    c.read(2, 0, site=7)  # (no wait: unordered)
-    assert c.kinds() == [("race.raw", 7, 1)]
-
-
 def test_mbarrier_orders_producer_and_consumer(ckv):
     _init(ckv)
     ckv.write(0, 0, site=1)
@@ -428,9 +397,8 @@ def test_lanes_marked_off_neither_arrive_nor_copy(ckv):
     assert ckv.kinds() == [("race.raw", 2, 1)]
 
 
-@pytest.mark.parametrize("vsh,rows", [(True, 0), (True, 2), (False, 0)],
-                         ids=["smem-tables", "smem-tables-mbar-rows", "device-tables"])
-def test_an_init_empties_every_clock_slot_an_earlier_cta_of_the_slot_left(vsh, rows):
+@pytest.mark.parametrize("vsh", [True, False], ids=["smem-tables", "device-tables"])
+def test_an_init_empties_every_clock_slot_an_earlier_cta_of_the_slot_left(vsh):
     """A CTA's mbarrier entries are made where the slot's earlier CTAs left theirs. A phase's
     completion empties the next phase's slot only in the columns in use, so an init must
     empty every column of every phase's slot: here the earlier CTA left the copy engine of
@@ -442,7 +410,7 @@ def test_an_init_empties_every_clock_slot_an_earlier_cta_of_the_slot_left(vsh, r
     # (entries 0 and 4: their engines' columns, 64 and 68, in different 16-byte chunks,
     # as a clear of the columns in use stores whole chunks)
     a, b, box = MB, MB + 32, 256
-    c = HostChecker(nwarps=4, smem_bytes=1024, vsh=vsh, mbar_rows=rows)
+    c = HostChecker(nwarps=4, smem_bytes=1024, vsh=vsh)
     assert c.begin() == 0
     c.mbar(0, a, abi.MB_INIT, 1, site=10)
     c.mbar(0, b, abi.MB_INIT, 1, site=10)

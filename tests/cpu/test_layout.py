@@ -6,7 +6,6 @@ device memory are there, the others are not, and the checker finds a race with i
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -94,17 +93,6 @@ def test_runtime_layout_is_sound(monkeypatch, stem, env, shape, base):
     assert gpu.loaded == {Placement.DEVICE: b"plain", Placement.PHASE_SMEM: b"psh",
                           Placement.VC_SMEM: b"vsh"}[lay.placement]
     assert not flags & abi.FLAG_BAR0_ROWS or (ins.bar0_only and lay.placement is Placement.VC_SMEM)
-    # mbarrier entries in shared memory: only beside the granule tables of a module that
-    # has mbarriers, and never at the cost of a CTA per SM
-    from instrument.events import Event
-    assert lay.mbar_rows in (0, *runtime.MBAR_ROWS)
-    assert not lay.mbar_rows or (ins.counts[Event.MBARRIER.value] and
-                                 lay.placement is Placement.VC_SMEM)
-    if lay.mbar_rows:
-        per_sm = gpu.occupancy(0, block, lay.launch_shared_mem)
-        fewer = replace(lay, mbar_rows=0)
-        assert per_sm == gpu.occupancy(0, block, fewer.launch_shared_mem)
-        assert lay.psh_bytes - fewer.psh_bytes == 4 * lay.mbar_rows * abi.mb_words(lay.nlogical)
     # dynamic shared memory: the user's bytes, the checker's variables, its tables, in order,
     # each 16-byte aligned (the checker aligns the window base itself: 16 bytes more)
     assert lay.shv_offset >= shared and lay.shv_offset % 16 == 0
