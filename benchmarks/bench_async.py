@@ -192,7 +192,9 @@ def bench(name: str, size: int, args) -> dict:
                                     args.consan_repeats)
     row = {"kernel": name, "size": label.format(size), "native_ms": nat, "consan_ms": con,
            "consan_x": con / nat, "consan_user_ms": user, "consan_user_x": user / nat,
-           "shadow_per_cta_kib": p.shadow_bytes_per_cta / 1024, **run}
+           "shadow_per_cta_kib": p.shadow_bytes_per_cta / 1024,
+           "tables": p.layout.placement.name,
+           "resident_ctas": p.nslots, **run}
     verdict.judge(row, reports, same)
     cs = _sanitizer()
     me = [sys.executable, os.path.abspath(__file__), "--child", name, "--child-size", str(size)]
