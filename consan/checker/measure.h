@@ -7,7 +7,7 @@
 // when its switch is off.
 
 // CONSAN_TRACE_ADDR=<address> (hang hunts, benchmarks/hang_trace.py): mapped host memory,
-// two words per thread of a 1-D grid, that the host reads while the kernel hangs: the last
+// two words per thread (CTAs in linear order), that the host reads while the kernel hangs: the last
 // point the thread passed and a word of its choosing. CS_TRACE(p) / CS_TRACE2(p, aux) mark
 // points (none are left in the code: put them where the hunt needs them); with
 // CONSAN_TRACE_PROBES too, every probe marks its entry (0x1000 | kind) and its exit
@@ -15,8 +15,9 @@
 // to hide the hang it hunted (measured on the H100).
 #if defined(CONSAN_TRACE_ADDR) && !defined(CONSAN_HOST)
 __device__ __forceinline__ void cs_trace_at(uint32_t p, uint32_t aux = 0) {
+    uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     volatile uint32_t* t = (volatile uint32_t*)(CONSAN_TRACE_ADDR) +
-                           2 * (blockIdx.x * blockDim.x + threadIdx.x);
+                           2 * (cta * blockDim.x * blockDim.y * blockDim.z + cs_tid());
     t[0] = p;
     t[1] = aux;
 }
