@@ -51,7 +51,8 @@ class Layout:
     async_proxy: bool = False
     cp_async: bool = False
     warp_reads: bool = False
-    copy_engine: bool = False  # copy engines write smem: box summaries (device tables only)
+    copy_engine: bool = False  # copy engines write smem: box summaries (device tables), or
+    # every block starting held whole (the tables in shared memory): abi.FLAG_COPY_WRITES
     placement: Placement = Placement.DEVICE
     bar0_rows: bool = False  # Placement.VC_SMEM: barrier 0's rows (FLAG_BAR0_ROWS)
     window_base: int = 0  # lowest smem address the kernel's data gets (VC_SMEM skips below)
@@ -145,7 +146,8 @@ class Layout:
               abi.FLAG_VC_SMEM: self.placement is Placement.VC_SMEM,
               abi.FLAG_BAR0_ROWS: self.bar0_rows, abi.FLAG_BULK_STORES: self.async_proxy,
               abi.FLAG_CP_ASYNC: self.cp_async, abi.FLAG_WARP_READS: self.warp_reads,
-              abi.FLAG_MULTICAST: self.multicast, abi.FLAG_PSH_FAST: self.psh_fast}
+              abi.FLAG_MULTICAST: self.multicast, abi.FLAG_PSH_FAST: self.psh_fast,
+              abi.FLAG_COPY_WRITES: self.copy_engine}
         return sum(flag for flag, yes in on.items() if yes)
 
     # ------------------------------------------------------------ memory

@@ -468,6 +468,13 @@ FLAG_MULTICAST = 0x200
 # their warp's in this phase (instrument/fast_path.py): each warp keeps a record of what
 # that test reads (PSH_FAST_*), after the bitmaps.
 FLAG_PSH_FAST = 0x400
+# The module issues copy-engine writes (bulk / tensor loads, st.async). With FLAG_VC_SMEM,
+# every block then starts held whole by a copy of epoch 0, so that a first copy into it
+# takes one word; without it, blocks start as single granules of epoch 0 (the same
+# verdicts), so that a warp's first write into a block is no claim: a claim is a call out of
+# line some lanes of the warp make and others not, which leaves the warp split in two
+# groups that run every later probe apart (docs/model.md, "Probes called from a branch").
+FLAG_COPY_WRITES = 0x800
 
 # Per-slot CTA words (u32): live threads, then per-warp counters.
 CTA_LIVE_THREADS = 0
@@ -872,6 +879,7 @@ def c_header() -> str:
         "CS_RM_GEN_SHIFT": RM_GEN_SHIFT,
         "CS_FLAG_PHASE_MODE": FLAG_PHASE_MODE,
         "CS_FLAG_PHASE_SMEM": FLAG_PHASE_SMEM, "CS_FLAG_PSH_FAST": FLAG_PSH_FAST,
+        "CS_FLAG_COPY_WRITES": FLAG_COPY_WRITES,
         "CS_WW_FLAG_MBAR": WW_FLAG_MBAR,
         "CS_MB_INIT": MB_INIT, "CS_MB_INVAL": MB_INVAL, "CS_MB_ARRIVE": MB_ARRIVE,
         "CS_MB_ARRIVE_DROP": MB_ARRIVE_DROP, "CS_MB_EXPECT_TX": MB_EXPECT_TX,

@@ -118,14 +118,16 @@ CS_DEV void cs_begin_clear(uint32_t slot, uint32_t i, uint32_t n, uint32_t nthre
         for (uint32_t s = k / t, u = cs_cols_at(c, k % t); s < CS_BARRIER_WORDS * 2; s += share)
             bvc[s * L + u] = 0;
     if (cs_vc_smem_on()) {  // the CTA's own shared memory: cleared, no generation tags
-        // Every block starts held whole with the epoch 0 (never written): the first copy
-        // into a block then takes one word, not a look at 32 epochs (cs_vc_smem_copy_run).
-        // The warps' clocks start with each warp's own column at 1.
+        // In a module with copy-engine writes every block starts held whole with the epoch
+        // 0 (never written): the first copy into a block then takes one word, not a look at
+        // 32 epochs (cs_vc_smem_copy_run). Elsewhere its granules start with the epoch 0
+        // themselves (abi.FLAG_COPY_WRITES). The warps' clocks start with each warp's own
+        // column at 1.
         uint32_t* p = (uint32_t*)cs_smem_tables();
         uint32_t bt0 = (uint32_t)(cs_vc_smem_layout_sh.BT - cs_vc_smem_layout_sh.W) / 4, bt1 = bt0 + cs_vc_smem_layout_sh.nb;
         uint32_t v0 = (uint32_t)(cs_vc_smem_layout_sh.vis - p), v1 = v0 + S.nwarps * L;
         cs_fill_words(p, 0, bt0, 0u, i, n);
-        cs_fill_words(p, bt0, bt1, CS_BT_WHOLE, i, n);
+        cs_fill_words(p, bt0, bt1, (S.flags & CS_FLAG_COPY_WRITES) ? CS_BT_WHOLE : 0u, i, n);
         cs_fill_words(p, bt1, v0, 0u, i, n);
         for (uint32_t k = v0 + i; k < v1; k += n) p[k] = (k - v0) % (L + 1) == 0 ? 1u : 0u;
         cs_fill_words(p, v1, S.psh_bytes / 4, 0u, i, n);

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from instrument import abi
@@ -279,3 +280,27 @@ def test_a_module_of_many_chunk_reads_calls_their_probes():
     many = _module(reads(vc_reads.MAX_SITES + 1))
     assert many.chunk_granules and many.inline_chunk_reads == 0
     assert "consan inline read" not in many.ptx
+
+
+@pytest.mark.parametrize("copies", [False, True])
+def test_blocks_start_held_whole_only_beside_copy_engine_writes(copies):
+    """abi.FLAG_COPY_WRITES: every block starts held whole by epoch 0 only where a copy may
+    take a block in one word; elsewhere its granules hold epoch 0 themselves, so a warp's
+    first write into the block claims nothing (the verdicts are the same: the tests above
+    run both ways)."""
+    from consan.layout import Layout, Placement
+    from tests.checker_host import HostChecker
+
+    lay = Layout(nwarps=4, nthreads=128, window_bytes=4096, log_capacity=64, nslots=1,
+                 placement=Placement.VC_SMEM, copy_engine=copies, warp_reads=True,
+                 cp_async=True, granule_bytes=abi.CHUNK_GRANULE_BYTES)
+    assert bool(lay.flags & abi.FLAG_COPY_WRITES) is copies
+    c = HostChecker(layout=lay)
+    assert c.begin() == 0
+    pad = -c.smem.ctypes.data & 15  # (the checker aligns the window itself)
+    smem = c.smem.view(np.uint8)[pad + lay.psh_offset:].view(np.uint32)
+    gp = abi.vsh_granules(lay.granules, lay.vsh_base, lay.granule_bytes)
+    rss = max(4, -(-lay.vsh_readers // 4) * 4)
+    nb = gp // abi.VSH_BLOCK_GRANULES
+    bt0 = (4 * gp + lay.vsh_readers * gp + 4 * rss * nb) // 4
+    assert set(smem[bt0:bt0 + nb].tolist()) == {0x80000000 if copies else 0}
