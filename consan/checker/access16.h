@@ -134,6 +134,9 @@ CS_DEV void cs_access16_write(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t st
         if (r.f.kind && !fw.kind) fw = r.f, aw = r.at, kw = k;
     }
     cs_fence();  // publish the writes, then look at the readers (Dekker with the reader)
+    uint32_t c[4 * CS_A16_READER_VECS];  // (readers past nr: all ones, never late)
+#pragma unroll
+    for (uint32_t ri = 0; ri < 4 * CS_A16_READER_VECS; ++ri) c[ri] = cs_vc_smem_reader_clock(x, ri);
     const uint32_t nv = x.rss / 4;
     for (uint32_t k = 0, q = g; k < n; ++k, q += step) {
         const cs_sp rs = x.RS + 4u * (q / CS_VC_BLOCK) * x.rss;
@@ -144,13 +147,8 @@ CS_DEV void cs_access16_write(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t st
             if (i >= nv) break;
             cs_u4 v = cs_s_ld4(rs + 16u * i);
             seen |= ((v.x ? 1u : 0u) | (v.y ? 2u : 0u) | (v.z ? 4u : 0u) | (v.w ? 8u : 0u)) << (4 * i);
-            // a reader's clock in the warp's view only where its summary names a read
-            // (readers past nr: all ones, never late): the twelve clocks were looked up
-            // before every copy, where a cp.async GEMM's blocks are read by two warps
-            late = late || (v.x && v.x > cs_vc_smem_reader_clock(x, 4 * i)) ||
-                   (v.y && v.y > cs_vc_smem_reader_clock(x, 4 * i + 1)) ||
-                   (v.z && v.z > cs_vc_smem_reader_clock(x, 4 * i + 2)) ||
-                   (v.w && v.w > cs_vc_smem_reader_clock(x, 4 * i + 3));
+            late = late || (v.x && v.x > c[4 * i]) || (v.y && v.y > c[4 * i + 1]) ||
+                   (v.z && v.z > c[4 * i + 2]) || (v.w && v.w > c[4 * i + 3]);
         }
         if (!seen) continue;
         if (late && !fr.kind) {
