@@ -109,6 +109,9 @@ REP_COUNT_MASK = 0xFF
 # (ldmatrix rows, cp.async 16, v4 loads and stores): the checker's short path for them has
 # an entry of its own, so other accesses pay nothing for it.
 PROBE_ACCESS16 = "__consan_access16"
+# (addr, site, info): a cp.async of 16 bytes, one chunk: PROBE_ACCESS16's write in a body
+# of its own (the copy's common case), PROBE_ACCESS16 where it is not that.
+PROBE_CP16 = "__consan_cp16"
 # (tag, site): called before a store's access probe where the front end asks for value
 # tags (Triton's replicated layouts): `tag` hashes the lane's address and stored values
 # (FNV-1a over 32-bit words, VALUE_TAG_*), so that two warps' runs of the store that wrote
@@ -142,8 +145,11 @@ def value_tag_mix(h: int) -> int:
 
 def access_probe(info: int, rep: int | None) -> tuple[str, int | None]:
     """The probe an access with this info word calls, and the rep word it passes (None:
-    the 3-argument PROBE_ACCESS)."""
+    a 3-argument probe)."""
     mode = (info >> INFO_MODE_SHIFT) & 3
+    if info & INFO_SIZE_MASK == 16 and mode == MODE_ASYNC_WRITE and \
+            (rep is None or rep & REP_COUNT_MASK == 1):
+        return PROBE_CP16, None
     if info & INFO_SIZE_MASK == 16 and mode != MODE_ATOMIC:
         return PROBE_ACCESS16, 1 if rep is None else rep
     return (PROBE_ACCESS, None) if rep is None else (PROBE_ACCESS_N, rep)
@@ -250,6 +256,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_ACCESS: ((".b64", ".b32", ".b32"), None),
     PROBE_ACCESS_N: ((".b64", ".b32", ".b32", ".b32"), None),
     PROBE_ACCESS16: ((".b64", ".b32", ".b32", ".b32"), None),
+    PROBE_CP16: ((".b64", ".b32", ".b32"), None),
     PROBE_WRITE_READERS: ((".b64", ".b32", ".b32"), None),
     PROBE_READ_JUDGE: ((".b64", ".b32", ".b32"), None),
     PROBE_STORE_VALUE: ((".b32", ".b32"), None),

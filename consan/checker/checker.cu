@@ -227,6 +227,34 @@ CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uin
     if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
 }
 
+// A cp.async of 16 bytes, one chunk (abi.PROBE_CP16): where every lane of the call has an
+// aligned chunk in the granule tables in shared memory, of a block no copy holds, the
+// copy unit's write is cs_access16_write of that chunk, in a body of its own; anywhere else
+// the whole call takes the 16-byte probe. (The 16-byte probe's decoding of any access, and
+// its read path, were in the write's path.)
+CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
+    if (!cs_vc_smem_on()) return __consan_access16(addr, site, info, 1);
+    const uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT) return;
+    const uint32_t w = cs_warp(), m = cs_activemask();
+    const uint32_t clk = *(volatile uint32_t*)&cs_cpticks_sh[w] + 1;  // (__consan_async)
+    const cs_vc_smem_layout_t& l = cs_vc_smem_layout_sh;
+    uint32_t off = 0;
+    const bool mine = cs_local((uint32_t)addr, off) && (off & 15u) == 0 && off >= S.vsh_base &&
+                      off + 16u <= S.granules * CS_GRANULE_BYTES;
+    const uint32_t g = (off - S.vsh_base) / CS_GRANULE_BYTES;
+    const bool lean = mine && clk <= CS_VW_CLOCK_MASK && l.nr <= 4u * CS_A16_READER_VECS &&
+                      cs_s_ld(l.BT + 4u * (g / CS_VC_BLOCK)) == 0;
+    if (!cs_all(m, lean)) return __consan_access16(addr, site, info, 1);
+    CS_PROF(0);
+    CS_PROF_AS(by_mode, 44u);
+    CS_NULL_ACCESS(return;)
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    uint32_t fk = 0;
+    cs_access16_write(cs_vc_smem_ctx(slot, w), g, 1, 1, site, CS_AGENT_CPASYNC + w, clk, f, fk);
+    if (cs_any(m, f.kind != 0)) cs_access16_report(m, f, site, info, off);
+}
+
 CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
     CS_PROF(1);
     if (cs_phase_smem_on()) return cs_phase_smem_bar_arrive();

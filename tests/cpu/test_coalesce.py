@@ -178,6 +178,20 @@ def test_sixteen_byte_accesses_call_their_own_entry():
     assert [a[3] for a in args_of(ins.ptx, abi.PROBE_ACCESS16)] == ["1"]
 
 
+def test_a_16_byte_cp_async_of_one_chunk_calls_the_copy_entry():
+    """abi.PROBE_CP16 (the copy unit's write of one chunk, in a body of its own): a cp.async
+    of 16 bytes; a run of them merged into one probe keeps PROBE_ACCESS16 and its rep."""
+    cp16 = abi.access_info(16, abi.MODE_ASYNC_WRITE, abi.SPACE_SHARED)
+    assert abi.access_probe(cp16, None) == (abi.PROBE_CP16, None)
+    assert abi.access_probe(cp16, 0x1001) == (abi.PROBE_CP16, None)
+    assert abi.access_probe(cp16, 0x1002) == (abi.PROBE_ACCESS16, 0x1002)
+    ins = instrument(HEAD64 + "\tcp.async.cg.shared.global [%r1], [%rd1], 16;\n"
+                     "\tcp.async.commit_group;\n\tret;\n}\n")
+    (call,) = args_of(ins.ptx, abi.PROBE_CP16)
+    assert len(call) == 3 and int(call[2]) == cp16
+    assert not args_of(ins.ptx, abi.PROBE_ACCESS16)
+
+
 def test_idempotent_stores_keep_their_mark_when_each_merged_store_is_one():
     """A store of an immediate to a constant address is probed with INFO_IDEM, and so is a
     span merged from such stores only (Triton's state word: a v2.b32 and a b32 of
