@@ -1422,10 +1422,8 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
             post += opcode
         sample.append(f"@{REG_SKIP} bra {skip};")
         args[2] = (".b32", arg)
-        # (a wait in a loop one lane runs, run by every lane: never one group that
-        # succeeded, so the mbarrier probe itself)
-        call = _call(pred, abi.PROBE_MBAR if on else abi.PROBE_MBAR_WAIT, args, ret=True,
-                     pre=code + post, comment=f"site {site}")
+        call = _call(pred, abi.PROBE_MBAR_WAIT, args, ret=True, pre=code + post,
+                     comment=f"site {site}")
         return "", "\n\t" + "\n\t".join(sample) + "\n\t" + call + f"\n{skip}:"
     if ev in (Event.READ, Event.WRITE, Event.ATOMIC, Event.ASYNC_WRITE):
         if _measure_skip(ev):
