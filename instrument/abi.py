@@ -167,9 +167,6 @@ PROBE_THREAD_EXIT = "__consan_thread_exit"
 PROBE_ASYNC = "__consan_async"  # (op, n, site): cp.async group bookkeeping
 ASYNC_COMMIT, ASYNC_WAIT, ASYNC_WAIT_ALL = 0, 1, 2
 PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
-# (addr, op, arg, site): a wait's probe, after try_wait / test_wait (arg: 2 if it
-# succeeded, | the parity): PROBE_MBAR's answer, a succeeded wait's in a body of its own
-PROBE_MBAR_WAIT = "__consan_mbar_wait"
 # (dst, bytes, mbar, site, mask): bulk copy global -> shared; mask: the ctaMask of a
 # .multicast::cluster copy (0: not multicast), BULK_OFF or'ed in by the lanes that skip it
 PROBE_BULK = "__consan_bulk"
@@ -270,7 +267,6 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_THREAD_EXIT: ((".b32",), None),
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
     PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), ".b32"),  # 1: skip the faulting op
-    PROBE_MBAR_WAIT: ((".b64", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BULK: ((".b64", ".b32", ".b64", ".b32", ".b32"), ".b32"),
     PROBE_BULK_STORE: ((".b64", ".b32", ".b32"), None),
     PROBE_BULK_GROUP: ((".b32", ".b32", ".b32"), None),

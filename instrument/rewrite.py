@@ -1422,7 +1422,7 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
             post += opcode
         sample.append(f"@{REG_SKIP} bra {skip};")
         args[2] = (".b32", arg)
-        call = _call(pred, abi.PROBE_MBAR_WAIT, args, ret=True, pre=code + post,
+        call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code + post,
                      comment=f"site {site}")
         return "", "\n\t" + "\n\t".join(sample) + "\n\t" + call + f"\n{skip}:"
     if ev in (Event.READ, Event.WRITE, Event.ATOMIC, Event.ASYNC_WRITE):

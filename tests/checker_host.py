@@ -264,10 +264,7 @@ class HostChecker:
                                              abi.NO_SITE)
 
     def mbar_wait(self, warp: int, off: int, parity: int, ok: bool = True, site: int = 0) -> int:
-        """try_wait.parity's probe, as the rewriter calls it (abi.PROBE_MBAR_WAIT)."""
-        self._as(warp)
-        arg = parity | (2 if ok else 0)
-        return self._probe(abi.PROBE_MBAR_WAIT)(off, abi.MB_WAIT_PARITY, arg, site)
+        return self.mbar(warp, off, abi.MB_WAIT_PARITY, parity | (2 if ok else 0), site)
 
     def wgmma(self, warpgroup: int, desc_a: int, desc_b: int, info: int, site: int = 0,
               warps=range(4)) -> None:

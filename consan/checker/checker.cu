@@ -395,25 +395,6 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
 }
 
 
-// The probe of an mbarrier wait (abi.PROBE_MBAR_WAIT: after try_wait / test_wait, as
-// __consan_mbar): where every lane of the call succeeded on one mbarrier of this CTA, its
-// leader's acquire in a body of its own (cs_mbar_waited); __consan_mbar for any other call
-// (a failed wait's deadlock watch, lanes marked off, another CTA's mbarrier).
-CS_ENTRY uint32_t __consan_mbar_wait(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
-    const uint32_t slot = cs_slot_sh, all = cs_activemask();
-    uint32_t off = 0;
-    const bool lean = slot != CS_NO_SLOT && !(op & (CS_PROBE_OFF | CS_MB_CLUSTER)) &&
-                      (arg & 2) && !cs_multicast_on() && cs_local((uint32_t)addr, off);
-    if (!cs_all(all, lean) || cs_group(((uint64_t)site << 32) | arg, addr) != all)
-        return __consan_mbar(addr, op, arg, site);
-    CS_NULL_MBAR(return 0;)
-    CS_PROF(20);
-    const uint32_t leader = cs_ffs(all) - 1;
-    const uint32_t skip = cs_lane() == leader ? cs_mbar_waited(slot, cs_warp(), off, op, arg, site) : 0u;
-    return cs_guard_verdict(all, skip, leader, site);
-}
-
-
 // cp.async.bulk global -> shared with mbarrier::complete_tx: the copy engine bound to
 // mbarrier j (logical thread AGENT_MBAR + j) writes the destination; its clock is the
 // phase the copy completes + 1, published in that phase's slot, so only a wait on the

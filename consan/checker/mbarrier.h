@@ -239,38 +239,6 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
     return tx_under || under ? 1u : 0u;
 }
 
-// A wait that succeeded on entry e, by warp w: acquire the phase waited for, if its releases
-// are still held (the latest completed phase); a stale parity acquires nothing. No lock:
-// the phase, then its slot, which is written again only abi.MB_SLOTS - 1 completions later
-// (cs_mbar_try_complete fences the slot's joins before the phase).
-CS_DEV void cs_mbar_wait_acquire(uint32_t slot, uint32_t w, uint32_t* e, uint32_t op, uint32_t arg) {
-    cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
-    uint32_t done = *(volatile uint32_t*)&e[CS_MB_PHASE];  // phases completed so far
-    cs_fence_lock();
-    uint32_t last = e[CS_MB_LASTPH + w];  // (its own warp's)
-    uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (last & 1);
-    bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
-              (op == CS_MB_WAIT_PARITY || last == done - 1);
-    if (ok) cs_mbar_acquire(slot, w, cs_mbar_slot(e, done - 1));
-}
-
-// The leader's part of a probe of a wait that succeeded on this CTA's mbarrier at `off`:
-// cs_mbar_lead's verdict for it, in a body of its own (__consan_mbar_wait).
-CS_DEV uint32_t cs_mbar_waited(uint32_t slot, uint32_t w, uint32_t off, uint32_t op,
-                               uint32_t arg, uint32_t site) {
-    uint32_t j = 0;
-    uint32_t* e = cs_mbar_entry(slot, off, false, j);
-    if (cs_mbar_untracked(e)) return cs_ending() ? 2u : 0u;
-    uint32_t skip = 0;
-    if (e == 0 || !cs_mbar_live(j)) {  // not live: a wait on it may spin for ever in the hardware
-        cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
-        skip = 1;
-    }
-    if (cs_ending()) return 2;  // another warp's deadlock: the CTA winds down
-    if (!skip) cs_mbar_wait_acquire(slot, w, e, op, arg);
-    return skip;
-}
-
 // The leader's part of an mbarrier probe, written flat: sibling branches and a switch
 // instead of nested else-ifs, and no call out of line (cs_vc_clear is inline), which took
 // the probe from ten convergence barriers to eight and 6.7-7.2k cycles to 5.1-6.1k (ring).
@@ -318,7 +286,18 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     }
     if (!local || dead || failed_wait) return skip;
     if (waits) {
-        cs_mbar_wait_acquire(slot, w, e, op, arg);
+        // Succeeded: acquire the phase waited for, if its releases are still held (the
+        // latest completed phase); a stale parity acquires nothing. No lock: the phase,
+        // then its slot, which is written again only abi.MB_SLOTS - 1 completions later
+        // (cs_mbar_try_complete fences the slot's joins before the phase).
+        cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
+        uint32_t done = *(volatile uint32_t*)&e[CS_MB_PHASE];  // phases completed so far
+        cs_fence_lock();
+        uint32_t last = e[CS_MB_LASTPH + w];  // (its own warp's)
+        uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (last & 1);
+        bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
+                  (op == CS_MB_WAIT_PARITY || last == done - 1);
+        if (ok) cs_mbar_acquire(slot, w, cs_mbar_slot(e, done - 1));
         return skip;
     }
     {

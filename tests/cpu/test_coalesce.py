@@ -84,7 +84,7 @@ def test_a_failed_wait_calls_the_checker_only_when_sampled():
     assert f"and.b32 %__cs_spl, %__cs_spin, {abi.MB_WAIT_SAMPLE - 1};" in ptx
     assert "setp.ne.and.u32 %__cs_skip, %__cs_spl, 1, !p;" in ptx
     skip = ptx.index("@%__cs_skip bra $__cs_spin_")
-    assert skip < calls(ptx, abi.PROBE_MBAR_WAIT)[-1].pos < ptx.index("$__cs_spin_0:")
+    assert skip < calls(ptx, abi.PROBE_MBAR)[-1].pos < ptx.index("$__cs_spin_0:")
     assert "mov.u32 %__cs_spin, 0;" in ptx
 
 

@@ -45,7 +45,7 @@ def test_a_wait_into_its_own_guard_reports_for_the_lanes_that_waited():
     at = k.index(WAIT)
     assert k[:at].rstrip().endswith(f"mov.pred {REG_GUARD}, %p1;")
     after = k[at:]
-    (probe,) = calls(after, abi.PROBE_MBAR_WAIT)
+    (probe,) = calls(after, abi.PROBE_MBAR)
     assert probe.pred == f"@!{REG_GUARD}"
     # the outcome it passes is the instruction's result, read from p after it
     assert re.search(r"selp\.u32 %__cs_tok, 2, 0, %p1;", after[:probe.pos])
