@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import math
 import os
 import sys
 import threading
@@ -43,10 +44,7 @@ def main() -> int:
         from benchmarks.bench_clean import _arch_options
 
         ln = CASES[a.bench][2](cp, a.size or CASES[a.bench][1])
-        grid = ln.grid[0] * (ln.grid[1] if len(ln.grid) > 1 else 1) * \
-            (ln.grid[2] if len(ln.grid) > 2 else 1)
-        nthreads = ln.block[0] * (ln.block[1] if len(ln.block) > 1 else 1) * \
-            (ln.block[2] if len(ln.block) > 2 else 1)
+        grid, nthreads = math.prod(ln.grid), math.prod(ln.block)
     else:
         from tests.gpu.test_multicast import CLUSTERS, N, _inputs, _src
         from tests.gpu_util import arch_option
