@@ -8,8 +8,8 @@
 
 // CONSAN_TRACE_ADDR=<address> (hang hunts, benchmarks/hang_trace.py): mapped host memory,
 // two words per thread (CTAs in linear order), that the host reads while the kernel hangs:
-// the last point the thread passed and a word of its choosing. CS_TRACE(p) / CS_TRACE2(p, aux) mark
-// points (none are left in the code: put them where the hunt needs them); with
+// the last point the thread passed and a word of its choosing. CS_TRACE(p) / CS_TRACE2(p,
+// aux) mark points (none are left in the code: put them where the hunt needs them); with
 // CONSAN_TRACE_PROBES too, every probe marks its entry (0x1000 | kind) and its exit
 // (0x9000 | kind). Posted writes only: a read back over the bus changed the timing enough
 // to hide the hang it hunted (measured on the H100).
