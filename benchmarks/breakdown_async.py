@@ -38,6 +38,11 @@ CONFIGS = {
     # (The mbarrier probes alone switched off would leave waits acquiring nothing, and the
     # false findings' records would be timed.)
     "no async probes": "CONSAN_NULL_MBAR CONSAN_NULL_TENSOR CONSAN_NULL_ACCESS CONSAN_NULL_WGMMA",
+    # with the access probes off, one async probe kind off more: which of them the
+    # kernel's critical path runs through, and what each could save at most
+    "no access or tensor probes": "CONSAN_NULL_ACCESS CONSAN_NULL_TENSOR",
+    "no access or mbarrier probes": "CONSAN_NULL_ACCESS CONSAN_NULL_MBAR",
+    "no access or wgmma probes": "CONSAN_NULL_ACCESS CONSAN_NULL_WGMMA",
     # the 16-byte access probe's reads (ldmatrix, v4 loads) return at once: what an inline
     # read path that never called could save at most
     "no 16-byte reads": "CONSAN_NULL_READ16",
