@@ -45,6 +45,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
 #endif
     cs_mbar_used_sh = 0;
     cs_mbar_arc_sh = 0;
+    cs_vc_chunks_begin();
     cs_shv.idem_lock = 0;
     cs_shv.ending = 0;
     cs_shv.mbar_full = 0;

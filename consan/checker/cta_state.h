@@ -22,6 +22,7 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t ending;  // a warp left after a deadlock: the CTA winds down (cs_leave_cta)
     uint32_t mbar_full;  // an init found every mbarrier entry in use (cs_mbar_untracked)
     uint64_t mbar_arc;  // the entries' columns to visit, for the mask they were made from
+    uint64_t vc_chunks;  // bit q: a clock's columns 4q..4q+3 hold one in use (cs_vc_chunks)
     uint32_t clock[CS_MAX_WARPS];  // each warp's own clock: VC_w[w], kept in smem
     uint32_t cpticks[CS_MAX_WARPS];  // each warp's cp.async unit's clock - 1: commit_group and
                                      // cp.async.mbarrier.arrive advance it (every cp.async

@@ -291,7 +291,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         // then its slot, which is written again only abi.MB_SLOTS - 1 completions later
         // (cs_mbar_try_complete fences the slot's joins before the phase).
         cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
-        uint32_t done = *(volatile uint32_t*)&e[CS_MB_PHASE];  // phases completed so far
+        uint32_t done = cs_ld32(&e[CS_MB_PHASE]);  // phases completed so far (its CTA's writes)
         cs_fence_lock();
         uint32_t last = e[CS_MB_LASTPH + w];  // (its own warp's)
         uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (last & 1);
@@ -311,6 +311,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     case CS_MB_INIT:
         if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
         cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
+        cs_vc_chunks_add_engine(j);
         e[CS_MB_LIVE] = cs_gen_sh;
         *(volatile uint32_t*)&cs_mlive_sh[j] = cs_gen_sh;
         e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
