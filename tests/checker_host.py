@@ -38,18 +38,23 @@ def library(chunk: bool = False) -> ctypes.CDLL:
         if cxx is None:
             raise RuntimeError("a C++ compiler (g++) is needed to build the host checker")
         out.mkdir(parents=True, exist_ok=True)
-        (out / "consan_abi.h").write_text(hdr)
+        # Each process writes and compiles in a folder of its own (test workers build at
+        # once: one rewriting a header another was compiling failed that build), then
+        # moves its library into place.
+        own = Path(tempfile.mkdtemp(dir=out))
+        (own / "consan_abi.h").write_text(hdr)
         for name, text in checker_headers().items():
-            (out / name).write_text(text)
-        (out / "checker.cpp").write_text(src)
-        tmp = out / f"checker.{id(out)}.so"
+            (own / name).write_text(text)
+        (own / "checker.cpp").write_text(src)
+        tmp = own / "checker.so"
         res = subprocess.run([cxx, "-DCONSAN_HOST", *(["-DCONSAN_CHUNK_GRANULES"] if chunk else []),
                               "-std=c++17", "-O1", "-shared", "-fPIC",
-                              "-Wall", "-Wno-unused-function", "-I", str(out), "-o", str(tmp),
-                              str(out / "checker.cpp")], capture_output=True, text=True)
+                              "-Wall", "-Wno-unused-function", "-I", str(own), "-o", str(tmp),
+                              str(own / "checker.cpp")], capture_output=True, text=True)
         if res.returncode:
             raise RuntimeError(f"the host build of the checker failed:\n{res.stderr}")
         tmp.replace(so)
+        shutil.rmtree(own, ignore_errors=True)
     lib = ctypes.CDLL(str(so))
     u32 = ctypes.c_uint32
     ctype = {".b32": u32, ".b64": ctypes.c_uint64}  # the PTX types of abi.PROBE_PROTOTYPES
