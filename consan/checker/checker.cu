@@ -681,7 +681,8 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
             uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
             uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
             uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
-            cs_tensor_write(active, leader, slot, g0, g1, site, agent, clk, t.f);
+            cs_finding wf = cs_tensor_write(active, leader, slot, g0, g1, site, agent, clk);
+            if (!t.f.kind) t.f = wf;
         }
         if (lead) {
             CS_PROF(26);

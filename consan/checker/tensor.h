@@ -85,7 +85,9 @@ CS_NOINLINE uint32_t cs_tmap_lookup(uint64_t map) {
     return bytes;
 }
 
-CS_NOINLINE void cs_tensor_record(uint32_t kind, uint32_t site, const cs_finding& f, uint32_t lo,
+// (Arguments by value: a reference kept the probe's copy state in local memory, stored and
+// loaded again on every call.)
+CS_NOINLINE void cs_tensor_record(uint32_t kind, uint32_t site, cs_finding f, uint32_t lo,
                              uint32_t hi, uint32_t moff, uint32_t ph, uint32_t bytes) {
     cs_record_t r = cs_blank(kind, site);
     r.prev_site = f.prev_site;
@@ -109,9 +111,10 @@ struct cs_tload {
 };
 // A copy through a map not known: the bytes the phase still expects, else up to the end of
 // the window; never past a live mbarrier (said in a record).
-CS_NOINLINE uint32_t cs_tensor_guess_span(uint32_t slot, const cs_tload& t, uint32_t site) {
-    uint32_t end = S.granules * CS_GRANULE_BYTES, off = t.off;
-    uint32_t span = t.bytes ? t.bytes : (off < end ? end - off : 0);
+CS_NOINLINE uint32_t cs_tensor_guess_span(uint32_t slot, uint32_t off, uint32_t bytes,
+                                          uint32_t moff, uint32_t ph, uint32_t site) {
+    uint32_t end = S.granules * CS_GRANULE_BYTES;
+    uint32_t span = bytes ? bytes : (off < end ? end - off : 0);
     if (off >= end) span = 0;
     else if (span > end - off) span = end - off;
     uint32_t g1 = span ? (off + span - 1) / CS_GRANULE_BYTES : 0;
@@ -124,7 +127,7 @@ CS_NOINLINE uint32_t cs_tensor_guess_span(uint32_t slot, const cs_tload& t, uint
         }
     }
     cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
-    cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off + span, t.moff, t.ph, span);
+    cs_tensor_record(CS_TOOL_TENSOR_MAP_UNKNOWN, site, none, off, off + span, moff, ph, span);
     return span;
 }
 
@@ -191,7 +194,8 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         cs_mbar_copy_landed(e, t.j, t.ph, t.bytes, site, t.moff);
         cs_mbar_unlock(t.j);
     }
-    t.span = guessed ? cs_tensor_guess_span(slot, t, site) : t.bytes;  // bytes it writes
+    t.span = guessed ? cs_tensor_guess_span(slot, t.off, t.bytes, t.moff, t.ph, site)
+                     : t.bytes;  // bytes it writes
     if (!guessed && (off >= end || t.bytes > end - off))
         t.f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     else
@@ -202,20 +206,19 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
 // The copy engine of mbarrier j writes granules [g0, g1] at clock clk: every lane of
 // `lanes` calls this, and they write it together (the tables in device memory: they split
 // its blocks).
-CS_DEV void cs_tensor_write(uint32_t lanes, uint32_t lead, uint32_t slot, uint32_t g0,
-                            uint32_t g1, uint32_t site, uint32_t by, uint32_t clk,
-                            cs_finding& f) {
+// Returns its finding (none: kind 0).
+CS_DEV cs_finding cs_tensor_write(uint32_t lanes, uint32_t lead, uint32_t slot, uint32_t g0,
+                                  uint32_t g1, uint32_t site, uint32_t by, uint32_t clk) {
     CS_PROF(18);
     uint32_t base = S.vsh_base / CS_GRANULE_BYTES;
-    if (cs_vc_smem_on() && cs_popc(lanes) > 1 && g0 >= base) {
-        cs_found r = cs_vc_smem_engine_lanes(slot, cs_warp(), g0 - base, g1 - base, site, by, clk,
-                                         lanes);
-        if (!f.kind) f = r.f;
-        return;
-    }
+    if (cs_vc_smem_on() && cs_popc(lanes) > 1 && g0 >= base)
+        return cs_vc_smem_engine_lanes(slot, cs_warp(), g0 - base, g1 - base, site, by, clk,
+                                       lanes).f;
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     cs_view v = cs_make_view(slot, cs_warp());
-    if (!cs_vc_smem_on()) return cs_engine_write_split(lanes, v, g0, g1, site, by, clk, f);
-    if (cs_lane() == lead) cs_engine_write(v, g0, g1, site, by, clk, f);
+    if (!cs_vc_smem_on()) cs_engine_write_split(lanes, v, g0, g1, site, by, clk, f);
+    else if (cs_lane() == lead) cs_engine_write(v, g0, g1, site, by, clk, f);
+    return f;
 }
 
 // One tensor store by lane `lane`, run by the lanes `lanes` together, `lead` among them: a
