@@ -1,0 +1,152 @@
+#!/usr/bin/env python
+"""An older commit's checker beside this tree's on bench_async's kernels, in one run.
+
+    python benchmarks/ab_async.py prepare [REF]     # here: REF's tree into ab_old/
+    PYTHONPATH=. python3 benchmarks/ab_async.py run [--only K1,K2] [--rounds N] [--json PATH]
+
+`prepare` writes REF's tree (`git archive`, default HEAD) into ab_old/ at the repository
+root: untracked and not ignored, so the device tool carries it with the working tree (the
+device copy's .git may name an older commit, so the archive is made here). Delete it
+after the run.
+
+`run`, on the GPU machine, times the kernels with `bench_async.py --no-racecheck` in each
+tree in turn, old then new, `--rounds` times (one process per tree and round: each builds
+its own checker), and prints a row per kernel: every round's consan ms old and new, the
+medians and new / old. Speed changes are judged this way because two calls of the device
+tool may land on machines, or hours, whose times differ by more than the change. A round
+whose bench_async run failed (no output, or a launch not clean or not bit-exact: the
+script refuses a ratio then) is an error: its output is printed and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OLD = os.path.join(ROOT, "ab_old")
+
+
+def prepare(ref: str, dest: str = OLD) -> str:
+    """REF's tree, from this repository's git, into `dest` (replaced if there)."""
+    res = subprocess.run(["git", "-C", ROOT, "archive", "--format=tar", ref],
+                         capture_output=True)
+    if res.returncode:
+        raise SystemExit(f"ab_async: git archive {ref} failed: "
+                         f"{res.stderr.decode(errors='replace').strip()}")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    with tarfile.open(fileobj=io.BytesIO(res.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def _round(tree: str, only: str | None, timeout: float) -> tuple[dict | None, str]:
+    """One bench_async run in `tree`: its JSON (None if it failed) and its output."""
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    cmd = [sys.executable, os.path.join(tree, "benchmarks", "bench_async.py"),
+           "--no-racecheck", "--json", path] + (["--only", only] if only else [])
+    env = {**os.environ, "PYTHONPATH": tree}
+    try:
+        res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
+                             timeout=timeout)
+        out, ok = res.stdout + res.stderr, res.returncode == 0
+    except subprocess.TimeoutExpired as e:
+        out, ok = f"timed out after {timeout:.0f} s\n{e.stdout or ''}", False
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        data = None
+    finally:
+        os.unlink(path)
+    return (data if ok and data and not data.get("errors") else None), out
+
+
+def summarize(runs: dict[str, list[dict]]) -> list[dict]:
+    """Rows per kernel from bench_async JSONs per tree ("old", "new"), rounds in order."""
+    rows: dict[str, dict] = {}
+    for tree in ("old", "new"):
+        for data in runs.get(tree, []):
+            for r in data["rows"]:
+                row = rows.setdefault(r["kernel"], {"kernel": r["kernel"], "old": [], "new": [],
+                                                    "native_old": [], "native_new": []})
+                row[tree].append(r["consan_ms"])
+                row[f"native_{tree}"].append(r["native_ms"])
+    for row in rows.values():
+        if row["old"] and row["new"]:
+            row["old_median"] = statistics.median(row["old"])
+            row["new_median"] = statistics.median(row["new"])
+            row["new_over_old"] = row["new_median"] / row["old_median"]
+    return list(rows.values())
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["kernel | old consan ms (rounds) | new consan ms (rounds) | old median | "
+             "new median | new / old"]
+    for r in rows:
+        def ms(xs: list[float]) -> str:
+            return " / ".join(f"{x:.3f}" for x in xs) or "-"
+        tail = (f"{r['old_median']:.3f} | {r['new_median']:.3f} | {r['new_over_old']:.3f}"
+                if "new_over_old" in r else "- | - | -")
+        lines.append(f"{r['kernel']} | {ms(r['old'])} | {ms(r['new'])} | {tail}")
+    return "\n".join(lines)
+
+
+def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
+        old: str = OLD, new: str = ROOT) -> int:
+    if not os.path.isfile(os.path.join(old, "benchmarks", "bench_async.py")):
+        print(f"ab_async: no older tree at {old}: run `python benchmarks/ab_async.py prepare "
+              "REF` first (on the machine whose git has REF)", file=sys.stderr)
+        return 2
+    runs: dict[str, list[dict]] = {"old": [], "new": []}
+    failed = 0
+    for k in range(rounds):
+        for tree, path in (("old", old), ("new", new)):
+            data, out = _round(path, only, timeout)
+            if data is None:
+                failed += 1
+                print(f"ERROR: round {k + 1}, {tree} tree: bench_async gave no ratio it "
+                      f"stands behind; its output:\n{out}", flush=True)
+                continue
+            runs[tree].append(data)
+            print(f"round {k + 1} {tree}: " + ", ".join(
+                f"{r['kernel']} {r['consan_ms']:.3f}" for r in data["rows"]), flush=True)
+    rows = summarize(runs)
+    gpu = next((d.get("gpu") for d in runs["new"] + runs["old"]), "?")
+    print(f"gpu: {gpu}")
+    print(table(rows))
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"rows": rows, "rounds": rounds, "gpu": gpu, "errors": failed}, f, indent=1)
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare", help="REF's tree into ab_old/ (here, where git has REF)")
+    p.add_argument("ref", nargs="?", default="HEAD")
+    r = sub.add_parser("run", help="old and new trees alternating (on the GPU machine)")
+    r.add_argument("--only", metavar="K1,K2", help="bench_async's kernels (default: all)")
+    r.add_argument("--rounds", type=int, default=2)
+    r.add_argument("--timeout", type=float, default=150.0, help="per bench_async run, s")
+    r.add_argument("--json", metavar="PATH")
+    args = ap.parse_args(argv)
+    if args.cmd == "prepare":
+        print(prepare(args.ref))
+        return 0
+    return run(args.only, args.rounds, args.timeout, args.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
