@@ -45,8 +45,24 @@ CS_DEV void cs_lock(uint32_t* l) { while (cs_cas32(l, 0, 1) != 0) {} cs_fence_lo
 CS_DEV void cs_unlock(uint32_t* l) { cs_fence_lock(); cs_xchg32(l, 0); }
 // An mbarrier entry's lock lives in the CTA's shared memory (only its warps take it): a
 // shared-memory compare-and-swap, not a device-memory round trip, per try.
+// (Acquire and release on the lock word itself: fence.acq_rel.cta beside a relaxed
+// exchange waited for every earlier access of the thread, here or in device memory.)
+#ifdef CONSAN_HOST
 CS_DEV void cs_mbar_lock(uint32_t j) { cs_lock(&cs_mlock_sh[j]); }  // j: the entry's index
 CS_DEV void cs_mbar_unlock(uint32_t j) { cs_unlock(&cs_mlock_sh[j]); }
+#else
+CS_DEV void cs_mbar_lock(uint32_t j) {  // j: the entry's index
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(&cs_mlock_sh[j]), old;
+    do {
+        asm volatile("atom.acquire.cta.shared::cta.cas.b32 %0, [%1], 0, 1;"
+                     : "=r"(old) : "r"(a) : "memory");
+    } while (old != 0);
+}
+CS_DEV void cs_mbar_unlock(uint32_t j) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(&cs_mlock_sh[j]);
+    asm volatile("st.release.cta.shared::cta.u32 [%0], 0;" :: "r"(a) : "memory");
+}
+#endif
 
 CS_NOINLINE void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, const uint32_t* e) {
     cs_record_t r = cs_blank(kind, site);
@@ -291,9 +307,10 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         // then its slot, which is written again only abi.MB_SLOTS - 1 completions later
         // (cs_mbar_try_complete fences the slot's joins before the phase).
         cs_cta(slot)[CS_CTA_SPIN_PHASE + w] = 0;
-        uint32_t done = cs_ld32(&e[CS_MB_PHASE]);  // phases completed so far (its CTA's writes)
-        cs_fence_lock();
-        uint32_t last = e[CS_MB_LASTPH + w];  // (its own warp's)
+        uint32_t done = cs_ld32_acq(&e[CS_MB_PHASE]);  // phases completed so far (its CTA's writes)
+        // (a token wait's: its own warp's last arrive phase; a parity wait needs none, and
+        // the load was a device-memory round trip of every wait)
+        uint32_t last = op == CS_MB_WAIT_PARITY ? 0u : e[CS_MB_LASTPH + w];
         uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (last & 1);
         bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
                   (op == CS_MB_WAIT_PARITY || last == done - 1);

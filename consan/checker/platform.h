@@ -60,6 +60,7 @@ CS_DEV void cs_fence_lock() { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 CS_DEV void cs_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 CS_DEV void cs_syncwarp(uint32_t) {}
 CS_DEV uint32_t cs_ld32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+CS_DEV uint32_t cs_ld32_acq(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 CS_DEV uint64_t cs_ld64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 CS_DEV void cs_st32(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 CS_DEV void cs_st64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
@@ -183,6 +184,11 @@ CS_DEV void cs_syncwarp(uint32_t m) { __syncwarp(m); }
 // Shadow tables belong to one CTA (one SM): relaxed CTA-scope accesses may hit in L1.
 CS_DEV uint32_t cs_ld32(const uint32_t* p) {
     uint32_t v; asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
+}
+// A load that later loads cannot pass: where a relaxed load and fence.acq_rel.cta after it
+// also waited for the thread's earlier stores to device memory (a round trip).
+CS_DEV uint32_t cs_ld32_acq(const uint32_t* p) {
+    uint32_t v; asm volatile("ld.acquire.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
 }
 CS_DEV uint64_t cs_ld64(const uint64_t* p) {
     uint64_t v; asm volatile("ld.relaxed.cta.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v;
