@@ -185,8 +185,8 @@ CS_DEV void cs_syncwarp(uint32_t m) { __syncwarp(m); }
 CS_DEV uint32_t cs_ld32(const uint32_t* p) {
     uint32_t v; asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
 }
-// A load that later loads cannot pass: where a relaxed load and fence.acq_rel.cta after it
-// also waited for the thread's earlier stores to device memory (a round trip).
+// A load that later loads cannot pass, without the MEMBAR of a relaxed load and
+// fence.acq_rel.cta after it (which also orders the thread's earlier accesses).
 CS_DEV uint32_t cs_ld32_acq(const uint32_t* p) {
     uint32_t v; asm volatile("ld.acquire.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
 }
