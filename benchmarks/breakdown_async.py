@@ -43,6 +43,9 @@ CONFIGS = {
     "no access or tensor probes": "CONSAN_NULL_ACCESS CONSAN_NULL_TENSOR",
     "no access or mbarrier probes": "CONSAN_NULL_ACCESS CONSAN_NULL_MBAR",
     "no access or wgmma probes": "CONSAN_NULL_ACCESS CONSAN_NULL_WGMMA",
+    # a wgmma read's chunk with empty bytes stores no sites (device memory): what a site
+    # index kept in shared memory could save at most
+    "no wgmma read sites": "CONSAN_NULL_WG_SITES",
     # the 16-byte access probe's reads (ldmatrix, v4 loads) return at once: what an inline
     # read path that never called could save at most
     "no 16-byte reads": "CONSAN_NULL_READ16",

@@ -122,6 +122,13 @@ struct cs_prof_scope {
 #else
 #define CS_NULL_BOX_RECHECK(...)
 #endif
+// CONSAN_NULL_WG_SITES: a wgmma read of a 16-byte chunk with empty bytes stores its bytes
+// and not its sites (device memory): what those stores cost (reports then name stale sites).
+#ifdef CONSAN_NULL_WG_SITES
+#define CS_WG_SITES 0
+#else
+#define CS_WG_SITES 1
+#endif
 
 // CONSAN_PSH_NO_FENCE, _NULL_READ, _NULL_WRITE (phase tables in shared memory): the cost
 // of the access probe's fences, of its reads, of its writes (measurements only).

@@ -156,7 +156,8 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
             old = cs_chunk_bytes(R, g);
             v = 1;
         }
-        cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
+        if (!CS_WG_SITES && CS_CHUNK_G == 4 && old == 0) cs_s_st(R + g, c8 * 0x01010101u);
+        else cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
         if (v < clk) cs_s_max(p, clk);
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker)
