@@ -16,6 +16,11 @@ medians and new / old. Speed changes are judged this way because two calls of th
 tool may land on machines, or hours, whose times differ by more than the change. A round
 whose bench_async run failed (no output, or a launch not clean or not bit-exact: the
 script refuses a ratio then) is an error: its output is printed and the exit status is 1.
+
+`run --profile` then runs `breakdown_async.py --profile` (a checker build that counts each
+probe kind's cycles) once in each tree and prints, per kernel and probe kind, the calls a
+CTA and the cycles a call, old and new, side by side: which probe a change moved, in the
+same call as the timings. A tree whose profile printed no row is an error too.
 """
 
 from __future__ import annotations
@@ -72,6 +77,54 @@ def _round(tree: str, only: str | None, timeout: float) -> tuple[dict | None, st
     return (data if ok and data and not data.get("errors") else None), out
 
 
+def _profile(tree: str, only: str | None, timeout: float) -> tuple[dict, str]:
+    """`breakdown_async.py --profile` in `tree`: {kernel: {probe: (calls a CTA, cycles a
+    call)}} from its table rows, and its output."""
+    cmd = [sys.executable, os.path.join(tree, "benchmarks", "breakdown_async.py"),
+           "--profile"] + (["--only", only] if only else [])
+    env = {**os.environ, "PYTHONPATH": tree}
+    try:
+        res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
+                             timeout=timeout)
+        out = res.stdout + res.stderr
+    except subprocess.TimeoutExpired as e:
+        return {}, f"timed out after {timeout:.0f} s\n{e.stdout or ''}"
+    return parse_profile(out), out
+
+
+def parse_profile(out: str) -> dict[str, dict[str, tuple[float, float]]]:
+    """The rows `probe | calls per CTA | kcycles per CTA | cycles per call` under each
+    `[kernel]` line of a breakdown_async.py --profile output."""
+    prof: dict[str, dict[str, tuple[float, float]]] = {}
+    kernel = None
+    for line in out.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            kernel = line[1:-1]
+            continue
+        cells = [c.strip() for c in line.split("|")]
+        if kernel is None or len(cells) != 4:
+            continue
+        try:
+            calls, cycles = float(cells[1]), float(cells[3])
+        except ValueError:
+            continue  # (the header)
+        prof.setdefault(kernel, {})[cells[0]] = (calls, cycles)
+    return prof
+
+
+def profile_table(old: dict, new: dict) -> str:
+    lines = ["kernel | probe | calls per CTA old / new | cycles a call old / new | new / old"]
+    for kernel in dict.fromkeys([*old, *new]):
+        o, n = old.get(kernel, {}), new.get(kernel, {})
+        for probe in dict.fromkeys([*o, *n]):
+            (oc, ocy), (nc, ncy) = o.get(probe, (0.0, 0.0)), n.get(probe, (0.0, 0.0))
+            ratio = f"{ncy / ocy:.3f}" if ocy and probe in n else "-"
+            lines.append(f"{kernel} | {probe} | {oc:.1f} / {nc:.1f} | {ocy:.0f} / {ncy:.0f} | "
+                         f"{ratio}")
+    return "\n".join(lines)
+
+
 def summarize(runs: dict[str, list[dict]]) -> list[dict]:
     """Rows per kernel from bench_async JSONs per tree ("old", "new"), rounds in order."""
     rows: dict[str, dict] = {}
@@ -103,7 +156,7 @@ def table(rows: list[dict]) -> str:
 
 
 def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
-        old: str = OLD, new: str = ROOT) -> int:
+        old: str = OLD, new: str = ROOT, profile: bool = False) -> int:
     if not os.path.isfile(os.path.join(old, "benchmarks", "bench_async.py")):
         print(f"ab_async: no older tree at {old}: run `python benchmarks/ab_async.py prepare "
               "REF` first (on the machine whose git has REF)", file=sys.stderr)
@@ -125,9 +178,20 @@ def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
     gpu = next((d.get("gpu") for d in runs["new"] + runs["old"]), "?")
     print(f"gpu: {gpu}")
     print(table(rows))
+    profiles: dict[str, dict] = {}
+    if profile:
+        for tree, path in (("old", old), ("new", new)):
+            prof, out = _profile(path, only, timeout)
+            if not prof:
+                failed += 1
+                print(f"ERROR: {tree} tree: breakdown_async.py --profile printed no probe row; "
+                      f"its output:\n{out}", flush=True)
+            profiles[tree] = prof
+        print(profile_table(profiles["old"], profiles["new"]))
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"rows": rows, "rounds": rounds, "gpu": gpu, "errors": failed}, f, indent=1)
+            json.dump({"rows": rows, "rounds": rounds, "gpu": gpu, "errors": failed,
+                       "profiles": profiles}, f, indent=1)
     return 1 if failed else 0
 
 
@@ -141,11 +205,13 @@ def main(argv=None) -> int:
     r.add_argument("--rounds", type=int, default=2)
     r.add_argument("--timeout", type=float, default=150.0, help="per bench_async run, s")
     r.add_argument("--json", metavar="PATH")
+    r.add_argument("--profile", action="store_true",
+                   help="then each tree's breakdown_async.py --profile, side by side")
     args = ap.parse_args(argv)
     if args.cmd == "prepare":
         print(prepare(args.ref))
         return 0
-    return run(args.only, args.rounds, args.timeout, args.json)
+    return run(args.only, args.rounds, args.timeout, args.json, profile=args.profile)
 
 
 if __name__ == "__main__":

@@ -69,3 +69,57 @@ def test_run_without_an_older_tree_says_how_to_make_one(tmp_path, capsys):
     rc = ab_async.run(None, 1, 60, None, old=str(tmp_path / "missing"), new=str(tmp_path))
     assert rc == 2
     assert "ab_async.py prepare" in capsys.readouterr().err
+
+
+# A breakdown_async.py --profile output as it prints it (rows of two kernels, and lines
+# that are not rows).
+PROFILE_OUT = textwrap.dedent("""\
+    [tma_ring_4stage]
+    granules walked by copies: 0 (the rest: stores only)
+    probe | calls per CTA | kcycles per CTA | cycles per call
+    tensor | 16.0 | 244.4 | {tensor}
+    (tensor: map lookup) | 16.0 | 18.8 | 1173
+    report: consan: no violations in kernel tma_ring
+    [tma_wgmma_gemm]
+    probe | calls per CTA | kcycles per CTA | cycles per call
+    wgmma | 256.0 | 628.1 | 2454
+""")
+
+
+def _profiled_tree(root, name: str, ms: float, tensor: int | None) -> str:
+    path = _tree(root, name, ms)
+    text = PROFILE_OUT.format(tensor=tensor) if tensor is not None else "no GPU here\n"
+    with open(os.path.join(path, "benchmarks", "breakdown_async.py"), "w") as f:
+        f.write(f"import sys\nassert '--profile' in sys.argv\nprint({text!r}, end='')\n")
+    return path
+
+
+def test_parse_profile_takes_each_kernels_rows():
+    prof = ab_async.parse_profile(PROFILE_OUT.format(tensor=15277))
+    assert prof == {"tma_ring_4stage": {"tensor": (16.0, 15277.0),
+                                        "(tensor: map lookup)": (16.0, 1173.0)},
+                    "tma_wgmma_gemm": {"wgmma": (256.0, 2454.0)}}
+
+
+def test_run_with_profile_prints_both_trees_cycles_side_by_side(tmp_path, capsys):
+    old = _profiled_tree(tmp_path, "old", 0.4, tensor=15000)
+    new = _profiled_tree(tmp_path, "new", 0.3, tensor=12000)
+    out_json = tmp_path / "ab.json"
+    rc = ab_async.run("ring", 1, 60, str(out_json), old=old, new=new, profile=True)
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "tma_ring_4stage | tensor | 16.0 / 16.0 | 15000 / 12000 | 0.800" in out
+    assert "tma_wgmma_gemm | wgmma | 256.0 / 256.0 | 2454 / 2454 | 1.000" in out
+    prof = json.loads(out_json.read_text())["profiles"]
+    assert prof["new"]["tma_ring_4stage"]["tensor"] == [16.0, 12000.0]
+
+
+def test_a_profile_with_no_rows_fails_the_run_and_shows_its_output(tmp_path, capsys):
+    old = _profiled_tree(tmp_path, "old", 0.4, tensor=15000)
+    new = _profiled_tree(tmp_path, "new", 0.3, tensor=None)
+    rc = ab_async.run("ring", 1, 60, None, old=old, new=new, profile=True)
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "ERROR: new tree: breakdown_async.py --profile printed no probe row" in out
+    assert "no GPU here" in out
+    assert "tma_ring_4stage | tensor | 16.0 / 0.0 | 15000 / 0 | -" in out
