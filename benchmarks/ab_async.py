@@ -54,19 +54,26 @@ def prepare(ref: str, dest: str = OLD) -> str:
     return dest
 
 
-def _round(tree: str, only: str | None, timeout: float) -> tuple[dict | None, str]:
-    """One bench_async run in `tree`: its JSON (None if it failed) and its output."""
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    cmd = [sys.executable, os.path.join(tree, "benchmarks", "bench_async.py"),
-           "--no-racecheck", "--json", path] + (["--only", only] if only else [])
+def _child(tree: str, script: str, args: list[str], timeout: float) -> tuple[bool, str]:
+    """benchmarks/`script` run in `tree` (its own package on PYTHONPATH): whether it
+    exited 0, and its output."""
+    cmd = [sys.executable, os.path.join(tree, "benchmarks", script)] + args
     env = {**os.environ, "PYTHONPATH": tree}
     try:
         res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
                              timeout=timeout)
-        out, ok = res.stdout + res.stderr, res.returncode == 0
+        return res.returncode == 0, res.stdout + res.stderr
     except subprocess.TimeoutExpired as e:
-        out, ok = f"timed out after {timeout:.0f} s\n{e.stdout or ''}", False
+        return False, f"timed out after {timeout:.0f} s\n{e.stdout or ''}"
+
+
+def _round(tree: str, only: str | None, timeout: float) -> tuple[dict | None, str]:
+    """One bench_async run in `tree`: its JSON (None if it failed) and its output."""
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    ok, out = _child(tree, "bench_async.py",
+                     ["--no-racecheck", "--json", path] + (["--only", only] if only else []),
+                     timeout)
     try:
         with open(path) as f:
             data = json.load(f)
@@ -80,15 +87,8 @@ def _round(tree: str, only: str | None, timeout: float) -> tuple[dict | None, st
 def _profile(tree: str, only: str | None, timeout: float) -> tuple[dict, str]:
     """`breakdown_async.py --profile` in `tree`: {kernel: {probe: (calls a CTA, cycles a
     call)}} from its table rows, and its output."""
-    cmd = [sys.executable, os.path.join(tree, "benchmarks", "breakdown_async.py"),
-           "--profile"] + (["--only", only] if only else [])
-    env = {**os.environ, "PYTHONPATH": tree}
-    try:
-        res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
-                             timeout=timeout)
-        out = res.stdout + res.stderr
-    except subprocess.TimeoutExpired as e:
-        return {}, f"timed out after {timeout:.0f} s\n{e.stdout or ''}"
+    _, out = _child(tree, "breakdown_async.py",
+                    ["--profile"] + (["--only", only] if only else []), timeout)
     return parse_profile(out), out
 
 
