@@ -349,9 +349,13 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         cs_fence_lock();
     }
     if (!cs_bcast(entry, holder, leader)) return;
+    // The holder applies the posts claimed up to now (a batch may take later ones with
+    // them), not those that keep coming while it applies: its own probe waits meanwhile,
+    // and the next probe of any warp applies them.
+    const uint32_t end = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
     for (;;) {
         uint32_t t = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
-        if (cs_bcast(entry, *(volatile uint32_t*)&m->head, leader) == t) break;
+        if ((int32_t)(end - t) <= 0) break;
         cs_mc_post_t* q = &m->post[t % CS_MAILBOX_ENTRIES];
         uint32_t since = cs_now_ms();
         bool ready = false;
