@@ -94,7 +94,8 @@ def _profile(tree: str, only: str | None, timeout: float) -> tuple[dict, str]:
 
 def parse_profile(out: str) -> dict[str, dict[str, tuple[float, float]]]:
     """The rows `probe | calls per CTA | kcycles per CTA | cycles per call` under each
-    `[kernel]` line of a breakdown_async.py --profile output."""
+    `[kernel]` line of a breakdown_async.py --profile output (a cluster kernel's rows add
+    two columns, kcycles per CTA by cluster rank: not kept)."""
     prof: dict[str, dict[str, tuple[float, float]]] = {}
     kernel = None
     for line in out.splitlines():
@@ -103,7 +104,7 @@ def parse_profile(out: str) -> dict[str, dict[str, tuple[float, float]]]:
             kernel = line[1:-1]
             continue
         cells = [c.strip() for c in line.split("|")]
-        if kernel is None or len(cells) != 4:
+        if kernel is None or len(cells) not in (4, 6):
             continue
         try:
             calls, cycles = float(cells[1]), float(cells[3])

@@ -101,6 +101,16 @@ def test_parse_profile_takes_each_kernels_rows():
                     "tma_wgmma_gemm": {"wgmma": (256.0, 2454.0)}}
 
 
+def test_parse_profile_takes_a_cluster_kernels_rows_by_rank():
+    out = ("[dsmem_ring_2cta]\n"
+           "probe | calls per CTA | kcycles per CTA | cycles per call | even ranks: kcycles "
+           "per CTA | odd ranks: kcycles per CTA\n"
+           "bulk | 256.0 | 3976.3 | 15532 | 7952.6 | 0.0\n"
+           "(drain: a peer's copy) | 51.7 | 1178.3 | 22790 | 0.0 | 2356.5\n")
+    assert ab_async.parse_profile(out) == {
+        "dsmem_ring_2cta": {"bulk": (256.0, 15532.0), "(drain: a peer's copy)": (51.7, 22790.0)}}
+
+
 def test_run_with_profile_prints_both_trees_cycles_side_by_side(tmp_path, capsys):
     old = _profiled_tree(tmp_path, "old", 0.4, tensor=15000)
     new = _profiled_tree(tmp_path, "new", 0.3, tensor=12000)
