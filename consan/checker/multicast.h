@@ -318,7 +318,7 @@ CS_DEV uint32_t cs_mbar_peer_batch(cs_mailbox_t* m, uint32_t t, uint32_t h, cons
 CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_post_t& mine,
                                    uint32_t n, uint32_t entry);  // dsmem.h
 
-// Apply every post claimed so far, in order (a post claimed but still being written is
+// Apply the posts claimed so far, in order (a post claimed but still being written is
 // waited for), by the lanes `entry` of this warp together, their first holding the
 // mailbox's lock; or, while another warp holds it, wait until that warp has applied the
 // posts claimed before this call. Warp-uniform on purpose: every call out of line (cs_engine_write,
