@@ -408,12 +408,20 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     CS_PROF(6);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
-    cs_mc_poll();
     // Lanes with BULK_OFF skip the copy (a converted branch, instrument/converge.py): a
     // group of their own, whose leader does nothing.
     bool off = mask & CS_BULK_OFF;
     mask &= ~CS_BULK_OFF;
     uint32_t all = cs_activemask();
+    // A warp whose every lane copies into a peer (st.async) reads nothing here that a
+    // peer's post changes: it posts first and applies its own posts after, so a warp's
+    // copies reach the peer without waiting behind this CTA's mailbox.
+    uint32_t unused;
+    bool peer_only = cs_multicast_on() &&
+                     cs_all(all, !off && !mask && bytes != 0 &&
+                                     !cs_local_cluster((uint32_t)dst, unused) &&
+                                     ((uint32_t)dst >> CS_RANK_SHIFT) == ((uint32_t)mbar >> CS_RANK_SHIFT));
+    if (!peer_only) cs_mc_poll();
     uint32_t active = cs_group(((uint64_t)site << 32) | bytes, dst ^ (mbar << 32) ^ off);
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0, moff = 0, doff = 0;
@@ -476,6 +484,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     }
     if (cs_any(all, to_peer))
         cs_mc_post_runs(all, to_peer, (uint32_t)dst >> CS_RANK_SHIFT, doff, bytes, moff, site);
+    if (peer_only) cs_mc_poll();
     return cs_guard_verdict(all, skip, leader, site);
 }
 
