@@ -30,6 +30,8 @@ from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
 CONFIGS = {
     "full": "",
     "no copy-engine writes": "CONSAN_NULL_ENGINE_WRITE",
+    "no box stores": "CONSAN_NULL_BOX_STORES",
+    "no box stores or rechecks": "CONSAN_NULL_BOX_STORES CONSAN_NULL_BOX_RECHECK",
     "no access probes": "CONSAN_NULL_ACCESS",
     "neither": "CONSAN_NULL_ENGINE_WRITE CONSAN_NULL_ACCESS",
     # the floor: every access, mbarrier (but init and inval), tensor and wgmma probe returns
