@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from instrument import abi
+from instrument import abi, occupancy
 from instrument.ptx import parse
 from instrument.rewrite import Instrumented, instrument
 
@@ -37,7 +37,7 @@ class Build:
     arch: toolchain.Arch
     source_name: str
     ptx: str = field(repr=False)  # (the input: a link error names its lines)
-    _cubins: dict[tuple[bool, int, bool], bytes] = field(default_factory=dict, repr=False)
+    _cubins: dict[tuple, bytes] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -45,16 +45,21 @@ class Build:
         """Linked with the checker that keeps its tables in device memory (cached)."""
         return self.linked()
 
-    def linked(self, psh: bool = False, max_regs: int = 0, vsh: bool = False) -> bytes:
+    def linked(self, psh: bool = False, max_regs: int = 0, vsh: bool = False,
+               hold: tuple[str, int, int] | None = None) -> bytes:
         """Linked with one checker build, once: `psh` the phase-mode one with its tables in
         shared memory (under `max_regs`), `vsh` the vector-clock one with its buffer tables
-        there, else the one whose tables are in device memory."""
-        key = (psh, max_regs, vsh)
+        there, else the one whose tables are in device memory. `hold` (kernel, CTAs,
+        threads): that kernel held to that many resident CTAs of that many threads per SM
+        (instrument/occupancy.py)."""
+        key = (psh, max_regs, vsh) if hold is None else (psh, max_regs, vsh, hold)
         with self._lock:  # (two threads launching the kernel link it once)
             if key not in self._cubins:
-                self._cubins[key] = link(self.instrumented, self.ptx,
-                                         self.source_name, self.arch, psh=psh,
-                                         max_regs=max_regs, vsh=vsh)
+                ins = self.instrumented
+                if hold is not None:
+                    ins = occupancy.hold_ctas(ins, *hold)
+                self._cubins[key] = link(ins, self.ptx, self.source_name, self.arch,
+                                         psh=psh, max_regs=max_regs, vsh=vsh)
             return self._cubins[key]
 
 

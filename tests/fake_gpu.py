@@ -44,7 +44,7 @@ class Gpu:
     static shared memory the fake module reports."""
 
     static_smem: dict[bytes, int] = field(default_factory=dict)
-    regs: int = 64
+    regs: int | dict[bytes, int] = 64  # (a dict: per cubin loaded)
     allocs: list[Buf] = field(default_factory=list)
     state: bytes = b""
     loaded: bytes = b""
@@ -56,10 +56,13 @@ class Gpu:
         self.allocs.append(b)
         return b
 
+    def registers(self) -> int:
+        return self.regs if isinstance(self.regs, int) else self.regs[self.loaded]
+
     def occupancy(self, fptr: int, nthreads: int, dyn: int) -> int:
         smem = dyn + self.static_smem.get(self.loaded, 0)
         by_smem = SM_SMEM // smem if smem else 32
-        return min(by_smem, 2048 // nthreads, 65536 // (nthreads * self.regs))
+        return min(by_smem, 2048 // nthreads, 65536 // (nthreads * self.registers()))
 
     def module(self) -> ModuleType:
         """A fake `cupy` package (install it with `install`)."""
@@ -67,7 +70,7 @@ class Gpu:
 
         class Module:
             def load(self, cubin: bytes) -> None:
-                gpu.loaded = cubin
+                gpu.loaded = self.cubin = cubin
 
             def get_function(self, name: str) -> SimpleNamespace:
                 return SimpleNamespace(ptr=0xF00)
@@ -86,7 +89,7 @@ class Gpu:
             gpu.state = ctypes.string_at(src, n)
 
         def func_attr(attr: int, fptr: int) -> int:
-            return {1: gpu.static_smem.get(gpu.loaded, 0), 4: gpu.regs}[attr]
+            return {1: gpu.static_smem.get(gpu.loaded, 0), 4: gpu.registers()}[attr]
 
         runtime = SimpleNamespace(
             getDeviceCount=lambda: 1, memGetInfo=lambda: (1 << 40, 1 << 40),

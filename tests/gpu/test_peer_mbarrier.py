@@ -175,6 +175,31 @@ def test_dsmem_ring_is_clean_and_bit_exact(pairs, stages):
     np.testing.assert_array_equal(out.reshape(pairs, g.TILE), g.inputs(np, pairs, tiles)[2])
 
 
+def test_the_instrumented_ring_keeps_the_native_kernels_resident_ctas():
+    """264 CTAs of 256 threads: natively two a SM, all resident at once. The probes push
+    the kernel to 254 registers, one CTA a SM, so two waves; held to the native two
+    (instrument/occupancy.py) every CTA is resident again, and the launch stays clean and
+    bit-exact."""
+    import cupy as cp
+
+    import consan
+    from consan import runtime
+    from tests.kernels import dsmem_ring as g
+
+    need_sm90()
+    pairs, tiles = 132, 64
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    p = consan.prepare(g.source(4), g.KERNEL, grid=g.grid(pairs), block=g.BLOCK,
+                       options=(arch_option(),))
+    regs = cp.cuda.driver.funcGetAttribute(runtime._CU_FUNC_ATTRIBUTE_NUM_REGS, p.function.ptr)
+    assert regs <= 128 and p.nslots == min(2 * pairs, 2 * sms), (regs, p.nslots)
+    x, out, want = g.inputs(cp, pairs, tiles)
+    p.launch(g.args(x, out, tiles))
+    rep = p.report()
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    np.testing.assert_array_equal(out.get().reshape(pairs, g.TILE), want)
+
+
 # The other way round: CTA rank r reads its own buffer, then frees it with an arrive on the
 # mbarrier `freed` of rank r - 1, which writes into it (st.shared::cluster, or st.async
 # completing on rank r's `full`) after waiting on its own `freed`. The reader's arrive is

@@ -1,0 +1,106 @@
+"""instrument/occupancy.py: a kernel held to a number of resident CTAs per SM."""
+
+from __future__ import annotations
+
+import pytest
+
+from instrument import occupancy
+from instrument.rewrite import InstrumentError, instrument
+
+PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry bounded(
+    .param .u64 p
+)
+.maxntid 256, 1, 1
+.minnctapersm 1
+{
+    ret;
+}
+
+.visible .entry free(
+    .param .u64 p
+)
+{
+    ret;
+}
+"""
+
+
+def _entry(ptx: str, kernel: str) -> str:
+    """The kernel's text from its .entry to its body's `{`."""
+    a = ptx.index(f".entry {kernel}(")
+    return ptx[a:ptx.index("{", a)]
+
+
+def test_a_bounded_kernel_gets_the_ctas_beside_its_bounds_and_the_probes_its_cap():
+    ins = instrument(PTX)
+    held = occupancy.hold_ctas(ins, "bounded", 2, 256)
+    head = _entry(held.ptx, "bounded")
+    assert head.count(".minnctapersm") == 1 and ".minnctapersm 2" in head
+    assert ".maxntid 256, 1, 1" in head
+    assert held.max_regs == 128  # (ptxas: 65536 registers over two CTAs of 256 threads)
+    assert _entry(held.ptx, "free") == _entry(ins.ptx, "free")
+    assert occupancy.bounds(held.ptx, "bounded") == (256, 2)
+
+
+def test_a_kernel_without_bounds_gets_the_launchs_block_as_its_bound():
+    held = occupancy.hold_ctas(instrument(PTX), "free", 4, 128)
+    assert occupancy.bounds(held.ptx, "free") == (128, 4)
+    assert held.max_regs == 128
+    assert occupancy.register_cap(instrument(PTX), "free", 512, 2) == 64
+
+
+def test_a_kernel_asking_more_ctas_keeps_its_own():
+    ptx = PTX.replace(".minnctapersm 1", ".minnctapersm 3")
+    held = occupancy.hold_ctas(instrument(ptx), "bounded", 2, 256)
+    assert occupancy.bounds(held.ptx, "bounded") == (256, 3)
+
+
+def test_an_unknown_kernel_is_refused_by_name():
+    with pytest.raises(InstrumentError, match="no kernel 'nope'"):
+        occupancy.hold_ctas(instrument(PTX), "nope", 2, 256)
+
+
+# The runtime's choice, on the fake GPU (tests/fake_gpu.py): the clustered ring of
+# tests/kernels/dsmem_ring.py, 256 threads a CTA, its tables in device memory.
+@pytest.fixture(scope="module")
+def ring_build():
+    from consan import pipeline
+    from tests.kernels import dsmem_ring as g
+
+    return pipeline.build(g.source(4), ("-arch=sm_90a",))
+
+
+def _prepare(monkeypatch, b, pairs: int, regs: dict[bytes, int]):
+    from consan import runtime
+    from tests.fake_gpu import Gpu
+
+    gpu = Gpu(regs=regs)
+    gpu.install(monkeypatch)
+    monkeypatch.setattr(runtime.toolchain, "link", lambda mods, arch, extra=(): b"native")
+    b._cubins.clear()
+    b._cubins.update({(False, 0, False): b"plain",
+                      (False, 0, False, ("dsmem_ring", 2, 256)): b"held"})
+    p = runtime.Prepared(b, "dsmem_ring", (2 * pairs, 1, 1), (256, 1, 1))
+    return p, gpu
+
+
+@pytest.mark.parametrize("native_regs,held_regs,want_slots,loaded", [
+    (20, 128, 264, b"held"),    # held to the native two CTAs a SM: one wave
+    (200, 128, 132, b"plain"),  # the cap would take registers from the kernel's own code
+    (20, 254, 132, b"plain"),   # the held build holds no more CTAs: the first one kept
+])
+def test_a_grid_the_instrumented_registers_split_in_waves_is_held_to_the_native_ctas(
+        monkeypatch, ring_build, native_regs, held_regs, want_slots, loaded):
+    p, gpu = _prepare(monkeypatch, ring_build, 132,
+                      {b"plain": 254, b"held": held_regs, b"native": native_regs})
+    assert p.nslots == want_slots and p.module.cubin == loaded
+
+
+def test_a_grid_that_fits_one_wave_is_not_relinked(monkeypatch, ring_build):
+    p, gpu = _prepare(monkeypatch, ring_build, 66, {b"plain": 254, b"held": 128, b"native": 20})
+    assert p.nslots == 132 and p.module.cubin == b"plain" and gpu.loaded == b"plain"
