@@ -283,7 +283,10 @@ class Prepared:
         fewer registers than it has natively. Measured on the H100, the clustered ring
         (264 CTAs of 256 threads): 254 registers, one CTA per SM, 4.21 ms; held to two,
         128 registers, 2.93 ms."""
-        native_ctas, native_regs = self._native_fit(cupy, driver, nthreads)
+        try:
+            native_ctas, native_regs = self._native_fit(cupy, driver, nthreads)
+        except toolchain.CompileError:  # (the module does not link alone: not held)
+            return per_sm
         want = min(-(-ctas // sms), native_ctas)
         cap = occupancy.register_cap(self.build.instrumented, self.kernel, nthreads, want)
         if want <= per_sm or cap is None or cap < native_regs:

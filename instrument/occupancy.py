@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .rewrite import Instrumented, InstrumentError, launch_bound_cap
+from .rewrite import Instrumented, InstrumentError, bound_threads, launch_bound_cap
 
 _BOUNDS = re.compile(r"\.(maxntid|reqntid|minnctapersm)\s+([\d\s,]+)")
 
@@ -40,11 +40,8 @@ def bounds(ptx: str, kernel: str) -> tuple[int, int]:
         nums = [int(x) for x in args.replace(",", " ").split()]
         if name == "minnctapersm":
             ctas = nums[0]
-            continue
-        n = 1
-        for d in nums:
-            n *= max(d, 1)
-        threads = n if name == "reqntid" or not threads else min(threads, n)
+        else:
+            threads = bound_threads(name, nums, threads)
     return threads, ctas
 
 

@@ -309,6 +309,15 @@ def launch_bound_cap(threads: int, ctas: int = 0) -> int | None:
     return cap if cap < 255 else None
 
 
+def bound_threads(name: str, dims: list[int], threads: int) -> int:
+    """The threads a CTA bound by `.maxntid` or `.reqntid` `dims`, given the bound so far
+    (0: none): `.reqntid` is exact, `.maxntid` the smaller."""
+    n = 1
+    for d in dims:
+        n *= max(d, 1)
+    return n if name == "reqntid" or not threads else min(threads, n)
+
+
 def _register_caps(mod: Module) -> list[int]:
     """The register limit ptxas gives each function with performance directives, which the
     probes it calls must fit too: `.maxnreg N`, and launch_bound_cap of `.maxntid` /
@@ -329,10 +338,7 @@ def _register_caps(mod: Module) -> list[int]:
                 elif name == "minnctapersm":
                     ctas = nums[0]
                 else:
-                    n = 1
-                    for d in nums:
-                        n *= max(d, 1)
-                    threads = n if name == "reqntid" or not threads else min(threads, n)
+                    threads = bound_threads(name, nums, threads)
         cap = launch_bound_cap(threads, ctas) if threads else None
         if cap is not None:
             caps.append(cap)

@@ -75,13 +75,13 @@ def ring_build():
     return pipeline.build(g.source(4), ("-arch=sm_90a",))
 
 
-def _prepare(monkeypatch, b, pairs: int, regs: dict[bytes, int]):
+def _prepare(monkeypatch, b, pairs: int, regs: dict[bytes, int], link=None):
     from consan import runtime
     from tests.fake_gpu import Gpu
 
     gpu = Gpu(regs=regs)
     gpu.install(monkeypatch)
-    monkeypatch.setattr(runtime.toolchain, "link", lambda mods, arch, extra=(): b"native")
+    monkeypatch.setattr(runtime.toolchain, "link", link or (lambda mods, arch, extra=(): b"native"))
     b._cubins.clear()
     b._cubins.update({(False, 0, False): b"plain",
                       (False, 0, False, ("dsmem_ring", 2, 256)): b"held"})
@@ -104,3 +104,13 @@ def test_a_grid_the_instrumented_registers_split_in_waves_is_held_to_the_native_
 def test_a_grid_that_fits_one_wave_is_not_relinked(monkeypatch, ring_build):
     p, gpu = _prepare(monkeypatch, ring_build, 66, {b"plain": 254, b"held": 128, b"native": 20})
     assert p.nslots == 132 and p.module.cubin == b"plain" and gpu.loaded == b"plain"
+
+
+def test_a_module_that_does_not_link_alone_is_not_held(monkeypatch, ring_build):
+    from consan import toolchain
+
+    def no_link(mods, arch, extra=()):
+        raise toolchain.CompileError("nvJitLink: unresolved extern function", "")
+
+    p, _ = _prepare(monkeypatch, ring_build, 132, {b"plain": 254, b"held": 128}, no_link)
+    assert p.nslots == 132 and p.module.cubin == b"plain"
