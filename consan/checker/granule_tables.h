@@ -195,8 +195,11 @@ CS_DEV void cs_check_write_run(const cs_view& v, uint32_t g0, uint32_t g1, uint3
 // write, with the atomics of CS_RUN granules in flight together and one fence per run:
 // one lane walking an 8 KiB box pays for latency, not work.
 #define CS_RUN 8
-CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
+CS_NOINLINE void cs_engine_walk(const cs_view& vr, uint32_t g0, uint32_t g1, uint32_t site,
                            uint32_t by, uint32_t clk, cs_finding& f) {
+    // (a copy of the caller's view: in registers, where the referenced one was loaded from
+    // the stack again after every store of the walk, 216 local loads in its SASS)
+    const cs_view v = vr;
     cs_gadd32(&((cs_log_header_t*)S.log)->walked, g1 - g0 + 1);
     uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
     bool wg = cs_wgmma_module(), ap = cs_async_proxy();
@@ -275,17 +278,18 @@ CS_NOINLINE void cs_engine_walk(const cs_view& v, uint32_t g0, uint32_t g1, uint
 CS_DEV bool cs_vc_smem_on();
 CS_NOINLINE void cs_vc_smem_engine(uint32_t slot, uint32_t w, uint32_t g0, uint32_t g1,
                                uint32_t site, uint32_t by, uint32_t clk, cs_finding& f);
-CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uint32_t site,
+CS_NOINLINE void cs_engine_write(const cs_view& vr, uint32_t g0, uint32_t g1, uint32_t site,
                                  uint32_t by, uint32_t clk, cs_finding& f) {
     CS_NULL_ENGINE_WRITE(return;)
     if (g0 > g1) return;  // (lanes that make the call with their leader: multicast.h)
+    const cs_view v = vr;  // (in registers: as cs_engine_walk's)
     if (cs_vc_smem_on()) {
         uint32_t b = S.vsh_base / CS_GRANULE_BYTES;
         if (g0 < b) f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
         else cs_vc_smem_engine(cs_slot_sh, v.w, g0 - b, g1 - b, site, by, clk, f);
         return;
     }
-    if (!cs_box_summary_on()) return cs_engine_walk(v, g0, g1, site, by, clk, f);
+    if (!cs_box_summary_on()) return cs_engine_walk(vr, g0, g1, site, by, clk, f);
     uint32_t slot = cs_slot_sh, sh = S.bsum_shift;
     uint64_t now = ((uint64_t)v.gen << CS_WW_GEN_SHIFT) | ((uint64_t)by << CS_WW_TID_SHIFT) | clk;
     uint64_t head = ((uint64_t)v.gen << CS_RM_GEN_SHIFT) | ((uint64_t)v.phase << 32);
@@ -308,7 +312,7 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
             if (by_i == CS_BSUM_WRITERS) cs_box_summary_write(slot, a, z, by, clk);  // its first copy here
             else if (by_c < clk) cs_max64((uint64_t*)(s + CS_BS_WRITERS) + by_i, mine_entry);
             if (!clear) {
-                cs_engine_walk(v, a, z, site, by, clk, f);
+                cs_engine_walk(vr, a, z, site, by, clk, f);
                 continue;
             }
             fast |= 1u << i;
@@ -328,7 +332,7 @@ CS_NOINLINE void cs_engine_write(const cs_view& v, uint32_t g0, uint32_t g1, uin
             cs_box_summary_load(s, q, false, x);
             if (cs_box_summary_readers_ordered(v, s, q, x)) continue;
             if (!(a >= g0 && z <= g1))
-                cs_engine_walk(v, a < g0 ? g0 : a, z > g1 ? g1 : z, site, by, clk, f);
+                cs_engine_walk(vr, a < g0 ? g0 : a, z > g1 ? g1 : z, site, by, clk, f);
             else if (!f.kind)
                 f = cs_box_summary_late_reader(v, s);
         }
