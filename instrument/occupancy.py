@@ -61,6 +61,6 @@ def hold_ctas(ins: Instrumented, kernel: str, ctas: int, threads: int) -> Instru
     head = re.sub(r"\.minnctapersm\s+\d+", "", ins.ptx[a:b])
     add = "" if bound else f"\n.maxntid {threads}, 1, 1"
     head = head.rstrip() + add + f"\n.minnctapersm {max(ctas, had)}\n"
-    cap = launch_bound_cap(bound or threads, max(ctas, had))
+    cap = register_cap(ins, kernel, threads, max(ctas, had))
     caps = [c for c in (ins.max_regs, cap) if c]
     return replace(ins, ptx=ins.ptx[:a] + head + ins.ptx[b:], max_regs=min(caps) if caps else None)
