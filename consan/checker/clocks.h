@@ -217,6 +217,16 @@ CS_DEV void cs_vc_join(uint32_t* __restrict__ dst, const uint32_t* __restrict__ 
     }
 }
 
+// *p = max(*p, v) without a load on the caller's path (a clock column the caller's lock
+// guards; the lock's release orders it before whatever the next holder does).
+CS_DEV void cs_red_max(uint32_t* p, uint32_t v) {
+#ifdef CONSAN_HOST
+    if (*p < v) *p = v;
+#else
+    asm volatile("red.relaxed.cta.global.max.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+#endif
+}
+
 
 
 // Group bookkeeping of a warp's bulk-store or wgmma unit (`counter`: CS_UNIT_*), by the
