@@ -235,6 +235,7 @@ CS_DEV void cs_dsmem_apply(uint32_t slot, const cs_mc_post_t& p, uint32_t entry)
     const uint32_t* seen = cs_peer_view(slot, p.mbar, p.acq, entry);
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     if (cs_lane() == leader) f = cs_dsmem_walk(slot, p, seen);
+    if (!cs_any(entry, f.kind != 0)) return;  // (a record is built only for a finding)
     cs_record_t r = cs_blank(f.kind, p.site);
     r.warp = (p.from >> 8) & 0xFFu;
     r.cur_rank = (p.from & 0xFFu) + 1;
@@ -380,6 +381,7 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
         }
     }
     n = cs_bcast(entry, n, cs_ffs(entry) - 1);
+    if (!cs_any(entry, kind != 0)) return n;  // (a record is built only for a finding)
     cs_record_t r = cs_blank(kind, p.site);
     r.warp = (p.from >> 8) & 0xFFu;
     r.cur_rank = rank + 1;

@@ -289,7 +289,8 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
     }
     CS_PROF(41);
     if (n == 1) {
-        cs_mc_record(lead ? f.kind : 0u, p.site, p.from, p.dst, bytes, p.mbar, &f);
+        if (cs_any(entry, lead && f.kind != 0))  // (the call's record built only for a finding)
+            cs_mc_record(lead ? f.kind : 0u, p.site, p.from, p.dst, bytes, p.mbar, &f);
     } else {  // each copy's first finding, as it alone records it (warp-uniform)
         uint32_t q = lane % n;
         for (uint32_t found = cs_ballot(entry, f.kind != 0); found;) {
@@ -308,7 +309,8 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
         under = cs_mbar_copy_landed(e, j, ph, all, p.site, p.mbar, false);
         cs_mbar_unlock(j);
     }
-    if (live) cs_mbar_record(lead && under ? CS_MBARRIER_UNDERFLOW : 0u, p.site, p.mbar, e);
+    if (live && cs_any(entry, lead && under))
+        cs_mbar_record(lead ? CS_MBARRIER_UNDERFLOW : 0u, p.site, p.mbar, e);
     return n;
 }
 
