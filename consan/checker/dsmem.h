@@ -280,6 +280,7 @@ CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off
         todo &= ~group;
     }
     cs_fence_cluster();
+    if (!cs_any(active, lost)) return;  // (a record is built only for a lost post)
     cs_record_t r = cs_blank(lost ? CS_TOOL_REMOTE_COPY_LOST : 0u, site);
     r.prev_rank = rank + 1;
     r.offset_lo = off;

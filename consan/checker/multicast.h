@@ -166,9 +166,9 @@ CS_DEV void cs_mc_post_runs(uint32_t all, bool mine, uint32_t rank, uint32_t dst
         todo &= ~group;
     }
     cs_fence_cluster();
-    lost = cs_any(all, lost);
-    cs_mc_record(lost && lane == cs_ffs(all) - 1 ? CS_TOOL_REMOTE_COPY_LOST : 0u, site, rank, dst,
-                 bytes, moff, 0);
+    if (cs_any(all, lost))  // (every lane makes the call, the first records)
+        cs_mc_record(lane == cs_ffs(all) - 1 ? CS_TOOL_REMOTE_COPY_LOST : 0u, site, rank, dst,
+                     bytes, moff, 0);
 }
 
 // The posts to every CTA of `mask` but this one (the issuer's own part is its own copy);
