@@ -97,8 +97,9 @@ CS_DEV uint32_t* cs_mbar_slot(uint32_t* e, uint32_t ph) {
 }
 
 // An entry's counters, read once under the lock in two vector loads (words 2-5), where
-// their word-by-word loads after each store to the entry were round trips: on the H100 a
-// peer's copy landing 6.5k -> 5.7k cycles from its clock column's load alone (dsmem ring).
+// each word was loaded again after every store to the entry. With the landing's column
+// by a reduction (cs_mbar_copy_landed), on the H100: a TMA load's landing 1,398 -> 1,156
+// cycles (the TMA ring), a peer's copy's record and landing 6,547 -> 5,180 (dsmem ring).
 struct cs_mbar_words { uint32_t expected, pending, tx, phase; };
 static_assert(CS_MB_EXPECTED == 2 && CS_MB_PENDING == 3 && CS_MB_TX == 4 && CS_MB_PHASE == 5,
               "abi.MB_*: the counters' two 16-byte chunks");
