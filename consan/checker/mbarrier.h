@@ -252,9 +252,8 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
     // below zero, as it may on the hardware; as for a copy's bytes, cs_mbar_copy_landed)
     bool tx_under = op == CS_MB_COMPLETE_TX && m.pending == 0 && (int32_t)m.tx < (int32_t)n;
     if (tx_under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
-    if (cs_mb_expects(op)) m.tx += n;  // (expect_tx and complete_tx: never both)
-    if (op == CS_MB_COMPLETE_TX) m.tx -= n;
-    if (cs_mb_expects(op) || op == CS_MB_COMPLETE_TX) e[CS_MB_TX] = m.tx;
+    uint32_t dtx = cs_mb_expects(op) ? n : op == CS_MB_COMPLETE_TX ? 0u - n : 0u;
+    if (dtx) e[CS_MB_TX] = m.tx += dtx;
     bool arrives = cs_mb_arrives(op);
     uint32_t count = cs_mb_arrive_tx(op) ? lanes : n;
     if (arrives) cs_vc_join(cs_mbar_slot(e, m.phase), mine);
