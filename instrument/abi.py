@@ -193,6 +193,9 @@ PROBE_BULK_GROUP = "__consan_bulk_group"  # (op, n, site): bulk groups, fence.pr
 BULK_COMMIT, BULK_WAIT, PROXY_FENCE = 0, 1, 2
 # wgmma (docs/model.md, "wgmma"): an mma_async's operand reads, and its group bookkeeping.
 PROBE_WGMMA = "__consan_wgmma"  # (desc_a, desc_b, info, site): operands read from smem
+# (desc_a, desc_b) x 4, info, site x 4: a chain of four mma_async of one info word after one
+# commit (instrument/wgmma_window.py), one call for the four
+PROBE_WGMMA4 = "__consan_wgmma4"
 PROBE_WGMMA_GROUP = "__consan_wgmma_group"  # (op, n, site): wgmma groups
 WGMMA_COMMIT, WGMMA_WAIT = 0, 1  # (fence.proxy.async goes to PROBE_BULK_GROUP)
 # The info word of an mma_async probe: N, where A comes from, major-ness, element size.
@@ -271,6 +274,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_BULK_STORE: ((".b64", ".b32", ".b32"), None),
     PROBE_BULK_GROUP: ((".b32", ".b32", ".b32"), None),
     PROBE_WGMMA: ((".b64", ".b64", ".b32", ".b32"), None),
+    PROBE_WGMMA4: ((".b64",) * 8 + (".b32",) * 5, None),
     PROBE_WGMMA_GROUP: ((".b32", ".b32", ".b32"), None),
     PROBE_TENSOR: ((".b64", ".b64", ".b64", ".b32", ".b32", ".b32", ".b32"), ".b32"),
 }

@@ -701,6 +701,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 deferred[m] = (base, ch)
                 base += 1
         calls: dict[int, list[str]] = {ch.commit: [] for ch in chains}
+        # a K step's four mma_async of one info word: one call (wgmma_window.fused)
+        fused = {ch.commit: [] for ch in chains
+                 if wgmma_window.fused(ch, {i: c for i, _, c, _ in walk})}
 
         arrive_site: dict[int, int] = {}  # load -> the site of the arrive it carries
         for idx, it, c, loc in walk:
@@ -709,8 +712,14 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             if idx in deferred:  # a wgmma probe: its operands now, its call after the commit
                 k, ch = deferred[idx]
                 code, a, b = wgmma_window.capture(k, c.address, c.arg)
-                pre, _, _ = emit(idx, it, replace(c, address=a, arg=b), loc, False, arrive_site)
-                calls[ch.commit].append(pre)
+                if ch.commit in fused:
+                    fused[ch.commit].append((it, c, loc, a, b))
+                    if len(fused[ch.commit]) == len(ch.mmas):
+                        calls[ch.commit].append(_wgmma4_call(fprobes, fused[ch.commit]))
+                else:
+                    pre, _, _ = emit(idx, it, replace(c, address=a, arg=b), loc, False,
+                                     arrive_site)
+                    calls[ch.commit].append(pre)
                 before[idx] = code + (wgmma_window.FENCE + "\n\t" if idx == ch.mmas[0] else "")
                 probes += 1
                 continue
@@ -1215,6 +1224,24 @@ def _loose_mbarriers(mod: Module, shared: set[str]) -> bool:
     return False
 
 
+def _site(f: _FnProbes, it: Item, c: Classified, loc, covers: tuple[int, ...] = ()):
+    """The site-table entry of a probed instruction."""
+    return f.table.add(kernel=f.fn, event=c.event.value, ptx_line=it.line,
+                       ptx_text=it.text.strip(), size=c.size,
+                       loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
+                       merged_lines=covers)
+
+
+def _wgmma4_call(f: _FnProbes, mmas: list[tuple[Item, Classified, object, str, str]]) -> str:
+    """One call for a chain of four mma_async of one info word (abi.PROBE_WGMMA4): each
+    (item, classification, loc, A operand, B operand), operands already captured."""
+    sites = [_site(f, it, c, loc).id for it, c, loc, _, _ in mmas]
+    args = [(".b64", x) for _, _, _, a, b in mmas for x in (a, b)]
+    args += [(".b32", str(mmas[0][1].op))] + [(".b32", str(s)) for s in sites]
+    return _call(None, abi.PROBE_WGMMA4, args,
+                 comment=f"sites {', '.join(str(s) for s in sites)}") + "\n\t"
+
+
 def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive_site: dict,
           covers: tuple[int, ...] = (), rep: int | None = None,
           stores: list[tuple[Item, int]] | None = None
@@ -1222,10 +1249,7 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     """(text before, the instruction's text or None for as is, text after) of a probed
     instruction; None for a carried arrive (its load's probe models it). `stores`: a
     store's value tag covers these (each with its bytes)."""
-    site = f.table.add(kernel=f.fn, event=c.event.value, ptx_line=it.line,
-                       ptx_text=it.text.strip(), size=c.size,
-                       loc=loc[0] if loc else None, inlined_at=loc[1] if loc else (),
-                       merged_lines=covers)
+    site = _site(f, it, c, loc, covers)
     if idx in f.arrives:  # modelled by the probe of the load that carries it
         arrive_site[f.arrives[idx].load] = site.id
         return None

@@ -82,6 +82,15 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
     return chains
 
 
+def fused(ch: Chain, classified: dict[int, Classified | None]) -> bool:
+    """Whether the chain's probes are one call (abi.PROBE_WGMMA4): four mma_async of one
+    info word (a K step of 64 halves over 128-byte rows, when the descriptors say so at run
+    time: the checker decides, and makes the four calls otherwise)."""
+    cs = [classified[m] for m in ch.mmas]
+    return len(cs) == 4 and all(c is not None for c in cs) and len(
+        {(c.op, c.address is None) for c in cs if c is not None}) == 1
+
+
 def capture(k: int, a: str | None, b: str) -> tuple[str, str, str]:
     """(PTX copying the k-th deferred probe's descriptors, its A operand, its B operand)."""
     ra, rb = f"{REG_DESC}{2 * k}", f"{REG_DESC}{2 * k + 1}"

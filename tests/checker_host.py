@@ -278,6 +278,18 @@ class HostChecker:
             self._as(4 * warpgroup + q)
             self._probe(abi.PROBE_WGMMA)(desc_a, desc_b, info, site)
 
+    def wgmma4(self, warpgroup: int, descs_a, descs_b, info: int, sites, warps=range(4)) -> None:
+        """A chain of four wgmma.mma_async after one commit, one call a warp (the rewriter's
+        call for such a chain: instrument/wgmma_window.py)."""
+        pairs = [d for ab in zip(descs_a, descs_b, strict=True) for d in ab]
+        for q in warps:
+            self._as(4 * warpgroup + q)
+            self._probe(abi.PROBE_WGMMA4)(*pairs, info, *sites)
+
+    def wgmma_rows_done(self) -> int:
+        """How many chain calls the rows path finished (the checker's host-build count)."""
+        return int(self.lib.cs_host_wgmma_rows_done())
+
     def wgmma_group(self, warp: int, op: int, n: int = 0, site: int = 0) -> None:
         self._as(warp)
         self._probe(abi.PROBE_WGMMA_GROUP)(op, n, site)

@@ -624,6 +624,33 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     }
 }
 
+#ifdef CONSAN_HOST
+static uint32_t cs_host_rows_done;  // chains done by their rows (the host tests' witness)
+CS_ENTRY uint32_t cs_host_wgmma_rows_done() { return cs_host_rows_done; }
+#endif
+// A chain of four wgmma.mma_async closed by one commit (instrument/wgmma_window.py: the
+// chain's probes, called after the commit): its rows where it is a K step of 128-byte rows
+// (wgmma.h, cs_wg_chain_rows); otherwise, or where a lane found something, the four calls.
+CS_ENTRY void __consan_wgmma4(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
+                              uint64_t b2, uint64_t a3, uint64_t b3, uint32_t info, uint32_t s0,
+                              uint32_t s1, uint32_t s2, uint32_t s3) {
+    CS_NULL_WGMMA(return;)
+    const uint32_t sites[4] = {s0, s1, s2, s3};
+    {
+        CS_PROF(45);
+        if (cs_wg_chain_rows(a0, b0, a1, b1, a2, b2, a3, b3, info, sites)) {
+#ifdef CONSAN_HOST
+            ++cs_host_rows_done;
+#endif
+            return;
+        }
+    }
+    __consan_wgmma(a0, b0, info, s0);
+    __consan_wgmma(a1, b1, info, s1);
+    __consan_wgmma(a2, b2, info, s2);
+    __consan_wgmma(a3, b3, info, s3);
+}
+
 // wgmma.commit_group (before it), wgmma.wait_group n (after it), and fence.proxy.async
 // (after it): warp w's clock up to the fence covers its generic writes for the async
 // proxy; w's clock moves on, so later writes are not covered. (Phase mode has no async

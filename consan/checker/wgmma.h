@@ -171,3 +171,119 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
                                         : cs_access16_look(x, g - base, CS_PROXY_WGMMA, ok);
     }
 }
+
+// ------------------------------------------------------------- a K step's four wgmmas
+//
+// A chain of four mma_async of one info word after one commit (instrument/wgmma_window.py),
+// both operands K-major with the 128-byte swizzle and no base offset, descriptor k starting
+// 32k bytes after descriptor 0 (a 128-byte-aligned tile): the K step of 64 halves CUTLASS,
+// Triton and hand-written Hopper GEMMs issue. Wgmma k reads logical chunks 2k and 2k + 1 of
+// every 128-byte row of both tiles, so the four read each row whole. A lane's unit of work
+// is then half a row -- its even or its odd logical chunks, the chunks that warp's lanes take
+// in each of the four calls (chunk i of a call is the warp i mod 4's, i = 2 row + half) --
+// published (the block's summary raised once, the four chunks' bytes at the group's clock,
+// each chunk's site that of the wgmma that reads it), one fence, then looked at (once where a
+// copy holds the block whole). A wgmma probe call cost 2.5k cycles, and the probes were 32%
+// of the TMA + wgmma GEMM's time on the H100 (0.395 -> 0.266 ms without them,
+// breakdown_async.py); the chain call took 7.3k cycles against 4 x 2.5k, the GEMM 0.376 ->
+// 0.357 ms (ab_async.py, three rounds). Each chunk is judged from the clock of the warp that judged it in the
+// four calls, and a warp with any finding makes the four calls (which publish the same
+// bytes again, judge its chunks and record as before): so a chain reports what its four
+// calls report. A chain of another shape, or tables in device memory, makes them from the
+// start.
+
+// The tile of descriptors d0..d3 of the shape above (false: another shape).
+struct cs_wg_tile { uint32_t start, sbo; };
+CS_DEV bool cs_wg_tile_of(uint64_t d0, uint64_t d1, uint64_t d2, uint64_t d3, cs_wg_tile& t) {
+    const uint64_t same = ~(uint64_t)0x3FFFu;  // every field but the start address
+    uint32_t s = (uint32_t)(d0 & 0x3FFFu);
+    if (((d0 >> 62) & 3u) != 1u || ((d0 >> 49) & 7u) != 0 || (s & 7u) != 0 || s + 6u > 0x3FFFu)
+        return false;
+    if ((d1 & same) != (d0 & same) || (d2 & same) != (d0 & same) || (d3 & same) != (d0 & same))
+        return false;
+    if ((d1 & 0x3FFFu) != s + 2u || (d2 & 0x3FFFu) != s + 4u || (d3 & 0x3FFFu) != s + 6u)
+        return false;
+    t = {s << 4, (uint32_t)((d0 >> 32) & 0x3FFFu) << 4};
+    return true;
+}
+
+// The window granule of row r's first byte; *sw: its 128-byte swizzle (physical chunk p of
+// the row holds logical chunk p ^ *sw).
+CS_DEV uint32_t cs_wg_row(const cs_wg_tile& t, uint32_t r, uint32_t base, uint32_t* sw) {
+    uint32_t a = t.start + (r & 7u) * 128u + (r >> 3) * t.sbo;
+    *sw = (a >> 7) & 7u;
+    return a / CS_GRANULE_BYTES - base;
+}
+
+// Half-rows first, first + step, ... (i = 2 row + half; A's na rows, then B's, `total`
+// half-rows in all): published, one fence, looked at. True where this lane found something.
+CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wg_tile& ta, const cs_wg_tile& tb,
+                       uint32_t na, uint32_t total, const uint32_t* sites, uint32_t clk,
+                       uint32_t first, uint32_t step) {
+    const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
+    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES;
+    const uint32_t ri = cs_vc_smem_ri_wgmma(w >> 2);
+    const cs_sp R = x.R + ri * x.gp;
+    uint32_t* rs = x.rsite + ri * x.gp;
+    const uint32_t c8 = cs_vc_smem_byte(clk);
+    for (uint32_t i = first; i < total; i += step) {
+        uint32_t r = i >> 1, h = i & 1u, sw;
+        uint32_t q = r < na ? cs_wg_row(ta, r, base, &sw) : cs_wg_row(tb, r - na, base, &sw);
+        uint32_t b = q / CS_VC_BLOCK;
+        cs_sp p = x.RS + 4u * (b * x.rss + ri);
+        uint32_t v = cs_s_ld(p), old[4];
+        if (v == 0 || v == CS_RS_ZEROING) {  // the block's bytes are stale: emptied first
+            cs_wgmma16_fresh(slot, w, b, ri);
+            v = 1;
+        }
+#pragma unroll
+        for (uint32_t k = 0; k < 4; ++k)
+            old[k] = cs_chunk_bytes(R, q + ((2u * k + h) ^ sw) * CS_CHUNK_G);
+#pragma unroll
+        for (uint32_t k = 0; k < 4; ++k) {  // wgmma k's chunk of this half-row
+            uint32_t g = q + ((2u * k + h) ^ sw) * CS_CHUNK_G;
+            if (!CS_WG_SITES && CS_CHUNK_G == 4 && old[k] == 0) cs_s_st(R + g, c8 * 0x01010101u);
+            else cs_chunk_put(R, rs, g, c8, sites[k], old[k]);
+        }
+        if (v < clk) cs_s_max(p, clk);
+    }
+    cs_fence();  // publish the reads, then look at the writes (Dekker)
+    uint32_t ok = 0xFFFFFFFFu;
+    for (uint32_t i = first; i < total; i += step) {
+        uint32_t r = i >> 1, h = i & 1u, sw;
+        uint32_t q = r < na ? cs_wg_row(ta, r, base, &sw) : cs_wg_row(tb, r - na, base, &sw);
+        uint32_t bt = cs_s_ld(x.BT + 4u * (q / CS_VC_BLOCK));
+        uint32_t n = (bt & CS_BT_WHOLE) && bt != CS_BT_LOCKED ? 1u : 4u;  // (whole: one epoch)
+        for (uint32_t k = 0; k < n; ++k)
+            if (cs_access16_look(x, q + ((2u * k + h) ^ sw) * CS_CHUNK_G, CS_PROXY_WGMMA, ok).kind)
+                return true;
+    }
+    return false;
+}
+
+// The chain's half-rows, where it has the shape above and its tiles lie in the window: true
+// when done (no lane of the call found anything).
+CS_DEV bool cs_wg_chain_rows(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
+                             uint64_t b2, uint64_t a3, uint64_t b3, uint32_t info,
+                             const uint32_t* sites) {
+    uint32_t slot = cs_slot_sh;
+    if (slot == CS_NO_SLOT || !cs_vc_smem_on()) return false;
+    if (info & (CS_WG_INFO_TRANS_A | CS_WG_INFO_TRANS_B)) return false;  // K-major both
+    const bool asmem = info & CS_WG_INFO_A_SMEM;
+    cs_wg_tile ta = {0, 0}, tb;
+    if ((asmem && !cs_wg_tile_of(a0, a1, a2, a3, ta)) || !cs_wg_tile_of(b0, b1, b2, b3, tb))
+        return false;
+    const uint32_t n = info & CS_WG_INFO_N_MASK, na = asmem ? 64u : 0u;
+    // in the window: each tile's last 8-row group ends 1024 bytes after its start
+    const uint32_t lo = S.vsh_base, hi = S.granules * CS_GRANULE_BYTES;
+    if ((n & 7u) || n == 0 || tb.start < lo || tb.start + (n / 8u - 1u) * tb.sbo + 1024u > hi ||
+        (asmem && (ta.start < lo || ta.start + 7u * ta.sbo + 1024u > hi)))
+        return false;
+    cs_mc_poll();
+    uint32_t active = cs_group(((uint64_t)sites[0] << 32) | info, a0), w = cs_warp();
+    uint32_t rank = cs_popc(active & ((1u << cs_lane()) - 1u)), lanes = cs_popc(active);
+    uint32_t clk = cs_commits_sh(CS_UNIT_WGMMA, w) + 1;
+    bool found = cs_wg_rows(slot, w, ta, tb, na, 2u * (na + n), sites, clk,
+                            (w & 3u) + 4u * rank, 4u * lanes);
+    return !cs_any(active, found);
+}
