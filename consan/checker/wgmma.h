@@ -183,14 +183,13 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
 // in each of the four calls (chunk i of a call is the warp i mod 4's, i = 2 row + half) --
 // published (the block's summary raised once, the four chunks' bytes at the group's clock,
 // each chunk's site that of the wgmma that reads it), one fence, then looked at (once where a
-// copy holds the block whole). A wgmma probe call cost 2.5k cycles, and the probes were 32%
-// of the TMA + wgmma GEMM's time on the H100 (0.395 -> 0.266 ms without them,
-// breakdown_async.py); the chain call took 7.3k cycles against 4 x 2.5k, the GEMM 0.376 ->
-// 0.357 ms (ab_async.py, three rounds). Each chunk is judged from the clock of the warp that judged it in the
-// four calls, and a warp with any finding makes the four calls (which publish the same
-// bytes again, judge its chunks and record as before): so a chain reports what its four
+// copy holds the block whole). Each chunk is judged from the clock of the warp that judged
+// it in the four calls, and a warp with any finding makes the four calls (which publish the
+// same bytes again, judge its chunks and record as before): so a chain reports what its four
 // calls report. A chain of another shape, or tables in device memory, makes them from the
-// start.
+// start. Measured on the H100 (TMA + wgmma GEMM): the wgmma probes were 32% of the kernel
+// (0.395 -> 0.266 ms without them, breakdown_async.py); a chain call takes 7.3k cycles
+// against 4 x 2.5k for the four calls, the kernel 0.376 -> 0.357 ms (ab_async.py, 3 rounds).
 
 // The tile of descriptors d0..d3 of the shape above (false: another shape).
 struct cs_wg_tile { uint32_t start, sbo; };
