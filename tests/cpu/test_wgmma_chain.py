@@ -69,6 +69,17 @@ def copy_tiles(c, nbytes: int = TILE, missing: int | None = None) -> None:
         c.mbar_wait(w, MB, parity=0)
 
 
+def write_tiles(c, fenced) -> None:
+    """Warpgroup 0 writes both tiles with 16-byte stores, the warps `fenced` fence, and every
+    warp passes a barrier."""
+    for off in (A_OFF, B_OFF):
+        for i, a in enumerate(range(off, off + TILE, 16)):
+            c.write(i % 4, a, size=16, site=WRITE)
+    for w in fenced:
+        c.proxy_fence(w)
+    c.sync(ALL)
+
+
 def both(tables: str, trace) -> tuple[list, list, int]:
     """(findings through the chain call, through four calls, chains the rows path did)."""
     out = []
@@ -153,12 +164,7 @@ def test_a_wait_missing_in_one_warp_is_found(tables):
 @TABLES
 def test_generic_writes_without_a_proxy_fence(tables):
     def trace(c, chain):
-        for off in (A_OFF, B_OFF):
-            for i, a in enumerate(range(off, off + TILE, 16)):
-                c.write(i % 4, a, size=16, site=WRITE)
-        for w in (0, 1):  # warps 2 and 3 never fence
-            c.proxy_fence(w)
-        c.sync(ALL)
+        write_tiles(c, fenced=(0, 1))  # warps 2 and 3 never fence
         issue(c, chain, k_step(A_OFF), k_step(B_OFF))
 
     got, want, _ = both(tables, trace)
@@ -168,12 +174,7 @@ def test_generic_writes_without_a_proxy_fence(tables):
 @TABLES
 def test_generic_writes_fenced_and_ordered_are_clean(tables):
     def trace(c, chain):
-        for off in (A_OFF, B_OFF):
-            for i, a in enumerate(range(off, off + TILE, 16)):
-                c.write(i % 4, a, size=16, site=WRITE)
-        for w in WG0:
-            c.proxy_fence(w)
-        c.sync(ALL)
+        write_tiles(c, fenced=WG0)
         issue(c, chain, k_step(A_OFF), k_step(B_OFF))
         c.wgmma_wait(0, 0)
         c.sync(ALL)
