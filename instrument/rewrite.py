@@ -702,8 +702,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 base += 1
         calls: dict[int, list[str]] = {ch.commit: [] for ch in chains}
         # a K step's four mma_async of one info word: one call (wgmma_window.fused)
-        fused = {ch.commit: [] for ch in chains
-                 if wgmma_window.fused(ch, {i: c for i, _, c, _ in walk})}
+        fused = {ch.commit: [] for ch in chains if wgmma_window.fused(ch, classified)}
 
         arrive_site: dict[int, int] = {}  # load -> the site of the arrive it carries
         for idx, it, c, loc in walk:
