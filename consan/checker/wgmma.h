@@ -124,10 +124,20 @@ CS_NOINLINE void cs_wgmma16_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_
 // instructions a probe, and the wgmma probes were 30% of a TMA + wgmma GEMM's time).
 // K128: both operands K-major with the 128-byte swizzle (what TMA writes for a K step of
 // 64 halves), the address in a few instructions.
+// Row r of a K-major operand with the 128-byte swizzle: its first byte (before the swizzle).
+CS_DEV uint32_t cs_wg_row128(const cs_wgd& d, uint32_t r) {
+    return d.start + ((r & 7u) << 7) + (r >> 3) * d.sbo;
+}
+// A reader byte's put for a wgmma chunk (cs_chunk_put; without sites, CS_WG_SITES off, a
+// plain store where the chunk had no byte).
+CS_DEV void cs_wg_put(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site, uint32_t old) {
+    if (!CS_WG_SITES && CS_CHUNK_G == 4 && old == 0) cs_s_st(R + g, c8 * 0x01010101u);
+    else cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
+}
 template <bool K128>
 CS_DEV uint32_t cs_wg_addr16(const cs_wgd& d, uint32_t i) {
     if (K128) {
-        uint32_t r = i >> 1, a = d.start + ((r & 7u) << 7) + (r >> 3) * d.sbo + ((i & 1u) << 4);
+        uint32_t a = cs_wg_row128(d, i >> 1) + ((i & 1u) << 4);
         return a ^ (((a >> 7) & 7u) << 4);  // Swizzle<3, 4, 3>
     }
     uint32_t width;
@@ -156,8 +166,7 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
             old = cs_chunk_bytes(R, g);
             v = 1;
         }
-        if (!CS_WG_SITES && CS_CHUNK_G == 4 && old == 0) cs_s_st(R + g, c8 * 0x01010101u);
-        else cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
+        cs_wg_put(R, rs, g, c8, site, old);
         if (v < clk) cs_s_max(p, clk);
     }
     cs_fence();  // publish the reads, then look at the writes (Dekker)
@@ -191,32 +200,28 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
 // (0.395 -> 0.266 ms without them, breakdown_async.py); a chain call takes 7.3k cycles
 // against 4 x 2.5k for the four calls, the kernel 0.376 -> 0.357 ms (ab_async.py, 3 rounds).
 
-// The tile of descriptors d0..d3 of the shape above (false: another shape).
-struct cs_wg_tile { uint32_t start, sbo; };
-CS_DEV bool cs_wg_tile_of(uint64_t d0, uint64_t d1, uint64_t d2, uint64_t d3, cs_wg_tile& t) {
+// Descriptors d0..d3 of the shape above: d0 decoded into t (false: another shape).
+CS_DEV bool cs_wg_tile_of(uint64_t d0, uint64_t d1, uint64_t d2, uint64_t d3, cs_wgd& t) {
     const uint64_t same = ~(uint64_t)0x3FFFu;  // every field but the start address
-    uint32_t s = (uint32_t)(d0 & 0x3FFFu);
-    if (((d0 >> 62) & 3u) != 1u || ((d0 >> 49) & 7u) != 0 || (s & 7u) != 0 || s + 6u > 0x3FFFu)
+    t = cs_wg_decode(d0, 1, 1);
+    if (t.sw != 128u || t.base != 0 || t.start % 128u != 0 || (d0 & 0x3FFFu) + 6u > 0x3FFFu)
         return false;
     if ((d1 & same) != (d0 & same) || (d2 & same) != (d0 & same) || (d3 & same) != (d0 & same))
         return false;
-    if ((d1 & 0x3FFFu) != s + 2u || (d2 & 0x3FFFu) != s + 4u || (d3 & 0x3FFFu) != s + 6u)
-        return false;
-    t = {s << 4, (uint32_t)((d0 >> 32) & 0x3FFFu) << 4};
-    return true;
+    return d1 == d0 + 2u && d2 == d0 + 4u && d3 == d0 + 6u;  // (start: 16-byte units)
 }
 
 // The window granule of row r's first byte; *sw: its 128-byte swizzle (physical chunk p of
 // the row holds logical chunk p ^ *sw).
-CS_DEV uint32_t cs_wg_row(const cs_wg_tile& t, uint32_t r, uint32_t base, uint32_t* sw) {
-    uint32_t a = t.start + (r & 7u) * 128u + (r >> 3) * t.sbo;
+CS_DEV uint32_t cs_wg_row(const cs_wgd& t, uint32_t r, uint32_t base, uint32_t* sw) {
+    uint32_t a = cs_wg_row128(t, r);
     *sw = (a >> 7) & 7u;
     return a / CS_GRANULE_BYTES - base;
 }
 
 // Half-rows first, first + step, ... (i = 2 row + half; A's na rows, then B's, `total`
 // half-rows in all): published, one fence, looked at. True where this lane found something.
-CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wg_tile& ta, const cs_wg_tile& tb,
+CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wgd& ta, const cs_wgd& tb,
                        uint32_t na, uint32_t total, const uint32_t* sites, uint32_t clk,
                        uint32_t first, uint32_t step) {
     const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
@@ -240,9 +245,7 @@ CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wg_tile& ta, const cs
             old[k] = cs_chunk_bytes(R, q + ((2u * k + h) ^ sw) * CS_CHUNK_G);
 #pragma unroll
         for (uint32_t k = 0; k < 4; ++k) {  // wgmma k's chunk of this half-row
-            uint32_t g = q + ((2u * k + h) ^ sw) * CS_CHUNK_G;
-            if (!CS_WG_SITES && CS_CHUNK_G == 4 && old[k] == 0) cs_s_st(R + g, c8 * 0x01010101u);
-            else cs_chunk_put(R, rs, g, c8, sites[k], old[k]);
+            cs_wg_put(R, rs, q + ((2u * k + h) ^ sw) * CS_CHUNK_G, c8, sites[k], old[k]);
         }
         if (v < clk) cs_s_max(p, clk);
     }
@@ -269,7 +272,7 @@ CS_DEV bool cs_wg_chain_rows(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1,
     if (slot == CS_NO_SLOT || !cs_vc_smem_on()) return false;
     if (info & (CS_WG_INFO_TRANS_A | CS_WG_INFO_TRANS_B)) return false;  // K-major both
     const bool asmem = info & CS_WG_INFO_A_SMEM;
-    cs_wg_tile ta = {0, 0}, tb;
+    cs_wgd ta = {}, tb;
     if ((asmem && !cs_wg_tile_of(a0, a1, a2, a3, ta)) || !cs_wg_tile_of(b0, b1, b2, b3, tb))
         return false;
     const uint32_t n = info & CS_WG_INFO_N_MASK, na = asmem ? 64u : 0u;
