@@ -258,6 +258,7 @@ CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
 
 CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
     CS_PROF(1);
+    CS_STAMP(if (cs_lane() == 0 && cs_warp() < 8) cs_stamp(8 + cs_warp(), cs_stamp_clock());)
     if (cs_phase_smem_on()) return cs_phase_smem_bar_arrive();
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return 0;
@@ -274,6 +275,7 @@ CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
     if (cs_slot_sh == CS_NO_SLOT) return;
     cs_leave_if_ending(site);
     cs_bar_wait(gen, b, site);
+    CS_STAMP(if (cs_tid() == 0) cs_stamp(3, cs_stamp_clock());)
 #endif
 }
 
@@ -316,8 +318,10 @@ CS_ENTRY void __consan_thread_exit(uint32_t site) {
     CS_PROF(3);
     if (cs_phase_smem_on()) return;  // phase mode keeps no count of live warps
 #ifndef CONSAN_PSH
+    CS_STAMP(cs_stamp(4, cs_stamp_clock());)
     cs_mc_poll();  // (a peer's posts are applied before the CTA ends)
     cs_thread_exit(site);
+    CS_STAMP(cs_stamp(5, cs_stamp_clock(), true), cs_stamp(6, cs_stamp_global(), true);)
 #endif
 }
 
@@ -382,6 +386,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     uint32_t* init = 0;
     uint32_t j = 0;
     bool lead = cs_lane() == leader && !off;
+    CS_STAMP(unsigned long long t0 = cs_stamp_clock();)
     uint32_t skip = lead ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes, cluster, init, j) : 0;
     // Lanes marked off (one group) take the verdict of the first lane on: a deadlock's
     // lanes all leave (a loop every lane runs, instrument/loops.py, must not go on
@@ -392,6 +397,8 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     uint32_t first = off && on ? cs_ffs(on) - 1 : leader;
     if (op == CS_MB_INIT)  // (lanes off help the first lane on)
         cs_mbar_init_slots(all, (uint32_t*)cs_bcast64(all, (uint64_t)init, (int)first), lead, j);
+    CS_STAMP(if (op == CS_MB_INIT && cs_tid() == 0 && cs_stamp_at(7))
+                 atomicAdd(cs_stamp_at(7), cs_stamp_clock() - t0);)
     return cs_guard_verdict(all, skip, first, site);
 }
 
@@ -774,6 +781,7 @@ CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrival
 CS_ENTRY uint32_t __consan_cta_begin() {
     CS_PROF(13);
     uint32_t tid = cs_tid();
+    CS_STAMP(if (tid == 0) cs_stamp(0, cs_stamp_global()), cs_stamp(1, cs_stamp_clock());)
     uint32_t n = cs_block_threads();
 #ifdef CONSAN_PSH
     cs_phase_smem_begin(tid, n);
@@ -789,6 +797,7 @@ CS_ENTRY uint32_t __consan_cta_begin() {
     // Multicast copies: the cluster's CTAs meet once their mailboxes are clear, so no post
     // reaches one before (its own code orders nothing by this: it runs before any of it).
     if (cs_multicast_on()) cs_cluster_sync();
+    CS_STAMP(if (tid == 0) cs_stamp(2, cs_stamp_clock());)
 #if defined(CONSAN_VSH) && defined(CONSAN_CHUNK_GRANULES)
     // the record of the inline reads (instrument/vc_reads.py), filled with the layout
     if (slot != CS_NO_SLOT && cs_vc_smem_on())

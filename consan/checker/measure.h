@@ -168,3 +168,40 @@ struct cs_prof_scope {
 #else
 #define CS_SPIN_TENSOR()
 #endif
+
+// CONSAN_STAMPS (measurements only, benchmarks/timeline_async.py): a CTA's timeline, 16
+// words a CTA (linear index, the first CS_STAMP_CTAS): 0 %globaltimer at its begin probe,
+// 1 clock64 there, 2 clock64 when the begin probe returns, 3 clock64 when thread 0 leaves
+// its first CTA-barrier wait probe, 4 clock64 at the first thread-exit probe, 5 clock64 and
+// 6 %globaltimer at the end of the last one, 7 thread 0's cycles in mbarrier inits, 8 + w
+// clock64 when warp w (< 8) first enters a CTA-barrier arrive probe. A few stores a CTA:
+// unlike CONSAN_PROFILE's scopes, they leave the probes' timing alone.
+#if defined(CONSAN_STAMPS) && !defined(CONSAN_HOST)
+#define CS_STAMP_CTAS 4096
+extern "C" __device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 16];
+__device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 16];
+__device__ __forceinline__ unsigned long long cs_stamp_clock() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ unsigned long long cs_stamp_global() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ unsigned long long* cs_stamp_at(uint32_t k) {
+    uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    return cta < CS_STAMP_CTAS ? &cs_stamps[cta * 16 + k] : 0;
+}
+// word k set once (the first caller), or raised to the latest (`latest`)
+__device__ __forceinline__ void cs_stamp(uint32_t k, unsigned long long v, bool latest = false) {
+    unsigned long long* p = cs_stamp_at(k);
+    if (!p) return;
+    if (latest) atomicMax(p, v);
+    else atomicCAS(p, 0ull, v);
+}
+#define CS_STAMP(...) __VA_ARGS__
+#else
+#define CS_STAMP(...)
+#endif

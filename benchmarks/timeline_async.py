@@ -1,0 +1,97 @@
+#!/usr/bin/env python
+"""A CTA's timeline under consan: its begin, its prologue, its body and its exit.
+
+    PYTHONPATH=. python benchmarks/timeline_async.py [--only K,...] [--defines "D ..."]
+
+A checker built with CONSAN_STAMPS (consan/checker/measure.h) keeps a few clock stamps a
+CTA (its begin probe, thread 0's first CTA-barrier wait, its first and last thread exits,
+thread 0's cycles in mbarrier inits); each bench_async case is launched at its benchmark
+size, once to warm up and once stamped, and the medians over CTAs are printed: where a
+CTA's time goes between the probes that bound its loop. `--defines` adds measurement
+switches (CONSAN_NULL_*: breakdown_async.py's configurations). Measurements only: the
+stamps are stores, unlike CONSAN_PROFILE's atomics in every probe, so the kernel's timing
+is left nearly as it is (the script prints the stamped launch's ms beside).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks.bench_async import CASES  # noqa: E402
+from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
+
+WORDS = 16
+STAMP_CTAS = 4096  # measure.h: CS_STAMP_CTAS
+
+
+def timeline(name: str) -> None:
+    import cupy as cp
+    import numpy as np
+
+    _, size, build = CASES[name]
+    ln = build(cp, size)
+    import consan
+
+    p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
+                       shared_mem=ln.shared_mem, options=_arch_options(cp))
+    ms = statistics.median(_time(cp, lambda: p.launch(ln.args), lambda: p.report(), 2, 5))
+    at = p.module.get_global_var("cs_stamps")
+    cp.cuda.runtime.memset(at, 0, STAMP_CTAS * WORDS * 8)
+    p.launch(ln.args)
+    rep = p.report()
+    st = np.zeros(STAMP_CTAS * WORDS, dtype=np.uint64)
+    cp.cuda.runtime.memcpy(st.ctypes.data, at, st.nbytes, cp.cuda.runtime.memcpyDeviceToHost)
+    ctas = int(np.prod(ln.grid))
+    s = st.reshape(STAMP_CTAS, WORDS)[:ctas].astype(np.int64)
+    ok = s[:, 1] > 0
+    s = s[ok]
+
+    def med(a) -> str:
+        return f"{statistics.median(a.tolist()) / 1e3:.1f}k / {a.max() / 1e3:.1f}k"
+
+    total_cyc = s[:, 5] - s[:, 1]
+    total_ns = s[:, 6] - s[:, 0]
+    ghz = float(np.median(total_cyc / np.maximum(total_ns, 1)))
+    t0, t1 = s[:, 0].min(), s[:, 6].max()
+    print(f"\n{name}: {ctas} CTAs ({int(ok.sum())} stamped), stamped launch "
+          f"{'clean' if rep.ok else 'NOT CLEAN'}; consan ms (this build) {ms:.3f}; "
+          f"{ghz:.2f} cycles a ns")
+    print(f"first begin to last exit {(t1 - t0) / 1e3:.1f} us; CTA begins spread over "
+          f"{(s[:, 0].max() - t0) / 1e3:.1f} us, ends over {(t1 - s[:, 6].min()) / 1e3:.1f} us")
+    print("| part (cycles, median / max over CTAs) | cycles | us at the median |")
+    print("|---|---|---|")
+    parts = [("begin probe", s[:, 2] - s[:, 1])]
+    if (s[:, 3] > 0).all():
+        parts += [("begin -> thread 0 past its first CTA barrier", s[:, 3] - s[:, 2]),
+                  ("of it: thread 0's mbarrier inits", s[:, 7]),
+                  *((f"begin -> warp {w} arrives at its first CTA barrier", s[:, 8 + w] - s[:, 2])
+                    for w in range(8) if (s[:, 8 + w] > 0).all()),
+                  ("that barrier -> the first thread exit", s[:, 4] - s[:, 3])]
+    else:
+        parts += [("begin -> the first thread exit", s[:, 4] - s[:, 2])]
+    parts += [("first -> last thread exit", s[:, 5] - s[:, 4]), ("the CTA", total_cyc)]
+    for label, a in parts:
+        print(f"| {label} | {med(a)} | {statistics.median(a.tolist()) / ghz / 1e3:.1f} |")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="tma_ring_4stage,tma_wgmma_gemm,mma_gemm_cp_async,"
+                                      "dsmem_ring_2cta")
+    ap.add_argument("--defines", default="")
+    args = ap.parse_args(argv)
+    os.environ["CONSAN_CHECKER_DEFINES"] = " ".join(["CONSAN_STAMPS", *args.defines.split()])
+    for name in args.only.split(","):
+        timeline(name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
