@@ -27,7 +27,12 @@ if ROOT not in sys.path:
 from benchmarks.bench_async import CASES  # noqa: E402
 from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
 
-WORDS = 16
+WORDS = 40
+PARTS = ("tensor: the look", "tensor: the box's write", "tensor: the verdict",
+         "look: the lock", "look: the arrive it carries", "look: the landing and unlock",
+         "look: entry and map look-up", "tensor: poll, groups, ballot")
+KINDS = ("CTA barriers", "tensor copies", "mbarriers", "wgmma", "shared accesses",
+         "bulk copies")
 STAMP_CTAS = 4096  # measure.h: CS_STAMP_CTAS
 
 
@@ -72,13 +77,27 @@ def timeline(name: str) -> None:
         parts += [("begin -> thread 0 past its first CTA barrier", s[:, 3] - s[:, 2]),
                   ("of it: thread 0's mbarrier inits", s[:, 7]),
                   *((f"begin -> warp {w} arrives at its first CTA barrier", s[:, 8 + w] - s[:, 2])
-                    for w in range(8) if (s[:, 8 + w] > 0).all()),
+                    for w in range(4) if (s[:, 8 + w] > 0).all()),
                   ("that barrier -> the first thread exit", s[:, 4] - s[:, 3])]
     else:
         parts += [("begin -> the first thread exit", s[:, 4] - s[:, 2])]
     parts += [("first -> last thread exit", s[:, 5] - s[:, 4]), ("the CTA", total_cyc)]
     for label, a in parts:
         print(f"| {label} | {med(a)} | {statistics.median(a.tolist()) / ghz / 1e3:.1f} |")
+    print("| lane 0's probes (median over CTAs) | warp 0: kcycles | calls | warp 1: kcycles | "
+          "calls |")
+    print("|---|---|---|---|---|")
+    for k, label in enumerate(KINDS):
+        cells = []
+        for base in (12, 22):
+            cyc = statistics.median(s[:, base + k].tolist()) / 1e3
+            calls = statistics.median(s[:, base + 6 + k].tolist()) if k < 4 else None
+            cells += [f"{cyc:.1f}", "-" if calls is None else f"{calls:.0f}"]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    print("| thread 0's parts | kcycles (median over CTAs) |")
+    print("|---|---|")
+    for k, label in enumerate(PARTS):
+        print(f"| {label} | {statistics.median(s[:, 32 + k].tolist()) / 1e3:.1f} |")
 
 
 def main(argv=None) -> int:

@@ -169,6 +169,7 @@ CS_DEV void cs_store_record_end(uint32_t site, uint32_t info) {
 }
 
 CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     cs_store_record_end(site, info);
@@ -180,6 +181,7 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
 // The look for other warps' reads of this phase after a plain write whose epoch the
 // rewritten kernel stored inline (instrument/fast_path.py); phase tables in shared memory.
 CS_ENTRY void __consan_write_readers(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     if (cs_phase_smem_on()) cs_phase_smem_write_readers(addr, site, info);
@@ -189,6 +191,7 @@ CS_ENTRY void __consan_write_readers(uint64_t addr, uint32_t site, uint32_t info
 // inline (instrument/fast_path.py) and whose granule it found never written or written in
 // this phase by another warp; phase tables in shared memory.
 CS_ENTRY void __consan_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     if (cs_phase_smem_on()) cs_phase_smem_read_judge(addr, site, info);
@@ -196,6 +199,7 @@ CS_ENTRY void __consan_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
 
 // `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).
 CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
+    CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     cs_store_record_end(site, info);
@@ -218,6 +222,7 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
 // granule tables in shared memory take cs_vc_smem_access16 when every lane's chunks are
 // aligned ones in the window, the general probe otherwise.
 CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
+    CS_STAMP_SCOPE(4);
     if (!cs_vc_smem_on()) return __consan_access_n(addr, site, info, rep);
     CS_PROF(0);
     CS_PROF_AS(by_mode, cs_info_mode(info) == CS_MODE_READ ? 43u : 44u);
@@ -234,6 +239,7 @@ CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uin
 // its read path, were in the write's path: on the H100 a cp.async GEMM's write took 1,889
 // cycles a call there, 1,187 here.)
 CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
+    CS_STAMP_SCOPE(4);
     if (!cs_vc_smem_on()) return __consan_access16(addr, site, info, 1);
     const uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
@@ -257,8 +263,9 @@ CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
 }
 
 CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
+    CS_STAMP_SCOPE(0);
     CS_PROF(1);
-    CS_STAMP(if (cs_lane() == 0 && cs_warp() < 8) cs_stamp(8 + cs_warp(), cs_stamp_clock());)
+    CS_STAMP(if (cs_lane() == 0 && cs_warp() < 4) cs_stamp(8 + cs_warp(), cs_stamp_clock());)
     if (cs_phase_smem_on()) return cs_phase_smem_bar_arrive();
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return 0;
@@ -269,6 +276,7 @@ CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site,
 }
 
 CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
+    CS_STAMP_SCOPE(0);
     CS_PROF(2);
     if (cs_phase_smem_on()) return cs_phase_smem_bar_wait(gen);
 #ifndef CONSAN_PSH
@@ -370,6 +378,7 @@ CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
 // rewriter converted, instrument/converge.py, loops.py): they only wait here for the
 // lanes that run it.
 CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
+    CS_STAMP_SCOPE(2);
     bool off = op & CS_PROBE_OFF, cluster = op & CS_MB_CLUSTER;
     op &= ~(CS_PROBE_OFF | CS_MB_CLUSTER);
     bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
@@ -413,6 +422,7 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
 CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site,
                                 uint32_t mask) {
     CS_PROF(6);
+    CS_STAMP_SCOPE(5);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     // Lanes with BULK_OFF skip the copy (a converted branch, instrument/converge.py): a
@@ -543,6 +553,7 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
 // A record at an mma_async names the operand (barrier: 0 A, 1 B), the group (phase) and
 // the operand's descriptor (count: bits 0-31, clock: bits 32-63).
 CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
+    CS_STAMP_SCOPE(3);
     CS_PROF(9);
     CS_NULL_WGMMA(return;)
     CS_SPIN_WGMMA()
@@ -641,6 +652,7 @@ CS_ENTRY uint32_t cs_host_wgmma_rows_done() { return cs_host_rows_done; }
 CS_ENTRY void __consan_wgmma4(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
                               uint64_t b2, uint64_t a3, uint64_t b3, uint32_t info, uint32_t s0,
                               uint32_t s1, uint32_t s2, uint32_t s3) {
+    CS_STAMP_SCOPE(3);
     CS_NULL_WGMMA(return;)
     const uint32_t sites[4] = {s0, s1, s2, s3};
     {
@@ -685,9 +697,11 @@ CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor
 CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
                                   uint32_t op, uint32_t tx, uint32_t asite) {
     CS_PROF(11);
+    CS_STAMP_SCOPE(1);
     CS_NULL_TENSOR(return 0;)
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
+    CS_STAMP_PART_AS(start, 7);
     cs_mc_poll();
     uint32_t all = cs_activemask();
     uint32_t active = cs_group(site, 0);  // this call's lanes, those marked off too
@@ -709,8 +723,10 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
         }
         uint32_t ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);
         cs_tload t = {};
+        CS_STAMP(start.~cs_stamp_part(); start.k = -1;)
         if (lead) {
             CS_PROF(25);
+            CS_STAMP_PART(0);
             CS_SPIN_TENSOR()
             t = cs_tensor_load_begin(slot, d, m, b, site, arrive, ntx, asite, mk);
             if (mk && !t.skip && cs_multicast_on()) {  // (a skipped load writes nowhere)
@@ -724,6 +740,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
             uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
             uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
             uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
+            CS_STAMP_PART(1);
             cs_finding wf = cs_tensor_write(active, leader, slot, g0, g1, site, agent, clk);
             if (!t.f.kind) t.f = wf;
         }
@@ -736,6 +753,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
     }
     {
         CS_PROF(27);
+        CS_STAMP_PART(2);
         skip = cs_guard_verdict(all, skip, leader, site);
     }
     return skip;

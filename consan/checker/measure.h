@@ -174,12 +174,16 @@ struct cs_prof_scope {
 // 1 clock64 there, 2 clock64 when the begin probe returns, 3 clock64 when thread 0 leaves
 // its first CTA-barrier wait probe, 4 clock64 at the first thread-exit probe, 5 clock64 and
 // 6 %globaltimer at the end of the last one, 7 thread 0's cycles in mbarrier inits, 8 + w
-// clock64 when warp w (< 8) first enters a CTA-barrier arrive probe. A few stores a CTA:
-// unlike CONSAN_PROFILE's scopes, they leave the probes' timing alone.
+// clock64 when warp w (< 4) first enters a CTA-barrier arrive probe; from 12 (warp 0) and
+// 22 (warp 1), lane 0's cycles in CS_STAMP_SCOPE(k) probes, k: 0 CTA barriers, 1 tensor
+// copies, 2 mbarriers, 3 wgmma, 4 shared accesses, 5 bulk copies, and its calls of the
+// first four in 18-21 (warp 0) and 28-31 (warp 1). A few stores and atomics a CTA, none
+// shared between CTAs: unlike CONSAN_PROFILE's scopes they leave the timing nearly alone.
+// Words 32-39: thread 0's cycles in the parts of a probe marked CS_STAMP_PART(k).
 #if defined(CONSAN_STAMPS) && !defined(CONSAN_HOST)
 #define CS_STAMP_CTAS 4096
-extern "C" __device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 16];
-__device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 16];
+extern "C" __device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 40];
+__device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 40];
 __device__ __forceinline__ unsigned long long cs_stamp_clock() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
@@ -192,7 +196,7 @@ __device__ __forceinline__ unsigned long long cs_stamp_global() {
 }
 __device__ __forceinline__ unsigned long long* cs_stamp_at(uint32_t k) {
     uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    return cta < CS_STAMP_CTAS ? &cs_stamps[cta * 16 + k] : 0;
+    return cta < CS_STAMP_CTAS ? &cs_stamps[cta * 40 + k] : 0;
 }
 // word k set once (the first caller), or raised to the latest (`latest`)
 __device__ __forceinline__ void cs_stamp(uint32_t k, unsigned long long v, bool latest = false) {
@@ -201,7 +205,34 @@ __device__ __forceinline__ void cs_stamp(uint32_t k, unsigned long long v, bool 
     if (latest) atomicMax(p, v);
     else atomicCAS(p, 0ull, v);
 }
+struct cs_stamp_scope {
+    int k;
+    unsigned long long t0;
+    __device__ cs_stamp_scope(uint32_t kind) : k(-1), t0(0) {
+        uint32_t tid = cs_tid();
+        if (tid == 0 || tid == 32) k = (tid == 0 ? 12 : 22) + (int)kind, t0 = cs_stamp_clock();
+    }
+    __device__ ~cs_stamp_scope() {
+        if (k < 0 || !cs_stamp_at(k)) return;
+        atomicAdd(cs_stamp_at(k), cs_stamp_clock() - t0);
+        if ((k % 10) - 2 < 4) atomicAdd(cs_stamp_at(k + 6), 1ull);
+    }
+};
 #define CS_STAMP(...) __VA_ARGS__
+#define CS_STAMP_SCOPE(kind) cs_stamp_scope cs_stamp_here(kind)
+struct cs_stamp_part {
+    int k;
+    unsigned long long t0;
+    __device__ cs_stamp_part(uint32_t kind) : k(cs_tid() == 0 ? 32 + (int)kind : -1), t0(cs_stamp_clock()) {}
+    __device__ ~cs_stamp_part() {
+        if (k >= 0 && cs_stamp_at(k)) atomicAdd(cs_stamp_at(k), cs_stamp_clock() - t0);
+    }
+};
+#define CS_STAMP_PART(kind) cs_stamp_part cs_stamp_part_here(kind)
+#define CS_STAMP_PART_AS(name, kind) cs_stamp_part name(kind)
 #else
+#define CS_STAMP_PART(kind)
+#define CS_STAMP_PART_AS(name, kind)
 #define CS_STAMP(...)
+#define CS_STAMP_SCOPE(kind)
 #endif

@@ -149,6 +149,7 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         cs_mbar_record(CS_TOOL_REMOTE_SMEM, asite, t.moff, 0);
     if (!dlocal && !(arrive && mlocal)) return t;
     uint32_t* e;
+    CS_STAMP_PART_AS(look_up, 6);
     {
         CS_PROF(28);
         e = cs_mbar_entry(slot, t.moff, false, t.j);
@@ -168,12 +169,15 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     // One lock for the arrive it carries and for the copy's bytes and phase, before the
     // box is written: the copy instruction runs after this probe, so no wait completes on
     // its bytes before the box has its epochs (the phase may complete here, in the model).
+    CS_STAMP(look_up.~cs_stamp_part(); look_up.k = -1;)
     {
         CS_PROF(29);
+        CS_STAMP_PART(3);
         cs_mbar_lock(t.j);
     }
     if (arrive) {  // (an arrival below zero would fault: the copy is skipped with it)
         CS_PROF(30);
+        CS_STAMP_PART(4);
         uint32_t w = cs_warp();
         bool live = cs_mbar_live(t.j);  // (not invalidated since the look)
         if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, e);
@@ -191,6 +195,7 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     if (guessed) t.bytes = tx > 0 ? (uint32_t)tx : 0;
     {
         CS_PROF(31);
+        CS_STAMP_PART(5);
         cs_mbar_copy_landed(e, t.j, t.ph, t.bytes, site, t.moff);
         cs_mbar_unlock(t.j);
     }
