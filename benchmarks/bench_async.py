@@ -12,7 +12,10 @@ processes is printed beside). Every consan launch must report clean and give
 the native output bit for bit: a row that fails either gets no ratio and the
 script exits 1 (benchmarks/verdict.py). "+read-back" is the wall time a user
 pays per checked launch: the launch, its synchronisation and the read-back of
-its log, as `consan run` does after each launch.
+its log, as `consan run` does after each launch. "dev" times each launch again
+behind a spin kernel, so the events hold the device's time alone: the first
+columns' events also hold the host's launch path wherever the GPU waited for it,
+which is a third of a 14 us native kernel's events.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from benchmarks import session_path, verdict  # noqa: E402
-from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
+from benchmarks.bench_clean import _arch_options, _time, _time_device  # noqa: E402
 from tests import gpu_util  # noqa: E402
 
 
@@ -182,6 +185,12 @@ def bench(name: str, size: int, args) -> dict:
         print(next(r for r in reports if not r.ok), file=sys.stderr)
     nat, con = statistics.median(native_ms), statistics.median(consan_ms)
     user = statistics.median(walls)
+    dev_nat = statistics.median(_time_device(
+        cp, lambda: kern(ln.grid, ln.block, ln.args, shared_mem=ln.shared_mem), lambda: None,
+        args.repeats))
+    dev_con = statistics.median(_time_device(cp, lambda: p.launch(ln.args),
+                                             lambda: reports.append(p.report()),
+                                             args.consan_repeats))
 
     def fresh(_cp):
         for o in ln.outputs:
@@ -192,6 +201,7 @@ def bench(name: str, size: int, args) -> dict:
                                     args.consan_repeats)
     row = {"kernel": name, "size": label.format(size), "native_ms": nat, "consan_ms": con,
            "consan_x": con / nat, "consan_user_ms": user, "consan_user_x": user / nat,
+           "dev_native_ms": dev_nat, "dev_consan_ms": dev_con, "dev_x": dev_con / dev_nat,
            "shadow_per_cta_kib": p.shadow_bytes_per_cta / 1024,
            "tables": p.layout.placement.name,
            "resident_ctas": p.nslots, **run}
@@ -238,8 +248,8 @@ def main(argv=None) -> int:
         print(f"[{name}]", file=sys.stderr, flush=True)
         rows.append(bench(name, CASES[name][1], args))
     hdr = ("kernel", "size", "native ms", "consan ms", "consan x", "+read-back ms",
-           "+read-back x", "consan run ms", "consan run x", "racecheck ms", "racecheck x",
-           "racecheck wall s (native wall s)")
+           "+read-back x", "dev native ms", "dev consan ms", "dev x", "consan run ms",
+           "consan run x", "racecheck ms", "racecheck x", "racecheck wall s (native wall s)")
     print(" | ".join(hdr))
     for r in rows:
         rc = (f"{r['racecheck_ms']:.3f}", f"{r['racecheck_x']:.1f}",
@@ -248,6 +258,8 @@ def main(argv=None) -> int:
         print(" | ".join((r["kernel"], r["size"], f"{r['native_ms']:.3f}",
                           f"{r['consan_ms']:.3f}", verdict.cell(r, "consan_x"),
                           f"{r['consan_user_ms']:.3f}", verdict.cell(r, "consan_user_x"),
+                          f"{r['dev_native_ms']:.4f}", f"{r['dev_consan_ms']:.3f}",
+                          verdict.cell(r, "dev_x"),
                           f"{r['run_ms']:.3f}" if "run_ms" in r else "-",
                           session_path.cell(r), *rc)))
     good = [r for r in rows if "consan_x" in r]
@@ -259,6 +271,9 @@ def main(argv=None) -> int:
                    else "racecheck not timed")
         print(f"\nmedian consan slowdown {statistics.median(xs):.1f}x over the {len(good)} rows "
               f"with a ratio; {against}")
+        devs = [r["dev_x"] for r in good]
+        print(f"the device's time alone (each launch behind a spin kernel): median "
+              f"{statistics.median(devs):.1f}x, max {max(devs):.1f}x")
     runs = [r["run_x"] for r in rows if "run_x" in r]
     if runs:
         print(f"consan run (proof or instrumented, as the CuPy hook takes each launch): median "

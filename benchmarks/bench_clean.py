@@ -108,6 +108,33 @@ def _time(cp, launch, after, warmup: int, repeats: int, walls: list[float] | Non
     return times
 
 
+SPIN = r"""extern "C" __global__ void consan_bench_spin(long long n) {
+    for (long long t0 = clock64(); clock64() - t0 < n;) {}
+}"""
+SPIN_CYCLES = 2_000_000  # about 1 ms on an H100: longer than any host launch path
+
+
+def _time_device(cp, launch, after, repeats: int) -> list[float]:
+    """Milliseconds of `launch()` between CUDA events recorded behind a spin kernel, which
+    keeps the GPU busy while the host enqueues the launch: the events hold the device's
+    time alone (around a 10 us kernel, the events of `_time` also hold the host's launch
+    path, which the GPU waits for). `after()` runs untimed after each."""
+    import numpy as np
+
+    spin = cp.RawKernel(SPIN, "consan_bench_spin")
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for _ in range(repeats):
+        spin((1,), (1,), (np.int64(SPIN_CYCLES),))
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+        after()
+    return times
+
+
 def bench_one(name, size, cp, consan, opts, args):
     setup = K.clean_setup(name, size, cp, seed=1234)
     print(f"[{name}] {setup.size_label}: grid {setup.grid} block {setup.block}",

@@ -25,12 +25,8 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from benchmarks.bench_async import CASES  # noqa: E402
-from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
+from benchmarks.bench_clean import _arch_options, _time, _time_device  # noqa: E402
 
-SPIN = r'''extern "C" __global__ void spin(long long n) {
-    for (long long t0 = clock64(); clock64() - t0 < n;) {}
-}'''
-HIDE_CYCLES = 2_000_000  # about 1 ms: longer than any host launch path
 WORDS = 40
 PARTS = ("tensor: the look", "tensor: the box's write", "tensor: the verdict",
          "look: the lock", "look: the arrive it carries", "look: the landing and unlock",
@@ -51,28 +47,13 @@ def timeline(name: str) -> None:
     p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
                        shared_mem=ln.shared_mem, options=_arch_options(cp))
     ms = statistics.median(_time(cp, lambda: p.launch(ln.args), lambda: p.report(), 2, 5))
-    spin = cp.RawKernel(SPIN, "spin")
     native = cp.RawKernel(ln.source, ln.kernel, options=_arch_options(cp))
-
-    def device_alone(launch, after) -> float:
-        """The launch's ms behind a spin kernel: the events hold the device's time alone."""
-        dev = []
-        for _ in range(5):
-            spin((1,), (1,), (np.int64(HIDE_CYCLES),))
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record()
-            launch()
-            e1.record()
-            e1.synchronize()
-            dev.append(cp.cuda.get_elapsed_time(e0, e1))
-            after()
-        return statistics.median(dev)
-    dev_ms = device_alone(lambda: p.launch(ln.args), p.report)
+    dev_ms = statistics.median(_time_device(cp, lambda: p.launch(ln.args), p.report, 5))
     nat_ms = statistics.median(_time(cp, lambda: native(ln.grid, ln.block, ln.args,
                                                         shared_mem=ln.shared_mem),
                                      lambda: None, 2, 5))
-    nat_dev = device_alone(lambda: native(ln.grid, ln.block, ln.args, shared_mem=ln.shared_mem),
-                           lambda: None)
+    nat_dev = statistics.median(_time_device(
+        cp, lambda: native(ln.grid, ln.block, ln.args, shared_mem=ln.shared_mem), lambda: None, 5))
     at = p.module.get_global_var("cs_stamps")
     cp.cuda.runtime.memset(at, 0, STAMP_CTAS * WORDS * 8)
     p.launch(ln.args)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-RATIO_KEYS = ("slowdown", "consan_x", "consan_user_x")
+RATIO_KEYS = ("slowdown", "consan_x", "consan_user_x", "dev_x")
 
 
 def same_bits(native: Sequence[np.ndarray], checked: Sequence[np.ndarray]) -> bool:
