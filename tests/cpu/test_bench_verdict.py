@@ -37,9 +37,9 @@ def test_a_clean_bit_exact_row_keeps_its_ratios():
 
 
 def test_a_row_with_findings_or_other_bits_loses_its_ratios_and_says_why():
-    racy = {"kernel": "k", "slowdown": 3.0, "consan_x": 3.0}
+    racy = {"kernel": "k", "slowdown": 3.0, "consan_x": 3.0, "dev_x": 5.0}
     assert not verdict.judge(racy, [_rep(), _rep("race.raw", "uninit.read")], same=True)
-    assert "slowdown" not in racy and "consan_x" not in racy
+    assert "slowdown" not in racy and "consan_x" not in racy and "dev_x" not in racy
     assert racy["consan_clean"] is False and racy["same_bits"] is True
     assert "race.raw, uninit.read in 1 of 2 launches" in racy["error"]
     assert verdict.cell(racy, "slowdown") == "ERROR"
@@ -69,3 +69,10 @@ def test_the_consan_run_column_names_its_path_and_a_row_it_cannot_time_is_an_err
     assert session_path.cell(got) == "ERROR"
     (line,) = session_path.errors([{"kernel": "k", **got}])
     assert line.startswith("ERROR: k: consan run: ") and line.endswith("(no ratio reported)")
+
+
+def test_the_scaling_fit_splits_a_fixed_cost_from_a_cost_a_trip():
+    from benchmarks.scaling_async import _fit
+
+    fixed, per = _fit([4, 8, 16, 32], [0.05 + 0.01 * n for n in (4, 8, 16, 32)])
+    assert abs(fixed - 0.05) < 1e-12 and abs(per - 0.01) < 1e-12
