@@ -27,16 +27,18 @@ if ROOT not in sys.path:
 from benchmarks.bench_async import CASES  # noqa: E402
 from benchmarks.bench_clean import _arch_options, _time, _time_device  # noqa: E402
 
-WORDS = 40
+WORDS = 48
 PARTS = ("tensor: the look", "tensor: the box's write", "tensor: the verdict",
          "look: the lock", "look: the arrive it carries", "look: the landing and unlock",
-         "look: entry and map look-up", "tensor: poll, groups, ballot")
+         "look: entry and map look-up", "tensor: poll, groups, ballot",
+         "a peer's posts applied (the drain)", "drain: waiting for the lock or the tail",
+         "drain: applying posts")
 KINDS = ("CTA barriers", "tensor copies", "mbarriers", "wgmma", "shared accesses",
          "bulk copies")
 STAMP_CTAS = 4096  # measure.h: CS_STAMP_CTAS
 
 
-def timeline(name: str) -> None:
+def timeline(name: str, by_rank: int = 1) -> None:
     import cupy as cp
     import numpy as np
 
@@ -65,9 +67,6 @@ def timeline(name: str) -> None:
     ok = s[:, 1] > 0
     s = s[ok]
 
-    def med(a) -> str:
-        return f"{statistics.median(a.tolist()) / 1e3:.1f}k / {a.max() / 1e3:.1f}k"
-
     total_cyc = s[:, 5] - s[:, 1]
     total_ns = s[:, 6] - s[:, 0]
     ghz = float(np.median(total_cyc / np.maximum(total_ns, 1)))
@@ -78,6 +77,20 @@ def timeline(name: str) -> None:
           f"{ghz:.2f} cycles a ns")
     print(f"first begin to last exit {(t1 - t0) / 1e3:.1f} us; CTA begins spread over "
           f"{(s[:, 0].max() - t0) / 1e3:.1f} us, ends over {(t1 - s[:, 6].min()) / 1e3:.1f} us")
+    groups = [("every CTA", s)] if by_rank < 2 else [
+        (f"cluster rank {r}", s[np.flatnonzero(ok) % by_rank == r]) for r in range(by_rank)]
+    for label, g in groups:
+        if len(groups) > 1:
+            print(f"\n{label} ({len(g)} CTAs):")
+        _tables(g, ghz)
+
+
+def _tables(s, ghz: float) -> None:
+    """The timeline's tables for the CTAs of `s` (their stamps, a row each)."""
+    def med(a) -> str:
+        return f"{statistics.median(a.tolist()) / 1e3:.1f}k / {a.max() / 1e3:.1f}k"
+
+    total_cyc = s[:, 5] - s[:, 1]
     print("| part (cycles, median / max over CTAs) | cycles | us at the median |")
     print("|---|---|---|")
     parts = [("begin probe", s[:, 2] - s[:, 1])]
@@ -113,10 +126,12 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="tma_ring_4stage,tma_wgmma_gemm,mma_gemm_cp_async,"
                                       "dsmem_ring_2cta")
     ap.add_argument("--defines", default="")
+    ap.add_argument("--by-rank", type=int, default=1, metavar="N",
+                    help="tables for each cluster rank apart (CTAs by linear index mod N)")
     args = ap.parse_args(argv)
     os.environ["CONSAN_CHECKER_DEFINES"] = " ".join(["CONSAN_STAMPS", *args.defines.split()])
     for name in args.only.split(","):
-        timeline(name)
+        timeline(name, args.by_rank)
     return 0
 
 

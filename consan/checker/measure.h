@@ -179,11 +179,11 @@ struct cs_prof_scope {
 // copies, 2 mbarriers, 3 wgmma, 4 shared accesses, 5 bulk copies, and its calls of the
 // first four in 18-21 (warp 0) and 28-31 (warp 1). A few stores and atomics a CTA, none
 // shared between CTAs: unlike CONSAN_PROFILE's scopes they leave the timing nearly alone.
-// Words 32-39: thread 0's cycles in the parts of a probe marked CS_STAMP_PART(k).
+// Words 32-47: thread 0's cycles in the parts of a probe marked CS_STAMP_PART(k).
 #if defined(CONSAN_STAMPS) && !defined(CONSAN_HOST)
 #define CS_STAMP_CTAS 4096
-extern "C" __device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 40];
-__device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 40];
+extern "C" __device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 48];
+__device__ unsigned long long cs_stamps[CS_STAMP_CTAS * 48];
 __device__ __forceinline__ unsigned long long cs_stamp_clock() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
@@ -196,7 +196,7 @@ __device__ __forceinline__ unsigned long long cs_stamp_global() {
 }
 __device__ __forceinline__ unsigned long long* cs_stamp_at(uint32_t k) {
     uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    return cta < CS_STAMP_CTAS ? &cs_stamps[cta * 40 + k] : 0;
+    return cta < CS_STAMP_CTAS ? &cs_stamps[cta * 48 + k] : 0;
 }
 // word k set once (the first caller), or raised to the latest (`latest`)
 __device__ __forceinline__ void cs_stamp(uint32_t k, unsigned long long v, bool latest = false) {

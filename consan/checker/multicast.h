@@ -332,6 +332,7 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
 // hung in its closing barrier.cluster, one part of a warp waiting for the other.
 CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
     CS_PROF(32);
+    CS_STAMP_PART(8);
     cs_mailbox_t* m = cs_mailbox();
     uint32_t leader = cs_ffs(entry) - 1;
     bool lead = cs_lane() == leader, holder = false;
@@ -341,6 +342,7 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
     uint32_t h0 = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
     if (lead) {
         CS_PROF(34);
+        CS_STAMP_PART(9);
         volatile cs_mailbox_t* vm = m;
         while ((int32_t)(vm->tail - h0) < 0) {
             if (vm->lock == 0 && cs_cas32(&m->lock, 0, 1) == 0) {
@@ -378,6 +380,7 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu, n = 1;
         {
             CS_PROF(what >= CS_POST_MBAR ? 36u : what ? 37u : 38u);
+            CS_STAMP_PART(10);
             cs_mc_post_t mine = p;
             uint32_t h = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
             if (what >= CS_POST_MBAR)
