@@ -84,11 +84,12 @@ def _arch_options(cp) -> tuple[str, ...]:
     return (f"-arch=sm_{cc}a" if cc == "90" else f"-arch=sm_{cc}",)
 
 
-def _time(cp, launch, after, warmup: int, repeats: int, walls: list[float] | None = None
-          ) -> list[float]:
+def _time(cp, launch, after, warmup: int, repeats: int, walls: list[float] | None = None,
+          ahead=None) -> list[float]:
     """Milliseconds of `launch()` between CUDA events; `after()` runs untimed after each.
     `walls`, when given, gets each repeat's wall milliseconds from the launch to the end
-    of `after()` (the read-back of a checked launch's log)."""
+    of `after()` (the read-back of a checked launch's log). `ahead()`, when given, is
+    enqueued before each start event (a spin kernel: `_time_device`)."""
     start, end = cp.cuda.Event(), cp.cuda.Event()
     for _ in range(warmup):
         launch()
@@ -96,6 +97,8 @@ def _time(cp, launch, after, warmup: int, repeats: int, walls: list[float] | Non
         after()
     times = []
     for _ in range(repeats):
+        if ahead is not None:
+            ahead()
         t0 = time.perf_counter()
         start.record()
         launch()
@@ -115,24 +118,15 @@ SPIN_CYCLES = 2_000_000  # about 1 ms on an H100: longer than any host launch pa
 
 
 def _time_device(cp, launch, after, repeats: int) -> list[float]:
-    """Milliseconds of `launch()` between CUDA events recorded behind a spin kernel, which
-    keeps the GPU busy while the host enqueues the launch: the events hold the device's
-    time alone (around a 10 us kernel, the events of `_time` also hold the host's launch
-    path, which the GPU waits for). `after()` runs untimed after each."""
+    """`_time` with each start event behind a spin kernel, which keeps the GPU busy while
+    the host enqueues the launch: the events hold the device's time alone (around a 10 us
+    kernel, the events of `_time` also hold the host's launch path, which the GPU waits
+    for)."""
     import numpy as np
 
     spin = cp.RawKernel(SPIN, "consan_bench_spin")
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(repeats):
-        spin((1,), (1,), (np.int64(SPIN_CYCLES),))
-        start.record()
-        launch()
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end))
-        after()
-    return times
+    return _time(cp, launch, after, 0, repeats,
+                 ahead=lambda: spin((1,), (1,), (np.int64(SPIN_CYCLES),)))
 
 
 def bench_one(name, size, cp, consan, opts, args):

@@ -222,8 +222,8 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
 // granule tables in shared memory take cs_vc_smem_access16 when every lane's chunks are
 // aligned ones in the window, the general probe otherwise.
 CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
-    CS_STAMP_SCOPE(4);
     if (!cs_vc_smem_on()) return __consan_access_n(addr, site, info, rep);
+    CS_STAMP_SCOPE(4);  // (after the hand-off: a probe's cycles counted once)
     CS_PROF(0);
     CS_PROF_AS(by_mode, cs_info_mode(info) == CS_MODE_READ ? 43u : 44u);
     CS_NULL_ACCESS(return;)
@@ -239,7 +239,6 @@ CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uin
 // its read path, were in the write's path: on the H100 a cp.async GEMM's write took 1,889
 // cycles a call there, 1,187 here.)
 CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
-    CS_STAMP_SCOPE(4);
     if (!cs_vc_smem_on()) return __consan_access16(addr, site, info, 1);
     const uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
@@ -253,6 +252,7 @@ CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
     const bool lean = mine && clk <= CS_VW_CLOCK_MASK && l.nr <= 4u * CS_A16_READER_VECS &&
                       cs_s_ld(l.BT + 4u * (g / CS_VC_BLOCK)) == 0;
     if (!cs_all(m, lean)) return __consan_access16(addr, site, info, 1);
+    CS_STAMP_SCOPE(4);  // (after the hand-offs: a probe's cycles counted once)
     CS_PROF(0);
     CS_PROF_AS(by_mode, 44u);
     CS_NULL_ACCESS(return;)
@@ -652,11 +652,11 @@ CS_ENTRY uint32_t cs_host_wgmma_rows_done() { return cs_host_rows_done; }
 CS_ENTRY void __consan_wgmma4(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
                               uint64_t b2, uint64_t a3, uint64_t b3, uint32_t info, uint32_t s0,
                               uint32_t s1, uint32_t s2, uint32_t s3) {
-    CS_STAMP_SCOPE(3);
     CS_NULL_WGMMA(return;)
     const uint32_t sites[4] = {s0, s1, s2, s3};
     {
         CS_PROF(45);
+        CS_STAMP_SCOPE(3);  // (the four calls below count themselves)
         if (cs_wg_chain_rows(a0, b0, a1, b1, a2, b2, a3, b3, info, sites)) {
 #ifdef CONSAN_HOST
             ++cs_host_rows_done;
