@@ -66,40 +66,40 @@ def _mma_gemm(cp, size: int) -> Launch:
 RING_TILES = 16  # boxes of 32 x 64 floats each CTA streams through the TMA ring
 
 
-def _tma_ring(cp, ctas: int) -> Launch:
+def _tma_ring(cp, ctas: int, tiles: int = RING_TILES) -> Launch:
     import numpy as np
 
     import consan
     from tests.kernels import gpu_kernels as gk
 
-    rows = ctas * RING_TILES * gk.TMA_RING_ROWS
+    rows = ctas * tiles * gk.TMA_RING_ROWS
     x = cp.asarray(np.random.default_rng(6).integers(0, 8, (rows, gk.TMA_RING_COLS))
                    .astype(np.float32))
     m = consan.tensor_map(x, box_shape=(gk.TMA_RING_ROWS, gk.TMA_RING_COLS))
     out = cp.zeros(ctas * gk.TMA_RING_COLS, dtype=cp.float32)
     return Launch(gk.fill(gk.TMA_RING, gk.TMA_RING_CLEAN), "tma_ring", (ctas, 1, 1), (96, 1, 1),
-                  (m, out, np.int32(RING_TILES)), [out], keep=(x,))
+                  (m, out, np.int32(tiles)), [out], keep=(x,))
 
 
 GEMM_K = 1024
 
 
-def _tma_wgmma(cp, m: int) -> Launch:
+def _tma_wgmma(cp, m: int, k: int = GEMM_K) -> Launch:
     from tests.kernels import tma_wgmma_gemm as g
 
-    a, b, d, _ = g.inputs(cp, m, GEMM_K)
-    return Launch(g.SOURCE, g.KERNEL, g.grid(m), g.BLOCK, g.args(a, b, d, GEMM_K), [d],
+    a, b, d, _ = g.inputs(cp, m, k)
+    return Launch(g.SOURCE, g.KERNEL, g.grid(m), g.BLOCK, g.args(a, b, d, k), [d],
                   keep=(a, b))
 
 
 DSMEM_TILES = 64  # tiles of 4 KiB the producer CTA of each cluster hands to its consumer
 
 
-def _dsmem_ring(cp, pairs: int) -> Launch:
+def _dsmem_ring(cp, pairs: int, tiles: int = DSMEM_TILES) -> Launch:
     from tests.kernels import dsmem_ring as g
 
-    x, out, _ = g.inputs(cp, pairs, DSMEM_TILES)
-    return Launch(g.SOURCE, g.KERNEL, g.grid(pairs), g.BLOCK, g.args(x, out, DSMEM_TILES), [out])
+    x, out, _ = g.inputs(cp, pairs, tiles)
+    return Launch(g.SOURCE, g.KERNEL, g.grid(pairs), g.BLOCK, g.args(x, out, tiles), [out])
 
 
 # name -> (size label, default size, builder)

@@ -28,48 +28,27 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from benchmarks import verdict  # noqa: E402
-from benchmarks.bench_async import DSMEM_TILES, GEMM_K, RING_TILES, Launch  # noqa: E402
+from benchmarks.bench_async import CASES as BENCH  # noqa: E402
+from benchmarks.bench_async import (  # noqa: E402
+    DSMEM_TILES,
+    GEMM_K,
+    RING_TILES,
+    Launch,
+    _dsmem_ring,
+    _tma_ring,
+    _tma_wgmma,
+)
 from benchmarks.bench_clean import _arch_options, _time  # noqa: E402
 from tests import gpu_util  # noqa: E402
+from tests.kernels.tma_wgmma_gemm import KT  # noqa: E402  (halves of K a GEMM step)
 
-
-def _ring(cp, trips: int) -> Launch:
-    import numpy as np
-
-    import consan
-    from tests.kernels import gpu_kernels as gk
-
-    ctas = 264
-    rows = ctas * trips * gk.TMA_RING_ROWS
-    x = cp.asarray(np.random.default_rng(6).integers(0, 8, (rows, gk.TMA_RING_COLS))
-                   .astype(np.float32))
-    m = consan.tensor_map(x, box_shape=(gk.TMA_RING_ROWS, gk.TMA_RING_COLS))
-    out = cp.zeros(ctas * gk.TMA_RING_COLS, dtype=cp.float32)
-    return Launch(gk.fill(gk.TMA_RING, gk.TMA_RING_CLEAN), "tma_ring", (ctas, 1, 1),
-                  (96, 1, 1), (m, out, np.int32(trips)), [out], keep=(x,))
-
-
-def _gemm(cp, trips: int) -> Launch:
-    from tests.kernels import tma_wgmma_gemm as g
-
-    k = trips * g.KT
-    a, b, d, _ = g.inputs(cp, 16896, k)
-    return Launch(g.SOURCE, g.KERNEL, g.grid(16896), g.BLOCK, g.args(a, b, d, k), [d],
-                  keep=(a, b))
-
-
-def _dsmem(cp, trips: int) -> Launch:
-    from tests.kernels import dsmem_ring as g
-
-    x, out, _ = g.inputs(cp, 132, trips)
-    return Launch(g.SOURCE, g.KERNEL, g.grid(132), g.BLOCK, g.args(x, out, trips), [out])
-
-
-# name -> (what a trip is, the benchmark's trips, trips timed, builder)
-CASES: dict[str, tuple[str, int, tuple[int, ...], Callable[[Any, int], Launch]]] = {
-    "tma_ring_4stage": ("box", RING_TILES, (4, 8, 16, 32), _ring),
-    "tma_wgmma_gemm": ("K step of 64", GEMM_K // 64, (4, 8, 16, 32), _gemm),
-    "dsmem_ring_2cta": ("tile", DSMEM_TILES, (8, 16, 32, 64), _dsmem),
+# name -> (what a trip is, the benchmark's trips, trips timed, builder at a size and trips);
+# each kernel is launched at bench_async's size (its grid)
+CASES: dict[str, tuple[str, int, tuple[int, ...], Callable[[Any, int, int], Launch]]] = {
+    "tma_ring_4stage": ("box", RING_TILES, (4, 8, 16, 32), _tma_ring),
+    "tma_wgmma_gemm": ("K step of 64", GEMM_K // KT, (4, 8, 16, 32),
+                       lambda cp, m, n: _tma_wgmma(cp, m, n * KT)),
+    "dsmem_ring_2cta": ("tile", DSMEM_TILES, (8, 16, 32, 64), _dsmem_ring),
 }
 
 
@@ -87,14 +66,15 @@ def measure(name: str, repeats: int) -> dict:
     import consan
 
     what, bench_trips, trips, build = CASES[name]
+    size = BENCH[name][1]  # bench_async's size: the same grid
     opts = _arch_options(cp)
-    first = build(cp, trips[0])
+    first = build(cp, size, trips[0])
     kern = cp.RawKernel(first.source, first.kernel, options=opts)
     p = consan.prepare(first.source, first.kernel, grid=first.grid, block=first.block,
                        shared_mem=first.shared_mem, options=opts)
     rows, ok = [], True
     for n in trips:
-        ln = build(cp, n)
+        ln = build(cp, size, n)
         gpu_util.native_launch(ln.source, ln.kernel, ln.grid, ln.block, ln.args,
                                shared_mem=ln.shared_mem, options=opts)
         want = [o.get() for o in ln.outputs]

@@ -206,16 +206,19 @@ __device__ __forceinline__ void cs_stamp(uint32_t k, unsigned long long v, bool 
     else atomicCAS(p, 0ull, v);
 }
 struct cs_stamp_scope {
-    int k;
+    int k, calls;  // the cycles' word and the calls' (-1: none)
     unsigned long long t0;
-    __device__ cs_stamp_scope(uint32_t kind) : k(-1), t0(0) {
+    __device__ cs_stamp_scope(uint32_t kind) : k(-1), calls(-1), t0(0) {
         uint32_t tid = cs_tid();
-        if (tid == 0 || tid == 32) k = (tid == 0 ? 12 : 22) + (int)kind, t0 = cs_stamp_clock();
+        if (tid != 0 && tid != 32) return;
+        k = (tid == 0 ? 12 : 22) + (int)kind;
+        calls = kind < 4 ? k + 6 : -1;
+        t0 = cs_stamp_clock();
     }
     __device__ ~cs_stamp_scope() {
         if (k < 0 || !cs_stamp_at(k)) return;
         atomicAdd(cs_stamp_at(k), cs_stamp_clock() - t0);
-        if ((k % 10) - 2 < 4) atomicAdd(cs_stamp_at(k + 6), 1ull);
+        if (calls >= 0) atomicAdd(cs_stamp_at(calls), 1ull);
     }
 };
 #define CS_STAMP(...) __VA_ARGS__
