@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """An older commit's checker beside this tree's on bench_async's kernels, in one run.
 
-    python benchmarks/ab_async.py prepare [REF]     # here: REF's tree into ab_old/
+    python benchmarks/ab_async.py prepare [REF] [--dest DIR]  # here: REF's tree into ab_old/
     PYTHONPATH=. python3 benchmarks/ab_async.py run [--only K1,K2] [--rounds N] [--json PATH]
+        [--old DIR] [--new DIR]                                # trees other than the default pair
 
 `prepare` writes REF's tree (`git archive`, default HEAD) into ab_old/ at the repository
 root: untracked and not ignored, so the device tool carries it with the working tree (the
@@ -12,7 +13,8 @@ after the run.
 `run`, on the GPU machine, times the kernels with `bench_async.py --no-racecheck` in each
 tree in turn, old then new, `--rounds` times (one process per tree and round: each builds
 its own checker), and prints a row per kernel: every round's consan ms old and new, the
-medians and new / old. Speed changes are judged this way because two calls of the device
+medians and new / old; then the same for bench_async's dev columns (each launch behind a
+spin kernel: the device's time alone, without the host's launch path in the events). Speed changes are judged this way because two calls of the device
 tool may land on machines, or hours, whose times differ by more than the change. A round
 whose bench_async run failed (no output, or a launch not clean or not bit-exact: the
 script refuses a ratio then) is an error: its output is printed and the exit status is 1.
@@ -126,16 +128,19 @@ def profile_table(old: dict, new: dict) -> str:
     return "\n".join(lines)
 
 
-def summarize(runs: dict[str, list[dict]]) -> list[dict]:
-    """Rows per kernel from bench_async JSONs per tree ("old", "new"), rounds in order."""
+def summarize(runs: dict[str, list[dict]], key: str = "consan_ms") -> list[dict]:
+    """Rows per kernel from bench_async JSONs per tree ("old", "new"), rounds in order: the
+    value `key` of each (consan_ms, by events; dev_consan_ms, the device's time alone, which
+    holds no host launch path), where the rows have it."""
     rows: dict[str, dict] = {}
     for tree in ("old", "new"):
         for data in runs.get(tree, []):
             for r in data["rows"]:
                 row = rows.setdefault(r["kernel"], {"kernel": r["kernel"], "old": [], "new": [],
                                                     "native_old": [], "native_new": []})
-                row[tree].append(r["consan_ms"])
-                row[f"native_{tree}"].append(r["native_ms"])
+                if key in r:
+                    row[tree].append(r[key])
+                    row[f"native_{tree}"].append(r[key.replace("consan", "native")])
     for row in rows.values():
         if row["old"] and row["new"]:
             row["old_median"] = statistics.median(row["old"])
@@ -144,8 +149,8 @@ def summarize(runs: dict[str, list[dict]]) -> list[dict]:
     return list(rows.values())
 
 
-def table(rows: list[dict]) -> str:
-    lines = ["kernel | old consan ms (rounds) | new consan ms (rounds) | old median | "
+def table(rows: list[dict], what: str = "consan ms") -> str:
+    lines = [f"kernel | old {what} (rounds) | new {what} (rounds) | old median | "
              "new median | new / old"]
     for r in rows:
         def ms(xs: list[float]) -> str:
@@ -158,6 +163,7 @@ def table(rows: list[dict]) -> str:
 
 def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
         old: str = OLD, new: str = ROOT, profile: bool = False) -> int:
+    old, new = os.path.abspath(old), os.path.abspath(new)  # (each child runs in its tree)
     if not os.path.isfile(os.path.join(old, "benchmarks", "bench_async.py")):
         print(f"ab_async: no older tree at {old}: run `python benchmarks/ab_async.py prepare "
               "REF` first (on the machine whose git has REF)", file=sys.stderr)
@@ -176,9 +182,12 @@ def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
             print(f"round {k + 1} {tree}: " + ", ".join(
                 f"{r['kernel']} {r['consan_ms']:.3f}" for r in data["rows"]), flush=True)
     rows = summarize(runs)
+    dev = [r for r in summarize(runs, "dev_consan_ms") if r["old"] or r["new"]]
     gpu = next((d.get("gpu") for d in runs["new"] + runs["old"]), "?")
     print(f"gpu: {gpu}")
     print(table(rows))
+    if dev:  # (bench_async's dev columns: each launch behind a spin kernel)
+        print(table(dev, "dev consan ms"))
     profiles: dict[str, dict] = {}
     if profile:
         for tree, path in (("old", old), ("new", new)):
@@ -191,7 +200,7 @@ def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
         print(profile_table(profiles["old"], profiles["new"]))
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"rows": rows, "rounds": rounds, "gpu": gpu, "errors": failed,
+            json.dump({"rows": rows, "dev_rows": dev, "rounds": rounds, "gpu": gpu, "errors": failed,
                        "profiles": profiles}, f, indent=1)
     return 1 if failed else 0
 
@@ -201,6 +210,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare", help="REF's tree into ab_old/ (here, where git has REF)")
     p.add_argument("ref", nargs="?", default="HEAD")
+    p.add_argument("--dest", default=OLD, help="where the tree goes (default: ab_old/)")
     r = sub.add_parser("run", help="old and new trees alternating (on the GPU machine)")
     r.add_argument("--only", metavar="K1,K2", help="bench_async's kernels (default: all)")
     r.add_argument("--rounds", type=int, default=2)
@@ -208,11 +218,14 @@ def main(argv=None) -> int:
     r.add_argument("--json", metavar="PATH")
     r.add_argument("--profile", action="store_true",
                    help="then each tree's breakdown_async.py --profile, side by side")
+    r.add_argument("--old", default=OLD, help="the older tree (default: ab_old/)")
+    r.add_argument("--new", default=ROOT, help="the newer tree (default: this one)")
     args = ap.parse_args(argv)
     if args.cmd == "prepare":
-        print(prepare(args.ref))
+        print(prepare(args.ref, args.dest))
         return 0
-    return run(args.only, args.rounds, args.timeout, args.json, profile=args.profile)
+    return run(args.only, args.rounds, args.timeout, args.json, old=args.old, new=args.new,
+               profile=args.profile)
 
 
 if __name__ == "__main__":

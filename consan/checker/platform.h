@@ -58,6 +58,7 @@ CS_DEV uint32_t cs_bcast(uint32_t, uint32_t v, int) { return v; }
 CS_DEV void cs_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 CS_DEV void cs_fence_lock() { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 CS_DEV void cs_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+CS_DEV void cs_pause() {}
 CS_DEV void cs_syncwarp(uint32_t) {}
 CS_DEV uint32_t cs_ld32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 CS_DEV uint32_t cs_ld32_acq(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -180,6 +181,9 @@ CS_DEV void cs_fence() { __threadfence_block(); }
 // probes' store-then-load (Dekker) orders, which take cs_fence.
 CS_DEV void cs_fence_lock() { asm volatile("fence.acq_rel.cta;" ::: "memory"); }
 CS_DEV void cs_fence_sys() { __threadfence_system(); }
+// A spinning lane's pause between looks at a word another warp holds: its loads and
+// atomics in the same shared memory slowed the holder down (cs_mbar_lock says by how much).
+CS_DEV void cs_pause() { __nanosleep(64); }
 CS_DEV void cs_syncwarp(uint32_t m) { __syncwarp(m); }
 // Shadow tables belong to one CTA (one SM): relaxed CTA-scope accesses may hit in L1.
 CS_DEV uint32_t cs_ld32(const uint32_t* p) {

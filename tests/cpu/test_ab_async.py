@@ -17,7 +17,7 @@ FAKE_BENCH = textwrap.dedent("""
     ap.add_argument("--json")
     ap.add_argument("--only")
     a = ap.parse_args()
-    rows = [{{"kernel": k, "native_ms": 0.02, "consan_ms": {ms}}}
+    rows = [{{"kernel": k, "native_ms": 0.02, "consan_ms": {ms}, **{dev}}}
             for k in (a.only or "ring,gemm").split(",")]
     json.dump({{"rows": rows, "errors": {errors}, "gpu": "fake"}}, open(a.json, "w"))
     print("bench ran")
@@ -25,11 +25,13 @@ FAKE_BENCH = textwrap.dedent("""
 """)
 
 
-def _tree(root, name: str, ms: float, errors: list[str] | None = None) -> str:
+def _tree(root, name: str, ms: float, errors: list[str] | None = None,
+          dev: float | None = None) -> str:
     path = os.path.join(root, name)
     os.makedirs(os.path.join(path, "benchmarks"))
+    cols = {} if dev is None else {"dev_native_ms": 0.01, "dev_consan_ms": dev}
     with open(os.path.join(path, "benchmarks", "bench_async.py"), "w") as f:
-        f.write(FAKE_BENCH.format(ms=ms, errors=repr(errors or [])))
+        f.write(FAKE_BENCH.format(ms=ms, errors=repr(errors or []), dev=repr(cols)))
     return path
 
 
@@ -53,6 +55,19 @@ def test_run_prints_both_trees_rounds_and_the_ratio(tmp_path, capsys):
     assert "ring | 0.400 / 0.400 | 0.300 / 0.300 | 0.400 | 0.300 | 0.750" in out
     row = json.loads(out_json.read_text())["rows"][0]
     assert row["old"] == [0.4, 0.4] and row["new"] == [0.3, 0.3]
+
+
+def test_run_compares_the_devices_time_alone_where_bench_async_has_it(tmp_path, capsys,
+                                                                     monkeypatch):
+    old, new = _tree(tmp_path, "old", 0.4, dev=0.2), _tree(tmp_path, "new", 0.3, dev=0.1)
+    monkeypatch.chdir(tmp_path)  # (trees named relative to here: each child runs in its own)
+    out_json = tmp_path / "ab.json"
+    rc = ab_async.run("ring", 1, 60, str(out_json), old="old", new="new")
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "kernel | old dev consan ms (rounds)" in out
+    assert "ring | 0.200 | 0.100 | 0.200 | 0.100 | 0.500" in out
+    assert json.loads(out_json.read_text())["dev_rows"][0]["new"] == [0.1]
 
 
 def test_a_round_without_a_ratio_fails_the_run_and_shows_its_output(tmp_path, capsys):
