@@ -14,8 +14,9 @@ after the run.
 tree in turn, old then new, `--rounds` times (one process per tree and round: each builds
 its own checker), and prints a row per kernel: every round's consan ms old and new, the
 medians and new / old; then the same for bench_async's dev columns (each launch behind a
-spin kernel: the device's time alone, without the host's launch path in the events). Speed changes are judged this way because two calls of the device
-tool may land on machines, or hours, whose times differ by more than the change. A round
+spin kernel: the device's time alone, without the host's launch path in the events).
+Speed changes are judged this way because two calls of the device tool may land on
+machines, or hours, whose times differ by more than the change. A round
 whose bench_async run failed (no output, or a launch not clean or not bit-exact: the
 script refuses a ratio then) is an error: its output is printed and the exit status is 1.
 
@@ -200,8 +201,8 @@ def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
         print(profile_table(profiles["old"], profiles["new"]))
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"rows": rows, "dev_rows": dev, "rounds": rounds, "gpu": gpu, "errors": failed,
-                       "profiles": profiles}, f, indent=1)
+            json.dump({"rows": rows, "dev_rows": dev, "rounds": rounds, "gpu": gpu,
+                       "errors": failed, "profiles": profiles}, f, indent=1)
     return 1 if failed else 0
 
 

@@ -8,6 +8,11 @@ Each configuration builds the checker with parts of it switched off
 times the same consan launch in its own process (CUDA events, median). "resets only"
 times what a launch does besides the kernel (zeroing the log and the slot table).
 --profile instead prints, per probe kind, the cycles it took per CTA (CONSAN_PROFILE).
+--spin N instead makes every call of one probe kind N cycles longer at a time
+(CONSAN_SPIN_<KIND>: the model is unchanged) and times each kernel by the device's time
+alone: the time it adds, in calls of N cycles, is how many calls of that kind lie on the
+kernel's critical path (a CTA's longest chain of probes), where the profile says how
+many each warp makes.
 The bench_clean kernels (phase mode) take the phase-mode configurations (--clean: those
 kernels, at their bench_clean sizes unless --size is given).
 """
@@ -204,6 +209,68 @@ def child(name: str, repeats: int, size=None, clean: bool = False) -> None:
           flush=True)
 
 
+# --spin: the probe kinds, and the define that lengthens each (consan/checker/measure.h)
+SPIN_KINDS = {"tensor load's look": "TENSOR", "wgmma": "WGMMA",
+              "mbarrier op (not a wait)": "MBAR", "successful wait": "WAIT",
+              "shared access": "ACCESS", "CTA barrier arrival": "BAR"}
+
+
+def spin_child(names: list[str]) -> None:
+    """Each kernel's consan launch by the device's time alone, and whether it stayed clean."""
+    import cupy as cp
+
+    import consan
+    from benchmarks.bench_clean import _time_device
+
+    for name in names:
+        _, size, build = cases(False)[name]
+        ln = build(cp, size)
+        p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
+                           shared_mem=ln.shared_mem, options=_arch_options(cp))
+        p.launch(ln.args)
+        found = len(p.report().violations)
+        ms = statistics.median(_time_device(cp, lambda p=p, a=ln.args: p.launch(a), p.report, 7))
+        print(f"SPIN {name} {ms} {found}", flush=True)
+
+
+def spin(names: list[str], cycles: int) -> int:
+    """The --spin table: one child (one checker build) per configuration, every kernel in it."""
+    import cupy as cp
+
+    khz = cp.cuda.runtime.getDeviceProperties(0)["clockRate"]
+    print(f"kernel | probe lengthened by {cycles} cycles | dev consan ms | added us | "
+          f"calls on the critical path (at {khz / 1e6:.2f} GHz)")
+    base: dict[str, float] = {}
+    failed = 0
+    for label, kind in {"none (full)": "", **SPIN_KINDS}.items():
+        env = {**os.environ, "PYTHONPATH": ROOT,
+               "CONSAN_CHECKER_DEFINES": f"CONSAN_SPIN_{kind}={cycles}" if kind else ""}
+        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--spin-child",
+                              ",".join(names)], capture_output=True, text=True, env=env,
+                             timeout=300)
+        rows = [x.split()[1:] for x in res.stdout.splitlines() if x.startswith("SPIN ")]
+        if len(rows) != len(names):
+            failed += 1
+            tail = (res.stdout + res.stderr).strip().splitlines()[-2:]
+            print(f"- | {label} | failed: {' | '.join(tail)}", flush=True)
+            continue
+        for name, ms, found in rows:
+            t = float(ms)
+            if int(found):
+                failed += 1
+                print(f"{name} | {label} | {t:.4f} | ERROR: {found} findings on a clean "
+                      "kernel", flush=True)
+                continue
+            if not kind:
+                base[name] = t
+                print(f"{name} | {label} | {t:.4f} | - | -", flush=True)
+                continue
+            add = (t - base[name]) * 1e3 if name in base else float("nan")
+            print(f"{name} | {label} | {t:.4f} | {add:.1f} | "
+                  f"{add * khz / 1e3 / cycles:.1f}", flush=True)
+    return 1 if failed else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", metavar="K1,K2")
@@ -217,7 +284,11 @@ def main(argv=None) -> int:
                     help="bench_clean's kernels, with the phase-mode configurations")
     ap.add_argument("--abi", metavar="NAME=INT,...",
                     help="override instrument.abi constants (measurement only)")
+    ap.add_argument("--spin", type=int, metavar="N",
+                    help="each probe kind N cycles longer in turn: its calls on the critical "
+                         "path (device time alone)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--spin-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     apply_abi(args.abi)
     from benchmarks.bench_clean import _parse_size
@@ -225,6 +296,11 @@ def main(argv=None) -> int:
     size = _parse_size(args.size) if args.size else None
     table = cases(args.clean)
     names = [n for n in table if not args.only or n in args.only.split(",")]
+    if args.spin_child:
+        spin_child(args.spin_child.split(","))
+        return 0
+    if args.spin:
+        return spin(names, args.spin)
     if args.profile:
         profile_build()
         for name in names:

@@ -156,17 +156,44 @@ struct cs_prof_scope {
 #define CS_LANE_BITS_TOGETHER(together) (together)
 #endif
 
-// CONSAN_SPIN_WGMMA=n, CONSAN_SPIN_TENSOR=n: a wgmma probe, or a tensor load's look, made
-// n cycles longer (device builds only).
+// CONSAN_SPIN_<KIND>=n (measurement builds, benchmarks/breakdown_async.py --spin): every
+// call of one probe kind made n cycles longer, so the kernel's time says how many of its
+// calls lie on its critical path. TENSOR: a tensor load's look (its leader); WGMMA: a wgmma
+// probe; MBAR: an mbarrier operation that is not a wait (its leader); WAIT: a successful
+// wait (its leader); ACCESS: a shared-memory access probe (its lanes); BAR: a CTA barrier's
+// arrival (its lanes). Device builds only.
+#ifndef CONSAN_HOST
+#define CS_SPIN_FOR(n) for (long long t0 = clock64(); clock64() - t0 < (n);) {}
+#endif
 #if defined(CONSAN_SPIN_WGMMA) && !defined(CONSAN_HOST)
-#define CS_SPIN_WGMMA() for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_WGMMA;) {}
+#define CS_SPIN_WGMMA() CS_SPIN_FOR(CONSAN_SPIN_WGMMA)
 #else
 #define CS_SPIN_WGMMA()
 #endif
 #if defined(CONSAN_SPIN_TENSOR) && !defined(CONSAN_HOST)
-#define CS_SPIN_TENSOR() for (long long t0 = clock64(); clock64() - t0 < CONSAN_SPIN_TENSOR;) {}
+#define CS_SPIN_TENSOR() CS_SPIN_FOR(CONSAN_SPIN_TENSOR)
 #else
 #define CS_SPIN_TENSOR()
+#endif
+#if defined(CONSAN_SPIN_MBAR) && !defined(CONSAN_HOST)
+#define CS_SPIN_MBAR(cond) if (cond) CS_SPIN_FOR(CONSAN_SPIN_MBAR)
+#else
+#define CS_SPIN_MBAR(cond)
+#endif
+#if defined(CONSAN_SPIN_WAIT) && !defined(CONSAN_HOST)
+#define CS_SPIN_WAIT(cond) if (cond) CS_SPIN_FOR(CONSAN_SPIN_WAIT)
+#else
+#define CS_SPIN_WAIT(cond)
+#endif
+#if defined(CONSAN_SPIN_ACCESS) && !defined(CONSAN_HOST)
+#define CS_SPIN_ACCESS() CS_SPIN_FOR(CONSAN_SPIN_ACCESS)
+#else
+#define CS_SPIN_ACCESS()
+#endif
+#if defined(CONSAN_SPIN_BAR) && !defined(CONSAN_HOST)
+#define CS_SPIN_BAR() CS_SPIN_FOR(CONSAN_SPIN_BAR)
+#else
+#define CS_SPIN_BAR()
 #endif
 
 // CONSAN_STAMPS (measurements only, benchmarks/timeline_async.py): a CTA's timeline, 16

@@ -59,7 +59,7 @@ def test_run_prints_both_trees_rounds_and_the_ratio(tmp_path, capsys):
 
 def test_run_compares_the_devices_time_alone_where_bench_async_has_it(tmp_path, capsys,
                                                                      monkeypatch):
-    old, new = _tree(tmp_path, "old", 0.4, dev=0.2), _tree(tmp_path, "new", 0.3, dev=0.1)
+    _tree(tmp_path, "old", 0.4, dev=0.2), _tree(tmp_path, "new", 0.3, dev=0.1)
     monkeypatch.chdir(tmp_path)  # (trees named relative to here: each child runs in its own)
     out_json = tmp_path / "ab.json"
     rc = ab_async.run("ring", 1, 60, str(out_json), old="old", new="new")
