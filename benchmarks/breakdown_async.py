@@ -233,8 +233,9 @@ def spin_child(names: list[str]) -> None:
         print(f"SPIN {name} {ms} {found}", flush=True)
 
 
-def spin(names: list[str], cycles: int) -> int:
-    """The --spin table: one child (one checker build) per configuration, every kernel in it."""
+def spin(names: list[str], cycles: int, kinds: list[str] | None = None) -> int:
+    """The --spin table: one child (one checker build) per configuration, every kernel in it
+    (`kinds`: only those of SPIN_KINDS' defines, e.g. ACCESS,BAR)."""
     import cupy as cp
 
     khz = cp.cuda.runtime.getDeviceProperties(0)["clockRate"]
@@ -242,7 +243,8 @@ def spin(names: list[str], cycles: int) -> int:
           f"calls on the critical path (at {khz / 1e6:.2f} GHz)")
     base: dict[str, float] = {}
     failed = 0
-    for label, kind in {"none (full)": "", **SPIN_KINDS}.items():
+    todo = {k: v for k, v in SPIN_KINDS.items() if not kinds or v in kinds}
+    for label, kind in {"none (full)": "", **todo}.items():
         env = {**os.environ, "PYTHONPATH": ROOT,
                "CONSAN_CHECKER_DEFINES": f"CONSAN_SPIN_{kind}={cycles}" if kind else ""}
         res = subprocess.run([sys.executable, os.path.abspath(__file__), "--spin-child",
@@ -287,6 +289,8 @@ def main(argv=None) -> int:
     ap.add_argument("--spin", type=int, metavar="N",
                     help="each probe kind N cycles longer in turn: its calls on the critical "
                          "path (device time alone)")
+    ap.add_argument("--kinds", metavar="K1,K2",
+                    help=f"--spin: only these kinds ({', '.join(SPIN_KINDS.values())})")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--spin-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -300,7 +304,7 @@ def main(argv=None) -> int:
         spin_child(args.spin_child.split(","))
         return 0
     if args.spin:
-        return spin(names, args.spin)
+        return spin(names, args.spin, args.kinds.split(",") if args.kinds else None)
     if args.profile:
         profile_build()
         for name in names:
