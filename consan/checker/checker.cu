@@ -172,7 +172,7 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
-    CS_SPIN_ACCESS()
+    CS_SPIN(CONSAN_SPIN_ACCESS, true)
     cs_store_record_end(site, info);
     cs_mc_poll();
     if (info & CS_INFO_IDEM) return cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
@@ -203,7 +203,7 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
-    CS_SPIN_ACCESS()
+    CS_SPIN(CONSAN_SPIN_ACCESS, true)
     cs_store_record_end(site, info);
     if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
     cs_mc_poll();
@@ -230,7 +230,7 @@ CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uin
     CS_PROF_AS(by_mode, cs_info_mode(info) == CS_MODE_READ ? 43u : 44u);
     CS_NULL_ACCESS(return;)
     CS_NULL_READ16(if (cs_info_mode(info) == CS_MODE_READ) return;)
-    CS_SPIN_ACCESS()
+    CS_SPIN(CONSAN_SPIN_ACCESS, true)
     cs_store_record_end(site, info);
     if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
 }
@@ -259,7 +259,7 @@ CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
     CS_PROF_AS(by_mode, 44u);
     CS_NULL_ACCESS(return;)
-    CS_SPIN_ACCESS()
+    CS_SPIN(CONSAN_SPIN_ACCESS, true)
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t fk = 0;
     cs_access16_write(cs_vc_smem_ctx(slot, w), g, 1, 1, site, CS_AGENT_CPASYNC + w, clk, f, fk);
@@ -270,7 +270,7 @@ CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site,
     CS_STAMP_SCOPE(0);
     CS_PROF(1);
     CS_STAMP(if (cs_lane() == 0 && cs_warp() < 4) cs_stamp(8 + cs_warp(), cs_stamp_clock());)
-    CS_SPIN_BAR()
+    CS_SPIN(CONSAN_SPIN_BAR, true)
     if (cs_phase_smem_on()) return cs_phase_smem_bar_arrive();
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return 0;
@@ -400,8 +400,8 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
     uint32_t* init = 0;
     uint32_t j = 0;
     bool lead = cs_lane() == leader && !off;
-    CS_SPIN_MBAR(lead && !waits)
-    CS_SPIN_WAIT(lead && waits && (arg & 2))
+    CS_SPIN(CONSAN_SPIN_MBAR, lead && !waits)
+    CS_SPIN(CONSAN_SPIN_WAIT, lead && waits && (arg & 2))
     CS_STAMP(unsigned long long t0 = cs_stamp_clock();)
     uint32_t skip = lead ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes, cluster, init, j) : 0;
     // Lanes marked off (one group) take the verdict of the first lane on: a deadlock's
@@ -563,7 +563,7 @@ CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t s
     CS_STAMP_SCOPE(3);
     CS_PROF(9);
     CS_NULL_WGMMA(return;)
-    CS_SPIN_WGMMA()
+    CS_SPIN(CONSAN_SPIN_WGMMA, true)
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
     cs_mc_poll();
@@ -665,7 +665,7 @@ CS_ENTRY void __consan_wgmma4(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1
         CS_PROF(45);
         CS_STAMP_SCOPE(3);  // (the four calls below count themselves)
         if (cs_wg_chain_rows(a0, b0, a1, b1, a2, b2, a3, b3, info, sites)) {
-            CS_SPIN_WGMMA()  // (one call: its four wgmmas)
+            CS_SPIN(CONSAN_SPIN_WGMMA, true)  // (one call: its four wgmmas)
 #ifdef CONSAN_HOST
             ++cs_host_rows_done;
 #endif
@@ -735,7 +735,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
         if (lead) {
             CS_PROF(25);
             CS_STAMP_PART(0);
-            CS_SPIN_TENSOR()
+            CS_SPIN(CONSAN_SPIN_TENSOR, true)
             t = cs_tensor_load_begin(slot, d, m, b, site, arrive, ntx, asite, mk);
             if (mk && !t.skip && cs_multicast_on()) {  // (a skipped load writes nowhere)
                 uint32_t low = (1u << CS_RANK_SHIFT) - 1u;

@@ -161,39 +161,30 @@ struct cs_prof_scope {
 // calls lie on its critical path. TENSOR: a tensor load's look (its leader); WGMMA: a wgmma
 // probe; MBAR: an mbarrier operation that is not a wait (its leader); WAIT: a successful
 // wait (its leader); ACCESS: a shared-memory access probe (its lanes); BAR: a CTA barrier's
-// arrival (its lanes). Device builds only.
-#ifndef CONSAN_HOST
-#define CS_SPIN_FOR(n) for (long long t0 = clock64(); clock64() - t0 < (n);) {}
+// arrival (its lanes). Device builds only; a kind left at 0 compiles to nothing.
+#ifndef CONSAN_SPIN_TENSOR
+#define CONSAN_SPIN_TENSOR 0
 #endif
-#if defined(CONSAN_SPIN_WGMMA) && !defined(CONSAN_HOST)
-#define CS_SPIN_WGMMA() CS_SPIN_FOR(CONSAN_SPIN_WGMMA)
-#else
-#define CS_SPIN_WGMMA()
+#ifndef CONSAN_SPIN_WGMMA
+#define CONSAN_SPIN_WGMMA 0
 #endif
-#if defined(CONSAN_SPIN_TENSOR) && !defined(CONSAN_HOST)
-#define CS_SPIN_TENSOR() CS_SPIN_FOR(CONSAN_SPIN_TENSOR)
-#else
-#define CS_SPIN_TENSOR()
+#ifndef CONSAN_SPIN_MBAR
+#define CONSAN_SPIN_MBAR 0
 #endif
-#if defined(CONSAN_SPIN_MBAR) && !defined(CONSAN_HOST)
-#define CS_SPIN_MBAR(cond) if (cond) CS_SPIN_FOR(CONSAN_SPIN_MBAR)
-#else
-#define CS_SPIN_MBAR(cond)
+#ifndef CONSAN_SPIN_WAIT
+#define CONSAN_SPIN_WAIT 0
 #endif
-#if defined(CONSAN_SPIN_WAIT) && !defined(CONSAN_HOST)
-#define CS_SPIN_WAIT(cond) if (cond) CS_SPIN_FOR(CONSAN_SPIN_WAIT)
-#else
-#define CS_SPIN_WAIT(cond)
+#ifndef CONSAN_SPIN_ACCESS
+#define CONSAN_SPIN_ACCESS 0
 #endif
-#if defined(CONSAN_SPIN_ACCESS) && !defined(CONSAN_HOST)
-#define CS_SPIN_ACCESS() CS_SPIN_FOR(CONSAN_SPIN_ACCESS)
-#else
-#define CS_SPIN_ACCESS()
+#ifndef CONSAN_SPIN_BAR
+#define CONSAN_SPIN_BAR 0
 #endif
-#if defined(CONSAN_SPIN_BAR) && !defined(CONSAN_HOST)
-#define CS_SPIN_BAR() CS_SPIN_FOR(CONSAN_SPIN_BAR)
+#ifdef CONSAN_HOST
+#define CS_SPIN(n, cond)
 #else
-#define CS_SPIN_BAR()
+#define CS_SPIN(n, cond) \
+    if ((n) > 0 && (cond)) for (long long t0 = clock64(); clock64() - t0 < (n);) {}
 #endif
 
 // CONSAN_STAMPS (measurements only, benchmarks/timeline_async.py): a CTA's timeline, 16
