@@ -233,27 +233,37 @@ def spin_child(names: list[str]) -> None:
         print(f"SPIN {name} {ms} {found}", flush=True)
 
 
-def spin(names: list[str], cycles: int, kinds: list[str] | None = None) -> int:
-    """The --spin table: one child (one checker build) per configuration, every kernel in it
-    (`kinds`: only those of SPIN_KINDS' defines, e.g. ACCESS,BAR)."""
+def _spin_child_run(names: list[str], defines: str) -> str:
+    """A --spin child's output: every kernel of `names` in a checker built with `defines`."""
+    env = {**os.environ, "PYTHONPATH": ROOT, "CONSAN_CHECKER_DEFINES": defines}
+    res = subprocess.run([sys.executable, os.path.abspath(__file__), "--spin-child",
+                          ",".join(names)], capture_output=True, text=True, env=env, timeout=300)
+    return res.stdout + res.stderr
+
+
+def _clock_khz() -> int:
     import cupy as cp
 
-    khz = cp.cuda.runtime.getDeviceProperties(0)["clockRate"]
+    return cp.cuda.runtime.getDeviceProperties(0)["clockRate"]
+
+
+def spin(names: list[str], cycles: int, kinds: list[str] | None = None,
+         run_child=_spin_child_run, khz: int | None = None) -> int:
+    """The --spin table: one child (one checker build) per configuration, every kernel in it
+    (`kinds`: only those of SPIN_KINDS' defines, e.g. ACCESS,BAR). Non-zero if a child gave
+    no time for every kernel, or a kernel had findings (the spins change no model)."""
+    khz = khz or _clock_khz()
     print(f"kernel | probe lengthened by {cycles} cycles | dev consan ms | added us | "
           f"calls on the critical path (at {khz / 1e6:.2f} GHz)")
     base: dict[str, float] = {}
     failed = 0
     todo = {k: v for k, v in SPIN_KINDS.items() if not kinds or v in kinds}
     for label, kind in {"none (full)": "", **todo}.items():
-        env = {**os.environ, "PYTHONPATH": ROOT,
-               "CONSAN_CHECKER_DEFINES": f"CONSAN_SPIN_{kind}={cycles}" if kind else ""}
-        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--spin-child",
-                              ",".join(names)], capture_output=True, text=True, env=env,
-                             timeout=300)
-        rows = [x.split()[1:] for x in res.stdout.splitlines() if x.startswith("SPIN ")]
+        out = run_child(names, f"CONSAN_SPIN_{kind}={cycles}" if kind else "")
+        rows = [x.split()[1:] for x in out.splitlines() if x.startswith("SPIN ")]
         if len(rows) != len(names):
             failed += 1
-            tail = (res.stdout + res.stderr).strip().splitlines()[-2:]
+            tail = out.strip().splitlines()[-2:]
             print(f"- | {label} | failed: {' | '.join(tail)}", flush=True)
             continue
         for name, ms, found in rows:
