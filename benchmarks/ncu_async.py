@@ -5,6 +5,7 @@
     PYTHONPATH=. python benchmarks/ncu_async.py --triton NAME [--native]
     PYTHONPATH=. python benchmarks/ncu_async.py --summary FILE.csv [--top N]
     PYTHONPATH=. python benchmarks/ncu_async.py --lines FUNC1,FUNC2 FILE.csv
+    PYTHONPATH=. python benchmarks/ncu_async.py --calls FILE.csv
 
 The first form launches one case of bench_async.py under consan twice (profile the
 second: `ncu --launch-skip 1 --launch-count 1 -k regex:NAME --section SourceCounters
@@ -15,7 +16,12 @@ that CSV, its share of the stall samples, the warp instructions it executed and 
 stall reasons. The fourth prints, for each function whose name holds one of the given
 strings, every SASS line it ran: its stall samples, the warp instructions it executed and
 its top two stall reasons (a line with more than 1.5% of the function's samples marked):
-where a probe's time goes inside it, and how many times a call runs each line.
+where a probe's time goes inside it, and how many times a call runs each line. The
+fifth prints, per function, its calls (the runs of its first SASS line), the warp
+instructions a call runs, the lines every call runs, and the share of its stall samples
+spent fetching instructions (no_inst) and resolving branches: at one or two warps a
+scheduler a probe's cycles are its instructions times their latency, so this is what a
+probe call costs and where a cheaper one must come from.
 """
 
 from __future__ import annotations
@@ -135,6 +141,35 @@ def sass_lines(path: str, names: list[str]) -> None:
                   f"{' '.join(f'{k}:{v}' for v, k in top)}{mark}")
 
 
+def per_call(path: str) -> list[tuple[str, int, float, int, float, float]]:
+    """(function, calls, warp instructions a call, lines run on every call, % of its stall
+    samples in no_inst, % in branch_resolving) for each function that ran, most
+    instructions first. A function's first line in the CSV is its entry."""
+    first, total, every, smp, fetch, branch = {}, {}, {}, {}, {}, {}
+    lines = list(sass_rows(path))
+    for func, _, s, ins, _, stalls in lines:
+        if func not in first:
+            first[func] = ins
+            total[func] = every[func] = smp[func] = fetch[func] = branch[func] = 0
+        total[func] += ins
+        smp[func] += s
+        fetch[func] += stalls.get("no_inst", 0)
+        branch[func] += stalls.get("branch_resolving", 0)
+    for func, _, _, ins, _, _ in lines:
+        if first[func] and ins == first[func]:
+            every[func] += 1
+    rows = [(f, first[f], total[f] / first[f], every[f], 100 * fetch[f] / max(smp[f], 1),
+             100 * branch[f] / max(smp[f], 1)) for f in first if first[f]]
+    return sorted(rows, key=lambda r: -r[1] * r[2])
+
+
+def calls_table(path: str) -> None:
+    print("function | calls | warp instructions a call | lines every call runs | "
+          "no_inst % | branch_resolving %")
+    for f, n, per, every, fetch, branch in per_call(path):
+        print(f"{f} | {n} | {per:.0f} | {every} | {fetch:.0f} | {branch:.0f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("kernel", nargs="?")
@@ -144,8 +179,14 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=0, help="also the N SASS lines stalled most")
     ap.add_argument("--lines", metavar="F1,F2", help="with a CSV: every SASS line these "
                     "functions ran")
+    ap.add_argument("--calls", action="store_true", help="with a CSV: calls and warp "
+                    "instructions a call of each function")
     args = ap.parse_args(argv)
-    if args.lines:
+    if args.calls:
+        if not args.kernel:
+            ap.error("--calls needs the CSV")
+        calls_table(args.kernel)
+    elif args.lines:
         if not args.kernel:
             ap.error("--lines needs the CSV")
         sass_lines(args.kernel, args.lines.split(","))

@@ -35,3 +35,21 @@ def test_lines_and_summary_read_the_same_rows(tmp_path, capsys):
     table = capsys.readouterr().out.splitlines()
     assert table[1].startswith("__consan_wgmma | 90.0 | 128 | wait 78%, long_sb 22%")
     assert table[2].startswith("__consan_mbar | 10.0 | 8 | long_sb 100%")
+
+
+def test_calls_counts_each_function_by_its_first_line(tmp_path, capsys):
+    head = HEAD.replace('"stall_wait","stall_long_sb"', '"stall_no_inst","stall_branch_resolving"')
+    path = tmp_path / "ncu.csv"
+    path.write_text(
+        '"Kernel Name","__consan_tensor(unsigned long)"\n' + head +
+        '"0x10","IADD3 R1, R1, -0x70, RZ","40","8","30","10","0"\n'  # entry: 8 calls
+        '"0x20","LDS R2, [R1]","10","8","0","0","0"\n'
+        '"0x30","@P0 BRA 0x60","50","4","0","50","0"\n'  # half the calls branch off
+        '"0x40","RET.ABS.NODEC R20, 0x0","0","8","0","0","0"\n'
+        '"Kernel Name","cs_cold(unsigned int)"\n' + head +
+        '"0x80","IADD3 R1, R1, -0x8, RZ","0","0","0","0","0"\n')  # never called: left out
+    rows = ncu_async.per_call(str(path))
+    assert rows == [("__consan_tensor", 8, 28 / 8, 3, 30.0, 60.0)]
+    ncu_async.calls_table(str(path))
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "__consan_tensor | 8 | 4 | 3 | 30 | 60"
