@@ -7,7 +7,10 @@ One CTA loops 2,000 times over one operation and reads clock64 around the loop (
 thread, then 32): a CTA-scope fence alone and after a global or shared store, a global
 store alone, a volatile global load (a device-memory round trip: how the checker reads
 words other warps keep writing), and a global store followed by a load of the same word.
-The loop's own test and branch are in every row.
+The loop's own test and branch are in every row. Later rows: the checker's stores of sites
+(volatile: system-scope strong stores) with the fences after them, a shared-memory
+compare-and-swap (an mbarrier entry's lock), a reduction then a load of the same word (a
+copy's landing, then a wait's join), and CTA-scope loads after stores to the same line.
 """
 
 from __future__ import annotations
@@ -28,6 +31,46 @@ extern "C" __global__ void costs(unsigned* g, long long* out, int mode, int iter
         unsigned* q = g + t * 32 + 2048;
         if (mode == 6) { *q = i; acc += *(volatile unsigned*)q; }
         if (mode == 7) { *q = i; acc += *q; asm volatile("" ::: "memory"); }
+        if (mode == 8) { *(volatile unsigned*)p = i; __threadfence_block(); }
+        if (mode == 9) {
+            *(volatile unsigned*)p = i;
+            asm volatile("fence.acq_rel.cta;" ::: "memory");
+        }
+        if (mode == 10) {
+            asm volatile("st.relaxed.cta.global.u32 [%0], %1;" :: "l"(p), "r"(i) : "memory");
+            __threadfence_block();
+        }
+        if (mode == 11) *(volatile unsigned*)p = i;
+        if (mode == 12) {
+            unsigned o, a = (unsigned)__cvta_generic_to_shared(&s[t]);
+            asm volatile("atom.acquire.cta.shared::cta.cas.b32 %0, [%1], %2, %3;"
+                         : "=r"(o) : "r"(a), "r"(i), "r"(i + 1) : "memory");
+            acc += o;
+        }
+        if (mode == 13) {
+            unsigned v;
+            asm volatile("red.relaxed.cta.global.max.u32 [%0], %1;" :: "l"(q), "r"(i) : "memory");
+            asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(q) : "memory");
+            acc += v;
+        }
+        if (mode == 14) {
+            unsigned v;
+            asm volatile("ld.relaxed.cta.global.u32 %0, [%1];"
+                         : "=r"(v) : "l"(q + acc % 2) : "memory");
+            acc += v;
+        }
+        if (mode == 15) {
+            unsigned v;
+            asm volatile("st.relaxed.cta.global.u32 [%0], %1;" :: "l"(q), "r"(i) : "memory");
+            asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(q) : "memory");
+            acc += v;
+        }
+        if (mode == 16) {
+            unsigned v;
+            *(volatile unsigned*)(q + 8) = i;
+            asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(q) : "memory");
+            acc += v;
+        }
     }
     long long t1 = clock64();
     if (t == 0) out[0] = (t1 - t0) / iters;
@@ -36,7 +79,13 @@ extern "C" __global__ void costs(unsigned* g, long long* out, int mode, int iter
 """
 ROWS = ("fence.sc.cta alone", "st.global + fence.sc.cta", "st.shared + fence.sc.cta",
         "st.global + fence.acq_rel.cta", "st.global alone", "volatile ld.global",
-        "st.global, then a volatile ld of it", "st.global, then a plain ld of it")
+        "st.global, then a volatile ld of it", "st.global, then a plain ld of it",
+        "volatile st.global + fence.sc.cta", "volatile st.global + fence.acq_rel.cta",
+        "st.relaxed.cta.global + fence.sc.cta", "volatile st.global alone",
+        "atom.acquire.cta.shared cas", "red.relaxed.cta.global.max, then ld.relaxed.cta of it",
+        "ld.relaxed.cta.global, dependent (an L1 hit)",
+        "st.relaxed.cta.global, then ld.relaxed.cta of it",
+        "volatile st.global to the line, then ld.relaxed.cta of another word of it")
 
 
 def main() -> int:
