@@ -502,7 +502,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
                 cs_record(r);
             }
             cs_mbar_lock(j);
-            cs_mbar_copy_landed(e, ph, bytes, site, moff);
+            cs_mbar_copy_landed(e, j, ph, bytes, site, moff);
             cs_mbar_unlock(j);
         }
     }

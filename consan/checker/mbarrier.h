@@ -105,7 +105,9 @@ CS_DEV uint32_t* cs_mbar_slot(uint32_t* e, uint32_t ph) {
 }
 
 // An entry's counters, read once under the lock in two vector loads (words 2-5), where
-// each word was loaded again after every store to the entry.
+// each word was loaded again after every store to the entry. With the landing's column
+// by a reduction (cs_mbar_copy_landed), on the H100: a TMA load's landing 1,398 -> 1,156
+// cycles (the TMA ring), a peer's copy's record and landing 6,547 -> 5,180 (dsmem ring).
 struct cs_mbar_words { uint32_t expected, pending, tx, phase; };
 static_assert(CS_MB_EXPECTED == 2 && CS_MB_PENDING == 3 && CS_MB_TX == 4 && CS_MB_PHASE == 5,
               "abi.MB_*: the counters' two 16-byte chunks");
@@ -116,53 +118,41 @@ CS_DEV cs_mbar_words cs_mbar_load(const uint32_t* e) {
 
 // Complete the current phase if nothing is pending (lock held; m: the entry's counters):
 // open the next one with a clean clock slot. The fence: a wait reads the phase, then the
-// completed phase's slot, without the lock. (A CTA-scope store, not a volatile one: on the
-// H100 a volatile store takes its line out of L1, and the next load of it, the waiters'
-// look at the phase or the next arrive's counters, went to L2: 330 cycles more,
-// benchmarks/micro_costs.py.)
+// completed phase's slot, without the lock.
 CS_DEV void cs_mbar_try_complete(uint32_t* e, const cs_mbar_words& m) {
     if ((int32_t)m.pending > 0 || (int32_t)m.tx > 0) return;
     uint32_t ph = m.phase + 1;
     cs_vc_clear(cs_mbar_slot(e, ph));
     cs_fence_lock();
-    cs_st32(&e[CS_MB_PHASE], ph);
+    *(volatile uint32_t*)&e[CS_MB_PHASE] = ph;
     e[CS_MB_PENDING] = m.expected;
     e[CS_MB_TX] = 0;
 }
 CS_DEV void cs_mbar_try_complete(uint32_t* e) { cs_mbar_try_complete(e, cs_mbar_load(e)); }
 
-// A copy of `bytes` on the mbarrier at `off` lands in phase ph (lock held): the bytes may
-// complete the phase. The copy engine's clock, ph + 1, is not put into the phase's slot: a
-// wait that acquires phase ph raises the engine's column to ph + 1 itself (cs_mbar_lead),
-// which is the same clock (a copy's epoch is the phase it lands in + 1, and no epoch of
-// the engine is ph + 1 unless a copy landed in phase ph). The reduction that put it there
-// took the slot's line out of L1: on the H100 a reduction, then a load of its word, 876
-// cycles against 358 for a store (benchmarks/micro_costs.py), paid by the unlock after it
-// and by the first waiter's join. More bytes than a phase whose arrivals are all in still expects (before the
+// A copy of `bytes` on mbarrier j (at `off`) lands in phase ph (lock held): the copy
+// engine's clock (its column, ph + 1) goes into the phase's slot, and the bytes may complete
+// the phase. More bytes than a phase whose arrivals are all in still expects (before the
 // last arrive, complete_tx may lead expect_tx) is an mbarrier.underflow at the copy (site);
 // the bytes still count (the model completes the phase with its tx-count below zero; the
 // hardware does not, so the kernel's wait never succeeds: the failed-wait watch reports
 // the deadlock).
 // Returns whether it underflowed; `record`: record it here (a caller whose lanes must all
 // make the call records it after, multicast.h).
-CS_DEV bool cs_mbar_copy_landed(uint32_t* e, uint32_t ph, uint32_t bytes, uint32_t site,
-                                uint32_t off, bool record = true) {
+CS_DEV bool cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes,
+                                uint32_t site, uint32_t off, bool record = true) {
     cs_mbar_words m = cs_mbar_load(e);
     bool under = m.phase == ph && m.pending == 0 && (int32_t)m.tx < (int32_t)bytes;
     if (under && record) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
+    cs_red_max(cs_mbar_slot(e, ph) + CS_AGENT_MBAR + j, ph + 1);
     m.tx -= bytes;
     e[CS_MB_TX] = m.tx;
     if (m.phase == ph) cs_mbar_try_complete(e, m);
     return under;
 }
 
-// A successful wait on phase `done` - 1 of entry j: the join of its releases, and its copy
-// engine's clock, done (the copies that landed in it: cs_mbar_copy_landed).
-CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, uint32_t* e, uint32_t j, uint32_t done) {
-    uint32_t* mine = cs_vis(slot, w);
-    cs_vc_join(mine, cs_mbar_slot(e, done - 1));
-    uint32_t u = CS_AGENT_MBAR + j;
-    if (u < S.nlogical && mine[u] < done) mine[u] = done;
+CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
+    cs_vc_join(cs_vis(slot, w), vc);
 }
 
 // An init's clock slots emptied (every column of all abi.MB_SLOTS of them: the slot's
@@ -348,7 +338,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         uint32_t want = op == CS_MB_WAIT_PARITY ? (arg & 1) : (last & 1);
         bool ok = (arg & 2) && done > 0 && ((done - 1) & 1) == want &&
                   (op == CS_MB_WAIT_PARITY || last == done - 1);
-        if (ok) cs_mbar_acquire(slot, w, e, j, done);
+        if (ok) cs_mbar_acquire(slot, w, cs_mbar_slot(e, done - 1));
         return skip;
     }
     {

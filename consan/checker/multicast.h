@@ -306,7 +306,7 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
     bool under = false;
     if (live && lead) {
         cs_mbar_lock(j);
-        under = cs_mbar_copy_landed(e, ph, all, p.site, p.mbar, false);
+        under = cs_mbar_copy_landed(e, j, ph, all, p.site, p.mbar, false);
         cs_mbar_unlock(j);
     }
     if (live && cs_any(entry, lead && under))

@@ -196,7 +196,7 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     {
         CS_PROF(31);
         CS_STAMP_PART(5);
-        cs_mbar_copy_landed(e, t.ph, t.bytes, site, t.moff);
+        cs_mbar_copy_landed(e, t.j, t.ph, t.bytes, site, t.moff);
         cs_mbar_unlock(t.j);
     }
     t.span = guessed ? cs_tensor_guess_span(slot, t.off, t.bytes, t.moff, t.ph, site)
