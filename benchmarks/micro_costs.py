@@ -65,6 +65,17 @@ extern "C" __global__ void costs(unsigned* g, long long* out, int mode, int iter
             asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(q) : "memory");
             acc += v;
         }
+        unsigned* r = g + 65536 + t * 1024 + (i & 7) * 4;  // eight lines a thread
+        if (mode >= 17 && mode <= 21) {
+            for (int k = 0; k < 8; ++k) {
+                if (mode == 17 || mode == 20) *(volatile unsigned*)(r + 32 * k) = i;
+                else if (mode == 18 || mode == 21)
+                    asm volatile("st.relaxed.cta.global.u32 [%0], %1;" :: "l"(r + 32 * k), "r"(i)
+                                 : "memory");
+                else r[32 * k] = i;
+            }
+            if (mode <= 19) __threadfence_block();
+        }
         if (mode == 16) {
             unsigned v;
             *(volatile unsigned*)(q + 8) = i;
@@ -85,14 +96,17 @@ ROWS = ("fence.sc.cta alone", "st.global + fence.sc.cta", "st.shared + fence.sc.
         "atom.acquire.cta.shared cas", "red.relaxed.cta.global.max, then ld.relaxed.cta of it",
         "ld.relaxed.cta.global, dependent (an L1 hit)",
         "st.relaxed.cta.global, then ld.relaxed.cta of it",
-        "volatile st.global to the line, then ld.relaxed.cta of another word of it")
+        "volatile st.global to the line, then ld.relaxed.cta of another word of it",
+        "8 volatile st.global (8 lines) + fence.sc.cta",
+        "8 st.relaxed.cta.global (8 lines) + fence.sc.cta", "8 st.global (8 lines) + fence.sc.cta",
+        "8 volatile st.global (8 lines)", "8 st.relaxed.cta.global (8 lines)")
 
 
 def main() -> int:
     import cupy as cp
 
     k = cp.RawKernel(SOURCE, "costs")
-    g = cp.zeros(1 << 20, dtype=cp.uint32)
+    g = cp.zeros(1 << 20, dtype=cp.uint32)  # (rows 17-21: words 65536 on)
     out = cp.zeros(1, dtype=cp.int64)
     print(f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     print("threads | operation | cycles an iteration")

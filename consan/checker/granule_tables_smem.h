@@ -79,9 +79,11 @@ CS_DEV void cs_s_max(cs_sp a, uint32_t v) {
     asm volatile("red.shared.max.u32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
 }
 CS_DEV cs_sp cs_vc_smem_base() { return (cs_sp)__cvta_generic_to_shared(cs_smem_tables()); }
-CS_DEV void cs_g_st(uint32_t* p, uint32_t v) { *(volatile uint32_t*)p = v; }
+// The sites, in device memory, are read back only by this CTA's probes (relaxed CTA-scope
+// loads, after the tables' fences): CTA-scope stores, not volatile (system-scope) ones.
+CS_DEV void cs_g_st(uint32_t* p, uint32_t v) { cs_st32(p, v); }
 CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) {  // p 16-byte aligned
-    asm volatile("st.global.v4.u32 [%0], {%1, %1, %1, %1};" :: "l"(p), "r"(v) : "memory");
+    asm volatile("st.relaxed.cta.global.v4.u32 [%0], {%1, %1, %1, %1};" :: "l"(p), "r"(v) : "memory");
 }
 #endif
 
