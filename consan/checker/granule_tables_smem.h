@@ -80,10 +80,15 @@ CS_DEV void cs_s_max(cs_sp a, uint32_t v) {
 }
 CS_DEV cs_sp cs_vc_smem_base() { return (cs_sp)__cvta_generic_to_shared(cs_smem_tables()); }
 // The sites, in device memory, are read back only by this CTA's probes (relaxed CTA-scope
-// loads, after the tables' fences): CTA-scope stores, not volatile (system-scope) ones.
-CS_DEV void cs_g_st(uint32_t* p, uint32_t v) { cs_st32(p, v); }
+// loads, after the tables' fences), and seldom (for a finding): CTA-scope stores, not
+// volatile (system-scope) ones, that take no line in L1, where the kernel's shared memory
+// leaves little (the TMA ring: 28 KiB beside its 203 KiB).
+CS_DEV void cs_g_st(uint32_t* p, uint32_t v) {
+    asm volatile("st.relaxed.cta.global.L1::no_allocate.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
 CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) {  // p 16-byte aligned
-    asm volatile("st.relaxed.cta.global.v4.u32 [%0], {%1, %1, %1, %1};" :: "l"(p), "r"(v) : "memory");
+    asm volatile("st.relaxed.cta.global.L1::no_allocate.v4.u32 [%0], {%1, %1, %1, %1};"
+                 :: "l"(p), "r"(v) : "memory");
 }
 #endif
 
