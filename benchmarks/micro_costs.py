@@ -16,6 +16,14 @@ copy's landing, then a wait's join), and CTA-scope loads after stores to the sam
 from __future__ import annotations
 
 SOURCE = r"""
+__device__ void st_cta(unsigned* p, unsigned v) {  // the checker's CTA-scope store
+    asm volatile("st.relaxed.cta.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
+}
+__device__ unsigned ld_cta(const unsigned* p) {  // the checker's CTA-scope load
+    unsigned v;
+    asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
 extern "C" __global__ void costs(unsigned* g, long long* out, int mode, int iters) {
     __shared__ unsigned s[64];
     unsigned t = threadIdx.x, acc = 0;
@@ -36,10 +44,7 @@ extern "C" __global__ void costs(unsigned* g, long long* out, int mode, int iter
             *(volatile unsigned*)p = i;
             asm volatile("fence.acq_rel.cta;" ::: "memory");
         }
-        if (mode == 10) {
-            asm volatile("st.relaxed.cta.global.u32 [%0], %1;" :: "l"(p), "r"(i) : "memory");
-            __threadfence_block();
-        }
+        if (mode == 10) { st_cta(p, i); __threadfence_block(); }
         if (mode == 11) *(volatile unsigned*)p = i;
         if (mode == 12) {
             unsigned o, a = (unsigned)__cvta_generic_to_shared(&s[t]);
@@ -48,39 +53,20 @@ extern "C" __global__ void costs(unsigned* g, long long* out, int mode, int iter
             acc += o;
         }
         if (mode == 13) {
-            unsigned v;
             asm volatile("red.relaxed.cta.global.max.u32 [%0], %1;" :: "l"(q), "r"(i) : "memory");
-            asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(q) : "memory");
-            acc += v;
+            acc += ld_cta(q);
         }
-        if (mode == 14) {
-            unsigned v;
-            asm volatile("ld.relaxed.cta.global.u32 %0, [%1];"
-                         : "=r"(v) : "l"(q + acc % 2) : "memory");
-            acc += v;
-        }
-        if (mode == 15) {
-            unsigned v;
-            asm volatile("st.relaxed.cta.global.u32 [%0], %1;" :: "l"(q), "r"(i) : "memory");
-            asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(q) : "memory");
-            acc += v;
-        }
+        if (mode == 14) acc += ld_cta(q + acc % 2);
+        if (mode == 15) { st_cta(q, i); acc += ld_cta(q); }
+        if (mode == 16) { *(volatile unsigned*)(q + 8) = i; acc += ld_cta(q); }
         unsigned* r = g + 65536 + t * 1024 + (i & 7) * 4;  // eight lines a thread
         if (mode >= 17 && mode <= 21) {
             for (int k = 0; k < 8; ++k) {
                 if (mode == 17 || mode == 20) *(volatile unsigned*)(r + 32 * k) = i;
-                else if (mode == 18 || mode == 21)
-                    asm volatile("st.relaxed.cta.global.u32 [%0], %1;" :: "l"(r + 32 * k), "r"(i)
-                                 : "memory");
+                else if (mode == 18 || mode == 21) st_cta(r + 32 * k, i);
                 else r[32 * k] = i;
             }
             if (mode <= 19) __threadfence_block();
-        }
-        if (mode == 16) {
-            unsigned v;
-            *(volatile unsigned*)(q + 8) = i;
-            asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(q) : "memory");
-            acc += v;
         }
     }
     long long t1 = clock64();

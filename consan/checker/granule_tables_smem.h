@@ -82,7 +82,9 @@ CS_DEV cs_sp cs_vc_smem_base() { return (cs_sp)__cvta_generic_to_shared(cs_smem_
 // The sites, in device memory, are read back only by this CTA's probes (relaxed CTA-scope
 // loads, after the tables' fences), and seldom (for a finding): CTA-scope stores, not
 // volatile (system-scope) ones, that take no line in L1, where the kernel's shared memory
-// leaves little (the TMA ring: 28 KiB beside its 203 KiB).
+// leaves little (the TMA ring's two CTAs: 28 KiB beside their 203 KiB, 54% of its global
+// loads hitting there). On the H100, by the device's time alone against volatile stores:
+// the TMA ring 0.975, the TMA + wgmma GEMM 0.980, the cp.async GEMM 0.990.
 CS_DEV void cs_g_st(uint32_t* p, uint32_t v) {
     asm volatile("st.relaxed.cta.global.L1::no_allocate.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
