@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -168,10 +169,12 @@ class Layout:
         """Where the mailbox of multicast copies starts in dynamic shared memory (0: none)."""
         return (self.psh_offset + self.psh_bytes + 15) // 16 * 16 if self.multicast else 0
 
-    @property
+    @cached_property
     def launch_shared_mem(self) -> int:
         """Dynamic shared memory of the instrumented launch: the user's, then ours (16
-        more: the checker aligns its block itself, docs/model.md)."""
+        more: the checker aligns its block itself, docs/model.md). Kept: every launch
+        reads it, and it walks the tables' sizes (a few microseconds of the host's launch
+        path, which the GPU waits for before a small kernel)."""
         if self.multicast:
             return self.mc_offset + abi.MAILBOX_BYTES + 16
         return self.psh_offset + self.psh_bytes + 16

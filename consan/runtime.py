@@ -229,6 +229,7 @@ class Prepared:
         self.build, self.grid, self.block = b, _dim3(grid), _dim3(block)
         self.shared_mem = int(shared_mem)
         self.kernel = resolve_kernel(b.instrumented, kernel)
+        self._tensor_maps = b.instrumented.tensor_maps
         nthreads = self.block[0] * self.block[1] * self.block[2]
         if nthreads > 1024:
             raise ConsanError(f"block {self.block} has {nthreads} threads; at most 1024")
@@ -421,9 +422,9 @@ class Prepared:
     def launch_resets(self, args: tuple = ()) -> None:
         """What `launch` does before the kernel: zero the log and the slot table, unless the
         last launch was read back clean (they are zero then, but for _RUNNING)."""
-        import cupy
-
         if self._dirty:
+            import cupy
+
             stream = cupy.cuda.get_current_stream()
             cupy.cuda.runtime.memsetAsync(self._reset.data.ptr, 0, self._reset.nbytes,
                                           stream.ptr)
@@ -432,6 +433,8 @@ class Prepared:
             self._base = self._next_base
         if self._stored_prev:
             self.records[: min(self._stored_prev, LOG_CAPACITY)] = 0
+        if not self._tensor_maps:  # (no probe reads the table)
+            return
         table = tma.device_table_bytes(args)
         if table != self._tmaps_set:  # (the same bytes object when nothing changed)
             self.tmaps.set(np.frombuffer(table, dtype=np.uint8))

@@ -165,6 +165,11 @@ class Instrumented:
         return self.counts.get(Event.READ.value, 0) > 0
 
     @property
+    def tensor_maps(self) -> bool:
+        """Names TMA tensor maps (tensor loads or stores): its launches need the maps' table."""
+        return any(self.counts.get(e.value, 0) for e in (Event.TENSOR_LOAD, Event.TENSOR_STORE))
+
+    @property
     def copy_engine(self) -> bool:
         """Copy engines write smem (bulk / tensor loads, st.async): box summaries pay off."""
         return any(self.counts.get(e.value, 0) for e in (Event.BULK_LOAD, Event.TENSOR_LOAD))

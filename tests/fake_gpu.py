@@ -37,6 +37,10 @@ class Buf:
         lo, hi, _ = s.indices(self.nbytes)
         return Buf(self.ptr + lo, hi - lo)
 
+    def set(self, host: np.ndarray) -> None:  # a copy from the host: its bytes kept
+        assert host.nbytes == self.nbytes
+        self.host = host.tobytes()
+
 
 @dataclass
 class Gpu:

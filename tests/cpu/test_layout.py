@@ -10,7 +10,7 @@ import functools
 import numpy as np
 import pytest
 
-from consan import runtime
+from consan import runtime, tma
 from consan.layout import Layout, Placement
 from instrument import abi
 from instrument.ptx import parse
@@ -223,3 +223,30 @@ def test_the_phase_mode_cap_keeps_48_warps_per_sm(monkeypatch, block, cap, warps
     assert runtime.psh_max_regs(block) == cap
     ctas = 65536 // (cap * block)
     assert ctas * -(-block // 32) >= warps
+
+
+@pytest.mark.parametrize("stem", ["tma_tensor", "reduce_smem", "bulk_copy"])
+def test_a_launch_sends_the_tensor_maps_table_only_where_the_kernel_names_maps(monkeypatch,
+                                                                              stem):
+    """The table of known tensor maps is the launch's (its arguments' maps first), copied to
+    the device when it changes; a module without tensor copies never builds it (it is host
+    time on every launch, which the GPU waits for before a small kernel)."""
+    import hashlib
+
+    import consan
+    from tests.cpu.test_tma import fake_array
+
+    monkeypatch.setattr(tma, "encode", lambda i: hashlib.sha512(repr(i).encode()).digest() * 2)
+    tma.forget_all()
+    ins = corpus_module(stem)
+    assert ins.tensor_maps == ("cp.async.bulk.tensor" in ins.ptx)
+    p, _gpu = prepared(monkeypatch, ins, {}, SHAPES[0], abi.SMEM_RESERVED_BYTES)
+    arg = consan.tensor_map(fake_array((64, 64), ptr=0x7F0000300000), box_shape=(8, 16))
+    p.launch_resets((arg, np.int32(1)))
+    sent = getattr(p.tmaps, "host", None)
+    if ins.tensor_maps:
+        assert sent == tma.device_table_bytes((arg,))
+        assert abi.tensor_map_fingerprint(arg.tobytes()).to_bytes(8, "little") in sent
+    else:
+        assert sent is None
+    tma.forget_all()
