@@ -8,6 +8,7 @@
 #   bash benchmarks/device_run.sh bench    # bench_clean, bench_async (no racecheck), bench_unrolled
 #   bash benchmarks/device_run.sh triton   # bench_triton (consan beside Triton's ConSan)
 #   bash benchmarks/device_run.sh host     # the host's time per launch (bench_triton --host-profile)
+#   bash benchmarks/device_run.sh launch   # an instrumented launch's host path (launch_host.py)
 #   bash benchmarks/device_run.sh racecheck  # bench_async beside compute-sanitizer racecheck
 #   bash benchmarks/device_run.sh build    # bench_build on this machine's CPU (no GPU used)
 #
@@ -65,6 +66,10 @@ triton)
     stage bench_triton 560 $py benchmarks/bench_triton.py --json "$out/btriton.json"
     grep -v "^\[" "$out/bench_triton.log" | tail -30
     ;;
+launch)  # the host's part of an instrumented launch beside CuPy's native one (bench_async's kernels)
+    stage launch_host 300 $py benchmarks/launch_host.py
+    grep -E "^##|^native|^consan|^Prepared|^tma|^Launcher" "$out/launch_host.log"
+    ;;
 host)  # where the host's time per launch goes on the small Triton kernels (stages, cProfile)
     stage host_profile 300 $py benchmarks/bench_triton.py --host-profile 200 \
         --only softmax,layer_norm_fwd
@@ -80,7 +85,7 @@ racecheck)
     tail -12 "$out/bench_async_rc.log"
     ;;
 *)
-    echo "usage: $0 suite|suite-triton|suite-peer|bench|triton|host|build|racecheck" >&2
+    echo "usage: $0 suite|suite-triton|suite-peer|bench|triton|host|launch|build|racecheck" >&2
     exit 2
     ;;
 esac
