@@ -179,9 +179,10 @@ class Layout:
             return self.mc_offset + abi.MAILBOX_BYTES + 16
         return self.psh_offset + self.psh_bytes + 16
 
-    @property
+    @cached_property
     def shadow_bytes(self) -> int:
-        """Shadow-table bytes of the launch, in device and in shared memory."""
+        """Shadow-table bytes of the launch, in device and in shared memory (kept: every
+        report names it)."""
         return sum(self.table_bytes().values()) + self.psh_bytes * self.nslots
 
     # ------------------------------------------------------------ the state block

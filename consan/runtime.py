@@ -407,6 +407,7 @@ class Prepared:
         # launch to launch (a report gives their differences): the next launch then needs
         # no memset before its kernel (a GPU operation, and host time the GPU waits for).
         self._dirty = False  # the log, key table or slot table may hold a launch's marks
+        self._header_host = None  # the header's pinned host copy, made at the first report
         self._base = self._next_base = dict.fromkeys(_RUNNING, 0)
 
     def __del__(self):
@@ -464,7 +465,11 @@ class Prepared:
         try:  # (only CUDA's errors mean the kernel faulted; a bug of ours propagates)
             if sync:
                 cupy.cuda.get_current_stream().synchronize()
-            header_bytes = self.header.get()
+            if self._header_host is None:  # (pinned: a copy without a staging buffer)
+                import cupyx
+
+                self._header_host = cupyx.empty_pinned(self.header.nbytes, dtype=np.uint8)
+            header_bytes = self.header.get(out=self._header_host)
             # (the key table only counts findings: a launch that recorded none skips its
             # copy and decoding, 4096 entries, about 0.15 ms of a clean launch's read-back)
             marks = header_bytes.view(abi.log_header_dtype())[0]

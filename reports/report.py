@@ -94,9 +94,13 @@ class Report:
                  launch: dict | None = None) -> Report:
         """Decode a launch's log header, records and key table against its site table."""
         h = header_dict(header)
-        decoded, counts, explained = cause.reattribute(
-            decode_records(valid_records(records, h), sites), key_counts(keys), sites)
-        grouped = group(decoded, sites=sites, counts=counts)
+        valid = valid_records(records, h)
+        if (valid is None or len(valid) == 0) and keys is None:  # a clean launch's log
+            decoded, grouped, explained = [], [], 0
+        else:
+            decoded, counts, explained = cause.reattribute(
+                decode_records(valid, sites), key_counts(keys), sites)
+            grouped = group(decoded, sites=sites, counts=counts)
         if explained:  # occurrences now part of another finding's cause
             h = {**h, "occurrences": max(0, h.get("occurrences", 0) - explained)}
         return cls(

@@ -502,3 +502,16 @@ def test_a_copy_that_over_delivers_bytes_is_not_called_an_arrive():
     assert "The copy at k.cu:7" in body and "completed more bytes on the mbarrier at " \
         "smem[0x40] in phase 0 than expect_tx had announced" in body
     assert "arrived on the mbarrier" not in body and "pending count below zero" not in body
+
+
+@pytest.mark.parametrize("h", [header(), header(occurrences=3, dropped=1),
+                               header(stored=2, capacity=0)])
+def test_a_log_without_records_or_keys_reads_as_the_full_decoding_would(h):
+    """A clean launch's read-back skips the decoding (no record, no key table read): the
+    report is the one the whole path gives for the same empty log."""
+    st, launch = make_sites(), {"grid": (1, 1, 1)}
+    none = records()
+    fast = Report.from_log(h, none, None, st, "k", launch)
+    full = Report.from_log(h, none, keys(), st, "k", launch)
+    assert fast.to_dict() == full.to_dict() and str(fast) == str(full)
+    assert fast.verdict == ("clean" if not h["occurrences"] else "violations")
