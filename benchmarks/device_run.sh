@@ -8,7 +8,7 @@
 #   bash benchmarks/device_run.sh bench    # bench_clean, bench_async (no racecheck), bench_unrolled
 #   bash benchmarks/device_run.sh triton   # bench_triton (consan beside Triton's ConSan)
 #   bash benchmarks/device_run.sh host     # the host's time per launch (bench_triton --host-profile)
-#   bash benchmarks/device_run.sh launch   # an instrumented launch's host path (launch_host.py)
+#   bash benchmarks/device_run.sh launch   # an instrumented launch's host path and read-back
 #   bash benchmarks/device_run.sh racecheck  # bench_async beside compute-sanitizer racecheck
 #   bash benchmarks/device_run.sh build    # bench_build on this machine's CPU (no GPU used)
 #
@@ -66,9 +66,12 @@ triton)
     stage bench_triton 560 $py benchmarks/bench_triton.py --json "$out/btriton.json"
     grep -v "^\[" "$out/bench_triton.log" | tail -30
     ;;
-launch)  # the host's part of an instrumented launch beside CuPy's native one (bench_async's kernels)
+launch)  # the host's part of an instrumented launch beside CuPy's native one (bench_async's
+    # kernels), then a clean launch's read-back step by step
     stage launch_host 300 $py benchmarks/launch_host.py
     grep -E "^##|^native|^consan|^Prepared|^tma|^Launcher" "$out/launch_host.log"
+    stage readback_steps 120 $py benchmarks/readback_steps.py
+    grep -v "^\[" "$out/readback_steps.log"
     ;;
 host)  # where the host's time per launch goes on the small Triton kernels (stages, cProfile)
     stage host_profile 300 $py benchmarks/bench_triton.py --host-profile 200 \
