@@ -775,8 +775,8 @@ def tensor_map_fingerprint(data: bytes) -> int:
 
 @functools.cache
 def _dtype(fields):
-    """(Kept: every launch's read-back decodes its header with one; a dtype built each
-    time was about 5 us of it on the H100 machine's host.)"""
+    """(Kept: every read-back decodes its header with one; cProfile on the H100 machine's
+    host put the two built per read-back at 7 us.)"""
     import numpy as np
 
     return np.dtype([(n, _NP[t]) for n, t in fields])
