@@ -728,10 +728,11 @@ def warpgroups(nwarps: int) -> int:
 
 
 # An mbarrier entry (u32 words): key (offset+1), live, expected, pending, tx, phase,
-# lock, then per warp the phase of its last arrive, then MB_SLOTS clock slots (phase mod
-# MB_SLOTS: a completed phase's slot is written again only MB_SLOTS - 1 completions later,
-# so a wait reads it without the lock).
-MB_KEY, MB_LIVE, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_LOCK = range(7)
+# lock, written (the highest phase + 1 whose clock slot took a release since the init: a
+# slot of a later phase is still empty), then per warp the phase of its last arrive, then
+# MB_SLOTS clock slots (phase mod MB_SLOTS: a completed phase's slot is written again only
+# MB_SLOTS - 1 completions later, so a wait reads it without the lock).
+MB_KEY, MB_LIVE, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_LOCK, MB_WRITTEN = range(8)
 MB_LASTPH = 8
 MB_VC = MB_LASTPH + MAX_WARPS
 MB_SLOTS = 4
@@ -905,7 +906,8 @@ def c_header() -> str:
         "CS_MB_CP_ARRIVE": MB_CP_ARRIVE, "CS_PROBE_OFF": PROBE_OFF, "CS_BULK_OFF": BULK_OFF,
         "CS_MBARRIERS": MBARRIERS, "CS_MB_KEY": MB_KEY, "CS_MB_LIVE": MB_LIVE,
         "CS_MB_EXPECTED": MB_EXPECTED, "CS_MB_PENDING": MB_PENDING, "CS_MB_TX": MB_TX,
-        "CS_MB_PHASE": MB_PHASE, "CS_MB_LOCK": MB_LOCK, "CS_MB_LASTPH": MB_LASTPH,
+        "CS_MB_PHASE": MB_PHASE, "CS_MB_LOCK": MB_LOCK, "CS_MB_WRITTEN": MB_WRITTEN,
+        "CS_MB_LASTPH": MB_LASTPH,
         "CS_MB_VC": MB_VC, "CS_MB_SLOTS": MB_SLOTS,
         "CS_WGMMA_COMMIT": WGMMA_COMMIT, "CS_WGMMA_WAIT": WGMMA_WAIT,
         "CS_WG_INFO_N_MASK": WG_INFO_N_MASK,

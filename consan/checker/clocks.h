@@ -217,6 +217,17 @@ CS_DEV void cs_vc_join(uint32_t* __restrict__ dst, const uint32_t* __restrict__ 
     }
 }
 
+// dst = src over the chunks in use, where dst holds only zeros (a slot no release reached
+// since it was emptied): the join's result without loading dst.
+CS_DEV void cs_vc_copy(uint32_t* __restrict__ dst, const uint32_t* __restrict__ src) {
+    for (uint64_t m = cs_vc_chunks(); m; m &= m - 1) {
+        uint32_t u = 4 * (cs_ffsll(m) - 1);
+        cs_u4 x = cs_vc_ld4(src + u);
+        const uint32_t v[4] = {x.x, x.y, x.z, x.w};
+        cs_vc_st4(dst + u, v);
+    }
+}
+
 // *p = max(*p, v) without a load on the caller's path (a clock column the caller's lock
 // guards; the lock's release orders it before whatever the next holder does). Where the
 // line is read again soon it costs that reader an L1 miss: an arrive's whole clock join

@@ -373,6 +373,7 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
             if (arrives) {
                 uint32_t* col = cs_mbar_slot(e, ph) + CS_TID_REMOTE + (rank & (CS_REMOTE_RANKS - 1));
                 if (*col < rel) *col = rel;
+                cs_mbar_written(e, e[CS_MB_WRITTEN], ph);
                 if ((int32_t)pending < (int32_t)count) kind = CS_MBARRIER_UNDERFLOW;
                 e[CS_MB_PENDING] = (kind ? count : pending) - count;
                 if (cs_mb_drops(op)) e[CS_MB_EXPECTED] -= count;

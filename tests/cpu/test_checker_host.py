@@ -1329,3 +1329,39 @@ def test_a_coalesced_read_judges_as_its_reads_one_by_one(seed):
     assert ([g[:5] for g in got if g[1] in reads] ==
             [g[:5] for g in run(False, False) if g[1] in reads])
     assert got or seed  # (seed 0's trace is racy: something must be found)
+
+
+def test_every_release_of_a_phase_reaches_its_waiters_over_many_phases(ckv):
+    """The first release into a phase's clock slot is stored over the zeros its emptying
+    left there (no load of the slot); every later one is joined in. Two warps release each
+    phase of a count-2 mbarrier, the later one knowing nothing of the earlier's write; the
+    waiter must see both, phase after phase (slots are reused every abi.MB_SLOTS phases)."""
+    _init(ckv, count=2)
+    for ph in range(2 * abi.MB_SLOTS + 1):
+        ckv.write(0, 0, site=1)
+        ckv.mbar(0, MB, abi.MB_ARRIVE, 1, site=11)
+        ckv.write(1, 64, site=2)
+        ckv.mbar(1, MB, abi.MB_ARRIVE, 1, site=12)
+        ckv.mbar_wait(2, MB, parity=ph & 1)
+        ckv.read(2, 0, site=3)
+        ckv.read(2, 64, site=4)
+        ckv.sync(ALL)  # (the writers' next writes come after the reads)
+    assert ckv.kinds() == []
+
+
+@pytest.mark.parametrize("first", ["copy", "cp-async"])
+def test_a_release_before_the_first_arrive_of_a_phase_is_kept(ckv, first):
+    """A copy landing on the phase (its bytes before the arrive.expect_tx that declares them)
+    or a warp's cp.async arrive fills the slot before the first arrive: that arrive is
+    joined in, not stored over them, and the waiter sees the copy."""
+    _init(ckv, count=2 if first == "cp-async" else 1)
+    if first == "copy":
+        ckv.bulk_load(0, 0, 16, MB, site=1)
+        ckv.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 16, site=11)
+    else:
+        ckv.cp_async(0, 0, site=1)
+        ckv.mbar(0, MB, abi.MB_CP_ARRIVE, 1, site=11)
+        ckv.mbar(1, MB, abi.MB_ARRIVE, 1, site=12)
+    ckv.mbar_wait(2, MB, parity=0)
+    ckv.read(2, 0, site=2)
+    assert ckv.kinds() == []

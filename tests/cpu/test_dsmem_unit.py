@@ -154,6 +154,20 @@ def test_a_peers_arrive_on_this_ctas_mbarrier_releases_its_stores(ck, store_rank
     assert _records(ck) == want
 
 
+def test_a_peers_release_first_in_a_phase_is_kept_by_a_later_local_arrive(ck):
+    """The peer's arrive is the phase's first release (into its REMOTE column); this CTA's
+    warp 0 arrives after it: that arrive is joined into the slot, not stored over it, so
+    the waiter still sees the peer's store."""
+    _init(ck, count=2)
+    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2)
+    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, warp=2, release=1)
+    ck.read(0, 512, site=MINE)  # (applies the posts)
+    ck.mbar(0, BAR, abi.MB_ARRIVE, 1, site=ARRIVE + 1)
+    assert ck.mbar_wait(1, BAR, 0, site=WAIT) == 0
+    ck.read(1, 0, site=READ)
+    assert [r for r in _records(ck) if r[0] != "uninit.read"] == []
+
+
 def test_a_peers_expect_tx_and_arrive_count_on_this_ctas_phase(ck):
     """arrive.expect_tx by a peer: the phase waits for the bytes too; more arrivals than
     the phase expects are an underflow at the peer's site, naming its rank."""
