@@ -9,8 +9,8 @@ cp.async GEMM, the TMA ring and the TMA + wgmma GEMM ran 17-26 us above the devi
 alone, the native ones about 8 us. This times that path by itself: the wall
 time of the launch call (it returns once the kernel is enqueued; the GPU is kept busy by a
 spin kernel, so the call never waits for it), per stage (benchmarks/host_stages.py), each
-checked launch's log read back untimed after it as `consan run` does; then that read-back
-alone (the kernel already finished), which `consan run` pays after each checked launch.
+checked launch's log read back untimed after it as `consan run` does (that read-back,
+step by step: benchmarks/readback_steps.py).
 """
 
 from __future__ import annotations
@@ -72,19 +72,11 @@ def one(name: str, launches: int) -> None:
               ("Launcher.__call__", runtime.Launcher, "__call__")]
     with StageTimer(stages) as t:
         _walls(cp, lambda: p.launch(ln.args), lambda: p.report(), launches)
-    reads = []
-    for _ in range(launches):  # the read-back of a clean launch's log, after its kernel
-        p.launch(ln.args)
-        cp.cuda.get_current_stream().synchronize()
-        t0 = time.perf_counter()
-        assert p.report().ok
-        reads.append((time.perf_counter() - t0) * 1e6)
     med = statistics.median
     print(f"## {name}: launch call, median us of {launches} (min)")
     print(f"native RawKernel | {med(nat):.1f} ({min(nat):.1f})")
     print(f"consan Prepared.launch | {med(con):.1f} ({min(con):.1f})")
     print(f"consan function only | {med(direct):.1f} ({min(direct):.1f})")
-    print(f"consan read-back (Prepared.report) | {med(reads):.1f} ({min(reads):.1f})")
     print(t.table(launches))
     print(f"launch_shared_mem {p.launch_shared_mem}, args {len(ln.args)}, "
           f"grid {p.grid}, block {p.block}", flush=True)
