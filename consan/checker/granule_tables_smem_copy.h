@@ -211,6 +211,37 @@ CS_NOINLINE void cs_vc_smem_engine(uint32_t slot, uint32_t w, uint32_t g0, uint3
     if (!f.kind) f = cs_vc_smem_first(c.fw, 0, c.aw, c.fr, 0, c.ar, k);
 }
 
+// A lane's block of a box that starts and ends on blocks, in the case a ring's refills
+// make: a copy held it whole with an epoch judged clean (most blocks share one: judged once
+// a lane), taken over by one compare-and-swap. False: anything else, for the general body,
+// which looks again from the start (so the tables and findings are what it leaves). On the
+// H100 the general body's common path ran 80 instructions a block (ncu, the TMA ring).
+CS_DEV bool cs_vc_smem_copy_held(const cs_vc_smem_ctx_t& x, uint32_t b, uint32_t* bsite,
+                                 uint32_t site, uint32_t by, uint32_t now, cs_vc_smem_copy& c) {
+    uint32_t bt = cs_s_ld(x.BT + 4u * b);
+    if (bt == CS_BT_LOCKED || !(bt & CS_BT_WHOLE)) return false;
+    uint32_t e = bt & ~CS_BT_WHOLE;
+    if (e != c.ok) {
+        if (cs_vc_smem_judge_write(x, e, bsite + b, false, by).kind) return false;
+        c.ok = e;
+    }
+    if (cs_s_cas(x.BT + 4u * b, bt, CS_BT_WHOLE | now) != bt) return false;
+    cs_g_st(bsite + b, site);
+    return true;
+}
+// ...and its readers, where there are four at most and none is a wgmma unit: none, or all
+// ordered before the copy, empties their summary in one store (the bytes go stale:
+// cs_vc_smem_fresh), as cs_vc_smem_block_readers would. False: anything else, for it.
+CS_DEV bool cs_vc_smem_readers_clear4(const cs_vc_smem_ctx_t& x, const cs_reader_clocks_t& q,
+                                      uint32_t b) {
+    cs_sp rs = x.RS + 16u * b;  // (rss is 4: one 16-byte summary a block)
+    cs_u4 v = cs_s_ld4(rs);
+    if (!(v.x | v.y | v.z | v.w)) return true;
+    if (!cs_vc_smem_clear_ok(v, q.c[0], q.c[1], q.c[2], q.c[3])) return false;
+    cs_s_st4(rs, cs_u4{0, 0, 0, 0});
+    return true;
+}
+
 // The same write by the lanes `lanes` of warp w together (every one calls it, with the
 // same arguments): lane r of n takes blocks b0 + r, b0 + r + n, ... -- its epochs, a
 // fence, then their readers -- with no call out of line on the way (a call from a branch
@@ -227,14 +258,19 @@ CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t
     const uint32_t r = cs_popc(lanes & ((1u << cs_lane()) - 1u)), n = cs_popc(lanes);
     cs_vc_smem_copy c = {{0, CS_NO_SITE, CS_NO_WARP}, {0, CS_NO_SITE, CS_NO_WARP}, 0, 0, 0xFFFFFFFFu};
     const uint32_t b0 = g0 / CS_VC_BLOCK, b1 = g1 / CS_VC_BLOCK;
+    const bool whole = g0 % CS_VC_BLOCK == 0 && (g1 + 1) % CS_VC_BLOCK == 0;
+    uint32_t* bsite = cs_vc_smem_bsite(x, 0);
     for (uint32_t b = b0 + r; b <= b1; b += n) {
+        if (whole && cs_vc_smem_copy_held(x, b, bsite, site, by, now, c)) continue;
         uint32_t a = cs_block_lo(b, g0);
         uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_copy_block_body(x, b, a, z, site, by, now, c);
     }
     cs_fence();  // (each lane looks at the readers of its own blocks)
     cs_reader_clocks_t q = cs_vc_smem_reader_clocks(x);
+    const bool clear4 = whole && x.nr <= 4 && x.nr <= cs_vc_smem_nwr() + cs_vc_smem_nbulk();
     for (uint32_t b = b0 + r; b <= b1; b += n) {
+        if (clear4 && cs_vc_smem_readers_clear4(x, q, b)) continue;
         uint32_t a = cs_block_lo(b, g0);
         uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_block_readers(x, &q, b, a, z, c.fr, c.ar);
