@@ -229,16 +229,27 @@ CS_DEV bool cs_vc_smem_copy_held(const cs_vc_smem_ctx_t& x, uint32_t b, uint32_t
     cs_g_st(bsite + b, site);
     return true;
 }
-// ...and its readers, where there are four at most and none is a wgmma unit: none, or all
-// ordered before the copy, empties their summary in one store (the bytes go stale:
-// cs_vc_smem_fresh), as cs_vc_smem_block_readers would. False: anything else, for it.
+// ...and its readers, where there are four at most: none, or all ordered before the copy,
+// empties their summary in one store (a warp's or a bulk-store unit's bytes go stale:
+// cs_vc_smem_fresh; a wgmma unit's row is emptied first and its summary says 1, bytes valid
+// and no read yet), as cs_vc_smem_block_readers leaves them. False: anything else, for it.
 CS_DEV bool cs_vc_smem_readers_clear4(const cs_vc_smem_ctx_t& x, const cs_reader_clocks_t& q,
-                                      uint32_t b) {
+                                      uint32_t b, uint32_t wg0) {
     cs_sp rs = x.RS + 16u * b;  // (rss is 4: one 16-byte summary a block)
     cs_u4 v = cs_s_ld4(rs);
     if (!(v.x | v.y | v.z | v.w)) return true;
     if (!cs_vc_smem_clear_ok(v, q.c[0], q.c[1], q.c[2], q.c[3])) return false;
-    cs_s_st4(rs, cs_u4{0, 0, 0, 0});
+    const uint32_t c[4] = {v.x, v.y, v.z, v.w};
+    uint32_t now[4], rows = 0;
+#pragma unroll
+    for (uint32_t ri = 0; ri < 4; ++ri) {  // (reader indices from wg0 on: wgmma units)
+        bool row = ri >= wg0 && c[ri] != 0;
+        if (row) cs_vc_smem_empty(cs_vc_smem_row(x, b, ri));
+        rows |= row ? 1u : 0u;
+        now[ri] = row ? 1u : 0u;
+    }
+    if (rows) cs_fence_lock();  // the bytes empty before the summary says so
+    cs_s_st4(rs, cs_u4{now[0], now[1], now[2], now[3]});
     return true;
 }
 
@@ -268,9 +279,10 @@ CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t
     }
     cs_fence();  // (each lane looks at the readers of its own blocks)
     cs_reader_clocks_t q = cs_vc_smem_reader_clocks(x);
-    const bool clear4 = whole && x.nr <= 4 && x.nr <= cs_vc_smem_nwr() + cs_vc_smem_nbulk();
+    const bool clear4 = whole && x.nr <= 4;
+    const uint32_t wg0 = cs_vc_smem_nwr() + cs_vc_smem_nbulk();
     for (uint32_t b = b0 + r; b <= b1; b += n) {
-        if (clear4 && cs_vc_smem_readers_clear4(x, q, b)) continue;
+        if (clear4 && cs_vc_smem_readers_clear4(x, q, b, wg0)) continue;
         uint32_t a = cs_block_lo(b, g0);
         uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_block_readers(x, &q, b, a, z, c.fr, c.ar);
