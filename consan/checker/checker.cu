@@ -723,13 +723,20 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
     bool lead = cs_lane() == leader;
     for (uint32_t rest = issuers; rest; rest &= rest - 1) {
         int k = cs_ffs(rest) - 1;
-        uint64_t d = cs_bcast64(active, smem, k), m = cs_bcast64(active, map, k);
-        uint64_t b = cs_bcast64(active, mbar, k);
-        if (op != CS_TENSOR_LOAD) {
-            cs_tensor_store(active, leader, slot, d, m, (uint32_t)k, site);
-            continue;
+        // A load's operands are the leader's alone: where it issued the load itself (the
+        // first load, and the whole call where one lane issues), its own, with no shuffles
+        // (five, with their convergence checks: about 50 instructions a call on the H100).
+        uint64_t d = smem, m = map, b = mbar;
+        uint32_t ntx = tx, mk = mask;
+        if (op != CS_TENSOR_LOAD || (uint32_t)k != leader) {
+            d = cs_bcast64(active, smem, k), m = cs_bcast64(active, map, k);
+            b = cs_bcast64(active, mbar, k);
+            if (op != CS_TENSOR_LOAD) {
+                cs_tensor_store(active, leader, slot, d, m, (uint32_t)k, site);
+                continue;
+            }
+            ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);
         }
-        uint32_t ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);
         cs_tload t = {};
         CS_STAMP(start.~cs_stamp_part(); start.k = -1;)
         if (lead) {
