@@ -648,17 +648,10 @@ CS_DEV uint32_t cs_vc_smem_reader_clock(const cs_vc_smem_ctx_t& x, uint32_t ri) 
     uint32_t t = ri < CS_VC_SMEM_FASTR ? (word >> (8 * (ri % 4))) & 0xFFu : cs_vc_smem_reader_tid(ri);
     return ri >= x.nr || t == x.w ? 0xFFFFFFFFu : x.mine[t];
 }
-// Only the readers the CTA has (x.nr) are looked up: all eight were 70 instructions a TMA
-// load's box in the TMA + wgmma GEMM, whose one reader is its wgmma unit (ncu on the H100).
 CS_DEV cs_reader_clocks_t cs_vc_smem_reader_clocks(const cs_vc_smem_ctx_t& x) {
     cs_reader_clocks_t q;
 #pragma unroll
-    for (uint32_t ri = 0; ri < CS_VC_SMEM_FASTR; ++ri) q.c[ri] = 0xFFFFFFFFu;
-#pragma unroll
-    for (uint32_t ri = 0; ri < CS_VC_SMEM_FASTR; ++ri) {
-        if (ri >= x.nr) break;
-        q.c[ri] = cs_vc_smem_reader_clock(x, ri);
-    }
+    for (uint32_t ri = 0; ri < CS_VC_SMEM_FASTR; ++ri) q.c[ri] = cs_vc_smem_reader_clock(x, ri);
     return q;
 }
 // Reader ri's clock: from q where the caller has them (copies), else looked up (an access

@@ -134,27 +134,6 @@ CS_DEV void cs_wg_put(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t s
     if (!CS_WG_SITES && CS_CHUNK_G == 4 && old == 0) cs_s_st(R + g, c8 * 0x01010101u);
     else cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
 }
-// The four chunks of a half-row (wgmma k's chunk k) with their sites, as four cs_wg_put:
-// the bytes first, then the sites' stores, their addresses computed before the first. Each
-// store had reused the last one's address register and waited for that store to read it (a
-// sixth of the chain probe's stall samples in the TMA + wgmma GEMM, ncu on the H100);
-// ptxas now alternates two.
-CS_DEV void cs_wg_put4(cs_sp R, uint32_t* rs, const uint32_t* g, uint32_t c8, const uint32_t* site,
-                       const uint32_t* old) {
-    const uint32_t c32 = c8 * 0x01010101u;
-    uint32_t* p[4];
-#pragma unroll
-    for (uint32_t k = 0; k < 4; ++k) {
-        p[k] = rs + g[k];
-        if (old[k] != c32) cs_s_st(R + g[k], c32);
-    }
-#pragma unroll
-    for (uint32_t k = 0; k < 4; ++k)
-        if (old[k] == 0) cs_g_st4(p[k], site[k]);
-#pragma unroll
-    for (uint32_t k = 0; k < 4; ++k)  // (a byte already at this clock keeps its site)
-        if (old[k] != 0 && old[k] != c32) cs_vc_smem_put_sites(rs, g[k], c8, site[k], old[k]);
-}
 template <bool K128>
 CS_DEV uint32_t cs_wg_addr16(const cs_wgd& d, uint32_t i) {
     if (K128) {
@@ -261,17 +240,12 @@ CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wgd& ta, const cs_wgd
             cs_wgmma16_fresh(slot, w, b, ri);
             v = 1;
         }
-        uint32_t g[4];
+#pragma unroll
+        for (uint32_t k = 0; k < 4; ++k)
+            old[k] = cs_chunk_bytes(R, q + ((2u * k + h) ^ sw) * CS_CHUNK_G);
 #pragma unroll
         for (uint32_t k = 0; k < 4; ++k) {  // wgmma k's chunk of this half-row
-            g[k] = q + ((2u * k + h) ^ sw) * CS_CHUNK_G;
-            old[k] = cs_chunk_bytes(R, g[k]);
-        }
-        if (CS_WG_SITES && CS_CHUNK_G == 4) {
-            cs_wg_put4(R, rs, g, c8, sites, old);
-        } else {
-#pragma unroll
-            for (uint32_t k = 0; k < 4; ++k) cs_wg_put(R, rs, g[k], c8, sites[k], old[k]);
+            cs_wg_put(R, rs, q + ((2u * k + h) ^ sw) * CS_CHUNK_G, c8, sites[k], old[k]);
         }
         if (v < clk) cs_s_max(p, clk);
     }
