@@ -604,6 +604,25 @@ def mutants(seed: int = SEED, count: int = COUNT) -> tuple[Mutant, ...]:
 # ---------------------------------------------------------------- the property
 
 
+_VERSION = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.M)
+
+
+@functools.cache
+def _reads_version(version: str) -> str | None:
+    """None where the ptxas on PATH reads PTX ISA `version`, else the first line it said."""
+    ok, log = assembles(f".version {version}\n.target sm_80\n.address_size 64\n", "sm_80")
+    said = re.search(r"fatal\s*:\s*(.+)", log)
+    return None if ok else said.group(1).strip() if said else "it refused an empty module"
+
+
+def ptxas_cannot_read(ptx: str) -> str | None:
+    """Why the ptxas on PATH cannot judge `ptx` (its PTX ISA is newer than that ptxas reads:
+    the corpus comes from the NVRTC installed, Triton bundles an older ptxas), else None."""
+    m = _VERSION.search(ptx)
+    why = _reads_version(m.group(1)) if PTXAS and m else None
+    return None if why is None else f"{PTXAS} does not read PTX .version {m.group(1)}: {why}"
+
+
 def assembles(ptx: str, arch: str) -> tuple[bool, str]:
     """(ptxas assembles `ptx` for `arch`, its log)."""
     with tempfile.TemporaryDirectory(prefix="consan-fuzz-") as d:

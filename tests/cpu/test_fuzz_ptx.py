@@ -22,6 +22,9 @@ def _holds(m: Mutant, line: str) -> None:
     """`m` changed the line it did when it was found (the corpus is the same), and the
     property holds for it now."""
     assert line in m.text(), f"the corpus changed under {m!r}: {line!r} is not in the mutant"
+    why = fz.ptxas_cannot_read(m.text())
+    if why:  # (the property would hold only because ptxas refuses the input)
+        pytest.skip(why)
     problem = fz.verdict(m)
     assert problem is None, problem
 
