@@ -609,7 +609,7 @@ _VERSION = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.M)
 
 @functools.cache
 def _reads_version(version: str) -> str | None:
-    """None where the ptxas on PATH reads PTX ISA `version`, else the first line it said."""
+    """None where the ptxas on PATH reads PTX ISA `version`, else its complaint."""
     ok, log = assembles(f".version {version}\n.target sm_80\n.address_size 64\n", "sm_80")
     said = re.search(r"fatal\s*:\s*(.+)", log)
     return None if ok else said.group(1).strip() if said else "it refused an empty module"
