@@ -51,7 +51,7 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
     cs_shv.mbar_full = 0;
     cs_clear_store_tags(0, 1);
     for (uint32_t j = 0; j < CS_MBARRIERS; ++j) cs_mlock_sh[j] = cs_mkey_sh[j] = cs_mlive_sh[j] = 0;
-    for (uint32_t i = 0; i < CS_TMAP_CACHE; ++i) cs_shv.tmap_at[i] = 0, cs_shv.tmap_bytes[i] = 0;
+    for (uint32_t i = 0; i < CS_TMAP_CACHE; ++i) cs_shv.tmap_at[i] = 0;
     cs_shv.tmap_claimed = 0;
     if (cs_vc_smem_on()) cs_vc_smem_layout(slot);  // (its barrier words are cleared with the tables)
     else for (uint32_t b = 0; b < CS_BARRIER_WORDS; ++b) *cs_barword(slot, b) = 0;

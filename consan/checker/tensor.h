@@ -55,18 +55,11 @@ CS_DEV bool cs_tmap_param(uint64_t a) {
 // A kernel-parameter map this CTA looked up already is in its cache (the common case: a
 // few loads); anything else is looked up out of line.
 CS_NOINLINE uint32_t cs_tmap_lookup(uint64_t map);
-// A cached map's bytes are read with no fence between its address and them: an entry is
-// written once a CTA (its bytes, a fence, its address; both 0 from the CTA's begin), so
-// the bytes read are the entry's or 0, and 0 looks the map up again. The fence there cost
-// a TMA load's probe about 1.1k cycles (the map look-up's part of it, `breakdown_async.py
-// --profile`, the TMA ring on the H100): a fence waits for the probe's device-memory
-// stores still in flight.
 CS_DEV uint32_t cs_tmap_bytes(uint64_t map) {
     for (uint32_t i = 0; map && i < CS_TMAP_CACHE; ++i) {
         if (*(volatile uint64_t*)&cs_shv.tmap_at[i] != map) continue;
-        uint32_t bytes = *(volatile uint32_t*)&cs_shv.tmap_bytes[i];
-        if (bytes) return bytes;
-        break;
+        cs_fence_lock();
+        return *(volatile uint32_t*)&cs_shv.tmap_bytes[i];
     }
     return cs_tmap_lookup(map);
 }
