@@ -2,6 +2,10 @@
 """consan vs compute-sanitizer racecheck on feature-dense (async) kernels.
 
     PYTHONPATH=. python benchmarks/bench_async.py [--json PATH] [--no-racecheck]
+        [--only K1,K2] [--sizes K1=N1,...]
+
+(--sizes: a kernel at another grid, e.g. tma_ring_4stage=132 for one CTA an SM of an H100,
+where its own size puts two.)
 
 For each kernel, in one run: its native time and its time under consan (CUDA
 events, warm-up, median, as in bench_clean.py), and the same kernel launched
@@ -232,6 +236,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--consan-repeats", type=int, default=5)
+    ap.add_argument("--sizes", metavar="K1=N1,K2=N2",
+                    help="a kernel's size other than its own (its grid: CTAs, M, or N^3)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-repeats", type=int, default=3, help=argparse.SUPPRESS)
@@ -243,10 +249,15 @@ def main(argv=None) -> int:
     import cupy as cp
 
     names = [n for n in CASES if not args.only or n in args.only.split(",")]
+    sizes = dict(kv.split("=", 1) for kv in args.sizes.split(",") if "=" in kv) \
+        if args.sizes else {}
+    if args.sizes and (len(sizes) != len(args.sizes.split(",")) or set(sizes) - set(CASES)
+                       or not all(v.isdigit() for v in sizes.values())):
+        ap.error(f"--sizes takes KERNEL=N,... with kernels of: {', '.join(CASES)}")
     rows = []
     for name in names:
         print(f"[{name}]", file=sys.stderr, flush=True)
-        rows.append(bench(name, CASES[name][1], args))
+        rows.append(bench(name, int(sizes.get(name, CASES[name][1])), args))
     hdr = ("kernel", "size", "native ms", "consan ms", "consan x", "+read-back ms",
            "+read-back x", "dev native ms", "dev consan ms", "dev x", "consan run ms",
            "consan run x", "racecheck ms", "racecheck x", "racecheck wall s (native wall s)")
