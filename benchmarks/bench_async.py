@@ -227,6 +227,17 @@ def bench(name: str, size: int, args) -> dict:
     return row
 
 
+def _sizes(text: str | None) -> dict[str, int]:
+    """--sizes KERNEL=N,...: each named kernel's size (ValueError: an item not of that form)."""
+    out = {}
+    for item in text.split(",") if text else ():
+        name, _, n = item.partition("=")
+        if name not in CASES or not n.isdigit():
+            raise ValueError(repr(item))
+        out[name] = int(n)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", metavar="PATH")
@@ -242,6 +253,10 @@ def main(argv=None) -> int:
     ap.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-repeats", type=int, default=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    try:
+        sizes = _sizes(args.sizes)
+    except ValueError as e:
+        ap.error(f"--sizes takes KERNEL=N,... with kernels of: {', '.join(CASES)} (not {e})")
     if args.child:
         child(args.child, args.child_size, args.child_repeats)
         return 0
@@ -249,15 +264,10 @@ def main(argv=None) -> int:
     import cupy as cp
 
     names = [n for n in CASES if not args.only or n in args.only.split(",")]
-    sizes = dict(kv.split("=", 1) for kv in args.sizes.split(",") if "=" in kv) \
-        if args.sizes else {}
-    if args.sizes and (len(sizes) != len(args.sizes.split(",")) or set(sizes) - set(CASES)
-                       or not all(v.isdigit() for v in sizes.values())):
-        ap.error(f"--sizes takes KERNEL=N,... with kernels of: {', '.join(CASES)}")
     rows = []
     for name in names:
         print(f"[{name}]", file=sys.stderr, flush=True)
-        rows.append(bench(name, int(sizes.get(name, CASES[name][1])), args))
+        rows.append(bench(name, sizes.get(name, CASES[name][1]), args))
     hdr = ("kernel", "size", "native ms", "consan ms", "consan x", "+read-back ms",
            "+read-back x", "dev native ms", "dev consan ms", "dev x", "consan run ms",
            "consan run x", "racecheck ms", "racecheck x", "racecheck wall s (native wall s)")
