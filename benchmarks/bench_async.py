@@ -2,10 +2,10 @@
 """consan vs compute-sanitizer racecheck on feature-dense (async) kernels.
 
     PYTHONPATH=. python benchmarks/bench_async.py [--json PATH] [--no-racecheck]
-        [--only K1,K2] [--sizes K1=N1,...]
+        [--only K1,K2] [--size KERNEL=N ...]
 
-(--sizes: a kernel at another grid, e.g. tma_ring_4stage=132 for one CTA an SM of an H100,
-where its own size puts two.)
+(--size, as bench_clean.py's: a kernel at another grid, e.g. tma_ring_4stage=132 for one CTA
+an SM of an H100, where its own size puts two.)
 
 For each kernel, in one run: its native time and its time under consan (CUDA
 events, warm-up, median, as in bench_clean.py), and the same kernel launched
@@ -43,7 +43,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from benchmarks import session_path, verdict  # noqa: E402
-from benchmarks.bench_clean import _arch_options, _time, _time_device  # noqa: E402
+from benchmarks.bench_clean import _arch_options, _time, _time_device, size_overrides  # noqa: E402
 from tests import gpu_util  # noqa: E402
 
 
@@ -227,17 +227,6 @@ def bench(name: str, size: int, args) -> dict:
     return row
 
 
-def _sizes(text: str | None) -> dict[str, int]:
-    """--sizes KERNEL=N,...: each named kernel's size (ValueError: an item not of that form)."""
-    out = {}
-    for item in text.split(",") if text else ():
-        name, _, n = item.partition("=")
-        if name not in CASES or not n.isdigit():
-            raise ValueError(repr(item))
-        out[name] = int(n)
-    return out
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", metavar="PATH")
@@ -247,16 +236,18 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--consan-repeats", type=int, default=5)
-    ap.add_argument("--sizes", metavar="K1=N1,K2=N2",
+    ap.add_argument("--size", action="append", default=[], metavar="KERNEL=N",
                     help="a kernel's size other than its own (its grid: CTAs, M, or N^3)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--child-repeats", type=int, default=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     try:
-        sizes = _sizes(args.sizes)
+        sizes = size_overrides(args.size, CASES)
     except ValueError as e:
-        ap.error(f"--sizes takes KERNEL=N,... with kernels of: {', '.join(CASES)} (not {e})")
+        ap.error(str(e))
+    if any(not isinstance(n, int) for n in sizes.values()):
+        ap.error("--size: these kernels take one number (CTAs, M, or N of N^3)")
     if args.child:
         child(args.child, args.child_size, args.child_repeats)
         return 0

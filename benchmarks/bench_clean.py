@@ -79,6 +79,24 @@ def _parse_size(text: str):
     return parts[0] if len(parts) == 1 else tuple(parts)
 
 
+def size_overrides(items: list[str], known) -> dict:
+    """`--size KERNEL=N[,N..]` items (this script's and bench_async.py's): each named
+    kernel's size. ValueError names an item whose kernel is not in `known` or whose size
+    is not whole numbers."""
+    out = {}
+    for item in items:
+        key, _, val = item.partition("=")
+        try:
+            size = _parse_size(val)
+        except ValueError:
+            size = None
+        if key not in known or not size:
+            raise ValueError(f"--size {item!r}: give KERNEL=N[,N..] with a kernel of "
+                             f"{', '.join(known)}")
+        out[key] = size
+    return out
+
+
 def _arch_options(cp) -> tuple[str, ...]:
     cc = cp.cuda.Device().compute_capability
     return (f"-arch=sm_{cc}a" if cc == "90" else f"-arch=sm_{cc}",)
@@ -213,11 +231,10 @@ def main(argv=None) -> int:
     import consan
 
     sizes = dict(QUICK_SIZES if args.quick else FULL_SIZES)
-    for item in args.size:
-        key, _, val = item.partition("=")
-        if key not in sizes:
-            ap.error(f"--size: unknown kernel {key!r}")
-        sizes[key] = _parse_size(val)
+    try:
+        sizes.update(size_overrides(args.size, sizes))
+    except ValueError as e:
+        ap.error(str(e))
     names = [n for n in ORDER if not args.only or n in args.only.split(",")]
     opts = _arch_options(cp)
     gpu = cp.cuda.runtime.getDeviceProperties(0)["name"]
