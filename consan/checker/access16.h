@@ -107,9 +107,16 @@ CS_DEV void cs_access16_read(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t ste
 // in at most 4 * CS_A16_READER_VECS rows: a block's summaries in that many vector loads): the
 // epochs exchanged, one fence, then the readers. (Measured on the H100: with four rows at
 // most, a Triton matmul's cp.async writes with 10 readers -- 8 warps, 2 wgmma units -- took
-// the general probe, 5.5k cycles a call.)
-CS_DEV void cs_access16_write(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t step, uint32_t n, uint32_t site,
-                       uint32_t by, uint32_t clk, cs_finding& f, uint32_t& fk) {
+// the general probe, 5.5k cycles a call.) `lanes`: the lanes making the call together (n is
+// theirs alike); the judgment of late readers, out of line, is made by all of them or none.
+// A callee that uses the callee-saved convergence barriers clears them on entry: called by
+// the lanes with a late reader while the others waited for them at such a barrier, it let
+// the others go on, and the warp ran split into its report's warp-wide votes (measured on
+// the H100: Triton's matmul with its epilogue's wgmma wait removed hung there, half of each
+// warp in the report and half past the probe, in every run of a build whose SASS laid the
+// call out inside barriers B6 and B7 -- as the other builds do too).
+CS_DEV void cs_access16_write(uint32_t lanes, const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t step, uint32_t n,
+                       uint32_t site, uint32_t by, uint32_t clk, cs_finding& f, uint32_t& fk) {
     const uint32_t w = x.w, now = cs_vw(by, clk, 0u);
     cs_finding fw = {0, CS_NO_SITE, CS_NO_WARP}, fr = fw;
     uint32_t aw = 0, ar = 0, kw = 0, kr = 0;
@@ -150,12 +157,12 @@ CS_DEV void cs_access16_write(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t st
             late = late || (v.x && v.x > c[4 * i]) || (v.y && v.y > c[4 * i + 1]) ||
                    (v.z && v.z > c[4 * i + 2]) || (v.w && v.w > c[4 * i + 3]);
         }
-        if (!seen) continue;
-        if (late && !fr.kind) {
-            cs_found r = cs_access16_late(x.slot, w, seen, q);
-            if (r.f.kind) fr = r.f, ar = r.at, kr = k;
+        const bool judge = late && !fr.kind;
+        if (cs_any(lanes, judge)) {  // (a lane with nothing to judge passes no reader)
+            cs_found r = cs_access16_late(x.slot, w, judge ? seen : 0u, q);
+            if (judge && r.f.kind) fr = r.f, ar = r.at, kr = k;
         }
-        cs_vc_smem_empty16(x, q, seen);
+        if (seen) cs_vc_smem_empty16(x, q, seen);
     }
     f = cs_vc_smem_first(fw, kw, aw, fr, kr, ar, fk);
 }
@@ -190,11 +197,12 @@ CS_DEV bool cs_vc_smem_access16(uint64_t addr, uint32_t site, uint32_t info, uin
     if (!cs_all(m, fits && (idle || mine))) return false;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t fk = 0;
+    const uint32_t busy = mode == CS_MODE_READ ? 0u : cs_ballot(m, !idle);  // (the write's lanes)
     if (!idle) {
         const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
         uint32_t g = (off - S.vsh_base) / CS_GRANULE_BYTES, step = stride / CS_GRANULE_BYTES;
         if (mode == CS_MODE_READ) cs_access16_read(x, g, step, n, site, f, fk);
-        else cs_access16_write(x, g, step, n, site, by, clk, f, fk);
+        else cs_access16_write(busy, x, g, step, n, site, by, clk, f, fk);
     }
     if (cs_any(m, f.kind != 0)) cs_access16_report(m, f, site, info, off + fk * stride);
     return true;

@@ -262,7 +262,7 @@ CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t fk = 0;
-    cs_access16_write(cs_vc_smem_ctx(slot, w), g, 1, 1, site, CS_AGENT_CPASYNC + w, clk, f, fk);
+    cs_access16_write(m, cs_vc_smem_ctx(slot, w), g, 1, 1, site, CS_AGENT_CPASYNC + w, clk, f, fk);
     if (cs_any(m, f.kind != 0)) cs_access16_report(m, f, site, info, off);
 }
 
