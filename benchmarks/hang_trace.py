@@ -4,10 +4,12 @@ written to mapped host memory that this process reads while the kernel hangs.
 
     python3 benchmarks/hang_trace.py 8 bulk plain [--probes] [--hang 30]
     python3 benchmarks/hang_trace.py --bench mma_gemm_cp_async [--size 256] [--launches 3]
+    python3 benchmarks/hang_trace.py --matmul 500      # Triton's matmul without its line 500
 
 Prints, per CTA and warp, the last point each lane passed and its word (e.g. a probe's
 lane mask) as point/word x lanes. This found the split warp behind the multicast hang of
-checker/multicast.h (cs_mc_drain). A kernel that ends is reported with its findings.
+checker/multicast.h (cs_mc_drain), and the split warp of a 16-byte write's late readers
+(checker/access16.h, `--matmul 500` with CS_TRACE points in the probe). A kernel that ends is reported with its findings.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def main() -> int:
     ap.add_argument("copy", choices=("bulk", "tensor"), nargs="?", default="bulk")
     ap.add_argument("variant", choices=("plain", "early"), nargs="?", default="plain")
     ap.add_argument("--bench", metavar="CASE", help="a bench_async case instead")
+    ap.add_argument("--matmul", metavar="LINE", type=int,
+                    help="Triton's matmul of tests/gpu/test_static_proof.py with LINE removed "
+                         "(0: as compiled) instead")
     ap.add_argument("--size", type=int, help="the case's size (default: its own)")
     ap.add_argument("--launches", type=int, default=1, help="launches before it counts as done")
     ap.add_argument("--probes", action="store_true", help="trace every probe's entry and exit")
@@ -39,7 +44,15 @@ def main() -> int:
 
     import cupy as cp
 
-    if a.bench:
+    if a.matmul is not None:
+        from tests.gpu.test_static_proof import MATMUL, MATMUL_SIZE
+
+        lines = MATMUL.splitlines()
+        if a.matmul:
+            lines[a.matmul - 1] = ""
+        mm_ptx, n = "\n".join(lines) + "\n", MATMUL_SIZE
+        grid, nthreads = (n // 128) ** 2, 256
+    elif a.bench:
         from benchmarks.bench_async import CASES
         from benchmarks.bench_clean import _arch_options
 
@@ -60,7 +73,17 @@ def main() -> int:
     import consan
 
     done: dict[str, object] = {}
-    if a.bench:
+    if a.matmul is not None:
+        rng = np.random.default_rng(5)
+        mm = [cp.asarray(rng.standard_normal((n, n)).astype(np.float16)) for _ in range(2)]
+        mm.append(cp.zeros((n, n), dtype=cp.float16))
+
+        def launch() -> None:
+            done["report"] = consan.check(
+                mm_ptx, "matmul_kernel", grid=(n // 128, n // 128), block=(256,),
+                args=(*mm, np.uint32(n), np.uint32(n), np.uint32(n), np.uint64(0),
+                      np.uint64(0)), shared_mem=98304, source_name="matmul.ptx")
+    elif a.bench:
         p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
                            shared_mem=ln.shared_mem, options=_arch_options(cp))
 
