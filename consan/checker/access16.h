@@ -67,7 +67,7 @@ CS_DEV cs_finding cs_access16_look(const cs_vc_smem_ctx_t& x, uint32_t q, uint32
     const uint32_t e = bt ? bt & ~CS_BT_WHOLE : e4.e, t = cs_vw_t(e);
     if (e == ok) return {0, CS_NO_SITE, CS_NO_WARP};
     if (e == 0 || (e & CS_VW_MBAR) || (proxy != CS_PROXY_NONE && t < CS_MAX_WARPS) ||
-        (t != x.w && x.mine[t] < cs_vw_c(e))) {
+        (t != x.w && cs_vc_smem_mine(x.mine, t) < cs_vw_c(e))) {
         cs_finding f = cs_access16_judge_read(x.slot, x.w, e, bt ? cs_vc_smem_bsite(x, b) : x.ws + q, proxy);
         if (f.kind) return f;
     }
@@ -101,6 +101,14 @@ CS_DEV void cs_access16_read(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t ste
         f = cs_access16_look(x, q, CS_PROXY_NONE, ok);
         fk = k;
     }
+}
+
+// Whether reader ri's summary c of a block is later than what warp x.w has seen of it.
+// Its clock is looked up only for a reader the summary names: a GEMM's block has one or
+// two readers of 4-12, and looking up all twelve first took 173 instructions that every
+// call ran (the SASS at 5b3ef14), of the 393 warp instructions ncu counted a call.
+CS_DEV bool cs_access16_after(const cs_vc_smem_ctx_t& x, uint32_t c, uint32_t ri) {
+    return c && c > cs_vc_smem_reader_clock(x, ri);
 }
 
 // The writes of a lane's n chunks by `by` at clk (cs_vc_smem_write on 16-byte spans, readers
@@ -141,9 +149,6 @@ CS_DEV void cs_access16_write(uint32_t lanes, const cs_vc_smem_ctx_t& x, uint32_
         if (r.f.kind && !fw.kind) fw = r.f, aw = r.at, kw = k;
     }
     cs_fence();  // publish the writes, then look at the readers (Dekker with the reader)
-    uint32_t c[4 * CS_A16_READER_VECS];  // (readers past nr: all ones, never late)
-#pragma unroll
-    for (uint32_t ri = 0; ri < 4 * CS_A16_READER_VECS; ++ri) c[ri] = cs_vc_smem_reader_clock(x, ri);
     const uint32_t nv = x.rss / 4;
     for (uint32_t k = 0, q = g; k < n; ++k, q += step) {
         const cs_sp rs = x.RS + 4u * (q / CS_VC_BLOCK) * x.rss;
@@ -154,8 +159,8 @@ CS_DEV void cs_access16_write(uint32_t lanes, const cs_vc_smem_ctx_t& x, uint32_
             if (i >= nv) break;
             cs_u4 v = cs_s_ld4(rs + 16u * i);
             seen |= ((v.x ? 1u : 0u) | (v.y ? 2u : 0u) | (v.z ? 4u : 0u) | (v.w ? 8u : 0u)) << (4 * i);
-            late = late || (v.x && v.x > c[4 * i]) || (v.y && v.y > c[4 * i + 1]) ||
-                   (v.z && v.z > c[4 * i + 2]) || (v.w && v.w > c[4 * i + 3]);
+            late |= cs_access16_after(x, v.x, 4 * i) | cs_access16_after(x, v.y, 4 * i + 1) |
+                    cs_access16_after(x, v.z, 4 * i + 2) | cs_access16_after(x, v.w, 4 * i + 3);
         }
         const bool judge = late && !fr.kind;
         if (cs_any(lanes, judge)) {  // (a lane with nothing to judge passes no reader)

@@ -44,6 +44,7 @@ CS_DEV void cs_s_max(cs_sp a, uint32_t v) { cs_max32(cs_sp32(a), v); }
 CS_DEV cs_sp cs_vc_smem_base() { return (cs_sp)cs_smem_tables(); }
 CS_DEV void cs_g_st(uint32_t* p, uint32_t v) { *p = v; }
 CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) { cs_al16((cs_sp)p); p[0] = p[1] = p[2] = p[3] = v; }
+CS_DEV cs_sp cs_sp_of(const void* p) { return (cs_sp)p; }
 #else
 CS_DEV uint32_t cs_s_ld(cs_sp a) {
     uint32_t v; asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v;
@@ -79,6 +80,7 @@ CS_DEV void cs_s_max(cs_sp a, uint32_t v) {
     asm volatile("red.shared.max.u32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
 }
 CS_DEV cs_sp cs_vc_smem_base() { return (cs_sp)__cvta_generic_to_shared(cs_smem_tables()); }
+CS_DEV cs_sp cs_sp_of(const void* p) { return (cs_sp)__cvta_generic_to_shared(p); }  // p in shared memory
 // The sites, in device memory, are read back only by this CTA's probes (relaxed CTA-scope
 // loads, after the tables' fences), and seldom (for a finding): CTA-scope stores, not
 // volatile (system-scope) ones, that take no line in L1, where the kernel's shared memory
@@ -151,6 +153,10 @@ struct cs_vc_smem_ctx_t : cs_vc_smem_layout_t {
     uint32_t slot, w;
     const uint32_t* mine; // the probing warp's vector clock
 };
+// The probing warp's clock of logical thread t. Its row is in the CTA's shared memory
+// (l.vis): a shared-space load, where a load through the generic pointer took a 64-bit
+// address and about six instructions more (the SASS of sm_90a).
+CS_DEV uint32_t cs_vc_smem_mine(const uint32_t* mine, uint32_t t) { return cs_s_ld(cs_sp_of(mine) + 4u * t); }
 CS_DEV cs_vc_smem_ctx_t cs_vc_smem_ctx(uint32_t slot, uint32_t w) {
     cs_vc_smem_ctx_t x;
     static_cast<cs_vc_smem_layout_t&>(x) = cs_vc_smem_layout_sh;
@@ -646,7 +652,7 @@ struct cs_reader_clocks_t { uint32_t c[CS_VC_SMEM_FASTR]; };
 CS_DEV uint32_t cs_vc_smem_reader_clock(const cs_vc_smem_ctx_t& x, uint32_t ri) {
     uint32_t word = ri < 4 ? x.rtid[0] : x.rtid[1];  // (constant indices: x stays in registers)
     uint32_t t = ri < CS_VC_SMEM_FASTR ? (word >> (8 * (ri % 4))) & 0xFFu : cs_vc_smem_reader_tid(ri);
-    return ri >= x.nr || t == x.w ? 0xFFFFFFFFu : x.mine[t];
+    return ri >= x.nr || t == x.w ? 0xFFFFFFFFu : cs_vc_smem_mine(x.mine, t);
 }
 CS_DEV cs_reader_clocks_t cs_vc_smem_reader_clocks(const cs_vc_smem_ctx_t& x) {
     cs_reader_clocks_t q;
