@@ -686,11 +686,15 @@ CS_DEV void cs_vc_smem_check_readers(const cs_vc_smem_ctx_t& x, uint32_t g, uint
     }
 }
 
-// Granules [a, z]'s readers judged one by one (a summary said some read may be unordered):
-// out of line, so the common path keeps no registers for it.
-CS_NOINLINE cs_found cs_vc_smem_late_readers(uint32_t slot, uint32_t w, const uint32_t* mine, cs_sp R,
-                                         cs_sp RS, uint32_t* rsite, uint32_t gp, uint32_t nr,
-                                         uint32_t rss, uint32_t seen, uint32_t a, uint32_t z) {
+// Granules [a, z]'s readers judged one by one (a summary said some read may be unordered).
+// Inline: called out of line, by the lanes of a warp that had a late reader while the
+// others waited at the convergence barriers B6/B7 around the call, it cleared those on
+// entry (its loops use eight) and let the others go on, split from it (the SASS of sm_90a;
+// such a split hung a 16-byte write's report, checker/access16.h). A caller that calls it
+// out of line does so by all its lanes or none (cs_access16_late).
+CS_DEV cs_found cs_vc_smem_late_readers(uint32_t slot, uint32_t w, const uint32_t* mine, cs_sp R,
+                                    cs_sp RS, uint32_t* rsite, uint32_t gp, uint32_t nr,
+                                    uint32_t rss, uint32_t seen, uint32_t a, uint32_t z) {
     cs_vc_smem_ctx_t x;
     x.slot = slot, x.w = w, x.mine = mine, x.R = R, x.RS = RS, x.rsite = rsite, x.gp = gp;
     x.nr = nr, x.rss = rss;
