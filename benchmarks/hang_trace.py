@@ -9,7 +9,8 @@ written to mapped host memory that this process reads while the kernel hangs.
 Prints, per CTA and warp, the last point each lane passed and its word (e.g. a probe's
 lane mask) as point/word x lanes. This found the split warp behind the multicast hang of
 checker/multicast.h (cs_mc_drain), and the split warp of a 16-byte write's late readers
-(checker/access16.h, `--matmul 500` with CS_TRACE points in the probe). A kernel that ends is reported with its findings.
+(checker/access16.h, `--matmul 500` with CS_TRACE points in the probe). A kernel that ends
+is reported with its findings.
 """
 
 from __future__ import annotations
