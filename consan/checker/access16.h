@@ -116,13 +116,11 @@ CS_DEV bool cs_access16_after(const cs_vc_smem_ctx_t& x, uint32_t c, uint32_t ri
 // epochs exchanged, one fence, then the readers. (Measured on the H100: with four rows at
 // most, a Triton matmul's cp.async writes with 10 readers -- 8 warps, 2 wgmma units -- took
 // the general probe, 5.5k cycles a call.) `lanes`: the lanes making the call together (n is
-// theirs alike); the judgment of late readers, out of line, is made by all of them or none.
-// A callee that uses the callee-saved convergence barriers clears them on entry: called by
-// the lanes with a late reader while the others waited for them at such a barrier, it let
-// the others go on, and the warp ran split into its report's warp-wide votes (measured on
-// the H100: Triton's matmul with its epilogue's wgmma wait removed hung there, half of each
-// warp in the report and half past the probe, in every run of a build whose SASS laid the
-// call out inside barriers B6 and B7 -- as the other builds do too).
+// theirs alike). The late readers' judgment, out of line, is made by all of them or none:
+// its callee clears the convergence barriers B6/B7 the call lies inside, so called by the
+// lanes with a late reader alone it released the others, and the warp ran split into the
+// report's votes (on the H100, Triton's matmul without its epilogue's wgmma wait hung with
+// half of each warp in the report, half past the probe; docs/model.md).
 CS_DEV void cs_access16_write(uint32_t lanes, const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t step, uint32_t n,
                        uint32_t site, uint32_t by, uint32_t clk, cs_finding& f, uint32_t& fk) {
     const uint32_t w = x.w, now = cs_vw(by, clk, 0u);
