@@ -113,8 +113,11 @@ CS_NOINLINE cs_wgf cs_wg_reads_any(uint32_t slot, uint32_t w, uint64_t da, uint6
     return r;
 }
 
-// Out of line for cs_wg_reads16: what is rare there.
-CS_NOINLINE void cs_wgmma16_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_t ri) {
+// What is rare in cs_wg_reads16, its call out of line (cs_vc_smem_freshen, which keeps no
+// callee-saved convergence barrier) made from the probe: as a function of its own around
+// that call it kept B6, and cleared it on entry, inside the B6 region of the probe's lanes
+// that did not call it (benchmarks/convergence_barriers.py --calls; docs/model.md).
+CS_DEV void cs_wgmma16_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_t ri) {
     cs_vc_smem_fresh(cs_vc_smem_ctx(slot, w), b, ri);
 }
 
