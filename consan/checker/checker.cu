@@ -450,6 +450,14 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     uint32_t leader = cs_ffs(active) - 1;
     uint32_t skip = 0, moff = 0, doff = 0;
     bool to_peer = false;  // (posted below, by the warp together)
+    // A leader's copy into this CTA: written below by every lane of the call together
+    // (cs_copy_write), not by the leader alone: its write's calls out of line clear
+    // convergence barriers, which released the lanes waiting for a leader that made them
+    // (a multicast under `if (t == 0)`, its other lanes marked off: docs/model.md).
+    uint32_t* e = 0;
+    uint32_t j = 0, ph = 0, g0 = 1, g1 = 0;
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    bool landing = false;
     if (cs_lane() == leader && !off) {
         bool local = cs_local((uint32_t)mbar, moff);
         local = cs_local((uint32_t)dst, doff) && local;
@@ -457,8 +465,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
         // for this CTA's)
         if (!mask && cs_multicast_on()) local = cs_local_cluster((uint32_t)dst, doff) && local;
         if (mask) local = (mask >> cs_ctarank()) & 1u;  // (offsets: the same in every CTA)
-        uint32_t j = 0;
-        uint32_t* e = local ? cs_mbar_entry(slot, moff, false, j) : 0;
+        e = local ? cs_mbar_entry(slot, moff, false, j) : 0;
         if (mask && cs_multicast_on()) cs_mc_post_all(mask, doff, bytes, moff, site);
         uint32_t peer = (uint32_t)dst >> CS_RANK_SHIFT;
         if (!local && !mask && cs_multicast_on() && peer == (uint32_t)mbar >> CS_RANK_SHIFT) {
@@ -478,33 +485,38 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
             cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
             skip = 1;
         } else {
-            uint32_t agent = CS_AGENT_MBAR + j;
             cs_mbar_lock(j);
-            uint32_t ph = e[CS_MB_PHASE];
+            ph = e[CS_MB_PHASE];
             cs_mbar_unlock(j);
-            cs_view v = cs_make_view(slot, cs_warp());
-            uint32_t off = doff;
-            uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + bytes - 1) / CS_GRANULE_BYTES;
-            cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
-            if (bytes == 0 || g1 >= S.granules) {
+            landing = true;
+            uint32_t z = (doff + bytes - 1) / CS_GRANULE_BYTES;
+            if (bytes == 0 || z >= S.granules)
                 f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
-            } else {
-                cs_engine_write(v, g0, g1, site, agent, ph + 1, f);
-            }
-            if (f.kind) {
-                cs_record_t r = cs_blank(f.kind, site);
-                r.prev_site = f.prev_site;
-                r.prev_warp = f.prev_warp;
-                r.offset_lo = off;
-                r.offset_hi = off + bytes;
-                r.barrier = moff;
-                r.phase = ph;
-                cs_record(r);
-            }
-            cs_mbar_lock(j);
-            cs_mbar_copy_landed(e, j, ph, bytes, site, moff);
-            cs_mbar_unlock(j);
+            else
+                g0 = doff / CS_GRANULE_BYTES, g1 = z;
         }
+    }
+    for (uint32_t rest = cs_ballot(all, g0 <= g1); rest; rest &= rest - 1) {
+        int k = cs_ffs(rest) - 1;  // (each leader's copy in turn, by all lanes)
+        uint32_t a = cs_bcast(all, g0, k), z = cs_bcast(all, g1, k);
+        uint32_t by = CS_AGENT_MBAR + cs_bcast(all, j, k), clk = cs_bcast(all, ph, k) + 1;
+        cs_finding wf = cs_copy_write(all, (uint32_t)k, slot, a, z, site, by, clk);
+        if (cs_lane() == (uint32_t)k) f = wf;
+    }
+    if (landing) {
+        if (f.kind) {
+            cs_record_t r = cs_blank(f.kind, site);
+            r.prev_site = f.prev_site;
+            r.prev_warp = f.prev_warp;
+            r.offset_lo = doff;
+            r.offset_hi = doff + bytes;
+            r.barrier = moff;
+            r.phase = ph;
+            cs_record(r);
+        }
+        cs_mbar_lock(j);
+        cs_mbar_copy_landed(e, j, ph, bytes, site, moff);
+        cs_mbar_unlock(j);
     }
     if (cs_any(all, to_peer))
         cs_mc_post_runs(all, to_peer, (uint32_t)dst >> CS_RANK_SHIFT, doff, bytes, moff, site);
@@ -763,7 +775,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
             uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
             uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
             CS_STAMP_PART(1);
-            cs_finding wf = cs_tensor_write(active, leader, slot, g0, g1, site, agent, clk);
+            cs_finding wf = cs_copy_write(active, leader, slot, g0, g1, site, agent, clk);
             if (!t.f.kind) t.f = wf;
         }
         if (lead) {
