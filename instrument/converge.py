@@ -38,11 +38,12 @@ def convertible(c: Classified | None, it: Item) -> bool:
         return True
     if it.pred:
         return False
-    # A multicast bulk copy too: its probe's applying of peers' copies (the checker's
-    # multicast.h) needs its warp together.
+    # A bulk copy too: its probe clears convergence barriers as the others do (measured
+    # on the H100: `if (t == 0) { expect_tx; cp.async.bulk }` left warp 0 split, 1 lane
+    # and 31, where natively it was whole), and a multicast one's applying of peers'
+    # copies (the checker's multicast.h) needs its warp together.
     return (c.event is Event.MBARRIER and c.result is None) or \
-        c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE) or \
-        (c.event is Event.BULK_LOAD and c.mask is not None)
+        c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE, Event.BULK_LOAD)
 
 
 @dataclass(frozen=True)
@@ -57,14 +58,14 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
     """Regions `@p bra L; <straight-line code>; L:` in one function body (module index,
     item, classification, in order) that hold a probe (module indices in `probed`) and
     that the conversion keeps the meaning of. The inverted layout `@p bra L1; bra L2; L1:
-    <code> L2:` qualifies only where it holds a multicast copy (measured on the H100 with
-    those alone)."""
+    <code> L2:` qualifies only where it holds a bulk copy, multicast or not (measured on
+    the H100 with those alone)."""
     out = []
     refs = branch_refs(it for _, it, _ in items)
     for pos, (idx, it, _) in enumerate(items):
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
-        target, members, ok, closed, multicast = it.operands[0].strip(), [], True, False, False
+        target, members, ok, closed, bulk = it.operands[0].strip(), [], True, False, False
         on, dropped, body = on_where_not_taken(it.pred), (), pos + 1
         inverted = _inverted(items, pos, target)
         if inverted:  # `@p bra L1; bra L2; L1: <code> L2:` -- the code runs where p holds
@@ -92,8 +93,8 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
                 ok = False
                 break
             members.append(idx2)
-            multicast |= c2 is not None and c2.mask is not None
-        if not ok or not closed or not probed.intersection(members) or (dropped and not multicast):
+            bulk |= c2 is not None and (c2.mask is not None or c2.event is Event.BULK_LOAD)
+        if not ok or not closed or not probed.intersection(members) or (dropped and not bulk):
             continue
         out.append(Region(idx, tuple(members), on, dropped))
     return out

@@ -1419,11 +1419,13 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         code = (_address_code(c.address or "", widths, it)
                 + _address_code(c.result or "", widths, it, REG_ADDR2)
                 + (_mask_code(c.mask, widths) if c.mask else []))
-        if on:  # (only multicast copies are converted: converge.convertible)
+        if on and c.mask:
             code += [f"selp.b32 {REG_OP}, 0, {abi.BULK_OFF}, {converge.REG_ON};",
                      f"or.b32 {REG_CTAMASK}, {REG_CTAMASK}, {REG_OP};"]
+        elif on:
+            code += [f"selp.b32 {REG_CTAMASK}, 0, {abi.BULK_OFF}, {converge.REG_ON};"]
         args = [(".b64", REG_ADDR), (".b32", c.arg), (".b64", REG_ADDR2), (".b32", str(site)),
-                (".b32", REG_CTAMASK if c.mask else "0")]
+                (".b32", REG_CTAMASK if c.mask or on else "0")]
         call = _call(pred, abi.PROBE_BULK, args, ret=True, pre=code, comment=f"site {site}")
         return _guard(call, guard_pred), ""
     if ev is Event.MBARRIER:

@@ -554,6 +554,27 @@ def test_a_multicast_copy_after_a_jump_over_it_is_probed_by_every_lane():
     assert "@%p1 bra $L__BB0_3;" in instrument(HEADER + arrive).ptx
 
 
+BULK = ("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%r2], [%rd1], 512, [%r3];")
+
+
+@pytest.mark.parametrize("layout", ["plain", "inverted"])
+def test_a_one_lane_bulk_copy_is_probed_by_every_lane(layout):
+    """`if (t == 0) <bulk copy>` in either layout: the whole warp calls the copy's probe,
+    the lanes left out marked off by BULK_OFF as its mask word (the probe, called by lane
+    0 alone, cleared convergence barriers and left the warp split: docs/model.md)."""
+    kernel = INVERTED if layout == "inverted" else INVERTED.replace(
+        "\t@%p1 bra $L__BB0_3;\n\tbra.uni $L__BB0_4;\n$L__BB0_3:\n", "\t@!%p1 bra $L__BB0_4;\n")
+    src = HEADER + kernel.replace("{BODY}", BULK)
+    out = instrument(src).ptx
+    assert "bra $L__BB0_4" not in out and "bra.uni $L__BB0_4" not in out
+    assert f"selp.b32 %__cs_ctamask, 0, {abi.BULK_OFF}, %__cs_on;" in out
+    (call,) = calls(out, abi.PROBE_BULK)
+    assert call.pred is None and call.args[-1] == "%__cs_ctamask", call
+    assert "@!%__cs_on setp.eq.u32 %__cs_ok, 1, 0;\n\t@%__cs_ok cp.async.bulk" in out
+    toolchain.link_with_checker(instrument(src), "k", toolchain.Arch.parse("sm_90a"))
+
+
 @pytest.mark.parametrize("body", [
     "st.shared.u32 [%r2], 1;\n\tmbarrier.arrive.shared.b64 _, [%r2];",  # an access probe
     "bar.warp.sync -1;\n\tmbarrier.arrive.shared.b64 _, [%r2];",  # lanes together

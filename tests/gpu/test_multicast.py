@@ -207,6 +207,30 @@ def test_one_issuer_clean_and_early_read():
             if v.cluster_rank == 1} == {(1, 0)}, str(rep)
 
 
+@pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
+def test_warp_stays_together_after_a_one_lane_multicast(tensor):
+    """Thread 0 multicasts (its probe called by every lane of warp 0, the others marked
+    off), then every lane asks which lanes run with it: natively all 32 of its warp."""
+    import cupy as cp
+
+    need_sm90("multicast copies")
+    lanes = "float lanes = (float)__popc(__activemask());\n    "
+    src = (_src(2, tensor=tensor).replace(WAIT, lanes + WAIT)
+           .replace("out[blockIdx.x * N + t] = v;", "out[blockIdx.x * N + t] = v + lanes;"))
+    assert "v + lanes" in src and lanes in src
+    x, tmap = _inputs(2)
+
+    def make_args():
+        out = poisoned((CLUSTERS * 2 * N,), cp.float32)
+        return (x, tmap, out), [out], x
+
+    rep, (out,) = check_against_native(src, "multicast", make_args, grid=(CLUSTERS * 2, 1, 1),
+                                       block=(N, 1, 1), options=(arch_option(),))
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    want = np.repeat(x.get(), 2, axis=0).reshape(-1) + np.float32(32.0)  # natively too
+    np.testing.assert_array_equal(out, want)
+
+
 REUSE = r"""
 #define CS @CS@
 #define N 256
