@@ -1,16 +1,18 @@
 #!/usr/bin/env python
 """Which convergence barriers each checker function uses, and which it clears on entry.
 
-    PYTHONPATH=. python benchmarks/convergence_barriers.py [--mc | --chunk] [--calls] [NAME ...]
+    PYTHONPATH=. python benchmarks/convergence_barriers.py [--mc | --chunk | --psh | --phase]
+        [--calls] [NAME ...]
 
 Builds the shared-memory-tables checker for sm_90a (--mc: the build for modules that reach
 other CTAs of their cluster; --chunk: the one for modules of 16-byte chunk granules, the
-Triton matmuls') into a cubin with NVRTC and reads its SASS (nvdisasm). A function that
-uses B6-B11 saves and clears them on entry (`BMOV.32.CLEAR`); when some lanes of a warp call
-it while the others wait for them at one of those barriers (`if (lane == 0) probe(); ...`),
-the clear releases the waiting lanes and the warp runs split after it (measured on the H100
-with ncu: the TMA ring's consumer warps ran each step twice, 31 lanes then 1; and a 16-byte
-write's late readers judged by half a warp hung its report, checker/access16.h).
+Triton matmuls'; --psh, --phase: the phase-mode builds) into a cubin with NVRTC and reads
+its SASS (nvdisasm). A function that uses B6-B11 saves and clears them on entry
+(`BMOV.32.CLEAR`); when some lanes of a warp call it while the others wait for them at one
+of those barriers (`if (lane == 0) probe(); ...`), the clear (its own or a callee's: the
+last column) releases the waiting lanes and the warp runs split after it (measured on the
+H100 with ncu: the TMA ring's consumer warps ran each step twice, 31 lanes then 1; and a
+16-byte write's late readers judged by half a warp hung its report, checker/access16.h).
 
 --calls lists instead each call made inside a barrier's region (from its `BSSY` to the
 label it names, in address order) that the callee, or a function it calls, clears: the
@@ -82,9 +84,8 @@ def calls(f: Function) -> list[tuple[int, str]]:
             if (m := re.search(r"CALL\.\S+\s+`\((\S+?)\)", ins))]
 
 
-def splitting_calls(funcs: dict[str, Function]) -> list[tuple[str, int, str, list[int]]]:
-    """(caller, address, callee, barriers): calls inside the region of a barrier the callee
-    clears, itself or through a function it calls."""
+def cleared_through(funcs: dict[str, Function]):
+    """name -> the barriers a call of it clears, itself or through a function it calls."""
     memo: dict[str, set[int]] = {}
 
     def cleared(name: str, seen: frozenset = frozenset()) -> set[int]:
@@ -98,6 +99,13 @@ def splitting_calls(funcs: dict[str, Function]) -> list[tuple[str, int, str, lis
         memo[name] = got
         return got
 
+    return cleared
+
+
+def splitting_calls(funcs: dict[str, Function]) -> list[tuple[str, int, str, list[int]]]:
+    """(caller, address, callee, barriers): calls inside the region of a barrier the callee
+    clears, itself or through a function it calls."""
+    cleared = cleared_through(funcs)
     found = []
     for name, f in funcs.items():
         regions = [(int(m.group(1)), at, f.labels[m.group(2)]) for at, ins in f.code
@@ -122,7 +130,8 @@ def main() -> int:
     args = sys.argv[1:]
     mc, chunk, list_calls = "--mc" in args, "--chunk" in args, "--calls" in args
     names = [a for a in args if not a.startswith("--")]
-    build = {"mc": True} if mc else {"vsh": True, "chunk": chunk}
+    build = {"mc": True} if mc else {"psh": True} if "--psh" in args else \
+        {"phase": True} if "--phase" in args else {"vsh": True, "chunk": chunk}
     # (the cubin NVRTC assembles, as a launch links it: a ptxas older than NVRTC refuses
     # its PTX's version)
     obj = toolchain.checker_object(toolchain.Arch.parse("sm_90a"), **build)
@@ -142,11 +151,13 @@ def main() -> int:
         counts = collections.Counter((_short(c), _short(e)) for c, _, e, _ in found)
         print(f"{len(found)} calls at {len(counts)} caller/callee pairs")
         return 0
-    print("function | barriers used | cleared on entry")
+    print("function | barriers used | cleared on entry | cleared by a call of it (callees too)")
+    cleared = cleared_through(funcs)
     for name in sorted(funcs):
         f = funcs[name]
-        if (uses(f) or clears(f)) and (not names or any(k in name for k in names)):
-            print(f"{_short(name)} | {sorted(uses(f))} | {sorted(clears(f))}")
+        if (uses(f) or cleared(name)) and (not names or any(k in name for k in names)):
+            print(f"{_short(name)} | {sorted(uses(f))} | {sorted(clears(f))} | "
+                  f"{sorted(cleared(name))}")
     return 0
 
 
