@@ -73,7 +73,9 @@ CASES = {
 
 # Not yet: these probes are called by lane 0 alone (no if-conversion takes them: an access
 # probe has no lanes-off form, and a bulk store's region holds its group's commit and wait),
-# and on the H100 each left warp 0 split, lane 0 reading 1 and the others 31.
+# and on the H100 each left warp 0 split, lane 0 reading 1 and the others 31. (A try that
+# converted the bulk store's region, the group's probes called under the branch's predicate
+# by lane 0 alone, still left it split; their probe keeps convergence barriers B0-B2.)
 SPLIT = {"store", "atomic", "cp-async", "bulk-store"}
 
 
