@@ -82,28 +82,6 @@ extern "C" __global__ void mb_bulk(const float* in, float* out) {
 }
 """
 
-# `if (t == 0) { expect_tx; bulk copy }` (a region with a copy, so its probes are called by
-# lane 0 alone), then every lane asks which lanes run with it: natively all 32 of warp 0.
-BULK_TOGETHER = MB + r"""
-extern "C" __global__ void mb_bulk_together(const float* in, float* out) {
-    __shared__ __align__(8) unsigned long long bar;
-    __shared__ __align__(128) float buf[64];
-    int t = threadIdx.x;
-    if (t == 0) mb_init(&bar, 1);
-    __syncthreads();
-    if (t == 0) {
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 256;"
-                     :: "r"(sa(&bar)) : "memory");
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
-                     " [%0], [%1], 256, [%2];" :: "r"(sa(buf)), "l"(in), "r"(sa(&bar))
-                     : "memory");
-    }
-    float lanes = (float)__popc(__activemask());
-    mb_wait(&bar, 0);
-    out[t] = buf[t] + lanes;
-}
-"""
-
 # Waits that can never complete: consan reports a deadlock and the kernel ends.
 DEADLOCK = MB + r"""
 extern "C" __global__ void mb_stuck(const float* in, float* out) {
@@ -213,14 +191,6 @@ def test_bulk_copy_visible_after_the_phase_wait(wait):
         assert {v.kind for v in rep.violations} == {"async.pending-write"}, str(rep)
         assert {v.line for v in rep.violations} == {line_of(src, "@use")}, str(rep)
         assert {v.prev_line for v in rep.violations} == {line_of(src, "@bulk")}, str(rep)
-
-
-def test_warp_stays_together_after_a_one_lane_bulk_copy():
-    if not _hopper():
-        pytest.skip("cp.async.bulk needs sm_90")
-    rep, out, x = _check(BULK_TOGETHER, "mb_bulk_together", 64, clean=True)
-    assert rep.ok, str(rep)
-    np.testing.assert_array_equal(out, x + 32.0)  # natively too: 32 lanes after the branch
 
 
 @pytest.mark.parametrize("case", sorted(DEADLOCKS))

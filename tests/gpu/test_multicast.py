@@ -119,6 +119,22 @@ def _inputs(cluster: int):
     return x, consan.tensor_map(x, box_shape=(1, N // cluster))
 
 
+def _native_and_checked(src: str, cluster: int):
+    """(report, output under consan, the input matrix) of a clean kernel, which also runs
+    natively on the same inputs and must write the same bits."""
+    import cupy as cp
+
+    x, tmap = _inputs(cluster)
+
+    def make_args():
+        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
+        return (x, tmap, out), [out], x
+
+    rep, (out,) = check_against_native(src, "multicast", make_args, grid=(CLUSTERS * cluster, 1, 1),
+                                       block=(N, 1, 1), options=(arch_option(),))
+    return rep, out, x
+
+
 def _check(src: str, cluster: int):
     import cupy as cp
 
@@ -134,18 +150,8 @@ def _check(src: str, cluster: int):
 @pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
 @pytest.mark.parametrize("cluster", [2, 4, 8])
 def test_clean_multicast_is_clean_and_bit_exact(cluster, tensor):
-    import cupy as cp
-
     need_sm90("multicast copies")
-    src = _src(cluster, tensor=tensor)
-    x, tmap = _inputs(cluster)
-
-    def make_args():
-        out = poisoned((CLUSTERS * cluster * N,), cp.float32)
-        return (x, tmap, out), [out], x
-
-    rep, (out,) = check_against_native(src, "multicast", make_args, grid=(CLUSTERS * cluster, 1, 1),
-                                       block=(N, 1, 1), options=(arch_option(),))
+    rep, out, x = _native_and_checked(_src(cluster, tensor=tensor), cluster)
     assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
     want = np.repeat(x.get(), cluster, axis=0).reshape(-1)  # every CTA holds its cluster's row
     np.testing.assert_array_equal(out, want)
@@ -184,18 +190,8 @@ def test_one_issuer_clean_and_early_read():
     bits (consan said uninit.read before the model). Each CTA reading before its own wait:
     async.pending-write at the read, and in rank 1 it names rank 0 as the issuer (consan
     said uninit.read, which pointed at the wrong thing)."""
-    import cupy as cp
-
     need_sm90("multicast copies")
-    src = _src(2, tensor=False, senders=1)
-    x, tmap = _inputs(2)
-
-    def make_args():
-        out = poisoned((CLUSTERS * 2 * N,), cp.float32)
-        return (x, tmap, out), [out], x
-
-    rep, (out,) = check_against_native(src, "multicast", make_args, grid=(CLUSTERS * 2, 1, 1),
-                                       block=(N, 1, 1), options=(arch_option(),))
+    rep, out, x = _native_and_checked(_src(2, tensor=False, senders=1), 2)
     assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
     np.testing.assert_array_equal(out, np.repeat(x.get(), 2, axis=0).reshape(-1))
 
@@ -211,21 +207,12 @@ def test_one_issuer_clean_and_early_read():
 def test_warp_stays_together_after_a_one_lane_multicast(tensor):
     """Thread 0 multicasts (its probe called by every lane of warp 0, the others marked
     off), then every lane asks which lanes run with it: natively all 32 of its warp."""
-    import cupy as cp
-
     need_sm90("multicast copies")
     lanes = "float lanes = (float)__popc(__activemask());\n    "
     src = (_src(2, tensor=tensor).replace(WAIT, lanes + WAIT)
            .replace("out[blockIdx.x * N + t] = v;", "out[blockIdx.x * N + t] = v + lanes;"))
     assert "v + lanes" in src and lanes in src
-    x, tmap = _inputs(2)
-
-    def make_args():
-        out = poisoned((CLUSTERS * 2 * N,), cp.float32)
-        return (x, tmap, out), [out], x
-
-    rep, (out,) = check_against_native(src, "multicast", make_args, grid=(CLUSTERS * 2, 1, 1),
-                                       block=(N, 1, 1), options=(arch_option(),))
+    rep, out, x = _native_and_checked(src, 2)
     assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
     want = np.repeat(x.get(), 2, axis=0).reshape(-1) + np.float32(32.0)  # natively too
     np.testing.assert_array_equal(out, want)
