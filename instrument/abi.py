@@ -183,7 +183,9 @@ PROBE_OFF = 1 << 8
 # Or'ed into an mbarrier probe's op word: the address is a .shared::cluster one (a CTA's
 # own, or another's of the cluster: its rank bits tell, rank 0's having none).
 MB_CLUSTER = 1 << 9
-BULK_OFF = 1 << 31  # PROBE_OFF in a multicast bulk copy's mask word (its low 16 bits: the ctaMask)
+# PROBE_OFF in a bulk copy's mask word (its low 16 bits: a multicast's ctaMask) and in a
+# bulk store's byte count
+BULK_OFF = 1 << 31
 # A failed mbarrier.try_wait / test_wait calls the checker the first time and then only every
 # MB_WAIT_SAMPLE-th time in a row (it acquires nothing; the checker judges the barrier's
 # state and watches for a deadlock): spinning warps then leave the issue slots to the warps

@@ -32,18 +32,29 @@ BARRED = frozenset({"bra", "call", "ret", "exit", "trap", "brkpt", "bar", "barri
                     "wgmma", "griddepcontrol"})
 
 
+# Probes that clear no convergence barrier, nor does anything they call, in any checker
+# build (benchmarks/convergence_barriers.py): in a converted region they are called by the
+# lanes that run the instruction alone, which splits nothing. They let a region convert
+# (`if (t == 0) { bulk store; commit; wait }`) but do not make one.
+PREDICATED = frozenset({Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE})
+
+
+def takes_off(c: Classified | None) -> bool:
+    """A probed instruction whose probe every lane calls, those that skip it marked off
+    (abi.PROBE_OFF; a bulk copy's and a bulk store's: abi.BULK_OFF)."""
+    # Bulk copies and stores too: their probes clear convergence barriers as the others do
+    # (measured on the H100: `if (t == 0) { expect_tx; cp.async.bulk }` left warp 0 split,
+    # 1 lane and 31, where natively it was whole), and a multicast copy's applying of
+    # peers' copies (the checker's multicast.h) needs its warp together.
+    return c is not None and ((c.event is Event.MBARRIER and c.result is None) or c.event in (
+        Event.TENSOR_LOAD, Event.TENSOR_STORE, Event.BULK_LOAD, Event.BULK_STORE))
+
+
 def convertible(c: Classified | None, it: Item) -> bool:
-    """A probed instruction whose probe takes PROBE_OFF lanes (abi.PROBE_OFF)."""
+    """An instruction a converted region may hold."""
     if c is None or not c.event.probed:
         return True
-    if it.pred:
-        return False
-    # A bulk copy too: its probe clears convergence barriers as the others do (measured
-    # on the H100: `if (t == 0) { expect_tx; cp.async.bulk }` left warp 0 split, 1 lane
-    # and 31, where natively it was whole), and a multicast one's applying of peers'
-    # copies (the checker's multicast.h) needs its warp together.
-    return (c.event is Event.MBARRIER and c.result is None) or \
-        c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE, Event.BULK_LOAD)
+    return not it.pred and (takes_off(c) or c.event in PREDICATED)
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,8 @@ class Region:
 
 def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> list[Region]:
     """Regions `@p bra L; <straight-line code>; L:` in one function body (module index,
-    item, classification, in order) that hold a probe (module indices in `probed`) and
+    item, classification, in order) that hold a probe (module indices in `probed`) that
+    takes lanes off, and
     that the conversion keeps the meaning of. The inverted layout `@p bra L1; bra L2; L1:
     <code> L2:` qualifies only where it holds a bulk copy, multicast or not (measured on
     the H100 with those alone)."""
@@ -65,7 +77,8 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
     for pos, (idx, it, _) in enumerate(items):
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
-        target, members, ok, closed, bulk = it.operands[0].strip(), [], True, False, False
+        target, members, ok, closed = it.operands[0].strip(), [], True, False
+        bulk = offs = False
         on, dropped, body = on_where_not_taken(it.pred), (), pos + 1
         inverted = _inverted(items, pos, target)
         if inverted:  # `@p bra L1; bra L2; L1: <code> L2:` -- the code runs where p holds
@@ -93,8 +106,9 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
                 ok = False
                 break
             members.append(idx2)
+            offs |= idx2 in probed and takes_off(c2)
             bulk |= c2 is not None and (c2.mask is not None or c2.event is Event.BULK_LOAD)
-        if not ok or not closed or not probed.intersection(members) or (dropped and not bulk):
+        if not ok or not closed or not offs or (dropped and not bulk):
             continue
         out.append(Region(idx, tuple(members), on, dropped))
     return out

@@ -1391,9 +1391,13 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         # The wait takes effect once the instruction has returned: probe after it.
         return ("", "\n\t" + call) if ev is not Event.ASYNC_COMMIT else (call + "\n\t", "")
     if ev is Event.BULK_STORE:
-        code = _address_code(c.address or "", widths, it)
+        code, size = _address_code(c.address or "", widths, it), c.arg
+        if on:  # (its byte count, below 2^31, carries BULK_OFF for the lanes that skip it)
+            code += [f"selp.b32 {REG_OP}, 0, {abi.BULK_OFF}, {converge.REG_ON};",
+                     f"or.b32 {REG_OP}, {REG_OP}, {c.arg};"]
+            size = REG_OP
         call = _call(pred, abi.PROBE_BULK_STORE,
-                     [(".b64", REG_ADDR), (".b32", c.arg), (".b32", str(site))],
+                     [(".b64", REG_ADDR), (".b32", size), (".b32", str(site))],
                      pre=code, comment=f"site {site}")
         return call + "\n\t", ""
     if ev is Event.WGMMA:  # the operands are read from issue on: probe before it
@@ -1410,7 +1414,8 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
     if ev in groups:
         probe, op = groups[ev]
         n = it.operands[0] if ev in (Event.BULK_WAIT, Event.WGMMA_WAIT) else "0"
-        call = _call(pred, probe, [(".b32", str(op)), (".b32", n), (".b32", str(site))],
+        # (in a converted region, the lanes that run it: converge.PREDICATED)
+        call = _call(guard_pred, probe, [(".b32", str(op)), (".b32", n), (".b32", str(site))],
                      comment=f"site {site}")
         # A wait or a fence takes effect once the instruction has returned: probe after it.
         committed = ev in (Event.BULK_COMMIT, Event.WGMMA_COMMIT)

@@ -529,11 +529,15 @@ CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
     cs_mc_poll();
+    // Lanes with BULK_OFF in the byte count skip the store (a converted branch,
+    // instrument/converge.py): they help the others' stores.
+    bool off = bytes & CS_BULK_OFF;
+    bytes &= ~CS_BULK_OFF;
     uint32_t active = cs_group(site, 0);
     uint32_t leader = cs_ffs(active) - 1, w = cs_warp();
-    uint32_t n = cs_popc(active);
+    uint32_t stores = cs_ballot(active, !off), n = cs_popc(stores);
     for (uint32_t i = 0; i < n; ++i) {  // every lane's store, in lane order, by the lanes
-        uint32_t l = cs_nth_set(active, i);
+        uint32_t l = cs_nth_set(stores, i);
         uint32_t a = cs_bcast(active, (uint32_t)src, (int)l);
         uint32_t b = cs_bcast(active, bytes, (int)l);
         uint32_t off;

@@ -7,9 +7,10 @@ waiting for it at the branch's end, and the warp then ran split until the kernel
 (docs/model.md, *Probes called from a branch*): lane 0 wrote 1 and the others 31, where
 natively they wrote 32 (measured on the H100 for a one-lane bulk copy). Each operation
 here is one a kernel makes from one lane: a shared store or atomic, a cp.async, a bulk
-copy and a bulk store. The output must be the native bits. A bulk copy's probe is called by
-every lane of the warp, the others marked off (instrument/converge.py); the other cases
-still split the warp, and are marked so (strict: they fail the suite once they pass).
+copy and a bulk store. The output must be the native bits. A bulk copy's and a bulk store's
+probes are called by every lane of the warp, the others marked off (instrument/converge.py);
+the other cases still split the warp, and are marked so (strict: they fail the suite once
+they pass).
 """
 
 from __future__ import annotations
@@ -72,11 +73,9 @@ CASES = {
 
 
 # Not yet: these probes are called by lane 0 alone (no if-conversion takes them: an access
-# probe has no lanes-off form, and a bulk store's region holds its group's commit and wait),
-# and on the H100 each left warp 0 split, lane 0 reading 1 and the others 31. (A try that
-# converted the bulk store's region, the group's probes called under the branch's predicate
-# by lane 0 alone, still left it split; their probe keeps convergence barriers B0-B2.)
-SPLIT = {"store", "atomic", "cp-async", "bulk-store"}
+# probe has no lanes-off form), and on the H100 each left warp 0 split, lane 0 reading 1 and
+# the others 31.
+SPLIT = {"store", "atomic", "cp-async"}
 
 
 @pytest.mark.parametrize("case", [
