@@ -70,8 +70,8 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
     item, classification, in order) that hold a probe (module indices in `probed`) that
     takes lanes off, and
     that the conversion keeps the meaning of. The inverted layout `@p bra L1; bra L2; L1:
-    <code> L2:` qualifies only where it holds a bulk copy, multicast or not (measured on
-    the H100 with those alone)."""
+    <code> L2:` qualifies only where it holds a bulk copy or store, or a multicast copy
+    (measured on the H100 with those alone)."""
     out = []
     refs = branch_refs(it for _, it, _ in items)
     for pos, (idx, it, _) in enumerate(items):
@@ -107,7 +107,8 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
                 break
             members.append(idx2)
             offs |= idx2 in probed and takes_off(c2)
-            bulk |= c2 is not None and (c2.mask is not None or c2.event is Event.BULK_LOAD)
+            bulk |= c2 is not None and (c2.mask is not None or
+                                        c2.event in (Event.BULK_LOAD, Event.BULK_STORE))
         if not ok or not closed or not offs or (dropped and not bulk):
             continue
         out.append(Region(idx, tuple(members), on, dropped))
