@@ -13,9 +13,8 @@ of those barriers (`if (lane == 0) probe(); ...`), the clear (its own or a calle
 last column) releases the waiting lanes and the warp runs split after it (measured on the
 H100 with ncu: the TMA ring's consumer warps ran each step twice, 31 lanes then 1; and a
 16-byte write's late readers judged by half a warp hung its report, checker/access16.h).
-A function that clears none may not be safe either: with a bulk group's probe (B0-B2
-kept) called under a predicate by lane 0 alone, its warp still came out split (H100; those
-were the only calls from part of the warp in the PTX the CPU machine's NVRTC gives).
+A function that clears none is not safe either: with a bulk group's probe (B0-B2 kept)
+called under a predicate by lane 0 alone, its warp still came out split (H100).
 
 --calls lists instead each call made inside a barrier's region (from its `BSSY` to the
 label it names, in address order) that the callee, or a function it calls, clears: the

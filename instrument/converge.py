@@ -32,29 +32,25 @@ BARRED = frozenset({"bra", "call", "ret", "exit", "trap", "brkpt", "bar", "barri
                     "wgmma", "griddepcontrol"})
 
 
-# Probes that clear no convergence barrier, nor does anything they call, in any checker
-# build (benchmarks/convergence_barriers.py): in a converted region they are called by the
-# lanes that run the instruction alone, which splits nothing. They let a region convert
-# (`if (t == 0) { bulk store; commit; wait }`) but do not make one.
-PREDICATED = frozenset({Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE})
-
-
 def takes_off(c: Classified | None) -> bool:
     """A probed instruction whose probe every lane calls, those that skip it marked off
     (abi.PROBE_OFF; a bulk copy's and a bulk store's: abi.BULK_OFF)."""
-    # Bulk copies and stores too: their probes clear convergence barriers as the others do
-    # (measured on the H100: `if (t == 0) { expect_tx; cp.async.bulk }` left warp 0 split,
-    # 1 lane and 31, where natively it was whole), and a multicast copy's applying of
-    # peers' copies (the checker's multicast.h) needs its warp together.
+    # Bulk copies, stores and their groups too: a probe called by part of a warp left it
+    # split (measured on the H100: `if (t == 0) { expect_tx; cp.async.bulk }` left warp 0
+    # split, 1 lane and 31, where natively it was whole; so did a bulk store's region
+    # converted with its group's commit and wait called under `@%on`, though their probe
+    # clears no convergence barrier), and a multicast copy's applying of peers' copies (the
+    # checker's multicast.h) needs its warp together.
     return c is not None and ((c.event is Event.MBARRIER and c.result is None) or c.event in (
-        Event.TENSOR_LOAD, Event.TENSOR_STORE, Event.BULK_LOAD, Event.BULK_STORE))
+        Event.TENSOR_LOAD, Event.TENSOR_STORE, Event.BULK_LOAD, Event.BULK_STORE,
+        Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE))
 
 
 def convertible(c: Classified | None, it: Item) -> bool:
     """An instruction a converted region may hold."""
     if c is None or not c.event.probed:
         return True
-    return not it.pred and (takes_off(c) or c.event in PREDICATED)
+    return not it.pred and takes_off(c)
 
 
 @dataclass(frozen=True)

@@ -1414,9 +1414,9 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
     if ev in groups:
         probe, op = groups[ev]
         n = it.operands[0] if ev in (Event.BULK_WAIT, Event.WGMMA_WAIT) else "0"
-        # (in a converted region, the lanes that run it: converge.PREDICATED)
-        call = _call(guard_pred, probe, [(".b32", str(op)), (".b32", n), (".b32", str(site))],
-                     comment=f"site {site}")
+        opcode, opw = _op_word(op, on)  # (in a converted region: PROBE_OFF where skipped)
+        call = _call(pred, probe, [(".b32", opw), (".b32", n), (".b32", str(site))],
+                     pre=opcode, comment=f"site {site}")
         # A wait or a fence takes effect once the instruction has returned: probe after it.
         committed = ev in (Event.BULK_COMMIT, Event.WGMMA_COMMIT)
         return (call + "\n\t", "") if committed else ("", "\n\t" + call)

@@ -222,19 +222,23 @@ class HostChecker:
                | lanes << abi.POST_LANES_SHIFT)
         self.lib.cs_host_mc_post(off, arg, 0, site, frm, release, 0)
 
-    def bulk_store(self, warp: int, src: int, nbytes: int, site: int = 0) -> None:
-        """cp.async.bulk.global.shared::cta.bulk_group: the warp's bulk-store unit reads src."""
+    def bulk_store(self, warp: int, src: int, nbytes: int, site: int = 0,
+                   off: bool = False) -> None:
+        """cp.async.bulk.global.shared::cta.bulk_group: the warp's bulk-store unit reads src
+        (`off`: the lane of a converted branch that skips it, instrument/converge.py)."""
         self._as(warp)
-        self._probe(abi.PROBE_BULK_STORE)(src, nbytes, site)
+        self._probe(abi.PROBE_BULK_STORE)(src, nbytes | (abi.BULK_OFF if off else 0), site)
 
-    def bulk_commit(self, warp: int, site: int = 0) -> None:
+    def bulk_commit(self, warp: int, site: int = 0, off: bool = False) -> None:
         self._as(warp)
-        self._probe(abi.PROBE_BULK_GROUP)(abi.BULK_COMMIT, 0, site)
+        self._probe(abi.PROBE_BULK_GROUP)(abi.BULK_COMMIT | (abi.PROBE_OFF if off else 0), 0,
+                                          site)
 
-    def bulk_wait(self, warp: int, n: int, site: int = 0) -> None:
+    def bulk_wait(self, warp: int, n: int, site: int = 0, off: bool = False) -> None:
         """cp.async.bulk.wait_group{.read} n."""
         self._as(warp)
-        self._probe(abi.PROBE_BULK_GROUP)(abi.BULK_WAIT, n, site)
+        self._probe(abi.PROBE_BULK_GROUP)(abi.BULK_WAIT | (abi.PROBE_OFF if off else 0), n,
+                                          site)
 
     def proxy_fence(self, warp: int, site: int = 0) -> None:
         """fence.proxy.async{.shared::cta}."""

@@ -553,6 +553,12 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
     uint32_t slot = cs_slot_sh;
     bool bulk = cs_async_proxy(), wg = cs_wgmma_module() && !cs_phase_mode();
     if (slot == CS_NO_SLOT || !(bulk || wg)) return;
+    // Lanes with PROBE_OFF skip the operation (a converted branch, instrument/converge.py):
+    // the warp's groups and fence are the warp's, so with one lane on the call is that
+    // lane's; with none it is no call.
+    bool off = op & CS_PROBE_OFF;
+    op &= ~CS_PROBE_OFF;
+    if (!cs_any(cs_activemask(), !off)) return;
     if (op != CS_PROXY_FENCE)
         return cs_unit_groups(CS_UNIT_BULK, CS_AGENT_BULK + cs_warp(),
                               op == CS_BULK_COMMIT, op == CS_BULK_WAIT, n, site);

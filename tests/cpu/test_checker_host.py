@@ -770,6 +770,25 @@ def test_issuing_warp_overwrites_after_its_wait_read(ckv):
     assert ckv.kinds() == []
 
 
+# A converted branch's lanes that skip a bulk store, commit or wait (instrument/
+# converge.py) call their probes marked off: no read of the source, no group retired.
+def test_a_bulk_store_marked_off_reads_nothing(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2, off=True)
+    ckv.bulk_commit(0, off=True)
+    ckv.write(1, 16, site=3)
+    assert ckv.kinds() == []
+
+
+def test_a_wait_marked_off_retires_nothing(ckv):
+    _tile(ckv)
+    ckv.bulk_store(0, 0, TILE, site=2)
+    ckv.bulk_commit(0)
+    ckv.bulk_wait(0, 0, off=True)
+    ckv.write(0, 4, site=3)
+    assert ckv.kinds() == [("async.pending-read", 3, 2)]
+
+
 def test_issuing_warp_overwrites_before_its_wait(ckv):
     _tile(ckv)
     ckv.bulk_store(0, 0, TILE, site=2)

@@ -577,9 +577,10 @@ def test_a_one_lane_bulk_copy_is_probed_by_every_lane(layout):
 
 @pytest.mark.parametrize("layout", ["plain", "inverted"])
 def test_a_one_lane_bulk_store_with_its_group_is_probed_by_every_lane(layout):
-    """`if (t == 0) { bulk store; commit; wait }`: the store's probe is called by the whole
-    warp, the lanes left out marked off by BULK_OFF in its byte count; the group's commit
-    and wait, whose probe clears no convergence barrier, by the lanes that run them alone."""
+    """`if (t == 0) { bulk store; commit; wait }`: every probe is called by the whole warp,
+    the lanes left out marked off: the store's by BULK_OFF in its byte count, the group's
+    commit and wait by PROBE_OFF in their op word (called under the branch's predicate, by
+    lane 0 alone, they too left the warp split on the H100)."""
     body = ("cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r2], 256;\n\t"
             "cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;")
     kernel = INVERTED if layout == "inverted" else INVERTED.replace(
@@ -592,14 +593,18 @@ def test_a_one_lane_bulk_store_with_its_group_is_probed_by_every_lane(layout):
     (store,) = calls(out, abi.PROBE_BULK_STORE)
     assert store.pred is None and store.args[1] == "%__cs_op", store
     groups = calls(out, abi.PROBE_BULK_GROUP)
-    assert [c.pred for c in groups] == ["@%__cs_on"] * 2, groups
+    assert [c.pred for c in groups] == [None, None], groups
+    assert [c.args[0] for c in groups] == ["%__cs_op"] * 2, groups
+    for op in (abi.BULK_COMMIT, abi.BULK_WAIT):
+        assert f"selp.b32 %__cs_op, {op}, {op | abi.PROBE_OFF}, %__cs_on;" in out
     assert "@%__cs_on cp.async.bulk.global.shared::cta.bulk_group" in out
     assert "@%__cs_on cp.async.bulk.commit_group;" in out
     assert "@%__cs_on cp.async.bulk.wait_group.read 0;" in out
     toolchain.link_with_checker(instrument(src), "k", toolchain.Arch.parse("sm_90a"))
-    # a region of the group's instructions alone stays a branch
+    # a region of the group's instructions alone is converted too (in the plain layout)
     alone = src.replace("cp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r2], 256;\n\t", "")
-    assert "@%__cs_on" not in instrument(alone).ptx
+    assert ("@%__cs_on cp.async.bulk.commit_group;" in instrument(alone).ptx) == \
+        (layout == "plain")
 
 
 @pytest.mark.parametrize("body", [
