@@ -63,8 +63,7 @@ class Region:
 
 def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> list[Region]:
     """Regions `@p bra L; <straight-line code>; L:` in one function body (module index,
-    item, classification, in order) that hold a probe (module indices in `probed`) that
-    takes lanes off, and
+    item, classification, in order) that hold a probe (module indices in `probed`) and
     that the conversion keeps the meaning of. The inverted layout `@p bra L1; bra L2; L1:
     <code> L2:` qualifies only where it holds a bulk copy or store, or a multicast copy
     (measured on the H100 with those alone)."""

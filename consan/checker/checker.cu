@@ -500,7 +500,7 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
         int k = cs_ffs(rest) - 1;  // (each leader's copy in turn, by all lanes)
         uint32_t a = cs_bcast(all, g0, k), z = cs_bcast(all, g1, k);
         uint32_t by = CS_AGENT_MBAR + cs_bcast(all, j, k), clk = cs_bcast(all, ph, k) + 1;
-        cs_finding wf = cs_copy_write(all, (uint32_t)k, slot, a, z, site, by, clk);
+        cs_finding wf = cs_copy_write(all, slot, a, z, site, by, clk);
         if (cs_lane() == (uint32_t)k) f = wf;
     }
     if (landing) {
@@ -785,7 +785,7 @@ CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, ui
             uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
             uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
             CS_STAMP_PART(1);
-            cs_finding wf = cs_copy_write(active, leader, slot, g0, g1, site, agent, clk);
+            cs_finding wf = cs_copy_write(active, slot, g0, g1, site, agent, clk);
             if (!t.f.kind) t.f = wf;
         }
         if (lead) {

@@ -209,12 +209,11 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
 }
 
 // The copy engine of mbarrier j writes granules [g0, g1] at clock clk: every lane of
-// `lanes` calls this, and they write it together (with one lane, `lead`, it alone). No
-// lane of several calls out of line alone: a callee that clears a convergence barrier
-// would release the others (docs/model.md, *Probes called from a branch*).
-// Returns its finding (none: kind 0), the same in every lane.
-CS_DEV cs_finding cs_copy_write(uint32_t lanes, uint32_t lead, uint32_t slot, uint32_t g0,
-                                uint32_t g1, uint32_t site, uint32_t by, uint32_t clk) {
+// `lanes` calls this, and they write it together. No lane of several calls out of line
+// alone: a call from part of a warp splits it (docs/model.md, *Probes called from a
+// branch*). Returns its finding (none: kind 0), the same in every lane.
+CS_DEV cs_finding cs_copy_write(uint32_t lanes, uint32_t slot, uint32_t g0, uint32_t g1,
+                                uint32_t site, uint32_t by, uint32_t clk) {
     CS_PROF(18);
     uint32_t base = S.vsh_base / CS_GRANULE_BYTES;
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
@@ -225,7 +224,7 @@ CS_DEV cs_finding cs_copy_write(uint32_t lanes, uint32_t lead, uint32_t slot, ui
                                        lanes).f;
     cs_view v = cs_make_view(slot, cs_warp());
     if (!cs_vc_smem_on()) cs_engine_write_split(lanes, v, g0, g1, site, by, clk, f);
-    else cs_engine_write(v, g0, g1, site, by, clk, f);  // (lanes: lead alone)
+    else cs_engine_write(v, g0, g1, site, by, clk, f);  // (`lanes`: one lane)
     return f;
 }
 
