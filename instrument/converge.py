@@ -73,7 +73,7 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
         target, members, ok, closed = it.operands[0].strip(), [], True, False
-        bulk = offs = False
+        bulk = False
         on, dropped, body = on_where_not_taken(it.pred), (), pos + 1
         inverted = _inverted(items, pos, target)
         if inverted:  # `@p bra L1; bra L2; L1: <code> L2:` -- the code runs where p holds
@@ -101,10 +101,9 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
                 ok = False
                 break
             members.append(idx2)
-            offs |= idx2 in probed and takes_off(c2)
             bulk |= c2 is not None and (c2.mask is not None or
                                         c2.event in (Event.BULK_LOAD, Event.BULK_STORE))
-        if not ok or not closed or not offs or (dropped and not bulk):
+        if not ok or not closed or not probed.intersection(members) or (dropped and not bulk):
             continue
         out.append(Region(idx, tuple(members), on, dropped))
     return out
