@@ -165,6 +165,7 @@ def zero_profile(p) -> None:
     import cupy as cp
 
     cp.cuda.runtime.memset(p.module.get_global_var("cs_prof"), 0, PROF_WORDS * 8)
+    cp.cuda.runtime.memset(p.module.get_global_var("cs_prof_part"), 0, PROF_WORDS // 4 * 8)
 
 
 def print_profile(p, ctas: int, walked: int) -> None:
@@ -188,6 +189,15 @@ def print_profile(p, ctas: int, walked: int) -> None:
             print(f"{label} | {calls / ctas:.1f} | {cyc / ctas / 1e3:.1f} | {cyc / calls:.0f}" +
                   (split if odd else ""))
     print(f"posts that found a mailbox full, per CTA: {int(prof[PROF_WORDS - 1]) / ctas:.1f}")
+    part = np.zeros(PROF_WORDS // 4, dtype=np.uint64)
+    cp.cuda.runtime.memcpy(part.ctypes.data, p.module.get_global_var("cs_prof_part"),
+                           part.nbytes, cp.cuda.runtime.memcpyDeviceToHost)
+    # (a probe's own scopes in brackets are run by the lanes its work needs: part of a
+    # warp there is its design; a probe called by part of a warp is the kernel's branch
+    # or a warp split: docs/model.md, *Probes called from a branch*)
+    print("calls by part of a warp, per CTA: " + (", ".join(
+        f"{PROBES[k]} {int(n) / ctas:.1f}" for k, n in enumerate(part[:len(PROBES)]) if n)
+        or "none"))
 
 
 def child(name: str, repeats: int, size=None, clean: bool = False) -> None:

@@ -42,13 +42,24 @@ __device__ __forceinline__ long long cs_clock64() {
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
     return t;
 }
+// cs_prof_part[kind]: the calls made by part of a warp whose lanes all run the kernel (a
+// call from a branch some lanes skip, or from a warp left split by one: docs/model.md,
+// *Probes called from a branch*).
+extern "C" __device__ unsigned long long cs_prof_part[CS_PROF_WORDS / 4];
+__device__ unsigned long long cs_prof_part[CS_PROF_WORDS / 4];
 struct cs_prof_scope {
     uint32_t k;
     long long t0;
     bool me;
     __device__ cs_prof_scope(uint32_t kind)
         : k(kind + (cs_ctarank() & 1u) * (CS_PROF_WORDS / 4)), t0(cs_clock64()) {
-        me = cs_lane() == (uint32_t)(__ffs(__activemask()) - 1);
+        uint32_t active = __activemask();
+        me = cs_lane() == (uint32_t)(__ffs(active) - 1);
+        uint32_t nthreads = blockDim.x * blockDim.y * blockDim.z;
+        uint32_t first = cs_tid() & ~31u;  // (the warp's lanes that exist)
+        uint32_t n = nthreads - first < 32u ? nthreads - first : 32u;
+        uint32_t whole = n == 32u ? 0xffffffffu : (1u << n) - 1u;
+        if (me && active != whole) atomicAdd(&cs_prof_part[kind], 1ull);
     }
     __device__ ~cs_prof_scope() {
         if (me) {
