@@ -79,6 +79,11 @@ SHAPE_MATRIX_X1, SHAPE_MATRIX_X2, SHAPE_MATRIX_X4 = 1, 2, 4
 # every run of it stores the same bytes in the same place, so a run that finds the bytes'
 # last write was its own instruction changes nothing (docs/model.md, "Idempotent stores").
 INFO_IDEM = 1 << 16
+# Or'ed in by the lanes that call an access's probe without making the access (its guard
+# off, a converted branch's lanes that skip it, the fast path's lanes that need no call):
+# they pass the address of a lane that makes it, the same access by the same warp, so the
+# warp calls the probe together (instrument/echo.py); a record leaves them out of its lanes.
+INFO_ECHO = 1 << 17
 
 # Barrier probe modes.
 BAR_SYNC, BAR_ARRIVE, BAR_RED = 0, 1, 2
@@ -336,7 +341,7 @@ SMEM_RESERVED_BYTES = 1024  # the window may start above the user's offsets on s
 # The checker's own shared variables (cs_shared_t), appended to every instrumented
 # launch's dynamic shared memory after the kernel's bytes (never static: a static block
 # would move the kernel's dynamic shared memory). The checker asserts its struct fits.
-SHV_BYTES = 1664
+SHV_BYTES = 1792
 
 # --------------------------------------------------------------------------
 # Struct layouts shared by C and numpy.  Fields are (name, ctype).
@@ -818,7 +823,7 @@ def c_header() -> str:
         lines.append(f"#define {cname} {k.code}u")
     consts = {
         "CS_INFO_SIZE_MASK": INFO_SIZE_MASK,
-        "CS_INFO_IDEM": INFO_IDEM,
+        "CS_INFO_IDEM": INFO_IDEM, "CS_INFO_ECHO": INFO_ECHO,
         "CS_INFO_MODE_SHIFT": INFO_MODE_SHIFT,
         "CS_MODE_READ": MODE_READ,
         "CS_MODE_WRITE": MODE_WRITE,

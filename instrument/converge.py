@@ -32,9 +32,11 @@ BARRED = frozenset({"bra", "call", "ret", "exit", "trap", "brkpt", "bar", "barri
                     "wgmma", "griddepcontrol"})
 
 
-def takes_off(c: Classified | None) -> bool:
+def takes_off(c: Classified | None, accesses: bool = False) -> bool:
     """A probed instruction whose probe every lane calls, those that skip it marked off
-    (abi.PROBE_OFF; a bulk copy's and a bulk store's: abi.BULK_OFF)."""
+    (abi.PROBE_OFF; a bulk copy's and a bulk store's: abi.BULK_OFF; with `accesses`, a
+    shared read, write or atomic's: their address the first running lane's and
+    abi.INFO_ECHO, echo.py)."""
     # Bulk copies, stores and their groups too: a probe called by part of a warp left it
     # split (measured on the H100: `if (t == 0) { expect_tx; cp.async.bulk }` left warp 0
     # split, 1 lane and 31, where natively it was whole; so did a bulk store's region
@@ -43,14 +45,20 @@ def takes_off(c: Classified | None) -> bool:
     # checker's multicast.h) needs its warp together.
     return c is not None and ((c.event is Event.MBARRIER and c.result is None) or c.event in (
         Event.TENSOR_LOAD, Event.TENSOR_STORE, Event.BULK_LOAD, Event.BULK_STORE,
-        Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE))
+        Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE) or (
+        accesses and c.event in ACCESSES and not c.idem))
 
 
-def convertible(c: Classified | None, it: Item) -> bool:
+# Accesses a region may hold where the module's accesses echo (not where stores pass value
+# tags: a lane's tag is its own store's); an idempotent store's rule is not echoed either.
+ACCESSES = frozenset({Event.READ, Event.WRITE, Event.ATOMIC})
+
+
+def convertible(c: Classified | None, it: Item, accesses: bool = False) -> bool:
     """An instruction a converted region may hold."""
     if c is None or not c.event.probed:
         return True
-    return not it.pred and takes_off(c)
+    return not it.pred and takes_off(c, accesses)
 
 
 @dataclass(frozen=True)
@@ -61,10 +69,12 @@ class Region:
     dropped: tuple[int, ...] = ()  # the `bra L2` of the inverted form, removed too
 
 
-def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> list[Region]:
+def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
+         accesses: bool = False) -> list[Region]:
     """Regions `@p bra L; <straight-line code>; L:` in one function body (module index,
     item, classification, in order) that hold a probe (module indices in `probed`) and
-    that the conversion keeps the meaning of. The inverted layout `@p bra L1; bra L2; L1:
+    that the conversion keeps the meaning of (`accesses`: shared accesses too, takes_off).
+    The inverted layout `@p bra L1; bra L2; L1:
     <code> L2:` qualifies only where it holds a bulk copy or store, or a multicast copy
     (measured on the H100 with those alone)."""
     out = []
@@ -97,7 +107,7 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int]) -> 
                 continue
             parts = it2.op_parts
             if parts[0] in BARRED or "sync" in parts or "aligned" in parts or \
-                    not convertible(c2, it2):
+                    not convertible(c2, it2, accesses):
                 ok = False
                 break
             members.append(idx2)

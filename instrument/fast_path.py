@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 
-from . import abi
+from . import abi, echo
 from .events import Classified, Event
 from .ptx import Item
 
@@ -109,40 +109,37 @@ def function_name(c: Classified) -> str:
 _MODES = {Event.WRITE: abi.MODE_WRITE, Event.READ: abi.MODE_READ}
 
 
-def _checker(entry: str) -> str:
-    """A call of a checker entry with the function's address, site and info registers."""
-    return "\n\t".join(["{", ".param .b64 __cs_p0;", ".param .b32 __cs_p1;",
-                         ".param .b32 __cs_p2;", "st.param.b64 [__cs_p0], %__cs_a;",
-                         "st.param.b32 [__cs_p1], %__cs_site;",
-                         "st.param.b32 [__cs_p2], %__cs_info;",
-                         f"call {entry}, (__cs_p0, __cs_p1, __cs_p2);", "}"])
-
-
-def _served(c: Classified, done: str, probe: str) -> str:
+def _served(c: Classified, done: str, probe: str, on: str | None = None) -> str:
     """One access's test, update and checker calls inside a module function, its address
-    in %__cs_a and its site in %__cs_site; ends at the label `done`."""
-    return (f"mov.u32 %__cs_info, {c.info};\n\t"
-            + test(None, c, [], "%__cs_a", done, probe, ("%__cs_site", _checker(call_probe(c))))
-            + _checker(abi.PROBE_ACCESS) + f"\n{done}:\n\t")
+    in %__cs_a and its site in %__cs_site, made where the predicate `on` holds (None:
+    everywhere); ends at the label `done`."""
+    return (test(on, c, [], "%__cs_a", done, probe, (abi.PROBE_ACCESS, "%__cs_site", []),
+                 call_probe(c)) + f"\n{done}:\n\t")
 
 
 _HEAD = ("\t.reg .b64 %__cs_a;",
-         f"\t.reg .b32 %__cs_site, %__cs_info, {REG_FAST}, {REG_GRANULES}, {REG_EPOCHS};")
+         f"\t.reg .b32 %__cs_site, {REG_FAST}, {REG_GRANULES}, {REG_EPOCHS};")
 
 
 def function(c: Classified) -> str:
     """PTX of the function, defined in the rewritten module, that an access with an update
-    calls in place of its probe, with the probe's address and site and the warp's record: the
-    test, the update, and the checker's entry (its probe, or `call_probe`) where they do
-    not settle the access. One copy per module: written out at every access (hundreds in
-    an unrolled bitonic sort) the code made nvJitLink's work seven times longer."""
+    calls in place of its probe, with the probe's address and site, the warp's record and
+    whether the lane makes the access (every lane that reaches the access calls it: a call
+    from part of a warp splits it, echo.py): the test, the update, and the checker's entry
+    (its probe, or `call_probe`) where they do not settle the access. One copy per module:
+    written out at every access (hundreds in an unrolled bitonic sort) the code made
+    nvJitLink's work seven times longer."""
     params = ", ".join(f".param {t} __cs_q{i}" for i, t in enumerate(FUNCTION_PARAMS))
     return "\n".join([
         f".func {function_name(c)} ({params})", "{", *_HEAD,
+        "\t.reg .b32 %__cs_on;", "\t.reg .pred %__cs_onp;",
         "\tld.param.b64 %__cs_a, [__cs_q0];",
         "\tld.param.b32 %__cs_site, [__cs_q1];",
         f"\tld.param.b32 {REG_FAST}, [__cs_q2];",
-        "\t" + load_code() + _served(c, "$__cs_done", "$__cs_probe") + "ret;", "}", ""])
+        "\tld.param.b32 %__cs_on, [__cs_q3];",
+        "\tsetp.ne.u32 %__cs_onp, %__cs_on, 0;",
+        "\t" + load_code() + _served(c, "$__cs_done", "$__cs_probe", "@%__cs_onp") + "ret;",
+        "}", ""])
 
 
 # A run of accesses one after another (nothing between them but register arithmetic that
@@ -180,9 +177,10 @@ def run_function(cs: list[Classified]) -> str:
     return "\n".join([*lines, "\tret;", "}", ""])
 
 
-# (the probe's address and site, then the warp's fast-path record; the info word is the
-# function's own: an access it serves is a plain `.shared` one of its kind and size)
-FUNCTION_PARAMS = (".b64", ".b32", ".b32")
+# (the probe's address and site, the warp's fast-path record, and 1 where the lane makes the
+# access, else 0; the info word is the function's own: an access it serves is a plain
+# `.shared` one of its kind and size)
+FUNCTION_PARAMS = (".b64", ".b32", ".b32", ".b32")
 
 
 def call_probe(c: Classified) -> str:
@@ -192,13 +190,21 @@ def call_probe(c: Classified) -> str:
 
 
 def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str, skip: str,
-         slow: str, update: tuple[str, str] | None = None) -> str:
-    """PTX that branches to `skip` (past the probe) where the access (guarded by `pred`)
-    repeats its warp's in this phase and to `slow` (the probe) elsewhere; `address_code`
-    puts the access's address in the b64 register `addr_reg`. `update` (the access's site
-    and the text of its `call_probe` call): where the test fails, the probe's work is done
-    here where it can be (`_write_update`, `_read_update`), and that call made where it is
-    needed."""
+         slow: str, probe: tuple[str, str, list[str]], update: str | None = None,
+         function: bool = False) -> str:
+    """PTX that goes on at `skip` (past the probe) where the access (guarded by `pred`)
+    repeats its warp's in this phase, and calls the probe elsewhere; `address_code` puts
+    the access's address in the b64 register `addr_reg`. `probe`: (its entry, the site,
+    the arguments after the info word). `update` (the entry `call_probe`): where the test
+    fails, the probe's work is done here where it can be (`_write_update`,
+    `_read_update`), and that entry called where it is needed. `function`: the probe is
+    the module's function (`function`), which every lane calls, those whose test passed
+    or that skip the access with 0 in its last parameter.
+
+    Each lane's test and update end at one point, where the warp's lanes that reach the
+    access make each call together, those that need none echoing (echo.py): a call from
+    the lanes whose test failed alone left the warp split (measured on the H100: a loop's
+    shared atomics, half of a warp repeating, the others not)."""
     f = [f"{_F}{i}" for i in range(9)]
     ph, warp = f[0], f[1]
     a, b = f[4], f[5]
@@ -210,6 +216,9 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
              f".reg .b32 {_F}<9>;",
              *([f".reg .b32 {_E}<{2 * n}>;"] if n > 1 else []),
              f".reg .pred {_Q}<2>;",
+             *_DECLS,
+             f"activemask.b32 {_M};",  # (before any lane's branch)
+             f"mov.b32 {_K}, 0;",
              *address_code,
              f"cvt.u32.u64 {a}, {addr_reg};",
              f"add.u32 {b}, {a}, {c.size - 1};",
@@ -275,18 +284,50 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
                       f"setp.eq.u32 {q2}, {hi}, {want};",
                       f"setp.eq.or.u32 {q2}, {hi}, {multi}, {q2};",
                       f"and.pred {q}, {q}, {q2};"]
-    lines.append(f"@{q} bra {skip};")
+    join = f"{slow}_join"
+    lines.append(f"@{q} bra {join};")
+    entry, site, extra = probe
     if update is not None:
-        site, call = update
         if c.event is Event.WRITE:
-            lines += _write_update(f, e, q, site, skip, slow)
+            lines += _write_update(f, e, q, site, join, slow)
         else:
-            lines += _read_update(f, q, site, addr_reg, skip, slow)
-        lines += ["}", f"{slow}_call:", call, f"bra {skip};"]
+            lines += _read_update(f, q, site, addr_reg, join, slow)
+        lines += [f"{slow}_call:", f"mov.b32 {_K}, 1;", f"bra {join};"]
+    lines += [f"{slow}:", f"mov.b32 {_K}, 2;", f"{join}:",
+              f"setp.ne.u32 {q}, {_K}, 0;",
+              f"vote.sync.any.pred {q}, {q}, {_M};",  # (no call: the warp goes on)
+              f"@!{q} bra {skip};"]
+    if update is not None:
+        lines += _together(1, c, addr_reg, update, site, [], f"{slow}_n1")
+    if function:
+        lines += [f"setp.eq.u32 {_ON}, {_K}, 2;",
+                  f"selp.b32 {_I}, 1, 0, {_ON};",
+                  f"call {entry}, ({addr_reg}, {site}, {', '.join(extra)}, {_I});"]
     else:
-        lines.append("}")
-    lines.append(f"{slow}:")
+        lines += _together(2, c, addr_reg, entry, site, extra, f"{slow}_n2")
+    lines.append("}")
     return "\n\t".join(lines) + "\n\t"
+
+
+# A test's registers for its calls (declared in its scope): what each lane needs called (0
+# nothing, 1 the update's entry, 2 the probe), the lanes that reach the access, an echoed
+# info word, the address a call passes, scratch, and two predicates.
+_K, _M, _I, _X, _L, _H = ("%__cs_fk", "%__cs_fm", "%__cs_fi", "%__cs_fx", "%__cs_fl",
+                          "%__cs_fh")
+_ON, _NONE = "%__cs_fon", "%__cs_fno"
+_DECLS = (f".reg .b32 {_K}, {_M}, {_I}, {_L}, {_H};", f".reg .b64 {_X};",
+          f".reg .pred {_ON}, {_NONE};")
+
+
+def _together(kind: int, c: Classified, addr_reg: str, entry: str, site: str,
+              extra: list[str], none: str) -> list[str]:
+    """The call of `entry` (address, site, info, `extra`) that the lanes needing `kind` need,
+    made by every lane of the test together (echo.py); none where no lane needs it."""
+    return [f"setp.eq.u32 {_ON}, {_K}, {kind};",
+            *echo.code(_ON, _M, addr_reg, _X, c.info, _I, _NONE, _L, _H),
+            f"@{_NONE} bra {none};",
+            f"call {entry}, ({', '.join([_X, site, _I, *extra])});",
+            f"{none}:"]
 
 
 # The u32 tables follow the epochs (8 bytes a granule of the window), 4 bytes a granule

@@ -23,6 +23,7 @@ from . import (
     carry,
     coalesce,
     converge,
+    echo,
     fast_path,
     first_trip,
     inline_barriers,
@@ -66,6 +67,10 @@ REG_SKIP = "%__cs_skip"  # predicate: this failed wait is not sampled
 REG_GUARD = "%__cs_gp"  # predicate: an instruction's guard, kept where it writes its own guard
 REG_OP = "%__cs_op"  # a probe's op word, PROBE_OFF for the lanes a converted branch skips
 REG_CTAMASK = "%__cs_ctamask"  # the ctaMask of a multicast copy, widened to 32 bits
+# An access probe every lane that reaches it calls (echo.py): scratch, and predicates: the
+# lane makes the access; no lane does
+REG_ECHO = ("%__cs_el", "%__cs_eh")
+REG_ECHO_ON, REG_ECHO_NONE = "%__cs_eon", "%__cs_eno"
 
 
 REMOTE_MBARRIER = ("mbarrier addressed through mapa (another CTA's of the cluster): an "
@@ -686,7 +691,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         lines = {i: it.line for i, it, _, _ in walk}
         classified = {i: c for i, _, c, _ in walk}
         regions = converge.find([(i, it, c) for i, it, c, _ in walk],
-                                {i for i, _, c, _ in walk if c is not None and c.event.probed})
+                                {i for i, _, c, _ in walk if c is not None and c.event.probed},
+                                accesses=not value_tags)
         converted = {m for r in regions for m in r.members}
         items_by = {i: it for i, it, _, _ in walk}
         carried = {} if loose else carry.find([(i, it, c) for i, it, c, _ in walk], converted)
@@ -778,7 +784,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             in_once = {i for lp in once for i in lp.accesses}
             looped = _in_loops(full)
             for i, it, c in full:
-                if c is None or i in in_once or i in converted or \
+                if c is None or i in in_once or \
                         c.event not in (Event.READ, Event.WRITE, Event.ATOMIC):
                     continue
                 p = merged.get(i, False)
@@ -786,7 +792,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 if i not in looped and (coalesced or not fast_path.updates(it, c, value_tags)):
                     continue  # (out of loops only the inline updates pay)
                 if fast_path.eligible(it, c, value_tags, coalesced):
-                    fast.append(_FastAccess(i, it, c, widths, i in looped, fn.open_index))
+                    pred = f"@{converge.REG_ON}" if i in converted else it.pred
+                    fast.append(_FastAccess(i, it, c, widths, i in looped, fn.open_index,
+                                            pred))
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
             replaced[r.branch] = r.on
             for d in r.dropped:
@@ -805,14 +813,15 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         if probes or fn.is_entry:
             after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3};"
                                     f"\n\t.reg .b32 {REG_TOKEN}, {REG_SPIN}, {REG_SPIN_LOW}, "
-                                    f"{REG_CTAMASK};"
+                                    f"{REG_CTAMASK}, {REG_ECHO[0]}, {REG_ECHO[1]};"
                                     f"\n\t.reg .b32 {REG_OP}, {loops.REG_MASK}, "
                                     f"{loops.REG_COUNT}, {fast_path.REG_FAST}, "
                                     f"{fast_path.REG_GRANULES}, {fast_path.REG_EPOCHS};"
                                     f"\n\t.reg .pred {REG_OK}, {REG_SKIP}, "
                                     + (f"{REG_GUARD}, " if fprobes.kept_guard else "")
                                     + f"{converge.REG_ON}, "
-                                    f"{converge.REG_ON_OWN}, {loops.REG_VOTE};"
+                                    f"{converge.REG_ON_OWN}, {loops.REG_VOTE}, "
+                                    f"{REG_ECHO_ON}, {REG_ECHO_NONE};"
                                     + wgmma_window.declare(base)
                                     + (tagging.declare() if tagged else "")
                                     + after.get(fn.open_index, ""))
@@ -907,6 +916,7 @@ class _FastAccess(NamedTuple):
     widths: dict[str, int]  # its function's register widths
     looped: bool  # in a loop: it takes the inline test
     entry: int  # its entry's '{' (whose begin probe returns the record)
+    pred: str | None  # its lanes: its guard, or REG_ON in a converted region (converge.py)
 
 
 class _ChunkRead(NamedTuple):
@@ -961,7 +971,7 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
     functions: dict[str, str] = {}
     tests = 0
     alone: list[_RunMember] = []  # accesses that call the function of their kind alone
-    for idx, it, c, widths, in_loop, _ in fast:
+    for idx, it, c, widths, in_loop, _, pred in fast:
         # (at an entry's first code the begin probe and the record's load come first)
         first = leads.get(idx, "")
         probe = before[idx].rstrip()[len(first):]
@@ -970,33 +980,37 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
             assert probe.startswith(tag.text), probe
             probe = probe[len(tag.text):]
             first += _tag_inline(tag, idx) + "\n\t"
-        update = None
-        if idx in up and inline:  # the update's call: the probe's arguments, its other entry
-            site = _probe_site(probe)
-            update = (str(site), _call(it.pred, fast_path.call_probe(c),
-                                       [(".b64", REG_ADDR), (".b32", str(site)),
-                                        (".b32", str(c.info))],
-                                       pre=_address_code(c.address or "", widths, it),
-                                       comment=f"site {site}"))
-        elif idx in up:  # the module's function, in place of the probe
+        site = str(_probe_site(probe))
+        address = _address_code(c.address or "", widths, it)
+        entry, rep = abi.access_probe(c.info, None)
+        call: tuple[str, str, list[str]] = (entry, site, [] if rep is None else [str(rep)])
+        assert f"call {entry}," in probe, probe
+        update = fast_path.call_probe(c) if idx in up and inline else None
+        function = idx in up and not inline
+        if function:  # the module's function, in place of the probe
             name = fast_path.function_name(c)
             if name not in functions:  # (its text once, not at each of its accesses)
                 functions[name] = fast_path.function(c)
-            args = [(".b64", REG_ADDR), (".b32", str(_probe_site(probe))),
-                    (".b32", fast_path.REG_FAST)]
-            assert tuple(t for t, _ in args) == fast_path.FUNCTION_PARAMS
-            address = _address_code(c.address or "", widths, it)
-            probe = _call(it.pred, name, args, pre=address, comment=f"site {args[1][1]}")
-            before[idx] = first + probe + "\n\t"
-            if not (in_loop or first or it.pred or idx in after or idx in replaced):
-                alone.append(_RunMember(idx, c, address, int(args[1][1])))
-        if not in_loop and update is None:
+            call = (name, site, [fast_path.REG_FAST])
+            if not in_loop:  # (every lane that reaches it calls it: echo.py)
+                on = ([f"selp.b32 {REG_OP}, 1, 0, {pred[1:]};"] if pred and
+                      not pred.startswith("@!") else
+                      [f"selp.b32 {REG_OP}, 0, 1, {pred[2:]};"] if pred else [])
+                args = [(".b64", REG_ADDR), (".b32", site), (".b32", fast_path.REG_FAST),
+                        (".b32", REG_OP if pred else "1")]
+                assert tuple(t for t, _ in args) == fast_path.FUNCTION_PARAMS
+                probe = _call(None, name, args, pre=[*address, *on], comment=f"site {site}")
+                before[idx] = first + probe + "\n\t"
+                if not (first or pred or idx in after or idx in replaced):
+                    alone.append(_RunMember(idx, c, address, int(site)))
+                continue
+        elif not in_loop and update is None:
             before[idx] = first + probe + "\n\t"
             continue
         tests += in_loop
-        test = fast_path.test(it.pred, c, _address_code(c.address or "", widths, it),
-                              REG_ADDR, f"$__cs_fast{idx}", f"$__cs_slow{idx}", update)
-        before[idx] = first + test + probe + f"\n$__cs_fast{idx}:\n\t"
+        test = fast_path.test(pred, c, address, REG_ADDR, f"$__cs_fast{idx}",
+                              f"$__cs_slow{idx}", call, update, function)
+        before[idx] = first + test + f"\n$__cs_fast{idx}:\n\t"
     for run in _runs(alone, items, before, after, replaced):
         name = fast_path.run_name([m.cls for m in run])
         if name not in functions:
@@ -1261,7 +1275,7 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     k = f.carried.get(idx)
     pre, post = _probe(it, c, site.id, f.widths,
                        _symbol_spaces(f.mod, f.spaces) if tensor else None, rep, on=on,
-                       carry=(k.count, arrive_site[idx]) if k else None)
+                       carry=(k.count, arrive_site[idx]) if k else None, echoes=not stores)
     post, post_pred, keep = _guard_after(it, post)
     f.kept_guard |= bool(keep)
     if f.bars is not None and not on and c.event in (Event.BAR_SYNC, Event.BAR_RED, Event.EXIT):
@@ -1329,6 +1343,19 @@ def _guard(call: str, pred: str | None) -> str:
     return call + "\n\t" + "\n\t".join(guard) + "\n\t"
 
 
+def _echo_code(lanes: str, info: int) -> list[str]:
+    """An access probe's arguments where the lanes that make the access are those where
+    `lanes` holds (REG_ON, or the instruction's guard): REG_ADDR2 the address, REG_OP the
+    info word, REG_ECHO_NONE where no lane makes it (echo.py)."""
+    on = lanes[1:] if lanes.startswith("@") else lanes
+    code = [f"activemask.b32 {REG_CTAMASK};"]
+    if on.startswith("!"):
+        code.append(f"not.pred {REG_ECHO_ON}, {on[1:]};")
+        on = REG_ECHO_ON
+    return code + echo.code(on, REG_CTAMASK, REG_ADDR, REG_ADDR2, info, REG_OP, REG_ECHO_NONE,
+                            *REG_ECHO)
+
+
 def _op_word(op: int, on: bool, pred: str | None = None) -> tuple[list[str], str]:
     """(code, operand) of a probe's op word: in a converted region (converge.py), the lanes
     the branch skipped pass it with PROBE_OFF; with `pred` (an instruction's own predicate,
@@ -1344,12 +1371,14 @@ def _op_word(op: int, on: bool, pred: str | None = None) -> tuple[list[str], str
 
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
            spaces: dict[str, str] | None = None, rep: int | None = None,
-           on: bool = False, carry: tuple[str, int] | None = None) -> tuple[str, str]:
+           on: bool = False, carry: tuple[str, int] | None = None,
+           echoes: bool = True) -> tuple[str, str]:
     """(text before, text after) the instruction. `rep`: a strided probe's stride and
     count (abi.PROBE_ACCESS_N). `on`: the instruction is in a converted region (every
     lane calls the probe; its op word says which lanes run the instruction). `carry`: a
     tensor load's probe models the arrive.expect_tx before it too (its byte operand and
-    site: instrument/carry.py)."""
+    site: instrument/carry.py). `echoes`: a guarded access's probe is called by every lane
+    that reaches it (echo.py; not a store whose value tag its lanes publish)."""
     pred = it.pred
     guard_pred = f"@{converge.REG_ON}" if on else pred
     ev = c.event
@@ -1472,6 +1501,10 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         code = _address_code(c.address or "", widths, it)
         probe, rep = abi.access_probe(c.info, rep)
         args = [(".b64", REG_ADDR), (".b32", str(site)), (".b32", str(c.info))]
+        if on or (pred and echoes):  # every lane that reaches it calls it (echo.py)
+            code += _echo_code(converge.REG_ON if on else pred, c.info)
+            args[0], args[2] = (".b64", REG_ADDR2), (".b32", REG_OP)
+            pred = f"@!{REG_ECHO_NONE}"
         if rep is not None:
             args.append((".b32", str(rep)))
         call = _call(pred, probe, args, pre=code, comment=f"site {site}")

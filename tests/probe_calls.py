@@ -40,3 +40,18 @@ def calls(ptx: str, func: str | None = None) -> list[Call]:
 def args_of(ptx: str, func: str | None = None) -> list[list[str]]:
     """The arguments of every call (of `func`), in text order."""
     return [c.args for c in calls(ptx, func)]
+
+
+def echoed_on(ptx: str, call: Call) -> str | None:
+    """The lanes an access probe's call is made for where every lane that reaches it calls
+    it (instrument/echo.py): the predicate its ballot takes ("%p1", "!%p1" where it took
+    the negation, "%__cs_on" in a converted region); None where the call is not so made."""
+    head = ptx.rfind("activemask.b32", 0, call.pos)
+    if head < 0 or call.pred not in ("@!%__cs_eno", "@!%__cs_fno"):
+        return None
+    block = ptx[head:call.pos]
+    m = re.search(r"vote\.sync\.ballot\.b32 %__cs_[ef]l, (%[\w$.]+), %__cs_\w+;", block)
+    if m is None:
+        return None
+    neg = re.search(rf"not\.pred {re.escape(m.group(1))}, (%[\w$.]+);", block)
+    return f"!{neg.group(1)}" if neg else m.group(1)

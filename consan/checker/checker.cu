@@ -173,10 +173,12 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
+    uint32_t echo = cs_echo_begin(info);
     cs_store_record_end(site, info);
     cs_mc_poll();
-    if (info & CS_INFO_IDEM) return cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
-    cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
+    if (info & CS_INFO_IDEM) cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
+    else cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
+    cs_echo_end(echo);
 }
 
 // The look for other warps' reads of this phase after a plain write whose epoch the
@@ -185,7 +187,9 @@ CS_ENTRY void __consan_write_readers(uint64_t addr, uint32_t site, uint32_t info
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
+    uint32_t echo = cs_echo_begin(info);
     if (cs_phase_smem_on()) cs_phase_smem_write_readers(addr, site, info);
+    cs_echo_end(echo);
 }
 
 // The verdict on a one-granule read whose bit, site and phase the rewritten kernel stored
@@ -195,15 +199,23 @@ CS_ENTRY void __consan_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
+    uint32_t echo = cs_echo_begin(info);
     if (cs_phase_smem_on()) cs_phase_smem_read_judge(addr, site, info);
+    cs_echo_end(echo);
 }
 
 // `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).
+CS_DEV void cs_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep);
 CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
+    uint32_t echo = cs_echo_begin(info);
+    cs_access_n(addr, site, info, rep);
+    cs_echo_end(echo);
+}
+CS_DEV void cs_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     cs_store_record_end(site, info);
     if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
     cs_mc_poll();
@@ -231,8 +243,10 @@ CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uin
     CS_NULL_ACCESS(return;)
     CS_NULL_READ16(if (cs_info_mode(info) == CS_MODE_READ) return;)
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
+    uint32_t echo = cs_echo_begin(info);
     cs_store_record_end(site, info);
     if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
+    cs_echo_end(echo);
 }
 
 // A cp.async of 16 bytes, one chunk (abi.PROBE_CP16): where every lane of the call has an
@@ -260,10 +274,12 @@ CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF_AS(by_mode, 44u);
     CS_NULL_ACCESS(return;)
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
+    uint32_t echo = cs_echo_begin(info);
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t fk = 0;
     cs_access16_write(m, cs_vc_smem_ctx(slot, w), g, 1, 1, site, CS_AGENT_CPASYNC + w, clk, f, fk);
     if (cs_any(m, f.kind != 0)) cs_access16_report(m, f, site, info, off);
+    cs_echo_end(echo);
 }
 
 CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {

@@ -37,6 +37,7 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
     uint32_t store_site[CS_MAX_WARPS];  // each warp's last store with a value tag: its site
     uint32_t store_tag[CS_MAX_WARPS];   // ...and the tag of what its lanes stored (0: none)
+    uint32_t echo[CS_MAX_WARPS];  // the lanes of the warp's access probe that echo (cs_echo)
     uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps already looked up (0: free)
     uint32_t tmap_bytes[CS_TMAP_CACHE], tmap_claimed;  // ...their bytes; entries taken
     cs_vc_smem_layout_t vlay;
@@ -85,6 +86,22 @@ CS_DEV bool cs_same_store(uint32_t site, uint32_t t) {
     return mine != 0 && s[w] == site && s[t] == site && g[t] == mine;
 }
 
-CS_DEV void cs_clear_store_tags(uint32_t i, uint32_t n) {  // by threads i of n
-    for (uint32_t w = i; w < CS_MAX_WARPS; w += n) cs_shv.store_tag[w] = 0;
+CS_DEV void cs_clear_store_tags(uint32_t i, uint32_t n) {  // by threads i of n (and echoes)
+    for (uint32_t w = i; w < CS_MAX_WARPS; w += n) cs_shv.store_tag[w] = cs_shv.echo[w] = 0;
+}
+
+// Lanes that reach an access they do not make (instrument/echo.py) call its probe with the
+// address of a lane that makes it and CS_INFO_ECHO: the same access by the same warp, which
+// changes no verdict, made so that the warp calls the probe together (a call by part of it
+// split it). A record leaves them out of its lanes (cs_blank, cs_merged_record) while the
+// probe runs. Returns them, with the bit taken off `info`.
+CS_DEV uint32_t cs_echo_begin(uint32_t& info) {
+    uint32_t e = cs_ballot(cs_activemask(), (info & CS_INFO_ECHO) != 0);
+    info &= ~CS_INFO_ECHO;
+    if (e) cs_shv.echo[cs_warp()] = e;  // (every lane stores the same word)
+    return e;
+}
+CS_DEV uint32_t cs_echo_lanes() { return cs_shv.echo[cs_warp()]; }
+CS_DEV void cs_echo_end(uint32_t e) {
+    if (e) cs_shv.echo[cs_warp()] = 0;
 }

@@ -72,7 +72,7 @@ CS_DEV cs_record_t cs_blank(uint32_t kind, uint32_t site) {
     r.prev_site = CS_NO_SITE;
     r.warp = cs_warp();
     r.prev_warp = CS_NO_WARP;
-    r.lanes = cs_activemask();
+    r.lanes = cs_activemask() & ~cs_echo_lanes();
     uint32_t c[3];
     cs_cta_id(c);
     r.cta_x = c[0]; r.cta_y = c[1]; r.cta_z = c[2];
@@ -106,7 +106,7 @@ CS_DEV bool cs_merged_record(uint32_t active, const cs_finding& f, uint32_t site
     r = cs_blank(f.kind, site);
     r.prev_site = f.prev_site;
     r.prev_warp = f.prev_warp;
-    r.lanes = same;
+    r.lanes = same & ~cs_echo_lanes();
     r.offset_lo = lo;
     r.offset_hi = hi;
     r.clock = cs_clock_sh[cs_warp()];

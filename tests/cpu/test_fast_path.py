@@ -34,6 +34,20 @@ def kernel(ptx: str) -> str:
     return ptx[ptx.index(".visible .entry"):]
 
 
+def together(ptx: str, c) -> list[str]:
+    """A fast-path call's arguments as a lane that makes the access passes them: the calls
+    are made by the test's lanes together (instrument/echo.py), the others passing the
+    first such lane's address and INFO_ECHO; checks that form."""
+    head = ptx.rindex("vote.sync.ballot.b32", 0, c.pos)
+    block = ptx[head:c.pos]
+    assert c.pred is None and c.args[0] == "%__cs_fx" and c.args[2] == "%__cs_fi", c
+    addr = re.search(r"@%__cs_fon mov\.b64 %__cs_fx, (%[\w$]+);", block)
+    info = re.search(r"selp\.b32 %__cs_fi, (\d+), (\d+), %__cs_fon;", block)
+    assert addr and info and int(info.group(2)) == int(info.group(1)) | abi.INFO_ECHO, block
+    assert ", %__cs_fon, %__cs_fm;" in block and "@%__cs_fno bra" in block
+    return [addr.group(1), c.args[1], info.group(1), *c.args[3:]]
+
+
 def function(ptx: str, name: str) -> str:
     m = re.search(rf"^\.func {name} \(.*?^}}", ptx, re.S | re.M)
     assert m, name
@@ -51,9 +65,10 @@ def test_an_access_in_a_loop_takes_the_inline_test(access):
     ins = rewritten(access)
     assert ins.phase_mode and ins.first_trip_loops == []
     assert ins.fast_paths == 1 and fast_tests(kernel(ins.ptx)) == 1
-    # the test branches past the probe (or the module's function that takes its place),
-    # or falls into it
-    assert re.search(r"bra \$__cs_fast(\d+);.*\$__cs_slow\1:.*call __consan_\w*,.*"
+    # each lane's test ends where the lanes meet: past the probe (or the module's function
+    # that takes its place) where none needs it, else every lane calls it
+    assert re.search(r"\$__cs_slow(\d+)_join:\s*setp[^\n]*\n\s*vote\.sync\.any\.pred [^\n]*"
+                     r"%__cs_fm;\s*@!%__cs_fq0 bra \$__cs_fast\1;.*call __consan_\w*,.*"
                      r"\$__cs_fast\1:", ins.ptx, re.S)
     # the record comes from the CTA's begin probe
     assert f"call (__cs_rb), {abi.PROBE_CTA_BEGIN}; ld.param.b32 %__cs_fast" in ins.ptx
@@ -71,12 +86,12 @@ def test_accesses_that_always_call(case, access, kw):
     assert fast_tests(rewritten(access, **kw).ptx) == 0, case
 
 
-def _update_calls(ptx: str, entry: str) -> tuple[str, str, str]:
-    """(the probe's call block, its site, the update's call block) of one access."""
-    probe = re.search(r"\$__cs_slow\d+:\s*(\{ // consan site (\d+).*?\})", ptx, re.S)
-    call = re.search(rf"(\{{ // consan site \d+[^}}]*call {entry},[^}}]*\}})", ptx)
-    assert probe and call
-    return probe.group(1), probe.group(2), call.group(1)
+def _update_calls(ptx: str, entry: str) -> tuple[list[str], list[str]]:
+    """(the probe's arguments, the update's) of one access, as a lane making it passes them."""
+    (probe,) = calls(ptx, abi.PROBE_ACCESS)
+    (call,) = calls(ptx, entry)
+    assert call.pos < probe.pos  # (the update's call first: its lanes' tables are set)
+    return together(ptx, probe), together(ptx, call)
 
 
 @pytest.mark.parametrize("looped", [False, True])
@@ -95,9 +110,9 @@ def test_an_update_is_written_out_where_the_test_fails(looped, access, count, at
     ins = rewritten(f"\t{access};\n", looped=looped, extra="\t.reg .b16 %rs<2>;\n")
     assert fast_tests(ins.ptx) == 1 == getattr(ins, count) and ins.fast_paths == looped
     assert ins.ptx.count(f"atom.shared.{atom}") == 1 and "membar.cta;" in ins.ptx
-    probe, site, call = _update_calls(ins.ptx, entry)
-    assert call == probe.replace(f"call {abi.PROBE_ACCESS},", f"call {entry},")
-    assert f"st.volatile.shared.u32 [%__cs_fr{site_reg}], {site};" in ins.ptx  # its site
+    probe, call = _update_calls(ins.ptx, entry)
+    assert call == probe and probe[0] == "%__cs_a"
+    assert f"st.volatile.shared.u32 [%__cs_fr{site_reg}], {probe[1]};" in ins.ptx  # its site
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
@@ -113,8 +128,10 @@ def test_a_module_with_many_updates_calls_one_function_per_kind(monkeypatch):
     k = kernel(ins.ptx)
     assert f"call {abi.PROBE_ACCESS}," not in k and fast_tests(k) == 0
     assert k.count("\tcall __consan_inline_write4, (") == n
-    assert k.count("\t@%p2 call __consan_inline_read1, (") == n
-    assert "mov.u32 %__cs_info, 260;" in function(ins.ptx, "__consan_inline_write4")  # (size
+    # (every lane calls the function, those that skip the access with 0 in its last word)
+    assert k.count("\tcall __consan_inline_read1, (") == n
+    assert k.count("selp.b32 %__cs_op, 1, 0, %p2;") == n and "@%p2 call" not in k
+    assert "selp.b32 %__cs_fi, 260, " in function(ins.ptx, "__consan_inline_write4")  # (size
     # 4, a write, .shared: the probe's info word)
     for name, atom, entry in (("__consan_inline_write4", "cas.b64", abi.PROBE_WRITE_READERS),
                               ("__consan_inline_read1", "or.b32", abi.PROBE_READ_JUDGE)):
@@ -122,7 +139,8 @@ def test_a_module_with_many_updates_calls_one_function_per_kind(monkeypatch):
         assert ins.ptx.count(f".func {name} (") == 1
         assert fn.count(f"atom.shared.{atom}") == 1 and "membar.cta;" in fn
         assert fn.count(f"call {entry},") == 1 and fn.count(f"call {abi.PROBE_ACCESS},") == 1
-        assert "%__cs_site;" in fn  # the site the caller passed
+        assert all(together(fn, c)[:2] == ["%__cs_a", "%__cs_site"]  # the caller's
+                   for c in calls(fn))
     monkeypatch.setenv("CONSAN_INLINE_MAX", "0")  # (the GPU tests' switch: functions only)
     one = rewritten("\tst.shared.u32 [%r2], %r3;\n", looped=False)
     assert kernel(one.ptx).count("\tcall __consan_inline_write4, (") == 1
@@ -283,9 +301,16 @@ def test_lanes_that_skip_a_guarded_access_leave_before_the_test_loads(guard, sto
         assert block.index("not.pred %__cs_fq1, %p2;") < fold
     leave = block.index("@!%__cs_fq0 bra")
     assert fold < leave < first_load
-    # where such a lane goes, the probe is called under the access's own guard
-    probe = [c for c in calls(k) if c.func in (abi.PROBE_ACCESS, abi.PROBE_ACCESS16)]
-    assert probe and all(c.pred == guard for c in probe)
+    # where such a lane goes, it needs no call: it calls the probe with the others, its
+    # address echoing one that makes the access (never its own)
+    probe = [c for c in calls(k) if c.func in (abi.PROBE_ACCESS, abi.PROBE_ACCESS16)
+             or c.func.startswith("__consan_inline_")]
+    assert probe and all(c.pred is None for c in probe)
+    for c in probe:
+        if c.func.startswith("__consan_inline_"):  # (its last word: 0 where it skips)
+            assert c.args[3] in ("%__cs_fi", "%__cs_op")
+        else:
+            assert together(k, c)[0] == "%__cs_a"
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
@@ -306,7 +331,7 @@ def test_a_store_of_8_or_16_bytes_in_a_loop_takes_the_inline_test(store, n, prob
     k = kernel(ins.ptx)
     assert fast_tests(k) == 1
     test = k[k.index("// consan fast path"):]
-    m = re.search(r"@%__cs_fq0 bra (\$__cs_fast\d+);", test)
+    m = re.search(r"@%__cs_fq0 bra \$__cs_slow(\d+)_join;", test)
     assert m
     checks = test[:m.start()]
     assert checks.count("ld.volatile.shared.v4.u32 {%__cs_fw") == n // 2
@@ -317,10 +342,10 @@ def test_a_store_of_8_or_16_bytes_in_a_loop_takes_the_inline_test(store, n, prob
         assert f"setp.eq.and.u32 %__cs_fq0, %__cs_fw{2 * i + 1}, %__cs_fr1, %__cs_fq0;" in checks
     assert "setp.eq.and.u32 %__cs_fq0, %__cs_fr4, %__cs_fr5" not in checks
     assert f"add.u32 %__cs_fr5, %__cs_fr4, {4 * n - 1};" in checks  # (its last granule)
-    # the test's skip lands after the store's own probe, just before the store
-    fast = m.group(1)
-    slow = k[k.index(fast.replace("fast", "slow") + ":"):k.index(f"{fast}:")]
-    assert [c.func for c in calls(slow)] == [probe]
+    # where the lanes meet: the look for readers, the probe, then the store
+    fast = f"$__cs_fast{m.group(1)}"
+    slow = k[k.index(f"$__cs_slow{m.group(1)}_join:"):k.index(f"{fast}:")]
+    assert [c.func for c in calls(slow)] == [abi.PROBE_WRITE_READERS, probe]
     assert k[k.index(f"{fast}:"):].split("\n")[1].strip() == f"{store};"
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
@@ -350,7 +375,7 @@ def test_many_stores_of_each_size_call_the_function_of_their_size(size, store, r
     assert [c.func for c in made] == [name] * n
     for j, c in enumerate(made):
         site = ins.sites[int(c.args[1])]
-        assert c.args[0] == "%__cs_a" and c.args[2] == fast_path.REG_FAST
+        assert c.args[0] == "%__cs_a" and c.args[2:] == [fast_path.REG_FAST, "1"]
         assert site.ptx_text == f"{stores[j]};" and site.size == size
         block = k[k.rindex("{", 0, c.pos):c.pos]  # (the probe's address, in its register)
         assert "cvt.u64.u32 %__cs_a, %r2;" in block
@@ -358,14 +383,14 @@ def test_many_stores_of_each_size_call_the_function_of_their_size(size, store, r
     fn = function(ins.ptx, name)
     assert ins.ptx.count(f".func {name} (") == 1
     info = abi.access_info(size, abi.MODE_WRITE, abi.SPACE_SHARED)
-    assert f"mov.u32 %__cs_info, {info};" in fn
+    assert f"selp.b32 %__cs_fi, {info}, {info | abi.INFO_ECHO}, %__cs_fon;" in fn
     assert fn.count("atom.shared.cas.b64") == max(1, size // 4)
     assert f"add.u32 %__cs_fr5, %__cs_fr4, {size - 1};" in fn
     checker = calls(fn)  # (the look for readers, then the probe: the caller's address and
     # site, the function's info)
     assert [c.func for c in checker][0] == abi.PROBE_WRITE_READERS and len(checker) == 2
     assert checker[1].func in (abi.PROBE_ACCESS, abi.PROBE_ACCESS16)
-    assert all(c.args[:3] == ["%__cs_a", "%__cs_site", "%__cs_info"] for c in checker)
+    assert all(together(fn, c) == ["%__cs_a", "%__cs_site", str(info)] for c in checker)
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
@@ -389,9 +414,9 @@ def test_a_store_to_a_symbol_address_takes_the_test_at_that_address(looped):
     made = [c for c in calls(k) if c.func in (abi.PROBE_ACCESS, abi.PROBE_WRITE_READERS)]
     assert sorted(c.func for c in made) == sorted([abi.PROBE_ACCESS, abi.PROBE_WRITE_READERS])
     for c in made:
-        assert c.args == ["%__cs_a", "0", str(abi.access_info(8, abi.MODE_WRITE,
-                                                               abi.SPACE_SHARED))]
-        block = k[k.rindex("{", 0, c.pos):c.pos]
+        assert together(k, c) == ["%__cs_a", "0", str(abi.access_info(8, abi.MODE_WRITE,
+                                                                       abi.SPACE_SHARED))]
+        block = k[k.rindex("// consan fast path", 0, c.pos):c.pos]
         assert "mov.u64 %__cs_a, s;" in block and "add.s64 %__cs_a, %__cs_a, 16;" in block
     assert ins.sites[0].ptx_text == f"{store};"
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
@@ -434,7 +459,8 @@ def test_a_run_of_accesses_calls_one_function_with_each_address(monkeypatch):
     assert "mov.u64 %__cs_a, s;\n\tadd.s64 %__cs_a, %__cs_a, 512;\n\tcvt.u32.u64 %__cs_g4" \
         in block
     fn = function(ins.ptx, name)
-    infos = [int(x) for x in re.findall(r"mov\.u32 %__cs_info, (\d+);", fn)]
+    infos = [int(x) for x in re.findall(r"selp\.b32 %__cs_fi, (\d+), \d+, %__cs_fon;", fn)]
+    infos = infos[::2]  # (each access's two calls: the update's, the probe)
     assert infos == [abi.access_info(4, abi.MODE_WRITE, abi.SPACE_SHARED)] * 2 + [
         abi.access_info(4, abi.MODE_READ, abi.SPACE_SHARED),
         abi.access_info(1, abi.MODE_READ, abi.SPACE_SHARED),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -12,7 +13,7 @@ from instrument import abi
 from instrument.ptx import PTXSyntaxError, parse
 from instrument.rewrite import InstrumentError, instrument
 from tests import corpus_build
-from tests.probe_calls import args_of, calls
+from tests.probe_calls import args_of, calls, echoed_on
 
 TRITON = sorted((corpus_build.CORPUS_DIR / "triton").glob("*.ptx"))
 HEADER = ".version 9.0\n.target sm_90a\n.address_size 64\n"
@@ -117,9 +118,10 @@ def test_rewrite_small_module():
     assert r.size == 8
     out = ins.ptx
     assert parse(out).render() == out
-    # predicated access -> predicated probe, with the address computed from a 32-bit register
+    # predicated access -> a probe every lane calls, those of the guard making the access
+    # (echo.py), with the address computed from a 32-bit register
     assert "cvt.u64.u32 %__cs_a, %r2;" in out and "add.s64 %__cs_a, %__cs_a, 4;" in out
-    assert f"@%p1 call {abi.PROBE_ACCESS}" in out
+    assert "%p1" in [echoed_on(out, c) for c in calls(out, abi.PROBE_ACCESS)]
     # symbol address
     assert "mov.u64 %__cs_a, smem;" in out
     # barrier: arrive before and wait after; arrive-only has no wait
@@ -608,14 +610,18 @@ def test_a_one_lane_bulk_store_with_its_group_is_probed_by_every_lane(layout):
 
 
 @pytest.mark.parametrize("body", [
-    "st.shared.u32 [%r2], 1;\n\tmbarrier.arrive.shared.b64 _, [%r2];",  # an access probe
+    "st.shared.u32 [s], 1;\n\tmbarrier.arrive.shared.b64 _, [%r2];",  # an idempotent store
     "bar.warp.sync -1;\n\tmbarrier.arrive.shared.b64 _, [%r2];",  # lanes together
     "@%p2 mbarrier.arrive.shared.b64 _, [%r2];",  # a predicated probe
     "mbarrier.try_wait.parity.shared.b64 %p2, [%r2], 0;",  # a wait
     "mov.u32 %r3, 1;",  # no probe: nothing to keep together
 ])
 def test_branches_the_conversion_would_change_are_kept(body):
-    out = instrument(HEADER + CONVERT.replace("{BODY}", body)).ptx
+    src = HEADER + CONVERT.replace("{BODY}", body)
+    if "[s]" in body:
+        src = src.replace("\t.reg .b32 %r<8>;\n",
+                          "\t.reg .b32 %r<8>;\n\t.shared .align 4 .b8 s[64];\n")
+    out = instrument(src).ptx
     assert "@%p1 bra $L__BB0_2;" in out
     assert "pred %__cs_on, %p1" not in out and "selp.b32 %__cs_op" not in out
 
@@ -860,7 +866,14 @@ def test_a_guard_written_with_spaces_is_a_guard(guard, pred):
     assert st.pred == pred and st.unpredicated == "st.shared.u32 [%r1], %r2;"
     ins = instrument(ptx, "k.ptx")
     assert ins.counts["access.write"] == 1 and ins.unmodeled == []
-    assert [c.pred for c in calls(ins.ptx) if c.func == abi.PROBE_ACCESS] == [pred]
+    # (its probe is called by every lane that reaches it, the lanes of the guard making the
+    # access: instrument/echo.py; here by the phase-mode fast path's lanes together, the
+    # guard folded into their test)
+    (probe,) = [c for c in calls(ins.ptx) if c.func == abi.PROBE_ACCESS]
+    assert probe.pred is None and probe.args[0] == "%__cs_fx"
+    fold = ("and.pred %__cs_fq0, %__cs_fq0, %p1;" if pred == "@%p1" else
+            "not.pred %__cs_fq1, %p1;\n\tand.pred %__cs_fq0, %__cs_fq0, %__cs_fq1;")
+    assert fold in ins.ptx
 
 
 @pytest.mark.parametrize("directives, cap", [
@@ -888,3 +901,30 @@ def test_launch_bounds_cap_the_probes_registers(directives, cap):
 def test_launch_bounds_on_the_entry_line_cap_it_too():
     ptx = HEADER + ".visible .entry k() .reqntid 512\n{\n\tret;\n}\n"
     assert instrument(ptx, "k.ptx").max_regs == 128
+
+
+@pytest.mark.parametrize("access,kind", [("st.shared.u32 [%r2], %r1;", "access.write"),
+                                         ("atom.shared.add.u32 %r3, [%r2], 1;", "access.atomic"),
+                                         ("ld.shared.u32 %r3, [%r2];", "access.read")])
+@pytest.mark.parametrize("tagged", [False, True])
+def test_a_branch_around_an_access_is_converted_and_its_probe_echoes(access, kind, tagged):
+    """`if (lane == 0) s[0] = x;`: every lane calls the access's probe, those the branch
+    skipped passing the first running lane's address and INFO_ECHO (instrument/echo.py:
+    lane 0's call alone split the warp on the H100). Not where stores pass value tags (a
+    lane's tag is its own store's): there the branch is kept."""
+    mbar = "\tmbarrier.init.shared.b64 [%r2], 1;\n"  # (vector clocks: no phase-mode fast path)
+    src = HEADER + CONVERT.replace("\t@%p1 bra", mbar + "\t@%p1 bra").replace("{BODY}", access)
+    ins = instrument(src, value_tags=tagged)
+    out = ins.ptx
+    assert ins.counts[kind] == 1
+    if tagged:
+        assert "@%p1 bra $L__BB0_2;" in out
+        return
+    assert "bra $L__BB0_2" not in out and "not.pred %__cs_on, %p1;" in out
+    assert f"@%__cs_on {access}" in out
+    (probe,) = [c for c in calls(out) if c.func == abi.PROBE_ACCESS]
+    assert echoed_on(out, probe) == "%__cs_on" and probe.args[0] == "%__cs_b"
+    info = int(re.search(r"selp\.b32 %__cs_op, (\d+), (\d+), %__cs_on;", out).group(1))
+    assert f"selp.b32 %__cs_op, {info}, {info | abi.INFO_ECHO}, %__cs_on;" in out
+    assert "@%__cs_on mov.b64 %__cs_b, %__cs_a;" in out
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), vsh=True)

@@ -211,7 +211,8 @@ def test_a_tagged_store_of_several_granules_publishes_then_takes_its_update(stor
     assert hashed[-1] < published < test
     assert ptx[test:].count("atom.shared.cas.b64") == n
     site = _tag_site(ptx)
-    probe = f"call {abi.PROBE_ACCESS if n == 2 else abi.PROBE_ACCESS16}, (%__cs_a, {site},"
+    # (the probe made by the test's lanes together: echo.py)
+    probe = f"call {abi.PROBE_ACCESS if n == 2 else abi.PROBE_ACCESS16}, (%__cs_fx, {site},"
     assert test < ptx.index(probe)
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 

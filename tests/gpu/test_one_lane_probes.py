@@ -9,8 +9,9 @@ wrote 32 (measured on the H100 for every case here, before any was mended). Each
 here is one a kernel makes from one lane: a shared store or atomic, a cp.async, a bulk
 copy and a bulk store. The output must be the native bits. A bulk copy's and a bulk store's
 probes are called by every lane of the warp, the others marked off (instrument/converge.py);
-the other cases still split the warp, and are marked so (strict: they fail the suite once
-they pass).
+so are a shared store's and an atomic's, the others echoing lane 0's access
+(instrument/echo.py); a cp.async still splits the warp, and is marked so (strict: it fails
+the suite once it passes).
 """
 
 from __future__ import annotations
@@ -72,10 +73,11 @@ CASES = {
 }
 
 
-# Not yet: these probes are called by lane 0 alone (no if-conversion takes them: an access
-# probe has no lanes-off form), and on the H100 each left warp 0 split, lane 0 reading 1 and
-# the others 31.
-SPLIT = {"store", "atomic", "cp-async"}
+# Not yet: a cp.async's region holds its group's wait, whose probe has no lanes-off form, so
+# no if-conversion takes it; lane 0 alone calls the probes, and on the H100 that left warp 0
+# split, lane 0 reading 1 and the others 31. (So did a shared store's and an atomic's, until
+# their probes were called by every lane, the others echoing lane 0's access: echo.py.)
+SPLIT = {"cp-async"}
 
 
 @pytest.mark.parametrize("case", [
@@ -117,3 +119,98 @@ def _smem_after(case: str) -> np.ndarray:
     elif case == "bulk-copy":
         s[:] = x
     return s
+
+
+# The phase-mode fast path (instrument/fast_path.py) tests an access inline and calls its
+# probe only from the lanes whose test failed: in a loop's second trip, half of each warp
+# repeats what it did in the first (its test passes) and the other half does something new
+# (its test fails, and those lanes alone call the probe). After the loop, every lane
+# writes how many lanes run with it: natively 32.
+FAST = r"""
+extern "C" __global__ void fast_split(const float* in, float* out) {
+    __shared__ float s[128];
+    int t = threadIdx.x;
+    s[t] = 0.0f;
+    s[t + 64] = 0.0f;
+    __syncthreads();
+    #pragma unroll 1
+    for (int i = 0; i < 2; ++i) {
+        int j = (i == 1 && (t & 31) >= 16) ? t + 64 : t;
+        BODY
+    }
+    float lanes = (float)__popc(__activemask());
+    __syncthreads();
+    out[blockIdx.x * 64 + t] = s[t] + s[t + 64] + lanes;
+}
+"""
+
+FAST_CASES = {
+    # a granule's atomic repeated (the test passes) or new (it fails: the probe is called)
+    "atomic": "atomicAdd(&s[j], in[t]);",
+    # a write of a granule the warp read in this phase (its readers are looked for)
+    "write after read": "float v = s[j]; s[j] = v + in[t];",
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAST_CASES))
+def test_the_warp_is_whole_after_the_fast_path_called_for_part_of_it(case):
+    import cupy as cp
+
+    src = FAST.replace("BODY", FAST_CASES[case])
+    blocks = 2
+
+    def make_args():
+        x = cp.asarray(np.random.default_rng(7).random(64, dtype=np.float32))
+        out = poisoned(blocks * 64, cp.float32)
+        return (x, out), [out]
+
+    rep, (out,) = check_against_native(src, "fast_split", make_args, grid=(blocks,),
+                                       block=(64,), options=(arch_option(),))
+    assert rep.ok, str(rep)
+    x = np.random.default_rng(7).random(64, dtype=np.float32)
+    lane = np.arange(64) & 31
+    s = np.where(lane < 16, x + x, x)  # s[t]: once, or twice where the lane repeats
+    want = np.tile(s + np.where(lane >= 16, x, 0) + np.float32(32.0), blocks)
+    np.testing.assert_array_equal(out, want.astype(np.float32))
+
+
+
+# `@p st.shared` / `@p red.shared` with p true in lane 0 alone (as Triton writes a warp's
+# partial result), no branch: its probe is called by every lane, the others echoing
+# (instrument/echo.py). The store takes the phase-mode inline update, the atomic its probe.
+GUARDED = r"""
+__device__ __forceinline__ unsigned sa(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+extern "C" __global__ void guarded(const float* in, float* out) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = 0.0f;
+    __syncthreads();
+    asm volatile("{ .reg .pred p; setp.eq.u32 p, %0, 0; @p OP [%1], %2; }"
+                 :: "r"(t & 31), "r"(sa(&s[t >> 5])), "f"(in[t]) : "memory");
+    float lanes = (float)__popc(__activemask());
+    __syncthreads();
+    out[blockIdx.x * 64 + t] = s[t] + lanes;
+}
+"""
+
+
+@pytest.mark.parametrize("op", ["st.shared.f32", "red.shared.add.f32"])
+def test_the_warp_is_whole_after_a_guarded_access_of_lane_0(op):
+    import cupy as cp
+
+    blocks = 2
+
+    def make_args():
+        x = cp.asarray(np.random.default_rng(9).random(64, dtype=np.float32))
+        out = poisoned(blocks * 64, cp.float32)
+        return (x, out), [out]
+
+    rep, (out,) = check_against_native(GUARDED.replace("OP", op), "guarded", make_args,
+                                       grid=(blocks,), block=(64,), options=(arch_option(),))
+    assert rep.ok, str(rep)
+    x = np.random.default_rng(9).random(64, dtype=np.float32)
+    s = np.zeros(64, dtype=np.float32)
+    s[0], s[1] = x[0], x[32]  # (each warp's lane 0: s[warp] = in[t])
+    np.testing.assert_array_equal(out, np.tile(s + np.float32(32.0), blocks))
