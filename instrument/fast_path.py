@@ -225,11 +225,14 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
              f"shr.u32 {a}, {a}, 2;",  # first granule
              f"shr.u32 {b}, {b}, 2;",  # last granule
              f"setp.lt.u32 {q}, {b}, {REG_GRANULES};"]  # (none without a record)
-    if pred:  # lanes that skip the access skip its probe too: before any load, since their
-        # address may be anything (an 8-byte store's lane held 4 mod 8: a misaligned v4 load)
+    join = f"{slow}_join"
+    if pred:  # lanes that skip the access need no call: they go to the join before any
+        # load, since their address may be anything (an 8-byte store's lane held 4 mod 8:
+        # a misaligned v4 load), and take part in the calls as echoes (a lane whose guard
+        # was off once called the probe with its own address: false races on the H100)
         guard = pred[1:]
-        lines.append(f"and.pred {q}, {q}, {guard};" if not guard.startswith("!") else
-                     f"not.pred {q2}, {guard[1:]};\n\tand.pred {q}, {q}, {q2};")
+        lines.append(f"@{guard[1:]} bra {join};" if guard.startswith("!") else
+                     f"@!{guard} bra {join};")
     if c.event is Event.READ:
         k0, k1, word = f[6], f[7], f[8]
         lines += [f"shr.u32 {k0}, {a}, 5;",
@@ -284,7 +287,6 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
                       f"setp.eq.u32 {q2}, {hi}, {want};",
                       f"setp.eq.or.u32 {q2}, {hi}, {multi}, {q2};",
                       f"and.pred {q}, {q}, {q2};"]
-    join = f"{slow}_join"
     lines.append(f"@{q} bra {join};")
     entry, site, extra = probe
     if update is not None:
