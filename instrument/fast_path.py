@@ -161,19 +161,22 @@ def run_function(cs: list[Classified]) -> str:
     test, update and checker calls (`function`'s), one after another in program order,
     before any of the run's accesses is made. Its parameters: each access's shared-memory
     address (32 bits: a `.shared` address is a window offset), the first access's site (the
-    others' follow it) and the warp's record. A warp's accesses between two barriers are
-    judged by phase, not by time (docs/model.md, *Phase mode*), so the verdicts are those
-    of the probes one at a time."""
+    others' follow it), the warp's record, and 1 where the lane makes the accesses (a
+    converted branch's run: every lane calls it, echo.py), else 0. A warp's accesses
+    between two barriers are judged by phase, not by time (docs/model.md, *Phase mode*),
+    so the verdicts are those of the probes one at a time."""
     n = len(cs)
     params = ", ".join([*(f".param .b32 __cs_q{i}" for i in range(n)),
-                        ".param .b32 __cs_qs", ".param .b32 __cs_qf"])
+                        ".param .b32 __cs_qs", ".param .b32 __cs_qf", ".param .b32 __cs_qo"])
     lines = [f".func {run_name(cs)} ({params})", "{", *_HEAD, "\t.reg .b32 %__cs_s0, %__cs_u;",
+             "\t.reg .pred %__cs_onp;",
              "\tld.param.b32 %__cs_s0, [__cs_qs];", f"\tld.param.b32 {REG_FAST}, [__cs_qf];",
+             "\tld.param.b32 %__cs_u, [__cs_qo];", "\tsetp.ne.u32 %__cs_onp, %__cs_u, 0;",
              "\t" + load_code().rstrip()]
     for i, c in enumerate(cs):
         lines += [f"\tld.param.b32 %__cs_u, [__cs_q{i}];", "\tcvt.u64.u32 %__cs_a, %__cs_u;",
                   f"\tadd.u32 %__cs_site, %__cs_s0, {i};",
-                  "\t" + _served(c, f"$__cs_done{i}", f"$__cs_probe{i}").rstrip()]
+                  "\t" + _served(c, f"$__cs_done{i}", f"$__cs_probe{i}", "@%__cs_onp").rstrip()]
     return "\n".join([*lines, "\tret;", "}", ""])
 
 

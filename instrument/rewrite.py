@@ -1001,8 +1001,10 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
                 assert tuple(t for t, _ in args) == fast_path.FUNCTION_PARAMS
                 probe = _call(None, name, args, pre=[*address, *on], comment=f"site {site}")
                 before[idx] = first + probe + "\n\t"
-                if not (first or pred or idx in after or idx in replaced):
-                    alone.append(_RunMember(idx, c, address, int(site)))
+                on = pred == f"@{converge.REG_ON}"  # (a converted branch's: REG_ON)
+                if not (first or (pred and not on) or idx in after or
+                        (idx in replaced and not on)):
+                    alone.append(_RunMember(idx, c, address, int(site), on))
                 continue
         elif not in_loop and update is None:
             before[idx] = first + probe + "\n\t"
@@ -1030,6 +1032,7 @@ class _RunMember(NamedTuple):
     cls: Classified
     address: list[str]  # PTX putting its address in REG_ADDR
     site: int
+    on: bool  # in a converted branch: its lanes are REG_ON's (converge.py)
 
 
 # Instructions that only compute registers: one between two accesses of a run leaves the
@@ -1045,9 +1048,10 @@ def _runs(alone: list[_RunMember], items: list[Item], before: dict[int, str],
           after: dict[int, str], replaced: dict[int, str]) -> list[list[_RunMember]]:
     """Runs of two or more accesses (fast_path.run_function) out of `alone`, in program order:
     between two of them only trivia, `.loc` and register arithmetic (_ARITHMETIC) without
-    probes of its own; no access's address register written after the run's first access
-    (by an access's load or that arithmetic); sites numbered one after another; at most
-    fast_path.RUN_MAX accesses."""
+    probes of its own, run where REG_ON holds in a converted branch (converge.py: then the
+    whole run is that branch's); no access's address register written after the run's
+    first access (by an access's load or that arithmetic); sites numbered one after
+    another; at most fast_path.RUN_MAX accesses."""
     out: list[list[_RunMember]] = []
     run: list[_RunMember] = []
     written: set[str] = set()  # registers written since the run's first access
@@ -1060,7 +1064,8 @@ def _runs(alone: list[_RunMember], items: list[Item], before: dict[int, str],
         written.update(writes(items[a]))
         for k in range(a + 1, b):
             it = items[k]
-            if k in before or k in after or k in replaced:
+            if before.get(k) or k in after or (  # (a converted member's before: "")
+                    k in replaced and replaced[k] != f"@{converge.REG_ON} {it.text}"):
                 return False
             if it.kind == "trivia" or it.opcode == ".loc":
                 continue
@@ -1071,6 +1076,7 @@ def _runs(alone: list[_RunMember], items: list[Item], before: dict[int, str],
 
     for m in alone:
         if not (run and len(run) < fast_path.RUN_MAX and m.site == run[-1].site + 1
+                and m.on == run[-1].on
                 and between(run[-1].index, m.index)
                 and not set(_REG.findall(" ".join(m.address))) & written):
             if len(run) > 1:
@@ -1084,12 +1090,18 @@ def _runs(alone: list[_RunMember], items: list[Item], before: dict[int, str],
 
 def _run_call(name: str, run: list[_RunMember]) -> str:
     """The call of a run's function, before its first access: each access's address computed
-    into REG_ADDR and kept as a 32-bit window offset."""
+    into REG_ADDR and kept as a 32-bit window offset; 1 where the lane makes the accesses
+    (REG_ON's in a converted branch), else 0: every lane calls it (echo.py)."""
     regs = [f"%__cs_g{i}" for i in range(len(run))]
     lines = [f"{{ // consan sites {run[0].site}-{run[-1].site}", f".reg .b32 %__cs_g<{len(run)}>;"]
     for reg, m in zip(regs, run, strict=True):
         lines += [*m.address, f"cvt.u32.u64 {reg}, {REG_ADDR};"]
-    lines += [f"call {name}, ({', '.join(regs)}, {run[0].site}, {fast_path.REG_FAST});", "}"]
+    on = "1"
+    if run[0].on:
+        lines.append(f"selp.b32 {REG_OP}, 1, 0, {converge.REG_ON};")
+        on = REG_OP
+    lines += [f"call {name}, ({', '.join(regs)}, {run[0].site}, {fast_path.REG_FAST}, {on});",
+              "}"]
     return "\n\t".join(lines) + "\n\t"
 
 

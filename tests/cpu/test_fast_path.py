@@ -443,7 +443,8 @@ def test_a_run_of_accesses_calls_one_function_with_each_address(monkeypatch):
     name = "__consan_inline_run_w4_w4_r4_r1_w4"
     assert [c.func for c in made] == [abi.PROBE_CTA_BEGIN, name, abi.PROBE_THREAD_EXIT]
     (run,) = [c for c in made if c.func == name]
-    assert run.args == [f"%__cs_g{i}" for i in range(5)] + [run.args[5], fast_path.REG_FAST]
+    assert run.args == [f"%__cs_g{i}" for i in range(5)] + [run.args[5], fast_path.REG_FAST,
+                                                            "1"]  # (every lane makes them)
     first = int(run.args[5])
     assert run.pos < k.index("st.shared.u32 [%r2], %r3;")  # (before the run's first access)
     texts = [ln.strip() for ln in RUN.splitlines() if "shared" in ln]
@@ -526,7 +527,7 @@ def test_the_gpu_run_twin_makes_runs_on_both_sides(monkeypatch):
     runs = [c for c in calls(kernel(ins.ptx)) if c.func.startswith("__consan_inline_run_")]
     covered = set()
     for c in runs:
-        first, n = int(c.args[-2]), len(c.args) - 2
+        first, n = int(c.args[-3]), len(c.args) - 3  # (site, record, on)
         covered |= {ins.sites[first + i].loc.line for i in range(n) if ins.sites[first + i].loc}
     assert lines <= covered, (lines, covered)
 
@@ -552,4 +553,22 @@ def test_a_write_read_in_its_phase_looks_at_other_warps_bits_before_calling(monk
     assert f"[{fast_path.REG_FAST}+{abi.PSH_FAST_BITS_EVEN * 4}]" in head[-1500:]
     assert "shl.b32 %__cs_fr6, %__cs_fr6, 3;" in head[-1500:]  # (two parities a warp)
     assert f"mul.lo.u32 %__cs_fr8, %__cs_fr1, {abi.PSH_FAST_BYTES};" in head[-1500:]
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+def test_a_run_in_a_converted_branch_is_called_by_every_lane(monkeypatch):
+    """`if (warp == 0) { s[a] = x; s[b] = y; }`: the branch is converted (converge.py) and
+    its accesses still make one run, whose function every lane calls with REG_ON's lanes
+    making the accesses (echo.py): a call by part of a warp split it."""
+    _functions_only(monkeypatch)
+    body = ("\tsetp.ne.s32 %p2, %r9, 0;\n\t@%p2 bra $L_skip;\n"
+            "\tst.shared.u32 [%r6], %r3;\n\tst.shared.u32 [%r7], %r3;\n$L_skip:\n")
+    ins = rewritten(body, looped=False, extra=ADDRESSES)
+    k = kernel(ins.ptx)
+    assert "bra $L_skip" not in k and "@%__cs_on st.shared.u32 [%r6], %r3;" in k
+    (run,) = [c for c in calls(k) if c.func.startswith("__consan_inline_run_")]
+    assert run.pred is None and run.args[-1] == "%__cs_op"
+    assert "selp.b32 %__cs_op, 1, 0, %__cs_on;" in k[k.rindex("// consan sites", 0, run.pos):]
+    fn = function(ins.ptx, run.func)
+    assert "setp.ne.u32 %__cs_onp, %__cs_u, 0;" in fn and fn.count("@!%__cs_onp bra") == 2
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)

@@ -561,7 +561,6 @@ extern "C" __global__ void $NAME(const int* in, int* out) {
     __shared__ int s[224];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (warp == 0) {
-        __syncwarp();  // (a branch kept: its stores make a run, not a converted region)
         const int v = in[lane];
         s[lane] = v;
         s[32 + lane] = v + 1;
