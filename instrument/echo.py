@@ -4,9 +4,9 @@ A probe called by part of a warp leaves the warp split for the rest of the kerne
 (docs/model.md, *Probes called from a branch*): `@p st.shared` with `p` true in one lane,
 an access in a converted `if (lane == 0)` region (converge.py), the lanes whose inline
 test failed in the phase-mode fast path (fast_path.py). So such a call is made by every
-lane of the group that reaches it: the lanes that do not make the access pass the first
-lane that does's address and abi.INFO_ECHO in the info word, the same access by the same
-warp, which changes no verdict (a record leaves them out of its lanes); where no lane
+lane of the group that reaches it: the lanes that do not make the access pass the address
+of the lowest lane that does and abi.INFO_ECHO in the info word, the same access by the
+same warp, which changes no verdict (a record leaves them out of its lanes); where no lane
 makes it, none calls. Costs a ballot and two shuffles where a call is made.
 """
 

@@ -993,13 +993,11 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
                 functions[name] = fast_path.function(c)
             call = (name, site, [fast_path.REG_FAST])
             if not in_loop:  # (every lane that reaches it calls it: echo.py)
-                on = ([f"selp.b32 {REG_OP}, 1, 0, {pred[1:]};"] if pred and
-                      not pred.startswith("@!") else
-                      [f"selp.b32 {REG_OP}, 0, 1, {pred[2:]};"] if pred else [])
+                code, word = _lanes_word(pred)
                 args = [(".b64", REG_ADDR), (".b32", site), (".b32", fast_path.REG_FAST),
-                        (".b32", REG_OP if pred else "1")]
+                        (".b32", word)]
                 assert tuple(t for t, _ in args) == fast_path.FUNCTION_PARAMS
-                probe = _call(None, name, args, pre=[*address, *on], comment=f"site {site}")
+                probe = _call(None, name, args, pre=[*address, *code], comment=f"site {site}")
                 before[idx] = first + probe + "\n\t"
                 on = pred == f"@{converge.REG_ON}"  # (a converted branch's: REG_ON)
                 if not (first or (pred and not on) or idx in after or
@@ -1096,13 +1094,21 @@ def _run_call(name: str, run: list[_RunMember]) -> str:
     lines = [f"{{ // consan sites {run[0].site}-{run[-1].site}", f".reg .b32 %__cs_g<{len(run)}>;"]
     for reg, m in zip(regs, run, strict=True):
         lines += [*m.address, f"cvt.u32.u64 {reg}, {REG_ADDR};"]
-    on = "1"
-    if run[0].on:
-        lines.append(f"selp.b32 {REG_OP}, 1, 0, {converge.REG_ON};")
-        on = REG_OP
-    lines += [f"call {name}, ({', '.join(regs)}, {run[0].site}, {fast_path.REG_FAST}, {on});",
+    code, word = _lanes_word(f"@{converge.REG_ON}" if run[0].on else None)
+    lines += [*code,
+              f"call {name}, ({', '.join(regs)}, {run[0].site}, {fast_path.REG_FAST}, {word});",
               "}"]
     return "\n\t".join(lines) + "\n\t"
+
+
+def _lanes_word(pred: str | None) -> tuple[list[str], str]:
+    """(code, operand) of the word a module function of fast_path.py takes: 1 where the lane
+    makes the access (`pred`, an instruction's guard or REG_ON; None: every lane), else 0."""
+    if pred is None:
+        return [], "1"
+    if pred.startswith("@!"):
+        return [f"selp.b32 {REG_OP}, 0, 1, {pred[2:]};"], REG_OP
+    return [f"selp.b32 {REG_OP}, 1, 0, {pred[1:]};"], REG_OP
 
 
 def _inline_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
