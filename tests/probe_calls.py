@@ -43,14 +43,15 @@ def args_of(ptx: str, func: str | None = None) -> list[list[str]]:
 
 
 def echoed_on(ptx: str, call: Call) -> str | None:
-    """The lanes an access probe's call is made for where every lane that reaches it calls
-    it (instrument/echo.py): the predicate its ballot takes ("%p1", "!%p1" where it took
+    """The lanes a guarded or converted access's probe call is made for, every lane that
+    reaches it calling it (instrument/echo.py; the fast path's calls are read by
+    test_fast_path.together): the predicate its ballot takes ("%p1", "!%p1" where it took
     the negation, "%__cs_on" in a converted region); None where the call is not so made."""
     head = ptx.rfind("activemask.b32", 0, call.pos)
-    if head < 0 or call.pred not in ("@!%__cs_eno", "@!%__cs_fno"):
+    if head < 0 or call.pred != "@!%__cs_eno":
         return None
     block = ptx[head:call.pos]
-    m = re.search(r"vote\.sync\.ballot\.b32 %__cs_[ef]l, (%[\w$.]+), %__cs_\w+;", block)
+    m = re.search(r"vote\.sync\.ballot\.b32 %__cs_el, (%[\w$.]+), %__cs_\w+;", block)
     if m is None:
         return None
     neg = re.search(rf"not\.pred {re.escape(m.group(1))}, (%[\w$.]+);", block)
