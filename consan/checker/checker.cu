@@ -173,7 +173,7 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
-    uint32_t echo = cs_echo_begin(info);
+    const cs_echo_t echo = cs_echo_begin(info);
     cs_store_record_end(site, info);
     cs_mc_poll();
     if (info & CS_INFO_IDEM) cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
@@ -187,7 +187,7 @@ CS_ENTRY void __consan_write_readers(uint64_t addr, uint32_t site, uint32_t info
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
-    uint32_t echo = cs_echo_begin(info);
+    const cs_echo_t echo = cs_echo_begin(info);
     if (cs_phase_smem_on()) cs_phase_smem_write_readers(addr, site, info);
     cs_echo_end(echo);
 }
@@ -199,7 +199,7 @@ CS_ENTRY void __consan_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
-    uint32_t echo = cs_echo_begin(info);
+    const cs_echo_t echo = cs_echo_begin(info);
     if (cs_phase_smem_on()) cs_phase_smem_read_judge(addr, site, info);
     cs_echo_end(echo);
 }
@@ -211,7 +211,7 @@ CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uin
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
-    uint32_t echo = cs_echo_begin(info);
+    const cs_echo_t echo = cs_echo_begin(info);
     cs_access_n(addr, site, info, rep);
     cs_echo_end(echo);
 }
@@ -243,7 +243,7 @@ CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uin
     CS_NULL_ACCESS(return;)
     CS_NULL_READ16(if (cs_info_mode(info) == CS_MODE_READ) return;)
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
-    uint32_t echo = cs_echo_begin(info);
+    const cs_echo_t echo = cs_echo_begin(info);
     cs_store_record_end(site, info);
     if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
     cs_echo_end(echo);
@@ -274,7 +274,7 @@ CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF_AS(by_mode, 44u);
     CS_NULL_ACCESS(return;)
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
-    uint32_t echo = cs_echo_begin(info);
+    const cs_echo_t echo = cs_echo_begin(info);
     cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
     uint32_t fk = 0;
     cs_access16_write(m, cs_vc_smem_ctx(slot, w), g, 1, 1, site, CS_AGENT_CPASYNC + w, clk, f, fk);

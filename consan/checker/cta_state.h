@@ -94,14 +94,24 @@ CS_DEV void cs_clear_store_tags(uint32_t i, uint32_t n) {  // by threads i of n 
 // address of a lane that makes it and CS_INFO_ECHO: the same access by the same warp, which
 // changes no verdict, made so that the warp calls the probe together (a call by part of it
 // split it). A record leaves them out of its lanes (cs_blank, cs_merged_record) while the
-// probe runs. Returns them, with the bit taken off `info`.
-CS_DEV uint32_t cs_echo_begin(uint32_t& info) {
-    uint32_t e = cs_ballot(cs_activemask(), (info & CS_INFO_ECHO) != 0);
+// probe runs. Returns them and the lanes that called, with the bit taken off `info`.
+struct cs_echo_t { uint32_t lanes, active; };
+CS_DEV cs_echo_t cs_echo_begin(uint32_t& info) {
+    const uint32_t active = cs_activemask();
+    const uint32_t e = cs_ballot(active, (info & CS_INFO_ECHO) != 0);
     info &= ~CS_INFO_ECHO;
     if (e) cs_shv.echo[cs_warp()] = e;  // (every lane stores the same word)
-    return e;
+    return {e, active};
 }
 CS_DEV uint32_t cs_echo_lanes() { return cs_shv.echo[cs_warp()]; }
-CS_DEV void cs_echo_end(uint32_t e) {
-    if (e) cs_shv.echo[cs_warp()] = 0;
+// The lanes that called the probe leave it together, as they came. A probe's lanes part
+// where one of them records a finding; a warp that came back split made its next inline
+// test's activemask, votes and calls in parts, and reached the kernel's `bar.sync` split.
+// Measured on the H100: the unrolled bitonic sort without its stride-32 barrier (its
+// compare-and-swap a converted run of accesses, instrument/fast_path.py) never ended;
+// with this end it reported its 1,862 findings. (After the record, too: cs_blank reads
+// the echo word this end clears.)
+CS_DEV void cs_echo_end(const cs_echo_t& e) {
+    cs_syncwarp(e.active);
+    if (e.lanes) cs_shv.echo[cs_warp()] = 0;
 }
