@@ -104,9 +104,9 @@ CS_DEV cs_echo_t cs_echo_begin(uint32_t& info) {
     return {e, active};
 }
 CS_DEV uint32_t cs_echo_lanes() { return cs_shv.echo[cs_warp()]; }
-// The lanes that called the probe leave it together, as they came. A probe's lanes part
-// where one of them records a finding; a warp that came back split made its next inline
-// test's activemask, votes and calls in parts, and reached the kernel's `bar.sync` split.
+// The lanes that called the probe wait for each other before they leave it. A probe's
+// lanes part where some of them record a finding; a warp that came back split made its
+// next inline test's activemask, votes and calls in parts, and reached `bar.sync` split.
 // Measured on the H100: the unrolled bitonic sort without its stride-32 barrier (its
 // compare-and-swap a converted run of accesses, instrument/fast_path.py) never ended;
 // with this end it reported its 1,862 findings. (After the record, too: cs_blank reads
