@@ -43,14 +43,18 @@ CS_DEV volatile uint32_t& cs_psh_phase(uint32_t w) {
     return *(volatile uint32_t*)&cs_phase_sh[w];
 }
 
-// One record per distinct finding among the lanes that call together.
+// One record per distinct finding among the lanes that call together. Every lane calls
+// cs_record, those that record nothing with kind 0: a call by the recording lane alone sat
+// in a region of a callee-saved convergence barrier (B6), which this function then saved
+// and cleared on entry, and its callers call it from part of a warp (the lanes that found
+// something): the clear released the others (benchmarks/convergence_barriers.py --psh).
 CS_NOINLINE void cs_phase_smem_note(uint32_t kind, uint32_t site, uint32_t prev_site,
                              uint32_t prev_warp, uint32_t lo, uint32_t hi) {
     uint32_t active = cs_match(cs_activemask(), site);
     cs_finding f = {kind, prev_site, prev_warp == CS_PHASE_SMEM_MULTI ? CS_NO_WARP : prev_warp};
-    cs_record_t r;
-    if (!cs_merged_record(active, f, site, lo, hi, r)) return;
-    r.clock = cs_psh_phase(cs_warp());
+    cs_record_t r = {};
+    if (cs_merged_record(active, f, site, lo, hi, r)) r.clock = cs_psh_phase(cs_warp());
+    else r.kind = 0;
     cs_record(r);
 }
 

@@ -214,3 +214,51 @@ def test_the_warp_is_whole_after_a_guarded_access_of_lane_0(op):
     s = np.zeros(64, dtype=np.float32)
     s[0], s[1] = x[0], x[32]  # (each warp's lane 0: s[warp] = in[t])
     np.testing.assert_array_equal(out, np.tile(s + np.float32(32.0), blocks))
+
+
+# A probe that finds a race in part of its warp: warp 1's lanes 0-15 write s[0..15] in the
+# phase in which warp 0 writes s[0..31] (s[16..31] a second time, its own), so whichever
+# comes second finds race.waw in lanes 0-15 only (each lane its own granule; the echoing
+# lanes' copy of lane 0's write finds the granule already the warp's). In phase mode the
+# lanes that found something recorded it through a function that cleared a convergence
+# barrier the others waited at (benchmarks/convergence_barriers.py --psh --calls); a warp
+# that came back split split the warps after it. After the writes, every lane writes how
+# many lanes run with it: natively 32.
+RACE_PART = r"""
+extern "C" __global__ void race_part(const float* in, float* out) {
+    __shared__ float s[64];
+    int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    s[t] = in[t];
+    __syncthreads();
+    if (warp == 0 && lane >= 16) s[lane] = in[t] + 2.0f;
+    if (warp == 1 && lane < 16) s[lane] = in[t] + 1.0f;  // @part-write-1
+    if (warp == 0) s[lane] = in[t] + 3.0f;  // @part-write-0
+    float lanes = (float)__popc(__activemask());
+    __syncthreads();
+    out[blockIdx.x * 64 + t] = (t >= 16 ? s[t] : 0.0f) + lanes;
+}
+"""
+
+
+def test_the_warp_is_whole_after_a_probe_found_a_race_in_part_of_it():
+    import cupy as cp
+
+    from tests.gpu_util import line_of
+
+    blocks = 2
+
+    def make_args():
+        x = cp.asarray(np.random.default_rng(11).random(64, dtype=np.float32))
+        out = poisoned(blocks * 64, cp.float32)
+        return (x, out), [out]
+
+    rep, (out,) = check_against_native(RACE_PART, "race_part", make_args, grid=(blocks,),
+                                       block=(64,), options=(arch_option(),))
+    pair = {line_of(RACE_PART, "@part-write-1"), line_of(RACE_PART, "@part-write-0")}
+    assert rep.violations and all(
+        v.kind == "race.waw" and {v.line, v.prev_line} == pair for v in rep.violations), str(rep)
+    x = np.random.default_rng(11).random(64, dtype=np.float32)
+    t = np.arange(64)
+    s = np.where(t < 32, x + np.float32(3.0), x)  # (s[0..15] racy: not written out)
+    want = np.where(t >= 16, s, np.float32(0.0)) + np.float32(32.0)
+    np.testing.assert_array_equal(out, np.tile(want.astype(np.float32), blocks))
