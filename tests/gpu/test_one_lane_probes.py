@@ -262,3 +262,53 @@ def test_the_warp_is_whole_after_a_probe_found_a_race_in_part_of_it():
     s = np.where(t < 32, x + np.float32(3.0), x)  # (s[0..15] racy: not written out)
     want = np.where(t >= 16, s, np.float32(0.0)) + np.float32(32.0)
     np.testing.assert_array_equal(out, np.tile(want.astype(np.float32), blocks))
+
+
+# The same in vector-clock mode (an mbarrier makes the module async): half of each warp
+# reads a 16-byte chunk whose four granules two warps wrote (uneven epochs: the look out
+# of line, cs_access16_look_any, a callee that clears convergence barriers B6 and B7:
+# benchmarks/convergence_barriers.py --calls), the other half a chunk one lane wrote
+# whole (its look inline). Clean; every lane then writes how many lanes run with it.
+LOOK_PART = r"""
+__device__ __forceinline__ unsigned sa(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+extern "C" __global__ void look_part(const float* in, float* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(16) float s[320];
+    int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    if (t == 0) asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(sa(&bar)) : "memory");
+    s[2 * lane + warp] = in[t];
+    reinterpret_cast<float4*>(s + 64)[t] = make_float4(in[t], 1.0f, 2.0f, 3.0f);
+    __syncthreads();
+    float4 v = reinterpret_cast<const float4*>(s)[lane < 16 ? lane : lane + 16 * warp];
+    float lanes = (float)__popc(__activemask());
+    out[blockIdx.x * 64 + t] = v.x + v.y + v.z + v.w + lanes;
+}
+"""
+
+
+def test_the_warp_is_whole_after_a_16_byte_read_looked_at_out_of_line_in_part_of_it():
+    import cupy as cp
+
+    blocks = 2
+
+    def make_args():
+        x = cp.asarray(np.random.default_rng(13).random(64, dtype=np.float32))
+        out = poisoned(blocks * 64, cp.float32)
+        return (x, out), [out]
+
+    rep, (out,) = check_against_native(LOOK_PART, "look_part", make_args, grid=(blocks,),
+                                       block=(64,), options=(arch_option(),))
+    assert rep.ok and not rep.violations, str(rep)
+    x = np.random.default_rng(13).random(64, dtype=np.float32)
+    s = np.zeros(320, dtype=np.float32)
+    t = np.arange(64)
+    s[2 * (t & 31) + (t >> 5)] = x
+    s[64:].reshape(64, 4)[:] = np.stack([x, np.ones(64), 2 * np.ones(64), 3 * np.ones(64)],
+                                        axis=1).astype(np.float32)
+    lane, warp = t & 31, t >> 5
+    chunk = np.where(lane < 16, lane, lane + 16 * warp)
+    v = s.reshape(80, 4)[chunk]
+    want = ((v[:, 0] + v[:, 1]) + v[:, 2]) + v[:, 3] + np.float32(32.0)
+    np.testing.assert_array_equal(out, np.tile(want.astype(np.float32), blocks))
