@@ -28,6 +28,7 @@ from . import (
     first_trip,
     inline_barriers,
     loops,
+    rejoin,
     remote,
     static_proof,
     vc_reads,
@@ -856,7 +857,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             out.append(after[i])
     caps = _register_caps(mod)
     proofs = _proofs(mod, shared)
-    return Instrumented("".join(out), table, mod.kernels, unmodeled, counts,
+    return Instrumented(rejoin.rejoin("".join(out)), table, mod.kernels, unmodeled, counts,
                         min(caps) if caps else None, cta_wide_only, async_proxy, wgmma,
                         cp_async, bar0_only, multicast, chunks,
                         first_trip_loops=[(mod.items[lp.head].line, mod.items[lp.branch].line)

@@ -56,3 +56,14 @@ def echoed_on(ptx: str, call: Call) -> str | None:
         return None
     neg = re.search(rf"not\.pred {re.escape(m.group(1))}, (%[\w$.]+);", block)
     return f"!{neg.group(1)}" if neg else m.group(1)
+
+
+_CONSAN_CALL = r"(?:@!?%[\w$]+ )?call(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?__consan_\w+[^;]*;"
+
+
+def rejoined(ptx: str) -> tuple[int, int]:
+    """(calls of consan functions, those in a rejoin region: instrument/rejoin.py's
+    never-taken branch right before the call, its label right after)."""
+    every = re.findall(_CONSAN_CALL, ptx)
+    ok = re.findall(rf"@%__cs_rj bra (\$__cs_rejoin\d+); {_CONSAN_CALL} \1:", ptx)
+    return len(every), len(ok)

@@ -13,7 +13,7 @@ from instrument import abi
 from instrument.ptx import PTXSyntaxError, parse
 from instrument.rewrite import InstrumentError, instrument
 from tests import corpus_build
-from tests.probe_calls import args_of, calls, echoed_on
+from tests.probe_calls import args_of, calls, echoed_on, rejoined
 
 TRITON = sorted((corpus_build.CORPUS_DIR / "triton").glob("*.ptx"))
 HEADER = ".version 9.0\n.target sm_90a\n.address_size 64\n"
@@ -58,6 +58,8 @@ def test_every_instrumented_module_assembles(corpus):
         label, text = item
         ins = instrument(parse(text, label))
         assert parse(ins.ptx).render() == ins.ptx
+        n, ok = rejoined(ins.ptx)  # (every probe call in a region the warp leaves whole)
+        assert n == ok > 0, label
         arch = _arch_of(label, text)[0]
         toolchain.link_with_checker(ins, label, arch, **runtime.first_link(ins, 256))
         return arch.sm

@@ -219,16 +219,19 @@ def test_the_warp_is_whole_after_a_guarded_access_of_lane_0(op):
 # A probe that finds a race in part of its warp: warp 1's lanes 0-15 write s[0..15] in the
 # phase in which warp 0 writes s[0..31] (s[16..31] a second time, its own), so whichever
 # comes second finds race.waw in lanes 0-15 only (each lane its own granule; the echoing
-# lanes' copy of lane 0's write finds the granule already the warp's). In phase mode the
-# lanes that found something recorded it through a function that cleared a convergence
-# barrier the others waited at (benchmarks/convergence_barriers.py --psh --calls); a warp
-# that came back split split the warps after it. After the writes, every lane writes how
-# many lanes run with it: natively 32.
+# lanes' copy of lane 0's write finds the granule already the warp's). The probe came back
+# with its warp split (lane 0, which recorded the finding, apart from the others: on the
+# H100 in phase and vector-clock mode, tables in shared or device memory alike) until each
+# probe call sat in a region ptxas closes with a reconvergence (instrument/rejoin.py).
+# After the writes, every lane writes how many lanes run with it: natively 32. MODE: an
+# mbarrier makes the module one of vector-clock mode.
 RACE_PART = r"""
 extern "C" __global__ void race_part(const float* in, float* out) {
     __shared__ float s[64];
+    __shared__ __align__(8) unsigned long long bar;
     int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     s[t] = in[t];
+    MODE
     __syncthreads();
     if (warp == 0 && lane >= 16) s[lane] = in[t] + 2.0f;
     if (warp == 1 && lane < 16) s[lane] = in[t] + 1.0f;  // @part-write-1
@@ -238,23 +241,31 @@ extern "C" __global__ void race_part(const float* in, float* out) {
     out[blockIdx.x * 64 + t] = (t >= 16 ? s[t] : 0.0f) + lanes;
 }
 """
+VC_MODE = ('if (t == 0) asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: '
+           '"r"((unsigned)__cvta_generic_to_shared(&bar)) : "memory");')
 
 
-def test_the_warp_is_whole_after_a_probe_found_a_race_in_part_of_it():
+@pytest.mark.parametrize("mode", ["phases", "vector clocks"])
+def test_the_warp_is_whole_after_a_probe_found_a_race_in_part_of_it(mode):
     import cupy as cp
 
+    from consan import toolchain
+    from instrument.rewrite import instrument
     from tests.gpu_util import line_of
 
     blocks = 2
+    src = RACE_PART.replace("MODE", VC_MODE if mode == "vector clocks" else "")
+    ptx = toolchain.compile_cuda(src, "race_part.cu", ["-arch=compute_80"])
+    assert instrument(ptx).phase_mode == (mode == "phases")
 
     def make_args():
         x = cp.asarray(np.random.default_rng(11).random(64, dtype=np.float32))
         out = poisoned(blocks * 64, cp.float32)
         return (x, out), [out]
 
-    rep, (out,) = check_against_native(RACE_PART, "race_part", make_args, grid=(blocks,),
+    rep, (out,) = check_against_native(src, "race_part", make_args, grid=(blocks,),
                                        block=(64,), options=(arch_option(),))
-    pair = {line_of(RACE_PART, "@part-write-1"), line_of(RACE_PART, "@part-write-0")}
+    pair = {line_of(src, "@part-write-1"), line_of(src, "@part-write-0")}
     assert rep.violations and all(
         v.kind == "race.waw" and {v.line, v.prev_line} == pair for v in rep.violations), str(rep)
     x = np.random.default_rng(11).random(64, dtype=np.float32)
