@@ -13,9 +13,15 @@ ends: every later instruction runs twice, and `__activemask()`, a vote on it or 
 A branch ptxas cannot prove uniform gets a convergence barrier (BSSY before it, BSYNC at
 its target), and BSYNC makes the lanes of the barrier's mask one group again. So each
 call of a consan function is skipped where a per-lane predicate holds that never does
-(`%lanemask_eq` is never 0): the region costs a register move, a compare, BSSY and
-BSYNC, and no branch is taken. Measured on the H100 with the phase-mode fast path's calls
-so wrapped, the racy write above gave 32 in every lane, in every phase-mode build.
+(`%lanemask_eq` is never 0): the region costs a special-register read, a compare, BSSY
+and BSYNC, and no branch is taken. With it the racy write above gave 32 in every lane, in
+all four checker builds (H100). Its cost, measured on the H100 beside the tree before it
+(one call, bench_async's kernels three rounds each): device time x1.067 on
+mma_gemm_cp_async (a call per cp.async), x0.98 to x1.03 on the others; bench_unrolled's
+sort 6.73 -> 7.14 ms; bench_clean's median unchanged (2.6x). The record register the
+kernel keeps (fast_path.REG_FAST) would save the read, but ptxas then sees one predicate
+for a chain of calls, threads their tests together and drops the regions (cp_async.cu's
+SASS): each call reads the lane mask again.
 """
 
 from __future__ import annotations
