@@ -43,15 +43,18 @@ def takes_off(c: Classified | None, accesses: bool = False) -> bool:
     # converted with its group's commit and wait called under `@%on`, though their probe
     # clears no convergence barrier), and a multicast copy's applying of peers' copies (the
     # checker's multicast.h) needs its warp together.
+    # cp.async's groups too: `if (lane == 0) { cp.async; commit; wait_all }` left the warp
+    # split (measured on the H100: tests/gpu/test_one_lane_probes.py), its copy echoed.
     return c is not None and ((c.event is Event.MBARRIER and c.result is None) or c.event in (
         Event.TENSOR_LOAD, Event.TENSOR_STORE, Event.BULK_LOAD, Event.BULK_STORE,
-        Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE) or (
+        Event.BULK_COMMIT, Event.BULK_WAIT, Event.PROXY_FENCE, Event.ASYNC_COMMIT,
+        Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL) or (
         accesses and c.event in ACCESSES and not c.idem))
 
 
 # Accesses a region may hold where the module's accesses echo (not where stores pass value
 # tags: a lane's tag is its own store's); an idempotent store's rule is not echoed either.
-ACCESSES = frozenset({Event.READ, Event.WRITE, Event.ATOMIC})
+ACCESSES = frozenset({Event.READ, Event.WRITE, Event.ATOMIC, Event.ASYNC_WRITE})
 
 
 def convertible(c: Classified | None, it: Item, accesses: bool = False) -> bool:

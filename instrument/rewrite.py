@@ -1434,8 +1434,9 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         op = {Event.ASYNC_COMMIT: abi.ASYNC_COMMIT, Event.ASYNC_WAIT: abi.ASYNC_WAIT,
               Event.ASYNC_WAIT_ALL: abi.ASYNC_WAIT_ALL}[ev]
         n = it.operands[0] if ev is Event.ASYNC_WAIT and it.operands else "0"
-        call = _call(pred, abi.PROBE_ASYNC, [(".b32", str(op)), (".b32", n), (".b32", str(site))],
-                     comment=f"site {site}")
+        opcode, opw = _op_word(op, on)  # (in a converted region: PROBE_OFF where skipped)
+        call = _call(pred, abi.PROBE_ASYNC, [(".b32", opw), (".b32", n), (".b32", str(site))],
+                     pre=opcode, comment=f"site {site}")
         # The wait takes effect once the instruction has returned: probe after it.
         return ("", "\n\t" + call) if ev is not Event.ASYNC_COMMIT else (call + "\n\t", "")
     if ev is Event.BULK_STORE:

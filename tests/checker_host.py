@@ -169,17 +169,19 @@ class HostChecker:
     def cp_async(self, warp: int, off: int, size: int = 16, site: int = 0) -> None:
         self.access(warp, off, size, abi.MODE_ASYNC_WRITE, site)
 
-    def commit(self, warp: int, site: int = 0) -> None:
+    def commit(self, warp: int, site: int = 0, off: bool = False) -> None:
+        """cp.async.commit_group (`off`: the lane of a converted branch that skips it)."""
         self._as(warp)
-        self._probe(abi.PROBE_ASYNC)(abi.ASYNC_COMMIT, 0, site)
+        self._probe(abi.PROBE_ASYNC)(abi.ASYNC_COMMIT | (abi.PROBE_OFF if off else 0), 0, site)
 
-    def wait_group(self, warp: int, n: int, site: int = 0) -> None:
+    def wait_group(self, warp: int, n: int, site: int = 0, off: bool = False) -> None:
         self._as(warp)
-        self._probe(abi.PROBE_ASYNC)(abi.ASYNC_WAIT, n, site)
+        self._probe(abi.PROBE_ASYNC)(abi.ASYNC_WAIT | (abi.PROBE_OFF if off else 0), n, site)
 
-    def wait_all(self, warp: int, site: int = 0) -> None:
+    def wait_all(self, warp: int, site: int = 0, off: bool = False) -> None:
         self._as(warp)
-        self._probe(abi.PROBE_ASYNC)(abi.ASYNC_WAIT_ALL, 0, site)
+        self._probe(abi.PROBE_ASYNC)(abi.ASYNC_WAIT_ALL | (abi.PROBE_OFF if off else 0), 0,
+                                     site)
 
     def mbar(self, warp: int, off: int, op: int, arg: int = 1, site: int = 0) -> int:
         """The probe's verdict: 0 run the instruction, 1 skip it, 2 the warp leaves."""

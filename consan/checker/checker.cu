@@ -364,6 +364,12 @@ CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
     CS_PROF(4);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
+    // Lanes with PROBE_OFF skip the operation (a converted branch, instrument/converge.py):
+    // the copy unit and its groups are the warp's, so with one lane on the call is that
+    // lane's; with none it is no call (as __consan_bulk_group).
+    const bool off = op & CS_PROBE_OFF;
+    op &= ~CS_PROBE_OFF;
+    if (!cs_any(cs_activemask(), !off)) return;
     uint32_t active = cs_group(((uint64_t)site << 32) | n, op);
     uint32_t w = cs_warp();
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {

@@ -354,6 +354,28 @@ def test_own_destination_read_before_wait(ckv):
     assert ckv.kinds() == [("async.pending-write", 2, 1)]
 
 
+# A converted branch's lanes that skip a cp.async group's commit or wait (instrument/
+# converge.py) call the probe marked off: no group closed, none retired.
+def test_a_cp_async_wait_marked_off_retires_nothing(ckv):
+    ckv.cp_async(0, 0, site=1)
+    ckv.commit(0)
+    ckv.wait_group(0, 0, off=True)
+    ckv.wait_all(0, off=True)
+    ckv.read(0, 0, site=2)
+    assert ckv.kinds() == [("async.pending-write", 2, 1)]
+
+
+def test_a_cp_async_commit_marked_off_closes_no_group(ckv):
+    ckv.cp_async(0, 0, site=1)  # group 0
+    ckv.commit(0)
+    ckv.cp_async(0, 64, site=2)  # still open: the commit below is marked off
+    ckv.commit(0, off=True)
+    ckv.wait_group(0, 0)  # retires group 0 only
+    ckv.read(0, 0, site=3)
+    ckv.read(0, 64, site=4)
+    assert ckv.kinds() == [("async.pending-write", 4, 2)]
+
+
 def test_cp_async_over_unsynchronised_readers_is_war(ckv):
     ckv.write(0, 0, site=1)
     ckv.sync(ALL)

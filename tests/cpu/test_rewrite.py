@@ -579,6 +579,32 @@ def test_a_one_lane_bulk_copy_is_probed_by_every_lane(layout):
     toolchain.link_with_checker(instrument(src), "k", toolchain.Arch.parse("sm_90a"))
 
 
+def test_a_one_lane_cp_async_with_its_group_is_probed_by_every_lane():
+    """`if (t == 0) { cp.async; commit; wait }`: the region converts, every probe called by
+    the whole warp: the copy's echoed (the lanes off pass lane 0's address and INFO_ECHO),
+    the group's commit and wait with PROBE_OFF in their op word where the lane skips them
+    (called by lane 0 alone, they left the warp split on the H100)."""
+    body = ("cp.async.ca.shared.global [%r2], [%rd1], 16;\n\t"
+            "cp.async.commit_group;\n\tcp.async.wait_group 0;")
+    kernel = INVERTED.replace("\t@%p1 bra $L__BB0_3;\n\tbra.uni $L__BB0_4;\n$L__BB0_3:\n",
+                              "\t@!%p1 bra $L__BB0_4;\n")
+    src = HEADER + kernel.replace("{BODY}", body)
+    out = instrument(src).ptx
+    assert "bra $L__BB0_4" not in out
+    assert "@%__cs_on cp.async.ca.shared.global [%r2], [%rd1], 16;" in out
+    assert "@%__cs_on cp.async.commit_group;" in out
+    assert "@%__cs_on cp.async.wait_group 0;" in out
+    groups = calls(out, abi.PROBE_ASYNC)
+    assert [c.pred for c in groups] == [None, None], groups
+    assert [c.args[0] for c in groups] == ["%__cs_op"] * 2, groups
+    for op in (abi.ASYNC_COMMIT, abi.ASYNC_WAIT):
+        assert f"selp.b32 %__cs_op, {op}, {op | abi.PROBE_OFF}, %__cs_on;" in out
+    (copy,) = [c for c in calls(out) if c.func.startswith("__consan_") and "%__cs_b" in c.args]
+    assert copy.pred == "@!%__cs_eno" and copy.args[2] == "%__cs_op", copy
+    assert "vote.sync.ballot.b32 %__cs_el, %__cs_on," in out
+    toolchain.link_with_checker(instrument(src), "k", toolchain.Arch.parse("sm_90a"))
+
+
 @pytest.mark.parametrize("layout", ["plain", "inverted"])
 def test_a_one_lane_bulk_store_with_its_group_is_probed_by_every_lane(layout):
     """`if (t == 0) { bulk store; commit; wait }`: every probe is called by the whole warp,

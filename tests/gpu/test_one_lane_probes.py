@@ -9,9 +9,8 @@ wrote 32 (measured on the H100 for every case here, before any was mended). Each
 here is one a kernel makes from one lane: a shared store or atomic, a cp.async, a bulk
 copy and a bulk store. The output must be the native bits. A bulk copy's and a bulk store's
 probes are called by every lane of the warp, the others marked off (instrument/converge.py);
-so are a shared store's and an atomic's, the others echoing lane 0's access
-(instrument/echo.py); a cp.async still splits the warp, and is marked so (strict: it fails
-the suite once it passes).
+so are a cp.async group's commit and wait; a shared store's, an atomic's and a cp.async's
+probes too, the others echoing lane 0's access (instrument/echo.py).
 """
 
 from __future__ import annotations
@@ -73,17 +72,10 @@ CASES = {
 }
 
 
-# Not yet: a cp.async's region holds its group's wait, whose probe has no lanes-off form, so
-# no if-conversion takes it; lane 0 alone calls the probes, and on the H100 that left warp 0
-# split, lane 0 reading 1 and the others 31. (So did a shared store's and an atomic's, until
-# their probes were called by every lane, the others echoing lane 0's access: echo.py.)
-SPLIT = {"cp-async"}
-
-
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(
-        strict=True, reason="a one-lane probe call still splits the warp (docs/model.md)"))
-    if c in SPLIT else c for c in sorted(CASES)])
+# (Before their probes were called by every lane, on the H100 each case left warp 0 split,
+# lane 0 reading 1 and the others 31; the cp.async's until its group's wait had a lanes-off
+# form, so that its region converts.)
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_the_warp_is_whole_after_a_probe_lane_0_called(case):
     import cupy as cp
 
