@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from . import first_trip
 from .events import Classified, Event
 from .ptx import Item, branch_refs
 
@@ -73,7 +74,7 @@ class Region:
 
 
 def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
-         accesses: bool = False) -> list[Region]:
+         accesses: bool = False, entry: bool = False) -> list[Region]:
     """Regions `@p bra L; <straight-line code>; L:` in one function body (module index,
     item, classification, in order) that hold a probe (module indices in `probed`) and
     that the conversion keeps the meaning of (`accesses`: shared accesses too, takes_off).
@@ -82,9 +83,15 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
     (measured on the H100 with those alone)."""
     out = []
     refs = branch_refs(it for _, it, _ in items)
+    varying: set[str] | None = None
     for pos, (idx, it, _) in enumerate(items):
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
+        if varying is None:
+            found = first_trip.varying(items, entry)
+            varying = {"*"} if found is None else found
+        if "*" not in varying and it.pred.lstrip("@!") not in varying:
+            continue  # (a CTA-uniform branch: no warp takes it in part)
         target, members, ok, closed = it.operands[0].strip(), [], True, False
         bulk = False
         on, dropped, body = on_where_not_taken(it.pred), (), pos + 1
@@ -118,8 +125,19 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
                                         c2.event in (Event.BULK_LOAD, Event.BULK_STORE))
         if not ok or not closed or not probed.intersection(members) or (dropped and not bulk):
             continue
-        out.append(Region(idx, tuple(members), on, dropped))
+        out.append(Region(idx, tuple(members), on + "\n\t" + _none_on_skips(target), dropped))
     return out
+
+
+def _none_on_skips(end: str) -> str:
+    """PTX after REG_ON is set: where no lane of the warp runs the region, the warp jumps
+    to its end (a vote: the branch is the warp's), as the branch it replaces did; its
+    instructions would run on no lane and its probes, every lane off, do nothing. Without
+    it, mma_gemm's K loop (bench_async) called the probes of the cp.async regions its
+    loads' remainder takes in turn (`@p bra`, p differing in each) with every lane off,
+    6% of its device time on the H100."""
+    return (f"{{ .reg .pred %__cs_any; .reg .b32 %__cs_am; activemask.b32 %__cs_am; "
+            f"vote.sync.any.pred %__cs_any, {REG_ON}, %__cs_am; @!%__cs_any bra {end}; }}")
 
 
 def _inverted(items: list[tuple[int, Item, Classified | None]], pos: int,

@@ -160,41 +160,64 @@ def _closed(body: list[tuple[int, Item, Classified | None]], lo: int, hi: int,
         inside.get(lb, 0) == refs.get(lb, 0) for lb in labels)
 
 
-def _uniform_control(body: list[tuple[int, Item, Classified | None]], entry: bool,
-                     refs: dict[str, int], pos_of_label: dict[str, int]) -> bool:
-    """Every thread of the CTA that does not leave the kernel early passes the same
-    barriers in the same order: each conditional branch and barrier guard is CTA-uniform,
-    or the branch goes to an exit block, or it skips (or repeats) a stretch that every
-    thread leaves at its end without passing a barrier (an if without else, a loop with no
-    barrier)."""
+def _contained(body: list[tuple[int, Item, Classified | None]], lo: int, hi: int,
+               pos_of_label: dict[str, int]) -> bool:
+    """Whether every branch in positions lo..hi goes to a label in them: a thread that
+    took a branch into the stretch leaves it only at its end (or leaves the function)."""
+    return all(lo <= pos_of_label.get(it.operands[0].strip(), -1) <= hi
+               for _, it, _ in body[lo:hi + 1]
+               if it.is_instruction and it.op_parts[0] == "bra" and it.operands)
+
+
+def varying(body: list[tuple[int, Item, Classified | None]], entry: bool,
+            barriers: bool = False) -> set[str] | None:
+    """Registers whose value may differ between threads of the CTA somewhere in the
+    function: `_nonuniform`'s, with those that a stretch only some threads run (or run more
+    often) writes, until nothing changes. None where that is not followed: a jump table,
+    or a branch on such a register over a stretch a thread may leave elsewhere than at its
+    end (with `barriers`: or that passes a barrier, or is entered from outside: `_closed`)."""
+    if any(it.is_instruction and it.op_parts[0] == "brx" for _, it, _ in body):
+        return None
     items = [it for _, it, _ in body]
     exits = _exit_labels(items, entry)
-    # A stretch that only some threads run (or run more often) leaves the registers it
-    # writes thread-dependent after it: they seed the next round until nothing changes.
+    pos_of_label = {it.label: p for p, (_, it, _) in enumerate(body) if it.kind == "label"}
+    refs = branch_refs(items)
+
+    def stretch(lo: int, hi: int) -> bool:
+        return _closed(body, lo, hi, refs) if barriers else \
+            _contained(body, lo, hi, pos_of_label)
+
     seed: set[str] = set()
     while True:
         bad = _nonuniform(items, entry, seed)
         grown = set(seed)
-        for p, (_, it, c) in enumerate(body):
+        for p, (_, it, _) in enumerate(body):
             g = _guard(it) if it.is_instruction else None
-            if not g or g not in bad:
-                continue
-            if _is_barrier(c):
-                return False
-            if it.op_parts[0] != "bra":
+            if not g or g not in bad or it.op_parts[0] != "bra":
                 continue
             t = it.operands[0].strip()
             q = pos_of_label.get(t)
             if t in exits:
                 continue
-            if q is None or not _closed(body, min(p, q), max(p, q), refs):
-                return False
+            if q is None or not stretch(min(p, q), max(p, q)):
+                return None
             for _, w, _ in body[min(p, q):max(p, q) + 1]:
                 if w.is_instruction:
                     grown |= _written(w)
         if grown == seed:
-            return True
+            return bad
         seed = grown
+
+
+def _uniform_control(body: list[tuple[int, Item, Classified | None]], entry: bool) -> bool:
+    """Every thread of the CTA that does not leave the kernel early passes the same
+    barriers in the same order: each conditional branch and barrier guard is CTA-uniform,
+    or the branch goes to an exit block, or it skips (or repeats) a stretch that every
+    thread leaves at its end without passing a barrier (an if without else, a loop with no
+    barrier)."""
+    bad = varying(body, entry, barriers=True)
+    return bad is not None and not any(
+        _is_barrier(c) and _guard(it) in bad for _, it, c in body if it.is_instruction)
 
 
 def find(body: list[tuple[int, Item, Classified | None]], value_tags: bool,
@@ -221,7 +244,7 @@ def find(body: list[tuple[int, Item, Classified | None]], value_tags: bool,
         accesses, barriers = got
         if barriers:
             if uniform is None:
-                uniform = _uniform_control(body, entry, refs, pos_of_label)
+                uniform = _uniform_control(body, entry)
             if not uniform:
                 continue
         out.append(FirstTripLoop(body[h][0], bidx, accesses, barriers))

@@ -693,7 +693,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         classified = {i: c for i, _, c, _ in walk}
         regions = converge.find([(i, it, c) for i, it, c, _ in walk],
                                 {i for i, _, c, _ in walk if c is not None and c.event.probed},
-                                accesses=not value_tags)
+                                accesses=not value_tags, entry=fn.is_entry)
         converted = {m for r in regions for m in r.members}
         items_by = {i: it for i, it, _, _ in walk}
         carried = {} if loose else carry.find([(i, it, c) for i, it, c, _ in walk], converted)
