@@ -102,6 +102,7 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
             target, dropped, body = inverted[0], (inverted[1],), inverted[2]
             on = on_where_taken(it.pred)
         depth = 0
+        kinds: set[Event] = set()
         for idx2, it2, c2 in items[body:]:  # (up to L, the next label of the branch's scope)
             if it2.kind in ("open", "close"):
                 depth += 1 if it2.kind == "open" else -1
@@ -121,12 +122,23 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
                 ok = False
                 break
             members.append(idx2)
+            if c2 is not None and c2.event.probed:
+                kinds.add(c2.event)
             bulk |= c2 is not None and (c2.mask is not None or
                                         c2.event in (Event.BULK_LOAD, Event.BULK_STORE))
         if not ok or not closed or not probed.intersection(members) or (dropped and not bulk):
             continue
-        out.append(Region(idx, tuple(members), on + "\n\t" + _none_on_skips(target), dropped))
+        skip = "\n\t" + _none_on_skips(target) if kinds <= _IDLE_WHEN_OFF else ""
+        out.append(Region(idx, tuple(members), on + skip, dropped))
     return out
+
+
+# Probes that do nothing for a warp whose lanes are all off: a region holding only these
+# is skipped by such a warp. Not the others: an mbarrier's probe (a cluster build's drains
+# its CTA's mailbox of peers' copies, for every warp that calls) and tensor and bulk copies
+# (their lanes off help the leader): skipped, dsmem_ring_2cta's mbarrier regions cost it
+# x1.18 device time (H100, bench_async).
+_IDLE_WHEN_OFF = ACCESSES | {Event.ASYNC_COMMIT, Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL}
 
 
 def _none_on_skips(end: str) -> str:
