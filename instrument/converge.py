@@ -87,11 +87,6 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
     for pos, (idx, it, _) in enumerate(items):
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
-        if varying is None:
-            found = first_trip.varying(items, entry)
-            varying = {"*"} if found is None else found
-        if "*" not in varying and it.pred.lstrip("@!") not in varying:
-            continue  # (a CTA-uniform branch: no warp takes it in part)
         target, members, ok, closed = it.operands[0].strip(), [], True, False
         bulk = False
         on, dropped, body = on_where_not_taken(it.pred), (), pos + 1
@@ -128,6 +123,11 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
                                         c2.event in (Event.BULK_LOAD, Event.BULK_STORE))
         if not ok or not closed or not probed.intersection(members) or (dropped and not bulk):
             continue
+        if varying is None:  # (once a function has a region: a fixpoint over its body)
+            found = first_trip.varying(items, entry)
+            varying = {"*"} if found is None else found
+        if "*" not in varying and it.pred.lstrip("@!") not in varying:
+            continue  # (a CTA-uniform branch: no warp takes it in part)
         skip = "\n\t" + _none_on_skips(target) if kinds <= _IDLE_WHEN_OFF else ""
         out.append(Region(idx, tuple(members), on + skip, dropped))
     return out
