@@ -83,7 +83,8 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
     (measured on the H100 with those alone)."""
     out = []
     refs = branch_refs(it for _, it, _ in items)
-    varying: set[str] | None = None
+    varying: set[str] | None = None  # (first_trip.varying's, once a region qualifies)
+    looked = False
     for pos, (idx, it, _) in enumerate(items):
         if not (it.is_instruction and it.opcode == "bra" and it.pred and len(it.operands) == 1):
             continue
@@ -123,10 +124,9 @@ def find(items: list[tuple[int, Item, Classified | None]], probed: set[int],
                                         c2.event in (Event.BULK_LOAD, Event.BULK_STORE))
         if not ok or not closed or not probed.intersection(members) or (dropped and not bulk):
             continue
-        if varying is None:  # (once a function has a region: a fixpoint over its body)
-            found = first_trip.varying(items, entry)
-            varying = {"*"} if found is None else found
-        if "*" not in varying and it.pred.lstrip("@!") not in varying:
+        if not looked:  # (a fixpoint over the body: only for a function with a region)
+            varying, looked = first_trip.varying(items, entry), True
+        if varying is not None and it.pred.lstrip("@!") not in varying:
             continue  # (a CTA-uniform branch: no warp takes it in part)
         skip = "\n\t" + _none_on_skips(target) if kinds <= _IDLE_WHEN_OFF else ""
         out.append(Region(idx, tuple(members), on + skip, dropped))
