@@ -22,6 +22,27 @@ from tests.gpu_util import arch_option, check_against_native, need_sm90, poisone
 
 pytestmark = pytest.mark.gpu
 
+BLOCKS = 2  # (CTAs of 64 threads: two warps each)
+
+
+def _input(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).random(64, dtype=np.float32)
+
+
+def _checked(src: str, kernel: str, seed: int, out_len: int = BLOCKS * 64):
+    """`kernel(in, out)` natively and under consan, BLOCKS CTAs of 64 threads, `in` the 64
+    floats of `_input(seed)` and `out` poisoned: (report, out as NumPy, bit for bit the
+    native one's, and `in`)."""
+    import cupy as cp
+
+    def make_args():
+        out = poisoned(out_len, cp.float32)
+        return (cp.asarray(_input(seed)), out), [out]
+
+    rep, (out,) = check_against_native(src, kernel, make_args, grid=(BLOCKS,), block=(64,),
+                                       options=(arch_option(),))
+    return rep, out, _input(seed)
+
 KERNEL = r"""
 __device__ __forceinline__ unsigned sa(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);
@@ -77,30 +98,21 @@ CASES = {
 # form, so that its region converts.)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_warp_is_whole_after_a_probe_lane_0_called(case):
-    import cupy as cp
-
     init, op, after, sm = CASES[case]
     if sm >= 90:
         need_sm90("bulk copies")
     src = KERNEL.replace("INIT", init).replace("OP", op).replace("AFTER", after)
-    blocks = 2
-
-    def make_args():
-        x = cp.asarray(np.random.default_rng(5).random(64, dtype=np.float32))
-        out = poisoned(2 * blocks * 64, cp.float32)  # (the second half: the bulk store's)
-        return (x, out), [out]
-
-    rep, (out,) = check_against_native(src, "one_lane", make_args, grid=(blocks,),
-                                       block=(64,), options=(arch_option(),))
+    # (out's second half: the bulk store's)
+    rep, out, _ = _checked(src, "one_lane", 5, out_len=2 * BLOCKS * 64)
     assert rep.ok, str(rep)
     # natively too: 32 lanes in every warp after the branch
-    want = np.tile(_smem_after(case), blocks) + np.float32(32.0)
-    np.testing.assert_array_equal(out[:blocks * 64], want)
+    want = np.tile(_smem_after(case), BLOCKS) + np.float32(32.0)
+    np.testing.assert_array_equal(out[:BLOCKS * 64], want)
 
 
 def _smem_after(case: str) -> np.ndarray:
     """What s[] holds at the end (before the lane count is added)."""
-    x = np.random.default_rng(5).random(64, dtype=np.float32)
+    x = _input(5)
     s = np.zeros(64, dtype=np.float32)
     if case == "store":
         s[0] = x[0]
@@ -146,25 +158,12 @@ FAST_CASES = {
 
 @pytest.mark.parametrize("case", sorted(FAST_CASES))
 def test_the_warp_is_whole_after_the_fast_path_called_for_part_of_it(case):
-    import cupy as cp
-
-    src = FAST.replace("BODY", FAST_CASES[case])
-    blocks = 2
-
-    def make_args():
-        x = cp.asarray(np.random.default_rng(7).random(64, dtype=np.float32))
-        out = poisoned(blocks * 64, cp.float32)
-        return (x, out), [out]
-
-    rep, (out,) = check_against_native(src, "fast_split", make_args, grid=(blocks,),
-                                       block=(64,), options=(arch_option(),))
+    rep, out, x = _checked(FAST.replace("BODY", FAST_CASES[case]), "fast_split", 7)
     assert rep.ok, str(rep)
-    x = np.random.default_rng(7).random(64, dtype=np.float32)
     lane = np.arange(64) & 31
     s = np.where(lane < 16, x + x, x)  # s[t]: once, or twice where the lane repeats
-    want = np.tile(s + np.where(lane >= 16, x, 0) + np.float32(32.0), blocks)
+    want = np.tile(s + np.where(lane >= 16, x, 0) + np.float32(32.0), BLOCKS)
     np.testing.assert_array_equal(out, want.astype(np.float32))
-
 
 
 # `@p st.shared` / `@p red.shared` with p true in lane 0 alone (as Triton writes a warp's
@@ -190,22 +189,11 @@ extern "C" __global__ void guarded(const float* in, float* out) {
 
 @pytest.mark.parametrize("op", ["st.shared.f32", "red.shared.add.f32"])
 def test_the_warp_is_whole_after_a_guarded_access_of_lane_0(op):
-    import cupy as cp
-
-    blocks = 2
-
-    def make_args():
-        x = cp.asarray(np.random.default_rng(9).random(64, dtype=np.float32))
-        out = poisoned(blocks * 64, cp.float32)
-        return (x, out), [out]
-
-    rep, (out,) = check_against_native(GUARDED.replace("OP", op), "guarded", make_args,
-                                       grid=(blocks,), block=(64,), options=(arch_option(),))
+    rep, out, x = _checked(GUARDED.replace("OP", op), "guarded", 9)
     assert rep.ok, str(rep)
-    x = np.random.default_rng(9).random(64, dtype=np.float32)
     s = np.zeros(64, dtype=np.float32)
     s[0], s[1] = x[0], x[32]  # (each warp's lane 0: s[warp] = in[t])
-    np.testing.assert_array_equal(out, np.tile(s + np.float32(32.0), blocks))
+    np.testing.assert_array_equal(out, np.tile(s + np.float32(32.0), BLOCKS))
 
 
 # A probe that finds a race in part of its warp: warp 1's lanes 0-15 write s[0..15] in the
@@ -239,32 +227,21 @@ VC_MODE = ('if (t == 0) asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: '
 
 @pytest.mark.parametrize("mode", ["phases", "vector clocks"])
 def test_the_warp_is_whole_after_a_probe_found_a_race_in_part_of_it(mode):
-    import cupy as cp
-
     from consan import toolchain
     from instrument.rewrite import instrument
     from tests.gpu_util import line_of
 
-    blocks = 2
     src = RACE_PART.replace("MODE", VC_MODE if mode == "vector clocks" else "")
     ptx = toolchain.compile_cuda(src, "race_part.cu", ["-arch=compute_80"])
     assert instrument(ptx).phase_mode == (mode == "phases")
-
-    def make_args():
-        x = cp.asarray(np.random.default_rng(11).random(64, dtype=np.float32))
-        out = poisoned(blocks * 64, cp.float32)
-        return (x, out), [out]
-
-    rep, (out,) = check_against_native(src, "race_part", make_args, grid=(blocks,),
-                                       block=(64,), options=(arch_option(),))
+    rep, out, x = _checked(src, "race_part", 11)
     pair = {line_of(src, "@part-write-1"), line_of(src, "@part-write-0")}
     assert rep.violations and all(
         v.kind == "race.waw" and {v.line, v.prev_line} == pair for v in rep.violations), str(rep)
-    x = np.random.default_rng(11).random(64, dtype=np.float32)
     t = np.arange(64)
     s = np.where(t < 32, x + np.float32(3.0), x)  # (s[0..15] racy: not written out)
     want = np.where(t >= 16, s, np.float32(0.0)) + np.float32(32.0)
-    np.testing.assert_array_equal(out, np.tile(want.astype(np.float32), blocks))
+    np.testing.assert_array_equal(out, np.tile(want.astype(np.float32), BLOCKS))
 
 
 # The same in vector-clock mode (an mbarrier makes the module async): half of each warp
@@ -292,19 +269,8 @@ extern "C" __global__ void look_part(const float* in, float* out) {
 
 
 def test_the_warp_is_whole_after_a_16_byte_read_looked_at_out_of_line_in_part_of_it():
-    import cupy as cp
-
-    blocks = 2
-
-    def make_args():
-        x = cp.asarray(np.random.default_rng(13).random(64, dtype=np.float32))
-        out = poisoned(blocks * 64, cp.float32)
-        return (x, out), [out]
-
-    rep, (out,) = check_against_native(LOOK_PART, "look_part", make_args, grid=(blocks,),
-                                       block=(64,), options=(arch_option(),))
+    rep, out, x = _checked(LOOK_PART, "look_part", 13)
     assert rep.ok and not rep.violations, str(rep)
-    x = np.random.default_rng(13).random(64, dtype=np.float32)
     s = np.zeros(320, dtype=np.float32)
     t = np.arange(64)
     s[2 * (t & 31) + (t >> 5)] = x
@@ -314,4 +280,4 @@ def test_the_warp_is_whole_after_a_16_byte_read_looked_at_out_of_line_in_part_of
     chunk = np.where(lane < 16, lane, lane + 16 * warp)
     v = s.reshape(80, 4)[chunk]
     want = ((v[:, 0] + v[:, 1]) + v[:, 2]) + v[:, 3] + np.float32(32.0)
-    np.testing.assert_array_equal(out, np.tile(want.astype(np.float32), blocks))
+    np.testing.assert_array_equal(out, np.tile(want.astype(np.float32), BLOCKS))
