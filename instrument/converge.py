@@ -6,8 +6,8 @@ releases the warp's other lanes, which wait for lane 0 at the branch's reconverg
 point: the warp then runs split (31 lanes, then 1) until the kernel ends, every later
 probe twice (measured on the H100 with ncu: the TMA ring's consumers called the read
 probe ~63 times per CTA for 32 reads). Nothing reconverges the two halves: a
-`bar.warp.sync` synchronises them but leaves them apart, and the region around each call
-(rejoin.py) joins only the lanes that entered it together.
+`bar.warp.sync` synchronises them but leaves them apart, and the region around each
+probe's body (rejoin.py) joins only the lanes that entered it together.
 
 So a forward branch over straight-line code holding such probes is removed: the
 region's instructions are predicated on the lanes that would have run them, and the

@@ -1,4 +1,4 @@
-"""Every probe call sits in a region ptxas must close with a warp reconvergence.
+"""Every consan function a kernel calls gives its warp back whole.
 
 A probe function can come back to the kernel with its warp split: where part of the warp
 found a race and called on to record it, the lanes returned in two groups (measured on the
@@ -11,17 +11,19 @@ ends: every later instruction runs twice, and `__activemask()`, a vote on it or 
 `coalesced_threads()` group differs from the native run.
 
 A branch ptxas cannot prove uniform gets a convergence barrier (BSSY before it, BSYNC at
-its target), and BSYNC makes the lanes of the barrier's mask one group again. So each
-call of a consan function is skipped where a per-lane predicate holds that never does
-(`%lanemask_eq` is never 0): the region costs a special-register read, a compare, BSSY
-and BSYNC, and no branch is taken. With it the racy write above gave 32 in every lane, in
-all four checker builds (H100). Its cost, measured on the H100 beside the tree before it
-(one call, bench_async's kernels three rounds each): device time x1.067 on
-mma_gemm_cp_async (a call per cp.async), x0.98 to x1.03 on the others; bench_unrolled's
-sort 6.73 -> 7.14 ms; bench_clean's median unchanged (2.6x). The record register the
-kernel keeps (fast_path.REG_FAST) would save the read, but ptxas then sees one predicate
-for a chain of calls, threads their tests together and drops the regions (cp_async.cu's
-SASS): each call reads the lane mask again.
+its target), and BSYNC makes the lanes of the barrier's mask one group again. A per-lane
+predicate that never holds (`%lanemask_eq` is never 0) makes such a branch around a whole
+function body: its BSYNC, just before the return, joins the lanes that entered. The
+checker's entries have it (checker `CS_REJOINED`); this module gives it to the functions
+the rewriter writes into a module (fast_path.py's `__consan_inline_*`), whose one `ret` is
+their last statement, and to each call of the CTA's begin probe (whose `__syncthreads`
+makes ptxas drop a region inside it). tests/cpu/test_rejoin.py checks the linked SASS.
+
+Measured on the H100 beside a region around each call instead (a special-register read, a
+compare, BSSY and BSYNC in the kernel at every call; bench_async's kernels, device time
+alone, three rounds): the same time (x1.006, x0.988, x0.986, x1.001); the unrolled bitonic
+sort's link on the H100 machine's host 0.74-0.82 s -> 0.57-0.59 s (two rounds each,
+alternating), ptxas no longer threading 296 regions through the kernel.
 """
 
 from __future__ import annotations
@@ -29,38 +31,61 @@ from __future__ import annotations
 import itertools
 import re
 
-# A call statement of one of consan's functions (the checker's entries, the module's own
-# inline-test functions), with its guard predicate if any.
-_CALL = re.compile(r"((?:@!?%[\w$]+\s+)?call(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?__consan_\w+[^;]*;)")
+# A call statement of a consan function that does not rejoin its lanes itself, with its
+# guard predicate if any.
+_CALL = re.compile(r"((?:@!?%[\w$]+\s+)?call(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?"
+                   r"__consan_cta_begin\b[^;]*;)")
 # The start of a function's definition or declaration: its body opens at the first `{`
 # after it, unless a `;` ends a prototype first.
 _FUNCTION = re.compile(r"^[ \t]*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b", re.M)
-PRED, VALUE = "%__cs_rj", "%__cs_rv"  # (declared once in each function that calls)
+_INLINE = re.compile(r"\.func\s+(?:\([^)]*\)\s*)?__consan_inline_\w+")
+_RET_CLOSE = re.compile(r"\bret;\s*\}")
+PRED, VALUE = "%__cs_rj", "%__cs_rv"  # (declared once in each function that uses them)
+TEST = f"mov.u32 {VALUE}, %lanemask_eq; setp.eq.u32 {PRED}, {VALUE}, 0; @{PRED} bra"
 
 
 def rejoin(ptx: str) -> str:
-    """`ptx` with every consan call wrapped in a region the warp leaves whole."""
-    bodies = []  # (where a function's body opens, where the next function starts)
+    """`ptx` with each module function of consan's in a region the warp leaves whole, and
+    each call of the CTA's begin probe in one."""
+    bodies = []  # (where a function's header starts, its body opens, the next one starts)
     starts = [m.start() for m in _FUNCTION.finditer(ptx)] + [len(ptx)]
     for a, b in itertools.pairwise(starts):
         brace, semi = ptx.find("{", a, b), ptx.find(";", a, b)
         if brace >= 0 and (semi < 0 or brace < semi):
-            bodies.append((brace + 1, b))
+            bodies.append((a, brace + 1, b))
     out, at, n = [], 0, 0
-    for body, end in bodies:
+    for head, body, end in bodies:
         text = ptx[body:end]
-        if not _CALL.search(text):
+        inline = bool(_INLINE.match(ptx, head))
+        if not inline and not _CALL.search(text):
             continue
 
         def wrap(m: re.Match[str]) -> str:
             nonlocal n
             n += 1
-            label = f"$__cs_rejoin{n}"
-            return (f"mov.u32 {VALUE}, %lanemask_eq; setp.eq.u32 {PRED}, {VALUE}, 0; "
-                    f"@{PRED} bra {label}; {m.group(1)} {label}:")
+            return f"{TEST} $__cs_rejoin{n}; {m.group(1)} $__cs_rejoin{n}:"
 
-        out += [ptx[at:body], f"\n\t.reg .pred {PRED};\n\t.reg .b32 {VALUE};",
-                _CALL.sub(wrap, text)]
+        text = _CALL.sub(wrap, text)
+        if inline:  # the whole body: from its first statement to its one `ret`
+            n += 1
+            last = _last_ret(text)
+            if last is None:  # (fast_path.py writes each with one `ret`, its last statement)
+                raise AssertionError(f"{ptx[head:body].strip()}: no `ret` at its end")
+            text = (f"\n\t{TEST} $__cs_rejoin{n};" + text[:last] +
+                    f"$__cs_rejoin{n}:\n\t" + text[last:])
+        out += [ptx[at:body], f"\n\t.reg .pred {PRED};\n\t.reg .b32 {VALUE};", text]
         at = end
     out.append(ptx[at:])
     return "".join(out)
+
+
+def _last_ret(body: str) -> int | None:
+    """Where the `ret` that is a body's last statement starts (`body` from just after its
+    opening brace), None if it ends otherwise."""
+    depth = 1
+    for i, ch in enumerate(body):
+        depth += (ch == "{") - (ch == "}")
+        if depth == 0:
+            ends = [m for m in _RET_CLOSE.finditer(body, 0, i + 1) if m.end() == i + 1]
+            return ends[0].start() if ends else None
+    return None

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from instrument import abi
+
 _CALL = re.compile(r"(@!?%[\w$.]+ )?call (?:\(([^)]*)\), )?([\w$]+)(?:, \(([^)]*)\))?;")
 _STORE = re.compile(r"st\.param\.\w+ \[(__cs_p\d+)\], ([^;]+);")
 
@@ -62,8 +64,22 @@ _CONSAN_CALL = r"(?:@!?%[\w$]+ )?call(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?__consan_
 
 
 def rejoined(ptx: str) -> tuple[int, int]:
-    """(calls of consan functions, those in a rejoin region: instrument/rejoin.py's
-    never-taken branch right before the call, its label right after)."""
-    every = re.findall(_CONSAN_CALL, ptx)
-    ok = re.findall(rf"@%__cs_rj bra (\$__cs_rejoin\d+); {_CONSAN_CALL} \1:", ptx)
-    return len(every), len(ok)
+    """(the CTA's begin calls and the module's own consan functions, those in a rejoin
+    region: instrument/rejoin.py's never-taken branch right before the call and its label
+    right after, or at the function's first statement and its label right before its last
+    statement, its `ret`). The checker's entries rejoin their lanes themselves (checker
+    CS_REJOINED)."""
+    begin = rf"(?:@!?%[\w$]+ )?call(?:\.uni)?\s+\([^)]*\)\s*,\s*{abi.PROBE_CTA_BEGIN}\b[^;]*;"
+    n = len(re.findall(begin, ptx))
+    ok = len(re.findall(rf"@%__cs_rj bra (\$__cs_rejoin\d+); {begin} \1:", ptx))
+    heads = [m.start() for m in re.finditer(r"^\.func\s+__consan_inline_", ptx, re.M)]
+    for at in heads:
+        end = re.compile(r"^(?:\.visible\s+|\.weak\s+)?\.(?:func|entry)\b", re.M).search(
+            ptx, at + 1)
+        text = ptx[at:end.start() if end else len(ptx)]
+        m = re.search(r"\{\s*\.reg \.pred %__cs_rj;\s*\.reg \.b32 %__cs_rv;\s*mov\.u32 "
+                      r"%__cs_rv, %lanemask_eq; setp\.eq\.u32 %__cs_rj, %__cs_rv, 0; "
+                      r"@%__cs_rj bra (\$__cs_rejoin\d+);", text)
+        n += 1
+        ok += bool(m and re.search(re.escape(m.group(1)) + r":\s*ret;\s*\}", text))
+    return n, ok

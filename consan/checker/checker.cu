@@ -136,7 +136,8 @@ CS_DEV uint32_t cs_mix(uint32_t h) {  // (murmur3's finaliser: lanes' tags are s
     return h;
 }
 
-CS_ENTRY void __consan_store_value(uint32_t tag, uint32_t site) {
+CS_REJOINED_VOID(__consan_store_value, (uint32_t tag, uint32_t site),
+                 (tag, site)) {
     CS_NULL_ACCESS(return;)
     if (!cs_phase_smem_on() && cs_slot_sh == CS_NO_SLOT) return;
     uint32_t peers = cs_match(cs_activemask(), site);
@@ -168,7 +169,8 @@ CS_DEV void cs_store_record_end(uint32_t site, uint32_t info) {
     }
 }
 
-CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
+CS_REJOINED_VOID(__consan_access, (uint64_t addr, uint32_t site, uint32_t info),
+                 (addr, site, info)) {
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
@@ -183,7 +185,8 @@ CS_ENTRY void __consan_access(uint64_t addr, uint32_t site, uint32_t info) {
 
 // The look for other warps' reads of this phase after a plain write whose epoch the
 // rewritten kernel stored inline (instrument/fast_path.py); phase tables in shared memory.
-CS_ENTRY void __consan_write_readers(uint64_t addr, uint32_t site, uint32_t info) {
+CS_REJOINED_VOID(__consan_write_readers, (uint64_t addr, uint32_t site, uint32_t info),
+                 (addr, site, info)) {
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
@@ -195,7 +198,8 @@ CS_ENTRY void __consan_write_readers(uint64_t addr, uint32_t site, uint32_t info
 // The verdict on a one-granule read whose bit, site and phase the rewritten kernel stored
 // inline (instrument/fast_path.py) and whose granule it found never written or written in
 // this phase by another warp; phase tables in shared memory.
-CS_ENTRY void __consan_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
+CS_REJOINED_VOID(__consan_read_judge, (uint64_t addr, uint32_t site, uint32_t info),
+                 (addr, site, info)) {
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
@@ -206,7 +210,8 @@ CS_ENTRY void __consan_read_judge(uint64_t addr, uint32_t site, uint32_t info) {
 
 // `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).
 CS_DEV void cs_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep);
-CS_ENTRY void __consan_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
+CS_REJOINED_VOID(__consan_access_n, (uint64_t addr, uint32_t site, uint32_t info, uint32_t rep),
+                 (addr, site, info, rep)) {
     CS_STAMP_SCOPE(4);
     CS_PROF(0);
     CS_NULL_ACCESS(return;)
@@ -235,7 +240,8 @@ CS_DEV void cs_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t re
 // Accesses of 16 bytes that are not atomic (abi.access_probe), `rep` as above: the
 // granule tables in shared memory take cs_vc_smem_access16 when every lane's chunks are
 // aligned ones in the window, the general probe otherwise.
-CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
+CS_REJOINED_VOID(__consan_access16, (uint64_t addr, uint32_t site, uint32_t info, uint32_t rep),
+                 (addr, site, info, rep)) {
     if (!cs_vc_smem_on()) return __consan_access_n(addr, site, info, rep);
     CS_STAMP_SCOPE(4);  // (after the hand-off: a probe's cycles counted once)
     CS_PROF(0);
@@ -255,7 +261,8 @@ CS_ENTRY void __consan_access16(uint64_t addr, uint32_t site, uint32_t info, uin
 // the whole call takes the 16-byte probe. (The 16-byte probe's decoding of any access, and
 // its read path, were in the write's path: on the H100 a cp.async GEMM's write took 1,889
 // cycles a call there, 1,187 here.)
-CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
+CS_REJOINED_VOID(__consan_cp16, (uint64_t addr, uint32_t site, uint32_t info),
+                 (addr, site, info)) {
     if (!cs_vc_smem_on()) return __consan_access16(addr, site, info, 1);
     const uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
@@ -282,7 +289,8 @@ CS_ENTRY void __consan_cp16(uint64_t addr, uint32_t site, uint32_t info) {
     cs_echo_end(echo);
 }
 
-CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site, uint32_t mode) {
+CS_REJOINED(uint32_t, __consan_bar_arrive, (uint32_t b, uint32_t count, uint32_t site, uint32_t mode),
+            (b, count, site, mode)) {
     CS_STAMP_SCOPE(0);
     CS_PROF(1);
     CS_STAMP(if (cs_lane() == 0 && cs_warp() < 4) cs_stamp(8 + cs_warp(), cs_stamp_clock());)
@@ -296,7 +304,8 @@ CS_ENTRY uint32_t __consan_bar_arrive(uint32_t b, uint32_t count, uint32_t site,
 #endif
 }
 
-CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
+CS_REJOINED_VOID(__consan_bar_wait, (uint32_t gen, uint32_t b, uint32_t site),
+                 (gen, b, site)) {
     CS_STAMP_SCOPE(0);
     CS_PROF(2);
     if (cs_phase_smem_on()) return cs_phase_smem_bar_wait(gen);
@@ -315,7 +324,8 @@ CS_ENTRY void __consan_bar_wait(uint32_t gen, uint32_t b, uint32_t site) {
 // wait, the warp's next generation in turn, acquires the slot. Split: other work may lie
 // between a warp's arrive and its wait. A fence of cluster scope (after it) keeps the
 // warp's clock for its next relaxed arrival (cs_cluster_fence).
-CS_ENTRY void __consan_cluster_bar(uint32_t op, uint32_t site) {
+CS_REJOINED_VOID(__consan_cluster_bar, (uint32_t op, uint32_t site),
+                 (op, site)) {
     CS_PROF(1);
 #ifndef CONSAN_PSH
     uint32_t slot = cs_slot_sh;
@@ -343,7 +353,8 @@ CS_ENTRY void __consan_cluster_bar(uint32_t op, uint32_t site) {
 #endif
 }
 
-CS_ENTRY void __consan_thread_exit(uint32_t site) {
+CS_REJOINED_VOID(__consan_thread_exit, (uint32_t site),
+                 (site)) {
     CS_PROF(3);
     if (cs_phase_smem_on()) return;  // phase mode keeps no count of live warps
 #ifndef CONSAN_PSH
@@ -360,7 +371,8 @@ CS_ENTRY void __consan_thread_exit(uint32_t site) {
 // wait_group n joins the clock at the end of the newest group it completes (all but the
 // last n). cp.async.mbarrier.arrive advances the clock too but ends no group, so the
 // group arithmetic of wait_group is not shifted by it.
-CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
+CS_REJOINED_VOID(__consan_async, (uint32_t op, uint32_t n, uint32_t site),
+                 (op, n, site)) {
     CS_PROF(4);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
@@ -404,7 +416,8 @@ CS_ENTRY void __consan_async(uint32_t op, uint32_t n, uint32_t site) {
 // Lanes with CS_PROBE_OFF in `op` skip the operation (a branch or a one-lane loop the
 // rewriter converted, instrument/converge.py, loops.py): they only wait here for the
 // lanes that run it.
-CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site) {
+CS_REJOINED(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32_t arg, uint32_t site),
+            (addr, op, arg, site)) {
     CS_STAMP_SCOPE(2);
     bool off = op & CS_PROBE_OFF, cluster = op & CS_MB_CLUSTER;
     op &= ~(CS_PROBE_OFF | CS_MB_CLUSTER);
@@ -448,8 +461,9 @@ CS_ENTRY uint32_t __consan_mbar(uint64_t addr, uint32_t op, uint32_t arg, uint32
 //
 // .multicast::cluster (mask: its ctaMask): the issuing CTA's own part, when it is in the
 // mask, is such a copy; every other CTA of the mask gets a post (multicast.h).
-CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site,
-                                uint32_t mask) {
+CS_REJOINED(uint32_t, __consan_bulk, (uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site,
+                                uint32_t mask),
+            (dst, bytes, mbar, site, mask)) {
     CS_PROF(6);
     CS_STAMP_SCOPE(5);
     uint32_t slot = cs_slot_sh;
@@ -546,7 +560,8 @@ CS_ENTRY uint32_t __consan_bulk(uint64_t dst, uint32_t bytes, uint64_t mbar, uin
     return cs_guard_verdict(all, skip, leader, site);
 }
 
-CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
+CS_REJOINED_VOID(__consan_bulk_store, (uint64_t src, uint32_t bytes, uint32_t site),
+                 (src, bytes, site)) {
     CS_PROF(7);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT || !cs_async_proxy()) return;
@@ -570,7 +585,8 @@ CS_ENTRY void __consan_bulk_store(uint64_t src, uint32_t bytes, uint32_t site) {
 
 // cp.async.bulk.commit_group closes warp w's open bulk group; cp.async.bulk.wait_group{.read}
 // n retires the reads of all but the newest n; fence.proxy.async (see above).
-CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
+CS_REJOINED_VOID(__consan_bulk_group, (uint32_t op, uint32_t n, uint32_t site),
+                 (op, n, site)) {
     CS_PROF(8);
     uint32_t slot = cs_slot_sh;
     bool bulk = cs_async_proxy(), wg = cs_wgmma_module() && !cs_phase_mode();
@@ -603,7 +619,8 @@ CS_ENTRY void __consan_bulk_group(uint32_t op, uint32_t n, uint32_t site) {
 // share the work: warp w takes chunks w % 4, w % 4 + 4, ... spread over its lanes.
 // A record at an mma_async names the operand (barrier: 0 A, 1 B), the group (phase) and
 // the operand's descriptor (count: bits 0-31, clock: bits 32-63).
-CS_ENTRY void __consan_wgmma(uint64_t da, uint64_t db, uint32_t info, uint32_t site) {
+CS_REJOINED_VOID(__consan_wgmma, (uint64_t da, uint64_t db, uint32_t info, uint32_t site),
+                 (da, db, info, site)) {
     CS_STAMP_SCOPE(3);
     CS_PROF(9);
     CS_NULL_WGMMA(return;)
@@ -700,9 +717,10 @@ CS_ENTRY uint32_t cs_host_wgmma_rows_done() { return cs_host_rows_done; }
 // A chain of four wgmma.mma_async closed by one commit (instrument/wgmma_window.py: the
 // chain's probes, called after the commit): its rows where it is a K step of 128-byte rows
 // (wgmma.h, cs_wg_chain_rows); otherwise, or where a lane found something, the four calls.
-CS_ENTRY void __consan_wgmma4(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
+CS_REJOINED_VOID(__consan_wgmma4, (uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
                               uint64_t b2, uint64_t a3, uint64_t b3, uint32_t info, uint32_t s0,
-                              uint32_t s1, uint32_t s2, uint32_t s3) {
+                              uint32_t s1, uint32_t s2, uint32_t s3),
+                 (a0, b0, a1, b1, a2, b2, a3, b3, info, s0, s1, s2, s3)) {
     CS_NULL_WGMMA(return;)
     const uint32_t sites[4] = {s0, s1, s2, s3};
     {
@@ -726,7 +744,8 @@ CS_ENTRY void __consan_wgmma4(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1
 // (after it): warp w's clock up to the fence covers its generic writes for the async
 // proxy; w's clock moves on, so later writes are not covered. (Phase mode has no async
 // proxy readers: the fence is nothing there.)
-CS_ENTRY void __consan_wgmma_group(uint32_t op, uint32_t n, uint32_t site) {
+CS_REJOINED_VOID(__consan_wgmma_group, (uint32_t op, uint32_t n, uint32_t site),
+                 (op, n, site)) {
     CS_PROF(10);
     if (cs_slot_sh == CS_NO_SLOT) return;
     // the unit belongs to the warpgroup: a wait by any of its warps covers all its reads
@@ -746,8 +765,9 @@ CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor
 // as for bulk copies. With CS_TENSOR_ARRIVE_TX, each issuing lane's load carries the
 // mbarrier.arrive.expect_tx of `tx` bytes (site asite) its PTX made just before it, on the
 // same mbarrier (instrument/carry.py): one probe for both; 1 skips both.
-CS_ENTRY uint32_t __consan_tensor(uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
-                                  uint32_t op, uint32_t tx, uint32_t asite) {
+CS_REJOINED(uint32_t, __consan_tensor, (uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
+                                  uint32_t op, uint32_t tx, uint32_t asite),
+            (smem, map, mbar, site, op, tx, asite)) {
     CS_PROF(11);
     CS_STAMP_SCOPE(1);
     CS_NULL_TENSOR(return 0;)
@@ -834,7 +854,8 @@ CS_ENTRY void cs_host_set(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t warp, 
 }
 CS_ENTRY void cs_host_set_state(const cs_state_t* s) { __consan_state = *s; }
 CS_ENTRY void cs_host_set_dyn(uint8_t* p) { cs_dyn_host = p; }
-CS_ENTRY uint32_t __consan_cta_begin() {  // (no fast path in the host build: 0)
+CS_REJOINED(uint32_t, __consan_cta_begin, (),
+            ()) {  // (no fast path in the host build: 0)
     if (cs_phase_smem_on()) return cs_phase_smem_begin(0, 1), 0u;
     if (cs_multicast_on()) cs_mailbox_clear(0, 1);
     cs_begin_leader(cs_block_threads());
@@ -862,7 +883,8 @@ CS_ENTRY uint32_t cs_host_hw_arrivals_at(uint32_t b) { return cs_host_hw_arrival
 // fast path of the rewritten kernel reads it: instrument/fast_path.py), or the tag, the
 // warp and the record of the vector clocks' tables in shared memory with 16-byte granules
 // (instrument/vc_reads.py), 0 in other builds.
-CS_ENTRY uint32_t __consan_cta_begin() {
+CS_REJOINED(uint32_t, __consan_cta_begin, (),
+            ()) {
     CS_PROF(13);
     uint32_t tid = cs_tid();
     CS_STAMP(if (tid == 0) cs_stamp(0, cs_stamp_global()), cs_stamp(1, cs_stamp_clock());)

@@ -33,6 +33,7 @@ extern "C" {
 cs_state_t __consan_state;
 }
 CS_DEV uint32_t cs_lane() { return 0; }
+CS_DEV bool cs_entered() { return true; }
 CS_DEV uint32_t cs_warp() { return cs_host_ctx.warp; }
 CS_DEV uint32_t cs_tid() { return cs_host_ctx.warp * 32u; }
 CS_DEV uint32_t cs_activemask() { return 1u; }
@@ -141,6 +142,13 @@ CS_DEV uint8_t* cs_dyn_at(uint32_t offset) {
     return cs_dyn + ((0u - a) & 15u) + offset;
 }
 CS_DEV uint32_t cs_lane() { uint32_t l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
+// Always true, per lane, and no compiler can prove it (a lane's bit of %lanemask_eq): see
+// CS_REJOINED.
+CS_DEV bool cs_entered() {
+    uint32_t m;
+    asm volatile("mov.u32 %0, %%lanemask_eq;" : "=r"(m));
+    return m != 0;
+}
 CS_DEV uint32_t cs_tid() {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
@@ -355,3 +363,27 @@ CS_DEV uint32_t cs_where(uint64_t addr, uint32_t space, uint32_t& off) {
     return cs_local((uint32_t)addr, off) ? CS_AT_HERE : CS_AT_REMOTE;
 }
 #define S (__consan_state)
+
+// An entry of the checker whose lanes leave it together. A probe's lanes part on their
+// verdicts, and a callee's own convergence barriers do not join them before its return:
+// on the H100 a warp came back from such a probe split (`__activemask()` 1 and 31 where
+// natively 32, every checker build), and stayed split in the kernel. The body runs under a
+// per-lane test that always holds (cs_entered): ptxas puts a convergence barrier around a
+// branch it cannot prove uniform, and its closing BSYNC, before the return, makes the
+// lanes that entered one group again. Written as
+//   CS_REJOINED(uint32_t, __consan_x, (uint32_t a, uint32_t b), (a, b)) { ...body... }
+// (CS_REJOINED_VOID for an entry that returns nothing).
+#define CS_REJOINED(type, name, params, args)                     \
+    CS_DEV type name##_body params;                               \
+    CS_ENTRY type name params {                                   \
+        type r = 0;                                               \
+        if (cs_entered()) r = name##_body args;                   \
+        return r;                                                 \
+    }                                                             \
+    CS_DEV type name##_body params
+#define CS_REJOINED_VOID(name, params, args)                      \
+    CS_DEV void name##_body params;                               \
+    CS_ENTRY void name params {                                   \
+        if (cs_entered()) name##_body args;                       \
+    }                                                             \
+    CS_DEV void name##_body params

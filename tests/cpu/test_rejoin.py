@@ -1,6 +1,6 @@
-"""instrument/rejoin.py: every call of a consan function sits in a region ptxas closes with
-a warp reconvergence (BSSY before it, BSYNC after), so a probe that returns with its warp
-split leaves the kernel's warp whole (the GPU side: tests/gpu/test_one_lane_probes.py)."""
+"""instrument/rejoin.py and the checker's CS_REJOINED: every consan function a kernel calls
+gives its warp back whole, by a region ptxas closes with a warp reconvergence (BSSY at its
+start, BSYNC before its return; the GPU side: tests/gpu/test_one_lane_probes.py)."""
 
 from __future__ import annotations
 
@@ -20,45 +20,70 @@ from tests.probe_calls import rejoined
 
 HEADER = ".version 8.0\n.target sm_90a\n.address_size 64\n"
 MODULE = HEADER + """
+.extern .func (.param .b32 r) __consan_cta_begin ();
 .extern .func __consan_thread_exit (.param .b32 a);
 .func helper (.param .b32 x)
 {
 \tret;
 }
-.func user_only ()
+.func __consan_inline_read4 (.param .b32 x)
 {
-\t{ .param .b32 p; st.param.b32 [p], 1; call helper, (p); }
+\t.reg .pred %p;
+\t{ .reg .b32 %q; ld.param.b32 %q, [x]; setp.ne.u32 %p, %q, 0; }
+\t@%p bra $done;
+\tcall __consan_thread_exit, (1);
+$done:
 \tret;
 }
+// a comment between functions
 .visible .entry k ()
 {
 \t.reg .pred %p<2>;
+\t{ .param .b32 r; call (r), __consan_cta_begin; }
 \t{ .param .b32 p; st.param.b32 [p], 1; call helper, (p); }
 \t@%p1 call __consan_thread_exit, (1);
-\tcall __consan_thread_exit, (2);
+\t{ .param .b32 p; st.param.b32 [p], 1; call __consan_inline_read4, (p); }
 \tret;
 }
 """
 
 
-def test_consan_calls_are_wrapped_and_the_users_own_calls_are_not():
+def test_module_functions_and_the_begin_call_are_wrapped_and_the_rest_is_not():
     out = rejoin(MODULE)
     assert rejoined(out) == (2, 2)
-    assert "@%__cs_rj bra $__cs_rejoin1; @%p1 call __consan_thread_exit, (1); $__cs_rejoin1:" \
-        in out
-    # the user's calls as they were; only the function that calls consan declares the regs
-    assert out.count("call helper, (p); }") == 2 and "bra $__cs_rejoin1; call helper" not in out
-    assert out.count(".reg .pred %__cs_rj;") == 1
-    assert out.index(".reg .pred %__cs_rj;") > out.index(".visible .entry k")
-    assert out.split(".visible .entry k")[0] == MODULE.split(".visible .entry k")[0]
+    test = "mov.u32 %__cs_rv, %lanemask_eq; setp.eq.u32 %__cs_rj, %__cs_rv, 0; @%__cs_rj bra"
+    # the module's consan function: from its first statement to its `ret`
+    inline = out[out.index(".func __consan_inline_read4"):out.index(".visible .entry k")]
+    assert inline.count(test) == 1 and re.search(r"\$done:\s*\$__cs_rejoin\d+:\s*ret;", inline)
+    assert inline.index(test) < inline.index("ld.param.b32 %q")
+    # the begin call in a region of its own; the checker's entries and the user's calls as
+    # they were (the entries rejoin their lanes themselves)
+    kernel = out[out.index(".visible .entry k"):]
+    assert re.search(rf"{re.escape(test)} (\$__cs_rejoin\d+); call \(r\), __consan_cta_begin; \1:",
+                     kernel)
+    assert kernel.count(test) == 1 and "\t@%p1 call __consan_thread_exit, (1);" in kernel
+    assert "\tcall helper" not in out.replace("{ .param .b32 p; st.param.b32 [p], 1; call helper",
+                                               "")
+    # only the functions that use them declare the registers
+    assert out.count(".reg .pred %__cs_rj;") == 2
+    assert out.split(".func helper")[0] == MODULE.split(".func helper")[0]
+    assert out[out.index(".func helper"):out.index(".func __consan_inline_read4")] == \
+        MODULE[MODULE.index(".func helper"):MODULE.index(".func __consan_inline_read4")]
     # (the prototype's `;` comes before any body: it opens none)
     assert rejoin(HEADER + ".extern .func __consan_thread_exit (.param .b32 a);\n") == \
         HEADER + ".extern .func __consan_thread_exit (.param .b32 a);\n"
 
 
+def test_a_module_function_that_does_not_end_in_its_ret_is_refused():
+    bad = HEADER + ".func __consan_inline_x ()\n{\n\tret;\n\texit;\n}\n"
+    with pytest.raises(AssertionError, match="__consan_inline_x"):
+        rejoin(bad)
+
+
 @pytest.fixture(scope="module")
 def modules():
-    names = ("noinline_funcs.cu", "mbarrier_sm90.cu", "cp_async.cu", "racy_kernels.cu")
+    names = ("noinline_funcs.cu", "mbarrier_sm90.cu", "cp_async.cu", "racy_kernels.cu",
+             "bitonic_sort.cu")
     mods = [(label, ptx) for label, ptx in corpus_build.corpus_ptx()
             if label.split("/")[0] + ".cu" in names and "compute_90" in label]
     mods += [(p.name, p.read_text())
@@ -74,9 +99,8 @@ def test_every_probe_call_of_an_instrumented_module_is_rejoined(modules):
 
 
 # After a call outside a region, the next control instruction may instead be the thread's
-# EXIT (the thread-exit probe) or the warp-wide sync ptxas puts before an aligned CTA
-# barrier (a barrier probe's arrive, then bar.sync): ptxas leaves out the region there. On
-# the H100 the warp was whole after such a barrier in a racy kernel.
+# EXIT or the warp-wide sync ptxas puts before an aligned CTA barrier: ptxas leaves out the
+# region there. On the H100 the warp was whole after such a barrier in a racy kernel.
 _CONTROL = re.compile(r"(@!?U?P\w+\s+)?(BRA|BSSY|BSYNC|BREAK|CALL|RET|EXIT|WARPSYNC|BAR)\b")
 _THEN = ("EXIT", "WARPSYNC.ALL")
 
@@ -87,10 +111,36 @@ def _regions(code: list[tuple[int, str]], labels: dict[str, int]) -> list[tuple[
             if (m := re.search(r"\bBSSY B\d+, `\((\.L_x_\d+)\)", t))]
 
 
-def test_ptxas_puts_every_probe_call_of_a_kernel_in_a_convergence_region(modules):
+def _rejoins(f) -> bool:
+    """The function's body is one convergence region: its first control instruction is a
+    BSSY, the one before the region's label is its BSYNC, and from that label on the way to
+    the return takes no conditional branch, makes no call and opens no region."""
+    first = next((t for _, t in f.code if _CONTROL.match(t)), "")
+    m = re.fullmatch(r"BSSY (B\d+), `\((\.L_x_\d+)\)", first)
+    if not m:
+        return False
+    at = {a: i for i, (a, _) in enumerate(f.code)}
+    i = at[f.labels[m.group(2)]]
+    if f.code[i - 1][1] != f"BSYNC {m.group(1)}":
+        return False
+    seen = set()
+    while i < len(f.code) and i not in seen:
+        seen.add(i)
+        t = f.code[i][1]
+        if t.startswith("RET"):
+            return True
+        if re.match(r"@!?U?P\w+\s+(BRA|CALL|RET|EXIT)|(CALL|BSSY|BREAK|EXIT)\b", t):
+            return False
+        jump = re.fullmatch(r"BRA `\((\.L_x_\d+)\)", t)
+        i = at[f.labels[jump.group(1)]] if jump else i + 1
+    return False
+
+
+def test_ptxas_gives_back_the_warp_whole_from_every_probe_call_of_a_kernel(modules):
     """In the linked SASS, each call of a consan function from a kernel (or from the module's
     own functions) lies between a BSSY and the label its BSYNC is at, or is followed by the
-    thread's EXIT or a warp-wide sync ptxas counts as the reconvergence (_THEN)."""
+    thread's EXIT or a warp-wide sync ptxas counts as the reconvergence (_THEN), or calls a
+    function whose body is one region closed before its return (_rejoins)."""
     try:
         from benchmarks.convergence_barriers import _tool
         from benchmarks.convergence_barriers import parse as parse_sass
@@ -98,7 +148,7 @@ def test_ptxas_puts_every_probe_call_of_a_kernel_in_a_convergence_region(modules
         tool = _tool("nvdisasm")
     except SystemExit:
         pytest.skip("no nvdisasm here")
-    seen = 0
+    seen = set()
     for label, ptx in modules:
         ins = instrument(parse(ptx, label))
         arch = toolchain.Arch.parse(parse(ptx).target[0])
@@ -107,7 +157,8 @@ def test_ptxas_puts_every_probe_call_of_a_kernel_in_a_convergence_region(modules
             Path(d, "m.cubin").write_bytes(cubin)
             sass = subprocess.run([tool, "-c", str(Path(d, "m.cubin"))], check=True,
                                   capture_output=True, text=True).stdout
-        for name, f in parse_sass(sass).items():
+        funcs = parse_sass(sass)
+        for name, f in funcs.items():
             if name.startswith("__consan_") and not name.startswith("__consan_inline"):
                 continue  # (the checker's own)
             regions = _regions(f.code, f.labels)
@@ -115,8 +166,13 @@ def test_ptxas_puts_every_probe_call_of_a_kernel_in_a_convergence_region(modules
                 m = re.search(r"CALL\.\S+\s+`\((\S+?)\)", t)
                 if not m or not m.group(1).startswith("__consan_"):
                     continue  # (the user's own calls as they came)
-                seen += 1
+                callee = m.group(1)
+                seen.add(callee)
                 nxt = next((u for _, u in f.code[i + 1:] if _CONTROL.match(u)), "EXIT")
-                assert any(s < a < e for s, e in regions) or nxt.startswith(_THEN), \
-                    f"{label}: {name} calls {m.group(1)} at {a:#x} outside any region"
-    assert seen > 20
+                assert any(s < a < e for s, e in regions) or nxt.startswith(_THEN) or \
+                    _rejoins(funcs[callee]), \
+                    f"{label}: {name} calls {callee} at {a:#x}, which may return its warp split"
+    # the kernels' probes of shared accesses, barriers, cp.async, mbarriers and the module's
+    # own functions among them
+    assert {"__consan_access", "__consan_bar_arrive", "__consan_bar_wait", "__consan_async",
+            "__consan_mbar"} <= seen and any(c.startswith("__consan_inline") for c in seen)

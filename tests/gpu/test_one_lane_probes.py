@@ -202,7 +202,8 @@ def test_the_warp_is_whole_after_a_guarded_access_of_lane_0(op):
 # lanes' copy of lane 0's write finds the granule already the warp's). The probe came back
 # with its warp split (lane 0, which recorded the finding, apart from the others: on the
 # H100 in phase and vector-clock mode, tables in shared or device memory alike) until each
-# probe call sat in a region ptxas closes with a reconvergence (instrument/rejoin.py).
+# probe's body sat in a region ptxas closes with a reconvergence before its return
+# (checker CS_REJOINED, instrument/rejoin.py).
 # After the writes, every lane writes how many lanes run with it: natively 32. MODE: an
 # mbarrier makes the module one of vector-clock mode.
 RACE_PART = r"""
