@@ -39,7 +39,7 @@ _CALL = re.compile(r"((?:@!?%[\w$]+\s+)?call(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?"
 # after it, unless a `;` ends a prototype first.
 _FUNCTION = re.compile(r"^[ \t]*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b", re.M)
 _INLINE = re.compile(r"\.func\s+(?:\([^)]*\)\s*)?__consan_inline_\w+")
-_RET_CLOSE = re.compile(r"\bret;\s*\}")
+_BRACE = re.compile(r"[{}]")
 PRED, VALUE = "%__cs_rj", "%__cs_rv"  # (declared once in each function that uses them)
 TEST = f"mov.u32 {VALUE}, %lanemask_eq; setp.eq.u32 {PRED}, {VALUE}, 0; @{PRED} bra"
 
@@ -83,9 +83,12 @@ def _last_ret(body: str) -> int | None:
     """Where the `ret` that is a body's last statement starts (`body` from just after its
     opening brace), None if it ends otherwise."""
     depth = 1
-    for i, ch in enumerate(body):
-        depth += (ch == "{") - (ch == "}")
+    for m in _BRACE.finditer(body):
+        depth += 1 if m.group() == "{" else -1
         if depth == 0:
-            ends = [m for m in _RET_CLOSE.finditer(body, 0, i + 1) if m.end() == i + 1]
-            return ends[0].start() if ends else None
+            at = body.rfind("ret;", 0, m.start())  # (a whole statement: no guard, no `.uni`)
+            before = body[:at].rstrip()
+            last = at >= 0 and not body[at + 4:m.start()].strip() and \
+                (not before or before[-1] in ";:{}")
+            return at if last else None
     return None

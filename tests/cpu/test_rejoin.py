@@ -74,8 +74,9 @@ def test_module_functions_and_the_begin_call_are_wrapped_and_the_rest_is_not():
         HEADER + ".extern .func __consan_thread_exit (.param .b32 a);\n"
 
 
-def test_a_module_function_that_does_not_end_in_its_ret_is_refused():
-    bad = HEADER + ".func __consan_inline_x ()\n{\n\tret;\n\texit;\n}\n"
+@pytest.mark.parametrize("end", ["\tret;\n\texit;\n", "\t@%p ret;\n", "\tret.uni;\n"])
+def test_a_module_function_that_does_not_end_in_its_ret_is_refused(end):
+    bad = HEADER + ".func __consan_inline_x ()\n{\n\t.reg .pred %p;\n" + end + "}\n"
     with pytest.raises(AssertionError, match="__consan_inline_x"):
         rejoin(bad)
 
