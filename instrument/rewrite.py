@@ -765,7 +765,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 continue
             probes += 1
             before[idx], text, after_text = got
-            if fn.is_entry and idx not in converted and vc_reads.eligible(c, rep):
+            if fn.is_entry and idx not in converted and vc_reads.eligible(c, rep) and \
+                    before[idx]:  # (none: a measurement build's skipped read, _measure_skip)
                 chunk_reads.append(_ChunkRead(idx, it, c, rep, widths, before[idx]))
             if after_text:
                 after[idx] = after_text

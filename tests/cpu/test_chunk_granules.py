@@ -307,3 +307,12 @@ def test_blocks_start_held_whole_only_beside_copy_engine_writes(copies):
     nb = gp // abi.VSH_BLOCK_GRANULES
     bt0 = (4 * gp + lay.vsh_readers * gp + 4 * rss * nb) // 4
     assert set(smem[bt0:bt0 + nb].tolist()) == {0x80000000 if copies else 0}
+
+
+def test_the_measurement_switch_leaves_a_chunk_modules_reads_without_a_probe(monkeypatch):
+    """CONSAN_MEASURE_SKIP_ACCESS=read (benchmarks/breakdown_async.py's "no read calls"): a
+    16-byte read that would be settled inline has no probe at all, and nothing inline."""
+    monkeypatch.setenv("CONSAN_MEASURE_SKIP_ACCESS", "read")
+    ins = _module("ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];")
+    assert ins.chunk_granules and ins.inline_chunk_reads == 0
+    assert "consan inline read" not in ins.ptx and not calls(ins.ptx, abi.PROBE_ACCESS16)
