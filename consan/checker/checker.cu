@@ -289,7 +289,8 @@ CS_REJOINED_VOID(__consan_cp16, (uint64_t addr, uint32_t site, uint32_t info),
     cs_echo_end(echo);
 }
 
-CS_REJOINED(uint32_t, __consan_bar_arrive, (uint32_t b, uint32_t count, uint32_t site, uint32_t mode),
+CS_REJOINED(uint32_t, __consan_bar_arrive,
+            (uint32_t b, uint32_t count, uint32_t site, uint32_t mode),
             (b, count, site, mode)) {
     CS_STAMP_SCOPE(0);
     CS_PROF(1);
@@ -461,8 +462,8 @@ CS_REJOINED(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32_t arg, 
 //
 // .multicast::cluster (mask: its ctaMask): the issuing CTA's own part, when it is in the
 // mask, is such a copy; every other CTA of the mask gets a post (multicast.h).
-CS_REJOINED(uint32_t, __consan_bulk, (uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site,
-                                uint32_t mask),
+CS_REJOINED(uint32_t, __consan_bulk,
+            (uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site, uint32_t mask),
             (dst, bytes, mbar, site, mask)) {
     CS_PROF(6);
     CS_STAMP_SCOPE(5);
@@ -717,9 +718,10 @@ CS_ENTRY uint32_t cs_host_wgmma_rows_done() { return cs_host_rows_done; }
 // A chain of four wgmma.mma_async closed by one commit (instrument/wgmma_window.py: the
 // chain's probes, called after the commit): its rows where it is a K step of 128-byte rows
 // (wgmma.h, cs_wg_chain_rows); otherwise, or where a lane found something, the four calls.
-CS_REJOINED_VOID(__consan_wgmma4, (uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
-                              uint64_t b2, uint64_t a3, uint64_t b3, uint32_t info, uint32_t s0,
-                              uint32_t s1, uint32_t s2, uint32_t s3),
+CS_REJOINED_VOID(__consan_wgmma4,
+                 (uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2, uint64_t b2,
+                  uint64_t a3, uint64_t b3, uint32_t info, uint32_t s0, uint32_t s1, uint32_t s2,
+                  uint32_t s3),
                  (a0, b0, a1, b1, a2, b2, a3, b3, info, s0, s1, s2, s3)) {
     CS_NULL_WGMMA(return;)
     const uint32_t sites[4] = {s0, s1, s2, s3};
@@ -765,8 +767,9 @@ CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor
 // as for bulk copies. With CS_TENSOR_ARRIVE_TX, each issuing lane's load carries the
 // mbarrier.arrive.expect_tx of `tx` bytes (site asite) its PTX made just before it, on the
 // same mbarrier (instrument/carry.py): one probe for both; 1 skips both.
-CS_REJOINED(uint32_t, __consan_tensor, (uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site,
-                                  uint32_t op, uint32_t tx, uint32_t asite),
+CS_REJOINED(uint32_t, __consan_tensor,
+            (uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site, uint32_t op, uint32_t tx,
+             uint32_t asite),
             (smem, map, mbar, site, op, tx, asite)) {
     CS_PROF(11);
     CS_STAMP_SCOPE(1);

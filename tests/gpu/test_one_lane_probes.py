@@ -43,11 +43,14 @@ def _checked(src: str, kernel: str, seed: int, out_len: int = BLOCKS * 64):
                                        options=(arch_option(),))
     return rep, out, _input(seed)
 
-KERNEL = r"""
+# The kernels' shared-address helper (their sources start with it).
+SA = r"""
 __device__ __forceinline__ unsigned sa(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);
 }
-extern "C" __global__ void one_lane(const float* in, float* out) {
+"""
+
+KERNEL = SA + r"""extern "C" __global__ void one_lane(const float* in, float* out) {
     __shared__ __align__(8) unsigned long long bar;
     __shared__ __align__(128) float s[64];
     int t = threadIdx.x;
@@ -169,11 +172,7 @@ def test_the_warp_is_whole_after_the_fast_path_called_for_part_of_it(case):
 # `@p st.shared` / `@p red.shared` with p true in lane 0 alone (as Triton writes a warp's
 # partial result), no branch: its probe is called by every lane, the others echoing
 # (instrument/echo.py). The store takes the phase-mode inline update, the atomic its probe.
-GUARDED = r"""
-__device__ __forceinline__ unsigned sa(const void* p) {
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-extern "C" __global__ void guarded(const float* in, float* out) {
+GUARDED = SA + r"""extern "C" __global__ void guarded(const float* in, float* out) {
     __shared__ float s[64];
     int t = threadIdx.x;
     s[t] = 0.0f;
@@ -250,11 +249,7 @@ def test_the_warp_is_whole_after_a_probe_found_a_race_in_part_of_it(mode):
 # of line, cs_access16_look_any, a callee that clears convergence barriers B6 and B7:
 # benchmarks/convergence_barriers.py --calls), the other half a chunk one lane wrote
 # whole (its look inline). Clean; every lane then writes how many lanes run with it.
-LOOK_PART = r"""
-__device__ __forceinline__ unsigned sa(const void* p) {
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-extern "C" __global__ void look_part(const float* in, float* out) {
+LOOK_PART = SA + r"""extern "C" __global__ void look_part(const float* in, float* out) {
     __shared__ __align__(8) unsigned long long bar;
     __shared__ __align__(16) float s[320];
     int t = threadIdx.x, lane = t & 31, warp = t >> 5;
