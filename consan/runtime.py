@@ -265,6 +265,8 @@ class Prepared:
         static = self.static_smem
         check_shared_room(self.kernel, static, self.shared_mem, self.launch_shared_mem, room_all)
         per_sm = self._occupancy(driver, nthreads)
+        if per_sm < 1 and self.layout.placement is Placement.DEVICE:
+            per_sm = self._fit_one(cupy, driver, nthreads)
         if per_sm < 1:
             raise ConsanError(
                 f"the instrumented kernel {self.kernel} cannot launch with block {self.block} "
@@ -276,6 +278,18 @@ class Prepared:
             per_sm = self._hold(cupy, driver, nthreads, ctas, sms, per_sm)
         self.layout = replace(self.layout, nslots=max(1, min(ctas, per_sm * sms)))
         self._alloc(cupy, runtime)
+
+    def _fit_one(self, cupy, driver, nthreads: int) -> int:
+        """CTAs per SM of a launch whose device-memory build's registers leave room for no CTA
+        of its block, relinked held to one (instrument/occupancy.py: the probes assembled
+        under the block's limit too); 0 where that does not fit either. The probes raise a
+        kernel's count to its call graph's: measured on the H100, a phase-mode kernel of
+        1024 threads, no launch bounds, 110 registers with its tables in device memory,
+        where 64 fit."""
+        if occupancy.register_cap(self.build.instrumented, self.kernel, nthreads, 1) is None:
+            return 0
+        self._load(cupy, driver, self.build.linked(hold=(self.kernel, 1, nthreads)))
+        return self._occupancy(driver, nthreads)
 
     def _hold(self, cupy, driver, nthreads: int, ctas: int, sms: int, per_sm: int) -> int:
         """CTAs per SM of the instrumented launch, relinked where its registers hold fewer

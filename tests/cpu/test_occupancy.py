@@ -114,3 +114,41 @@ def test_a_module_that_does_not_link_alone_is_not_held(monkeypatch, ring_build):
 
     p, _ = _prepare(monkeypatch, ring_build, 132, {b"plain": 254, b"held": 128}, no_link)
     assert p.nslots == 132 and p.module.cubin == b"plain"
+
+
+# A phase-mode kernel of 1024 threads with no launch bounds, its tables in device memory
+# (CONSAN_PHASE_SMEM=0: where they do not fit in shared memory).
+@pytest.fixture(scope="module")
+def wide_build():
+    from consan import pipeline
+
+    src = ('extern "C" __global__ void wide(int* o) { __shared__ int s[1024];'
+           ' s[threadIdx.x] = threadIdx.x; __syncthreads(); o[threadIdx.x] = s[1023 - threadIdx.x]; }')
+    return pipeline.build(src, ("-arch=sm_90a",))
+
+
+@pytest.mark.parametrize("held_regs", [64, 72])
+def test_a_block_the_instrumented_registers_cannot_launch_is_held_to_one_cta(
+        monkeypatch, wide_build, held_regs):
+    """The probes raise the kernel's registers (110 on the H100) past the 64 a block of 1024
+    threads may have: relinked held to one CTA of the block, it launches; where even that
+    build cannot, the error names the kernel, its block and its registers."""
+    from consan import runtime
+    from consan.errors import ConsanError
+    from tests.fake_gpu import Gpu
+
+    assert wide_build.instrumented.phase_mode
+    monkeypatch.setenv("CONSAN_PHASE_SMEM", "0")
+    gpu = Gpu(regs={b"plain": 110, b"held": held_regs})
+    gpu.install(monkeypatch)
+    wide_build._cubins.clear()
+    wide_build._cubins.update({(False, 0, False): b"plain",
+                               (False, 0, False, ("wide", 1, 1024)): b"held"})
+    if held_regs > 64:
+        with pytest.raises(ConsanError, match=r"wide cannot launch with block \(1024, 1, 1\)"
+                                              r".* 72 registers"):
+            runtime.Prepared(wide_build, "wide", (2, 1, 1), (1024, 1, 1))
+        return
+    p = runtime.Prepared(wide_build, "wide", (2, 1, 1), (1024, 1, 1))
+    assert p.module.cubin == b"held" and p.nslots == 2
+    assert occupancy.register_cap(wide_build.instrumented, "wide", 1024, 1) == 64
