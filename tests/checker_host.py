@@ -82,11 +82,13 @@ class HostChecker:
                  wgmma: bool = False, box_summary: bool = True, vsh: bool = True,
                  async_proxy: bool = True, warp_reads: bool = True, bar0_rows: bool = False,
                  multicast: bool = False, layout: Layout | None = None,
-                 granule_bytes: int = abi.GRANULE_BYTES):
+                 granule_bytes: int = abi.GRANULE_BYTES, bar_step: bool = False):
         """The knobs make a layout (the runtime's default where they fit: the granule tables
         in shared memory, FLAG_VC_SMEM), without the bytes the device reserves below the
         window; `layout`, where given, is taken as it is (a launch's, as the runtime plans
-        it) and the knobs are ignored."""
+        it) and the knobs are ignored. `bar_step`: `sync` makes each barrier's one probe
+        after it (abi.PROBE_BAR_STEP, a phase-mode module's barriers that call their probes)
+        in place of the arrive and the wait."""
         if layout is None:
             vsh = vsh and not (phase_mode or phase_smem or multicast)
             where = (Placement.PHASE_SMEM if phase_smem else Placement.VC_SMEM if vsh
@@ -99,6 +101,7 @@ class HostChecker:
                 copy_engine=box_summary, placement=where,
                 bar0_rows=bar0_rows and vsh, multicast=multicast, granule_bytes=granule_bytes)
         self.layout = lay = layout
+        self.bar_step = bar_step
         self.lib = library(lay.granule_bytes == abi.CHUNK_GRANULE_BYTES)
         self.nwarps, self.nslots = lay.nwarps, lay.nslots
         self.phase_smem = lay.placement is Placement.PHASE_SMEM
@@ -317,8 +320,17 @@ class HostChecker:
         self._as(warp)
         self._probe(abi.PROBE_BAR_WAIT)(token, barrier, site)
 
+    def step(self, warp: int, barrier: int = 0, site: int = 0) -> None:
+        self._as(warp)
+        self._probe(abi.PROBE_BAR_STEP)(barrier, site)
+
     def sync(self, warps, barrier: int = 0, count: int = 0, site: int = 0) -> None:
-        """bar.sync by `warps`: every arrive, then (the hardware releases) every wait."""
+        """bar.sync by `warps`: every arrive, then (the hardware releases) every wait; with
+        `bar_step`, each warp's step after the barrier."""
+        if self.bar_step:
+            for w in warps:
+                self.step(w, barrier, site)
+            return
         tokens = {w: self.arrive(w, barrier, count, site, abi.BAR_SYNC) for w in warps}
         for w, t in tokens.items():
             self.wait(w, t, barrier, site)

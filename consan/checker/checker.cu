@@ -318,6 +318,29 @@ CS_REJOINED_VOID(__consan_bar_wait, (uint32_t gen, uint32_t b, uint32_t site),
 #endif
 }
 
+// After a CTA-wide barrier of a phase-mode module whose barriers are not written inline:
+// the barrier's one probe in place of an arrive before it and a wait after it (the rewriter
+// gives every barrier of such a module this form, or none: the two forms empty different
+// bitmaps). The warp's phase advances and it empties its bitmap of the phase the barrier
+// ended (docs/model.md, *Two representations*). The vector-clock builds never see it: a
+// release after the barrier would come too late for the other warps' waits.
+CS_REJOINED_VOID(__consan_bar_step, (uint32_t b, uint32_t site),
+                 (b, site)) {
+    CS_STAMP_SCOPE(0);
+    CS_PROF(2);
+    (void)b, (void)site;
+    if (cs_phase_smem_on()) return cs_phase_smem_bar_step();
+#ifndef CONSAN_PSH
+    if (cs_slot_sh == CS_NO_SLOT || !cs_phase_mode()) return;
+    uint32_t active = cs_activemask(), lane = cs_lane(), w = cs_warp();
+    cs_syncwarp(active);
+    if (lane == (uint32_t)(cs_ffs(active) - 1)) cs_phase_sh[w] += 1;
+    cs_syncwarp(active);
+    cs_phase_clear_next(cs_slot_sh, w, active, lane);
+    cs_syncwarp(active);
+#endif
+}
+
 // barrier.cluster.arrive (before it) and barrier.cluster.wait (after it). Every thread of
 // the cluster takes part in each generation, so within the CTA it is a barrier of every
 // live warp: the CTA's cluster-barrier word (CS_CLUSTER_BARRIER) counts it, an arrival

@@ -443,6 +443,24 @@ CS_DEV uint32_t cs_phase_smem_bar_arrive() {
     return CS_TOKEN_CTA_WIDE;
 }
 
+// After a CTA-wide barrier, in one probe (the module's barriers all take __consan_bar_step):
+// the warp's phase advances, then it empties its bitmap of the phase after the new one (the
+// phase the barrier just ended: nobody looks at it any more, since every warp is past the
+// barrier and a warp makes no access between the barrier and this probe). The next
+// barrier's bar.sync publishes the stores before any warp reads them in that phase.
+CS_DEV void cs_phase_smem_bar_step() {
+    uint32_t active = cs_activemask(), lane = cs_lane(), w = cs_warp();
+    uint32_t phase = cs_psh_phase(w) + 1;
+    cs_syncwarp(active);  // (every lane has read the phase before the leader moves it)
+    if (lane == (uint32_t)(cs_ffs(active) - 1)) cs_psh_phase(w) = phase;
+    uint32_t* bm = cs_phase_smem_readbits(w, (phase + 1) & 1);
+    uint32_t words = (S.granules + 31) / 32;
+    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
+    for (uint32_t i = rank; i < words; i += n) cs_vst32(&bm[i], 0);
+    cs_fence();
+    cs_syncwarp(active);
+}
+
 CS_DEV void cs_phase_smem_bar_wait(uint32_t gen) {
     uint32_t active = cs_activemask(), w = cs_warp();
     if ((gen & CS_TOKEN_CTA_WIDE) && cs_lane() == (uint32_t)(cs_ffs(active) - 1)) {

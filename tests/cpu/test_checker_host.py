@@ -9,20 +9,23 @@ from instrument import abi
 pytestmark = pytest.mark.needs_host_compiler
 
 
-def _checker(phase_mode: bool, phase_smem: bool = False, vsh: bool = True):
+def _checker(phase_mode: bool, phase_smem: bool = False, vsh: bool = True,
+             bar_step: bool = False):
     from tests.checker_host import HostChecker
 
     c = HostChecker(nwarps=4, smem_bytes=1024, phase_mode=phase_mode, phase_smem=phase_smem,
-                    vsh=vsh)
+                    vsh=vsh, bar_step=bar_step)
     assert c.begin() == 0
     return c
 
 
-@pytest.fixture(params=[(False, False), (True, False), (True, True)],
-                ids=["clocks", "phases", "phases-smem"])
+@pytest.fixture(params=[(False, False), (True, False), (True, True), (True, False, True, True),
+                        (True, True, True, True)],
+                ids=["clocks", "phases", "phases-smem", "phases-step", "phases-smem-step"])
 def ck(request):
     """Every representation: vector clocks, and CTA phases (only CTA-wide barriers) with
-    the tables in global or in shared memory."""
+    the tables in global or in shared memory, their barriers as an arrive and a wait or as
+    one step after the barrier (a module whose barriers call their probes)."""
     return _checker(*request.param)
 
 
@@ -63,15 +66,17 @@ def test_war(ck):
     assert ck.kinds() == [("race.war", 3, 2)]
 
 
+@pytest.mark.parametrize("bar_step", [False, True], ids=["arrive-wait", "step"])
 @pytest.mark.parametrize("phase_smem", [False, True], ids=["phases", "phases-smem"])
 @pytest.mark.parametrize("smem_bytes", [1024, 96 * 1024])
-def test_a_read_two_phases_back_is_forgotten_at_every_offset(smem_bytes, phase_smem):
+def test_a_read_two_phases_back_is_forgotten_at_every_offset(smem_bytes, phase_smem, bar_step):
     """Phase mode keeps a read bitmap per warp and phase parity and empties the next one
     at each barrier: a bit left from two phases back (the same parity) would name the
     wrong reader, at any offset of a small or a large window."""
     from tests.checker_host import HostChecker
 
-    ck = HostChecker(nwarps=4, smem_bytes=smem_bytes, phase_mode=True, phase_smem=phase_smem)
+    ck = HostChecker(nwarps=4, smem_bytes=smem_bytes, phase_mode=True, phase_smem=phase_smem,
+                     bar_step=bar_step)
     assert ck.begin() == 0
     offs = [0, 4, 4 * 32 * 7 + 8, smem_bytes // 2 + 12, smem_bytes - 4]
     for off in offs:
@@ -1344,8 +1349,9 @@ def test_a_coalesced_read_judges_as_its_reads_one_by_one(seed):
                 off = rnd.randrange(0, top + 1, 4 if size == 4 else size)
                 events.append(("reads", w, off, size, count, stride, site))
 
-    def run(phase_smem: bool, together: bool) -> list[tuple[int, ...]]:
-        ck = HostChecker(nwarps=4, smem_bytes=smem, phase_mode=True, phase_smem=phase_smem)
+    def run(phase_smem: bool, together: bool, step: bool = False) -> list[tuple[int, ...]]:
+        ck = HostChecker(nwarps=4, smem_bytes=smem, phase_mode=True, phase_smem=phase_smem,
+                         bar_step=step)
         assert ck.begin() == 0
         for ev in events:
             if ev[0] == "sync":
@@ -1363,12 +1369,14 @@ def test_a_coalesced_read_judges_as_its_reads_one_by_one(seed):
 
     got = run(True, True)
     assert got == run(True, False)
+    assert got == run(True, True, step=True)  # (a barrier as one step after it: the same)
     # The device-memory tables judge reads by another implementation (they record a
     # finding's first granule, not the access's bytes; writes may name another of the
     # conflicts first): the reads' findings must be theirs.
     reads = {ev[-1] for ev in events if ev[0] == "reads"}
     assert ([g[:5] for g in got if g[1] in reads] ==
-            [g[:5] for g in run(False, False) if g[1] in reads])
+            [g[:5] for g in run(False, False) if g[1] in reads] ==
+            [g[:5] for g in run(False, False, step=True) if g[1] in reads])
     assert got or seed  # (seed 0's trace is racy: something must be found)
 
 

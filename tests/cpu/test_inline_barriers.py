@@ -77,7 +77,7 @@ def test_past_inline_max_barriers_call_their_probes_and_alone_they_keep_the_reco
     many = "\tbar.sync 0;\n" * fast_path.INLINE_MAX
     ins = instrument(HEAD + many + "\tret;\n}\n", "k.ptx")
     assert ins.inline_barriers == 0 and INLINE not in ins.ptx
-    assert len(calls(ins.ptx, abi.PROBE_BAR_ARRIVE)) == fast_path.INLINE_MAX
+    assert len(calls(ins.ptx, abi.PROBE_BAR_STEP)) == fast_path.INLINE_MAX
     few = instrument(HEAD + "\tbar.sync 0;\n\tret;\n}\n", "k.ptx")
     assert few.inline_barriers == 2 and few.inline_tests and not few.inline_writes
     lay = Layout.for_module(few, nwarps=8, nthreads=256, window_bytes=1024, log_capacity=64,
@@ -233,5 +233,57 @@ def test_inline_max_barriers_and_exits_in_all_are_inlined_one_more_is_not(monkey
     assert len(_blocks(at.ptx)) == 2 * (fast_path.INLINE_MAX - exits) + exits
     over = module(fast_path.INLINE_MAX - exits + 1)
     assert over.inline_barriers == 0 and INLINE not in over.ptx
-    assert len(calls(over.ptx, abi.PROBE_BAR_ARRIVE)) == fast_path.INLINE_MAX - exits + 1
+    assert len(calls(over.ptx, abi.PROBE_BAR_STEP)) == fast_path.INLINE_MAX - exits + 1
     assert len(calls(over.ptx, abi.PROBE_THREAD_EXIT)) == exits
+
+
+def _after_barriers(ptx: str) -> list[tuple[str, list[str]]]:
+    """Each barrier instruction of `ptx` with the calls of the consan block right after it."""
+    out = []
+    lines = ptx.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"\s*(@!?%\w+\s+)?(bar|barrier)\.", line):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "}")
+            block = "\n".join(lines[i + 1:end + 1])
+            assert lines[i + 1].strip().startswith("{ // consan site"), lines[i + 1]
+            out.append((line.strip(), [c.func for c in calls(block)]))
+    return out
+
+
+def _with_func(entry_body: str) -> str:
+    """A module of a .func running BODY, then the entry k running `entry_body`."""
+    head, fn = HEAD.split(".visible .entry", 1)
+    func = ".visible .func f(" + fn.split("(", 1)[1].replace(".param .u32 k_n", ".param .u32 f_n")
+    return (head + func.replace("[k_n]", "[f_n]") + BODY + "\tret;\n}\n" + ".visible .entry"
+            + fn + entry_body + "\tret;\n}\n")
+
+
+def test_past_inline_max_each_barrier_makes_one_call_after_it_in_every_function():
+    """A phase-mode module whose barriers call their probes calls one, after each barrier
+    (abi.PROBE_BAR_STEP), with the barrier's guard, in an entry and in a .func alike: no
+    arrive, no wait (the two forms empty different bitmaps, so a module takes one)."""
+    body = "\tbar.sync 0;\n" * fast_path.INLINE_MAX + "\t@%p2 bar.sync 0;\n"
+    ins = instrument(_with_func(body), "k.ptx")
+    assert ins.phase_mode and ins.inline_barriers == 0
+    assert not calls(ins.ptx, abi.PROBE_BAR_ARRIVE) and not calls(ins.ptx, abi.PROBE_BAR_WAIT)
+    bars = _after_barriers(ins.ptx)
+    assert len(bars) == 2 + fast_path.INLINE_MAX + 1
+    assert all(made == [abi.PROBE_BAR_STEP] for _, made in bars)
+    guarded = [c for c in calls(ins.ptx, abi.PROBE_BAR_STEP) if c.pred]
+    assert [c.pred for c in guarded] == ["@%p2", "@%p2"]  # (the .func's and the entry's)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"))  # (phases, device)
+
+
+def test_inlined_entries_keep_arrive_and_wait_in_their_functions_and_clocks_keep_both():
+    """Where an entry's barriers are written inline (arrive and wait), a .func's barriers
+    call the arrive and the wait too; a vector-clock module never takes the step (its
+    arrive releases the warp's clock, which after the barrier would come too late)."""
+    ins = instrument(_with_func(BODY), "k.ptx")
+    assert ins.inline_barriers and not calls(ins.ptx, abi.PROBE_BAR_STEP)
+    assert len(calls(ins.ptx, abi.PROBE_BAR_ARRIVE)) == 2 + 2  # (the .func's, the inline's)
+    many = "\tbar.sync 0;\n" * (fast_path.INLINE_MAX + 1)
+    vc = instrument(HEAD + "\tmbarrier.init.shared.b64 [s+512], 1;\n" + many + "\tret;\n}\n",
+                    "k.ptx")
+    assert not vc.phase_mode and not calls(vc.ptx, abi.PROBE_BAR_STEP)
+    assert len(calls(vc.ptx, abi.PROBE_BAR_WAIT)) == fast_path.INLINE_MAX + 1

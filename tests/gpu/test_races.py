@@ -48,13 +48,17 @@ def arch_options(cp):
     return (f"-arch=sm_{cc}a" if cc == "90" else f"-arch=sm_{cc}",)
 
 
-@pytest.fixture(params=["written out", "functions"])
+@pytest.fixture(params=["written out", "functions", "functions, tables in device memory"])
 def update_form(request, monkeypatch):
-    """Phase mode's inline updates (instrument/fast_path.py) as a small module has them,
-    written out at each access, and as a large one has them: the module's functions
-    (CONSAN_INLINE_MAX=0 makes every module take those)."""
-    if request.param == "functions":
+    """Phase mode's inline updates (instrument/fast_path.py) and barriers as a small module
+    has them, written out at each access and barrier, and as a large one has them: the
+    module's functions, and one call after each barrier (CONSAN_INLINE_MAX=0 makes every
+    module take those); the last with the phase tables in device memory (the build a
+    launch takes where they do not fit in shared memory: CONSAN_PHASE_SMEM=0)."""
+    if request.param != "written out":
         monkeypatch.setenv("CONSAN_INLINE_MAX", "0")
+    if request.param.endswith("device memory"):
+        monkeypatch.setenv("CONSAN_PHASE_SMEM", "0")
     return request.param
 
 
