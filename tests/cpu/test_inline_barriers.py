@@ -12,7 +12,7 @@ import pytest
 from consan import toolchain
 from instrument import abi, fast_path
 from instrument.events import Event
-from instrument.rewrite import instrument
+from instrument.rewrite import REG_GUARD, instrument
 from tests.cpu.test_first_trip import BAR, HEAD, READ, WRITE, loop
 from tests.probe_calls import calls
 
@@ -287,3 +287,29 @@ def test_inlined_entries_keep_arrive_and_wait_in_their_functions_and_clocks_keep
                     "k.ptx")
     assert not vc.phase_mode and not calls(vc.ptx, abi.PROBE_BAR_STEP)
     assert len(calls(vc.ptx, abi.PROBE_BAR_WAIT)) == fast_path.INLINE_MAX + 1
+
+
+@pytest.mark.parametrize("bar,guard", [
+    ("bar.red.popc.u32 %r5, 0, %p1;", None),
+    ("@%p2 bar.red.and.pred %p2, 0, !%p1;", f"@{REG_GUARD}"),  # (its guard is its result)
+    ("barrier.sync 0;", None),
+    ("@!%p2 barrier.sync.aligned 0;", "@!%p2"),
+])
+def test_every_cta_barrier_form_takes_the_step_past_inline_max(bar, guard):
+    """bar.red and barrier.sync{.aligned} in the step form: one call after the instruction
+    (barrier 0, its site), under the lanes that ran it: a guard that is also the result
+    (`@p bar.red.and.pred p`) is read from the copy made before the barrier."""
+    body = "\tsetp.ne.s32 %p1, %r1, 0;\n\tsetp.eq.s32 %p2, %r1, 3;\n" + \
+        f"\t{bar}\n" * (fast_path.INLINE_MAX + 1)
+    ins = instrument(HEAD + body + "\tret;\n}\n", "k.ptx")
+    assert ins.phase_mode and ins.inline_barriers == 0
+    steps = calls(ins.ptx, abi.PROBE_BAR_STEP)
+    assert len(steps) == fast_path.INLINE_MAX + 1
+    assert all(c.args[0] == "0" and c.pred == guard for c in steps)
+    assert not calls(ins.ptx, abi.PROBE_BAR_ARRIVE) and not calls(ins.ptx, abi.PROBE_BAR_WAIT)
+    at = [m.start() for m in re.finditer(re.escape(bar.split(" ", 1)[-1] if bar[0] == "@"
+                                                   else bar), ins.ptx)]
+    assert len(at) == len(steps) and all(a < c.pos for a, c in zip(at, steps, strict=True))
+    if guard == f"@{REG_GUARD}":
+        assert ins.ptx.count(f"mov.pred {REG_GUARD}, %p2;") == len(steps)
+    toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)

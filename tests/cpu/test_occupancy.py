@@ -123,7 +123,8 @@ def wide_build():
     from consan import pipeline
 
     src = ('extern "C" __global__ void wide(int* o) { __shared__ int s[1024];'
-           ' s[threadIdx.x] = threadIdx.x; __syncthreads(); o[threadIdx.x] = s[1023 - threadIdx.x]; }')
+           ' s[threadIdx.x] = threadIdx.x; __syncthreads();'
+           ' o[threadIdx.x] = s[1023 - threadIdx.x]; }')
     return pipeline.build(src, ("-arch=sm_90a",))
 
 
