@@ -161,7 +161,7 @@ def access_probe(info: int, rep: int | None) -> tuple[str, int | None]:
     return (PROBE_ACCESS, None) if rep is None else (PROBE_ACCESS_N, rep)
 PROBE_BAR_ARRIVE = "__consan_bar_arrive"
 PROBE_BAR_WAIT = "__consan_bar_wait"
-# (b, site), after a CTA-wide barrier: a phase-mode module's barrier in one call, in place of
+# (site), after a CTA-wide barrier: a phase-mode module's barrier in one call, in place of
 # the arrive and the wait, where its barriers are not written inline (every barrier or none)
 PROBE_BAR_STEP = "__consan_bar_step"
 # Bit 31 of the token __consan_bar_arrive returns: every live warp of the CTA takes part in
@@ -276,7 +276,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_STORE_VALUE: ((".b32", ".b32"), None),
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),
-    PROBE_BAR_STEP: ((".b32", ".b32"), None),
+    PROBE_BAR_STEP: ((".b32",), None),
     PROBE_CTA_BEGIN: ((), ".b32"),  # the warp's fast-path record (PSH_FAST_*, VF_*), 0: none
     PROBE_CLUSTER_BAR: ((".b32", ".b32"), None),
     PROBE_THREAD_EXIT: ((".b32",), None),

@@ -1569,8 +1569,8 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         parts = it.op_parts
         if parts[0] == "bar" or "aligned" in parts:  # bar.* is barrier.*.aligned
             mode |= abi.BAR_ALIGNED
-        if step and ev is not Event.BAR_ARRIVE:
-            return "", "\n\t" + _call(pred, abi.PROBE_BAR_STEP, [(".b32", a), (".b32", str(site))],
+        if step and ev is not Event.BAR_ARRIVE:  # (phase mode: every barrier is CTA-wide)
+            return "", "\n\t" + _call(pred, abi.PROBE_BAR_STEP, [(".b32", str(site))],
                                        comment=f"site {site}")
         arrive = _call(pred, abi.PROBE_BAR_ARRIVE,
                        [(".b32", a), (".b32", b), (".b32", str(site)), (".b32", str(mode))],

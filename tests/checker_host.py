@@ -320,16 +320,16 @@ class HostChecker:
         self._as(warp)
         self._probe(abi.PROBE_BAR_WAIT)(token, barrier, site)
 
-    def step(self, warp: int, barrier: int = 0, site: int = 0) -> None:
+    def step(self, warp: int, site: int = 0) -> None:
         self._as(warp)
-        self._probe(abi.PROBE_BAR_STEP)(barrier, site)
+        self._probe(abi.PROBE_BAR_STEP)(site)
 
     def sync(self, warps, barrier: int = 0, count: int = 0, site: int = 0) -> None:
         """bar.sync by `warps`: every arrive, then (the hardware releases) every wait; with
         `bar_step`, each warp's step after the barrier."""
         if self.bar_step:
             for w in warps:
-                self.step(w, barrier, site)
+                self.step(w, site)
             return
         tokens = {w: self.arrive(w, barrier, count, site, abi.BAR_SYNC) for w in warps}
         for w, t in tokens.items():

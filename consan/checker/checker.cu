@@ -324,11 +324,11 @@ CS_REJOINED_VOID(__consan_bar_wait, (uint32_t gen, uint32_t b, uint32_t site),
 // bitmaps). The warp's phase advances and it empties its bitmap of the phase the barrier
 // ended (docs/model.md, *Two representations*). The vector-clock builds never see it: a
 // release after the barrier would come too late for the other warps' waits.
-CS_REJOINED_VOID(__consan_bar_step, (uint32_t b, uint32_t site),
-                 (b, site)) {
+CS_REJOINED_VOID(__consan_bar_step, (uint32_t site),
+                 (site)) {
     CS_STAMP_SCOPE(0);
     CS_PROF(2);
-    (void)b, (void)site;
+    (void)site;
     if (cs_phase_smem_on()) return cs_phase_smem_bar_step();
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT || !cs_phase_mode()) return;

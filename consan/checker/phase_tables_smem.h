@@ -429,17 +429,22 @@ CS_DEV bool cs_phase_smem_read_warp(uint64_t addr, uint32_t site, uint32_t info,
     return true;
 }
 
-// Before the CTA-wide barrier that ends phase p: empty this warp's bitmap for
-// p+1 (it holds p-1, which no one can look at any more).
-CS_DEV uint32_t cs_phase_smem_bar_arrive() {
-    uint32_t active = cs_activemask();
-    uint32_t lane = cs_lane(), w = cs_warp();
-    uint32_t* bm = cs_phase_smem_readbits(w, (cs_psh_phase(w) + 1) & 1);
+// The lanes `active` of warp w empty its read bitmap of `parity` (word rank, rank + n, ...),
+// fence and sync.
+CS_DEV void cs_phase_smem_clear_bits(uint32_t active, uint32_t w, uint32_t parity) {
+    uint32_t* bm = cs_phase_smem_readbits(w, parity & 1);
     uint32_t words = (S.granules + 31) / 32;
-    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
+    uint32_t rank = cs_popc(active & ((1u << cs_lane()) - 1u)), n = cs_popc(active);
     for (uint32_t i = rank; i < words; i += n) cs_vst32(&bm[i], 0);
     cs_fence();
     cs_syncwarp(active);
+}
+
+// Before the CTA-wide barrier that ends phase p: empty this warp's bitmap for
+// p+1 (it holds p-1, which no one can look at any more).
+CS_DEV uint32_t cs_phase_smem_bar_arrive() {
+    uint32_t active = cs_activemask(), w = cs_warp();
+    cs_phase_smem_clear_bits(active, w, cs_psh_phase(w) + 1);
     return CS_TOKEN_CTA_WIDE;
 }
 
@@ -449,16 +454,11 @@ CS_DEV uint32_t cs_phase_smem_bar_arrive() {
 // barrier and a warp makes no access between the barrier and this probe). The next
 // barrier's bar.sync publishes the stores before any warp reads them in that phase.
 CS_DEV void cs_phase_smem_bar_step() {
-    uint32_t active = cs_activemask(), lane = cs_lane(), w = cs_warp();
+    uint32_t active = cs_activemask(), w = cs_warp();
     uint32_t phase = cs_psh_phase(w) + 1;
     cs_syncwarp(active);  // (every lane has read the phase before the leader moves it)
-    if (lane == (uint32_t)(cs_ffs(active) - 1)) cs_psh_phase(w) = phase;
-    uint32_t* bm = cs_phase_smem_readbits(w, (phase + 1) & 1);
-    uint32_t words = (S.granules + 31) / 32;
-    uint32_t rank = cs_popc(active & ((1u << lane) - 1u)), n = cs_popc(active);
-    for (uint32_t i = rank; i < words; i += n) cs_vst32(&bm[i], 0);
-    cs_fence();
-    cs_syncwarp(active);
+    if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) cs_psh_phase(w) = phase;
+    cs_phase_smem_clear_bits(active, w, phase + 1);
 }
 
 CS_DEV void cs_phase_smem_bar_wait(uint32_t gen) {

@@ -297,7 +297,7 @@ def test_inlined_entries_keep_arrive_and_wait_in_their_functions_and_clocks_keep
 ])
 def test_every_cta_barrier_form_takes_the_step_past_inline_max(bar, guard):
     """bar.red and barrier.sync{.aligned} in the step form: one call after the instruction
-    (barrier 0, its site), under the lanes that ran it: a guard that is also the result
+    (its site), under the lanes that ran it: a guard that is also the result
     (`@p bar.red.and.pred p`) is read from the copy made before the barrier."""
     body = "\tsetp.ne.s32 %p1, %r1, 0;\n\tsetp.eq.s32 %p2, %r1, 3;\n" + \
         f"\t{bar}\n" * (fast_path.INLINE_MAX + 1)
@@ -305,7 +305,7 @@ def test_every_cta_barrier_form_takes_the_step_past_inline_max(bar, guard):
     assert ins.phase_mode and ins.inline_barriers == 0
     steps = calls(ins.ptx, abi.PROBE_BAR_STEP)
     assert len(steps) == fast_path.INLINE_MAX + 1
-    assert all(c.args[0] == "0" and c.pred == guard for c in steps)
+    assert all(c.args == [str(k)] and c.pred == guard for k, c in enumerate(steps))
     assert not calls(ins.ptx, abi.PROBE_BAR_ARRIVE) and not calls(ins.ptx, abi.PROBE_BAR_WAIT)
     at = [m.start() for m in re.finditer(re.escape(bar.split(" ", 1)[-1] if bar[0] == "@"
                                                    else bar), ins.ptx)]
