@@ -333,9 +333,8 @@ CS_REJOINED_VOID(__consan_bar_step, (uint32_t site),
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT || !cs_phase_mode()) return;
     uint32_t active = cs_activemask(), lane = cs_lane(), w = cs_warp();
-    cs_syncwarp(active);
     if (lane == (uint32_t)(cs_ffs(active) - 1)) cs_phase_sh[w] += 1;
-    cs_syncwarp(active);
+    cs_syncwarp(active);  // (the new phase, before every lane picks the bitmap by it)
     cs_phase_clear_next(cs_slot_sh, w, active, lane);
     cs_syncwarp(active);
 #endif
