@@ -263,9 +263,8 @@ def _conflicts(accesses: list[Access], unit: int, vcs: np.ndarray | None = None,
                 b = np.nonzero(bad)[0]
                 bad[b] &= ~_happens_before(x[b], y[b], acc, thr, cid, lo, hi, seen, vcs)
         if bad.any():
-            x, y = order[i[bad][0]], order[j[bad][0]]
-            raise _race(accesses, int(acc[i[bad][0]]), int(acc[j[bad][0]]),
-                        int(units[x]) * unit, unit)
+            x, y = i[bad][0], j[bad][0]
+            raise _race(accesses, int(acc[x]), int(acc[y]), int(units[order[x]]) * unit, unit)
         d += 1
     if clean is not None:
         clean.update(digests)

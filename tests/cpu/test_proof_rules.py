@@ -58,3 +58,14 @@ def test_an_interval_differing_in_any_judged_column_is_judged_again(change):
         other[3] = _acc(1, 1, 8, True, 21, a.seq)
     assert _verdict(other, clean) is None
     assert len(clean) == 3
+
+
+def test_steps_too_large_to_pack_sort_the_same():
+    """Rows whose steps would overflow the packed sort column are sorted on their columns
+    one by one: the same verdicts."""
+    far = 1 << 40
+    def shifted(run: list[Access]) -> list[Access]:
+        return [_acc(a.interval, int(a.warp[0]), int(a.start[0]), a.write, a.line, a.seq + far)
+                for a in run]
+    assert _verdict(shifted(_run(8)), None) is None
+    assert _verdict(shifted(_run(0)), None) == _verdict(_run(0), None)
