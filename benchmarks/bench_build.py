@@ -46,6 +46,12 @@ def modules() -> list[tuple[str, str]]:
     return out
 
 
+def _distinct(ptx: str) -> str:
+    """The PTX with a comment line no other link had (nvJitLink gives a repeated input's
+    cubin back without assembling it)."""
+    return f"{ptx}\n// bench_build {uuid.uuid4()}\n"
+
+
 def time_build(label: str, ptx: str, repeats: int) -> dict:
     from consan import runtime, toolchain
     from instrument.ptx import parse
@@ -62,8 +68,7 @@ def time_build(label: str, ptx: str, repeats: int) -> dict:
         # (the module as its user's own build links it, no checker, in the same loop: what
         # this host's ptxas takes for the kernels themselves)
         t0 = time.perf_counter()
-        toolchain.link([(label, f"{ptx}\n// bench_build {uuid.uuid4()}\n")], arch,
-                       toolchain.split_options(ptx))
+        toolchain.link([(label, _distinct(ptx))], arch, toolchain.split_options(ptx))
         native.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         mod = parse(ptx, label.replace("/", "-") + ".ptx")
@@ -72,7 +77,7 @@ def time_build(label: str, ptx: str, repeats: int) -> dict:
         t2 = time.perf_counter()
         # (a distinct input each time: on the H100 machine nvJitLink gave a repeated input's
         # cubin back in 0.003 s against 0.35 s for its first link of it, in one process)
-        ins = dataclasses.replace(ins, ptx=f"{ins.ptx}\n// bench_build {uuid.uuid4()}\n")
+        ins = dataclasses.replace(ins, ptx=_distinct(ins.ptx))
         # (the one checker build a launch links: runtime.Prepared asks for no other first)
         cubin = toolchain.link_with_checker(ins, mod.name, arch,
                                             **runtime.first_link(ins, THREADS))
