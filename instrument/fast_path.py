@@ -150,33 +150,43 @@ def function(c: Classified) -> str:
 RUN_MAX = 8
 
 
-def run_name(cs: list[Classified]) -> str:
-    """The module's function for a run of accesses of these kinds and sizes, in order."""
-    return "__consan_inline_run_" + "_".join(
-        f"{'w' if c.event is Event.WRITE else 'r'}{c.size}" for c in cs)
+def run_name(cs: list[Classified], lead: int = 0, step: bool = False) -> str:
+    """The module's function for a run of accesses of these kinds and sizes, in order: its
+    first `lead` made by every lane that calls (`if` before the others), after a barrier's
+    step (`b`) with `step` (instrument/runs.py)."""
+    parts = [f"{'w' if c.event is Event.WRITE else 'r'}{c.size}" for c in cs]
+    if lead:
+        parts.insert(lead, "if")
+    return "__consan_inline_run_" + "_".join(["b", *parts] if step else parts)
 
 
-def run_function(cs: list[Classified]) -> str:
+def run_function(cs: list[Classified], lead: int = 0, step: bool = False) -> str:
     """PTX of the function a run of accesses calls in place of their probes: each access's
-    test, update and checker calls (`function`'s), one after another in program order,
-    before any of the run's accesses is made. Its parameters: each access's shared-memory
-    address (32 bits: a `.shared` address is a window offset), the first access's site (the
-    others' follow it), the warp's record, and 1 where the lane makes the accesses (a
-    converted branch's run: every lane calls it, echo.py), else 0. A warp's accesses
-    between two barriers are judged by phase, not by time (docs/model.md, *Phase mode*),
-    so the verdicts are those of the probes one at a time."""
+    test, update and checker calls (`function`'s), one after another in program order.
+    Its parameters: each access's shared-memory address (32 bits: a `.shared` address is a
+    window offset), the first access's site (the others' follow it), the warp's record,
+    and 1 where the lane makes the accesses (a converted or hoisted branch's: every lane
+    calls it, echo.py), else 0, for all but the first `lead`, which every lane makes; with
+    `step`, last, the site of the CTA barrier whose step (abi.PROBE_BAR_STEP) it makes
+    first. A warp's accesses between two barriers are judged by phase, not by time
+    (docs/model.md, *Phase mode*), so the verdicts are those of the probes one at a time
+    (where the call goes: instrument/runs.py)."""
     n = len(cs)
     params = ", ".join([*(f".param .b32 __cs_q{i}" for i in range(n)),
-                        ".param .b32 __cs_qs", ".param .b32 __cs_qf", ".param .b32 __cs_qo"])
-    lines = [f".func {run_name(cs)} ({params})", "{", *_HEAD, "\t.reg .b32 %__cs_s0, %__cs_u;",
-             "\t.reg .pred %__cs_onp;",
-             "\tld.param.b32 %__cs_s0, [__cs_qs];", f"\tld.param.b32 {REG_FAST}, [__cs_qf];",
-             "\tld.param.b32 %__cs_u, [__cs_qo];", "\tsetp.ne.u32 %__cs_onp, %__cs_u, 0;",
-             "\t" + load_code().rstrip()]
+                        ".param .b32 __cs_qs", ".param .b32 __cs_qf", ".param .b32 __cs_qo",
+                        *([".param .b32 __cs_qb"] if step else [])])
+    lines = [f".func {run_name(cs, lead, step)} ({params})", "{", *_HEAD,
+             "\t.reg .b32 %__cs_s0, %__cs_u;", "\t.reg .pred %__cs_onp;"]
+    if step:  # (the barrier's step before this phase's first test reads the phase)
+        lines += ["\tld.param.b32 %__cs_u, [__cs_qb];", f"\tcall {abi.PROBE_BAR_STEP}, (%__cs_u);"]
+    lines += ["\tld.param.b32 %__cs_s0, [__cs_qs];", f"\tld.param.b32 {REG_FAST}, [__cs_qf];",
+              "\tld.param.b32 %__cs_u, [__cs_qo];", "\tsetp.ne.u32 %__cs_onp, %__cs_u, 0;",
+              "\t" + load_code().rstrip()]
     for i, c in enumerate(cs):
+        on = "@%__cs_onp" if i >= lead else None
         lines += [f"\tld.param.b32 %__cs_u, [__cs_q{i}];", "\tcvt.u64.u32 %__cs_a, %__cs_u;",
                   f"\tadd.u32 %__cs_site, %__cs_s0, {i};",
-                  "\t" + _served(c, f"$__cs_done{i}", f"$__cs_probe{i}", "@%__cs_onp").rstrip()]
+                  "\t" + _served(c, f"$__cs_done{i}", f"$__cs_probe{i}", on).rstrip()]
     return "\n".join([*lines, "\tret;", "}", ""])
 
 

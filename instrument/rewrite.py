@@ -30,6 +30,7 @@ from . import (
     loops,
     rejoin,
     remote,
+    runs,
     static_proof,
     vc_reads,
     wgmma_window,
@@ -626,6 +627,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     tags: dict[int, _Tag] = {}  # stores' value tags, by module index
     inline_bars: dict[int, _InlineBarrier] = {}  # entries' barrier and exit probes
     bar_probes: dict[int, _StepBarrier] = {}  # every CTA barrier's probes, any function
+    converted_regions: dict[int, converge.Region] = {}  # every function's, by branch
     begins: dict[int, int] = {}  # an entry's '{' -> the item its begin probe precedes
 
     for fn in mod.functions:
@@ -800,6 +802,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                     fast.append(_FastAccess(i, it, c, widths, i in looped, fn.open_index,
                                             pred))
         for r in regions:  # (a guarded member already runs on REG_OK, which holds REG_ON)
+            converted_regions[r.branch] = r
             replaced[r.branch] = r.on
             for d in r.dropped:
                 replaced[d] = "// (a branch converted: consan)"
@@ -843,12 +846,15 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     fast_tests = inline_writes = inline_reads = inline_bars_done = 0
     if cta_wide_only:  # (inline_barriers.py, first_trip.py, fast_path.py: phase mode only)
         inline_bars_done = _inline_barriers(inline_bars, before, after)
+        steps = {}  # (a run's call may make a barrier's step: runs.py)
         if not inline_bars_done:
             _step_barriers(bar_probes, before, after)
+            steps = {i: (b.step, b.site) for i, b in bar_probes.items()}
         _first_trip_only(first_trips, before, after)
         fast_tests, inline_writes, inline_reads = _fast_paths(fast, begins, before, after,
                                                               hidx, value_tags, tags,
-                                                              mod.items, replaced)
+                                                              mod.items, replaced,
+                                                              converted_regions, steps)
     chunk_inline = 0
     if chunks and not cta_wide_only and not multicast and \
             len(chunk_reads) <= vc_reads.MAX_SITES:  # (the 16-byte granules' build)
@@ -952,7 +958,8 @@ def _chunk_reads(reads: list[_ChunkRead], before: dict[int, str]) -> int:
 def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[int, str],
                 after: dict[int, str], hidx: int, value_tags: bool,
                 tags: dict[int, _Tag], items: list[Item],
-                replaced: dict[int, str]) -> tuple[int, int, int]:
+                replaced: dict[int, str], regions: dict[int, converge.Region],
+                steps: dict[int, tuple[str, int]]) -> tuple[int, int, int]:
     """fast_path.py's code at its accesses: the inline test in loops; the update where the
     test fails, written out at each access when the module has few (fast_path.inline_max),
     else in one function per kind that the accesses call in place of their probes. The
@@ -976,7 +983,7 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
         leads[at] = before[at][:call_end + len(load)]
     functions: dict[str, str] = {}
     tests = 0
-    alone: list[_RunMember] = []  # accesses that call the function of their kind alone
+    alone: list[runs.Member] = []  # accesses that call the function of their kind alone
     for idx, it, c, widths, in_loop, _, pred in fast:
         # (at an entry's first code the begin probe and the record's load come first)
         first = leads.get(idx, "")
@@ -1008,7 +1015,7 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
                 on = pred == f"@{converge.REG_ON}"  # (a converted branch's: REG_ON)
                 if not (first or (pred and not on) or idx in after or
                         (idx in replaced and not on)):
-                    alone.append(_RunMember(idx, c, address, int(site), on))
+                    alone.append(runs.Member(idx, c, address, int(site), on, widths))
                 continue
         elif not in_loop and update is None:
             before[idx] = first + probe + "\n\t"
@@ -1017,94 +1024,58 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
         test = fast_path.test(pred, c, address, REG_ADDR, f"$__cs_fast{idx}",
                               f"$__cs_slow{idx}", call, update, function)
         before[idx] = first + test + f"\n$__cs_fast{idx}:\n\t"
-    for run in _runs(alone, items, before, after, replaced):
-        name = fast_path.run_name([m.cls for m in run])
+    found = runs.find(alone, items, before, after, replaced, regions, steps)
+    for run in found:
+        cs, step = [m.cls for m in run.members], run.step is not None
+        name = fast_path.run_name(cs, run.lead, step)
         if name not in functions:
-            functions[name] = fast_path.run_function([m.cls for m in run])
-        before[run[0].index] = _run_call(name, run)
-        for m in run[1:]:
+            functions[name] = fast_path.run_function(cs, run.lead, step)
+        for m in run.members:
             del before[m.index]
-    called = "".join(before.get(f.index, "") for f in fast)  # (a run's members call none)
+        if run.branch is not None:  # (the branch and its region as the user wrote them)
+            for k in (run.at, *regions[run.at].members):
+                del replaced[k]
+        if run.step is not None:  # (made by the run's call)
+            del after[run.step[0]]
+        assert not before.get(run.at), run
+        before[run.at] = _run_call(name, run)
+    called = "".join(before.get(f.index, "") for f in fast) + "".join(
+        before[r.at] for r in found)  # (a run's members call none)
     after[hidx] += "".join(functions[k] for k in sorted(functions) if f"call {k}," in called)
     writes = sum(1 for f in updated if f.cls.event is Event.WRITE)
     return tests, writes, len(updated) - writes
 
 
-class _RunMember(NamedTuple):
-    """An access that calls its kind's module function alone (fast_path.function)."""
-    index: int
-    cls: Classified
-    address: list[str]  # PTX putting its address in REG_ADDR
-    site: int
-    on: bool  # in a converted branch: its lanes are REG_ON's (converge.py)
-
-
-# Instructions that only compute registers: one between two accesses of a run leaves the
-# run whole where it writes no register a later access's address reads.
-_ARITHMETIC = frozenset(
-    "add sub mul mad mul24 mad24 sad div rem abs neg min max and or xor not cnot shl shr "
-    "bfe bfi brev popc clz prmt lop3 shf cvt cvta mov setp selp set slct fma rcp sqrt "
-    "copysign testp".split())
-_REG = re.compile(r"%[\w$.]+")
-
-
-def _runs(alone: list[_RunMember], items: list[Item], before: dict[int, str],
-          after: dict[int, str], replaced: dict[int, str]) -> list[list[_RunMember]]:
-    """Runs of two or more accesses (fast_path.run_function) out of `alone`, in program order:
-    between two of them only trivia, `.loc` and register arithmetic (_ARITHMETIC) without
-    probes of its own, run where REG_ON holds in a converted branch (converge.py: then the
-    whole run is that branch's); no access's address register written after the run's
-    first access (by an access's load or that arithmetic); sites numbered one after
-    another; at most fast_path.RUN_MAX accesses."""
-    out: list[list[_RunMember]] = []
-    run: list[_RunMember] = []
-    written: set[str] = set()  # registers written since the run's first access
-
-    def writes(it: Item) -> set[str]:
-        return set(_REG.findall(it.operands[0])) if it.operands and it.opcode[:2] != "st" \
-            else set()
-
-    def between(a: int, b: int) -> bool:  # (adds what a..b write to `written`)
-        written.update(writes(items[a]))
-        for k in range(a + 1, b):
-            it = items[k]
-            if before.get(k) or k in after or (  # (a converted member's before: "")
-                    k in replaced and replaced[k] != f"@{converge.REG_ON} {it.text}"):
-                return False
-            if it.kind == "trivia" or it.opcode == ".loc":
-                continue
-            if not (it.is_instruction and it.op_parts[0] in _ARITHMETIC):
-                return False
-            written.update(writes(it))
-        return True
-
-    for m in alone:
-        if not (run and len(run) < fast_path.RUN_MAX and m.site == run[-1].site + 1
-                and m.on == run[-1].on
-                and between(run[-1].index, m.index)
-                and not set(_REG.findall(" ".join(m.address))) & written):
-            if len(run) > 1:
-                out.append(run)
-            run, written = [], set()
-        run.append(m)
-    if len(run) > 1:
-        out.append(run)
-    return out
-
-
-def _run_call(name: str, run: list[_RunMember]) -> str:
-    """The call of a run's function, before its first access: each access's address computed
-    into REG_ADDR and kept as a 32-bit window offset; 1 where the lane makes the accesses
-    (REG_ON's in a converted branch), else 0: every lane calls it (echo.py)."""
-    regs = [f"%__cs_g{i}" for i in range(len(run))]
-    lines = [f"{{ // consan sites {run[0].site}-{run[-1].site}", f".reg .b32 %__cs_g<{len(run)}>;"]
-    for reg, m in zip(regs, run, strict=True):
+def _run_call(name: str, run: runs.Run) -> str:
+    """The call of a run's function (instrument/runs.py: before its first access, or at the
+    branch it is hoisted over): each access's address computed into REG_ADDR and kept as a
+    32-bit window offset; 1 where the lane makes the accesses (REG_ON's in a converted
+    branch, the lanes that run a hoisted one's), else 0: every lane calls it (echo.py).
+    A run of a hoisted branch's accesses alone is skipped by a warp none of whose lanes
+    runs the branch."""
+    ms = run.members
+    regs = [f"%__cs_g{i}" for i in range(len(ms))]
+    lines = [f"{{ // consan sites {ms[0].site}-{ms[-1].site}", f".reg .b32 %__cs_g<{len(ms)}>;",
+             *run.prelude]
+    for reg, m in zip(regs, ms, strict=True):
         lines += [*m.address, f"cvt.u32.u64 {reg}, {REG_ADDR};"]
-    code, word = _lanes_word(f"@{converge.REG_ON}" if run[0].on else None)
-    lines += [*code,
-              f"call {name}, ({', '.join(regs)}, {run[0].site}, {fast_path.REG_FAST}, {word});",
-              "}"]
-    return "\n\t".join(lines) + "\n\t"
+    skip = ""
+    if run.branch is not None:  # (its lanes: where `@p bra` is not taken)
+        p = run.branch.pred
+        runs_it = f"@{p[2:]}" if p.startswith("@!") else f"@!{p[1:]}"
+        code, word = _lanes_word(runs_it)
+        if not run.lead:
+            skip = f"$__cs_run{ms[0].index}"
+            code = [".reg .pred %__cs_any;", ".reg .b32 %__cs_am;", "activemask.b32 %__cs_am;",
+                    f"vote.sync.any.pred %__cs_any, {runs_it[1:]}, %__cs_am;",
+                    f"@!%__cs_any bra {skip};", *code]
+    else:
+        code, word = _lanes_word(f"@{converge.REG_ON}" if ms[0].on else None)
+    args = [*regs, str(ms[0].site), fast_path.REG_FAST, word]
+    if run.step is not None:
+        args.append(str(run.step[1]))
+    lines += [*code, f"call {name}, ({', '.join(args)});", "}"]
+    return "\n\t".join(lines) + (f"\n{skip}:" if skip else "") + "\n\t"
 
 
 def _lanes_word(pred: str | None) -> tuple[list[str], str]:
@@ -1150,6 +1121,7 @@ class _StepBarrier(NamedTuple):
     pre: str
     post: str
     step: str
+    site: int
 
 
 def _step_barriers(bars: dict[int, _StepBarrier], before: dict[int, str],
@@ -1330,7 +1302,7 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
         f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred, post_pred)
     if f.all_bars is not None and c.event in (Event.BAR_SYNC, Event.BAR_RED):
         _, step = _probe(it, c, site.id, f.widths, step=True)
-        f.all_bars[idx] = _StepBarrier(pre, post, _guard_after(it, step)[0])
+        f.all_bars[idx] = _StepBarrier(pre, post, _guard_after(it, step)[0], site.id)
     pre += keep
     if stores:
         code = tagging.tag_code(stores, f.widths)

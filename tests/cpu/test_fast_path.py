@@ -558,18 +558,23 @@ def test_a_write_read_in_its_phase_looks_at_other_warps_bits_before_calling(monk
 
 
 def test_a_run_in_a_converted_branch_is_called_by_every_lane(monkeypatch):
-    """`if (warp == 0) { s[a] = x; s[b] = y; }`: the branch is converted (converge.py) and
-    its accesses still make one run, whose function every lane calls with REG_ON's lanes
-    making the accesses (echo.py): a call by part of a warp split it."""
+    """`if (warp == 0) { p = s[a]; s[p] = x; s[b] = y; }`: a store's address is loaded in the
+    branch, so its probe cannot be made before the branch (instrument/runs.py): the branch
+    is converted (converge.py) and its accesses still make one run, whose function every
+    lane calls with REG_ON's lanes making the accesses (echo.py): a call by part of a warp
+    split it."""
     _functions_only(monkeypatch)
     body = ("\tshr.u32 %r10, %r1, 5;\n\tsetp.ne.s32 %p2, %r10, 0;\n\t@%p2 bra $L_skip;\n"
-            "\tst.shared.u32 [%r6], %r3;\n\tst.shared.u32 [%r7], %r3;\n$L_skip:\n")
+            "\tld.shared.u32 %r11, [%r8];\n"
+            "\tst.shared.u32 [%r11], %r3;\n\tst.shared.u32 [%r7], %r3;\n$L_skip:\n")
     ins = rewritten(body, looped=False, extra=ADDRESSES)
     k = kernel(ins.ptx)
     assert re.findall(r"(\S+) bra \$L_skip;", k) == ["@!%__cs_any"]  # (no lane on: skipped)
-    assert "@%__cs_on st.shared.u32 [%r6], %r3;" in k
+    assert "@%__cs_on st.shared.u32 [%r11], %r3;" in k
     (run,) = [c for c in calls(k) if c.func.startswith("__consan_inline_run_")]
+    assert run.func == "__consan_inline_run_w4_w4"
     assert run.pred is None and run.args[-1] == "%__cs_op"
+    assert run.pos > k.index("@%__cs_on ld.shared.u32 %r11, [%r8];")
     assert "selp.b32 %__cs_op, 1, 0, %__cs_on;" in k[k.rindex("// consan sites", 0, run.pos):]
     fn = function(ins.ptx, run.func)
     assert "setp.ne.u32 %__cs_onp, %__cs_u, 0;" in fn and fn.count("@!%__cs_onp bra") == 2

@@ -609,6 +609,42 @@ TWINS += (
           kinds=frozenset({"race.raw"}), line="@run-read", prev="@run-write", warp=1,
           prev_warp=0, block=(64, 1, 1)),
 )
+# (p) A sort's compare-and-swap step, as NVRTC lays out an unrolled bitonic sort's: two
+# reads, then `if (ka > kb)` over the swap of keys and values, which the rewriter leaves a
+# branch and probes before it, with the reads and the barrier's step, in one call
+# (instrument/runs.py). Every pair swaps (the keys are descending); warp 0 then reads the
+# even keys warp 1 swapped, with no barrier between in the racy twin.
+_SWAP = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int sk[128];
+    __shared__ int sv[128];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    sk[t] = -in[t];
+    sk[64 + t] = -in[64 + t];
+    sv[t] = t;
+    sv[64 + t] = 64 + t;
+    __syncthreads();
+    const int pos = 2 * t;
+    const int ka = sk[pos], kb = sk[pos + 1];
+    if (ka > kb) {
+        sk[pos] = kb;  // @swap-write
+        sk[pos + 1] = ka;
+        const int va = sv[pos];
+        sv[pos] = sv[pos + 1];
+        sv[pos + 1] = va;
+    }
+    $SYNC
+    if (warp == 0) {
+        consan_test_delay(1);
+        out[lane] = sk[64 + 2 * lane] + 1000 * sv[64 + 2 * lane];  // @swap-read
+    }
+}
+"""
+TWINS += (
+    _twin("swap", _SWAP, "swap", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
+          kinds=frozenset({"race.raw"}), line="@swap-read", prev="@swap-write", warp=0,
+          prev_warp=1, block=(64, 1, 1)),
+)
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 
 
