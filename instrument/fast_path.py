@@ -88,16 +88,21 @@ def updates(it: Item, c: Classified, value_tags: bool) -> bool:
 # A module with at most this many accesses that take an update has the update written out
 # at each; one with more calls one copy per kind (`function`). Measured on the H100
 # (bench_clean): stencil_1d 17.13 ms with its three writes' updates written out, 20.35 ms
-# calling the function; transpose_tiled 3.39 / 4.92 ms (eight accesses). Written out at
-# each of an unrolled bitonic sort's 442 accesses, the code took nvJitLink 3.2 s instead of
-# 0.4 s (1.2 MB of PTX).
-INLINE_MAX = 32
+# calling the function; transpose_tiled 3.39 / 4.92 ms (eight accesses). Written out, each
+# costs the link about 6 ms: Inductor's softmax and layer norm (one kernel, 20 accesses)
+# linked in 0.206 s so, 0.087 s calling the functions (2-core CPU machine, nvJitLink 13.0,
+# the phase-mode checker, medians of 7; the H100 machine's host assembles a function 2.3
+# times slower); at each of an unrolled bitonic sort's 442 accesses, 3.2 s instead of 0.4 s.
+INLINE_MAX = 16
+# A module with at most this many CTA barriers and exits has them written out
+# (instrument/inline_barriers.py); one with more calls their probes (the step form).
+BARRIERS_INLINE_MAX = 32
 
 
-def inline_max() -> int:
-    """INLINE_MAX, or CONSAN_INLINE_MAX (0: every module calls the functions; the GPU tests
+def inline_max(limit: int = INLINE_MAX) -> int:
+    """`limit`, or CONSAN_INLINE_MAX (0: every module calls the functions; the GPU tests
     run both forms)."""
-    return int(os.environ.get("CONSAN_INLINE_MAX", INLINE_MAX))
+    return int(os.environ.get("CONSAN_INLINE_MAX", limit))
 
 
 def function_name(c: Classified) -> str:

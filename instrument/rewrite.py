@@ -1092,11 +1092,11 @@ def _inline_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
                      after: dict[int, str]) -> int:
     """A phase-mode entry's CTA-wide barriers and exits do their probes' work inline where
     the warp has a fast-path record, and call them elsewhere (inline_barriers.py), unless
-    the module has more than fast_path.inline_max() of them: then each calls its probes as
+    the module has more than fast_path.BARRIERS_INLINE_MAX: then each calls its probes as
     before. Measured (bench_build, 2-core machine): written out at an unrolled bitonic
     sort's 73 barriers, its link took 0.68-0.71 s against 0.38-0.45 s with the calls.
     Returns how many run inline."""
-    if len(bars) > fast_path.inline_max():
+    if len(bars) > fast_path.inline_max(fast_path.BARRIERS_INLINE_MAX):
         return 0
     def swap(where: dict[int, str], idx: int, text: str, new: str) -> None:
         assert where.get(idx, "").count(text) == 1, (idx, text)

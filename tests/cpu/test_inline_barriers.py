@@ -69,15 +69,15 @@ def test_vector_clocks_and_functions_call_their_barrier_probes():
 
 def test_past_inline_max_barriers_call_their_probes_and_alone_they_keep_the_record(monkeypatch):
     """An unrolled sort's 73 barriers written out made its link 0.7 s instead of 0.4 s: past
-    fast_path.INLINE_MAX a module's barriers and exits call (as with CONSAN_INLINE_MAX=0,
+    fast_path.BARRIERS_INLINE_MAX a module's barriers and exits call (as with CONSAN_INLINE_MAX=0,
     the GPU tests' second form). A module whose only inline code is its barriers still has
     its record (FLAG_PSH_FAST): without it they would all call."""
     from consan.layout import Layout, Placement
 
-    many = "\tbar.sync 0;\n" * fast_path.INLINE_MAX
+    many = "\tbar.sync 0;\n" * fast_path.BARRIERS_INLINE_MAX
     ins = instrument(HEAD + many + "\tret;\n}\n", "k.ptx")
     assert ins.inline_barriers == 0 and INLINE not in ins.ptx
-    assert len(calls(ins.ptx, abi.PROBE_BAR_STEP)) == fast_path.INLINE_MAX
+    assert len(calls(ins.ptx, abi.PROBE_BAR_STEP)) == fast_path.BARRIERS_INLINE_MAX
     few = instrument(HEAD + "\tbar.sync 0;\n\tret;\n}\n", "k.ptx")
     assert few.inline_barriers == 2 and few.inline_tests and not few.inline_writes
     lay = Layout.for_module(few, nwarps=8, nthreads=256, window_bytes=1024, log_capacity=64,
@@ -220,7 +220,7 @@ def test_a_barrier_in_a_loop_checked_on_its_first_trip_skips_its_inline_probes_l
 @pytest.mark.parametrize("exits", [1, 2])
 def test_inline_max_barriers_and_exits_in_all_are_inlined_one_more_is_not(monkeypatch, exits):
     """The limit counts a module's barriers and exits together (one each, though a barrier
-    has two probes): exactly fast_path.INLINE_MAX of them are written out, one more and
+    has two probes): exactly fast_path.BARRIERS_INLINE_MAX of them are written out, one more and
     every one calls its probes."""
     monkeypatch.delenv("CONSAN_INLINE_MAX", raising=False)
     guard = "\tsetp.eq.s32 %p2, %r1, 3;\n" + "\t@%p2 exit;\n" * (exits - 1)
@@ -228,12 +228,12 @@ def test_inline_max_barriers_and_exits_in_all_are_inlined_one_more_is_not(monkey
     def module(bars: int):
         return instrument(HEAD + guard + "\tbar.sync 0;\n" * bars + "\tret;\n}\n", "k.ptx")
 
-    at = module(fast_path.INLINE_MAX - exits)
-    assert at.inline_barriers == fast_path.INLINE_MAX
-    assert len(_blocks(at.ptx)) == 2 * (fast_path.INLINE_MAX - exits) + exits
-    over = module(fast_path.INLINE_MAX - exits + 1)
+    at = module(fast_path.BARRIERS_INLINE_MAX - exits)
+    assert at.inline_barriers == fast_path.BARRIERS_INLINE_MAX
+    assert len(_blocks(at.ptx)) == 2 * (fast_path.BARRIERS_INLINE_MAX - exits) + exits
+    over = module(fast_path.BARRIERS_INLINE_MAX - exits + 1)
     assert over.inline_barriers == 0 and INLINE not in over.ptx
-    assert len(calls(over.ptx, abi.PROBE_BAR_STEP)) == fast_path.INLINE_MAX - exits + 1
+    assert len(calls(over.ptx, abi.PROBE_BAR_STEP)) == fast_path.BARRIERS_INLINE_MAX - exits + 1
     assert len(calls(over.ptx, abi.PROBE_THREAD_EXIT)) == exits
 
 
@@ -262,12 +262,12 @@ def test_past_inline_max_each_barrier_makes_one_call_after_it_in_every_function(
     """A phase-mode module whose barriers call their probes calls one, after each barrier
     (abi.PROBE_BAR_STEP), with the barrier's guard, in an entry and in a .func alike: no
     arrive, no wait (the two forms empty different bitmaps, so a module takes one)."""
-    body = "\tbar.sync 0;\n" * fast_path.INLINE_MAX + "\t@%p2 bar.sync 0;\n"
+    body = "\tbar.sync 0;\n" * fast_path.BARRIERS_INLINE_MAX + "\t@%p2 bar.sync 0;\n"
     ins = instrument(_with_func(body), "k.ptx")
     assert ins.phase_mode and ins.inline_barriers == 0
     assert not calls(ins.ptx, abi.PROBE_BAR_ARRIVE) and not calls(ins.ptx, abi.PROBE_BAR_WAIT)
     bars = _after_barriers(ins.ptx)
-    assert len(bars) == 2 + fast_path.INLINE_MAX + 1
+    assert len(bars) == 2 + fast_path.BARRIERS_INLINE_MAX + 1
     assert all(made == [abi.PROBE_BAR_STEP] for _, made in bars)
     guarded = [c for c in calls(ins.ptx, abi.PROBE_BAR_STEP) if c.pred]
     assert [c.pred for c in guarded] == ["@%p2", "@%p2"]  # (the .func's and the entry's)
@@ -282,11 +282,11 @@ def test_inlined_entries_keep_arrive_and_wait_in_their_functions_and_clocks_keep
     ins = instrument(_with_func(BODY), "k.ptx")
     assert ins.inline_barriers and not calls(ins.ptx, abi.PROBE_BAR_STEP)
     assert len(calls(ins.ptx, abi.PROBE_BAR_ARRIVE)) == 2 + 2  # (the .func's, the inline's)
-    many = "\tbar.sync 0;\n" * (fast_path.INLINE_MAX + 1)
+    many = "\tbar.sync 0;\n" * (fast_path.BARRIERS_INLINE_MAX + 1)
     vc = instrument(HEAD + "\tmbarrier.init.shared.b64 [s+512], 1;\n" + many + "\tret;\n}\n",
                     "k.ptx")
     assert not vc.phase_mode and not calls(vc.ptx, abi.PROBE_BAR_STEP)
-    assert len(calls(vc.ptx, abi.PROBE_BAR_WAIT)) == fast_path.INLINE_MAX + 1
+    assert len(calls(vc.ptx, abi.PROBE_BAR_WAIT)) == fast_path.BARRIERS_INLINE_MAX + 1
 
 
 @pytest.mark.parametrize("bar,guard", [
@@ -300,11 +300,11 @@ def test_every_cta_barrier_form_takes_the_step_past_inline_max(bar, guard):
     (its site), under the lanes that ran it: a guard that is also the result
     (`@p bar.red.and.pred p`) is read from the copy made before the barrier."""
     body = "\tsetp.ne.s32 %p1, %r1, 0;\n\tsetp.eq.s32 %p2, %r1, 3;\n" + \
-        f"\t{bar}\n" * (fast_path.INLINE_MAX + 1)
+        f"\t{bar}\n" * (fast_path.BARRIERS_INLINE_MAX + 1)
     ins = instrument(HEAD + body + "\tret;\n}\n", "k.ptx")
     assert ins.phase_mode and ins.inline_barriers == 0
     steps = calls(ins.ptx, abi.PROBE_BAR_STEP)
-    assert len(steps) == fast_path.INLINE_MAX + 1
+    assert len(steps) == fast_path.BARRIERS_INLINE_MAX + 1
     assert all(c.args == [str(k)] and c.pred == guard for k, c in enumerate(steps))
     assert not calls(ins.ptx, abi.PROBE_BAR_ARRIVE) and not calls(ins.ptx, abi.PROBE_BAR_WAIT)
     at = [m.start() for m in re.finditer(re.escape(bar.split(" ", 1)[-1] if bar[0] == "@"
