@@ -135,7 +135,8 @@ def _clean_twin_expected(key: str, in_: np.ndarray):
         "spin": (slice(0, 64), in_[63::-1] * 3),
         "run": (slice(0, 32), 7 * in_[32:64] + 3 * in_[:32] + 16),
         "war-last": (slice(0, 64), in_[:64]),
-        "swap": (slice(0, 32), 999 * (65 + 2 * np.arange(32))),
+        "swap": (slice(0, 64), np.concatenate([-(65 + 2 * np.arange(32)),
+                                               1 + 2 * np.arange(32)])),
     }[key]
 
 

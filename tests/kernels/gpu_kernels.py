@@ -613,7 +613,8 @@ TWINS += (
 # reads, then `if (ka > kb)` over the swap of keys and values, which the rewriter leaves a
 # branch and probes before it, with the reads and the barrier's step, in one call
 # (instrument/runs.py). Every pair swaps (the keys are descending); warp 0 then reads the
-# even keys warp 1 swapped, with no barrier between in the racy twin.
+# even keys warp 1 swapped, with no barrier between in the racy twin, and values it swapped
+# itself.
 _SWAP = r"""
 extern "C" __global__ void $NAME(const int* in, int* out) {
     __shared__ int sk[128];
@@ -636,7 +637,8 @@ extern "C" __global__ void $NAME(const int* in, int* out) {
     $SYNC
     if (warp == 0) {
         consan_test_delay(1);
-        out[lane] = sk[64 + 2 * lane] + 1000 * sv[64 + 2 * lane];  // @swap-read
+        out[lane] = sk[64 + 2 * lane];  // @swap-read
+        out[32 + lane] = sv[2 * lane];  // (warp 0's own swaps)
     }
 }
 """
