@@ -22,17 +22,21 @@ goes at one point, where each member's address is what it is at the member:
   call is made inside the branch and the warp stays whole (what converge.py converts for).
   Where the region computes an address (NVRTC sinks address arithmetic into the `if`),
   the call computes it first, into registers of its own, from the region's arithmetic
-  (`_Slice`); a member whose address needs a value the region loads stays converted.
+  (`_Finder._slice`); a member whose address needs a value the region loads, or a special
+  register that may read otherwise at the call (`%clock`, `%warpid`, ...), stays
+  converted. Where a read before the branch cannot be probed at it (its address register
+  written after it), the region's members are hoisted alone.
   Members before the branch (`lead` of them) are then made by every lane that calls, and
   are probed after they ran: a warp's accesses between two barriers are judged by phase,
   not by when they happen (docs/model.md, *Phase mode*), and nothing between them and the
   call is probed. A run of only the region's members is skipped by a warp none of whose
   lanes runs the region, as the converted branch was.
 
-A CTA barrier whose one probe (abi.PROBE_BAR_STEP) is followed by nothing but trivia,
-arithmetic and the run's own members up to the run's call makes its step first in that
-call (`step`): the warp's phase advances before any of the run's accesses is judged, as it
-did when the step was a call of its own.
+An unguarded CTA barrier whose one probe (abi.PROBE_BAR_STEP) is followed by nothing but
+trivia, arithmetic and the run's own members up to the run's call makes its step first in
+that call (`step`): the warp's phase advances before any of the run's accesses is judged,
+as it did when the step was a call of its own. Not in a run that a warp may skip (the
+region's members alone): every warp makes the step.
 """
 
 from __future__ import annotations
@@ -72,6 +76,10 @@ _ARITHMETIC = frozenset(
     "copysign testp".split())
 _REG = re.compile(r"%[\w$.]+")
 _TEMP = "%__cs_x"  # the registers a hoisted run's prelude computes addresses into
+# Special registers that may read otherwise at the call than in the region: an address
+# computed from one is not recomputed there.
+_VOLATILE = re.compile(r"%(clock|clock64|clock_hi|globaltimer|globaltimer_lo|globaltimer_hi|"
+                       r"warpid|smid|nwarpid|nsmid)\b")
 
 
 def _writes(it: Item) -> set[str]:
@@ -141,7 +149,8 @@ class _Finder:
             hit = _writes(it) & want
             if hit:
                 if k in by_index or it.op_parts[0] not in _ARITHMETIC or \
-                        len(_writes(it)) != 1 or not self._predicated(k):
+                        len(_writes(it)) != 1 or not self._predicated(k) or \
+                        _VOLATILE.search(" ".join(it.operands[1:])):
                     return None
                 need.append(k)
                 want = (want - hit) | _reads(it)
@@ -220,8 +229,11 @@ class _Finder:
         hoisted = self.hoisted(run, lead) if lead < len(run) and len(run) > 1 else None
         if hoisted is not None:
             out = [hoisted]
-        else:
-            out = [r for part in (run[:lead], run[lead:]) if part for r in self._in_place(part)]
+        else:  # (the region's members without the reads before it, where those stop it)
+            inside = self.hoisted(run[lead:], 0) if lead and len(run) - lead > 1 else None
+            out = (self._in_place(run[:lead]) if lead else []) + (
+                [inside] if inside is not None else
+                self._in_place(run[lead:]) if lead < len(run) else [])
         # (not into a run a warp skips: the step is every warp's)
         return [r if r.branch is not None and not r.lead else
                 r._replace(step=self.step(r.at, r.members)) for r in out]

@@ -101,19 +101,99 @@ def test_a_step_with_a_probe_after_it_stays_its_own_call(monkeypatch):
     _link(ins)
 
 
-def test_a_read_whose_address_changes_before_the_branch_keeps_the_branch_converted(
-        monkeypatch):
+def test_a_read_whose_address_changes_before_the_branch_is_probed_before_it(monkeypatch):
     """A read's address register written between it and the branch: its probe cannot be
-    made at the branch, so the reads make a run before them (with the barrier's step) and the
-    branch stays converted, its writes called in it (the second's address is computed
-    between them)."""
+    made at the branch, so the reads make a run before them (with the barrier's step) and
+    the branch's writes a run of their own before the branch, which a warp none of whose
+    lanes swaps skips."""
     _functions_only(monkeypatch)
     step = STEP.replace("\tsetp.le", "\tadd.s32 %r6, %r6, 8;\n\tsetp.le")
     ins = rewritten(step, looped=False, extra=ADDRESSES)
     k = kernel(ins.ptx)
-    made = [c.func for c in calls(k) if c.func.startswith("__consan_inline_")]
-    assert made == ["__consan_inline_run_b_r4_r4", "__consan_inline_write4",
-                    "__consan_inline_write4"]
-    assert "@%__cs_on st.shared.u32 [%r6], %r5;" in k
+    reads, writes = _runs(k)
+    assert (reads.func, writes.func) == ("__consan_inline_run_b_r4_r4",
+                                         "__consan_inline_run_w4_w4")
+    assert reads.pos < k.index("ld.shared.u32 %r4, [%r6];")
+    assert k.index("add.s32 %r6, %r6, 8;") < writes.pos < k.index("@%p2 bra $L_skip;")
+    assert "@%__cs_on" not in k and "vote.sync.any.pred %__cs_any, !%p2" in k
+    _link(ins)
+
+
+def test_a_run_a_warp_may_skip_leaves_the_barriers_step_its_own_call(monkeypatch):
+    """bar.sync; if (warp == 0) { two stores }: the run of the branch's stores alone is
+    skipped by a warp none of whose lanes takes it, so the barrier's step, which every warp
+    makes, stays a call of its own after the barrier."""
+    _functions_only(monkeypatch)
+    ins = rewritten("\tbar.sync 0;\n" + BRANCH, looped=False, extra=ADDRESSES)
+    k = kernel(ins.ptx)
+    made = [c.func for c in calls(k) if c.func.startswith("__consan_")]
+    assert made == [abi.PROBE_CTA_BEGIN, abi.PROBE_BAR_STEP, "__consan_inline_run_w4_w4",
+                    abi.PROBE_THREAD_EXIT]
+    _link(ins)
+
+
+def test_a_branch_taken_where_its_predicate_is_false_gives_the_other_lanes(monkeypatch):
+    """`@!p bra L`: the branch's accesses are made where p holds."""
+    _functions_only(monkeypatch)
+    ins = rewritten(BRANCH.replace("@%p2 bra", "@!%p2 bra"), looped=False, extra=ADDRESSES)
+    k = kernel(ins.ptx)
+    (run,) = _runs(k)
+    block = k[k.rindex("// consan sites", 0, run.pos):k.index("@!%p2 bra $L_skip;")]
+    assert "selp.b32 %__cs_op, 1, 0, %p2;" in block
+    assert "vote.sync.any.pred %__cs_any, %p2, %__cs_am;" in block
+    _link(ins)
+
+
+def test_a_branch_with_another_probed_instruction_stays_converted(monkeypatch):
+    """An atomic in the branch has a probe of its own (echoed over REG_ON's lanes): the
+    branch is converted and its stores make a run inside it, as before."""
+    _functions_only(monkeypatch)
+    body = BRANCH.replace("$L_skip:\n", "\tatom.shared.add.u32 %r11, [%r8], 1;\n$L_skip:\n")
+    ins = rewritten(body, looped=False, extra=ADDRESSES)
+    k = kernel(ins.ptx)
+    assert "@%__cs_on st.shared.u32 [%r6], %r3;" in k
     assert re.findall(r"(\S+) bra \$L_skip;", k) == ["@!%__cs_any"]
+    (run,) = _runs(k)
+    assert run.pos > k.index("not.pred %__cs_on, %p2;") and run.args[-1] == "%__cs_op"
+    _link(ins)
+
+
+def test_a_read_that_loads_its_own_address_is_probed_before_it(monkeypatch):
+    """`ld.shared.u32 %r6, [%r6]` before the branch: at the branch %r6 is the loaded value,
+    so the reads' run stays before them; the branch's stores (at the loaded %r6) are
+    probed before the branch."""
+    _functions_only(monkeypatch)
+    ins = rewritten(STEP.replace("ld.shared.u32 %r4, [%r6]", "ld.shared.u32 %r6, [%r6]")
+                    .replace("%r4", "%r6"), looped=False, extra=ADDRESSES)
+    k = kernel(ins.ptx)
+    reads, writes = _runs(k)
+    assert reads.func == "__consan_inline_run_b_r4_r4"
+    assert reads.pos < k.index("ld.shared.u32 %r6, [%r6];")
+    assert writes.func == "__consan_inline_run_w4_w4"
+    assert k.index("ld.shared.u32 %r5, [%r7];") < writes.pos < k.index("@%p2 bra $L_skip;")
+    _link(ins)
+
+
+def test_a_guarded_barriers_step_is_not_made_by_a_run(monkeypatch):
+    """`@p bar.sync`: its step is made where p holds, by its own guarded call."""
+    _functions_only(monkeypatch)
+    ins = rewritten(STEP.replace("\tbar.sync 0;", "\t@%p3 bar.sync 0;"), looped=False,
+                    extra=ADDRESSES + "\tsetp.ne.s32 %p3, %r9, 0;\n")
+    k = kernel(ins.ptx)
+    (step,) = calls(k, abi.PROBE_BAR_STEP)
+    assert step.pred == "@%p3"
+    assert [c.func for c in _runs(k)] == ["__consan_inline_run_r4_r4_if_w4_w4"]
+    _link(ins)
+
+
+def test_an_address_from_the_clock_is_not_computed_again_at_the_branch(monkeypatch):
+    """A special register that may read otherwise later (%clock, %warpid, ...) keeps the
+    branch converted: the address computed from it is the one the access makes."""
+    _functions_only(monkeypatch)
+    body = BRANCH.replace("\tst.shared.u32 [%r7], %r3;\n",
+                          "\tmov.u32 %r12, %clock;\n\tand.b32 %r12, %r12, 60;\n"
+                          "\tst.shared.u32 [%r12], %r3;\n")
+    ins = rewritten(body, looped=False, extra=ADDRESSES)
+    k = kernel(ins.ptx)
+    assert "@%__cs_on st.shared.u32 [%r12], %r3;" in k and "%__cs_x" not in k
     _link(ins)

@@ -137,6 +137,8 @@ def _clean_twin_expected(key: str, in_: np.ndarray):
         "war-last": (slice(0, 64), in_[:64]),
         "swap": (slice(0, 64), np.concatenate([-(65 + 2 * np.arange(32)),
                                                1 + 2 * np.arange(32)])),
+        "vswap": (slice(0, 64), np.concatenate([64 + 2 * np.arange(32),
+                                                -(1 + 2 * np.arange(32))])),
     }[key]
 
 

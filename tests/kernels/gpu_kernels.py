@@ -612,9 +612,10 @@ TWINS += (
 # (p) A sort's compare-and-swap step, as NVRTC lays out an unrolled bitonic sort's: two
 # reads, then `if (ka > kb)` over the swap of keys and values, which the rewriter leaves a
 # branch and probes before it, with the reads and the barrier's step, in one call
-# (instrument/runs.py). Every pair swaps (the keys are descending); warp 0 then reads the
-# even keys warp 1 swapped, with no barrier between in the racy twin, and values it swapped
-# itself.
+# (instrument/runs.py). Every pair swaps (the keys are descending). Warp 0 then reads,
+# with no barrier between in the racy twins, what warp 1 swapped: `swap` an even key (its
+# address computed before the branch), `vswap` an odd value (its address computed inside
+# the branch, so recomputed at the call); and what it swapped itself.
 _SWAP = r"""
 extern "C" __global__ void $NAME(const int* in, int* out) {
     __shared__ int sk[128];
@@ -632,20 +633,26 @@ extern "C" __global__ void $NAME(const int* in, int* out) {
         sk[pos + 1] = ka;
         const int va = sv[pos];
         sv[pos] = sv[pos + 1];
-        sv[pos + 1] = va;
+        sv[pos + 1] = va;  // @vswap-write
     }
     $SYNC
     if (warp == 0) {
         consan_test_delay(1);
-        out[lane] = sk[64 + 2 * lane];  // @swap-read
-        out[32 + lane] = sv[2 * lane];  // (warp 0's own swaps)
+        READS
     }
 }
 """
+_SWAP_KEYS = ("out[lane] = sk[64 + 2 * lane];  // @swap-read\n"
+              "        out[32 + lane] = sv[2 * lane];  // (warp 0's own swaps)")
+_SWAP_VALUES = ("out[lane] = sv[64 + 2 * lane + 1];  // @vswap-read\n"
+                "        out[32 + lane] = sk[2 * lane];  // (warp 0's own swaps)")
 TWINS += (
-    _twin("swap", _SWAP, "swap", {"SYNC": NO_BARRIER}, {"SYNC": SYNCTHREADS},
-          kinds=frozenset({"race.raw"}), line="@swap-read", prev="@swap-write", warp=0,
-          prev_warp=1, block=(64, 1, 1)),
+    _twin("swap", _SWAP.replace("READS", _SWAP_KEYS), "swap", {"SYNC": NO_BARRIER},
+          {"SYNC": SYNCTHREADS}, kinds=frozenset({"race.raw"}), line="@swap-read",
+          prev="@swap-write", warp=0, prev_warp=1, block=(64, 1, 1)),
+    _twin("vswap", _SWAP.replace("READS", _SWAP_VALUES), "vswap", {"SYNC": NO_BARRIER},
+          {"SYNC": SYNCTHREADS}, kinds=frozenset({"race.raw"}), line="@vswap-read",
+          prev="@vswap-write", warp=0, prev_warp=1, block=(64, 1, 1)),
 )
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 
