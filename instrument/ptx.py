@@ -69,7 +69,6 @@ class Item:
         return self.text.strip().rstrip(":").strip()
 
 
-
 @dataclass
 class Function:
     name: str

@@ -846,7 +846,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     fast_tests = inline_writes = inline_reads = inline_bars_done = 0
     if cta_wide_only:  # (inline_barriers.py, first_trip.py, fast_path.py: phase mode only)
         inline_bars_done = _inline_barriers(inline_bars, before, after)
-        steps = {}  # (a run's call may make a barrier's step: runs.py)
+        steps: dict[int, tuple[str, int]] = {}  # (a run's call may make a step: runs.py)
         if not inline_bars_done:
             _step_barriers(bar_probes, before, after)
             steps = {i: (b.step, b.site) for i, b in bar_probes.items()}

@@ -163,7 +163,7 @@ class _Finder:
             if k in need:
                 it = self.items[k]
                 (dest,) = _writes(it)
-                bits = register_width(dest, by_index.get(k, ms[0]).widths)
+                bits = register_width(dest, ms[0].widths)  # (one function's)
                 if bits is None:
                     return None
                 temp = f"{_TEMP}{len(decls)}"
