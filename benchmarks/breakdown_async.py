@@ -110,7 +110,10 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(drain: a peer's DSMEM access)", "(drain: a peer's copy)",
           "(peer's copy: the issuer's view)", "(peer's copy: the copy's write)",
           "(peer's copy: its record, its bytes landing)", "(drain: a fence before a post)",
-          "(access16: reads)", "(access16: writes)", "wgmma chain (a K step's rows)")
+          "(access16: reads)", "(access16: writes)", "wgmma chain (a K step's rows)",
+          "(read: publish)", "(read: box summary)", "(read: fence)", "(read: judge)",
+          "(box write: summary look)", "(box write: stores)", "(box write: fence, recheck)",
+          "(box write: clocks)")
 PROF_WORDS = 256  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
 # word: posts that found a mailbox full
 

@@ -295,7 +295,10 @@ CS_NOINLINE void cs_engine_write(const cs_view& vr, uint32_t g0, uint32_t g1, ui
     uint64_t head = ((uint64_t)v.gen << CS_RM_GEN_SHIFT) | ((uint64_t)v.phase << 32);
     uint64_t mine_entry = (1ull << 40) | ((uint64_t)by << 32) | clk;
     cs_box_summary_clocks q;
-    cs_box_summary_clocks_init(v, q);
+    {
+        CS_PROF(53);
+        cs_box_summary_clocks_init(v, q);
+    }
     for (uint32_t b0 = g0 >> sh; b0 <= g1 >> sh; b0 += CS_BOX_SUMMARY_BATCH) {
         uint32_t fast = 0, nb = (g1 >> sh) - b0 + 1;
         nb = nb < CS_BOX_SUMMARY_BATCH ? nb : CS_BOX_SUMMARY_BATCH;
@@ -305,24 +308,30 @@ CS_NOINLINE void cs_engine_write(const cs_view& vr, uint32_t g0, uint32_t g1, ui
             z = z > g1 ? g1 : z;
             uint32_t* s = cs_box_summary(slot, b);
             cs_box_summary_block x;
-            cs_box_summary_load(s, q, true, x);
-            uint32_t by_i, by_c;
-            bool clear = cs_box_summary_writers_ordered(v, by, x, by_i, by_c);
-            clear = cs_box_summary_readers_ordered(v, s, q, x) && clear;
-            if (by_i == CS_BSUM_WRITERS) cs_box_summary_write(slot, a, z, by, clk);  // its first copy here
-            else if (by_c < clk) cs_max64((uint64_t*)(s + CS_BS_WRITERS) + by_i, mine_entry);
+            bool clear;
+            {
+                CS_PROF(50);
+                cs_box_summary_load(s, q, true, x);
+                uint32_t by_i, by_c;
+                clear = cs_box_summary_writers_ordered(v, by, x, by_i, by_c);
+                clear = cs_box_summary_readers_ordered(v, s, q, x) && clear;
+                if (by_i == CS_BSUM_WRITERS) cs_box_summary_write(slot, a, z, by, clk);  // its first copy here
+                else if (by_c < clk) cs_max64((uint64_t*)(s + CS_BS_WRITERS) + by_i, mine_entry);
+            }
             if (!clear) {
                 cs_engine_walk(vr, a, z, site, by, clk, f);
                 continue;
             }
             fast |= 1u << i;
             CS_NULL_BOX_STORES(continue;)
+            CS_PROF(51);
             for (uint32_t g = a; g <= z; ++g) {
                 cs_st128(v.ent + 2 * g, now, head);
                 cs_st32(v.wsite + g, site);
             }
         }
         if (!fast) continue;
+        CS_PROF(52);
         cs_fence();
         CS_NULL_BOX_RECHECK(fast = 0;)
         for (; fast; fast &= fast - 1) {
@@ -442,10 +451,20 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
             } else if (mode == CS_MODE_READ) {
                 // Publish every read, one fence, then look at the writes (Dekker with
                 // cs_check_write_run, which stores its epoch, fences, then looks for readers).
-                for (uint32_t g = g0; g <= g1; ++g) cs_record_read(v, g, site);
-                if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, w, v.clock, site);
-                cs_fence();
+                {
+                    CS_PROF(46);
+                    for (uint32_t g = g0; g <= g1; ++g) cs_record_read(v, g, site);
+                }
+                {
+                    CS_PROF(47);
+                    if (cs_box_summary_on()) cs_box_summary_read(slot, g0, g1, w, v.clock, site);
+                }
+                {
+                    CS_PROF(48);
+                    cs_fence();
+                }
                 // (every epoch loaded; the first finding kept)
+                CS_PROF(49);
                 for (uint32_t g = g0; g <= g1; ++g) {
                     uint64_t ww = cs_ld64(v.ent + 2 * g);
                     if (!f.kind) f = cs_judge_read_epoch(v, slot, g, ww, CS_PROXY_NONE);
