@@ -118,6 +118,12 @@ PROBE_ACCESS16 = "__consan_access16"
 # (addr, site, info): a cp.async of 16 bytes, one chunk: PROBE_ACCESS16's write in a body
 # of its own (the copy's common case), PROBE_ACCESS16 where it is not that.
 PROBE_CP16 = "__consan_cp16"
+# (addr0..addr3, site0..site3, n, info): the first n of a run of a warp's cp.async copies
+# of 16 bytes in one straight-line stretch (instrument/cp_runs.py), each as PROBE_CP16
+# would take it, in order, in one call before the first: a cp.async GEMM's K step copies A
+# and B rows one after another, and each call costs the kernel more than its probe's work.
+PROBE_CP16_RUN = "__consan_cp16_run"
+CP16_RUN_MAX = 4
 # (tag, site): called before a store's access probe where the front end asks for value
 # tags (Triton's replicated layouts): `tag` hashes the lane's address and stored values
 # (FNV-1a over 32-bit words, VALUE_TAG_*), so that two warps' runs of the store that wrote
@@ -271,6 +277,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_ACCESS_N: ((".b64", ".b32", ".b32", ".b32"), None),
     PROBE_ACCESS16: ((".b64", ".b32", ".b32", ".b32"), None),
     PROBE_CP16: ((".b64", ".b32", ".b32"), None),
+    PROBE_CP16_RUN: ((".b64",) * CP16_RUN_MAX + (".b32",) * (CP16_RUN_MAX + 2), None),
     PROBE_WRITE_READERS: ((".b64", ".b32", ".b32"), None),
     PROBE_READ_JUDGE: ((".b64", ".b32", ".b32"), None),
     PROBE_STORE_VALUE: ((".b32", ".b32"), None),
@@ -952,7 +959,7 @@ def c_header() -> str:
         "CS_TMAP_ENTRIES": TMAP_ENTRIES, "CS_TMAP_FP_SEED": TMAP_FP_SEED,
         "CS_TMAP_FP_MUL": TMAP_FP_MUL, "CS_SHV_BYTES": SHV_BYTES,
         "CS_KEY_SITE_BITS": KEY_SITE_BITS, "CS_KEY_SITE_MASK": KEY_SITE_MASK,
-        "CS_KEY_KIND_SHIFT": KEY_KIND_SHIFT,
+        "CS_KEY_KIND_SHIFT": KEY_KIND_SHIFT, "CS_CP16_RUN_MAX": CP16_RUN_MAX,
     }
     lines += [f"#define {k} {v}{'ull' if v > 0xFFFFFFFF else 'u'}" for k, v in consts.items()]
     lines += ["#ifdef CONSAN_CHUNK_GRANULES", f"#define CS_GRANULE_BYTES {CHUNK_GRANULE_BYTES}u",

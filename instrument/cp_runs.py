@@ -29,7 +29,7 @@ from typing import NamedTuple
 from . import abi
 from .events import Classified, Event
 from .ptx import Item, register_width
-from .runs import _ARITHMETIC, _REG, _VOLATILE, _reads, _renamed, _writes
+from .runs import ARITHMETIC, REG, VOLATILE, reads, renamed, writes
 
 TEMP = "%__cs_y"  # the registers a run's prelude computes later copies' addresses into
 
@@ -55,7 +55,7 @@ def eligible(it: Item, c: Classified | None, merged: dict, converted: set[int],
 def _plain(it: Item, c: Classified | None) -> bool:
     return it.kind == "trivia" or it.opcode == ".loc" or (
         c is None and it.is_instruction and it.pred is None and
-        it.op_parts[0] in _ARITHMETIC)
+        it.op_parts[0] in ARITHMETIC)
 
 
 def _slice(items: dict[int, Item], first: int, ms: list[tuple[int, str]],
@@ -71,14 +71,14 @@ def _slice(items: dict[int, Item], first: int, ms: list[tuple[int, str]],
         it = items.get(k)
         if it is None or not it.is_instruction:
             continue
-        hit = _writes(it) & want
+        hit = writes(it) & want
         if hit:
-            if k in at or len(_writes(it)) != 1 or _VOLATILE.search(" ".join(it.operands[1:])):
+            if k in at or len(writes(it)) != 1 or VOLATILE.search(" ".join(it.operands[1:])):
                 return None
             need.append(k)
-            want = (want - hit) | _reads(it)
+            want = (want - hit) | reads(it)
         if k in at:
-            want |= set(_REG.findall(at[k]))
+            want |= set(REG.findall(at[k]))
     names: dict[str, str] = {}
     temps: dict[str, int] = {}
     decls: list[str] = []
@@ -87,18 +87,18 @@ def _slice(items: dict[int, Item], first: int, ms: list[tuple[int, str]],
     for k in range(first, ms[-1][0] + 1):
         if k in need:
             it = items[k]
-            (dest,) = _writes(it)
+            (dest,) = writes(it)
             bits = register_width(dest, widths)
             if bits is None:
                 return None
             temp = f"{TEMP}{len(decls)}"
             decls.append(f".reg .{'pred' if bits == 1 else f'b{bits}'} {temp};")
-            ops = [temp, *(_renamed(o, names) for o in it.operands[1:])]
+            ops = [temp, *(renamed(o, names) for o in it.operands[1:])]
             code.append(f"{it.opcode} {', '.join(o.strip() for o in ops)};")
             names[dest] = temp
             temps[temp] = bits
         if k in at:
-            out.append(_renamed(at[k], names))
+            out.append(renamed(at[k], names))
     return tuple(decls + code), out, temps
 
 

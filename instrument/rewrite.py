@@ -23,6 +23,7 @@ from . import (
     carry,
     coalesce,
     converge,
+    cp_runs,
     echo,
     fast_path,
     first_trip,
@@ -720,9 +721,20 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         # a K step's four mma_async of one info word: one call (wgmma_window.fused)
         fused = {ch.commit: [] for ch in chains if wgmma_window.fused(ch, classified)}
 
+        # a warp's cp.async copies of 16 bytes in a row: one call before the first
+        copy_runs = {} if _measure_skip(Event.ASYNC_WRITE) else {
+            r.members[0]: r for r in cp_runs.find([(i, it, c) for i, it, c, _ in walk],
+                                                  merged, converted, widths)}
+        in_copy_run = {m for r in copy_runs.values() for m in r.members[1:]}
+        locs = {i: lc for i, _, _, lc in walk}
+
         arrive_site: dict[int, int] = {}  # load -> the site of the arrive it carries
         for idx, it, c, loc in walk:
-            if c is None or not c.event.probed:
+            if c is None or not c.event.probed or idx in in_copy_run:
+                continue
+            if idx in copy_runs:
+                before[idx] = _copy_run_call(fprobes, copy_runs[idx], classified, locs)
+                probes += 1
                 continue
             if idx in deferred:  # a wgmma probe: its operands now, its call after the commit
                 k, ch = deferred[idx]
@@ -1260,6 +1272,26 @@ def _loose_mbarriers(mod: Module, shared: set[str]) -> bool:
                 if c is not None and c.event is Event.UNMODELED:
                     return True
     return False
+
+
+def _copy_run_call(f: _FnProbes, run: cp_runs.CpRun, classified: dict, locs: dict) -> str:
+    """One call for a run of cp.async copies (instrument/cp_runs.py, abi.PROBE_CP16_RUN):
+    each copy keeps its own site; the later copies' addresses computed by the run's
+    prelude."""
+    items = [f.items[i] for i in run.members]
+    sites = [_site(f, it, classified[i], locs.get(i)).id
+             for i, it in zip(run.members, items, strict=True)]
+    regs = [f"%__cs_c{k}" for k in range(len(run.members))]
+    lines = [f"{{ // consan sites {', '.join(str(s) for s in sites)}",
+             f".reg .b64 %__cs_c<{len(regs)}>;", *run.prelude]
+    widths = {**f.widths, **run.temps}
+    for reg, addr, it in zip(regs, run.addresses, items, strict=True):
+        lines += _address_code(addr, widths, it, reg)
+    pad = abi.CP16_RUN_MAX - len(regs)
+    args = [*regs, *["0"] * pad, *(str(s) for s in sites), *["0"] * pad, str(len(regs)),
+            str(classified[run.members[0]].info)]
+    lines += [f"call {abi.PROBE_CP16_RUN}, ({', '.join(args)});", "}"]
+    return "\n\t".join(lines) + "\n\t"
 
 
 def _site(f: _FnProbes, it: Item, c: Classified, loc, covers: tuple[int, ...] = ()):

@@ -10,7 +10,7 @@ left as it was written; the module's own kernel 0.04-0.05 s.
 
 A run (fast_path.run_function) is accesses that call their kind's module function alone,
 sites one after another, at most fast_path.RUN_MAX, with nothing between them but trivia,
-`.loc` and register arithmetic (_ARITHMETIC) that carries no probe of its own. Its call
+`.loc` and register arithmetic (ARITHMETIC) that carries no probe of its own. Its call
 goes at one point, where each member's address is what it is at the member:
 
 - before its first access, where no register a later member's address reads is written
@@ -70,33 +70,33 @@ class Run(NamedTuple):
 
 # Instructions that only compute registers: one between two accesses of a run leaves the
 # run whole where it writes no register a later access's address reads.
-_ARITHMETIC = frozenset(
+ARITHMETIC = frozenset(
     "add sub mul mad mul24 mad24 sad div rem abs neg min max and or xor not cnot shl shr "
     "bfe bfi brev popc clz prmt lop3 shf cvt cvta mov setp selp set slct fma rcp sqrt "
     "copysign testp".split())
-_REG = re.compile(r"%[\w$.]+")
+REG = re.compile(r"%[\w$.]+")
 _TEMP = "%__cs_x"  # the registers a hoisted run's prelude computes addresses into
 # Special registers that may read otherwise at the call than in the region: an address
 # computed from one is not recomputed there.
-_VOLATILE = re.compile(r"%(clock|clock64|clock_hi|globaltimer|globaltimer_lo|globaltimer_hi|"
+VOLATILE = re.compile(r"%(clock|clock64|clock_hi|globaltimer|globaltimer_lo|globaltimer_hi|"
                        r"warpid|smid|nwarpid|nsmid)\b")
 
 
-def _writes(it: Item) -> set[str]:
-    return set(_REG.findall(it.operands[0])) if it.operands and it.opcode[:2] != "st" \
+def writes(it: Item) -> set[str]:
+    return set(REG.findall(it.operands[0])) if it.operands and it.opcode[:2] != "st" \
         else set()
 
 
-def _reads(it: Item) -> set[str]:
-    return set(_REG.findall(" ".join(it.operands[1:])))
+def reads(it: Item) -> set[str]:
+    return set(REG.findall(" ".join(it.operands[1:])))
 
 
 def _registers(m: Member) -> set[str]:
-    return set(_REG.findall(" ".join(m.address)))
+    return set(REG.findall(" ".join(m.address)))
 
 
-def _renamed(text: str, names: dict[str, str]) -> str:
-    return _REG.sub(lambda r: names.get(r.group(0), r.group(0)), text)
+def renamed(text: str, names: dict[str, str]) -> str:
+    return REG.sub(lambda r: names.get(r.group(0), r.group(0)), text)
 
 
 class _Finder:
@@ -119,13 +119,13 @@ class _Finder:
                 k in self.replaced and not (converted and self._predicated(k))):
             return False
         return it.kind == "trivia" or it.opcode == ".loc" or (
-            it.is_instruction and it.op_parts[0] in _ARITHMETIC)
+            it.is_instruction and it.op_parts[0] in ARITHMETIC)
 
     def between(self, a: int, b: int, converted: bool) -> bool:
         return all(self._plain(k, converted) for k in range(a + 1, b))
 
     def written(self, a: int, b: int) -> set[str]:
-        return set().union(*(_writes(self.items[k]) for k in range(a, b)))
+        return set().union(*(writes(self.items[k]) for k in range(a, b)))
 
     def crossing(self, a: int, m: Member) -> bool:
         """Member a (outside any region) and m (in one) could be made by one call at m's
@@ -146,14 +146,14 @@ class _Finder:
             it = self.items[k]
             if it.kind != "stmt" or not it.is_instruction:
                 continue
-            hit = _writes(it) & want
+            hit = writes(it) & want
             if hit:
-                if k in by_index or it.op_parts[0] not in _ARITHMETIC or \
-                        len(_writes(it)) != 1 or not self._predicated(k) or \
-                        _VOLATILE.search(" ".join(it.operands[1:])):
+                if k in by_index or it.op_parts[0] not in ARITHMETIC or \
+                        len(writes(it)) != 1 or not self._predicated(k) or \
+                        VOLATILE.search(" ".join(it.operands[1:])):
                     return None
                 need.append(k)
-                want = (want - hit) | _reads(it)
+                want = (want - hit) | reads(it)
             if k in by_index:
                 want |= _registers(by_index[k])
         names: dict[str, str] = {}
@@ -162,18 +162,18 @@ class _Finder:
         for k in range(branch + 1, ms[-1].index + 1):
             if k in need:
                 it = self.items[k]
-                (dest,) = _writes(it)
+                (dest,) = writes(it)
                 bits = register_width(dest, ms[0].widths)  # (one function's)
                 if bits is None:
                     return None
                 temp = f"{_TEMP}{len(decls)}"
                 decls.append(f".reg .{'pred' if bits == 1 else f'b{bits}'} {temp};")
-                ops = [temp, *(_renamed(o, names) for o in it.operands[1:])]
+                ops = [temp, *(renamed(o, names) for o in it.operands[1:])]
                 code.append(f"{it.opcode} {', '.join(o.strip() for o in ops)};")
                 names[dest] = temp
             if k in by_index:
                 m = by_index[k]
-                out.append(m._replace(address=[_renamed(a, names) for a in m.address]))
+                out.append(m._replace(address=[renamed(a, names) for a in m.address]))
         return tuple(decls + code), out
 
     def hoisted(self, run: list[Member], lead: int) -> Run | None:

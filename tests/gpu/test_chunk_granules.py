@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from instrument import abi
 from tests.gpu_util import (
     arch_option,
     assert_same_outputs,
@@ -18,6 +19,7 @@ from tests.gpu_util import (
     native_launch,
     poisoned,
 )
+from tests.probe_calls import calls
 
 pytestmark = pytest.mark.gpu
 
@@ -205,3 +207,65 @@ def test_a_copy_gives_its_own_finding(placement, name):
     for v in rep.violations:  # (the copies are issued in an inlined helper)
         assert line_of(src, line) in lines(v.site), str(rep)
         assert line_of(src, prev) in lines(v.prev_site), str(rep)
+
+
+# Two copies in a row (a cp.async GEMM's K step: A's row, then B's) make one probe call
+# (abi.PROBE_CP16_RUN, instrument/cp_runs.py); a finding of the second copy names its line.
+PAIR = CP16 + r"""extern "C" __global__ void pair(const float4* in, float4* out) {
+    __shared__ __align__(16) float4 a[256];
+    __shared__ __align__(16) float4 s[256];
+    int t = threadIdx.x;
+    const float4* src = in + blockIdx.x * 256;
+    cp16(&s[t], src + t);  // @first
+    COMMIT();
+    WAIT0();
+    __syncthreads();
+    float4 v = s[(t + 32) % 256];  // @peek (another warp's chunk)
+    BEFORE_REFILL
+    cp16(&a[t], src + (t + 3) % 256);  // @a
+    cp16(&s[t], src + (t + 7) % 256);  // @refill
+    COMMIT();
+    WAIT0();
+    __syncthreads();
+    float4 w = s[(t + 1) % 256], x = a[(t + 2) % 256];
+    out[blockIdx.x * 256 + t] = make_float4(v.x + w.x + x.x, v.y + w.y + x.y, v.z + w.z + x.z,
+                                            v.w + w.w + x.w);
+}
+"""
+
+
+def _pair(before_refill: str):
+    import cupy as cp
+
+    import consan
+
+    src = PAIR.replace("BEFORE_REFILL", before_refill)
+    p = consan.prepare(src, "pair", grid=GRID, block=BLOCK, options=(arch_option(),))
+    assert p.build.instrumented.chunk_granules
+    assert [int(c.args[2 * abi.CP16_RUN_MAX]) for c in
+            calls(p.build.instrumented.ptx, abi.PROBE_CP16_RUN)] == [2]
+    x = cp.asarray(np.random.default_rng(9).random(GRID[0] * 256 * 4, dtype=np.float32))
+    out = poisoned(GRID[0] * 256 * 4, cp.float32)
+    return src, p, (x, out), out
+
+
+def test_pair_clean_twin_is_clean_and_computes_the_native_bits(placement):
+    src, p, args, out = _pair("__syncthreads();")
+    native_launch(src, "pair", GRID, BLOCK, args, 0, (arch_option(),))
+    native = host(out).copy()
+    p.launch(args)
+    rep = p.report()
+    assert_same_outputs([native], [host(out)], "pair")
+    assert rep.ok and not rep.unmodeled, str(rep)
+
+
+def test_pairs_second_copy_gives_its_own_finding(placement):
+    """The refill overwrites a chunk another warp peeked at, with no barrier between (its
+    warp sleeps first, so the peek is in the tables before the run's call)."""
+    src, p, args, _ = _pair("__nanosleep(200000);")
+    p.launch(args)
+    rep = p.report()
+    assert {v.kind for v in rep.violations} == {"race.war"}, str(rep)
+    for v in rep.violations:
+        assert line_of(src, "@refill") in lines(v.site), str(rep)
+        assert line_of(src, "@peek") in lines(v.prev_site), str(rep)
