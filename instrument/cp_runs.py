@@ -19,7 +19,7 @@ before it is issued (a copy outside the window faults; its note must be in the l
 first). A later copy's address computed between the copies is computed at the call too,
 from the same arithmetic, into registers of the call's own; a copy whose address needs
 anything else (a special register such as `%clock`, an instruction of two results) ends
-the run before it.
+the run before it: it and the copies after it keep a call each.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import NamedTuple
 
 from . import abi
 from .events import Classified, Event
-from .ptx import Item, register_width
-from .runs import ARITHMETIC, REG, VOLATILE, reads, renamed, writes
+from .ptx import Item
+from .runs import ARITHMETIC, slice_addresses
 
 TEMP = "%__cs_y"  # the registers a run's prelude computes later copies' addresses into
 
@@ -58,55 +58,11 @@ def _plain(it: Item, c: Classified | None) -> bool:
         it.op_parts[0] in ARITHMETIC)
 
 
-def _slice(items: dict[int, Item], first: int, ms: list[tuple[int, str]],
-           widths: dict[str, int]
-           ) -> tuple[tuple[str, ...], list[str], dict[str, int]] | None:
-    """(PTX, the members' addresses read from it): the arithmetic between the first member
-    and the last that the members' addresses need, copied into registers of the call's
-    own; None where it is not that (two results, a special register)."""
-    want: set[str] = set()
-    need: list[int] = []
-    at = dict(ms)
-    for k in range(ms[-1][0], first, -1):
-        it = items.get(k)
-        if it is None or not it.is_instruction:
-            continue
-        hit = writes(it) & want
-        if hit:
-            if k in at or len(writes(it)) != 1 or VOLATILE.search(" ".join(it.operands[1:])):
-                return None
-            need.append(k)
-            want = (want - hit) | reads(it)
-        if k in at:
-            want |= set(REG.findall(at[k]))
-    names: dict[str, str] = {}
-    temps: dict[str, int] = {}
-    decls: list[str] = []
-    code: list[str] = []
-    out = []
-    for k in range(first, ms[-1][0] + 1):
-        if k in need:
-            it = items[k]
-            (dest,) = writes(it)
-            bits = register_width(dest, widths)
-            if bits is None:
-                return None
-            temp = f"{TEMP}{len(decls)}"
-            decls.append(f".reg .{'pred' if bits == 1 else f'b{bits}'} {temp};")
-            ops = [temp, *(renamed(o, names) for o in it.operands[1:])]
-            code.append(f"{it.opcode} {', '.join(o.strip() for o in ops)};")
-            names[dest] = temp
-            temps[temp] = bits
-        if k in at:
-            out.append(renamed(at[k], names))
-    return tuple(decls + code), out, temps
-
-
 def find(body: list[tuple[int, Item, Classified | None]], merged: dict, converted: set[int],
-         widths: dict[str, int]) -> list[CpRun]:
-    """The runs of a function body (item index, item, classification), in program order;
-    `merged`: coalesce.plan's answer; `converted`: the items of converted branches."""
-    items = {i: it for i, it, _ in body}
+         widths: dict[str, int], items: list[Item]) -> list[CpRun]:
+    """The runs of a function body (item index, item, classification; `.loc` lines left
+    out), in program order; `merged`: coalesce.plan's answer; `converted`: the items of
+    converted branches; `items`: the module's, by index."""
     out: list[CpRun] = []
     run: list[tuple[int, str]] = []  # (index, address operand)
     info = None
@@ -114,9 +70,12 @@ def find(body: list[tuple[int, Item, Classified | None]], merged: dict, converte
     def close() -> None:
         nonlocal run
         while len(run) > 1:
-            got = _slice(items, run[0][0], run, widths)
+            # (the first copy's address is read at the call as it is: the slice starts after)
+            got = slice_addresses(items, run[0][0], [(i, [a]) for i, a in run[1:]], widths,
+                                  temp=TEMP)
             if got is not None:
-                out.append(CpRun(tuple(i for i, _ in run), tuple(got[1]), got[0], got[2]))
+                later = tuple(t for (t,) in got[1])
+                out.append(CpRun(tuple(i for i, _ in run), (run[0][1], *later), got[0], got[2]))
                 break
             run = run[:-1]  # (the last member's address cannot be had at the call)
         run = []
@@ -129,7 +88,7 @@ def find(body: list[tuple[int, Item, Classified | None]], merged: dict, converte
             if not run:
                 info = c.info
             run.append((idx, c.address or ""))
-        elif not _plain(it, c) or (idx in converted):
+        elif not _plain(it, c) or idx in converted:
             close()
     close()
     return out

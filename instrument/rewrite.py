@@ -724,7 +724,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         # a warp's cp.async copies of 16 bytes in a row: one call before the first
         copy_runs = {} if _measure_skip(Event.ASYNC_WRITE) else {
             r.members[0]: r for r in cp_runs.find([(i, it, c) for i, it, c, _ in walk],
-                                                  merged, converted, widths)}
+                                                  merged, converted, widths, mod.items)}
         in_copy_run = {m for r in copy_runs.values() for m in r.members[1:]}
         locs = {i: lc for i, _, _, lc in walk}
 

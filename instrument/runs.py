@@ -99,6 +99,52 @@ def renamed(text: str, names: dict[str, str]) -> str:
     return REG.sub(lambda r: names.get(r.group(0), r.group(0)), text)
 
 
+def slice_addresses(items, start: int, members: list[tuple[int, list[str]]],
+                    widths: dict[str, int], allowed=lambda k: True, temp: str = _TEMP
+                    ) -> tuple[tuple[str, ...], list[list[str]], dict[str, int]] | None:
+    """(PTX, each member's texts renamed to read from it, its registers by bits): the
+    arithmetic after item `start` up to the last member (index, the PTX texts that read its
+    address) that the members' addresses need, copied into registers of a call's own
+    (`temp` and a number), so that they can be computed before `start`'s successor runs;
+    None where one needs anything but plain arithmetic of one result that `allowed` takes
+    (a load, a member, a special register such as `%clock`)."""
+    want: set[str] = set()  # registers whose value at the call is not the one read
+    need: list[int] = []
+    at = dict(members)
+    for k in range(members[-1][0], start, -1):
+        it = items[k]
+        if it.kind != "stmt" or not it.is_instruction:
+            continue
+        hit = writes(it) & want
+        if hit:
+            if k in at or it.op_parts[0] not in ARITHMETIC or len(writes(it)) != 1 or \
+                    not allowed(k) or VOLATILE.search(" ".join(it.operands[1:])):
+                return None
+            need.append(k)
+            want = (want - hit) | reads(it)
+        if k in at:
+            want |= set(REG.findall(" ".join(at[k])))
+    names: dict[str, str] = {}
+    temps: dict[str, int] = {}
+    decls, code, out = [], [], []
+    for k in range(start + 1, members[-1][0] + 1):
+        if k in need:
+            it = items[k]
+            (dest,) = writes(it)
+            bits = register_width(dest, widths)
+            if bits is None:
+                return None
+            name = f"{temp}{len(decls)}"
+            decls.append(f".reg .{'pred' if bits == 1 else f'b{bits}'} {name};")
+            ops = [name, *(renamed(o, names) for o in it.operands[1:])]
+            code.append(f"{it.opcode} {', '.join(o.strip() for o in ops)};")
+            names[dest] = name
+            temps[name] = bits
+        if k in at:
+            out.append([renamed(a, names) for a in at[k]])
+    return tuple(decls + code), out, temps
+
+
 class _Finder:
     def __init__(self, items: list[Item], before: dict[int, str], after: dict[int, str],
                  replaced: dict[int, str], regions: dict[int, converge.Region],
@@ -136,45 +182,14 @@ class _Finder:
 
     def _slice(self, branch: int, ms: list[Member]) -> tuple[tuple[str, ...], list[Member]] | None:
         """(PTX, `ms` with their addresses read from it): the region's arithmetic that
-        computes the members' addresses, copied into registers of the call's own, so that
-        they can be computed at the branch; None where one needs what the region loads or
-        an instruction that is not plain arithmetic of one register."""
-        want: set[str] = set()  # registers whose value at the branch is not the one read
-        need: list[int] = []
-        by_index = {m.index: m for m in ms}
-        for k in range(ms[-1].index, branch, -1):
-            it = self.items[k]
-            if it.kind != "stmt" or not it.is_instruction:
-                continue
-            hit = writes(it) & want
-            if hit:
-                if k in by_index or it.op_parts[0] not in ARITHMETIC or \
-                        len(writes(it)) != 1 or not self._predicated(k) or \
-                        VOLATILE.search(" ".join(it.operands[1:])):
-                    return None
-                need.append(k)
-                want = (want - hit) | reads(it)
-            if k in by_index:
-                want |= _registers(by_index[k])
-        names: dict[str, str] = {}
-        decls, code = [], []
-        out = []
-        for k in range(branch + 1, ms[-1].index + 1):
-            if k in need:
-                it = self.items[k]
-                (dest,) = writes(it)
-                bits = register_width(dest, ms[0].widths)  # (one function's)
-                if bits is None:
-                    return None
-                temp = f"{_TEMP}{len(decls)}"
-                decls.append(f".reg .{'pred' if bits == 1 else f'b{bits}'} {temp};")
-                ops = [temp, *(renamed(o, names) for o in it.operands[1:])]
-                code.append(f"{it.opcode} {', '.join(o.strip() for o in ops)};")
-                names[dest] = temp
-            if k in by_index:
-                m = by_index[k]
-                out.append(m._replace(address=[renamed(a, names) for a in m.address]))
-        return tuple(decls + code), out
+        computes the members' addresses (slice_addresses), as conversion left it; None
+        where one needs what the region loads."""
+        got = slice_addresses(self.items, branch, [(m.index, m.address) for m in ms],
+                              ms[0].widths, self._predicated)
+        if got is None:
+            return None
+        prelude, texts, _ = got
+        return prelude, [m._replace(address=t) for m, t in zip(ms, texts, strict=True)]
 
     def hoisted(self, run: list[Member], lead: int) -> Run | None:
         """The run made at its region's branch, the region left as written (the module

@@ -371,6 +371,14 @@ class HostChecker:
         return Report.from_log(self.header[0], self.records[:n].copy(), self.keys.copy(), sites,
                                "k")
 
+    def findings(self) -> list[tuple[str, int, int, int, int, int]]:
+        """(kind, site, prev_site, prev_warp, offset_lo, offset_hi) of every stored record,
+        in order: what two runs of one trace are compared by."""
+        n = int(min(self.header["stored"][0], len(self.records)))
+        return [(abi.KIND_BY_CODE[int(r["kind"])].id, int(r["site"]), int(r["prev_site"]),
+                 int(r["prev_warp"]), int(r["offset_lo"]), int(r["offset_hi"]))
+                for r in self.records[:n]]
+
     def kinds(self) -> list[tuple[str, int, int]]:
         """(kind, site, prev_site) of every stored record, in order."""
         n = int(min(self.header["stored"][0], len(self.records)))

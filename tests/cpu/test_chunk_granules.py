@@ -29,13 +29,6 @@ def _checker(granule_bytes: int, vsh: bool, nwarps: int = NWARPS):
     return c
 
 
-def _findings(c) -> list[tuple]:
-    n = int(min(c.header["stored"][0], len(c.records)))
-    return [(abi.KIND_BY_CODE[int(r["kind"])].id, int(r["site"]), int(r["prev_site"]),
-             int(r["prev_warp"]), int(r["offset_lo"]), int(r["offset_hi"]))
-            for r in c.records[:n]]
-
-
 def _agree(trace, vsh: bool) -> list[tuple]:
     """Run `trace` with 4-byte and with chunk granules (one at a time: each library holds
     one state); the findings must be the same. Returns them."""
@@ -44,8 +37,8 @@ def _agree(trace, vsh: bool) -> list[tuple]:
     chunk = _checker(abi.CHUNK_GRANULE_BYTES, vsh)
     assert chunk.layout.granules * 4 == fine.layout.granules
     trace(chunk)
-    assert _findings(chunk) == _findings(fine)
-    return _findings(chunk)
+    assert chunk.findings() == fine.findings()
+    return chunk.findings()
 
 
 def _random_trace(seed: int, nwarps: int = NWARPS):
@@ -113,7 +106,7 @@ def test_eight_warps_judge_alike_in_shared_and_device_memory(seed):
         c = _checker(abi.CHUNK_GRANULE_BYTES, vsh, nwarps=8)
         assert c.layout.vsh_readers == (8 if vsh else 0)
         trace(c)
-        found.append(_findings(c))
+        found.append(c.findings())
     rows, smem = ({f[:3] for f in x} for x in found)
     assert smem <= rows
     assert {f[1] for f in smem} == {f[1] for f in rows}

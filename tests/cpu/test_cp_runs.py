@@ -126,13 +126,6 @@ def _checker(vsh: bool):
     return c
 
 
-def _findings(c) -> list[tuple]:
-    n = int(min(c.header["stored"][0], len(c.records)))
-    return [(abi.KIND_BY_CODE[int(r["kind"])].id, int(r["site"]), int(r["prev_site"]),
-             int(r["prev_warp"]), int(r["offset_lo"]), int(r["offset_hi"]))
-            for r in c.records[:n]]
-
-
 def _trace(seed: int):
     """A cp.async GEMM's steps in any order: runs of one to four copies by a warp, reads and
     writes of chunks, commits, waits and barriers."""
@@ -185,7 +178,7 @@ def test_a_run_call_finds_what_its_copies_calls_find(seed, vsh):
     _run(one, ops, together=False)
     run = _checker(vsh)
     _run(run, ops, together=True)
-    assert _findings(run) == _findings(one)
+    assert run.findings() == one.findings()
 
 
 @pytest.mark.needs_host_compiler
@@ -198,5 +191,5 @@ def test_a_runs_later_copy_names_its_own_site(vsh):
     info = abi.access_info(16, abi.MODE_ASYNC_WRITE, abi.SPACE_SHARED)
     c._as(0)
     c._probe(abi.PROBE_CP16_RUN)(0x00, 0x40, 0, 0, 20, 21, 0, 0, 2, info)
-    assert [f[:3] for f in _findings(c)] == [("uninit.read", 7, abi.NO_SITE),
+    assert [f[:3] for f in c.findings()] == [("uninit.read", 7, abi.NO_SITE),
                                              ("race.war", 21, 7)]
