@@ -121,7 +121,7 @@ PROBE_CP16 = "__consan_cp16"
 # (addr0..addr3, site0..site3, n, info): the first n of a run of a warp's cp.async copies
 # of 16 bytes in one straight-line stretch (instrument/cp_runs.py), each as PROBE_CP16
 # would take it, in order, in one call before the first: a cp.async GEMM's K step copies A
-# and B rows one after another, and each call costs the kernel more than its probe's work.
+# and B rows one after another (two calls a warp a K step where there were four).
 PROBE_CP16_RUN = "__consan_cp16_run"
 CP16_RUN_MAX = 4
 # (tag, site): called before a store's access probe where the front end asks for value

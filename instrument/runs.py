@@ -42,6 +42,7 @@ region's members alone): every warp makes the step.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from . import converge, fast_path
@@ -99,8 +100,9 @@ def renamed(text: str, names: dict[str, str]) -> str:
     return REG.sub(lambda r: names.get(r.group(0), r.group(0)), text)
 
 
-def slice_addresses(items, start: int, members: list[tuple[int, list[str]]],
-                    widths: dict[str, int], allowed=lambda k: True, temp: str = _TEMP
+def slice_addresses(items: Sequence[Item], start: int, members: list[tuple[int, list[str]]],
+                    widths: dict[str, int], allowed: Callable[[int], bool] = lambda k: True,
+                    temp: str = _TEMP
                     ) -> tuple[tuple[str, ...], list[list[str]], dict[str, int]] | None:
     """(PTX, each member's texts renamed to read from it, its registers by bits): the
     arithmetic after item `start` up to the last member (index, the PTX texts that read its
