@@ -66,7 +66,7 @@ class Layout:
     def __post_init__(self) -> None:
         assert self.placement is not Placement.PHASE_SMEM or self.phase_mode, "phase mode only"
         assert not self.bar0_rows or self.placement is Placement.VC_SMEM, "bar0 rows are VC_SMEM's"
-        assert not self.multicast or self.placement is Placement.DEVICE, "multicast: DEVICE"
+        assert not (self.multicast and self.placement is Placement.PHASE_SMEM), "multicast: clocks"
         assert self.granule_bytes == abi.GRANULE_BYTES or not self.phase_mode, "chunks: clocks"
 
     @classmethod

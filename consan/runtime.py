@@ -105,12 +105,13 @@ def _dim3(v) -> tuple[int, int, int]:
 def first_placement(ins: Instrumented) -> Placement:
     """Where a launch's tables go if they fit (else in device memory), so which checker
     build it links first. Phase mode keeps its tables in the CTA's shared memory; so does
-    vector-clock mode its buffer tables (the granule tables), except where a peer CTA's
-    multicast copy is applied to them (device-memory tables: layout.py)."""
+    vector-clock mode its buffer tables (the granule tables), peers' copies into them
+    included, except where a peer CTA's loads and stores may reach them (their epochs need
+    the device-memory tables: docs/model.md, *Distributed shared memory*)."""
     if ins.phase_mode:
         smem = os.environ.get("CONSAN_PHASE_SMEM", "1") != "0"
         return Placement.PHASE_SMEM if smem else Placement.DEVICE
-    smem = not ins.multicast and os.environ.get("CONSAN_VC_SMEM", "1") != "0"
+    smem = not ins.peer_access and os.environ.get("CONSAN_VC_SMEM", "1") != "0"
     return Placement.VC_SMEM if smem else Placement.DEVICE
 
 
@@ -274,7 +275,10 @@ class Prepared:
                 f"{driver.funcGetAttribute(_CU_FUNC_ATTRIBUTE_NUM_REGS, fptr)} registers and "
                 f"{static} bytes of static shared memory); use a smaller block")
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
-        if self.layout.placement is Placement.DEVICE and per_sm * sms < ctas:
+        # (a cluster module's CTAs wait for their peers: one that is not resident stalls
+        # the rest of its cluster, whichever placement its tables have)
+        held = self.layout.placement is Placement.DEVICE or ins.multicast
+        if held and per_sm * sms < ctas:
             per_sm = self._hold(cupy, driver, nthreads, ctas, sms, per_sm)
         self.layout = replace(self.layout, nslots=max(1, min(ctas, per_sm * sms)))
         self._alloc(cupy, runtime)
@@ -307,7 +311,10 @@ class Prepared:
         if want <= per_sm or cap is None or cap < native_regs:
             return per_sm
         before = (self.module, self.function, self.layout)
-        self._load(cupy, driver, self.build.linked(hold=(self.kernel, want, nthreads)))
+        vsh = self.layout.placement is Placement.VC_SMEM
+        self._load(cupy, driver, self.build.linked(vsh=vsh, hold=(self.kernel, want, nthreads)))
+        self.layout = replace(self.layout, placement=before[2].placement,
+                              bar0_rows=before[2].bar0_rows)
         held = self._occupancy(driver, nthreads)
         if held > per_sm:
             return held

@@ -431,7 +431,7 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
     cap = min(caps) if caps else 0
     cap_opt = (f"-maxrregcount={cap}",) if cap else ()
     phase = ins.phase_mode and not psh and not vsh  # (device-memory tables: which build)
-    mc = ins.multicast and not (psh or vsh or phase)  # (runtime.py places such modules so)
+    mc = ins.multicast and not (psh or phase)  # (vector clocks: runtime.py places them so)
     chunk = ins.chunk_granules and not psh  # (its granules are the module's, in every build)
     if extra:
         return link([(name, ins.ptx),
@@ -472,12 +472,12 @@ def _variant_defines(psh: bool, vsh: bool, phase: bool = False,
                      mc: bool = False, chunk: bool = False) -> tuple[str, ...]:
     """The -D options of one of the device builds: phases or vector clocks, with the
     tables in shared memory (psh, vsh) or in device memory (phase, or the default); `mc`:
-    the default one with the mailboxes of multicast copies (-DCONSAN_MC, for modules that
-    issue them: other modules' probes do not pay for the look); `chunk`: a vector-clock one
-    whose granules are 16-byte chunks (-DCONSAN_CHUNK_GRANULES, for modules whose every
-    shared-memory access is whole chunks: Instrumented.chunk_granules)."""
+    a vector-clock one with the mailboxes of multicast copies (-DCONSAN_MC, for modules
+    that reach peer CTAs: other modules' probes do not pay for the look); `chunk`: a
+    vector-clock one whose granules are 16-byte chunks (-DCONSAN_CHUNK_GRANULES, for
+    modules whose every shared-memory access is whole chunks: Instrumented.chunk_granules)."""
     assert psh + vsh + phase <= 1, "one build at a time"
-    assert not mc or psh + vsh + phase == 0, "multicast: the device-memory vector-clock build"
+    assert not mc or psh + phase == 0, "multicast: a vector-clock build"
     assert not chunk or not (psh or phase or mc), "chunk granules: vector clocks, one CTA"
     return checker_defines() + (("-DCONSAN_PSH",) if psh else ()) + \
         (("-DCONSAN_VSH",) if vsh else ()) + (("-DCONSAN_PHASE_DEV",) if phase else ()) + \

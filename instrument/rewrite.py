@@ -152,6 +152,10 @@ class Instrumented:
     # launch gives
     prove_at: Callable[..., static_proof.Proof | str] | None = field(
         default=None, repr=False, compare=False)
+    # an ld/st/atom/red that may reach a peer CTA's bytes (.shared::cluster, or generic in a
+    # module with addresses from mapa): its owner judges it with peer epochs, which only
+    # the device-memory tables keep (runtime.first_placement)
+    peer_access: bool = False
 
     @property
     def inline_tests(self) -> bool:
@@ -616,6 +620,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     wgmma = False
     cp_async = False
     multicast = False
+    any_peers = cluster_access = generic_access = False  # (peer_access)
     chunks = chunk_granules_on()
     index_of = {id(it): i for i, it in enumerate(mod.items)}
     # A cluster-scope fence matters only to a relaxed cluster arrival after it.
@@ -641,6 +646,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         walk: list[tuple[int, Item, Classified | None, tuple | None]] = []
         peers = remote.registers(fn.body)
         multicast |= bool(peers)  # (generic addresses from mapa reach a peer's bytes too)
+        any_peers |= bool(peers)
         constants = constant_registers(fn.body)
         for pos, it in enumerate(fn.body):
             idx = index_of[id(it)]
@@ -683,6 +689,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             # the mailboxes: multicast copies, and accesses that may reach a peer's bytes
             multicast |= c.mask is not None or (c.space == abi.SPACE_CLUSTER and
                                                 c.event is not Event.MBARRIER)
+            if c.event in (Event.READ, Event.WRITE, Event.ATOMIC):
+                cluster_access |= c.space == abi.SPACE_CLUSTER
+                generic_access |= c.space == abi.SPACE_GENERIC
             cp_async |= c.event in (Event.ASYNC_WRITE, Event.ASYNC_COMMIT, Event.ASYNC_WAIT,
                                     Event.ASYNC_WAIT_ALL) or (
                 c.event is Event.MBARRIER and c.op == abi.MB_CP_ARRIVE)
@@ -888,7 +897,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                         fast_paths=fast_tests, inline_writes=inline_writes,
                         inline_reads=inline_reads, inline_barriers=inline_bars_done,
                         inline_chunk_reads=chunk_inline,
-                        proven=proofs, prove_at=functools.partial(_prove_at, mod, shared))
+                        proven=proofs, prove_at=functools.partial(_prove_at, mod, shared),
+                        peer_access=cluster_access or (generic_access and any_peers))
 
 
 def _prove_at(mod: Module, shared: set[str], kernel: str, block: tuple[int, int, int],

@@ -90,7 +90,7 @@ class HostChecker:
         after it (abi.PROBE_BAR_STEP, a phase-mode module's barriers that call their probes)
         in place of the arrive and the wait."""
         if layout is None:
-            vsh = vsh and not (phase_mode or phase_smem or multicast)
+            vsh = vsh and not (phase_mode or phase_smem)
             where = (Placement.PHASE_SMEM if phase_smem else Placement.VC_SMEM if vsh
                       else Placement.DEVICE)
             # (bar0_rows: only for traces whose barrier 0 is only ever sync(all))

@@ -222,8 +222,8 @@ CS_REJOINED_VOID(__consan_access_n, (uint64_t addr, uint32_t site, uint32_t info
 }
 CS_DEV void cs_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     cs_store_record_end(site, info);
-    if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
     cs_mc_poll();
+    if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
     uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
     if (cs_phase_smem_on() && cs_info_mode(info) == CS_MODE_READ &&
         cs_phase_smem_read_warp(addr, site, info, n, stride))
@@ -251,6 +251,7 @@ CS_REJOINED_VOID(__consan_access16, (uint64_t addr, uint32_t site, uint32_t info
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
     const cs_echo_t echo = cs_echo_begin(info);
     cs_store_record_end(site, info);
+    cs_mc_poll();
     if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
     cs_echo_end(echo);
 }
@@ -265,6 +266,7 @@ CS_DEV void cs_cp16(uint64_t addr, uint32_t site, uint32_t info) {
     if (!cs_vc_smem_on()) return __consan_access16(addr, site, info, 1);
     const uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return;
+    cs_mc_poll();  // (a peer's copy may hold the block: applied before the look below)
     const uint32_t w = cs_warp(), m = cs_activemask();
     const uint32_t clk = *(volatile uint32_t*)&cs_cpticks_sh[w] + 1;  // (__consan_async)
     const cs_vc_smem_layout_t& l = cs_vc_smem_layout_sh;

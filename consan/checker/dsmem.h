@@ -270,7 +270,7 @@ CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off
         uint32_t first = cs_ffs(todo) - 1;
         uint32_t r0 = cs_bcast(active, rank, first);
         uint32_t group = cs_ballot(active, mine && rank == r0) & todo;
-        uint32_t acq = cs_ld32(&cs_vis(slot, w)[CS_TID_REMOTE + (r0 & (CS_REMOTE_RANKS - 1))]);
+        uint32_t acq = *(volatile uint32_t*)&cs_vis(slot, w)[CS_TID_REMOTE + (r0 & (CS_REMOTE_RANKS - 1))];
         // runs of granules the group's lanes make in lane order: one post each
         cs_runs(active, group, g0, g1, [&](uint32_t a, uint32_t b) {
             if (lane == first)

@@ -258,14 +258,17 @@ CS_DEV bool cs_vc_smem_readers_clear4(const cs_vc_smem_ctx_t& x, const cs_reader
 // same arguments): lane r of n takes blocks b0 + r, b0 + r + n, ... -- its epochs, a
 // fence, then their readers -- with no call out of line on the way (a call from a branch
 // would release the lanes waiting for it: instrument/converge.py). The finding at the
-// lowest granule is every lane's.
+// lowest granule is every lane's (`own`: each lane's first in its own blocks, `at` all
+// ones where it has none). `seen`, where given, is the clock the write is judged with in
+// place of warp w's (a peer's copy: w is then CS_MAX_WARPS, multicast.h).
 CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t g0, uint32_t g1,
                                          uint32_t site, uint32_t by, uint32_t clk,
-                                         uint32_t lanes) {
+                                         uint32_t lanes, const uint32_t* seen, bool own) {
     cs_found out = {{0, CS_NO_SITE, CS_NO_WARP}, 0};
     CS_NULL_ENGINE_WRITE(return out;)
     if (!cs_vc_smem_clock_fits(clk, site)) return out;
-    const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
+    cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
+    if (seen) x.mine = seen;
     const uint32_t now = cs_vw(by, clk, 0);
     const uint32_t r = cs_popc(lanes & ((1u << cs_lane()) - 1u)), n = cs_popc(lanes);
     cs_vc_smem_copy c = {{0, CS_NO_SITE, CS_NO_WARP}, {0, CS_NO_SITE, CS_NO_WARP}, 0, 0, 0xFFFFFFFFu};
@@ -291,6 +294,7 @@ CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t
     bool epoch = c.fw.kind && (!c.fr.kind || c.aw <= c.ar);  // (as cs_vc_smem_first)
     cs_finding f = epoch ? c.fw : c.fr;
     uint32_t at = f.kind ? (epoch ? c.aw : c.ar) : 0xFFFFFFFFu;
+    if (own) return {f, at};
     uint32_t low = cs_min(lanes, at);
     if (low == 0xFFFFFFFFu) return out;
     int src = cs_ffs(cs_ballot(lanes, at == low)) - 1;

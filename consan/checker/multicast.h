@@ -27,13 +27,13 @@ static_assert(sizeof(cs_mailbox_t) == 4 * (CS_MAILBOX_HEAD_WORDS +
                                            CS_MAILBOX_VIEW_WORDS),
               "abi.MAILBOX_BYTES");
 
-// Compiled in only for modules that issue multicast copies (-DCONSAN_MC: a build of its
-// own, toolchain.link_with_checker; the host build always): no other module's probes pay
-// for the look. Only the device-memory build serves such modules (runtime.py never places
-// them in shared memory).
+// Compiled in only for modules that reach peer CTAs (-DCONSAN_MC: builds of their own,
+// toolchain.link_with_checker; the host build always): no other module's probes pay for
+// the look. The vector-clock builds serve them, with the granule tables in device memory
+// or, where no peer's load or store reaches them, in shared memory (runtime.py).
 CS_DEV bool cs_multicast_on() {
 #if (defined(CONSAN_MC) || defined(CONSAN_HOST)) && !defined(CONSAN_PSH) && \
-    !defined(CONSAN_VSH) && !defined(CONSAN_PHASE_DEV)
+    !defined(CONSAN_PHASE_DEV)
     return S.flags & CS_FLAG_MULTICAST;
 #else
     return false;
@@ -133,7 +133,9 @@ CS_DEV uint32_t cs_seen_of(uint32_t rank, uint32_t& rel, uint32_t& from) {
     rel = cs_ld32(&cta[CS_CTA_CLUSTER_WAITS + w]);
     from = cs_ctarank() | (w << 8) |
            (cs_ld32(&cta[CS_CTA_CLUSTER_ARRIVES + w]) > rel ? CS_POST_ARRIVED : 0u);
-    return cs_ld32(&cs_vis(slot, w)[CS_TID_REMOTE + (rank & (CS_REMOTE_RANKS - 1))]);
+    // (a plain load: the row is in shared memory where the granule tables are, and
+    // cs_ld32 is a global-space load)
+    return *(volatile uint32_t*)&cs_vis(slot, w)[CS_TID_REMOTE + (rank & (CS_REMOTE_RANKS - 1))];
 }
 
 // The issuer's post of its copy of `bytes` (0: a tensor map not known) at offset dst, on
@@ -235,6 +237,67 @@ CS_DEV uint32_t cs_mc_batch(cs_mailbox_t* m, uint32_t t, uint32_t h, const cs_mc
     return cs_leading(entry, ok);
 }
 
+// The write of peers' copies (cs_mc_apply) where the granule tables are in shared memory,
+// by every lane of `entry` (cs_vc_smem_engine_lanes), judged with `seen`, what the issuer
+// had seen of this CTA. Each lane gets the finding cs_mc_apply records for its copy (lane
+// q of n: copy q's first, lanes from n on none; n = 1: p's, of `bytes`, on every lane).
+// A batch of at most 32 blocks in all (a tile's rows, one copy per warp of the issuing CTA,
+// in the order the warps posted them) is written in one pass, a block per lane, each lane
+// alone (its blocks are no other lane's), and each copy's first finding is the lowest of
+// its blocks' lanes; any other is written copy by copy, every lane taking blocks of each.
+// (On the H100 the clustered ring's batch of eight 512-byte rows took 32k cycles copy by
+// copy, each pass keeping 4 of 32 lanes busy.)
+CS_DEV cs_finding cs_mc_write_smem(uint32_t slot, const cs_mc_post_t& p, const cs_mc_post_t& mine,
+                                   uint32_t n, uint32_t bytes, const uint32_t* seen,
+                                   uint32_t tagged, uint32_t by, uint32_t clk, uint32_t entry) {
+    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES, lane = cs_lane();
+    const cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
+    cs_finding f = none;
+    // lane q < n holds copy q (cs_mc_batch): its granules [a, z] and blocks, and where its
+    // blocks start in the batch's list of them
+    bool in = lane < n && n > 1;
+    uint32_t a = mine.dst / CS_GRANULE_BYTES, z = (mine.dst + mine.bytes - 1) / CS_GRANULE_BYTES;
+    bool inside = !in || a >= base;
+    a = in && inside ? a - base : 0, z = in && inside ? z - base : 0;
+    uint32_t blocks = in ? z / CS_VC_BLOCK - a / CS_VC_BLOCK + 1 : 0, start = 0;
+    for (uint32_t q = 0; q < n && n > 1; ++q) {  // (warp-uniform)
+        uint32_t bq = cs_bcast(entry, blocks, q);
+        if (q < lane) start += bq;
+    }
+    uint32_t total = cs_bcast(entry, start + blocks, n - 1);
+    if (n > 1 && cs_all(entry, inside) && total <= 32u) {
+        uint32_t mq = 0;  // this lane's copy: the last whose blocks start at or before it
+        for (uint32_t q = 1; q < n; ++q)
+            if (lane >= cs_bcast(entry, start, q)) mq = q;
+        uint32_t qa = cs_bcast(entry, a, mq), qz = cs_bcast(entry, z, mq);
+        uint32_t qs = cs_bcast(entry, start, mq), b = qa / CS_VC_BLOCK + (lane - qs);
+        bool mine_block = lane < total;
+        uint32_t g0 = mine_block ? cs_block_lo(b, qa) : CS_VC_BLOCK, g1 = mine_block ? cs_block_hi(b, qz) : 0;
+        cs_found r = cs_vc_smem_engine_lanes(slot, CS_MAX_WARPS, g0, g1, tagged, by, clk,
+                                             1u << lane, seen, true);
+        for (uint32_t q = 0; q < n; ++q) {  // (warp-uniform)
+            uint32_t at = mine_block && mq == q ? r.at : 0xFFFFFFFFu, low = cs_min(entry, at);
+            if (low == 0xFFFFFFFFu) continue;
+            int src = cs_ffs(cs_ballot(entry, at == low)) - 1;
+            cs_finding y = {cs_bcast(entry, r.f.kind, src), cs_bcast(entry, r.f.prev_site, src),
+                            cs_bcast(entry, r.f.prev_warp, src)};
+            if (lane == q) f = y;
+        }
+        return f;
+    }
+    for (uint32_t q = 0; q < n; ++q) {  // (warp-uniform)
+        uint32_t d = n == 1 ? p.dst : cs_bcast(entry, mine.dst, q);
+        uint32_t k = n == 1 ? bytes : cs_bcast(entry, mine.bytes, q);
+        uint32_t g0 = d / CS_GRANULE_BYTES, g1 = (d + k - 1) / CS_GRANULE_BYTES;
+        cs_finding y = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};  // (the bytes the
+        if (g0 >= base)  // hardware reserves below the kernel's)
+            y = cs_vc_smem_engine_lanes(slot, CS_MAX_WARPS, g0 - base, g1 - base, tagged, by, clk,
+                                        entry, seen, false).f;
+        if (n == 1 || lane == q) f = y;
+    }
+    return f;
+}
+
 // Peers' copies, posts t .. t + n - 1 (cs_mc_batch; p: post t; n = 1: p alone), applied by
 // this CTA: their bytes land in the phase their mbarrier is in, written by the mbarrier's
 // copy engine at that phase + 1. The write's site word carries the issuer's rank
@@ -274,6 +337,10 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
         if (!cs_mbar_untracked(e)) f = {CS_MBARRIER_UNINIT, CS_NO_SITE, CS_NO_WARP};
     } else if (bytes == 0 || p.dst + bytes < p.dst || g1 >= S.granules) {
         f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+    } else if (cs_vc_smem_on()) {
+        CS_PROF(40);
+        f = cs_mc_write_smem(slot, p, mine, n, bytes, seen, tagged, CS_AGENT_MBAR + j, ph + 1,
+                             entry);
     } else {
         cs_view v = cs_make_view(slot, cs_warp());
         v.mine = seen;

@@ -221,7 +221,7 @@ CS_DEV cs_finding cs_copy_write(uint32_t lanes, uint32_t slot, uint32_t g0, uint
         return {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     if (cs_vc_smem_on() && cs_popc(lanes) > 1)
         return cs_vc_smem_engine_lanes(slot, cs_warp(), g0 - base, g1 - base, site, by, clk,
-                                       lanes).f;
+                                       lanes, nullptr, false).f;
     cs_view v = cs_make_view(slot, cs_warp());
     if (!cs_vc_smem_on()) cs_engine_write_split(lanes, v, g0, g1, site, by, clk, f);
     else cs_engine_write(v, g0, g1, site, by, clk, f);  // (`lanes`: one lane)

@@ -18,7 +18,7 @@ INIT, PEER, EARLY, LATE, MINE = range(5)
 
 @pytest.fixture
 def ck():
-    c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True)
+    c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, vsh=False)
     c.begin()
     return c
 
@@ -202,7 +202,8 @@ def test_a_peers_arrive_on_an_mbarrier_never_initialised_is_reported(ck):
 def test_a_copy_over_a_peers_unordered_store_is_waw_with_or_without_box_summaries(summary):
     # A peer's epoch is not in the block's summary: the copy must walk the block (the
     # stores-only path would overwrite the peer's write without a word).
-    ck = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, box_summary=summary)
+    ck = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, box_summary=summary,
+                     vsh=False)
     ck.begin()
     full = 512
     ck.mbar(0, full, abi.MB_INIT, 1, site=INIT)
@@ -251,7 +252,8 @@ def test_a_cta_that_exits_before_a_cluster_barrier_orders_a_peers_store_is_early
 def _ck(bulk_stores: bool) -> HostChecker:
     """A module with or without bulk stores (without: only a peer's read flags the
     granule's write epoch for the next write to look at)."""
-    c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, async_proxy=bulk_stores)
+    c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, async_proxy=bulk_stores,
+                    vsh=False)
     c.begin()
     return c
 

@@ -66,7 +66,9 @@ def test_an_unknown_kernel_is_refused_by_name():
 
 
 # The runtime's choice, on the fake GPU (tests/fake_gpu.py): the clustered ring of
-# tests/kernels/dsmem_ring.py, 256 threads a CTA, its tables in device memory.
+# tests/kernels/dsmem_ring.py, 256 threads a CTA, its granule tables in shared memory (its
+# peers reach it by copies and mbarrier operations only), or in device memory
+# (CONSAN_VC_SMEM=0).
 @pytest.fixture(scope="module")
 def ring_build():
     from consan import pipeline
@@ -75,17 +77,28 @@ def ring_build():
     return pipeline.build(g.source(4), ("-arch=sm_90a",))
 
 
+@pytest.fixture(params=["shared", "device"])
+def tables(request, monkeypatch):
+    monkeypatch.setenv("CONSAN_VC_SMEM", "1" if request.param == "shared" else "0")
+    return request.param
+
+
 def _prepare(monkeypatch, b, pairs: int, regs: dict[bytes, int], link=None):
+    import os
+
     from consan import runtime
+    from consan.layout import Placement
     from tests.fake_gpu import Gpu
 
     gpu = Gpu(regs=regs)
     gpu.install(monkeypatch)
     monkeypatch.setattr(runtime.toolchain, "link", link or (lambda mods, arch, extra=(): b"native"))
+    vsh = os.environ.get("CONSAN_VC_SMEM", "1") != "0"
     b._cubins.clear()
-    b._cubins.update({(False, 0, False): b"plain",
-                      (False, 0, False, ("dsmem_ring", 2, 256)): b"held"})
+    b._cubins.update({(False, 0, vsh): b"plain",
+                      (False, 0, vsh, ("dsmem_ring", 2, 256)): b"held"})
     p = runtime.Prepared(b, "dsmem_ring", (2 * pairs, 1, 1), (256, 1, 1))
+    assert p.layout.placement is (Placement.VC_SMEM if vsh else Placement.DEVICE)
     return p, gpu
 
 
@@ -95,18 +108,18 @@ def _prepare(monkeypatch, b, pairs: int, regs: dict[bytes, int], link=None):
     (20, 254, 132, b"plain"),   # the held build holds no more CTAs: the first one kept
 ])
 def test_a_grid_the_instrumented_registers_split_in_waves_is_held_to_the_native_ctas(
-        monkeypatch, ring_build, native_regs, held_regs, want_slots, loaded):
+        monkeypatch, ring_build, tables, native_regs, held_regs, want_slots, loaded):
     p, gpu = _prepare(monkeypatch, ring_build, 132,
                       {b"plain": 254, b"held": held_regs, b"native": native_regs})
     assert p.nslots == want_slots and p.module.cubin == loaded
 
 
-def test_a_grid_that_fits_one_wave_is_not_relinked(monkeypatch, ring_build):
+def test_a_grid_that_fits_one_wave_is_not_relinked(monkeypatch, ring_build, tables):
     p, gpu = _prepare(monkeypatch, ring_build, 66, {b"plain": 254, b"held": 128, b"native": 20})
     assert p.nslots == 132 and p.module.cubin == b"plain" and gpu.loaded == b"plain"
 
 
-def test_a_module_that_does_not_link_alone_is_not_held(monkeypatch, ring_build):
+def test_a_module_that_does_not_link_alone_is_not_held(monkeypatch, ring_build, tables):
     from consan import toolchain
 
     def no_link(mods, arch, extra=()):

@@ -280,3 +280,39 @@ def test_a_module_of_several_functions_assembles_them_at_once_to_the_same_code()
     assert code == _code_sections(one)
     # (a module of one function is assembled as before)
     assert not toolchain.split_options(".visible .entry k()\n{\n\tret;\n}\n")
+
+
+PEER_LOAD = r"""
+extern "C" __global__ void __cluster_dims__(2, 1, 1) peer_load(float* o) {
+    __shared__ float s[32];
+    unsigned r, p, a = (unsigned)__cvta_generic_to_shared(&s[threadIdx.x]);
+    float v;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    s[threadIdx.x] = threadIdx.x;
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(p) : "r"(a), "r"(r ^ 1u));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(p) : "memory");
+    o[threadIdx.x] = v;
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+"""
+
+
+@pytest.mark.parametrize("case", ["copies-and-mbarriers", "peer-load"])
+def test_a_cluster_module_keeps_its_tables_in_shared_memory_unless_a_peer_loads_them(case):
+    """The clustered ring (st.async into the peer, arrives on its mbarriers) links the
+    shared-memory tables' build with the mailboxes (-DCONSAN_VSH -DCONSAN_MC); a module whose
+    warps load a peer's bytes keeps the device-memory tables, which hold a peer's epochs."""
+    from tests.kernels import dsmem_ring
+
+    src = dsmem_ring.SOURCE if case == "copies-and-mbarriers" else PEER_LOAD
+    ins = instrument(parse(toolchain.compile_cuda(src, "k.cu", ["-arch=compute_90a"]), "k.ptx"))
+    assert ins.multicast
+    assert ins.peer_access is (case == "peer-load")
+    want = runtime.Placement.DEVICE if ins.peer_access else runtime.Placement.VC_SMEM
+    assert runtime.first_placement(ins) is want
+    assert runtime.first_link(ins, 256) == {"vsh": want is runtime.Placement.VC_SMEM}
+    defines = toolchain._variant_defines(False, want is runtime.Placement.VC_SMEM, mc=True)
+    assert "-DCONSAN_MC" in defines

@@ -152,17 +152,22 @@ def test_one_arrival_short_is_a_deadlock_and_the_kernel_ends():
         str(rep)
 
 
-@pytest.mark.parametrize("pairs,stages", [(1, 4), (132, 4), (1, 8), (132, 8)])
-def test_dsmem_ring_is_clean_and_bit_exact(pairs, stages):
+@pytest.mark.parametrize("pairs,stages,tables", [
+    (1, 4, "shared"), (132, 4, "shared"), (1, 8, "shared"), (132, 8, "shared"),
+    (132, 4, "device"), (1, 8, "device")])
+def test_dsmem_ring_is_clean_and_bit_exact(pairs, stages, tables, monkeypatch):
     """The two-CTA producer/consumer ring of benchmarks/bench_async.py (tests/kernels/
     dsmem_ring.py): st.async into the consumer on its mbarriers, the consumer's arrives on
     the producer's. With 8 stages each CTA posts to the other faster than it applies its
-    own posts: no post may be lost (a note) waiting for room."""
+    own posts: no post may be lost (a note) waiting for room. Its granule tables in shared
+    memory (the default: its peers reach it by copies and mbarrier operations only) and in
+    device memory (CONSAN_VC_SMEM=0)."""
     import cupy as cp
 
     from tests.kernels import dsmem_ring as g
 
     need_sm90()
+    monkeypatch.setenv("CONSAN_VC_SMEM", "1" if tables == "shared" else "0")
     tiles = 64
 
     def make_args():
@@ -193,6 +198,7 @@ def test_the_instrumented_ring_keeps_the_native_kernels_resident_ctas():
                        options=(arch_option(),))
     regs = cp.cuda.driver.funcGetAttribute(runtime._CU_FUNC_ATTRIBUTE_NUM_REGS, p.function.ptr)
     assert regs <= 128 and p.nslots == min(2 * pairs, 2 * sms), (regs, p.nslots)
+    assert p.layout.placement is runtime.Placement.VC_SMEM  # (its granule tables' build)
     x, out, want = g.inputs(cp, pairs, tiles)
     p.launch(g.args(x, out, tiles))
     rep = p.report()
@@ -278,14 +284,20 @@ def test_overwrite_after_the_readers_arrive_is_clean_and_bit_exact(cluster, st_a
     np.testing.assert_array_equal(out, np.concatenate(want))
 
 
+# A module whose peers reach it only by st.async and mbarrier operations keeps its granule
+# tables in shared memory (the default), or in device memory (CONSAN_VC_SMEM=0); a store
+# into a peer keeps them in device memory either way.
+@pytest.mark.parametrize("tables", ["shared", "device"])
 @pytest.mark.parametrize("st_async", [False, True], ids=["store", "st-async"])
 @pytest.mark.parametrize("cluster", [2, 4])
-def test_overwrite_without_the_wait_is_war_naming_the_writer(cluster, st_async):
+def test_overwrite_without_the_wait_is_war_naming_the_writer(cluster, st_async, tables,
+                                                             monkeypatch):
     import cupy as cp
 
     import consan
 
     need_sm90()
+    monkeypatch.setenv("CONSAN_VC_SMEM", "1" if tables == "shared" else "0")
     src = _refill_src(cluster, st_async=st_async, wait=False)
     out = cp.zeros(CLUSTERS * cluster * N, dtype=cp.float32)
     rep = consan.check(src, "refill", grid=(CLUSTERS * cluster,), block=(N,), args=(out,),
