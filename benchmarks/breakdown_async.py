@@ -113,7 +113,8 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(access16: reads)", "(access16: writes)", "wgmma chain (a K step's rows)",
           "(read: publish)", "(read: box summary)", "(read: fence)", "(read: judge)",
           "(box write: summary look)", "(box write: stores)", "(box write: fence, recheck)",
-          "(box write: clocks)")
+          "(box write: clocks)", "(copy, lanes: epochs)", "(copy, lanes: fence, readers' clocks)",
+          "(copy, lanes: readers)", "(peer's copies: each one's finding)")
 PROF_WORDS = 256  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
 # word: posts that found a mailbox full
 

@@ -254,6 +254,25 @@ CS_DEV bool cs_vc_smem_readers_clear4(const cs_vc_smem_ctx_t& x, const cs_reader
     return true;
 }
 
+// ...and where there are five to eight, none of them a wgmma unit's (two 16-byte
+// summaries a block): the same, in two loads and two stores. (On the H100, the clustered
+// ring's consumer, eight warps reading: each lane taking one block of a peer's copies, the
+// readers' look read each summary word alone, 4.6k cycles a batch.)
+CS_DEV bool cs_vc_smem_readers_clear8(const cs_vc_smem_ctx_t& x, const cs_reader_clocks_t& q,
+                                      uint32_t b) {
+    static_assert(CS_VC_SMEM_FASTR >= 8, "the eight readers' clocks in q");
+    cs_sp rs = x.RS + 32u * b;  // (rss is 8)
+    cs_u4 u = cs_s_ld4(rs), v = cs_s_ld4(rs + 16u);
+    if (!((u.x | u.y | u.z | u.w) | (v.x | v.y | v.z | v.w))) return true;
+    if (!cs_vc_smem_clear_ok(u, q.c[0], q.c[1], q.c[2], q.c[3]) ||
+        !cs_vc_smem_clear_ok(v, q.c[4], q.c[5], q.c[6], q.c[7]))
+        return false;
+    const cs_u4 zero = {0, 0, 0, 0};  // (the readers' bytes go stale: cs_vc_smem_fresh)
+    cs_s_st4(rs, zero);
+    cs_s_st4(rs + 16u, zero);
+    return true;
+}
+
 // The same write by the lanes `lanes` of warp w together (every one calls it, with the
 // same arguments): lane r of n takes blocks b0 + r, b0 + r + n, ... -- its epochs, a
 // fence, then their readers -- with no call out of line on the way (a call from a branch
@@ -275,21 +294,33 @@ CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t
     const uint32_t b0 = g0 / CS_VC_BLOCK, b1 = g1 / CS_VC_BLOCK;
     const bool whole = g0 % CS_VC_BLOCK == 0 && (g1 + 1) % CS_VC_BLOCK == 0;
     uint32_t* bsite = cs_vc_smem_bsite(x, 0);
+    {
+    CS_PROF(54);
     for (uint32_t b = b0 + r; b <= b1; b += n) {
         if (whole && cs_vc_smem_copy_held(x, b, bsite, site, by, now, c)) continue;
         uint32_t a = cs_block_lo(b, g0);
         uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_copy_block_body(x, b, a, z, site, by, now, c);
     }
+    }
+    cs_reader_clocks_t q;
+    {
+    CS_PROF(55);
     cs_fence();  // (each lane looks at the readers of its own blocks)
-    cs_reader_clocks_t q = cs_vc_smem_reader_clocks(x);
+    q = cs_vc_smem_reader_clocks(x);
+    }
     const bool clear4 = whole && x.nr <= 4;
     const uint32_t wg0 = cs_vc_smem_nwr() + cs_vc_smem_nbulk();
+    const bool clear8 = whole && x.nr > 4 && x.nr <= 8 && wg0 >= x.nr;
+    {
+    CS_PROF(56);
     for (uint32_t b = b0 + r; b <= b1; b += n) {
         if (clear4 && cs_vc_smem_readers_clear4(x, q, b, wg0)) continue;
+        if (clear8 && cs_vc_smem_readers_clear8(x, q, b)) continue;
         uint32_t a = cs_block_lo(b, g0);
         uint32_t z = cs_block_hi(b, g1);
         cs_vc_smem_block_readers(x, &q, b, a, z, c.fr, c.ar);
+    }
     }
     bool epoch = c.fw.kind && (!c.fr.kind || c.aw <= c.ar);  // (as cs_vc_smem_first)
     cs_finding f = epoch ? c.fw : c.fr;

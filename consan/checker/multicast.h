@@ -275,6 +275,8 @@ CS_DEV cs_finding cs_mc_write_smem(uint32_t slot, const cs_mc_post_t& p, const c
         uint32_t g0 = mine_block ? cs_block_lo(b, qa) : CS_VC_BLOCK, g1 = mine_block ? cs_block_hi(b, qz) : 0;
         cs_found r = cs_vc_smem_engine_lanes(slot, CS_MAX_WARPS, g0, g1, tagged, by, clk,
                                              1u << lane, seen, true);
+        CS_PROF(57);
+        if (!cs_any(entry, mine_block && r.at != 0xFFFFFFFFu)) return f;  // (clean: the most)
         for (uint32_t q = 0; q < n; ++q) {  // (warp-uniform)
             uint32_t at = mine_block && mq == q ? r.at : 0xFFFFFFFFu, low = cs_min(entry, at);
             if (low == 0xFFFFFFFFu) continue;

@@ -122,27 +122,27 @@ def test_a_release_made_after_the_one_acquired_covers_nothing(ck):
     assert _refill(ck, acquired=first) == [("race.war", FAR, LATE, 0)]
 
 
-def _random_ring(seed: int):
-    """A peer fills four 64-byte stages of this CTA, each round arming the mbarrier and
-    copying two halves after acquiring this CTA's latest release (or an older one, or none,
-    and after a cluster barrier or not); this CTA's two warps wait (or not), read and write
-    the stages and release them to the peer at random: clean rounds and races of every kind
-    a peer's copy makes."""
+def _random_ring(seed: int, nwarps: int):
+    """A peer fills two 256-byte stages of this CTA, each round arming the mbarrier and
+    copying two halves (a block of granules each) after acquiring this CTA's latest release (or
+    an older one, or none, and after a cluster barrier or not); this CTA's warps wait (or
+    not), read and write the stages and release them to the peer at random: clean rounds
+    and races of every kind a peer's copy makes."""
     rng = random.Random(seed)
     ops = []
     for _ in range(50):
         r = rng.random()
         if r < 0.25:
-            ops.append(("round", rng.randrange(4), rng.choice(("latest", "older", "none")),
+            ops.append(("round", rng.randrange(2), rng.choice(("latest", "older", "none")),
                         rng.choice((0, 0, 1)), rng.randrange(4)))
         elif r < 0.45:
-            ops.append(("wait", rng.randrange(2)))
+            ops.append(("wait", rng.randrange(nwarps)))
         elif r < 0.7:
-            ops.append(("read", rng.randrange(2), rng.randrange(64) * 4, len(ops)))
+            ops.append(("read", rng.randrange(nwarps), rng.randrange(128) * 4, len(ops)))
         elif r < 0.8:
-            ops.append(("write", rng.randrange(2), rng.randrange(64) * 4, len(ops)))
+            ops.append(("write", rng.randrange(nwarps), rng.randrange(128) * 4, len(ops)))
         else:
-            ops.append(("release", rng.randrange(2)))
+            ops.append(("release", rng.randrange(nwarps)))
 
     def trace(c) -> None:
         releases: list[int] = []
@@ -152,9 +152,9 @@ def _random_ring(seed: int):
                 _, stage, which, waits, warp = op
                 acquired = {"latest": releases[-1] if releases else 0, "none": 0,
                             "older": releases[-2] if len(releases) > 1 else 0}[which]
-                assert c.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
-                for half in (0, 32):
-                    c.peer_copy(stage * 64 + half, 32, MB, site=COPY, rank=1, warp=warp,
+                assert c.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 256, site=ARRIVE) == 0
+                for half in (0, 128):
+                    c.peer_copy(stage * 256 + half, 128, MB, site=COPY, rank=1, warp=warp,
                                 waits=waits, acquired=acquired)
                 rounds += 1
             elif op[0] == "wait":
@@ -168,15 +168,18 @@ def _random_ring(seed: int):
     return trace
 
 
+# (eight warps reading, no bulk stores: eight readers, two 16-byte summaries a block)
+@pytest.mark.parametrize("nwarps,bulk", [(2, True), (8, False)])
 @pytest.mark.parametrize("seed", range(40))
-def test_random_rings_judge_alike_in_either_table_placement(seed):
+def test_random_rings_judge_alike_in_either_table_placement(seed, nwarps, bulk):
     """The same trace with the granule tables in device memory and in shared memory: the
     same findings, in the same order."""
     found = []
     for vsh in (False, True):  # (one at a time: the library holds one state)
-        c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, vsh=vsh)
+        c = HostChecker(nwarps=nwarps, smem_bytes=1024, multicast=True, vsh=vsh,
+                        async_proxy=bulk)
         c.begin()
         assert c.mbar(0, MB, abi.MB_INIT, 1, site=INIT) == 0
-        _random_ring(seed)(c)
+        _random_ring(seed, nwarps)(c)
         found.append(c.kinds())
     assert found[0] == found[1]
