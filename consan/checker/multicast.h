@@ -201,8 +201,8 @@ CS_DEV bool cs_mc_load_next(cs_mailbox_t* m, uint32_t t, uint32_t h, uint32_t en
     uint32_t i = cs_lane(), cnt = h - t < 32u ? h - t : 32u;
     if (entry != 0xFFFFFFFFu || cnt < 2) return false;
     const volatile cs_mc_post_t* vq = &m->post[(t + i) % CS_MAILBOX_ENTRIES];
-    bool ok = i < cnt && vq->seq == t + i + 1;
-    cs_fence_cluster();  // (the post's words after its last)
+    // (the post's words after its last: an acquire)
+    bool ok = i < cnt && cs_ld_acq_cluster((const uint32_t*)&vq->seq) == t + i + 1;
     if (ok) mine = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, vq->acq};
     return ok;
 }
@@ -434,16 +434,13 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         bool ready = false;
         {
             CS_PROF(35);
+            // (the post's words after its last: each lane's own acquire, not a fence)
             for (;;) {
-                ready = cs_bcast(entry, *(volatile uint32_t*)&q->seq == t + 1, leader);
+                ready = cs_all(entry, cs_ld_acq_cluster(&q->seq) == t + 1);
                 if (ready || cs_bcast(entry, cs_now_ms() - since > CS_DEADLOCK_MS, leader)) break;
             }
         }
         if (!ready) break;
-        {
-            CS_PROF(42);
-            cs_fence_cluster();
-        }
         const volatile cs_mc_post_t* vq = q;
         cs_mc_post_t p = {vq->seq, vq->dst, vq->bytes, vq->mbar, vq->site, vq->from, vq->rel, vq->acq};
         uint32_t what = (p.from >> CS_POST_WHAT_SHIFT) & 0xFFu, n = 1;

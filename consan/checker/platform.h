@@ -118,6 +118,7 @@ CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t) { return cs_ld32(p); }
 CS_DEV void cs_peer_st(uint32_t* p, uint32_t, uint32_t v) { cs_st32(p, v); }
 CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t, uint32_t c, uint32_t v) { return cs_cas32(p, c, v); }
 CS_DEV void cs_fence_cluster() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+CS_DEV uint32_t cs_ld_acq_cluster(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 CS_DEV void cs_cluster_sync() {}
 // (vector operations need 16-byte alignment on the device: the host build checks it)
 CS_DEV cs_sp cs_al16(cs_sp a) { if (a & 15) abort(); return a; }
@@ -307,6 +308,15 @@ CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t rank, uint32_t c, uint32_t v) 
     return o;
 }
 CS_DEV void cs_fence_cluster() { asm volatile("fence.acq_rel.cluster;" ::: "memory"); }
+// A word of this CTA's shared memory another CTA of the cluster published with a release
+// (a post's last word): the loads after it see what was stored before that release, with
+// no fence (which also waits for this thread's own earlier accesses).
+CS_DEV uint32_t cs_ld_acq_cluster(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.acquire.cluster.shared::cta.u32 %0, [%1];"
+                 : "=r"(v) : "r"((uint32_t)__cvta_generic_to_shared(p)) : "memory");
+    return v;
+}
 // Every thread of the cluster (aligned: every thread of the CTA runs it together).
 CS_DEV void cs_cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
@@ -317,6 +327,11 @@ CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t) { return *(volatile uint32_t*)
 CS_DEV void cs_peer_st(uint32_t* p, uint32_t, uint32_t v) { *(volatile uint32_t*)p = v; }
 CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t, uint32_t c, uint32_t v) { return atomicCAS(p, c, v); }
 CS_DEV void cs_fence_cluster() { __threadfence_block(); }
+CS_DEV uint32_t cs_ld_acq_cluster(const uint32_t* p) {
+    uint32_t v = *(const volatile uint32_t*)p;
+    __threadfence_block();
+    return v;
+}
 CS_DEV void cs_cluster_sync() {}
 #endif
 #endif
