@@ -311,10 +311,10 @@ class Prepared:
         if want <= per_sm or cap is None or cap < native_regs:
             return per_sm
         before = (self.module, self.function, self.layout)
-        vsh = self.layout.placement is Placement.VC_SMEM
+        placed = self.layout  # (_load takes the device-memory tables: kept as placed)
+        vsh = placed.placement is Placement.VC_SMEM
         self._load(cupy, driver, self.build.linked(vsh=vsh, hold=(self.kernel, want, nthreads)))
-        self.layout = replace(self.layout, placement=before[2].placement,
-                              bar0_rows=before[2].bar0_rows)
+        self.layout = replace(self.layout, placement=placed.placement, bar0_rows=placed.bar0_rows)
         held = self._occupancy(driver, nthreads)
         if held > per_sm:
             return held

@@ -182,8 +182,9 @@ def test_dsmem_ring_is_clean_and_bit_exact(pairs, stages, tables, monkeypatch):
 
 def test_the_instrumented_ring_keeps_the_native_kernels_resident_ctas():
     """264 CTAs of 256 threads: natively two a SM, all resident at once. The probes push
-    the kernel to 254 registers, one CTA a SM, so two waves; held to the native two
-    (instrument/occupancy.py) every CTA is resident again, and the launch stays clean and
+    the kernel past two CTAs a SM (254 registers with the device-memory tables: one a SM,
+    two waves); held to the native two (instrument/occupancy.py) every CTA is resident
+    again, with its granule tables in shared memory, and the launch stays clean and
     bit-exact."""
     import cupy as cp
 
