@@ -67,7 +67,7 @@ def library(chunk: bool = False) -> ctypes.CDLL:
     lib.cs_host_slot.restype = u32
     lib.cs_host_hw_arrivals_at.argtypes = [u32]
     lib.cs_host_hw_arrivals_at.restype = u32
-    lib.cs_host_set_dyn.argtypes = [ctypes.c_void_p]
+    lib.cs_host_set_dyn.argtypes = [ctypes.c_void_p, u32]
     lib.cs_host_mc_post.argtypes = [u32, u32, u32, u32, u32, u32, u32]
     lib.cs_host_remote_release.argtypes = [u32]
     lib.cs_host_remote_release.restype = u32
@@ -114,9 +114,12 @@ class HostChecker:
         self.keys = np.zeros(abi.KEY_TABLE_ENTRIES, dtype=abi.key_dtype())
         self.records = np.zeros(lay.log_capacity, dtype=abi.record_dtype())
         self.tmaps = np.zeros(abi.TMAP_ENTRIES, dtype=abi.tmap_dtype())
-        if lay.placement is not Placement.DEVICE or lay.multicast:  # its dynamic smem, as launched
+        # its dynamic smem, as launched (the host build stops at a global-space access to it)
+        if lay.placement is not Placement.DEVICE or lay.multicast:
             self.smem = np.zeros(-(-lay.launch_shared_mem // 8), dtype=np.uint64)
-            self.lib.cs_host_set_dyn(self.smem.ctypes.data)
+            self.lib.cs_host_set_dyn(self.smem.ctypes.data, self.smem.nbytes)
+        else:
+            self.lib.cs_host_set_dyn(None, 0)
         pointers = {k: arr.ctypes.data for k, arr in self.tables.items()}
         pointers.update(log=self.header.ctypes.data, records=self.records.ctypes.data,
                         keys=self.keys.ctypes.data, tmaps=self.tmaps.ctypes.data)

@@ -899,7 +899,12 @@ CS_ENTRY void cs_host_set(uint32_t cx, uint32_t cy, uint32_t cz, uint32_t warp, 
     cs_host_ctx.nthreads_block = nthreads;
 }
 CS_ENTRY void cs_host_set_state(const cs_state_t* s) { __consan_state = *s; }
-CS_ENTRY void cs_host_set_dyn(uint8_t* p) { cs_dyn_host = p; }
+// The launch's dynamic shared memory, `bytes` of it at p (0 bytes: none).
+CS_ENTRY void cs_host_set_dyn(uint8_t* p, uint32_t bytes) {
+    cs_dyn_host = p;
+    cs_host_smem_lo = p;
+    cs_host_smem_hi = p + bytes;
+}
 CS_REJOINED(uint32_t, __consan_cta_begin, (),
             ()) {  // (no fast path in the host build: 0)
     if (cs_phase_smem_on()) return cs_phase_smem_begin(0, 1), 0u;

@@ -42,8 +42,11 @@ CS_DEV uint32_t cs_s_xchg(cs_sp a, uint32_t v) { return __atomic_exchange_n(cs_s
 CS_DEV uint32_t cs_s_cas(cs_sp a, uint32_t c, uint32_t v) { return cs_cas32(cs_sp32(a), c, v); }
 CS_DEV void cs_s_max(cs_sp a, uint32_t v) { cs_max32(cs_sp32(a), v); }
 CS_DEV cs_sp cs_vc_smem_base() { return (cs_sp)cs_smem_tables(); }
-CS_DEV void cs_g_st(uint32_t* p, uint32_t v) { *p = v; }
-CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) { cs_al16((cs_sp)p); p[0] = p[1] = p[2] = p[3] = v; }
+CS_DEV void cs_g_st(uint32_t* p, uint32_t v) { *cs_host_global(p) = v; }
+CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) {
+    cs_al16((cs_sp)cs_host_global(p));
+    p[0] = p[1] = p[2] = p[3] = v;
+}
 CS_DEV cs_sp cs_sp_of(const void* p) { return (cs_sp)p; }
 #else
 CS_DEV uint32_t cs_s_ld(cs_sp a) {

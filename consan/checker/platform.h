@@ -6,6 +6,7 @@
 
 #ifdef CONSAN_HOST
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #else
 typedef unsigned char uint8_t;
@@ -61,11 +62,26 @@ CS_DEV void cs_fence_lock() { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 CS_DEV void cs_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 CS_DEV void cs_pause() {}
 CS_DEV void cs_syncwarp(uint32_t) {}
-CS_DEV uint32_t cs_ld32(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-CS_DEV uint32_t cs_ld32_acq(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-CS_DEV uint64_t cs_ld64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-CS_DEV void cs_st32(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-CS_DEV void cs_st64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+// The device build's cs_ld32 ... cs_st128 and cs_g_st are global-space accesses: on shared
+// memory they fault (cudaErrorInvalidAddressSpace; on the H100, a visibility row read so
+// where the granule tables are in shared memory). The host build holds the launch's dynamic
+// shared memory in one buffer (cs_host_set_dyn) and stops at any such access into it.
+static const uint8_t* cs_host_smem_lo;
+static const uint8_t* cs_host_smem_hi;
+template <class T> CS_DEV T* cs_host_global(T* p) {
+    const uint8_t* b = (const uint8_t*)p;
+    if (b >= cs_host_smem_lo && b < cs_host_smem_hi) {
+        fprintf(stderr, "consan host build: a global-space access to shared memory (%p)\n",
+                (const void*)p);
+        abort();
+    }
+    return p;
+}
+CS_DEV uint32_t cs_ld32(const uint32_t* p) { return __atomic_load_n(cs_host_global(p), __ATOMIC_RELAXED); }
+CS_DEV uint32_t cs_ld32_acq(const uint32_t* p) { return __atomic_load_n(cs_host_global(p), __ATOMIC_ACQUIRE); }
+CS_DEV uint64_t cs_ld64(const uint64_t* p) { return __atomic_load_n(cs_host_global(p), __ATOMIC_RELAXED); }
+CS_DEV void cs_st32(uint32_t* p, uint32_t v) { __atomic_store_n(cs_host_global(p), v, __ATOMIC_RELAXED); }
+CS_DEV void cs_st64(uint64_t* p, uint64_t v) { __atomic_store_n(cs_host_global(p), v, __ATOMIC_RELAXED); }
 CS_DEV void cs_st128(uint64_t* p, uint64_t a, uint64_t b) { cs_st64(p, a); cs_st64(p + 1, b); }
 struct cs_u4 { uint32_t x, y, z, w; };
 CS_DEV cs_u4 cs_ld128(const uint32_t* p) { return {cs_ld32(p), cs_ld32(p + 1), cs_ld32(p + 2), cs_ld32(p + 3)}; }
@@ -99,8 +115,8 @@ CS_DEV uint32_t cs_gadd32(uint32_t* p, uint32_t v) { return cs_add32(p, v); }
 CS_DEV uint32_t cs_gcas32(uint32_t* p, uint32_t c, uint32_t v) { return cs_cas32(p, c, v); }
 CS_DEV uint64_t cs_gcas64(uint64_t* p, uint64_t c, uint64_t v) { return cs_cas64(p, c, v); }
 CS_DEV uint32_t cs_gxchg32(uint32_t* p, uint32_t v) { return cs_xchg32(p, v); }
-CS_DEV uint64_t cs_gld64(const uint64_t* p) { return cs_ld64(p); }
-CS_DEV void cs_sst32(uint32_t* p, uint32_t v) { cs_st32(p, v); }
+CS_DEV uint64_t cs_gld64(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+CS_DEV void cs_sst32(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 CS_DEV int cs_popc(uint32_t v) { return __builtin_popcount(v); }
 CS_DEV int cs_ffs(uint32_t v) { return __builtin_ffs(v); }
 CS_DEV int cs_ffsll(uint64_t v) { return __builtin_ffsll(v); }
@@ -114,8 +130,8 @@ CS_DEV uint32_t cs_block_threads() { return cs_host_ctx.nthreads_block; }
 CS_DEV uint32_t cs_cta_linear() { return cs_host_ctx.cta[0]; }
 CS_DEV uint32_t cs_ctarank() { return 0; }
 // Another CTA's shared word (the host build has one CTA: its own).
-CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t) { return cs_ld32(p); }
-CS_DEV void cs_peer_st(uint32_t* p, uint32_t, uint32_t v) { cs_st32(p, v); }
+CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+CS_DEV void cs_peer_st(uint32_t* p, uint32_t, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t, uint32_t c, uint32_t v) { return cs_cas32(p, c, v); }
 CS_DEV void cs_fence_cluster() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 CS_DEV uint32_t cs_ld_acq_cluster(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }

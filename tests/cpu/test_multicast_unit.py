@@ -183,3 +183,34 @@ def test_random_rings_judge_alike_in_either_table_placement(seed, nwarps, bulk):
         _random_ring(seed, nwarps)(c)
         found.append(c.kinds())
     assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("vsh", [False, True], ids=["device-tables", "smem-tables"])
+def test_a_copy_into_a_peer_is_posted_with_the_release_its_warp_acquired(vsh):
+    """A warp's copy whose destination and mbarrier are another CTA's (st.async into rank 1)
+    is posted to that CTA's mailbox with its bytes, mbarrier, site, issuing warp, cluster
+    barrier waits and the highest release of that CTA the warp has acquired (its clock's
+    column for the rank). The host build has one CTA, so the post lands in its own mailbox,
+    which this reads; with the granule tables in shared memory the warp's clock is there
+    too, and the host build stops at a global-space access to it."""
+    c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, vsh=vsh)
+    c.begin()
+    assert c.mbar(0, MB, abi.MB_INIT, 1, site=INIT) == 0
+    c.peer_mbar(MB, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=5)  # rank 1's release 5
+    assert c.mbar_wait(1, MB, parity=0, site=WAIT) == 0  # ...acquired by warp 1
+    head_at = _mailbox_words(c)[0]
+    peer = 1 << 24  # (a .shared::cluster address of rank 1)
+    c.bulk_load(1, peer | 64, 16, peer | MB, site=COPY)
+    words = _mailbox_words(c)
+    assert words[0] == head_at + 1
+    slot = abi.MAILBOX_HEAD_WORDS + (head_at % abi.MAILBOX_ENTRIES) * abi.MAILBOX_POST_WORDS
+    seq, dst, nbytes, mbar, site, frm, rel, acq = words[slot:slot + abi.MAILBOX_POST_WORDS]
+    assert (seq, dst, nbytes, mbar, site) == (head_at + 1, 64, 16, MB, COPY)
+    assert (frm & 0xFF, (frm >> 8) & 0xFF, rel, acq) == (0, 1, 0, 5)
+
+
+def _mailbox_words(c: HostChecker):
+    """The CTA's mailbox, as u32 words (head, tail, ..., then the posts)."""
+    base = c.smem.ctypes.data
+    at = (-base & 15) + c.layout.mc_offset
+    return c.smem.view("u4")[at // 4:at // 4 + abi.MAILBOX_BYTES // 4]
