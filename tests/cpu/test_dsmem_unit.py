@@ -18,7 +18,18 @@ INIT, PEER, EARLY, LATE, MINE = range(5)
 
 @pytest.fixture
 def ck():
+    """A peer's loads and stores need the device-memory tables (they hold its epochs)."""
     c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, vsh=False)
+    c.begin()
+    return c
+
+
+@pytest.fixture(params=[False, True], ids=["device-tables", "smem-tables"])
+def ck_mb(request):
+    """For a peer's mbarrier operations alone, either placement (a module whose peers reach
+    it only by those and copies keeps its granule tables in shared memory)."""
+    c = HostChecker(nwarps=2, smem_bytes=1024, multicast=True, vsh=request.param)
+    assert c.vsh is request.param
     c.begin()
     return c
 
@@ -168,34 +179,34 @@ def test_a_peers_release_first_in_a_phase_is_kept_by_a_later_local_arrive(ck):
     assert [r for r in _records(ck) if r[0] != "uninit.read"] == []
 
 
-def test_a_peers_expect_tx_and_arrive_count_on_this_ctas_phase(ck):
+def test_a_peers_expect_tx_and_arrive_count_on_this_ctas_phase(ck_mb):
     """arrive.expect_tx by a peer: the phase waits for the bytes too; more arrivals than
     the phase expects are an underflow at the peer's site, naming its rank."""
-    _init(ck)
-    ck.peer_mbar(BAR, abi.MB_ARRIVE_EXPECT_TX, arg=64, site=ARRIVE, rank=1, release=1)
-    ck.read(1, 512, site=MINE)  # (applies the post)
-    assert ck.mbar_wait(1, BAR, 0, ok=False, site=WAIT) == 0
-    ck.peer_mbar(BAR, abi.MB_COMPLETE_TX, arg=64, site=ARRIVE + 1, rank=1)
-    ck.read(1, 512, site=MINE)
-    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE + 2, rank=3, lanes=2, release=1)
-    ck.read(1, 512, site=MINE)
-    assert [r[:2] + r[5:] for r in _records(ck) if r[0] != "uninit.read"] == [
+    _init(ck_mb)
+    ck_mb.peer_mbar(BAR, abi.MB_ARRIVE_EXPECT_TX, arg=64, site=ARRIVE, rank=1, release=1)
+    ck_mb.read(1, 512, site=MINE)  # (applies the post)
+    assert ck_mb.mbar_wait(1, BAR, 0, ok=False, site=WAIT) == 0
+    ck_mb.peer_mbar(BAR, abi.MB_COMPLETE_TX, arg=64, site=ARRIVE + 1, rank=1)
+    ck_mb.read(1, 512, site=MINE)
+    ck_mb.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE + 2, rank=3, lanes=2, release=1)
+    ck_mb.read(1, 512, site=MINE)
+    assert [r[:2] + r[5:] for r in _records(ck_mb) if r[0] != "uninit.read"] == [
         ("mbarrier.underflow", ARRIVE + 2, 4)]
 
 
-def test_a_peers_complete_tx_may_lead_its_arrive_expect_tx(ck):
-    _init(ck)
-    ck.peer_mbar(BAR, abi.MB_COMPLETE_TX, arg=64, site=ARRIVE + 1, rank=1)
-    ck.read(1, 512, site=MINE)
-    ck.peer_mbar(BAR, abi.MB_ARRIVE_EXPECT_TX, arg=64, site=ARRIVE, rank=1, release=1)
-    ck.read(1, 512, site=MINE)
-    assert [r for r in _records(ck) if r[0] != "uninit.read"] == []
+def test_a_peers_complete_tx_may_lead_its_arrive_expect_tx(ck_mb):
+    _init(ck_mb)
+    ck_mb.peer_mbar(BAR, abi.MB_COMPLETE_TX, arg=64, site=ARRIVE + 1, rank=1)
+    ck_mb.read(1, 512, site=MINE)
+    ck_mb.peer_mbar(BAR, abi.MB_ARRIVE_EXPECT_TX, arg=64, site=ARRIVE, rank=1, release=1)
+    ck_mb.read(1, 512, site=MINE)
+    assert [r for r in _records(ck_mb) if r[0] != "uninit.read"] == []
 
 
-def test_a_peers_arrive_on_an_mbarrier_never_initialised_is_reported(ck):
-    ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
-    ck.read(1, 512, site=MINE)
-    assert [r[:2] + r[5:] for r in _records(ck)] == [("mbarrier.uninit", ARRIVE, 2)]
+def test_a_peers_arrive_on_an_mbarrier_never_initialised_is_reported(ck_mb):
+    ck_mb.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
+    ck_mb.read(1, 512, site=MINE)
+    assert [r[:2] + r[5:] for r in _records(ck_mb)] == [("mbarrier.uninit", ARRIVE, 2)]
 
 
 @pytest.mark.parametrize("summary", [True, False])
