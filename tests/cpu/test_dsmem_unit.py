@@ -302,3 +302,23 @@ def test_a_copy_over_bytes_a_peer_read_is_judged_against_the_read(bulk_stores):
     ck.mbar(0, full, abi.MB_ARRIVE_EXPECT_TX, 64, site=EARLY)
     ck.bulk_load(0, 0, 64, full, site=LATE)
     assert [k[:5] for k in _records(ck)] == [("race.war", LATE, PEER, 0, 4)]
+
+
+@pytest.mark.parametrize("barriers,read_after,waits,race", [
+    (3, 1, 1, True), (3, 1, 2, False), (3, 2, 2, True), (3, 2, 3, False),
+    (6, 5, 5, True), (6, 5, 6, False), (6, 4, 5, False)])
+def test_a_peer_store_sees_what_the_cluster_barriers_it_waited_on_released(
+        ck, barriers, read_after, waits, race):
+    """Warp 1 reads after its `read_after`-th of `barriers` cluster barriers; the peer's
+    store, made after it waited on `waits` of them, sees the read only when one of those
+    came after it (a warp's last four arrivals are kept)."""
+    ck.write(1, 0, site=INIT)
+    for k in range(barriers + 1):
+        if k == read_after:
+            ck.read(1, 0, site=EARLY)
+        if k < barriers:
+            _cluster_sync(ck)
+    ck.peer_access(0, 4, abi.DSMEM_WRITE, site=PEER, rank=1, warp=3, waits=waits)
+    ck.read(0, 512, site=MINE)  # (any probe applies the post)
+    want = [("race.war", PEER, EARLY, 3, 0, 2)] if race else []
+    assert _records(ck) == want

@@ -122,6 +122,36 @@ def test_a_release_made_after_the_one_acquired_covers_nothing(ck):
     assert _refill(ck, acquired=first) == [("race.war", FAR, LATE, 0)]
 
 
+def _after_releases(ck, *, made: int, read_after: int, acquired: int) -> list:
+    """Warp 1 reads a copy's bytes after its `read_after`-th of `made` releases to the
+    peer (0: before the first); then the peer, having acquired release `acquired` (1:
+    the first), copies over them: the records. A warp keeps its last 8 releases."""
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=COPY, rank=1)
+    assert ck.mbar_wait(1, MB, parity=0, site=WAIT) == 0
+    numbers = []
+    for k in range(made + 1):
+        if k == read_after:
+            ck.read(1, 16, site=LATE)
+        if k < made:
+            numbers.append(ck.remote_release(1))
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=FAR, rank=1, warp=3, acquired=numbers[acquired - 1])
+    ck.write(0, 768, site=EARLY)  # (applies it)
+    return _records(ck)
+
+
+@pytest.mark.parametrize("made,read_after,acquired,race", [
+    (5, 2, 2, True), (5, 2, 3, False), (5, 4, 5, False), (5, 5, 5, True),
+    (12, 9, 9, True), (12, 9, 10, False), (12, 11, 12, False), (12, 12, 12, True),
+    # a release older than the ring keeps covers what its oldest kept one (the 5th) does
+    (12, 4, 1, False), (12, 5, 2, True)])
+def test_the_release_a_peer_acquired_covers_what_preceded_it(ck, made, read_after, acquired,
+                                                             race):
+    want = [("race.war", FAR, LATE, 0)] if race else []
+    assert _after_releases(ck, made=made, read_after=read_after, acquired=acquired) == want
+
+
 def _random_ring(seed: int, nwarps: int):
     """A peer fills two 256-byte stages of this CTA, each round arming the mbarrier and
     copying two halves (a block of granules each) after acquiring this CTA's latest release (or
