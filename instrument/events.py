@@ -384,14 +384,19 @@ def multicast_model_on() -> bool:
 # aligned to its size), and events that rule chunk granules out (8-byte mbarrier objects,
 # copy engines' boxes and atomics: not judged chunk by chunk).
 CHUNK_SIZED = frozenset({Event.READ, Event.WRITE, Event.ASYNC_WRITE})
-NOT_CHUNKED = frozenset({Event.ATOMIC, Event.MBARRIER, Event.BULK_LOAD, Event.BULK_STORE,
-                         Event.TENSOR_LOAD, Event.TENSOR_STORE})
+NOT_CHUNKED = frozenset({Event.ATOMIC})
 
 
 def whole_chunks(c: Classified) -> bool:
-    """Whether the event leaves chunk granules exact (abi.CHUNK_GRANULE_BYTES)."""
+    """Whether the event leaves chunk granules exact (abi.CHUNK_GRANULE_BYTES). Bulk and
+    tensor copies are (PTX has their shared-memory bytes 16-byte aligned, in multiples
+    of 16), st.async only of a 16-byte vector; an 8-byte mbarrier shares its chunk only
+    with another mbarrier in such a module (every other access is whole chunks), which the
+    checker's mark keeps apart (docs/model.md, *Chunk granules*)."""
     if c.event in NOT_CHUNKED:
         return False
+    if c.event is Event.BULK_LOAD and c.size:  # (st.async / red.async: the element's bytes)
+        return c.size % abi.CHUNK_GRANULE_BYTES == 0
     return c.event not in CHUNK_SIZED or c.size % abi.CHUNK_GRANULE_BYTES == 0
 
 

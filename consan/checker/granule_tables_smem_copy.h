@@ -386,7 +386,7 @@ CS_DEV void cs_vc_smem_mark(uint32_t slot, uint32_t off, uint32_t w, uint32_t cl
     if (off < S.vsh_base) return;
     cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
     off -= S.vsh_base;
-    for (uint32_t g = off / CS_GRANULE_BYTES; g < (off + 8) / CS_GRANULE_BYTES && g < x.gp; ++g) {
+    for (uint32_t g = off / CS_GRANULE_BYTES; g <= (off + 7) / CS_GRANULE_BYTES && g < x.gp; ++g) {
         cs_vc_smem_claim(x, g / CS_VC_BLOCK);
         cs_s_st(x.W + 4u * g, cs_vw(w, clk, live ? CS_VW_MBAR : 0u));
     }

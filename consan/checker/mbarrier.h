@@ -86,16 +86,23 @@ CS_NOINLINE void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, cons
     cs_record(r);
 }
 
-// Mark (or unmark) the two granules of the object so ordinary accesses to it are caught.
+// Mark (or unmark) the granules of the object so ordinary accesses to it are caught: two
+// of 4 bytes, or the 16-byte chunk it shares with the mbarrier at off ^ 8 where granules
+// are chunks (every other access of such a module is whole chunks). An inval leaves the
+// chunk marked while that one is live.
 CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
+    if (CS_GRANULE_BYTES > 8 && !live) {
+        uint32_t k;
+        if (cs_mbar_entry(slot, off ^ 8u, false, k) != 0 && cs_mbar_live(k)) return;
+    }
     uint32_t w = cs_warp();
     if (cs_vc_smem_on()) return cs_vc_smem_mark(slot, off, w, cs_clock_sh[w], live);
     uint64_t flags = live ? CS_WW_FLAG_MBAR : 0;
     uint64_t ww = ((uint64_t)cs_gen_sh << CS_WW_GEN_SHIFT) | (flags << CS_WW_FLAGS_SHIFT) |
                   ((uint64_t)w << CS_WW_TID_SHIFT) | cs_clock_sh[w];
-    for (uint32_t g = off / CS_GRANULE_BYTES; g < (off + 8) / CS_GRANULE_BYTES; ++g)
-        if (g < S.granules) cs_st64(cs_gent(slot, g), ww);
     uint32_t g1 = (off + 7) / CS_GRANULE_BYTES;
+    for (uint32_t g = off / CS_GRANULE_BYTES; g <= g1; ++g)
+        if (g < S.granules) cs_st64(cs_gent(slot, g), ww);
     if (live && cs_box_summary_on() && g1 < S.granules)
         cs_box_summary_flag(slot, off / CS_GRANULE_BYTES, g1, CS_BS_FLAG_MBAR);
 }
