@@ -391,3 +391,40 @@ class HostChecker:
             prev = int(r["prev_site"])
             out.append((k, int(r["site"]), -1 if prev == abi.NO_SITE else prev))
         return out
+
+
+def tma_ring(c: HostChecker, seed: int, carried: bool = True) -> None:
+    """A two-stage TMA ring on `c` (4 warps): warp 0 waits on `empty`, announces a box of 256
+    bytes and loads it (with `carried`, one probe for both; else the arrive's own probe,
+    and the load only where the arrive was not skipped, as the carried probe skips both);
+    warps 1-3 wait on `full`, read 16 bytes each and arrive on `empty`. Its four mbarriers
+    (512-536) share two 16-byte chunks. Rare slips make some rings racy: a skipped empty
+    wait, the announced bytes off either way, an extra load, a read before its wait, a
+    double arrive."""
+    import random
+
+    rnd = random.Random(seed)
+    box, full, empty = 256, (512, 520), (528, 536)
+    tmap = c.tensor_map(bytes(range(9, 137)), footprint=box)
+    for s in range(2):
+        c.mbar(0, full[s], abi.MB_INIT, 1, site=10)
+        c.mbar(0, empty[s], abi.MB_INIT, 3, site=10)
+    c.sync(range(4))
+    for it in range(8):
+        s, par = it % 2, (it // 2) & 1
+        if it >= 2 and rnd.random() > 0.05:
+            c.mbar_wait(0, empty[s], parity=par ^ 1, site=20)
+        tx = box if rnd.random() < 0.93 else rnd.choice([2 * box, box // 2, 0])
+        if carried:
+            c.tensor_load(0, s * box, tmap, full[s], site=1, expect_tx=tx, arrive_site=11)
+        elif c.mbar(0, full[s], abi.MB_ARRIVE_EXPECT_TX, tx, site=11) == 0:
+            c.tensor_load(0, s * box, tmap, full[s], site=1)
+        if rnd.random() < 0.05:
+            c.tensor_load(0, s * box, tmap, full[s], site=21)
+        for w in (1, 2, 3):
+            if rnd.random() < 0.02:
+                c.read(w, s * box + 16 * w, 16, site=22)
+            c.mbar_wait(w, full[s], parity=par, site=23)
+            c.read(w, s * box + 16 * w, 16, site=24)
+            for _ in range(2 if rnd.random() < 0.02 else 1):
+                c.mbar(w, empty[s], abi.MB_ARRIVE, 1, site=25)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from instrument import abi
+from tests.checker_host import HostChecker, tma_ring
 
 pytestmark = pytest.mark.needs_host_compiler
 
@@ -20,8 +21,6 @@ ARRIVE, LOAD = 11, 1  # sites
 
 
 def _checker(vsh: bool):
-    from tests.checker_host import HostChecker
-
     c = HostChecker(nwarps=4, smem_bytes=1024, vsh=vsh)
     assert c.begin() == 0
     return c
@@ -146,40 +145,6 @@ def test_lanes_marked_off_carry_nothing():
     assert c.kinds() == []
 
 
-def _ring_trace(c, carried: bool, seed: int) -> None:
-    """A two-stage ring with random slips: the producer's announced bytes off (under- and
-    overflow), a skipped wait on `empty` (a refill race), a read before its wait, an extra
-    load into a phase, warps arriving twice on `empty` (an arrival below zero)."""
-    import random
-
-    rnd = random.Random(seed)
-    full, empty = (MB, MB + 8), (MB + 16, MB + 24)
-    tmap = c.tensor_map(MAP, footprint=BOX)
-    for s in range(2):
-        c.mbar(0, full[s], abi.MB_INIT, 1, site=10)
-        c.mbar(0, empty[s], abi.MB_INIT, 3, site=10)
-    c.sync(ALL)
-    for it in range(8):
-        s, par = it % 2, (it // 2) & 1
-        if it >= 2 and rnd.random() > 0.05:
-            c.mbar_wait(0, empty[s], parity=par ^ 1, site=20)
-        tx = BOX if rnd.random() < 0.93 else rnd.choice([2 * BOX, BOX // 2, 0])
-        if carried:
-            c.tensor_load(0, s * BOX, tmap, full[s], site=LOAD, expect_tx=tx,
-                          arrive_site=ARRIVE)
-        elif c.mbar(0, full[s], abi.MB_ARRIVE_EXPECT_TX, tx, site=ARRIVE) == 0:
-            c.tensor_load(0, s * BOX, tmap, full[s], site=LOAD)  # (skipped with the arrive)
-        if rnd.random() < 0.05:
-            c.tensor_load(0, s * BOX, tmap, full[s], site=21)
-        for w in (1, 2, 3):
-            if rnd.random() < 0.02:
-                c.read(w, s * BOX + 16 * w, 16, site=22)
-            c.mbar_wait(w, full[s], parity=par, site=23)
-            c.read(w, s * BOX + 16 * w, 16, site=24)
-            for _ in range(2 if rnd.random() < 0.02 else 1):
-                c.mbar(w, empty[s], abi.MB_ARRIVE, 1, site=25)
-
-
 @pytest.mark.parametrize("vsh", [True, False])
 def test_random_rings_decide_and_leave_the_same_state_either_way(vsh):
     """Every record and every word of the mbarrier entries (counters and clock slots) is
@@ -189,7 +154,7 @@ def test_random_rings_decide_and_leave_the_same_state_either_way(vsh):
         runs = []
         for carried in (False, True):
             c = _checker(vsh)
-            _ring_trace(c, carried, seed)
+            tma_ring(c, seed, carried)
             runs.append((c.findings(), c.tables["mbar"].copy()))
         assert runs[0][0] == runs[1][0], seed
         assert np.array_equal(runs[0][1], runs[1][1]), seed

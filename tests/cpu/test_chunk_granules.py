@@ -161,46 +161,15 @@ def _agree_mbar(trace, vsh: bool) -> list[tuple]:
     return chunk.findings()
 
 
-BOX = 256
-MAP = bytes(range(7, 135))  # a tensor map's 128 opaque bytes
-
-
-def _ring_trace(seed: int):
-    """A two-stage TMA ring (the TMA + wgmma GEMM's shape, 16-byte reads) whose four
-    mbarriers share two chunks, with rare slips: a skipped empty wait, a read before its
-    wait, the announced bytes off, an extra load, a double arrive on `empty`."""
-    def trace(c):
-        rnd = random.Random(seed)
-        full, empty = (512, 520), (528, 536)  # (two 8-byte mbarriers a chunk)
-        tmap = c.tensor_map(MAP, footprint=BOX)
-        for s in range(2):
-            c.mbar(0, full[s], abi.MB_INIT, 1, site=10)
-            c.mbar(0, empty[s], abi.MB_INIT, 3, site=11)
-        c.sync(ALL)
-        for it in range(8):
-            s, par = it % 2, (it // 2) & 1
-            if it >= 2 and rnd.random() > 0.05:
-                c.mbar_wait(0, empty[s], parity=par ^ 1, site=20)
-            tx = BOX if rnd.random() < 0.93 else rnd.choice([2 * BOX, BOX // 2])
-            c.tensor_load(0, s * BOX, tmap, full[s], site=21, expect_tx=tx, arrive_site=22)
-            if rnd.random() < 0.05:
-                c.tensor_load(0, s * BOX, tmap, full[s], site=23)
-            for w in (1, 2, 3):
-                if rnd.random() < 0.03:
-                    c.read(w, s * BOX + 16 * w, 16, site=24)
-                c.mbar_wait(w, full[s], parity=par, site=25)
-                c.read(w, s * BOX + 16 * w, 16, site=26)
-                for _ in range(2 if rnd.random() < 0.03 else 1):
-                    c.mbar(w, empty[s], abi.MB_ARRIVE, 1, site=27)
-    return trace
-
-
 @pytest.mark.needs_host_compiler
 @pytest.mark.parametrize("vsh", [True, False], ids=["smem", "device"])
 def test_random_tma_rings_agree(vsh):
     """Tensor loads, mbarriers two to a chunk, their waits and arrivals: chunk granules
     judge each ring as 4-byte granules do."""
-    racy = sum(bool(_agree_mbar(_ring_trace(seed), vsh)) for seed in range(30))
+    from tests.checker_host import tma_ring
+
+    racy = sum(bool(_agree_mbar(lambda c, seed=seed: tma_ring(c, seed), vsh))
+               for seed in range(30))
     assert 3 <= racy <= 27  # (the slips make some rings racy, not all)
 
 
