@@ -381,8 +381,8 @@ def multicast_model_on() -> bool:
 
 # Events whose footprint in shared memory is whole aligned 16-byte chunks when their size
 # is a multiple of 16 (PTX requires a vector access, a cp.async, an ldmatrix row to be
-# aligned to its size), and events that rule chunk granules out (8-byte mbarrier objects,
-# copy engines' boxes and atomics: not judged chunk by chunk).
+# aligned to its size), and events that rule chunk granules out (atomics: words of 4 or 8
+# bytes, less than a chunk).
 CHUNK_SIZED = frozenset({Event.READ, Event.WRITE, Event.ASYNC_WRITE})
 NOT_CHUNKED = frozenset({Event.ATOMIC})
 
