@@ -20,21 +20,23 @@ ALL = range(NWARPS)
 WINDOW = 1024
 
 
-def _checker(granule_bytes: int, vsh: bool, nwarps: int = NWARPS):
+def _checker(granule_bytes: int, vsh: bool, nwarps: int = NWARPS, copies: bool = False):
+    """`copies`: for traces with mbarriers and tensor copies (box summaries, the async
+    proxy); else a cp.async GEMM's layout."""
     from tests.checker_host import HostChecker
 
-    c = HostChecker(nwarps=nwarps, smem_bytes=WINDOW, vsh=vsh, async_proxy=False,
-                    box_summary=False, granule_bytes=granule_bytes)
+    c = HostChecker(nwarps=nwarps, smem_bytes=WINDOW, vsh=vsh, async_proxy=copies,
+                    box_summary=copies, granule_bytes=granule_bytes)
     assert c.begin() == 0
     return c
 
 
-def _agree(trace, vsh: bool) -> list[tuple]:
+def _agree(trace, vsh: bool, copies: bool = False) -> list[tuple]:
     """Run `trace` with 4-byte and with chunk granules (one at a time: each library holds
     one state); the findings must be the same. Returns them."""
-    fine = _checker(abi.GRANULE_BYTES, vsh)
+    fine = _checker(abi.GRANULE_BYTES, vsh, copies=copies)
     trace(fine)
-    chunk = _checker(abi.CHUNK_GRANULE_BYTES, vsh)
+    chunk = _checker(abi.CHUNK_GRANULE_BYTES, vsh, copies=copies)
     assert chunk.layout.granules * 4 == fine.layout.granules
     trace(chunk)
     assert chunk.findings() == fine.findings()
@@ -143,24 +145,6 @@ def test_a_read_before_the_copy_group_is_waited_is_pending_write(vsh):
     assert [f[:3] for f in _agree(trace, vsh)] == [("async.pending-write", 2, 1)]
 
 
-def _mbar_checker(granule_bytes: int, vsh: bool):
-    from tests.checker_host import HostChecker
-
-    c = HostChecker(nwarps=NWARPS, smem_bytes=WINDOW, vsh=vsh, granule_bytes=granule_bytes)
-    assert c.begin() == 0
-    return c
-
-
-def _agree_mbar(trace, vsh: bool) -> list[tuple]:
-    """_agree with mbarriers and tensor copies (box summaries, the async proxy)."""
-    fine = _mbar_checker(abi.GRANULE_BYTES, vsh)
-    trace(fine)
-    chunk = _mbar_checker(abi.CHUNK_GRANULE_BYTES, vsh)
-    trace(chunk)
-    assert chunk.findings() == fine.findings()
-    return chunk.findings()
-
-
 @pytest.mark.needs_host_compiler
 @pytest.mark.parametrize("vsh", [True, False], ids=["smem", "device"])
 def test_random_tma_rings_agree(vsh):
@@ -168,7 +152,7 @@ def test_random_tma_rings_agree(vsh):
     judge each ring as 4-byte granules do."""
     from tests.checker_host import tma_ring
 
-    racy = sum(bool(_agree_mbar(lambda c, seed=seed: tma_ring(c, seed), vsh))
+    racy = sum(bool(_agree(lambda c, seed=seed: tma_ring(c, seed), vsh, copies=True))
                for seed in range(30))
     assert 3 <= racy <= 27  # (the slips make some rings racy, not all)
 
@@ -186,7 +170,7 @@ def test_a_chunk_holding_an_mbarrier_is_its_bytes(vsh, at):
         c.read(1, 512, 16, site=2)
     found = []
     for g in (abi.GRANULE_BYTES, abi.CHUNK_GRANULE_BYTES):
-        c = _mbar_checker(g, vsh)
+        c = _checker(g, vsh, copies=True)
         trace(c)
         found.append([f[:2] for f in c.findings()])
     assert found[1] == [("mbarrier.data-access", 2)]
@@ -210,7 +194,7 @@ def test_an_mbarrier_keeps_its_chunk_marked_while_its_neighbour_is_invalidated(v
         c.sync(ALL)
         c.write(1, 512, 16, site=6)  # plain memory again
         c.read(2, 512, 16, site=7)  # not ordered after the write
-    assert [f[:2] for f in _agree_mbar(trace, vsh)] == [("mbarrier.data-access", 4),
+    assert [f[:2] for f in _agree(trace, vsh, copies=True)] == [("mbarrier.data-access", 4),
                                                          ("race.raw", 7)]
 
 
