@@ -799,6 +799,18 @@ CS_REJOINED_VOID(__consan_wgmma_group, (uint32_t op, uint32_t n, uint32_t site),
 }
 
 #ifdef CONSAN_HOST
+// The tensor-map cache (host tests): emptied, map `at` kept with `bytes`, `map` looked up
+// (0: not in the cache; the host's table of maps is empty).
+CS_ENTRY uint32_t cs_host_tmap_cached(uint64_t at, uint32_t bytes, uint64_t map) {
+    for (uint32_t i = 0; i < CS_TMAP_CACHE; ++i) cs_shv.tmap_at[i] = 0;
+    cs_shv.tmap_claimed = 0;
+    cs_tmap_keep(at, bytes);
+    auto table = S.tmaps;  // (none: a map not kept is not read)
+    S.tmaps = 0;
+    uint32_t r = cs_tmap_bytes(map);
+    S.tmaps = table;
+    return r;
+}
 CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor, uint32_t elog,
                                    uint32_t i, uint32_t* width) {
     return cs_wg_chunk(desc, rows, kmajor, elog, i, width);

@@ -38,8 +38,9 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t store_site[CS_MAX_WARPS];  // each warp's last store with a value tag: its site
     uint32_t store_tag[CS_MAX_WARPS];   // ...and the tag of what its lanes stored (0: none)
     uint32_t echo[CS_MAX_WARPS];  // the lanes of the warp's access probe that echo (cs_echo)
-    uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps already looked up (0: free)
-    uint32_t tmap_bytes[CS_TMAP_CACHE], tmap_claimed;  // ...their bytes; entries taken
+    uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps looked up, with their bytes
+                                      // (cs_tmap_word; 0: free)
+    uint32_t tmap_claimed;            // ...entries taken
     cs_vc_smem_layout_t vlay;
     CS_ALIGN16 uint32_t vfast[CS_VF_WORDS];  // the inline read's record (abi.VF_*)
 };

@@ -277,3 +277,26 @@ def test_encode_gives_cuda_bindings_arguments_of_the_types_it_takes(monkeypatch)
                           global_strides=(384,), global_address=0x7F0000000000)
     with pytest.raises(RuntimeError, match="libcuda|driver library"):  # wording by version
         tma.encode(i)
+
+
+@pytest.mark.needs_host_compiler
+@pytest.mark.parametrize("at, bytes_, query, want", [
+    (0x7FFF_0000_0040, 16384, 0x7FFF_0000_0040, 16384),  # a kept map's bytes
+    (0x7FFF_0000_0040, 16384, 0x7FFF_0000_0048, 0),  # inside its 64-byte unit, not it
+    (0x7FFF_0000_0040, 16384, 0x7FFF_0000_0080, 0),  # the next unit
+    (0x7FFF_0000_0040, 16384, 0x7FFF_0000_0040 | 1 << 49, 0),  # a higher address bit
+    (0x7FFF_0000_0040, (1 << 20) - 1, 0x7FFF_0000_0040, (1 << 20) - 1),  # the widest kept
+    (0x7FFF_0000_0040, 1 << 20, 0x7FFF_0000_0040, 0),  # wider boxes are not kept
+    (1 << 50, 64, 1 << 50, 0),  # nor maps above 2^50: their unit would not fit the word
+])
+def test_the_checker_caches_a_map_with_its_bytes_in_one_word(at, bytes_, query, want):
+    """A kernel-parameter map's bytes are cached beside its address in one 64-bit word; a
+    lookup finds them for that map alone (an address the word cannot hold is not kept)."""
+    import ctypes
+
+    from tests.checker_host import library
+
+    fn = library().cs_host_tmap_cached
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint64]
+    fn.restype = ctypes.c_uint32
+    assert fn(at, bytes_, query) == want
