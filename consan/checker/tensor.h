@@ -57,9 +57,10 @@ CS_DEV bool cs_tmap_param(uint64_t a) {
 // the map's 64-byte unit above its bytes (cs_tmap_word), written once: a load sees all of
 // it or none, so no fence orders an entry's bytes before its address.
 #define CS_TMAP_BYTES_BITS 20u
+#define CS_TMAP_BYTES_MASK ((1ull << CS_TMAP_BYTES_BITS) - 1u)
 CS_DEV bool cs_tmap_cacheable(uint64_t map, uint32_t bytes) {
     return (map & 63u) == 0 && (map >> (70u - CS_TMAP_BYTES_BITS)) == 0 &&
-           bytes < (1u << CS_TMAP_BYTES_BITS);
+           bytes <= CS_TMAP_BYTES_MASK;
 }
 CS_DEV uint64_t cs_tmap_word(uint64_t map, uint32_t bytes) {
     return ((map >> 6) << CS_TMAP_BYTES_BITS) | bytes;
@@ -78,8 +79,8 @@ CS_DEV uint32_t cs_tmap_bytes(uint64_t map) {
         const uint64_t key = cs_tmap_word(map, 0);
         for (uint32_t i = 0; i < CS_TMAP_CACHE; ++i) {
             uint64_t v = *(volatile uint64_t*)&cs_shv.tmap_at[i];
-            if (v != 0 && (v & ~(uint64_t)((1u << CS_TMAP_BYTES_BITS) - 1u)) == key)
-                return (uint32_t)v & ((1u << CS_TMAP_BYTES_BITS) - 1u);
+            if (v != 0 && (v & ~CS_TMAP_BYTES_MASK) == key)
+                return (uint32_t)(v & CS_TMAP_BYTES_MASK);
         }
     }
     return cs_tmap_lookup(map);
