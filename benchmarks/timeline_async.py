@@ -2,14 +2,15 @@
 """A CTA's timeline under consan: its begin, its prologue, its body and its exit.
 
     PYTHONPATH=. python benchmarks/timeline_async.py [--only K,...] [--defines "D ..."]
-        [--by-rank N]
+        [--by-rank N] [--size KERNEL=N ...]
 
 A checker built with CONSAN_STAMPS (consan/checker/measure.h) keeps clock stamps a CTA
 (its begin probe, thread 0's first CTA-barrier wait, each warp's first arrival there, its
 first and last thread exits), lane 0's cycles in each probe kind for warps 0 and 1, and
 thread 0's in the parts of a tensor load and of the mailbox drain; each bench_async case is
 launched at its benchmark size, timed, and launched once stamped; the medians over CTAs
-are printed (`--by-rank N`: each cluster rank apart). `--defines` adds measurement
+are printed (`--by-rank N`: each cluster rank apart; `--size`, as bench_async.py's: a kernel at
+another grid, e.g. dsmem_ring_2cta=66 for one CTA an SM). `--defines` adds measurement
 switches (CONSAN_NULL_*: breakdown_async.py's configurations). Measurements only: the
 stamps are a CTA's own words, unlike CONSAN_PROFILE's counters that every CTA adds to, so
 the timing moves less (the TMA ring 0.233-0.254 ms stamped against 0.211-0.223 ms; the
@@ -28,7 +29,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from benchmarks.bench_async import CASES  # noqa: E402
-from benchmarks.bench_clean import _arch_options, _time, _time_device  # noqa: E402
+from benchmarks.bench_clean import _arch_options, _time, _time_device, size_overrides  # noqa: E402
 
 WORDS = 48
 PARTS = ("tensor: the look", "tensor: the box's write", "tensor: the verdict",
@@ -41,13 +42,14 @@ KINDS = ("CTA barriers", "tensor copies", "mbarriers", "wgmma", "shared accesses
 STAMP_CTAS = 4096  # measure.h: CS_STAMP_CTAS
 
 
-def timeline(name: str, by_rank: int = 1) -> None:
+def timeline(name: str, by_rank: int = 1, size: int | None = None) -> None:
     import cupy as cp
     import numpy as np
 
     import consan
 
-    _, size, build = CASES[name]
+    _, own, build = CASES[name]
+    size = own if size is None else size
     ln = build(cp, size)
     p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
                        shared_mem=ln.shared_mem, options=_arch_options(cp))
@@ -131,10 +133,16 @@ def main(argv=None) -> int:
     ap.add_argument("--defines", default="")
     ap.add_argument("--by-rank", type=int, default=1, metavar="N",
                     help="tables for each cluster rank apart (CTAs by linear index mod N)")
+    ap.add_argument("--size", action="append", default=[], metavar="KERNEL=N",
+                    help="a kernel's size other than its own (its grid: CTAs, M, or N^3)")
     args = ap.parse_args(argv)
+    try:
+        sizes = size_overrides(args.size, CASES)
+    except ValueError as e:
+        ap.error(str(e))
     os.environ["CONSAN_CHECKER_DEFINES"] = " ".join(["CONSAN_STAMPS", *args.defines.split()])
     for name in args.only.split(","):
-        timeline(name, args.by_rank)
+        timeline(name, args.by_rank, sizes.get(name))
     return 0
 
 
