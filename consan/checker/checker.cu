@@ -310,7 +310,7 @@ CS_REJOINED_VOID(__consan_cp16_run,
     if (n > 3) cs_cp16(a3, s3, info);
 }
 
-CS_REJOINED(uint32_t, __consan_bar_arrive,
+CS_REJOINED_LEAVING(uint32_t, __consan_bar_arrive,
             (uint32_t b, uint32_t count, uint32_t site, uint32_t mode),
             (b, count, site, mode)) {
     CS_STAMP_SCOPE(0);
@@ -321,19 +321,19 @@ CS_REJOINED(uint32_t, __consan_bar_arrive,
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return 0;
     uint32_t token = cs_bar_arrive(b, count, site, mode);
-    cs_leave_if_ending(site);  // (after the arrival: see cs_leave_cta)
+    cs_leaving = cs_ending();  // (after the arrival: see cs_leave_cta)
     return token;
 #endif
 }
 
-CS_REJOINED_VOID(__consan_bar_wait, (uint32_t gen, uint32_t b, uint32_t site),
+CS_REJOINED_VOID_LEAVING(__consan_bar_wait, (uint32_t gen, uint32_t b, uint32_t site),
                  (gen, b, site)) {
     CS_STAMP_SCOPE(0);
     CS_PROF(2);
     if (cs_phase_smem_on()) return cs_phase_smem_bar_wait(gen);
 #ifndef CONSAN_PSH
     if (cs_slot_sh == CS_NO_SLOT) return;
-    cs_leave_if_ending(site);
+    if ((cs_leaving = cs_ending())) return;
     cs_bar_wait(gen, b, site);
     CS_STAMP(if (cs_tid() == 0) cs_stamp(3, cs_stamp_clock());)
 #endif
@@ -368,7 +368,7 @@ CS_REJOINED_VOID(__consan_bar_step, (uint32_t site),
 // wait, the warp's next generation in turn, acquires the slot. Split: other work may lie
 // between a warp's arrive and its wait. A fence of cluster scope (after it) keeps the
 // warp's clock for its next relaxed arrival (cs_cluster_fence).
-CS_REJOINED_VOID(__consan_cluster_bar, (uint32_t op, uint32_t site),
+CS_REJOINED_VOID_LEAVING(__consan_cluster_bar, (uint32_t op, uint32_t site),
                  (op, site)) {
     CS_PROF(1);
 #ifndef CONSAN_PSH
@@ -384,10 +384,10 @@ CS_REJOINED_VOID(__consan_cluster_bar, (uint32_t op, uint32_t site),
             cs_syncwarp(active);
         }
         cs_bar_arrive(CS_CLUSTER_BARRIER, 0, site, op & (CS_BAR_ALIGNED | CS_BAR_RELAXED));
-        cs_leave_if_ending(site);
+        cs_leaving = cs_ending();
         return;
     }
-    cs_leave_if_ending(site);
+    if ((cs_leaving = cs_ending())) return;
     uint32_t active = cs_group(site, 0), w = cs_warp(), gen = 0;
     uint32_t* waits = &cs_cta(slot)[CS_CTA_CLUSTER_WAITS + w];
     if (cs_lane() == (uint32_t)(cs_ffs(active) - 1)) gen = (*waits)++;
@@ -460,7 +460,7 @@ CS_REJOINED_VOID(__consan_async, (uint32_t op, uint32_t n, uint32_t site),
 // Lanes with CS_PROBE_OFF in `op` skip the operation (a branch or a one-lane loop the
 // rewriter converted, instrument/converge.py, loops.py): they only wait here for the
 // lanes that run it.
-CS_REJOINED(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32_t arg, uint32_t site),
+CS_REJOINED_LEAVING(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32_t arg, uint32_t site),
             (addr, op, arg, site)) {
     CS_STAMP_SCOPE(2);
     bool off = op & CS_PROBE_OFF, cluster = op & CS_MB_CLUSTER;
@@ -494,7 +494,7 @@ CS_REJOINED(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32_t arg, 
         cs_mbar_init_slots(all, (uint32_t*)cs_bcast64(all, (uint64_t)init, (int)first), lead, j);
     CS_STAMP(if (op == CS_MB_INIT && cs_tid() == 0 && cs_stamp_at(7))
                  atomicAdd(cs_stamp_at(7), cs_stamp_clock() - t0);)
-    return cs_guard_verdict(all, skip, first, site);
+    return cs_guard_verdict(all, skip, first, cs_leaving);
 }
 
 
@@ -505,7 +505,7 @@ CS_REJOINED(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32_t arg, 
 //
 // .multicast::cluster (mask: its ctaMask): the issuing CTA's own part, when it is in the
 // mask, is such a copy; every other CTA of the mask gets a post (multicast.h).
-CS_REJOINED(uint32_t, __consan_bulk,
+CS_REJOINED_LEAVING(uint32_t, __consan_bulk,
             (uint64_t dst, uint32_t bytes, uint64_t mbar, uint32_t site, uint32_t mask),
             (dst, bytes, mbar, site, mask)) {
     CS_PROF(6);
@@ -601,7 +601,7 @@ CS_REJOINED(uint32_t, __consan_bulk,
     if (cs_any(all, to_peer))
         cs_mc_post_runs(all, to_peer, (uint32_t)dst >> CS_RANK_SHIFT, doff, bytes, moff, site);
     if (peer_only) cs_mc_poll();
-    return cs_guard_verdict(all, skip, leader, site);
+    return cs_guard_verdict(all, skip, leader, cs_leaving);
 }
 
 CS_REJOINED_VOID(__consan_bulk_store, (uint64_t src, uint32_t bytes, uint32_t site),
@@ -822,7 +822,7 @@ CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor
 // as for bulk copies. With CS_TENSOR_ARRIVE_TX, each issuing lane's load carries the
 // mbarrier.arrive.expect_tx of `tx` bytes (site asite) its PTX made just before it, on the
 // same mbarrier (instrument/carry.py): one probe for both; 1 skips both.
-CS_REJOINED(uint32_t, __consan_tensor,
+CS_REJOINED_LEAVING(uint32_t, __consan_tensor,
             (uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site, uint32_t op, uint32_t tx,
              uint32_t asite),
             (smem, map, mbar, site, op, tx, asite)) {
@@ -898,7 +898,7 @@ CS_REJOINED(uint32_t, __consan_tensor,
     {
         CS_PROF(27);
         CS_STAMP_PART(2);
-        skip = cs_guard_verdict(all, skip, leader, site);
+        skip = cs_guard_verdict(all, skip, leader, cs_leaving);
     }
     return skip;
 }

@@ -229,22 +229,24 @@ CS_DEV void cs_leave_cta(uint32_t all, uint32_t site) {
     cs_exit_thread();
 }
 
-// True when the CTA winds down after a deadlock (cs_leave_cta): the caller's lanes leave.
-// (A barrier probe calls it after its arrival's fence.)
+// The wind-down by the lanes of a probe's entry, joined again after its body
+// (CS_REJOINED_LEAVING): the lanes that made the call.
+CS_NOINLINE void cs_leave_out(uint32_t site) { cs_leave_cta(cs_activemask(), site); }
+
+// True when the CTA winds down after a deadlock (cs_leave_cta): the caller's lanes leave,
+// by their entry's wind-down. (A barrier probe asks after its arrival's fence.)
 CS_DEV bool cs_ending() { return *(volatile uint32_t*)&cs_shv.ending != 0; }
-CS_DEV void cs_leave_if_ending(uint32_t site) {
-    if (cs_ending()) cs_leave_cta(cs_activemask(), site);
-}
 
 // The leader's verdict on a guarded operation, for every lane: 0 run it, 1 skip it
-// (it would fault), 2 deadlock -- the warp's lanes leave the kernel here.
+// (it would fault), 2 deadlock -- `leaving` is set, and the warp's lanes leave the kernel
+// at their entry's end (CS_REJOINED_LEAVING).
 // `all`: every lane in the probe (each asks its own group's leader). One mask for all
 // lanes: a warp-synchronous instruction run at once with different masks (a mask per
 // group) splits the warp, and nothing joins it again.
-CS_DEV uint32_t cs_guard_verdict(uint32_t all, uint32_t skip, uint32_t leader, uint32_t site) {
+CS_DEV uint32_t cs_guard_verdict(uint32_t all, uint32_t skip, uint32_t leader, bool& leaving) {
     cs_syncwarp(all);
     skip = cs_bcast(all, skip, leader);
-    if (skip == 2) cs_leave_cta(all, site);
+    leaving = skip == 2;
     return skip;
 }
 
