@@ -177,3 +177,31 @@ def test_ptxas_gives_back_the_warp_whole_from_every_probe_call_of_a_kernel(modul
     # own functions among them
     assert {"__consan_access", "__consan_bar_arrive", "__consan_bar_wait", "__consan_async",
             "__consan_mbar"} <= seen and any(c.startswith("__consan_inline") for c in seen)
+
+
+# The entries that call out of line from their own region: the deadlock's wind-down
+# (CS_REJOINED_LEAVING) and a wgmma chain's four calls. Called with that call after the
+# region instead, ptxas closed __consan_bulk's region before it, with the call and a
+# conditional branch on the way to the return.
+_CALLING_ENTRIES = ("__consan_mbar", "__consan_tensor", "__consan_bulk", "__consan_bar_arrive",
+                    "__consan_bar_wait", "__consan_cluster_bar", "__consan_wgmma4")
+
+
+@pytest.mark.parametrize("build", [dict(vsh=True), dict(vsh=True, chunk=True), dict(),
+                                   dict(mc=True)], ids=["vsh", "vsh-chunk", "device", "mc"])
+def test_an_entry_that_calls_out_of_line_is_one_region_before_its_return(build):
+    try:
+        from benchmarks.convergence_barriers import _tool
+        from benchmarks.convergence_barriers import parse as parse_sass
+
+        tool = _tool("nvdisasm")
+    except SystemExit:
+        pytest.skip("no nvdisasm here")
+    obj = toolchain.checker_object(toolchain.Arch(9, 0, "a"), **build)
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "c.cubin").write_bytes(obj)
+        sass = subprocess.run([tool, "-c", str(Path(d, "c.cubin"))], check=True,
+                              capture_output=True, text=True).stdout
+    funcs = parse_sass(sass)
+    assert set(_CALLING_ENTRIES) <= set(funcs)
+    assert [n for n in _CALLING_ENTRIES if not _rejoins(funcs[n])] == []
