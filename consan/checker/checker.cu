@@ -761,44 +761,28 @@ CS_ENTRY uint32_t cs_host_wgmma_rows_done() { return cs_host_rows_done; }
 // A chain of four wgmma.mma_async closed by one commit (instrument/wgmma_window.py: the
 // chain's probes, called after the commit): its rows where it is a K step of 128-byte rows
 // (wgmma.h, cs_wg_chain_rows); otherwise, or where a lane found something, the four calls.
-// True when its rows did it.
-CS_DEV bool cs_wgmma4_rows(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
-                           uint64_t b2, uint64_t a3, uint64_t b3, uint32_t info,
-                           const uint32_t* sites) {
-    CS_NULL_WGMMA(return true;)
-    CS_PROF(45);
-    CS_STAMP_SCOPE(3);  // (the four calls count themselves)
-    if (!cs_wg_chain_rows(a0, b0, a1, b1, a2, b2, a3, b3, info, sites)) return false;
-    CS_SPIN(CONSAN_SPIN_WGMMA, true)  // (one call: its four wgmmas)
+CS_REJOINED_VOID(__consan_wgmma4,
+                 (uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2, uint64_t b2,
+                  uint64_t a3, uint64_t b3, uint32_t info, uint32_t s0, uint32_t s1, uint32_t s2,
+                  uint32_t s3),
+                 (a0, b0, a1, b1, a2, b2, a3, b3, info, s0, s1, s2, s3)) {
+    CS_NULL_WGMMA(return;)
+    const uint32_t sites[4] = {s0, s1, s2, s3};
+    {
+        CS_PROF(45);
+        CS_STAMP_SCOPE(3);  // (the four calls below count themselves)
+        if (cs_wg_chain_rows(a0, b0, a1, b1, a2, b2, a3, b3, info, sites)) {
+            CS_SPIN(CONSAN_SPIN_WGMMA, true)  // (one call: its four wgmmas)
 #ifdef CONSAN_HOST
-    ++cs_host_rows_done;
+            ++cs_host_rows_done;
 #endif
-    return true;
-}
-// The four calls, out of line: inlined into the chain's probe they were about 3k SASS
-// instructions of code its common path skips (sm_90a, chunk granules).
-CS_NOINLINE void cs_wgmma_four(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
-                               uint64_t b2, uint64_t a3, uint64_t b3, uint32_t info, uint32_t s0,
-                               uint32_t s1, uint32_t s2, uint32_t s3) {
+            return;
+        }
+    }
     __consan_wgmma(a0, b0, info, s0);
     __consan_wgmma(a1, b1, info, s1);
     __consan_wgmma(a2, b2, info, s2);
     __consan_wgmma(a3, b3, info, s3);
-}
-// (Written out, not CS_REJOINED_VOID: the four calls are made in the entry's region after
-// the chain's look, by every lane of the call where any needs them -- a call from part of
-// the warp would release the others at its convergence barriers, docs/model.md, *Probes
-// called from a branch*; the chain's rows are published again by the calls, and judged
-// there.)
-CS_ENTRY void __consan_wgmma4(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1, uint64_t a2,
-                              uint64_t b2, uint64_t a3, uint64_t b3, uint32_t info, uint32_t s0,
-                              uint32_t s1, uint32_t s2, uint32_t s3) {
-    if (cs_entered()) {
-        const uint32_t sites[4] = {s0, s1, s2, s3};
-        bool four = !cs_wgmma4_rows(a0, b0, a1, b1, a2, b2, a3, b3, info, sites);
-        if (cs_any(cs_activemask(), four))
-            cs_wgmma_four(a0, b0, a1, b1, a2, b2, a3, b3, info, s0, s1, s2, s3);
-    }
 }
 
 // wgmma.commit_group (before it), wgmma.wait_group n (after it), and fence.proxy.async
