@@ -422,15 +422,15 @@ CS_DEV uint32_t cs_where(uint64_t addr, uint32_t space, uint32_t& off) {
 // The same for an entry that may find a deadlock (a guarded operation's verdict 2, or a
 // barrier after another warp left): its body sets `cs_leaving` and returns, and the entry
 // makes the deadlock's wind-down (cs_leave_out: the thread leaves the kernel) after it,
-// inside the entry's region (test_rejoin.py holds each entry to one region before its
-// return). Out of line and out of the body: inlined in each such probe
-// the wind-down was about 3.7k SASS instructions of cold code, and with it compiled out the
-// TMA + wgmma GEMM took 0.298 / 0.289 -> 0.278 / 0.280 ms and the TMA ring 0.188 / 0.188 ->
-// 0.186 / 0.181 ms (H100, breakdown_async.py, two rounds). A call from the body's branches
-// would have released the lanes waiting at its convergence barriers (docs/model.md,
-// *Probes called from a branch*); here the body's lanes have joined, every lane of the call
-// has the same verdict, and the callee clears no convergence barrier (it keeps to B0-B5).
-// `site` must name one of the entry's parameters.
+// still inside the entry's region (test_rejoin.py holds each such entry to one region
+// before its return). Inlined into each such probe, the wind-down was about 3.7k SASS
+// instructions of code only a deadlock runs; out of line, on the H100 (ab_async.py, device
+// time alone): the TMA ring 0.177 -> 0.172 ms, the TMA + wgmma GEMM 0.279 -> 0.272, the
+// clustered ring 1.998 -> 1.890. A call from the body's branches would have released the
+// lanes waiting at its convergence barriers (docs/model.md, *Probes called from a
+// branch*); here every lane of the call makes it at once (they share the verdict), and the
+// callee clears no convergence barrier (it keeps to B0-B5). `site` must name one of the
+// entry's parameters.
 #define CS_STRIP(...) __VA_ARGS__
 #define CS_REJOINED_LEAVING(type, name, params, args)                            \
     CS_DEV type name##_body(bool& cs_leaving, CS_STRIP params);                  \
