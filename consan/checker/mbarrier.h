@@ -229,8 +229,8 @@ CS_DEV void cs_leave_cta(uint32_t all, uint32_t site) {
     cs_exit_thread();
 }
 
-// The wind-down by the lanes of a probe's entry, joined again after its body
-// (CS_REJOINED_LEAVING): the lanes that made the call.
+// The wind-down by every lane of a probe's call at once, made by its entry after the body
+// (CS_REJOINED_LEAVING), inside the entry's region.
 CS_NOINLINE void cs_leave_out(uint32_t site) { cs_leave_cta(cs_activemask(), site); }
 
 // True when the CTA winds down after a deadlock (cs_leave_cta): the caller's lanes leave,
