@@ -7,14 +7,15 @@
 A checker built with CONSAN_STAMPS (consan/checker/measure.h) keeps clock stamps a CTA
 (its begin probe, thread 0's first CTA-barrier wait, each warp's first arrival there, its
 first and last thread exits), lane 0's cycles in each probe kind for warps 0 and 1, and
-thread 0's in the parts of a tensor load and of the mailbox drain; each bench_async case is
-launched at its benchmark size, timed, and launched once stamped; the medians over CTAs
-are printed (`--by-rank N`: each cluster rank apart; `--size`, as bench_async.py's: a kernel at
-another grid, e.g. dsmem_ring_2cta=66 for one CTA an SM). `--defines` adds measurement
-switches (CONSAN_NULL_*: breakdown_async.py's configurations). Measurements only: the
-stamps are a CTA's own words, unlike CONSAN_PROFILE's counters that every CTA adds to, so
-the timing moves less (the TMA ring 0.233-0.254 ms stamped against 0.211-0.223 ms; the
-script prints the stamped build's ms beside).
+thread 0's in the parts of a tensor load, of the mailbox drain and of the begin probe;
+each bench_async case is launched at its benchmark size, timed, and launched once
+stamped; the medians over CTAs are printed (`--by-rank N`: each cluster rank apart;
+`--size`, as bench_async.py's: a kernel at another grid, e.g. dsmem_ring_2cta=66 for one
+CTA an SM). `--defines` adds measurement switches (CONSAN_NULL_*: breakdown_async.py's
+configurations). Measurements only: the stamps are a CTA's own words, unlike
+CONSAN_PROFILE's counters that every CTA adds to, so the timing moves less (the TMA ring
+0.233-0.254 ms stamped against 0.211-0.223 ms; the script prints the stamped build's ms
+beside).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ PARTS = ("tensor: the look", "tensor: the box's write", "tensor: the verdict",
          "look: the lock", "look: the arrive it carries", "look: the landing and unlock",
          "look: entry and map look-up", "tensor: poll, groups, ballot",
          "a peer's posts applied (the drain)", "drain: waiting for the lock or the tail",
-         "drain: applying posts")
+         "drain: applying posts", "begin: the leader's claim and resets",
+         "begin: thread 0's share of the clears", "begin: thread 0 at the barrier after them",
+         "leader: claiming a slot", "leader: the slot's generation")
 KINDS = ("CTA barriers", "tensor copies", "mbarriers", "wgmma", "shared accesses",
          "bulk copies")
 STAMP_CTAS = 4096  # measure.h: CS_STAMP_CTAS

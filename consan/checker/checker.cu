@@ -957,12 +957,21 @@ CS_REJOINED(uint32_t, __consan_cta_begin, (),
     __syncthreads();
     return cs_phase_smem_fast_init();
 #endif
-    if (tid == 0) cs_begin_leader(n);
+    if (tid == 0) {
+        CS_STAMP_PART(11);
+        cs_begin_leader(n);
+    }
     if (cs_multicast_on()) cs_mailbox_clear(tid, n);
     __syncthreads();
     uint32_t slot = cs_slot_sh;
-    if (slot != CS_NO_SLOT) cs_begin_clear(slot, tid, n, n);
-    __syncthreads();
+    {
+        CS_STAMP_PART(12);
+        if (slot != CS_NO_SLOT) cs_begin_clear(slot, tid, n, n);
+    }
+    {
+        CS_STAMP_PART(13);
+        __syncthreads();
+    }
     // Multicast copies: the cluster's CTAs meet once their mailboxes are clear, so no post
     // reaches one before (its own code orders nothing by this: it runs before any of it).
     if (cs_multicast_on()) cs_cluster_sync();

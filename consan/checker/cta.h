@@ -25,7 +25,11 @@ CS_DEV uint32_t cs_claim_slot() {
 
 // Run by one thread: claim a slot, start a new generation, reset the small tables.
 CS_DEV void cs_begin_leader(uint32_t nthreads) {
-    uint32_t slot = cs_claim_slot();
+    uint32_t slot;
+    {
+        CS_STAMP_PART(14);
+        slot = cs_claim_slot();
+    }
     cs_gadd32(&((cs_log_header_t*)S.log)->ctas_begun, 1);
     if (slot == CS_NO_SLOT) {
         cs_record(cs_blank(CS_TOOL_NO_SLOT, CS_NO_SITE));
@@ -33,8 +37,12 @@ CS_DEV void cs_begin_leader(uint32_t nthreads) {
         return;
     }
     // The previous owner may have run on another SM: go through L2, not this SM's L1.
-    uint32_t gen = (cs_gadd32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
-    if (gen == 0) gen = (cs_gadd32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
+    uint32_t gen;
+    {
+        CS_STAMP_PART(15);
+        gen = (cs_gadd32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
+        if (gen == 0) gen = (cs_gadd32(&((uint32_t*)S.slot_gen)[slot], 1u) + 1u) & 0xFFFFu;
+    }
     uint32_t* cta = cs_cta(slot);
     uint32_t nw = (nthreads + 31) / 32;
     cs_livew_sh = nw;
