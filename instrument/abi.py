@@ -666,7 +666,20 @@ VF_WARP_SHIFT = 24
 (VF_GRANULES, VF_BASE, VF_W, VF_R, VF_RS, VF_RSS4, VF_BT, VF_GP, VF_CLOCKS, VF_VIS,
  VF_NL4) = range(11)
 VF_RSITE = 12
+# ...and for a CTA-wide barrier's probes inline (instrument/inline_barriers.py, modules that
+# sync only on barrier 0: FLAG_BAR0_ROWS): the rows' shared address (0: no rows, call the
+# probes), the CTA's warps, and the shared address of the checker's shared variables
+# (cs_shared_t), whose words SHV_* the inline code reads.
+VF_BAR_ROWS = 11
+VF_BAR_NW = 14
+VF_SHV = 15
 VF_WORDS = 16
+# Byte offsets in cs_shared_t (the checker asserts them): the CTA's wind-down flag, the
+# chunks of a clock in use (u64), each warp's live lanes and CTA-wide barriers passed.
+SHV_ENDING = 16
+SHV_CHUNKS = 32
+SHV_LANES = 552
+SHV_PHASE = 684
 
 
 def vsh_readers(nwarps: int, warp_reads: bool, bulk_stores: bool, wgmma: bool) -> int:
@@ -944,7 +957,9 @@ def c_header() -> str:
         "CS_VF_GRANULES": VF_GRANULES, "CS_VF_BASE": VF_BASE, "CS_VF_W": VF_W, "CS_VF_R": VF_R,
         "CS_VF_RS": VF_RS, "CS_VF_RSS4": VF_RSS4, "CS_VF_BT": VF_BT, "CS_VF_GP": VF_GP,
         "CS_VF_CLOCKS": VF_CLOCKS, "CS_VF_VIS": VF_VIS, "CS_VF_NL4": VF_NL4,
-        "CS_VF_RSITE": VF_RSITE, "CS_VF_WORDS": VF_WORDS,
+        "CS_VF_RSITE": VF_RSITE, "CS_VF_WORDS": VF_WORDS, "CS_VF_BAR_ROWS": VF_BAR_ROWS,
+        "CS_VF_BAR_NW": VF_BAR_NW, "CS_VF_SHV": VF_SHV, "CS_SHV_ENDING": SHV_ENDING,
+        "CS_SHV_CHUNKS": SHV_CHUNKS, "CS_SHV_LANES": SHV_LANES, "CS_SHV_PHASE": SHV_PHASE,
         "CS_REP_COUNT_MASK": REP_COUNT_MASK,
         "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,
         "CS_BS_READERS": BS_READERS, "CS_BS_FLAG_OVERFLOW": BS_FLAG_OVERFLOW,

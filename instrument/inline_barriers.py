@@ -86,3 +86,161 @@ def wait(pred: str | None, record: str, call: str, label: str) -> str:
 def exit_(pred: str | None, record: str, call: str, label: str) -> str:
     """The exit probe: nothing to do where the record is there."""
     return _guarded(pred, record, label, [], call)
+
+
+# A CTA-wide barrier of a module that syncs only on barrier 0, in the build whose vector
+# clocks live in the CTA's shared memory (FLAG_BAR0_ROWS; the record abi.VF_*): the arrive
+# copies the warp's clock into its row of the generation's parity and advances the warp's
+# own column; the wait joins every warp's row of that parity into the warp's clock, then
+# advances its barrier count (checker: cs_bar0_arrive, cs_bar0_wait). A lane takes the
+# clock's 16-byte chunks in use at its lane id and 32 above (the mask only grows, and a
+# column of a chunk outside the checker's column ranges is 0 in every clock, as its joins
+# take them: clocks.h). Where any lane lacks the record or the rows, the warp is not whole
+# at the barrier, or the CTA winds down after a deadlock, the warp calls the probe instead.
+_Y = "%__cs_y"  # b32 scratch (a scoped declaration)
+_YP = "%__cs_yp"  # pred scratch
+
+
+def _vc_regs(n: int) -> list[str]:
+    return [f"{_Y}{i}" for i in range(n)]
+
+
+def _vc_look(fast: str, ending: bool, lanes: bool) -> tuple[list[str], dict[str, str]]:
+    """The record's words and the checks that send the warp to the call (to
+    `{label}_call`, appended by the caller); `fail` holds the warp's verdict."""
+    r = dict(zip(("act", "rec", "w", "rows", "shv", "x", "t"), _vc_regs(7), strict=True))
+    fail = f"{_YP}0"
+    lines = [f"activemask.b32 {r['act']};",
+             f"setp.lt.u32 {fail}, {fast}, {abi.VF_TAG};",
+             f"setp.ne.or.u32 {fail}, {r['act']}, -1, {fail};",
+             f"and.b32 {r['rec']}, {fast}, {(1 << abi.VF_WARP_SHIFT) - 1};",
+             f"bfe.u32 {r['w']}, {fast}, {abi.VF_WARP_SHIFT}, 5;",
+             f"@!{fail} ld.shared.u32 {r['rows']}, [{r['rec']}+{4 * abi.VF_BAR_ROWS}];",
+             f"setp.eq.or.u32 {fail}, {r['rows']}, 0, {fail};",
+             f"@!{fail} ld.shared.u32 {r['shv']}, [{r['rec']}+{4 * abi.VF_SHV}];"]
+    if lanes:  # (an aligned barrier is the warp's live lanes: all of them here)
+        lines += [f"mad.lo.u32 {r['t']}, {r['w']}, 4, {r['shv']};",
+                  f"@!{fail} ld.volatile.shared.u32 {r['x']}, [{r['t']}+{abi.SHV_LANES}];",
+                  f"setp.ne.or.u32 {fail}, {r['x']}, -1, {fail};"]
+    if ending:
+        lines += [f"@!{fail} ld.volatile.shared.u32 {r['x']}, [{r['shv']}+{abi.SHV_ENDING}];",
+                  f"setp.ne.or.u32 {fail}, {r['x']}, 0, {fail};"]
+    lines.append(f"vote.sync.any.pred {fail}, {fail}, {r['act']};")
+    return lines, r
+
+
+def _vc_clock(r: dict[str, str]) -> list[str]:
+    """The warp's clock (`mine`), the generation's rows, the chunk masks, the lane's offset."""
+    more = dict(zip(("lane", "lo", "hi", "nw", "nl4", "vis", "mine", "off"), _vc_regs(15)[7:],
+                    strict=True))
+    r.update(more)
+    return [f"mov.u32 {r['lane']}, %laneid;",
+            f"ld.volatile.shared.v2.u32 {{{r['lo']}, {r['hi']}}}, [{r['shv']}+{abi.SHV_CHUNKS}];",
+            f"ld.shared.u32 {r['nw']}, [{r['rec']}+{4 * abi.VF_BAR_NW}];",
+            f"ld.shared.u32 {r['nl4']}, [{r['rec']}+{4 * abi.VF_NL4}];",
+            f"ld.shared.u32 {r['vis']}, [{r['rec']}+{4 * abi.VF_VIS}];",
+            f"mad.lo.u32 {r['mine']}, {r['w']}, {r['nl4']}, {r['vis']};",
+            f"shl.b32 {r['off']}, {r['lane']}, 4;"]
+
+
+def _vc_wrap(look: list[str], body: list[str], call: str, label: str, regs: int) -> str:
+    lines = ["{ // consan vector-clock barrier probe, inline",
+             f".reg .b32 {_Y}<{regs}>;", f".reg .pred {_YP}<3>;", *look,
+             f"@{_YP}0 bra {label}_call;", *body, f"bra {label}_done;", "}",
+             f"{label}_call:", call.strip(), f"{label}_done:"]
+    return "\n\t".join(lines)
+
+
+def vc_arrive(fast: str, token: str, call: str, leave: str, label: str) -> str:
+    """The arrive probe of barrier 0, inline; `call` (the probe's) where it cannot be, and
+    `leave` (the wait probe's call: it leaves the kernel) where the CTA winds down after
+    the arrival, as the probe's entry does."""
+    look, r = _vc_look(fast, ending=True, lanes=True)
+    body = _vc_clock(r)
+    gen, row, p, a, b = _vc_regs(20)[15:]
+    c = _vc_regs(24)[20:]
+    on = f"{_YP}1"
+    body += [f"mad.lo.u32 {r['t']}, {r['w']}, 4, {r['shv']};",
+             f"ld.volatile.shared.u32 {gen}, [{r['t']}+{abi.SHV_PHASE}];",
+             f"and.b32 {p}, {gen}, 1;",
+             f"mad.lo.u32 {p}, {p}, {r['nw']}, {r['w']};",
+             f"mad.lo.u32 {row}, {p}, {r['nl4']}, {r['rows']};",
+             f"add.u32 {a}, {r['mine']}, {r['off']};",
+             f"add.u32 {b}, {row}, {r['off']};"]
+    for half, mask in enumerate((r["lo"], r["hi"])):  # the lane's chunks: lane, 32 + lane
+        body += [f"shr.b32 {p}, {mask}, {r['lane']};",
+                 f"and.b32 {p}, {p}, 1;",
+                 f"setp.ne.u32 {on}, {p}, 0;",
+                 f"@{on} ld.shared.v4.u32 {{{', '.join(c)}}}, [{a}+{512 * half}];",
+                 f"@{on} st.shared.v4.u32 [{b}+{512 * half}], {{{', '.join(c)}}};"]
+    body += ["membar.cta;",
+             "bar.warp.sync -1;",
+             f"setp.eq.u32 {on}, {r['lane']}, 0;",  # the warp's own column, by lane 0
+             f"shl.b32 {p}, {r['w']}, 2;",
+             f"add.u32 {a}, {r['mine']}, {p};",
+             f"@{on} ld.shared.u32 {c[0]}, [{a}];",
+             f"@{on} add.u32 {c[0]}, {c[0]}, 1;",
+             f"@{on} st.shared.u32 [{a}], {c[0]};",
+             f"ld.shared.u32 {b}, [{r['rec']}+{4 * abi.VF_CLOCKS}];",
+             f"add.u32 {b}, {b}, {p};",
+             f"@{on} st.volatile.shared.u32 [{b}], {c[0]};",
+             "bar.warp.sync -1;",
+             f"or.b32 {token}, {gen}, {abi.TOKEN_CTA_WIDE};",
+             f"ld.volatile.shared.u32 {r['x']}, [{r['shv']}+{abi.SHV_ENDING}];",
+             f"setp.ne.u32 {on}, {r['x']}, 0;",
+             f"vote.sync.any.pred {on}, {on}, -1;",
+             f"@!{on} bra {label}_done;",
+             leave.strip()]
+    return _vc_wrap(look, body, call, label, 24)
+
+
+def vc_wait(fast: str, token: str, call: str, label: str) -> str:
+    """The wait probe of barrier 0 (its arrive's token in `token`), inline; `call` where it
+    cannot be (the CTA winding down among those: the probe leaves)."""
+    look, r = _vc_look(fast, ending=True, lanes=False)
+    body = _vc_clock(r)
+    base, a, q, c0 = _vc_regs(19)[15:]
+    v = _vc_regs(23)[19:]
+    x = _vc_regs(27)[23:]
+    m = _vc_regs(31)[27:]
+    on, more = f"{_YP}1", f"{_YP}2"
+    body += [f"and.b32 {base}, {token}, 1;",  # warp 0's row of the generation's parity
+             f"mul.lo.u32 {base}, {base}, {r['nw']};",
+             f"mad.lo.u32 {base}, {base}, {r['nl4']}, {r['rows']};"]
+    for half, mask in enumerate((r["lo"], r["hi"])):
+        skip, loop = f"{label}_h{half}", f"{label}_r{half}"
+        body += [f"shr.b32 {a}, {mask}, {r['lane']};",
+                 f"and.b32 {a}, {a}, 1;",
+                 f"setp.eq.u32 {on}, {a}, 0;",
+                 f"@{on} bra {skip};",
+                 f"add.u32 {a}, {base}, {r['off']};",
+                 f"add.u32 {a}, {a}, {512 * half};",
+                 *(f"mov.u32 {vi}, 0;" for vi in v),
+                 f"mov.u32 {q}, 0;",
+                 f"{loop}:",  # the maximum of every warp's row
+                 f"ld.shared.v4.u32 {{{', '.join(x)}}}, [{a}];",
+                 *(f"max.u32 {vi}, {vi}, {xi};" for vi, xi in zip(v, x, strict=True)),
+                 f"add.u32 {a}, {a}, {r['nl4']};",
+                 f"add.u32 {q}, {q}, 1;",
+                 f"setp.lt.u32 {more}, {q}, {r['nw']};",
+                 f"@{more} bra {loop};",
+                 f"add.u32 {a}, {r['mine']}, {r['off']};",
+                 f"add.u32 {a}, {a}, {512 * half};",
+                 f"ld.shared.v4.u32 {{{', '.join(m)}}}, [{a}];",
+                 *(f"max.u32 {xi}, {mi}, {vi};" for xi, mi, vi in zip(x, m, v, strict=True)),
+                 # (the warp's own column stays its own: column 4 * chunk + i == w)
+                 f"shl.b32 {c0}, {r['lane']}, 2;",
+                 f"add.u32 {c0}, {c0}, {128 * half};",
+                 f"sub.u32 {c0}, {r['w']}, {c0};",
+                 *(f"setp.eq.u32 {more}, {c0}, {i};\n\t@{more} mov.u32 {x[i]}, {m[i]};"
+                   for i in range(4)),
+                 f"st.shared.v4.u32 [{a}], {{{', '.join(x)}}};",
+                 f"{skip}:"]
+    body += ["membar.cta;",
+             f"setp.eq.u32 {on}, {r['lane']}, 0;",  # the warp's barriers passed, by lane 0
+             f"mad.lo.u32 {a}, {r['w']}, 4, {r['shv']};",
+             f"@{on} ld.volatile.shared.u32 {q}, [{a}+{abi.SHV_PHASE}];",
+             f"@{on} add.u32 {q}, {q}, 1;",
+             f"@{on} st.volatile.shared.u32 [{a}+{abi.SHV_PHASE}], {q};",
+             "bar.warp.sync -1;"]
+    return _vc_wrap(look, body, call, label, 31)

@@ -876,6 +876,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                                               hidx, value_tags, tags,
                                                               mod.items, replaced,
                                                               converted_regions, steps)
+    elif bar0_only and chunks and not multicast:  # (the 16-byte granules' build: its record)
+        inline_bars_done = _inline_vc_barriers(inline_bars, before, after)
     chunk_inline = 0
     if chunks and not cta_wide_only and not multicast and \
             len(chunk_reads) <= vc_reads.MAX_SITES:  # (the 16-byte granules' build)
@@ -1134,6 +1136,28 @@ def _inline_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
              + "\n\t")
         swap(after, idx, b.post, "\n\t" + inline_barriers.wait(b.post_pred, rec, b.post,
                                                                f"{label}w"))
+    return len(bars)
+
+
+def _inline_vc_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
+                        after: dict[int, str]) -> int:
+    """A module that syncs only on barrier 0, with vector clocks: its entries' unpredicated
+    `bar.sync 0` do their probes' work inline where the warp's record has the barrier's
+    rows, and call them elsewhere (inline_barriers.vc_arrive); as many as
+    _inline_barriers writes out. Returns how many."""
+    bars = {i: b for i, b in bars.items() if b.event is Event.BAR_SYNC and b.pred is None
+            and b.post_pred is None}
+    if not bars or len(bars) > fast_path.inline_max(fast_path.BARRIERS_INLINE_MAX):
+        return 0
+    for idx, b in bars.items():
+        label = f"$__cs_vbar{idx}"
+        assert before.get(idx, "").count(b.pre) == 1 and after.get(idx, "").count(b.post) == 1
+        before[idx] = before[idx].replace(
+            b.pre, inline_barriers.vc_arrive(fast_path.REG_FAST, REG_TOKEN, b.pre, b.post,
+                                             label) + "\n\t")
+        after[idx] = after[idx].replace(
+            b.post, "\n\t" + inline_barriers.vc_wait(fast_path.REG_FAST, REG_TOKEN, b.post,
+                                                     f"{label}w"))
     return len(bars)
 
 

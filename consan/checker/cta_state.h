@@ -63,9 +63,17 @@ struct CS_ALIGN16 cs_shared_t {
 #define cs_phase_sh (cs_shv.phase)
 #ifdef CONSAN_HOST
 static cs_shared_t cs_shv;
+// The words the rewritten kernel's inline barriers read (instrument/inline_barriers.py), at
+// the offsets abi.SHV_* gives: asserted here, in the host build every CPU test compiles
+// (NVRTC has no offsetof; the words before `vlay` lie alike in both builds).
+static_assert(offsetof(cs_shared_t, ending) == CS_SHV_ENDING &&
+              offsetof(cs_shared_t, vc_chunks) == CS_SHV_CHUNKS &&
+              offsetof(cs_shared_t, lanes) == CS_SHV_LANES &&
+              offsetof(cs_shared_t, phase) == CS_SHV_PHASE, "abi.SHV_*: cs_shared_t's offsets");
 #else
 #define cs_shv (*(cs_shared_t*)cs_dyn_at(__consan_state.shv_offset))
 static_assert(sizeof(cs_shared_t) <= CS_SHV_BYTES, "abi.SHV_BYTES is too small");
+
 #endif
 
 #define CS_NO_SLOT 0xFFFFFFFFu

@@ -148,6 +148,10 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     f[CS_VF_VIS] = (uint32_t)__cvta_generic_to_shared(l.vis);
     f[CS_VF_NL4] = 4u * S.nlogical;
     f[CS_VF_RSITE] = (uint32_t)(uint64_t)l.rsite, f[CS_VF_RSITE + 1] = (uint32_t)((uint64_t)l.rsite >> 32);
+    // ...and of the CTA-wide barriers' rows (instrument/inline_barriers.py: vc_arrive)
+    f[CS_VF_BAR_ROWS] = cs_bar0_rows(0) && !cs_phase_mode() ? (uint32_t)__cvta_generic_to_shared(l.rows) : 0u;
+    f[CS_VF_BAR_NW] = S.nwarps;
+    f[CS_VF_SHV] = (uint32_t)__cvta_generic_to_shared(&cs_shv);
 #endif
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #else
 typedef unsigned char uint8_t;
 typedef unsigned int uint32_t;

@@ -313,3 +313,70 @@ def test_every_cta_barrier_form_takes_the_step_past_inline_max(bar, guard):
     if guard == f"@{REG_GUARD}":
         assert ins.ptx.count(f"mov.pred {REG_GUARD}, %p2;") == len(steps)
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+# A module whose accesses are whole 16-byte chunks and whose only barrier is barrier 0, with
+# an mbarrier (vector clocks): the build with its clocks' tables in shared memory and
+# 16-byte granules gives each warp a record (abi.VF_*) with barrier 0's rows.
+VC_HEAD = HEAD.replace(".align 4 .b8 s[1024]", ".align 16 .b8 s[1024]").replace(
+    "\tshl.b32 %r2, %r1, 2;\n", "\tshl.b32 %r2, %r1, 4;\n")
+VC_BODY = ("\tmbarrier.init.shared.b64 [s+1008], 1;\n"
+           "\tst.shared.v4.u32 [%r2], {%r3, %r3, %r3, %r3};\n\tbar.sync 0;\n"
+           "\tld.shared.v4.u32 {%r4, %r5, %r6, %r7}, [%r2+16];\n\tbar.sync 0;\n")
+VC_INLINE = "// consan vector-clock barrier probe, inline"
+
+
+def _vc_blocks(ptx: str) -> list[str]:
+    out = []
+    for m in re.finditer(re.escape(VC_INLINE), ptx):
+        label = re.search(r"(\$__cs_vbar\d+w?)_call", ptx[m.start():]).group(1)
+        out.append(ptx[m.start():ptx.index(f"{label}_done:", m.start())])
+    return out
+
+
+def test_a_vector_clock_module_of_chunks_runs_barrier_0_inline_with_the_calls_kept():
+    ins = instrument(VC_HEAD + VC_BODY + "\tret;\n}\n", "k.ptx")
+    assert not ins.phase_mode and ins.whole_chunks and ins.bar0_only
+    assert ins.inline_barriers == 2 and INLINE not in ins.ptx
+    blocks = _vc_blocks(ins.ptx)
+    arrives = [b for b in blocks if calls(b, abi.PROBE_BAR_ARRIVE)]
+    waits = [b for b in blocks if not calls(b, abi.PROBE_BAR_ARRIVE)]
+    assert len(arrives) == len(waits) == 2
+    rec = fast_path.REG_FAST
+    for b in blocks:  # no record, no rows, a warp not whole: the probe's own call
+        assert f"setp.lt.u32 %__cs_yp0, {rec}, {abi.VF_TAG};" in b
+        assert f"+{4 * abi.VF_BAR_ROWS}];" in b and f"+{abi.SHV_ENDING}];" in b
+        assert re.search(r"vote.sync.any.pred %__cs_yp0, %__cs_yp0, %__cs_y0;\s*"
+                         r"@%__cs_yp0 bra \$__cs_vbar\d+w?_call;", b)
+    for b in arrives:  # the warp's live lanes checked; after the arrival, the wind-down's
+        # way out is the wait probe's call (it leaves the kernel)
+        assert f"+{abi.SHV_LANES}];" in b and f"+{abi.SHV_PHASE}];" in b
+        assert [c.func for c in calls(b)] == [abi.PROBE_BAR_WAIT, abi.PROBE_BAR_ARRIVE]
+        assert f"or.b32 %__cs_tok, %__cs_y15, {abi.TOKEN_CTA_WIDE};" in b
+        assert b.index("membar.cta;") < b.index(f"[%__cs_y1+{4 * abi.VF_CLOCKS}];")
+    for b in waits:  # every warp's row of the token's parity, into the warp's clock
+        assert [c.func for c in calls(b)] == [abi.PROBE_BAR_WAIT]
+        assert "and.b32 %__cs_y15, %__cs_tok, 1;" in b and "max.u32" in b
+        assert b.index("membar.cta;") < b.index(f"+{abi.SHV_PHASE}], ")
+    for vsh in (True, False):  # (the record's build; any other returns none)
+        toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), vsh=vsh)
+
+
+@pytest.mark.parametrize("change", ["count", "words", "guard", "inline max"])
+def test_barrier_0_of_other_vector_clock_modules_calls_its_probes(change, monkeypatch):
+    """A module with a barrier of a count (no rows: FLAG_BAR0_ROWS), of 4-byte accesses (no
+    record: another build), a predicated barrier, or CONSAN_INLINE_MAX=0."""
+    body = VC_BODY
+    if change == "count":
+        body += "\tbar.sync 1, 64;\n"
+    elif change == "words":
+        body = body.replace("\tld.shared.v4.u32 {%r4, %r5, %r6, %r7}, [%r2+16];\n",
+                            "\tld.shared.u32 %r4, [%r2+16];\n")
+    elif change == "guard":
+        body = body.replace("\tbar.sync 0;\n\tld", "\t@%p2 bar.sync 0;\n\tld")
+    else:
+        monkeypatch.setenv("CONSAN_INLINE_MAX", "0")
+    ins = instrument(VC_HEAD + body + "\tret;\n}\n", "k.ptx")
+    assert not ins.phase_mode
+    assert ins.inline_barriers == (1 if change == "guard" else 0)
+    assert len(_vc_blocks(ins.ptx)) == (2 if change == "guard" else 0)

@@ -82,14 +82,20 @@ def _args():
     return (x, out, rows), [out, rows]
 
 
-def _prepared(src: str):
+def _prepared(src: str, barriers: str = "inline", kernel: str = "chunks", grid=GRID,
+              block=BLOCK, reads: int = 3):
     import consan
 
-    p = consan.prepare(src, "chunks", grid=GRID, block=BLOCK, options=(arch_option(),))
+    p = consan.prepare(src, kernel, grid=grid, block=block, options=(arch_option(),))
     assert p.build.instrumented.chunk_granules
     assert p.layout.granule_bytes == 16
     # its float4 reads and ldmatrix are settled inline where they can (vc_reads.py)
-    assert p.build.instrumented.inline_chunk_reads == 3
+    assert p.build.instrumented.inline_chunk_reads == reads
+    # and its __syncthreads, where the barrier's rows are (inline_barriers.vc_arrive)
+    syncs = src.count("__syncthreads();")
+    assert p.build.instrumented.inline_barriers == (syncs if barriers == "inline" else 0)
+    if p.layout.placement.value == "vc-smem":
+        assert p.layout.bar0_rows
     return p
 
 
@@ -100,12 +106,21 @@ def placement(request, monkeypatch):
     return request.param
 
 
-def test_clean_twin_is_clean_and_computes_the_native_bits(placement):
+@pytest.fixture(params=["inline", "calls"])
+def barriers(request, monkeypatch):
+    """Barrier 0 written out inline (a record with its rows: the tables in shared memory),
+    and as calls (CONSAN_INLINE_MAX=0, the form of a module past its inline limit)."""
+    if request.param == "calls":
+        monkeypatch.setenv("CONSAN_INLINE_MAX", "0")
+    return request.param
+
+
+def test_clean_twin_is_clean_and_computes_the_native_bits(placement, barriers):
     src = _source({})
     args, outs = _args()
     native_launch(src, "chunks", GRID, BLOCK, args, 0, (arch_option(),))
     native = [host(o).copy() for o in outs]
-    p = _prepared(src)
+    p = _prepared(src, barriers)
     assert p.layout.placement.value == placement
     args, outs = _args()
     p.launch(args)
@@ -115,10 +130,10 @@ def test_clean_twin_is_clean_and_computes_the_native_bits(placement):
 
 
 @pytest.mark.parametrize("name", list(RACY))
-def test_racy_twin_gives_its_kind_at_its_line(placement, name):
+def test_racy_twin_gives_its_kind_at_its_line(placement, barriers, name):
     change, kinds = RACY[name]
     src = _source(change)
-    p = _prepared(src)
+    p = _prepared(src, barriers)
     assert p.layout.placement.value == placement
     p.launch(_args()[0])
     rep = p.report()
@@ -335,3 +350,53 @@ def test_a_chunk_of_two_mbarriers_stays_theirs_while_one_is_live(placement, twin
     a, out = args()
     native_launch(src, "mbars", GRID, BLOCK, a, 0, (arch_option(),))
     assert_same_outputs([host(out)], [checked], "mbars")
+
+
+# A deadlock in a module that syncs on barrier 0 only: warp 0 waits for a phase one arrival
+# short; the other warps reach the __syncthreads after it, at once (parked in the hardware
+# barrier when warp 0 leaves) or once the CTA winds down (`late`: past the watch's
+# DEADLOCK_MS). Either way the report is the deadlock at the wait and the kernel ends: the
+# barrier's inline arrive calls its probe once the CTA winds down, its inline wait does too.
+STUCK = r"""
+__device__ __forceinline__ unsigned sa(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+extern "C" __global__ void stuck(const float4* in, float4* out, int late) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(16) float4 s[128];
+    int t = threadIdx.x;
+    if (t == 0) asm volatile("mbarrier.init.shared.b64 [%0], 2;" :: "r"(sa(&bar)) : "memory");
+    __syncthreads();
+    s[t] = in[t];
+    if (t == 0)  // one arrival of the two the phase needs
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(sa(&bar)) : "memory");
+    if (t < 32) {
+        asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n"
+                     " @!p bra W;\n}" :: "r"(sa(&bar)) : "memory");  // @wait
+    } else if (late) {
+        unsigned long long t0 = now_ns();
+        while (now_ns() - t0 < LATE_NS) {}
+    }
+    __syncthreads();
+    out[t] = s[(t + 32) % 128];
+}
+""".replace("LATE_NS", f"{3 * abi.DEADLOCK_MS}000000ull")
+
+
+@pytest.mark.parametrize("late", [0, 1], ids=["parked", "late"])
+def test_a_deadlock_before_barrier_0_is_reported_and_the_kernel_ends(barriers, late):
+    import cupy as cp
+
+    x = cp.asarray(np.random.default_rng(13).random(128 * 4, dtype=np.float32))
+    out = poisoned(128 * 4, cp.float32)
+    p = _prepared(STUCK, barriers, kernel="stuck", grid=(2,), block=(128,), reads=1)
+    assert p.layout.placement.value == "vc-smem"
+    p.launch((x, out, cp.int32(late)))
+    rep = p.report()
+    assert {v.kind for v in rep.violations} == {"deadlock"}, str(rep)
+    assert {v.line for v in rep.violations} == {line_of(STUCK, "@wait")}, str(rep)
