@@ -244,3 +244,45 @@ def vc_wait(fast: str, token: str, call: str, label: str) -> str:
              f"@{on} st.volatile.shared.u32 [{a}+{abi.SHV_PHASE}], {q};",
              "bar.warp.sync -1;"]
     return _vc_wrap(look, body, call, label, 31)
+
+
+def vc_wgmma_group(fast: str, op: int, n: str, call: str, label: str) -> str:
+    """A warp's wgmma.commit_group (`op` abi.WGMMA_COMMIT) or wgmma.wait_group `n`, inline
+    (checker: cs_unit_groups): lane 0 counts the warp's groups committed, or raises its
+    clock's column of the warpgroup's unit to the groups the wait retired; `call` where a
+    lane has no record or the warp is not whole (both instructions are .sync.aligned)."""
+    act, rec, w, shv, a, c, d, m = (f"{_Y}{i}" for i in range(8))
+    fail, lead, more = (f"{_YP}{i}" for i in range(3))
+    look = [f"activemask.b32 {act};",
+            f"setp.lt.u32 {fail}, {fast}, {abi.VF_TAG};",
+            f"setp.ne.or.u32 {fail}, {act}, -1, {fail};",
+            f"vote.sync.any.pred {fail}, {fail}, {act};"]
+    body = [f"and.b32 {rec}, {fast}, {(1 << abi.VF_WARP_SHIFT) - 1};",
+            f"bfe.u32 {w}, {fast}, {abi.VF_WARP_SHIFT}, 5;",
+            f"mov.u32 {a}, %laneid;",
+            f"setp.eq.u32 {lead}, {a}, 0;",
+            f"ld.shared.u32 {shv}, [{rec}+{4 * abi.VF_SHV}];",
+            f"mad.lo.u32 {a}, {w}, 4, {shv};",
+            f"@{lead} ld.volatile.shared.u32 {c}, [{a}+{abi.SHV_WGMMA_COMMITS}];"]
+    if op == abi.WGMMA_COMMIT:
+        body += [f"@{lead} add.u32 {c}, {c}, 1;",
+                 f"@{lead} st.volatile.shared.u32 [{a}+{abi.SHV_WGMMA_COMMITS}], {c};"]
+    else:  # the groups retired: all but the newest n; the unit's column AGENT_WGMMA + w / 4
+        body += [f"setp.gt.u32 {more}, {c}, {n};",
+                 f"sub.u32 {d}, {c}, {n};",
+                 f"selp.u32 {d}, {d}, 0, {more};",
+                 f"ld.shared.u32 {a}, [{rec}+{4 * abi.VF_NL4}];",
+                 f"ld.shared.u32 {m}, [{rec}+{4 * abi.VF_VIS}];",
+                 f"mad.lo.u32 {a}, {w}, {a}, {m};",
+                 f"shr.u32 {m}, {w}, 2;",
+                 f"add.u32 {m}, {m}, {abi.AGENT_WGMMA};",
+                 f"mad.lo.u32 {a}, {m}, 4, {a};",
+                 f"@{lead} ld.shared.u32 {m}, [{a}];",
+                 f"setp.gt.and.u32 {more}, {d}, {m}, {lead};",
+                 f"@{more} st.shared.u32 [{a}], {d};"]
+    body += ["membar.cta;", "bar.warp.sync -1;"]
+    lines = ["{ // consan vector-clock wgmma group probe, inline",
+             f".reg .b32 {_Y}<8>;", f".reg .pred {_YP}<3>;", *look,
+             f"@{fail} bra {label}_call;", *body, f"bra {label}_done;", "}",
+             f"{label}_call:", call.strip(), f"{label}_done:"]
+    return "\n\t".join(lines)

@@ -142,7 +142,8 @@ class Instrumented:
     fast_paths: int = 0  # accesses in loops that first test inline whether they repeat
     inline_writes: int = 0  # plain writes that store their epoch inline (fast_path.py)
     inline_reads: int = 0  # one-granule reads that set their bit inline (fast_path.py)
-    inline_barriers: int = 0  # barriers and exits whose probes run inline (inline_barriers.py)
+    # barriers, exits and wgmma groups whose probes run inline (inline_barriers.py)
+    inline_barriers: int = 0
     inline_chunk_reads: int = 0  # 16-byte reads settled inline where they can (vc_reads.py)
     # kernel -> its proof (static_proof.py), filled only where every function of the module
     # is a kernel proven so: the front ends then run it natively
@@ -876,8 +877,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                                               hidx, value_tags, tags,
                                                               mod.items, replaced,
                                                               converted_regions, steps)
-    elif bar0_only and chunks and not multicast:  # (the 16-byte granules' build: its record)
-        inline_bars_done = _inline_vc_barriers(inline_bars, before, after)
+    elif chunks and not multicast:  # (the 16-byte granules' build: its record)
+        inline_bars_done = _inline_vc_probes(inline_bars, before, after, bar0_only)
     chunk_inline = 0
     if chunks and not cta_wide_only and not multicast and \
             len(chunk_reads) <= vc_reads.MAX_SITES:  # (the 16-byte granules' build)
@@ -1120,6 +1121,8 @@ def _inline_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
     before. Measured (bench_build, 2-core machine): written out at an unrolled bitonic
     sort's 73 barriers, its link took 0.68-0.71 s against 0.38-0.45 s with the calls.
     Returns how many run inline."""
+    bars = {i: b for i, b in bars.items() if b.event in (Event.BAR_SYNC, Event.BAR_RED,
+                                                           Event.EXIT)}
     if len(bars) > fast_path.inline_max(fast_path.BARRIERS_INLINE_MAX):
         return 0
     def swap(where: dict[int, str], idx: int, text: str, new: str) -> None:
@@ -1139,25 +1142,39 @@ def _inline_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
     return len(bars)
 
 
-def _inline_vc_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
-                        after: dict[int, str]) -> int:
-    """A module that syncs only on barrier 0, with vector clocks: its entries' unpredicated
-    `bar.sync 0` do their probes' work inline where the warp's record has the barrier's
-    rows, and call them elsewhere (inline_barriers.vc_arrive); as many as
-    _inline_barriers writes out. Returns how many."""
-    bars = {i: b for i, b in bars.items() if b.event is Event.BAR_SYNC and b.pred is None
-            and b.post_pred is None}
+def _inline_vc_probes(bars: dict[int, _InlineBarrier], before: dict[int, str],
+                      after: dict[int, str], bar0: bool) -> int:
+    """A vector-clock module of 16-byte chunks (the build whose record abi.VF_* its entries
+    hold): their unpredicated `bar.sync 0` (`bar0`: the module syncs only on it) and
+    wgmma.commit_group / wait_group do their probes' work inline where the warp's record
+    allows, and call them elsewhere (inline_barriers.vc_arrive, vc_wgmma_group); as many
+    as _inline_barriers writes out. Returns how many."""
+    groups = (Event.WGMMA_COMMIT, Event.WGMMA_WAIT)
+    bars = {i: b for i, b in bars.items() if b.pred is None and b.post_pred is None and
+            (b.event in groups or (bar0 and b.event is Event.BAR_SYNC))}
     if not bars or len(bars) > fast_path.inline_max(fast_path.BARRIERS_INLINE_MAX):
         return 0
+    fast = fast_path.REG_FAST
+
+    def swap(where: dict[int, str], idx: int, text: str, new: str) -> None:
+        assert where.get(idx, "").count(text) == 1, (idx, text)
+        where[idx] = where[idx].replace(text, new)
+
     for idx, b in bars.items():
         label = f"$__cs_vbar{idx}"
-        assert before.get(idx, "").count(b.pre) == 1 and after.get(idx, "").count(b.post) == 1
-        before[idx] = before[idx].replace(
-            b.pre, inline_barriers.vc_arrive(fast_path.REG_FAST, REG_TOKEN, b.pre, b.post,
-                                             label) + "\n\t")
-        after[idx] = after[idx].replace(
-            b.post, "\n\t" + inline_barriers.vc_wait(fast_path.REG_FAST, REG_TOKEN, b.post,
-                                                     f"{label}w"))
+        if b.event is Event.WGMMA_COMMIT:  # (before it; after it where it closes a chain
+            # of wgmma probes: their calls come after the commit, then its own)
+            where = before if b.pre in before.get(idx, "") else after
+            swap(where, idx, b.pre.rstrip(), inline_barriers.vc_wgmma_group(
+                fast, abi.WGMMA_COMMIT, b.n, b.pre, label))
+        elif b.event is Event.WGMMA_WAIT:  # (after it)
+            swap(after, idx, b.post, "\n\t" + inline_barriers.vc_wgmma_group(
+                fast, abi.WGMMA_WAIT, b.n, b.post, label))
+        else:
+            swap(before, idx, b.pre, inline_barriers.vc_arrive(fast, REG_TOKEN, b.pre, b.post,
+                                                               label) + "\n\t")
+            swap(after, idx, b.post, "\n\t" + inline_barriers.vc_wait(fast, REG_TOKEN, b.post,
+                                                                       f"{label}w"))
     return len(bars)
 
 
@@ -1259,12 +1276,18 @@ class _FnProbes:
 
 class _InlineBarrier(NamedTuple):
     """A barrier's or exit's probe texts (before and after the instruction) and predicates,
-    which a phase-mode entry does inline (inline_barriers.py)."""
+    which a phase-mode entry does inline (inline_barriers.py); in a vector-clock entry,
+    barrier 0's and the wgmma groups' (`n`: a wait's groups kept)."""
     event: Event
     pre: str
     post: str
     pred: str | None
     post_pred: str | None  # the guard after the instruction (_guard_after)
+    n: str = "0"
+
+
+_INLINE_EVENTS = (Event.BAR_SYNC, Event.BAR_RED, Event.EXIT, Event.WGMMA_COMMIT,
+                  Event.WGMMA_WAIT)
 
 
 def _guard_after(it: Item, post: str) -> tuple[str, str | None, str]:
@@ -1364,8 +1387,9 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
                        carry=(k.count, arrive_site[idx]) if k else None, echoes=not stores)
     post, post_pred, keep = _guard_after(it, post)
     f.kept_guard |= bool(keep)
-    if f.bars is not None and not on and c.event in (Event.BAR_SYNC, Event.BAR_RED, Event.EXIT):
-        f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred, post_pred)
+    if f.bars is not None and not on and c.event in _INLINE_EVENTS:
+        n = it.operands[0] if c.event is Event.WGMMA_WAIT else "0"
+        f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred, post_pred, n)
     if f.all_bars is not None and c.event in (Event.BAR_SYNC, Event.BAR_RED):
         _, step = _probe(it, c, site.id, f.widths, step=True)
         f.all_bars[idx] = _StepBarrier(pre, post, _guard_after(it, step)[0], site.id)

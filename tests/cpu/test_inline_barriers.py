@@ -380,3 +380,30 @@ def test_barrier_0_of_other_vector_clock_modules_calls_its_probes(change, monkey
     assert not ins.phase_mode
     assert ins.inline_barriers == (1 if change == "guard" else 0)
     assert len(_vc_blocks(ins.ptx)) == (2 if change == "guard" else 0)
+
+
+def test_the_wgmma_groups_of_a_vector_clock_module_of_chunks_run_inline():
+    """wgmma.commit_group and wgmma.wait_group N (both .sync.aligned): lane 0 counts the
+    warp's groups, or raises the warpgroup unit's column to the groups retired, where the
+    warp has a record; the probe's call is kept for a warp without one. (A module that
+    syncs on another barrier too: its barriers call, its groups still run inline.)"""
+    body = VC_BODY + ("\tbar.sync 1, 64;\n\twgmma.fence.sync.aligned;\n"
+                      "\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 1;\n")
+    ins = instrument(VC_HEAD + body + "\tret;\n}\n", "k.ptx")
+    assert not ins.bar0_only and ins.whole_chunks
+    assert ins.inline_barriers == 2 and "vector-clock barrier probe" not in ins.ptx
+    groups = ins.ptx.split("// consan vector-clock wgmma group probe, inline")[1:]
+    assert len(groups) == 2
+    commit, wait = (g[:g.index("_done:")] for g in groups)
+    for g, op in ((commit, abi.WGMMA_COMMIT), (wait, abi.WGMMA_WAIT)):
+        assert [(c.func, c.args[0]) for c in calls(g)] == [(abi.PROBE_WGMMA_GROUP, str(op))]
+        assert f"setp.lt.u32 %__cs_yp0, {fast_path.REG_FAST}, {abi.VF_TAG};" in g
+        assert f"+{abi.SHV_WGMMA_COMMITS}];" in g
+    assert "@%__cs_yp1 add.u32 %__cs_y5, %__cs_y5, 1;" in commit
+    assert "setp.gt.u32 %__cs_yp2, %__cs_y5, 1;" in wait  # (all but the newest group)
+    assert f"add.u32 %__cs_y7, %__cs_y7, {abi.AGENT_WGMMA};" in wait
+    at = [m.start() for m in re.finditer("wgmma group probe, inline", ins.ptx)]
+    assert at[0] < ins.ptx.index("wgmma.commit_group") < at[1]  # (the wait's after it)
+    assert ins.ptx.index("wgmma.wait_group.sync.aligned 1;") < at[1]
+    for vsh in (True, False):
+        toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), vsh=vsh)

@@ -232,8 +232,18 @@ def _tma_gemm(racy: bool):
 TABLES = ("shared", "device")
 
 
+@pytest.fixture(params=["inline", "calls"])
+def groups(request, monkeypatch):
+    """The wgmma groups and barrier 0 written out inline (a 16-byte granule module: with the
+    tables in shared memory its warps have the record they need; instrument/
+    inline_barriers.py), and as calls (CONSAN_INLINE_MAX=0)."""
+    if request.param == "calls":
+        monkeypatch.setenv("CONSAN_INLINE_MAX", "0")
+    return request.param
+
+
 @pytest.mark.parametrize("tables", TABLES)
-def test_tma_wgmma_gemm_is_clean_and_exact(tables, monkeypatch):
+def test_tma_wgmma_gemm_is_clean_and_exact(tables, groups, monkeypatch):
     monkeypatch.setenv("CONSAN_VC_SMEM", "1" if tables == "shared" else "0")
     _, rep, got, want = _tma_gemm(racy=False)  # the native bits
     assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
@@ -243,7 +253,7 @@ def test_tma_wgmma_gemm_is_clean_and_exact(tables, monkeypatch):
 
 
 @pytest.mark.parametrize("tables", TABLES)
-def test_tma_refill_before_wgmma_wait_is_a_pending_read(tables, monkeypatch):
+def test_tma_refill_before_wgmma_wait_is_a_pending_read(tables, groups, monkeypatch):
     monkeypatch.setenv("CONSAN_VC_SMEM", "1" if tables == "shared" else "0")
     src, rep, _, _ = _tma_gemm(racy=True)
     assert {v.kind for v in rep.violations} == {"async.pending-read"}, str(rep)
