@@ -21,12 +21,13 @@ BODY = ("\tst.shared.u32 [%r2], %r3;\n\tbar.sync 0;\n\tld.shared.u32 %r4, [%r2];
         "\t@%p2 bar.sync 0;\n")
 
 
-def _blocks(ptx: str) -> list[str]:
-    """Each inline probe's text, from its block to its `_done` label."""
+def _blocks(ptx: str, marker: str = INLINE, label: str = "bar") -> list[str]:
+    """Each inline probe's text (its block opens with `marker`, its labels are
+    `$__cs_<label>N`), from its block to its `_done` label."""
     out = []
-    for m in re.finditer(re.escape(INLINE), ptx):
-        label = re.search(r"(\$__cs_bar\d+w?)_call", ptx[m.start():]).group(1)
-        out.append(ptx[m.start():ptx.index(f"{label}_done:", m.start())])
+    for m in re.finditer(re.escape(marker), ptx):
+        at = re.search(rf"(\$__cs_{label}\d+w?)_call", ptx[m.start():]).group(1)
+        out.append(ptx[m.start():ptx.index(f"{at}_done:", m.start())])
     return out
 
 
@@ -327,11 +328,7 @@ VC_INLINE = "// consan vector-clock barrier probe, inline"
 
 
 def _vc_blocks(ptx: str) -> list[str]:
-    out = []
-    for m in re.finditer(re.escape(VC_INLINE), ptx):
-        label = re.search(r"(\$__cs_vbar\d+w?)_call", ptx[m.start():]).group(1)
-        out.append(ptx[m.start():ptx.index(f"{label}_done:", m.start())])
-    return out
+    return _blocks(ptx, VC_INLINE, "vbar")
 
 
 def test_a_vector_clock_module_of_chunks_runs_barrier_0_inline_with_the_calls_kept():
