@@ -1125,21 +1125,23 @@ def _inline_barriers(bars: dict[int, _InlineBarrier], before: dict[int, str],
                                                            Event.EXIT)}
     if len(bars) > fast_path.inline_max(fast_path.BARRIERS_INLINE_MAX):
         return 0
-    def swap(where: dict[int, str], idx: int, text: str, new: str) -> None:
-        assert where.get(idx, "").count(text) == 1, (idx, text)
-        where[idx] = where[idx].replace(text, new)
-
     rec = fast_path.REG_FAST
     for idx, b in bars.items():
         label = f"$__cs_bar{idx}"
         if b.event is Event.EXIT:
-            swap(before, idx, b.pre, inline_barriers.exit_(b.pred, rec, b.pre, label) + "\n\t")
+            _swap(before, idx, b.pre, inline_barriers.exit_(b.pred, rec, b.pre, label) + "\n\t")
             continue
-        swap(before, idx, b.pre, inline_barriers.arrive(b.pred, rec, REG_TOKEN, b.pre, label)
-             + "\n\t")
-        swap(after, idx, b.post, "\n\t" + inline_barriers.wait(b.post_pred, rec, b.post,
-                                                               f"{label}w"))
+        _swap(before, idx, b.pre, inline_barriers.arrive(b.pred, rec, REG_TOKEN, b.pre, label)
+              + "\n\t")
+        _swap(after, idx, b.post, "\n\t" + inline_barriers.wait(b.post_pred, rec, b.post,
+                                                                f"{label}w"))
     return len(bars)
+
+
+def _swap(where: dict[int, str], idx: int, text: str, new: str) -> None:
+    """A probe's text at item idx (there once) replaced by its inline form."""
+    assert where.get(idx, "").count(text) == 1, (idx, text)
+    where[idx] = where[idx].replace(text, new)
 
 
 def _inline_vc_probes(bars: dict[int, _InlineBarrier], before: dict[int, str],
@@ -1155,25 +1157,20 @@ def _inline_vc_probes(bars: dict[int, _InlineBarrier], before: dict[int, str],
     if not bars or len(bars) > fast_path.inline_max(fast_path.BARRIERS_INLINE_MAX):
         return 0
     fast = fast_path.REG_FAST
-
-    def swap(where: dict[int, str], idx: int, text: str, new: str) -> None:
-        assert where.get(idx, "").count(text) == 1, (idx, text)
-        where[idx] = where[idx].replace(text, new)
-
     for idx, b in bars.items():
         label = f"$__cs_vbar{idx}"
         if b.event is Event.WGMMA_COMMIT:  # (before it; after it where it closes a chain
             # of wgmma probes: their calls come after the commit, then its own)
             where = before if b.pre in before.get(idx, "") else after
-            swap(where, idx, b.pre.rstrip(), inline_barriers.vc_wgmma_group(
+            _swap(where, idx, b.pre.rstrip(), inline_barriers.vc_wgmma_group(
                 fast, abi.WGMMA_COMMIT, b.n, b.pre, label))
         elif b.event is Event.WGMMA_WAIT:  # (after it)
-            swap(after, idx, b.post, "\n\t" + inline_barriers.vc_wgmma_group(
+            _swap(after, idx, b.post, "\n\t" + inline_barriers.vc_wgmma_group(
                 fast, abi.WGMMA_WAIT, b.n, b.post, label))
         else:
-            swap(before, idx, b.pre, inline_barriers.vc_arrive(fast, REG_TOKEN, b.pre, b.post,
+            _swap(before, idx, b.pre, inline_barriers.vc_arrive(fast, REG_TOKEN, b.pre, b.post,
                                                                label) + "\n\t")
-            swap(after, idx, b.post, "\n\t" + inline_barriers.vc_wait(fast, REG_TOKEN, b.post,
+            _swap(after, idx, b.post, "\n\t" + inline_barriers.vc_wait(fast, REG_TOKEN, b.post,
                                                                        f"{label}w"))
     return len(bars)
 

@@ -75,7 +75,6 @@ static_assert(offsetof(cs_shared_t, ending) == CS_SHV_ENDING &&
 #else
 #define cs_shv (*(cs_shared_t*)cs_dyn_at(__consan_state.shv_offset))
 static_assert(sizeof(cs_shared_t) <= CS_SHV_BYTES, "abi.SHV_BYTES is too small");
-
 #endif
 
 #define CS_NO_SLOT 0xFFFFFFFFu
