@@ -15,7 +15,9 @@ CTA an SM). `--defines` adds measurement switches (CONSAN_NULL_*: breakdown_asyn
 configurations). Measurements only: the stamps are a CTA's own words, unlike
 CONSAN_PROFILE's counters that every CTA adds to, so the timing moves less (the TMA ring
 0.233-0.254 ms stamped against 0.211-0.223 ms; the script prints the stamped build's ms
-beside).
+beside). The barrier stamps are made by the barrier probes: where a kernel's barriers run
+inline (the GEMMs of 16-byte chunks: instrument/inline_barriers.py) there are none, and the
+table goes from the begin probe to the first thread exit.
 """
 
 from __future__ import annotations
