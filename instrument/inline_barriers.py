@@ -143,8 +143,11 @@ def _vc_clock(r: dict[str, str]) -> list[str]:
             f"shl.b32 {r['off']}, {r['lane']}, 4;"]
 
 
-def _vc_wrap(look: list[str], body: list[str], call: str, label: str, regs: int) -> str:
-    lines = ["{ // consan vector-clock barrier probe, inline",
+def _vc_wrap(look: list[str], body: list[str], call: str, label: str, regs: int,
+             what: str = "barrier") -> str:
+    """`look` (its verdict in the first pred scratch), then `body`, or `call` where it
+    failed."""
+    lines = [f"{{ // consan vector-clock {what} probe, inline",
              f".reg .b32 {_Y}<{regs}>;", f".reg .pred {_YP}<3>;", *look,
              f"@{_YP}0 bra {label}_call;", *body, f"bra {label}_done;", "}",
              f"{label}_call:", call.strip(), f"{label}_done:"]
@@ -281,8 +284,4 @@ def vc_wgmma_group(fast: str, op: int, n: str, call: str, label: str) -> str:
                  f"setp.gt.and.u32 {more}, {d}, {m}, {lead};",
                  f"@{more} st.shared.u32 [{a}], {d};"]
     body += ["membar.cta;", "bar.warp.sync -1;"]
-    lines = ["{ // consan vector-clock wgmma group probe, inline",
-             f".reg .b32 {_Y}<8>;", f".reg .pred {_YP}<3>;", *look,
-             f"@{fail} bra {label}_call;", *body, f"bra {label}_done;", "}",
-             f"{label}_call:", call.strip(), f"{label}_done:"]
-    return "\n\t".join(lines)
+    return _vc_wrap(look, body, call, label, 8, "wgmma group")
