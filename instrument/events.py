@@ -383,18 +383,22 @@ def multicast_model_on() -> bool:
 # is a multiple of 16 (PTX requires a vector access, a cp.async, an ldmatrix row to be
 # aligned to its size), and events that rule chunk granules out (atomics: words of 4 or 8
 # bytes, less than a chunk).
-CHUNK_SIZED = frozenset({Event.READ, Event.WRITE, Event.ASYNC_WRITE})
+CHUNK_SIZED = frozenset({Event.WRITE, Event.ASYNC_WRITE})
 NOT_CHUNKED = frozenset({Event.ATOMIC})
 
 
 def whole_chunks(c: Classified) -> bool:
     """Whether the event leaves chunk granules exact (abi.CHUNK_GRANULE_BYTES). Bulk and
     tensor copies are (PTX has their shared-memory bytes 16-byte aligned, in multiples
-    of 16), st.async only of a 16-byte vector; an 8-byte mbarrier shares its chunk only
-    with another mbarrier in such a module (every other access is whole chunks), which the
-    checker's mark keeps apart (docs/model.md, *Chunk granules*)."""
+    of 16), st.async only of a 16-byte vector. A read of any size is: aligned to its size,
+    it lies in one chunk, two reads never conflict, and every write that reaches its chunk
+    (whole chunks all) reaches its bytes. An 8-byte mbarrier's chunk is marked whole; a read
+    of less than 16 bytes there is judged by whether it reaches a live mbarrier's bytes
+    (docs/model.md, *Chunk granules*)."""
     if c.event in NOT_CHUNKED:
         return False
+    if c.event is Event.READ:
+        return True
     if c.event is Event.BULK_LOAD and c.size:  # (st.async / red.async: the element's bytes)
         return c.size % abi.CHUNK_GRANULE_BYTES == 0
     return c.event not in CHUNK_SIZED or c.size % abi.CHUNK_GRANULE_BYTES == 0

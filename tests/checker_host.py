@@ -393,11 +393,12 @@ class HostChecker:
         return out
 
 
-def tma_ring(c: HostChecker, seed: int, carried: bool = True) -> None:
+def tma_ring(c: HostChecker, seed: int, carried: bool = True, read_bytes: int = 16) -> None:
     """A two-stage TMA ring on `c` (4 warps): warp 0 waits on `empty`, announces a box of 256
     bytes and loads it (with `carried`, one probe for both; else the arrive's own probe,
     and the load only where the arrive was not skipped, as the carried probe skips both);
-    warps 1-3 wait on `full`, read 16 bytes each and arrive on `empty`. Its four mbarriers
+    warps 1-3 wait on `full`, read `read_bytes` each (at the start of their own 16 bytes)
+    and arrive on `empty`. Its four mbarriers
     (512-536) share two 16-byte chunks. Rare slips make some rings racy: a skipped empty
     wait, the announced bytes off either way, an extra load, a read before its wait, a
     double arrive."""
@@ -423,8 +424,8 @@ def tma_ring(c: HostChecker, seed: int, carried: bool = True) -> None:
             c.tensor_load(0, s * box, tmap, full[s], site=21)
         for w in (1, 2, 3):
             if rnd.random() < 0.02:
-                c.read(w, s * box + 16 * w, 16, site=22)
+                c.read(w, s * box + 16 * w, read_bytes, site=22)
             c.mbar_wait(w, full[s], parity=par, site=23)
-            c.read(w, s * box + 16 * w, 16, site=24)
+            c.read(w, s * box + 16 * w, read_bytes, site=24)
             for _ in range(2 if rnd.random() < 0.02 else 1):
                 c.mbar(w, empty[s], abi.MB_ARRIVE, 1, site=25)

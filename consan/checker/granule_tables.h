@@ -389,6 +389,20 @@ CS_DEV bool cs_multicast_on();  // multicast.h
 CS_DEV void cs_dsmem_post(uint32_t active, bool mine, uint32_t a32, uint32_t off, uint32_t size,
                           uint32_t site, uint32_t mode);  // dsmem.h
 
+CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create, uint32_t& j);  // mbarrier.h
+CS_DEV bool cs_mbar_live(uint32_t j);  // mbarrier.h
+// A read of `size` bytes at window offset `off` whose chunk granule is marked as holding an
+// mbarrier (chunk granules): whether its bytes reach a live one. A module of chunk granules
+// writes only whole chunks but may read less (docs/model.md, *Chunk granules*), so the 8
+// bytes beside an mbarrier may be the kernel's data, read by a smaller load.
+CS_DEV bool cs_read_reaches_mbar(uint32_t off, uint32_t size) {
+    if (CS_GRANULE_BYTES < 16 || size >= 16) return true;
+    uint32_t j;
+    for (uint32_t a = off & ~7u; a < off + size; a += 8)
+        if (cs_mbar_entry(cs_slot_sh, a, false, j) != 0 && cs_mbar_live(j)) return true;
+    return false;
+}
+
 // Everything the fast path does not settle: recording reads, writes, findings.
 CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
     CS_PROF(14);
@@ -469,6 +483,8 @@ CS_NOINLINE void cs_access_slow(uint64_t addr, uint32_t site, uint32_t info) {
                     uint64_t ww = cs_ld64(v.ent + 2 * g);
                     if (!f.kind) f = cs_judge_read_epoch(v, slot, g, ww, CS_PROXY_NONE);
                 }
+                if (f.kind == CS_MBARRIER_DATA_ACCESS && !cs_read_reaches_mbar(off, size))
+                    f = {0, CS_NO_SITE, CS_NO_WARP};
             } else {
                 uint32_t by = w, clk = v.clock;
                 if (mode == CS_MODE_ASYNC_WRITE) {  // the copy unit's clock (__consan_async)

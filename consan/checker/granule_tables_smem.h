@@ -509,44 +509,59 @@ CS_DEV void cs_vc_smem_read_granules(const cs_vc_smem_ctx_t& x, const cs_vc_smem
     uint32_t m = cs_activemask(), lead = cs_ffs(m) - 1;
     bool row = s.stride % bb == 0 && cs_all(m, cs_bcast(m, s.off / bb, (int)lead) == s.off / bb);
     uint32_t rank = cs_popc(m & ((1u << cs_lane()) - 1u)), lanes = cs_popc(m);
-    // Whole rows: all 32 lanes, lane i at granule i of one block per k (a coalesced read
-    // of 128 bytes a row): lane r publishes and judges rows r, r + 32, ... whole, where
-    // every lane went through every row.
+    // Whole rows: all 32 lanes, lane i reading its `size` bytes at off0 + i * size (a
+    // coalesced read of 32 * size bytes a row), each row rg granules of one block (rg a
+    // multiple of 4: whole words of reader bytes; 32 where 4-byte reads meet 4-byte
+    // granules, 8 where they meet chunk granules): lane r publishes and judges rows r,
+    // r + 32, ... whole, where every lane went through every row.
     uint32_t off0 = cs_bcast(m, s.off, (int)lead);
-    bool whole = row && m == 0xFFFFFFFFu && off0 % bb == 0 &&
-                 cs_all(m, s.off == off0 + CS_GRANULE_BYTES * cs_lane());
-    if (row) {  // the blocks' summaries raised, one lane per block, before any lane's byte
-        for (uint32_t k = rank; k < s.n; k += lanes) cs_vc_smem_raise(x, s.off / bb + k * (s.stride / bb), x.w, clk);
+    const uint32_t rowb = 32u * s.size, rg = rowb / CS_GRANULE_BYTES, nw = rg / 4;
+    bool whole = m == 0xFFFFFFFFu && rowb % (4u * CS_GRANULE_BYTES) == 0 && rowb <= bb &&
+                 off0 % rowb == 0 && s.stride % rowb == 0 &&
+                 cs_all(m, s.off == off0 + s.size * cs_lane());
+    if (whole || row) {  // the blocks' summaries raised, one lane per row, before any byte
+        for (uint32_t k = rank; k < s.n; k += lanes)
+            cs_vc_smem_raise(x, ((whole ? off0 : s.off) + k * s.stride) / bb, x.w, clk);
         cs_syncwarp(m);
     }
     if (whole) {
         const uint32_t c4 = c8 * 0x01010101u;
+        static_assert(CS_VC_BLOCK == 32, "a row is at most two 16-byte words of reader bytes");
         for (uint32_t k = rank; k < s.n; k += lanes) {
             uint32_t g0 = (off0 + k * s.stride) / CS_GRANULE_BYTES;
             // The row's first read at this clock (no granule read at it yet), the common
             // case: every byte and site stored, no branch per word (ring: the branches of
             // the word-by-word form were a third of the consumers' read probe).
-            static_assert(CS_VC_BLOCK == 32, "a row is two 16-byte words of reader bytes");
-            cs_u4 v0 = cs_s_ld4(R + g0), v1 = cs_s_ld4(R + g0 + 16);
-            const uint32_t row[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+            uint32_t row[8];
+            if (nw >= 4) {
+                cs_u4 v0 = cs_s_ld4(R + g0), v1 = nw == 8 ? cs_s_ld4(R + g0 + 16) : cs_u4{c4, c4, c4, c4};
+                row[0] = v0.x, row[1] = v0.y, row[2] = v0.z, row[3] = v0.w;
+                row[4] = v1.x, row[5] = v1.y, row[6] = v1.z, row[7] = v1.w;
+            } else {
+#pragma unroll
+                for (uint32_t i = 0; i < 8; ++i) row[i] = i < nw ? cs_s_ld(R + g0 + 4 * i) : c4;
+            }
             uint32_t seen = 0;
 #pragma unroll
             for (uint32_t i = 0; i < 8; ++i) {
                 uint32_t d = row[i] ^ c4;
-                seen |= (d - 0x01010101u) & ~d & 0x80808080u;  // a byte at this clock
+                if (i < nw) seen |= (d - 0x01010101u) & ~d & 0x80808080u;  // a byte at this clock
             }
             if (seen == 0) {
                 const cs_u4 all = {c4, c4, c4, c4};
-                cs_s_st4(R + g0, all);
-                cs_s_st4(R + g0 + 16, all);
+                if (nw >= 4) cs_s_st4(R + g0, all);
+                if (nw == 8) cs_s_st4(R + g0 + 16, all);
 #pragma unroll
-                for (uint32_t i = 0; i < 8; ++i) cs_g_st4(rs + g0 + 4 * i, site);
+                for (uint32_t i = 0; i < 8; ++i) {
+                    if (nw < 4 && i < nw) cs_s_st(R + g0 + 4 * i, c4);
+                    if (i < nw) cs_g_st4(rs + g0 + 4 * i, site);
+                }
                 continue;
             }
 #pragma unroll
             for (uint32_t i = 0; i < 8; ++i) {  // else word by word (four granules each)
                 uint32_t g = g0 + 4 * i, d = row[i] ^ c4;
-                if (d == 0) continue;  // read at this clock already: its site stays
+                if (i >= nw || d == 0) continue;  // read at this clock already: its site stays
                 if (!((d - 0x01010101u) & ~d & 0x80808080u)) {  // no byte at this clock
                     cs_s_st(R + g, c4);
                     cs_g_st4(rs + g, site);
@@ -627,6 +642,11 @@ CS_DEV void cs_vc_smem_read_granules(const cs_vc_smem_ctx_t& x, const cs_vc_smem
             if (ep == ok) continue;
             f = cs_vc_smem_judge_read(x, ep, bt[i] ? cs_vc_smem_bsite(x, g[i] / CS_VC_BLOCK) : x.ws + g[i],
                                   CS_PROXY_NONE);
+            if (f.kind == CS_MBARRIER_DATA_ACCESS &&
+                !cs_read_reaches_mbar(S.vsh_base + s.off + (k0 + i) * s.stride, s.size)) {
+                f = {0, CS_NO_SITE, CS_NO_WARP};  // the data beside it (not `ok`: its own verdict)
+                continue;
+            }
             if (f.kind) {
                 fk = k0 + i;
                 return;

@@ -361,14 +361,14 @@ def test_a_vector_clock_module_of_chunks_runs_barrier_0_inline_with_the_calls_ke
 
 @pytest.mark.parametrize("change", ["count", "words", "guard", "inline max"])
 def test_barrier_0_of_other_vector_clock_modules_calls_its_probes(change, monkeypatch):
-    """A module with a barrier of a count (no rows: FLAG_BAR0_ROWS), of 4-byte accesses (no
+    """A module with a barrier of a count (no rows: FLAG_BAR0_ROWS), of 4-byte writes (no
     record: another build), a predicated barrier, or CONSAN_INLINE_MAX=0."""
     body = VC_BODY
     if change == "count":
         body += "\tbar.sync 1, 64;\n"
     elif change == "words":
-        body = body.replace("\tld.shared.v4.u32 {%r4, %r5, %r6, %r7}, [%r2+16];\n",
-                            "\tld.shared.u32 %r4, [%r2+16];\n")
+        body = body.replace("\tst.shared.v4.u32 [%r2], {%r3, %r3, %r3, %r3};\n",
+                            "\tst.shared.u32 [%r2], %r3;\n")
     elif change == "guard":
         body = body.replace("\tbar.sync 0;\n\tld", "\t@%p2 bar.sync 0;\n\tld")
     else:

@@ -1,8 +1,9 @@
-"""Chunk granules on a real GPU: a kernel whose every shared-memory access is whole 16-byte
-chunks (cp.async 16, float4 loads and stores, ldmatrix rows -- a cp.async GEMM's accesses)
-is checked with 16-byte granules (abi.CHUNK_GRANULE_BYTES), its tables in shared memory and,
-with CONSAN_VC_SMEM=0, in device memory. Each racy twin gives exactly its kind at its line;
-the clean twin is clean and computes the native bits."""
+"""Chunk granules on a real GPU: a kernel whose every shared-memory write is whole 16-byte
+chunks (cp.async 16, float4 stores; its reads float4 loads, ldmatrix rows -- a cp.async
+GEMM's accesses -- or scalar loads) is checked with 16-byte granules
+(abi.CHUNK_GRANULE_BYTES), its tables in shared memory and, with CONSAN_VC_SMEM=0, in
+device memory. Each racy twin gives exactly its kind at its line; the clean twin is clean
+and computes the native bits."""
 
 from __future__ import annotations
 
@@ -400,3 +401,92 @@ def test_a_deadlock_before_barrier_0_is_reported_and_the_kernel_ends(barriers, l
     rep = p.report()
     assert {v.kind for v in rep.violations} == {"deadlock"}, str(rep)
     assert {v.line for v in rep.violations} == {line_of(STUCK, "@wait")}, str(rep)
+
+
+# Reads of part of a chunk (scalar loads) in a module whose writes are whole chunks: each
+# warp sums eight 128-byte rows, 512 bytes apart, of the copies (a coalesced run of 4-byte
+# loads, judged a row at a time), and a word that shares its chunk with an mbarrier.
+WORDS = CP16 + r"""extern "C" __global__ void words(const float4* in, float* out) {
+    __shared__ __align__(16) float4 s[256];
+    __shared__ __align__(16) struct { unsigned long long bar; float beside[2]; } m;
+    int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    if (t == 0) *(float4*)&m = make_float4(1.f, 2.f, 3.f, 4.f);  // @fill (before the init)
+    cp16(&s[t], in + blockIdx.x * 256 + t);  // @cp
+    COMMIT();
+    WAIT0();
+    SYNC_COPIES
+    const float* f = (const float*)s;
+    const int base = ((warp + 1) % 4) * 32;
+    float acc = 0.f;
+#pragma unroll
+    for (int r = 0; r < 8; ++r) acc += f[base + r * 128 + lane];  // @rows
+    if (t == 0) {
+        unsigned b = (unsigned)__cvta_generic_to_shared(&m.bar);
+        asm volatile("mbarrier.init.shared.b64 [%0], 1;" :: "r"(b) : "memory");  // @init
+    }
+    __syncthreads();
+    acc += m.beside[lane & 1];  // @beside
+    MBAR_READ
+    out[blockIdx.x * 256 + t] = acc;
+}
+"""
+WORDS_CLEAN = {"SYNC_COPIES": "__syncthreads();", "MBAR_READ": ""}
+WORDS_RACY = {  # name: (the change, {kind: (marker of its line, marker of the other access)})
+    # the rows are other warps' copies, read with no barrier after those warps' waits (a
+    # copy whose probe has not run yet leaves its chunk unwritten: whichever comes first)
+    "no-barrier-after-the-copies": ({"SYNC_COPIES": ""},
+                                    {"async.pending-write": ("@rows", "@cp"),
+                                     "uninit.read": ("@rows", None)}),
+    # a load of the mbarrier's own 8 bytes
+    "a-load-of-the-mbarrier": ({"MBAR_READ": "acc += (float)(*(volatile unsigned long long*)"
+                                             "&m.bar & 1u);  // @bar"},
+                               {"mbarrier.data-access": ("@bar", None)}),
+}
+
+
+def _words(change: dict[str, str]):
+    import cupy as cp
+
+    src = WORDS
+    for k, v in {**WORDS_CLEAN, **change}.items():
+        src = src.replace(k, v)
+    x = cp.asarray(np.random.default_rng(9).random(GRID[0] * 256 * 4, dtype=np.float32))
+    return src, (x, poisoned(GRID[0] * 256, cp.float32))
+
+
+def _words_prepared(src: str):
+    import consan
+
+    p = consan.prepare(src, "words", grid=GRID, block=BLOCK, options=(arch_option(),))
+    ins = p.build.instrumented
+    assert ins.chunk_granules and p.layout.granule_bytes == 16
+    assert ins.warp_reads
+    return p
+
+
+def test_words_clean_twin_is_clean_and_computes_the_native_bits(placement):
+    src, args = _words({})
+    native_launch(src, "words", GRID, BLOCK, args, 0, (arch_option(),))
+    native = host(args[1]).copy()
+    p = _words_prepared(src)
+    assert p.layout.placement.value == placement
+    src, args = _words({})
+    p.launch(args)
+    rep = p.report()
+    assert_same_outputs([native], [host(args[1])], "words")
+    assert rep.ok and not rep.unmodeled, str(rep)
+
+
+@pytest.mark.parametrize("name", list(WORDS_RACY))
+def test_words_racy_twin_gives_its_kind_at_its_line(placement, name):
+    change, kinds = WORDS_RACY[name]
+    src, args = _words(change)
+    p = _words_prepared(src)
+    p.launch(args)
+    rep = p.report()
+    assert rep.violations and {v.kind for v in rep.violations} <= set(kinds), str(rep)
+    for v in rep.violations:
+        at, prev = kinds[v.kind]
+        assert v.line == line_of(src, at), str(rep)
+        if prev:
+            assert line_of(src, prev) in lines(v.prev_site), str(rep)
