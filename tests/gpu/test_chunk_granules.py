@@ -405,7 +405,8 @@ def test_a_deadlock_before_barrier_0_is_reported_and_the_kernel_ends(barriers, l
 
 # Reads of part of a chunk (scalar loads) in a module whose writes are whole chunks: each
 # warp sums eight 128-byte rows, 512 bytes apart, of the copies (a coalesced run of 4-byte
-# loads, judged a row at a time), and a word that shares its chunk with an mbarrier.
+# loads, judged a row at a time), a word that shares its chunk with an mbarrier, and rows
+# of 8-byte and of 2-byte loads.
 WORDS = CP16 + r"""extern "C" __global__ void words(const float4* in, float* out) {
     __shared__ __align__(16) float4 s[256];
     __shared__ __align__(16) struct { unsigned long long bar; float beside[2]; } m;
@@ -426,6 +427,15 @@ WORDS = CP16 + r"""extern "C" __global__ void words(const float4* in, float* out
     }
     __syncthreads();
     acc += m.beside[lane & 1];  // @beside
+    // rows of 8-byte and of 2-byte loads (16 and 4 granules a row), after the barrier
+    const float2* f2 = (const float2*)s;
+    const unsigned short* h = (const unsigned short*)s;
+    const int base2 = ((warp + 3) % 2) * 32, base16 = ((warp + 2) % 8) * 32;
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        float2 v = f2[base2 + r * 64 + lane];  // @pairs
+        acc += v.x - v.y + (float)h[base16 + r * 256 + lane];  // @halves
+    }
     MBAR_READ
     out[blockIdx.x * 256 + t] = acc;
 }
