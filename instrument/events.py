@@ -379,10 +379,10 @@ def multicast_model_on() -> bool:
     return os.environ.get("CONSAN_MULTICAST", "1") != "0"
 
 
-# Events whose footprint in shared memory is whole aligned 16-byte chunks when their size
-# is a multiple of 16 (PTX requires a vector access, a cp.async, an ldmatrix row to be
-# aligned to its size), and events that rule chunk granules out (atomics: words of 4 or 8
-# bytes, less than a chunk).
+# Writes whose footprint in shared memory is whole aligned 16-byte chunks when their size
+# is a multiple of 16 (PTX requires a vector store and a cp.async to be aligned to their
+# size), and events that rule chunk granules out (atomics: words of 4 or 8 bytes, less
+# than a chunk).
 CHUNK_SIZED = frozenset({Event.WRITE, Event.ASYNC_WRITE})
 NOT_CHUNKED = frozenset({Event.ATOMIC})
 
