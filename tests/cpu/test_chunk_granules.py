@@ -69,8 +69,7 @@ def _random_trace(seed: int, nwarps: int = NWARPS, partial: bool = False):
             off = rng.randrange(0, 384 // size) * size
             if rng.random() < 0.5:
                 ops.append(("chunks", w, off % 128, abi.MODE_READ, rng.randrange(2, 5),
-                            rng.choice((16, 48, 128))))
-                ops[-1] = ops[-1][:2] + (ops[-1][2], abi.MODE_READ) + ops[-1][4:] + (size,)
+                            rng.choice((16, 48, 128)), size))
             else:
                 ops.append(("read", w, off, size))
         elif r < 0.2:
