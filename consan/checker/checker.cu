@@ -470,7 +470,12 @@ CS_REJOINED_LEAVING(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32
     CS_PROF(off ? 16u : waits ? ((arg & 2) ? 20u : 12u) : 5u);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
-    cs_mc_poll();
+    // An operation on a peer's mbarrier reads nothing of this CTA's that its peers' posts
+    // change (it posts to that peer and numbers this warp's release): where every lane
+    // makes one, the posts are left to this CTA's next probe.
+    uint32_t here;
+    bool peer_op = cluster && !off && !waits && !cs_local_cluster((uint32_t)addr, here);
+    if (!cs_all(cs_activemask(), peer_op)) cs_mc_poll();
     uint32_t all = cs_activemask();
     uint32_t active = off ? cs_group(~0ull, ~0ull) : cs_group(((uint64_t)site << 32) | arg, addr);
     uint32_t w = cs_warp();

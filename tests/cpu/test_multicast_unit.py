@@ -92,6 +92,23 @@ def test_posts_are_applied_in_order_across_the_ring(ck):
     assert _records(ck) == []
 
 
+def test_an_arrive_on_a_peers_mbarrier_leaves_this_ctas_posts_to_its_next_probe(ck):
+    """The arrive posts to the peer and numbers the warp's release: nothing it does reads
+    what this CTA's pending posts change, so it does not wait for them (the clustered
+    ring's consumer frees each stage this way). The next probe that reads applies them, in
+    order. (The host build has one CTA: the arrive's own post lands in this mailbox.)"""
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=COPY, rank=1)
+    head, tail = (int(w) for w in _mailbox_words(ck)[:2])
+    assert head == tail + 1
+    peer = 1 << 24  # (a .shared::cluster address of rank 1)
+    assert ck.mbar(1, peer | MB, abi.MB_ARRIVE | abi.MB_CLUSTER, site=FAR) == 0
+    assert [int(w) for w in _mailbox_words(ck)[:2]] == [head + 1, tail]  # the copy still waits
+    ck.read(1, 0, site=EARLY)  # applies both, the copy first
+    assert [int(w) for w in _mailbox_words(ck)[:2]] == [head + 1, head + 1]
+    assert _records(ck) == [("async.pending-write", EARLY, COPY, 2)]
+
+
 def _refill(ck, *, acquired: int = 0, waits: int = 0) -> list:
     """Warp 1 reads a copy's bytes; then the peer copies over them (after acquiring this
     CTA's release `acquired`, or `waits` cluster barriers): the records."""
