@@ -60,6 +60,12 @@ CONFIGS = {
     # calls, the calls' cost included (REWRITE_ENV)
     "no read calls": "",
     "no access calls": "",
+    # a peer's copies written by their issuing warp instead of their owner (an estimate:
+    # the owner lands them only, the issuer spends N cycles a post; measure.h)
+    "peer copies by their issuer (0 cycles)": "CONSAN_PEER_BY_ISSUER=0",
+    "peer copies by their issuer (2000 cycles)": "CONSAN_PEER_BY_ISSUER=2000",
+    "peer copies by their issuer (4000 cycles)": "CONSAN_PEER_BY_ISSUER=4000",
+    "peer copies by their issuer (8000 cycles)": "CONSAN_PEER_BY_ISSUER=8000",
 }
 REWRITE_ENV = {"no read calls": {"CONSAN_MEASURE_SKIP_ACCESS": "read"},
                "no access calls": {"CONSAN_MEASURE_SKIP_ACCESS": "all"}}

@@ -123,6 +123,18 @@ struct cs_prof_scope {
 #else
 #define CS_NULL_ENGINE_WRITE(...)
 #endif
+// CONSAN_PEER_BY_ISSUER=n: what a peer's copy would cost were its issuing warp to write
+// this CTA's tables itself (through distributed shared memory) and post only its landing:
+// the owner's apply skips the issuer's view and the write (its mbarrier's landing stays),
+// and the issuing warp spends n cycles a post instead (the remote write it would make).
+// The model is wrong in such a build: the copy's bytes keep their older epochs.
+#ifdef CONSAN_PEER_BY_ISSUER
+#define CS_PEER_BY_ISSUER 1
+#define CS_PEER_WRITE_CYCLES (CONSAN_PEER_BY_ISSUER)
+#else
+#define CS_PEER_BY_ISSUER 0
+#define CS_PEER_WRITE_CYCLES 0
+#endif
 #ifdef CONSAN_NULL_BOX_STORES
 #define CS_NULL_BOX_STORES(...) __VA_ARGS__
 #else

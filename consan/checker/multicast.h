@@ -163,6 +163,7 @@ CS_DEV void cs_mc_post_runs(uint32_t all, bool mine, uint32_t rank, uint32_t dst
         uint32_t group = cs_ballot(all, mine && rank == r0 && moff == m0 && site == s0) & todo;
         uint32_t rel, from, acq = cs_seen_of(r0, rel, from);
         cs_runs(all, group, dst, dst + bytes - 1, [&](uint32_t a, uint32_t b) {
+            CS_SPIN(CS_PEER_WRITE_CYCLES, lane == first);
             if (lane == first) lost |= !cs_post(r0, a, b - a + 1, m0, s0, from, rel, acq);
         });
         todo &= ~group;
@@ -312,8 +313,8 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
                             uint32_t n, uint32_t entry) {
     uint32_t leader = cs_ffs(entry) - 1, rank = p.from & 0xFFu, j = 0, lane = cs_lane();
     bool lead = lane == leader;
-    const uint32_t* seen;
-    {
+    const uint32_t* seen = 0;
+    if (!CS_PEER_BY_ISSUER) {
         CS_PROF(39);
         seen = cs_peer_view(slot, p.rel, p.acq, entry);
     }
@@ -339,6 +340,7 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
         if (!cs_mbar_untracked(e)) f = {CS_MBARRIER_UNINIT, CS_NO_SITE, CS_NO_WARP};
     } else if (bytes == 0 || p.dst + bytes < p.dst || g1 >= S.granules) {
         f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
+    } else if (CS_PEER_BY_ISSUER) {  // (measurements only: measure.h)
     } else if (cs_vc_smem_on()) {
         CS_PROF(40);
         f = cs_mc_write_smem(slot, p, mine, n, bytes, seen, tagged, CS_AGENT_MBAR + j, ph + 1,
