@@ -9,12 +9,11 @@ from consan import toolchain
 SM90A = toolchain.Arch.parse("sm_90a")
 
 
-def test_peer_copies_by_their_issuer_spin_the_issuer_and_drop_the_owners_write(monkeypatch,
-                                                                                 tmp_path):
+def test_peer_copies_by_their_issuer_spin_the_issuer_and_drop_the_owners_write(monkeypatch):
     """CONSAN_PEER_BY_ISSUER=n: the issuing warp spends n cycles a post (a clock64 loop
     where the cluster build has none) and the owner's apply loses the issuer's view and
-    the write (a shorter build)."""
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
+    the write (a shorter build). (The builds go to consan's cache, as the other checker
+    builds of this suite do.)"""
     monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "")
     plain = toolchain.checker_ptx(SM90A, vsh=True, mc=True)
     label = "peer copies by their issuer (2000 cycles)"
