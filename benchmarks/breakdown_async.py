@@ -269,10 +269,11 @@ def _clock_khz() -> int:
 
 
 def spin(names: list[str], cycles: int, kinds: list[str] | None = None,
-         run_child=_spin_child_run, khz: int | None = None) -> int:
+         run_child=_spin_child_run, khz: int | None = None, rank: int | None = None) -> int:
     """The --spin table: one child (one checker build) per configuration, every kernel in it
-    (`kinds`: only those of SPIN_KINDS' defines, e.g. ACCESS,BAR). Non-zero if a child gave
-    no time for every kernel, or a kernel had findings (the spins change no model)."""
+    (`kinds`: only those of SPIN_KINDS' defines, e.g. ACCESS,BAR; `rank`: only the CTAs of
+    that cluster rank spin). Non-zero if a child gave no time for every kernel, or a kernel
+    had findings (the spins change no model)."""
     khz = khz or _clock_khz()
     print(f"kernel | probe lengthened by {cycles} cycles | dev consan ms | added us | "
           f"calls on the critical path (at {khz / 1e6:.2f} GHz)")
@@ -280,7 +281,8 @@ def spin(names: list[str], cycles: int, kinds: list[str] | None = None,
     failed = 0
     todo = {k: v for k, v in SPIN_KINDS.items() if not kinds or v in kinds}
     for label, kind in {"none (full)": "", **todo}.items():
-        out = run_child(names, f"CONSAN_SPIN_{kind}={cycles}" if kind else "")
+        only = f" CONSAN_SPIN_RANK={rank}" if rank is not None else ""
+        out = run_child(names, f"CONSAN_SPIN_{kind}={cycles}{only}" if kind else "")
         rows = [x.split()[1:] for x in out.splitlines() if x.startswith("SPIN ")]
         if len(rows) != len(names):
             failed += 1
@@ -322,6 +324,8 @@ def main(argv=None) -> int:
                          "path (device time alone)")
     ap.add_argument("--kinds", metavar="K1,K2",
                     help=f"--spin: only these kinds ({', '.join(SPIN_KINDS.values())})")
+    ap.add_argument("--rank", type=int, metavar="R",
+                    help="--spin: only the CTAs of this cluster rank spin")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--spin-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -335,7 +339,8 @@ def main(argv=None) -> int:
         spin_child(args.spin_child.split(","))
         return 0
     if args.spin:
-        return spin(names, args.spin, args.kinds.split(",") if args.kinds else None)
+        return spin(names, args.spin, args.kinds.split(",") if args.kinds else None,
+                    rank=args.rank)
     if args.profile:
         profile_build()
         for name in names:

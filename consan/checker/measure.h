@@ -203,11 +203,17 @@ struct cs_prof_scope {
 #ifndef CONSAN_SPIN_BAR
 #define CONSAN_SPIN_BAR 0
 #endif
+// CONSAN_SPIN_RANK=r: only the CTAs of cluster rank r spin (which CTA of a cluster's pair
+// the critical path runs through).
+#ifndef CONSAN_SPIN_RANK
+#define CONSAN_SPIN_RANK -1
+#endif
 #ifdef CONSAN_HOST
 #define CS_SPIN(n, cond)
 #else
 #define CS_SPIN(n, cond) \
-    if ((n) > 0 && (cond)) for (long long t0 = clock64(); clock64() - t0 < (n);) {}
+    if ((n) > 0 && (cond) && (CONSAN_SPIN_RANK < 0 || (int)cs_ctarank() == CONSAN_SPIN_RANK)) \
+        for (long long t0 = clock64(); clock64() - t0 < (n);) {}
 #endif
 
 // CONSAN_STAMPS (measurements only, benchmarks/timeline_async.py): a CTA's timeline, 16

@@ -35,3 +35,15 @@ def test_a_finding_or_a_missing_time_fails_the_table(capsys):
     assert rc == 1
     assert "ring | mbarrier op (not a wait) | 0.2100 | ERROR: 2 findings on a clean kernel" in out
     assert "- | CTA barrier arrival | failed: SPIN ring 0.2 0" in out
+
+
+def test_a_rank_spins_alone(capsys):
+    """--rank R: each lengthened build also names the cluster rank whose CTAs spin."""
+    seen = []
+
+    def run(names, defines):
+        seen.append(defines)
+        return "".join(f"SPIN {n} 0.2 0\n" for n in names)
+
+    assert ba.spin(["ring"], 2000, ["MBAR"], run_child=run, khz=2_000_000, rank=1) == 0
+    assert seen == ["", "CONSAN_SPIN_MBAR=2000 CONSAN_SPIN_RANK=1"]
