@@ -98,14 +98,21 @@ costs(unsigned* g, long long* out, int mode, int iters, int lanes) {
 }
 """
 
-ROWS = ["ld.shared (this CTA), dependent", "ld.shared::cluster, this CTA's address, dependent",
-        "ld.shared::cluster, the peer's address, dependent",
-        "atom.shared.cas (this CTA), dependent", "atom.shared::cluster.cas, the peer's, dependent",
-        "st.shared::cluster to the peer + fence.acq_rel.cluster",
-        "ld.relaxed.gpu.global, dependent (L2)", "ld.relaxed.cta.global, dependent (L1)",
-        "ld.relaxed.cluster.global, dependent", "fence.acq_rel.cluster alone",
-        "fence.acq_rel.cta alone", "four peer loads at once, then their sum",
-        "the loop and its chase alone"]
+ROWS = [  # (the kernel's mode, what it times)
+    (0, "ld.shared (this CTA), dependent"),
+    (1, "ld.shared::cluster, this CTA's address, dependent"),
+    (2, "ld.shared::cluster, the peer's address, dependent"),
+    (3, "atom.shared.cas (this CTA), dependent"),
+    (4, "atom.shared::cluster.cas, the peer's, dependent"),
+    (5, "st.shared::cluster to the peer + fence.acq_rel.cluster"),
+    (6, "ld.relaxed.gpu.global, dependent (L2)"),
+    (7, "ld.relaxed.cta.global, dependent (L1)"),
+    (8, "ld.relaxed.cluster.global, dependent"),
+    (9, "fence.acq_rel.cluster alone"),
+    (10, "fence.acq_rel.cta alone"),
+    (11, "four peer loads at once, then their sum"),
+    (99, "the loop and its chase alone"),
+]
 SMEM = 160 * 1024
 
 
@@ -122,8 +129,7 @@ def main() -> None:
     print(f"gpu: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     print("operation | cycles an iteration, lane 0 alone | the same, 32 lanes")
     print("---|---|---")
-    for mode, label in enumerate(ROWS):
-        mode = mode if mode < len(ROWS) - 1 else 99
+    for mode, label in ROWS:
         cells = []
         for lanes in (1, 32):
             best = None
