@@ -232,7 +232,8 @@ def child(name: str, repeats: int, size=None, clean: bool = False) -> None:
 
 # --spin: the probe kinds, and the define that lengthens each (consan/checker/measure.h)
 SPIN_KINDS = {"tensor load's look": "TENSOR", "wgmma": "WGMMA",
-              "mbarrier op (not a wait)": "MBAR", "successful wait": "WAIT",
+              "mbarrier op (not a wait)": "MBAR", "mbarrier init": "INIT",
+              "successful wait": "WAIT",
               "shared access": "ACCESS", "CTA barrier arrival": "BAR"}
 
 

@@ -487,6 +487,7 @@ CS_REJOINED_LEAVING(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32
     bool lead = cs_lane() == leader && !off;
     CS_SPIN(CONSAN_SPIN_MBAR, lead && !waits)
     CS_SPIN(CONSAN_SPIN_WAIT, lead && waits && (arg & 2))
+    CS_SPIN(CONSAN_SPIN_INIT, lead && op == CS_MB_INIT)
     CS_STAMP(unsigned long long t0 = cs_stamp_clock();)
     uint32_t skip = lead ? cs_mbar_lead(addr, op, arg, site, slot, w, lanes, cluster, init, j) : 0;
     // Lanes marked off (one group) take the verdict of the first lane on: a deadlock's
