@@ -182,10 +182,10 @@ struct cs_prof_scope {
 // CONSAN_SPIN_<KIND>=n (measurement builds, benchmarks/breakdown_async.py --spin): every
 // call of one probe kind made n cycles longer, so the kernel's time says how many of its
 // calls lie on its critical path. TENSOR: a tensor load's look (its leader); WGMMA: a wgmma
-// probe; MBAR: an mbarrier operation that is not a wait (its leader; inits included); INIT: an
-// mbarrier init alone (its leader); WAIT: a successful
-// wait (its leader); ACCESS: a shared-memory access probe (its lanes); BAR: a CTA barrier's
-// arrival (its lanes). Device builds only; a kind left at 0 compiles to nothing.
+// probe; MBAR: an mbarrier operation that is not a wait (its leader; inits included); INIT:
+// an mbarrier init alone (its leader); WAIT: a successful wait (its leader); ACCESS: a
+// shared-memory access probe (its lanes); BAR: a CTA barrier's arrival (its lanes). Device
+// builds only; a kind left at 0 compiles to nothing.
 #ifndef CONSAN_SPIN_TENSOR
 #define CONSAN_SPIN_TENSOR 0
 #endif
