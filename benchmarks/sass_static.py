@@ -10,8 +10,9 @@ as a launch would link it, and disassembled with `cuobjdump` (benchmarks/cuda_to
 finds it; Triton's wheel bundles one). Printed: per kernel, its SASS instruction count and
 its calls, local stores and loads (spills), memory barriers and CTA barriers, beside the
 same counts of the module as it came (ptxas for the same target); then the same
-for each loop (a backward branch), innermost first; then each loop of the instrumented PTX
-with the probe calls it makes.
+for each loop (a backward branch), innermost first; then the same counts for each probe
+entry linked in (`probe __consan_...`); then each loop of the instrumented PTX with the
+probe calls it makes.
 """
 
 from __future__ import annotations
@@ -127,6 +128,13 @@ def main(argv: list[str] | None = None) -> int:
         for lo, hi in loops(insns):
             body = [(x, t) for x, t in insns if lo <= x <= hi]
             print(f"  SASS loop 0x{lo:x}-0x{hi:x}: {counts(body)}")
+    # the probes the kernels call, as linked: a probe's size and its local-memory traffic
+    # around the calls it makes are what its callers fetch and wait for (on the H100 a probe
+    # grown from 1,504 to 2,472 instructions, 17 to 76 local stores, ran each of its parts
+    # 13-23% slower: benchmarks/RESULTS.md, d000355's section)
+    for name, insns in sorted(functions(sass).items()):
+        if name.startswith("__consan_"):
+            print(f"probe {name}: {counts(insns)}")
     for label, calls in ptx_loops(ins.ptx):
         if not calls:
             continue  # (our own loops: an inline barrier's clearing)

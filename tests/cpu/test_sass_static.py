@@ -20,8 +20,8 @@ def test_a_kernel_is_counted_instrumented_and_native(capsys):
         pytest.skip("no ptxas or cuobjdump here")
     assert sass_static.main(["tests/corpus/triton/triton_softmax.ptx", "--tables", "phases",
                              "--value-tags"]) == 0
-    line = next(ln for ln in capsys.readouterr().out.splitlines()
-                if ln.startswith("softmax_kernel: "))
+    out = capsys.readouterr().out.splitlines()
+    line = next(ln for ln in out if ln.startswith("softmax_kernel: "))
     m = re.match(r"softmax_kernel: (\d+) insns, (.*); native: (\d+) insns, (.*)$", line)
     assert m, line
     ours, native = int(m.group(1)), int(m.group(3))
@@ -29,3 +29,7 @@ def test_a_kernel_is_counted_instrumented_and_native(capsys):
     assert 0 < native < ours
     bars = [re.search(r"\bBAR (\d+)", g).group(1) for g in (m.group(2), m.group(4))]
     assert bars[0] == bars[1]  # the kernel's own bar.sync, no more
+    # the probes it calls, linked in, with their own counts
+    probes = {ln.split(":")[0].split()[1]: ln for ln in out if ln.startswith("probe __consan_")}
+    assert "__consan_cta_begin" in probes
+    assert all(re.search(r": \d+ insns", ln) for ln in probes.values())
