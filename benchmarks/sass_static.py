@@ -11,8 +11,11 @@ finds it; Triton's wheel bundles one). Printed: per kernel, its SASS instruction
 its calls, local stores and loads (spills), memory barriers and CTA barriers, beside the
 same counts of the module as it came (ptxas for the same target); then the same
 for each loop (a backward branch), innermost first; then the same counts for each probe
-entry linked in (`probe __consan_...`); then each loop of the instrumented PTX with the
-probe calls it makes.
+entry linked in (`probe __consan_...`); with `--lines PROBE`, that probe's instructions by
+the checker source line they come from (nvdisasm over a -lineinfo build: where a probe's
+size is, e.g. `cs_mbar_entry`'s 32 tries unrolled into 260-1,100 instructions of each
+probe that looks an entry up); then each loop of the instrumented PTX with the probe calls
+it makes.
 """
 
 from __future__ import annotations
@@ -81,6 +84,47 @@ def ptx_loops(ptx: str) -> list[tuple[str, collections.Counter]]:
     return out
 
 
+_LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
+
+
+def source_lines(sass: str, func: str) -> collections.Counter:
+    """(checker file, line) -> the SASS instructions of `func` that came from it, in nvdisasm
+    `-g` output of a -lineinfo build (a line's instructions follow its marker)."""
+    out: collections.Counter = collections.Counter()
+    inside, at = False, ("?", 0)
+    for ln in sass.splitlines():
+        m = re.match(r"\s*\.text\.(\S+):", ln)
+        if m:
+            inside = m.group(1) == func
+            continue
+        m = _LINE.search(ln)
+        if m:
+            at = (Path(m.group(1)).name, int(m.group(2)))
+        elif inside and _INSN.search(ln):
+            out[at] += 1
+    return out
+
+
+def checker_lines(arch, defines: tuple[str, ...], cap: int, func: str) -> collections.Counter:
+    """`source_lines` of a checker function in a -lineinfo build of the checker with
+    `defines` under the register cap `cap` (the variant a module links; built here, not
+    cached: a measurement only)."""
+    from benchmarks.cuda_tools import cuda_tool
+    from consan import toolchain
+    from instrument import abi
+
+    cubin = toolchain._nvrtc(
+        toolchain.CHECKER_SOURCE.read_text(), "consan_checker.cu",
+        (*toolchain._checker_options(arch, defines, cap, "cubin"), "-lineinfo"),
+        {"consan_abi.h": abi.c_header(), **toolchain.checker_headers()}, (), False, "cubin")
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d, "c.cubin")
+        path.write_bytes(cubin)
+        sass = subprocess.run([cuda_tool("nvdisasm", "sass_static"), "-g", "-c", str(path)],
+                              capture_output=True, text=True, check=True).stdout
+    return source_lines(sass, func)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("module", help="a .ptx or .cu file")
@@ -91,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arch", default="sm_90a")
     p.add_argument("--value-tags", action="store_true",
                    help="instrument as the Triton front end does (stores pass value tags)")
+    p.add_argument("--lines", metavar="PROBE",
+                   help="also a probe's instructions by the checker source line they come "
+                        "from (a -lineinfo build of the checker the module links; nvdisasm)")
     a = p.parse_args(argv)
 
     from benchmarks.cuda_tools import cuda_tool
@@ -107,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                                           [f"-arch=compute_{a.arch[3:]}", "-std=c++17",
                                            "-lineinfo"])
     ins = instrument(parse(src, Path(a.module).name), value_tags=a.value_tags)
-    cubin = toolchain.link_with_checker(ins, "module.ptx", arch, vsh=a.tables == "shared",
-                                        psh=a.tables == "phases")
+    vsh, psh = a.tables == "shared", a.tables == "phases"
+    cubin = toolchain.link_with_checker(ins, "module.ptx", arch, vsh=vsh, psh=psh)
     tool = cuda_tool("cuobjdump", "sass_static")
     with tempfile.TemporaryDirectory() as d:
         out, native_ptx, native_cubin = Path(d, "i.cubin"), Path(d, "n.ptx"), Path(d, "n.cubin")
@@ -135,6 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     for name, insns in sorted(functions(sass).items()):
         if name.startswith("__consan_"):
             print(f"probe {name}: {counts(insns)}")
+    if a.lines:  # (the variant link_with_checker picks for the module)
+        phase = ins.phase_mode and not psh and not vsh
+        defines = (*toolchain._variant_defines(psh, vsh, phase, ins.multicast and not
+                                               (psh or phase), ins.chunk_granules and not psh),
+                   *toolchain.checker_defines())
+        lines = checker_lines(arch, defines, ins.max_regs or 0, a.lines)
+        print(f"probe {a.lines} by source line ({sum(lines.values())} insns): " + ", ".join(
+            f"{f}:{n} {k}" for (f, n), k in lines.most_common(20)))
     for label, calls in ptx_loops(ins.ptx):
         if not calls:
             continue  # (our own loops: an inline barrier's clearing)

@@ -33,3 +33,38 @@ def test_a_kernel_is_counted_instrumented_and_native(capsys):
     probes = {ln.split(":")[0].split()[1]: ln for ln in out if ln.startswith("probe __consan_")}
     assert "__consan_cta_begin" in probes
     assert all(re.search(r": \d+ insns", ln) for ln in probes.values())
+
+
+def test_a_probes_instructions_are_counted_by_the_source_line_they_come_from(capsys):
+    try:
+        from benchmarks.cuda_tools import cuda_tool
+
+        for tool in ("ptxas", "cuobjdump", "nvdisasm"):
+            cuda_tool(tool, "test")
+    except SystemExit:
+        pytest.skip("no ptxas, cuobjdump or nvdisasm here")
+    assert sass_static.main(["tests/corpus/triton/triton_softmax.ptx", "--tables", "phases",
+                             "--value-tags", "--lines", "__consan_cta_begin"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    size = int(re.search(r": (\d+) insns", next(
+        ln for ln in out if ln.startswith("probe __consan_cta_begin:"))).group(1))
+    line = next(ln for ln in out if ln.startswith("probe __consan_cta_begin by source line"))
+    total = int(re.search(r"\((\d+) insns\)", line).group(1))
+    assert total == size  # every instruction has a line (the same code, with line info)
+    top = re.findall(r"(\w+\.(?:h|cu)):(\d+) (\d+)", line)
+    assert top and all(int(n) > 0 and int(k) > 0 for _, n, k in top)
+
+
+def test_source_lines_follow_the_markers():
+    sass = """
+	.text.f:
+	//## File "/x/cta.h", line 12
+	/*0000*/ MOV R1, c[0x0][0x28] ;
+	/*0010*/ IADD3 R2, R1, 1, RZ ;
+	//## File "/x/clocks.h", line 7
+	/*0020*/ RET.REL.NODEC R20 0x0 ;
+	.text.g:
+	//## File "/x/cta.h", line 12
+	/*0000*/ EXIT ;
+"""
+    assert sass_static.source_lines(sass, "f") == {("cta.h", 12): 2, ("clocks.h", 7): 1}
