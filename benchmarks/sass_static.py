@@ -183,9 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         if name.startswith("__consan_"):
             print(f"probe {name}: {counts(insns)}")
     if a.lines:  # (the variant link_with_checker picks for the module)
-        phase = ins.phase_mode and not psh and not vsh
-        defines = (*toolchain._variant_defines(psh, vsh, phase, ins.multicast and not
-                                               (psh or phase), ins.chunk_granules and not psh),
+        defines = (*toolchain._variant_defines(psh, vsh, *toolchain.checker_variant(ins, psh, vsh)),
                    *toolchain.checker_defines())
         lines = checker_lines(arch, defines, ins.max_regs or 0, a.lines)
         print(f"probe {a.lines} by source line ({sum(lines.values())} insns): " + ", ".join(

@@ -430,9 +430,7 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
     caps = [c for c in (ins.max_regs, max_regs) if c]
     cap = min(caps) if caps else 0
     cap_opt = (f"-maxrregcount={cap}",) if cap else ()
-    phase = ins.phase_mode and not psh and not vsh  # (device-memory tables: which build)
-    mc = ins.multicast and not (psh or phase)  # (vector clocks: runtime.py places them so)
-    chunk = ins.chunk_granules and not psh  # (its granules are the module's, in every build)
+    phase, mc, chunk = checker_variant(ins, psh, vsh)
     if extra:
         return link([(name, ins.ptx),
                      ("consan_checker.ptx", checker_ptx(arch, psh, vsh, phase, mc, chunk))],
@@ -440,6 +438,15 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
     return link([(name, ins.ptx),
                  ("consan_checker.cubin", checker_object(arch, psh, vsh, cap, phase, mc, chunk))],
                 arch, (*cap_opt, *split_options(ins.ptx)))
+
+
+def checker_variant(ins, psh: bool, vsh: bool) -> tuple[bool, bool, bool]:
+    """(phase, mc, chunk) of the checker build an instrumented module links beside `psh`
+    and `vsh` (`_variant_defines` takes all five)."""
+    phase = ins.phase_mode and not psh and not vsh  # (device-memory tables: which build)
+    mc = ins.multicast and not (psh or phase)  # (vector clocks: runtime.py places them so)
+    chunk = ins.chunk_granules and not psh  # (its granules are the module's, in every build)
+    return phase, mc, chunk
 
 
 def split_options(ptx: str) -> tuple[str, ...]:
