@@ -57,11 +57,12 @@ def prepare(ref: str, dest: str = OLD) -> str:
     return dest
 
 
-def _child(tree: str, script: str, args: list[str], timeout: float) -> tuple[bool, str]:
-    """benchmarks/`script` run in `tree` (its own package on PYTHONPATH): whether it
-    exited 0, and its output."""
+def _child(tree: str, script: str, args: list[str], timeout: float,
+           extra: dict[str, str] | None = None) -> tuple[bool, str]:
+    """benchmarks/`script` run in `tree` (its own package on PYTHONPATH, `extra` added to
+    its environment): whether it exited 0, and its output."""
     cmd = [sys.executable, os.path.join(tree, "benchmarks", script)] + args
-    env = {**os.environ, "PYTHONPATH": tree}
+    env = {**os.environ, **(extra or {}), "PYTHONPATH": tree}
     try:
         res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
                              timeout=timeout)
@@ -70,13 +71,15 @@ def _child(tree: str, script: str, args: list[str], timeout: float) -> tuple[boo
         return False, f"timed out after {timeout:.0f} s\n{e.stdout or ''}"
 
 
-def _round(tree: str, only: str | None, timeout: float) -> tuple[dict | None, str]:
-    """One bench_async run in `tree`: its JSON (None if it failed) and its output."""
+def _round(tree: str, only: str | None, timeout: float,
+           extra: dict[str, str] | None = None) -> tuple[dict | None, str]:
+    """One bench_async run in `tree` (with `extra` in its environment): its JSON (None if it
+    failed) and its output."""
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     ok, out = _child(tree, "bench_async.py",
                      ["--no-racecheck", "--json", path] + (["--only", only] if only else []),
-                     timeout)
+                     timeout, extra)
     try:
         with open(path) as f:
             data = json.load(f)
@@ -87,11 +90,12 @@ def _round(tree: str, only: str | None, timeout: float) -> tuple[dict | None, st
     return (data if ok and data and not data.get("errors") else None), out
 
 
-def _profile(tree: str, only: str | None, timeout: float) -> tuple[dict, str]:
+def _profile(tree: str, only: str | None, timeout: float,
+             extra: dict[str, str] | None = None) -> tuple[dict, str]:
     """`breakdown_async.py --profile` in `tree`: {kernel: {probe: (calls a CTA, cycles a
     call)}} from its table rows, and its output."""
     _, out = _child(tree, "breakdown_async.py",
-                    ["--profile"] + (["--only", only] if only else []), timeout)
+                    ["--profile"] + (["--only", only] if only else []), timeout, extra)
     return parse_profile(out), out
 
 
@@ -163,7 +167,8 @@ def table(rows: list[dict], what: str = "consan ms") -> str:
 
 
 def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
-        old: str = OLD, new: str = ROOT, profile: bool = False) -> int:
+        old: str = OLD, new: str = ROOT, profile: bool = False,
+        envs: dict[str, dict[str, str]] | None = None) -> int:
     old, new = os.path.abspath(old), os.path.abspath(new)  # (each child runs in its tree)
     if not os.path.isfile(os.path.join(old, "benchmarks", "bench_async.py")):
         print(f"ab_async: no older tree at {old}: run `python benchmarks/ab_async.py prepare "
@@ -173,7 +178,7 @@ def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
     failed = 0
     for k in range(rounds):
         for tree, path in (("old", old), ("new", new)):
-            data, out = _round(path, only, timeout)
+            data, out = _round(path, only, timeout, (envs or {}).get(tree))
             if data is None:
                 failed += 1
                 print(f"ERROR: round {k + 1}, {tree} tree: bench_async gave no ratio it "
@@ -192,7 +197,7 @@ def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
     profiles: dict[str, dict] = {}
     if profile:
         for tree, path in (("old", old), ("new", new)):
-            prof, out = _profile(path, only, timeout)
+            prof, out = _profile(path, only, timeout, (envs or {}).get(tree))
             if not prof:
                 failed += 1
                 print(f"ERROR: {tree} tree: breakdown_async.py --profile printed no probe row; "
@@ -221,12 +226,18 @@ def main(argv=None) -> int:
                    help="then each tree's breakdown_async.py --profile, side by side")
     r.add_argument("--old", default=OLD, help="the older tree (default: ab_old/)")
     r.add_argument("--new", default=ROOT, help="the newer tree (default: this one)")
+    for side in ("old", "new"):
+        r.add_argument(f"--env-{side}", action="append", default=[], metavar="NAME=VALUE",
+                       help=f"an environment variable for the {side} tree's runs alone (a "
+                            "configuration of one tree beside another: --old . --new .)")
     args = ap.parse_args(argv)
     if args.cmd == "prepare":
         print(prepare(args.ref, args.dest))
         return 0
+    envs = {side: dict(kv.split("=", 1) for kv in getattr(args, f"env_{side}"))
+            for side in ("old", "new")}
     return run(args.only, args.rounds, args.timeout, args.json, old=args.old, new=args.new,
-               profile=args.profile)
+               profile=args.profile, envs=envs)
 
 
 if __name__ == "__main__":
