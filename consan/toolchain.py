@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from instrument import abi
+from instrument import abi, probe_abi
 
 CHECKER_DIR = Path(__file__).parent / "checker"
 # The entry file: it includes the checker's headers (CHECKER_DIR/*.h), one translation unit.
@@ -431,13 +431,15 @@ def link_with_checker(ins, name: str, arch: Arch, extra: tuple[str, ...] = (),
     cap = min(caps) if caps else 0
     cap_opt = (f"-maxrregcount={cap}",) if cap else ()
     phase, mc, chunk = checker_variant(ins, psh, vsh)
+    preserve = probe_preserve(mc)
+    ptx = probe_abi.declare(ins.ptx, preserve) if preserve else ins.ptx
     if extra:
-        return link([(name, ins.ptx),
+        return link([(name, ptx),
                      ("consan_checker.ptx", checker_ptx(arch, psh, vsh, phase, mc, chunk))],
                     arch, (*extra, *cap_opt))
-    return link([(name, ins.ptx),
+    return link([(name, ptx),
                  ("consan_checker.cubin", checker_object(arch, psh, vsh, cap, phase, mc, chunk))],
-                arch, (*cap_opt, *split_options(ins.ptx)))
+                arch, (*cap_opt, *split_options(ptx)))
 
 
 def checker_variant(ins, psh: bool, vsh: bool) -> tuple[bool, bool, bool]:
@@ -486,9 +488,29 @@ def _variant_defines(psh: bool, vsh: bool, phase: bool = False,
     assert psh + vsh + phase <= 1, "one build at a time"
     assert not mc or psh + phase == 0, "multicast: a vector-clock build"
     assert not chunk or not (psh or phase or mc), "chunk granules: vector clocks, one CTA"
+    preserve = probe_preserve(mc)
     return checker_defines() + (("-DCONSAN_PSH",) if psh else ()) + \
         (("-DCONSAN_VSH",) if vsh else ()) + (("-DCONSAN_PHASE_DEV",) if phase else ()) + \
-        (("-DCONSAN_MC",) if mc else ()) + (("-DCONSAN_CHUNK_GRANULES",) if chunk else ())
+        (("-DCONSAN_MC",) if mc else ()) + (("-DCONSAN_CHUNK_GRANULES",) if chunk else ()) + \
+        ((f"-DCONSAN_ABI_PRESERVE={preserve}",) if preserve else ())
+
+
+def probe_preserve(mc: bool) -> int:
+    """The registers a probe call preserves for its caller (`.abi_preserve`, both sides of
+    the call: instrument/probe_abi.py), 0 where PTX's default convention is kept.
+
+    The mailbox build's probes take 16: each of them may drain its CTA's mailbox through a
+    call, so under the default convention each saved and restored 16-18 registers more
+    (`__consan_mbar`, `__consan_access16`, `__consan_bulk`: 16-21 local stores more, by
+    `sass_static.py`), and its kernels keep few values live across a probe. Measured on the
+    H100 (ab_async.py, the device's time alone, one tree under two settings): the clustered
+    ring 1.909 -> 1.800 ms with 16; 16 beside 24, 1.790 / 1.809; 16 beside 8, 1.789 / 1.813.
+    Every other build keeps the default: with 16 the cp.async GEMM 1.417, the TMA ring 1.037,
+    the TMA + wgmma GEMM 1.077 times slower; with 48 1.243, 1.139 and 1.095 (their kernels'
+    own values spilled around the calls instead). The link checks one direction only: a
+    declaration that says 16 against a default build is refused ("Prototype doesn't
+    match"), the other way round links silently, so both sides take N from here."""
+    return abi.MAILBOX_PRESERVE if mc else 0
 
 
 # ------------------------------------------------------------------ on-disk cache

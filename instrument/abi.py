@@ -243,6 +243,7 @@ MULTICAST_MASK_SHIFT = 16
 # the H100 (tests/kernels/dsmem_ring.py, 8 stages of 9 posts, 132 clusters): with 32
 # posts 14.0 s and lost posts, with 128 posts 6.5 ms; at 4 stages 5.24 and 5.19 ms.
 MAILBOX_ENTRIES = 128
+MAILBOX_PRESERVE = 16  # registers a probe of the mailbox build preserves (toolchain.probe_preserve)
 MAILBOX_POST_WORDS = 8
 MAILBOX_HEAD_WORDS = 4
 # The site word of a granule a peer CTA's copy wrote carries that CTA's rank + 1 here

@@ -141,7 +141,15 @@ CS_DEV void cs_cluster_sync() {}
 CS_DEV cs_sp cs_al16(cs_sp a) { if (a & 15) abort(); return a; }
 #else
 #define CS_DEV static __device__ __forceinline__
+// CONSAN_ABI_PRESERVE=N: every entry preserves N of its caller's registers (.abi_preserve N),
+// as the module's declarations of the probes say (consan/toolchain.py, probe_preserve).
+#ifdef CONSAN_ABI_PRESERVE
+#define CS_PRAGMA_(x) _Pragma(#x)
+#define CS_PRAGMA(x) CS_PRAGMA_(x)
+#define CS_ENTRY CS_PRAGMA(nv_abi preserve_n_data(CONSAN_ABI_PRESERVE)) extern "C" __device__
+#else
 #define CS_ENTRY extern "C" __device__
+#endif
 extern "C" {
 __constant__ cs_state_t __consan_state;  // filled by the runtime before each launch
 }

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from consan import runtime, toolchain
+from instrument import abi, probe_abi
 from instrument.ptx import parse
 from instrument.rewrite import instrument
 from tests.kernels.cuda_headers import HEADER_KERNELS, has_header
@@ -274,7 +275,8 @@ def test_a_module_of_several_functions_assembles_them_at_once_to_the_same_code()
     assert not how.get("psh") and not how.get("max_regs")  # (the device-memory tables' build)
     obj = toolchain.checker_object(SM90A, vsh=how["vsh"], mc=ins.multicast,
                                    chunk=ins.chunk_granules)
-    one = toolchain.link([("cluster.ptx", ins.ptx), ("consan_checker.cubin", obj)], SM90A)
+    ptx = probe_abi.declare(ins.ptx, toolchain.probe_preserve(ins.multicast))
+    one = toolchain.link([("cluster.ptx", ptx), ("consan_checker.cubin", obj)], SM90A)
     code = _code_sections(split)
     assert len([n for n in code if not n.startswith(".text.__consan")]) > 1, sorted(code)
     assert code == _code_sections(one)
@@ -316,3 +318,35 @@ def test_a_cluster_module_keeps_its_tables_in_shared_memory_unless_a_peer_loads_
     assert runtime.first_link(ins, 256) == {"vsh": want is runtime.Placement.VC_SMEM}
     defines = toolchain._variant_defines(False, want is runtime.Placement.VC_SMEM, mc=True)
     assert "-DCONSAN_MC" in defines
+
+
+def test_probes_of_the_mailbox_build_preserve_what_the_modules_declarations_say(monkeypatch):
+    """A module that reaches peer CTAs links the mailbox build, whose probes preserve
+    abi.MAILBOX_PRESERVE registers (.abi_preserve): the module's declarations say the same
+    (a declaration saying more than the build preserves links silently, and the kernel's
+    registers would not survive a call). The link itself refuses the other mismatch, so a
+    module linked here also proves the build carries the directive."""
+    from tests import corpus_build
+
+    (ptx,) = [p for v, p in corpus_build.corpus_modules() if v.label == "cluster/compute_90a/G"]
+    ins = instrument(parse(ptx, "cluster.ptx"))
+    assert ins.multicast
+    linked, real = [], toolchain.link
+
+    def spy(modules, arch, options=()):
+        linked.append(modules[0][1])
+        return real(modules, arch, options)
+
+    monkeypatch.setattr(toolchain, "link", spy)
+    assert toolchain.link_with_checker(ins, "cluster.ptx", SM90A)[:4] == b"\x7fELF"
+    decls = [ln for ln in linked[0].splitlines() if ln.startswith(".extern .func")]
+    assert decls and all(ln.endswith(f" .abi_preserve {abi.MAILBOX_PRESERVE};") for ln in decls)
+    assert f"-DCONSAN_ABI_PRESERVE={abi.MAILBOX_PRESERVE}" in toolchain._variant_defines(
+        False, False, mc=True)
+    # every other build keeps PTX's default convention, and its modules' declarations too
+    for build in ((True, False, False), (False, True, False), (False, False, True),
+                  (False, False, False)):
+        assert not any("ABI_PRESERVE" in d for d in toolchain._variant_defines(*build))
+    plain = instrument(parse(toolchain.compile_cuda(KERNEL_A, "a.cu", ["-arch=compute_90a"]),
+                             "a.ptx"))
+    assert not plain.multicast and toolchain.probe_preserve(plain.multicast) == 0
