@@ -484,7 +484,9 @@ def _variant_defines(psh: bool, vsh: bool, phase: bool = False,
     a vector-clock one with the mailboxes of multicast copies (-DCONSAN_MC, for modules
     that reach peer CTAs: other modules' probes do not pay for the look); `chunk`: a
     vector-clock one whose granules are 16-byte chunks (-DCONSAN_CHUNK_GRANULES, for
-    modules whose every shared-memory access is whole chunks: Instrumented.chunk_granules)."""
+    modules whose every shared-memory access is whole chunks: Instrumented.chunk_granules).
+    A build whose probes keep a calling convention of their own says it too
+    (-DCONSAN_ABI_PRESERVE: probe_preserve)."""
     assert psh + vsh + phase <= 1, "one build at a time"
     assert not mc or psh + phase == 0, "multicast: a vector-clock build"
     assert not chunk or not (psh or phase or mc), "chunk granules: vector clocks, one CTA"
@@ -500,9 +502,9 @@ def probe_preserve(mc: bool) -> int:
     the call: instrument/probe_abi.py), 0 where PTX's default convention is kept.
 
     The mailbox build's probes take 16: each of them may drain its CTA's mailbox through a
-    call, so under the default convention each saved and restored 16-18 registers more
-    (`__consan_mbar`, `__consan_access16`, `__consan_bulk`: 16-21 local stores more, by
-    `sass_static.py`), and its kernels keep few values live across a probe. Measured on the
+    call, so under the default convention each saved and restored 16-21 registers more
+    (`__consan_mbar`, `__consan_access16`, `__consan_bulk`, by `sass_static.py`), and its
+    kernels keep few values live across a probe. Measured on the
     H100 (ab_async.py, the device's time alone, one tree under two settings): the clustered
     ring 1.909 -> 1.800 ms with 16; 16 beside 24, 1.790 / 1.809; 16 beside 8, 1.789 / 1.813.
     Every other build keeps the default: with 16 the cp.async GEMM 1.417, the TMA ring 1.037,
