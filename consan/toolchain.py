@@ -511,7 +511,17 @@ def probe_preserve(mc: bool) -> int:
     the TMA + wgmma GEMM 1.077 times slower; with 48 1.243, 1.139 and 1.095 (their kernels'
     own values spilled around the calls instead). The link checks one direction only: a
     declaration that says 16 against a default build is refused ("Prototype doesn't
-    match"), the other way round links silently, so both sides take N from here."""
+    match"), the other way round links silently, so both sides take N from here.
+
+    CONSAN_ABI_PRESERVE=N (a measurement switch) gives every build N, 0 the default
+    convention: how the numbers above were taken (`sass_static.py`, `ab_async.py run
+    --env-new CONSAN_ABI_PRESERVE=N`)."""
+    forced = os.environ.get("CONSAN_ABI_PRESERVE", "")
+    if forced:
+        if not forced.isdigit():
+            raise ValueError(f"CONSAN_ABI_PRESERVE={forced!r}: give a number of registers "
+                             "(0: PTX's default convention)")
+        return int(forced)
     return abi.MAILBOX_PRESERVE if mc else 0
 
 

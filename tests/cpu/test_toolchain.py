@@ -328,6 +328,7 @@ def test_probes_of_the_mailbox_build_preserve_what_the_modules_declarations_say(
     module linked here also proves the build carries the directive."""
     from tests import corpus_build
 
+    monkeypatch.delenv("CONSAN_ABI_PRESERVE", raising=False)
     (ptx,) = [p for v, p in corpus_build.corpus_modules() if v.label == "cluster/compute_90a/G"]
     ins = instrument(parse(ptx, "cluster.ptx"))
     assert ins.multicast
@@ -348,3 +349,12 @@ def test_probes_of_the_mailbox_build_preserve_what_the_modules_declarations_say(
                   (False, False, False)):
         assert not any("ABI_PRESERVE" in d for d in toolchain._variant_defines(*build))
     assert toolchain.probe_preserve(False) == 0  # (link_with_checker leaves their PTX as is)
+    # the measurement switch sets every build's (both sides still from one place)
+    monkeypatch.setenv("CONSAN_ABI_PRESERVE", "24")
+    assert toolchain.probe_preserve(False) == toolchain.probe_preserve(True) == 24
+    assert "-DCONSAN_ABI_PRESERVE=24" in toolchain._variant_defines(False, True)
+    monkeypatch.setenv("CONSAN_ABI_PRESERVE", "0")
+    assert not any("ABI_PRESERVE" in d for d in toolchain._variant_defines(False, False, mc=True))
+    monkeypatch.setenv("CONSAN_ABI_PRESERVE", "many")
+    with pytest.raises(ValueError, match="CONSAN_ABI_PRESERVE='many'"):
+        toolchain.probe_preserve(True)
