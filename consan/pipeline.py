@@ -123,22 +123,30 @@ def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = Fals
             max_regs: int = 0, vsh: bool = False) -> bytes:
     """Link with the checker, through the on-disk cache."""
     link_opts = tuple(os.environ.get("CONSAN_LINK_OPTIONS", "").split())
-    key = hashlib.sha256(
-        "\0".join([__version__, arch.sm, toolchain.nvjitlink_version(),
-                   repr(toolchain.nvrtc_version()), *link_opts,
-                   *toolchain.checker_defines(), ins.ptx,
-                   f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
-                   "chunk" if ins.chunk_granules else "",
-                   toolchain.checker_text(),
-                   abi.c_header()]).encode()
-    ).hexdigest()[:32]
-    path = _cache_dir() / f"{key}.cubin"
+    path = _cache_dir() / f"{link_key(ins, arch, psh, max_regs, vsh, link_opts)}.cubin"
     cubin = path.read_bytes() if path.exists() else None
     if cubin is None:
         cubin = toolchain.link_with_checker(ins, name, arch, link_opts, psh=psh,
                                             max_regs=max_regs, vsh=vsh)
         cache_put(path, cubin)
     return cubin
+
+
+def link_key(ins: Instrumented, arch: toolchain.Arch, psh: bool, max_regs: int, vsh: bool,
+             link_opts: tuple[str, ...]) -> str:
+    """The on-disk cache's name for a linked module: everything link_with_checker reads,
+    the measurement switches included (CONSAN_ABI_PRESERVE changes both sides of each probe
+    call: without it in the key, a run under the switch took the cubin linked without it)."""
+    return hashlib.sha256(
+        "\0".join([__version__, arch.sm, toolchain.nvjitlink_version(),
+                   repr(toolchain.nvrtc_version()), *link_opts,
+                   *toolchain.checker_defines(), ins.ptx,
+                   f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
+                   "chunk" if ins.chunk_granules else "",
+                   f"abi{os.environ.get('CONSAN_ABI_PRESERVE', '')}",
+                   toolchain.checker_text(),
+                   abi.c_header()]).encode()
+    ).hexdigest()[:32]
 
 
 def cache_put(path: Path, data: bytes | str) -> None:

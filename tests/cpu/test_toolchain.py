@@ -349,8 +349,13 @@ def test_probes_of_the_mailbox_build_preserve_what_the_modules_declarations_say(
                   (False, False, False)):
         assert not any("ABI_PRESERVE" in d for d in toolchain._variant_defines(*build))
     assert toolchain.probe_preserve(False) == 0  # (link_with_checker leaves their PTX as is)
-    # the measurement switch sets every build's (both sides still from one place)
+    # the measurement switch sets every build's (both sides still from one place), and a
+    # module linked under it is cached apart
+    from consan import pipeline
+
+    before = pipeline.link_key(ins, SM90A, False, 0, False, ())
     monkeypatch.setenv("CONSAN_ABI_PRESERVE", "24")
+    assert pipeline.link_key(ins, SM90A, False, 0, False, ()) != before
     assert toolchain.probe_preserve(False) == toolchain.probe_preserve(True) == 24
     assert "-DCONSAN_ABI_PRESERVE=24" in toolchain._variant_defines(False, True)
     monkeypatch.setenv("CONSAN_ABI_PRESERVE", "0")
