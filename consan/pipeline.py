@@ -135,15 +135,17 @@ def _linked(ins: Instrumented, name: str, arch: toolchain.Arch, psh: bool = Fals
 def link_key(ins: Instrumented, arch: toolchain.Arch, psh: bool, max_regs: int, vsh: bool,
              link_opts: tuple[str, ...]) -> str:
     """The on-disk cache's name for a linked module: everything link_with_checker reads,
-    the measurement switches included (CONSAN_ABI_PRESERVE changes both sides of each probe
-    call: without it in the key, a run under the switch took the cubin linked without it)."""
+    the probes' calling convention included (link_with_checker changes the declarations in
+    `ins.ptx`: without it in the key, a run under CONSAN_ABI_PRESERVE took the cubin linked
+    without the switch)."""
+    mc = toolchain.checker_variant(ins, psh, vsh)[1]
     return hashlib.sha256(
         "\0".join([__version__, arch.sm, toolchain.nvjitlink_version(),
                    repr(toolchain.nvrtc_version()), *link_opts,
                    *toolchain.checker_defines(), ins.ptx,
                    f"psh{max_regs}" if psh else "", "vsh" if vsh else "",
                    "chunk" if ins.chunk_granules else "",
-                   f"abi{os.environ.get('CONSAN_ABI_PRESERVE', '')}",
+                   f"abi{toolchain.probe_preserve(mc)}",
                    toolchain.checker_text(),
                    abi.c_header()]).encode()
     ).hexdigest()[:32]

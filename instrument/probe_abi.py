@@ -15,10 +15,20 @@ import re
 
 from instrument import abi
 
-# A probe declaration as the rewriter writes it (rewrite._externs): one line each.
-_DECL = re.compile(r"^(\.extern \.func [^\n]*?\b(__consan_\w+) \([^\n]*\));$", re.M)
 _VERSION = re.compile(r"^(\s*)\.version\s+(\d+)\.(\d+)", re.M)
 FIRST_VERSION = (9, 0)  # the PTX ISA version that has .abi_preserve
+
+
+def externs(preserve: int = 0) -> str:
+    """The probes' declarations, as the rewriter puts them after the module's header (with
+    `.abi_preserve preserve` on each where it is not 0)."""
+    tail = f" .abi_preserve {preserve}" if preserve else ""
+    out = []
+    for name, (params, ret) in abi.PROBE_PROTOTYPES.items():
+        plist = ", ".join(f".param {t} __cs_a{i}" for i, t in enumerate(params))
+        r = f"(.param {ret} __cs_ret) " if ret else ""
+        out.append(f".extern .func {r}{name} ({plist}){tail};")
+    return "\n// consan probes\n" + "\n".join(out) + "\n"
 
 
 def declare(ptx: str, preserve: int) -> str:
@@ -26,17 +36,9 @@ def declare(ptx: str, preserve: int) -> str:
     preserve`, and its `.version` raised to 9.0 where it is older, for ptxas to take the
     directive (Triton 3.6 writes 8.7; the GPU tests compare such modules' output with the
     native kernel's, bit for bit)."""
-    seen: set[str] = set()
-
-    def one(m: re.Match) -> str:
-        if m.group(2) not in abi.PROBE_PROTOTYPES:
-            return m.group(0)
-        seen.add(m.group(2))
-        return f"{m.group(1)} .abi_preserve {preserve};"
-
-    out = _DECL.sub(one, ptx)
-    if not seen:
+    if externs() not in ptx:
         raise ValueError("no consan probe declaration in the module: is it instrumented?")
+    out = ptx.replace(externs(), externs(preserve), 1)
     v = _VERSION.search(out)
     if v is not None and (int(v.group(2)), int(v.group(3))) < FIRST_VERSION:
         out = out[:v.start()] + f"{v.group(1)}.version {FIRST_VERSION[0]}.{FIRST_VERSION[1]}" + \

@@ -29,6 +29,7 @@ from . import (
     first_trip,
     inline_barriers,
     loops,
+    probe_abi,
     rejoin,
     remote,
     runs,
@@ -462,16 +463,6 @@ def _call(pred: str | None, func: str, args: list[tuple[str, str]], ret: bool = 
     return "\n\t".join(lines)
 
 
-def _externs() -> str:
-    out = []
-    for name, (params, ret) in abi.PROBE_PROTOTYPES.items():
-        plist = ", ".join(f".param {t} __cs_a{i}" for i, t in enumerate(params))
-        r = f"(.param {ret} __cs_ret) " if ret else ""
-        out.append(f".extern .func {r}{name} ({plist});" if params else
-                   f".extern .func {r}{name} ();")
-    return "\n// consan probes\n" + "\n".join(out) + "\n"
-
-
 def _bar_operands(it: Item, event: Event) -> tuple[str, str]:
     ops = it.operands
     if event is Event.BAR_RED:  # d, a{, b}, {!}c
@@ -862,7 +853,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     if hdr is None:
         raise InstrumentError(f"{mod.name}: no .target directive; is this PTX?")
     hidx = index_of[id(hdr)]
-    after[hidx] = after.get(hidx, "") + "\n" + _externs()
+    after[hidx] = after.get(hidx, "") + "\n" + probe_abi.externs()
 
     cta_wide_only &= not multicast  # (a peer's posts are applied to the vector clocks' tables)
     fast_tests = inline_writes = inline_reads = inline_bars_done = 0
