@@ -205,6 +205,10 @@ BULK_OFF = 1 << 31
 # state and watches for a deadlock): spinning warps then leave the issue slots to the warps
 # they wait for.
 MB_WAIT_SAMPLE = 64
+# Or'ed into a failed wait's arg (bit 0: the parity waited for, bit 1: it succeeded): the
+# first failure in a row. Its probe judges the barrier but leaves the CTA's mailbox to the
+# probes after it (a wait that failed reads nothing a peer's post changes).
+MB_WAIT_FIRST = 4
 PROBE_BULK_STORE = "__consan_bulk_store"  # (src, bytes, site): bulk store shared -> global
 PROBE_BULK_GROUP = "__consan_bulk_group"  # (op, n, site): bulk groups, fence.proxy.async
 BULK_COMMIT, BULK_WAIT, PROXY_FENCE = 0, 1, 2
@@ -937,6 +941,7 @@ def c_header() -> str:
         "CS_MB_ARRIVE_EXPECT_TX": MB_ARRIVE_EXPECT_TX, "CS_MB_COMPLETE_TX": MB_COMPLETE_TX,
         "CS_MB_ARRIVE_DROP_EXPECT_TX": MB_ARRIVE_DROP_EXPECT_TX,
         "CS_MB_WAIT_PARITY": MB_WAIT_PARITY, "CS_MB_WAIT_TOKEN": MB_WAIT_TOKEN,
+        "CS_MB_WAIT_FIRST": MB_WAIT_FIRST,
         "CS_MB_CP_ARRIVE": MB_CP_ARRIVE, "CS_PROBE_OFF": PROBE_OFF, "CS_BULK_OFF": BULK_OFF,
         "CS_MBARRIERS": MBARRIERS, "CS_MB_KEY": MB_KEY, "CS_MB_LIVE": MB_LIVE,
         "CS_MB_EXPECTED": MB_EXPECTED, "CS_MB_PENDING": MB_PENDING, "CS_MB_TX": MB_TX,

@@ -1589,6 +1589,10 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
                   f"add.u32 {REG_SPIN}, {REG_SPIN}, {REG_SPIN_LOW};",
                   f"and.b32 {REG_SPIN_LOW}, {REG_SPIN}, {abi.MB_WAIT_SAMPLE - 1};",
                   f"setp.ne.and.u32 {REG_SKIP}, {REG_SPIN_LOW}, 1, !{c.result};"]
+        # (the first failure in a row says so: abi.MB_WAIT_FIRST)
+        post += [f"set.eq.u32.u32 {REG_SPIN_LOW}, {REG_SPIN}, 1;",
+                 f"and.b32 {REG_SPIN_LOW}, {REG_SPIN_LOW}, {abi.MB_WAIT_FIRST};",
+                 f"or.b32 {REG_TOKEN}, {REG_TOKEN}, {REG_SPIN_LOW};"]
         if on:  # (a loop every lane runs, loops.py: the lane with REG_ON decides for all)
             sample += [f"and.pred {REG_SKIP}, {REG_SKIP}, {converge.REG_ON};",
                        f"vote.sync.any.pred {REG_SKIP}, {REG_SKIP}, {loops.REG_MASK};"]

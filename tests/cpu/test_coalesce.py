@@ -84,8 +84,13 @@ def test_a_failed_wait_calls_the_checker_only_when_sampled():
     assert f"and.b32 %__cs_spl, %__cs_spin, {abi.MB_WAIT_SAMPLE - 1};" in ptx
     assert "setp.ne.and.u32 %__cs_skip, %__cs_spl, 1, !p;" in ptx
     skip = ptx.index("@%__cs_skip bra $__cs_spin_")
-    assert skip < calls(ptx, abi.PROBE_MBAR)[-1].pos < ptx.index("$__cs_spin_0:")
+    call = calls(ptx, abi.PROBE_MBAR)[-1].pos
+    assert skip < call < ptx.index("$__cs_spin_0:")
     assert "mov.u32 %__cs_spin, 0;" in ptx
+    # the first failure in a row says so in its arg (abi.MB_WAIT_FIRST), after the sample
+    first = ptx.index("set.eq.u32.u32 %__cs_spl, %__cs_spin, 1;")
+    assert skip < first < ptx.index(f"and.b32 %__cs_spl, %__cs_spl, {abi.MB_WAIT_FIRST};") \
+        < ptx.index("or.b32 %__cs_tok, %__cs_tok, %__cs_spl;") < call
 
 
 def test_write_between_reads_keeps_them_apart():

@@ -109,6 +109,29 @@ def test_an_arrive_on_a_peers_mbarrier_leaves_this_ctas_posts_to_its_next_probe(
     assert _records(ck) == [("async.pending-write", EARLY, COPY, 2)]
 
 
+def test_a_first_failed_wait_leaves_this_ctas_posts_to_a_later_probe(ck):
+    """A failed wait acquires nothing: the first of a warp's failures in a row judges the
+    barrier and leaves the posts where they are (a consumer's spin on each stage of the
+    clustered ring); its sampled failures and its success apply them, in order."""
+    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
+    ck.peer_copy(0, 64, MB, site=COPY, rank=1)
+    head, tail = (int(w) for w in _mailbox_words(ck)[:2])
+    assert head == tail + 1
+    assert ck.mbar(1, MB, abi.MB_WAIT_PARITY, abi.MB_WAIT_FIRST, site=WAIT) == 0
+    assert [int(w) for w in _mailbox_words(ck)[:2]] == [head, tail]  # the copy still waits
+    assert ck.mbar(1, MB, abi.MB_WAIT_PARITY, 0, site=WAIT) == 0  # a sampled failure
+    assert [int(w) for w in _mailbox_words(ck)[:2]] == [head, head]
+    ck.read(1, 0, site=EARLY)  # no wait succeeded: the copy is still pending for warp 1
+    assert _records(ck) == [("async.pending-write", EARLY, COPY, 2)]
+
+
+def test_a_first_failed_wait_on_a_barrier_nobody_initialised_is_judged(ck):
+    """The first failure is still judged: a single poll of an mbarrier no init made is
+    mbarrier.uninit, and the wait is skipped."""
+    assert ck.mbar(1, MB + 8, abi.MB_WAIT_PARITY, abi.MB_WAIT_FIRST, site=WAIT) == 1
+    assert [k for k, *_ in _records(ck)] == ["mbarrier.uninit"]
+
+
 def _refill(ck, *, acquired: int = 0, waits: int = 0) -> list:
     """Warp 1 reads a copy's bytes; then the peer copies over them (after acquiring this
     CTA's release `acquired`, or `waits` cluster barriers): the records."""
