@@ -205,7 +205,7 @@ BULK_OFF = 1 << 31
 # state and watches for a deadlock): spinning warps then leave the issue slots to the warps
 # they wait for.
 MB_WAIT_SAMPLE = 64
-# Or'ed into a failed wait's arg (bit 0: the parity waited for, bit 1: it succeeded): the
+# Or'ed into a failed wait's arg (bit 0: a parity wait's parity, bit 1: it succeeded): the
 # first failure in a row. Its probe judges the barrier but leaves the CTA's mailbox to the
 # probes after it (a wait that failed reads nothing a peer's post changes).
 MB_WAIT_FIRST = 4
