@@ -50,6 +50,11 @@ CONFIGS = {
     "no access or tensor probes": "CONSAN_NULL_ACCESS CONSAN_NULL_TENSOR",
     "no access or mbarrier probes": "CONSAN_NULL_ACCESS CONSAN_NULL_MBAR",
     "no access or wgmma probes": "CONSAN_NULL_ACCESS CONSAN_NULL_WGMMA",
+    # the bound of a copy's box kept as one record (no walk of its granules) read by warps
+    # and wgmma units through that record (no probe body): what is left is the mbarrier
+    # probes, a tensor load's look (its entry, map, carried arrive and landing) and the calls
+    "no copy-engine writes nor access or wgmma probes":
+        "CONSAN_NULL_ENGINE_WRITE CONSAN_NULL_ACCESS CONSAN_NULL_WGMMA",
     # a wgmma read's chunk with empty bytes stores no sites (device memory): what a site
     # index kept in shared memory could save at most
     "no wgmma read sites": "CONSAN_NULL_WG_SITES",
