@@ -67,9 +67,6 @@ CONFIGS = {
     "no access calls": "",
     # a peer's copies written by their issuing warp instead of their owner (an estimate:
     # the owner lands them only, the issuer spends N cycles a post; measure.h)
-    # a read's probe applies no peer's posts first: what the clustered ring's reads wait
-    # for the mailbox (measure.h; the model is wrong in that build)
-    "reads without a drain": "CONSAN_READ_NO_DRAIN",
     "peer copies by their issuer (0 cycles)": "CONSAN_PEER_BY_ISSUER=0",
     "peer copies by their issuer (2000 cycles)": "CONSAN_PEER_BY_ISSUER=2000",
     "peer copies by their issuer (4000 cycles)": "CONSAN_PEER_BY_ISSUER=4000",

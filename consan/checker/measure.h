@@ -135,14 +135,6 @@ struct cs_prof_scope {
 #define CS_PEER_BY_ISSUER 0
 #define CS_PEER_WRITE_CYCLES 0
 #endif
-// CONSAN_READ_NO_DRAIN: a shared-memory read's probe applies no peer's posts first (they
-// wait for the CTA's next probe that does): what the clustered ring's reads spend waiting for
-// the mailbox. The model is wrong in such a build: a read may miss a copy it is ordered after.
-#ifdef CONSAN_READ_NO_DRAIN
-#define CS_READ_DRAINS(info) (cs_info_mode(info) != CS_MODE_READ)
-#else
-#define CS_READ_DRAINS(info) true
-#endif
 #ifdef CONSAN_NULL_BOX_STORES
 #define CS_NULL_BOX_STORES(...) __VA_ARGS__
 #else

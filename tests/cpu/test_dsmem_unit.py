@@ -14,6 +14,7 @@ from tests.checker_host import HostChecker
 pytestmark = pytest.mark.needs_host_compiler
 
 INIT, PEER, EARLY, LATE, MINE = range(5)
+APPLY = 1016  # (bytes no test reads or writes else)
 
 
 @pytest.fixture
@@ -41,9 +42,15 @@ def _cluster_sync(ck: HostChecker) -> None:
         ck.cluster_wait(w)
 
 
+def _apply(ck: HostChecker, warp: int) -> None:
+    """A probe that applies every post pending: a write of bytes nothing else touches (a
+    read applies only those that may write its bytes: checker/multicast.h)."""
+    ck.write(warp, APPLY, site=MINE)
+
+
 def _records(ck: HostChecker) -> list[tuple[str, int, int, int, int, int]]:
     """(kind, site, prev_site, warp, prev_rank, cur_rank) of every stored record but those of
-    the probe that only applies the posts (MINE: a read of bytes nothing wrote)."""
+    the probe that only applies the posts (MINE)."""
     n = int(min(ck.header["stored"][0], len(ck.records)))
     out = []
     for r in ck.records[:n]:
@@ -74,7 +81,7 @@ def test_a_peer_store_after_a_cluster_barrier_is_read_after_the_next_one(ck):
 def test_a_peer_store_before_any_cluster_barrier_races_with_the_owners_write(ck):
     ck.write(0, 0, site=INIT)
     ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=2, warp=1, waits=0)
-    ck.read(1, 512, site=MINE)  # (any probe applies the post)
+    _apply(ck, 1)
     assert _records(ck) == [("race.waw", PEER, INIT, 1, 0, 3)]
     (f,) = [f for f in ck.report().findings if f.kind == "race.waw"]
     assert f.records[0].cur_rank == 2
@@ -82,12 +89,48 @@ def test_a_peer_store_before_any_cluster_barrier_races_with_the_owners_write(ck)
     assert "warp 1 of CTA rank 2 wrote them again" in what, what
 
 
+@pytest.mark.parametrize("read_at,applied", [(512, False), (4, True)],
+                         ids=["other-bytes", "its-bytes"])
+def test_a_read_applies_a_pending_peer_store_only_where_it_may_reach_the_reads_bytes(
+        ck, read_at, applied):
+    """The peer's store over bytes 0-7 (unordered with warp 0's write there: race.waw when
+    applied) is pending when warp 1 reads: a read of other bytes leaves it to a later probe
+    (its verdict cannot depend on it), a read of its bytes applies it first."""
+    ck.write(0, 0, site=INIT)
+    ck.write(0, 512, site=INIT)
+    ck.sync((0, 1))
+    ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=2, warp=1, waits=0)
+    ck.read(1, read_at, site=LATE)
+    waw = ("race.waw", PEER, INIT, 1, 0, 3)
+    assert (waw in _records(ck)) is applied
+    _apply(ck, 1)  # (any write applies it)
+    assert waw in _records(ck)
+    if not applied:
+        assert _records(ck) == [waw]
+
+
+@pytest.mark.parametrize("nbytes,applied", [(64, False), (0, True)],
+                         ids=["bytes-known", "bytes-not-known"])
+def test_a_read_applies_a_pending_peer_copy_of_bytes_not_known(ck, nbytes, applied):
+    """A peer's copy over warp 0's unordered write (race.waw when applied), pending when
+    warp 1 reads other bytes: left pending where its bytes are known, applied first where
+    they are not (0: a tensor map the runtime does not know)."""
+    bar = 768
+    ck.mbar(0, bar, abi.MB_INIT, 1, site=INIT)
+    ck.write(0, 0, 64, site=INIT)
+    ck.mbar(0, bar, abi.MB_ARRIVE_EXPECT_TX, 64, site=INIT)
+    ck.sync((0, 1))
+    ck.peer_copy(0, nbytes, bar, site=PEER, rank=1, warp=2)
+    ck.read(1, 512, site=LATE)
+    assert any(r[:3] == ("race.waw", PEER, INIT) for r in _records(ck)) is applied
+
+
 def test_a_peer_read_sees_what_the_owner_released_before_its_barrier(ck):
     ck.write(0, 0, site=INIT)
     _cluster_sync(ck)
     ck.write(1, 4, site=LATE)  # after the barrier: not released to the peer
     ck.peer_access(0, 8, abi.DSMEM_READ, site=PEER, rank=1, waits=1)
-    ck.read(0, 512, site=MINE)
+    _apply(ck, 0)
     assert _records(ck) == [("race.raw", PEER, LATE, 0, 0, 2)]
 
 
@@ -103,13 +146,13 @@ def test_a_relaxed_arrival_releases_to_a_peer_only_after_a_cluster_fence(ck, fen
     for w in (0, 1):
         ck.cluster_wait(w)
     ck.peer_access(0, 4, abi.DSMEM_READ, site=PEER, rank=1, waits=1)
-    ck.read(0, 512, site=MINE)
+    _apply(ck, 0)
     assert _records(ck) == ([] if fence else [("race.raw", PEER, INIT, 0, 0, 2)])
 
 
 def test_a_peer_read_of_bytes_nothing_wrote_is_uninit(ck):
     ck.peer_access(64, 4, abi.DSMEM_READ, site=PEER, rank=1, waits=1)
-    ck.read(0, 512, site=MINE)
+    _apply(ck, 0)
     assert _records(ck)[0][:3] == ("uninit.read", PEER, -1)
     (f,) = [f for f in ck.report().findings if f.kind == "uninit.read" and
             f.records[0].cur_rank is not None]
@@ -120,7 +163,7 @@ def test_a_peers_writes_are_ordered_with_its_own_later_reads(ck):
     ck.peer_access(0, 4, abi.DSMEM_WRITE, site=PEER, rank=1, waits=0)
     ck.peer_access(0, 4, abi.DSMEM_READ, site=PEER + 10, rank=1, waits=0)
     ck.peer_access(0, 4, abi.DSMEM_ATOMIC, site=PEER + 11, rank=1, waits=0)
-    ck.read(0, 512, site=MINE)
+    _apply(ck, 0)
     assert _records(ck) == []
 
 
@@ -172,7 +215,7 @@ def test_a_peers_release_first_in_a_phase_is_kept_by_a_later_local_arrive(ck):
     _init(ck, count=2)
     ck.peer_access(0, 8, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2)
     ck.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, warp=2, release=1)
-    ck.read(0, 512, site=MINE)  # (applies the posts)
+    _apply(ck, 0)
     ck.mbar(0, BAR, abi.MB_ARRIVE, 1, site=ARRIVE + 1)
     assert ck.mbar_wait(1, BAR, 0, site=WAIT) == 0
     ck.read(1, 0, site=READ)
@@ -184,12 +227,12 @@ def test_a_peers_expect_tx_and_arrive_count_on_this_ctas_phase(ck_mb):
     the phase expects are an underflow at the peer's site, naming its rank."""
     _init(ck_mb)
     ck_mb.peer_mbar(BAR, abi.MB_ARRIVE_EXPECT_TX, arg=64, site=ARRIVE, rank=1, release=1)
-    ck_mb.read(1, 512, site=MINE)  # (applies the post)
+    _apply(ck_mb, 1)
     assert ck_mb.mbar_wait(1, BAR, 0, ok=False, site=WAIT) == 0
     ck_mb.peer_mbar(BAR, abi.MB_COMPLETE_TX, arg=64, site=ARRIVE + 1, rank=1)
-    ck_mb.read(1, 512, site=MINE)
+    _apply(ck_mb, 1)
     ck_mb.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE + 2, rank=3, lanes=2, release=1)
-    ck_mb.read(1, 512, site=MINE)
+    _apply(ck_mb, 1)
     assert [r[:2] + r[5:] for r in _records(ck_mb) if r[0] != "uninit.read"] == [
         ("mbarrier.underflow", ARRIVE + 2, 4)]
 
@@ -197,15 +240,15 @@ def test_a_peers_expect_tx_and_arrive_count_on_this_ctas_phase(ck_mb):
 def test_a_peers_complete_tx_may_lead_its_arrive_expect_tx(ck_mb):
     _init(ck_mb)
     ck_mb.peer_mbar(BAR, abi.MB_COMPLETE_TX, arg=64, site=ARRIVE + 1, rank=1)
-    ck_mb.read(1, 512, site=MINE)
+    _apply(ck_mb, 1)
     ck_mb.peer_mbar(BAR, abi.MB_ARRIVE_EXPECT_TX, arg=64, site=ARRIVE, rank=1, release=1)
-    ck_mb.read(1, 512, site=MINE)
+    _apply(ck_mb, 1)
     assert [r for r in _records(ck_mb) if r[0] != "uninit.read"] == []
 
 
 def test_a_peers_arrive_on_an_mbarrier_never_initialised_is_reported(ck_mb):
     ck_mb.peer_mbar(BAR, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=1)
-    ck_mb.read(1, 512, site=MINE)
+    _apply(ck_mb, 1)
     assert [r[:2] + r[5:] for r in _records(ck_mb)] == [("mbarrier.uninit", ARRIVE, 2)]
 
 
@@ -219,7 +262,7 @@ def test_a_copy_over_a_peers_unordered_store_is_waw_with_or_without_box_summarie
     full = 512
     ck.mbar(0, full, abi.MB_INIT, 1, site=INIT)
     ck.peer_access(64, 16, abi.DSMEM_WRITE, site=PEER, rank=1, warp=2, waits=0)
-    ck.read(1, 600, site=MINE)  # (applies the post)
+    _apply(ck, 1)
     ck.mbar(0, full, abi.MB_ARRIVE_EXPECT_TX, 128, site=EARLY)
     ck.bulk_load(0, 0, 128, full, site=LATE)
     assert [k[:3] for k in _records(ck)] == [("race.waw", LATE, PEER)]
@@ -319,6 +362,6 @@ def test_a_peer_store_sees_what_the_cluster_barriers_it_waited_on_released(
         if k < barriers:
             _cluster_sync(ck)
     ck.peer_access(0, 4, abi.DSMEM_WRITE, site=PEER, rank=1, warp=3, waits=waits)
-    ck.read(0, 512, site=MINE)  # (any probe applies the post)
+    _apply(ck, 0)
     want = [("race.war", PEER, EARLY, 3, 0, 2)] if race else []
     assert _records(ck) == want

@@ -23,13 +23,3 @@ def test_peer_copies_by_their_issuer_spin_the_issuer_and_drop_the_owners_write(m
     assert "%clock64" not in plain and "%clock64" in issuer
     assert len(issuer) < len(plain)
 
-
-def test_reads_without_a_drain_build_a_different_cluster_checker(monkeypatch):
-    """CONSAN_READ_NO_DRAIN compiles in the mailbox build and changes it (its access probes
-    test the access's mode before the drain)."""
-    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "")
-    plain = toolchain.checker_ptx(SM90A, vsh=True, mc=True)
-    label = "reads without a drain"
-    assert ba.CONFIGS[label] == "CONSAN_READ_NO_DRAIN"
-    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", ba.CONFIGS[label])
-    assert toolchain.checker_ptx(SM90A, vsh=True, mc=True) != plain
