@@ -18,16 +18,22 @@ options and the NVRTC version, so repeated test runs are cheap.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from consan import toolchain
+
+if TYPE_CHECKING:
+    from instrument.rewrite import Instrumented
 
 TESTS_DIR = Path(__file__).resolve().parent
 CORPUS_DIR = TESTS_DIR / "corpus"
@@ -154,23 +160,58 @@ def _cache_key(source: str, name: str, options: Sequence[str]) -> str:
 
 def compile_cached(source: str, name: str, options: Sequence[str]) -> str:
     """:func:`compile_cuda` with an on-disk cache under ``tests/_corpus_cache``."""
+    ptx = _compile_cached(source, name, options, wait=True)
+    assert ptx is not None
+    return ptx
+
+
+@contextlib.contextmanager
+def _locked(path: Path, wait: bool) -> Iterator[bool]:
+    """Holds ``path`` (a lock file) while this process compiles its entry; yields False at
+    once, without it, where another process holds it and ``wait`` is False. Where no lock
+    can be taken (no fcntl), every process compiles for itself."""
+    try:
+        import fcntl
+
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        f = open(path, "a")  # noqa: SIM115 - closed below
+    except (ImportError, OSError):
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        f.close()  # (closing it releases the lock)
+
+
+def _compile_cached(source: str, name: str, options: Sequence[str], wait: bool) -> str | None:
+    """The cached PTX, else compiled here; None where ``wait`` is False and another process
+    is compiling it now (pytest-xdist workers start on the same corpus at once: each
+    compiled all of it, 15 s of NVRTC on both of CI's two cores)."""
     key = _cache_key(source, name, options)
     path = CACHE_DIR / f"{key}.ptx"
-    try:
+    with contextlib.suppress(FileNotFoundError):
         return path.read_text()
-    except FileNotFoundError:
-        pass
-    ptx = compile_cuda(source, name, options)
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(ptx)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return ptx
+    with _locked(CACHE_DIR / f"{key}.lock", wait) as held:
+        if not held:
+            return None
+        with contextlib.suppress(FileNotFoundError):
+            return path.read_text()  # (the other process made it while we waited)
+        ptx = compile_cuda(source, name, options)
+        fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(ptx)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return ptx
 
 
 def default_workers() -> int:
@@ -179,13 +220,29 @@ def default_workers() -> int:
 
 def compile_variants(variants: Sequence[Variant]) -> list[tuple[Variant, str]]:
     """Compile ``variants`` in parallel (NVRTC releases the GIL). Order is preserved."""
+    ptxs = compile_all(variants)
+    for ptx in ptxs:
+        if isinstance(ptx, Exception):
+            raise ptx
+    return list(zip(variants, ptxs, strict=True))  # type: ignore[arg-type]
 
-    def one(v: Variant) -> str:
-        return compile_cached(v.file.source(), v.file.path.name, v.options)
+
+def compile_all(variants: Sequence[Variant]) -> list[str | NvrtcError]:
+    """Each variant's PTX, or the NvrtcError compiling it raised, in order. The variants
+    another process is compiling now are left to it and read back once it is done."""
+
+    def one(v: Variant, wait: bool) -> str | NvrtcError | None:
+        try:
+            return _compile_cached(v.file.source(), v.file.path.name, v.options, wait)
+        except NvrtcError as exc:
+            return exc
 
     with ThreadPoolExecutor(max_workers=default_workers()) as pool:
-        ptxs = list(pool.map(one, variants))
-    return list(zip(variants, ptxs, strict=True))
+        got = list(pool.map(lambda v: one(v, False), variants))
+        later = [i for i, r in enumerate(got) if r is None]
+        for i, r in zip(later, pool.map(lambda i: one(variants[i], True), later), strict=True):
+            got[i] = r
+    return got  # type: ignore[return-value]
 
 
 def corpus_modules() -> list[tuple[Variant, str]]:
@@ -199,6 +256,23 @@ def corpus_ptx() -> list[tuple[str, str]]:
     Labels look like ``"reduce_smem/compute_80/lineinfo"``.
     """
     return [(v.label, ptx) for v, ptx in corpus_modules()]
+
+
+@functools.cache
+def first_linked(label: str, ptx: str) -> tuple[Instrumented, toolchain.Arch, bytes]:
+    """``ptx`` instrumented, its target, and the cubin a checked launch of 256 threads links
+    first (runtime.first_link) with the checker: once per process for each module, as
+    test_rewrite.py and test_rejoin.py both assemble the same corpus modules so (ptxas took
+    6.4 s of CI's time twice). Its inputs are all in the key: the text and its label."""
+    from consan import runtime
+    from instrument.ptx import parse
+    from instrument.rewrite import instrument
+
+    mod = parse(ptx, label)
+    arch = toolchain.Arch.parse(mod.target[0])  # (read before the rewriter has the module)
+    ins = instrument(mod)
+    return ins, arch, toolchain.link_with_checker(ins, label, arch,
+                                                  **runtime.first_link(ins, 256))
 
 
 if __name__ == "__main__":  # pragma: no cover - manual use

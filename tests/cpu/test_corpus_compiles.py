@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -98,15 +97,7 @@ REQUIRED_CONSTRUCTS = {
 @pytest.fixture(scope="session")
 def compiled() -> dict[str, str | Exception]:
     """label -> PTX, or the exception raised while compiling that variant."""
-
-    def one(v: cb.Variant) -> str | Exception:
-        try:
-            return cb.compile_cached(v.file.source(), v.file.path.name, v.options)
-        except cb.NvrtcError as exc:
-            return exc
-
-    with ThreadPoolExecutor(max_workers=cb.default_workers()) as pool:
-        results = list(pool.map(one, VARIANTS))
+    results = cb.compile_all(VARIANTS)
     return {v.label: r for v, r in zip(VARIANTS, results, strict=True)}
 
 
