@@ -15,7 +15,10 @@ from instrument.ptx import PTXSyntaxError, parse, ptx_int
 from tests import ptx_fuzz as fz
 from tests.ptx_fuzz import Edit, Mutant
 
-pytestmark = pytest.mark.skipif(fz.PTXAS is None, reason="ptxas is not on PATH")
+# One worker for the whole file, first: fz.mutants() is made once per process (5-8 s on CI's
+# machine), and its 70 s of ptxas start early instead of trailing the run.
+pytestmark = [pytest.mark.skipif(fz.PTXAS is None, reason="ptxas is not on PATH"),
+              pytest.mark.xdist_group("fuzz")]
 
 
 def _holds(m: Mutant, line: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from consan import runtime, toolchain
+from consan import toolchain
 from instrument.ptx import parse
 from instrument.rejoin import rejoin
 from instrument.rewrite import instrument
@@ -87,7 +87,7 @@ def modules():
              "bitonic_sort.cu")
     mods = [(label, ptx) for label, ptx in corpus_build.corpus_ptx()
             if label.split("/")[0] + ".cu" in names and "compute_90" in label]
-    mods += [(p.name, p.read_text())
+    mods += [(f"triton/{p.name}", p.read_text())  # (test_rewrite.py's label: one link)
              for p in sorted((corpus_build.CORPUS_DIR / "triton").glob("triton_matmul_s3.ptx"))]
     assert len(mods) >= 5
     return mods
@@ -137,6 +137,7 @@ def _rejoins(f) -> bool:
     return False
 
 
+@pytest.mark.xdist_group("corpus-links")  # (test_rewrite.py's: the same links, on one worker)
 def test_ptxas_gives_back_the_warp_whole_from_every_probe_call_of_a_kernel(modules):
     """In the linked SASS, each call of a consan function from a kernel (or from the module's
     own functions) lies between a BSSY and the label its BSYNC is at, or is followed by the
@@ -151,9 +152,7 @@ def test_ptxas_gives_back_the_warp_whole_from_every_probe_call_of_a_kernel(modul
         pytest.skip("no nvdisasm here")
     seen = set()
     for label, ptx in modules:
-        ins = instrument(parse(ptx, label))
-        arch = toolchain.Arch.parse(parse(ptx).target[0])
-        cubin = toolchain.link_with_checker(ins, label, arch, **runtime.first_link(ins, 256))
+        _, _, cubin = corpus_build.first_linked(label, ptx)
         with tempfile.TemporaryDirectory() as d:
             Path(d, "m.cubin").write_bytes(cubin)
             sass = subprocess.run([tool, "-c", str(Path(d, "m.cubin"))], check=True,

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from consan import runtime, toolchain
+from consan import toolchain
 from consan.layout import Layout
 from instrument import abi, converge
 from instrument.ptx import PTXSyntaxError, parse
@@ -45,23 +45,20 @@ def test_parser_sees_functions(corpus):
             assert mod.items[fn.close_index].kind == "close"
 
 
-def _arch_of(label: str, text: str) -> list[toolchain.Arch]:
-    target = parse(text).target[0]
-    return [toolchain.Arch.parse(target)]
-
-
+# One worker for the two tests that assemble the same corpus modules (corpus_build.first_linked
+# links each once per process), and first: it is CI's longest test, a tail when it came last.
+@pytest.mark.xdist_group("corpus-links")
 def test_every_instrumented_module_assembles(corpus):
     """Instrument each module and link it with the checker build a checked launch of 256
     threads links first (runtime.first_link), for its target (sm_80 / sm_90a)."""
 
     def one(item):
         label, text = item
-        ins = instrument(parse(text, label))
+        ins, arch, cubin = corpus_build.first_linked(label, text)
         assert parse(ins.ptx).render() == ins.ptx
         n, ok = rejoined(ins.ptx)  # (every probe call in a region the warp leaves whole)
         assert n == ok > 0, label
-        arch = _arch_of(label, text)[0]
-        toolchain.link_with_checker(ins, label, arch, **runtime.first_link(ins, 256))
+        assert cubin[:4] == b"\x7fELF", label
         return arch.sm
 
     with ThreadPoolExecutor(max_workers=4) as pool:
