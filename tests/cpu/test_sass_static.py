@@ -9,6 +9,10 @@ import pytest
 
 from benchmarks import sass_static
 
+# One group: --dist loadgroup sends groups out first, so the checker build with line
+# information (about 15 s on CI's machine) starts at once instead of trailing the run.
+pytestmark = pytest.mark.xdist_group("sass-static")
+
 
 def test_a_kernel_is_counted_instrumented_and_native(capsys):
     try:
