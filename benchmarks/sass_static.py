@@ -107,16 +107,14 @@ def source_lines(sass: str, func: str) -> collections.Counter:
 
 def checker_lines(arch, defines: tuple[str, ...], cap: int, func: str) -> collections.Counter:
     """`source_lines` of a checker function in a -lineinfo build of the checker with
-    `defines` under the register cap `cap` (the variant a module links; built here, not
-    cached: a measurement only)."""
+    `defines` under the register cap `cap` (the variant a module links), kept in consan's
+    checker cache beside the others: the flag is one of its options, so in its key (an
+    uncached build took 12-15 s of the CPU suite's time on CI's machine)."""
     from benchmarks.cuda_tools import cuda_tool
     from consan import toolchain
-    from instrument import abi
 
-    cubin = toolchain._nvrtc(
-        toolchain.CHECKER_SOURCE.read_text(), "consan_checker.cu",
-        (*toolchain._checker_options(arch, defines, cap, "cubin"), "-lineinfo"),
-        {"consan_abi.h": abi.c_header(), **toolchain.checker_headers()}, (), False, "cubin")
+    cubin = toolchain._checker_build(arch, (*defines, "-lineinfo"), cap, "cubin")
+    assert isinstance(cubin, bytes)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d, "c.cubin")
         path.write_bytes(cubin)
