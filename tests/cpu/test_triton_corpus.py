@@ -1,7 +1,7 @@
 """The Triton corpus without a GPU: every kernel compiles for its target, consan instruments
 it with nothing left unchecked, and it assembles with the checker for sm_90a.
 
-Triton's PTX is cached under tests/_corpus_cache/ (keyed by the kernel's source hash, its
+Triton's PTX is cached under tests/corpus_build.CACHE_DIR (keyed by the kernel's source hash, its
 specialization, options, target and Triton's version); each distinct instrumented module is
 linked once. Run with `-s` to see what each kernel holds.
 """
@@ -22,10 +22,11 @@ pytest.importorskip("triton", reason="the Triton corpus needs triton (pip instal
 from consan import toolchain  # noqa: E402
 from instrument.ptx import parse  # noqa: E402
 from instrument.rewrite import Instrumented, instrument  # noqa: E402
+from tests import corpus_build  # noqa: E402
 from tests.kernels import triton_corpus as corpus  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / "tests" / "_corpus_cache"
+CACHE = corpus_build.CACHE_DIR
 ARCH = toolchain.Arch.parse("sm_90a")
 
 # Instructions consan may leave unchecked in a case, by case name: {text prefix: why}. Empty

@@ -3,7 +3,7 @@
 Every 1-CTA case compiles for sm_90a through Triton, consan instruments it (nothing left
 unmodelled) and assembles it with the checker, and each line the GPU run will expect a
 finding on carries a probe: a finding consan cannot place there would be a bug in the
-port, not in consan. The compiled PTX is cached under tests/_corpus_cache/triton_peer/.
+port, not in consan. The compiled PTX is cached under tests/corpus_build.CACHE_DIR, in triton_peer/.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from consan import session, toolchain  # noqa: E402
 from instrument import abi  # noqa: E402
 from instrument.ptx import parse  # noqa: E402
 from instrument.rewrite import instrument  # noqa: E402
+from tests import corpus_build  # noqa: E402
 from tests.kernels import triton_peer as tp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / "tests" / "_corpus_cache" / "triton_peer"
+CACHE = corpus_build.CACHE_DIR / "triton_peer"
 DOC = ROOT / "docs" / "peer-consan.md"
 BUILT = [c for c in tp.PEER_CASES if c.num_ctas == 1 and not c.missing]
 _cubins: dict[str, bytes] = {}  # one link per distinct module
