@@ -200,6 +200,12 @@ class HostChecker:
         self._as(warp)
         return self._probe(abi.PROBE_BULK)(dst, nbytes, mbar_off, site, mask)
 
+    def mailbox_words(self):
+        """The CTA's mailbox, as u32 words (head, tail, ..., then the posts)."""
+        base = self.smem.ctypes.data
+        at = (-base & 15) + self.layout.mc_offset
+        return self.smem.view("u4")[at // 4:at // 4 + abi.MAILBOX_BYTES // 4]
+
     def peer_copy(self, dst: int, nbytes: int, mbar_off: int, site: int = 0,
                   rank: int = 1, warp: int = 0, waits: int = 0, acquired: int = 0) -> None:
         """Warp `warp` of CTA `rank` of the cluster posts its copy into this CTA (a multicast's

@@ -109,6 +109,26 @@ def test_a_read_applies_a_pending_peer_store_only_where_it_may_reach_the_reads_b
         assert _records(ck) == [waw]
 
 
+def test_a_read_leaves_posts_that_write_none_of_its_bytes_pending_and_applies_the_rest_in_order(ck):
+    """A peer's copy into bytes 0-63, then a peer's read of bytes 128-131: a read of bytes
+    256-259 and a read of bytes 128-131 (another read: no conflict) leave both posts where
+    they are; a read of the copy's bytes applies both, the copy first (the phase it lands in
+    is not waited for: async.pending-write)."""
+    bar = 768
+    ck.mbar(0, bar, abi.MB_INIT, 1, site=INIT)
+    ck.mbar(0, bar, abi.MB_ARRIVE_EXPECT_TX, 64, site=INIT)
+    head, tail = (int(w) for w in ck.mailbox_words()[:2])
+    assert head == tail
+    ck.peer_copy(0, 64, bar, site=PEER, rank=1, warp=2)
+    ck.peer_access(128, 4, abi.DSMEM_READ, site=PEER + 1, rank=1, waits=0)
+    ck.read(1, 256, site=LATE)
+    ck.read(1, 128, site=LATE)
+    assert [int(w) for w in ck.mailbox_words()[:2]] == [head + 2, tail]
+    ck.read(1, 0, site=EARLY)
+    assert [int(w) for w in ck.mailbox_words()[:2]] == [head + 2, head + 2]
+    assert ("async.pending-write", EARLY, PEER, 1, 2, 0) in _records(ck)
+
+
 @pytest.mark.parametrize("nbytes,applied", [(64, False), (0, True)],
                          ids=["bytes-known", "bytes-not-known"])
 def test_a_read_applies_a_pending_peer_copy_of_bytes_not_known(ck, nbytes, applied):

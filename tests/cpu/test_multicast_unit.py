@@ -99,13 +99,13 @@ def test_an_arrive_on_a_peers_mbarrier_leaves_this_ctas_posts_to_its_next_probe(
     order. (The host build has one CTA: the arrive's own post lands in this mailbox.)"""
     assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
     ck.peer_copy(0, 64, MB, site=COPY, rank=1)
-    head, tail = (int(w) for w in _mailbox_words(ck)[:2])
+    head, tail = (int(w) for w in ck.mailbox_words()[:2])
     assert head == tail + 1
     peer = 1 << 24  # (a .shared::cluster address of rank 1)
     assert ck.mbar(1, peer | MB, abi.MB_ARRIVE | abi.MB_CLUSTER, site=FAR) == 0
-    assert [int(w) for w in _mailbox_words(ck)[:2]] == [head + 1, tail]  # the copy still waits
+    assert [int(w) for w in ck.mailbox_words()[:2]] == [head + 1, tail]  # the copy still waits
     ck.read(1, 0, site=EARLY)  # applies both, the copy first
-    assert [int(w) for w in _mailbox_words(ck)[:2]] == [head + 1, head + 1]
+    assert [int(w) for w in ck.mailbox_words()[:2]] == [head + 1, head + 1]
     assert _records(ck) == [("async.pending-write", EARLY, COPY, 2)]
 
 
@@ -115,12 +115,12 @@ def test_a_first_failed_wait_leaves_this_ctas_posts_to_a_later_probe(ck):
     clustered ring); its sampled failures and its success apply them, in order."""
     assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
     ck.peer_copy(0, 64, MB, site=COPY, rank=1)
-    head, tail = (int(w) for w in _mailbox_words(ck)[:2])
+    head, tail = (int(w) for w in ck.mailbox_words()[:2])
     assert head == tail + 1
     assert ck.mbar(1, MB, abi.MB_WAIT_PARITY, abi.MB_WAIT_FIRST, site=WAIT) == 0
-    assert [int(w) for w in _mailbox_words(ck)[:2]] == [head, tail]  # the copy still waits
+    assert [int(w) for w in ck.mailbox_words()[:2]] == [head, tail]  # the copy still waits
     assert ck.mbar(1, MB, abi.MB_WAIT_PARITY, 0, site=WAIT) == 0  # a sampled failure
-    assert [int(w) for w in _mailbox_words(ck)[:2]] == [head, head]
+    assert [int(w) for w in ck.mailbox_words()[:2]] == [head, head]
     ck.read(1, 0, site=EARLY)  # no wait succeeded: the copy is still pending for warp 1
     assert _records(ck) == [("async.pending-write", EARLY, COPY, 2)]
 
@@ -268,10 +268,10 @@ def test_a_copy_into_a_peer_is_posted_with_the_release_its_warp_acquired(vsh):
     assert c.mbar(0, MB, abi.MB_INIT, 1, site=INIT) == 0
     c.peer_mbar(MB, abi.MB_ARRIVE, site=ARRIVE, rank=1, release=5)  # rank 1's release 5
     assert c.mbar_wait(1, MB, parity=0, site=WAIT) == 0  # ...acquired by warp 1
-    head_at = _mailbox_words(c)[0]
+    head_at = c.mailbox_words()[0]
     peer = 1 << 24  # (a .shared::cluster address of rank 1)
     c.bulk_load(1, peer | 64, 16, peer | MB, site=COPY)
-    words = _mailbox_words(c)
+    words = c.mailbox_words()
     assert words[0] == head_at + 1
     slot = abi.MAILBOX_HEAD_WORDS + (head_at % abi.MAILBOX_ENTRIES) * abi.MAILBOX_POST_WORDS
     seq, dst, nbytes, mbar, site, frm, rel, acq = words[slot:slot + abi.MAILBOX_POST_WORDS]
@@ -279,8 +279,3 @@ def test_a_copy_into_a_peer_is_posted_with_the_release_its_warp_acquired(vsh):
     assert (frm & 0xFF, (frm >> 8) & 0xFF, rel, acq) == (0, 1, 0, 5)
 
 
-def _mailbox_words(c: HostChecker):
-    """The CTA's mailbox, as u32 words (head, tail, ..., then the posts)."""
-    base = c.smem.ctypes.data
-    at = (-base & 15) + c.layout.mc_offset
-    return c.smem.view("u4")[at // 4:at // 4 + abi.MAILBOX_BYTES // 4]
