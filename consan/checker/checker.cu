@@ -177,8 +177,7 @@ CS_REJOINED_VOID(__consan_access, (uint64_t addr, uint32_t site, uint32_t info),
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
     const cs_echo_t echo = cs_echo_begin(info);
     cs_store_record_end(site, info);
-    if (cs_info_mode(info) == CS_MODE_READ) cs_mc_poll_read(addr, info, 1, 0);
-    else cs_mc_poll();
+    cs_mc_poll_access(addr, info, 1, 0);
     if (info & CS_INFO_IDEM) cs_idem_store(addr, site, info & ~CS_INFO_IDEM);
     else cs_access_any(addr, site, info);  // (the INFO_IDEM bit is read nowhere else)
     cs_echo_end(echo);
@@ -223,9 +222,7 @@ CS_REJOINED_VOID(__consan_access_n, (uint64_t addr, uint32_t site, uint32_t info
 }
 CS_DEV void cs_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep) {
     cs_store_record_end(site, info);
-    if (cs_info_mode(info) == CS_MODE_READ)
-        cs_mc_poll_read(addr, info, rep & CS_REP_COUNT_MASK, rep >> CS_REP_STRIDE_SHIFT);
-    else cs_mc_poll();
+    cs_mc_poll_access(addr, info, rep & CS_REP_COUNT_MASK, rep >> CS_REP_STRIDE_SHIFT);
     if (cs_vc_smem_on()) return cs_vc_smem_access(addr, site, info, rep);
     uint32_t n = rep & CS_REP_COUNT_MASK, stride = rep >> CS_REP_STRIDE_SHIFT;
     if (cs_phase_smem_on() && cs_info_mode(info) == CS_MODE_READ &&
@@ -254,9 +251,7 @@ CS_REJOINED_VOID(__consan_access16, (uint64_t addr, uint32_t site, uint32_t info
     CS_SPIN(CONSAN_SPIN_ACCESS, true)
     const cs_echo_t echo = cs_echo_begin(info);
     cs_store_record_end(site, info);
-    if (cs_info_mode(info) == CS_MODE_READ)
-        cs_mc_poll_read(addr, info, rep & CS_REP_COUNT_MASK, rep >> CS_REP_STRIDE_SHIFT);
-    else cs_mc_poll();
+    cs_mc_poll_access(addr, info, rep & CS_REP_COUNT_MASK, rep >> CS_REP_STRIDE_SHIFT);
     if (!cs_vc_smem_access16(addr, site, info, rep)) cs_vc_smem_access_any(addr, site, info, rep);
     cs_echo_end(echo);
 }

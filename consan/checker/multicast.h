@@ -510,8 +510,8 @@ CS_DEV void cs_mc_poll_read(uint64_t addr, uint32_t info, uint32_t n, uint32_t s
     // the pending posts, a lane each, as many rounds as they need
     const uint32_t r = cs_popc(entry & ((1u << cs_lane()) - 1u)), lanes = cs_popc(entry);
     const uint32_t pend = h - t;
-    bool may = false;
-    for (uint32_t b = 0; b < pend; b += lanes) {
+    bool may = false, drain = false;
+    for (uint32_t b = 0; b < pend && !drain; b += lanes) {
         if (b + r < pend) {
             const uint32_t k = t + b + r, want = k + 1;
             const cs_mc_post_t* q = &m->post[k % CS_MAILBOX_ENTRIES];
@@ -533,7 +533,13 @@ CS_DEV void cs_mc_poll_read(uint64_t addr, uint32_t info, uint32_t n, uint32_t s
                       (bytes == 0 || (dst < HI && (uint64_t)dst + bytes > LO));
             }
         }
-        if (cs_any(entry, may)) break;
+        drain = cs_any(entry, may);
     }
-    if (cs_any(entry, may)) cs_mc_drain(slot, entry);
+    if (drain) cs_mc_drain(slot, entry);
+}
+
+// An access probe's poll: a read's by cs_mc_poll_read, any other access's by cs_mc_poll.
+CS_DEV void cs_mc_poll_access(uint64_t addr, uint32_t info, uint32_t n, uint32_t stride) {
+    if (cs_info_mode(info) == CS_MODE_READ) cs_mc_poll_read(addr, info, n, stride);
+    else cs_mc_poll();
 }
