@@ -28,7 +28,16 @@ SM90A = toolchain.Arch.parse("sm_90a")
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("consan_cache")
+    """An empty consan cache for the header kernels (their PTX and linked modules) whose
+    checker objects are the shared ones, as conftest's `fresh_cache`: the first header test
+    on a worker built the checker with NVRTC in an empty one (17 s of CPU on CI's machine).
+    test_second_process_reuses_the_checker_object builds it in an empty cache: that build
+    is what it checks."""
+    path = tmp_path_factory.mktemp("consan_cache")
+    shared = toolchain.cache_dir() / "checker"
+    shared.mkdir(parents=True, exist_ok=True)
+    (path / "checker").symlink_to(shared, target_is_directory=True)
+    return path
 
 
 @pytest.mark.parametrize("header", sorted(HEADER_KERNELS))
