@@ -680,16 +680,19 @@ def verdict(m: Mutant) -> str | None:
     except Exception:  # noqa: BLE001 - any other exception is the bug being looked for
         return f"{m.describe()}\n  crashed:\n{traceback.format_exc()}"
     arch = target(m.module)
-    ok, _ = assembles(text, arch)
-    if not ok:
-        return None  # the input is not valid PTX: its instrumented PTX need not be either
+    # The instrumented PTX first: where ptxas takes it the property holds whatever ptxas
+    # makes of the input, so the input is assembled only where it does not. Of the seeded
+    # run's 264 instrumented mutants, 151 assemble (10.8 s of ptxas on their inputs not
+    # run) and 113 do not (3.4 s more of ptxas on their instrumented forms).
     ok, log = assembles(ins.ptx, arch)
-    if not ok and log.startswith("ptxas crashed") and \
+    if ok:
+        return None
+    if not assembles(text, arch)[0]:
+        return None  # the input is not valid PTX: its instrumented PTX need not be either
+    if log.startswith("ptxas crashed") and \
             assembles(waits_read(text), arch)[1].startswith("ptxas crashed"):
         return None  # ptxas's own crash (see waits_read)
-    if not ok:
-        return f"{m.describe()}\n  ptxas accepts the input but not the instrumented PTX:\n{log}"
-    return None
+    return f"{m.describe()}\n  ptxas accepts the input but not the instrumented PTX:\n{log}"
 
 
 def run(ms: Sequence[Mutant], workers: int = 2) -> list[str]:
