@@ -84,15 +84,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty consan cache for one test (CONSAN_CACHE = tmp_path: its PTX and linked
-    modules) whose checker objects are the shared ones: a checker build costs 10-30 s of
-    NVRTC, and an empty folder made each such test pay it again on each xdist worker."""
+    modules) whose checker objects are the shared ones (`_shared_checker`)."""
+    monkeypatch.setenv("CONSAN_CACHE", str(_shared_checker(tmp_path)))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def fresh_module_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same for a module's tests together (each sets CONSAN_CACHE to it itself)."""
+    return _shared_checker(tmp_path_factory.mktemp("consan_cache"))
+
+
+def _shared_checker(path: Path) -> Path:
+    """`path`, an empty consan cache, given the shared checker objects: a checker build costs
+    10-30 s of NVRTC, and an empty folder made each test that uses one pay it again on each
+    xdist worker."""
     from consan import toolchain
 
     shared = toolchain.cache_dir() / "checker"
     shared.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "checker").symlink_to(shared, target_is_directory=True)
-    monkeypatch.setenv("CONSAN_CACHE", str(tmp_path))
-    return tmp_path
+    (path / "checker").symlink_to(shared, target_is_directory=True)
+    return path
 
 
 @pytest.fixture

@@ -26,29 +26,16 @@ from tests.kernels.cuda_headers import HEADER_KERNELS, has_header
 ROOT = Path(__file__).resolve().parents[2]
 SM90A = toolchain.Arch.parse("sm_90a")
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    """An empty consan cache for the header kernels (their PTX and linked modules) whose
-    checker objects are the shared ones, as conftest's `fresh_cache`: the first header test
-    on a worker built the checker with NVRTC in an empty one (17 s of CPU on CI's machine).
-    test_second_process_reuses_the_checker_object builds it in an empty cache: that build
-    is what it checks."""
-    path = tmp_path_factory.mktemp("consan_cache")
-    shared = toolchain.cache_dir() / "checker"
-    shared.mkdir(parents=True, exist_ok=True)
-    (path / "checker").symlink_to(shared, target_is_directory=True)
-    return path
-
 
 @pytest.mark.parametrize("header", sorted(HEADER_KERNELS))
-def test_kernel_with_cuda_header_builds(header, cache, monkeypatch):
+def test_kernel_with_cuda_header_builds(header, fresh_module_cache, monkeypatch):
     """`#include <cuda_fp16.h>` and friends compile, instrument and link for sm_90a."""
     dirs = toolchain.cuda_include_dirs()
     if not dirs:
         pytest.skip("no CUDA include directory on this machine (set CUDA_PATH to a toolkit)")
     if not has_header(header):
         pytest.skip(f"{header} is not in {', '.join(map(str, dirs))}")
-    monkeypatch.setenv("CONSAN_CACHE", str(cache))
+    monkeypatch.setenv("CONSAN_CACHE", str(fresh_module_cache))
     b = runtime.build(HEADER_KERNELS[header].source, ("-arch=sm_90a",))
     assert b.cubin[:4] == b"\x7fELF"
     assert "k" in b.instrumented.kernels
