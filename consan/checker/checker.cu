@@ -522,6 +522,7 @@ CS_REJOINED_LEAVING(uint32_t, __consan_bulk,
             (dst, bytes, mbar, site, mask)) {
     CS_PROF(6);
     CS_STAMP_SCOPE(5);
+    CS_NULL_BULK(return 0;)
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     // Lanes with BULK_OFF skip the copy (a converted branch, instrument/converge.py): a

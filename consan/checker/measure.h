@@ -87,8 +87,9 @@ struct cs_prof_scope {
 #define CS_PROF_FULL() ((void)0)
 #endif
 
-// CONSAN_NULL_ACCESS, _WGMMA, _TENSOR, _MBAR: the cost of the probe call alone (the probe
-// returns at once; _MBAR: for every mbarrier operation but init and inval).
+// CONSAN_NULL_ACCESS, _WGMMA, _TENSOR, _MBAR, _BULK: the cost of the probe call alone (the
+// probe returns at once; _MBAR: for every mbarrier operation but init and inval; _BULK: a
+// bulk copy's, st.async's included, so no post reaches a peer whose probes are off).
 // CONSAN_NULL_ENGINE_WRITE: the cost of a copy's box walk.
 // CONSAN_NULL_BOX_STORES: the cost of the stores of the box-summary path.
 // CONSAN_NULL_BOX_RECHECK: the cost of its look after those stores.
@@ -117,6 +118,11 @@ struct cs_prof_scope {
 #define CS_NULL_MBAR(...) __VA_ARGS__
 #else
 #define CS_NULL_MBAR(...)
+#endif
+#ifdef CONSAN_NULL_BULK
+#define CS_NULL_BULK(...) __VA_ARGS__
+#else
+#define CS_NULL_BULK(...)
 #endif
 #ifdef CONSAN_NULL_ENGINE_WRITE
 #define CS_NULL_ENGINE_WRITE(...) __VA_ARGS__
