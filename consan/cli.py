@@ -351,8 +351,8 @@ def _cheaper_checks(ins, sites) -> list[str]:
                    "themselves without a call where no other warp wrote their bytes (or, for "
                    "a store, read them) since the last barrier")
     if ins.inline_barriers:
-        out.append(f"{ins.inline_barriers} barrier(s) and exit(s) do their checking without a "
-                   "call")
+        out.append(f"{ins.inline_barriers} barrier(s), exit(s) and async group operation(s) "
+                   "do their checking without a call")
     if ins.inline_chunk_reads:
         out.append(f"{ins.inline_chunk_reads} 16-byte load(s) record and judge themselves "
                    "without a call where the bytes' last write is ordered before their warp "

@@ -678,7 +678,10 @@ VF_RSITE = 12
 VF_BAR_ROWS = 11
 VF_BAR_NW = 14
 VF_SHV = 15
-VF_WORDS = 16
+# ...and for a warp's cp.async groups inline (inline_barriers.vc_async_group): a u64, the
+# CTA's table in device memory (its CTA_CPASYNC_* words)
+VF_CTA = 16
+VF_WORDS = 20
 # Byte offsets in cs_shared_t (the checker asserts them): the CTA's wind-down flag, the
 # chunks of a clock in use (u64), each warp's live lanes and CTA-wide barriers passed, and
 # its wgmma groups committed (inline_barriers.vc_wgmma_group).
@@ -687,6 +690,7 @@ SHV_CHUNKS = 32
 SHV_LANES = 552
 SHV_PHASE = 684
 SHV_WGMMA_COMMITS = 424  # each warp's wgmma groups committed (cs_commits_sh(CS_UNIT_WGMMA, w))
+SHV_CPTICKS = 168  # each warp's cp.async unit's clock - 1 (inline_barriers.vc_async_group)
 
 
 def vsh_readers(nwarps: int, warp_reads: bool, bulk_stores: bool, wgmma: bool) -> int:
@@ -968,7 +972,8 @@ def c_header() -> str:
         "CS_VF_RSITE": VF_RSITE, "CS_VF_WORDS": VF_WORDS, "CS_VF_BAR_ROWS": VF_BAR_ROWS,
         "CS_VF_BAR_NW": VF_BAR_NW, "CS_VF_SHV": VF_SHV, "CS_SHV_ENDING": SHV_ENDING,
         "CS_SHV_CHUNKS": SHV_CHUNKS, "CS_SHV_LANES": SHV_LANES, "CS_SHV_PHASE": SHV_PHASE,
-        "CS_SHV_WGMMA_COMMITS": SHV_WGMMA_COMMITS,
+        "CS_SHV_WGMMA_COMMITS": SHV_WGMMA_COMMITS, "CS_SHV_CPTICKS": SHV_CPTICKS,
+        "CS_VF_CTA": VF_CTA,
         "CS_REP_COUNT_MASK": REP_COUNT_MASK,
         "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,
         "CS_BS_READERS": BS_READERS, "CS_BS_FLAG_OVERFLOW": BS_FLAG_OVERFLOW,

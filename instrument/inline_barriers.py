@@ -285,3 +285,64 @@ def vc_wgmma_group(fast: str, op: int, n: str, call: str, label: str) -> str:
                  f"@{more} st.shared.u32 [{a}], {d};"]
     body += ["membar.cta;", "bar.warp.sync -1;"]
     return _vc_wrap(look, body, call, label, 8, "wgmma group")
+
+
+
+def vc_async_group(fast: str, op: int, n: int, call: str, label: str) -> str:
+    """A warp's cp.async.commit_group (`op` abi.ASYNC_COMMIT), cp.async.wait_group `n`
+    (abi.ASYNC_WAIT) or cp.async.wait_all (abi.ASYNC_WAIT_ALL: a commit, then a wait for
+    none), inline (checker: __consan_async): lane 0 ticks the warp's cp.async unit and keeps
+    the group's end clock in the CTA's table, or raises its clock's column of the unit to
+    the end of the newest group the wait retired; `call` where a lane has no record or the
+    warp is not whole. A wait that keeps `n` groups or more than the ends kept
+    (abi.CPASYNC_GROUP_ENDS) acquires nothing, as the probe's."""
+    act, rec, w, a, c, t, lo, hi, d, m = (f"{_Y}{i}" for i in range(10))
+    tbl, pw, pe, pk = (f"{_Y}d{i}" for i in range(4))
+    fail, lead, more = (f"{_YP}{i}" for i in range(3))
+    look = [f".reg .b64 {_Y}d<4>;",
+            f"activemask.b32 {act};",
+            f"setp.lt.u32 {fail}, {fast}, {abi.VF_TAG};",
+            f"setp.ne.or.u32 {fail}, {act}, -1, {fail};",
+            f"vote.sync.any.pred {fail}, {fail}, {act};"]
+    commits, ends = 4 * abi.CTA_CPASYNC_COMMITS, 4 * abi.CTA_CPASYNC_ENDS
+    mask = abi.CPASYNC_GROUP_ENDS - 1
+    body = [f"and.b32 {rec}, {fast}, {(1 << abi.VF_WARP_SHIFT) - 1};",
+            f"bfe.u32 {w}, {fast}, {abi.VF_WARP_SHIFT}, 5;",
+            f"mov.u32 {a}, %laneid;",
+            f"setp.eq.u32 {lead}, {a}, 0;",
+            f"ld.shared.v2.u32 {{{lo}, {hi}}}, [{rec}+{4 * abi.VF_CTA}];",
+            f"mov.b64 {tbl}, {{{lo}, {hi}}};",
+            f"mul.wide.u32 {pw}, {w}, 4;",  # pw + commits: the warp's groups committed
+            f"add.u64 {pw}, {tbl}, {pw};",
+            f"mul.wide.u32 {pe}, {w}, {4 * abi.CPASYNC_GROUP_ENDS};",  # pe + ends: its ends
+            f"add.u64 {pe}, {tbl}, {pe};",
+            f"@{lead} ld.global.u32 {c}, [{pw}+{commits}];"]
+    if op != abi.ASYNC_WAIT:  # commit_group; wait_all commits first
+        body += [f"ld.shared.u32 {m}, [{rec}+{4 * abi.VF_SHV}];",
+                 f"mad.lo.u32 {m}, {w}, 4, {m};",
+                 f"@{lead} ld.volatile.shared.u32 {t}, [{m}+{abi.SHV_CPTICKS}];",
+                 f"@{lead} add.u32 {t}, {t}, 1;",
+                 f"@{lead} st.volatile.shared.u32 [{m}+{abi.SHV_CPTICKS}], {t};",
+                 f"and.b32 {d}, {c}, {mask};",
+                 f"mul.wide.u32 {pk}, {d}, 4;",
+                 f"add.u64 {pk}, {pe}, {pk};",
+                 f"@{lead} st.global.u32 [{pk}+{ends}], {t};",
+                 f"@{lead} add.u32 {c}, {c}, 1;",
+                 f"@{lead} st.global.u32 [{pw}+{commits}], {c};"]
+    keep = n if op == abi.ASYNC_WAIT else 0
+    if op != abi.ASYNC_COMMIT and keep < abi.CPASYNC_GROUP_ENDS:
+        body += [f"setp.gt.and.u32 {more}, {c}, {keep}, {lead};",  # a group retired
+                 f"sub.u32 {d}, {c}, {keep + 1};",  # the newest: group c - keep - 1
+                 f"and.b32 {d}, {d}, {mask};",
+                 f"mul.wide.u32 {pk}, {d}, 4;",
+                 f"add.u64 {pk}, {pe}, {pk};",
+                 f"@{more} ld.global.u32 {t}, [{pk}+{ends}];",
+                 f"ld.shared.u32 {a}, [{rec}+{4 * abi.VF_NL4}];",  # the unit's column of
+                 f"ld.shared.u32 {m}, [{rec}+{4 * abi.VF_VIS}];",  # the warp's clock
+                 f"mad.lo.u32 {a}, {w}, {a}, {m};",
+                 f"mad.lo.u32 {a}, {w}, 4, {a};",
+                 f"@{more} ld.shared.u32 {m}, [{a}+{4 * abi.AGENT_CPASYNC}];",
+                 f"setp.gt.and.u32 {more}, {t}, {m}, {more};",
+                 f"@{more} st.shared.u32 [{a}+{4 * abi.AGENT_CPASYNC}], {t};"]
+    body += ["membar.cta;", "bar.warp.sync -1;"]
+    return _vc_wrap(look, body, call, label, 10, "cp.async group")

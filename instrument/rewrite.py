@@ -1139,13 +1139,18 @@ def _inline_vc_probes(bars: dict[int, _InlineBarrier], before: dict[int, str],
                       after: dict[int, str], bar0: bool) -> int:
     """A vector-clock module of 16-byte chunks (the build whose record abi.VF_* its entries
     hold): their unpredicated `bar.sync 0` (`bar0`: the module syncs only on it) and
-    wgmma.commit_group / wait_group do their probes' work inline where the warp's record
-    allows, and call them elsewhere (inline_barriers.vc_arrive, vc_wgmma_group); as many
-    as _inline_barriers writes out. Returns how many."""
+    wgmma.commit_group / wait_group and cp.async.commit_group / wait_group / wait_all do
+    their probes' work inline where the warp's record allows, and call them elsewhere
+    (inline_barriers.vc_arrive, vc_wgmma_group, vc_async_group); as many as
+    _inline_barriers writes out. Returns how many."""
     groups = (Event.WGMMA_COMMIT, Event.WGMMA_WAIT)
     bars = {i: b for i, b in bars.items() if b.pred is None and b.post_pred is None and
-            (b.event in groups or (bar0 and b.event is Event.BAR_SYNC))}
-    if not bars or len(bars) > fast_path.inline_max(fast_path.BARRIERS_INLINE_MAX):
+            (b.event in groups or b.event in _CP_GROUPS or (bar0 and b.event is Event.BAR_SYNC))
+            and (b.event is not Event.ASYNC_WAIT or b.n.isdigit())}
+    limit = fast_path.inline_max(fast_path.BARRIERS_INLINE_MAX)
+    if len(bars) > limit:  # (the cp.async groups give way: they call where the rest fit)
+        bars = {i: b for i, b in bars.items() if b.event not in _CP_GROUPS}
+    if not bars or len(bars) > limit:
         return 0
     fast = fast_path.REG_FAST
     for idx, b in bars.items():
@@ -1158,6 +1163,13 @@ def _inline_vc_probes(bars: dict[int, _InlineBarrier], before: dict[int, str],
         elif b.event is Event.WGMMA_WAIT:  # (after it)
             _swap(after, idx, b.post, "\n\t" + inline_barriers.vc_wgmma_group(
                 fast, abi.WGMMA_WAIT, b.n, b.post, label))
+        elif b.event is Event.ASYNC_COMMIT:  # (before it)
+            where = before if b.pre in before.get(idx, "") else after
+            _swap(where, idx, b.pre.rstrip(), inline_barriers.vc_async_group(
+                fast, abi.ASYNC_COMMIT, 0, b.pre, label))
+        elif b.event in _CP_GROUPS:  # a wait (after it)
+            _swap(after, idx, b.post, "\n\t" + inline_barriers.vc_async_group(
+                fast, _CP_GROUPS[b.event], int(b.n), b.post, label))
         else:
             _swap(before, idx, b.pre, inline_barriers.vc_arrive(fast, REG_TOKEN, b.pre, b.post,
                                                                label) + "\n\t")
@@ -1275,7 +1287,9 @@ class _InlineBarrier(NamedTuple):
 
 
 _INLINE_EVENTS = (Event.BAR_SYNC, Event.BAR_RED, Event.EXIT, Event.WGMMA_COMMIT,
-                  Event.WGMMA_WAIT)
+                  Event.WGMMA_WAIT, Event.ASYNC_COMMIT, Event.ASYNC_WAIT, Event.ASYNC_WAIT_ALL)
+_CP_GROUPS = {Event.ASYNC_COMMIT: abi.ASYNC_COMMIT, Event.ASYNC_WAIT: abi.ASYNC_WAIT,
+              Event.ASYNC_WAIT_ALL: abi.ASYNC_WAIT_ALL}
 
 
 def _guard_after(it: Item, post: str) -> tuple[str, str | None, str]:
@@ -1376,7 +1390,7 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     post, post_pred, keep = _guard_after(it, post)
     f.kept_guard |= bool(keep)
     if f.bars is not None and not on and c.event in _INLINE_EVENTS:
-        n = it.operands[0] if c.event is Event.WGMMA_WAIT else "0"
+        n = it.operands[0] if c.event in (Event.WGMMA_WAIT, Event.ASYNC_WAIT) else "0"
         f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred, post_pred, n)
     if f.all_bars is not None and c.event in (Event.BAR_SYNC, Event.BAR_RED):
         _, step = _probe(it, c, site.id, f.widths, step=True)

@@ -71,7 +71,8 @@ static_assert(offsetof(cs_shared_t, ending) == CS_SHV_ENDING &&
               offsetof(cs_shared_t, lanes) == CS_SHV_LANES &&
               offsetof(cs_shared_t, phase) == CS_SHV_PHASE &&
               offsetof(cs_shared_t, commits) + 4 * CS_MAX_WARPS * CS_UNIT_WGMMA ==
-                  CS_SHV_WGMMA_COMMITS, "abi.SHV_*: cs_shared_t's offsets");
+                  CS_SHV_WGMMA_COMMITS &&
+              offsetof(cs_shared_t, cpticks) == CS_SHV_CPTICKS, "abi.SHV_*: cs_shared_t's offsets");
 #else
 #define cs_shv (*(cs_shared_t*)cs_dyn_at(__consan_state.shv_offset))
 static_assert(sizeof(cs_shared_t) <= CS_SHV_BYTES, "abi.SHV_BYTES is too small");

@@ -152,6 +152,9 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     f[CS_VF_BAR_ROWS] = cs_bar0_rows(0) && !cs_phase_mode() ? (uint32_t)__cvta_generic_to_shared(l.rows) : 0u;
     f[CS_VF_BAR_NW] = S.nwarps;
     f[CS_VF_SHV] = (uint32_t)__cvta_generic_to_shared(&cs_shv);
+    // ...and of a warp's cp.async groups (instrument/inline_barriers.py: vc_async_group)
+    const uint64_t cta = (uint64_t)cs_cta(slot);
+    f[CS_VF_CTA] = (uint32_t)cta, f[CS_VF_CTA + 1] = (uint32_t)(cta >> 32);
 #endif
 }
 

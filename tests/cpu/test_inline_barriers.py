@@ -404,3 +404,41 @@ def test_the_wgmma_groups_of_a_vector_clock_module_of_chunks_run_inline():
     assert ins.ptx.index("wgmma.wait_group.sync.aligned 1;") < at[1]
     for vsh in (True, False):
         toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), vsh=vsh)
+
+
+def test_the_cp_async_groups_of_a_vector_clock_module_of_chunks_run_inline(monkeypatch):
+    """cp.async.commit_group, cp.async.wait_group N and cp.async.wait_all: lane 0 ticks the
+    warp's cp.async unit and keeps the group's end in the CTA's table, or raises the unit's
+    column of the warp's clock to the newest group retired, where the warp has a record;
+    the probe's call is kept for a warp without one. A wait keeping as many groups as the
+    table holds ends for acquires nothing (the probe's rule); past the inline limit the
+    groups call and the barriers stay inline."""
+    body = VC_BODY + ("\tcp.async.commit_group;\n\tcp.async.wait_group 1;\n"
+                      f"\tcp.async.wait_group {abi.CPASYNC_GROUP_ENDS};\n\tcp.async.wait_all;\n")
+    ins = instrument(VC_HEAD + body + "\tret;\n}\n", "k.ptx")
+    assert ins.whole_chunks and ins.bar0_only and ins.inline_barriers == 2 + 4
+    groups = ins.ptx.split("// consan vector-clock cp.async group probe, inline")[1:]
+    assert len(groups) == 4
+    commit, wait, far, wait_all = (g[:g.index("_done:")] for g in groups)
+    for g, op, n in ((commit, abi.ASYNC_COMMIT, 0), (wait, abi.ASYNC_WAIT, 1),
+                     (far, abi.ASYNC_WAIT, abi.CPASYNC_GROUP_ENDS),
+                     (wait_all, abi.ASYNC_WAIT_ALL, 0)):
+        assert [(c.func, c.args[:2]) for c in calls(g)] == [(abi.PROBE_ASYNC, [str(op), str(n)])]
+        assert f"setp.lt.u32 %__cs_yp0, {fast_path.REG_FAST}, {abi.VF_TAG};" in g
+        assert f"+{4 * abi.VF_CTA}];" in g and f"+{4 * abi.CTA_CPASYNC_COMMITS}];" in g
+    tick = f"[%__cs_y9+{abi.SHV_CPTICKS}], %__cs_y5;"
+    for g in (commit, wait_all):  # the unit's clock ticks; the group's end is kept
+        assert tick in g and f"+{4 * abi.CTA_CPASYNC_ENDS}], %__cs_y5;" in g
+    for g in (wait, wait_all):  # the newest group retired, into the unit's column
+        assert f"[%__cs_y3+{4 * abi.AGENT_CPASYNC}], %__cs_y5;" in g
+    assert "setp.gt.and.u32 %__cs_yp2, %__cs_y4, 1, %__cs_yp1;" in wait
+    assert "setp.gt.and.u32 %__cs_yp2, %__cs_y4, 0, %__cs_yp1;" in wait_all
+    assert tick not in wait and tick not in far and f"{4 * abi.AGENT_CPASYNC}]" not in far
+    at = [m.start() for m in re.finditer("cp.async group probe, inline", ins.ptx)]
+    assert at[0] < ins.ptx.index("cp.async.commit_group;") < at[1]  # (the waits' after them)
+    assert ins.ptx.index("cp.async.wait_group 1;") < at[1]
+    for vsh in (True, False):
+        toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), vsh=vsh)
+    monkeypatch.setattr(fast_path, "BARRIERS_INLINE_MAX", 3)
+    few = instrument(VC_HEAD + body + "\tret;\n}\n", "k.ptx")
+    assert few.inline_barriers == 2 and "cp.async group probe, inline" not in few.ptx

@@ -7,6 +7,8 @@ and computes the native bits."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -92,9 +94,14 @@ def _prepared(src: str, barriers: str = "inline", kernel: str = "chunks", grid=G
     assert p.layout.granule_bytes == 16
     # its float4 reads and ldmatrix are settled inline where they can (vc_reads.py)
     assert p.build.instrumented.inline_chunk_reads == reads
-    # and its __syncthreads, where the barrier's rows are (inline_barriers.vc_arrive)
+    # and its __syncthreads, where the barrier's rows are (inline_barriers.vc_arrive), and
+    # its cp.async groups (vc_async_group)
     syncs = src.count("__syncthreads();")
-    assert p.build.instrumented.inline_barriers == (syncs if barriers == "inline" else 0)
+    ptx = p.build.instrumented.ptx
+    groups = len(re.findall(r"^\s*cp\.async\.(?:commit_group|wait_group|wait_all)\b", ptx,
+                            re.M))
+    assert p.build.instrumented.inline_barriers == (syncs + groups if barriers == "inline"
+                                                    else 0)
     if p.layout.placement.value == "vc-smem":
         assert p.layout.bar0_rows
     return p
