@@ -274,6 +274,7 @@ PEER_RANK_SHIFT = 28
 PEER_G_SHIFT = 20
 PEER_N_MASK = (1 << PEER_G_SHIFT) - 1
 MBARRIERS = 32  # mbarriers tracked per CTA
+RANK_SHIFT = 24  # in a cluster launch a shared address carries its CTA's rank from this bit
 STATE_SYMBOL = "__consan_state"
 
 # PTX prototypes of the probes (the rewriter declares them .extern).
@@ -681,6 +682,9 @@ VF_SHV = 15
 # ...and for a warp's cp.async groups inline (inline_barriers.vc_async_group): a u64, the
 # CTA's table in device memory (its CTA_CPASYNC_* words)
 VF_CTA = 16
+# ...and for an mbarrier's successful wait inline (inline_barriers.vc_mbar_wait): a u64, the
+# CTA's mbarrier entries in device memory (an entry's bytes: 4 * MB_VC + MB_SLOTS * VF_NL4)
+VF_MBAR = 18
 VF_WORDS = 20
 # Byte offsets in cs_shared_t (the checker asserts them): the CTA's wind-down flag, the
 # chunks of a clock in use (u64), each warp's live lanes and CTA-wide barriers passed, and
@@ -691,6 +695,9 @@ SHV_LANES = 552
 SHV_PHASE = 684
 SHV_WGMMA_COMMITS = 424  # each warp's wgmma groups committed (cs_commits_sh(CS_UNIT_WGMMA, w))
 SHV_CPTICKS = 168  # each warp's cp.async unit's clock - 1 (inline_barriers.vc_async_group)
+SHV_GEN = 4  # the CTA's generation (inline_barriers.vc_mbar_wait: an entry live in it)
+SHV_MKEY = 940  # each mbarrier entry's key (its shared offset + 1; 0: none)
+SHV_MLIVE = 1068  # each entry's liveness (the generation while live)
 
 
 def vsh_readers(nwarps: int, warp_reads: bool, bulk_stores: bool, wgmma: bool) -> int:
@@ -973,7 +980,8 @@ def c_header() -> str:
         "CS_VF_BAR_NW": VF_BAR_NW, "CS_VF_SHV": VF_SHV, "CS_SHV_ENDING": SHV_ENDING,
         "CS_SHV_CHUNKS": SHV_CHUNKS, "CS_SHV_LANES": SHV_LANES, "CS_SHV_PHASE": SHV_PHASE,
         "CS_SHV_WGMMA_COMMITS": SHV_WGMMA_COMMITS, "CS_SHV_CPTICKS": SHV_CPTICKS,
-        "CS_VF_CTA": VF_CTA,
+        "CS_VF_CTA": VF_CTA, "CS_RANK_SHIFT": RANK_SHIFT, "CS_VF_MBAR": VF_MBAR,
+        "CS_SHV_GEN": SHV_GEN, "CS_SHV_MKEY": SHV_MKEY, "CS_SHV_MLIVE": SHV_MLIVE,
         "CS_REP_COUNT_MASK": REP_COUNT_MASK,
         "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,
         "CS_BS_READERS": BS_READERS, "CS_BS_FLAG_OVERFLOW": BS_FLAG_OVERFLOW,

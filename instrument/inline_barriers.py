@@ -346,3 +346,109 @@ def vc_async_group(fast: str, op: int, n: int, call: str, label: str) -> str:
                  f"@{more} st.shared.u32 [{a}+{4 * abi.AGENT_CPASYNC}], {t};"]
     body += ["membar.cta;", "bar.warp.sync -1;"]
     return _vc_wrap(look, body, call, label, 10, "cp.async group")
+
+
+def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity: str,
+                 call: str, label: str) -> str:
+    """A warp's successful `mbarrier.try_wait.parity` (every lane waited on the same
+    mbarrier of this CTA and succeeded), inline (checker: cs_mbar_lead's wait): the
+    mbarrier's entry found among the CTA's keys (a lane a key, in the probe's order), the
+    warp's spin watch reset, then, where the parity is the latest completed phase's, the
+    phase's clock slot joined into the warp's clock, a lane per 16-byte chunk in use.
+    `addr` computes the operand into `addr_reg`. `call` (the probe's, made after a failure
+    too) where a lane has no record, the warp is not whole, a lane failed or waited on
+    another address, the address is another CTA's, the entry is not found or not live, or
+    the CTA winds down."""
+    r = dict(zip(("act", "rec", "w", "a", "b", "lane", "shv", "k", "j", "t", "g", "d1", "nl4",
+                  "mine", "lo", "hi"), _vc_regs(16), strict=True))
+    c = _vc_regs(24)[16:20]
+    m = _vc_regs(24)[20:]
+    tbl, e, sp = f"{_Y}d0", f"{_Y}d1", f"{_Y}d2"
+    fail, lead, on = (f"{_YP}{i}" for i in range(3))
+    look = [f".reg .b64 {_Y}d<3>;",
+            f"activemask.b32 {r['act']};",
+            f"setp.lt.u32 {fail}, {fast}, {abi.VF_TAG};",
+            f"setp.ne.or.u32 {fail}, {r['act']}, -1, {fail};",
+            f"or.pred {fail}, {fail}, !{result};",
+            f"vote.sync.any.pred {fail}, {fail}, {r['act']};"]
+    call_at = f"{label}_call"
+    body = [*addr,
+            f"cvt.u32.u64 {r['a']}, {addr_reg};",  # the shared address: lane 0's, this CTA's
+            f"shfl.sync.idx.b32 {r['b']}, {r['a']}, 0, 31, -1;",
+            f"setp.ne.u32 {fail}, {r['a']}, {r['b']};",
+            f"shr.u32 {r['t']}, {r['a']}, {abi.RANK_SHIFT};",
+            f"setp.ne.or.u32 {fail}, {r['t']}, 0, {fail};",
+            f"vote.sync.any.pred {fail}, {fail}, -1;",
+            f"@{fail} bra {call_at};",
+            f"and.b32 {r['rec']}, {fast}, {(1 << abi.VF_WARP_SHIFT) - 1};",
+            f"bfe.u32 {r['w']}, {fast}, {abi.VF_WARP_SHIFT}, 5;",
+            f"ld.shared.u32 {r['shv']}, [{r['rec']}+{4 * abi.VF_SHV}];",
+            f"mov.u32 {r['lane']}, %laneid;",
+            f"setp.eq.u32 {lead}, {r['lane']}, 0;",
+            # the entry: lane i looks at key (h + i) % MBARRIERS, h = (off / 8) % MBARRIERS
+            f"shr.u32 {r['j']}, {r['a']}, 3;",
+            f"add.u32 {r['t']}, {r['j']}, {r['lane']};",
+            f"and.b32 {r['t']}, {r['t']}, {abi.MBARRIERS - 1};",
+            f"mad.lo.u32 {r['t']}, {r['t']}, 4, {r['shv']};",
+            f"ld.volatile.shared.u32 {r['k']}, [{r['t']}+{abi.SHV_MKEY}];",
+            f"add.u32 {r['b']}, {r['a']}, 1;",
+            f"setp.eq.u32 {on}, {r['k']}, {r['b']};",
+            f"vote.sync.ballot.b32 {r['k']}, {on}, -1;",
+            f"setp.eq.u32 {fail}, {r['k']}, 0;",
+            f"@{fail} bra {call_at};",
+            f"neg.s32 {r['t']}, {r['k']};",  # the first lane that found it
+            f"and.b32 {r['t']}, {r['t']}, {r['k']};",
+            f"bfind.u32 {r['t']}, {r['t']};",
+            f"add.u32 {r['j']}, {r['j']}, {r['t']};",
+            f"and.b32 {r['j']}, {r['j']}, {abi.MBARRIERS - 1};",
+            f"mad.lo.u32 {r['t']}, {r['j']}, 4, {r['shv']};",  # live in this generation
+            f"ld.volatile.shared.u32 {r['k']}, [{r['t']}+{abi.SHV_MLIVE}];",
+            f"ld.volatile.shared.u32 {r['g']}, [{r['shv']}+{abi.SHV_GEN}];",
+            f"setp.ne.u32 {fail}, {r['k']}, {r['g']};",
+            f"ld.volatile.shared.u32 {r['k']}, [{r['shv']}+{abi.SHV_ENDING}];",
+            f"setp.ne.or.u32 {fail}, {r['k']}, 0, {fail};",
+            f"vote.sync.any.pred {fail}, {fail}, -1;",
+            f"@{fail} bra {call_at};",
+            # the warp's spin watch reset (CTA table), by lane 0
+            f"ld.shared.v2.u32 {{{r['lo']}, {r['hi']}}}, [{r['rec']}+{4 * abi.VF_CTA}];",
+            f"mov.b64 {tbl}, {{{r['lo']}, {r['hi']}}};",
+            f"mul.wide.u32 {sp}, {r['w']}, 4;",
+            f"add.u64 {sp}, {tbl}, {sp};",
+            f"@{lead} st.global.u32 [{sp}+{4 * abi.CTA_SPIN_PHASE}], 0;",
+            # the phases completed (an acquire), and the waited parity's phase
+            f"ld.shared.v2.u32 {{{r['lo']}, {r['hi']}}}, [{r['rec']}+{4 * abi.VF_MBAR}];",
+            f"mov.b64 {e}, {{{r['lo']}, {r['hi']}}};",
+            f"ld.shared.u32 {r['nl4']}, [{r['rec']}+{4 * abi.VF_NL4}];",
+            f"mad.lo.u32 {r['t']}, {r['nl4']}, {abi.MB_SLOTS}, {4 * abi.MB_VC};",  # an entry
+            f"mul.wide.u32 {sp}, {r['j']}, {r['t']};",
+            f"add.u64 {e}, {e}, {sp};",
+            f"ld.acquire.cta.global.u32 {r['k']}, [{e}+{4 * abi.MB_PHASE}];",
+            f"add.u32 {r['d1']}, {r['k']}, -1;",
+            f"xor.b32 {r['t']}, {r['d1']}, {parity};",
+            f"and.b32 {r['t']}, {r['t']}, 1;",
+            f"setp.ne.u32 {fail}, {r['t']}, 0;",  # a stale parity acquires nothing
+            f"setp.eq.or.u32 {fail}, {r['k']}, 0, {fail};",
+            f"vote.sync.any.pred {fail}, {fail}, -1;",
+            f"@{fail} bra {label}_done;",
+            # its slot, joined into the warp's clock: lane i takes chunks i and 32 + i
+            f"and.b32 {r['t']}, {r['d1']}, {abi.MB_SLOTS - 1};",
+            f"mul.lo.u32 {r['t']}, {r['t']}, {r['nl4']};",
+            f"add.u32 {r['t']}, {r['t']}, {4 * abi.MB_VC};",
+            f"shl.b32 {r['g']}, {r['lane']}, 4;",
+            f"add.u32 {r['t']}, {r['t']}, {r['g']};",
+            f"cvt.u64.u32 {sp}, {r['t']};",
+            f"add.u64 {sp}, {e}, {sp};",
+            f"ld.shared.u32 {r['mine']}, [{r['rec']}+{4 * abi.VF_VIS}];",
+            f"mad.lo.u32 {r['mine']}, {r['w']}, {r['nl4']}, {r['mine']};",
+            f"add.u32 {r['mine']}, {r['mine']}, {r['g']};",
+            f"ld.volatile.shared.v2.u32 {{{r['lo']}, {r['hi']}}}, [{r['shv']}+{abi.SHV_CHUNKS}];"]
+    for half, mask in enumerate((r["lo"], r["hi"])):
+        body += [f"shr.b32 {r['t']}, {mask}, {r['lane']};",
+                 f"and.b32 {r['t']}, {r['t']}, 1;",
+                 f"setp.ne.u32 {on}, {r['t']}, 0;",
+                 f"@{on} ld.global.v4.u32 {{{', '.join(c)}}}, [{sp}+{512 * half}];",
+                 f"@{on} ld.shared.v4.u32 {{{', '.join(m)}}}, [{r['mine']}+{512 * half}];",
+                 *(f"@{on} max.u32 {mi}, {mi}, {ci};" for mi, ci in zip(m, c, strict=True)),
+                 f"@{on} st.shared.v4.u32 [{r['mine']}+{512 * half}], {{{', '.join(m)}}};"]
+    body += ["bar.warp.sync -1;"]
+    return _vc_wrap(look, body, call, label, 24, "mbarrier wait")

@@ -1139,17 +1139,19 @@ def _inline_vc_probes(bars: dict[int, _InlineBarrier], before: dict[int, str],
                       after: dict[int, str], bar0: bool) -> int:
     """A vector-clock module of 16-byte chunks (the build whose record abi.VF_* its entries
     hold): their unpredicated `bar.sync 0` (`bar0`: the module syncs only on it) and
-    wgmma.commit_group / wait_group and cp.async.commit_group / wait_group / wait_all do
-    their probes' work inline where the warp's record allows, and call them elsewhere
-    (inline_barriers.vc_arrive, vc_wgmma_group, vc_async_group); as many as
-    _inline_barriers writes out. Returns how many."""
+    wgmma.commit_group / wait_group, cp.async.commit_group / wait_group / wait_all and the
+    successes of mbarrier.try_wait.parity do their probes' work inline where the warp's
+    record allows, and call them elsewhere (inline_barriers.vc_arrive, vc_wgmma_group,
+    vc_async_group, vc_mbar_wait); as many as _inline_barriers writes out. Returns how
+    many."""
     groups = (Event.WGMMA_COMMIT, Event.WGMMA_WAIT)
+    give_way = (*_CP_GROUPS, Event.MBARRIER)
     bars = {i: b for i, b in bars.items() if b.pred is None and b.post_pred is None and
-            (b.event in groups or b.event in _CP_GROUPS or (bar0 and b.event is Event.BAR_SYNC))
+            (b.event in groups or b.event in give_way or (bar0 and b.event is Event.BAR_SYNC))
             and (b.event is not Event.ASYNC_WAIT or b.n.isdigit())}
     limit = fast_path.inline_max(fast_path.BARRIERS_INLINE_MAX)
-    if len(bars) > limit:  # (the cp.async groups give way: they call where the rest fit)
-        bars = {i: b for i, b in bars.items() if b.event not in _CP_GROUPS}
+    if len(bars) > limit:  # (the cp.async groups and mbarrier waits give way: they call
+        bars = {i: b for i, b in bars.items() if b.event not in give_way}  # where the rest fit)
     if not bars or len(bars) > limit:
         return 0
     fast = fast_path.REG_FAST
@@ -1170,6 +1172,12 @@ def _inline_vc_probes(bars: dict[int, _InlineBarrier], before: dict[int, str],
         elif b.event in _CP_GROUPS:  # a wait (after it)
             _swap(after, idx, b.post, "\n\t" + inline_barriers.vc_async_group(
                 fast, _CP_GROUPS[b.event], int(b.n), b.post, label))
+        elif b.event is Event.MBARRIER:  # a parity wait: its call's place in the post (after
+            # the spin sampling, before the label a sampled-out failure skips to)
+            at, end = b.post.index("{ // consan site"), b.post.rindex("\n$__cs_spin_")
+            _swap(after, idx, b.post, b.post[:at] + inline_barriers.vc_mbar_wait(
+                fast, list(b.addr), REG_ADDR, b.result, b.parity, b.post[at:end], label)
+                + b.post[end:])
         else:
             _swap(before, idx, b.pre, inline_barriers.vc_arrive(fast, REG_TOKEN, b.pre, b.post,
                                                                label) + "\n\t")
@@ -1284,6 +1292,10 @@ class _InlineBarrier(NamedTuple):
     pred: str | None
     post_pred: str | None  # the guard after the instruction (_guard_after)
     n: str = "0"
+    # an mbarrier parity wait's: the operand's address code, its parity, its outcome
+    addr: tuple[str, ...] = ()
+    parity: str = ""
+    result: str = ""
 
 
 _INLINE_EVENTS = (Event.BAR_SYNC, Event.BAR_RED, Event.EXIT, Event.WGMMA_COMMIT,
@@ -1392,6 +1404,11 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     if f.bars is not None and not on and c.event in _INLINE_EVENTS:
         n = it.operands[0] if c.event in (Event.WGMMA_WAIT, Event.ASYNC_WAIT) else "0"
         f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred, post_pred, n)
+    elif f.bars is not None and not on and c.event is Event.MBARRIER and c.result and \
+            c.op == abi.MB_WAIT_PARITY and c.space != abi.SPACE_CLUSTER:
+        f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred, post_pred,
+                                     addr=tuple(_address_code(c.address or "", f.widths, it)),
+                                     parity=c.arg, result=c.result)
     if f.all_bars is not None and c.event in (Event.BAR_SYNC, Event.BAR_RED):
         _, step = _probe(it, c, site.id, f.widths, step=True)
         f.all_bars[idx] = _StepBarrier(pre, post, _guard_after(it, step)[0], site.id)

@@ -72,7 +72,9 @@ static_assert(offsetof(cs_shared_t, ending) == CS_SHV_ENDING &&
               offsetof(cs_shared_t, phase) == CS_SHV_PHASE &&
               offsetof(cs_shared_t, commits) + 4 * CS_MAX_WARPS * CS_UNIT_WGMMA ==
                   CS_SHV_WGMMA_COMMITS &&
-              offsetof(cs_shared_t, cpticks) == CS_SHV_CPTICKS, "abi.SHV_*: cs_shared_t's offsets");
+              offsetof(cs_shared_t, cpticks) == CS_SHV_CPTICKS &&
+              offsetof(cs_shared_t, gen) == CS_SHV_GEN && offsetof(cs_shared_t, mkey) == CS_SHV_MKEY &&
+              offsetof(cs_shared_t, mlive) == CS_SHV_MLIVE, "abi.SHV_*: cs_shared_t's offsets");
 #else
 #define cs_shv (*(cs_shared_t*)cs_dyn_at(__consan_state.shv_offset))
 static_assert(sizeof(cs_shared_t) <= CS_SHV_BYTES, "abi.SHV_BYTES is too small");

@@ -155,6 +155,10 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     // ...and of a warp's cp.async groups (instrument/inline_barriers.py: vc_async_group)
     const uint64_t cta = (uint64_t)cs_cta(slot);
     f[CS_VF_CTA] = (uint32_t)cta, f[CS_VF_CTA + 1] = (uint32_t)(cta >> 32);
+    // ...and of an mbarrier's successful wait (vc_mbar_wait: cs_mbar_entry's table)
+    const uint32_t words = CS_MB_VC + CS_MB_SLOTS * S.nlogical;
+    const uint64_t mb = (uint64_t)((uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words);
+    f[CS_VF_MBAR] = (uint32_t)mb, f[CS_VF_MBAR + 1] = (uint32_t)(mb >> 32);
 #endif
 }
 

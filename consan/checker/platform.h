@@ -367,7 +367,8 @@ CS_DEV void cs_cluster_sync() {}
 #define CS_NOINLINE static __device__ __noinline__
 #endif
 
-#define CS_RANK_SHIFT 24u  // in a cluster launch a shared address carries the CTA's rank here
+// (CS_RANK_SHIFT, abi.RANK_SHIFT: in a cluster launch a shared address carries its CTA's rank
+// from that bit)
 
 // A .shared::cluster address of any CTA of the cluster: its rank is the high bits (rank 0's
 // have none, which a CTA of another rank must not take for its own); `off`, its offset in

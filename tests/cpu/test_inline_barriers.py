@@ -442,3 +442,34 @@ def test_the_cp_async_groups_of_a_vector_clock_module_of_chunks_run_inline(monke
     monkeypatch.setattr(fast_path, "BARRIERS_INLINE_MAX", 3)
     few = instrument(VC_HEAD + body + "\tret;\n}\n", "k.ptx")
     assert few.inline_barriers == 2 and "cp.async group probe, inline" not in few.ptx
+
+
+def test_a_successful_mbarrier_parity_wait_of_a_vector_clock_module_of_chunks_runs_inline():
+    """mbarrier.try_wait.parity in its spin loop: a warp whose every lane succeeded on the
+    same mbarrier of this CTA finds its entry among the CTA's keys (a lane a key), resets its
+    spin watch and, where the parity is the latest completed phase's, joins the phase's
+    clock slot into its clock, a lane a chunk; anything else (a failure the sampling passes
+    on, no record, a warp not whole, another address, no live entry, the CTA winding down)
+    calls the probe. A token wait, a predicated wait and a .shared::cluster one call."""
+    wait = ("\t{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [s+1008], "
+            "%r3;\n @!p bra W;\n}\n")
+    token = "\tmbarrier.try_wait.shared::cta.b64 %p3, [s+1008], %rd9;\n"
+    guarded = "\t@%p2 mbarrier.try_wait.parity.shared::cta.b64 %p1, [s+1008], 0;\n"
+    body = VC_BODY + wait + token + guarded
+    head = VC_HEAD.replace("\t.reg .b32", "\t.reg .b64 %rd<10>;\n\t.reg .b32")
+    ins = instrument(head + body + "\tret;\n}\n", "k.ptx")
+    assert ins.whole_chunks and ins.inline_barriers == 2 + 1
+    (b,) = ins.ptx.split("// consan vector-clock mbarrier wait probe, inline")[1:]
+    b = b[:b.index("_done:")]
+    assert [(c.func, c.args[1]) for c in calls(b)] == [(abi.PROBE_MBAR, str(abi.MB_WAIT_PARITY))]
+    assert "or.pred %__cs_yp0, %__cs_yp0, !p;" in b  # (a failure calls)
+    assert "shfl.sync.idx.b32" in b and f", {abi.RANK_SHIFT};" in b  # one address, this CTA's
+    assert f"+{abi.SHV_MKEY}];" in b and f"+{abi.SHV_MLIVE}];" in b and f"+{abi.SHV_GEN}];" in b
+    assert f"+{abi.SHV_ENDING}];" in b and f"+{4 * abi.CTA_SPIN_PHASE}], 0;" in b
+    assert f"ld.acquire.cta.global.u32 %__cs_y7, [%__cs_yd1+{4 * abi.MB_PHASE}];" in b
+    assert "xor.b32 %__cs_y9, %__cs_y11, %r3;" in b  # (the parity operand)
+    assert b.count("max.u32") == 8 and b.index("ld.acquire") < b.index("ld.global.v4")
+    # the loop still spins on the instruction; the sampled-out failures skip both
+    assert ins.ptx.index("W: mbarrier.try_wait") < ins.ptx.index("mbarrier wait probe, inline")
+    for vsh in (True, False):
+        toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), vsh=vsh)

@@ -94,12 +94,15 @@ def _prepared(src: str, barriers: str = "inline", kernel: str = "chunks", grid=G
     assert p.layout.granule_bytes == 16
     # its float4 reads and ldmatrix are settled inline where they can (vc_reads.py)
     assert p.build.instrumented.inline_chunk_reads == reads
-    # and its __syncthreads, where the barrier's rows are (inline_barriers.vc_arrive), and
-    # its cp.async groups (vc_async_group)
+    # and its __syncthreads, where the barrier's rows are (inline_barriers.vc_arrive), its
+    # cp.async groups (vc_async_group) and its unpredicated mbarrier parity waits
+    # (vc_mbar_wait)
     syncs = src.count("__syncthreads();")
     ptx = p.build.instrumented.ptx
     groups = len(re.findall(r"^\s*cp\.async\.(?:commit_group|wait_group|wait_all)\b", ptx,
                             re.M))
+    groups += len(re.findall(r"^\s*(?:\w+:\s*)?mbarrier\.try_wait\.parity\.shared(?:::cta)?"
+                             r"\.b64\b", ptx, re.M))
     assert p.build.instrumented.inline_barriers == (syncs + groups if barriers == "inline"
                                                     else 0)
     if p.layout.placement.value == "vc-smem":
