@@ -357,7 +357,7 @@ def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity:
     phase's clock slot joined into the warp's clock, a lane per 16-byte chunk in use.
     `addr` computes the operand into `addr_reg`. `call` (the probe's, made after a failure
     too) where a lane has no record, the warp is not whole, a lane failed or waited on
-    another address, the address is another CTA's, the entry is not found or not live, or
+    another address or parity, the address is another CTA's, the entry is not found or not live, or
     the CTA winds down."""
     r = dict(zip(("act", "rec", "w", "a", "b", "lane", "shv", "k", "j", "t", "g", "d1", "nl4",
                   "mine", "lo", "hi"), _vc_regs(16), strict=True))
@@ -376,6 +376,9 @@ def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity:
             f"cvt.u32.u64 {r['a']}, {addr_reg};",  # the shared address: lane 0's, this CTA's
             f"shfl.sync.idx.b32 {r['b']}, {r['a']}, 0, 31, -1;",
             f"setp.ne.u32 {fail}, {r['a']}, {r['b']};",
+            f"mov.u32 {r['d1']}, {parity};",  # ...and one parity (lane 0's, from here on)
+            f"shfl.sync.idx.b32 {r['mine']}, {r['d1']}, 0, 31, -1;",
+            f"setp.ne.or.u32 {fail}, {r['d1']}, {r['mine']}, {fail};",
             f"shr.u32 {r['t']}, {r['a']}, {abi.RANK_SHIFT};",
             f"setp.ne.or.u32 {fail}, {r['t']}, 0, {fail};",
             f"vote.sync.any.pred {fail}, {fail}, -1;",
@@ -424,7 +427,7 @@ def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity:
             f"add.u64 {e}, {e}, {sp};",
             f"ld.acquire.cta.global.u32 {r['k']}, [{e}+{4 * abi.MB_PHASE}];",
             f"add.u32 {r['d1']}, {r['k']}, -1;",
-            f"xor.b32 {r['t']}, {r['d1']}, {parity};",
+            f"xor.b32 {r['t']}, {r['d1']}, {r['mine']};",
             f"and.b32 {r['t']}, {r['t']}, 1;",
             f"setp.ne.u32 {fail}, {r['t']}, 0;",  # a stale parity acquires nothing
             f"setp.eq.or.u32 {fail}, {r['k']}, 0, {fail};",

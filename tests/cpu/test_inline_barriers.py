@@ -467,9 +467,12 @@ def test_a_successful_mbarrier_parity_wait_of_a_vector_clock_module_of_chunks_ru
     assert f"+{abi.SHV_MKEY}];" in b and f"+{abi.SHV_MLIVE}];" in b and f"+{abi.SHV_GEN}];" in b
     assert f"+{abi.SHV_ENDING}];" in b and f"+{4 * abi.CTA_SPIN_PHASE}], 0;" in b
     assert f"ld.acquire.cta.global.u32 %__cs_y7, [%__cs_yd1+{4 * abi.MB_PHASE}];" in b
-    assert "xor.b32 %__cs_y9, %__cs_y11, %r3;" in b  # (the parity operand)
+    assert "mov.u32 %__cs_y11, %r3;" in b  # the parity operand, lane 0's for the warp
+    assert "shfl.sync.idx.b32 %__cs_y13, %__cs_y11, 0, 31, -1;" in b
+    assert "xor.b32 %__cs_y9, %__cs_y11, %__cs_y13;" in b
     assert b.count("max.u32") == 8 and b.index("ld.acquire") < b.index("ld.global.v4")
     # the loop still spins on the instruction; the sampled-out failures skip both
     assert ins.ptx.index("W: mbarrier.try_wait") < ins.ptx.index("mbarrier wait probe, inline")
     for vsh in (True, False):
         toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), vsh=vsh)
+
