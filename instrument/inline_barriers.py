@@ -249,6 +249,21 @@ def vc_wait(fast: str, token: str, call: str, label: str) -> str:
     return _vc_wrap(look, body, call, label, 31)
 
 
+def _raise_column(rec: str, w: str, a: str, m: str, more: str, column: list[str], off: int,
+                  value: str, pred: str) -> list[str]:
+    """Lines raising a column of warp `w`'s clock (its row in the record's VF_VIS) to `value`
+    where `pred` holds and `value` is larger: `column` adds the column's byte offset into
+    `a` (the row's address), `off` more bytes on top; `a`, `m` and `more` are scratch."""
+    at = f"[{a}+{off}]" if off else f"[{a}]"
+    return [f"ld.shared.u32 {a}, [{rec}+{4 * abi.VF_NL4}];",
+            f"ld.shared.u32 {m}, [{rec}+{4 * abi.VF_VIS}];",
+            f"mad.lo.u32 {a}, {w}, {a}, {m};",
+            *column,
+            f"@{pred} ld.shared.u32 {m}, {at};",
+            f"setp.gt.and.u32 {more}, {value}, {m}, {pred};",
+            f"@{more} st.shared.u32 {at}, {value};"]
+
+
 def vc_wgmma_group(fast: str, op: int, n: str, call: str, label: str) -> str:
     """A warp's wgmma.commit_group (`op` abi.WGMMA_COMMIT) or wgmma.wait_group `n`, inline
     (checker: cs_unit_groups): lane 0 counts the warp's groups committed, or raises its
@@ -274,15 +289,10 @@ def vc_wgmma_group(fast: str, op: int, n: str, call: str, label: str) -> str:
         body += [f"setp.gt.u32 {more}, {c}, {n};",
                  f"sub.u32 {d}, {c}, {n};",
                  f"selp.u32 {d}, {d}, 0, {more};",
-                 f"ld.shared.u32 {a}, [{rec}+{4 * abi.VF_NL4}];",
-                 f"ld.shared.u32 {m}, [{rec}+{4 * abi.VF_VIS}];",
-                 f"mad.lo.u32 {a}, {w}, {a}, {m};",
-                 f"shr.u32 {m}, {w}, 2;",
-                 f"add.u32 {m}, {m}, {abi.AGENT_WGMMA};",
-                 f"mad.lo.u32 {a}, {m}, 4, {a};",
-                 f"@{lead} ld.shared.u32 {m}, [{a}];",
-                 f"setp.gt.and.u32 {more}, {d}, {m}, {lead};",
-                 f"@{more} st.shared.u32 [{a}], {d};"]
+                 *_raise_column(rec, w, a, m, more, [f"shr.u32 {m}, {w}, 2;",
+                                                     f"add.u32 {m}, {m}, {abi.AGENT_WGMMA};",
+                                                     f"mad.lo.u32 {a}, {m}, 4, {a};"],
+                                0, d, lead)]
     body += ["membar.cta;", "bar.warp.sync -1;"]
     return _vc_wrap(look, body, call, label, 8, "wgmma group")
 
@@ -337,13 +347,9 @@ def vc_async_group(fast: str, op: int, n: int, call: str, label: str) -> str:
                  f"mul.wide.u32 {pk}, {d}, 4;",
                  f"add.u64 {pk}, {pe}, {pk};",
                  f"@{more} ld.global.u32 {t}, [{pk}+{ends}];",
-                 f"ld.shared.u32 {a}, [{rec}+{4 * abi.VF_NL4}];",  # the unit's column of
-                 f"ld.shared.u32 {m}, [{rec}+{4 * abi.VF_VIS}];",  # the warp's clock
-                 f"mad.lo.u32 {a}, {w}, {a}, {m};",
-                 f"mad.lo.u32 {a}, {w}, 4, {a};",
-                 f"@{more} ld.shared.u32 {m}, [{a}+{4 * abi.AGENT_CPASYNC}];",
-                 f"setp.gt.and.u32 {more}, {t}, {m}, {more};",
-                 f"@{more} st.shared.u32 [{a}+{4 * abi.AGENT_CPASYNC}], {t};"]
+                 # the unit's column of the warp's clock: AGENT_CPASYNC + w
+                 *_raise_column(rec, w, a, m, more, [f"mad.lo.u32 {a}, {w}, 4, {a};"],
+                                4 * abi.AGENT_CPASYNC, t, more)]
     body += ["membar.cta;", "bar.warp.sync -1;"]
     return _vc_wrap(look, body, call, label, 10, "cp.async group")
 
