@@ -249,6 +249,12 @@ def vc_wait(fast: str, token: str, call: str, label: str) -> str:
     return _vc_wrap(look, body, call, label, 31)
 
 
+def _record_u64(rec: str, index: int, lo: str, hi: str, dst: str) -> list[str]:
+    """Lines reading the record's u64 at word `index` into `dst` (`lo`, `hi`: scratch)."""
+    return [f"ld.shared.v2.u32 {{{lo}, {hi}}}, [{rec}+{4 * index}];",
+            f"mov.b64 {dst}, {{{lo}, {hi}}};"]
+
+
 def _raise_column(rec: str, w: str, a: str, m: str, more: str, column: list[str], off: int,
                   value: str, pred: str) -> list[str]:
     """Lines raising a column of warp `w`'s clock (its row in the record's VF_VIS) to `value`
@@ -297,7 +303,6 @@ def vc_wgmma_group(fast: str, op: int, n: str, call: str, label: str) -> str:
     return _vc_wrap(look, body, call, label, 8, "wgmma group")
 
 
-
 def vc_async_group(fast: str, op: int, n: int, call: str, label: str) -> str:
     """A warp's cp.async.commit_group (`op` abi.ASYNC_COMMIT), cp.async.wait_group `n`
     (abi.ASYNC_WAIT) or cp.async.wait_all (abi.ASYNC_WAIT_ALL: a commit, then a wait for
@@ -320,8 +325,7 @@ def vc_async_group(fast: str, op: int, n: int, call: str, label: str) -> str:
             f"bfe.u32 {w}, {fast}, {abi.VF_WARP_SHIFT}, 5;",
             f"mov.u32 {a}, %laneid;",
             f"setp.eq.u32 {lead}, {a}, 0;",
-            f"ld.shared.v2.u32 {{{lo}, {hi}}}, [{rec}+{4 * abi.VF_CTA}];",
-            f"mov.b64 {tbl}, {{{lo}, {hi}}};",
+            *_record_u64(rec, abi.VF_CTA, lo, hi, tbl),
             f"mul.wide.u32 {pw}, {w}, 4;",  # pw + commits: the warp's groups committed
             f"add.u64 {pw}, {tbl}, {pw};",
             f"mul.wide.u32 {pe}, {w}, {4 * abi.CPASYNC_GROUP_ENDS};",  # pe + ends: its ends
@@ -363,8 +367,8 @@ def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity:
     phase's clock slot joined into the warp's clock, a lane per 16-byte chunk in use.
     `addr` computes the operand into `addr_reg`. `call` (the probe's, made after a failure
     too) where a lane has no record, the warp is not whole, a lane failed or waited on
-    another address or parity, the address is another CTA's, the entry is not found or not live, or
-    the CTA winds down."""
+    another address or parity, the address is another CTA's, the entry is not found or
+    not live, or the CTA winds down."""
     r = dict(zip(("act", "rec", "w", "a", "b", "lane", "shv", "k", "j", "t", "g", "d1", "nl4",
                   "mine", "lo", "hi"), _vc_regs(16), strict=True))
     c = _vc_regs(24)[16:20]
@@ -419,14 +423,12 @@ def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity:
             f"vote.sync.any.pred {fail}, {fail}, -1;",
             f"@{fail} bra {call_at};",
             # the warp's spin watch reset (CTA table), by lane 0
-            f"ld.shared.v2.u32 {{{r['lo']}, {r['hi']}}}, [{r['rec']}+{4 * abi.VF_CTA}];",
-            f"mov.b64 {tbl}, {{{r['lo']}, {r['hi']}}};",
+            *_record_u64(r["rec"], abi.VF_CTA, r["lo"], r["hi"], tbl),
             f"mul.wide.u32 {sp}, {r['w']}, 4;",
             f"add.u64 {sp}, {tbl}, {sp};",
             f"@{lead} st.global.u32 [{sp}+{4 * abi.CTA_SPIN_PHASE}], 0;",
             # the phases completed (an acquire), and the waited parity's phase
-            f"ld.shared.v2.u32 {{{r['lo']}, {r['hi']}}}, [{r['rec']}+{4 * abi.VF_MBAR}];",
-            f"mov.b64 {e}, {{{r['lo']}, {r['hi']}}};",
+            *_record_u64(r["rec"], abi.VF_MBAR, r["lo"], r["hi"], e),
             f"ld.shared.u32 {r['nl4']}, [{r['rec']}+{4 * abi.VF_NL4}];",
             f"mad.lo.u32 {r['t']}, {r['nl4']}, {abi.MB_SLOTS}, {4 * abi.MB_VC};",  # an entry
             f"mul.wide.u32 {sp}, {r['j']}, {r['t']};",
