@@ -61,6 +61,9 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
              f".reg .b32 {', '.join(f.values())}, {', '.join(q + b)};",
              f".reg .b64 {_D}0, {_D}1;",
              f".reg .pred {on}, {go}, {fail}, {gk}, {z}, {', '.join(pk)};",
+             # (every register defined here first: one that a predicated load may leave
+             # as it was would be live around the kernel's loop, spilled at its limit)
+             *(f"mov.u32 {r}, 0;" for r in (*f.values(), *q, *b)),
              *address,
              f"cvt.u32.u64 {f['a']}, {addr_reg};"]
     if pred is None:
