@@ -358,7 +358,7 @@ SMEM_RESERVED_BYTES = 1024  # the window may start above the user's offsets on s
 # The checker's own shared variables (cs_shared_t), appended to every instrumented
 # launch's dynamic shared memory after the kernel's bytes (never static: a static block
 # would move the kernel's dynamic shared memory). The checker asserts its struct fits.
-SHV_BYTES = 1792
+SHV_BYTES = 1808
 
 # --------------------------------------------------------------------------
 # Struct layouts shared by C and numpy.  Fields are (name, ctype).
@@ -685,7 +685,13 @@ VF_CTA = 16
 # ...and for an mbarrier's successful wait inline (inline_barriers.vc_mbar_wait): a u64, the
 # CTA's mbarrier entries in device memory (an entry's bytes: 4 * MB_VC + MB_SLOTS * VF_NL4)
 VF_MBAR = 18
-VF_WORDS = 20
+# ...and for a warp's cp.async copies of 16 bytes inline (instrument/vc_writes.py): a u64,
+# the CTA's write sites in device memory, and the tids of reader indices 0-3, a byte each
+# (0xFF: no such reader; the whole word VF_NO_RTID where the CTA has more than four readers)
+VF_WSITE = 20
+VF_RTID = 22
+VF_NO_RTID = 0xFFFFFFFF
+VF_WORDS = 24
 # Byte offsets in cs_shared_t (the checker asserts them): the CTA's wind-down flag, the
 # chunks of a clock in use (u64), each warp's live lanes and CTA-wide barriers passed, and
 # its wgmma groups committed (inline_barriers.vc_wgmma_group).
@@ -981,6 +987,7 @@ def c_header() -> str:
         "CS_SHV_CHUNKS": SHV_CHUNKS, "CS_SHV_LANES": SHV_LANES, "CS_SHV_PHASE": SHV_PHASE,
         "CS_SHV_WGMMA_COMMITS": SHV_WGMMA_COMMITS, "CS_SHV_CPTICKS": SHV_CPTICKS,
         "CS_VF_CTA": VF_CTA, "CS_RANK_SHIFT": RANK_SHIFT, "CS_VF_MBAR": VF_MBAR,
+        "CS_VF_WSITE": VF_WSITE, "CS_VF_RTID": VF_RTID, "CS_VF_NO_RTID": VF_NO_RTID,
         "CS_SHV_GEN": SHV_GEN, "CS_SHV_MKEY": SHV_MKEY, "CS_SHV_MLIVE": SHV_MLIVE,
         "CS_REP_COUNT_MASK": REP_COUNT_MASK,
         "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,

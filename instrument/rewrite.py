@@ -35,6 +35,7 @@ from . import (
     runs,
     static_proof,
     vc_reads,
+    vc_writes,
     wgmma_window,
 )
 from . import value_tags as tagging
@@ -146,6 +147,7 @@ class Instrumented:
     # barriers, exits and wgmma groups whose probes run inline (inline_barriers.py)
     inline_barriers: int = 0
     inline_chunk_reads: int = 0  # 16-byte reads settled inline where they can (vc_reads.py)
+    inline_chunk_writes: int = 0  # cp.async calls settled inline where they can (vc_writes.py)
     # kernel -> its proof (static_proof.py), filled only where every function of the module
     # is a kernel proven so: the front ends then run it natively
     proven: dict[str, static_proof.Proof] = field(default_factory=dict)
@@ -622,6 +624,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     loose = _loose_mbarriers(mod, shared)
     fast: list[_FastAccess] = []  # accesses that fast_path.py serves
     chunk_reads: list[_ChunkRead] = []  # reads vc_reads.py may settle inline
+    chunk_writes: dict[int, str] = {}  # cp.async calls vc_writes.py may settle inline: texts
     tags: dict[int, _Tag] = {}  # stores' value tags, by module index
     inline_bars: dict[int, _InlineBarrier] = {}  # entries' barrier and exit probes
     bar_probes: dict[int, _StepBarrier] = {}  # every CTA barrier's probes, any function
@@ -735,6 +738,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                 continue
             if idx in copy_runs:
                 before[idx] = _copy_run_call(fprobes, copy_runs[idx], classified, locs)
+                if fn.is_entry:
+                    chunk_writes[idx] = before[idx]
                 probes += 1
                 continue
             if idx in deferred:  # a wgmma probe: its operands now, its call after the commit
@@ -785,6 +790,9 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
             if fn.is_entry and idx not in converted and vc_reads.eligible(c, rep) and \
                     before[idx]:  # (none: a measurement build's skipped read, _measure_skip)
                 chunk_reads.append(_ChunkRead(idx, it, c, rep, widths, before[idx]))
+            if fn.is_entry and idx not in converted and it.pred is None and \
+                    vc_writes.eligible(c, rep) and before[idx]:
+                chunk_writes[idx] = before[idx]
             if after_text:
                 after[idx] = after_text
             if text is not None:
@@ -874,6 +882,10 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     if chunks and not cta_wide_only and not multicast and \
             len(chunk_reads) <= vc_reads.MAX_SITES:  # (the 16-byte granules' build)
         chunk_inline = _chunk_reads(chunk_reads, before)
+    writes_inline = 0
+    if chunks and not cta_wide_only and not multicast and vc_writes.on() and \
+            len(chunk_writes) <= vc_writes.MAX_SITES:
+        writes_inline = _chunk_writes(chunk_writes, before)
     out = []
     for i, it in enumerate(mod.items):
         if i in before:
@@ -890,7 +902,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                           for _, lp in first_trips] if cta_wide_only else [],
                         fast_paths=fast_tests, inline_writes=inline_writes,
                         inline_reads=inline_reads, inline_barriers=inline_bars_done,
-                        inline_chunk_reads=chunk_inline,
+                        inline_chunk_reads=chunk_inline, inline_chunk_writes=writes_inline,
                         proven=proofs, prove_at=functools.partial(_prove_at, mod, shared),
                         peer_access=cluster_access or (generic_access and any_peers))
 
@@ -968,6 +980,18 @@ def _chunk_reads(reads: list[_ChunkRead], before: dict[int, str]) -> int:
             _address_code(r.cls.address or "", r.widths, r.item), REG_ADDR, r.probe,
             f"$__cs_vr{r.index}")
         n += 1
+    return n
+
+
+def _chunk_writes(writes: dict[int, str], before: dict[int, str]) -> int:
+    """vc_writes.py's inline write ahead of each cp.async call whose text nothing was added
+    to since; returns how many."""
+    n = 0
+    for idx, probe in writes.items():
+        got = vc_writes.around(probe, f"$__cs_vw{idx}") if before.get(idx) == probe else None
+        if got is not None:
+            before[idx] = got
+            n += 1
     return n
 
 

@@ -159,6 +159,15 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     const uint32_t words = CS_MB_VC + CS_MB_SLOTS * S.nlogical;
     const uint64_t mb = (uint64_t)((uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words);
     f[CS_VF_MBAR] = (uint32_t)mb, f[CS_VF_MBAR + 1] = (uint32_t)(mb >> 32);
+    // ...and of a warp's cp.async copies of 16 bytes (instrument/vc_writes.py): the write
+    // sites, and the readers whose summaries a write looks at, where there are four at most
+    f[CS_VF_WSITE] = (uint32_t)(uint64_t)l.ws, f[CS_VF_WSITE + 1] = (uint32_t)((uint64_t)l.ws >> 32);
+    uint32_t rt = CS_VF_NO_RTID;
+    if (l.nr <= 4) {
+        rt = 0;
+        for (uint32_t ri = 0; ri < 4; ++ri) rt |= (ri < l.nr ? cs_vc_smem_reader_tid(ri) : 0xFFu) << (8 * ri);
+    }
+    f[CS_VF_RTID] = rt;
 #endif
 }
 
