@@ -9,6 +9,7 @@ chunk granules only for modules that qualify."""
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -444,3 +445,65 @@ def test_the_measurement_switch_leaves_a_chunk_modules_reads_without_a_probe(mon
     ins = _module("ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];")
     assert ins.chunk_granules and ins.inline_chunk_reads == 0
     assert "consan inline read" not in ins.ptx and not calls(ins.ptx, abi.PROBE_ACCESS16)
+
+
+@pytest.mark.parametrize("copy,inline", [
+    (CP, 1),
+    # two copies in a row, of two base registers: one run, one call, one inline write of
+    # both (cp_runs.py)
+    ("mov.u32 %r2, %tid.x;\n    mad.lo.u32 %r3, %r2, 16, %r1;\n    "
+     "cp.async.cg.shared.global [%r1], [%rd1], 16;\n    "
+     "cp.async.cg.shared.global [%r3], [%rd1], 16;\n    cp.async.commit_group;", 1),
+    # a guarded copy: its call alone (its lanes are the guard's)
+    (".reg .pred %p<2>;\n    setp.ne.u32 %p1, %r2, 0;\n    "
+     "@%p1 cp.async.cg.shared.global [%r1], [%rd1], 16;", 0),
+    # a copy of 4 bytes is not a chunk's: its module keeps 4-byte granules
+    ("cp.async.ca.shared.global [%r1], [%rd1], 4;", 0),
+])
+def test_a_16_byte_copy_of_a_chunk_module_is_settled_inline_before_its_call(copy, inline):
+    """instrument/vc_writes.py: the inline write goes right before the copy's call (one
+    copy's, or a run's), which the whole warp still makes where a lane cannot settle its
+    copy; the module assembles and links with the checker build a 256-thread launch takes."""
+    from consan import runtime, toolchain
+    from instrument import vc_writes
+
+    # (after a barrier: the entry's begin probe goes before its first probed instruction)
+    ins = _module("ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];",
+                  copy="bar.sync 0;\n    " + copy)
+    assert ins.inline_chunk_writes == inline
+    out = ins.ptx
+    if inline:
+        assert ins.chunk_granules
+        at = out.index("atom.shared.cas.b32")
+        vote = out.index("vote.sync.any.pred", at)
+        call = out.index("call __consan_cp16", vote)
+        assert at < vote < call < out.index("cp.async.cg.shared.global", call)
+        assert len(re.findall(r"atom\.shared\.cas\.b32", out)) == copy.count("cp.async.cg")
+        assert f"+{4 * abi.VF_WSITE}];" in out and f"+{abi.SHV_CPTICKS}];" in out
+        kw = runtime.first_link(ins, 256)
+        toolchain.link_with_checker(ins, "k.ptx", toolchain.Arch(9, 0, "a"), **kw)
+    else:
+        assert "atom.shared.cas.b32" not in out
+    assert vc_writes.MAX_SITES >= 1
+
+
+def test_the_measurement_switch_leaves_a_chunk_modules_copies_to_their_calls(monkeypatch):
+    """CONSAN_INLINE_WRITES=0 (a side-by-side measurement): every copy calls."""
+    monkeypatch.setenv("CONSAN_INLINE_WRITES", "0")
+    ins = _module("ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];", copy="bar.sync 0;\n    " + CP)
+    assert ins.chunk_granules and ins.inline_chunk_writes == 0
+    assert "atom.shared.cas.b32" not in ins.ptx and calls(ins.ptx, abi.PROBE_CP16)
+
+
+def test_a_module_of_many_chunk_copies_calls_them():
+    """Past vc_writes.MAX_SITES copy calls a module keeps every copy's plain call."""
+    from instrument import vc_writes
+
+    def copies(n):
+        return "bar.sync 0;\n    " + "\n    ".join(
+            f"cp.async.cg.shared.global [%r1+{16 * (k % 60)}], [%rd1], 16;"
+            "\n    cp.async.commit_group;" for k in range(n))
+    assert _module("", copy=copies(vc_writes.MAX_SITES)).inline_chunk_writes == \
+        vc_writes.MAX_SITES
+    many = _module("", copy=copies(vc_writes.MAX_SITES + 1))
+    assert many.chunk_granules and many.inline_chunk_writes == 0

@@ -92,8 +92,10 @@ def _prepared(src: str, barriers: str = "inline", kernel: str = "chunks", grid=G
     p = consan.prepare(src, kernel, grid=grid, block=block, options=(arch_option(),))
     assert p.build.instrumented.chunk_granules
     assert p.layout.granule_bytes == 16
-    # its float4 reads and ldmatrix are settled inline where they can (vc_reads.py)
+    # its float4 reads and ldmatrix are settled inline where they can (vc_reads.py), and
+    # its cp.async too (vc_writes.py)
     assert p.build.instrumented.inline_chunk_reads == reads
+    assert p.build.instrumented.inline_chunk_writes == 1
     # and its __syncthreads, where the barrier's rows are (inline_barriers.vc_arrive), its
     # cp.async groups (vc_async_group) and its unpredicated mbarrier parity waits
     # (vc_mbar_wait)
@@ -207,6 +209,7 @@ def _refill(change: dict[str, str]):
         src = src.replace(k, v)
     p = consan.prepare(src, "refill", grid=GRID, block=BLOCK, options=(arch_option(),))
     assert p.build.instrumented.chunk_granules
+    assert p.build.instrumented.inline_chunk_writes == 3  # (vc_writes.py: each copy)
     x = cp.asarray(np.random.default_rng(7).random(GRID[0] * 256 * 4, dtype=np.float32))
     out = poisoned(GRID[0] * 256 * 4, cp.float32)
     return src, p, (x, out), out
@@ -270,6 +273,7 @@ def _pair(before_refill: str):
     assert p.build.instrumented.chunk_granules
     assert [int(c.args[2 * abi.CP16_RUN_MAX]) for c in
             calls(p.build.instrumented.ptx, abi.PROBE_CP16_RUN)] == [2]
+    assert p.build.instrumented.inline_chunk_writes == 2  # (the first copy, and the run)
     x = cp.asarray(np.random.default_rng(9).random(GRID[0] * 256 * 4, dtype=np.float32))
     out = poisoned(GRID[0] * 256 * 4, cp.float32)
     return src, p, (x, out), out
@@ -295,6 +299,54 @@ def test_pairs_second_copy_gives_its_own_finding(placement):
     for v in rep.violations:
         assert line_of(src, "@refill") in lines(v.site), str(rep)
         assert line_of(src, "@peek") in lines(v.prev_site), str(rep)
+
+
+# A copy over a chunk another warp stored to: the copy's inline write finds a last write
+# not ordered before its warp (vc_writes.py) and the warp's call judges it. The copy's warp
+# sleeps first, so the store is in the tables before it; were the copy first, the store
+# would find it in flight.
+POKE = CP16 + r"""extern "C" __global__ void poke(const float4* in, float4* out) {
+    __shared__ __align__(16) float4 s[256];
+    int t = threadIdx.x;
+    const float4* src = in + blockIdx.x * 256;
+    s[(t + 32) % 256] = src[t];  // @poke (another warp's chunk)
+    BEFORE_COPY
+    cp16(&s[t], src + (t + 5) % 256);  // @copy
+    COMMIT();
+    WAIT0();
+    __syncthreads();
+    out[blockIdx.x * 256 + t] = s[(t + 1) % 256];
+}
+"""
+
+
+@pytest.mark.parametrize("racy", [False, True], ids=["clean", "racy"])
+def test_a_copy_over_another_warps_store(placement, racy):
+    import cupy as cp
+
+    import consan
+
+    src = POKE.replace("BEFORE_COPY", "__nanosleep(200000);" if racy else "__syncthreads();")
+    p = consan.prepare(src, "poke", grid=GRID, block=BLOCK, options=(arch_option(),))
+    assert p.build.instrumented.chunk_granules
+    assert p.build.instrumented.inline_chunk_writes == 1
+    x = cp.asarray(np.random.default_rng(11).random(GRID[0] * 256 * 4, dtype=np.float32))
+    out = poisoned(GRID[0] * 256 * 4, cp.float32)
+    if not racy:
+        native_launch(src, "poke", GRID, BLOCK, (x, out), 0, (arch_option(),))
+        native = host(out).copy()
+    p.launch((x, out))
+    rep = p.report()
+    if not racy:
+        assert_same_outputs([native], [host(out)], "poke")
+        assert rep.ok and not rep.unmodeled, str(rep)
+        return
+    kinds = {"race.waw": ("@copy", "@poke"), "async.pending-write": ("@poke", "@copy")}
+    assert rep.violations and {v.kind for v in rep.violations} <= set(kinds), str(rep)
+    for v in rep.violations:
+        line, prev = kinds[v.kind]
+        assert line_of(src, line) in lines(v.site), str(rep)
+        assert line_of(src, prev) in lines(v.prev_site), str(rep)
 
 
 # Mbarriers in a chunk module: two of them share a 16-byte chunk. Every thread stores its
