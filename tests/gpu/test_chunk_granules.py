@@ -86,7 +86,7 @@ def _args():
 
 
 def _prepared(src: str, barriers: str = "inline", kernel: str = "chunks", grid=GRID,
-              block=BLOCK, reads: int = 3):
+              block=BLOCK, reads: int = 3, writes: int = 1):
     import consan
 
     p = consan.prepare(src, kernel, grid=grid, block=block, options=(arch_option(),))
@@ -95,7 +95,7 @@ def _prepared(src: str, barriers: str = "inline", kernel: str = "chunks", grid=G
     # its float4 reads and ldmatrix are settled inline where they can (vc_reads.py), and
     # its cp.async too (vc_writes.py)
     assert p.build.instrumented.inline_chunk_reads == reads
-    assert p.build.instrumented.inline_chunk_writes == 1
+    assert p.build.instrumented.inline_chunk_writes == writes
     # and its __syncthreads, where the barrier's rows are (inline_barriers.vc_arrive), its
     # cp.async groups (vc_async_group) and its unpredicated mbarrier parity waits
     # (vc_mbar_wait)
@@ -457,7 +457,8 @@ def test_a_deadlock_before_barrier_0_is_reported_and_the_kernel_ends(barriers, l
 
     x = cp.asarray(np.random.default_rng(13).random(128 * 4, dtype=np.float32))
     out = poisoned(128 * 4, cp.float32)
-    p = _prepared(STUCK, barriers, kernel="stuck", grid=(2,), block=(128,), reads=1)
+    p = _prepared(STUCK, barriers, kernel="stuck", grid=(2,), block=(128,), reads=1,
+                  writes=0)
     assert p.layout.placement.value == "vc-smem"
     p.launch((x, out, cp.int32(late)))
     rep = p.report()
