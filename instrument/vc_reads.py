@@ -29,6 +29,14 @@ _P = "%__cs_vp"  # pred scratch
 _D = "%__cs_vd"  # b64 scratch
 
 
+def zeroed(regs) -> list[str]:
+    """Lines setting b32 `regs` to 0: the first definition of each, ahead of any predicated
+    load. A register that only a predicated load defines keeps its old value where the
+    predicate is false, so it is live around the kernel's loop: at a kernel's register
+    limit ptxas keeps it in local memory (the cp.async GEMM's K loop: 76 local loads)."""
+    return [f"mov.u32 {r}, 0;" for r in regs]
+
+
 def _run(rep: int | None) -> tuple[int, int]:
     """(count, stride) of a probe's rep word (None: one access)."""
     return (1, 0) if rep is None else (rep & abi.REP_COUNT_MASK, rep >> abi.REP_STRIDE_SHIFT)
@@ -61,9 +69,7 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
              f".reg .b32 {', '.join(f.values())}, {', '.join(q + b)};",
              f".reg .b64 {_D}0, {_D}1;",
              f".reg .pred {on}, {go}, {fail}, {gk}, {z}, {', '.join(pk)};",
-             # (every register defined here first: one that a predicated load may leave
-             # as it was would be live around the kernel's loop, spilled at its limit)
-             *(f"mov.u32 {r}, 0;" for r in (*f.values(), *q, *b)),
+             *zeroed((*f.values(), *q, *b)),
              *address,
              f"cvt.u32.u64 {f['a']}, {addr_reg};"]
     if pred is None:

@@ -27,6 +27,7 @@ import re
 from . import abi
 from .events import Classified, Event
 from .fast_path import REG_FAST
+from .vc_reads import zeroed
 
 MAX_SITES = 32  # a module with more such copy calls keeps their calls (code growth)
 
@@ -52,9 +53,7 @@ def code(addresses: list[str], sites: list[int], done: str) -> list[str]:
     lines = [f".reg .b32 {', '.join(v.values())}, {', '.join(s)};",
              f".reg .b64 {_D}0, {_D}1;",
              f".reg .pred {go}, {fail}, {gk}, {z}, {same}, {bad}, {late}, {pk};",
-             # (every register defined here first: one that a predicated load may leave
-             # as it was would be live around the kernel's loop, spilled at its limit)
-             *(f"mov.u32 {r}, 0;" for r in (*v.values(), *s)),
+             *zeroed((*v.values(), *s)),
              f"and.b32 {v['rec']}, {REG_FAST}, {(1 << abi.VF_WARP_SHIFT) - 1};",
              f"bfe.u32 {v['w']}, {REG_FAST}, {abi.VF_WARP_SHIFT}, 5;",
              f"setp.ge.u32 {go}, {REG_FAST}, {abi.VF_TAG};",
