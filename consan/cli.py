@@ -357,6 +357,10 @@ def _cheaper_checks(ins, sites) -> list[str]:
         out.append(f"{ins.inline_chunk_reads} 16-byte load(s) record and judge themselves "
                    "without a call where the bytes' last write is ordered before their warp "
                    "(with the tables in shared memory)")
+    if ins.inline_chunk_writes:
+        out.append(f"{ins.inline_chunk_writes} cp.async call(s) of 16-byte copies record and "
+                   "judge their copies without a call where each chunk's last write and "
+                   "readers are ordered before their warp (with the tables in shared memory)")
     return out
 
 

@@ -518,13 +518,16 @@ def test_instrument_names_the_loops_and_accesses_it_checks_with_less_work(tmp_pa
 
 
 def test_instrument_names_the_16_byte_loads_it_settles_inline(tmp_path, capsys):
-    """The cp.async + ldmatrix GEMM: its ldmatrix reads (instrument/vc_reads.py)."""
+    """The cp.async + ldmatrix GEMM: its ldmatrix reads (instrument/vc_reads.py) and its
+    copies' calls (vc_writes.py: each a run of two copies or one)."""
     from tests.kernels import mma_gemm
 
     src = write(tmp_path, "k.cu", mma_gemm.SOURCE)
     status, out, _ = main(capsys, "instrument", src, "--arch", "sm_90a")
     assert status == 0
     assert "4 16-byte load(s) record and judge themselves without a call" in out
+    assert "8 cp.async call(s) of 16-byte copies record and judge their copies without a " \
+        "call" in " ".join(out.split())
 
 
 @pytest.mark.parametrize("text,sm", [("sm_90a", "sm_90a"), ("sm_100a", "sm_100a"),
