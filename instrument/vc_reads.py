@@ -29,6 +29,17 @@ _P = "%__cs_vp"  # pred scratch
 _D = "%__cs_vd"  # b64 scratch
 
 
+# the record's first eight words (abi.VF_GRANULES .. VF_GP): where the tables are
+TABLE_WORDS = ("g", "base", "tw", "tr", "trs", "rss4", "bt", "gp")
+
+
+def table_words(go: str, rec: str, regs: list[str]) -> list[str]:
+    """Lines loading TABLE_WORDS from the record at `rec` into `regs` where `go` holds."""
+    assert (abi.VF_GRANULES, abi.VF_GP) == (0, 7) and len(regs) == len(TABLE_WORDS)
+    return [f"@{go} ld.shared.v4.u32 {{{', '.join(regs[:4])}}}, [{rec}];",
+            f"@{go} ld.shared.v4.u32 {{{', '.join(regs[4:])}}}, [{rec}+16];"]
+
+
 def zeroed(regs) -> list[str]:
     """Lines setting b32 `regs` to 0: the first definition of each, ahead of any predicated
     load. A register that only a predicated load defines keeps its old value where the
@@ -89,8 +100,7 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
         f"not.pred {fail}, {go};",
         f"and.pred {fail}, {fail}, {on};",  # (a lane that reads, with no record: the probe)
         f"and.pred {go}, {go}, {on};",
-        f"@{go} ld.shared.v4.u32 {{{f['g']}, {f['base']}, {f['tw']}, {f['tr']}}}, [{rec}];",
-        f"@{go} ld.shared.v4.u32 {{{f['trs']}, {f['rss4']}, {f['bt']}, {f['gp']}}}, [{rec}+16];",
+        *table_words(go, rec, [f[k] for k in TABLE_WORDS]),
         f"@{go} ld.shared.v4.u32 {{{f['clocks']}, {f['vis']}, {f['nl4']}, {f['x']}}}, "
         f"[{rec}+32];",
         f"@{go} ld.shared.v2.u32 {{{f['rlo']}, {f['rhi']}}}, [{rec}+{4 * abi.VF_RSITE}];",

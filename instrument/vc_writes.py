@@ -27,7 +27,7 @@ import re
 from . import abi
 from .events import Classified, Event
 from .fast_path import REG_FAST
-from .vc_reads import zeroed
+from .vc_reads import TABLE_WORDS, table_words, zeroed
 
 MAX_SITES = 32  # a module with more such copy calls keeps their calls (code growth)
 
@@ -57,10 +57,7 @@ def code(addresses: list[str], sites: list[int], done: str) -> list[str]:
              f"and.b32 {v['rec']}, {REG_FAST}, {(1 << abi.VF_WARP_SHIFT) - 1};",
              f"bfe.u32 {v['w']}, {REG_FAST}, {abi.VF_WARP_SHIFT}, 5;",
              f"setp.ge.u32 {go}, {REG_FAST}, {abi.VF_TAG};",
-             f"@{go} ld.shared.v4.u32 {{{v['g']}, {v['base']}, {v['tw']}, {v['tr']}}}, "
-             f"[{v['rec']}];",
-             f"@{go} ld.shared.v4.u32 {{{v['trs']}, {v['rss4']}, {v['bt']}, {v['gp']}}}, "
-             f"[{v['rec']}+16];",
+             *table_words(go, v["rec"], [v[k] for k in TABLE_WORDS]),
              f"@{go} ld.shared.v4.u32 {{{v['x']}, {v['vis']}, {v['nl4']}, {v['t']}}}, "
              f"[{v['rec']}+{4 * abi.VF_CLOCKS}];",
              f"@{go} ld.shared.u32 {v['shv']}, [{v['rec']}+{4 * abi.VF_SHV}];",
