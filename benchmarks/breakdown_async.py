@@ -83,6 +83,8 @@ PHASE_CONFIGS = {  # (phase mode, tables in shared memory: measure.h)
     "no access probes": "CONSAN_NULL_ACCESS",
     "no reads": "CONSAN_PSH_NULL_READ",
     "no fences in the access probe": "CONSAN_PSH_NO_FENCE",
+    "no read calls": "",  # (REWRITE_ENV)
+    "no access calls": "",
 }
 
 

@@ -7,7 +7,8 @@
     PYTHONPATH=. python benchmarks/ncu_async.py --lines FUNC1,FUNC2 FILE.csv
     PYTHONPATH=. python benchmarks/ncu_async.py --calls FILE.csv
 
-The first form launches one case of bench_async.py under consan twice (profile the
+The first form launches one case of bench_async.py (or, by its name, a kernel of
+bench_clean.py, at --size N where given) under consan twice (profile the
 second: `ncu --launch-skip 1 --launch-count 1 -k regex:NAME --section SourceCounters
 --section WarpStateStats --page source --csv --print-source sass python ... > FILE.csv`).
 The second runs a workload of bench_triton.py twice the same way, under consan or, with
@@ -38,15 +39,18 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
-def launch(name: str) -> None:
+def launch(name: str, size: str | None = None) -> None:
+    """Two launches of a bench_async case or, by its name, a bench_clean kernel (at
+    `size`, bench_clean's --size form, where given)."""
     import cupy as cp
 
     import consan
     from benchmarks.bench_async import CASES
-    from benchmarks.bench_clean import _arch_options
+    from benchmarks.bench_clean import _arch_options, _parse_size
+    from benchmarks.breakdown_async import _clean_case
 
-    _, size, build = CASES[name]
-    ln = build(cp, size)
+    _, default, build = CASES[name] if name in CASES else _clean_case(name)
+    ln = build(cp, _parse_size(size) if size else default)
     p = consan.prepare(ln.source, ln.kernel, grid=ln.grid, block=ln.block,
                        shared_mem=ln.shared_mem, options=_arch_options(cp))
     for _ in range(2):
@@ -181,6 +185,7 @@ def main(argv=None) -> int:
                     "functions ran")
     ap.add_argument("--calls", action="store_true", help="with a CSV: calls and warp "
                     "instructions a call of each function")
+    ap.add_argument("--size", help="with a kernel: its size (N or N,N,..)")
     args = ap.parse_args(argv)
     if args.calls:
         if not args.kernel:
@@ -195,7 +200,7 @@ def main(argv=None) -> int:
     elif args.triton:
         return launch_triton(args.triton, args.native)
     elif args.kernel:
-        launch(args.kernel)
+        launch(args.kernel, args.size)
     else:
         ap.error("a kernel of bench_async.py, --triton NAME, or --summary CSV")
     return 0
