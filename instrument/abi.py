@@ -138,6 +138,12 @@ PROBE_WRITE_READERS = "__consan_write_readers"
 # this phase by another warp: the probe's verdict on that granule (phase tables in shared
 # memory only).
 PROBE_READ_JUDGE = "__consan_read_judge"
+# (addr, site, info, base, fresh): a `.shared` read of several granules whose warp set its
+# bits, sites and phases inline (fast_path.span_read) and found one of the granules whose
+# bits were new there (bit r of `fresh`: granule base + r) never written or written in
+# this phase by another warp: the probe's verdict on the lane's own fresh granules (phase
+# tables in shared memory only).
+PROBE_READ_SPAN_JUDGE = "__consan_read_span_judge"
 VALUE_TAG_SEED = 0x811C9DC5
 VALUE_TAG_PRIME = 16777619
 # A warp's record of one run of a tagged store: mix(sum over its lanes of mix(tag) ^
@@ -286,6 +292,7 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_CP16_RUN: ((".b64",) * CP16_RUN_MAX + (".b32",) * (CP16_RUN_MAX + 2), None),
     PROBE_WRITE_READERS: ((".b64", ".b32", ".b32"), None),
     PROBE_READ_JUDGE: ((".b64", ".b32", ".b32"), None),
+    PROBE_READ_SPAN_JUDGE: ((".b64", ".b32", ".b32", ".b32", ".b64"), None),
     PROBE_STORE_VALUE: ((".b32", ".b32"), None),
     PROBE_BAR_ARRIVE: ((".b32", ".b32", ".b32", ".b32"), ".b32"),
     PROBE_BAR_WAIT: ((".b32", ".b32", ".b32"), None),

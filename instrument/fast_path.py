@@ -12,21 +12,26 @@ shared address __consan_cta_begin returns: 0 in the other builds, and then every
 calls), and calls the probe only where it fails. The test is the probe's own first test,
 so no verdict changes (docs/model.md, *Phase mode in shared memory*).
 
-Covered: `.shared` reads of up to 16 bytes within one bitmap word, `.shared` writes of 1,
+Covered: `.shared` reads of up to 16 bytes within one bitmap word (of up to SPAN_MAX
+bytes, a merged read's, by `span_read`), `.shared` writes of 1,
 2, 4, 8 or 16 bytes (aligned as PTX requires: one granule or part of one, or two or four
 whole granules) and atomics of one granule; not ldmatrix, generic addresses, nor
 coalesced probes. A store that passes a value tag (Triton's) publishes it first, inline
 (value_tags.publish), as its probe's call did: a later write by another warp in this
 phase is judged against it.
 
-A plain write and a one-granule read also go on inline where the test fails, in a loop
-or not: the first write of a granule in a phase changes the tables but cannot race with a
-write (no epoch of this phase), so its epoch and site are stored here and the checker is
-called only to look for this phase's readers where there are some (`_write_update`); a
-read sets its warp's bit and calls only where the granule was never written or was
-written in this phase by another warp (`_read_update`). Measured on the H100 (bench_clean,
+A plain write and a read also go on inline where the test fails, in a loop or not: the
+first write of a granule in a phase changes the tables but cannot race with a write (no
+epoch of this phase), so its epoch and site are stored here and the checker is called
+only to look for this phase's readers where there are some (`_write_update`); a read sets
+its warp's bits and calls only where a granule was never written or was written in this
+phase by another warp (`_read_update`; a read of several granules by the warp's lanes
+together: `span_read`). Measured on the H100 (bench_clean,
 two rounds each, the register cap of 80 then in use): stencil_1d 32.07 -> 21.58 ms,
-transpose_tiled 11.42 -> 4.80 ms (its tile written and read), the others unchanged.
+transpose_tiled 11.42 -> 4.80 ms (its tile written and read), the others unchanged. The
+span read, on an H200 (bench_clean, two rounds each beside the tree before it, one call):
+stencil_1d 18.734 / 18.734 -> 10.448 / 10.422 ms (its seven neighbours, one 28-byte
+read), the others unchanged.
 """
 
 from __future__ import annotations
@@ -56,12 +61,26 @@ def granules(c: Classified) -> int:
     return max(1, c.size // abi.GRANULE_BYTES) if c.event is Event.WRITE else 1
 
 
-def eligible(it: Item, c: Classified, value_tags: bool, coalesced: bool) -> bool:
-    """Whether an access takes the inline test (the module and loop are the caller's)."""
+def spans_ok(target: list[str]) -> bool:
+    """Whether a module of this `.target` can take `span_read` (redux.sync: sm_80 on)."""
+    arch = next((t for t in target if t.startswith("sm_")), "")
+    digits = "".join(ch for ch in arch[3:] if ch.isdigit())
+    return bool(digits) and int(digits) >= 80
+
+
+def spanned(c: Classified) -> bool:
+    """A `.shared` read of several granules, which `span_read` serves."""
+    return c.event is Event.READ and abi.GRANULE_BYTES < c.size <= SPAN_MAX
+
+
+def eligible(it: Item, c: Classified, value_tags: bool, coalesced: bool,
+             spans: bool = True) -> bool:
+    """Whether an access takes the inline test (the module and loop are the caller's);
+    `spans`: the module can take `span_read` (spans_ok)."""
     if coalesced or c.space != abi.SPACE_SHARED or c.shape != abi.SHAPE_PLAIN or c.idem:
         return False
     if c.event is Event.READ:
-        return 0 < c.size <= 16
+        return 0 < c.size <= 16 or spans and spanned(c)
     if c.event is Event.WRITE:  # (a value tag is published before the test: rewrite.py;
         # a store of 1 or 2 bytes writes its granule as the probe takes it; one of 8 or 16,
         # aligned as PTX requires, two or four whole granules)
@@ -77,12 +96,14 @@ def load_code() -> str:
             f"@%__cs_fp ld.shared.v2.u32 {{{REG_GRANULES}, {REG_EPOCHS}}}, [{REG_FAST}]; }}\n\t")
 
 
-def updates(it: Item, c: Classified, value_tags: bool) -> bool:
+def updates(it: Item, c: Classified, value_tags: bool, spans: bool = True) -> bool:
     """Whether an access also takes the inline update where the test fails: a plain write
-    (`_write_update`) or a read of at most one granule (`_read_update`)."""
-    if not eligible(it, c, value_tags, False):
+    (`_write_update`), a read of one granule (`_read_update`) or, with `spans`, of several
+    (`span_read`)."""
+    if not eligible(it, c, value_tags, False, spans):
         return False
-    return c.event is Event.WRITE or (c.event is Event.READ and c.size <= abi.GRANULE_BYTES)
+    return c.event is Event.WRITE or c.event is Event.READ and (
+        c.size <= abi.GRANULE_BYTES or spans and spanned(c))
 
 
 # A module with at most this many accesses that take an update has the update written out
@@ -203,8 +224,10 @@ FUNCTION_PARAMS = (".b64", ".b32", ".b32", ".b32")
 
 def call_probe(c: Classified) -> str:
     """The checker entry an access with an inline update calls where the update needs the
-    rest of the probe (same arguments as abi.PROBE_ACCESS)."""
-    return abi.PROBE_WRITE_READERS if c.event is Event.WRITE else abi.PROBE_READ_JUDGE
+    rest of the probe (abi.PROBE_ACCESS's arguments; a span's two more: `span_read`)."""
+    if c.event is Event.WRITE:
+        return abi.PROBE_WRITE_READERS
+    return abi.PROBE_READ_SPAN_JUDGE if spanned(c) else abi.PROBE_READ_JUDGE
 
 
 def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str, skip: str,
@@ -223,6 +246,8 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
     access make each call together, those that need none echoing (echo.py): a call from
     the lanes whose test failed alone left the warp split (measured on the H100: a loop's
     shared atomics, half of a warp repeating, the others not)."""
+    if update is not None and spanned(c):
+        return span_read(pred, c, address_code, addr_reg, skip, slow, probe, update)
     f = [f"{_F}{i}" for i in range(9)]
     ph, warp = f[0], f[1]
     a, b = f[4], f[5]
@@ -326,6 +351,181 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
     else:
         lines += _together(2, c, addr_reg, entry, site, extra, f"{slow}_n2")
     lines.append("}")
+    return "\n\t".join(lines) + "\n\t"
+
+
+# A read of more granules than one (an int2 or int4, a stencil's neighbours merged into one
+# read: coalesce.py) takes `span_read` where its lanes' reads fall within 64 granules.
+SPAN_MAX = 64 * abi.GRANULE_BYTES
+_S = "%__cs_sr"  # b32 scratch of a span read (a scoped declaration)
+_SD = "%__cs_sd"  # b64 scratch
+
+
+def span_read(pred: str | None, c: Classified, address_code: list[str], addr_reg: str,
+              skip: str, slow: str, probe: tuple[str, str, list[str]], update: str) -> str:
+    """A read of several granules made by the warp's lanes together, as the probe's read
+    path takes one whose lanes read within three bitmap words (cs_phase_smem_access): the
+    warp's granules are the union of its lanes' (bit r: granule G0 + r, within 64); the
+    bits the warp's bitmap of this phase lacks are set (by its lowest lane: the warp alone
+    writes its bitmaps) and, shared out among the lanes, their read sites and phases
+    stored; then a fence and a warp sync (the reader's half of the store-then-look order
+    with writers: the lowest lane's bits too before any lane looks) and a look at those
+    granules' write epochs. Nothing new: no store, no fence, no call, as the probe
+    returns. Only a granule never written or written in this phase by another warp calls
+    the checker (`update`, abi.PROBE_READ_SPAN_JUDGE, with G0 and the new bits): the
+    probe's verdict on the lane's own new granules. Lanes reading past the window or more
+    than 64 granules apart call the probe (`probe`). Every lane that reaches the read runs
+    this code, those that skip it (`pred`) adding no granule (echo.py for the calls)."""
+    r = [f"{_S}{i}" for i in range(26)]
+    (a, b, g0, g1, span, ph, warp, sh, bm, t, rank, n, rs, rp, i, x, lo, hi, bad) = r[:19]
+    w, o = r[19:22], r[22:25]
+    fr, u, tmp = (f"{_SD}{k}" for k in range(3))
+    q, q2, on = (f"{_Q}{k}" for k in range(3))
+    join = f"{slow}_join"
+    if pred is None:
+        lanes = [f"setp.ne.u32 {on}, {_M}, 0;"]  # (every lane)
+    else:
+        guard = pred[1:]
+        lanes = [f"not.pred {on}, {guard[1:]};" if guard.startswith("!") else
+                 f"mov.pred {on}, {guard};"]
+    lines = ["{ // consan fast path: a span read",
+             f".reg .b32 {_S}<26>;",
+             f".reg .b64 {_SD}<3>;",
+             f".reg .pred {_Q}<3>;",
+             *_DECLS,
+             f"activemask.b32 {_M};",
+             f"mov.b32 {_K}, 0;",
+             *address_code,
+             *lanes,
+             f"cvt.u32.u64 {a}, {addr_reg};",
+             f"add.u32 {b}, {a}, {c.size - 1};",
+             f"shr.u32 {a}, {a}, 2;",  # the lane's first granule
+             f"shr.u32 {b}, {b}, 2;",  # and last
+             f"selp.b32 {a}, {a}, {0xFFFFFFFF}, {on};",
+             f"selp.b32 {b}, {b}, 0, {on};",
+             f"redux.sync.min.u32 {g0}, {a}, {_M};",
+             f"redux.sync.max.u32 {g1}, {b}, {_M};",
+             f"setp.gt.u32 {q}, {g0}, {g1};",  # (no lane reads)
+             f"@{q} bra {skip};",
+             f"sub.u32 {span}, {g1}, {g0};",
+             f"setp.ge.u32 {q}, {g1}, {REG_GRANULES};",  # (none without a record)
+             f"setp.ge.or.u32 {q}, {span}, 64, {q};",
+             f"@{q} bra {slow};",
+             # the lane's granules as bits from G0, or'ed over the warp: U
+             f"sub.u32 {t}, {b}, {a};",
+             f"add.u32 {t}, {t}, 1;",
+             f"mov.b64 {tmp}, 1;",
+             f"shl.b64 {tmp}, {tmp}, {t};",  # (64: 0, and 0 - 1 is all ones)
+             f"sub.s64 {tmp}, {tmp}, 1;",
+             f"sub.u32 {t}, {a}, {g0};",
+             f"shl.b64 {tmp}, {tmp}, {t};",
+             f"selp.b64 {tmp}, {tmp}, 0, {on};",
+             f"mov.b64 {{{w[0]}, {w[1]}}}, {tmp};",
+             f"redux.sync.or.b32 {w[0]}, {w[0]}, {_M};",
+             f"redux.sync.or.b32 {w[1]}, {w[1]}, {_M};",
+             f"mov.b64 {u}, {{{w[0]}, {w[1]}}};",
+             # the warp's bitmap of this phase's parity, from the word of G0
+             f"ld.volatile.shared.v2.u32 {{{ph}, {warp}}}, "
+             f"[{REG_FAST}+{abi.PSH_FAST_PHASE * _WORD}];",
+             f"ld.shared.v2.u32 {{{bm}, {t}}}, [{REG_FAST}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
+             f"and.b32 {x}, {ph}, 1;",
+             f"setp.ne.u32 {q}, {x}, 0;",
+             f"selp.b32 {bm}, {t}, {bm}, {q};",
+             f"shr.u32 {t}, {g0}, 5;",
+             f"mad.lo.u32 {bm}, {t}, 4, {bm};",
+             # U in that word's bits: three words w
+             f"and.b32 {sh}, {g0}, 31;",
+             f"shl.b64 {tmp}, {u}, {sh};",
+             f"mov.b64 {{{w[0]}, {w[1]}}}, {tmp};",
+             f"sub.u32 {t}, 64, {sh};",
+             f"shr.b64 {tmp}, {u}, {t};",  # (64: 0)
+             f"cvt.u32.u64 {w[2]}, {tmp};"]
+    for j in range(3):  # (every lane loads the same words: no lane but this warp's writes them)
+        lines += [f"mov.b32 {o[j]}, 0;",
+                  f"setp.ne.u32 {q}, {w[j]}, 0;",
+                  f"@{q} ld.volatile.shared.u32 {o[j]}, {_at(bm, 4 * j)};"]
+    lines += [f"mov.u32 {t}, %lanemask_lt;",
+              f"and.b32 {t}, {t}, {_M};",
+              f"setp.eq.u32 {q2}, {t}, 0;",  # the lowest lane
+              f"popc.b32 {rank}, {t};",
+              f"popc.b32 {n}, {_M};",
+              f"mov.b32 {x}, 0;"]
+    for j in range(3):  # the new bits (w), set by the lowest lane
+        lines += [f"not.b32 {t}, {o[j]};",
+                  f"and.b32 {t}, {w[j]}, {t};",
+                  f"or.b32 {x}, {x}, {t};",
+                  f"or.b32 {o[j]}, {o[j]}, {w[j]};",
+                  f"mov.b32 {w[j]}, {t};",
+                  f"setp.ne.and.u32 {q}, {t}, 0, {q2};",
+                  f"@{q} st.volatile.shared.u32 {_at(bm, 4 * j)}, {o[j]};"]
+    lines += [f"setp.eq.u32 {q}, {x}, 0;",  # nothing new: the probe returns
+              f"@{q} bra {skip};",
+              # the new bits from G0 (fr)
+              f"mov.b64 {fr}, {{{w[0]}, {w[1]}}};",
+              f"shr.b64 {fr}, {fr}, {sh};",
+              f"cvt.u64.u32 {tmp}, {w[2]};",
+              f"sub.u32 {t}, 64, {sh};",
+              f"shl.b64 {tmp}, {tmp}, {t};",
+              f"or.b64 {fr}, {fr}, {tmp};",
+              f"mad.lo.u32 {rs}, {REG_GRANULES}, {_RSITE}, {REG_EPOCHS};",
+              f"mad.lo.u32 {rp}, {REG_GRANULES}, {_RPHASE}, {REG_EPOCHS};",
+              f"mov.u32 {i}, {rank};",
+              f"{slow}_pub:",  # granule G0 + i for i = rank, rank + n, ...: site and phase
+              f"setp.gt.u32 {q}, {i}, {span};",
+              f"@{q} bra {slow}_pub_end;",
+              f"shr.b64 {tmp}, {fr}, {i};",
+              f"cvt.u32.u64 {t}, {tmp};",
+              f"and.b32 {t}, {t}, 1;",
+              f"setp.ne.u32 {q}, {t}, 0;",
+              f"add.u32 {t}, {g0}, {i};",
+              f"shl.b32 {t}, {t}, 2;",
+              f"add.u32 {x}, {rs}, {t};",
+              f"@{q} st.volatile.shared.u32 [{x}], {probe[1]};",
+              f"add.u32 {x}, {rp}, {t};",
+              f"@{q} st.volatile.shared.u32 [{x}], {ph};",
+              f"add.u32 {i}, {i}, {n};",
+              f"bra {slow}_pub;",
+              f"{slow}_pub_end:",
+              "membar.cta;",
+              f"bar.warp.sync {_M};",
+              f"mov.u32 {i}, {rank};",
+              f"mov.b32 {bad}, 0;",
+              f"{slow}_look:",  # the same granules' write epochs
+              f"setp.gt.u32 {q}, {i}, {span};",
+              f"@{q} bra {slow}_look_end;",
+              f"shr.b64 {tmp}, {fr}, {i};",
+              f"cvt.u32.u64 {t}, {tmp};",
+              f"and.b32 {t}, {t}, 1;",
+              f"setp.eq.u32 {q}, {t}, 0;",
+              f"@{q} bra {slow}_look_next;",
+              f"add.u32 {t}, {g0}, {i};",
+              f"mad.lo.u32 {t}, {t}, 8, {REG_EPOCHS};",
+              f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{t}];",
+              f"or.b32 {x}, {lo}, {hi};",
+              f"setp.eq.u32 {q}, {x}, 0;",  # never written: uninit.read
+              f"and.b32 {hi}, {hi}, 255;",
+              f"setp.ne.u32 {q2}, {hi}, {warp};",
+              f"setp.eq.and.u32 {q2}, {lo}, {ph}, {q2};",  # this phase, another warp
+              f"or.pred {q}, {q}, {q2};",
+              f"selp.b32 {bad}, 1, {bad}, {q};",
+              f"{slow}_look_next:",
+              f"add.u32 {i}, {i}, {n};",
+              f"bra {slow}_look;",
+              f"{slow}_look_end:",
+              f"setp.ne.u32 {q}, {bad}, 0;",
+              f"vote.sync.any.pred {q}, {q}, {_M};",
+              f"@!{q} bra {skip};",
+              f"selp.b32 {_K}, 1, 0, {on};",
+              f"bra {join};",
+              f"{slow}:",
+              f"selp.b32 {_K}, 2, 0, {on};",
+              f"{join}:",
+              f"setp.ne.u32 {q}, {_K}, 0;",
+              f"vote.sync.any.pred {q}, {q}, {_M};",
+              f"@!{q} bra {skip};",
+              *_together(1, c, addr_reg, update, probe[1], [g0, fr], f"{slow}_n1"),
+              *_together(2, c, addr_reg, probe[0], probe[1], probe[2], f"{slow}_n2"),
+              "}"]
     return "\n\t".join(lines) + "\n\t"
 
 

@@ -623,6 +623,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
     first_trips: list[tuple[int, first_trip.FirstTripLoop]] = []  # (function's '{', loop)
     loose = _loose_mbarriers(mod, shared)
     fast: list[_FastAccess] = []  # accesses that fast_path.py serves
+    spans = fast_path.spans_ok(mod.target)  # (reads of several granules inline: redux.sync)
     chunk_reads: list[_ChunkRead] = []  # reads vc_reads.py may settle inline
     chunk_writes: dict[int, str] = {}  # cp.async calls vc_writes.py may settle inline: texts
     tags: dict[int, _Tag] = {}  # stores' value tags, by module index
@@ -816,9 +817,14 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                     continue
                 p = merged.get(i, False)
                 coalesced = p is None or (p is not False and (p.count > 1 or len(p.members) > 1))
-                if i not in looped and (coalesced or not fast_path.updates(it, c, value_tags)):
+                if spans and p and p.count == 1 and c.event is Event.READ:
+                    whole = replace(c, address=p.address, size=p.size)  # (its probe's read)
+                    if fast_path.spanned(whole):  # (a stencil's neighbours: span_read)
+                        c, coalesced = whole, False
+                if i not in looped and (coalesced or
+                                        not fast_path.updates(it, c, value_tags, spans)):
                     continue  # (out of loops only the inline updates pay)
-                if fast_path.eligible(it, c, value_tags, coalesced):
+                if fast_path.eligible(it, c, value_tags, coalesced, spans):
                     pred = f"@{converge.REG_ON}" if i in converted else it.pred
                     fast.append(_FastAccess(i, it, c, widths, i in looped, fn.open_index,
                                             pred))
@@ -875,7 +881,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         fast_tests, inline_writes, inline_reads = _fast_paths(fast, begins, before, after,
                                                               hidx, value_tags, tags,
                                                               mod.items, replaced,
-                                                              converted_regions, steps)
+                                                              converted_regions, steps, spans)
     elif chunks and not multicast:  # (the 16-byte granules' build: its record)
         inline_bars_done = _inline_vc_probes(inline_bars, before, after, bar0_only)
     chunk_inline = 0
@@ -999,7 +1005,7 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
                 after: dict[int, str], hidx: int, value_tags: bool,
                 tags: dict[int, _Tag], items: list[Item],
                 replaced: dict[int, str], regions: dict[int, converge.Region],
-                steps: dict[int, tuple[str, int]]) -> tuple[int, int, int]:
+                steps: dict[int, tuple[str, int]], spans: bool) -> tuple[int, int, int]:
     """fast_path.py's code at its accesses: the inline test in loops; the update where the
     test fails, written out at each access when the module has few (fast_path.inline_max),
     else in one function per kind that the accesses call in place of their probes. The
@@ -1010,7 +1016,7 @@ def _fast_paths(fast: list[_FastAccess], begins: dict[int, int], before: dict[in
     # cs_store_record_end; no such write in the Triton corpus)
     fast = [f for f in fast if before.get(f.index) and not (
         value_tags and f.cls.event in (Event.WRITE, Event.ATOMIC) and f.index not in tags)]
-    updated = [f for f in fast if fast_path.updates(f.item, f.cls, value_tags)]
+    updated = [f for f in fast if fast_path.updates(f.item, f.cls, value_tags, spans)]
     inline = len(updated) <= fast_path.inline_max()
     up = {f.index for f in updated}
     leads: dict[int, str] = {}  # an entry's first code: what precedes its own probes there

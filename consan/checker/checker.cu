@@ -208,6 +208,20 @@ CS_REJOINED_VOID(__consan_read_judge, (uint64_t addr, uint32_t site, uint32_t in
     cs_echo_end(echo);
 }
 
+// The verdict on a read of several granules that the rewritten kernel made inline
+// (instrument/fast_path.py, span_read) and found racy or uninitialised in part: bit r of
+// `fresh` is granule base + r, one whose bit was new; phase tables in shared memory.
+CS_REJOINED_VOID(__consan_read_span_judge,
+                 (uint64_t addr, uint32_t site, uint32_t info, uint32_t base, uint64_t fresh),
+                 (addr, site, info, base, fresh)) {
+    CS_STAMP_SCOPE(4);
+    CS_PROF(0);
+    CS_NULL_ACCESS(return;)
+    const cs_echo_t echo = cs_echo_begin(info);
+    if (cs_phase_smem_on()) cs_phase_smem_read_span_judge(addr, site, info, base, fresh);
+    cs_echo_end(echo);
+}
+
 // `count` accesses of one size at addr, addr + stride, ... (coalesced by the rewriter).
 CS_DEV void cs_access_n(uint64_t addr, uint32_t site, uint32_t info, uint32_t rep);
 CS_REJOINED_VOID(__consan_access_n, (uint64_t addr, uint32_t site, uint32_t info, uint32_t rep),

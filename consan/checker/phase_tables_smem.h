@@ -304,6 +304,25 @@ CS_DEV void cs_phase_smem_read_judge(uint64_t addr, uint32_t site, uint32_t info
     if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
 }
 
+// The verdict on a read of several granules whose warp set its bits, sites and phases
+// inline (instrument/fast_path.py, span_read) and found a granule whose bit was new there
+// never written or written in this phase by another warp: bit r of `fresh` is granule
+// base + r. The lane judges its own granules among those, as cs_phase_smem_access's read
+// path does: its first such granule's verdict, one record per distinct finding.
+CS_DEV void cs_phase_smem_read_span_judge(uint64_t addr, uint32_t site, uint32_t info,
+                                          uint32_t base, uint64_t fresh) {
+    const uint32_t size = info & CS_INFO_SIZE_MASK;
+    uint32_t off = 0, prev_site = CS_NO_SITE, prev_warp = CS_NO_WARP, kind = 0;
+    cs_local((uint32_t)addr, off);  // (granules of the window: the kernel tested them)
+    const uint32_t w = cs_warp(), phase = cs_psh_phase(w);
+    const uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + size - 1) / CS_GRANULE_BYTES;
+    for (uint32_t g = g0; g <= g1 && !kind; ++g) {
+        const uint32_t r = g - base;
+        if (r < 64u && (fresh >> r) & 1u) kind = cs_psh_read_verdict(g, w, phase, prev_site, prev_warp);
+    }
+    if (kind) cs_phase_smem_note(kind, site, prev_site, prev_warp, off, off + size);
+}
+
 // Returns false, having done nothing, where the warp's reads do not fit (then each rep takes
 // cs_phase_smem_access).
 CS_DEV bool cs_phase_smem_read_warp(uint64_t addr, uint32_t site, uint32_t info, uint32_t n,

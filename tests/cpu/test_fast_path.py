@@ -151,18 +151,39 @@ def test_a_module_with_many_updates_calls_one_function_per_kind(monkeypatch):
     toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
 
 
-@pytest.mark.parametrize("case,access,kw", [
-    ("an 8-byte read", "\tld.shared.v2.u32 {%r4, %r5}, [%r2];\n", {}),
-])
-def test_outside_loops_only_inline_updates_take_the_test(case, access, kw):
-    ins = rewritten(access, looped=False, **kw)
-    assert fast_tests(ins.ptx) == 0 and "atom.shared" not in ins.ptx, case
+def test_outside_loops_only_inline_updates_take_the_test():
+    """An 8-byte read where no span read can be made (before sm_80): no test out of loops."""
+    old = HEAD.replace(".target sm_90a", ".target sm_75")
+    ins = instrument(old + "\tld.shared.v2.u32 {%r4, %r5}, [%r2];\n\tret;\n}\n", "k.ptx")
+    assert fast_tests(ins.ptx) == 0 and ins.inline_reads == 0
+    assert "atom.shared" not in ins.ptx and len(calls(ins.ptx, abi.PROBE_ACCESS)) == 1
 
 
-def test_wider_reads_in_loops_take_the_test_without_the_update():
-    ins = rewritten("\tld.shared.v2.u32 {%r4, %r5}, [%r2];\n")
+def test_wider_reads_take_the_span_read():
+    """A read of several granules, in a loop or not: the warp's lanes together
+    (fast_path.span_read), the span's judge called only where a look fails, the probe
+    where the lanes' reads do not fit; linked with the phase-mode checker."""
+    for looped in (True, False):
+        ins = rewritten("\tld.shared.v2.u32 {%r4, %r5}, [%r2];\n", looped=looped)
+        k = kernel(ins.ptx)
+        assert ins.inline_reads == 1 and ins.fast_paths == int(looped)
+        assert k.count("// consan fast path: a span read") == 1
+        assert "redux.sync.min.u32" in k and "atom.shared.or" not in k
+        (judge,) = calls(k, abi.PROBE_READ_SPAN_JUDGE)
+        (probe,) = calls(k, abi.PROBE_ACCESS)
+        assert together(k, judge)[1:3] == together(k, probe)[1:3] == [probe.args[1], "8"]
+        toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), psh=True)
+
+
+def test_wider_reads_before_sm_80_take_the_test_without_the_update():
+    """No redux.sync before sm_80: a read of several granules in a loop takes the test of
+    one bitmap word, and calls its probe where it fails."""
+    old = HEAD.replace(".target sm_90a", ".target sm_75")
+    assert old != HEAD
+    ins = instrument(old + f"$L_loop:\n\tld.shared.v2.u32 {{%r4, %r5}}, [%r2];\n{STEP}{NEXT}"
+                     "\tret;\n}\n", "k.ptx")
     assert fast_tests(ins.ptx) == 1 == ins.fast_paths and ins.inline_reads == 0
-    assert "atom.shared.or" not in ins.ptx
+    assert "atom.shared.or" not in ins.ptx and "redux.sync" not in ins.ptx
 
 
 def test_every_build_links_the_begin_probe_that_returns_the_record():
@@ -183,15 +204,18 @@ def test_the_record_follows_the_bitmaps_on_a_16_byte_boundary():
 
 
 def test_the_bench_kernels_take_the_inline_updates():
-    """bench_clean's stencil (its tile and halo writes; its read is a coalesced probe) and
-    transpose (its tile's rows written, its columns read) as NVRTC compiles them."""
+    """bench_clean's stencil (its tile and halo writes; its seven neighbours, merged into one
+    28-byte read, a span read) and transpose (its tile's rows written, its columns read)
+    as NVRTC compiles them."""
     from tests.kernels import gpu_kernels as K
 
-    for name, writes, reads in (("stencil_1d", 3, 0), ("transpose_tiled", 4, 4)):
+    for name, writes, reads, spans in (("stencil_1d", 3, 0, 1), ("transpose_tiled", 4, 4, 0)):
         ptx = toolchain.compile_cuda(K.CLEAN[name], f"{name}.cu", ["-arch=compute_90", "-lineinfo"])
         ins = instrument(ptx, f"{name}.ptx")
         assert ins.ptx.count(f"call {abi.PROBE_WRITE_READERS},") == writes == ins.inline_writes
-        assert ins.ptx.count(f"call {abi.PROBE_READ_JUDGE},") == reads == ins.inline_reads
+        assert ins.ptx.count(f"call {abi.PROBE_READ_JUDGE},") == reads
+        assert ins.ptx.count(f"call {abi.PROBE_READ_SPAN_JUDGE},") == spans
+        assert ins.inline_reads == reads + spans
 
 
 def test_a_module_whose_only_inline_code_is_updates_keeps_the_record():

@@ -139,6 +139,10 @@ def _clean_twin_expected(key: str, in_: np.ndarray):
                                                1 + 2 * np.arange(32)])),
         "vswap": (slice(0, 64), np.concatenate([64 + 2 * np.arange(32),
                                                 -(1 + 2 * np.arange(32))])),
+        "holes": (slice(0, 4), np.array([sum(3 * int(in_[lane + 16 + d]) * (d + 1)
+                                             for d in range(7)) for lane in (0, 8, 16, 24)])),
+        "span-uninit": (slice(0, 32), np.array([sum(int(in_[lane + 32 + d]) * (d + 1)
+                                                    for d in range(7)) for lane in range(32)])),
     }[key]
 
 

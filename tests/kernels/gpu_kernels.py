@@ -654,6 +654,55 @@ TWINS += (
           {"SYNC": SYNCTHREADS}, kinds=frozenset({"race.raw"}), line="@vswap-read",
           prev="@vswap-write", warp=0, prev_warp=1, block=(64, 1, 1)),
 )
+# (q) Reads of several granules made by the warp's lanes together (instrument/fast_path.py,
+# span_read: seven neighbours merged into one 28-byte read, as a stencil's). `holes`: four
+# lanes of warp 0 read seven ints each, 8 apart, so the warp's reads leave a granule out
+# between each lane's; warp 1 then writes, with no barrier between, an int one of them read
+# (race.war) or, in the clean twin, one none read (a granule of a hole: no race).
+# `span-uninit`: warp 1's reads reach ints no thread wrote.
+_HOLES = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int s[64];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    s[t] = in[t] * 3;
+    __syncthreads();
+    if (warp == 0 && lane % 8 == 0) {
+        int acc = 0;
+#pragma unroll
+        for (int d = 0; d < 7; ++d) acc += s[lane + 16 + d] * (d + 1);  // @holes-read
+        out[lane / 8] = acc;
+    }
+    if (warp == 1) {
+        consan_test_delay(1);
+        if (lane == 0) s[$IDX] = -1;  // @holes-write
+    }
+}
+"""
+_SPAN_UNINIT = r"""
+extern "C" __global__ void $NAME(const int* in, int* out) {
+    __shared__ int s[72];
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    s[t] = in[t];
+    $INIT
+    __syncthreads();
+    if (warp == 1) {
+        int acc = 0;
+#pragma unroll
+        for (int d = 0; d < 7; ++d) acc += s[lane + 32 + d] * (d + 1);  // @spanu-read
+        out[lane] = acc;
+    }
+}
+"""
+TWINS += (
+    _twin("holes", _HOLES, "holes", {"IDX": "24"}, {"IDX": "23"},
+          kinds=frozenset({"race.war"}), line="@holes-write", prev="@holes-read", warp=1,
+          prev_warp=0, block=(64, 1, 1)),
+    _twin("span-uninit", _SPAN_UNINIT, "span_uninit",
+          {"INIT": "/* BUG: s[64..71] never written */"},
+          {"INIT": "if (t < 8) s[64 + t] = in[64 + t];"},
+          kinds=frozenset({"uninit.read"}), line="@spanu-read", prev=None, warp=1,
+          prev_warp=None, block=(64, 1, 1)),
+)
 TWIN_BY_KEY = {t.key: t for t in TWINS}
 
 
