@@ -366,11 +366,12 @@ def span_read(pred: str | None, c: Classified, address_code: list[str], addr_reg
     """A read of several granules made by the warp's lanes together, as the probe's read
     path takes one whose lanes read within three bitmap words (cs_phase_smem_access): the
     warp's granules are the union of its lanes' (bit r: granule G0 + r, within 64); the
-    bits the warp's bitmap of this phase lacks are set (by its lowest lane: the warp alone
-    writes its bitmaps) and, shared out among the lanes, their read sites and phases
-    stored; then a fence and a warp sync (the reader's half of the store-then-look order
-    with writers: the lowest lane's bits too before any lane looks) and a look at those
-    granules' write epochs. Nothing new: no store, no fence, no call, as the probe
+    bits the warp's bitmap of this phase lacks are set (by its lowest lane, an atomic a
+    word, as the probe's: part of the warp in another branch may set bits of the same
+    words) and, shared out among the lanes, their read sites and phases stored; then a
+    fence and a warp sync (the reader's half of the store-then-look order with writers:
+    the lowest lane's bits too before any lane looks) and a look at those granules' write
+    epochs. Nothing new: no store, no fence, no call, as the probe
     returns. Only a granule never written or written in this phase by another warp calls
     the checker (`update`, abi.PROBE_READ_SPAN_JUDGE, with G0 and the new bits): the
     probe's verdict on the lane's own new granules. Lanes reading past the window or more
@@ -378,7 +379,7 @@ def span_read(pred: str | None, c: Classified, address_code: list[str], addr_reg
     this code, those that skip it (`pred`) adding no granule (echo.py for the calls)."""
     r = [f"{_S}{i}" for i in range(26)]
     (a, b, g0, g1, span, ph, warp, sh, bm, t, rank, n, rs, rp, i, x, lo, hi, bad) = r[:19]
-    w, o = r[19:22], r[22:25]
+    w, o, lead = r[19:22], r[22:25], r[25]
     fr, u, tmp = (f"{_SD}{k}" for k in range(3))
     q, q2, on = (f"{_Q}{k}" for k in range(3))
     join = f"{slow}_join"
@@ -440,7 +441,7 @@ def span_read(pred: str | None, c: Classified, address_code: list[str], addr_reg
              f"sub.u32 {t}, 64, {sh};",
              f"shr.b64 {tmp}, {u}, {t};",  # (64: 0)
              f"cvt.u32.u64 {w[2]}, {tmp};"]
-    for j in range(3):  # (every lane loads the same words: no lane but this warp's writes them)
+    for j in range(3):  # (the same words in every lane: a test, as the probe's)
         lines += [f"mov.b32 {o[j]}, 0;",
                   f"setp.ne.u32 {q}, {w[j]}, 0;",
                   f"@{q} ld.volatile.shared.u32 {o[j]}, {_at(bm, 4 * j)};"]
@@ -450,15 +451,26 @@ def span_read(pred: str | None, c: Classified, address_code: list[str], addr_reg
               f"popc.b32 {rank}, {t};",
               f"popc.b32 {n}, {_M};",
               f"mov.b32 {x}, 0;"]
-    for j in range(3):  # the new bits (w), set by the lowest lane
+    for j in range(3):
         lines += [f"not.b32 {t}, {o[j]};",
                   f"and.b32 {t}, {w[j]}, {t};",
-                  f"or.b32 {x}, {x}, {t};",
-                  f"or.b32 {o[j]}, {o[j]}, {w[j]};",
-                  f"mov.b32 {w[j]}, {t};",
-                  f"setp.ne.and.u32 {q}, {t}, 0, {q2};",
-                  f"@{q} st.volatile.shared.u32 {_at(bm, 4 * j)}, {o[j]};"]
+                  f"or.b32 {x}, {x}, {t};"]
     lines += [f"setp.eq.u32 {q}, {x}, 0;",  # nothing new: the probe returns
+              f"@{q} bra {skip};",
+              f"brev.b32 {lead}, {_M};",
+              f"bfind.shiftamt.u32 {lead}, {lead};",
+              f"mov.b32 {x}, 0;"]
+    for j in range(3):  # the new bits (w): the lowest lane's atomics' (as the probe's: part
+        # of the warp elsewhere in a branch may set bits of the same words meanwhile)
+        lines += [f"not.b32 {t}, {o[j]};",
+                  f"and.b32 {t}, {w[j]}, {t};",
+                  f"setp.ne.and.u32 {q}, {t}, 0, {q2};",
+                  f"@{q} atom.shared.or.b32 {o[j]}, {_at(bm, 4 * j)}, {w[j]};",
+                  f"not.b32 {t}, {o[j]};",
+                  f"and.b32 {w[j]}, {w[j]}, {t};",
+                  f"shfl.sync.idx.b32 {w[j]}, {w[j]}, {lead}, 31, {_M};",
+                  f"or.b32 {x}, {x}, {w[j]};"]
+    lines += [f"setp.eq.u32 {q}, {x}, 0;",
               f"@{q} bra {skip};",
               # the new bits from G0 (fr)
               f"mov.b64 {fr}, {{{w[0]}, {w[1]}}};",
