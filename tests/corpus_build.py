@@ -26,7 +26,8 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,6 +215,38 @@ def _compile_cached(source: str, name: str, options: Sequence[str], wait: bool) 
             Path(tmp).unlink(missing_ok=True)
             raise
         return ptx
+
+
+def tool_identity(path: str) -> str:
+    """What names the build of a tool binary in a cache key: its path, size and mtime."""
+    st = os.stat(path)
+    return f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}"
+
+
+def kept(kind: str, parts: Sequence[str | bytes], make: Callable[[], str]) -> str:
+    """`make()`, a deterministic tool's text output for the inputs `parts` name (the tool's
+    `tool_identity`, its options and every byte it reads), kept on disk under
+    CACHE_DIR/kind/ as the corpus's PTX is: a run whose inputs are byte for byte a previous
+    run's reads the answer back instead of running the tool again. What `make` raises is
+    not kept."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+    path = CACHE_DIR / kind / f"{h.hexdigest()}.z"
+    with contextlib.suppress(FileNotFoundError, zlib.error):
+        return zlib.decompress(path.read_bytes()).decode("utf-8", "surrogateescape")
+    text = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(zlib.compress(text.encode("utf-8", "surrogateescape"), 1))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return text
 
 
 def default_workers() -> int:

@@ -623,8 +623,34 @@ def ptxas_cannot_read(ptx: str) -> str | None:
     return None if why is None else f"{PTXAS} does not read PTX .version {m.group(1)}: {why}"
 
 
+class _NotKept(Exception):
+    """A ptxas run whose answer is not kept on disk (a timeout, a crash): its message."""
+
+
 def assembles(ptx: str, arch: str) -> tuple[bool, str]:
-    """(ptxas assembles `ptx` for `arch`, its log)."""
+    """(ptxas assembles `ptx` for `arch`, its log). The answer is kept on disk, keyed by the
+    ptxas binary, `arch` and every byte of `ptx` (corpus_build.kept): the seeded run gives
+    ptxas the same texts each time (the mutants, and their instrumented PTX while the
+    rewriter makes the same), 400-odd runs, 40-50 s of CI's CPU time. A timeout or a crash
+    is asked again each time."""
+    if PTXAS is None:
+        return _assembles(ptx, arch)
+
+    def run() -> str:
+        ok, log = _assembles(ptx, arch, kept=True)
+        return ("ok\n" if ok else "no\n") + log
+
+    try:
+        got = cb.kept("ptxas", (cb.tool_identity(PTXAS), arch, ptx), run)
+    except _NotKept as e:
+        return False, str(e)
+    ok, _, log = got.partition("\n")
+    return ok == "ok", log
+
+
+def _assembles(ptx: str, arch: str, kept: bool = False) -> tuple[bool, str]:
+    """(ptxas assembles `ptx` for `arch`, its log), from ptxas now; `kept`: a timeout or a
+    crash raises _NotKept instead."""
     with tempfile.TemporaryDirectory(prefix="consan-fuzz-") as d:
         src = Path(d) / "m.ptx"
         src.write_text(ptx, encoding="utf-8", errors="surrogateescape")
@@ -633,9 +659,14 @@ def assembles(ptx: str, arch: str) -> tuple[bool, str]:
                                 str(Path(d) / "m.o")], capture_output=True, text=True,
                                timeout=60, errors="replace")
         except subprocess.TimeoutExpired:
+            if kept:
+                raise _NotKept("ptxas timed out") from None
             return False, "ptxas timed out"
     if r.returncode < 0:
-        return False, f"ptxas crashed (signal {-r.returncode})\n{r.stderr}{r.stdout}"
+        why = f"ptxas crashed (signal {-r.returncode})\n{r.stderr}{r.stdout}"
+        if kept:
+            raise _NotKept(why)
+        return False, why
     return r.returncode == 0, r.stderr + r.stdout
 
 
