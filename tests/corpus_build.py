@@ -149,7 +149,8 @@ def corpus_variants() -> list[Variant]:
     return out
 
 
-def _cache_key(source: str, name: str, options: Sequence[str]) -> str:
+def _cache_key(source: str, name: str, options: Sequence[str],
+               headers: dict[str, str] | None = None) -> str:
     h = hashlib.sha256()
     h.update(repr(nvrtc_version()).encode())
     h.update(b"\0")
@@ -158,12 +159,16 @@ def _cache_key(source: str, name: str, options: Sequence[str]) -> str:
     h.update("\0".join(options).encode())
     h.update(b"\0")
     h.update(source.encode())
+    for k, v in sorted((headers or {}).items()):  # (none: the key it always was)
+        h.update(f"\0{k}\0{v}".encode())
     return h.hexdigest()
 
 
-def compile_cached(source: str, name: str, options: Sequence[str]) -> str:
-    """:func:`compile_cuda` with an on-disk cache under :data:`CACHE_DIR`."""
-    ptx = _compile_cached(source, name, options, wait=True)
+def compile_cached(source: str, name: str, options: Sequence[str],
+                   headers: dict[str, str] | None = None) -> str:
+    """:func:`compile_cuda` with an on-disk cache under :data:`CACHE_DIR` (`headers`, the
+    sources NVRTC gets beside it by name, are in the key)."""
+    ptx = _compile_cached(source, name, options, wait=True, headers=headers)
     assert ptx is not None
     return ptx
 
@@ -192,11 +197,12 @@ def _locked(path: Path, wait: bool) -> Iterator[bool]:
         f.close()  # (closing it releases the lock)
 
 
-def _compile_cached(source: str, name: str, options: Sequence[str], wait: bool) -> str | None:
+def _compile_cached(source: str, name: str, options: Sequence[str], wait: bool,
+                    headers: dict[str, str] | None = None) -> str | None:
     """The cached PTX, else compiled here; None where ``wait`` is False and another process
     is compiling it now (pytest-xdist workers start on the same corpus at once: each
     compiled all of it, 15 s of NVRTC on both of CI's two cores)."""
-    key = _cache_key(source, name, options)
+    key = _cache_key(source, name, options, headers)
     path = CACHE_DIR / f"{key}.ptx"
     with contextlib.suppress(FileNotFoundError):
         return path.read_text()
@@ -205,7 +211,7 @@ def _compile_cached(source: str, name: str, options: Sequence[str], wait: bool) 
             return None
         with contextlib.suppress(FileNotFoundError):
             return path.read_text()  # (the other process made it while we waited)
-        ptx = compile_cuda(source, name, options)
+        ptx = compile_cuda(source, name, options, headers=headers)
         fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, suffix=".tmp")
         try:
             with os.fdopen(fd, "w") as f:

@@ -13,6 +13,7 @@ import pytest
 from consan import toolchain
 from instrument import abi, fast_path
 from instrument.rewrite import instrument
+from tests import corpus_build
 from tests.cpu.test_first_trip import HEAD, NEXT  # (the same kernel head and loop branch)
 from tests.probe_calls import calls
 
@@ -210,7 +211,8 @@ def test_the_bench_kernels_take_the_inline_updates():
     from tests.kernels import gpu_kernels as K
 
     for name, writes, reads, spans in (("stencil_1d", 3, 0, 1), ("transpose_tiled", 4, 4, 0)):
-        ptx = toolchain.compile_cuda(K.CLEAN[name], f"{name}.cu", ["-arch=compute_90", "-lineinfo"])
+        ptx = corpus_build.compile_cached(K.CLEAN[name], f"{name}.cu",
+                                          ["-arch=compute_90", "-lineinfo"])
         ins = instrument(ptx, f"{name}.ptx")
         assert ins.ptx.count(f"call {abi.PROBE_WRITE_READERS},") == writes == ins.inline_writes
         assert ins.ptx.count(f"call {abi.PROBE_READ_JUDGE},") == reads
@@ -238,7 +240,8 @@ def test_the_gpu_twins_take_the_inline_test():
     for key in ("atomics", "rmw"):
         twin = K.TWIN_BY_KEY[key]
         for name, src in ((twin.racy_name, twin.racy_src), (twin.clean_name, twin.clean_src)):
-            ptx = toolchain.compile_cuda(src, f"{name}.cu", ["-arch=compute_90", "-lineinfo"])
+            ptx = corpus_build.compile_cached(src, f"{name}.cu",
+                                              ["-arch=compute_90", "-lineinfo"])
             ins = instrument(ptx, f"{name}.ptx")
             assert ins.first_trip_loops == [] and fast_tests(ins.ptx) >= 1, name
 

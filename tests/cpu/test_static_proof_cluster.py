@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from consan import toolchain
 from instrument.ptx import parse
 from instrument.static_proof import Proof
+from tests import corpus_build
 from tests.kernels import dsmem_ring
 from tests.proof_util import prove_kernel
 
@@ -22,7 +22,7 @@ TILES = {2: (8, 32)}  # the ring's `tiles` parameter: (value, bits the launch pa
 
 @functools.cache
 def _ptx(source: str) -> str:
-    return toolchain.compile_cuda(source, "ring.cu", ["-arch=compute_90", "-lineinfo"])
+    return corpus_build.compile_cached(source, "ring.cu", ["-arch=compute_90", "-lineinfo"])
 
 
 def _prove(source: str, params=None, cluster=None):
@@ -181,8 +181,8 @@ def test_the_reviews_cu_kernels_are_refused(name):
     block = int(re.search(r"// block \((\d+)", src).group(1))
     for cluster in ((None, (1, 1, 1)) if "outside_a_cluster" in name else (None,)):
         macros = {"review_macros.h": (REVIEW / "review_macros.h").read_text()}
-        ptx = toolchain.compile_cuda(src, name, ["-arch=compute_90", "-lineinfo"],
-                                     headers=macros)
+        ptx = corpus_build.compile_cached(src, name, ["-arch=compute_90", "-lineinfo"],
+                                          headers=macros)
         for fn in (f for f in parse(ptx, "k").functions if f.is_entry):  # (a file may
             # hold several)
             got = prove_kernel(ptx, fn.name, dims=(block, 1, 1), params={}, cluster=cluster)
@@ -293,8 +293,8 @@ def test_multicast_copies_are_followed_into_every_cta_of_their_mask(cluster, kw,
     if kw.get("mask") == "last out":
         kw = {**kw, "mask": (1 << cluster) - 1 - (1 << (cluster - 1))}
     maps = (N // cluster * 4,) if kw.get("tensor") else ()
-    got = prove_kernel(toolchain.compile_cuda(_multicast(cluster, **kw), "m.cu",
-                                              ["-arch=compute_90a", "-lineinfo"]),
+    got = prove_kernel(corpus_build.compile_cached(_multicast(cluster, **kw), "m.cu",
+                                                   ["-arch=compute_90a", "-lineinfo"]),
                        "multicast", dims=(N, 1, 1), params={}, maps=maps,
                        grid=(2 * cluster, 1, 1))
     if why is None:
@@ -312,7 +312,8 @@ def test_a_multicast_buffer_reused_after_a_cluster_barrier(cluster, racy):
     from tests.gpu.test_multicast import LATE_READ, LATE_STORE, N, _reuse
 
     src = _reuse(cluster, {"late read": LATE_READ, "late store": LATE_STORE}.get(racy))
-    got = prove_kernel(toolchain.compile_cuda(src, "m.cu", ["-arch=compute_90a", "-lineinfo"]),
+    got = prove_kernel(corpus_build.compile_cached(src, "m.cu",
+                                                   ["-arch=compute_90a", "-lineinfo"]),
                        "reuse", dims=(N, 1, 1), params={}, grid=(2 * cluster, 1, 1))
     assert isinstance(got, Proof) == (racy is None), got
     if racy:

@@ -10,8 +10,8 @@ import functools
 
 import pytest
 
-from consan import toolchain
 from instrument.static_proof import Proof
+from tests import corpus_build
 from tests.kernels import gpu_kernels as K
 from tests.proof_util import prove_kernel
 
@@ -23,7 +23,7 @@ END = "    __syncthreads();\n    atomicAdd(&hist[t], bins[t]);\n"
 
 @functools.cache
 def _ptx(source: str) -> str:
-    return toolchain.compile_cuda(source, "histogram.cu", ["-arch=compute_90", "-lineinfo"])
+    return corpus_build.compile_cached(source, "histogram.cu", ["-arch=compute_90", "-lineinfo"])
 
 
 def _prove(source: str, n: int = 1 << 30, grid: int = K.MAX_GRID_STRIDE_BLOCKS,

@@ -11,8 +11,8 @@ import functools
 import numpy as np
 import pytest
 
-from consan import toolchain
 from instrument.static_proof import Proof
+from tests import corpus_build
 from tests.kernels import gpu_kernels as K
 from tests.kernels import named_ring as R
 from tests.proof_util import prove_kernel
@@ -20,7 +20,7 @@ from tests.proof_util import prove_kernel
 
 @functools.cache
 def _ptx(source: str) -> str:
-    return toolchain.compile_cuda(source, "named.cu", ["-arch=compute_90", "-lineinfo"])
+    return corpus_build.compile_cached(source, "named.cu", ["-arch=compute_90", "-lineinfo"])
 
 
 def _prove(source: str, tiles: int | None = 8, block=R.BLOCK, kernel=R.KERNEL):
