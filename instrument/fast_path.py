@@ -56,6 +56,17 @@ def _at(reg: str, offset: int) -> str:
     return f"[{reg}+{offset}]" if offset else f"[{reg}]"
 
 
+def parity_bitmap(out: str, other: str, phase: str, scratch: str, q: str,
+                  record: str = REG_FAST, following: bool = False) -> list[str]:
+    """PTX putting in `out` the shared address of the warp's read bitmap of `phase`'s parity
+    (with `following`, of the phase after it), from the warp's record (abi.PSH_FAST_*);
+    `other`, `scratch` (which may be `phase`) and the predicate `q` are clobbered."""
+    return [f"ld.shared.v2.u32 {{{out}, {other}}}, [{record}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
+            f"and.b32 {scratch}, {phase}, 1;",
+            f"setp.{'eq' if following else 'ne'}.u32 {q}, {scratch}, 0;",
+            f"selp.u32 {out}, {other}, {out}, {q};"]
+
+
 def granules(c: Classified) -> int:
     """The granules a write that takes the test covers (1, or 2 or 4 for 8 or 16 bytes)."""
     return max(1, c.size // abi.GRANULE_BYTES) if c.event is Event.WRITE else 1
@@ -284,11 +295,7 @@ def test(pred: str | None, c: Classified, address_code: list[str], addr_reg: str
                   f"@!{q} bra {slow};",
                   f"ld.volatile.shared.v2.u32 {{{ph}, {warp}}}, "
                   f"[{rec}+{abi.PSH_FAST_PHASE * _WORD}];",
-                  f"ld.shared.v2.u32 {{{f[2]}, {f[3]}}}, "
-                  f"[{rec}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
-                  f"and.b32 {k1}, {ph}, 1;",
-                  f"setp.ne.u32 {q2}, {k1}, 0;",
-                  f"selp.u32 {word}, {f[3]}, {f[2]}, {q2};",
+                  *parity_bitmap(word, f[3], ph, k1, q2),
                   f"shl.b32 {k0}, {k0}, 2;",
                   f"add.u32 {word}, {word}, {k0};",  # the bitmap word's address
                   f"ld.volatile.shared.u32 {f[2]}, [{word}];",
@@ -428,10 +435,7 @@ def span_read(pred: str | None, c: Classified, address_code: list[str], addr_reg
              # the warp's bitmap of this phase's parity, from the word of G0
              f"ld.volatile.shared.v2.u32 {{{ph}, {warp}}}, "
              f"[{REG_FAST}+{abi.PSH_FAST_PHASE * _WORD}];",
-             f"ld.shared.v2.u32 {{{bm}, {t}}}, [{REG_FAST}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
-             f"and.b32 {x}, {ph}, 1;",
-             f"setp.ne.u32 {q}, {x}, 0;",
-             f"selp.b32 {bm}, {t}, {bm}, {q};",
+             *parity_bitmap(bm, t, ph, x, q),
              f"shr.u32 {t}, {g0}, 5;",
              f"mad.lo.u32 {bm}, {t}, 4, {bm};",
              # U in that word's bits: three words w
@@ -630,10 +634,7 @@ def _other_readers(f: list[str], q: str, skip: str, slow: str) -> list[str]:
     out = [f"add.u32 {stride}, {REG_GRANULES}, 31;",
            f"shr.u32 {stride}, {stride}, 5;",
            f"shl.b32 {stride}, {stride}, 3;",  # (bytes: two parities' words a warp)
-           f"ld.shared.v2.u32 {{{own}, {v}}}, [{rec}+{abi.PSH_FAST_BITS_EVEN * _WORD}];",
-           f"and.b32 {bit}, {ph}, 1;",
-           f"setp.ne.u32 {q}, {bit}, 0;",
-           f"selp.u32 {own}, {v}, {own}, {q};",
+           *parity_bitmap(own, v, ph, bit, q),
            f"shr.u32 {v}, {g}, 5;",
            f"mad.lo.u32 {own}, {v}, 4, {own};",  # this warp's word of the granule
            f"mul.lo.u32 {v}, {warp}, {stride};",

@@ -14,7 +14,7 @@ effect, so no verdict changes (docs/model.md, *Phase mode in shared memory*).
 
 from __future__ import annotations
 
-from . import abi
+from . import abi, fast_path
 
 _B = "%__cs_b"  # b32 scratch (a scoped declaration)
 _Q = "%__cs_bq"  # pred scratch
@@ -39,10 +39,7 @@ def arrive(pred: str | None, record: str, token: str, call: str, label: str) -> 
     w = 4  # bytes of a record word
     loop = f"{label}_clear"
     body = [f"ld.volatile.shared.u32 {phase}, [{record}+{abi.PSH_FAST_PHASE * w}];",
-            f"ld.shared.v2.u32 {{{even}, {odd}}}, [{record}+{abi.PSH_FAST_BITS_EVEN * w}];",
-            f"and.b32 {phase}, {phase}, 1;",
-            f"setp.eq.u32 {_Q}, {phase}, 0;",  # an even phase: the next one's bits are odd
-            f"selp.u32 {even}, {odd}, {even}, {_Q};",
+            *fast_path.parity_bitmap(even, odd, phase, phase, _Q, record, following=True),
             f"ld.shared.u32 {words}, [{record}+{abi.PSH_FAST_GRANULES * w}];",
             f"add.u32 {words}, {words}, 31;",
             f"shr.u32 {words}, {words}, 5;",
