@@ -29,9 +29,9 @@ phase by another warp (`_read_update`; a read of several granules by the warp's 
 together: `span_read`). Measured on the H100 (bench_clean,
 two rounds each, the register cap of 80 then in use): stencil_1d 32.07 -> 21.58 ms,
 transpose_tiled 11.42 -> 4.80 ms (its tile written and read), the others unchanged. The
-span read, on an H200 (bench_clean, two rounds each beside the tree before it, one call):
-stencil_1d 18.734 / 18.734 -> 10.448 / 10.422 ms (its seven neighbours, one 28-byte
-read), the others unchanged.
+span read, on an H200 (bench_clean beside the tree before it, in one call): stencil_1d
+18.687 -> 10.792 ms (its seven neighbours, one 28-byte read; 10.715 and 10.713 ms in two
+later calls), the others unchanged.
 """
 
 from __future__ import annotations
