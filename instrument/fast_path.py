@@ -390,6 +390,26 @@ def span_read(pred: str | None, c: Classified, address_code: list[str], addr_reg
     fr, u, tmp = (f"{_SD}{k}" for k in range(3))
     q, q2, on = (f"{_Q}{k}" for k in range(3))
     join = f"{slow}_join"
+
+    def each_new(label: str, body: list[str]) -> list[str]:
+        """`body` for each new granule G0 + i (bit i of fr) the lane takes, i = rank, rank +
+        n, ...: the granule in t."""
+        return [f"mov.u32 {i}, {rank};",
+                f"{label}:",
+                f"setp.gt.u32 {q}, {i}, {span};",
+                f"@{q} bra {label}_end;",
+                f"shr.b64 {tmp}, {fr}, {i};",
+                f"cvt.u32.u64 {t}, {tmp};",
+                f"and.b32 {t}, {t}, 1;",
+                f"setp.eq.u32 {q}, {t}, 0;",
+                f"@{q} bra {label}_next;",
+                f"add.u32 {t}, {g0}, {i};",
+                *body,
+                f"{label}_next:",
+                f"add.u32 {i}, {i}, {n};",
+                f"bra {label};",
+                f"{label}_end:"]
+
     if pred is None:
         lanes = [f"setp.ne.u32 {on}, {_M}, 0;"]  # (every lane)
     else:
@@ -485,49 +505,25 @@ def span_read(pred: str | None, c: Classified, address_code: list[str], addr_reg
               f"or.b64 {fr}, {fr}, {tmp};",
               f"mad.lo.u32 {rs}, {REG_GRANULES}, {_RSITE}, {REG_EPOCHS};",
               f"mad.lo.u32 {rp}, {REG_GRANULES}, {_RPHASE}, {REG_EPOCHS};",
-              f"mov.u32 {i}, {rank};",
-              f"{slow}_pub:",  # granule G0 + i for i = rank, rank + n, ...: site and phase
-              f"setp.gt.u32 {q}, {i}, {span};",
-              f"@{q} bra {slow}_pub_end;",
-              f"shr.b64 {tmp}, {fr}, {i};",
-              f"cvt.u32.u64 {t}, {tmp};",
-              f"and.b32 {t}, {t}, 1;",
-              f"setp.ne.u32 {q}, {t}, 0;",
-              f"add.u32 {t}, {g0}, {i};",
-              f"shl.b32 {t}, {t}, 2;",
-              f"add.u32 {x}, {rs}, {t};",
-              f"@{q} st.volatile.shared.u32 [{x}], {probe[1]};",
-              f"add.u32 {x}, {rp}, {t};",
-              f"@{q} st.volatile.shared.u32 [{x}], {ph};",
-              f"add.u32 {i}, {i}, {n};",
-              f"bra {slow}_pub;",
-              f"{slow}_pub_end:",
+              *each_new(f"{slow}_pub", [  # their read sites and phases
+                  f"shl.b32 {t}, {t}, 2;",
+                  f"add.u32 {x}, {rs}, {t};",
+                  f"st.volatile.shared.u32 [{x}], {probe[1]};",
+                  f"add.u32 {x}, {rp}, {t};",
+                  f"st.volatile.shared.u32 [{x}], {ph};"]),
               "membar.cta;",
               f"bar.warp.sync {_M};",
-              f"mov.u32 {i}, {rank};",
               f"mov.b32 {bad}, 0;",
-              f"{slow}_look:",  # the same granules' write epochs
-              f"setp.gt.u32 {q}, {i}, {span};",
-              f"@{q} bra {slow}_look_end;",
-              f"shr.b64 {tmp}, {fr}, {i};",
-              f"cvt.u32.u64 {t}, {tmp};",
-              f"and.b32 {t}, {t}, 1;",
-              f"setp.eq.u32 {q}, {t}, 0;",
-              f"@{q} bra {slow}_look_next;",
-              f"add.u32 {t}, {g0}, {i};",
-              f"mad.lo.u32 {t}, {t}, 8, {REG_EPOCHS};",
-              f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{t}];",
-              f"or.b32 {x}, {lo}, {hi};",
-              f"setp.eq.u32 {q}, {x}, 0;",  # never written: uninit.read
-              f"and.b32 {hi}, {hi}, 255;",
-              f"setp.ne.u32 {q2}, {hi}, {warp};",
-              f"setp.eq.and.u32 {q2}, {lo}, {ph}, {q2};",  # this phase, another warp
-              f"or.pred {q}, {q}, {q2};",
-              f"selp.b32 {bad}, 1, {bad}, {q};",
-              f"{slow}_look_next:",
-              f"add.u32 {i}, {i}, {n};",
-              f"bra {slow}_look;",
-              f"{slow}_look_end:",
+              *each_new(f"{slow}_look", [  # their write epochs
+                  f"mad.lo.u32 {t}, {t}, 8, {REG_EPOCHS};",
+                  f"ld.volatile.shared.v2.u32 {{{lo}, {hi}}}, [{t}];",
+                  f"or.b32 {x}, {lo}, {hi};",
+                  f"setp.eq.u32 {q}, {x}, 0;",  # never written: uninit.read
+                  f"and.b32 {hi}, {hi}, 255;",
+                  f"setp.ne.u32 {q2}, {hi}, {warp};",
+                  f"setp.eq.and.u32 {q2}, {lo}, {ph}, {q2};",  # this phase, another warp
+                  f"or.pred {q}, {q}, {q2};",
+                  f"selp.b32 {bad}, 1, {bad}, {q};"]),
               f"setp.ne.u32 {q}, {bad}, 0;",
               f"vote.sync.any.pred {q}, {q}, {_M};",
               f"@!{q} bra {skip};",
