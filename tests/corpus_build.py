@@ -26,6 +26,7 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -56,8 +57,10 @@ nvrtc_version = toolchain.nvrtc_version
 
 
 def assemble(ptx: str, arch: str, name: str = "module.ptx") -> bytes:
-    """Assemble ``ptx`` into a cubin for ``arch`` (e.g. ``"sm_80"``, ``"sm_90a"``)."""
-    return toolchain.link([(name, ptx)], toolchain.Arch.parse(arch))
+    """Assemble ``ptx`` into a cubin for ``arch`` (e.g. ``"sm_80"``, ``"sm_90a"``), kept on
+    disk by its inputs' bytes (`links_kept`)."""
+    with links_kept():
+        return toolchain.link([(name, ptx)], toolchain.Arch.parse(arch))
 
 
 # --------------------------------------------------------------------------- corpus
@@ -235,24 +238,75 @@ def kept(kind: str, parts: Sequence[str | bytes], make: Callable[[], str]) -> st
     CACHE_DIR/kind/ as the corpus's PTX is: a run whose inputs are byte for byte a previous
     run's reads the answer back instead of running the tool again. What `make` raises is
     not kept."""
+    return kept_bytes(kind, parts, lambda: make().encode("utf-8", "surrogateescape")).decode(
+        "utf-8", "surrogateescape")
+
+
+def kept_bytes(kind: str, parts: Sequence[str | bytes], make: Callable[[], bytes]) -> bytes:
+    """`kept` for a tool whose output is bytes (a cubin)."""
     h = hashlib.sha256()
     for p in parts:
         h.update(p if isinstance(p, bytes) else p.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
     path = CACHE_DIR / kind / f"{h.hexdigest()}.z"
     with contextlib.suppress(FileNotFoundError, zlib.error):
-        return zlib.decompress(path.read_bytes()).decode("utf-8", "surrogateescape")
-    text = make()
+        return zlib.decompress(path.read_bytes())
+    data = make()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(zlib.compress(text.encode("utf-8", "surrogateescape"), 1))
+            f.write(zlib.compress(data, 1))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return text
+    return data
+
+
+@functools.cache
+def nvjitlink_identity() -> str:
+    """What names the nvJitLink build toolchain.link runs in a cache key: its version and
+    the library's `tool_identity` (the one this process loaded, where /proc says)."""
+    version = toolchain.nvjitlink_version()  # (loads the library)
+    libs = set()
+    with contextlib.suppress(OSError):
+        with open("/proc/self/maps") as f:
+            libs = {ln.split()[-1] for ln in f if "libnvJitLink" in ln}
+    return "\0".join([version, *(tool_identity(p) for p in sorted(libs))])
+
+
+_product_link = toolchain.link
+_keep_links = threading.local()
+
+
+def _link(modules: list[tuple[str, str | bytes]], arch: toolchain.Arch,
+          extra: tuple[str, ...] = ()) -> bytes:
+    """toolchain.link; inside `links_kept()` (this thread's), its cubin kept on disk by
+    `kept_bytes`, keyed by nvJitLink's identity, the target, the options and every module's
+    name, kind and bytes (a link that fails raises, as ever, and is not kept)."""
+    if not getattr(_keep_links, "on", False):
+        return _product_link(modules, arch, extra)
+    parts: list[str | bytes] = [nvjitlink_identity(), arch.sm, *extra]
+    for name, module in modules:
+        parts += [name, "cubin" if isinstance(module, bytes) else "ptx", module]
+    return kept_bytes("link", parts, lambda: _product_link(modules, arch, extra))
+
+
+@contextlib.contextmanager
+def links_kept() -> Iterator[None]:
+    """Within it, this thread's nvJitLink links (toolchain.link, and so
+    toolchain.link_with_checker and `assemble`) are kept on disk by their inputs' bytes:
+    the corpus tests assemble the same modules with the same checker objects run after run
+    (test_rewrite's links alone were 30 s of a warm run's 140)."""
+    if toolchain.link is _product_link:
+        toolchain.link = _link  # (transparent outside links_kept())
+    before = getattr(_keep_links, "on", False)
+    _keep_links.on = True
+    try:
+        yield
+    finally:
+        _keep_links.on = before
 
 
 def default_workers() -> int:
@@ -304,7 +358,8 @@ def first_linked(label: str, ptx: str) -> tuple[Instrumented, toolchain.Arch, by
     """``ptx`` instrumented, its target, and the cubin a checked launch of 256 threads links
     first (runtime.first_link) with the checker: once per process for each module, as
     test_rewrite.py and test_rejoin.py both assemble the same corpus modules so (ptxas took
-    6.4 s of CI's time twice). Its inputs are all in the key: the text and its label."""
+    6.4 s of CI's time twice). Its inputs are all in the key: the text and its label. The
+    cubin is kept on disk by its inputs' bytes (`links_kept`)."""
     from consan import runtime
     from instrument.ptx import parse
     from instrument.rewrite import instrument
@@ -312,8 +367,9 @@ def first_linked(label: str, ptx: str) -> tuple[Instrumented, toolchain.Arch, by
     mod = parse(ptx, label)
     arch = toolchain.Arch.parse(mod.target[0])  # (read before the rewriter has the module)
     ins = instrument(mod)
-    return ins, arch, toolchain.link_with_checker(ins, label, arch,
-                                                  **runtime.first_link(ins, 256))
+    with links_kept():  # (the link, not the rewrite: that is what the tests check)
+        return ins, arch, toolchain.link_with_checker(ins, label, arch,
+                                                      **runtime.first_link(ins, 256))
 
 
 if __name__ == "__main__":  # pragma: no cover - manual use

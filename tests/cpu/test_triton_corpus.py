@@ -3,7 +3,8 @@ it with nothing left unchecked, and it assembles with the checker for sm_90a.
 
 Triton's PTX is cached under tests/corpus_build.CACHE_DIR (keyed by the kernel's source hash, its
 specialization, options, target and Triton's version); each distinct instrumented module is
-linked once. Run with `-s` to see what each kernel holds.
+linked once, and its cubin kept there by its inputs' bytes (corpus_build.links_kept). Run
+with `-s` to see what each kernel holds.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def _cubin(name: str) -> bytes:
     ins = _instrumented(name)
     digest = hashlib.sha256(ins.ptx.encode()).hexdigest()
     if digest not in _CUBINS:
-        _CUBINS[digest] = toolchain.link_with_checker(ins, f"{name}.ptx", ARCH)
+        with corpus_build.links_kept():  # (kept on disk by its inputs' bytes)
+            _CUBINS[digest] = toolchain.link_with_checker(ins, f"{name}.ptx", ARCH)
     return _CUBINS[digest]
 
 
