@@ -107,21 +107,23 @@ CS_DEV bool cs_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t mbar, 
 
 // The runs of spans [lo, hi] the lanes `group` of `active` make in lane order, each span
 // following the last (a warp's row of a tile: one run): emit(first, last) for each, on
-// every lane (warp-uniform; the caller posts from one lane).
+// every lane (warp-uniform; the caller posts from one lane). A lane of the group starts a
+// run unless its span follows that of the group's lane before it: one shuffle a lane, and
+// two a run. (The clustered ring's st.async probe, ncu on an H200: a loop over the group's
+// lanes, two shuffles each, was 38% of its stall samples, 32 trips a call.)
 template <class F>
 CS_DEV void cs_runs(uint32_t active, uint32_t group, uint32_t lo, uint32_t hi, F emit) {
-    uint32_t rs = 0, re = 0;
-    bool open = false;
-    for (uint32_t m = group; m; m &= m - 1) {
-        uint32_t l = cs_ffs(m) - 1, a = cs_bcast(active, lo, l), b = cs_bcast(active, hi, l);
-        if (open && a == re + 1) {
-            re = b;
-            continue;
-        }
-        if (open) emit(rs, re);
-        rs = a, re = b, open = true;
+    const uint32_t lane = cs_lane(), below = group & ((1u << lane) - 1u);
+    const uint32_t prev = below ? 31u - (uint32_t)cs_clz(below) : lane;
+    const uint32_t prev_hi = cs_bcast(active, hi, (int)prev);
+    const bool start = ((group >> lane) & 1u) && (!below || lo != prev_hi + 1u);
+    for (uint32_t m = cs_ballot(active, start); m; m &= m - 1) {
+        const uint32_t s = cs_ffs(m) - 1, rest = m & (m - 1);
+        // the run's last lane: the group's highest below the next run's first
+        const uint32_t upto = rest ? group & ((1u << (cs_ffs(rest) - 1)) - 1u) : group;
+        const uint32_t e = 31u - (uint32_t)cs_clz(upto);
+        emit(cs_bcast(active, lo, (int)s), cs_bcast(active, hi, (int)e));
     }
-    if (open) emit(rs, re);
 }
 
 // What the issuing warp of a copy into CTA `rank` has seen of that CTA, for its post (`rel`
