@@ -100,6 +100,72 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) remote_st(const unsigned* i
 }
 """
 
+# CTA 0's 32 lanes st.async one word each into CTA 1's buffer, word WORD of lane t: a warp's
+# spans in runs (multicast.h, cs_runs: one post a run). CTA 1 writes none of its words
+# itself. Launch: one cluster of 2, 32 threads.
+REMOTE_RUNS = PRELUDE + r"""
+#define WORD(t) (MAPPING)
+extern "C" __global__ void __cluster_dims__(2, 1, 1)
+remote_runs(const unsigned* in, unsigned* out) {
+    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(16) unsigned buf[64];
+    int t = threadIdx.x;
+    unsigned r = rank();
+    if (t == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sa(&bar)) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    cluster_sync();  // CTA 1's mbarrier is live before CTA 0 stores
+    if (r == 1 && t == 0)
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 128;"
+                     :: "r"(sa(&bar)) : "memory");
+    if (r == 0) st_async(mapa(&buf[WORD(t)], 1), in[t], mapa(&bar, 1));
+    if (r == 1) {
+        mb_wait(&bar, 0);
+        out[t] = buf[WORD(t)];
+        GAP
+    }
+    cluster_sync();  // no CTA leaves while the other may still touch its memory
+}
+"""
+# lane -> word: two runs with words 16..23 between them; one run a lane
+RUNS = {"gap": "(t) < 16 ? (t) : (t) + 8", "reversed": "31 - (t)"}
+
+
+def _remote_runs(mapping: str, gap: str = ""):
+    import cupy as cp
+
+    src = REMOTE_RUNS.replace("MAPPING", RUNS[mapping]).replace("GAP", gap)
+
+    def make_args():
+        x = cp.arange(32, dtype=cp.uint32) * 5 + 3
+        out = poisoned(33, cp.uint32)
+        return (x, out), [out]
+
+    return src, make_args
+
+
+@pytest.mark.parametrize("mapping", sorted(RUNS))
+def test_st_async_runs_into_another_cta_are_clean_and_arrive(mapping):
+    src, make_args = _remote_runs(mapping)
+    rep, (out,) = check_against_native(src, "remote_runs", make_args, grid=(2,), block=(32,),
+                                       options=(arch_option(),))
+    assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
+    np.testing.assert_array_equal(out[:32], np.arange(32, dtype=np.uint32) * 5 + 3)
+
+
+def test_st_async_runs_leave_the_words_between_them_unwritten():
+    # a run that took in lanes 15 and 16 together would cover words 16..23 as well
+    import consan
+
+    src, make_args = _remote_runs("gap", "if (t == 0) out[32] = buf[20];  // @gap")
+    args, _ = make_args()
+    rep = consan.check(src, "remote_runs", grid=(2,), block=(32,), args=args,
+                       options=(arch_option(),))
+    assert {v.kind for v in rep.violations} == {"uninit.read"}, str(rep)
+    assert {v.line for v in rep.violations} == {line_of(src, "@gap")}, str(rep)
+
 
 @pytest.fixture(autouse=True)
 def _sm90():
