@@ -244,11 +244,7 @@ def kept(kind: str, parts: Sequence[str | bytes], make: Callable[[], str]) -> st
 
 def kept_bytes(kind: str, parts: Sequence[str | bytes], make: Callable[[], bytes]) -> bytes:
     """`kept` for a tool whose output is bytes (a cubin)."""
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p if isinstance(p, bytes) else p.encode("utf-8", "surrogateescape"))
-        h.update(b"\0")
-    path = CACHE_DIR / kind / f"{h.hexdigest()}.z"
+    path = _kept_path(kind, parts)
     with contextlib.suppress(FileNotFoundError, zlib.error):
         return zlib.decompress(path.read_bytes())
     data = make()
@@ -262,6 +258,23 @@ def kept_bytes(kind: str, parts: Sequence[str | bytes], make: Callable[[], bytes
         Path(tmp).unlink(missing_ok=True)
         raise
     return data
+
+
+def kept_answer(kind: str, parts: Sequence[str | bytes]) -> str | None:
+    """What `kept(kind, parts, ...)` would read back from disk, else None (the tool is not
+    run)."""
+    with contextlib.suppress(FileNotFoundError, zlib.error):
+        return zlib.decompress(_kept_path(kind, parts).read_bytes()).decode(
+            "utf-8", "surrogateescape")
+    return None
+
+
+def _kept_path(kind: str, parts: Sequence[str | bytes]) -> Path:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+    return CACHE_DIR / kind / f"{h.hexdigest()}.z"
 
 
 @functools.cache
