@@ -367,19 +367,27 @@ def corpus_ptx() -> list[tuple[str, str]]:
 
 
 @functools.cache
-def first_linked(label: str, ptx: str) -> tuple[Instrumented, toolchain.Arch, bytes]:
-    """``ptx`` instrumented, its target, and the cubin a checked launch of 256 threads links
-    first (runtime.first_link) with the checker: once per process for each module, as
-    test_rewrite.py and test_rejoin.py both assemble the same corpus modules so (ptxas took
-    6.4 s of CI's time twice). Its inputs are all in the key: the text and its label. The
-    cubin is kept on disk by its inputs' bytes (`links_kept`)."""
-    from consan import runtime
+def instrumented(label: str, ptx: str) -> tuple[Instrumented, toolchain.Arch]:
+    """``ptx`` parsed as ``label`` and instrumented, and its target: once per process for
+    each module (`first_linked`'s rewrite)."""
     from instrument.ptx import parse
     from instrument.rewrite import instrument
 
     mod = parse(ptx, label)
     arch = toolchain.Arch.parse(mod.target[0])  # (read before the rewriter has the module)
-    ins = instrument(mod)
+    return instrument(mod), arch
+
+
+@functools.cache
+def first_linked(label: str, ptx: str) -> tuple[Instrumented, toolchain.Arch, bytes]:
+    """``ptx`` instrumented (`instrumented`), its target, and the cubin a checked launch of
+    256 threads links first (runtime.first_link) with the checker: once per process for
+    each module, as test_rewrite.py and test_rejoin.py both assemble the same corpus modules
+    so (ptxas took 6.4 s of CI's time twice). Its inputs are all in the key: the text and
+    its label. The cubin is kept on disk by its inputs' bytes (`links_kept`)."""
+    from consan import runtime
+
+    ins, arch = instrumented(label, ptx)
     with links_kept():  # (the link, not the rewrite: that is what the tests check)
         return ins, arch, toolchain.link_with_checker(ins, label, arch,
                                                       **runtime.first_link(ins, 256))

@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 
 from consan import toolchain
-from instrument.ptx import parse
 from instrument.rejoin import rejoin
-from instrument.rewrite import instrument
 from tests import corpus_build
 from tests.probe_calls import rejoined
 
@@ -93,9 +91,10 @@ def modules():
     return mods
 
 
+@pytest.mark.xdist_group("corpus-links")  # (test_rewrite.py's rewrites: one a module)
 def test_every_probe_call_of_an_instrumented_module_is_rejoined(modules):
     for label, ptx in modules:
-        calls, ok = rejoined(instrument(parse(ptx, label)).ptx)
+        calls, ok = rejoined(corpus_build.instrumented(label, ptx)[0].ptx)
         assert calls == ok > 0, label
 
 
