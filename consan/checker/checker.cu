@@ -984,9 +984,12 @@ CS_REJOINED(uint32_t, __consan_cta_begin, (),
     __syncthreads();
     return cs_phase_smem_fast_init();
 #endif
+    // (warp 1 resets what no slot decides: in another warp it runs beside the leader's
+    // claim, where lanes of the leader's own warp would wait for it)
+    if (n > 32 && tid >= 32 && tid < 64) cs_begin_resets(tid - 32, n < 64 ? n - 32 : 32u);
     if (tid == 0) {
         CS_STAMP_PART(11);
-        cs_begin_leader(n);
+        cs_begin_leader(n, n <= 32);
     }
     if (cs_multicast_on()) cs_mailbox_clear(tid, n);
     __syncthreads();

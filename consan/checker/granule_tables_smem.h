@@ -112,9 +112,15 @@ CS_DEV uint32_t cs_vc_smem_reader_tid(uint32_t ri);
 // The layout (cs_vc_smem_layout_t): write epochs W [gp], reader bytes R [nr][gp], summaries RS
 // [nb][rss] (rss: the readers in whole vectors of 4 words, at least one), block words BT [nb]; the
 // slot's write sites ws [gp] and read sites rsite [nr][gp], then whole-block copy sites [nb].
-CS_DEV void cs_vc_smem_layout(uint32_t slot) {
+// The layout's granules (whole blocks) and readers, from the module's state alone.
+CS_DEV uint32_t cs_vc_smem_gp() {
+    return (S.granules - S.vsh_base / CS_GRANULE_BYTES + CS_VC_BLOCK - 1) & ~(CS_VC_BLOCK - 1);
+}
+// The layout's words that no slot decides (cs_vc_smem_layout_slot writes the others): a
+// CTA's begin has one thread write these while its leader claims the slot.
+CS_DEV void cs_vc_smem_layout_common() {
     cs_vc_smem_layout_t& l = cs_vc_smem_layout_sh;
-    l.gp = (S.granules - S.vsh_base / CS_GRANULE_BYTES + CS_VC_BLOCK - 1) & ~(CS_VC_BLOCK - 1);
+    l.gp = cs_vc_smem_gp();
     l.nr = S.vsh_readers;
     l.nb = l.gp / CS_VC_BLOCK;
     l.rss = l.nr <= 4 ? 4u : (l.nr + 3u) & ~3u;  // abi.vsh_bytes
@@ -134,8 +140,6 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
         if (ri < 4) l.rtid[0] |= b;
         else l.rtid[1] |= b;
     }
-    l.ws = (uint32_t*)S.wsite + (uint64_t)slot * l.gp;
-    l.rsite = (uint32_t*)S.vrsite + (uint64_t)slot * (l.nr * l.gp + ((l.nb + 3) & ~3u));  // abi.vsh_site_words
 #if defined(CONSAN_CHUNK_GRANULES) && !defined(CONSAN_HOST)
     // where the rewritten kernel's inline reads of 16-byte chunks find the tables
     // (instrument/vc_reads.py; __consan_cta_begin returns the record's address)
@@ -147,11 +151,31 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     f[CS_VF_CLOCKS] = (uint32_t)__cvta_generic_to_shared(cs_clock_sh);
     f[CS_VF_VIS] = (uint32_t)__cvta_generic_to_shared(l.vis);
     f[CS_VF_NL4] = 4u * S.nlogical;
-    f[CS_VF_RSITE] = (uint32_t)(uint64_t)l.rsite, f[CS_VF_RSITE + 1] = (uint32_t)((uint64_t)l.rsite >> 32);
     // ...and of the CTA-wide barriers' rows (instrument/inline_barriers.py: vc_arrive)
     f[CS_VF_BAR_ROWS] = cs_bar0_rows(0) && !cs_phase_mode() ? (uint32_t)__cvta_generic_to_shared(l.rows) : 0u;
     f[CS_VF_BAR_NW] = S.nwarps;
     f[CS_VF_SHV] = (uint32_t)__cvta_generic_to_shared(&cs_shv);
+    // ...and of a warp's cp.async copies of 16 bytes (instrument/vc_writes.py): the readers
+    // whose summaries a write looks at, where there are four at most
+    uint32_t rt = CS_VF_NO_RTID;
+    if (l.nr <= 4) {
+        rt = 0;
+        for (uint32_t ri = 0; ri < 4; ++ri) rt |= (ri < l.nr ? cs_vc_smem_reader_tid(ri) : 0xFFu) << (8 * ri);
+    }
+    f[CS_VF_RTID] = rt;
+#endif
+}
+// The layout's words in the slot's device memory (its write and read sites), written by the
+// leader once it has claimed the slot; each computed from the module's state, not from the
+// words cs_vc_smem_layout_common may be writing meanwhile.
+CS_DEV void cs_vc_smem_layout_slot(uint32_t slot) {
+    cs_vc_smem_layout_t& l = cs_vc_smem_layout_sh;
+    const uint32_t gp = cs_vc_smem_gp(), nr = S.vsh_readers, nb = gp / CS_VC_BLOCK;
+    l.ws = (uint32_t*)S.wsite + (uint64_t)slot * gp;
+    l.rsite = (uint32_t*)S.vrsite + (uint64_t)slot * (nr * gp + ((nb + 3) & ~3u));  // abi.vsh_site_words
+#if defined(CONSAN_CHUNK_GRANULES) && !defined(CONSAN_HOST)
+    uint32_t* f = cs_shv.vfast;
+    f[CS_VF_RSITE] = (uint32_t)(uint64_t)l.rsite, f[CS_VF_RSITE + 1] = (uint32_t)((uint64_t)l.rsite >> 32);
     // ...and of a warp's cp.async groups (instrument/inline_barriers.py: vc_async_group)
     const uint64_t cta = (uint64_t)cs_cta(slot);
     f[CS_VF_CTA] = (uint32_t)cta, f[CS_VF_CTA + 1] = (uint32_t)(cta >> 32);
@@ -159,15 +183,8 @@ CS_DEV void cs_vc_smem_layout(uint32_t slot) {
     const uint32_t words = CS_MB_VC + CS_MB_SLOTS * S.nlogical;
     const uint64_t mb = (uint64_t)((uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words);
     f[CS_VF_MBAR] = (uint32_t)mb, f[CS_VF_MBAR + 1] = (uint32_t)(mb >> 32);
-    // ...and of a warp's cp.async copies of 16 bytes (instrument/vc_writes.py): the write
-    // sites, and the readers whose summaries a write looks at, where there are four at most
+    // ...and of a warp's cp.async copies of 16 bytes (instrument/vc_writes.py): the write sites
     f[CS_VF_WSITE] = (uint32_t)(uint64_t)l.ws, f[CS_VF_WSITE + 1] = (uint32_t)((uint64_t)l.ws >> 32);
-    uint32_t rt = CS_VF_NO_RTID;
-    if (l.nr <= 4) {
-        rt = 0;
-        for (uint32_t ri = 0; ri < 4; ++ri) rt |= (ri < l.nr ? cs_vc_smem_reader_tid(ri) : 0xFFu) << (8 * ri);
-    }
-    f[CS_VF_RTID] = rt;
 #endif
 }
 
