@@ -11,6 +11,7 @@
 #   bash benchmarks/device_run.sh launch   # an instrumented launch's host path and read-back
 #   bash benchmarks/device_run.sh racecheck  # bench_async beside compute-sanitizer racecheck
 #   bash benchmarks/device_run.sh build    # bench_build on this machine's CPU (no GPU used)
+#   bash benchmarks/device_run.sh depth    # the clustered ring at 2-8 stages (depth_dsmem)
 #
 # Each stage fits one 10-minute command; the summary lines it prints at the end are what
 # a note or benchmarks/RESULTS.md quotes (with the commit printed first).
@@ -91,12 +92,16 @@ build)  # (the checker objects are built first, once, into a fresh cache: about 
         --json "$out/bbuild.json"
     tail -8 "$out/bench_build.log"
     ;;
+depth)
+    stage depth_dsmem 300 $py benchmarks/depth_dsmem.py --json "$out/bdepth.json"
+    tail -8 "$out/depth_dsmem.log"
+    ;;
 racecheck)
     stage bench_async_rc 560 $py benchmarks/bench_async.py --timeout 100 --json "$out/basync_rc.json"
     tail -12 "$out/bench_async_rc.log"
     ;;
 *)
-    echo "usage: $0 suite|suite-triton|suite-peer|bench|triton|host|launch|build|racecheck" >&2
+    echo "usage: $0 suite|suite-triton|suite-peer|bench|triton|host|launch|build|depth|racecheck" >&2
     exit 2
     ;;
 esac
