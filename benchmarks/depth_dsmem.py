@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """bench_async's clustered ring at other depths: time and resident CTAs, consan and native.
 
-    PYTHONPATH=. python benchmarks/depth_dsmem.py [--stages 2,4,6,8] [--pairs N] [--json PATH]
+    PYTHONPATH=. python benchmarks/depth_dsmem.py [--stages 2,4,6,8] [--tables shared,device]
+        [--pairs N] [--json PATH]
 
 tests/kernels/dsmem_ring.py's ring with 4 KiB stages, `--pairs` clusters of two CTAs (132:
 bench_async's) and 64 tiles each, at each depth of `--stages`. A row: the shared memory
@@ -9,7 +10,10 @@ one instrumented CTA asks for (the kernel's own and the checker's tables and wor
 CTAs of the launch resident at once under consan (`Prepared.nslots`) against the grid,
 and the device's time alone (each launch behind a spin kernel, medians of 5), native and
 consan. Every consan launch must report clean and write the native bits, else the row gets
-no ratio and the script exits 1 (benchmarks/verdict.py). Why: the ring's tables in shared
+no ratio and the script exits 1 (benchmarks/verdict.py). `--tables`: each depth with its
+granule tables where consan puts them (shared: its own choice, shared memory where they
+fit), and in device memory (device: CONSAN_VC_SMEM=0), so one run says which is faster
+where shared-memory tables cost resident CTAs. Why: the ring's tables in shared
 memory grow with its stages (4-byte granules, about 14 bytes of table a granule), and a
 depth whose CTA no longer fits twice in an SM runs its grid in two waves where natively it
 runs in one (measured on an H200 at c06a7a3 with a one-off script: 1.426 ms at 4 stages,
@@ -46,8 +50,18 @@ def stages_list(text: str) -> list[int]:
     return out
 
 
-def row(cp, stages: int, pairs: int, tiles: int = TILES) -> dict:
-    """One depth's row (see the module's docstring)."""
+def tables_list(text: str) -> list[str]:
+    """`--tables`' placements: shared, device, or both, comma-separated."""
+    out = text.split(",")
+    if not out or any(t not in ("shared", "device") for t in out):
+        raise argparse.ArgumentTypeError(
+            f"--tables takes shared, device or shared,device, not {text!r}")
+    return out
+
+
+def row(cp, stages: int, pairs: int, tables: str = "shared", tiles: int = TILES) -> dict:
+    """One depth's row (see the module's docstring); `tables` "device": the launch prepared
+    with CONSAN_VC_SMEM=0."""
     import consan
     from tests.kernels import dsmem_ring as g
 
@@ -59,7 +73,15 @@ def row(cp, stages: int, pairs: int, tiles: int = TILES) -> dict:
     want = [out.get()]
     dev_nat = statistics.median(_time_device(
         cp, lambda: native(g.grid(pairs), g.BLOCK, args), lambda: None, 5))
-    p = consan.prepare(src, g.KERNEL, grid=g.grid(pairs), block=g.BLOCK, options=opts)
+    before = os.environ.get("CONSAN_VC_SMEM")
+    os.environ["CONSAN_VC_SMEM"] = "0" if tables == "device" else "1"
+    try:
+        p = consan.prepare(src, g.KERNEL, grid=g.grid(pairs), block=g.BLOCK, options=opts)
+    finally:
+        if before is None:
+            del os.environ["CONSAN_VC_SMEM"]
+        else:
+            os.environ["CONSAN_VC_SMEM"] = before
     out.fill(0)
     p.launch(args)
     reports = [p.report()]
@@ -67,7 +89,8 @@ def row(cp, stages: int, pairs: int, tiles: int = TILES) -> dict:
     dev_con = statistics.median(_time_device(cp, lambda: p.launch(args),
                                              lambda: reports.append(p.report()), 5))
     smem = p.static_smem + p.launch_shared_mem
-    r = {"kernel": f"dsmem_ring, {stages} stages", "stages": stages, "ctas": 2 * pairs,
+    r = {"kernel": f"dsmem_ring, {stages} stages, {tables} tables", "stages": stages,
+         "ctas": 2 * pairs,
          "resident_ctas": p.nslots, "smem_per_cta_kib": smem / 1024,
          "tables": p.layout.placement.name, "dev_native_ms": dev_nat, "dev_consan_ms": dev_con,
          "dev_x": dev_con / dev_nat}
@@ -79,6 +102,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stages", type=stages_list, default=[2, 4, 6, 8],
                     help="the ring's depths (default 2,4,6,8)")
+    ap.add_argument("--tables", type=tables_list, default=["shared", "device"],
+                    help="where the granule tables go: shared (consan's choice), device, "
+                         "or both (default)")
     ap.add_argument("--pairs", type=int, default=132, help="clusters of two CTAs (default 132)")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args(argv)
@@ -87,8 +113,8 @@ def main(argv=None) -> int:
     rows = []
     print("stages | consan smem a CTA KiB | tables | resident CTAs / grid | dev native ms | "
           "dev consan ms | dev x")
-    for s in args.stages:
-        r = row(cp, s, args.pairs)
+    for s, t in ((s, t) for s in args.stages for t in args.tables):
+        r = row(cp, s, args.pairs, t)
         rows.append(r)
         print(f"{s} | {r['smem_per_cta_kib']:.1f} | {r['tables']} | {r['resident_ctas']} / "
               f"{r['ctas']} | {r['dev_native_ms']:.4f} | {r['dev_consan_ms']:.3f} | "
