@@ -23,10 +23,12 @@ runs in one (measured on an H200 at c06a7a3 with a one-off script: 1.426 ms at 4
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
 import sys
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -73,15 +75,8 @@ def row(cp, stages: int, pairs: int, tables: str = "shared", tiles: int = TILES)
     want = [out.get()]
     dev_nat = statistics.median(_time_device(
         cp, lambda: native(g.grid(pairs), g.BLOCK, args), lambda: None, 5))
-    before = os.environ.get("CONSAN_VC_SMEM")
-    os.environ["CONSAN_VC_SMEM"] = "0" if tables == "device" else "1"
-    try:
+    with mock.patch.dict(os.environ, {"CONSAN_VC_SMEM": "0" if tables == "device" else "1"}):
         p = consan.prepare(src, g.KERNEL, grid=g.grid(pairs), block=g.BLOCK, options=opts)
-    finally:
-        if before is None:
-            del os.environ["CONSAN_VC_SMEM"]
-        else:
-            os.environ["CONSAN_VC_SMEM"] = before
     out.fill(0)
     p.launch(args)
     reports = [p.report()]
@@ -113,7 +108,7 @@ def main(argv=None) -> int:
     rows = []
     print("stages | consan smem a CTA KiB | tables | resident CTAs / grid | dev native ms | "
           "dev consan ms | dev x")
-    for s, t in ((s, t) for s in args.stages for t in args.tables):
+    for s, t in itertools.product(args.stages, args.tables):
         r = row(cp, s, args.pairs, t)
         rows.append(r)
         print(f"{s} | {r['smem_per_cta_kib']:.1f} | {r['tables']} | {r['resident_ctas']} / "
