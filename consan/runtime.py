@@ -256,7 +256,7 @@ class Prepared:
         elif first is Placement.VC_SMEM:
             if self._place(replace(self.layout, placement=Placement.VC_SMEM), room_all):
                 per_sm = self._occupancy(driver, nthreads)
-                if per_sm < 1:  # no room left to launch
+                if per_sm < 1 or self._tables_cost_a_wave(cupy, driver, nthreads, per_sm, sms):
                     self.layout = replace(self.layout, placement=Placement.DEVICE)
                 elif ins.bar0_only:
                     self._bar0_rows(driver, nthreads, per_sm, room_all)
@@ -282,6 +282,34 @@ class Prepared:
             per_sm = self._hold(cupy, driver, nthreads, ctas, sms, per_sm)
         self.layout = replace(self.layout, nslots=max(1, min(ctas, per_sm * sms)))
         self._alloc(cupy, runtime)
+
+    def _tables_cost_a_wave(self, cupy, driver, nthreads: int, per_sm: int, sms: int) -> bool:
+        """Whether the granule tables in shared memory leave an SM room for fewer CTAs than
+        the grid needs in one wave and than the native kernel holds, where the same launch
+        with its tables in device memory would leave room for more: then they go there (its
+        registers are held after, as for any placement: _hold). (The clustered ring of six
+        4 KiB stages, 4-byte granules: 117 KiB a CTA with its tables in shared memory, room
+        for one CTA an SM where two run natively; its 264 CTAs ran in two waves, 2.709 ms
+        against 1.426 at four stages on an H200, the device's time alone.)"""
+        ctas = self.grid[0] * self.grid[1] * self.grid[2]
+        attrs = cupy.cuda.Device().attributes
+        sm_smem = attrs.get("MaxSharedMemoryPerMultiprocessor", 0)
+        if per_sm * sms >= ctas or not sm_smem:
+            return False
+        per_cta = self.static_smem + attrs.get("ReservedSharedMemoryPerBlock", 0)
+
+        def room(layout: Layout) -> int:  # CTAs an SM's shared memory holds
+            return sm_smem // (per_cta + layout.launch_shared_mem)
+        here = room(self.layout)
+        there = room(replace(self.layout, placement=Placement.DEVICE, bar0_rows=False))
+        want = -(-ctas // sms)
+        if here >= min(want, there):
+            return False  # (not the tables: the registers or the threads hold it)
+        try:
+            native_ctas, _ = self._native_fit(cupy, driver, nthreads)
+        except toolchain.CompileError:  # (the module does not link alone)
+            return False
+        return here < native_ctas
 
     def _fit_one(self, cupy, driver, nthreads: int) -> int:
         """CTAs per SM of a launch whose device-memory build's registers leave room for no CTA

@@ -103,7 +103,9 @@ class Gpu:
                                  funcSetAttribute=lambda *a: None,
                                  occupancyMaxActiveBlocksPerMultiprocessor=gpu.occupancy)
         device = SimpleNamespace(id=0, attributes={"MultiProcessorCount": SMS,
-                                                   "MaxSharedMemoryPerBlockOptin": ROOM})
+                                                   "MaxSharedMemoryPerBlockOptin": ROOM,
+                                                   "MaxSharedMemoryPerMultiprocessor": SM_SMEM,
+                                                   "ReservedSharedMemoryPerBlock": 0})
         cuda = ModuleType("cupy.cuda")
         cuda.runtime, cuda.driver = runtime, driver
         cuda.Device = lambda *a: device

@@ -166,3 +166,40 @@ def test_a_block_the_instrumented_registers_cannot_launch_is_held_to_one_cta(
     p = runtime.Prepared(wide_build, "wide", (2, 1, 1), (1024, 1, 1))
     assert p.module.cubin == b"held" and p.nslots == 2
     assert occupancy.register_cap(wide_build.instrumented, "wide", 1024, 1) == 64
+
+
+# The same ring at four and six stages of 4 KiB, 132 clusters: with its granule tables in
+# shared memory (4-byte granules) a CTA of six stages asks for about 117 KiB, room for one
+# CTA an SM where the native kernel runs two; in device memory they leave room for more.
+@pytest.fixture(scope="module", params=[4, 6], ids=["4 stages", "6 stages"])
+def deep_ring(request):
+    from consan import pipeline
+    from tests.kernels import dsmem_ring as g
+
+    return request.param, pipeline.build(g.source(request.param), ("-arch=sm_90a",))
+
+
+@pytest.mark.parametrize("native_regs", [20, 254], ids=["native two an SM", "native one"])
+def test_tables_that_cost_a_wave_in_shared_memory_go_to_device_memory(
+        monkeypatch, deep_ring, native_regs):
+    from consan import runtime
+    from consan.layout import Placement
+    from tests.fake_gpu import Gpu
+
+    stages, b = deep_ring
+    static = 4096 * stages + 64  # the kernel's stages and mbarriers
+    cubins = {(False, 0, True): b"vsh", (False, 0, True, ("dsmem_ring", 2, 256)): b"vsh held",
+              (False, 0, False): b"dev", (False, 0, False, ("dsmem_ring", 2, 256)): b"dev held"}
+    gpu = Gpu(regs={b"vsh": 128, b"vsh held": 128, b"dev": 254, b"dev held": 128,
+                    b"native": native_regs},
+              static_smem={c: static for c in (*cubins.values(), b"native")})
+    gpu.install(monkeypatch)
+    monkeypatch.setattr(runtime.toolchain, "link", lambda mods, arch, extra=(): b"native")
+    monkeypatch.setenv("CONSAN_VC_SMEM", "1")
+    b._cubins.clear()
+    b._cubins.update(cubins)
+    p = runtime.Prepared(b, "dsmem_ring", (264, 1, 1), (256, 1, 1))
+    moved = stages == 6 and native_regs == 20
+    assert p.layout.placement is (Placement.DEVICE if moved else Placement.VC_SMEM)
+    assert p.module.cubin == (b"dev held" if moved else b"vsh")
+    assert p.nslots == (132 if stages == 6 and not moved else 264)
