@@ -46,16 +46,20 @@ class Build:
         return self.linked()
 
     def linked(self, psh: bool = False, max_regs: int = 0, vsh: bool = False,
-               hold: tuple[str, int, int] | None = None) -> bytes:
+               hold: tuple[str, int, int] | None = None, cluster_chunks: bool = False) -> bytes:
         """Linked with one checker build, once: `psh` the phase-mode one with its tables in
         shared memory (under `max_regs`), `vsh` the vector-clock one with its buffer tables
         there, else the one whose tables are in device memory. `hold` (kernel, CTAs,
         threads): that kernel held to that many resident CTAs of that many threads per SM
-        (instrument/occupancy.py)."""
-        key = (psh, max_regs, vsh) if hold is None else (psh, max_regs, vsh, hold)
+        (instrument/occupancy.py). `cluster_chunks`: a cluster module of whole chunks with
+        chunk granules (Instrumented.cluster_chunks)."""
+        key = (psh, max_regs, vsh, hold, cluster_chunks)
         with self._lock:  # (two threads launching the kernel link it once)
             if key not in self._cubins:
                 ins = self.instrumented
+                if cluster_chunks:
+                    assert ins.multicast and ins.chunks_exact, "chunk granules are not exact"
+                    ins = replace(ins, cluster_chunks=True)
                 if hold is not None:
                     ins = occupancy.hold_ctas(ins, *hold)
                 self._cubins[key] = link(ins, self.ptx, self.source_name, self.arch,

@@ -256,7 +256,16 @@ class Prepared:
         elif first is Placement.VC_SMEM:
             if self._place(replace(self.layout, placement=Placement.VC_SMEM), room_all):
                 per_sm = self._occupancy(driver, nthreads)
-                if per_sm < 1 or self._tables_cost_a_wave(cupy, driver, nthreads, per_sm, sms):
+                instead = None if per_sm < 1 else self._tables_for_a_wave(
+                    cupy, driver, nthreads, per_sm, sms, room_all)
+                if instead == "chunks":
+                    self._load(cupy, driver, b.linked(vsh=True, cluster_chunks=True))
+                    self.layout = replace(self.layout, granule_bytes=abi.CHUNK_GRANULE_BYTES)
+                    if not self._place(replace(self.layout, placement=Placement.VC_SMEM),
+                                       room_all):  # (its build's static bytes grew)
+                        self.layout = replace(self.layout, granule_bytes=abi.GRANULE_BYTES)
+                        self._load(cupy, driver, b.cubin)
+                elif per_sm < 1 or instead == "device":
                     self.layout = replace(self.layout, placement=Placement.DEVICE)
                 elif ins.bar0_only:
                     self._bar0_rows(driver, nthreads, per_sm, room_all)
@@ -283,33 +292,47 @@ class Prepared:
         self.layout = replace(self.layout, nslots=max(1, min(ctas, per_sm * sms)))
         self._alloc(cupy, runtime)
 
-    def _tables_cost_a_wave(self, cupy, driver, nthreads: int, per_sm: int, sms: int) -> bool:
-        """Whether the granule tables in shared memory leave an SM room for fewer CTAs than
-        the grid needs in one wave and than the native kernel holds, where the same launch
-        with its tables in device memory would leave room for more: then they go there (its
-        registers are held after, as for any placement: _hold). (The clustered ring of six
-        4 KiB stages, 4-byte granules: 117 KiB a CTA with its tables in shared memory, room
-        for one CTA an SM where two run natively; its 264 CTAs ran in two waves, 2.709 ms
-        against 1.426 at four stages on an H200, the device's time alone.)"""
+    def _tables_for_a_wave(self, cupy, driver, nthreads: int, per_sm: int, sms: int,
+                           room_all: int) -> str | None:
+        """Where the granule tables in shared memory leave an SM room for fewer CTAs than
+        the grid needs in one wave and than the native kernel holds: "chunks" where the same
+        tables with chunk granules leave room for that many (a cluster module of whole
+        chunks: Instrumented.cluster_chunks), else "device" where device-memory tables leave
+        room for more (its registers are held after, as for any placement: _hold); None:
+        they stay. The clustered ring of 4 KiB stages has 4-byte granules and about 14 bytes
+        of tables a granule: at six stages 117 KiB a CTA, room for one CTA an SM where two
+        run natively, so its 264 CTAs ran in two waves. On an H200, the device's time alone
+        (benchmarks/depth_dsmem.py): six stages 2.704 ms with those tables, 2.392 in device
+        memory, 1.655 with chunk granules (58 KiB a CTA); eight 2.921, 2.486 and 1.823; at
+        four, where every CTA fits, the 4-byte tables 1.408 ms against 2.256 in device
+        memory and 1.431 with chunk granules (A/B)."""
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
         attrs = cupy.cuda.Device().attributes
         sm_smem = attrs.get("MaxSharedMemoryPerMultiprocessor", 0)
         if per_sm * sms >= ctas or not sm_smem:
-            return False
+            return None
         per_cta = self.static_smem + attrs.get("ReservedSharedMemoryPerBlock", 0)
 
         def room(layout: Layout) -> int:  # CTAs an SM's shared memory holds
             return sm_smem // (per_cta + layout.launch_shared_mem)
         here = room(self.layout)
+        ins = self.build.instrumented
+        chunked = replace(self.layout, granule_bytes=abi.CHUNK_GRANULE_BYTES)
+        chunks = ins.multicast and ins.chunks_exact and not ins.chunk_granules and \
+            chunked.launch_shared_mem <= room_all - self.static_smem
         there = room(replace(self.layout, placement=Placement.DEVICE, bar0_rows=False))
         want = -(-ctas // sms)
-        if here >= min(want, there):
-            return False  # (not the tables: the registers or the threads hold it)
+        if here >= min(want, max(there, room(chunked) if chunks else 0)):
+            return None  # (not the tables: the registers or the threads hold it)
         try:
             native_ctas, _ = self._native_fit(cupy, driver, nthreads)
         except toolchain.CompileError:  # (the module does not link alone)
-            return False
-        return here < native_ctas
+            return None
+        if here >= native_ctas:
+            return None
+        if chunks and room(chunked) >= min(want, native_ctas):
+            return "chunks"
+        return "device" if there > here else None
 
     def _fit_one(self, cupy, driver, nthreads: int) -> int:
         """CTAs per SM of a launch whose device-memory build's registers leave room for no CTA
@@ -341,7 +364,8 @@ class Prepared:
         before = (self.module, self.function, self.layout)
         placed = self.layout  # (_load takes the device-memory tables: kept as placed)
         vsh = placed.placement is Placement.VC_SMEM
-        self._load(cupy, driver, self.build.linked(vsh=vsh, hold=(self.kernel, want, nthreads)))
+        self._load(cupy, driver, self.build.linked(vsh=vsh, hold=(self.kernel, want, nthreads),
+                                                   cluster_chunks=self.cluster_chunks))
         self.layout = replace(self.layout, placement=placed.placement, bar0_rows=placed.bar0_rows)
         held = self._occupancy(driver, nthreads)
         if held > per_sm:
@@ -398,6 +422,12 @@ class Prepared:
     @property
     def nslots(self) -> int:
         return self.layout.nslots
+
+    @property
+    def cluster_chunks(self) -> bool:
+        """Linked with chunk granules by choice (_tables_for_a_wave)."""
+        return self.layout.granule_bytes == abi.CHUNK_GRANULE_BYTES and \
+            not self.build.instrumented.chunk_granules
 
     @property
     def launch_shared_mem(self) -> int:

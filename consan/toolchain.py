@@ -489,7 +489,7 @@ def _variant_defines(psh: bool, vsh: bool, phase: bool = False,
     (-DCONSAN_ABI_PRESERVE: probe_preserve)."""
     assert psh + vsh + phase <= 1, "one build at a time"
     assert not mc or psh + phase == 0, "multicast: a vector-clock build"
-    assert not chunk or not (psh or phase or mc), "chunk granules: vector clocks, one CTA"
+    assert not chunk or not (psh or phase), "chunk granules: vector clocks"
     preserve = probe_preserve(mc)
     return checker_defines() + (("-DCONSAN_PSH",) if psh else ()) + \
         (("-DCONSAN_VSH",) if vsh else ()) + (("-DCONSAN_PHASE_DEV",) if phase else ()) + \

@@ -50,8 +50,9 @@ def prepared(monkeypatch, ins: Instrumented, env: dict[str, str], shape, window_
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     b = runtime.Build(ins, None, "k.ptx", ins.ptx)  # type: ignore[arg-type]
-    b._cubins.update({(False, 0, False): b"plain", (False, 0, True): b"vsh",
-                      (True, runtime.psh_max_regs(block), False): b"psh"})
+    b._cubins.update({(False, 0, False, None, False): b"plain",
+                      (False, 0, True, None, False): b"vsh",
+                      (True, runtime.psh_max_regs(block), False, None, False): b"psh"})
     return runtime.Prepared(b, ins.kernels[0], (3, 1, 1), (block, 1, 1), shared), gpu
 
 

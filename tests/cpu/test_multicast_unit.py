@@ -6,6 +6,7 @@ posting side needs DSMEM: tests/gpu/test_multicast.py)."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -192,13 +193,15 @@ def test_the_release_a_peer_acquired_covers_what_preceded_it(ck, made, read_afte
     assert _after_releases(ck, made=made, read_after=read_after, acquired=acquired) == want
 
 
-def _random_ring(seed: int, nwarps: int):
+def _random_ring(seed: int, nwarps: int, chunks: bool = False):
     """A peer fills two 256-byte stages of this CTA, each round arming the mbarrier and
     copying two halves (a block of granules each) after acquiring this CTA's latest release (or
     an older one, or none, and after a cluster barrier or not); this CTA's warps wait (or
     not), read and write the stages and release them to the peer at random: clean rounds
-    and races of every kind a peer's copy makes."""
+    and races of every kind a peer's copy makes. `chunks`: the warps' writes are whole
+    16-byte chunks (a module that may take chunk granules), their reads 4 bytes."""
     rng = random.Random(seed)
+    wstep, wsize = (16, 16) if chunks else (4, 4)
     ops = []
     for _ in range(50):
         r = rng.random()
@@ -210,7 +213,8 @@ def _random_ring(seed: int, nwarps: int):
         elif r < 0.7:
             ops.append(("read", rng.randrange(nwarps), rng.randrange(128) * 4, len(ops)))
         elif r < 0.8:
-            ops.append(("write", rng.randrange(nwarps), rng.randrange(128) * 4, len(ops)))
+            ops.append(("write", rng.randrange(nwarps), rng.randrange(512 // wstep) * wstep,
+                        len(ops)))
         else:
             ops.append(("release", rng.randrange(nwarps)))
 
@@ -232,9 +236,11 @@ def _random_ring(seed: int, nwarps: int):
                     c.mbar_wait(op[1], MB, parity=(rounds - 1) & 1, site=WAIT)
             elif op[0] == "release":
                 releases.append(c.remote_release(op[1]))
+            elif op[0] == "write":
+                c.write(op[1], op[2], wsize, site=LATE + op[3] % 40)
             else:
-                getattr(c, op[0])(op[1], op[2], site=LATE + op[3] % 40)
-        c.write(0, 768, site=FAR)  # (applies what is left)
+                c.read(op[1], op[2], site=LATE + op[3] % 40)
+        c.write(0, 768, wsize, site=FAR)  # (applies what is left)
     return trace
 
 
@@ -253,6 +259,24 @@ def test_random_rings_judge_alike_in_either_table_placement(seed, nwarps, bulk):
         _random_ring(seed, nwarps)(c)
         found.append(c.kinds())
     assert found[0] == found[1]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_rings_of_whole_chunks_judge_alike_in_either_granule(seed):
+    """A ring whose warps write whole 16-byte chunks, judged with 4-byte granules and with
+    chunk granules (abi.CHUNK_GRANULE_BYTES), the tables in shared memory and in device
+    memory: the same findings, in the same order (a cluster module of whole chunks may take
+    chunk granules: docs/model.md, *Chunk granules*)."""
+    found = []
+    for granule, vsh in itertools.product((abi.GRANULE_BYTES, abi.CHUNK_GRANULE_BYTES),
+                                          (False, True)):
+        c = HostChecker(nwarps=4, smem_bytes=1024, multicast=True, vsh=vsh,
+                        granule_bytes=granule)
+        c.begin()
+        assert c.mbar(0, MB, abi.MB_INIT, 1, site=INIT) == 0
+        _random_ring(seed, 4, chunks=True)(c)
+        found.append(c.kinds())
+    assert found[1:] == found[:1] * 3
 
 
 @pytest.mark.parametrize("vsh", [False, True], ids=["device-tables", "smem-tables"])

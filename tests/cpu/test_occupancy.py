@@ -95,8 +95,8 @@ def _prepare(monkeypatch, b, pairs: int, regs: dict[bytes, int], link=None):
     monkeypatch.setattr(runtime.toolchain, "link", link or (lambda mods, arch, extra=(): b"native"))
     vsh = os.environ.get("CONSAN_VC_SMEM", "1") != "0"
     b._cubins.clear()
-    b._cubins.update({(False, 0, vsh): b"plain",
-                      (False, 0, vsh, ("dsmem_ring", 2, 256)): b"held"})
+    b._cubins.update({(False, 0, vsh, None, False): b"plain",
+                      (False, 0, vsh, ("dsmem_ring", 2, 256), False): b"held"})
     p = runtime.Prepared(b, "dsmem_ring", (2 * pairs, 1, 1), (256, 1, 1))
     assert p.layout.placement is (Placement.VC_SMEM if vsh else Placement.DEVICE)
     return p, gpu
@@ -156,8 +156,8 @@ def test_a_block_the_instrumented_registers_cannot_launch_is_held_to_one_cta(
     gpu = Gpu(regs={b"plain": 110, b"held": held_regs})
     gpu.install(monkeypatch)
     wide_build._cubins.clear()
-    wide_build._cubins.update({(False, 0, False): b"plain",
-                               (False, 0, False, ("wide", 1, 1024)): b"held"})
+    wide_build._cubins.update({(False, 0, False, None, False): b"plain",
+                               (False, 0, False, ("wide", 1, 1024), False): b"held"})
     if held_regs > 64:
         with pytest.raises(ConsanError, match=r"wide cannot launch with block \(1024, 1, 1\)"
                                               r".* 72 registers"):
@@ -170,7 +170,8 @@ def test_a_block_the_instrumented_registers_cannot_launch_is_held_to_one_cta(
 
 # The same ring at four and six stages of 4 KiB, 132 clusters: with its granule tables in
 # shared memory (4-byte granules) a CTA of six stages asks for about 117 KiB, room for one
-# CTA an SM where the native kernel runs two; in device memory they leave room for more.
+# CTA an SM where the native kernel runs two; with chunk granules (its accesses are whole
+# chunks) about 58 KiB; in device memory less.
 @pytest.fixture(scope="module", params=[4, 6], ids=["4 stages", "6 stages"])
 def deep_ring(request):
     from consan import pipeline
@@ -179,19 +180,33 @@ def deep_ring(request):
     return request.param, pipeline.build(g.source(request.param), ("-arch=sm_90a",))
 
 
+@pytest.mark.parametrize("exact", [True, False], ids=["whole chunks", "not whole chunks"])
 @pytest.mark.parametrize("native_regs", [20, 254], ids=["native two an SM", "native one"])
-def test_tables_that_cost_a_wave_in_shared_memory_go_to_device_memory(
-        monkeypatch, deep_ring, native_regs):
+def test_tables_that_cost_a_wave_in_shared_memory_take_chunks_or_device_memory(
+        monkeypatch, deep_ring, native_regs, exact):
+    """Where its 4-byte granule tables in shared memory cost the grid a wave the native
+    kernel runs in one, a cluster module of whole chunks takes chunk granules there (its
+    own build); one whose accesses are not all whole chunks takes device memory."""
+    from dataclasses import replace
+
     from consan import runtime
     from consan.layout import Placement
+    from instrument import abi
     from tests.fake_gpu import Gpu
 
     stages, b = deep_ring
+    assert b.instrumented.multicast and b.instrumented.chunks_exact
+    assert not b.instrumented.chunk_granules  # (4-byte granules unless the runtime chooses)
+    if not exact:  # (the same module as one with a 4-byte write somewhere)
+        b = runtime.Build(replace(b.instrumented, whole_chunks=False), b.arch, b.source_name,
+                          b.ptx)
     static = 4096 * stages + 64  # the kernel's stages and mbarriers
-    cubins = {(False, 0, True): b"vsh", (False, 0, True, ("dsmem_ring", 2, 256)): b"vsh held",
-              (False, 0, False): b"dev", (False, 0, False, ("dsmem_ring", 2, 256)): b"dev held"}
-    gpu = Gpu(regs={b"vsh": 128, b"vsh held": 128, b"dev": 254, b"dev held": 128,
-                    b"native": native_regs},
+    ring = ("dsmem_ring", 2, 256)
+    cubins = {(False, 0, True, None, False): b"vsh", (False, 0, True, ring, False): b"vsh held",
+              (False, 0, True, None, True): b"vsh chunks",
+              (False, 0, True, ring, True): b"vsh chunks held",
+              (False, 0, False, None, False): b"dev", (False, 0, False, ring, False): b"dev held"}
+    gpu = Gpu(regs={**dict.fromkeys(cubins.values(), 128), b"dev": 254, b"native": native_regs},
               static_smem={c: static for c in (*cubins.values(), b"native")})
     gpu.install(monkeypatch)
     monkeypatch.setattr(runtime.toolchain, "link", lambda mods, arch, extra=(): b"native")
@@ -200,6 +215,10 @@ def test_tables_that_cost_a_wave_in_shared_memory_go_to_device_memory(
     b._cubins.update(cubins)
     p = runtime.Prepared(b, "dsmem_ring", (264, 1, 1), (256, 1, 1))
     moved = stages == 6 and native_regs == 20
-    assert p.layout.placement is (Placement.DEVICE if moved else Placement.VC_SMEM)
-    assert p.module.cubin == (b"dev held" if moved else b"vsh")
+    want = (b"vsh chunks" if exact else b"dev held") if moved else b"vsh"
+    assert p.module.cubin == want
+    assert p.layout.placement is (Placement.DEVICE if want == b"dev held" else Placement.VC_SMEM)
+    assert p.layout.granule_bytes == (abi.CHUNK_GRANULE_BYTES if want == b"vsh chunks"
+                                      else abi.GRANULE_BYTES)
+    assert p.cluster_chunks is (want == b"vsh chunks")
     assert p.nslots == (132 if stages == 6 and not moved else 264)
