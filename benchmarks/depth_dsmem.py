@@ -12,12 +12,11 @@ and the device's time alone (each launch behind a spin kernel, medians of 5), na
 consan. Every consan launch must report clean and write the native bits, else the row gets
 no ratio and the script exits 1 (benchmarks/verdict.py). `--tables`: each depth with its
 granule tables where consan puts them (shared: its own choice, shared memory where they
-fit), and in device memory (device: CONSAN_VC_SMEM=0), so one run says which is faster
-where shared-memory tables cost resident CTAs. Why: the ring's tables in shared
-memory grow with its stages (4-byte granules, about 14 bytes of table a granule), and a
-depth whose CTA no longer fits twice in an SM runs its grid in two waves where natively it
-runs in one (measured on an H200 at c06a7a3 with a one-off script: 1.426 ms at 4 stages,
-2.709 at 6; benchmarks/RESULTS.md).
+fit; from six stages with chunk granules, the row's granule bytes), and in device memory
+(device: CONSAN_VC_SMEM=0, 4-byte granules). Why: the ring's tables in shared memory grow
+with its stages (4-byte granules, about 14 bytes of table a granule), and a depth whose
+CTA no longer fits twice in an SM ran its grid in two waves where natively it runs in one
+(on an H200: 1.426 ms at 4 stages, 2.709 at 6; benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -87,7 +86,8 @@ def row(cp, stages: int, pairs: int, tables: str = "shared", tiles: int = TILES)
     r = {"kernel": f"dsmem_ring, {stages} stages, {tables} tables", "stages": stages,
          "ctas": 2 * pairs,
          "resident_ctas": p.nslots, "smem_per_cta_kib": smem / 1024,
-         "tables": p.layout.placement.name, "dev_native_ms": dev_nat, "dev_consan_ms": dev_con,
+         "tables": p.layout.placement.name, "granule_bytes": p.layout.granule_bytes,
+         "dev_native_ms": dev_nat, "dev_consan_ms": dev_con,
          "dev_x": dev_con / dev_nat}
     verdict.judge(r, reports, same)
     return r
@@ -106,12 +106,13 @@ def main(argv=None) -> int:
     import cupy as cp
 
     rows = []
-    print("stages | consan smem a CTA KiB | tables | resident CTAs / grid | dev native ms | "
-          "dev consan ms | dev x")
+    print("stages | consan smem a CTA KiB | tables | granule bytes | resident CTAs / grid | "
+          "dev native ms | dev consan ms | dev x")
     for s, t in itertools.product(args.stages, args.tables):
         r = row(cp, s, args.pairs, t)
         rows.append(r)
-        print(f"{s} | {r['smem_per_cta_kib']:.1f} | {r['tables']} | {r['resident_ctas']} / "
+        print(f"{s} | {r['smem_per_cta_kib']:.1f} | {r['tables']} | {r['granule_bytes']} | "
+              f"{r['resident_ctas']} / "
               f"{r['ctas']} | {r['dev_native_ms']:.4f} | {r['dev_consan_ms']:.3f} | "
               f"{verdict.cell(r, 'dev_x')}", flush=True)
     if args.json:

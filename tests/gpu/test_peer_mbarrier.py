@@ -180,14 +180,15 @@ def test_dsmem_ring_is_clean_and_bit_exact(pairs, stages, tables, monkeypatch):
     np.testing.assert_array_equal(out.reshape(pairs, g.TILE), g.inputs(np, pairs, tiles)[2])
 
 
-@pytest.mark.parametrize("stages", [4, 6])
+@pytest.mark.parametrize("stages", [4, 6, 8])
 def test_the_instrumented_ring_keeps_the_native_kernels_resident_ctas(stages):
     """264 CTAs of 256 threads: natively two a SM, all resident at once. The probes push
     the kernel past two CTAs a SM (254 registers with the device-memory tables: one a SM,
     two waves); held to the native two (instrument/occupancy.py) every CTA is resident
     again, with its granule tables in shared memory at four stages, and the launch stays
-    clean and bit-exact. At six stages the tables in shared memory (117 KiB a CTA) leave
-    room for one CTA a SM: they go to device memory, where the held kernel keeps two."""
+    clean and bit-exact. From six stages the 4-byte granule tables in shared memory (117
+    KiB a CTA at six) leave room for one CTA a SM: the module (whole 16-byte chunks) takes
+    chunk granules there instead (58 KiB), which keep two."""
     import cupy as cp
 
     import consan
@@ -201,13 +202,49 @@ def test_the_instrumented_ring_keeps_the_native_kernels_resident_ctas(stages):
                        options=(arch_option(),))
     regs = cp.cuda.driver.funcGetAttribute(runtime._CU_FUNC_ATTRIBUTE_NUM_REGS, p.function.ptr)
     assert regs <= 128 and p.nslots == min(2 * pairs, 2 * sms), (regs, p.nslots)
-    want = runtime.Placement.VC_SMEM if stages == 4 else runtime.Placement.DEVICE
-    assert p.layout.placement is want  # (its granule tables' build)
+    assert p.layout.placement is runtime.Placement.VC_SMEM  # (its granule tables' build)
+    assert p.cluster_chunks is (stages > 4), p.layout.granule_bytes
     x, out, ref = g.inputs(cp, pairs, tiles)
     p.launch(g.args(x, out, tiles))
     rep = p.report()
     assert rep.ok and not rep.notes and not rep.unmodeled, str(rep)
     np.testing.assert_array_equal(out.get().reshape(pairs, g.TILE), ref)
+
+
+@pytest.mark.parametrize("stages", [4, 6])
+def test_the_ring_reading_before_its_full_wait_is_pending_write_in_either_granule(stages):
+    """The ring's consumer reads each stage without waiting on its `full` mbarrier: its
+    reads are judged against the producer's st.async, the copy of CTA rank 0, as
+    async.pending-write (or uninit.read where no copy reached the bytes yet), at the read;
+    a copy that lands after such a read, which the producer's wait on `empty` did not
+    order, is race.war at the st.async. A consumer that never waits may also complete two
+    phases of an `empty` mbarrier before the producer waits on the first: its parity wait
+    then waits for a phase nobody completes, a deadlock at that wait (on an H200 in about
+    ten CTAs of 264), which consan ends. With 4-byte granules (four stages) and with the
+    chunk granules six stages take."""
+    import cupy as cp
+
+    import consan
+    from tests.kernels import dsmem_ring as g
+
+    need_sm90()
+    src = g.source(stages).replace("while (!ok)  // @wait-full", "while (false)  // @wait-full")
+    pairs, tiles = 132, 64
+    p = consan.prepare(src, g.KERNEL, grid=g.grid(pairs), block=g.BLOCK,
+                       options=(arch_option(),))
+    assert p.cluster_chunks is (stages > 4)
+    x, out, _ = g.inputs(cp, pairs, tiles)
+    p.launch(g.args(x, out, tiles))
+    rep = p.report()
+    read = line_of(src, "@read-stage")
+    # (the lines the asm statements' operands start on, where lineinfo puts them)
+    copy = line_of(src, '"r"(__float_as_uint(v.z)), "r"(__float_as_uint(v.w)), "r"(pf)')
+    empty_wait = line_of(src, ': "=r"(ok) : "r"(e), "r"(par)')  # (the producer's)
+    assert rep.violations and {(v.kind, v.line) for v in rep.violations} <= {
+        ("async.pending-write", read), ("uninit.read", read), ("race.war", copy),
+        ("deadlock", empty_wait)}, str(rep)
+    pending = [v for v in rep.violations if v.kind == "async.pending-write"]
+    assert pending and all(v.prev_line == copy and v.prev_rank == 0 for v in pending), str(rep)
 
 
 # The other way round: CTA rank r reads its own buffer, then frees it with an arrive on the
