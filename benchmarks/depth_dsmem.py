@@ -13,10 +13,11 @@ consan. Every consan launch must report clean and write the native bits, else th
 no ratio and the script exits 1 (benchmarks/verdict.py). `--tables`: each depth with its
 granule tables where consan puts them (shared: its own choice, shared memory where they
 fit; from six stages with chunk granules, the row's granule bytes), and in device memory
-(device: CONSAN_VC_SMEM=0, 4-byte granules). Why: the ring's tables in shared memory grow
-with its stages (4-byte granules, about 14 bytes of table a granule), and a depth whose
-CTA no longer fits twice in an SM ran its grid in two waves where natively it runs in one
-(on an H200: 1.426 ms at 4 stages, 2.709 at 6; benchmarks/RESULTS.md).
+(device: CONSAN_VC_SMEM=0, where this module takes chunk granules too). Why: the ring's
+tables in shared memory grow with its stages (4-byte granules, about 14 bytes of table a
+granule), and a depth whose CTA no longer fits twice in an SM ran its grid in two waves
+where natively it runs in one (on an H200: 1.426 ms at 4 stages, 2.709 at 6;
+benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def test_an_unknown_kernel_is_refused_by_name():
 # The runtime's choice, on the fake GPU (tests/fake_gpu.py): the clustered ring of
 # tests/kernels/dsmem_ring.py, 256 threads a CTA, its granule tables in shared memory (its
 # peers reach it by copies and mbarrier operations only), or in device memory
-# (CONSAN_VC_SMEM=0).
+# (CONSAN_VC_SMEM=0: with chunk granules there, runtime.device_chunks).
 @pytest.fixture(scope="module")
 def ring_build():
     from consan import pipeline
@@ -95,10 +95,11 @@ def _prepare(monkeypatch, b, pairs: int, regs: dict[bytes, int], link=None):
     monkeypatch.setattr(runtime.toolchain, "link", link or (lambda mods, arch, extra=(): b"native"))
     vsh = os.environ.get("CONSAN_VC_SMEM", "1") != "0"
     b._cubins.clear()
-    b._cubins.update({(False, 0, vsh, None, False): b"plain",
-                      (False, 0, vsh, ("dsmem_ring", 2, 256), False): b"held"})
+    b._cubins.update({(False, 0, vsh, None, not vsh): b"plain",
+                      (False, 0, vsh, ("dsmem_ring", 2, 256), not vsh): b"held"})
     p = runtime.Prepared(b, "dsmem_ring", (2 * pairs, 1, 1), (256, 1, 1))
     assert p.layout.placement is (Placement.VC_SMEM if vsh else Placement.DEVICE)
+    assert p.cluster_chunks is not vsh
     return p, gpu
 
 
@@ -186,7 +187,8 @@ def test_tables_that_cost_a_wave_in_shared_memory_take_chunks_or_device_memory(
         monkeypatch, deep_ring, native_regs, exact):
     """Where its 4-byte granule tables in shared memory cost the grid a wave the native
     kernel runs in one, a cluster module of whole chunks takes chunk granules there (its
-    own build); one whose accesses are not all whole chunks takes device memory."""
+    own build); one whose accesses are not all whole chunks takes device memory (4-byte
+    granules: chunk ones would not be exact)."""
     from dataclasses import replace
 
     from consan import runtime
@@ -205,8 +207,11 @@ def test_tables_that_cost_a_wave_in_shared_memory_take_chunks_or_device_memory(
     cubins = {(False, 0, True, None, False): b"vsh", (False, 0, True, ring, False): b"vsh held",
               (False, 0, True, None, True): b"vsh chunks",
               (False, 0, True, ring, True): b"vsh chunks held",
-              (False, 0, False, None, False): b"dev", (False, 0, False, ring, False): b"dev held"}
-    gpu = Gpu(regs={**dict.fromkeys(cubins.values(), 128), b"dev": 254, b"native": native_regs},
+              (False, 0, False, None, False): b"dev", (False, 0, False, ring, False): b"dev held",
+              (False, 0, False, None, True): b"dev chunks",
+              (False, 0, False, ring, True): b"dev chunks held"}
+    gpu = Gpu(regs={**dict.fromkeys(cubins.values(), 128), b"dev": 254, b"dev chunks": 254,
+                    b"native": native_regs},
               static_smem={c: static for c in (*cubins.values(), b"native")})
     gpu.install(monkeypatch)
     monkeypatch.setattr(runtime.toolchain, "link", lambda mods, arch, extra=(): b"native")
@@ -222,3 +227,36 @@ def test_tables_that_cost_a_wave_in_shared_memory_take_chunks_or_device_memory(
                                       else abi.GRANULE_BYTES)
     assert p.cluster_chunks is (want == b"vsh chunks")
     assert p.nslots == (132 if stages == 6 and not moved else 264)
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["whole chunks", "not whole chunks"])
+def test_a_cluster_module_of_whole_chunks_takes_chunk_granules_in_device_memory(
+        monkeypatch, deep_ring, exact):
+    """With its tables in device memory (CONSAN_VC_SMEM=0) the ring links its build with
+    chunk granules (runtime.device_chunks); a module not all of whose accesses are whole
+    chunks keeps 4-byte granules."""
+    from dataclasses import replace
+
+    from consan import runtime
+    from consan.layout import Placement
+    from instrument import abi
+    from tests.fake_gpu import Gpu
+
+    stages, b = deep_ring
+    if not exact:
+        b = runtime.Build(replace(b.instrumented, whole_chunks=False), b.arch, b.source_name,
+                          b.ptx)
+    assert runtime.device_chunks(b.instrumented) is exact
+    cubins = {(False, 0, False, None, False): b"dev", (False, 0, False, None, True): b"dev chunks"}
+    gpu = Gpu(regs={b"dev": 128, b"dev chunks": 128, b"native": 20},
+              static_smem={c: 4096 * stages + 64 for c in (*cubins.values(), b"native")})
+    gpu.install(monkeypatch)
+    monkeypatch.setattr(runtime.toolchain, "link", lambda mods, arch, extra=(): b"native")
+    monkeypatch.setenv("CONSAN_VC_SMEM", "0")
+    b._cubins.clear()
+    b._cubins.update(cubins)
+    p = runtime.Prepared(b, "dsmem_ring", (264, 1, 1), (256, 1, 1))
+    assert p.layout.placement is Placement.DEVICE and p.nslots == 264
+    assert p.module.cubin == (b"dev chunks" if exact else b"dev")
+    assert p.layout.granule_bytes == (abi.CHUNK_GRANULE_BYTES if exact else abi.GRANULE_BYTES)
+    assert p.cluster_chunks is exact
