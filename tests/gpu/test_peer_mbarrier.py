@@ -211,8 +211,9 @@ def test_the_instrumented_ring_keeps_the_native_kernels_resident_ctas(stages):
     np.testing.assert_array_equal(out.get().reshape(pairs, g.TILE), ref)
 
 
-@pytest.mark.parametrize("stages", [4, 6])
-def test_the_ring_reading_before_its_full_wait_is_pending_write_in_either_granule(stages):
+@pytest.mark.parametrize("stages,tables", [(4, "shared"), (6, "shared"), (6, "device")])
+def test_the_ring_reading_before_its_full_wait_is_pending_write_in_either_granule(
+        stages, tables, monkeypatch):
     """The ring's consumer reads each stage without waiting on its `full` mbarrier: its
     reads are judged against the producer's st.async, the copy of CTA rank 0, as
     async.pending-write (or uninit.read where no copy reached the bytes yet), at the read;
@@ -221,18 +222,22 @@ def test_the_ring_reading_before_its_full_wait_is_pending_write_in_either_granul
     phases of an `empty` mbarrier before the producer waits on the first: its parity wait
     then waits for a phase nobody completes, a deadlock at that wait (on an H200 in about
     ten CTAs of 264), which consan ends. With 4-byte granules (four stages) and with the
-    chunk granules six stages take."""
+    chunk granules six stages take, in shared memory and in device memory
+    (CONSAN_VC_SMEM=0)."""
     import cupy as cp
 
     import consan
+    from consan import runtime
     from tests.kernels import dsmem_ring as g
 
     need_sm90()
+    monkeypatch.setenv("CONSAN_VC_SMEM", "1" if tables == "shared" else "0")
     src = g.source(stages).replace("while (!ok)  // @wait-full", "while (false)  // @wait-full")
     pairs, tiles = 132, 64
     p = consan.prepare(src, g.KERNEL, grid=g.grid(pairs), block=g.BLOCK,
                        options=(arch_option(),))
     assert p.cluster_chunks is (stages > 4)
+    assert (p.layout.placement is runtime.Placement.DEVICE) is (tables == "device")
     x, out, _ = g.inputs(cp, pairs, tiles)
     p.launch(g.args(x, out, tiles))
     rep = p.report()
