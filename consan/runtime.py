@@ -318,9 +318,10 @@ class Prepared:
         of tables a granule: at six stages 117 KiB a CTA, room for one CTA an SM where two
         run natively, so its 264 CTAs ran in two waves. On an H200, the device's time alone
         (benchmarks/depth_dsmem.py): six stages 2.704 ms with those tables, 2.391 in device
-        memory, 1.591 with chunk granules (58 KiB a CTA); eight 2.921, 2.475 and 1.774; at
-        four, where every CTA fits, the 4-byte tables 1.408 ms against 2.261 in device
-        memory, and 1.431 with chunk granules (A/B)."""
+        memory (4-byte granules), 1.591 with chunk granules (58 KiB a CTA); eight 2.921,
+        2.475 and 1.774; at four, where every CTA fits, the 4-byte tables 1.408 ms against
+        2.261 in device memory (1.856 with chunk granules there: device_chunks), and 1.431
+        with chunk granules in shared memory (A/B)."""
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
         attrs = cupy.cuda.Device().attributes
         sm_smem = attrs.get("MaxSharedMemoryPerMultiprocessor", 0)
