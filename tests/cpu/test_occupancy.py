@@ -181,6 +181,30 @@ def deep_ring(request):
     return request.param, pipeline.build(g.source(request.param), ("-arch=sm_90a",))
 
 
+def _deep_prepared(monkeypatch, deep_ring, exact: bool, vc_smem: str,
+                   cubins: dict[tuple, bytes], regs: dict[bytes, int]):
+    """The deep ring prepared on the fake GPU with these cubins and registers (its
+    instrumented module made not whole chunks where `exact` is false, as one with a 4-byte
+    write somewhere), CONSAN_VC_SMEM=`vc_smem`, 264 CTAs."""
+    from dataclasses import replace
+
+    from consan import runtime
+    from tests.fake_gpu import Gpu
+
+    stages, b = deep_ring
+    if not exact:
+        b = runtime.Build(replace(b.instrumented, whole_chunks=False), b.arch, b.source_name,
+                          b.ptx)
+    static = 4096 * stages + 64  # the kernel's stages and mbarriers
+    gpu = Gpu(regs=regs, static_smem={c: static for c in (*cubins.values(), b"native")})
+    gpu.install(monkeypatch)
+    monkeypatch.setattr(runtime.toolchain, "link", lambda mods, arch, extra=(): b"native")
+    monkeypatch.setenv("CONSAN_VC_SMEM", vc_smem)
+    b._cubins.clear()
+    b._cubins.update(cubins)
+    return runtime.Prepared(b, "dsmem_ring", (264, 1, 1), (256, 1, 1))
+
+
 @pytest.mark.parametrize("exact", [True, False], ids=["whole chunks", "not whole chunks"])
 @pytest.mark.parametrize("native_regs", [20, 254], ids=["native two an SM", "native one"])
 def test_tables_that_cost_a_wave_in_shared_memory_take_chunks_or_device_memory(
@@ -189,20 +213,12 @@ def test_tables_that_cost_a_wave_in_shared_memory_take_chunks_or_device_memory(
     kernel runs in one, a cluster module of whole chunks takes chunk granules there (its
     own build); one whose accesses are not all whole chunks takes device memory (4-byte
     granules: chunk ones would not be exact)."""
-    from dataclasses import replace
-
-    from consan import runtime
     from consan.layout import Placement
     from instrument import abi
-    from tests.fake_gpu import Gpu
 
     stages, b = deep_ring
     assert b.instrumented.multicast and b.instrumented.chunks_exact
     assert not b.instrumented.chunk_granules  # (4-byte granules unless the runtime chooses)
-    if not exact:  # (the same module as one with a 4-byte write somewhere)
-        b = runtime.Build(replace(b.instrumented, whole_chunks=False), b.arch, b.source_name,
-                          b.ptx)
-    static = 4096 * stages + 64  # the kernel's stages and mbarriers
     ring = ("dsmem_ring", 2, 256)
     cubins = {(False, 0, True, None, False): b"vsh", (False, 0, True, ring, False): b"vsh held",
               (False, 0, True, None, True): b"vsh chunks",
@@ -210,15 +226,9 @@ def test_tables_that_cost_a_wave_in_shared_memory_take_chunks_or_device_memory(
               (False, 0, False, None, False): b"dev", (False, 0, False, ring, False): b"dev held",
               (False, 0, False, None, True): b"dev chunks",
               (False, 0, False, ring, True): b"dev chunks held"}
-    gpu = Gpu(regs={**dict.fromkeys(cubins.values(), 128), b"dev": 254, b"dev chunks": 254,
-                    b"native": native_regs},
-              static_smem={c: static for c in (*cubins.values(), b"native")})
-    gpu.install(monkeypatch)
-    monkeypatch.setattr(runtime.toolchain, "link", lambda mods, arch, extra=(): b"native")
-    monkeypatch.setenv("CONSAN_VC_SMEM", "1")
-    b._cubins.clear()
-    b._cubins.update(cubins)
-    p = runtime.Prepared(b, "dsmem_ring", (264, 1, 1), (256, 1, 1))
+    regs = {**dict.fromkeys(cubins.values(), 128), b"dev": 254, b"dev chunks": 254,
+            b"native": native_regs}
+    p = _deep_prepared(monkeypatch, deep_ring, exact, "1", cubins, regs)
     moved = stages == 6 and native_regs == 20
     want = (b"vsh chunks" if exact else b"dev held") if moved else b"vsh"
     assert p.module.cubin == want
@@ -235,27 +245,14 @@ def test_a_cluster_module_of_whole_chunks_takes_chunk_granules_in_device_memory(
     """With its tables in device memory (CONSAN_VC_SMEM=0) the ring links its build with
     chunk granules (runtime.device_chunks); a module not all of whose accesses are whole
     chunks keeps 4-byte granules."""
-    from dataclasses import replace
-
     from consan import runtime
     from consan.layout import Placement
     from instrument import abi
-    from tests.fake_gpu import Gpu
 
-    stages, b = deep_ring
-    if not exact:
-        b = runtime.Build(replace(b.instrumented, whole_chunks=False), b.arch, b.source_name,
-                          b.ptx)
-    assert runtime.device_chunks(b.instrumented) is exact
     cubins = {(False, 0, False, None, False): b"dev", (False, 0, False, None, True): b"dev chunks"}
-    gpu = Gpu(regs={b"dev": 128, b"dev chunks": 128, b"native": 20},
-              static_smem={c: 4096 * stages + 64 for c in (*cubins.values(), b"native")})
-    gpu.install(monkeypatch)
-    monkeypatch.setattr(runtime.toolchain, "link", lambda mods, arch, extra=(): b"native")
-    monkeypatch.setenv("CONSAN_VC_SMEM", "0")
-    b._cubins.clear()
-    b._cubins.update(cubins)
-    p = runtime.Prepared(b, "dsmem_ring", (264, 1, 1), (256, 1, 1))
+    p = _deep_prepared(monkeypatch, deep_ring, exact, "0", cubins,
+                       {b"dev": 128, b"dev chunks": 128, b"native": 20})
+    assert runtime.device_chunks(p.build.instrumented) is exact
     assert p.layout.placement is Placement.DEVICE and p.nslots == 264
     assert p.module.cubin == (b"dev chunks" if exact else b"dev")
     assert p.layout.granule_bytes == (abi.CHUNK_GRANULE_BYTES if exact else abi.GRANULE_BYTES)
