@@ -115,14 +115,14 @@ def first_placement(ins: Instrumented) -> Placement:
     return Placement.VC_SMEM if smem else Placement.DEVICE
 
 
-def device_chunks(ins: Instrumented) -> bool:
-    """Whether a launch with its tables in device memory takes chunk granules where the
-    module's own are 4 bytes: a cluster module of whole chunks whose peers reach it by
-    copies and mbarrier operations only (Instrumented.cluster_chunks). On an H200, the
-    clustered ring with its tables in device memory, the device's time alone
-    (benchmarks/depth_dsmem.py): four stages 2.289 -> 1.856 ms, sixteen 2.935 -> 2.546.
-    (With its tables in shared memory it keeps 4-byte granules unless they cost a wave:
-    Prepared._tables_for_a_wave.)"""
+def chunks_by_choice(ins: Instrumented) -> bool:
+    """Whether the runtime may give a module chunk granules where its own are 4 bytes: a
+    cluster module of whole chunks whose peers reach it by copies and mbarrier operations
+    only (Instrumented.cluster_chunks). It takes them wherever its tables are in device
+    memory (on an H200, the clustered ring there, the device's time alone,
+    benchmarks/depth_dsmem.py: four stages 2.289 -> 1.856 ms, sixteen 2.935 -> 2.546), and
+    in shared memory only where 4-byte ones would cost a wave
+    (Prepared._tables_for_a_wave)."""
     return ins.multicast and ins.chunks_exact and not ins.chunk_granules and \
         not ins.peer_access
 
@@ -273,19 +273,18 @@ class Prepared:
                 if instead == "chunks":
                     self._load(cupy, driver, b.linked(vsh=True, cluster_chunks=True))
                     self.layout = replace(self.layout, granule_bytes=abi.CHUNK_GRANULE_BYTES)
-                    if not self._place(replace(self.layout, placement=Placement.VC_SMEM),
-                                       room_all):  # (its build's static bytes grew)
-                        self.layout = replace(self.layout, granule_bytes=abi.GRANULE_BYTES)
-                        self._load(cupy, driver, b.cubin)
+                    # (where its build's static bytes grew past the room, _load's
+                    # device-memory placement stays: loaded below)
+                    self._place(replace(self.layout, placement=Placement.VC_SMEM), room_all)
                 elif per_sm < 1 or instead == "device":
                     self.layout = replace(self.layout, placement=Placement.DEVICE)
                 elif ins.bar0_only:
                     self._bar0_rows(driver, nthreads, per_sm, room_all)
         if self.layout.placement is Placement.DEVICE:
-            chunks = device_chunks(ins)
+            chunks = chunks_by_choice(ins)
             self._load(cupy, driver, b.linked(cluster_chunks=True) if chunks else b.cubin)
-            if chunks:
-                self.layout = replace(self.layout, granule_bytes=abi.CHUNK_GRANULE_BYTES)
+            self.layout = replace(self.layout, granule_bytes=abi.CHUNK_GRANULE_BYTES
+                                  if chunks or ins.chunk_granules else abi.GRANULE_BYTES)
         fptr = self.function.ptr
         static = self.static_smem
         check_shared_room(self.kernel, static, self.shared_mem, self.launch_shared_mem, room_all)
@@ -320,7 +319,7 @@ class Prepared:
         (benchmarks/depth_dsmem.py): six stages 2.704 ms with those tables, 2.391 in device
         memory (4-byte granules), 1.591 with chunk granules (58 KiB a CTA); eight 2.921,
         2.475 and 1.774; at four, where every CTA fits, the 4-byte tables 1.408 ms against
-        2.261 in device memory (1.856 with chunk granules there: device_chunks), and 1.431
+        2.261 in device memory (1.856 with chunk granules there: chunks_by_choice), and 1.431
         with chunk granules in shared memory (A/B)."""
         ctas = self.grid[0] * self.grid[1] * self.grid[2]
         attrs = cupy.cuda.Device().attributes
@@ -334,7 +333,7 @@ class Prepared:
         here = room(self.layout)
         ins = self.build.instrumented
         chunked = replace(self.layout, granule_bytes=abi.CHUNK_GRANULE_BYTES)
-        chunks = ins.multicast and ins.chunks_exact and not ins.chunk_granules and \
+        chunks = chunks_by_choice(ins) and \
             chunked.launch_shared_mem <= room_all - self.static_smem
         there = room(replace(self.layout, placement=Placement.DEVICE, bar0_rows=False))
         want = -(-ctas // sms)

@@ -68,7 +68,7 @@ def test_an_unknown_kernel_is_refused_by_name():
 # The runtime's choice, on the fake GPU (tests/fake_gpu.py): the clustered ring of
 # tests/kernels/dsmem_ring.py, 256 threads a CTA, its granule tables in shared memory (its
 # peers reach it by copies and mbarrier operations only), or in device memory
-# (CONSAN_VC_SMEM=0: with chunk granules there, runtime.device_chunks).
+# (CONSAN_VC_SMEM=0: with chunk granules there, runtime.chunks_by_choice).
 @pytest.fixture(scope="module")
 def ring_build():
     from consan import pipeline
@@ -243,7 +243,7 @@ def test_tables_that_cost_a_wave_in_shared_memory_take_chunks_or_device_memory(
 def test_a_cluster_module_of_whole_chunks_takes_chunk_granules_in_device_memory(
         monkeypatch, deep_ring, exact):
     """With its tables in device memory (CONSAN_VC_SMEM=0) the ring links its build with
-    chunk granules (runtime.device_chunks); a module not all of whose accesses are whole
+    chunk granules (runtime.chunks_by_choice); a module not all of whose accesses are whole
     chunks keeps 4-byte granules."""
     from consan import runtime
     from consan.layout import Placement
@@ -252,7 +252,7 @@ def test_a_cluster_module_of_whole_chunks_takes_chunk_granules_in_device_memory(
     cubins = {(False, 0, False, None, False): b"dev", (False, 0, False, None, True): b"dev chunks"}
     p = _deep_prepared(monkeypatch, deep_ring, exact, "0", cubins,
                        {b"dev": 128, b"dev chunks": 128, b"native": 20})
-    assert runtime.device_chunks(p.build.instrumented) is exact
+    assert runtime.chunks_by_choice(p.build.instrumented) is exact
     assert p.layout.placement is Placement.DEVICE and p.nslots == 264
     assert p.module.cubin == (b"dev chunks" if exact else b"dev")
     assert p.layout.granule_bytes == (abi.CHUNK_GRANULE_BYTES if exact else abi.GRANULE_BYTES)
