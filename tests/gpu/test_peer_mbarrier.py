@@ -221,9 +221,12 @@ def test_the_ring_reading_before_its_full_wait_is_pending_write_in_either_granul
     order, is race.war at the st.async. A consumer that never waits may also complete two
     phases of an `empty` mbarrier before the producer waits on the first: its parity wait
     then waits for a phase nobody completes, a deadlock at that wait (on an H200 in about
-    ten CTAs of 264), which consan ends. With 4-byte granules (four stages) and with the
-    chunk granules six stages take, in shared memory and in device memory
-    (CONSAN_VC_SMEM=0)."""
+    ten CTAs of 264), which consan ends. And with the consumer freeing stages unwaited, the
+    producer's warps drift apart: its thread 0 may arm `full[s]` for a later tile while a
+    lagging warp's bytes for the earlier tile have not landed, an arrival on a phase whose
+    pending count is already 0, mbarrier.underflow at that arrive (on an H200 in 2 CTAs of
+    264, in one run of several). With 4-byte granules (four stages) and with the chunk
+    granules six stages take, in shared memory and in device memory (CONSAN_VC_SMEM=0)."""
     import cupy as cp
 
     import consan
@@ -245,9 +248,10 @@ def test_the_ring_reading_before_its_full_wait_is_pending_write_in_either_granul
     # (the lines the asm statements' operands start on, where lineinfo puts them)
     copy = line_of(src, '"r"(__float_as_uint(v.z)), "r"(__float_as_uint(v.w)), "r"(pf)')
     empty_wait = line_of(src, ': "=r"(ok) : "r"(e), "r"(par)')  # (the producer's)
+    arm = line_of(src, '"[%0], %1;" :: "r"(pf), "r"(TILE * 4)')  # (its arrive.expect_tx)
     assert rep.violations and {(v.kind, v.line) for v in rep.violations} <= {
         ("async.pending-write", read), ("uninit.read", read), ("race.war", copy),
-        ("deadlock", empty_wait)}, str(rep)
+        ("deadlock", empty_wait), ("mbarrier.underflow", arm)}, str(rep)
     pending = [v for v in rep.violations if v.kind == "async.pending-write"]
     assert pending and all(v.prev_line == copy and v.prev_rank == 0 for v in pending), str(rep)
 
