@@ -310,8 +310,7 @@ CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32
                     (cs_ld32(&cta[CS_CTA_CLUSTER_ARRIVES + w]) > W ? CS_POST_ARRIVED : 0u);
     if (!cs_post(a >> CS_RANK_SHIFT, off, arg, 0, site, from, rel, W))
         cs_mbar_record(CS_TOOL_REMOTE_COPY_LOST, site, off, 0);
-    cs_fence_cluster();
-    return true;
+    return true;  // (no fence before the operation: cs_post says why)
 }
 
 // How many posts from the tail t (p: post t, a peer's operation on this CTA's mbarrier;
