@@ -86,6 +86,11 @@ costs(unsigned* g, long long* out, int mode, int iters, int lanes) {
                                      "r"(peer + 4u * ((v + 96u) % 1024u)) : "memory");
                       v = (u0 + u1 + u2 + u3) % 1024u)
             break;
+        case 12: LOOP(ASM1("ld.acquire.cluster.shared::cta.u32", v, base + 4u * v))
+            break;
+        case 13: LOOP(asm volatile("st.release.cluster.shared::cluster.u32 [%0], %1;"
+                                   :: "r"(peer + 4u * (v % 1024u)), "r"(v) : "memory"); v += 1)
+            break;
         default: LOOP(v = (v + 32u) % 1024u)  // the loop and the chase alone
         }
         long long t1 = clock64();
@@ -111,6 +116,10 @@ ROWS = [  # (the kernel's mode, what it times)
     (9, "fence.acq_rel.cluster alone"),
     (10, "fence.acq_rel.cta alone"),
     (11, "four peer loads at once, then their sum"),
+    # what a post's last word costs its writer and each reader (checker/multicast.h: the
+    # drain's and a read's look at pending posts load it with an acquire)
+    (12, "ld.acquire.cluster.shared::cta (this CTA), dependent"),
+    (13, "st.release.cluster.shared::cluster to the peer"),
     (99, "the loop and its chase alone"),
 ]
 SMEM = 160 * 1024
