@@ -13,7 +13,7 @@ import ctypes
 import os
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -307,7 +307,7 @@ class Prepared:
         self._alloc(cupy, runtime)
 
     def _tables_for_a_wave(self, cupy, driver, nthreads: int, per_sm: int, sms: int,
-                           room_all: int) -> str | None:
+                           room_all: int) -> Literal["chunks", "device"] | None:
         """Where the granule tables in shared memory leave an SM room for fewer CTAs than
         the grid needs in one wave and than the native kernel holds: "chunks" where the same
         tables with chunk granules leave room for that many (a cluster module of whole
