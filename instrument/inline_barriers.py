@@ -424,16 +424,13 @@ def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity:
             f"mul.wide.u32 {sp}, {r['w']}, 4;",
             f"add.u64 {sp}, {tbl}, {sp};",
             f"@{lead} st.global.u32 [{sp}+{4 * abi.CTA_SPIN_PHASE}], 0;",
-            # the phases completed (an acquire of the entry's counters in shared memory),
-            # and the waited parity's phase
-            f"mad.lo.u32 {r['t']}, {r['j']}, 16, {r['shv']};",
-            f"ld.acquire.cta.shared::cta.u32 {r['k']}, "
-            f"[{r['t']}+{abi.SHV_MCTR + 4 * abi.MC_PHASE}];",
+            # the phases completed (an acquire), and the waited parity's phase
             *_record_u64(r["rec"], abi.VF_MBAR, r["lo"], r["hi"], e),
             f"ld.shared.u32 {r['nl4']}, [{r['rec']}+{4 * abi.VF_NL4}];",
             f"mad.lo.u32 {r['t']}, {r['nl4']}, {abi.MB_SLOTS}, {4 * abi.MB_VC};",  # an entry
             f"mul.wide.u32 {sp}, {r['j']}, {r['t']};",
             f"add.u64 {e}, {e}, {sp};",
+            f"ld.acquire.cta.global.u32 {r['k']}, [{e}+{4 * abi.MB_PHASE}];",
             f"add.u32 {r['d1']}, {r['k']}, -1;",
             f"xor.b32 {r['t']}, {r['d1']}, {r['mine']};",
             f"and.b32 {r['t']}, {r['t']}, 1;",

@@ -80,7 +80,6 @@ template <class T> CS_DEV T* cs_host_global(T* p) {
 }
 CS_DEV uint32_t cs_ld32(const uint32_t* p) { return __atomic_load_n(cs_host_global(p), __ATOMIC_RELAXED); }
 CS_DEV uint32_t cs_ld32_acq(const uint32_t* p) { return __atomic_load_n(cs_host_global(p), __ATOMIC_ACQUIRE); }
-CS_DEV uint32_t cs_lds32_acq(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 CS_DEV uint64_t cs_ld64(const uint64_t* p) { return __atomic_load_n(cs_host_global(p), __ATOMIC_RELAXED); }
 CS_DEV void cs_st32(uint32_t* p, uint32_t v) { __atomic_store_n(cs_host_global(p), v, __ATOMIC_RELAXED); }
 CS_DEV void cs_st64(uint64_t* p, uint64_t v) { __atomic_store_n(cs_host_global(p), v, __ATOMIC_RELAXED); }
@@ -228,12 +227,6 @@ CS_DEV uint32_t cs_ld32(const uint32_t* p) {
 // fence.acq_rel.cta after it (which also orders the thread's earlier accesses).
 CS_DEV uint32_t cs_ld32_acq(const uint32_t* p) {
     uint32_t v; asm volatile("ld.acquire.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
-}
-// ...of a word in the CTA's shared memory (p: a generic address there).
-CS_DEV uint32_t cs_lds32_acq(const uint32_t* p) {
-    uint32_t v, a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
-    return v;
 }
 CS_DEV uint64_t cs_ld64(const uint64_t* p) {
     uint64_t v; asm volatile("ld.relaxed.cta.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v;

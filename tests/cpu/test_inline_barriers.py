@@ -466,10 +466,7 @@ def test_a_successful_mbarrier_parity_wait_of_a_vector_clock_module_of_chunks_ru
     assert "shfl.sync.idx.b32" in b and f", {abi.RANK_SHIFT};" in b  # one address, this CTA's
     assert f"+{abi.SHV_MKEY}];" in b and f"+{abi.SHV_MLIVE}];" in b and f"+{abi.SHV_GEN}];" in b
     assert f"+{abi.SHV_ENDING}];" in b and f"+{4 * abi.CTA_SPIN_PHASE}], 0;" in b
-    # the phases completed: the entry's counters in shared memory (j * 16 past them)
-    assert "mad.lo.u32 %__cs_y9, %__cs_y8, 16, %__cs_y6;" in b
-    assert (f"ld.acquire.cta.shared::cta.u32 %__cs_y7, [%__cs_y9+"
-            f"{abi.SHV_MCTR + 4 * abi.MC_PHASE}];") in b
+    assert f"ld.acquire.cta.global.u32 %__cs_y7, [%__cs_yd1+{4 * abi.MB_PHASE}];" in b
     assert "mov.u32 %__cs_y11, %r3;" in b  # the parity operand, lane 0's for the warp
     assert "shfl.sync.idx.b32 %__cs_y13, %__cs_y11, 0, 31, -1;" in b
     assert "xor.b32 %__cs_y9, %__cs_y11, %__cs_y13;" in b
