@@ -1541,20 +1541,6 @@ def _op_word(op: int, on: bool, pred: str | None = None) -> tuple[list[str], str
     return [f"selp.b32 {REG_OP}, {run}, {off}, {guard.lstrip('@!')};"], REG_OP
 
 
-REG_ANY_ON = "%__cs_anyon"  # predicate (scoped): some lane of the warp runs the instruction
-
-
-def _any_on(guard: str) -> tuple[list[str], str]:
-    """(code, call predicate) of a probe every lane calls, those where `guard` (REG_ON in a
-    converted region, or the instruction's own `@p` / `@!p`) fails marked off, that a warp
-    none of whose lanes runs the instruction skips: a tensor load's or an mbarrier
-    operation's probe called by lanes all marked off models nothing (`if (t == 0)` in every
-    other warp of the CTA). The vote is the same in each lane: every lane calls, or none."""
-    p = guard.lstrip("@")
-    return ([f".reg .pred {REG_ANY_ON};", f"activemask.b32 {REG_CTAMASK};",
-             f"vote.sync.any.pred {REG_ANY_ON}, {p}, {REG_CTAMASK};"], f"@{REG_ANY_ON}")
-
-
 def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
            spaces: dict[str, str] | None = None, rep: int | None = None,
            on: bool = False, carry: tuple[str, int] | None = None,
@@ -1595,9 +1581,6 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         tx, asite = carry if carry else ("0", abi.NO_SITE)
         args = [(".b64", REG_ADDR), (".b64", REG_ADDR3), (".b64", REG_ADDR2),
                 (".b32", str(site)), (".b32", op), (".b32", tx), (".b32", str(asite))]
-        if guard_pred and ev is Event.TENSOR_LOAD:
-            anyon, pred = _any_on(guard_pred)
-            code = anyon + code  # (before the ctaMask: it takes the same register)
         call = _call(pred, abi.PROBE_TENSOR, args, ret=True, pre=code + opcode,
                      comment=f"site {site}")
         return (_guard(call, guard_pred) if ev is Event.TENSOR_LOAD else call + "\n\t"), ""
@@ -1660,9 +1643,6 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
         if c.result is None:
             # The checker answers 1 for an operation that would fault (uninitialised
             # mbarrier, arrival below zero): the instruction is then skipped (see below).
-            if on:
-                anyon, pred = _any_on(f"@{converge.REG_ON}")
-                code = anyon + code
             call = _call(pred, abi.PROBE_MBAR, args, ret=True, pre=code + opcode,
                          comment=f"site {site}")
             return _guard(call, guard_pred), ""

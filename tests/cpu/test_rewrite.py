@@ -397,9 +397,6 @@ def test_tensor_copies_pass_the_map_address_and_are_guarded():
     # (so that the lanes write its box together); the unpredicated ones pass the plain word
     first = out[out.index("// consan site 1"):out.index("// consan site 2")]
     assert "@%p1 call" not in first
-    # ...by none in a warp where no lane's predicate holds (one vote: all lanes or none)
-    assert "vote.sync.any.pred %__cs_anyon, %p1, %__cs_ctamask;" in first
-    assert "@%__cs_anyon call" in first
     load = abi.TENSOR_LOAD
     assert f"selp.b32 %__cs_op, {load}, {load | abi.PROBE_OFF}, %p1;" in first
     assert args_of(first, abi.PROBE_TENSOR)[0][4] == "%__cs_op"
@@ -418,7 +415,6 @@ def test_a_copy_under_a_negated_predicate_marks_off_the_lanes_where_it_holds():
     first = ins.ptx[ins.ptx.index("// consan site 1"):ins.ptx.index("// consan site 2")]
     load = abi.TENSOR_LOAD
     assert f"selp.b32 %__cs_op, {load | abi.PROBE_OFF}, {load}, %p1;" in first
-    assert "vote.sync.any.pred %__cs_anyon, !%p1, %__cs_ctamask;" in first
     assert "@%p1 setp.eq.u32 %__cs_ok, 1, 0;" in ins.ptx  # the copy runs where p is false
 
 
@@ -529,8 +525,7 @@ CONVERT = (".visible .entry k()\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<8>;\n"
 def test_branch_around_an_arrive_is_converted():
     """`if (lane == 0) arrive`: every lane calls the probe, the skipped ones marked off
     (instrument/converge.py); the region's instructions run only where the branch fell
-    through, their own predicates kept. A warp none of whose lanes runs the arrive (`if
-    (t == 0)` in the CTA's other warps) makes no call: one vote, the same in every lane."""
+    through, their own predicates kept."""
     body = "mbarrier.arrive.shared.b64 _, [%r2];"
     out = instrument(HEADER + CONVERT.replace("{BODY}", body)).ptx
     assert _branch_gone(out, "$L__BB0_2") and "not.pred %__cs_on, %p1;" in out
@@ -540,10 +535,7 @@ def test_branch_around_an_arrive_is_converted():
            "@%__cs_oo add.s32 %r2, %r2, 16;" in out
     arrive, off = abi.MB_ARRIVE, abi.MB_ARRIVE | abi.PROBE_OFF
     assert f"selp.b32 %__cs_op, {arrive}, {off}, %__cs_on;" in out
-    # called by every lane of a warp where one runs the arrive, by none elsewhere
-    assert [c.pred for c in calls(out, abi.PROBE_MBAR)] == ["@%__cs_anyon"]
-    assert "activemask.b32 %__cs_ctamask;\n\tvote.sync.any.pred %__cs_anyon, %__cs_on, " \
-           "%__cs_ctamask;" in out
+    assert [c.pred for c in calls(out, abi.PROBE_MBAR)] == [None]  # not predicated
     assert "@!%__cs_on setp.eq.u32 %__cs_ok, 1, 0;\n\t@%__cs_ok mbarrier.arrive" in out
     toolchain.link_with_checker(instrument(HEADER + CONVERT.replace("{BODY}", body)), "k",
                                 toolchain.Arch.parse("sm_90a"))
