@@ -171,7 +171,8 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     }
     if (cs_mbar_untracked(e)) return t;  // (the copy runs; its write is not modelled)
     if (e == 0 || !cs_mbar_live(t.j)) {
-        cs_mbar_record(CS_MBARRIER_UNINIT, arrive && mlocal ? asite : site, t.moff, e);
+        cs_mbar_record(CS_MBARRIER_UNINIT, arrive && mlocal ? asite : site, t.moff,
+                       e ? cs_mctr(t.j) : 0);
         t.skip = 1;
         return t;
     }
@@ -195,8 +196,8 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         CS_STAMP_PART(4);
         uint32_t w = cs_warp();
         bool live = cs_mbar_live(t.j);  // (not invalidated since the look)
-        if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, e);
-        t.skip = live ? cs_mbar_count(e, CS_MB_ARRIVE_EXPECT_TX, tx_arg, 1, asite, t.moff, w,
+        if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, cs_mctr(t.j));
+        t.skip = live ? cs_mbar_count(e, t.j, CS_MB_ARRIVE_EXPECT_TX, tx_arg, 1, asite, t.moff, w,
                                       cs_vis(slot, w))
                       : 1u;
         if (t.skip || !dlocal) {
@@ -204,8 +205,8 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
             return t;
         }
     }
-    t.ph = e[CS_MB_PHASE];
-    int32_t tx = (int32_t)e[CS_MB_TX];
+    t.ph = cs_mctr(t.j)[CS_MC_PHASE];
+    int32_t tx = (int32_t)cs_mctr(t.j)[CS_MC_TX];
     // Unknown map: the bytes the phase still expects (exact when one copy fills the phase).
     if (guessed) t.bytes = tx > 0 ? (uint32_t)tx : 0;
     {
