@@ -365,7 +365,7 @@ SMEM_RESERVED_BYTES = 1024  # the window may start above the user's offsets on s
 # The checker's own shared variables (cs_shared_t), appended to every instrumented
 # launch's dynamic shared memory after the kernel's bytes (never static: a static block
 # would move the kernel's dynamic shared memory). The checker asserts its struct fits.
-SHV_BYTES = 2464
+SHV_BYTES = 1808
 
 # --------------------------------------------------------------------------
 # Struct layouts shared by C and numpy.  Fields are (name, ctype).
@@ -711,8 +711,6 @@ SHV_CPTICKS = 168  # each warp's cp.async unit's clock - 1 (inline_barriers.vc_a
 SHV_GEN = 4  # the CTA's generation (inline_barriers.vc_mbar_wait: an entry live in it)
 SHV_MKEY = 940  # each mbarrier entry's key (its shared offset + 1; 0: none)
 SHV_MLIVE = 1068  # each entry's liveness (the generation while live)
-SHV_MCTR = 1200  # each mbarrier entry's counters, 16 bytes (MC_*: checker/mbarrier.h)
-MC_EXPECTED, MC_PENDING, MC_TX, MC_PHASE = range(4)
 
 
 def vsh_readers(nwarps: int, warp_reads: bool, bulk_stores: bool, wgmma: bool) -> int:
@@ -791,16 +789,12 @@ def warpgroups(nwarps: int) -> int:
     return (nwarps + 3) // 4
 
 
-# An mbarrier entry in device memory (u32 words): key (offset+1), live, three words unused,
-# phase (the phases completed, a copy of its counter that waits read with an acquire: the
-# inline wait, inline_barriers.vc_mbar_wait), two unused (the slots stay 16-byte aligned),
-# then per warp the phase of its last arrive, then MB_SLOTS clock slots (phase mod
-# MB_SLOTS: a completed phase's slot is written again only MB_SLOTS - 1 completions later,
-# so a wait reads it without the lock). Its counters (MC_*: expected and pending arrivals,
-# tx-count, phase) and its `written` word (the highest phase + 1 whose clock slot took a
-# release since the init: a slot of a later phase is still empty) are in the CTA's shared
-# memory (SHV_MCTR), with its lock: what the locked paths read and write.
-MB_KEY, MB_LIVE, MB_PHASE = 0, 1, 5
+# An mbarrier entry (u32 words): key (offset+1), live, expected, pending, tx, phase,
+# lock, written (the highest phase + 1 whose clock slot took a release since the init: a
+# slot of a later phase is still empty), then per warp the phase of its last arrive, then
+# MB_SLOTS clock slots (phase mod MB_SLOTS: a completed phase's slot is written again only
+# MB_SLOTS - 1 completions later, so a wait reads it without the lock).
+MB_KEY, MB_LIVE, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_LOCK, MB_WRITTEN = range(8)
 MB_LASTPH = 8
 MB_VC = MB_LASTPH + MAX_WARPS
 MB_SLOTS = 4
@@ -974,7 +968,8 @@ def c_header() -> str:
         "CS_MB_WAIT_FIRST": MB_WAIT_FIRST,
         "CS_MB_CP_ARRIVE": MB_CP_ARRIVE, "CS_PROBE_OFF": PROBE_OFF, "CS_BULK_OFF": BULK_OFF,
         "CS_MBARRIERS": MBARRIERS, "CS_MB_KEY": MB_KEY, "CS_MB_LIVE": MB_LIVE,
-        "CS_MB_PHASE": MB_PHASE,
+        "CS_MB_EXPECTED": MB_EXPECTED, "CS_MB_PENDING": MB_PENDING, "CS_MB_TX": MB_TX,
+        "CS_MB_PHASE": MB_PHASE, "CS_MB_LOCK": MB_LOCK, "CS_MB_WRITTEN": MB_WRITTEN,
         "CS_MB_LASTPH": MB_LASTPH,
         "CS_MB_VC": MB_VC, "CS_MB_SLOTS": MB_SLOTS,
         "CS_WGMMA_COMMIT": WGMMA_COMMIT, "CS_WGMMA_WAIT": WGMMA_WAIT,
@@ -1001,8 +996,6 @@ def c_header() -> str:
         "CS_VF_CTA": VF_CTA, "CS_RANK_SHIFT": RANK_SHIFT, "CS_VF_MBAR": VF_MBAR,
         "CS_VF_WSITE": VF_WSITE, "CS_VF_RTID": VF_RTID, "CS_VF_NO_RTID": VF_NO_RTID,
         "CS_SHV_GEN": SHV_GEN, "CS_SHV_MKEY": SHV_MKEY, "CS_SHV_MLIVE": SHV_MLIVE,
-        "CS_SHV_MCTR": SHV_MCTR, "CS_MC_EXPECTED": MC_EXPECTED, "CS_MC_PENDING": MC_PENDING,
-        "CS_MC_TX": MC_TX, "CS_MC_PHASE": MC_PHASE,
         "CS_REP_COUNT_MASK": REP_COUNT_MASK,
         "CS_BS_FLAGS": BS_FLAGS, "CS_BS_WRITERS": BS_WRITERS, "CS_BSUM_WRITERS": BSUM_WRITERS,
         "CS_BS_READERS": BS_READERS, "CS_BS_FLAG_OVERFLOW": BS_FLAG_OVERFLOW,

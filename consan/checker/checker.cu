@@ -589,11 +589,11 @@ CS_REJOINED_LEAVING(uint32_t, __consan_bulk,
         } else if (cs_mbar_untracked(e)) {
             // (its copy runs as written, not modelled)
         } else if (e == 0 || !cs_mbar_live(j)) {
-            cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e ? cs_mctr(j) : 0);
+            cs_mbar_record(CS_MBARRIER_UNINIT, site, moff, e);
             skip = 1;
         } else {
             cs_mbar_lock(j);
-            ph = cs_mctr(j)[CS_MC_PHASE];
+            ph = e[CS_MB_PHASE];
             cs_mbar_unlock(j);
             landing = true;
             uint32_t z = (doff + bytes - 1) / CS_GRANULE_BYTES;

@@ -35,10 +35,6 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t mlock[CS_MBARRIERS];  // the lock of each mbarrier entry
     uint32_t mkey[CS_MBARRIERS];   // the key of each entry this CTA made (0: none)
     uint32_t mlive[CS_MBARRIERS];  // the entry's liveness (the generation while live)
-    // each entry's counters (CS_MC_*: expected and pending arrivals, tx-count, phase) and
-    // its `written` word (abi.MB_KEY's comment): mbarrier.h, cs_mctr
-    CS_ALIGN16 uint32_t mctr[CS_MBARRIERS][4];
-    uint32_t mwritten[CS_MBARRIERS];
     uint32_t store_site[CS_MAX_WARPS];  // each warp's last store with a value tag: its site
     uint32_t store_tag[CS_MAX_WARPS];   // ...and the tag of what its lanes stored (0: none)
     uint32_t echo[CS_MAX_WARPS];  // the lanes of the warp's access probe that echo (cs_echo)
@@ -78,8 +74,7 @@ static_assert(offsetof(cs_shared_t, ending) == CS_SHV_ENDING &&
                   CS_SHV_WGMMA_COMMITS &&
               offsetof(cs_shared_t, cpticks) == CS_SHV_CPTICKS &&
               offsetof(cs_shared_t, gen) == CS_SHV_GEN && offsetof(cs_shared_t, mkey) == CS_SHV_MKEY &&
-              offsetof(cs_shared_t, mlive) == CS_SHV_MLIVE &&
-              offsetof(cs_shared_t, mctr) == CS_SHV_MCTR, "abi.SHV_*: cs_shared_t's offsets");
+              offsetof(cs_shared_t, mlive) == CS_SHV_MLIVE, "abi.SHV_*: cs_shared_t's offsets");
 #else
 #define cs_shv (*(cs_shared_t*)cs_dyn_at(__consan_state.shv_offset))
 static_assert(sizeof(cs_shared_t) <= CS_SHV_BYTES, "abi.SHV_BYTES is too small");

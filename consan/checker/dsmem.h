@@ -357,28 +357,27 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
             kind = cs_mbar_untracked(e) ? 0u : CS_MBARRIER_UNINIT;
         } else {
             cs_mbar_lock(j);
-            uint32_t* c = cs_mctr(j);
-            if (n > 1 && (int32_t)c[CS_MC_PENDING] < (int32_t)all) n = 1;
+            if (n > 1 && (int32_t)e[CS_MB_PENDING] < (int32_t)all) n = 1;
             cs_peer_touch(slot, n > 1 ? touch.acq : p.acq, n > 1 ? touch : p);
             uint32_t k = p.bytes * lanes;  // (every thread's arrive / tx counts)
             bool arrives = op != CS_MB_EXPECT_TX && op != CS_MB_COMPLETE_TX;
             uint32_t count = n > 1 ? all : cs_mb_arrive_tx(op) ? lanes : k;
             if (n == 1) rel = p.rel;
-            if (cs_mb_expects(op)) c[CS_MC_TX] += k;
-            ph = c[CS_MC_PHASE], pending = c[CS_MC_PENDING], tx = c[CS_MC_TX];
+            if (cs_mb_expects(op)) e[CS_MB_TX] += k;
+            ph = e[CS_MB_PHASE], pending = e[CS_MB_PENDING], tx = e[CS_MB_TX];
             if (op == CS_MB_COMPLETE_TX) {
                 if (pending == 0 && (int32_t)tx < (int32_t)k) kind = CS_MBARRIER_UNDERFLOW;
-                c[CS_MC_TX] -= k;
+                e[CS_MB_TX] -= k;
             }
             if (arrives) {
                 uint32_t* col = cs_mbar_slot(e, ph) + CS_TID_REMOTE + (rank & (CS_REMOTE_RANKS - 1));
                 if (*col < rel) *col = rel;
-                cs_mbar_written(j, cs_shv.mwritten[j], ph);
+                cs_mbar_written(e, e[CS_MB_WRITTEN], ph);
                 if ((int32_t)pending < (int32_t)count) kind = CS_MBARRIER_UNDERFLOW;
-                c[CS_MC_PENDING] = (kind ? count : pending) - count;
-                if (cs_mb_drops(op)) c[CS_MC_EXPECTED] -= count;
+                e[CS_MB_PENDING] = (kind ? count : pending) - count;
+                if (cs_mb_drops(op)) e[CS_MB_EXPECTED] -= count;
             }
-            cs_mbar_try_complete(e, j);
+            cs_mbar_try_complete(e);
             cs_mbar_unlock(j);
         }
     }

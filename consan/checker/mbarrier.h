@@ -40,15 +40,6 @@ CS_DEV bool cs_mbar_untracked(const uint32_t* e) {
     return e == 0 && *(volatile uint32_t*)&cs_shv.mbar_full != 0;
 }
 CS_DEV bool cs_mbar_live(uint32_t j) { return *(volatile uint32_t*)&cs_mlive_sh[j] == cs_gen_sh; }
-// Entry j's counters (CS_MC_*: expected and pending arrivals, tx-count, phase) and its
-// `written` word (abi.MB_KEY's comment) live in the CTA's shared memory beside its key,
-// lock and liveness: only its own CTA's warps touch them (a peer's operations are applied
-// by the owner: multicast.h), under the entry's lock. In device memory, words other warps
-// of the SM keep writing, each read was a round trip to L2 on the locked path of every
-// arrive and copy landing. A wait reads, without the lock, the copy of the phase its entry
-// keeps in device memory (written after its counter, at the init and at each completion):
-// the rewritten kernel's inline wait reads it there (inline_barriers.vc_mbar_wait).
-CS_DEV uint32_t* cs_mctr(uint32_t j) { return cs_shv.mctr[j]; }
 
 CS_DEV void cs_lock(uint32_t* l) { while (cs_cas32(l, 0, 1) != 0) {} cs_fence_lock(); }
 CS_DEV void cs_unlock(uint32_t* l) { cs_fence_lock(); cs_xchg32(l, 0); }
@@ -82,16 +73,15 @@ CS_DEV void cs_mbar_unlock(uint32_t j) {
 }
 #endif
 
-// c: the entry's counters (cs_mctr), or none.
-CS_NOINLINE void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, const uint32_t* c) {
+CS_NOINLINE void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, const uint32_t* e) {
     cs_record_t r = cs_blank(kind, site);
     r.offset_lo = off;
     r.offset_hi = off + 8;
     r.barrier = off;
-    if (c) {
-        r.phase = c[CS_MC_PHASE];
-        r.count = c[CS_MC_PENDING];
-        r.clock = c[CS_MC_TX];
+    if (e) {
+        r.phase = e[CS_MB_PHASE];
+        r.count = e[CS_MB_PENDING];
+        r.clock = e[CS_MB_TX];
     }
     cs_record(r);
 }
@@ -121,38 +111,37 @@ CS_DEV uint32_t* cs_mbar_slot(uint32_t* e, uint32_t ph) {
     return e + CS_MB_VC + (ph % CS_MB_SLOTS) * S.nlogical;
 }
 
-// An entry's counters, read once under the lock (one vector load and the written word),
-// where each word was loaded again after every store to the entry. With the landing's
-// column by a reduction (cs_mbar_copy_landed), on the H100: a TMA load's landing 1,398 ->
-// 1,156 cycles (the TMA ring), a peer's copy's record and landing 6,547 -> 5,180 (dsmem ring).
+// An entry's counters, read once under the lock in two vector loads (words 2-5), where
+// each word was loaded again after every store to the entry. With the landing's column
+// by a reduction (cs_mbar_copy_landed), on the H100: a TMA load's landing 1,398 -> 1,156
+// cycles (the TMA ring), a peer's copy's record and landing 6,547 -> 5,180 (dsmem ring).
 struct cs_mbar_words { uint32_t expected, pending, tx, phase, written; };
-static_assert(CS_MC_EXPECTED == 0 && CS_MC_PENDING == 1 && CS_MC_TX == 2 && CS_MC_PHASE == 3,
-              "abi.MC_*: the counters' 16-byte chunk");
-CS_DEV cs_mbar_words cs_mbar_load(uint32_t j) {
-    cs_u4 a = cs_vc_ld4(cs_mctr(j));
-    return {a.x, a.y, a.z, a.w, cs_shv.mwritten[j]};
+static_assert(CS_MB_EXPECTED == 2 && CS_MB_PENDING == 3 && CS_MB_TX == 4 && CS_MB_PHASE == 5 &&
+              CS_MB_WRITTEN == 7, "abi.MB_*: the counters' two 16-byte chunks");
+CS_DEV cs_mbar_words cs_mbar_load(const uint32_t* e) {
+    cs_u4 a = cs_vc_ld4(e), b = cs_vc_ld4(e + 4);
+    return {a.z, a.w, b.x, b.y, b.w};
 }
 // Phase ph's clock slot takes a release (lock held; `written`: the entry's word as read):
 // until then it holds only zeros, as the completion of the phase before it (or the init)
 // left it, so the first release into it is a copy, not a join (cs_mbar_count).
-CS_DEV void cs_mbar_written(uint32_t j, uint32_t written, uint32_t ph) {
-    if (written < ph + 1) cs_shv.mwritten[j] = ph + 1;
+CS_DEV void cs_mbar_written(uint32_t* e, uint32_t written, uint32_t ph) {
+    if (written < ph + 1) e[CS_MB_WRITTEN] = ph + 1;
 }
 
 // Complete the current phase if nothing is pending (lock held; m: the entry's counters):
 // open the next one with a clean clock slot. The fence: a wait reads the phase, then the
 // completed phase's slot, without the lock.
-CS_DEV void cs_mbar_try_complete(uint32_t* e, uint32_t j, const cs_mbar_words& m) {
+CS_DEV void cs_mbar_try_complete(uint32_t* e, const cs_mbar_words& m) {
     if ((int32_t)m.pending > 0 || (int32_t)m.tx > 0) return;
-    uint32_t ph = m.phase + 1, *c = cs_mctr(j);
+    uint32_t ph = m.phase + 1;
     cs_vc_clear(cs_mbar_slot(e, ph));
     cs_fence_lock();
-    *(volatile uint32_t*)&c[CS_MC_PHASE] = ph;
-    *(volatile uint32_t*)&e[CS_MB_PHASE] = ph;  // (what waits read)
-    c[CS_MC_PENDING] = m.expected;
-    c[CS_MC_TX] = 0;
+    *(volatile uint32_t*)&e[CS_MB_PHASE] = ph;
+    e[CS_MB_PENDING] = m.expected;
+    e[CS_MB_TX] = 0;
 }
-CS_DEV void cs_mbar_try_complete(uint32_t* e, uint32_t j) { cs_mbar_try_complete(e, j, cs_mbar_load(j)); }
+CS_DEV void cs_mbar_try_complete(uint32_t* e) { cs_mbar_try_complete(e, cs_mbar_load(e)); }
 
 // A copy of `bytes` on mbarrier j (at `off`) lands in phase ph (lock held): the copy
 // engine's clock (its column, ph + 1) goes into the phase's slot, and the bytes may complete
@@ -165,14 +154,14 @@ CS_DEV void cs_mbar_try_complete(uint32_t* e, uint32_t j) { cs_mbar_try_complete
 // make the call records it after, multicast.h).
 CS_DEV bool cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes,
                                 uint32_t site, uint32_t off, bool record = true) {
-    cs_mbar_words m = cs_mbar_load(j);
+    cs_mbar_words m = cs_mbar_load(e);
     bool under = m.phase == ph && m.pending == 0 && (int32_t)m.tx < (int32_t)bytes;
-    if (under && record) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, cs_mctr(j));
+    if (under && record) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     cs_red_max(cs_mbar_slot(e, ph) + CS_AGENT_MBAR + j, ph + 1);
-    cs_mbar_written(j, m.written, ph);
+    cs_mbar_written(e, m.written, ph);
     m.tx -= bytes;
-    cs_mctr(j)[CS_MC_TX] = m.tx;
-    if (m.phase == ph) cs_mbar_try_complete(e, j, m);
+    e[CS_MB_TX] = m.tx;
+    if (m.phase == ph) cs_mbar_try_complete(e, m);
     return under;
 }
 
@@ -279,16 +268,16 @@ CS_DEV bool cs_mb_expects(uint32_t op) { return op == CS_MB_EXPECT_TX || cs_mb_a
 // Arrivals and transaction bytes (lock held): arrive{_drop}{.expect_tx}, expect_tx and
 // complete_tx by `lanes` lanes of warp w (arg each). An arrive releases the warp's clock
 // into the open phase's slot. Returns 1 for a count that would go below zero (recorded).
-CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t j, uint32_t op, uint32_t arg, uint32_t lanes,
+CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t lanes,
                               uint32_t site, uint32_t off, uint32_t w, uint32_t* mine) {
-    uint32_t n = arg * lanes, *c = cs_mctr(j);  // every thread's arrive / tx counts
-    cs_mbar_words m = cs_mbar_load(j);
+    uint32_t n = arg * lanes;  // every thread's arrive / tx counts
+    cs_mbar_words m = cs_mbar_load(e);
     // (before the phase's last arrival complete_tx may lead expect_tx: the tx-count goes
     // below zero, as it may on the hardware; as for a copy's bytes, cs_mbar_copy_landed)
     bool tx_under = op == CS_MB_COMPLETE_TX && m.pending == 0 && (int32_t)m.tx < (int32_t)n;
-    if (tx_under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, c);
+    if (tx_under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     uint32_t dtx = cs_mb_expects(op) ? n : op == CS_MB_COMPLETE_TX ? 0u - n : 0u;
-    if (dtx) c[CS_MC_TX] = m.tx += dtx;
+    if (dtx) e[CS_MB_TX] = m.tx += dtx;
     bool arrives = cs_mb_arrives(op);
     uint32_t count = cs_mb_arrive_tx(op) ? lanes : n;
     // The first release into the open phase's slot stores the warp's clock over the zeros
@@ -296,18 +285,18 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t j, uint32_t op, uint32_t arg
     // carried arrive waited for, 19% of its tensor probe's stall samples, ncu on the H100).
     if (arrives && m.written == m.phase + 1) cs_vc_join(cs_mbar_slot(e, m.phase), mine);
     else if (arrives) cs_vc_copy(cs_mbar_slot(e, m.phase), mine);
-    if (arrives) cs_mbar_written(j, m.written, m.phase);
+    if (arrives) cs_mbar_written(e, m.written, m.phase);
     bool under = arrives && (int32_t)m.pending < (int32_t)count;
-    if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, c);
+    if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     if (arrives) {
         e[CS_MB_LASTPH + w] = m.phase;
         m.pending = (under ? count : m.pending) - count;
-        c[CS_MC_PENDING] = m.pending;
-        if (cs_mb_drops(op)) c[CS_MC_EXPECTED] = m.expected -= count;
+        e[CS_MB_PENDING] = m.pending;
+        if (cs_mb_drops(op)) e[CS_MB_EXPECTED] = m.expected -= count;
         mine[w] += 1;  // accesses after the release are not covered by it
         cs_clock_sh[w] = mine[w];
     }
-    cs_mbar_try_complete(e, j, m);
+    cs_mbar_try_complete(e, m);
     return tx_under || under ? 1u : 0u;
 }
 
@@ -343,7 +332,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
                                                            site, w)))
         cs_mbar_record(CS_TOOL_REMOTE_SMEM, site, off, 0);
     if (dead) {  // not live: a wait on it may spin for ever in the hardware
-        cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e ? cs_mctr(j) : 0);
+        cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
         skip = 1;
     }
     // A warp spinning on failed waits: after DEADLOCK_MS with the phase (or the dead
@@ -353,7 +342,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     if (waits && cs_ending()) return 2;  // another warp's deadlock: the CTA winds down
     if (local && failed_wait &&
         cs_spin_stuck(slot, w, dead ? 0x80000000u | off : cs_ld32(&e[CS_MB_PHASE]) + 1)) {
-        cs_mbar_record(CS_DEADLOCK, site, off, dead ? 0 : cs_mctr(j));
+        cs_mbar_record(CS_DEADLOCK, site, off, dead ? 0 : e);
         skip = 2;
     }
     if (!local || dead || failed_wait) return skip;
@@ -380,24 +369,22 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     CS_PROF(21);
     bool live = cs_mbar_live(j);  // live in this CTA's generation
     uint32_t* mine = cs_vis(slot, w);
-    uint32_t* c = cs_mctr(j);
     switch (live || op == CS_MB_INIT ? op : CS_MB_DEAD) {
     case CS_MB_INIT:
-        if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, c);
+        if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
         cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
         cs_vc_chunks_add_engine(j);
         e[CS_MB_LIVE] = cs_gen_sh;
         *(volatile uint32_t*)&cs_mlive_sh[j] = cs_gen_sh;
-        c[CS_MC_EXPECTED] = c[CS_MC_PENDING] = arg;
-        c[CS_MC_TX] = 0;
-        c[CS_MC_PHASE] = 0;
-        e[CS_MB_PHASE] = 0;  // (the waits' copy)
-        cs_shv.mwritten[j] = 0;  // (every slot is emptied below)
+        e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
+        e[CS_MB_TX] = 0;
+        e[CS_MB_PHASE] = 0;
+        e[CS_MB_WRITTEN] = 0;  // (every slot is emptied below)
         cs_mbar_mark(slot, off, true);
         init = e;  // (its slots are emptied, and the lock given back, by the probe's lanes)
         return skip;
     case CS_MB_DEAD:  // invalidated since the look above
-        cs_mbar_record(CS_MBARRIER_UNINIT, site, off, c);
+        cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
         skip = 1;
         break;
     case CS_MB_INVAL:
@@ -410,21 +397,21 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         // its clock up to the open group is released into this phase, and the open group
         // is closed so later copies are not covered. .noinc (arg 1): each thread's arrival
         // counts; without it the count is raised first (net 0).
-        uint32_t* cur = cs_mbar_slot(e, c[CS_MC_PHASE]);  // the open phase's slot
+        uint32_t* cur = cs_mbar_slot(e, e[CS_MB_PHASE]);  // the open phase's slot
         uint32_t clk = cs_cpticks_sh[w] + 1;
         if (cur[CS_AGENT_CPASYNC + w] < clk) cur[CS_AGENT_CPASYNC + w] = clk;
-        cs_mbar_written(j, cs_shv.mwritten[j], c[CS_MC_PHASE]);
+        cs_mbar_written(e, e[CS_MB_WRITTEN], e[CS_MB_PHASE]);
         *(volatile uint32_t*)&cs_cpticks_sh[w] = clk;
         uint32_t count = arg * lanes;
-        bool under = (int32_t)c[CS_MC_PENDING] < (int32_t)count;
-        if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, c);
+        bool under = (int32_t)e[CS_MB_PENDING] < (int32_t)count;
+        if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
         skip = under ? 1u : skip;
-        c[CS_MC_PENDING] = (under ? count : c[CS_MC_PENDING]) - count;
-        cs_mbar_try_complete(e, j);
+        e[CS_MB_PENDING] = (under ? count : e[CS_MB_PENDING]) - count;
+        cs_mbar_try_complete(e);
         break;
     }
     default:
-        skip = cs_mbar_count(e, j, op, arg, lanes, site, off, w, mine);
+        skip = cs_mbar_count(e, op, arg, lanes, site, off, w, mine);
         break;
     }
     cs_mbar_unlock(j);

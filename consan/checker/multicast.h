@@ -332,10 +332,9 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
     uint32_t ph = 0, bytes = p.bytes;
     if (live && lead) {
         cs_mbar_lock(j);
-        const uint32_t* c = cs_mctr(j);
-        ph = c[CS_MC_PHASE];
-        if (bytes == 0) bytes = (int32_t)c[CS_MC_TX] > 0 ? c[CS_MC_TX] : 0;  // (a map not known)
-        if (c[CS_MC_PENDING] == 0 && (int32_t)c[CS_MC_TX] < (int32_t)all) n = 1;
+        ph = e[CS_MB_PHASE];
+        if (bytes == 0) bytes = (int32_t)e[CS_MB_TX] > 0 ? e[CS_MB_TX] : 0;  // (a map not known)
+        if (e[CS_MB_PENDING] == 0 && (int32_t)e[CS_MB_TX] < (int32_t)all) n = 1;
         cs_mbar_unlock(j);
     }
     ph = cs_bcast(entry, ph, leader);
@@ -390,7 +389,7 @@ CS_DEV uint32_t cs_mc_apply(uint32_t slot, const cs_mc_post_t& p, const cs_mc_po
         cs_mbar_unlock(j);
     }
     if (live && cs_any(entry, lead && under))
-        cs_mbar_record(lead ? CS_MBARRIER_UNDERFLOW : 0u, p.site, p.mbar, cs_mctr(j));
+        cs_mbar_record(lead ? CS_MBARRIER_UNDERFLOW : 0u, p.site, p.mbar, e);
     return n;
 }
 

@@ -171,8 +171,7 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     }
     if (cs_mbar_untracked(e)) return t;  // (the copy runs; its write is not modelled)
     if (e == 0 || !cs_mbar_live(t.j)) {
-        cs_mbar_record(CS_MBARRIER_UNINIT, arrive && mlocal ? asite : site, t.moff,
-                       e ? cs_mctr(t.j) : 0);
+        cs_mbar_record(CS_MBARRIER_UNINIT, arrive && mlocal ? asite : site, t.moff, e);
         t.skip = 1;
         return t;
     }
@@ -196,8 +195,8 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         CS_STAMP_PART(4);
         uint32_t w = cs_warp();
         bool live = cs_mbar_live(t.j);  // (not invalidated since the look)
-        if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, cs_mctr(t.j));
-        t.skip = live ? cs_mbar_count(e, t.j, CS_MB_ARRIVE_EXPECT_TX, tx_arg, 1, asite, t.moff, w,
+        if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, e);
+        t.skip = live ? cs_mbar_count(e, CS_MB_ARRIVE_EXPECT_TX, tx_arg, 1, asite, t.moff, w,
                                       cs_vis(slot, w))
                       : 1u;
         if (t.skip || !dlocal) {
@@ -205,8 +204,8 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
             return t;
         }
     }
-    t.ph = cs_mctr(t.j)[CS_MC_PHASE];
-    int32_t tx = (int32_t)cs_mctr(t.j)[CS_MC_TX];
+    t.ph = e[CS_MB_PHASE];
+    int32_t tx = (int32_t)e[CS_MB_TX];
     // Unknown map: the bytes the phase still expects (exact when one copy fills the phase).
     if (guessed) t.bytes = tx > 0 ? (uint32_t)tx : 0;
     {
