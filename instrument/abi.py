@@ -243,7 +243,7 @@ MULTICAST_MASK_SHIFT = 16
 # A multicast copy into another CTA of the cluster is posted to that CTA's mailbox (in its
 # shared memory, reached through DSMEM), which the CTA's own probes apply (docs/model.md,
 # "Multicast copies"): MAILBOX_ENTRIES posts of MAILBOX_POST_WORDS u32 words each (seq,
-# dst, bytes, mbar, site, from, rel, acq, vseq), after MAILBOX_HEAD_WORDS words (head, tail,
+# dst, bytes, mbar, site, from, rel, acq), after MAILBOX_HEAD_WORDS words (head, tail,
 # lock, pad); then MAILBOX_VIEW_WORDS: the clock vector a peer's access or copy is judged
 # with (MAX_LOGICAL words, then its key: the waits and release it was made for, and
 # whether it is valid), rebuilt by the drain under the mailbox's lock.
@@ -254,7 +254,7 @@ MULTICAST_MASK_SHIFT = 16
 # posts 14.0 s and lost posts, with 128 posts 6.5 ms; at 4 stages 5.24 and 5.19 ms.
 MAILBOX_ENTRIES = 128
 MAILBOX_PRESERVE = 16  # registers a probe of the mailbox build preserves (toolchain.probe_preserve)
-MAILBOX_POST_WORDS = 9
+MAILBOX_POST_WORDS = 8
 MAILBOX_HEAD_WORDS = 4
 # The site word of a granule a peer CTA's copy wrote carries that CTA's rank + 1 here
 # (sites stay below 1 << KEY_SITE_BITS); a record's prev_rank is decoded from it.

@@ -69,8 +69,6 @@ def library(chunk: bool = False) -> ctypes.CDLL:
     lib.cs_host_hw_arrivals_at.restype = u32
     lib.cs_host_set_dyn.argtypes = [ctypes.c_void_p, u32]
     lib.cs_host_mc_post.argtypes = [u32, u32, u32, u32, u32, u32, u32]
-    lib.cs_host_post.argtypes = [u32] * 8
-    lib.cs_host_post.restype = u32
     lib.cs_host_remote_release.argtypes = [u32]
     lib.cs_host_remote_release.restype = u32
     return lib
@@ -237,15 +235,6 @@ class HostChecker:
         frm = (rank | warp << 8 | (abi.POST_MBAR + op) << abi.POST_WHAT_SHIFT
                | lanes << abi.POST_LANES_SHIFT)
         self.lib.cs_host_mc_post(off, arg, 0, site, frm, release, 0)
-
-    def post_mbar(self, off: int, op: int, arg: int = 1, site: int = 0, rank: int = 1,
-                  warp: int = 0, ctas: int = 2) -> bool:
-        """peer_mbar's post made the way a peer's probe makes it (the claim on the head, the
-        wait for room, the words), in a cluster of `ctas` CTAs: whether it was made (False:
-        lost, the mailbox stayed full for DEADLOCK_MS)."""
-        frm = (rank | warp << 8 | (abi.POST_MBAR + op) << abi.POST_WHAT_SHIFT
-               | 1 << abi.POST_LANES_SHIFT)
-        return bool(self.lib.cs_host_post(ctas, off, arg, 0, site, frm, 0, 0))
 
     def bulk_store(self, warp: int, src: int, nbytes: int, site: int = 0,
                    off: bool = False) -> None:

@@ -961,16 +961,6 @@ CS_ENTRY void cs_host_mc_post(uint32_t dst, uint32_t bytes, uint32_t mbar, uint3
     cs_mc_post_t& p = m->post[h % CS_MAILBOX_ENTRIES];
     p = {h + 1, dst, bytes, mbar, site, from, rel, acq};
 }
-// A post made as a peer's warp makes it (cs_post: its claim, the wait for room, the
-// words), into this CTA's own mailbox (the host build has one CTA), the cluster taken to
-// have `ctas` CTAs: 1 if it was made, 0 if lost.
-CS_ENTRY uint32_t cs_host_post(uint32_t ctas, uint32_t dst, uint32_t bytes, uint32_t mbar,
-                               uint32_t site, uint32_t from, uint32_t rel, uint32_t acq) {
-    cs_host_cluster_ctas = ctas;
-    bool made = cs_post(0, dst, bytes, mbar, site, from, rel, acq);
-    cs_host_cluster_ctas = 1;
-    return made;
-}
 // Warp `warp` of this CTA arrives on a peer's mbarrier (the release this CTA keeps, dsmem.h;
 // the post to the peer is left out): the release's number.
 CS_ENTRY uint32_t cs_host_remote_release(uint32_t warp) {

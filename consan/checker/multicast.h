@@ -14,9 +14,7 @@
 // never gets leave its waiters to the deadlock watch. The write is judged against the
 // CTA's earlier accesses as the issuing warp had seen them (cs_peer_view, dsmem.h).
 
-// (vseq: k + 1 where post k, claimed ahead of the tail, found its slot full for DEADLOCK_MS
-// and was given up: cs_post)
-struct cs_mc_post_t { uint32_t seq, dst, bytes, mbar, site, from, rel, acq, vseq; };
+struct cs_mc_post_t { uint32_t seq, dst, bytes, mbar, site, from, rel, acq; };
 struct cs_mailbox_t {
     uint32_t head, tail, lock, pad;  // head: posts claimed; tail: posts applied
     cs_mc_post_t post[CS_MAILBOX_ENTRIES];
@@ -80,48 +78,27 @@ CS_DEV void cs_mc_record(uint32_t kind, uint32_t site, uint32_t from, uint32_t d
 // A full mailbox is waited on (its CTA applies posts in every probe) for DEADLOCK_MS: false
 // if it stayed full (the post is lost). Code without calls: one lane may run it alone.
 // The operation posted (a copy into that CTA, an operation on its mbarrier) is issued
-// after this returns, with no fence between: its claim, the atomic on `head`, has been
-// performed in that CTA's shared memory before it returned, and every probe there that
-// needs the post (any probe that saw the operation's effect) waits for a claimed post's
-// words (`seq`, after the fence below). A fence.acq_rel.cluster costs about 670 cycles on
-// an H100 (benchmarks/dsmem_costs.py); without the one that followed each post, on an
-// H200 (A/B, three rounds): the clustered ring 1.407 -> 1.368 ms by the device's time
-// alone (0.972), its st.async probe 8.5k -> 7.2k cycles.
+// after this returns, with no fence between: its claim, the compare-and-swap on `head`,
+// has been performed in that CTA's shared memory before it returned, and every probe
+// there that needs the post (any probe that saw the operation's effect) waits for a
+// claimed post's words (`seq`, after the fence below). A fence.acq_rel.cluster costs about
+// 670 cycles on an H100 (benchmarks/dsmem_costs.py); without the one that followed each
+// post, on an H200 (A/B, three rounds): the clustered ring 1.407 -> 1.368 ms by the
+// device's time alone (0.972), its st.async probe 8.5k -> 7.2k cycles.
 CS_DEV bool cs_post(uint32_t rank, uint32_t dst, uint32_t bytes, uint32_t mbar, uint32_t site,
                     uint32_t from, uint32_t rel = 0, uint32_t acq = 0) {
     CS_PROF(33);
     cs_mailbox_t* m = cs_mailbox();
     uint32_t h, since = cs_now_ms();
-    // A warp posts one at a time, so at most the cluster's warps claim at once. Where that
-    // is a quarter of the posts or fewer, a fetch-and-add claims a slot in one round trip
-    // (the eight warps of a CTA posting a tile's rows together each retried a
-    // compare-and-swap that another had just won); a slot still full (the claims ran
-    // ahead of the tail) is waited for, and one that stays full for DEADLOCK_MS is voided
-    // (`vseq`: the drain passes it). Otherwise a compare-and-swap claims only a free slot.
-    if (cs_cluster_ctas() * S.nwarps <= CS_MAILBOX_ENTRIES / 4) {
-        h = cs_peer_add(&m->head, rank, 1u);
-        for (bool full = false; h - cs_peer_ld(&m->tail, rank) >= CS_MAILBOX_ENTRIES;) {
+    for (bool full = false;;) {
+        h = cs_peer_ld(&m->head, rank);
+        if (h - cs_peer_ld(&m->tail, rank) >= CS_MAILBOX_ENTRIES) {
             if (!full) CS_PROF_FULL();
             full = true;
-            if (cs_now_ms() - since > CS_DEADLOCK_MS) {
-                cs_peer_st(&m->post[h % CS_MAILBOX_ENTRIES].vseq, rank, h + 1);
-                return false;
-            }
+            if (cs_now_ms() - since <= CS_DEADLOCK_MS) continue;
+            return false;
         }
-    } else {
-        h = cs_peer_ld(&m->head, rank);
-        for (bool full = false;;) {
-            if (h - cs_peer_ld(&m->tail, rank) >= CS_MAILBOX_ENTRIES) {
-                if (!full) CS_PROF_FULL();
-                full = true;
-                if (cs_now_ms() - since > CS_DEADLOCK_MS) return false;
-                h = cs_peer_ld(&m->head, rank);
-                continue;
-            }
-            uint32_t o = cs_peer_cas(&m->head, rank, h, h + 1);
-            if (o == h) break;
-            h = o;  // (the head another poster left: the next try's)
-        }
+        if (cs_peer_cas(&m->head, rank, h, h + 1) == h) break;
     }
     cs_mc_post_t* p = &m->post[h % CS_MAILBOX_ENTRIES];
     cs_peer_st(&p->dst, rank, dst);
@@ -464,21 +441,14 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
         if ((int32_t)(end - t) <= 0) break;
         cs_mc_post_t* q = &m->post[t % CS_MAILBOX_ENTRIES];
         uint32_t since = cs_now_ms();
-        bool ready = false, voided = false;
+        bool ready = false;
         {
             CS_PROF(35);
             // (the post's words after its last: each lane's own acquire, not a fence)
             for (;;) {
                 ready = cs_all(entry, cs_ld_acq_cluster(&q->seq) == t + 1);
-                voided = !ready && cs_any(entry, *(volatile uint32_t*)&q->vseq == t + 1);
-                if (ready || voided ||
-                    cs_bcast(entry, cs_now_ms() - since > CS_DEADLOCK_MS, leader))
-                    break;
+                if (ready || cs_bcast(entry, cs_now_ms() - since > CS_DEADLOCK_MS, leader)) break;
             }
-        }
-        if (voided) {  // (given up by its poster: cs_post)
-            if (lead) *(volatile uint32_t*)&m->tail = t + 1;
-            continue;
         }
         if (!ready) break;
         const volatile cs_mc_post_t* vq = q;
@@ -547,8 +517,7 @@ CS_DEV void cs_mc_poll_read(uint64_t addr, uint32_t info, uint32_t n, uint32_t s
     if (LO >= HI) return;  // (no lane reads shared memory)
     // the pending posts, a lane each, as many rounds as they need
     const uint32_t r = cs_popc(entry & ((1u << cs_lane()) - 1u)), lanes = cs_popc(entry);
-    // (claims past the mailbox's size wait for a slot: their operations are not issued)
-    const uint32_t pend = h - t < CS_MAILBOX_ENTRIES ? h - t : CS_MAILBOX_ENTRIES;
+    const uint32_t pend = h - t;
     bool may = false, drain = false;
     for (uint32_t b = 0; b < pend && !drain; b += lanes) {
         if (b + r < pend) {
@@ -558,15 +527,13 @@ CS_DEV void cs_mc_poll_read(uint64_t addr, uint32_t info, uint32_t n, uint32_t s
             // fence at its issuer) is waited for here, not by the drain behind the mailbox's
             // lock; a slot that holds a later post, or stays unwritten for DEADLOCK_MS, drains.
             uint32_t since = cs_now_ms(), seq;
-            bool gone = false;  // (given up by its poster: nothing to apply)
             while ((seq = cs_ld_acq_cluster(&q->seq)) != want) {
-                if ((gone = *(const volatile uint32_t*)&q->vseq == want)) break;
                 if ((int32_t)(seq - want) > 0 || cs_now_ms() - since > CS_DEADLOCK_MS) {
                     may = true;
                     break;
                 }
             }
-            if (!may && !gone) {
+            if (!may) {
                 const volatile cs_mc_post_t* vq = q;
                 uint32_t what = (vq->from >> CS_POST_WHAT_SHIFT) & 0xFFu, dst = vq->dst;
                 uint32_t bytes = vq->bytes;

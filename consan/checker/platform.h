@@ -134,11 +134,6 @@ CS_DEV uint32_t cs_ctarank() { return 0; }
 CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 CS_DEV void cs_peer_st(uint32_t* p, uint32_t, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t, uint32_t c, uint32_t v) { return cs_cas32(p, c, v); }
-CS_DEV uint32_t cs_peer_add(uint32_t* p, uint32_t, uint32_t v) {
-    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-}
-static uint32_t cs_host_cluster_ctas = 1;  // (what %cluster_nctarank reads in the host build)
-CS_DEV uint32_t cs_cluster_ctas() { return cs_host_cluster_ctas; }
 CS_DEV void cs_fence_cluster() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 CS_DEV uint32_t cs_ld_acq_cluster(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 CS_DEV void cs_cluster_sync() {}
@@ -337,18 +332,6 @@ CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t rank, uint32_t c, uint32_t v) 
                  : "=r"(o) : "r"(cs_peer_addr(p, rank)), "r"(c), "r"(v) : "memory");
     return o;
 }
-CS_DEV uint32_t cs_peer_add(uint32_t* p, uint32_t rank, uint32_t v) {
-    uint32_t o;
-    asm volatile("atom.relaxed.cluster.shared::cluster.add.u32 %0, [%1], %2;"
-                 : "=r"(o) : "r"(cs_peer_addr(p, rank)), "r"(v) : "memory");
-    return o;
-}
-// The CTAs of this CTA's cluster (1 without one).
-CS_DEV uint32_t cs_cluster_ctas() {
-    uint32_t n;
-    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
-}
 CS_DEV void cs_fence_cluster() { asm volatile("fence.acq_rel.cluster;" ::: "memory"); }
 // A word of this CTA's shared memory another CTA of the cluster published with a release
 // (a post's last word): the loads after it see what was stored before that release, with
@@ -368,8 +351,6 @@ CS_DEV void cs_cluster_sync() {
 CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t) { return *(volatile uint32_t*)p; }
 CS_DEV void cs_peer_st(uint32_t* p, uint32_t, uint32_t v) { *(volatile uint32_t*)p = v; }
 CS_DEV uint32_t cs_peer_cas(uint32_t* p, uint32_t, uint32_t c, uint32_t v) { return atomicCAS(p, c, v); }
-CS_DEV uint32_t cs_peer_add(uint32_t* p, uint32_t, uint32_t v) { return atomicAdd(p, v); }
-CS_DEV uint32_t cs_cluster_ctas() { return 1; }
 CS_DEV void cs_fence_cluster() { __threadfence_block(); }
 CS_DEV uint32_t cs_ld_acq_cluster(const uint32_t* p) {
     uint32_t v = *(const volatile uint32_t*)p;
