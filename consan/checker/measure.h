@@ -71,6 +71,38 @@ struct cs_prof_scope {
 #define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
 #define CS_PROF_AS(name, kind) cs_prof_scope name(kind)  // (a second scope in one block)
 #define CS_PROF_FULL() atomicAdd(&cs_prof[CS_PROF_WORDS - 1], 1ull)
+#elif defined(CONSAN_EVTRACE) && !defined(CONSAN_HOST)
+// CONSAN_EVTRACE (measurements only, benchmarks/evtrace_async.py): the entry and the exit
+// of every CS_PROF scope, with the SM's clock, by the first lane of each of the first
+// CS_EV_WARPS warps of the grid's first two CTAs (a cluster's pair): cs_ev[cta][warp][i] =
+// clock << 16 | exit << 15 | kind, cs_evn[cta][warp] the events kept (at most CS_EV_N).
+// Each event costs a load and two stores to device memory.
+#define CS_EV_N 8192
+#define CS_EV_WARPS 8
+extern "C" __device__ unsigned long long cs_ev[2 * CS_EV_WARPS * CS_EV_N];
+__device__ unsigned long long cs_ev[2 * CS_EV_WARPS * CS_EV_N];
+extern "C" __device__ unsigned int cs_evn[2 * CS_EV_WARPS];
+__device__ unsigned int cs_evn[2 * CS_EV_WARPS];
+__device__ __forceinline__ void cs_ev_log(uint32_t kind, uint32_t out) {
+    uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    uint32_t w = cs_tid() / 32u;
+    if (cta >= 2 || w >= CS_EV_WARPS) return;
+    if (cs_lane() != (uint32_t)(__ffs(__activemask()) - 1)) return;
+    uint32_t i = cta * CS_EV_WARPS + w, n = *(volatile uint32_t*)&cs_evn[i];
+    if (n >= CS_EV_N) return;
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t));
+    cs_ev[(size_t)i * CS_EV_N + n] =
+        ((unsigned long long)t << 16) | ((unsigned long long)out << 15) | (kind & 0x7FFFu);
+    *(volatile uint32_t*)&cs_evn[i] = n + 1;
+}
+struct cs_prof_scope {
+    uint32_t k;
+    __device__ cs_prof_scope(uint32_t kind) : k(kind) { cs_ev_log(kind, 0); }
+    __device__ ~cs_prof_scope() { cs_ev_log(k, 1); }
+};
+#define CS_PROF(kind) cs_prof_scope cs_prof_here(kind)
+#define CS_PROF_AS(name, kind) cs_prof_scope name(kind)
 #elif defined(CONSAN_TRACE_ADDR) && defined(CONSAN_TRACE_PROBES) && !defined(CONSAN_HOST)
 struct cs_prof_scope {
     uint32_t k;
