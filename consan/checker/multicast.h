@@ -439,7 +439,13 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry, bool grab = false,
     // The holder applies the posts claimed up to now (a batch may take later ones with
     // them), not those that keep coming while it applies: its own probe waits meanwhile,
     // and the next probe of any warp applies them.
-    const uint32_t end = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
+    // A wait's holder applies the posts it needs, or one step of them where it needs none
+    // (a batch: the applying is shared by the warps that find the lock free).
+    uint32_t end = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
+    if (grab) {
+        uint32_t t0 = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
+        end = (int32_t)(need - t0) > 0 ? need : end != t0 ? t0 + 1u : t0;
+    }
     for (;;) {
         uint32_t t = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
         if ((int32_t)(end - t) <= 0) break;

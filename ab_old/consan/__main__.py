@@ -1,0 +1,5 @@
+import sys
+
+from consan.cli import main
+
+sys.exit(main())

@@ -1,0 +1,171 @@
+"""The inline read of 16-byte chunks: a warp's ldmatrix or v4 load settled without a call.
+
+In the build whose vector clocks' tables live in the CTA's shared memory with 16-byte
+granules (cp.async + ldmatrix GEMMs), the 16-byte access probe's read is a few table words:
+publish it (the warp's clock byte in the chunk's reader byte, the read's site, the block's
+reader summary), fence, then look at the chunk's write epoch (checker/access16.h,
+cs_access16_read). Where every lane finds the common case -- the block's summary live, no
+whole-block copy on it, a last write that happens before the warp -- that is all the probe
+would have done, and its call is skipped; anywhere else the whole warp calls the probe,
+which publishes again (a byte already at this clock keeps its site) and judges, so no
+verdict changes. The tables' addresses come from the record __consan_cta_begin returns
+(abi.VF_*); any other build, or a CTA without a slot, returns no record and every read
+calls. Measured bound (benchmarks/breakdown_async.py, H100): the cp.async GEMM 17.7x with
+its read probes, 11.6x with none.
+"""
+
+from __future__ import annotations
+
+from . import abi
+from .events import Classified, Event
+from .fast_path import REG_FAST
+
+MAX_COUNT = 8  # a coalesced run of up to this many reads is settled inline, chunk by chunk
+# (a Triton matmul's ldmatrix runs are 8)
+MAX_SITES = 32  # a module with more such reads calls their probes (its code would grow too much)
+
+_V = "%__cs_v"  # b32 scratch of one inline read (a scoped declaration)
+_P = "%__cs_vp"  # pred scratch
+_D = "%__cs_vd"  # b64 scratch
+
+
+# the record's first eight words (abi.VF_GRANULES .. VF_GP): where the tables are
+TABLE_WORDS = ("g", "base", "tw", "tr", "trs", "rss4", "bt", "gp")
+
+
+def table_words(go: str, rec: str, regs: list[str]) -> list[str]:
+    """Lines loading TABLE_WORDS from the record at `rec` into `regs` where `go` holds."""
+    assert (abi.VF_GRANULES, abi.VF_GP) == (0, 7) and len(regs) == len(TABLE_WORDS)
+    return [f"@{go} ld.shared.v4.u32 {{{', '.join(regs[:4])}}}, [{rec}];",
+            f"@{go} ld.shared.v4.u32 {{{', '.join(regs[4:])}}}, [{rec}+16];"]
+
+
+def zeroed(regs) -> list[str]:
+    """Lines setting b32 `regs` to 0: the first definition of each, ahead of any predicated
+    load. A register that only a predicated load defines keeps its old value where the
+    predicate is false, so it is live around the kernel's loop: at a kernel's register
+    limit ptxas keeps it in local memory (the cp.async GEMM's K loop: 76 local loads)."""
+    return [f"mov.u32 {r}, 0;" for r in regs]
+
+
+def _run(rep: int | None) -> tuple[int, int]:
+    """(count, stride) of a probe's rep word (None: one access)."""
+    return (1, 0) if rep is None else (rep & abi.REP_COUNT_MASK, rep >> abi.REP_STRIDE_SHIFT)
+
+
+def eligible(c: Classified, rep: int | None) -> bool:
+    """Whether a read's probe may be preceded by the inline read (rep: its coalesced run)."""
+    if c.event is not Event.READ or c.size != 16 or c.space != abi.SPACE_SHARED:
+        return False
+    count, stride = _run(rep)
+    return 1 <= count <= MAX_COUNT and stride % 16 == 0
+
+
+def code(c: Classified, rep: int | None, site: int, pred: str | None, address: list[str],
+         addr_reg: str, probe: str, done: str) -> str:
+    """PTX settling the read inline where every lane can, then `probe` (the read's own
+    probe call, with its guard) where some lane cannot; `address` puts the first chunk's
+    address in the b64 `addr_reg`; `done` is a label of the caller's, unique."""
+    count, stride = _run(rep)
+    shape = (c.info >> abi.INFO_SHAPE_SHIFT) & 15
+    f = {n: f"{_V}{i}" for i, n in enumerate(
+        ("a", "rec", "w", "g", "base", "tw", "tr", "trs", "rss4", "bt", "gp", "clocks", "vis",
+         "nl4", "x", "rlo", "rhi", "clk", "c8", "rrow", "rsw", "srow", "t", "v", "old", "e",
+         "m", "tid", "cc"))}
+    q = [f"{_V}q{k}" for k in range(count)]  # each chunk's granule
+    b = [f"{_V}b{k}" for k in range(count)]  # ...its block
+    on, go, fail, gk, z = (f"{_P}{i}" for i in range(5))
+    pk = [f"{_P}k{k}" for k in range(count)]  # the lanes that published chunk k
+    lines = ["{ // consan inline read",
+             f".reg .b32 {', '.join(f.values())}, {', '.join(q + b)};",
+             f".reg .b64 {_D}0, {_D}1;",
+             f".reg .pred {on}, {go}, {fail}, {gk}, {z}, {', '.join(pk)};",
+             *zeroed((*f.values(), *q, *b)),
+             *address,
+             f"cvt.u32.u64 {f['a']}, {addr_reg};"]
+    if pred is None:
+        lines.append(f"setp.eq.u32 {on}, 0, 0;")
+    elif pred.startswith("!"):
+        lines.append(f"not.pred {on}, {pred[1:]};")
+    else:
+        lines.append(f"mov.pred {on}, {pred};")
+    if shape:  # (ldmatrix: lanes 8 * shape and up give no row address)
+        lines += [f"mov.u32 {f['t']}, %laneid;",
+                  f"setp.lt.and.u32 {on}, {f['t']}, {8 * shape}, {on};"]
+    rec = f["rec"]
+    lines += [
+        f"and.b32 {rec}, {REG_FAST}, {(1 << abi.VF_WARP_SHIFT) - 1};",
+        f"bfe.u32 {f['w']}, {REG_FAST}, {abi.VF_WARP_SHIFT}, 5;",
+        f"setp.ge.u32 {go}, {REG_FAST}, {abi.VF_TAG};",
+        f"not.pred {fail}, {go};",
+        f"and.pred {fail}, {fail}, {on};",  # (a lane that reads, with no record: the probe)
+        f"and.pred {go}, {go}, {on};",
+        *table_words(go, rec, [f[k] for k in TABLE_WORDS]),
+        f"@{go} ld.shared.v4.u32 {{{f['clocks']}, {f['vis']}, {f['nl4']}, {f['x']}}}, "
+        f"[{rec}+32];",
+        f"@{go} ld.shared.v2.u32 {{{f['rlo']}, {f['rhi']}}}, [{rec}+{4 * abi.VF_RSITE}];",
+        f"mov.b64 {_D}0, {{{f['rlo']}, {f['rhi']}}};",
+        f"mad.lo.u32 {f['t']}, {f['w']}, 4, {f['clocks']};",
+        f"@{go} ld.volatile.shared.u32 {f['clk']}, [{f['t']}];",
+        f"rem.u32 {f['c8']}, {f['clk']}, 255;",  # (the clock's byte: checker's cs_vc_smem_byte)
+        f"add.u32 {f['c8']}, {f['c8']}, 1;",
+        f"mad.lo.u32 {f['rrow']}, {f['w']}, {f['gp']}, {f['tr']};",
+        f"mad.lo.u32 {f['rsw']}, {f['w']}, 4, {f['trs']};",
+        f"mul.lo.u32 {f['srow']}, {f['w']}, {f['gp']};"]
+    for k in range(count):  # publish: reader byte, site, block summary (cs_access16_read)
+        lines += [
+            f"add.u32 {q[k]}, {f['a']}, {k * stride};",
+            f"sub.u32 {q[k]}, {q[k]}, {f['base']};",
+            f"and.b32 {f['t']}, {q[k]}, 15;",
+            f"setp.eq.and.u32 {gk}, {f['t']}, 0, {go};",
+            f"shr.u32 {q[k]}, {q[k]}, 4;",
+            f"setp.lt.and.u32 {gk}, {q[k]}, {f['g']}, {gk};",
+            f"not.pred {z}, {gk};",  # (misaligned or outside the tables: the probe)
+            f"and.pred {z}, {z}, {go};",
+            f"or.pred {fail}, {fail}, {z};",
+            f"shr.u32 {b[k]}, {q[k]}, {abi.VSH_BLOCK_GRANULES.bit_length() - 1};",
+            f"mad.lo.u32 {f['t']}, {b[k]}, {f['rss4']}, {f['rsw']};",
+            f"@{gk} ld.volatile.shared.u32 {f['v']}, [{f['t']}];",
+            f"setp.ne.and.u32 {pk[k]}, {f['v']}, 0, {gk};",  # (stale bytes: emptied first)
+            f"setp.ne.and.u32 {pk[k]}, {f['v']}, {abi.RS_ZEROING}, {pk[k]};",
+            f"not.pred {z}, {pk[k]};",
+            f"and.pred {z}, {z}, {gk};",
+            f"or.pred {fail}, {fail}, {z};",
+            f"setp.lt.and.u32 {z}, {f['v']}, {f['clk']}, {pk[k]};",
+            f"@{z} red.shared.max.u32 [{f['t']}], {f['clk']};",
+            f"add.u32 {f['t']}, {f['rrow']}, {q[k]};",
+            f"@{pk[k]} ld.volatile.shared.u8 {f['old']}, [{f['t']}];",
+            f"setp.ne.and.u32 {z}, {f['old']}, {f['c8']}, {pk[k]};",
+            f"@{z} st.volatile.shared.u8 [{f['t']}], {f['c8']};",
+            f"add.u32 {f['t']}, {f['srow']}, {q[k]};",
+            f"mul.wide.u32 {_D}1, {f['t']}, 4;",
+            f"add.s64 {_D}1, {_D}1, {_D}0;",
+            f"@{z} st.volatile.global.u32 [{_D}1], {site};"]
+    lines.append("membar.cta;")  # publish the reads, then look at the writes (Dekker)
+    for k in range(count):  # the look (cs_access16_look's common case)
+        lines += [
+            f"shl.b32 {f['t']}, {b[k]}, 2;",
+            f"add.u32 {f['t']}, {f['t']}, {f['bt']};",
+            f"@{pk[k]} ld.volatile.shared.u32 {f['x']}, [{f['t']}];",
+            f"setp.ne.and.u32 {z}, {f['x']}, 0, {pk[k]};",  # (a copy's whole-block epoch)
+            f"or.pred {fail}, {fail}, {z};",
+            f"shl.b32 {f['t']}, {q[k]}, 2;",
+            f"add.u32 {f['t']}, {f['t']}, {f['tw']};",
+            f"@{pk[k]} ld.volatile.shared.u32 {f['e']}, [{f['t']}];",
+            f"setp.eq.and.u32 {z}, {f['e']}, 0, {pk[k]};",  # (never written)
+            f"or.pred {fail}, {fail}, {z};",
+            f"setp.ge.and.u32 {z}, {f['e']}, {abi.VW_MBAR}, {pk[k]};",  # (an mbarrier)
+            f"or.pred {fail}, {fail}, {z};",
+            f"bfe.u32 {f['tid']}, {f['e']}, {abi.VW_TID_SHIFT}, 7;",
+            f"and.b32 {f['cc']}, {f['e']}, {abi.VW_CLOCK_MASK};",
+            f"setp.ne.and.u32 {z}, {f['tid']}, {f['w']}, {pk[k]};",
+            f"mad.lo.u32 {f['t']}, {f['w']}, {f['nl4']}, {f['vis']};",
+            f"mad.lo.u32 {f['t']}, {f['tid']}, 4, {f['t']};",
+            f"@{z} ld.volatile.shared.u32 {f['m']}, [{f['t']}];",
+            f"setp.lt.and.u32 {z}, {f['m']}, {f['cc']}, {z};",  # (not ordered before the warp)
+            f"or.pred {fail}, {fail}, {z};"]
+    lines += [f"activemask.b32 {f['t']};",
+              f"vote.sync.any.pred {fail}, {fail}, {f['t']};",
+              f"@!{fail} bra {done};",
+              "}"]
+    return "\n\t".join(lines) + "\n\t" + probe.rstrip() + f"\n{done}:\n\t"

@@ -1,0 +1,17 @@
+// Found by an adversarial review: the proof before launch once accepted it.
+// block (64, 1, 1)
+// Warp 1 stores buf and fences; warp 0 overwrites it with no fence.proxy.async and
+// arrives on an mbarrier warp 1 waits on before its bulk store of buf.
+#include "review_macros.h"
+extern "C" __global__ void k(unsigned* out) {
+    __shared__ __align__(128) unsigned buf[32];
+    __shared__ __align__(8) unsigned long long mb;
+    unsigned t = threadIdx.x, lane = t & 31;
+    unsigned b = SMEM(&mb);
+    if (t == 0) { INIT(b, 32); }
+    if (t >= 32) { buf[lane] = 1; FENCE_PROXY; }
+    __syncthreads();
+    if (t < 32) { buf[lane] = t * 3; ARRIVE_LOCAL(b); }
+    else { WAIT_CTA(b, 0); }
+    BULK_ST(out + blockIdx.x * 32, SMEM(&buf[0]), 128, t - 32); BULK_COMMIT; BULK_WAIT;
+}

@@ -1,0 +1,1 @@
+"""Tests that run anywhere: no GPU needed (NVRTC, nvJitLink and ptxas work without one)."""

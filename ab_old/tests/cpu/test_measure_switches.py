@@ -1,0 +1,49 @@
+"""A measurement-only switch of the checker (checker/measure.h) that
+benchmarks/breakdown_async.py builds: it compiles, and changes what it says it does."""
+
+from __future__ import annotations
+
+from benchmarks import breakdown_async as ba
+from consan import toolchain
+
+SM90A = toolchain.Arch.parse("sm_90a")
+
+
+def test_peer_copies_by_their_issuer_spin_the_issuer_and_drop_the_owners_write(monkeypatch):
+    """CONSAN_PEER_BY_ISSUER=n: the issuing warp spends n cycles a post (a clock64 loop
+    where the cluster build has none) and the owner's apply loses the issuer's view and
+    the write (a shorter build). (The builds go to consan's cache, as the other checker
+    builds of this suite do.)"""
+    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "")
+    plain = toolchain.checker_ptx(SM90A, vsh=True, mc=True)
+    label = "peer copies by their issuer (2000 cycles)"
+    assert ba.CONFIGS[label] == "CONSAN_PEER_BY_ISSUER=2000"
+    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", ba.CONFIGS[label])
+    issuer = toolchain.checker_ptx(SM90A, vsh=True, mc=True)
+    assert "%clock64" not in plain and "%clock64" in issuer
+    assert len(issuer) < len(plain)
+
+
+
+def test_the_event_trace_logs_each_scope_with_the_clock(monkeypatch):
+    """CONSAN_EVTRACE: the build keeps the event buffers benchmarks/evtrace_async.py reads
+    and reads the SM's clock (the plain build does neither)."""
+    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "")
+    plain = toolchain.checker_ptx(SM90A, vsh=True, mc=True)
+    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "CONSAN_EVTRACE")
+    traced = toolchain.checker_ptx(SM90A, vsh=True, mc=True)
+    for word in ("cs_ev[", "cs_evn[", "%clock64"):
+        assert word not in plain and word in traced, word
+
+
+def test_the_event_trace_pairs_each_exit_with_its_entry():
+    """A warp's events, clock << 16 | exit << 15 | kind, become nested scopes in order of
+    entry; an entry whose exit was not kept (the buffer full) is dropped."""
+    from benchmarks.evtrace_async import intervals
+
+    def ev(t, leave, kind):
+        return t << 16 | leave << 15 | kind
+
+    words = [ev(100, 0, 20), ev(110, 0, 32), ev(150, 1, 32), ev(200, 1, 20),
+             ev(300, 0, 5), ev(310, 0, 33), ev(400, 1, 5)]
+    assert intervals(words) == [(20, 100, 200, 0), (32, 110, 150, 1), (5, 300, 400, 0)]

@@ -1,0 +1,1 @@
+"""Kernels written the way their users write them, for consan's tests and benchmarks."""
