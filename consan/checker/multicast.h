@@ -438,18 +438,24 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry, bool grab = false,
     if (!cs_bcast(entry, holder, leader)) return;
     // The holder applies the posts claimed up to now (a batch may take later ones with
     // them), not those that keep coming while it applies: its own probe waits meanwhile,
-    // and the next probe of any warp applies them.
-    // A wait's holder applies the posts it needs, or one step of them where it needs none
-    // (a batch: the applying is shared by the warps that find the lock free).
-    uint32_t end = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
-    if (grab) {
-        uint32_t t0 = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
-        end = (int32_t)(need - t0) > 0 ? need : end != t0 ? t0 + 1u : t0;
-    }
+    // and the next probe of any warp applies them. A wait's holder applies the posts it
+    // needs, then those of the next mbarrier in the queue (the next phase's, which the
+    // next wait needs), and no more, while the other waiters go on once the tail passes
+    // what they need.
+    const uint32_t end = grab ? need : cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
+    uint32_t group = 0xFFFFFFFFu;
     for (;;) {
         uint32_t t = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
-        if ((int32_t)(end - t) <= 0) break;
         cs_mc_post_t* q = &m->post[t % CS_MAILBOX_ENTRIES];
+        if ((int32_t)(end - t) <= 0) {
+            if (!grab || cs_bcast(entry, *(volatile uint32_t*)&m->head, leader) == t) break;
+            if (!cs_all(entry, cs_ld_acq_cluster(&q->seq) == t + 1)) break;
+            const volatile cs_mc_post_t* vq = q;
+            uint32_t what = (vq->from >> CS_POST_WHAT_SHIFT) & 0xFFu;
+            uint32_t mb = what >= CS_POST_MBAR ? vq->dst : what == 0 ? vq->mbar : 0xFFFFFFFEu;
+            if (group == 0xFFFFFFFFu) group = mb;
+            if (mb != group || mb == 0xFFFFFFFEu) break;
+        }
         uint32_t since = cs_now_ms();
         bool ready = false;
         {
