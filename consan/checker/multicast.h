@@ -409,6 +409,30 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
 // from there on. Measured on the H100: with the drain called by one lane (or by each lane
 // for itself, in turn, under the lock), warps split in the mbarrier probe, and the kernel
 // hung in its closing barrier.cluster, one part of a warp waiting for the other.
+// The mbarrier a post changes (a copy's, a peer's operation's), or none (0xFFFFFFFE). The
+// post must be ready.
+CS_DEV uint32_t cs_mc_group_of(const cs_mc_post_t* q) {
+    const volatile cs_mc_post_t* vq = q;
+    uint32_t what = (vq->from >> CS_POST_WHAT_SHIFT) & 0xFFu;
+    return what >= CS_POST_MBAR ? vq->dst : what == 0 ? vq->mbar : 0xFFFFFFFEu;
+}
+
+// The mbarrier of the posts from t that change one mbarrier, where they are ready and a
+// ready post of another follows them within 32 posts (the group is whole), else none
+// (0xFFFFFFFE). Every lane of a whole warp (a lane a post).
+CS_DEV uint32_t cs_mc_closed_group(cs_mailbox_t* m, uint32_t t, uint32_t h, uint32_t entry) {
+    const uint32_t none = 0xFFFFFFFEu, i = cs_lane(), cnt = h - t < 32u ? h - t : 32u;
+    if (entry != 0xFFFFFFFFu || cnt < 2) return none;
+    const cs_mc_post_t* q = &m->post[(t + i) % CS_MAILBOX_ENTRIES];
+    bool ok = i < cnt && cs_ld_acq_cluster(&q->seq) == t + i + 1;
+    uint32_t mb = ok ? cs_mc_group_of(q) : none;
+    uint32_t group = cs_bcast(entry, mb, 0);
+    uint32_t other = cs_ballot(entry, ok && mb != group), late = cs_ballot(entry, !ok && i < cnt);
+    if (group == none || !other) return none;
+    uint32_t first = other & (0u - other);  // (the lowest: the post that closes the group)
+    return late & (first - 1u) ? none : group;
+}
+
 // `grab` (a wait's, cs_mc_poll_wait): the probe needs only the posts before `need`, and
 // takes the lock wherever it finds it free, needed or not.
 CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry, bool grab = false,
@@ -448,13 +472,15 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry, bool grab = false,
         uint32_t t = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
         cs_mc_post_t* q = &m->post[t % CS_MAILBOX_ENTRIES];
         if ((int32_t)(end - t) <= 0) {
-            if (!grab || cs_bcast(entry, *(volatile uint32_t*)&m->head, leader) == t) break;
-            if (!cs_all(entry, cs_ld_acq_cluster(&q->seq) == t + 1)) break;
-            const volatile cs_mc_post_t* vq = q;
-            uint32_t what = (vq->from >> CS_POST_WHAT_SHIFT) & 0xFFu;
-            uint32_t mb = what >= CS_POST_MBAR ? vq->dst : what == 0 ? vq->mbar : 0xFFFFFFFEu;
-            if (group == 0xFFFFFFFFu) group = mb;
-            if (mb != group || mb == 0xFFFFFFFEu) break;
+            if (!grab) break;
+            if (group == 0xFFFFFFFFu) {
+                // the next mbarrier's posts, where the queue holds all of them (a later
+                // post of another follows): applied as they come, a tile's copies one by one,
+                // they cost four times their batch (the clustered ring, H200)
+                uint32_t h = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
+                group = cs_mc_closed_group(m, t, h, entry);
+            }
+            if (group == 0xFFFFFFFEu || cs_mc_group_of(q) != group) break;
         }
         uint32_t since = cs_now_ms();
         bool ready = false;
