@@ -495,16 +495,7 @@ CS_REJOINED_LEAVING(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32
     // (the clustered ring 1.766 -> 1.744 ms by the device's time alone, H200).
     bool first_fail = waits && !(arg & 2) && (arg & CS_MB_WAIT_FIRST);
     if (waits) arg &= ~CS_MB_WAIT_FIRST;
-    if (cs_multicast_on() && !cs_all(cs_activemask(), peer_op || first_fail)) {
-        // A wait of every lane on one mbarrier of this CTA: only the posts that may change
-        // it are waited for (cs_mc_poll_wait).
-        uint32_t e = cs_activemask(), woff = 0;
-        bool here = waits && (cluster ? cs_local_cluster((uint32_t)addr, woff)
-                                      : cs_local((uint32_t)addr, woff));
-        uint32_t off0 = cs_bcast(e, woff, cs_ffs(e) - 1);
-        if (cs_all(e, here && woff == off0)) cs_mc_poll_wait(off0);
-        else cs_mc_poll();
-    }
+    if (cs_multicast_on() && !cs_all(cs_activemask(), peer_op || first_fail)) cs_mc_poll();
     uint32_t all = cs_activemask();
     uint32_t active = off ? cs_group(~0ull, ~0ull) : cs_group(((uint64_t)site << 32) | arg, addr);
     uint32_t w = cs_warp();

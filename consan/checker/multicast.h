@@ -409,34 +409,7 @@ CS_DEV uint32_t cs_mbar_peer_apply(uint32_t slot, const cs_mc_post_t& p, const c
 // from there on. Measured on the H100: with the drain called by one lane (or by each lane
 // for itself, in turn, under the lock), warps split in the mbarrier probe, and the kernel
 // hung in its closing barrier.cluster, one part of a warp waiting for the other.
-// The mbarrier a post changes (a copy's, a peer's operation's), or none (0xFFFFFFFE). The
-// post must be ready.
-CS_DEV uint32_t cs_mc_group_of(const cs_mc_post_t* q) {
-    const volatile cs_mc_post_t* vq = q;
-    uint32_t what = (vq->from >> CS_POST_WHAT_SHIFT) & 0xFFu;
-    return what >= CS_POST_MBAR ? vq->dst : what == 0 ? vq->mbar : 0xFFFFFFFEu;
-}
-
-// The mbarrier of the posts from t that change one mbarrier, where they are ready and a
-// ready post of another follows them within 32 posts (the group is whole), else none
-// (0xFFFFFFFE). Every lane of a whole warp (a lane a post).
-CS_DEV uint32_t cs_mc_closed_group(cs_mailbox_t* m, uint32_t t, uint32_t h, uint32_t entry) {
-    const uint32_t none = 0xFFFFFFFEu, i = cs_lane(), cnt = h - t < 32u ? h - t : 32u;
-    if (entry != 0xFFFFFFFFu || cnt < 2) return none;
-    const cs_mc_post_t* q = &m->post[(t + i) % CS_MAILBOX_ENTRIES];
-    bool ok = i < cnt && cs_ld_acq_cluster(&q->seq) == t + i + 1;
-    uint32_t mb = ok ? cs_mc_group_of(q) : none;
-    uint32_t group = cs_bcast(entry, mb, 0);
-    uint32_t other = cs_ballot(entry, ok && mb != group), late = cs_ballot(entry, !ok && i < cnt);
-    if (group == none || !other) return none;
-    uint32_t first = other & (0u - other);  // (the lowest: the post that closes the group)
-    return late & (first - 1u) ? none : group;
-}
-
-// `grab` (a wait's, cs_mc_poll_wait): the probe needs only the posts before `need`, and
-// takes the lock wherever it finds it free, needed or not.
-CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry, bool grab = false,
-                             uint32_t need = 0) {
+CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry) {
     CS_PROF(32);
     CS_STAMP_PART(8);
     cs_mailbox_t* m = cs_mailbox();
@@ -445,43 +418,28 @@ CS_NOINLINE void cs_mc_drain(uint32_t slot, uint32_t entry, bool grab = false,
     // This probe needs the posts claimed before it applied. While another warp holds the
     // lock and applies them, wait for the tail to pass them rather than queue for the lock
     // (spinning compare-and-swaps slowed the holder down).
-    uint32_t h0 = grab ? need : cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
+    uint32_t h0 = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
     if (lead) {
         CS_PROF(34);
         CS_STAMP_PART(9);
         volatile cs_mailbox_t* vm = m;
-        while (grab || (int32_t)(vm->tail - h0) < 0) {
+        while ((int32_t)(vm->tail - h0) < 0) {
             if (vm->lock == 0 && cs_cas32(&m->lock, 0, 1) == 0) {
                 holder = true;
                 break;
             }
-            if (grab && (int32_t)(vm->tail - h0) >= 0) break;
         }
         cs_fence_lock();
     }
     if (!cs_bcast(entry, holder, leader)) return;
     // The holder applies the posts claimed up to now (a batch may take later ones with
     // them), not those that keep coming while it applies: its own probe waits meanwhile,
-    // and the next probe of any warp applies them. A wait's holder applies the posts it
-    // needs, then those of the next mbarrier in the queue (the next phase's, which the
-    // next wait needs), and no more, while the other waiters go on once the tail passes
-    // what they need.
-    const uint32_t end = grab ? need : cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
-    uint32_t group = 0xFFFFFFFFu;
+    // and the next probe of any warp applies them.
+    const uint32_t end = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
     for (;;) {
         uint32_t t = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
+        if ((int32_t)(end - t) <= 0) break;
         cs_mc_post_t* q = &m->post[t % CS_MAILBOX_ENTRIES];
-        if ((int32_t)(end - t) <= 0) {
-            if (!grab) break;
-            if (group == 0xFFFFFFFFu) {
-                // the next mbarrier's posts, where the queue holds all of them (a later
-                // post of another follows): applied as they come, a tile's copies one by one,
-                // they cost four times their batch (the clustered ring, H200)
-                uint32_t h = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
-                group = cs_mc_closed_group(m, t, h, entry);
-            }
-            if (group == 0xFFFFFFFEu || cs_mc_group_of(q) != group) break;
-        }
         uint32_t since = cs_now_ms();
         bool ready = false;
         {
@@ -526,64 +484,6 @@ CS_DEV void cs_mc_poll() {
     cs_mailbox_t* m = cs_mailbox();
     bool pending = *(volatile uint32_t*)&m->head != *(volatile uint32_t*)&m->tail;
     if (cs_any(entry, pending)) cs_mc_drain(slot, entry);
-}
-
-// Where a wait on this CTA's mbarrier at `off` needs the posts pending from t to the head h
-// applied: up to the last that may change it (a copy landing on it, over its bytes or over
-// bytes not known; a peer's operation on it; a peer's write or atomic over its bytes; a post
-// still being written, for DEADLOCK_MS, taken to), every post where more than half the
-// mailbox is pending. A wait is judged from its mbarrier's phase and clock slot, which no
-// other post changes (the posts after it are applied by the probes that need them, or by
-// one that finds the lock free). A lane a post, as many rounds as the posts need.
-CS_DEV uint32_t cs_mc_need_mbar(cs_mailbox_t* m, uint32_t t, uint32_t h, uint32_t off,
-                                uint32_t entry) {
-    const uint32_t pend = h - t;
-    if (pend > CS_MAILBOX_ENTRIES / 2) return h;
-    const uint32_t r = cs_popc(entry & ((1u << cs_lane()) - 1u)), lanes = cs_popc(entry);
-    uint32_t last = t;
-    for (uint32_t b = 0; b < pend; b += lanes) {
-        uint32_t mine = 0;
-        if (b + r < pend) {
-            const uint32_t k = t + b + r, want = k + 1;
-            const cs_mc_post_t* q = &m->post[k % CS_MAILBOX_ENTRIES];
-            uint32_t since = cs_now_ms(), seq;
-            bool may = false;
-            while ((seq = cs_ld_acq_cluster(&q->seq)) != want)
-                if ((int32_t)(seq - want) > 0 || cs_now_ms() - since > CS_DEADLOCK_MS) {
-                    may = true;
-                    break;
-                }
-            if (!may) {
-                const volatile cs_mc_post_t* vq = q;
-                uint32_t what = (vq->from >> CS_POST_WHAT_SHIFT) & 0xFFu, dst = vq->dst;
-                uint32_t bytes = vq->bytes;
-                bool over = dst < off + 8u && (uint64_t)dst + bytes > off;
-                may = what >= CS_POST_MBAR ? dst == off
-                      : what == 0 ? vq->mbar == off || bytes == 0 || over
-                                  : what != CS_DSMEM_READ && over;
-            }
-            if (may) mine = want;
-        }
-        uint32_t top = cs_max(entry, mine);
-        if (top) last = top;
-    }
-    return last;
-}
-
-// The poll of a wait on this CTA's mbarrier at `off` (every lane of the call): the pending
-// posts it needs (cs_mc_need_mbar) are applied first; where the mailbox's lock is free it
-// takes it and applies every post claimed (the consumer of the clustered ring thus applies
-// the producer's next tiles while its other warps read this one).
-CS_DEV void cs_mc_poll_wait(uint32_t off) {
-    uint32_t slot = cs_slot_sh;
-    if (slot == CS_NO_SLOT) return;
-    uint32_t entry = cs_activemask(), leader = cs_ffs(entry) - 1;
-    cs_mailbox_t* m = cs_mailbox();
-    uint32_t t = cs_bcast(entry, *(volatile uint32_t*)&m->tail, leader);
-    uint32_t h = cs_bcast(entry, *(volatile uint32_t*)&m->head, leader);
-    if (h == t) return;
-    uint32_t need = cs_mc_need_mbar(m, t, h, off, entry);
-    cs_mc_drain(slot, entry, true, need);
 }
 
 // The poll of a probe of shared-memory reads (this lane: n reads of `info`'s size, `stride`

@@ -93,31 +93,6 @@ def test_posts_are_applied_in_order_across_the_ring(ck):
     assert _records(ck) == []
 
 
-def test_a_wait_needs_only_the_posts_that_change_its_mbarrier(ck):
-    """A successful wait is judged from its mbarrier's phase and clock slot: a pending post
-    that cannot change them (a copy into other bytes, landing on another mbarrier) is not
-    waited for while another warp holds the mailbox's lock; a read of the copy's bytes
-    applies it first and judges it (the clustered ring's consumer thus reads a stage while one of its warps
-    applies the producer's next ones)."""
-    other = MB + 64
-    assert ck.mbar(0, other, abi.MB_INIT, 1, site=INIT) == 0
-    assert ck.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
-    ck.peer_copy(0, 64, MB, site=COPY, rank=1)
-    assert ck.mbar_wait(1, MB, parity=0, site=WAIT) == 0
-    assert ck.mbar(0, other, abi.MB_ARRIVE_EXPECT_TX, 64, site=ARRIVE) == 0
-    ck.peer_copy(128, 64, other, site=LATE, rank=1)
-    words = ck.mailbox_words()
-    head, tail = int(words[0]), int(words[1])
-    assert head == tail + 1
-    words[2] = 1  # (the lock: another warp holds it)
-    assert ck.mbar_wait(1, MB, parity=0, site=WAIT) == 0
-    assert [int(w) for w in ck.mailbox_words()[:2]] == [head, tail]  # left pending
-    words[2] = 0
-    ck.read(1, 128, site=FAR)  # its bytes: applied first, read before the wait on `other`
-    assert int(ck.mailbox_words()[1]) == head
-    assert _records(ck) == [("async.pending-write", FAR, LATE, 2)]
-
-
 def test_an_arrive_on_a_peers_mbarrier_leaves_this_ctas_posts_to_its_next_probe(ck):
     """The arrive posts to the peer and numbers the warp's release: nothing it does reads
     what this CTA's pending posts change, so it does not wait for them (the clustered

@@ -1,5 +1,0 @@
-import sys
-
-from consan.cli import main
-
-sys.exit(main())

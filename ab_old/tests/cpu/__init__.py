@@ -1,1 +1,0 @@
-"""Tests that run anywhere: no GPU needed (NVRTC, nvJitLink and ptxas work without one)."""

@@ -1,1 +1,0 @@
-"""Kernels written the way their users write them, for consan's tests and benchmarks."""
