@@ -34,7 +34,7 @@ from benchmarks.bench_clean import _arch_options  # noqa: E402
 from benchmarks.breakdown_async import PROBES  # noqa: E402
 
 N, WARPS = 8192, 8  # measure.h: CS_EV_N, CS_EV_WARPS
-BEGIN, WAIT_OK, ACCESS, MBAR, BULK, DRAIN, LOCK, BAR_WAIT = 13, 20, 0, 5, 6, 32, 34, 2
+BEGIN, WAIT_OK, ACCESS, MBAR, BULK, DRAIN, LOCK, BAR = 13, 20, 0, 5, 6, 32, 34, 1
 APPLY = (36, 37, 38)
 
 
@@ -102,9 +102,10 @@ def trace(name: str, tiles: tuple[int, int]) -> None:
                       f"{len(xs)} | {sum(xs) / 1e3:.1f} | {statistics.median(xs):.0f} |")
 
     def top(c: int, w: int, kind: int) -> list[tuple[int, int]]:
-        """The warp's top-level calls of `kind` after its first cluster barrier (the
-        mbarrier inits come before it)."""
-        start = next((b for k, _, b, d in iv[c, w] if k == BAR_WAIT and d == 0), 0)
+        """The warp's top-level calls of `kind` after its first cluster barrier (its
+        arrive and wait: the mbarrier inits come before them)."""
+        bars = [b for k, _, b, d in iv[c, w] if k == BAR and d == 0]
+        start = bars[1] if len(bars) > 1 else 0
         return [(a, b) for k, a, b, d in iv[c, w] if k == kind and d == 0 and a > start]
 
     posted = [top(0, w, BULK) for w in range(WARPS)]      # the producer's st.async, a tile each
@@ -163,8 +164,8 @@ def trace(name: str, tiles: tuple[int, int]) -> None:
     if xs:
         print(f"| C freed (tile t) -> P first empty wait out (tile t + 4) | "
               f"{statistics.median(xs) / 1e3:.1f} |")
-    xs = [rows[j + 4][0] - rows[j + 4][7] for j in range(len(rows) - 4)
-          if rows[j + 4][0] is not None and rows[j + 4][7] is not None]
+    xs = [rows[j + 4][0] - rows[j][7] for j in range(len(rows) - 4)
+          if rows[j + 4][0] is not None and rows[j][7] is not None]
     if xs:
         print("| P last empty wait out -> P armed (tile t + 4) | "
               f"{statistics.median(xs) / 1e3:.1f} |")
