@@ -159,8 +159,7 @@ def trace(name: str, tiles: tuple[int, int]) -> None:
         xs = [r[b] - r[a] for r in rows if r[a] is not None and r[b] is not None]
         if xs:
             print(f"| {label} | {statistics.median(xs) / 1e3:.1f} |")
-    xs = [rows[j + 4][6] - rows[j][5] for j in range(len(rows) - 4)
-          if rows[j][5] is not None and rows[j + 4][6] is not None]
+    xs = [r[6] - r[5] for r in rows if r[5] is not None and r[6] is not None]
     if xs:
         print(f"| C freed (tile t) -> P first empty wait out (tile t + 4) | "
               f"{statistics.median(xs) / 1e3:.1f} |")
