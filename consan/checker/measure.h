@@ -84,8 +84,7 @@ __device__ unsigned long long cs_ev[2 * CS_EV_WARPS * CS_EV_N];
 extern "C" __device__ unsigned int cs_evn[2 * CS_EV_WARPS];
 __device__ unsigned int cs_evn[2 * CS_EV_WARPS];
 __device__ __forceinline__ void cs_ev_log(uint32_t kind, uint32_t out) {
-    uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    uint32_t w = cs_tid() / 32u;
+    uint32_t cta = cs_cta_linear(), w = cs_warp();
     if (cta >= 2 || w >= CS_EV_WARPS) return;
     if (cs_lane() != (uint32_t)(__ffs(__activemask()) - 1)) return;
     uint32_t i = cta * CS_EV_WARPS + w, n = *(volatile uint32_t*)&cs_evn[i];

@@ -24,7 +24,6 @@ def test_peer_copies_by_their_issuer_spin_the_issuer_and_drop_the_owners_write(m
     assert len(issuer) < len(plain)
 
 
-
 def test_the_event_trace_logs_each_scope_with_the_clock(monkeypatch):
     """CONSAN_EVTRACE: the build keeps the event buffers benchmarks/evtrace_async.py reads
     and reads the SM's clock (the plain build does neither)."""
