@@ -127,8 +127,9 @@ def trace(name: str, tiles: tuple[int, int]) -> None:
                 holds.append((w, lock, b, applied))
     holds.sort(key=lambda h: h[1])
 
-    def at(lists, i, end=True, how=max):
-        xs = [ls[i][1 if end else 0] for ls in lists if i < len(ls)]
+    def at(lists, i, how=max):
+        """The latest (`how`) exit of the warps' i-th calls in `lists`."""
+        xs = [ls[i][1] for ls in lists if i < len(ls)]
         return how(xs) if xs else None
 
     print("\nkcycles from the begin; P = producer, C = consumer; 'C lock' = the consumer's "
@@ -139,8 +140,7 @@ def trace(name: str, tiles: tuple[int, int]) -> None:
     lo, hi = tiles
     rows = []
     for i in range(lo, hi):
-        pe = i if i < len(armed) else None
-        row = [armed[pe][1] if pe is not None else None, at(posted, i),
+        row = [at([armed], i), at(posted, i),
                at(waited, i, how=min), at(waited, i), at(read, i), at(freed, i),
                at(freed_p, i, how=min), at(freed_p, i)]
         rows.append(row)
