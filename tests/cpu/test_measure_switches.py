@@ -1,5 +1,6 @@
-"""A measurement-only switch of the checker (checker/measure.h) that
-benchmarks/breakdown_async.py builds: it compiles, and changes what it says it does."""
+"""The measurement tools: a checker's measurement-only switches (checker/measure.h) that
+benchmarks/breakdown_async.py builds compile and change what they say they do; the
+scripts' own arithmetic is what they print."""
 
 from __future__ import annotations
 
@@ -46,3 +47,14 @@ def test_the_event_trace_pairs_each_exit_with_its_entry():
     words = [ev(100, 0, 20), ev(110, 0, 32), ev(150, 1, 32), ev(200, 1, 20),
              ev(300, 0, 5), ev(310, 0, 33), ev(400, 1, 5)]
     assert intervals(words) == [(20, 100, 200, 0), (32, 110, 150, 1), (5, 300, 400, 0)]
+
+
+def test_the_event_gap_table_is_in_microseconds():
+    """benchmarks/event_gap.py: its event columns come in ms and print in us; the launch
+    call's wall time is in us already."""
+    from benchmarks.event_gap import table
+
+    rows = [{"kernel": "k", "nat ev": 0.0165, "call us": 21.12, "con ev": 0.1466}]
+    assert table(rows, 30).splitlines() == [
+        "| kernel | nat ev | call us | con ev |", "|---|---|---|---|",
+        "| k | 16.5 | 21.1 | 146.6 |", "(us; medians of 30 launches)"]
