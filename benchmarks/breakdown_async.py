@@ -60,6 +60,12 @@ CONFIGS = {
     # a wgmma read's chunk with empty bytes stores no sites (device memory): what a site
     # index kept in shared memory could save at most
     "no wgmma read sites": "CONSAN_NULL_WG_SITES",
+    # the reads of warps and wgmma units in the shared-memory tables without their sites'
+    # stores (device memory), without the fence between publishing and looking, or both:
+    # what a read's site kept elsewhere, or a read judged without that fence, could save
+    "no read sites": "CONSAN_NULL_READ_SITES",
+    "no read fences": "CONSAN_NULL_READ_FENCE",
+    "no read sites nor fences": "CONSAN_NULL_READ_SITES CONSAN_NULL_READ_FENCE",
     # the 16-byte access probe's reads (ldmatrix, v4 loads) return at once: what an inline
     # read path that never called could save at most
     "no 16-byte reads": "CONSAN_NULL_READ16",

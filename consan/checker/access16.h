@@ -95,7 +95,7 @@ CS_DEV void cs_access16_read(const cs_vc_smem_ctx_t& x, uint32_t g, uint32_t ste
         cs_chunk_put(R, rs, q, c8, site, old);  // (a byte already at this clock keeps its site)
         if (v < clk) cs_s_max(p, clk);
     }
-    cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+    CS_READ_FENCE();  // publish the reads, then look at the writes (Dekker with the writer)
     uint32_t ok = 0xFFFFFFFFu;
     for (uint32_t k = 0, q = g; k < n && !f.kind; ++k, q += step) {
         f = cs_access16_look(x, q, CS_PROXY_NONE, ok);

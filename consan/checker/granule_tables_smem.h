@@ -97,6 +97,10 @@ CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) {  // p 16-byte aligned
     asm volatile("st.relaxed.cta.global.L1::no_allocate.v4.u32 [%0], {%1, %1, %1, %1};"
                  :: "l"(p), "r"(v) : "memory");
 }
+CS_DEV void cs_g_stv4(uint32_t* p, cs_u4 v) {  // p 16-byte aligned
+    asm volatile("st.relaxed.cta.global.L1::no_allocate.v4.u32 [%0], {%1, %2, %3, %4};"
+                 :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
 #endif
 
 #define CS_VC_BLOCK CS_VSH_BLOCK_GRANULES
@@ -355,23 +359,25 @@ CS_DEV void cs_vc_smem_note(const cs_vc_smem_ctx_t& x, uint32_t b, uint32_t ri, 
 // device-memory tables do.
 // One reader byte (R + g) and its site, or four aligned ones at once; a byte that already
 // holds this clock keeps its site.
+CS_DEV void cs_rsite_st(uint32_t* p, uint32_t v) { if (CS_READ_SITES) cs_g_st(p, v); }
+CS_DEV void cs_rsite_st4(uint32_t* p, uint32_t v) { if (CS_READ_SITES) cs_g_st4(p, v); }
 CS_DEV void cs_vc_smem_put1(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site) {
     if (cs_s_ld8(R + g) == c8) return;
     cs_s_st8(R + g, c8);
-    cs_g_st(rs + g, site);
+    cs_rsite_st(rs + g, site);
 }
 // (The sites of the bytes of `old` not at this clock: rare, so out of line.)
 CS_NOINLINE void cs_vc_smem_put_sites(uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site,
                                   uint32_t old) {
     for (uint32_t i = 0; i < 4; ++i)
-        if (((old >> (8 * i)) & 0xFFu) != c8) cs_g_st(rs + g + i, site);
+        if (((old >> (8 * i)) & 0xFFu) != c8) cs_rsite_st(rs + g + i, site);
 }
 CS_DEV void cs_vc_smem_put4(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site,
                         uint32_t old) {  // old: the word at R + g
     uint32_t c32 = c8 * 0x01010101u;
     if (old == c32) return;
     cs_s_st(R + g, c32);
-    if (old == 0) cs_g_st4(rs + g, site);
+    if (old == 0) cs_rsite_st4(rs + g, site);
     else cs_vc_smem_put_sites(rs, g, c8, site, old);
 }
 
@@ -392,7 +398,7 @@ CS_DEV void cs_chunk_put(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_
     if (CS_CHUNK_G == 4) return cs_vc_smem_put4(R, rs, g, c8, site, old);
     if (old == c8) return;
     cs_s_st8(R + g, c8);
-    cs_g_st(rs + g, site);
+    cs_rsite_st(rs + g, site);
 }
 // Empty a reader's bytes of the chunk.
 CS_DEV void cs_chunk_empty(cs_sp R, uint32_t g) {
@@ -587,7 +593,7 @@ CS_DEV void cs_vc_smem_read_granules(const cs_vc_smem_ctx_t& x, const cs_vc_smem
 #pragma unroll
                 for (uint32_t i = 0; i < 8; ++i) {
                     if (nw < 4 && i < nw) cs_s_st(R + g0 + 4 * i, c4);
-                    if (i < nw) cs_g_st4(rs + g0 + 4 * i, site);
+                    if (i < nw) cs_rsite_st4(rs + g0 + 4 * i, site);
                 }
                 continue;
             }
@@ -597,13 +603,13 @@ CS_DEV void cs_vc_smem_read_granules(const cs_vc_smem_ctx_t& x, const cs_vc_smem
                 if (i >= nw || d == 0) continue;  // read at this clock already: its site stays
                 if (!((d - 0x01010101u) & ~d & 0x80808080u)) {  // no byte at this clock
                     cs_s_st(R + g, c4);
-                    cs_g_st4(rs + g, site);
+                    cs_rsite_st4(rs + g, site);
                     continue;
                 }
                 for (uint32_t j = 0; j < 4; ++j) {
                     if (((row[i] >> (8 * j)) & 0xFFu) == c8) continue;
                     cs_s_st8(R + g + j, c8);
-                    cs_g_st(rs + g + j, site);
+                    cs_rsite_st(rs + g + j, site);
                 }
             }
         }
@@ -620,10 +626,10 @@ CS_DEV void cs_vc_smem_read_granules(const cs_vc_smem_ctx_t& x, const cs_vc_smem
         for (uint32_t i = 0; i < CS_VC_SMEM_BATCH; ++i) {
             if (k0 + i >= s.n || b8[i] == c8) continue;
             cs_s_st8(R + g[i], c8);
-            cs_g_st(rs + g[i], site);
+            cs_rsite_st(rs + g[i], site);
         }
     }
-    cs_fence();  // publish the reads, then look at the writes (Dekker with the writer)
+    CS_READ_FENCE();  // publish the reads, then look at the writes (Dekker with the writer)
     uint32_t ok = 0xFFFFFFFFu;
     if (whole) {  // rows held whole by one epoch (a copy's) judged once each, by one lane
         bool held = true;
@@ -699,7 +705,7 @@ CS_DEV void cs_vc_smem_read(const cs_vc_smem_ctx_t& x, const cs_vc_smem_span& s,
         return;
     }
     for (uint32_t k = 0; k < s.n; ++k) cs_vc_smem_publish(x, x.w, clk, cs_span_g0(s, k), cs_span_g1(s, k), site, false);
-    cs_fence();
+    CS_READ_FENCE();
     for (uint32_t k = 0; k < s.n && !f.kind; ++k) {
         f = cs_vc_smem_look(x, cs_span_g0(s, k), cs_span_g1(s, k), CS_PROXY_NONE, ok, at);
         fk = k;

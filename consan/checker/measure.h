@@ -189,6 +189,21 @@ struct cs_prof_scope {
 #else
 #define CS_WG_SITES 1
 #endif
+// CONSAN_NULL_READ_SITES: the reads of warps and wgmma units in the shared-memory tables
+// store their bytes and summaries but not their sites (device memory): what those stores
+// cost (reports then name stale sites). CONSAN_NULL_READ_FENCE: those reads' fence between
+// publishing and looking at the writes is left out: what it costs (the model is wrong
+// then: a write beside the read may miss it, and the read the write).
+#ifdef CONSAN_NULL_READ_SITES
+#define CS_READ_SITES 0
+#else
+#define CS_READ_SITES 1
+#endif
+#ifdef CONSAN_NULL_READ_FENCE
+#define CS_READ_FENCE() ((void)0)
+#else
+#define CS_READ_FENCE() cs_fence()
+#endif
 
 // CONSAN_PSH_NO_FENCE, _NULL_READ, _NULL_WRITE (phase tables in shared memory): the cost
 // of the access probe's fences, of its reads, of its writes (measurements only).

@@ -58,3 +58,19 @@ def test_the_event_gap_table_is_in_microseconds():
     assert table(rows, 30).splitlines() == [
         "| kernel | nat ev | call us | con ev |", "|---|---|---|---|",
         "| k | 16.5 | 21.1 | 146.6 |", "(us; medians of 30 launches)"]
+
+
+def test_reads_without_their_sites_or_fence_build_shorter(monkeypatch):
+    """CONSAN_NULL_READ_SITES and CONSAN_NULL_READ_FENCE: the shared-memory tables' build
+    loses the reads' site stores (global stores) or their fences (each a shorter build, and
+    fewer of that instruction)."""
+    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "")
+    plain = toolchain.checker_ptx(SM90A, vsh=True)
+    built = {}
+    for label in ("no read sites", "no read fences"):
+        monkeypatch.setenv("CONSAN_CHECKER_DEFINES", ba.CONFIGS[label])
+        built[label] = toolchain.checker_ptx(SM90A, vsh=True)
+        assert len(built[label]) < len(plain), label
+    stores = "st.relaxed.cta.global.L1::no_allocate"
+    assert built["no read sites"].count(stores) < plain.count(stores)
+    assert built["no read fences"].count("membar.cta") < plain.count("membar.cta")
