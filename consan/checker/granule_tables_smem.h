@@ -47,6 +47,10 @@ CS_DEV void cs_g_st4(uint32_t* p, uint32_t v) {
     cs_al16((cs_sp)cs_host_global(p));
     p[0] = p[1] = p[2] = p[3] = v;
 }
+CS_DEV void cs_g_stv4(uint32_t* p, cs_u4 v) {
+    cs_al16((cs_sp)cs_host_global(p));
+    p[0] = v.x, p[1] = v.y, p[2] = v.z, p[3] = v.w;
+}
 CS_DEV cs_sp cs_sp_of(const void* p) { return (cs_sp)p; }
 #else
 CS_DEV uint32_t cs_s_ld(cs_sp a) {

@@ -97,7 +97,7 @@ CS_NOINLINE cs_wgf cs_wg_reads_any(uint32_t slot, uint32_t w, uint64_t da, uint6
         if (g0 >= base && g1 < S.granules)  // (out of the window: said in the look)
             cs_vc_smem_publish(x, ri, clk, g0 - base, g1 - base, site, true);
     }
-    cs_fence();  // publish the reads, then look at the writes (Dekker)
+    CS_READ_FENCE();  // publish the reads, then look at the writes (Dekker)
     uint32_t ok = 0xFFFFFFFFu, at;
     for (uint32_t i = first; i < total; i += step) {
         uint32_t width, a = i >= na ? cs_wg_addr(dB, i - na, &width) : cs_wg_addr(dA, i, &width);
@@ -172,7 +172,7 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
         cs_wg_put(R, rs, g, c8, site, old);
         if (v < clk) cs_s_max(p, clk);
     }
-    cs_fence();  // publish the reads, then look at the writes (Dekker)
+    CS_READ_FENCE();  // publish the reads, then look at the writes (Dekker)
     uint32_t ok = 0xFFFFFFFFu;
     r = {{0, CS_NO_SITE, CS_NO_WARP}, 0xFFFFFFFFu, 0, 0};
     for (uint32_t i = first; i < total && !r.f.kind; i += step) {
@@ -194,8 +194,8 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
 // is then half a row -- its even or its odd logical chunks, the chunks that warp's lanes take
 // in each of the four calls (chunk i of a call is the warp i mod 4's, i = 2 row + half) --
 // published (the block's summary raised once, the four chunks' bytes at the group's clock,
-// each chunk's site that of the wgmma that reads it), one fence, then looked at (once where a
-// copy holds the block whole). Each chunk is judged from the clock of the warp that judged
+// each chunk's site that of the wgmma that reads it, stored a row at a time), one fence,
+// then looked at (once where a copy holds the block whole). Each chunk is judged from the clock of the warp that judged
 // it in the four calls, and a warp with any finding makes the four calls (which publish the
 // same bytes again, judge its chunks and record as before): so a chain reports what its four
 // calls report. A chain of another shape, or tables in device memory, makes them from the
@@ -222,6 +222,36 @@ CS_DEV uint32_t cs_wg_row(const cs_wgd& t, uint32_t r, uint32_t base, uint32_t* 
     return a / CS_GRANULE_BYTES - base;
 }
 
+// A chain's read of one chunk: its reader bytes at the group's clock (cs_wg_put without the
+// site: cs_wg_row_sites stores a row's at once).
+CS_DEV void cs_wg_put_byte(cs_sp R, uint32_t g, uint32_t c8, uint32_t old) {
+    const uint32_t c = CS_CHUNK_G == 4 ? c8 * 0x01010101u : c8;
+    if (old == c) return;
+    if (CS_CHUNK_G == 4) cs_s_st(R + g, c);
+    else cs_s_st8(R + g, c);
+}
+// The read sites of a row whose first site word is `at` (physical chunk p holds logical
+// chunk p ^ sw, which wgmma (p ^ sw) / 2 of the chain reads): the row's words in 16-byte
+// stores, two where chunks are granules. Four scattered 4-byte stores a half-row, a lane
+// each, were 14% of the TMA + wgmma GEMM on an H200 (0.245 -> 0.210 ms by events without
+// any read site, breakdown_async.py "no read sites").
+CS_DEV void cs_wg_row_sites(uint32_t* at, uint32_t sw, const uint32_t* sites) {
+    const uint32_t s0 = sites[0], s1 = sites[1], s2 = sites[2], s3 = sites[3];
+    uint32_t v[8];
+#pragma unroll
+    for (uint32_t p = 0; p < 8; ++p) {
+        uint32_t k = (p ^ sw) >> 1;
+        v[p] = k == 0 ? s0 : k == 1 ? s1 : k == 2 ? s2 : s3;
+    }
+    if (CS_CHUNK_G == 1) {
+        cs_g_stv4(at, cs_u4{v[0], v[1], v[2], v[3]});
+        cs_g_stv4(at + 4, cs_u4{v[4], v[5], v[6], v[7]});
+        return;
+    }
+#pragma unroll
+    for (uint32_t p = 0; p < 8; ++p) cs_g_st4(at + 4u * p, v[p]);
+}
+
 // Half-rows first, first + step, ... (i = 2 row + half; A's na rows, then B's, `total`
 // half-rows in all): published, one fence, looked at. True where this lane found something.
 CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wgd& ta, const cs_wgd& tb,
@@ -233,6 +263,12 @@ CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wgd& ta, const cs_wgd
     const cs_sp R = x.R + ri * x.gp;
     uint32_t* rs = x.rsite + ri * x.gp;
     const uint32_t c8 = cs_vc_smem_byte(clk);
+    // The sites first, a row a lane (rows first, first + step, ...), then the bytes by
+    // half-rows: each chunk's site is its wgmma's, the chain's latest read of the group.
+    for (uint32_t r = first; CS_READ_SITES && r < total / 2; r += step) {
+        uint32_t sw, q = r < na ? cs_wg_row(ta, r, base, &sw) : cs_wg_row(tb, r - na, base, &sw);
+        cs_wg_row_sites(rs + q, sw, sites);
+    }
     for (uint32_t i = first; i < total; i += step) {
         uint32_t r = i >> 1, h = i & 1u, sw;
         uint32_t q = r < na ? cs_wg_row(ta, r, base, &sw) : cs_wg_row(tb, r - na, base, &sw);
@@ -247,12 +283,11 @@ CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wgd& ta, const cs_wgd
         for (uint32_t k = 0; k < 4; ++k)
             old[k] = cs_chunk_bytes(R, q + ((2u * k + h) ^ sw) * CS_CHUNK_G);
 #pragma unroll
-        for (uint32_t k = 0; k < 4; ++k) {  // wgmma k's chunk of this half-row
-            cs_wg_put(R, rs, q + ((2u * k + h) ^ sw) * CS_CHUNK_G, c8, sites[k], old[k]);
-        }
+        for (uint32_t k = 0; k < 4; ++k)  // wgmma k's chunk of this half-row
+            cs_wg_put_byte(R, q + ((2u * k + h) ^ sw) * CS_CHUNK_G, c8, old[k]);
         if (v < clk) cs_s_max(p, clk);
     }
-    cs_fence();  // publish the reads, then look at the writes (Dekker)
+    CS_READ_FENCE();  // publish the reads, then look at the writes (Dekker)
     uint32_t ok = 0xFFFFFFFFu;
     for (uint32_t i = first; i < total; i += step) {
         uint32_t r = i >> 1, h = i & 1u, sw;
