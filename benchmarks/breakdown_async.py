@@ -135,7 +135,9 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(read: publish)", "(read: box summary)", "(read: fence)", "(read: judge)",
           "(box write: summary look)", "(box write: stores)", "(box write: fence, recheck)",
           "(box write: clocks)", "(copy, lanes: epochs)", "(copy, lanes: fence, readers' clocks)",
-          "(copy, lanes: readers)", "(peer's copies: each one's finding)")
+          "(copy, lanes: readers)", "(peer's copies: each one's finding)",
+          "(wgmma chain: sites)", "(wgmma chain: bytes)", "(wgmma chain: fence)",
+          "(wgmma chain: look)")
 PROF_WORDS = 256  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
 # word: posts that found a mailbox full
 

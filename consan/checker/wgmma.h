@@ -254,9 +254,15 @@ CS_DEV void cs_wg_row_sites(uint32_t* at, uint32_t sw, const uint32_t* sites) {
 
 // Half-rows first, first + step, ... (i = 2 row + half; A's na rows, then B's, `total`
 // half-rows in all): published, one fence, looked at. True where this lane found something.
+// `covers`: the tiles are whole blocks of the tables, so the chain puts every byte of the
+// unit's row in each block it reads: a block whose summary is 0 (its bytes stale since a
+// copy wrote it) is raised without emptying its bytes first (the chain's puts replace
+// them all). Emptying them, one lane at a time while the others waited, was most of a
+// chain call: on an H200 (TMA + wgmma GEMM, profile build) its bytes 2,198 of 5,265
+// cycles.
 CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wgd& ta, const cs_wgd& tb,
                        uint32_t na, uint32_t total, const uint32_t* sites, uint32_t clk,
-                       uint32_t first, uint32_t step) {
+                       uint32_t first, uint32_t step, bool covers) {
     const cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
     const uint32_t base = S.vsh_base / CS_GRANULE_BYTES;
     const uint32_t ri = cs_vc_smem_ri_wgmma(w >> 2);
@@ -265,17 +271,22 @@ CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wgd& ta, const cs_wgd
     const uint32_t c8 = cs_vc_smem_byte(clk);
     // The sites first, a row a lane (rows first, first + step, ...), then the bytes by
     // half-rows: each chunk's site is its wgmma's, the chain's latest read of the group.
+    {
+    CS_PROF(58);
     for (uint32_t r = first; CS_READ_SITES && r < total / 2; r += step) {
         uint32_t sw, q = r < na ? cs_wg_row(ta, r, base, &sw) : cs_wg_row(tb, r - na, base, &sw);
         cs_wg_row_sites(rs + q, sw, sites);
     }
+    }
+    {
+    CS_PROF(59);
     for (uint32_t i = first; i < total; i += step) {
         uint32_t r = i >> 1, h = i & 1u, sw;
         uint32_t q = r < na ? cs_wg_row(ta, r, base, &sw) : cs_wg_row(tb, r - na, base, &sw);
         uint32_t b = q / CS_VC_BLOCK;
         cs_sp p = x.RS + 4u * (b * x.rss + ri);
         uint32_t v = cs_s_ld(p), old[4];
-        if (v == 0 || v == CS_RS_ZEROING) {  // the block's bytes are stale: emptied first
+        if (v == CS_RS_ZEROING || (v == 0 && !covers)) {  // stale bytes: emptied first
             cs_wgmma16_fresh(slot, w, b, ri);
             v = 1;
         }
@@ -287,7 +298,12 @@ CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wgd& ta, const cs_wgd
             cs_wg_put_byte(R, q + ((2u * k + h) ^ sw) * CS_CHUNK_G, c8, old[k]);
         if (v < clk) cs_s_max(p, clk);
     }
+    }
+    {
+    CS_PROF(60);
     CS_READ_FENCE();  // publish the reads, then look at the writes (Dekker)
+    }
+    CS_PROF(61);
     uint32_t ok = 0xFFFFFFFFu;
     for (uint32_t i = first; i < total; i += step) {
         uint32_t r = i >> 1, h = i & 1u, sw;
@@ -323,7 +339,15 @@ CS_DEV bool cs_wg_chain_rows(uint64_t a0, uint64_t b0, uint64_t a1, uint64_t b1,
     uint32_t active = cs_group(((uint64_t)sites[0] << 32) | info, a0), w = cs_warp();
     uint32_t rank = cs_popc(active & ((1u << cs_lane()) - 1u)), lanes = cs_popc(active);
     uint32_t clk = cs_commits_sh(CS_UNIT_WGMMA, w) + 1;
+    // whole blocks: rows back to back (an 8-row group 1024 bytes), a block's first granule
+    // at the tile's start and its last at the tile's end
+    const uint32_t gbase = S.vsh_base / CS_GRANULE_BYTES, grow = 128u / CS_GRANULE_BYTES;
+    const bool covers =
+        tb.sbo == 1024u && (tb.start / CS_GRANULE_BYTES - gbase) % CS_VC_BLOCK == 0 &&
+        (n * grow) % CS_VC_BLOCK == 0 &&
+        (!asmem || (ta.sbo == 1024u && (ta.start / CS_GRANULE_BYTES - gbase) % CS_VC_BLOCK == 0 &&
+                    (na * grow) % CS_VC_BLOCK == 0));
     bool found = cs_wg_rows(slot, w, ta, tb, na, 2u * (na + n), sites, clk,
-                            (w & 3u) + 4u * rank, 4u * lanes);
+                            (w & 3u) + 4u * rank, 4u * lanes, covers);
     return !cs_any(active, found);
 }
