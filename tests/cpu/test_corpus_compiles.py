@@ -201,3 +201,15 @@ def test_cache_roundtrip(tmp_path, monkeypatch):
     assert cb.compile_cached(src, "k.cu", ["-arch=compute_80"]) == a
     cb.compile_cached(src, "k.cu", ["-arch=compute_80", "-lineinfo"])
     assert len(list(tmp_path.glob("*.ptx"))) == 2
+
+
+def test_a_tools_identity_is_its_bytes_not_its_path(tmp_path):
+    """The disk cache's name for a tool (ptxas, nvJitLink, nvdisasm) is its bytes: the same
+    build installed at another path (each fresh virtualenv) names the same entries, and a
+    build differing in one byte does not."""
+    a, b, c = tmp_path / "a" / "ptxas", tmp_path / "b" / "ptxas", tmp_path / "ptxas"
+    for p, data in ((a, b"\x7fELF tool"), (b, b"\x7fELF tool"), (c, b"\x7fELF toot")):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    assert cb.tool_identity(str(a)) == cb.tool_identity(str(b))
+    assert cb.tool_identity(str(a)) != cb.tool_identity(str(c))
