@@ -361,10 +361,11 @@ CS_DEV void cs_vc_smem_note(const cs_vc_smem_ctx_t& x, uint32_t b, uint32_t ri, 
 // blocks' summaries (the caller fences, then looks at the writes: Dekker with the writer).
 // A granule read again at the same clock keeps the site of the first read, as the
 // device-memory tables do.
-// One reader byte (R + g) and its site, or four aligned ones at once; a byte that already
-// holds this clock keeps its site.
+// A read's site stores (CS_READ_SITES: measure.h).
 CS_DEV void cs_rsite_st(uint32_t* p, uint32_t v) { if (CS_READ_SITES) cs_g_st(p, v); }
 CS_DEV void cs_rsite_st4(uint32_t* p, uint32_t v) { if (CS_READ_SITES) cs_g_st4(p, v); }
+// One reader byte (R + g) and its site, or four aligned ones at once; a byte that already
+// holds this clock keeps its site.
 CS_DEV void cs_vc_smem_put1(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site) {
     if (cs_s_ld8(R + g) == c8) return;
     cs_s_st8(R + g, c8);

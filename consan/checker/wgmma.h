@@ -195,11 +195,11 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
 // in each of the four calls (chunk i of a call is the warp i mod 4's, i = 2 row + half) --
 // published (the block's summary raised once, the four chunks' bytes at the group's clock,
 // each chunk's site that of the wgmma that reads it, stored a row at a time), one fence,
-// then looked at (once where a copy holds the block whole). Each chunk is judged from the clock of the warp that judged
-// it in the four calls, and a warp with any finding makes the four calls (which publish the
-// same bytes again, judge its chunks and record as before): so a chain reports what its four
-// calls report. A chain of another shape, or tables in device memory, makes them from the
-// start. Measured on the H100 (TMA + wgmma GEMM): the wgmma probes were 32% of the kernel
+// then looked at (once where a copy holds the block whole). Each chunk is judged from the
+// clock of the warp that judged it in the four calls, and a warp with any finding makes the
+// four calls (which publish the same bytes again, judge its chunks and record as before): so
+// a chain reports what its four calls report. A chain of another shape, or tables in device
+// memory, makes them from the start. Measured on the H100 (TMA + wgmma GEMM): the wgmma probes were 32% of the kernel
 // (0.395 -> 0.266 ms without them, breakdown_async.py); a chain call takes 7.3k cycles
 // against 4 x 2.5k for the four calls, the kernel 0.376 -> 0.357 ms (ab_async.py, 3 rounds).
 
@@ -257,9 +257,9 @@ CS_DEV void cs_wg_row_sites(uint32_t* at, uint32_t sw, const uint32_t* sites) {
 // `covers`: the tiles are whole blocks of the tables, so the chain puts every byte of the
 // unit's row in each block it reads: a block whose summary is 0 (its bytes stale since a
 // copy wrote it) is raised without emptying its bytes first (the chain's puts replace
-// them all). Emptying them, one lane at a time while the others waited, was most of a
-// chain call: on an H200 (TMA + wgmma GEMM, profile build) its bytes 2,198 of 5,265
-// cycles.
+// them all). Emptying them took one lane at a time while the others waited: on an H200
+// the chain's bytes were 2,198 of its 5,265 cycles (profile build), and without the
+// emptying the TMA + wgmma GEMM ran 0.198 -> 0.193 ms alone (ab_async.py, three rounds).
 CS_DEV bool cs_wg_rows(uint32_t slot, uint32_t w, const cs_wgd& ta, const cs_wgd& tb,
                        uint32_t na, uint32_t total, const uint32_t* sites, uint32_t clk,
                        uint32_t first, uint32_t step, bool covers) {
