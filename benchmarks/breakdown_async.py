@@ -57,9 +57,6 @@ CONFIGS = {
     # probes, a tensor load's look (its entry, map, carried arrive and landing) and the calls
     "no copy-engine writes nor access or wgmma probes":
         "CONSAN_NULL_ENGINE_WRITE CONSAN_NULL_ACCESS CONSAN_NULL_WGMMA",
-    # a wgmma read's chunk with empty bytes stores no sites (device memory): what a site
-    # index kept in shared memory could save at most
-    "no wgmma read sites": "CONSAN_NULL_WG_SITES",
     # the reads of warps and wgmma units in the shared-memory tables without their sites'
     # stores (device memory), without the fence between publishing and looking, or both:
     # what a read's site kept elsewhere, or a read judged without that fence, could save

@@ -182,16 +182,9 @@ struct cs_prof_scope {
 #else
 #define CS_NULL_BOX_RECHECK(...)
 #endif
-// CONSAN_NULL_WG_SITES: a wgmma read of a 16-byte chunk with empty bytes stores its bytes
-// and not its sites (device memory): what those stores cost (reports then name stale sites).
-#ifdef CONSAN_NULL_WG_SITES
-#define CS_WG_SITES 0
-#else
-#define CS_WG_SITES 1
-#endif
 // CONSAN_NULL_READ_SITES: the reads of warps and wgmma units in the shared-memory tables
-// store their bytes and summaries but not their sites (device memory): what those stores
-// cost (reports then name stale sites). CONSAN_NULL_READ_FENCE: those reads' fence between
+// store their bytes and summaries but not their sites (device memory), in every granule size:
+// what those stores cost (reports then name stale sites). CONSAN_NULL_READ_FENCE: those reads' fence between
 // publishing and looking at the writes is left out: what it costs (the model is wrong
 // then: a write beside the read may miss it, and the read the write).
 #ifdef CONSAN_NULL_READ_SITES

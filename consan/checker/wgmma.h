@@ -131,12 +131,6 @@ CS_DEV void cs_wgmma16_fresh(uint32_t slot, uint32_t w, uint32_t b, uint32_t ri)
 CS_DEV uint32_t cs_wg_row128(const cs_wgd& d, uint32_t r) {
     return d.start + ((r & 7u) << 7) + (r >> 3) * d.sbo;
 }
-// A reader byte's put for a wgmma chunk (cs_chunk_put; without sites, CS_WG_SITES off, a
-// plain store where the chunk had no byte).
-CS_DEV void cs_wg_put(cs_sp R, uint32_t* rs, uint32_t g, uint32_t c8, uint32_t site, uint32_t old) {
-    if (!CS_WG_SITES && CS_CHUNK_G == 4 && old == 0) cs_s_st(R + g, c8 * 0x01010101u);
-    else cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
-}
 template <bool K128>
 CS_DEV uint32_t cs_wg_addr16(const cs_wgd& d, uint32_t i) {
     if (K128) {
@@ -169,7 +163,7 @@ CS_DEV void cs_wg_reads16(uint32_t slot, uint32_t w, const cs_wgd& dA, const cs_
             old = cs_chunk_bytes(R, g);
             v = 1;
         }
-        cs_wg_put(R, rs, g, c8, site, old);
+        cs_chunk_put(R, rs, g, c8, site, old);  // (a byte already at this clock keeps its site)
         if (v < clk) cs_s_max(p, clk);
     }
     CS_READ_FENCE();  // publish the reads, then look at the writes (Dekker)
@@ -222,8 +216,8 @@ CS_DEV uint32_t cs_wg_row(const cs_wgd& t, uint32_t r, uint32_t base, uint32_t* 
     return a / CS_GRANULE_BYTES - base;
 }
 
-// A chain's read of one chunk: its reader bytes at the group's clock (cs_wg_put without the
-// site: cs_wg_row_sites stores a row's at once).
+// A chain's read of one chunk: its reader bytes at the group's clock (cs_chunk_put without
+// the site: cs_wg_row_sites stores a row's at once).
 CS_DEV void cs_wg_put_byte(cs_sp R, uint32_t g, uint32_t c8, uint32_t old) {
     const uint32_t c = CS_CHUNK_G == 4 ? c8 * 0x01010101u : c8;
     if (old == c) return;
