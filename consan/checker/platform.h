@@ -130,6 +130,7 @@ CS_DEV void cs_cta_id(uint32_t* c) { c[0] = cs_host_ctx.cta[0]; c[1] = cs_host_c
 CS_DEV uint32_t cs_block_threads() { return cs_host_ctx.nthreads_block; }
 CS_DEV uint32_t cs_cta_linear() { return cs_host_ctx.cta[0]; }
 CS_DEV uint32_t cs_ctarank() { return 0; }
+CS_DEV uint32_t cs_cluster_ranks() { return CS_REMOTE_RANKS; }  // (host tests post as any rank)
 // Another CTA's shared word (the host build has one CTA: its own).
 CS_DEV uint32_t cs_peer_ld(uint32_t* p, uint32_t) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 CS_DEV void cs_peer_st(uint32_t* p, uint32_t, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
@@ -305,6 +306,16 @@ CS_DEV uint32_t cs_ctarank() {
     return r;
 #else
     return 0;  // no clusters before sm_90
+#endif
+}
+// The CTAs of this CTA's cluster (1 without one).
+CS_DEV uint32_t cs_cluster_ranks() {
+#if __CUDA_ARCH__ >= 900
+    uint32_t n;
+    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    return n;
+#else
+    return 1;
 #endif
 }
 // The word at p in the shared memory of the cluster's CTA `rank` (mapa, then a
