@@ -60,6 +60,9 @@ CONFIGS = {
     # the reads of warps and wgmma units in the shared-memory tables without their sites'
     # stores (device memory), without the fence between publishing and looking, or both:
     # what a read's site kept elsewhere, or a read judged without that fence, could save
+    # an mbarrier init's clock slots not emptied: what that costs a CTA whose inits run
+    # before its first barrier
+    "no init slots": "CONSAN_NULL_INIT_SLOTS",
     "no read sites": "CONSAN_NULL_READ_SITES",
     "no read fences": "CONSAN_NULL_READ_FENCE",
     "no read sites nor fences": "CONSAN_NULL_READ_SITES CONSAN_NULL_READ_FENCE",
@@ -134,7 +137,7 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(box write: clocks)", "(copy, lanes: epochs)", "(copy, lanes: fence, readers' clocks)",
           "(copy, lanes: readers)", "(peer's copies: each one's finding)",
           "(wgmma chain: sites)", "(wgmma chain: bytes)", "(wgmma chain: fence)",
-          "(wgmma chain: look)")
+          "(wgmma chain: look)", "mbar init")
 PROF_WORDS = 256  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
 # word: posts that found a mailbox full
 

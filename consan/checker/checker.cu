@@ -481,7 +481,7 @@ CS_REJOINED_LEAVING(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32
     op &= ~(CS_PROBE_OFF | CS_MB_CLUSTER);
     bool waits = op == CS_MB_WAIT_PARITY || op == CS_MB_WAIT_TOKEN;
     CS_NULL_MBAR(if (op != CS_MB_INIT && op != CS_MB_INVAL) return 0;)
-    CS_PROF(off ? 16u : waits ? ((arg & 2) ? 20u : 12u) : 5u);
+    CS_PROF(off ? 16u : waits ? ((arg & 2) ? 20u : 12u) : op == CS_MB_INIT ? 62u : 5u);
     uint32_t slot = cs_slot_sh;
     if (slot == CS_NO_SLOT) return 0;
     // An operation on a peer's mbarrier reads nothing of this CTA's that its peers' posts

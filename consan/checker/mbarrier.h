@@ -178,7 +178,7 @@ CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
 // before its first barrier (the TMA ring makes nine).
 CS_DEV void cs_mbar_init_slots(uint32_t all, uint32_t* e, bool lead, uint32_t j) {
     uint32_t same = cs_match(all, (uint64_t)e);
-    if (e != 0) {
+    if (e != 0 && CS_INIT_SLOTS) {
         uint32_t rank = cs_popc(same & ((1u << cs_lane()) - 1u)), n = cs_popc(same);
         const uint32_t zero[4] = {0, 0, 0, 0};
         uint32_t* s0 = cs_mbar_slot(e, 0);  // (the slots follow one another, 16-byte aligned)

@@ -74,3 +74,22 @@ def test_reads_without_their_sites_or_fence_build_shorter(monkeypatch):
     stores = "st.relaxed.cta.global.L1::no_allocate"
     assert built["no read sites"].count(stores) < plain.count(stores)
     assert built["no read fences"].count("membar.cta") < plain.count("membar.cta")
+
+
+def test_inits_that_leave_their_slots_build_shorter(monkeypatch):
+    """CONSAN_NULL_INIT_SLOTS: an mbarrier init's probe loses its lanes' 16-byte stores
+    that empty the entry's clock slots (a shorter build, fewer vector stores)."""
+    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "")
+    plain = toolchain.checker_ptx(SM90A, vsh=True)
+    assert ba.CONFIGS["no init slots"] == "CONSAN_NULL_INIT_SLOTS"
+    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", ba.CONFIGS["no init slots"])
+    bare = toolchain.checker_ptx(SM90A, vsh=True)
+    assert len(bare) < len(plain)
+    assert bare.count("st.v4.u32") < plain.count("st.v4.u32")  # (generic: cs_vc_st4)
+
+
+def test_the_profile_counts_inits_apart():
+    """The profile's probe kinds: an mbarrier init is its own row (checker.cu's scope 62),
+    within the 63 scopes a rank's quarter of cs_prof holds."""
+    assert ba.PROBES[62] == "mbar init"
+    assert len(ba.PROBES) <= ba.PROF_WORDS // 4 - 1
