@@ -19,6 +19,8 @@ Speed changes are judged this way because two calls of the device tool may land 
 machines, or hours, whose times differ by more than the change. A round
 whose bench_async run failed (no output, or a launch not clean or not bit-exact: the
 script refuses a ratio then) is an error: its output is printed and the exit status is 1.
+A tree whose run was stopped at `--timeout` (a kernel that hangs) is not run again in the
+rounds after: each would wait out the whole timeout again.
 
 `run --profile` then runs `breakdown_async.py --profile` (a checker build that counts each
 probe kind's cycles) once in each tree and prints, per kernel and probe kind, the calls a
@@ -74,7 +76,7 @@ def _child(tree: str, script: str, args: list[str], timeout: float,
 def _round(tree: str, only: str | None, timeout: float,
            extra: dict[str, str] | None = None) -> tuple[dict | None, str]:
     """One bench_async run in `tree` (with `extra` in its environment): its JSON (None if it
-    failed) and its output."""
+    failed) and its output (which starts "timed out" where the run was stopped)."""
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     ok, out = _child(tree, "bench_async.py",
@@ -176,11 +178,20 @@ def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
         return 2
     runs: dict[str, list[dict]] = {"old": [], "new": []}
     failed = 0
+    hung: dict[str, int] = {}  # tree -> the round its run was stopped in
     for k in range(rounds):
         for tree, path in (("old", old), ("new", new)):
+            if tree in hung:  # (a kernel that hung hangs again: each round would wait out
+                # the whole timeout, device time a session cannot spare)
+                failed += 1
+                print(f"ERROR: round {k + 1}, {tree} tree: not run, its run timed out in round "
+                      f"{hung[tree]}", flush=True)
+                continue
             data, out = _round(path, only, timeout, (envs or {}).get(tree))
             if data is None:
                 failed += 1
+                if out.startswith("timed out"):
+                    hung[tree] = k + 1
                 print(f"ERROR: round {k + 1}, {tree} tree: bench_async gave no ratio it "
                       f"stands behind; its output:\n{out}", flush=True)
                 continue

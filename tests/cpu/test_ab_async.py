@@ -148,3 +148,23 @@ def test_a_profile_with_no_rows_fails_the_run_and_shows_its_output(tmp_path, cap
     assert "ERROR: new tree: breakdown_async.py --profile printed no probe row" in out
     assert "no GPU here" in out
     assert "tma_ring_4stage | tensor | 16.0 / 0.0 | 15000 / 0 | -" in out
+
+
+def test_a_tree_whose_run_timed_out_is_not_run_again(tmp_path, capsys):
+    """A kernel that hangs hangs in every round: the tree's later rounds are errors without
+    a run, not another wait of the whole timeout each."""
+    old = _tree(tmp_path, "old", 0.4)
+    new = os.path.join(tmp_path, "new")
+    os.makedirs(os.path.join(new, "benchmarks"))
+    runs = tmp_path / "runs"
+    with open(os.path.join(new, "benchmarks", "bench_async.py"), "w") as f:
+        f.write(f"import time\nopen({str(runs)!r}, 'a').write('x')\ntime.sleep(60)\n")
+    rc = ab_async.run(None, 3, 3, None, old=old, new=new)
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert runs.read_text() == "x"
+    assert "round 1 old: ring 0.400" in out and "round 3 old: ring 0.400" in out
+    assert "ERROR: round 1, new tree: bench_async gave no ratio" in out
+    assert "timed out after 3 s" in out
+    for k in (2, 3):
+        assert f"ERROR: round {k}, new tree: not run, its run timed out in round 1" in out
