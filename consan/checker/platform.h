@@ -299,25 +299,18 @@ CS_DEV uint32_t cs_block_threads() { return blockDim.x * blockDim.y * blockDim.z
 CS_DEV uint32_t cs_cta_linear() {
     return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
 }
-CS_DEV uint32_t cs_ctarank() {
+// A function returning a cluster special register, or `none` before sm_90 (no clusters).
 #if __CUDA_ARCH__ >= 900
-    uint32_t r;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
+#define CS_CLUSTER_SREG(reg, none)              \
+    uint32_t v;                                 \
+    asm("mov.u32 %0, %%" reg ";" : "=r"(v));    \
+    return v
 #else
-    return 0;  // no clusters before sm_90
+#define CS_CLUSTER_SREG(reg, none) return none
 #endif
-}
+CS_DEV uint32_t cs_ctarank() { CS_CLUSTER_SREG("cluster_ctarank", 0u); }
 // The CTAs of this CTA's cluster (1 without one).
-CS_DEV uint32_t cs_cluster_ranks() {
-#if __CUDA_ARCH__ >= 900
-    uint32_t n;
-    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-    return n;
-#else
-    return 1;
-#endif
-}
+CS_DEV uint32_t cs_cluster_ranks() { CS_CLUSTER_SREG("cluster_nctarank", 1u); }
 // The word at p in the shared memory of the cluster's CTA `rank` (mapa, then a
 // .shared::cluster access: distributed shared memory). Only modules with multicast copies
 // call these, and those need sm_90.
