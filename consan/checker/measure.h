@@ -187,14 +187,6 @@ struct cs_prof_scope {
 // what those stores cost (reports then name stale sites). CONSAN_NULL_READ_FENCE: those reads' fence between
 // publishing and looking at the writes is left out: what it costs (the model is wrong
 // then: a write beside the read may miss it, and the read the write).
-// CONSAN_NULL_INIT_SLOTS: an mbarrier init leaves its clock slots as the slot's earlier
-// CTAs left them (the model is wrong then: a wait may acquire a stale clock): what emptying
-// them costs.
-#ifdef CONSAN_NULL_INIT_SLOTS
-#define CS_INIT_SLOTS 0
-#else
-#define CS_INIT_SLOTS 1
-#endif
 #ifdef CONSAN_NULL_READ_SITES
 #define CS_READ_SITES 0
 #else
@@ -204,6 +196,15 @@ struct cs_prof_scope {
 #define CS_READ_FENCE() ((void)0)
 #else
 #define CS_READ_FENCE() cs_fence()
+#endif
+
+// CONSAN_NULL_INIT_SLOTS: an mbarrier init leaves its clock slots as the slot's earlier
+// CTAs left them (the model is wrong then: a wait may acquire a stale clock): what emptying
+// them costs.
+#ifdef CONSAN_NULL_INIT_SLOTS
+#define CS_INIT_SLOTS 0
+#else
+#define CS_INIT_SLOTS 1
 #endif
 
 // CONSAN_PSH_NO_FENCE, _NULL_READ, _NULL_WRITE (phase tables in shared memory): the cost
