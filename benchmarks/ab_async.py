@@ -231,7 +231,9 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="old and new trees alternating (on the GPU machine)")
     r.add_argument("--only", metavar="K1,K2", help="bench_async's kernels (default: all)")
     r.add_argument("--rounds", type=int, default=2)
-    r.add_argument("--timeout", type=float, default=150.0, help="per bench_async run, s")
+    r.add_argument("--timeout", type=float, default=150.0,
+                   help="per bench_async run, s (a tree's first run builds its checker: "
+                        "on a fresh H200 machine a 50 s limit stopped one)")
     r.add_argument("--json", metavar="PATH")
     r.add_argument("--profile", action="store_true",
                    help="then each tree's breakdown_async.py --profile, side by side")
