@@ -19,7 +19,8 @@ Speed changes are judged this way because two calls of the device tool may land 
 machines, or hours, whose times differ by more than the change. A round
 whose bench_async run failed (no output, or a launch not clean or not bit-exact: the
 script refuses a ratio then) is an error: its output is printed and the exit status is 1.
-A tree whose run was stopped at `--timeout` (a kernel that hangs) is not run again in the
+A tree whose runs were stopped at `--timeout` in two rounds in a row (a kernel that hangs;
+one stop may be a first run's checker build on a fresh machine) is not run again in the
 rounds after: each would wait out the whole timeout again.
 
 `run --profile` then runs `breakdown_async.py --profile` (a checker build that counts each
@@ -178,20 +179,19 @@ def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
         return 2
     runs: dict[str, list[dict]] = {"old": [], "new": []}
     failed = 0
-    hung: dict[str, int] = {}  # tree -> the round its run was stopped in
+    stops: dict[str, int] = {"old": 0, "new": 0}  # a tree's runs stopped in a row
     for k in range(rounds):
         for tree, path in (("old", old), ("new", new)):
-            if tree in hung:  # (a kernel that hung hangs again: each round would wait out
-                # the whole timeout, device time a session cannot spare)
+            if stops[tree] >= 2:  # (a kernel that hung hangs again: each round would wait
+                # out the whole timeout, device time a session cannot spare)
                 failed += 1
-                print(f"ERROR: round {k + 1}, {tree} tree: not run, its run timed out in round "
-                      f"{hung[tree]}", flush=True)
+                print(f"ERROR: round {k + 1}, {tree} tree: not run, its runs timed out in "
+                      "two rounds in a row", flush=True)
                 continue
             data, out = _round(path, only, timeout, (envs or {}).get(tree))
+            stops[tree] = stops[tree] + 1 if out.startswith("timed out") else 0
             if data is None:
                 failed += 1
-                if out.startswith("timed out"):
-                    hung[tree] = k + 1
                 print(f"ERROR: round {k + 1}, {tree} tree: bench_async gave no ratio it "
                       f"stands behind; its output:\n{out}", flush=True)
                 continue
@@ -232,8 +232,9 @@ def main(argv=None) -> int:
     r.add_argument("--only", metavar="K1,K2", help="bench_async's kernels (default: all)")
     r.add_argument("--rounds", type=int, default=2)
     r.add_argument("--timeout", type=float, default=150.0,
-                   help="per bench_async run, s (a tree's first run builds its checker: "
-                        "on a fresh H200 machine a 50 s limit stopped one)")
+                   help="per bench_async run, s (a tree's first run also builds its "
+                        "checker: on a fresh H200 machine a 50 s limit stopped both trees' "
+                        "first runs)")
     r.add_argument("--json", metavar="PATH")
     r.add_argument("--profile", action="store_true",
                    help="then each tree's breakdown_async.py --profile, side by side")

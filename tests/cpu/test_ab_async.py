@@ -150,21 +150,41 @@ def test_a_profile_with_no_rows_fails_the_run_and_shows_its_output(tmp_path, cap
     assert "tma_ring_4stage | tensor | 16.0 / 0.0 | 15000 / 0 | -" in out
 
 
-def test_a_tree_whose_run_timed_out_is_not_run_again(tmp_path, capsys):
-    """A kernel that hangs hangs in every round: the tree's later rounds are errors without
-    a run, not another wait of the whole timeout each."""
+def test_a_tree_whose_runs_timed_out_twice_in_a_row_is_not_run_again(tmp_path, capsys):
+    """A kernel that hangs hangs in every round: after two stops in a row (one may be a
+    first run's checker build) the tree's later rounds are errors without a run, not
+    another wait of the whole timeout each."""
     old = _tree(tmp_path, "old", 0.4)
     new = os.path.join(tmp_path, "new")
     os.makedirs(os.path.join(new, "benchmarks"))
     runs = tmp_path / "runs"
     with open(os.path.join(new, "benchmarks", "bench_async.py"), "w") as f:
         f.write(f"import time\nopen({str(runs)!r}, 'a').write('x')\ntime.sleep(60)\n")
-    rc = ab_async.run(None, 3, 3, None, old=old, new=new)
+    rc = ab_async.run(None, 4, 3, None, old=old, new=new)
     out = capsys.readouterr().out
     assert rc == 1
-    assert runs.read_text() == "x"
-    assert "round 1 old: ring 0.400" in out and "round 3 old: ring 0.400" in out
-    assert "ERROR: round 1, new tree: bench_async gave no ratio" in out
+    assert runs.read_text() == "xx"
+    assert "round 1 old: ring 0.400" in out and "round 4 old: ring 0.400" in out
+    for k in (1, 2):
+        assert f"ERROR: round {k}, new tree: bench_async gave no ratio" in out
     assert "timed out after 3 s" in out
-    for k in (2, 3):
-        assert f"ERROR: round {k}, new tree: not run, its run timed out in round 1" in out
+    for k in (3, 4):
+        assert f"ERROR: round {k}, new tree: not run, its runs timed out in two rounds" in out
+
+
+def test_a_tree_stopped_once_runs_again(tmp_path, capsys):
+    """One stop (a first run's checker build on a fresh machine, say) does not end a tree's
+    rounds: its next run counts."""
+    old = _tree(tmp_path, "old", 0.4)
+    new = _tree(tmp_path, "new", 0.3)
+    slow = tmp_path / "slow-once"
+    path = os.path.join(new, "benchmarks", "bench_async.py")
+    body = open(path).read()
+    with open(path, "w") as f:
+        f.write(f"import os, time\nif not os.path.exists({str(slow)!r}):\n"
+                f"    open({str(slow)!r}, 'w').close()\n    time.sleep(60)\n" + body)
+    rc = ab_async.run(None, 3, 3, None, old=old, new=new)
+    out = capsys.readouterr().out
+    assert rc == 1  # (round 1's stop is still an error)
+    assert "ERROR: round 1, new tree: bench_async gave no ratio" in out
+    assert "round 2 new: ring 0.300" in out and "round 3 new: ring 0.300" in out
