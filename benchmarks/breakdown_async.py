@@ -137,8 +137,10 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(box write: clocks)", "(copy, lanes: epochs)", "(copy, lanes: fence, readers' clocks)",
           "(copy, lanes: readers)", "(peer's copies: each one's finding)",
           "(wgmma chain: sites)", "(wgmma chain: bytes)", "(wgmma chain: fence)",
-          "(wgmma chain: look)", "mbar init")
-PROF_WORDS = 256  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
+          "(wgmma chain: look)", "mbar init", "(init: the entry's look)",
+          "(mbar, not init: the entry's look)", "(init: under the lock)",
+          "(init: the slots emptied)", "(init: the verdict)", "(mbar, not init: the verdict)")
+PROF_WORDS = 512  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
 # word: posts that found a mailbox full
 
 

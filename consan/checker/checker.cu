@@ -516,8 +516,11 @@ CS_REJOINED_LEAVING(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32
     // a loop of two lanes arriving and waiting deadlocked under consan).
     uint32_t on = all & ~active;
     uint32_t first = off && on ? cs_ffs(on) - 1 : leader;
-    if (op == CS_MB_INIT)  // (lanes off help the first lane on)
+    if (op == CS_MB_INIT) {  // (lanes off help the first lane on)
+        CS_PROF_AS(ps, 66);
         cs_mbar_init_slots(all, (uint32_t*)cs_bcast64(all, (uint64_t)init, (int)first), lead, j);
+    }
+    CS_PROF_AS(pv, op == CS_MB_INIT ? 67u : 68u);
     CS_STAMP(if (op == CS_MB_INIT && cs_tid() == 0 && cs_stamp_at(7))
                  atomicAdd(cs_stamp_at(7), cs_stamp_clock() - t0);)
     return cs_guard_verdict(all, skip, first, cs_leaving);

@@ -319,7 +319,11 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     j = 0;
     // a .shared::cluster address: maybe another CTA's (rank 0's has no rank bits)
     bool local = cluster ? cs_local_cluster((uint32_t)addr, off) : cs_local((uint32_t)addr, off);
-    uint32_t* e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT, j) : 0;
+    uint32_t* e;
+    {
+        CS_PROF_AS(pe, op == CS_MB_INIT ? 63u : 64u);
+        e = local ? cs_mbar_entry(slot, off, op == CS_MB_INIT, j) : 0;
+    }
     if (local && e == 0 && op == CS_MB_INIT) {  // no entry left: it runs, unmodelled
         if (cs_xchg32(&cs_shv.mbar_full, 1u) == 0) cs_mbar_record(CS_TOOL_MBARRIER_TABLE_FULL, site, off, 0);
         return 0;
@@ -370,7 +374,8 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     bool live = cs_mbar_live(j);  // live in this CTA's generation
     uint32_t* mine = cs_vis(slot, w);
     switch (live || op == CS_MB_INIT ? op : CS_MB_DEAD) {
-    case CS_MB_INIT:
+    case CS_MB_INIT: {
+        CS_PROF_AS(pi, 65);
         if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
         cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
         cs_vc_chunks_add_engine(j);
@@ -383,6 +388,7 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         cs_mbar_mark(slot, off, true);
         init = e;  // (its slots are emptied, and the lock given back, by the probe's lanes)
         return skip;
+    }
     case CS_MB_DEAD:  // invalidated since the look above
         cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
         skip = 1;

@@ -34,7 +34,7 @@ __device__ __forceinline__ void cs_trace_at(uint32_t p, uint32_t aux = 0) {
 // producer and a consumer CTA apart); CS_PROF_FULL() counts a post that found a mailbox
 // full.
 #if defined(CONSAN_PROFILE) && !defined(CONSAN_HOST)
-#define CS_PROF_WORDS 256
+#define CS_PROF_WORDS 512
 extern "C" __device__ unsigned long long cs_prof[CS_PROF_WORDS];
 __device__ unsigned long long cs_prof[CS_PROF_WORDS];
 __device__ __forceinline__ long long cs_clock64() {
