@@ -188,6 +188,12 @@ PROBE_THREAD_EXIT = "__consan_thread_exit"
 PROBE_ASYNC = "__consan_async"  # (op, n, site): cp.async group bookkeeping
 ASYNC_COMMIT, ASYNC_WAIT, ASYNC_WAIT_ALL = 0, 1, 2
 PROBE_MBAR = "__consan_mbar"  # (addr, op, arg, site): mbarrier operations
+# (addr0..addr15, count0..count15, site0..site15, n, op): the first n of a run of
+# mbarrier.init in one straight-line stretch (instrument/init_runs.py), each as PROBE_MBAR
+# would take it, in order, in one call before the first; op is MB_INIT, with PROBE_OFF for
+# the lanes that skip the run (a converted branch)
+PROBE_MBAR_INIT_RUN = "__consan_mbar_init_run"
+MBAR_INIT_RUN_MAX = 16
 # (dst, bytes, mbar, site, mask): bulk copy global -> shared; mask: the ctaMask of a
 # .multicast::cluster copy (0: not multicast), BULK_OFF or'ed in by the lanes that skip it
 PROBE_BULK = "__consan_bulk"
@@ -302,6 +308,8 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_THREAD_EXIT: ((".b32",), None),
     PROBE_ASYNC: ((".b32", ".b32", ".b32"), None),
     PROBE_MBAR: ((".b64", ".b32", ".b32", ".b32"), ".b32"),  # 1: skip the faulting op
+    PROBE_MBAR_INIT_RUN: ((".b64",) * MBAR_INIT_RUN_MAX + (".b32",) * (2 * MBAR_INIT_RUN_MAX + 2),
+                          None),
     PROBE_BULK: ((".b64", ".b32", ".b64", ".b32", ".b32"), ".b32"),
     PROBE_BULK_STORE: ((".b64", ".b32", ".b32"), None),
     PROBE_BULK_GROUP: ((".b32", ".b32", ".b32"), None),
@@ -1011,6 +1019,7 @@ def c_header() -> str:
         "CS_TMAP_FP_MUL": TMAP_FP_MUL, "CS_SHV_BYTES": SHV_BYTES,
         "CS_KEY_SITE_BITS": KEY_SITE_BITS, "CS_KEY_SITE_MASK": KEY_SITE_MASK,
         "CS_KEY_KIND_SHIFT": KEY_KIND_SHIFT, "CS_CP16_RUN_MAX": CP16_RUN_MAX,
+        "CS_MBAR_INIT_RUN_MAX": MBAR_INIT_RUN_MAX,
     }
     lines += [f"#define {k} {v}{'ull' if v > 0xFFFFFFFF else 'u'}" for k, v in consts.items()]
     lines += ["#ifdef CONSAN_CHUNK_GRANULES", f"#define CS_GRANULE_BYTES {CHUNK_GRANULE_BYTES}u",

@@ -27,6 +27,7 @@ from . import (
     echo,
     fast_path,
     first_trip,
+    init_runs,
     inline_barriers,
     loops,
     probe_abi,
@@ -740,12 +741,21 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         copy_runs = {} if _measure_skip(Event.ASYNC_WRITE) else {
             r.members[0]: r for r in cp_runs.find([(i, it, c) for i, it, c, _ in walk],
                                                   merged, converted, widths, mod.items)}
-        in_copy_run = {m for r in copy_runs.values() for m in r.members[1:]}
+        in_runs = {m for r in copy_runs.values() for m in r.members[1:]}
+        # a thread's mbarrier.init one after another (a pipeline's set-up): one call
+        region_of = {m: r.branch for r in regions for m in r.members}
+        inits = {r.members[0]: r for r in init_runs.find([(i, it, c) for i, it, c, _ in walk],
+                                                          region_of, widths, mod.items)}
+        in_runs |= {m for r in inits.values() for m in r.members[1:]}
         locs = {i: lc for i, _, _, lc in walk}
 
         arrive_site: dict[int, int] = {}  # load -> the site of the arrive it carries
         for idx, it, c, loc in walk:
-            if c is None or not c.event.probed or idx in in_copy_run:
+            if c is None or not c.event.probed or idx in in_runs:
+                continue
+            if idx in inits:  # (its inits run as written: an init never faults)
+                before[idx] = _init_run_call(fprobes, inits[idx], classified, locs)
+                probes += 1
                 continue
             if idx in copy_runs:
                 before[idx] = _copy_run_call(fprobes, copy_runs[idx], classified, locs)
@@ -1402,6 +1412,28 @@ def _copy_run_call(f: _FnProbes, run: cp_runs.CpRun, classified: dict, locs: dic
     args = [*regs, *["0"] * pad, *(str(s) for s in sites), *["0"] * pad, str(len(regs)),
             str(classified[run.members[0]].info)]
     lines += [f"call {abi.PROBE_CP16_RUN}, ({', '.join(args)});", "}"]
+    return "\n\t".join(lines) + "\n\t"
+
+
+def _init_run_call(f: _FnProbes, run: init_runs.InitRun, classified: dict, locs: dict) -> str:
+    """One call for a run of mbarrier.init (instrument/init_runs.py,
+    abi.PROBE_MBAR_INIT_RUN): each init keeps its own site; the later inits' operands
+    computed by the run's prelude."""
+    items = [f.items[i] for i in run.members]
+    sites = [_site(f, it, classified[i], locs.get(i)).id
+             for i, it in zip(run.members, items, strict=True)]
+    n = len(run.members)
+    regs = [f"%__cs_i{k}" for k in range(n)]
+    lines = [f"{{ // consan sites {', '.join(str(s) for s in sites)}",
+             f".reg .b64 %__cs_i<{n}>;", *run.prelude]
+    widths = {**f.widths, **run.temps}
+    for reg, (addr, _), it in zip(regs, run.operands, items, strict=True):
+        lines += _address_code(addr, widths, it, reg)
+    opcode, op = _op_word(abi.MB_INIT, run.converted)
+    pad = ["0"] * (abi.MBAR_INIT_RUN_MAX - n)
+    args = [*regs, *pad, *(count for _, count in run.operands), *pad,
+            *(str(s) for s in sites), *pad, str(n), op]
+    lines += [*opcode, f"call {abi.PROBE_MBAR_INIT_RUN}, ({', '.join(args)});", "}"]
     return "\n\t".join(lines) + "\n\t"
 
 

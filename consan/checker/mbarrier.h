@@ -176,14 +176,21 @@ CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
 // of an init's cost: about 8.4k cycles for the 168 columns of a TMA + wgmma GEMM's four
 // slots (the H100, breakdown_async.py --profile), and a CTA's inits run one after another
 // before its first barrier (the TMA ring makes nine).
+CS_DEV void cs_mbar_empty_slots(uint32_t* e, uint32_t rank, uint32_t n) {  // (rank of n lanes)
+    if (e == 0 || !CS_INIT_SLOTS) return;
+    const uint32_t zero[4] = {0, 0, 0, 0};
+    uint32_t* s0 = cs_mbar_slot(e, 0);  // (the slots follow one another, 16-byte aligned)
+    for (uint32_t u = 4 * rank, t = CS_MB_SLOTS * S.nlogical; u < t; u += 4 * n)
+        cs_vc_st4(s0 + u, zero);
+}
 CS_DEV void cs_mbar_init_slots(uint32_t all, uint32_t* e, bool lead, uint32_t j) {
-    uint32_t same = cs_match(all, (uint64_t)e);
-    if (e != 0 && CS_INIT_SLOTS) {
-        uint32_t rank = cs_popc(same & ((1u << cs_lane()) - 1u)), n = cs_popc(same);
-        const uint32_t zero[4] = {0, 0, 0, 0};
-        uint32_t* s0 = cs_mbar_slot(e, 0);  // (the slots follow one another, 16-byte aligned)
-        for (uint32_t u = 4 * rank, t = CS_MB_SLOTS * S.nlogical; u < t; u += 4 * n)
-            cs_vc_st4(s0 + u, zero);
+    // (the entries one after another, each by every lane: the lanes of one call may init
+    // an mbarrier each, a run of inits, abi.PROBE_MBAR_INIT_RUN)
+    uint32_t rank = cs_popc(all & ((1u << cs_lane()) - 1u)), n = cs_popc(all);
+    for (uint32_t todo = cs_ballot(all, e != 0); todo != 0;) {
+        uint32_t* x = (uint32_t*)cs_bcast64(all, (uint64_t)e, cs_ffs(todo) - 1);
+        todo &= ~cs_ballot(all, e == x);
+        cs_mbar_empty_slots(x, rank, n);
     }
     cs_syncwarp(all);  // (every lane's stores before the unlock's fence)
     if (lead && e != 0) cs_mbar_unlock(j);
