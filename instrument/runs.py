@@ -84,8 +84,12 @@ VOLATILE = re.compile(r"%(clock|clock64|clock_hi|globaltimer|globaltimer_lo|glob
 
 
 def writes(it: Item) -> set[str]:
-    return set(REG.findall(it.operands[0])) if it.operands and it.opcode[:2] != "st" \
-        else set()
+    """The registers `it` writes: its first operand's, unless that is a store's or a memory
+    operand (`[%r1]`: cp.async's, red's, mbarrier.init's destination, whose address
+    register it only reads)."""
+    if not it.operands or it.opcode[:2] == "st" or it.operands[0].lstrip().startswith("["):
+        return set()
+    return set(REG.findall(it.operands[0]))
 
 
 def reads(it: Item) -> set[str]:

@@ -121,6 +121,21 @@ def test_a_run_holds_at_most_sixteen_inits_and_others_keep_their_own_probes():
         assert not _runs(ptx) and len(calls(ptx, abi.PROBE_MBAR)) == 3, init
 
 
+def test_an_address_computed_from_the_init_before_it_is_computed_at_the_call():
+    """`init [%r1]; add %r2, %r1, 8; init [%r2]; add %r3, %r2, 8; init [%r3]` (32-bit shared
+    addresses stepped by the compiler): an init reads its address register, it writes none,
+    so the later addresses come from the arithmetic between."""
+    body = "\tmbarrier.init.shared.b64 [%r1], 1;\n"
+    for k in (2, 3):
+        body += f"\tadd.s32 %r{k}, %r{k - 1}, 8;\n\tmbarrier.init.shared.b64 [%r{k}], 1;\n"
+    ptx = instrument(HEAD + body + TAIL).ptx
+    ((addrs, _, _, n, _),) = _runs(ptx)
+    (call,) = calls(ptx, abi.PROBE_MBAR_INIT_RUN)
+    block = ptx[ptx.rfind("{", 0, call.pos):call.pos]
+    assert n == 3 and "add.s32 %__cs_z0, %r1, 8;" in block and \
+        "add.s32 %__cs_z1, %__cs_z0, 8;" in block
+
+
 def test_an_address_that_needs_clock_at_the_call_ends_the_run_before_it():
     ptx = instrument(HEAD + "".join(f"\tmbarrier.init.shared.b64 [%r{i}], 1;\n"
                                     for i in (1, 2, 4)) + "\tmov.u32 %r3, %clock;\n"
