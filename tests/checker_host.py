@@ -399,6 +399,17 @@ class HostChecker:
         return out
 
 
+def findings_both_ways(make, play, ops) -> tuple[list, list]:
+    """A trace played by `play(checker, ops, together)` on a fresh `make()` each way: its
+    events by separate probe calls, then with runs of them by one call (cp.async copies,
+    mbarrier inits): (the findings of the first, of the second)."""
+    one = make()
+    play(one, ops, False)
+    run = make()
+    play(run, ops, True)
+    return one.findings(), run.findings()
+
+
 def tma_ring(c: HostChecker, seed: int, carried: bool = True, read_bytes: int = 16) -> None:
     """A two-stage TMA ring on `c` (4 warps): warp 0 waits on `empty`, announces a box of 256
     bytes and loads it (with `carried`, one probe for both; else the arrive's own probe,

@@ -173,12 +173,10 @@ def _run(c, ops, together: bool) -> None:
 @pytest.mark.parametrize("seed", range(30))
 @pytest.mark.parametrize("vsh", [True, False], ids=["smem", "device"])
 def test_a_run_call_finds_what_its_copies_calls_find(seed, vsh):
-    ops = _trace(seed)
-    one = _checker(vsh)
-    _run(one, ops, together=False)
-    run = _checker(vsh)
-    _run(run, ops, together=True)
-    assert run.findings() == one.findings()
+    from tests.checker_host import findings_both_ways
+
+    one, run = findings_both_ways(lambda: _checker(vsh), _run, _trace(seed))
+    assert run == one
 
 
 @pytest.mark.needs_host_compiler

@@ -211,12 +211,10 @@ def _play(c, ops, together: bool) -> None:
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("vsh", [True, False], ids=["smem", "device"])
 def test_a_run_call_finds_what_its_inits_calls_find(seed, vsh):
-    ops = _trace(seed)
-    one = _checker(vsh)
-    _play(one, ops, together=False)
-    run = _checker(vsh)
-    _play(run, ops, together=True)
-    assert run.findings() == one.findings()
+    from tests.checker_host import findings_both_ways
+
+    one, run = findings_both_ways(lambda: _checker(vsh), _play, _trace(seed))
+    assert run == one
 
 
 @pytest.mark.needs_host_compiler
