@@ -522,8 +522,14 @@ CS_REJOINED_LEAVING(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32
     uint32_t on = all & ~active;
     uint32_t first = off && on ? cs_ffs(on) - 1 : leader;
     if (op == CS_MB_INIT) {  // (lanes off help the first lane on)
-        CS_PROF_AS(ps, 66);
-        cs_mbar_init_slots(all, (uint32_t*)cs_bcast64(all, (uint64_t)init, (int)first), lead, j);
+        {
+            CS_PROF_AS(ps, 66);
+            cs_mbar_init_slots(all, (uint32_t*)cs_bcast64(all, (uint64_t)init, (int)first));
+        }
+        uint32_t off;
+        if (lead && init != 0 && (cluster ? cs_local_cluster((uint32_t)addr, off)
+                                          : cs_local((uint32_t)addr, off)))
+            cs_mbar_init_entry(init, j, off, arg, site, slot);
     }
     CS_PROF_AS(pv, op == CS_MB_INIT ? 67u : 68u);
     CS_STAMP(if (op == CS_MB_INIT && cs_tid() == 0 && cs_stamp_at(7))
@@ -554,7 +560,9 @@ CS_REJOINED_VOID(__consan_mbar_init_run,
                  (CS_X16(CS_IR_A) CS_X16(CS_IR_C) CS_X16(CS_IR_S) uint32_t n, uint32_t op),
                  (CS_X16(CS_IR_NAME_A) CS_X16(CS_IR_NAME_C) CS_X16(CS_IR_NAME_S) n, op)) {
     static_assert(CS_MBAR_INIT_RUN_MAX == 16, "abi.MBAR_INIT_RUN_MAX: the inits of one call");
-    uint32_t all = cs_activemask(), on = cs_ballot(all, !(op & CS_PROBE_OFF));
+    // (lanes of another call site or loop trip may share the call: its first site and n)
+    uint32_t all = cs_match(cs_activemask(), ((uint64_t)s0 << 32) | n);
+    uint32_t on = cs_ballot(all, !(op & CS_PROBE_OFF));
     if (on == 0) return;  // (no lane runs the inits: their calls would change nothing)
     CS_PROF(69);
     const uint64_t A[16] = {CS_X16(CS_IR_NAME_A)};
@@ -571,9 +579,14 @@ CS_REJOINED_VOID(__consan_mbar_init_run,
             uint32_t ck = cs_bcast(all, C[k], (int)first);
             if (r == k) a = ak, c = ck, s = Si[k];
         }
-        // (an mbarrier twice in the run: the second init must find the first's entry live)
-        uint32_t same = cs_match(all, r < n ? a : (1ull << 63) | r);
-        if (cs_all(all, r >= n || cs_popc(same) == 1)) {
+        // One after another where an mbarrier is twice in the run (the second init must
+        // find the first's entry live), or one is live already (its mbarrier.reinit then
+        // names the lane on, not the call's) or not this CTA's.
+        uint32_t off = 0, j = 0, slot = cs_slot_sh;
+        bool fresh = r >= n || (slot != CS_NO_SLOT && cs_local((uint32_t)a, off) &&
+                               !(cs_mbar_entry(slot, off, false, j) && cs_mbar_live(j)));
+        uint32_t same = cs_match(all, r < n ? (uint64_t)off : (1ull << 63) | r);
+        if (cs_all(all, fresh && (r >= n || cs_popc(same) == 1))) {
             __consan_mbar(a, r < n ? CS_MB_INIT : CS_MB_INIT | CS_PROBE_OFF, c, s);
             return;
         }

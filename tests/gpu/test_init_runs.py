@@ -130,3 +130,40 @@ def test_a_run_that_initialises_a_live_mbarrier_again_names_that_init():
     # (the init sits in an inlined helper: its call line is in the inline chain; the first
     # init of full[0] is the loop's, a line before)
     assert all(line_of(src, "@again") in lines(v.site) for v in rep.violations), str(rep)
+
+
+def _launch_report(src: str):
+    import cupy as cp
+
+    import consan
+
+    p = consan.prepare(src, "init_pipe", grid=GRID, block=BLOCK, options=(arch_option(),))
+    x = cp.asarray(np.random.default_rng(5).random(64, dtype=np.float32))
+    p.launch((x, poisoned(GRID[0] * 64, cp.float32)))
+    return p.report()
+
+
+def test_a_run_over_live_mbarriers_names_the_thread_that_made_it():
+    """Thread 0 sets the pipeline up twice (a persistent kernel's set-up run again without
+    mbarrier.inval): each init of the second run is a mbarrier.reinit of thread 0, lane 0,
+    not of the lanes the checker gave the inits to."""
+    one = "for (int s = 0; s < STAGES; ++s) mb_init(&full[s], 1), mb_init(&empty[s], 2);"
+    inits = f"if (t == 0) {{ {one} }}\n    __syncthreads();\n    if (t == 0) {{ {one} }}  // @again"
+    src = PIPE.replace("INITS", inits).replace("WAIT", WAIT)
+    rep = _launch_report(src)
+    assert {v.kind for v in rep.violations} == {"mbarrier.reinit"}, str(rep)
+    assert all(line_of(src, "@again") in lines(v.site) for v in rep.violations), str(rep)
+    assert {v.lanes for v in rep.violations} == {1}, str(rep)
+
+
+def test_warps_initialising_the_same_mbarriers_each_get_a_reinit_not_a_hang():
+    """Every warp's lane 0 sets the pipeline up (`lane == 0` where `t == 0` was meant):
+    three runs of the same twelve inits at once, each made by a warp's lanes together. The
+    checker must not hold one mbarrier's lock while its lanes wait for each other (two
+    warps, each holding what the other's lanes wait for, hung): the second init of each
+    is a mbarrier.reinit, and the kernel ends."""
+    inits = ("if (lane == 0) { for (int s = 0; s < STAGES; ++s) "
+             "mb_init(&full[s], 1), mb_init(&empty[s], 2); }")
+    rep = _launch_report(PIPE.replace("INITS", inits).replace("WAIT", WAIT))
+    assert {v.kind for v in rep.violations} == {"mbarrier.reinit"}, str(rep)
+    assert rep.error is None, str(rep)
