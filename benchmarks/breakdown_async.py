@@ -138,7 +138,7 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(copy, lanes: readers)", "(peer's copies: each one's finding)",
           "(wgmma chain: sites)", "(wgmma chain: bytes)", "(wgmma chain: fence)",
           "(wgmma chain: look)", "mbar init", "(init: the entry's look)",
-          "(mbar, not init: the entry's look)", "(init: its entry made live, the lock)",
+          "(mbar, not init: the entry's look)", "(init: under the lock)",
           "(init: the slots emptied)", "(init: the verdict)", "(mbar, not init: the verdict)",
           "mbar init run")
 PROF_WORDS = 512  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last

@@ -522,14 +522,8 @@ CS_REJOINED_LEAVING(uint32_t, __consan_mbar, (uint64_t addr, uint32_t op, uint32
     uint32_t on = all & ~active;
     uint32_t first = off && on ? cs_ffs(on) - 1 : leader;
     if (op == CS_MB_INIT) {  // (lanes off help the first lane on)
-        {
-            CS_PROF_AS(ps, 66);
-            cs_mbar_init_slots(all, (uint32_t*)cs_bcast64(all, (uint64_t)init, (int)first));
-        }
-        uint32_t off;
-        if (lead && init != 0 && (cluster ? cs_local_cluster((uint32_t)addr, off)
-                                          : cs_local((uint32_t)addr, off)))
-            cs_mbar_init_entry(init, j, off, arg, site, slot);
+        CS_PROF_AS(ps, 66);
+        cs_mbar_init_slots(all, (uint32_t*)cs_bcast64(all, (uint64_t)init, (int)first), lead, j);
     }
     CS_PROF_AS(pv, op == CS_MB_INIT ? 67u : 68u);
     CS_STAMP(if (op == CS_MB_INIT && cs_tid() == 0 && cs_stamp_at(7))
@@ -586,8 +580,16 @@ CS_REJOINED_VOID(__consan_mbar_init_run,
         bool fresh = r >= n || (slot != CS_NO_SLOT && cs_local((uint32_t)a, off) &&
                                !(cs_mbar_entry(slot, off, false, j) && cs_mbar_live(j)));
         uint32_t same = cs_match(all, r < n ? (uint64_t)off : (1ull << 63) | r);
-        if (cs_all(all, fresh && (r >= n || cs_popc(same) == 1))) {
+        // One warp of the CTA at a time: its leaders each hold their entry's lock through
+        // the call's warp-wide emptying of the slots, so a second warp doing the same with
+        // the same mbarriers (each warp's lane 0 setting the pipeline up) could hold what
+        // the first's lanes wait for, and wait for what it holds: a hang. A warp that finds
+        // the token taken makes its inits one a call, one lock held at a time.
+        bool apart = cs_all(all, fresh && (r >= n || cs_popc(same) == 1));
+        uint32_t got = apart && cs_lane() == first ? cs_cas32(&cs_shv.init_run, 0u, 1u) == 0u : 0u;
+        if (cs_bcast(all, got, (int)first)) {
             __consan_mbar(a, r < n ? CS_MB_INIT : CS_MB_INIT | CS_PROBE_OFF, c, s);
+            if (cs_lane() == first) cs_xchg32(&cs_shv.init_run, 0u);
             return;
         }
     }

@@ -41,6 +41,7 @@ struct CS_ALIGN16 cs_shared_t {
     uint64_t tmap_at[CS_TMAP_CACHE];  // kernel-parameter maps looked up, with their bytes
                                       // (cs_tmap_word; 0: free)
     uint32_t tmap_claimed;            // ...entries taken
+    uint32_t init_run;  // a warp makes a run of inits by its lanes at once (__consan_mbar_init_run)
     cs_vc_smem_layout_t vlay;
     CS_ALIGN16 uint32_t vfast[CS_VF_WORDS];  // the inline read's record (abi.VF_*)
 };

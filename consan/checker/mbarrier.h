@@ -183,7 +183,7 @@ CS_DEV void cs_mbar_empty_slots(uint32_t* e, uint32_t rank, uint32_t n) {  // (r
     for (uint32_t u = 4 * rank, t = CS_MB_SLOTS * S.nlogical; u < t; u += 4 * n)
         cs_vc_st4(s0 + u, zero);
 }
-CS_DEV void cs_mbar_init_slots(uint32_t all, uint32_t* e) {
+CS_DEV void cs_mbar_init_slots(uint32_t all, uint32_t* e, bool lead, uint32_t j) {
     // (the entries one after another, each by every lane: the lanes of one call may init
     // an mbarrier each, a run of inits, abi.PROBE_MBAR_INIT_RUN)
     uint32_t rank = cs_popc(all & ((1u << cs_lane()) - 1u)), n = cs_popc(all);
@@ -192,27 +192,8 @@ CS_DEV void cs_mbar_init_slots(uint32_t all, uint32_t* e) {
         todo &= ~cs_ballot(all, e == x);
         cs_mbar_empty_slots(x, rank, n);
     }
-    cs_syncwarp(all);  // (every lane's stores before the leaders' unlocks' fences)
-}
-// An init's entry made live (j: its index; off: the mbarrier's offset), its slots emptied
-// first: under its lock, taken after the probe's warp-wide steps, never held across one (a
-// warp whose lanes hold locks while waiting for each other at a shuffle, and another warp
-// the same, deadlocked: two warps initialising the same mbarriers, each lane its own).
-CS_DEV void cs_mbar_init_entry(uint32_t* e, uint32_t j, uint32_t off, uint32_t arg, uint32_t site,
-                               uint32_t slot) {
-    CS_PROF(65);
-    cs_mbar_lock(j);
-    if (cs_mbar_live(j)) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
-    cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
-    cs_vc_chunks_add_engine(j);
-    e[CS_MB_LIVE] = cs_gen_sh;
-    *(volatile uint32_t*)&cs_mlive_sh[j] = cs_gen_sh;
-    e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
-    e[CS_MB_TX] = 0;
-    e[CS_MB_PHASE] = 0;
-    e[CS_MB_WRITTEN] = 0;  // (its slots are empty)
-    cs_mbar_mark(slot, off, true);
-    cs_mbar_unlock(j);
+    cs_syncwarp(all);  // (every lane's stores before the unlock's fence)
+    if (lead && e != 0) cs_mbar_unlock(j);
 }
 
 // A warp spinning on failed waits: true once `key` (the phase it waits for to complete,
@@ -334,9 +315,8 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
 #define CS_MB_DEAD 0xFFu  // (a switch label: an mbarrier invalidated since the look)
 CS_NOINLINE bool cs_mbar_peer_post(uint32_t a, uint32_t off, uint32_t op, uint32_t arg,
                                    uint32_t lanes, uint32_t site, uint32_t w);  // dsmem.h
-// An init only finds (or makes) its entry, in `init` (its index in j): the probe's lanes
-// then empty its clock slots (cs_mbar_init_slots) and its leader makes it live under its
-// lock (cs_mbar_init_entry).
+// An init leaves its entry locked, in `init` (its index in j), for the probe's lanes to
+// empty its clock slots (cs_mbar_init_slots), then its leader unlocks it.
 CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t site,
                              uint32_t slot, uint32_t w, uint32_t lanes, bool cluster,
                              uint32_t*& init, uint32_t& j) {
@@ -393,10 +373,6 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         if (ok) cs_mbar_acquire(slot, w, cs_mbar_slot(e, done - 1));
         return skip;
     }
-    if (op == CS_MB_INIT) {
-        init = e;
-        return skip;
-    }
     {
         CS_PROF(19);
         cs_mbar_lock(j);
@@ -404,7 +380,22 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
     CS_PROF(21);
     bool live = cs_mbar_live(j);  // live in this CTA's generation
     uint32_t* mine = cs_vis(slot, w);
-    switch (live ? op : CS_MB_DEAD) {
+    switch (live || op == CS_MB_INIT ? op : CS_MB_DEAD) {
+    case CS_MB_INIT: {
+        CS_PROF_AS(pi, 65);
+        if (live) cs_mbar_record(CS_MBARRIER_REINIT, site, off, e);
+        cs_or32(&cs_mbar_used_sh, 1u << j);  // (its engine's column)
+        cs_vc_chunks_add_engine(j);
+        e[CS_MB_LIVE] = cs_gen_sh;
+        *(volatile uint32_t*)&cs_mlive_sh[j] = cs_gen_sh;
+        e[CS_MB_EXPECTED] = e[CS_MB_PENDING] = arg;
+        e[CS_MB_TX] = 0;
+        e[CS_MB_PHASE] = 0;
+        e[CS_MB_WRITTEN] = 0;  // (every slot is emptied below)
+        cs_mbar_mark(slot, off, true);
+        init = e;  // (its slots are emptied, and the lock given back, by the probe's lanes)
+        return skip;
+    }
     case CS_MB_DEAD:  // invalidated since the look above
         cs_mbar_record(CS_MBARRIER_UNINIT, site, off, e);
         skip = 1;

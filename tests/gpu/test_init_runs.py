@@ -158,10 +158,11 @@ def test_a_run_over_live_mbarriers_names_the_thread_that_made_it():
 
 def test_warps_initialising_the_same_mbarriers_each_get_a_reinit_not_a_hang():
     """Every warp's lane 0 sets the pipeline up (`lane == 0` where `t == 0` was meant):
-    three runs of the same twelve inits at once, each made by a warp's lanes together. The
-    checker must not hold one mbarrier's lock while its lanes wait for each other (two
-    warps, each holding what the other's lanes wait for, hung): the second init of each
-    is a mbarrier.reinit, and the kernel ends."""
+    three runs of the same twelve inits at once. Were two warps to make theirs by their
+    lanes together, each lane holding its mbarrier's lock while waiting for the others,
+    each warp could hold what the other's lanes wait for: the checker lets one warp at a
+    time do so. The second init of each mbarrier is a mbarrier.reinit, and the kernel
+    ends."""
     inits = ("if (lane == 0) { for (int s = 0; s < STAGES; ++s) "
              "mb_init(&full[s], 1), mb_init(&empty[s], 2); }")
     rep = _launch_report(PIPE.replace("INITS", inits).replace("WAIT", WAIT))
