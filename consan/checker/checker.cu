@@ -561,7 +561,7 @@ CS_REJOINED_VOID(__consan_mbar_init_run,
     CS_PROF(69);
     const uint64_t A[16] = {CS_X16(CS_IR_NAME_A)};
     const uint32_t C[16] = {CS_X16(CS_IR_NAME_C)}, Si[16] = {CS_X16(CS_IR_NAME_S)};
-    if (cs_popc(on) == 1 && n <= (uint32_t)cs_popc(all)) {
+    if (cs_popc(on) == 1 && all == ~0u && n <= 32) {
         // the k-th lane of the call takes the k-th init, as the lane on passed it
         uint32_t first = cs_ffs(on) - 1, r = cs_popc(all & ((1u << cs_lane()) - 1u));
         uint64_t a = 0;
@@ -576,9 +576,16 @@ CS_REJOINED_VOID(__consan_mbar_init_run,
         // One after another where an mbarrier is twice in the run (the second init must
         // find the first's entry live), or one is live already (its mbarrier.reinit then
         // names the lane on, not the call's) or not this CTA's.
-        uint32_t off = 0, j = 0, slot = cs_slot_sh;
-        bool fresh = r >= n || (slot != CS_NO_SLOT && cs_local((uint32_t)a, off) &&
-                               !(cs_mbar_entry(slot, off, false, j) && cs_mbar_live(j)));
+        // (the CTA's live entries' keys, lane j entry j: none at a set-up)
+        static_assert(CS_MBARRIERS == 32, "abi.MBARRIERS: an entry a lane");
+        uint32_t off = 0, lane = cs_lane();
+        uint32_t key = cs_mbar_live(lane) ? *(volatile uint32_t*)&cs_mkey_sh[lane] : 0u;
+        bool here = cs_slot_sh != CS_NO_SLOT && cs_local((uint32_t)a, off), live = false;
+        for (uint32_t m = cs_ballot(all, key != 0); m != 0; m &= m - 1) {
+            uint32_t k = cs_bcast(all, key, cs_ffs(m) - 1);  // (every lane, every trip)
+            live = live || k == off + 1;
+        }
+        bool fresh = r >= n || (here && !live);
         uint32_t same = cs_match(all, r < n ? (uint64_t)off : (1ull << 63) | r);
         // One warp of the CTA at a time: its leaders each hold their entry's lock through
         // the call's warp-wide emptying of the slots, so a second warp doing the same with
