@@ -576,7 +576,10 @@ CS_REJOINED_VOID(__consan_mbar_init_run,
         // One after another where an mbarrier is twice in the run (the second init must
         // find the first's entry live), or one is live already (its mbarrier.reinit then
         // names the lane on, not the call's) or not this CTA's.
-        // (the CTA's live entries' keys, lane j entry j: none at a set-up)
+        // (the CTA's live entries' keys, lane j entry j: none at a set-up. Against the 32
+        // entries looked up one after another, on the H200 (ab_async.py, the device's time
+        // alone, three rounds): the TMA ring 0.132 -> 0.128 ms, the run's PTX 1,358 -> 814
+        // lines.)
         static_assert(CS_MBARRIERS == 32, "abi.MBARRIERS: an entry a lane");
         uint32_t off = 0, lane = cs_lane();
         uint32_t key = cs_mbar_live(lane) ? *(volatile uint32_t*)&cs_mkey_sh[lane] : 0u;
