@@ -129,10 +129,10 @@ CS_DEV void cs_mbar_written(uint32_t* e, uint32_t written, uint32_t ph) {
     if (written < ph + 1) e[CS_MB_WRITTEN] = ph + 1;
 }
 
-// Complete the current phase if nothing is pending (lock held; m: the entry's counters,
-// which then hold what it stored): open the next one with a clean clock slot. The fence: a
-// wait reads the phase, then the completed phase's slot, without the lock.
-CS_DEV void cs_mbar_try_complete(uint32_t* e, cs_mbar_words& m) {
+// Complete the current phase if nothing is pending (lock held; m: the entry's counters):
+// open the next one with a clean clock slot. The fence: a wait reads the phase, then the
+// completed phase's slot, without the lock.
+CS_DEV void cs_mbar_try_complete(uint32_t* e, const cs_mbar_words& m) {
     if ((int32_t)m.pending > 0 || (int32_t)m.tx > 0) return;
     uint32_t ph = m.phase + 1;
     cs_vc_clear(cs_mbar_slot(e, ph));
@@ -140,12 +140,8 @@ CS_DEV void cs_mbar_try_complete(uint32_t* e, cs_mbar_words& m) {
     *(volatile uint32_t*)&e[CS_MB_PHASE] = ph;
     e[CS_MB_PENDING] = m.expected;
     e[CS_MB_TX] = 0;
-    m.phase = ph, m.pending = m.expected, m.tx = 0;
 }
-CS_DEV void cs_mbar_try_complete(uint32_t* e) {
-    cs_mbar_words m = cs_mbar_load(e);
-    cs_mbar_try_complete(e, m);
-}
+CS_DEV void cs_mbar_try_complete(uint32_t* e) { cs_mbar_try_complete(e, cs_mbar_load(e)); }
 
 // A copy of `bytes` on mbarrier j (at `off`) lands in phase ph (lock held): the copy
 // engine's clock (its column, ph + 1) goes into the phase's slot, and the bytes may complete
@@ -156,11 +152,9 @@ CS_DEV void cs_mbar_try_complete(uint32_t* e) {
 // the deadlock).
 // Returns whether it underflowed; `record`: record it here (a caller whose lanes must all
 // make the call records it after, multicast.h).
-// `m`: the entry's counters as the lock's holder last read or stored them (a tensor load's
-// look passes those of the arrive it carries: one device-memory round trip fewer).
 CS_DEV bool cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes,
-                                uint32_t site, uint32_t off, cs_mbar_words m,
-                                bool record = true) {
+                                uint32_t site, uint32_t off, bool record = true) {
+    cs_mbar_words m = cs_mbar_load(e);
     bool under = m.phase == ph && m.pending == 0 && (int32_t)m.tx < (int32_t)bytes;
     if (under && record) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     cs_red_max(cs_mbar_slot(e, ph) + CS_AGENT_MBAR + j, ph + 1);
@@ -169,10 +163,6 @@ CS_DEV bool cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t b
     e[CS_MB_TX] = m.tx;
     if (m.phase == ph) cs_mbar_try_complete(e, m);
     return under;
-}
-CS_DEV bool cs_mbar_copy_landed(uint32_t* e, uint32_t j, uint32_t ph, uint32_t bytes,
-                                uint32_t site, uint32_t off, bool record = true) {
-    return cs_mbar_copy_landed(e, j, ph, bytes, site, off, cs_mbar_load(e), record);
 }
 
 CS_DEV void cs_mbar_acquire(uint32_t slot, uint32_t w, const uint32_t* vc) {
@@ -285,10 +275,8 @@ CS_DEV bool cs_mb_expects(uint32_t op) { return op == CS_MB_EXPECT_TX || cs_mb_a
 // Arrivals and transaction bytes (lock held): arrive{_drop}{.expect_tx}, expect_tx and
 // complete_tx by `lanes` lanes of warp w (arg each). An arrive releases the warp's clock
 // into the open phase's slot. Returns 1 for a count that would go below zero (recorded).
-// `held`: where to leave the counters as stored (a tensor load's look lands its copy next).
 CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t lanes,
-                              uint32_t site, uint32_t off, uint32_t w, uint32_t* mine,
-                              cs_mbar_words* held = nullptr) {
+                              uint32_t site, uint32_t off, uint32_t w, uint32_t* mine) {
     uint32_t n = arg * lanes;  // every thread's arrive / tx counts
     cs_mbar_words m = cs_mbar_load(e);
     // (before the phase's last arrival complete_tx may lead expect_tx: the tx-count goes
@@ -304,10 +292,7 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
     // carried arrive waited for, 19% of its tensor probe's stall samples, ncu on the H100).
     if (arrives && m.written == m.phase + 1) cs_vc_join(cs_mbar_slot(e, m.phase), mine);
     else if (arrives) cs_vc_copy(cs_mbar_slot(e, m.phase), mine);
-    if (arrives) {
-        cs_mbar_written(e, m.written, m.phase);
-        m.written = m.written < m.phase + 1 ? m.phase + 1 : m.written;
-    }
+    if (arrives) cs_mbar_written(e, m.written, m.phase);
     bool under = arrives && (int32_t)m.pending < (int32_t)count;
     if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);
     if (arrives) {
@@ -319,7 +304,6 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
         cs_clock_sh[w] = mine[w];
     }
     cs_mbar_try_complete(e, m);
-    if (held) *held = m;
     return tx_under || under ? 1u : 0u;
 }
 

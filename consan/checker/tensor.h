@@ -190,9 +190,6 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         CS_STAMP_PART(3);
         cs_mbar_lock(t.j);
     }
-    // (the counters in registers from the arrive it carries to the landing: after the
-    // arrive's stores, reading them again was a device-memory round trip)
-    cs_mbar_words held;
     if (arrive) {  // (an arrival below zero would fault: the copy is skipped with it)
         CS_PROF(30);
         CS_STAMP_PART(4);
@@ -200,23 +197,21 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         bool live = cs_mbar_live(t.j);  // (not invalidated since the look)
         if (!live) cs_mbar_record(CS_MBARRIER_UNINIT, asite, t.moff, e);
         t.skip = live ? cs_mbar_count(e, CS_MB_ARRIVE_EXPECT_TX, tx_arg, 1, asite, t.moff, w,
-                                      cs_vis(slot, w), &held)
+                                      cs_vis(slot, w))
                       : 1u;
         if (t.skip || !dlocal) {
             cs_mbar_unlock(t.j);
             return t;
         }
-    } else {
-        held = cs_mbar_load(e);
     }
-    t.ph = held.phase;
-    int32_t tx = (int32_t)held.tx;
+    t.ph = e[CS_MB_PHASE];
+    int32_t tx = (int32_t)e[CS_MB_TX];
     // Unknown map: the bytes the phase still expects (exact when one copy fills the phase).
     if (guessed) t.bytes = tx > 0 ? (uint32_t)tx : 0;
     {
         CS_PROF(31);
         CS_STAMP_PART(5);
-        cs_mbar_copy_landed(e, t.j, t.ph, t.bytes, site, t.moff, held);
+        cs_mbar_copy_landed(e, t.j, t.ph, t.bytes, site, t.moff);
         cs_mbar_unlock(t.j);
     }
     t.span = guessed ? cs_tensor_guess_span(slot, t.off, t.bytes, t.moff, t.ph, site)
