@@ -469,31 +469,37 @@ def device_table_bytes(args=()) -> bytes:
     between the launch's start and its kernel is time the GPU waits). The same np.void
     maps as the last call (immutable: the same objects, the same bytes) skip even the key."""
     global _last
-    maps = [a for a in args if isinstance(a, _ARRAYS)]
     last, gen = _last, _generation  # (read once: another thread may change them)
-    if last is not None and last[0] == gen and _same_voids(maps, last[1]):
+    if last is not None and last[0] == gen and _same_voids(args, last[1]):
         return last[2]
+    maps = [a for a in args if isinstance(a, _ARRAYS)]
     key = (gen, _arg_key(maps))
     got = _tables.get(key)
     if got is None:
         if len(_tables) >= 16:
             _tables.clear()
         got = _tables[key] = _table(_arg_maps(maps)).tobytes()
-    _last = (gen, maps, got)
+    voids = all(type(a) is np.void for a in maps)
+    _last = (gen, tuple(maps) if voids else None, got)
     return got
 
 
-def _same_voids(maps: list, last: list) -> bool:
-    if len(maps) != len(last):
+def _same_voids(args, last: tuple | None) -> bool:
+    """Whether the maps among `args` are the np.void objects `last`, in order (one loop,
+    no list: about 0.4 us where the list and the zip took 1.5 on a 2-core CPU host)."""
+    if last is None:
         return False
-    for a, b in zip(maps, last, strict=True):
-        if a is not b or type(a) is not np.void:
-            return False
-    return True
+    k, n = 0, len(last)
+    for a in args:
+        if isinstance(a, _ARRAYS):
+            if k == n or a is not last[k]:
+                return False
+            k += 1
+    return k == n
 
 
 _tables: dict[tuple, bytes] = {}
-_last: tuple | None = None  # (generation, the last call's maps, its table)
+_last: tuple | None = None  # (generation, the last call's maps if all np.void, its table)
 
 
 def _table(arg_maps: tuple[tuple[bytes, TensorMapInfo], ...]) -> np.ndarray:
