@@ -263,24 +263,6 @@ CS_DEV void cs_red_max(uint32_t* p, uint32_t v) {
 #endif
 }
 
-// dst = max(dst, src) over the columns in use by a maximum for each column src holds above
-// zero, none of them loading dst: releases of several warps at once into one clock slot
-// (an mbarrier's arrivals with its entry's lock taken shared, cs_mbar_arrive_shared).
-CS_DEV void cs_vc_red_join(uint32_t* __restrict__ dst, const uint32_t* __restrict__ src) {
-    const uint64_t m = cs_vc_chunks();
-#pragma unroll
-    for (uint32_t h = 0; h < 2; ++h) {
-        for (uint32_t k = (uint32_t)(m >> (32 * h)); k; k &= k - 1) {
-            uint32_t u = 4 * (32 * h + cs_ffs(k) - 1);
-            cs_u4 x = cs_vc_ld4(src + u);
-            if (x.x) cs_red_max(dst + u, x.x);
-            if (x.y) cs_red_max(dst + u + 1, x.y);
-            if (x.z) cs_red_max(dst + u + 2, x.z);
-            if (x.w) cs_red_max(dst + u + 3, x.w);
-        }
-    }
-}
-
 
 // Group bookkeeping of a warp's bulk-store or wgmma unit (`counter`: CS_UNIT_*), by the
 // leader lane: `commit` closes the open group (cs_commits_sh counts them); `wait` retires

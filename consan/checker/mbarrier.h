@@ -51,23 +51,9 @@ CS_DEV void cs_unlock(uint32_t* l) { cs_fence_lock(); cs_xchg32(l, 0); }
 // finds it taken reads the word, a pause apart, until it is given back, instead of
 // compare-and-swapping on it: on the H100 (device time alone, three rounds each) the
 // clustered ring 2.757 -> 2.658 ms, the TMA ring and the TMA + wgmma GEMM unchanged.
-// A plain arrive takes the lock shared (cs_mbar_arrive_shared): the word counts such holders
-// by 2, and bit 0 is the holder that takes it alone, which waits for the word to be 0.
 #ifdef CONSAN_HOST
 CS_DEV void cs_mbar_lock(uint32_t j) { cs_lock(&cs_mlock_sh[j]); }  // j: the entry's index
 CS_DEV void cs_mbar_unlock(uint32_t j) { cs_unlock(&cs_mlock_sh[j]); }
-CS_DEV void cs_mbar_lock_shared(uint32_t j) {
-    for (uint32_t old = 0;;) {
-        old = __atomic_load_n(&cs_mlock_sh[j], __ATOMIC_RELAXED);
-        if (!(old & 1u) && cs_cas32(&cs_mlock_sh[j], old, old + 2) == old) break;
-    }
-    cs_fence_lock();
-}
-CS_DEV void cs_mbar_unlock_shared(uint32_t j) { cs_fence_lock(); cs_add32(&cs_mlock_sh[j], 0u - 2u); }
-CS_DEV void cs_mbar_lock_upgrade(uint32_t j) {  // (held shared: now alone)
-    while (cs_cas32(&cs_mlock_sh[j], 2, 1) != 2) {}
-    cs_fence_lock();
-}
 #else
 CS_DEV void cs_mbar_lock(uint32_t j) {  // j: the entry's index
     uint32_t a = (uint32_t)__cvta_generic_to_shared(&cs_mlock_sh[j]), old;
@@ -84,39 +70,6 @@ CS_DEV void cs_mbar_lock(uint32_t j) {  // j: the entry's index
 CS_DEV void cs_mbar_unlock(uint32_t j) {
     uint32_t a = (uint32_t)__cvta_generic_to_shared(&cs_mlock_sh[j]);
     asm volatile("st.release.cta.shared::cta.u32 [%0], 0;" :: "r"(a) : "memory");
-}
-CS_DEV void cs_mbar_lock_shared(uint32_t j) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(&cs_mlock_sh[j]), old, got;
-    asm volatile("ld.relaxed.cta.shared::cta.u32 %0, [%1];" : "=r"(old) : "r"(a) : "memory");
-    for (;;) {
-        if (old & 1u) {
-            cs_pause();
-            asm volatile("ld.relaxed.cta.shared::cta.u32 %0, [%1];" : "=r"(old) : "r"(a) : "memory");
-            continue;
-        }
-        asm volatile("atom.acquire.cta.shared::cta.cas.b32 %0, [%1], %2, %3;"
-                     : "=r"(got) : "r"(a), "r"(old), "r"(old + 2) : "memory");
-        if (got == old) return;
-        old = got;
-    }
-}
-CS_DEV void cs_mbar_unlock_shared(uint32_t j) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(&cs_mlock_sh[j]);
-    asm volatile("red.release.cta.shared::cta.add.u32 [%0], %1;" :: "r"(a), "r"(0u - 2u) : "memory");
-}
-// Held shared, taken alone once the other shared holders are gone (they wait for nothing
-// while they hold it, and no holder alone can come in meanwhile).
-CS_DEV void cs_mbar_lock_upgrade(uint32_t j) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(&cs_mlock_sh[j]), old;
-    for (;;) {
-        asm volatile("atom.acquire.cta.shared::cta.cas.b32 %0, [%1], 2, 1;"
-                     : "=r"(old) : "r"(a) : "memory");
-        if (old == 2) return;
-        do {
-            cs_pause();
-            asm volatile("ld.relaxed.cta.shared::cta.u32 %0, [%1];" : "=r"(old) : "r"(a) : "memory");
-        } while (old != 2);
-    }
 }
 #endif
 
@@ -354,46 +307,6 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
     return tx_under || under ? 1u : 0u;
 }
 
-// A plain arrive (no tx-count, no drop) of `count` threads of warp w, with the entry's lock
-// taken shared: the warps arriving at once count and release side by side, each by
-// atomics, where under the lock they took it one after another (the TMA ring's two
-// consumer warps arrive on one mbarrier each tile). The phase cannot move while the lock
-// is held shared, so each releases into its slot, which no completion empties meanwhile;
-// the arrival that takes pending to zero, with no bytes outstanding, takes the lock alone
-// once the others have left and completes the phase, so a completion still follows every
-// release of its phase through the lock word. False, with nothing changed, where the
-// arrival is for the locked path: the mbarrier is not live, or the count would go below
-// zero (an underflow, or an arrival racing with a completion another warp is making: the
-// locked path, after it, finds which).
-CS_DEV bool cs_mbar_arrive_shared(uint32_t* e, uint32_t j, uint32_t count, uint32_t w,
-                                  uint32_t* mine) {
-    {
-        CS_PROF(19);
-        cs_mbar_lock_shared(j);
-    }
-    CS_PROF(21);
-    uint32_t old = cs_mbar_live(j) ? cs_add32(&e[CS_MB_PENDING], 0u - count) : 0u;
-    if ((int32_t)old < (int32_t)count) {
-        if (cs_mbar_live(j)) cs_add32(&e[CS_MB_PENDING], count);
-        cs_mbar_unlock_shared(j);
-        return false;
-    }
-    uint32_t ph = *(volatile uint32_t*)&e[CS_MB_PHASE];
-    cs_vc_red_join(cs_mbar_slot(e, ph), mine);
-    cs_max32(&e[CS_MB_WRITTEN], ph + 1);  // (a locked release after these joins, not copies)
-    e[CS_MB_LASTPH + w] = ph;
-    mine[w] += 1;  // accesses after the release are not covered by it
-    cs_clock_sh[w] = mine[w];
-    if (old == count && (int32_t)*(volatile uint32_t*)&e[CS_MB_TX] <= 0) {
-        cs_mbar_lock_upgrade(j);
-        cs_mbar_try_complete(e);
-        cs_mbar_unlock(j);
-    } else {
-        cs_mbar_unlock_shared(j);
-    }
-    return true;
-}
-
 // The leader's part of an mbarrier probe, written flat: sibling branches and a switch
 // instead of nested else-ifs, and no call out of line (cs_vc_clear is inline), which took
 // the probe from ten convergence barriers to eight and 6.7-7.2k cycles to 5.1-6.1k (ring).
@@ -460,8 +373,6 @@ CS_DEV uint32_t cs_mbar_lead(uint64_t addr, uint32_t op, uint32_t arg, uint32_t 
         if (ok) cs_mbar_acquire(slot, w, cs_mbar_slot(e, done - 1));
         return skip;
     }
-    if (op == CS_MB_ARRIVE && cs_mbar_arrive_shared(e, j, arg * lanes, w, cs_vis(slot, w)))
-        return skip;
     {
         CS_PROF(19);
         cs_mbar_lock(j);
