@@ -240,6 +240,10 @@ WG_INFO_ELOG_SHIFT = 12  # 2 bits: log2 of the bytes of an A/B element (.b1: 0)
 # (smem, map, mbar, site, op, tx, asite): TMA tensor copy (tile mode)
 PROBE_TENSOR = "__consan_tensor"
 TENSOR_LOAD, TENSOR_STORE = 0, 1  # global -> shared on an mbarrier / shared -> global (bulk group)
+# (smem, map, mbar, site, op, tx, asite, smem2, map2, site2): two tensor loads on one
+# mbarrier a few register instructions apart (A and B of a GEMM's stage), one call for both
+# (instrument/carry.py `pairs`); the first may carry the arrive.expect_tx before it
+PROBE_TENSOR2 = "__consan_tensor2"
 # Or'ed into a load's op word: it carries the mbarrier.arrive.expect_tx of tx bytes (site
 # asite) made just before it on its mbarrier (instrument/carry.py).
 TENSOR_ARRIVE_TX = 1 << 9
@@ -317,6 +321,8 @@ PROBE_PROTOTYPES: dict[str, tuple[tuple[str, ...], str | None]] = {
     PROBE_WGMMA4: ((".b64",) * 8 + (".b32",) * 5, None),
     PROBE_WGMMA_GROUP: ((".b32", ".b32", ".b32"), None),
     PROBE_TENSOR: ((".b64", ".b64", ".b64", ".b32", ".b32", ".b32", ".b32"), ".b32"),
+    PROBE_TENSOR2: ((".b64", ".b64", ".b64", ".b32", ".b32", ".b32", ".b32", ".b64", ".b64",
+                     ".b32"), ".b32"),
 }
 
 # --------------------------------------------------------------------------

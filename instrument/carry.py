@@ -76,3 +76,54 @@ def find(items: list[tuple[int, Item, Classified | None]], converted: set[int]
             written |= _regs(it2.operands[0])
             between.append(it2)
     return out
+
+
+@dataclass(frozen=True)
+class Pair:
+    first: int  # module index of the first tensor load, whose text moves down to the second
+    second: int  # module index of the second: one probe before both models the two
+
+
+def _loads_on_one_mbarrier(it: Item, c: Classified, it2: Item, c2: Classified) -> bool:
+    """Two plain tensor loads (not multicast) on the same mbarrier operand, under one
+    predicate."""
+    return (c.event is Event.TENSOR_LOAD and c2.event is Event.TENSOR_LOAD and
+            not c.mask and not c2.mask and it.pred == it2.pred and
+            (c.result or "").replace(" ", "") == (c2.result or "").replace(" ", ""))
+
+
+def pairs(items: list[tuple[int, Item, Classified | None]], converted: set[int],
+          carried: dict[int, Carry]) -> dict[int, Pair]:
+    """Tensor loads (by module index of the second) made a few register instructions after
+    another tensor load on the same mbarrier (a GEMM stage's A and B boxes): one probe
+    before the second models both (abi.PROBE_TENSOR2), the first load (and the arrive it
+    carries) moved down to just after it. The instructions in between are register
+    arithmetic that writes no register the first load or its arrive reads, so the copies
+    are the same; neither copy starts before the probe that models both, as before."""
+    out: dict[int, Pair] = {}
+    taken: set[int] = set()
+    for pos, (idx, it, c) in enumerate(items):
+        if c is None or c.event is not Event.TENSOR_LOAD or idx in carried or c.mask:
+            continue
+        written: set[str] = set()  # registers the instructions in between write
+        for idx2, it2, c2 in reversed(items[:pos]):
+            if it2.kind == "trivia":
+                continue
+            if not it2.is_instruction:
+                break
+            if c2 is not None:
+                if (_loads_on_one_mbarrier(it2, c2, it, c) and idx2 not in taken and
+                        idx2 not in out and (idx2 in converted) == (idx in converted)):
+                    reads = _regs(" ".join(it2.operands)) | _regs(it2.pred or "")
+                    k = carried.get(idx2)
+                    if k is not None:
+                        arrive = next(t for i, t, _ in items if i == k.arrive)
+                        reads |= _regs(" ".join(arrive.operands)) | _regs(arrive.pred or "")
+                    if not reads & written:
+                        out[idx] = Pair(idx2, idx)
+                        taken.add(idx2)
+                break
+            if it2.op_parts[0] not in _ALU or not it2.operands:
+                break
+            written |= _regs(it2.operands[0])
+    return out

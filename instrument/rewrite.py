@@ -65,6 +65,8 @@ from .sites import SiteTable, SourceLoc
 REG_ADDR = "%__cs_a"
 REG_ADDR2 = "%__cs_b"  # a second address (the mbarrier of a bulk copy)
 REG_ADDR3 = "%__cs_c"  # a third address (the tensor map of a TMA tensor copy)
+REG_ADDR4 = "%__cs_d"  # the second copy's shared address and map of a pair (PROBE_TENSOR2)
+REG_ADDR5 = "%__cs_e"
 REG_TOKEN = "%__cs_tok"
 REG_OK = "%__cs_ok"  # predicate: the guarded mbarrier operation may run
 REG_SPIN = "%__cs_spin"  # failed mbarrier waits in a row (sampled: abi.MB_WAIT_SAMPLE)
@@ -421,7 +423,8 @@ def _address_code(addr: str, widths: dict[str, int], where: Item, reg: str = REG
 # ---------------------------------------------------------------- probe text
 
 # consan's own registers that probes take, by bits: a call passes them as they are.
-_OWN_BITS = {REG_ADDR: 64, REG_ADDR2: 64, REG_ADDR3: 64, REG_TOKEN: 32, REG_OP: 32,
+_OWN_BITS = {REG_ADDR: 64, REG_ADDR2: 64, REG_ADDR3: 64, REG_ADDR4: 64, REG_ADDR5: 64,
+             REG_TOKEN: 32, REG_OP: 32,
              REG_CTAMASK: 32, fast_path.REG_FAST: 32}
 _DECIMAL = re.compile(r"[0-9]+")
 
@@ -718,10 +721,13 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
         items_by = {i: it for i, it, _, _ in walk}
         carried = {} if loose else carry.find([(i, it, c) for i, it, c, _ in walk], converted)
         arrives = {k.arrive: k for k in carried.values()}
+        paired = {} if loose else carry.pairs([(i, it, c) for i, it, c, _ in walk], converted,
+                                              carried)
 
         fprobes = _FnProbes(table, fn.name, widths, mod, spaces, carried, arrives, items_by,
                             tags, inline_bars if fn.is_entry else None, keep_ops=loose,
-                            all_bars=bar_probes)
+                            all_bars=bar_probes, pairs=paired,
+                            firsts={p.first: p for p in paired.values()}, classes=classified)
         emit = functools.partial(_emit, fprobes)
         tagged = 0
 
@@ -865,7 +871,8 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
                                   + before.get(first_code, ""))
             begins[fn.open_index] = first_code
         if probes or fn.is_entry:
-            after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3};"
+            after[fn.open_index] = (f"\n\t.reg .b64 {REG_ADDR}, {REG_ADDR2}, {REG_ADDR3}, "
+                                    f"{REG_ADDR4}, {REG_ADDR5};"
                                     f"\n\t.reg .b32 {REG_TOKEN}, {REG_SPIN}, {REG_SPIN_LOW}, "
                                     f"{REG_CTAMASK}, {REG_ECHO[0]}, {REG_ECHO[1]};"
                                     f"\n\t.reg .b32 {REG_OP}, {loops.REG_MASK}, "
@@ -1330,6 +1337,9 @@ class _FnProbes:
     kept_guard: bool = False  # (set: some probe after its instruction reads REG_GUARD)
     keep_ops: bool = False  # mbarrier operations and copies run as they are (_loose_mbarriers)
     all_bars: dict[int, _StepBarrier] | None = None  # (filled: every CTA barrier's probes)
+    pairs: dict[int, carry.Pair] = field(default_factory=dict)  # by the second load
+    firsts: dict[int, carry.Pair] = field(default_factory=dict)  # by the first load
+    classes: dict[int, Classified] = field(default_factory=dict)
 
 
 class _InlineBarrier(NamedTuple):
@@ -1466,6 +1476,11 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     if idx in f.arrives:  # modelled by the probe of the load that carries it
         arrive_site[f.arrives[idx].load] = site.id
         return None
+    if idx in f.firsts:  # modelled, and run, after the second load's probe
+        arrive_site[-1 - f.firsts[idx].second] = site.id
+        return "", "", ""
+    if idx in f.pairs:
+        return _emit_pair(f, f.pairs[idx], site.id, on, arrive_site)
     tensor = c.event in (Event.TENSOR_LOAD, Event.TENSOR_STORE)
     k = f.carried.get(idx)
     pre, post = _probe(it, c, site.id, f.widths,
@@ -1501,6 +1516,36 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
         if k:  # the arrive runs after the probe that modelled it, before the load
             text = f"@{REG_OK} {f.items[k.arrive].unpredicated}\n\t" + text
     return pre, text, post
+
+
+def _emit_pair(f: _FnProbes, p: carry.Pair, site2: int, on: bool, arrive_site: dict
+               ) -> tuple[str, str, str]:
+    """(text before, text, text after) of the second load of a pair (carry.pairs): one
+    probe for both loads (and the arrive the first carries), then the arrive and the two
+    loads, each run where the probe says so."""
+    it1, it2 = f.items[p.first], f.items[p.second]
+    c1, c2 = f.classes[p.first], f.classes[p.second]
+    k = f.carried.get(p.first)
+    pred = it2.pred
+    spaces = _symbol_spaces(f.mod, f.spaces)
+    code = (_address_code(c1.address or "", f.widths, it1)
+            + _generic_address_code(c1.arg, f.widths, it1, REG_ADDR3, spaces)
+            + _address_code(c1.result or "", f.widths, it1, REG_ADDR2)
+            + _address_code(c2.address or "", f.widths, it2, REG_ADDR4)
+            + _generic_address_code(c2.arg, f.widths, it2, REG_ADDR5, spaces))
+    opcode, op = _op_word(abi.TENSOR_LOAD | (abi.TENSOR_ARRIVE_TX if k else 0), on, pred)
+    tx, asite = (k.count, arrive_site[p.first]) if k else ("0", abi.NO_SITE)
+    site1 = arrive_site[-1 - p.second]
+    args = [(".b64", REG_ADDR), (".b64", REG_ADDR3), (".b64", REG_ADDR2), (".b32", str(site1)),
+            (".b32", op), (".b32", tx), (".b32", str(asite)), (".b64", REG_ADDR4),
+            (".b64", REG_ADDR5), (".b32", str(site2))]
+    call = _call(None, abi.PROBE_TENSOR2, args, ret=True, pre=code + opcode,
+                 comment=f"sites {site1}, {site2}")
+    pre = _guard(call, f"@{converge.REG_ON}" if on else pred)
+    text = f"@{REG_OK} {it1.unpredicated}\n\t@{REG_OK} {it2.unpredicated}"
+    if k:  # the arrive runs after the probe that modelled it, before the loads
+        text = f"@{REG_OK} {f.items[k.arrive].unpredicated}\n\t" + text
+    return pre, text, ""
 
 
 def _loop_copy(lp: loops.Loop, items: list[Item], cls: dict, emit) -> str:

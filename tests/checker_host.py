@@ -281,6 +281,16 @@ class HostChecker:
         return self._probe(abi.PROBE_TENSOR)(dst, tmap, mbar_off, site, op, expect_tx or 0,
                                              arrive_site)
 
+    def tensor_load_pair(self, warp: int, dst: int, tmap: int, dst2: int, tmap2: int,
+                         mbar_off: int, site: int = 0, site2: int = 0,
+                         expect_tx: int | None = None, arrive_site: int = abi.NO_SITE) -> int:
+        """Two loads on one mbarrier in one call (abi.PROBE_TENSOR2, carry.pairs); with
+        `expect_tx`, the first carries the arrive.expect_tx before it."""
+        self._as(warp)
+        op = abi.TENSOR_LOAD | (abi.TENSOR_ARRIVE_TX if expect_tx is not None else 0)
+        return self._probe(abi.PROBE_TENSOR2)(dst, tmap, mbar_off, site, op, expect_tx or 0,
+                                              arrive_site, dst2, tmap2, site2)
+
     def tensor_store(self, warp: int, src: int, tmap: int, site: int = 0) -> int:
         self._as(warp)
         return self._probe(abi.PROBE_TENSOR)(src, tmap, 0, site, abi.TENSOR_STORE, 0,

@@ -932,10 +932,11 @@ CS_ENTRY uint32_t cs_host_wg_chunk(uint64_t desc, uint32_t rows, uint32_t kmajor
 // as for bulk copies. With CS_TENSOR_ARRIVE_TX, each issuing lane's load carries the
 // mbarrier.arrive.expect_tx of `tx` bytes (site asite) its PTX made just before it, on the
 // same mbarrier (instrument/carry.py): one probe for both; 1 skips both.
-CS_REJOINED_LEAVING(uint32_t, __consan_tensor,
-            (uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site, uint32_t op, uint32_t tx,
-             uint32_t asite),
-            (smem, map, mbar, site, op, tx, asite)) {
+// The copies of one call: with `pair` (__consan_tensor2), each issuing lane's two loads on
+// one mbarrier, the first (which may carry the arrive) then the second; 1 skips both.
+CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, uint64_t mbar,
+                                uint32_t site, uint32_t op, uint32_t tx, uint32_t asite,
+                                uint64_t smem2, uint64_t map2, uint32_t site2, bool pair) {
     CS_PROF(11);
     CS_STAMP_SCOPE(1);
     CS_NULL_TENSOR(return 0;)
@@ -955,54 +956,61 @@ CS_REJOINED_LEAVING(uint32_t, __consan_tensor,
     bool lead = cs_lane() == leader;
     for (uint32_t rest = issuers; rest; rest &= rest - 1) {
         int k = cs_ffs(rest) - 1;
-        // A load's operands are the leader's alone: where it issued the load itself (the
-        // first load, and the whole call where one lane issues), its own, with no shuffles
-        // (five, with their convergence checks; with the chunk masks walked as 32-bit
-        // words, clocks.h, a TMA load's probe 865 -> 757 warp instructions in the TMA ring,
-        // ncu on the H100).
-        uint64_t d = smem, m = map, b = mbar;
-        uint32_t ntx = tx, mk = mask;
-        if (op != CS_TENSOR_LOAD || (uint32_t)k != leader) {
-            d = cs_bcast64(active, smem, k), m = cs_bcast64(active, map, k);
-            b = cs_bcast64(active, mbar, k);
-            if (op != CS_TENSOR_LOAD) {
-                cs_tensor_store(active, leader, slot, d, m, (uint32_t)k, site);
-                continue;
+        for (uint32_t q = 0; q <= (uint32_t)pair; ++q) {
+            // A load's operands are the leader's alone: where it issued the load itself
+            // (the first load, and the whole call where one lane issues), its own, with no
+            // shuffles (five, with their convergence checks; with the chunk masks walked
+            // as 32-bit words, clocks.h, a TMA load's probe 865 -> 757 warp instructions
+            // in the TMA ring, ncu on the H100).
+            uint64_t d = q ? smem2 : smem, m = q ? map2 : map, b = mbar;
+            uint32_t ntx = tx, mk = mask, s = q ? site2 : site;
+            bool carried = arrive && q == 0;
+            if (op != CS_TENSOR_LOAD || (uint32_t)k != leader) {
+                d = cs_bcast64(active, d, k), m = cs_bcast64(active, m, k);
+                b = cs_bcast64(active, mbar, k);
+                if (op != CS_TENSOR_LOAD) {
+                    cs_tensor_store(active, leader, slot, d, m, (uint32_t)k, site);
+                    continue;
+                }
+                ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);
             }
-            ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);
-        }
-        cs_tload t = {};
-        CS_STAMP(start.~cs_stamp_part(); start.k = -1;)
-        if (lead) {
-            CS_PROF(25);
-            CS_STAMP_PART(0);
-            CS_SPIN(CONSAN_SPIN_TENSOR, true)
-            t = cs_tensor_load_begin(slot, d, m, b, site, arrive, ntx, asite, mk);
-            if (mk && !t.skip && cs_multicast_on()) {  // (a skipped load writes nowhere)
-                uint32_t low = (1u << CS_RANK_SHIFT) - 1u;
-                cs_mc_post_all(mk, (uint32_t)d & low, cs_tmap_bytes(m), (uint32_t)b & low, site);
+            cs_tload t = {};
+            CS_STAMP(start.~cs_stamp_part(); start.k = -1;)
+            if (lead) {
+                CS_PROF(25);
+                CS_STAMP_PART(0);
+                CS_SPIN(CONSAN_SPIN_TENSOR, true)
+                t = cs_tensor_load_begin(slot, d, m, b, s, carried, ntx, asite, mk);
+                if (mk && !t.skip && cs_multicast_on()) {  // (a skipped load writes nowhere)
+                    uint32_t low = (1u << CS_RANK_SHIFT) - 1u;
+                    cs_mc_post_all(mk, (uint32_t)d & low, cs_tmap_bytes(m), (uint32_t)b & low,
+                                   s);
+                }
             }
-        }
-        // The call's lanes meet again after the leader's look, before the shuffles of what
-        // it found: without it each shuffle took its divergent path, once for the leader
-        // and once for the others (a TMA load's probe in the TMA ring 757 -> 722 warp
-        // instructions, ncu on the H100).
-        cs_syncwarp(active);
-        uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
-        if (span) {
-            uint32_t off = cs_bcast(active, t.off, leader);
-            uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
-            uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
-            uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
-            CS_STAMP_PART(1);
-            cs_finding wf = cs_copy_write(active, slot, g0, g1, site, agent, clk);
-            if (!t.f.kind) t.f = wf;
-        }
-        if (lead) {
-            CS_PROF(26);
-            skip |= t.skip;
-            if (t.f.kind)
-                cs_tensor_record(t.f.kind, site, t.f, t.off, t.off + t.span, t.moff, t.ph, t.bytes);
+            // The call's lanes meet again after the leader's look, before the shuffles of
+            // what it found: without it each shuffle took its divergent path, once for the
+            // leader and once for the others (a TMA load's probe in the TMA ring 757 -> 722
+            // warp instructions, ncu on the H100).
+            cs_syncwarp(active);
+            uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
+            if (span) {
+                uint32_t off = cs_bcast(active, t.off, leader);
+                uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
+                uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
+                uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
+                CS_STAMP_PART(1);
+                cs_finding wf = cs_copy_write(active, slot, g0, g1, s, agent, clk);
+                if (!t.f.kind) t.f = wf;
+            }
+            if (lead) {
+                CS_PROF(26);
+                skip |= t.skip;
+                if (t.f.kind)
+                    cs_tensor_record(t.f.kind, s, t.f, t.off, t.off + t.span, t.moff, t.ph,
+                                     t.bytes);
+            }
+            // (the pair's second load is skipped with its first: not modelled either)
+            if (cs_bcast(active, t.skip, leader)) break;
         }
     }
     {
@@ -1011,6 +1019,20 @@ CS_REJOINED_LEAVING(uint32_t, __consan_tensor,
         skip = cs_guard_verdict(all, skip, leader, cs_leaving);
     }
     return skip;
+}
+CS_REJOINED_LEAVING(uint32_t, __consan_tensor,
+            (uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site, uint32_t op, uint32_t tx,
+             uint32_t asite),
+            (smem, map, mbar, site, op, tx, asite)) {
+    return cs_tensor_calls(cs_leaving, smem, map, mbar, site, op, tx, asite, 0, 0, 0, false);
+}
+// Two loads on one mbarrier in one call (abi.PROBE_TENSOR2, instrument/carry.py `pairs`).
+CS_REJOINED_LEAVING(uint32_t, __consan_tensor2,
+            (uint64_t smem, uint64_t map, uint64_t mbar, uint32_t site, uint32_t op, uint32_t tx,
+             uint32_t asite, uint64_t smem2, uint64_t map2, uint32_t site2),
+            (smem, map, mbar, site, op, tx, asite, smem2, map2, site2)) {
+    return cs_tensor_calls(cs_leaving, smem, map, mbar, site, op, tx, asite, smem2, map2, site2,
+                           true);
 }
 
 #ifdef CONSAN_HOST

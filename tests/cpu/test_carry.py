@@ -160,3 +160,72 @@ def test_random_rings_decide_and_leave_the_same_state_either_way(vsh):
         assert np.array_equal(runs[0][1], runs[1][1]), seed
         racy += bool(runs[0][0])
     assert 5 <= racy <= 55  # the traces are not all clean, nor all racy
+
+
+# A stage's two boxes on one mbarrier (a GEMM's A and B): one call for both loads
+# (abi.PROBE_TENSOR2, carry.pairs) against the two calls one after the other.
+B2 = 5  # the second box's site
+
+
+def _produce_two(c, paired: bool, tx: int = 2 * BOX, mbar: int = MB) -> int:
+    tmap = c.tensor_map(MAP, footprint=BOX)
+    if paired:
+        return c.tensor_load_pair(0, 0, tmap, BOX, tmap, mbar, site=LOAD, site2=B2,
+                                  expect_tx=tx, arrive_site=ARRIVE)
+    skip = c.tensor_load(0, 0, tmap, mbar, site=LOAD, expect_tx=tx, arrive_site=ARRIVE)
+    return skip | c.tensor_load(0, BOX, tmap, mbar, site=B2)
+
+
+def _each_pair(trace, expected):
+    for vsh in (True, False):
+        for paired in (False, True):
+            c = _checker(vsh)
+            trace(c, paired)
+            assert c.kinds() == expected, (vsh, paired)
+
+
+def test_a_pair_completes_the_phase_with_its_second_box():
+    def trace(c, paired):
+        _init(c)
+        assert _produce_two(c, paired) == 0
+        c.mbar_wait(1, MB, parity=0, site=3)
+        _read_box(c, 1, 4)
+        _read_box(c, 1, 6, dst=BOX)
+    _each_pair(trace, [])
+
+
+def test_a_pair_whose_second_box_a_read_overtakes_is_pending():
+    def trace(c, paired):
+        _init(c)
+        assert _produce_two(c, paired) == 0
+        c.read(1, BOX, 16, site=2)  # before the wait: the second box's bytes
+        c.mbar_wait(1, MB, parity=0, site=3)
+    _each_pair(trace, [("async.pending-write", 2, B2)])
+
+
+def test_a_pair_whose_second_box_was_not_announced_lands_in_the_next_phase():
+    """One box announced: the first completes the phase, the second leads the next one's
+    arrive (complete_tx before expect_tx), so a read of it after the first wait is
+    pending and after the second is not."""
+    def trace(c, paired):
+        _init(c)
+        assert _produce_two(c, paired, tx=BOX) == 0
+        c.mbar_wait(1, MB, parity=0, site=3)
+        _read_box(c, 1, 4)
+        c.read(1, BOX, 16, site=2)
+        c.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, BOX, site=7)
+        c.mbar_wait(1, MB, parity=1, site=8)
+        _read_box(c, 1, 6, dst=BOX)
+    _each_pair(trace, [("async.pending-write", 2, B2)])
+
+
+def test_a_pair_on_an_mbarrier_never_initialised_skips_both_loads():
+    def trace(c, paired):
+        skip = _produce_two(c, paired)
+        assert skip == 1
+    for vsh in (True, False):
+        for paired in (False, True):
+            c = _checker(vsh)
+            trace(c, paired)
+            kinds = c.kinds()
+            assert kinds and {k[0] for k in kinds} == {"mbarrier.uninit"}, (vsh, paired, kinds)

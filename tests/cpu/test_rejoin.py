@@ -192,8 +192,9 @@ def test_ptxas_gives_back_the_warp_whole_from_every_probe_call_of_a_kernel(modul
 # chain's rows do not do. With the wind-down's call after the region instead, ptxas closed
 # __consan_bulk's region before it, with the call and a conditional branch on the way to
 # the return.
-_CALLING_ENTRIES = ("__consan_mbar", "__consan_tensor", "__consan_bulk", "__consan_bar_arrive",
-                    "__consan_bar_wait", "__consan_cluster_bar", "__consan_wgmma4")
+_CALLING_ENTRIES = ("__consan_mbar", "__consan_tensor", "__consan_tensor2", "__consan_bulk",
+                    "__consan_bar_arrive", "__consan_bar_wait", "__consan_cluster_bar",
+                    "__consan_wgmma4")
 
 
 @pytest.mark.parametrize("build", [dict(vsh=True), dict(vsh=True, chunk=True), dict(),

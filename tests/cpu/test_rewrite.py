@@ -773,6 +773,47 @@ def test_an_arrive_the_move_could_change_keeps_its_own_probe(arrive, between):
     assert args_of(out, abi.PROBE_TENSOR)[0][5] == "0"
 
 
+LOAD2 = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+         "[%r6], [%rd2, {%r3, %r5}], [%r2];")
+BETWEEN2 = "mov.u32 %r6, tile;\n\tadd.s32 %r6, %r6, 4096;"
+
+
+def test_two_loads_on_one_mbarrier_are_one_probe():
+    """A stage's two boxes (carry.pairs): one PROBE_TENSOR2 before both, the first load
+    (and the arrive it carries) moved down past the arithmetic to just after it, each
+    site kept, every instruction run only where the checker says it may."""
+    ins = _carry(load=LOAD + "\n\t" + BETWEEN2 + "\n\t" + LOAD2)
+    out = ins.ptx
+    events = [s.event for s in ins.sites.sites]
+    assert events == ["mbarrier", "mbarrier", "async.tensor_load", "async.tensor_load", "exit"]
+    assert calls(out, abi.PROBE_TENSOR) == [] and len(calls(out, abi.PROBE_TENSOR2)) == 1
+    assert args_of(out, abi.PROBE_TENSOR2)[0][3:] == [
+        "2", str(abi.TENSOR_LOAD | abi.TENSOR_ARRIVE_TX), "%r4", "1", "%__cs_d", "%__cs_e", "3"]
+    probe = out.index("// consan sites 2, 3")
+    assert out.index("add.s32 %r6, %r6, 4096;") < probe  # the second box's address first
+    assert ("setp.eq.u32 %__cs_ok, %__cs_tok, 0;\n\t@%__cs_ok mbarrier.arrive.expect_tx"
+            ".shared::cta.b64 _, [%r2], %r4;\n\t@%__cs_ok " + LOAD + "\n\t@%__cs_ok "
+            + LOAD2) in out
+    assert out.count("cp.async.bulk.tensor") == 2
+    toolchain.link_with_checker(ins, "pair", toolchain.Arch.parse("sm_90a"))
+
+
+@pytest.mark.parametrize("between", [
+    BETWEEN2 + "\n\tadd.s32 %r3, %r3, 1;",  # the first load's coordinate changes
+    BETWEEN2 + "\n\tmov.u32 %r4, 64;",  # the carried arrive's byte count changes
+    BETWEEN2 + "\n$L__BB0_1:",  # a label: another path may reach the second load
+    BETWEEN2 + "\n\tld.shared.u32 %r7, [%r2+16];",  # memory in between
+])
+def test_loads_the_move_could_change_keep_their_own_probes(between):
+    out = _carry(load=LOAD + "\n\t" + between + "\n\t" + LOAD2).ptx
+    assert calls(out, abi.PROBE_TENSOR2) == [] and len(calls(out, abi.PROBE_TENSOR)) == 2
+
+
+def test_loads_on_two_mbarriers_keep_their_own_probes():
+    out = _carry(load=LOAD + "\n\t" + BETWEEN2 + "\n\t" + LOAD2.replace("[%r2]", "[%r2+8]")).ptx
+    assert calls(out, abi.PROBE_TENSOR2) == [] and len(calls(out, abi.PROBE_TENSOR)) == 2
+
+
 LOOP = (".visible .entry k()\n{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<8>;\n"
         "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.s32 %p1, %r1, 0;\n"
         "\t@%p1 bra $L__BB0_3;\n"
