@@ -956,46 +956,35 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
     bool lead = cs_lane() == leader;
     for (uint32_t rest = issuers; rest; rest &= rest - 1) {
         int k = cs_ffs(rest) - 1;
-        // A load's operands are the leader's alone: where it issued the load itself (the
-        // first load, and the whole call where one lane issues), its own, with no shuffles
-        // (five, with their convergence checks; with the chunk masks walked as 32-bit
-        // words, clocks.h, a TMA load's probe 865 -> 757 warp instructions in the TMA ring,
-        // ncu on the H100).
-        uint64_t d = smem, m = map, b = mbar, d2 = smem2, m2 = map2;
-        uint32_t ntx = tx, mk = mask;
-        if (op != CS_TENSOR_LOAD || (uint32_t)k != leader) {
-            d = cs_bcast64(active, smem, k), m = cs_bcast64(active, map, k);
-            b = cs_bcast64(active, mbar, k);
-            if (op != CS_TENSOR_LOAD) {
-                cs_tensor_store(active, leader, slot, d, m, (uint32_t)k, site);
-                continue;
-            }
-            ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);
-            if (pair) d2 = cs_bcast64(active, smem2, k), m2 = cs_bcast64(active, map2, k);
-        }
-        // (a pair: both looks under one hold of the entry's lock, then both boxes)
-        cs_tload t2 = {};
-        bool looked2 = false;
         for (uint32_t q = 0; q <= (uint32_t)pair; ++q) {
-            uint32_t s = q ? site2 : site;
+            // A load's operands are the leader's alone: where it issued the load itself
+            // (the first load, and the whole call where one lane issues), its own, with no
+            // shuffles (five, with their convergence checks; with the chunk masks walked
+            // as 32-bit words, clocks.h, a TMA load's probe 865 -> 757 warp instructions
+            // in the TMA ring, ncu on the H100).
+            uint64_t d = q ? smem2 : smem, m = q ? map2 : map, b = mbar;
+            uint32_t ntx = tx, mk = mask, s = q ? site2 : site;
+            bool carried = arrive && q == 0;
+            if (op != CS_TENSOR_LOAD || (uint32_t)k != leader) {
+                d = cs_bcast64(active, d, k), m = cs_bcast64(active, m, k);
+                b = cs_bcast64(active, mbar, k);
+                if (op != CS_TENSOR_LOAD) {
+                    cs_tensor_store(active, leader, slot, d, m, (uint32_t)k, site);
+                    continue;
+                }
+                ntx = cs_bcast(active, tx, k), mk = cs_bcast(active, mask, k);
+            }
             cs_tload t = {};
             CS_STAMP(start.~cs_stamp_part(); start.k = -1;)
-            if (lead && q == 1 && looked2) {
-                t = t2;
-            } else if (lead) {
+            if (lead) {
                 CS_PROF(25);
                 CS_STAMP_PART(0);
                 CS_SPIN(CONSAN_SPIN_TENSOR, true)
-                t = q ? cs_tensor_load_begin(slot, d2, m2, b, s, false, 0, asite, 0)
-                      : cs_tensor_load_begin(slot, d, m, b, s, arrive, ntx, asite, mk, pair);
+                t = cs_tensor_load_begin(slot, d, m, b, s, carried, ntx, asite, mk);
                 if (mk && !t.skip && cs_multicast_on()) {  // (a skipped load writes nowhere)
                     uint32_t low = (1u << CS_RANK_SHIFT) - 1u;
                     cs_mc_post_all(mk, (uint32_t)d & low, cs_tmap_bytes(m), (uint32_t)b & low,
                                    s);
-                }
-                if (t.e) {
-                    t2 = cs_tensor_load_second(slot, d2, m2, site2, t);
-                    looked2 = true;
                 }
             }
             // The call's lanes meet again after the leader's look, before the shuffles of

@@ -123,7 +123,6 @@ struct cs_tload {
     bool write;  // the copy's write to model (span bytes at off)
     uint32_t off, span, moff, j, ph, bytes;
     cs_finding f;  // a tool note on the copy (out of the window)
-    uint32_t* e;  // (`keep`: the entry, its lock still held for a second copy's look)
 };
 // A copy through a map not known: the bytes the phase still expects, else up to the end of
 // the window; never past a live mbarrier (said in a record).
@@ -151,14 +150,11 @@ CS_NOINLINE uint32_t cs_tensor_guess_span(uint32_t slot, uint32_t off, uint32_t 
 // on this copy (instrument/carry.py) is modelled first, as its own probe would have.
 // `mask`: a multicast load's ctaMask (0: none); this CTA's part is its copy when the mask
 // holds it (its peers' parts are posted to them: multicast.h).
-CS_DEV void cs_tensor_land(uint32_t slot, uint32_t* e, cs_tload& t, bool keep, uint32_t site);
-// `keep`: where the copy lands, the entry's lock is kept (t.e set) for the second load of a
-// pair, whose look (cs_tensor_load_second) gives it back.
 CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, uint64_t mbar,
                                      uint32_t site, bool arrive, uint32_t tx_arg, uint32_t asite,
-                                     uint32_t mask, bool keep = false) {
+                                     uint32_t mask) {
     cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
-    cs_tload t = {0, false, 0, 0, 0, 0, 0, 0, none, 0};
+    cs_tload t = {0, false, 0, 0, 0, 0, 0, 0, none};
     bool mlocal = cs_local((uint32_t)mbar, t.moff);
     bool dlocal = cs_local((uint32_t)dst, t.off);
     if (mask) dlocal = (mask >> cs_ctarank()) & 1u;  // (offsets: the same in every CTA)
@@ -179,10 +175,12 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         t.skip = 1;
         return t;
     }
+    uint32_t end = S.granules * CS_GRANULE_BYTES, off = t.off;
     {
         CS_PROF(17);
         t.bytes = cs_tmap_bytes(map);  // transaction bytes the copy completes
     }
+    bool guessed = t.bytes == 0;
     // One lock for the arrive it carries and for the copy's bytes and phase, before the
     // box is written: the copy instruction runs after this probe, so no wait completes on
     // its bytes before the box has its epochs (the phase may complete here, in the model).
@@ -206,15 +204,6 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
             return t;
         }
     }
-    cs_tensor_land(slot, e, t, keep, site);
-    return t;
-}
-
-// The copy's bytes land on the entry (lock held: given back, unless `keep`), then what it
-// writes: t.bytes from its map (0: not known).
-CS_DEV void cs_tensor_land(uint32_t slot, uint32_t* e, cs_tload& t, bool keep, uint32_t site) {
-    uint32_t end = S.granules * CS_GRANULE_BYTES, off = t.off;
-    bool guessed = t.bytes == 0;
     t.ph = e[CS_MB_PHASE];
     int32_t tx = (int32_t)e[CS_MB_TX];
     // Unknown map: the bytes the phase still expects (exact when one copy fills the phase).
@@ -223,8 +212,7 @@ CS_DEV void cs_tensor_land(uint32_t slot, uint32_t* e, cs_tload& t, bool keep, u
         CS_PROF(31);
         CS_STAMP_PART(5);
         cs_mbar_copy_landed(e, t.j, t.ph, t.bytes, site, t.moff);
-        if (keep) t.e = e;
-        else cs_mbar_unlock(t.j);
+        cs_mbar_unlock(t.j);
     }
     t.span = guessed ? cs_tensor_guess_span(slot, t.off, t.bytes, t.moff, t.ph, site)
                      : t.bytes;  // bytes it writes
@@ -232,26 +220,6 @@ CS_DEV void cs_tensor_land(uint32_t slot, uint32_t* e, cs_tload& t, bool keep, u
         t.f = {CS_TOOL_OUT_OF_WINDOW, CS_NO_SITE, CS_NO_WARP};
     else
         t.write = t.span != 0;
-}
-
-// A pair's second load (instrument/carry.py `pairs`), on the mbarrier of the first, whose
-// look kept the entry's lock (first.e): its bytes land under that hold, one look for both
-// (the copies both start after the probe, so the phase may complete before either box has
-// its epochs, as for one copy).
-CS_DEV cs_tload cs_tensor_load_second(uint32_t slot, uint64_t dst, uint64_t map, uint32_t site,
-                                      const cs_tload& first) {
-    cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
-    cs_tload t = {0, false, 0, 0, first.moff, first.j, 0, 0, none, 0};
-    if (!cs_local((uint32_t)dst, t.off)) {  // another CTA's smem: not checked
-        cs_mbar_unlock(t.j);
-        cs_tensor_record(CS_TOOL_REMOTE_SMEM, site, none, t.off, t.off, t.moff, 0, 0);
-        return t;
-    }
-    {
-        CS_PROF(17);
-        t.bytes = cs_tmap_bytes(map);
-    }
-    cs_tensor_land(slot, first.e, t, false, site);
     return t;
 }
 
