@@ -1,4 +1,5 @@
-"""One probe for a tensor load and the mbarrier.arrive.expect_tx announcing its bytes.
+"""One probe for a tensor load and the mbarrier.arrive.expect_tx announcing its bytes, and
+one for two tensor loads on one mbarrier (`pairs`).
 
 A TMA producer (CUTLASS, Triton, hand-written rings) says how many bytes a phase expects
 with `mbarrier.arrive.expect_tx [bar], n` and issues `cp.async.bulk.tensor ... [bar]` a
