@@ -47,11 +47,13 @@ def _init(c, count: int = 1) -> None:
 
 
 def _each(trace, expected):
+    """The trace with its flag (the arrive carried, or the two loads one call) off and on,
+    in both table builds: the same records every time."""
     for vsh in (True, False):
-        for carried in (False, True):
+        for flag in (False, True):
             c = _checker(vsh)
-            trace(c, carried)
-            assert c.kinds() == expected, (vsh, carried)
+            trace(c, flag)
+            assert c.kinds() == expected, (vsh, flag)
 
 
 def test_read_after_the_wait_is_clean_and_before_it_is_pending():
@@ -176,14 +178,6 @@ def _produce_two(c, paired: bool, tx: int = 2 * BOX, mbar: int = MB) -> int:
     return skip | c.tensor_load(0, BOX, tmap, mbar, site=B2)
 
 
-def _each_pair(trace, expected):
-    for vsh in (True, False):
-        for paired in (False, True):
-            c = _checker(vsh)
-            trace(c, paired)
-            assert c.kinds() == expected, (vsh, paired)
-
-
 def test_a_pair_completes_the_phase_with_its_second_box():
     def trace(c, paired):
         _init(c)
@@ -191,7 +185,7 @@ def test_a_pair_completes_the_phase_with_its_second_box():
         c.mbar_wait(1, MB, parity=0, site=3)
         _read_box(c, 1, 4)
         _read_box(c, 1, 6, dst=BOX)
-    _each_pair(trace, [])
+    _each(trace, [])
 
 
 def test_a_pair_whose_second_box_a_read_overtakes_is_pending():
@@ -200,7 +194,7 @@ def test_a_pair_whose_second_box_a_read_overtakes_is_pending():
         assert _produce_two(c, paired) == 0
         c.read(1, BOX, 16, site=2)  # before the wait: the second box's bytes
         c.mbar_wait(1, MB, parity=0, site=3)
-    _each_pair(trace, [("async.pending-write", 2, B2)])
+    _each(trace, [("async.pending-write", 2, B2)])
 
 
 def test_a_pair_whose_second_box_was_not_announced_lands_in_the_next_phase():
@@ -216,7 +210,7 @@ def test_a_pair_whose_second_box_was_not_announced_lands_in_the_next_phase():
         c.mbar(0, MB, abi.MB_ARRIVE_EXPECT_TX, BOX, site=7)
         c.mbar_wait(1, MB, parity=1, site=8)
         _read_box(c, 1, 6, dst=BOX)
-    _each_pair(trace, [("async.pending-write", 2, B2)])
+    _each(trace, [("async.pending-write", 2, B2)])
 
 
 def test_a_pair_on_an_mbarrier_never_initialised_skips_both_loads():
