@@ -230,9 +230,13 @@ class Launcher:
         self.args = tuple(args)
 
     def __call__(self, p: Prepared) -> None:
-        """Launch `p.function` with `p`'s shape and `p.launch_shared_mem` (the user's
-        dynamic shared memory, then the checker's), on the current stream."""
-        p.function(p.grid, p.block, self.args, shared_mem=p.launch_shared_mem)
+        self.plain(p, self.args)
+
+    @staticmethod
+    def plain(p: Prepared, args: tuple) -> None:
+        """Launch `p.function` on `args` with `p`'s shape and `p.launch_shared_mem` (the
+        user's dynamic shared memory, then the checker's), on the current stream."""
+        p.function(p.grid, p.block, args, shared_mem=p.launch_shared_mem)
 
 
 class Prepared:
@@ -544,10 +548,10 @@ class Prepared:
         if isinstance(args, Launcher):
             self.launch_resets(args.args)
             args(self)
-        else:  # (Launcher's launch without making one: 0.3 us of a launch call's host time)
+        else:  # (no Launcher made: 0.3 us of a launch call's host time)
             args = tuple(args)
             self.launch_resets(args)
-            self.function(self.grid, self.block, args, shared_mem=self.launch_shared_mem)
+            Launcher.plain(self, args)
         self._stored_prev = LOG_CAPACITY  # until read back, assume the worst
         self._dirty = True
 

@@ -103,6 +103,7 @@ def pairs(items: list[tuple[int, Item, Classified | None]], converted: set[int],
     are the same; neither copy starts before the probe that models both, as before."""
     out: dict[int, Pair] = {}
     taken: set[int] = set()
+    by_index = {i: t for i, t, _ in items}
     for pos, (idx, it, c) in enumerate(items):
         if c is None or c.event is not Event.TENSOR_LOAD or idx in carried or c.mask:
             continue
@@ -118,7 +119,7 @@ def pairs(items: list[tuple[int, Item, Classified | None]], converted: set[int],
                     reads = _regs(" ".join(it2.operands)) | _regs(it2.pred or "")
                     k = carried.get(idx2)
                     if k is not None:
-                        arrive = next(t for i, t, _ in items if i == k.arrive)
+                        arrive = by_index[k.arrive]
                         reads |= _regs(" ".join(arrive.operands)) | _regs(arrive.pred or "")
                     if not reads & written:
                         out[idx] = Pair(idx2, idx)

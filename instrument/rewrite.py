@@ -726,8 +726,7 @@ def _instrument(mod: Module, value_tags: bool = False) -> Instrumented:
 
         fprobes = _FnProbes(table, fn.name, widths, mod, spaces, carried, arrives, items_by,
                             tags, inline_bars if fn.is_entry else None, keep_ops=loose,
-                            all_bars=bar_probes, pairs=paired,
-                            firsts={p.first: p for p in paired.values()}, classes=classified)
+                            all_bars=bar_probes, pairs=paired, classes=classified)
         emit = functools.partial(_emit, fprobes)
         tagged = 0
 
@@ -1338,8 +1337,12 @@ class _FnProbes:
     keep_ops: bool = False  # mbarrier operations and copies run as they are (_loose_mbarriers)
     all_bars: dict[int, _StepBarrier] | None = None  # (filled: every CTA barrier's probes)
     pairs: dict[int, carry.Pair] = field(default_factory=dict)  # by the second load
-    firsts: dict[int, carry.Pair] = field(default_factory=dict)  # by the first load
     classes: dict[int, Classified] = field(default_factory=dict)
+
+    @functools.cached_property
+    def firsts(self) -> dict[int, carry.Pair]:
+        """The pairs by their first load."""
+        return {p.first: p for p in self.pairs.values()}
 
 
 class _InlineBarrier(NamedTuple):
@@ -1512,10 +1515,22 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     text = None
     if not f.keep_ops and ((c.event is Event.MBARRIER and c.result is None) or
                            c.event in (Event.BULK_LOAD, Event.TENSOR_LOAD)):
-        text = f"@{REG_OK} {it.unpredicated}"
-        if k:  # the arrive runs after the probe that modelled it, before the load
-            text = f"@{REG_OK} {f.items[k.arrive].unpredicated}\n\t" + text
+        text = _where_ok(f, k, [it])
     return pre, text, post
+
+
+def _where_ok(f: _FnProbes, k: carry.Carry | None, ops: list[Item]) -> str:
+    """The instructions `ops`, each run only where the probe before them said it may; with
+    `k`, the arrive the first carries before them (after the probe that modelled it)."""
+    ops = ([f.items[k.arrive]] if k else []) + ops
+    return "\n\t".join(f"@{REG_OK} {x.unpredicated}" for x in ops)
+
+
+def _box_code(c: Classified, widths: dict[str, int], it: Item, spaces: dict[str, str],
+              smem: str = REG_ADDR, tmap: str = REG_ADDR3) -> list[str]:
+    """PTX putting a tensor copy's shared address in `smem` and its map's in `tmap`."""
+    return (_address_code(c.address or "", widths, it, smem)
+            + _generic_address_code(c.arg, widths, it, tmap, spaces))
 
 
 def _emit_pair(f: _FnProbes, p: carry.Pair, site2: int, on: bool, arrive_site: dict
@@ -1528,11 +1543,9 @@ def _emit_pair(f: _FnProbes, p: carry.Pair, site2: int, on: bool, arrive_site: d
     k = f.carried.get(p.first)
     pred = it2.pred
     spaces = _symbol_spaces(f.mod, f.spaces)
-    code = (_address_code(c1.address or "", f.widths, it1)
-            + _generic_address_code(c1.arg, f.widths, it1, REG_ADDR3, spaces)
+    code = (_box_code(c1, f.widths, it1, spaces)
             + _address_code(c1.result or "", f.widths, it1, REG_ADDR2)
-            + _address_code(c2.address or "", f.widths, it2, REG_ADDR4)
-            + _generic_address_code(c2.arg, f.widths, it2, REG_ADDR5, spaces))
+            + _box_code(c2, f.widths, it2, spaces, REG_ADDR4, REG_ADDR5))
     opcode, op = _op_word(abi.TENSOR_LOAD | (abi.TENSOR_ARRIVE_TX if k else 0), on, pred)
     tx, asite = (k.count, arrive_site[p.first]) if k else ("0", abi.NO_SITE)
     site1 = arrive_site[-1 - p.second]
@@ -1541,11 +1554,7 @@ def _emit_pair(f: _FnProbes, p: carry.Pair, site2: int, on: bool, arrive_site: d
             (".b64", REG_ADDR5), (".b32", str(site2))]
     call = _call(None, abi.PROBE_TENSOR2, args, ret=True, pre=code + opcode,
                  comment=f"sites {site1}, {site2}")
-    pre = _guard(call, f"@{converge.REG_ON}" if on else pred)
-    text = f"@{REG_OK} {it1.unpredicated}\n\t@{REG_OK} {it2.unpredicated}"
-    if k:  # the arrive runs after the probe that modelled it, before the loads
-        text = f"@{REG_OK} {f.items[k.arrive].unpredicated}\n\t" + text
-    return pre, text, ""
+    return _guard(call, f"@{converge.REG_ON}" if on else pred), _where_ok(f, k, [it1, it2]), ""
 
 
 def _loop_copy(lp: loops.Loop, items: list[Item], cls: dict, emit) -> str:
@@ -1635,8 +1644,7 @@ def _probe(it: Item, c: Classified, site: int, widths: dict[str, int],
     if ev in (Event.TENSOR_LOAD, Event.TENSOR_STORE):
         # (smem, tensor map, mbarrier, site, op): the checker looks the map's geometry up;
         # a load whose mbarrier is not live is skipped, like a bulk copy.
-        code = (_address_code(c.address or "", widths, it)
-                + _generic_address_code(c.arg, widths, it, REG_ADDR3, spaces or {}))
+        code = _box_code(c, widths, it, spaces or {})
         if ev is Event.TENSOR_LOAD:
             code += _address_code(c.result or "", widths, it, REG_ADDR2)
         else:

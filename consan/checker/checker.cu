@@ -1010,7 +1010,7 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
                                      t.bytes);
             }
             // (the pair's second load is skipped with its first: not modelled either)
-            if (cs_bcast(active, t.skip, leader)) break;
+            if (pair && cs_bcast(active, t.skip, leader)) break;
         }
     }
     {
