@@ -9,6 +9,11 @@
 // entry is updated under its own lock: mbarrier operations are rare next to
 // shared-memory accesses.
 
+// The entry at index j (cs_mbar_entry below).
+CS_DEV uint32_t* cs_mbar_entry_at(uint32_t slot, uint32_t j) {
+    uint32_t words = CS_MB_VC + CS_MB_SLOTS * S.nlogical;
+    return (uint32_t*)S.mbar + ((uint64_t)slot * CS_MBARRIERS + j) * words;
+}
 // The entry of the mbarrier at `off` (j: its index), made when `create` (init). Entries
 // are made in device memory, where a slot's earlier CTAs left theirs; each CTA keeps the
 // keys of those it made, and their liveness, in its shared memory, where every other

@@ -150,9 +150,13 @@ CS_NOINLINE uint32_t cs_tensor_guess_span(uint32_t slot, uint32_t off, uint32_t 
 // on this copy (instrument/carry.py) is modelled first, as its own probe would have.
 // `mask`: a multicast load's ctaMask (0: none); this CTA's part is its copy when the mask
 // holds it (its peers' parts are posted to them: multicast.h).
+// `held`: where `keep` and the copy lands, the entry's lock is kept and `held` set to the
+// entry's index + 1, for the second load of a pair on the same mbarrier; that look is given
+// it (a lane's held lock), neither looks the entry up nor takes the lock, gives it back and
+// sets `held` to 0.
 CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, uint64_t mbar,
                                      uint32_t site, bool arrive, uint32_t tx_arg, uint32_t asite,
-                                     uint32_t mask) {
+                                     uint32_t mask, bool keep, uint32_t& held) {
     cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
     cs_tload t = {0, false, 0, 0, 0, 0, 0, 0, none};
     bool mlocal = cs_local((uint32_t)mbar, t.moff);
@@ -162,18 +166,27 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         cs_tensor_record(CS_TOOL_REMOTE_SMEM, site, none, t.off, t.off, t.moff, 0, 0);
     if (arrive && !mlocal)
         cs_mbar_record(CS_TOOL_REMOTE_SMEM, asite, t.moff, 0);
-    if (!dlocal && !(arrive && mlocal)) return t;
+    if (!dlocal && !(arrive && mlocal)) {
+        if (held) cs_mbar_unlock(held - 1), held = 0;
+        return t;
+    }
     uint32_t* e;
     CS_STAMP_PART_AS(look_up, 6);
-    {
-        CS_PROF(28);
-        e = cs_mbar_entry(slot, t.moff, false, t.j);
-    }
-    if (cs_mbar_untracked(e)) return t;  // (the copy runs; its write is not modelled)
-    if (e == 0 || !cs_mbar_live(t.j)) {
-        cs_mbar_record(CS_MBARRIER_UNINIT, arrive && mlocal ? asite : site, t.moff, e);
-        t.skip = 1;
-        return t;
+    const bool locked = held != 0;
+    if (locked) {  // (live, and tracked: the first look found it so, and kept the lock)
+        t.j = held - 1;
+        e = cs_mbar_entry_at(slot, t.j);
+    } else {
+        {
+            CS_PROF(28);
+            e = cs_mbar_entry(slot, t.moff, false, t.j);
+        }
+        if (cs_mbar_untracked(e)) return t;  // (the copy runs; its write is not modelled)
+        if (e == 0 || !cs_mbar_live(t.j)) {
+            cs_mbar_record(CS_MBARRIER_UNINIT, arrive && mlocal ? asite : site, t.moff, e);
+            t.skip = 1;
+            return t;
+        }
     }
     uint32_t end = S.granules * CS_GRANULE_BYTES, off = t.off;
     {
@@ -185,7 +198,7 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     // box is written: the copy instruction runs after this probe, so no wait completes on
     // its bytes before the box has its epochs (the phase may complete here, in the model).
     CS_STAMP(look_up.~cs_stamp_part(); look_up.k = -1;)
-    {
+    if (!locked) {
         CS_PROF(29);
         CS_STAMP_PART(3);
         cs_mbar_lock(t.j);
@@ -212,7 +225,8 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
         CS_PROF(31);
         CS_STAMP_PART(5);
         cs_mbar_copy_landed(e, t.j, t.ph, t.bytes, site, t.moff);
-        cs_mbar_unlock(t.j);
+        if (keep) held = t.j + 1;
+        else cs_mbar_unlock(t.j), held = 0;
     }
     t.span = guessed ? cs_tensor_guess_span(slot, t.off, t.bytes, t.moff, t.ph, site)
                      : t.bytes;  // bytes it writes

@@ -213,6 +213,29 @@ def test_a_pair_whose_second_box_was_not_announced_lands_in_the_next_phase():
     _each(trace, [("async.pending-write", 2, B2)])
 
 
+def test_a_pair_whose_second_box_is_in_another_cta_gives_the_lock_back():
+    """The first look keeps the entry's lock for the second; a second box in another CTA's
+    shared memory is only noted, and the lock is still given back: the next operation on
+    the mbarrier takes it, and the phase completes."""
+    remote = 1 << 24  # (abi.RANK_SHIFT: rank 1's address)
+
+    def trace(c, paired):
+        _init(c)
+        tmap = c.tensor_map(MAP, footprint=BOX)
+        if paired:
+            skip = c.tensor_load_pair(0, 0, tmap, remote | BOX, tmap, MB, site=LOAD, site2=B2,
+                                      expect_tx=2 * BOX, arrive_site=ARRIVE)
+        else:
+            skip = c.tensor_load(0, 0, tmap, MB, site=LOAD, expect_tx=2 * BOX,
+                                 arrive_site=ARRIVE)
+            skip |= c.tensor_load(0, remote | BOX, tmap, MB, site=B2)
+        assert skip == 0
+        c.mbar(0, MB, abi.MB_COMPLETE_TX, BOX, site=7)  # (takes the entry's lock)
+        c.mbar_wait(1, MB, parity=0, site=3)
+        _read_box(c, 1, 4)
+    _each(trace, [("tool.remote-smem", B2, -1)])
+
+
 def test_a_pair_on_an_mbarrier_never_initialised_skips_both_loads():
     def trace(c, paired):
         skip = _produce_two(c, paired)
