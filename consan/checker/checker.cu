@@ -908,47 +908,6 @@ CS_REJOINED_VOID(__consan_wgmma_group, (uint32_t op, uint32_t n, uint32_t site),
                    op == CS_WGMMA_COMMIT, op == CS_WGMMA_WAIT, n, site);
 }
 
-// A tensor load's box written (its look's result t, the leader's), by the lanes of the
-// call together; a finding goes into t.f where the look left none.
-CS_NOINLINE void cs_tensor_write(uint32_t active, uint32_t leader, uint32_t slot, cs_tload& t,
-                            uint32_t site) {
-    uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
-    if (!span) return;
-    uint32_t off = cs_bcast(active, t.off, leader);
-    uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
-    uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
-    uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
-    cs_finding wf = cs_copy_write(active, slot, g0, g1, site, agent, clk);
-    if (!t.f.kind) t.f = wf;
-}
-// A pair's two boxes (t0, then t1: one mbarrier), in one pass where both are written.
-CS_DEV void cs_tensor_write_pair(uint32_t active, uint32_t leader, uint32_t slot, cs_tload& t0,
-                                 cs_tload& t1, uint32_t site0, uint32_t site1) {
-    uint32_t sp0 = cs_bcast(active, t0.write ? t0.span : 0u, leader);
-    uint32_t sp1 = cs_bcast(active, t1.write ? t1.span : 0u, leader);
-    if (!sp0 || !sp1) {
-        cs_tensor_write(active, leader, slot, t0, site0);
-        cs_tensor_write(active, leader, slot, t1, site1);
-        return;
-    }
-    uint32_t o0 = cs_bcast(active, t0.off, leader), o1 = cs_bcast(active, t1.off, leader);
-    const uint32_t a[2] = {o0 / CS_GRANULE_BYTES, o1 / CS_GRANULE_BYTES};
-    const uint32_t z[2] = {(o0 + sp0 - 1) / CS_GRANULE_BYTES, (o1 + sp1 - 1) / CS_GRANULE_BYTES};
-    const uint32_t c[2] = {cs_bcast(active, t0.ph, leader) + 1, cs_bcast(active, t1.ph, leader) + 1};
-    const uint32_t s[2] = {site0, site1};
-    cs_finding f[2];
-    cs_copy_write_pair(active, slot, a, z, s, c, CS_AGENT_MBAR + cs_bcast(active, t1.j, leader), f);
-    if (!t0.f.kind) t0.f = f[0];
-    if (!t1.f.kind) t1.f = f[1];
-}
-// The leader's record of a tensor load's finding (its look's or its write's) and its skip.
-CS_DEV void cs_tensor_note(bool lead, uint32_t& skip, const cs_tload& t, uint32_t site) {
-    if (!lead) return;
-    CS_PROF(26);
-    skip |= t.skip;
-    if (t.f.kind) cs_tensor_record(t.f.kind, site, t.f, t.off, t.off + t.span, t.moff, t.ph, t.bytes);
-}
-
 #ifdef CONSAN_HOST
 // The tensor-map cache (host tests): emptied, map `at` kept with `bytes`, `map` looked up
 // (0: not in the cache; the host's table of maps is empty).
@@ -997,11 +956,13 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
     bool lead = cs_lane() == leader;
     for (uint32_t rest = issuers; rest; rest &= rest - 1) {
         int k = cs_ffs(rest) - 1;
-        // A pair's two looks come first, the second landing its bytes under the hold of
-        // the entry's lock the first kept (one look-up and one lock a pair), then both boxes
-        // are written together (cs_copy_write_pair), then each load's record.
+        // A pair's second look lands its bytes under the hold of the entry's lock its first
+        // look kept, across the first box's write (no other lock is taken there): one
+        // look-up and one lock a pair. (Where the first look takes the second's landing too,
+        // before either box, its results held across the first box's write spilled:
+        // __consan_tensor2 16 -> 85 local stores, 1,560 -> 2,496 SASS instructions, and the
+        // TMA + wgmma GEMM 1.098 slower on an H200.)
         uint32_t held = 0;
-        cs_tload first = {};  // (a pair's first look, the leader's)
         for (uint32_t q = 0; q <= (uint32_t)pair; ++q) {
             // A load's operands are the leader's alone: where it issued the load itself
             // (the first load, and the whole call where one lane issues), its own, with no
@@ -1039,23 +1000,25 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
             // leader and once for the others (a TMA load's probe in the TMA ring 757 -> 722
             // warp instructions, ncu on the H100).
             cs_syncwarp(active);
-            if (pair && q == 0) {
-                first = t;
-                // (the pair's second load is skipped with its first: not modelled either)
-                if (cs_bcast(active, t.skip, leader)) {
-                    cs_tensor_note(lead, skip, t, s);
-                    break;
-                }
-                continue;
+            uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
+            if (span) {
+                uint32_t off = cs_bcast(active, t.off, leader);
+                uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
+                uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
+                uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
+                CS_STAMP_PART(1);
+                cs_finding wf = cs_copy_write(active, slot, g0, g1, s, agent, clk);
+                if (!t.f.kind) t.f = wf;
             }
-            CS_STAMP_PART(1);
-            if (pair) {
-                cs_tensor_write_pair(active, leader, slot, first, t, site, s);
-                cs_tensor_note(lead, skip, first, site);
-            } else {
-                cs_tensor_write(active, leader, slot, t, s);
+            if (lead) {
+                CS_PROF(26);
+                skip |= t.skip;
+                if (t.f.kind)
+                    cs_tensor_record(t.f.kind, s, t.f, t.off, t.off + t.span, t.moff, t.ph,
+                                     t.bytes);
             }
-            cs_tensor_note(lead, skip, t, s);
+            // (the pair's second load is skipped with its first: not modelled either)
+            if (pair && cs_bcast(active, t.skip, leader)) break;
         }
     }
     {

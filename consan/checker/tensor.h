@@ -257,41 +257,6 @@ CS_DEV cs_finding cs_copy_write(uint32_t lanes, uint32_t slot, uint32_t g0, uint
     return f;
 }
 
-// A pair's two boxes (carry.pairs: a GEMM stage's A and B), copy q of granules [a_q, z_q]
-// (window granules) with site s_q at clock c_q, by the lanes `lanes` together: where the
-// tables are in shared memory and the boxes' blocks are apart and at most one a lane, one
-// pass, each lane its own block (as a batch of a peer's copies, multicast.h); each box's
-// finding is that of its lowest granule, as one after the other would give. Else one after
-// the other. (Two 8 KiB boxes one after the other kept 16 of 32 lanes busy in each pass.)
-CS_DEV void cs_copy_write_pair(uint32_t lanes, uint32_t slot, const uint32_t (&a)[2],
-                               const uint32_t (&z)[2], const uint32_t (&s)[2],
-                               const uint32_t (&c)[2], uint32_t by, cs_finding (&f)[2]) {
-    const uint32_t base = S.vsh_base / CS_GRANULE_BYTES;
-    const uint32_t n0 = z[0] / CS_VC_BLOCK - a[0] / CS_VC_BLOCK + 1;
-    const uint32_t n1 = z[1] / CS_VC_BLOCK - a[1] / CS_VC_BLOCK + 1;
-    const bool apart = z[0] / CS_VC_BLOCK < a[1] / CS_VC_BLOCK || z[1] / CS_VC_BLOCK < a[0] / CS_VC_BLOCK;
-    if (!cs_vc_smem_on() || a[0] < base || a[1] < base || !apart ||
-        n0 + n1 > (uint32_t)cs_popc(lanes)) {
-        for (uint32_t q = 0; q < 2; ++q) f[q] = cs_copy_write(lanes, slot, a[q], z[q], s[q], by, c[q]);
-        return;
-    }
-    const uint32_t r = cs_popc(lanes & ((1u << cs_lane()) - 1u)), q = r < n0 ? 0u : 1u;
-    const uint32_t g0 = (q ? a[1] : a[0]) - base, g1 = (q ? z[1] : z[0]) - base;
-    const uint32_t b = g0 / CS_VC_BLOCK + (q ? r - n0 : r);
-    const bool mine = r < n0 + n1;
-    cs_found y = cs_vc_smem_engine_lanes(slot, cs_warp(), mine ? cs_block_lo(b, g0) : CS_VC_BLOCK,
-                                         mine ? cs_block_hi(b, g1) : 0u, q ? s[1] : s[0], by,
-                                         q ? c[1] : c[0], 1u << cs_lane(), nullptr, true);
-    for (uint32_t k = 0; k < 2; ++k) {  // (warp-uniform)
-        uint32_t at = mine && q == k ? y.at : 0xFFFFFFFFu, low = cs_min(lanes, at);
-        f[k] = {0, CS_NO_SITE, CS_NO_WARP};
-        if (low == 0xFFFFFFFFu) continue;
-        int src = cs_ffs(cs_ballot(lanes, at == low)) - 1;
-        f[k] = {cs_bcast(lanes, y.f.kind, src), cs_bcast(lanes, y.f.prev_site, src),
-                cs_bcast(lanes, y.f.prev_warp, src)};
-    }
-}
-
 // One tensor store by lane `lane`, run by the lanes `lanes` together, `lead` among them: a
 // bulk store of the map's box, so its source is read asynchronously until the warp's bulk
 // group is retired by cp.async.bulk.wait_group.read, and generic writes reach it only
