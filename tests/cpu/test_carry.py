@@ -217,7 +217,7 @@ def test_a_pair_whose_second_box_is_in_another_cta_gives_the_lock_back():
     """The first look keeps the entry's lock for the second; a second box in another CTA's
     shared memory is only noted, and the lock is still given back: the next operation on
     the mbarrier takes it, and the phase completes."""
-    remote = 1 << 24  # (abi.RANK_SHIFT: rank 1's address)
+    remote = 1 << abi.RANK_SHIFT  # (rank 1's shared::cluster address)
 
     def trace(c, paired):
         _init(c)
