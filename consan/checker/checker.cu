@@ -964,7 +964,7 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
         // (__consan_tensor2 16 -> 85 local stores, 1,560 -> 2,496 SASS instructions) and the
         // GEMM was 1.098 times slower; the two boxes written in one pass after both looks
         // spilled too (72 local stores) and gained 1% on the GEMM.
-        uint32_t held = 0, landed = 0, ph2 = 0, bytes2 = 0;
+        uint32_t held = 0;
         for (uint32_t q = 0; q <= (uint32_t)pair; ++q) {
             // A load's operands are the leader's alone: where it issued the load itself
             // (the first load, and the whole call where one lane issues), its own, with no
@@ -985,21 +985,12 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
             }
             cs_tload t = {};
             CS_STAMP(start.~cs_stamp_part(); start.k = -1;)
-            if (lead && landed) {  // (a pair's second load, landed with the first)
-                t = {0, true, 0, bytes2, 0, landed - 1, ph2, bytes2, {0, CS_NO_SITE, CS_NO_WARP}};
-                cs_local((uint32_t)d, t.off);
-                cs_local((uint32_t)b, t.moff);
-            } else if (lead) {
+            if (lead) {
                 CS_PROF(25);
                 CS_STAMP_PART(0);
                 CS_SPIN(CONSAN_SPIN_TENSOR, true)
                 t = cs_tensor_load_begin(slot, d, m, b, s, carried, ntx, asite, mk,
                                          pair && q == 0 && !mk, held);
-                if (held && (uint32_t)k == leader) {  // (the leader's own second load)
-                    cs_tload t2 = cs_tensor_land_early(slot, held, smem2, map2, site2, t.moff,
-                                                       landed);
-                    ph2 = t2.ph, bytes2 = t2.bytes;
-                }
                 if (mk && !t.skip && cs_multicast_on()) {  // (a skipped load writes nowhere)
                     uint32_t low = (1u << CS_RANK_SHIFT) - 1u;
                     cs_mc_post_all(mk, (uint32_t)d & low, cs_tmap_bytes(m), (uint32_t)b & low,

@@ -237,36 +237,6 @@ CS_DEV cs_tload cs_tensor_load_begin(uint32_t slot, uint64_t dst, uint64_t map, 
     return t;
 }
 
-// A pair's second load landing at once, under the hold of the entry's lock its first look
-// kept (`held`: the entry's index + 1), before either box is written: where its box is in
-// this CTA's window and its map is known, it lands its bytes, gives the lock back, sets
-// `held` to 0 and returns its look's result (t.j + 1 in `landed`: 0 where it did not land,
-// the lock still held, and its own look after the first box takes it). Its landing then
-// ends the one hold, which the first box's write no longer waits on. (The lanes' fence
-// before looking at readers waits for the lead lane's stores to the entry.)
-CS_DEV cs_tload cs_tensor_land_early(uint32_t slot, uint32_t& held, uint64_t dst, uint64_t map,
-                                     uint32_t site, uint32_t moff, uint32_t& landed) {
-    cs_finding none = {0, CS_NO_SITE, CS_NO_WARP};
-    cs_tload t = {0, false, 0, 0, moff, held - 1, 0, 0, none};
-    uint32_t end = S.granules * CS_GRANULE_BYTES;
-    landed = 0;
-    if (!cs_local((uint32_t)dst, t.off)) return t;
-    t.bytes = cs_tmap_bytes(map);
-    if (t.bytes == 0 || t.off >= end || t.bytes > end - t.off) return t;
-    uint32_t* e = cs_mbar_entry_at(slot, t.j);
-    t.ph = e[CS_MB_PHASE];
-    {
-        CS_PROF(31);
-        cs_mbar_copy_landed(e, t.j, t.ph, t.bytes, site, t.moff);
-        cs_mbar_unlock(t.j);
-    }
-    held = 0;
-    landed = t.j + 1;
-    t.span = t.bytes;
-    t.write = true;
-    return t;
-}
-
 // The copy engine of mbarrier j writes granules [g0, g1] at clock clk: every lane of
 // `lanes` calls this, and they write it together. No lane of several calls out of line
 // alone: a call from part of a warp splits it (docs/model.md, *Probes called from a
