@@ -963,7 +963,9 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
         // before either box, its results held across the first box's write spilled
         // (__consan_tensor2 16 -> 85 local stores, 1,560 -> 2,496 SASS instructions) and the
         // GEMM was 1.098 times slower; the two boxes written in one pass after both looks
-        // spilled too (72 local stores) and gained 1% on the GEMM.
+        // spilled too (72 local stores) and gained 1% on the GEMM, and the second landing
+        // made before either box (its phase and bytes kept across the first box's write:
+        // 34 local stores) was 1.021 times slower.
         uint32_t held = 0;
         for (uint32_t q = 0; q <= (uint32_t)pair; ++q) {
             // A load's operands are the leader's alone: where it issued the load itself
