@@ -188,8 +188,7 @@ CS_DEV void cs_vc_smem_layout_slot(uint32_t slot) {
     const uint64_t cta = (uint64_t)cs_cta(slot);
     f[CS_VF_CTA] = (uint32_t)cta, f[CS_VF_CTA + 1] = (uint32_t)(cta >> 32);
     // ...and of an mbarrier's successful wait (vc_mbar_wait: cs_mbar_entry's table)
-    const uint32_t words = CS_MB_VC + CS_MB_SLOTS * S.nlogical;
-    const uint64_t mb = (uint64_t)((uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words);
+    const uint64_t mb = (uint64_t)cs_mbar_table(slot);
     f[CS_VF_MBAR] = (uint32_t)mb, f[CS_VF_MBAR + 1] = (uint32_t)(mb >> 32);
     // ...and of a warp's cp.async copies of 16 bytes (instrument/vc_writes.py): the write sites
     f[CS_VF_WSITE] = (uint32_t)(uint64_t)l.ws, f[CS_VF_WSITE + 1] = (uint32_t)((uint64_t)l.ws >> 32);

@@ -9,18 +9,12 @@
 // entry is updated under its own lock: mbarrier operations are rare next to
 // shared-memory accesses.
 
-// The entry at index j (cs_mbar_entry below).
-CS_DEV uint32_t* cs_mbar_entry_at(uint32_t slot, uint32_t j) {
-    uint32_t words = CS_MB_VC + CS_MB_SLOTS * S.nlogical;
-    return (uint32_t*)S.mbar + ((uint64_t)slot * CS_MBARRIERS + j) * words;
-}
 // The entry of the mbarrier at `off` (j: its index), made when `create` (init). Entries
 // are made in device memory, where a slot's earlier CTAs left theirs; each CTA keeps the
 // keys of those it made, and their liveness, in its shared memory, where every other
 // probe looks them up (device-memory words other warps keep writing miss in L1).
 CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create, uint32_t& j) {
-    uint32_t words = CS_MB_VC + CS_MB_SLOTS * S.nlogical;
-    uint32_t* table = (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * words;
+    uint32_t words = cs_mbar_entry_words(), *table = cs_mbar_table(slot);
     uint32_t h = (off >> 3) % CS_MBARRIERS;
     for (uint32_t i = 0; i < CS_MBARRIERS; ++i) {
         j = (h + i) % CS_MBARRIERS;

@@ -37,6 +37,14 @@ CS_DEV void cs_bvc_st(uint32_t* p, uint32_t v) {
     if (cs_vc_smem_on()) *(volatile uint32_t*)p = v;
     else cs_st32(p, v);
 }
+// Slot `slot`'s mbarrier entries (mbarrier.h's cs_mbar_entry), of cs_mbar_entry_words() words each.
+CS_DEV uint32_t cs_mbar_entry_words() { return CS_MB_VC + CS_MB_SLOTS * S.nlogical; }
+CS_DEV uint32_t* cs_mbar_table(uint32_t slot) {
+    return (uint32_t*)S.mbar + (uint64_t)slot * CS_MBARRIERS * cs_mbar_entry_words();
+}
+CS_DEV uint32_t* cs_mbar_entry_at(uint32_t slot, uint32_t j) {
+    return cs_mbar_table(slot) + j * cs_mbar_entry_words();
+}
 CS_DEV uint64_t cs_gidx(uint32_t slot, uint32_t g) { return (uint64_t)slot * S.granules + g; }
 // Buffer-table entry: [0] write epoch, [1] reader mask (loaded together on the fast path).
 CS_DEV uint64_t* cs_gent(uint32_t slot, uint32_t g) { return (uint64_t*)S.granule + 2 * cs_gidx(slot, g); }
