@@ -4,6 +4,7 @@
     python benchmarks/ab_async.py prepare [REF] [--dest DIR]  # here: REF's tree into ab_old/
     PYTHONPATH=. python3 benchmarks/ab_async.py run [--only K1,K2] [--rounds N] [--json PATH]
         [--old DIR] [--new DIR]                                # trees other than the default pair
+        [--alone]                                              # each kernel a process of its own
 
 `prepare` writes REF's tree (`git archive`, default HEAD) into ab_old/ at the repository
 root: untracked and not ignored, so the device tool carries it with the working tree (the
@@ -22,6 +23,12 @@ script refuses a ratio then) is an error: its output is printed and the exit sta
 A tree whose runs were stopped at `--timeout` in two rounds in a row (a kernel that hangs;
 one stop may be a first run's checker build on a fresh machine) is not run again in the
 rounds after: each would wait out the whole timeout again.
+
+`run --alone` runs each kernel of `--only` in a process of its own (per tree and round),
+where by default one process runs them all in bench_async's order: a kernel's time
+depends on what its process loaded and ran before it. On an H200 the TMA ring of one tree
+ran at 0.1281 ms alone and 0.1256 after the cp.async GEMM, steadily over three processes
+each (benchmarks/load_order.py), and two default runs of one tree measured 0.124 and 0.130.
 
 `run --profile` then runs `breakdown_async.py --profile` (a checker build that counts each
 probe kind's cycles) once in each tree and prints, per kernel and probe kind, the calls a
@@ -169,13 +176,34 @@ def table(rows: list[dict], what: str = "consan ms") -> str:
     return "\n".join(lines)
 
 
+def _rounds_of(tree: str, only: str | None, alone: bool, timeout: float,
+               extra: dict[str, str] | None) -> tuple[dict | None, str]:
+    """One round in `tree`: one bench_async run, or with `alone` one run a kernel of `only`,
+    their rows joined (None if any failed), and the output (of the first that failed)."""
+    if not alone:
+        return _round(tree, only, timeout, extra)
+    rows: list[dict] = []
+    gpu = "?"
+    for kernel in (only or "").split(","):
+        data, out = _round(tree, kernel, timeout, extra)
+        if data is None:
+            return None, out
+        rows += data["rows"]
+        gpu = data.get("gpu", gpu)
+    return {"rows": rows, "errors": [], "gpu": gpu}, ""
+
+
 def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
         old: str = OLD, new: str = ROOT, profile: bool = False,
-        envs: dict[str, dict[str, str]] | None = None) -> int:
+        envs: dict[str, dict[str, str]] | None = None, alone: bool = False) -> int:
     old, new = os.path.abspath(old), os.path.abspath(new)  # (each child runs in its tree)
     if not os.path.isfile(os.path.join(old, "benchmarks", "bench_async.py")):
         print(f"ab_async: no older tree at {old}: run `python benchmarks/ab_async.py prepare "
               "REF` first (on the machine whose git has REF)", file=sys.stderr)
+        return 2
+    if alone and not only:
+        print("ab_async: --alone needs --only K1,K2 (the kernels, each run by itself)",
+              file=sys.stderr)
         return 2
     runs: dict[str, list[dict]] = {"old": [], "new": []}
     failed = 0
@@ -188,7 +216,7 @@ def run(only: str | None, rounds: int, timeout: float, json_path: str | None,
                 print(f"ERROR: round {k + 1}, {tree} tree: not run, its runs timed out in "
                       "two rounds in a row", flush=True)
                 continue
-            data, out = _round(path, only, timeout, (envs or {}).get(tree))
+            data, out = _rounds_of(path, only, alone, timeout, (envs or {}).get(tree))
             stops[tree] = stops[tree] + 1 if out.startswith("timed out") else 0
             if data is None:
                 failed += 1
@@ -238,6 +266,8 @@ def main(argv=None) -> int:
     r.add_argument("--json", metavar="PATH")
     r.add_argument("--profile", action="store_true",
                    help="then each tree's breakdown_async.py --profile, side by side")
+    r.add_argument("--alone", action="store_true",
+                   help="each kernel of --only in a process of its own")
     r.add_argument("--old", default=OLD, help="the older tree (default: ab_old/)")
     r.add_argument("--new", default=ROOT, help="the newer tree (default: this one)")
     for side in ("old", "new"):
@@ -251,7 +281,7 @@ def main(argv=None) -> int:
     envs = {side: dict(kv.split("=", 1) for kv in getattr(args, f"env_{side}"))
             for side in ("old", "new")}
     return run(args.only, args.rounds, args.timeout, args.json, old=args.old, new=args.new,
-               profile=args.profile, envs=envs)
+               profile=args.profile, envs=envs, alone=args.alone)
 
 
 if __name__ == "__main__":

@@ -188,3 +188,39 @@ def test_a_tree_stopped_once_runs_again(tmp_path, capsys):
     assert rc == 1  # (round 1's stop is still an error)
     assert "ERROR: round 1, new tree: bench_async gave no ratio" in out
     assert "round 2 new: ring 0.300" in out and "round 3 new: ring 0.300" in out
+
+
+def test_run_alone_makes_a_process_a_kernel(tmp_path, capsys):
+    """--alone: each kernel of --only in its own bench_async process (the fake bench prints
+    the kernels it was given), rows joined per round."""
+    old, new = _tree(tmp_path, "old", 0.4), _tree(tmp_path, "new", 0.2)
+    out_json = tmp_path / "ab.json"
+    rc = ab_async.run("ring,gemm", 2, 60, str(out_json), old=old, new=new, alone=True)
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "ring | 0.400 / 0.400 | 0.200 / 0.200 | 0.400 | 0.200 | 0.500" in out
+    assert "gemm | 0.400 / 0.400 | 0.200 / 0.200 | 0.400 | 0.200 | 0.500" in out
+    assert len(json.loads(out_json.read_text())["rows"]) == 2
+
+
+def test_run_alone_gives_each_process_one_kernel(tmp_path, monkeypatch):
+    calls: list[tuple[str, str | None]] = []
+
+    def fake_round(tree, only, timeout, extra=None):
+        calls.append((os.path.basename(tree), only))
+        return {"rows": [{"kernel": k, "consan_ms": 0.1, "native_ms": 0.01}
+                         for k in only.split(",")], "errors": [], "gpu": "fake"}, ""
+
+    monkeypatch.setattr(ab_async, "_round", fake_round)
+    old, new = _tree(tmp_path, "old", 0.4), _tree(tmp_path, "new", 0.2)
+    assert ab_async.run("ring,gemm", 1, 60, None, old=old, new=new, alone=True) == 0
+    assert calls == [("old", "ring"), ("old", "gemm"), ("new", "ring"), ("new", "gemm")]
+    calls.clear()
+    assert ab_async.run("ring,gemm", 1, 60, None, old=old, new=new) == 0
+    assert calls == [("old", "ring,gemm"), ("new", "ring,gemm")]
+
+
+def test_run_alone_needs_the_kernels(tmp_path, capsys):
+    old, new = _tree(tmp_path, "old", 0.4), _tree(tmp_path, "new", 0.2)
+    assert ab_async.run(None, 1, 60, None, old=old, new=new, alone=True) == 2
+    assert "--alone needs --only" in capsys.readouterr().err

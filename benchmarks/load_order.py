@@ -1,0 +1,57 @@
+#!/usr/bin/env python
+"""Does a kernel's consan time depend on what the process loaded before it?
+
+    PYTHONPATH=. python3 benchmarks/load_order.py --kernel tma_ring_4stage \
+        --before mma_gemm_cp_async --rounds 3
+
+Runs bench_async.py (no racecheck) on this tree alternately with `--only KERNEL` and with
+`--only BEFORE,KERNEL` (BEFORE's modules built and launched first in the same process),
+and prints KERNEL's device time alone (dev consan ms) for each, round by round. Two A/B
+runs of one tree (benchmarks/ab_async.py) measured its TMA ring at 0.124 and at 0.130 ms,
+each steady over four processes: a difference as large as the changes being judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def dev_ms(only: str, kernel: str) -> float:
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "b.json")
+        subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench_async.py"),
+                        "--no-racecheck", "--only", only, "--json", path],
+                       check=True, capture_output=True, cwd=ROOT)
+        with open(path) as fh:
+            rows = json.load(fh)["rows"]
+    return next(r["dev_consan_ms"] for r in rows if r["kernel"] == kernel)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kernel", default="tma_ring_4stage")
+    ap.add_argument("--before", default="mma_gemm_cp_async")
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args(argv)
+    got: dict[str, list[float]] = {"alone": [], "after": []}
+    for r in range(a.rounds):
+        for label, only in (("alone", a.kernel), ("after", f"{a.before},{a.kernel}")):
+            got[label].append(dev_ms(only, a.kernel))
+            print(f"round {r + 1} {label}: {got[label][-1]:.4f}", flush=True)
+    for label, v in got.items():
+        how = f"--only {a.kernel}" if label == "alone" else f"after {a.before}"
+        print(f"{a.kernel} {label} ({how}): {' / '.join(f'{x:.4f}' for x in v)}, "
+              f"median {statistics.median(v):.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
