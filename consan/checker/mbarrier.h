@@ -95,7 +95,7 @@ CS_NOINLINE void cs_mbar_record(uint32_t kind, uint32_t site, uint32_t off, cons
 // of 4 bytes, or the 16-byte chunk it shares with the mbarrier at off ^ 8 where granules
 // are chunks (every other access of such a module is whole chunks). An inval leaves the
 // chunk marked while that one is live.
-CS_NOINLINE void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
+CS_DEV void cs_mbar_mark(uint32_t slot, uint32_t off, bool live) {
     if (CS_GRANULE_BYTES > 8 && !live) {
         uint32_t k;
         if (cs_mbar_entry(slot, off ^ 8u, false, k) != 0 && cs_mbar_live(k)) return;
