@@ -2,11 +2,13 @@
 """Does a kernel's consan time depend on what the process loaded before it?
 
     PYTHONPATH=. python3 benchmarks/load_order.py --kernel tma_ring_4stage \
-        --before mma_gemm_cp_async --rounds 3
+        --before mma_gemm_cp_async,tma_wgmma_gemm --rounds 3
 
-Runs bench_async.py (no racecheck) on this tree alternately with `--only KERNEL` and with
-`--only BEFORE,KERNEL` (BEFORE's modules built and launched first in the same process),
-and prints KERNEL's device time alone (dev consan ms) for each, round by round. Two A/B
+Runs bench_async.py (no racecheck) on this tree with `--only KERNEL` and, for each kernel B
+of --before, with `--only B,KERNEL` (B's modules built and launched first in the same
+process: bench_async runs its kernels in its own order, so B must come before KERNEL
+there), one after another in each round, and prints KERNEL's device time alone (dev
+consan ms) in each context, round by round. Two A/B
 runs of one tree (benchmarks/ab_async.py) measured its TMA ring at 0.124 and at 0.130 ms,
 each steady over four processes: a difference as large as the changes being judged.
 """
@@ -38,17 +40,18 @@ def dev_ms(only: str, kernel: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", default="tma_ring_4stage")
-    ap.add_argument("--before", default="mma_gemm_cp_async")
+    ap.add_argument("--before", default="mma_gemm_cp_async", metavar="K1,K2")
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args(argv)
-    got: dict[str, list[float]] = {"alone": [], "after": []}
+    contexts = {"alone": a.kernel, **{f"after {b}": f"{b},{a.kernel}"
+                                      for b in a.before.split(",") if b}}
+    got: dict[str, list[float]] = {label: [] for label in contexts}
     for r in range(a.rounds):
-        for label, only in (("alone", a.kernel), ("after", f"{a.before},{a.kernel}")):
+        for label, only in contexts.items():
             got[label].append(dev_ms(only, a.kernel))
             print(f"round {r + 1} {label}: {got[label][-1]:.4f}", flush=True)
     for label, v in got.items():
-        how = f"--only {a.kernel}" if label == "alone" else f"after {a.before}"
-        print(f"{a.kernel} {label} ({how}): {' / '.join(f'{x:.4f}' for x in v)}, "
+        print(f"{a.kernel} {label}: {' / '.join(f'{x:.4f}' for x in v)}, "
               f"median {statistics.median(v):.4f}")
     return 0
 
