@@ -26,9 +26,11 @@ rounds after: each would wait out the whole timeout again.
 
 `run --alone` runs each kernel of `--only` in a process of its own (per tree and round),
 where by default one process runs them all in bench_async's order: a kernel's time
-depends on what its process loaded and ran before it. On an H200 the TMA ring of one tree
-ran at 0.1281 ms alone and 0.1256 after the cp.async GEMM, steadily over three processes
-each (benchmarks/load_order.py), and two default runs of one tree measured 0.124 and 0.130.
+depends on what its process loaded and ran before it, and which of two trees is faster
+may depend on it too. On an H200 (benchmarks/load_order.py, three processes each, steady
+within 1%) the TMA ring of 76a7df9 ran at 0.1278 ms alone and 0.1244 after the cp.async
+GEMM, that of d7ff578 at 0.1238 alone and 0.1295 after it. A change is judged in more
+than one context, then: by default and --alone, or with load_order.py.
 
 `run --profile` then runs `breakdown_async.py --profile` (a checker build that counts each
 probe kind's cycles) once in each tree and prints, per kernel and probe kind, the calls a

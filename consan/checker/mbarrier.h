@@ -17,8 +17,12 @@ CS_DEV uint32_t* cs_mbar_entry(uint32_t slot, uint32_t off, bool create, uint32_
     uint32_t words = cs_mbar_entry_words(), *table = cs_mbar_table(slot);
     uint32_t h = (off >> 3) % CS_MBARRIERS;
     // The entry's home index first, then the others in a loop kept rolled: an entry is
-    // almost always at its home, and the tries after it, unrolled, put 260-1,100 cold
-    // instructions between the hot paths of each probe that looks an entry up.
+    // almost always at its home, and the tries after it, unrolled, put 251-1,092 cold SASS
+    // instructions between the hot paths of each probe that looks an entry up. On an H200:
+    // the TMA ring's mbarrier probe 528 -> 486 warp instructions a call (ncu); the
+    // clustered ring 0.975 by the device's time alone (A/B); the TMA ring and the TMA +
+    // wgmma GEMM moved less than their times move with what their process ran before
+    // them (benchmarks/load_order.py).
     j = h;
     if (!create && *(volatile uint32_t*)&cs_mkey_sh[h] == off + 1) return table + h * words;
 #pragma unroll 1
