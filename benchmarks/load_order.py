@@ -8,9 +8,9 @@ Runs bench_async.py (no racecheck) on this tree with `--only KERNEL` and, for ea
 of --before, with `--only B,KERNEL` (B's modules built and launched first in the same
 process: bench_async runs its kernels in its own order, so B must come before KERNEL
 there), one after another in each round, and prints KERNEL's device time alone (dev
-consan ms) in each context, round by round. Two A/B
-runs of one tree (benchmarks/ab_async.py) measured its TMA ring at 0.124 and at 0.130 ms,
-each steady over four processes: a difference as large as the changes being judged.
+consan ms) in each context, round by round. Two A/B runs of one tree
+(benchmarks/ab_async.py) measured its TMA ring at 0.124 and at 0.130 ms, each steady over
+four processes: a difference as large as the changes being judged.
 """
 
 from __future__ import annotations
@@ -27,14 +27,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def dev_ms(only: str, kernel: str) -> float:
+    """KERNEL's dev consan ms from one bench_async run of `only` (its output, where the run
+    gave no such row: a launch not clean or not bit-exact, or no GPU)."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "b.json")
-        subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench_async.py"),
-                        "--no-racecheck", "--only", only, "--json", path],
-                       check=True, capture_output=True, cwd=ROOT)
-        with open(path) as fh:
-            rows = json.load(fh)["rows"]
-    return next(r["dev_consan_ms"] for r in rows if r["kernel"] == kernel)
+        res = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench_async.py"),
+                              "--no-racecheck", "--only", only, "--json", path],
+                             capture_output=True, text=True, cwd=ROOT)
+        try:
+            with open(path) as fh:
+                rows = json.load(fh)["rows"]
+            return next(r["dev_consan_ms"] for r in rows
+                        if r["kernel"] == kernel and "dev_consan_ms" in r)
+        except (OSError, ValueError, KeyError, StopIteration):
+            raise SystemExit(f"load_order: bench_async --only {only} gave no dev time for "
+                             f"{kernel} (exit {res.returncode}); its output:\n"
+                             f"{res.stdout}{res.stderr}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -191,8 +191,7 @@ def test_a_tree_stopped_once_runs_again(tmp_path, capsys):
 
 
 def test_run_alone_makes_a_process_a_kernel(tmp_path, capsys):
-    """--alone: each kernel of --only in its own bench_async process (the fake bench prints
-    the kernels it was given), rows joined per round."""
+    """--alone: each kernel of --only run by itself, the rows joined into one round."""
     old, new = _tree(tmp_path, "old", 0.4), _tree(tmp_path, "new", 0.2)
     out_json = tmp_path / "ab.json"
     rc = ab_async.run("ring,gemm", 2, 60, str(out_json), old=old, new=new, alone=True)
