@@ -682,6 +682,11 @@ VW_TID_SHIFT = 23
 VW_CLOCK_MASK = (1 << 23) - 1
 VSH_BLOCK_GRANULES = 32  # a read-summary block: 128 bytes
 RS_ZEROING = 0xFFFFFFFF  # a reader's block summary while its bytes are being emptied
+# A block's word BT: 0, or BT_WHOLE | the epoch of a copy that wrote the whole block (the
+# mbarrier bit of an epoch: a copy's never has it); BT_LOCKED while a lane gives the block's
+# granules their epochs back (the atomic bit set: never a copy's epoch).
+BT_WHOLE = 1 << 31
+BT_LOCKED = 0xFFFFFFFF
 
 # The inline read of 16-byte chunks (instrument/vc_reads.py), in the build with the vector
 # clocks' tables in shared memory and 16-byte granules: __consan_cta_begin returns VF_TAG |
@@ -999,7 +1004,8 @@ def c_header() -> str:
         "CS_VW_MBAR": VW_MBAR, "CS_VW_ATOMIC": VW_ATOMIC,
         "CS_VW_TID_SHIFT": VW_TID_SHIFT, "CS_VW_CLOCK_MASK": VW_CLOCK_MASK,
         "CS_VSH_BLOCK_GRANULES": VSH_BLOCK_GRANULES, "CS_REP_STRIDE_SHIFT": REP_STRIDE_SHIFT,
-        "CS_RS_ZEROING": RS_ZEROING, "CS_VF_TAG": VF_TAG, "CS_VF_WARP_SHIFT": VF_WARP_SHIFT,
+        "CS_RS_ZEROING": RS_ZEROING, "CS_BT_WHOLE": BT_WHOLE, "CS_BT_LOCKED": BT_LOCKED,
+        "CS_VF_TAG": VF_TAG, "CS_VF_WARP_SHIFT": VF_WARP_SHIFT,
         "CS_VF_GRANULES": VF_GRANULES, "CS_VF_BASE": VF_BASE, "CS_VF_W": VF_W, "CS_VF_R": VF_R,
         "CS_VF_RS": VF_RS, "CS_VF_RSS4": VF_RSS4, "CS_VF_BT": VF_BT, "CS_VF_GP": VF_GP,
         "CS_VF_CLOCKS": VF_CLOCKS, "CS_VF_VIS": VF_VIS, "CS_VF_NL4": VF_NL4,

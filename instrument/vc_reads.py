@@ -12,6 +12,17 @@ verdict changes. The tables' addresses come from the record __consan_cta_begin r
 (abi.VF_*); any other build, or a CTA without a slot, returns no record and every read
 calls. Measured bound (benchmarks/breakdown_async.py, H100): the cp.async GEMM 17.7x with
 its read probes, 11.6x with none.
+
+A warp's row of 2-, 4- or 8-byte reads (lane i at the row's start + i * size: a coalesced
+run of scalar loads down a column block, as a TMA ring's consumers read their stage) is
+settled inline the same way, a row a lane, as the probe's whole-rows case does
+(cs_vc_smem_read_granules): the row's block summary raised (its stale bytes emptied by the
+lane that raises it from 0), the row's reader bytes and sites stored where none is at this
+clock yet, fence, then the row's one write epoch -- the block's word where a copy wrote it
+whole, else its granules' epochs where they are one -- happening before the warp. Anything
+else (a warp not whole, lanes not in a row, a row not aligned or outside the tables, bytes
+read at this clock in part, epochs that differ or are not ordered) calls the probe, which
+publishes again (idempotent) and judges.
 """
 
 from __future__ import annotations
@@ -34,10 +45,12 @@ TABLE_WORDS = ("g", "base", "tw", "tr", "trs", "rss4", "bt", "gp")
 
 
 def table_words(go: str, rec: str, regs: list[str]) -> list[str]:
-    """Lines loading TABLE_WORDS from the record at `rec` into `regs` where `go` holds."""
+    """Lines loading TABLE_WORDS from the record at `rec` into `regs` where `go` holds
+    (always where it is empty)."""
     assert (abi.VF_GRANULES, abi.VF_GP) == (0, 7) and len(regs) == len(TABLE_WORDS)
-    return [f"@{go} ld.shared.v4.u32 {{{', '.join(regs[:4])}}}, [{rec}];",
-            f"@{go} ld.shared.v4.u32 {{{', '.join(regs[4:])}}}, [{rec}+16];"]
+    g = f"@{go} " if go else ""
+    return [f"{g}ld.shared.v4.u32 {{{', '.join(regs[:4])}}}, [{rec}];",
+            f"{g}ld.shared.v4.u32 {{{', '.join(regs[4:])}}}, [{rec}+16];"]
 
 
 def zeroed(regs) -> list[str]:
@@ -53,10 +66,24 @@ def _run(rep: int | None) -> tuple[int, int]:
     return (1, 0) if rep is None else (rep & abi.REP_COUNT_MASK, rep >> abi.REP_STRIDE_SHIFT)
 
 
+ROW_SIZES = (2, 4, 8)  # a lane's bytes in a warp's row: 64, 128 or 256 bytes a row
+ROW_LANES = 32  # (a row is the whole warp's; its rows are at most one a lane)
+
+
+def _rows(c: Classified, rep: int | None) -> bool:
+    """A warp's rows of `c.size`-byte reads, lane i at i * size, rows `stride` apart."""
+    count, stride = _run(rep)
+    shape = (c.info >> abi.INFO_SHAPE_SHIFT) & 15
+    return c.size in ROW_SIZES and not shape and 1 <= count <= ROW_LANES and \
+        stride % (ROW_LANES * c.size) == 0
+
+
 def eligible(c: Classified, rep: int | None) -> bool:
     """Whether a read's probe may be preceded by the inline read (rep: its coalesced run)."""
-    if c.event is not Event.READ or c.size != 16 or c.space != abi.SPACE_SHARED:
+    if c.event is not Event.READ or c.space != abi.SPACE_SHARED:
         return False
+    if c.size != 16:
+        return _rows(c, rep)
     count, stride = _run(rep)
     return 1 <= count <= MAX_COUNT and stride % 16 == 0
 
@@ -66,6 +93,8 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
     """PTX settling the read inline where every lane can, then `probe` (the read's own
     probe call, with its guard) where some lane cannot; `address` puts the first chunk's
     address in the b64 `addr_reg`; `done` is a label of the caller's, unique."""
+    if c.size != 16:
+        return _rows_code(c, rep, site, pred, address, addr_reg, probe, done)
     count, stride = _run(rep)
     shape = (c.info >> abi.INFO_SHAPE_SHIFT) & 15
     f = {n: f"{_V}{i}" for i, n in enumerate(
@@ -168,4 +197,154 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
               f"vote.sync.any.pred {fail}, {fail}, {f['t']};",
               f"@!{fail} bra {done};",
               "}"]
+    return "\n\t".join(lines) + "\n\t" + probe.rstrip() + f"\n{done}:\n\t"
+
+
+def _vec(regs: list[str]) -> tuple[str, str]:
+    """A shared-space access's type suffix and operand for 1, 2 or 4 words."""
+    return ({1: ".u32", 2: ".v2.u32", 4: ".v4.u32"}[len(regs)],
+            regs[0] if len(regs) == 1 else "{" + ", ".join(regs) + "}")
+
+
+def _rows_code(c: Classified, rep: int | None, site: int, pred: str | None,
+               address: list[str], addr_reg: str, probe: str, done: str) -> str:
+    """The inline read of a warp's rows (_rows), lane k taking row k; then `probe`."""
+    count, stride = _run(rep)
+    rowb = ROW_LANES * c.size
+    rg = rowb // abi.CHUNK_GRANULE_BYTES  # granules a row: 4, 8 or 16
+    nw = rg // 4  # words of reader bytes a row (a byte a granule)
+    bshift = abi.VSH_BLOCK_GRANULES.bit_length() - 1
+    f = {n: f"{_V}{i}" for i, n in enumerate(
+        ("a", "a0", "rec", "w", "g", "base", "tw", "tr", "trs", "rss4", "bt", "gp", "clocks",
+         "vis", "nl4", "x", "rlo", "rhi", "clk", "c8", "c4", "lane", "off", "g0", "b", "p",
+         "v", "t", "u", "e", "tid", "cc", "m", "sn", "seen", "diff"))}
+    r = [f"{_V}r{i}" for i in range(nw)]  # the row's reader bytes
+    q = [f"{_V}q{i}" for i in range(4)]  # four of its granules' epochs
+    on, fail, has, z, won, fresh = (f"{_P}{i}" for i in range(6))
+    call = f"{done}_call"
+    lines = ["{ // consan inline row read",
+             f".reg .b32 {', '.join((*f.values(), *r, *q))};",
+             f".reg .b64 {_D}0, {_D}1;",
+             f".reg .pred {on}, {fail}, {has}, {z}, {won}, {fresh};",
+             *zeroed((*f.values(), *r, *q)),
+             *address,
+             f"cvt.u32.u64 {f['a']}, {addr_reg};",
+             # the whole warp, every lane reading, and the tables' record (else the probe)
+             f"activemask.b32 {f['t']};",
+             f"setp.ne.u32 {fail}, {f['t']}, -1;",
+             f"@{fail} bra {call};"]
+    if pred is not None:
+        off = pred.startswith("!")
+        lines += [f"vote.sync.{'any' if off else 'all'}.pred {on}, {pred.removeprefix('!')}, -1;",
+                  f"@{'' if off else '!'}{on} bra {call};"]
+    rec = f["rec"]
+    lines += [
+        f"setp.lt.u32 {fail}, {REG_FAST}, {abi.VF_TAG};",
+        f"@{fail} bra {call};",
+        f"and.b32 {rec}, {REG_FAST}, {(1 << abi.VF_WARP_SHIFT) - 1};",
+        f"bfe.u32 {f['w']}, {REG_FAST}, {abi.VF_WARP_SHIFT}, 5;",
+        *table_words("", rec, [f[k] for k in TABLE_WORDS]),
+        f"ld.shared.v4.u32 {{{f['clocks']}, {f['vis']}, {f['nl4']}, {f['x']}}}, [{rec}+32];",
+        f"ld.shared.v2.u32 {{{f['rlo']}, {f['rhi']}}}, [{rec}+{4 * abi.VF_RSITE}];",
+        f"mov.b64 {_D}0, {{{f['rlo']}, {f['rhi']}}};",
+        f"mad.lo.u32 {f['t']}, {f['w']}, 4, {f['clocks']};",
+        f"ld.volatile.shared.u32 {f['clk']}, [{f['t']}];",
+        f"rem.u32 {f['c8']}, {f['clk']}, 255;",  # (the clock's byte: cs_vc_smem_byte)
+        f"add.u32 {f['c8']}, {f['c8']}, 1;",
+        f"mul.lo.u32 {f['c4']}, {f['c8']}, {0x01010101};",
+        f"mov.u32 {f['sn']}, {site};",
+        # the rows: lane i at lane 0's address + i * size, a row-aligned table offset, the
+        # last row inside the tables
+        f"shfl.sync.idx.b32 {f['a0']}, {f['a']}, 0, 31, -1;",
+        f"mov.u32 {f['lane']}, %laneid;",
+        f"mad.lo.u32 {f['t']}, {f['lane']}, {c.size}, {f['a0']};",
+        f"setp.ne.u32 {fail}, {f['a']}, {f['t']};",
+        f"sub.u32 {f['off']}, {f['a0']}, {f['base']};",
+        f"and.b32 {f['t']}, {f['off']}, {rowb - 1};",
+        f"setp.ne.or.u32 {fail}, {f['t']}, 0, {fail};",
+        f"shl.b32 {f['t']}, {f['g']}, 4;",
+        f"setp.ge.or.u32 {fail}, {f['off']}, {f['t']}, {fail};",
+        f"add.u32 {f['t']}, {f['off']}, {(count - 1) * stride + rowb - 1};",
+        f"shr.u32 {f['t']}, {f['t']}, 4;",
+        f"setp.ge.or.u32 {fail}, {f['t']}, {f['g']}, {fail};",
+        f"vote.sync.any.pred {fail}, {fail}, -1;",
+        f"@{fail} bra {call};",
+        # lane k, row k: its granules and block
+        f"setp.lt.u32 {has}, {f['lane']}, {count};",
+        f"mad.lo.u32 {f['t']}, {f['lane']}, {stride}, {f['off']};",
+        f"shr.u32 {f['g0']}, {f['t']}, 4;",
+        f"shr.u32 {f['b']}, {f['g0']}, {bshift};",
+        # its block's summary raised to the clock, its stale bytes emptied by the lane that
+        # raises it from 0 (cs_vc_smem_raise)
+        f"mad.lo.u32 {f['t']}, {f['w']}, 4, {f['trs']};",
+        f"mad.lo.u32 {f['p']}, {f['b']}, {f['rss4']}, {f['t']};",
+        f"@{has} ld.volatile.shared.u32 {f['v']}, [{f['p']}];",
+        f"setp.eq.and.u32 {z}, {f['v']}, 0, {has};",
+        f"@{z} atom.shared.cas.b32 {f['v']}, [{f['p']}], 0, {f['clk']};",
+        f"setp.eq.and.u32 {won}, {f['v']}, 0, {z};",
+        f"mad.lo.u32 {f['u']}, {f['w']}, {f['gp']}, {f['tr']};",  # the warp's reader bytes
+        f"shl.b32 {f['t']}, {f['b']}, {bshift};",
+        f"add.u32 {f['t']}, {f['t']}, {f['u']};",
+        f"@{won} st.volatile.shared.v4.u32 [{f['t']}], {{0, 0, 0, 0}};",
+        f"@{won} st.volatile.shared.v4.u32 [{f['t']}+16], {{0, 0, 0, 0}};",
+        f"setp.ne.and.u32 {z}, {f['v']}, 0, {has};",
+        f"setp.lt.and.u32 {z}, {f['v']}, {f['clk']}, {z};",
+        f"@{z} red.shared.max.u32 [{f['p']}], {f['clk']};",
+        "bar.warp.sync -1;",  # (a block's bytes emptied before any lane puts its row's)
+        # the row's bytes and sites, where no byte is at this clock yet; a row read at this
+        # clock already keeps its sites; a row in part: the probe
+        f"add.u32 {f['u']}, {f['u']}, {f['g0']};",
+        f"@{has} ld.volatile.shared{_vec(r)[0]} {_vec(r)[1]}, [{f['u']}];"]
+    for x in r:  # (a byte at this clock: cs_vc_smem_read_granules's `seen`)
+        lines += [f"xor.b32 {f['t']}, {x}, {f['c4']};",
+                  f"or.b32 {f['diff']}, {f['diff']}, {f['t']};",
+                  f"sub.u32 {f['e']}, {f['t']}, {0x01010101};",
+                  f"not.b32 {f['t']}, {f['t']};",
+                  f"and.b32 {f['e']}, {f['e']}, {f['t']};",
+                  f"or.b32 {f['seen']}, {f['seen']}, {f['e']};"]
+    lines += [
+        f"and.b32 {f['seen']}, {f['seen']}, {0x80808080};",
+        f"setp.eq.and.u32 {fresh}, {f['seen']}, 0, {has};",
+        f"@{fresh} st.volatile.shared{_vec(r)[0]} [{f['u']}], {_vec([f['c4']] * nw)[1]};",
+        f"mad.lo.u32 {f['t']}, {f['w']}, {f['gp']}, {f['g0']};",
+        f"mul.wide.u32 {_D}1, {f['t']}, 4;",
+        f"add.s64 {_D}1, {_D}1, {_D}0;",
+        *(f"@{fresh} st.relaxed.cta.global.L1::no_allocate.v4.u32 [{_D}1+{16 * j}], "
+          f"{{{f['sn']}, {f['sn']}, {f['sn']}, {f['sn']}}};" for j in range(rg // 4)),
+        f"setp.ne.and.u32 {z}, {f['seen']}, 0, {has};",
+        f"setp.ne.and.u32 {z}, {f['diff']}, 0, {z};",
+        f"or.pred {fail}, {fail}, {z};",
+        "membar.cta;",  # publish the reads, then look at the writes (Dekker)
+        # the row's write epoch: its block's, held whole by a copy; else its granules' one
+        f"shl.b32 {f['t']}, {f['b']}, 2;",
+        f"add.u32 {f['t']}, {f['t']}, {f['bt']};",
+        f"@{has} ld.volatile.shared.u32 {f['e']}, [{f['t']}];",
+        f"setp.eq.and.u32 {z}, {f['e']}, {abi.BT_LOCKED}, {has};",
+        f"or.pred {fail}, {fail}, {z};",
+        f"and.b32 {f['e']}, {f['e']}, {abi.BT_WHOLE - 1};",
+        f"setp.eq.and.u32 {z}, {f['e']}, 0, {has};",  # (0: epochs by granule, or none)
+        f"shl.b32 {f['t']}, {f['g0']}, 2;",
+        f"add.u32 {f['t']}, {f['t']}, {f['tw']};"]
+    for j in range(rg // 4):
+        lines.append(f"@{z} ld.volatile.shared.v4.u32 {{{', '.join(q)}}}, [{f['t']}+{16 * j}];")
+        if j == 0:
+            lines.append(f"@{z} mov.u32 {f['e']}, {q[0]};")
+        lines += [f"@{z} setp.ne.or.u32 {fail}, {x}, {f['e']}, {fail};" for x in q]
+    lines += [
+        f"setp.eq.and.u32 {z}, {f['e']}, 0, {has};",  # (never written)
+        f"or.pred {fail}, {fail}, {z};",
+        f"setp.ge.and.u32 {z}, {f['e']}, {abi.VW_MBAR}, {has};",  # (an mbarrier)
+        f"or.pred {fail}, {fail}, {z};",
+        f"bfe.u32 {f['tid']}, {f['e']}, {abi.VW_TID_SHIFT}, 7;",
+        f"and.b32 {f['cc']}, {f['e']}, {abi.VW_CLOCK_MASK};",
+        f"setp.ne.and.u32 {z}, {f['tid']}, {f['w']}, {has};",
+        f"mad.lo.u32 {f['t']}, {f['w']}, {f['nl4']}, {f['vis']};",
+        f"mad.lo.u32 {f['t']}, {f['tid']}, 4, {f['t']};",
+        f"@{z} ld.volatile.shared.u32 {f['m']}, [{f['t']}];",
+        f"setp.lt.and.u32 {z}, {f['m']}, {f['cc']}, {z};",  # (not ordered before the warp)
+        f"or.pred {fail}, {fail}, {z};",
+        f"vote.sync.any.pred {fail}, {fail}, -1;",
+        f"@!{fail} bra {done};",
+        "}",
+        f"{call}:"]
     return "\n\t".join(lines) + "\n\t" + probe.rstrip() + f"\n{done}:\n\t"

@@ -7,9 +7,6 @@
 CS_DEV bool cs_vc_smem_on();
 CS_DEV void cs_vc_smem_layout_common();
 CS_DEV void cs_vc_smem_layout_slot(uint32_t slot);
-// A block word of the granule tables in shared memory (FLAG_VC_SMEM), see there.
-#define CS_BT_WHOLE 0x80000000u  // (the mbarrier bit of an epoch: a copy never has it)
-#define CS_BT_LOCKED 0xFFFFFFFFu  // (the atomic bit set: never a copy's epoch)
 
 CS_DEV uint32_t cs_claim_slot() {
     uint32_t n = S.nslots;

@@ -393,6 +393,41 @@ def test_a_16_byte_read_of_a_chunk_module_is_settled_inline_before_its_probe(acc
     toolchain.link_with_checker(ins, "k.ptx", toolchain.Arch(9, 0, "a"), **kw)
 
 
+@pytest.mark.parametrize("access,inline", [
+    # a coalesced run down a column block: rows of 32 lanes' 4, 8 and 2 bytes
+    ("\n    ".join(f"ld.shared.f32 %f1, [%r1+{256 * k}];" for k in range(4)), True),
+    ("\n    ".join(f"ld.shared.v2.f32 {{%f1, %f2}}, [%r1+{256 * k}];" for k in range(4)), True),
+    ("ld.shared.u16 %rs1, [%r1];", True),
+    ("@%p1 ld.shared.f32 %f1, [%r1];", True),
+    ("ld.shared.u8 %rs1, [%r1];", False),  # a row of 32 bytes: part of a word of bytes
+    # rows 192 bytes apart: a row of 128 bytes would start inside a row
+    ("\n    ".join(f"ld.shared.f32 %f1, [%r1+{192 * k}];" for k in range(4)), False),
+])
+def test_a_warps_rows_of_reads_are_settled_inline_before_their_probe(access, inline):
+    """vc_reads.py's rows: a read of 2, 4 or 8 bytes a lane whose run's rows (32 lanes'
+    bytes each) are whole rows apart is settled inline a row a lane, with its probe call
+    after it; the module assembles and links with the checker build a 256-thread launch
+    takes."""
+    from consan import runtime, toolchain
+
+    guarded = access.startswith("@")
+    ins = _module((".reg .pred %p<2>;\n    .reg .b16 %rs<2>;\n    setp.ne.u32 %p1, %r2, 0;"
+                   "\n    " if guarded else ".reg .b16 %rs<2>;\n    ") + access)
+    assert ins.chunk_granules and ins.inline_chunk_reads == (1 if inline else 0)
+    out = ins.ptx
+    if inline:
+        read = out.index("// consan inline row read")
+        vote = out.index("vote.sync.any.pred", read)
+        (probe,) = [x for x in (abi.PROBE_ACCESS_N, abi.PROBE_ACCESS) if f"call {x}," in out]
+        call = out.index(f"call {probe},", vote)
+        assert read < vote < call < out.index("ld.shared", call)
+        assert ("vote.sync.all.pred %__cs_vp0, %p1, -1;" in out) is guarded
+    else:
+        assert "consan inline row read" not in out
+    kw = runtime.first_link(ins, 256)
+    toolchain.link_with_checker(ins, "k.ptx", toolchain.Arch(9, 0, "a"), **kw)
+
+
 def test_phase_modules_read_through_their_own_fast_path_only():
     v4 = "ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];"
     phase = _module(v4, copy="st.shared.v4.b32 [%r1], {%r2, %r3, %r4, %r5};")
