@@ -356,7 +356,7 @@ def vc_async_group(fast: str, op: int, n: int, call: str, label: str) -> str:
 
 
 def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity: str,
-                 call: str, label: str) -> str:
+                 call: str, label: str, lanes_on: str | None = None) -> str:
     """A warp's successful `mbarrier.try_wait.parity` (every lane waited on the same
     mbarrier of this CTA and succeeded), inline (checker: cs_mbar_lead's wait): the
     mbarrier's entry found among the CTA's keys (a lane a key, in the probe's order), the
@@ -365,7 +365,13 @@ def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity:
     `addr` computes the operand into `addr_reg`. `call` (the probe's, made after a failure
     too) where a lane has no record, the warp is not whole, a lane failed or waited on
     another address or parity, the address is another CTA's, the entry is not found or
-    not live, or the CTA winds down."""
+    not live, or the CTA winds down.
+
+    `lanes_on`: the predicate of the lanes that run the wait in a loop every lane of the warp
+    runs (loops.py: one lane on, the others marked off). Then only those lanes' outcomes,
+    addresses and parities count, the first one's taken for the warp: what the probe does
+    with its leader, the first lane on (a TMA producer's waits on its `empty` mbarriers,
+    which called the probe on every success)."""
     r = dict(zip(("act", "rec", "w", "a", "b", "lane", "shv", "k", "j", "t", "g", "d1", "nl4",
                   "mine", "lo", "hi"), _vc_regs(16), strict=True))
     c = _vc_regs(24)[16:20]
@@ -376,17 +382,38 @@ def vc_mbar_wait(fast: str, addr: list[str], addr_reg: str, result: str, parity:
             f"activemask.b32 {r['act']};",
             f"setp.lt.u32 {fail}, {fast}, {abi.VF_TAG};",
             f"setp.ne.or.u32 {fail}, {r['act']}, -1, {fail};",
-            f"or.pred {fail}, {fail}, !{result};",
+            *([f"or.pred {fail}, {fail}, !{result};"] if lanes_on is None else
+              [f"not.pred {lead}, {result};", f"and.pred {lead}, {lead}, {lanes_on};",
+               f"or.pred {fail}, {fail}, {lead};"]),
             f"vote.sync.any.pred {fail}, {fail}, {r['act']};"]
     call_at = f"{label}_call"
-    body = [*addr,
-            f"cvt.u32.u64 {r['a']}, {addr_reg};",  # the shared address: lane 0's, this CTA's
-            f"shfl.sync.idx.b32 {r['b']}, {r['a']}, 0, 31, -1;",
-            f"setp.ne.u32 {fail}, {r['a']}, {r['b']};",
-            f"mov.u32 {r['d1']}, {parity};",  # ...and one parity (lane 0's, from here on)
-            f"shfl.sync.idx.b32 {r['mine']}, {r['d1']}, 0, 31, -1;",
-            f"setp.ne.or.u32 {fail}, {r['d1']}, {r['mine']}, {fail};",
-            f"shr.u32 {r['t']}, {r['a']}, {abi.RANK_SHIFT};",
+    # the lane whose address and parity count: lane 0, or the first lane on
+    src = "0" if lanes_on is None else r["g"]
+    first = [] if lanes_on is None else [
+        f"vote.sync.ballot.b32 {r['t']}, {lanes_on}, -1;",
+        f"setp.eq.u32 {fail}, {r['t']}, 0;",
+        f"vote.sync.any.pred {fail}, {fail}, -1;",
+        f"@{fail} bra {call_at};",
+        f"neg.s32 {r['g']}, {r['t']};",
+        f"and.b32 {r['g']}, {r['g']}, {r['t']};",
+        f"bfind.u32 {r['g']}, {r['g']};"]
+    differs = f"setp.ne.u32 {fail}, {r['a']}, {r['b']};"
+    if lanes_on is not None:  # (lanes off: whatever their registers hold)
+        differs = f"setp.ne.and.u32 {fail}, {r['a']}, {r['b']}, {lanes_on};"
+    body = [*addr, *first,
+            f"cvt.u32.u64 {r['a']}, {addr_reg};",  # the shared address: one lane's, this CTA's
+            f"shfl.sync.idx.b32 {r['b']}, {r['a']}, {src}, 31, -1;",
+            differs,
+            f"mov.u32 {r['d1']}, {parity};",  # ...and one parity (that lane's, from here on)
+            f"shfl.sync.idx.b32 {r['mine']}, {r['d1']}, {src}, 31, -1;"]
+    if lanes_on is None:
+        body += [f"setp.ne.or.u32 {fail}, {r['d1']}, {r['mine']}, {fail};"]
+    else:
+        body += [f"setp.ne.u32 {lead}, {r['d1']}, {r['mine']};",
+                 f"and.pred {lead}, {lead}, {lanes_on};",
+                 f"or.pred {fail}, {fail}, {lead};",
+                 f"mov.u32 {r['a']}, {r['b']};"]  # (every lane: the one address)
+    body += [f"shr.u32 {r['t']}, {r['a']}, {abi.RANK_SHIFT};",
             f"setp.ne.or.u32 {fail}, {r['t']}, 0, {fail};",
             f"vote.sync.any.pred {fail}, {fail}, -1;",
             f"@{fail} bra {call_at};",

@@ -1212,7 +1212,7 @@ def _inline_vc_probes(bars: dict[int, _InlineBarrier], before: dict[int, str],
         return 0
     fast = fast_path.REG_FAST
     for idx, b in bars.items():
-        label = f"$__cs_vbar{idx}"
+        label = f"$__cs_vbar{idx}" if idx >= 0 else f"$__cs_vbarl{~idx}"
         if b.event is Event.WGMMA_COMMIT:  # (before it; after it where it closes a chain
             # of wgmma probes: their calls come after the commit, then its own)
             where = before if b.pre in before.get(idx, "") else after
@@ -1231,9 +1231,10 @@ def _inline_vc_probes(bars: dict[int, _InlineBarrier], before: dict[int, str],
         elif b.event is Event.MBARRIER:  # a parity wait: its call's place in the post (after
             # the spin sampling, before the label a sampled-out failure skips to)
             at, end = b.post.index("{ // consan site"), b.post.rindex("\n$__cs_spin_")
-            _swap(after, idx, b.post, b.post[:at] + inline_barriers.vc_mbar_wait(
-                fast, list(b.addr), REG_ADDR, b.result, b.parity, b.post[at:end], label)
-                + b.post[end:])
+            where, key = (after, idx) if b.home is None else (before, b.home)
+            _swap(where, key, b.post, b.post[:at] + inline_barriers.vc_mbar_wait(
+                fast, list(b.addr), REG_ADDR, b.result, b.parity, b.post[at:end], label,
+                None if b.home is None else converge.REG_ON) + b.post[end:])
         else:
             _swap(before, idx, b.pre, inline_barriers.vc_arrive(fast, REG_TOKEN, b.pre, b.post,
                                                                label) + "\n\t")
@@ -1359,6 +1360,9 @@ class _InlineBarrier(NamedTuple):
     addr: tuple[str, ...] = ()
     parity: str = ""
     result: str = ""
+    # a wait in a loop's copy every lane runs (loops.py): the item whose text before it
+    # holds the copy, where the lanes with converge.REG_ON run the wait
+    home: int | None = None
 
 
 _INLINE_EVENTS = (Event.BAR_SYNC, Event.BAR_RED, Event.EXIT, Event.WGMMA_COMMIT,
@@ -1470,11 +1474,12 @@ def _wgmma4_call(f: _FnProbes, mmas: list[tuple[Item, Classified, object, str, s
 
 def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive_site: dict,
           covers: tuple[int, ...] = (), rep: int | None = None,
-          stores: list[tuple[Item, int]] | None = None
+          stores: list[tuple[Item, int]] | None = None, home: int | None = None
           ) -> tuple[str, str | None, str] | None:
     """(text before, the instruction's text or None for as is, text after) of a probed
     instruction; None for a carried arrive (its load's probe models it). `stores`: a
-    store's value tag covers these (each with its bytes)."""
+    store's value tag covers these (each with its bytes). `home`: the item whose text
+    before it holds this copy of the instruction (a loop's copy, _loop_copy)."""
     site = _site(f, it, c, loc, covers)
     if idx in f.arrives:  # modelled by the probe of the load that carries it
         arrive_site[f.arrives[idx].load] = site.id
@@ -1494,11 +1499,12 @@ def _emit(f: _FnProbes, idx: int, it: Item, c: Classified, loc, on: bool, arrive
     if f.bars is not None and not on and c.event in _INLINE_EVENTS:
         n = it.operands[0] if c.event in (Event.WGMMA_WAIT, Event.ASYNC_WAIT) else "0"
         f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred, post_pred, n)
-    elif f.bars is not None and not on and c.event is Event.MBARRIER and c.result and \
-            c.op == abi.MB_WAIT_PARITY and c.space != abi.SPACE_CLUSTER:
-        f.bars[idx] = _InlineBarrier(c.event, pre, post, it.pred, post_pred,
-                                     addr=tuple(_address_code(c.address or "", f.widths, it)),
-                                     parity=c.arg, result=c.result)
+    elif f.bars is not None and (not on or home is not None) and c.event is Event.MBARRIER \
+            and c.result and c.op == abi.MB_WAIT_PARITY and c.space != abi.SPACE_CLUSTER:
+        f.bars[~idx if on else idx] = _InlineBarrier(  # (a loop copy's: keys below 0)
+            c.event, pre, post, it.pred, post_pred,
+            addr=tuple(_address_code(c.address or "", f.widths, it)), parity=c.arg,
+            result=c.result, home=home if on else None)
     if f.all_bars is not None and c.event in (Event.BAR_SYNC, Event.BAR_RED):
         _, step = _probe(it, c, site.id, f.widths, step=True)
         f.all_bars[idx] = _StepBarrier(pre, post, _guard_after(it, step)[0], site.id)
@@ -1573,7 +1579,7 @@ def _loop_copy(lp: loops.Loop, items: list[Item], cls: dict, emit) -> str:
         elif it.op_parts[0] == "bra":
             out.append(loops.branch(it, lp.renamed(it.operands[0].strip())))
         elif c is not None and c.event.probed:
-            got = emit(idx, it, c, loc, True, arrive_site)
+            got = emit(idx, it, c, loc, True, arrive_site, home=lp.branch)
             if got is None:
                 continue
             pre, text, post = got

@@ -476,3 +476,38 @@ def test_a_successful_mbarrier_parity_wait_of_a_vector_clock_module_of_chunks_ru
     for vsh in (True, False):
         toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), vsh=vsh)
 
+
+
+def test_a_wait_in_a_loop_one_lane_runs_runs_inline_in_the_copy_every_lane_runs():
+    """A TMA producer's `if (lane == 0) for (...) { wait(empty[s]); ... }`: in the copy of
+    the loop every lane runs (instrument/loops.py: one lane on, the others off) its
+    successful wait runs inline too, the lane on's outcome, address and parity taken for
+    the warp (the lanes off compute neither); the original region keeps its own."""
+    one_lane = ("\tsetp.ne.s32 %p1, %r1, 0;\n\t@%p1 bra $L_end;\n\tmov.u32 %r4, 0;\n"
+                "$L_top:\n\t{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, "
+                "[s+1008], %r4;\n @!p bra W;\n}\n\tadd.s32 %r4, %r4, 1;\n"
+                "\tsetp.lt.s32 %p2, %r4, 8;\n\t@%p2 bra $L_top;\n$L_end:\n")
+    ins = instrument(VC_HEAD + VC_BODY + one_lane + "\tret;\n}\n", "k.ptx")
+    assert ins.whole_chunks and ins.inline_barriers == 2 + 2
+    ptx = ins.ptx
+    start = ptx.index("vote.sync.ballot.b32 %__cs_n, %__cs_on, %__cs_m;")
+    copy, orig = ptx[start:ptx.index("@%p1 bra $L_end;")], ptx[ptx.index("@%p1 bra $L_end;"):]
+    assert "W: @%__cs_on mbarrier.try_wait" in copy
+    (b,) = copy.split("// consan vector-clock mbarrier wait probe, inline")[1:]
+    b = b[:b.index("_done:")]
+    assert "$__cs_vbarl" in b
+    wait, off = abi.MB_WAIT_PARITY, abi.MB_WAIT_PARITY | abi.PROBE_OFF
+    assert [c.func for c in calls(b)] == [abi.PROBE_MBAR]
+    assert f"selp.b32 %__cs_op, {wait}, {off}, %__cs_on;" in b  # (the call, as before)
+    # only the lane on's failure calls; the first lane on decides address and parity
+    assert "not.pred %__cs_yp1, p;\n\tand.pred %__cs_yp1, %__cs_yp1, %__cs_on;" in b
+    assert "or.pred %__cs_yp0, %__cs_yp0, !p;" not in b
+    assert "vote.sync.ballot.b32 %__cs_y9, %__cs_on, -1;" in b
+    assert "shfl.sync.idx.b32 %__cs_y4, %__cs_y3, %__cs_y10, 31, -1;" in b
+    assert "setp.ne.and.u32 %__cs_yp0, %__cs_y3, %__cs_y4, %__cs_on;" in b
+    assert "shfl.sync.idx.b32 %__cs_y13, %__cs_y11, %__cs_y10, 31, -1;" in b
+    assert "mov.u32 %__cs_y3, %__cs_y4;" in b  # (every lane: the lane on's address)
+    assert b.count("max.u32") == 8 and b.index("ld.acquire") < b.index("ld.global.v4")
+    assert "mbarrier wait probe, inline" in orig and "$__cs_vbarl" not in orig
+    for vsh in (True, False):
+        toolchain.link_with_checker(ins, "k", toolchain.Arch.parse("sm_90a"), vsh=vsh)

@@ -103,8 +103,9 @@ def _prepared(src: str, barriers: str = "inline", kernel: str = "chunks", grid=G
     ptx = p.build.instrumented.ptx
     groups = len(re.findall(r"^\s*cp\.async\.(?:commit_group|wait_group|wait_all)\b", ptx,
                             re.M))
-    groups += len(re.findall(r"^\s*(?:\w+:\s*)?mbarrier\.try_wait\.parity\.shared(?:::cta)?"
-                             r"\.b64\b", ptx, re.M))
+    # (a loop one lane runs: its copy's wait too, `W: @%__cs_on mbarrier.try_wait...`)
+    groups += len(re.findall(r"^\s*(?:\w+:\s*)?(?:@%__cs_on\s+)?mbarrier\.try_wait\.parity"
+                             r"\.shared(?:::cta)?\.b64\b", ptx, re.M))
     assert p.build.instrumented.inline_barriers == (syncs + groups if barriers == "inline"
                                                     else 0)
     if p.layout.placement.value == "vc-smem":
