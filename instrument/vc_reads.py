@@ -22,7 +22,9 @@ clock yet, fence, then the row's one write epoch -- the block's word where a cop
 whole, else its granules' epochs where they are one -- happening before the warp. Anything
 else (a warp not whole, lanes not in a row, a row not aligned or outside the tables, bytes
 read at this clock in part, epochs that differ or are not ordered) calls the probe, which
-publishes again (idempotent) and judges.
+publishes again (idempotent) and judges. Measured on an H200 (the TMA ring, whose
+consumers' 32-row reads set its pace then; A/B beside the tree before it, three rounds):
+0.130 -> 0.111 ms by the device's time alone, 0.123 -> 0.110 in a process of its own.
 """
 
 from __future__ import annotations
