@@ -55,6 +55,23 @@ def table_words(go: str, rec: str, regs: list[str]) -> list[str]:
             f"{g}ld.shared.v4.u32 {{{', '.join(regs[4:])}}}, [{rec}+16];"]
 
 
+def record(f: dict[str, str], go: str) -> list[str]:
+    """Lines loading, where `go` holds (always where it is empty), the record's words at
+    f["rec"] into f's registers, the read sites' table into the b64 scratch 0, and the
+    warp f["w"]'s clock and its byte (the checker's cs_vc_smem_byte)."""
+    g = f"@{go} " if go else ""
+    rec = f["rec"]
+    return [*table_words(go, rec, [f[k] for k in TABLE_WORDS]),
+            f"{g}ld.shared.v4.u32 {{{f['clocks']}, {f['vis']}, {f['nl4']}, {f['x']}}}, "
+            f"[{rec}+32];",
+            f"{g}ld.shared.v2.u32 {{{f['rlo']}, {f['rhi']}}}, [{rec}+{4 * abi.VF_RSITE}];",
+            f"mov.b64 {_D}0, {{{f['rlo']}, {f['rhi']}}};",
+            f"mad.lo.u32 {f['t']}, {f['w']}, 4, {f['clocks']};",
+            f"{g}ld.volatile.shared.u32 {f['clk']}, [{f['t']}];",
+            f"rem.u32 {f['c8']}, {f['clk']}, 255;",
+            f"add.u32 {f['c8']}, {f['c8']}, 1;"]
+
+
 def zeroed(regs) -> list[str]:
     """Lines setting b32 `regs` to 0: the first definition of each, ahead of any predicated
     load. A register that only a predicated load defines keeps its old value where the
@@ -131,15 +148,7 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
         f"not.pred {fail}, {go};",
         f"and.pred {fail}, {fail}, {on};",  # (a lane that reads, with no record: the probe)
         f"and.pred {go}, {go}, {on};",
-        *table_words(go, rec, [f[k] for k in TABLE_WORDS]),
-        f"@{go} ld.shared.v4.u32 {{{f['clocks']}, {f['vis']}, {f['nl4']}, {f['x']}}}, "
-        f"[{rec}+32];",
-        f"@{go} ld.shared.v2.u32 {{{f['rlo']}, {f['rhi']}}}, [{rec}+{4 * abi.VF_RSITE}];",
-        f"mov.b64 {_D}0, {{{f['rlo']}, {f['rhi']}}};",
-        f"mad.lo.u32 {f['t']}, {f['w']}, 4, {f['clocks']};",
-        f"@{go} ld.volatile.shared.u32 {f['clk']}, [{f['t']}];",
-        f"rem.u32 {f['c8']}, {f['clk']}, 255;",  # (the clock's byte: checker's cs_vc_smem_byte)
-        f"add.u32 {f['c8']}, {f['c8']}, 1;",
+        *record(f, go),
         f"mad.lo.u32 {f['rrow']}, {f['w']}, {f['gp']}, {f['tr']};",
         f"mad.lo.u32 {f['rsw']}, {f['w']}, 4, {f['trs']};",
         f"mul.lo.u32 {f['srow']}, {f['w']}, {f['gp']};"]
@@ -245,14 +254,7 @@ def _rows_code(c: Classified, rep: int | None, site: int, pred: str | None,
         f"@{fail} bra {call};",
         f"and.b32 {rec}, {REG_FAST}, {(1 << abi.VF_WARP_SHIFT) - 1};",
         f"bfe.u32 {f['w']}, {REG_FAST}, {abi.VF_WARP_SHIFT}, 5;",
-        *table_words("", rec, [f[k] for k in TABLE_WORDS]),
-        f"ld.shared.v4.u32 {{{f['clocks']}, {f['vis']}, {f['nl4']}, {f['x']}}}, [{rec}+32];",
-        f"ld.shared.v2.u32 {{{f['rlo']}, {f['rhi']}}}, [{rec}+{4 * abi.VF_RSITE}];",
-        f"mov.b64 {_D}0, {{{f['rlo']}, {f['rhi']}}};",
-        f"mad.lo.u32 {f['t']}, {f['w']}, 4, {f['clocks']};",
-        f"ld.volatile.shared.u32 {f['clk']}, [{f['t']}];",
-        f"rem.u32 {f['c8']}, {f['clk']}, 255;",  # (the clock's byte: cs_vc_smem_byte)
-        f"add.u32 {f['c8']}, {f['c8']}, 1;",
+        *record(f, ""),
         f"mul.lo.u32 {f['c4']}, {f['c8']}, {0x01010101};",
         f"mov.u32 {f['sn']}, {site};",
         # the rows: lane i at lane 0's address + i * size, a row-aligned table offset, the
