@@ -56,12 +56,15 @@ def table_words(go: str, rec: str, regs: list[str]) -> list[str]:
 
 
 def record(f: dict[str, str], go: str) -> list[str]:
-    """Lines loading, where `go` holds (always where it is empty), the record's words at
-    f["rec"] into f's registers, the read sites' table into the b64 scratch 0, and the
-    warp f["w"]'s clock and its byte (the checker's cs_vc_smem_byte)."""
+    """Lines taking the record's address and the warp from REG_FAST into f["rec"] and
+    f["w"], then loading, where `go` holds (always where it is empty), the record's words
+    into f's registers, the read sites' table into the b64 scratch 0, and the warp's clock
+    and its byte (the checker's cs_vc_smem_byte)."""
     g = f"@{go} " if go else ""
     rec = f["rec"]
-    return [*table_words(go, rec, [f[k] for k in TABLE_WORDS]),
+    return [f"and.b32 {rec}, {REG_FAST}, {(1 << abi.VF_WARP_SHIFT) - 1};",
+            f"bfe.u32 {f['w']}, {REG_FAST}, {abi.VF_WARP_SHIFT}, 5;",
+            *table_words(go, rec, [f[k] for k in TABLE_WORDS]),
             f"{g}ld.shared.v4.u32 {{{f['clocks']}, {f['vis']}, {f['nl4']}, {f['x']}}}, "
             f"[{rec}+32];",
             f"{g}ld.shared.v2.u32 {{{f['rlo']}, {f['rhi']}}}, [{rec}+{4 * abi.VF_RSITE}];",
@@ -70,6 +73,24 @@ def record(f: dict[str, str], go: str) -> list[str]:
             f"{g}ld.volatile.shared.u32 {f['clk']}, [{f['t']}];",
             f"rem.u32 {f['c8']}, {f['clk']}, 255;",
             f"add.u32 {f['c8']}, {f['c8']}, 1;"]
+
+
+def judge(f: dict[str, str], on: str, z: str, fail: str) -> list[str]:
+    """Lines judging the write epoch f["e"] for the warp f["w"] in the lanes `on` (pred
+    scratch z): `fail` set where it was never written, is an mbarrier's, or its write does
+    not happen before the warp (its clock above the warp's column of its writer)."""
+    return [f"setp.eq.and.u32 {z}, {f['e']}, 0, {on};",  # (never written)
+            f"or.pred {fail}, {fail}, {z};",
+            f"setp.ge.and.u32 {z}, {f['e']}, {abi.VW_MBAR}, {on};",  # (an mbarrier)
+            f"or.pred {fail}, {fail}, {z};",
+            f"bfe.u32 {f['tid']}, {f['e']}, {abi.VW_TID_SHIFT}, 7;",
+            f"and.b32 {f['cc']}, {f['e']}, {abi.VW_CLOCK_MASK};",
+            f"setp.ne.and.u32 {z}, {f['tid']}, {f['w']}, {on};",
+            f"mad.lo.u32 {f['t']}, {f['w']}, {f['nl4']}, {f['vis']};",
+            f"mad.lo.u32 {f['t']}, {f['tid']}, 4, {f['t']};",
+            f"@{z} ld.volatile.shared.u32 {f['m']}, [{f['t']}];",
+            f"setp.lt.and.u32 {z}, {f['m']}, {f['cc']}, {z};",  # (not ordered before the warp)
+            f"or.pred {fail}, {fail}, {z};"]
 
 
 def zeroed(regs) -> list[str]:
@@ -140,10 +161,7 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
     if shape:  # (ldmatrix: lanes 8 * shape and up give no row address)
         lines += [f"mov.u32 {f['t']}, %laneid;",
                   f"setp.lt.and.u32 {on}, {f['t']}, {8 * shape}, {on};"]
-    rec = f["rec"]
     lines += [
-        f"and.b32 {rec}, {REG_FAST}, {(1 << abi.VF_WARP_SHIFT) - 1};",
-        f"bfe.u32 {f['w']}, {REG_FAST}, {abi.VF_WARP_SHIFT}, 5;",
         f"setp.ge.u32 {go}, {REG_FAST}, {abi.VF_TAG};",
         f"not.pred {fail}, {go};",
         f"and.pred {fail}, {fail}, {on};",  # (a lane that reads, with no record: the probe)
@@ -192,18 +210,7 @@ def code(c: Classified, rep: int | None, site: int, pred: str | None, address: l
             f"shl.b32 {f['t']}, {q[k]}, 2;",
             f"add.u32 {f['t']}, {f['t']}, {f['tw']};",
             f"@{pk[k]} ld.volatile.shared.u32 {f['e']}, [{f['t']}];",
-            f"setp.eq.and.u32 {z}, {f['e']}, 0, {pk[k]};",  # (never written)
-            f"or.pred {fail}, {fail}, {z};",
-            f"setp.ge.and.u32 {z}, {f['e']}, {abi.VW_MBAR}, {pk[k]};",  # (an mbarrier)
-            f"or.pred {fail}, {fail}, {z};",
-            f"bfe.u32 {f['tid']}, {f['e']}, {abi.VW_TID_SHIFT}, 7;",
-            f"and.b32 {f['cc']}, {f['e']}, {abi.VW_CLOCK_MASK};",
-            f"setp.ne.and.u32 {z}, {f['tid']}, {f['w']}, {pk[k]};",
-            f"mad.lo.u32 {f['t']}, {f['w']}, {f['nl4']}, {f['vis']};",
-            f"mad.lo.u32 {f['t']}, {f['tid']}, 4, {f['t']};",
-            f"@{z} ld.volatile.shared.u32 {f['m']}, [{f['t']}];",
-            f"setp.lt.and.u32 {z}, {f['m']}, {f['cc']}, {z};",  # (not ordered before the warp)
-            f"or.pred {fail}, {fail}, {z};"]
+            *judge(f, pk[k], z, fail)]
     lines += [f"activemask.b32 {f['t']};",
               f"vote.sync.any.pred {fail}, {fail}, {f['t']};",
               f"@!{fail} bra {done};",
@@ -248,12 +255,9 @@ def _rows_code(c: Classified, rep: int | None, site: int, pred: str | None,
         off = pred.startswith("!")
         lines += [f"vote.sync.{'any' if off else 'all'}.pred {on}, {pred.removeprefix('!')}, -1;",
                   f"@{'' if off else '!'}{on} bra {call};"]
-    rec = f["rec"]
     lines += [
         f"setp.lt.u32 {fail}, {REG_FAST}, {abi.VF_TAG};",
         f"@{fail} bra {call};",
-        f"and.b32 {rec}, {REG_FAST}, {(1 << abi.VF_WARP_SHIFT) - 1};",
-        f"bfe.u32 {f['w']}, {REG_FAST}, {abi.VF_WARP_SHIFT}, 5;",
         *record(f, ""),
         f"mul.lo.u32 {f['c4']}, {f['c8']}, {0x01010101};",
         f"mov.u32 {f['sn']}, {site};",
@@ -335,18 +339,7 @@ def _rows_code(c: Classified, rep: int | None, site: int, pred: str | None,
             lines.append(f"@{z} mov.u32 {f['e']}, {q[0]};")
         lines += [f"@{z} setp.ne.or.u32 {fail}, {x}, {f['e']}, {fail};" for x in q]
     lines += [
-        f"setp.eq.and.u32 {z}, {f['e']}, 0, {has};",  # (never written)
-        f"or.pred {fail}, {fail}, {z};",
-        f"setp.ge.and.u32 {z}, {f['e']}, {abi.VW_MBAR}, {has};",  # (an mbarrier)
-        f"or.pred {fail}, {fail}, {z};",
-        f"bfe.u32 {f['tid']}, {f['e']}, {abi.VW_TID_SHIFT}, 7;",
-        f"and.b32 {f['cc']}, {f['e']}, {abi.VW_CLOCK_MASK};",
-        f"setp.ne.and.u32 {z}, {f['tid']}, {f['w']}, {has};",
-        f"mad.lo.u32 {f['t']}, {f['w']}, {f['nl4']}, {f['vis']};",
-        f"mad.lo.u32 {f['t']}, {f['tid']}, 4, {f['t']};",
-        f"@{z} ld.volatile.shared.u32 {f['m']}, [{f['t']}];",
-        f"setp.lt.and.u32 {z}, {f['m']}, {f['cc']}, {z};",  # (not ordered before the warp)
-        f"or.pred {fail}, {fail}, {z};",
+        *judge(f, has, z, fail),
         f"vote.sync.any.pred {fail}, {fail}, -1;",
         f"@!{fail} bra {done};",
         "}",
