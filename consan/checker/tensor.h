@@ -257,6 +257,132 @@ CS_DEV cs_finding cs_copy_write(uint32_t lanes, uint32_t slot, uint32_t g0, uint
     return f;
 }
 
+// ------------------------------------------------------------- a pair's first box, handed over
+//
+// Where a CTA's warps reach a tensor pair's site together and one lane of one of them issues
+// it (the warpgroup of a GEMM whose thread 0 refills both operands: the others' lanes are
+// all off, instrument/converge.py), the issuing warp hands its first box's write to one of
+// the others, which would wait for it at the next warpgroup-wide instruction anyway, and
+// looks at the second load and writes the second box meanwhile. It returns only once both
+// boxes are written, so the copy instructions still run after their boxes have their epochs
+// (docs/model.md, "Tensor copies"). The write is the same: the issuer's clock judges it
+// (the helper passes the issuer's warp), and the issuer records what it found. One job a
+// CTA at a time; a warp that finds it held writes its boxes itself.
+#define CS_BOX_JOB_COMING 1u  // the issuer is in its first look: helpers of its site wait
+#define CS_BOX_JOB_POSTED 2u  // the job's words are written: a helper may take it
+#define CS_BOX_JOB_TAKEN 3u   // a helper writes it...
+#define CS_BOX_JOB_DONE 4u    // ...and has written it (its finding in the job)
+#define CS_BOX_JOB_MINE 5u    // the issuer took it back (no helper came)
+#define CS_BOX_HELP_WAIT 1500  // cycles a helper waits for its site's issuer to arrive
+#define CS_BOX_HELP_MISSES 16u  // a CTA's helpers stop waiting after this many vain waits
+CS_DEV uint32_t cs_box_job_word(uint32_t site, uint32_t code) { return ((site + 1u) << 3) | code; }
+// Handing over works where the boxes' tables are the CTA's shared memory and a warp writes
+// a box with its lanes (cs_copy_write's cs_vc_smem_engine_lanes).
+CS_DEV bool cs_box_help_on(uint32_t lanes) {
+#ifdef CONSAN_NO_BOX_HELP  // (a measurement switch: every box by its issuer)
+    return (void)lanes, false;
+#else
+    return cs_vc_smem_on() && cs_popc(lanes) > 1;
+#endif
+}
+
+// The issuer's leader: the job's mark, taken for `site` (0: held by another call).
+CS_DEV uint32_t cs_box_job_mark(uint32_t site) {
+    uint32_t w = cs_box_job_word(site, CS_BOX_JOB_COMING);
+    return cs_cas32(&cs_shv.box_job.state, 0, w) == 0 ? w : 0u;
+}
+// ...posts its first box (mark: its word), or gives the mark back (span 0: no write).
+CS_DEV void cs_box_job_post(uint32_t mark, uint32_t site, uint32_t off, uint32_t span,
+                            uint32_t agent, uint32_t clk, uint32_t moff, uint32_t bytes) {
+    cs_box_job_t& j = cs_shv.box_job;
+    if (!span) return cs_sh_st_rel(&j.state, 0);
+    volatile uint32_t* v = &j.w;
+    v[0] = cs_warp(), v[1] = site, v[2] = off, v[3] = span, v[4] = agent, v[5] = clk;
+    v[6] = moff, v[7] = bytes;
+    cs_sh_st_rel(&j.state, (mark & ~7u) | CS_BOX_JOB_POSTED);
+}
+
+// The words of the job as every lane of `lanes` reads them (after the acquire that saw it
+// posted, and a warp barrier): its write, by those lanes, for warp w.
+CS_DEV cs_finding cs_box_job_write(uint32_t lanes, uint32_t slot) {
+    const volatile cs_box_job_t& j = cs_shv.box_job;
+    uint32_t base = S.vsh_base / CS_GRANULE_BYTES, off = j.off, span = j.span;
+    uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
+    return cs_vc_smem_engine_lanes(slot, j.w, g0 - base, g1 - base, j.site, j.agent, j.clk,
+                                   lanes, nullptr, false).f;
+}
+
+// A call of a pair's site by lanes all off: where the site's issuer marks or posts its first
+// box, take it and write it. Its leader waits CS_BOX_HELP_WAIT cycles at most for the mark.
+CS_DEV void cs_box_help(uint32_t lanes, uint32_t slot, uint32_t site) {
+    const uint32_t lead = cs_ffs(lanes) - 1;
+    cs_box_job_t& j = cs_shv.box_job;
+    uint32_t got = 0;
+    if (cs_lane() == lead && *(volatile uint32_t*)&j.misses < CS_BOX_HELP_MISSES) {
+        CS_PROF(70);
+        const uint32_t coming = cs_box_job_word(site, CS_BOX_JOB_COMING), posted = coming + 1u;
+        bool seen = false;
+        // (relaxed looks a pause apart, then one acquire: a spinning lane's acquire loads
+        // slowed the issuer's look and box write by 5-20%, on an H200)
+        for (long long t0 = cs_cycles();; cs_pause()) {
+            uint32_t s = *(volatile uint32_t*)&j.state;
+            if (s == posted) {
+                if (cs_cas32(&j.state, posted, posted + 1u) == posted) {
+                    cs_fence_lock();
+                    got = 1;
+                    break;
+                }
+                continue;
+            }
+            if (s == coming) seen = true;
+            else if (seen || (s & ~7u) == (coming & ~7u)) break;  // (gone: taken or given back)
+            else if (cs_cycles() - t0 > CS_BOX_HELP_WAIT) {
+                cs_add32(&j.misses, 1);
+                break;
+            }
+            if (cs_ending()) break;
+        }
+    }
+    if (!cs_bcast(lanes, got, lead)) return;
+    cs_syncwarp(lanes);  // (the leader's acquire orders the job's words for every lane)
+    CS_PROF(71);
+    cs_finding f = cs_box_job_write(lanes, slot);
+    if (cs_lane() == lead) {
+        j.kind = f.kind, j.prev_site = f.prev_site, j.prev_warp = f.prev_warp;
+        cs_sh_st_rel(&j.state, (j.state & ~7u) | CS_BOX_JOB_DONE);
+    }
+    cs_syncwarp(lanes);
+}
+
+// The issuer, once its second box is written: the first box written by its helper, or by
+// itself where none took it; then what the write found recorded, and the job given back.
+CS_DEV void cs_box_job_collect(uint32_t lanes, uint32_t lead, uint32_t mark, uint32_t slot) {
+    cs_box_job_t& j = cs_shv.box_job;
+    const uint32_t posted = (mark & ~7u) | CS_BOX_JOB_POSTED;
+    uint32_t mine = 0;
+    if (cs_lane() == lead) mine = cs_cas32(&j.state, posted, (mark & ~7u) | CS_BOX_JOB_MINE) == posted;
+    cs_finding f = {0, CS_NO_SITE, CS_NO_WARP};
+    if (cs_bcast(lanes, mine, lead)) {
+        CS_PROF(72);
+        f = cs_box_job_write(lanes, slot);
+    } else if (cs_lane() == lead) {
+        CS_PROF(73);
+        const uint32_t done = (mark & ~7u) | CS_BOX_JOB_DONE;
+        while (*(volatile uint32_t*)&j.state != done) cs_pause();
+        cs_fence_lock();
+        const volatile cs_box_job_t& v = j;
+        f = {v.kind, v.prev_site, v.prev_warp};
+    }
+    if (cs_lane() == lead) {
+        const volatile cs_box_job_t& v = j;
+        if (f.kind)
+            cs_tensor_record(f.kind, v.site, f, v.off, v.off + v.span, v.moff, v.clk - 1,
+                             v.bytes);
+        cs_sh_st_rel(&j.state, 0);
+    }
+    cs_syncwarp(lanes);
+}
+
 // One tensor store by lane `lane`, run by the lanes `lanes` together, `lead` among them: a
 // bulk store of the map's box, so its source is read asynchronously until the warp's bulk
 // group is retired by cp.async.bulk.wait_group.read, and generic writes reach it only
