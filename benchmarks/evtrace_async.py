@@ -55,7 +55,7 @@ def intervals(words) -> list[tuple[int, int, int, int]]:
     return sorted(out, key=lambda x: x[1])
 
 
-def trace(name: str, tiles: tuple[int, int]) -> None:
+def trace(name: str, tiles: tuple[int, int], by: str | None = None) -> None:
     import cupy as cp
     import numpy as np
 
@@ -89,6 +89,9 @@ def trace(name: str, tiles: tuple[int, int]) -> None:
         for w in range(WARPS):
             iv[c, w] = [(k, a - t0, b - t0, d) for k, a, b, d in iv[c, w]]
 
+    if by:
+        by_steps(iv, min(WARPS, ln.block[0] * ln.block[1] * ln.block[2] // 32), by, tiles)
+        return
     print("\n| CTA | warp | top-level probe kind | calls | kcycles | cycles a call |")
     print("|---|---|---|---|---|---|")
     for c in range(2):
@@ -174,15 +177,39 @@ def trace(name: str, tiles: tuple[int, int]) -> None:
         print(f"| a tile (C last wait out to the next) | {statistics.median(xs) / 1e3:.1f} |")
 
 
+def by_steps(iv: dict, warps: int, by: str, rows: tuple[int, int]) -> None:
+    """CTA 0's warps step by step: a step opens with each warp's i-th top-level call of
+    kind `by`; printed, each warp's top-level calls of that step (kind, entry -> exit,
+    kcycles from the begin), so where a warp waits shows as the gaps between them."""
+    k_by = PROBES.index(by)
+    lo, hi = rows
+    starts = {w: [a for k, a, _, d in iv[0, w] if k == k_by and d == 0] for w in range(warps)}
+    print(f"\nCTA 0, step by step (a step opens with each warp's call of '{by}'); kcycles "
+          "from the begin")
+    for i in range(lo, hi):
+        for w in range(warps):
+            st = starts[w]
+            if i >= len(st):
+                continue
+            end = st[i + 1] if i + 1 < len(st) else float("inf")
+            calls = [(k, a, b) for k, a, b, d in iv[0, w] if d == 0 and st[i] <= a < end]
+            cells = ", ".join(f"{PROBES[k]} {a / 1e3:.1f}->{b / 1e3:.1f}" for k, a, b in calls)
+            print(f"step {i} warp {w}: {cells}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", default="dsmem_ring_2cta")
     ap.add_argument("--tiles", default="16:32", help="the tiles to show, A:B")
+    ap.add_argument("--steps", metavar="KIND",
+                    help="instead: CTA 0's warps step by step, a step opening with each "
+                         "warp's call of this probe kind (e.g. 'wgmma chain (a K step's "
+                         "rows)' for the TMA + wgmma GEMM); --tiles gives the steps")
     args = ap.parse_args(argv)
     os.environ["CONSAN_CHECKER_DEFINES"] = " ".join(
         ["CONSAN_EVTRACE", *os.environ.get("CONSAN_CHECKER_DEFINES", "").split()])
     a, b = (int(x) for x in args.tiles.split(":"))
-    trace(args.kernel, (a, b))
+    trace(args.kernel, (a, b), args.steps)
     return 0
 
 
