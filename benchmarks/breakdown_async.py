@@ -140,9 +140,7 @@ PROBES = ("access", "bar_arrive", "bar_wait", "thread_exit", "async", "mbar", "b
           "(wgmma chain: look)", "mbar init", "(init: the entry's look)",
           "(mbar, not init: the entry's look)", "(init: under the lock)",
           "(init: the slots emptied)", "(init: the verdict)", "(mbar, not init: the verdict)",
-          "mbar init run", "(box job: a helper waiting for its issuer)",
-          "(box job: a helper's write)", "(box job: the issuer's own write)",
-          "(box job: the issuer waiting for its helper)")
+          "mbar init run")
 PROF_WORDS = 512  # measure.h's CS_PROF_WORDS: even cluster ranks, then odd ranks; the last
 # word: posts that found a mailbox full
 

@@ -379,7 +379,7 @@ SMEM_RESERVED_BYTES = 1024  # the window may start above the user's offsets on s
 # The checker's own shared variables (cs_shared_t), appended to every instrumented
 # launch's dynamic shared memory after the kernel's bytes (never static: a static block
 # would move the kernel's dynamic shared memory). The checker asserts its struct fits.
-SHV_BYTES = 1872
+SHV_BYTES = 1808
 
 # --------------------------------------------------------------------------
 # Struct layouts shared by C and numpy.  Fields are (name, ctype).

@@ -947,22 +947,13 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
     uint32_t all = cs_activemask();
     uint32_t active = cs_group(site, 0);  // this call's lanes, those marked off too
     uint32_t issuers = cs_ballot(active, !(op & CS_PROBE_OFF));
-    if (!issuers) {  // (a pair's site whose lanes are all off here may write another warp's box)
-        if (pair && cs_box_help_on(active)) cs_box_help(active, slot, site);
-        return 0;
-    }
+    if (!issuers) return 0;
     bool arrive = op & CS_TENSOR_ARRIVE_TX;
     uint32_t mask = op & CS_TENSOR_MULTICAST ? op >> CS_MULTICAST_MASK_SHIFT : 0u;
     op &= ((1u << CS_MULTICAST_MASK_SHIFT) - 1u) &
           ~(CS_PROBE_OFF | CS_TENSOR_ARRIVE_TX | CS_TENSOR_MULTICAST);
     uint32_t leader = cs_ffs(issuers) - 1, skip = 0;
     bool lead = cs_lane() == leader;
-    // One lane's pair of loads: its first box may be handed to a warp calling the same site
-    // with its lanes off (tensor.h, cs_box_help); `mark` while this call holds the job.
-    uint32_t mark = 0;
-    if (pair && cs_popc(issuers) == 1 && cs_box_help_on(active))
-        mark = cs_bcast(active, lead && !mask && op == CS_TENSOR_LOAD ? cs_box_job_mark(site) : 0u,
-                        leader);
     for (uint32_t rest = issuers; rest; rest &= rest - 1) {
         int k = cs_ffs(rest) - 1;
         // A pair's second look lands its bytes under the hold of the entry's lock its first
@@ -1014,16 +1005,8 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
             // warp instructions, ncu on the H100).
             cs_syncwarp(active);
             uint32_t span = cs_bcast(active, t.write ? t.span : 0u, leader);
-            uint32_t off = span ? cs_bcast(active, t.off, leader) : 0u;
-            if (q == 0 && mark) {  // the first box to a helper, or the job given back
-                bool post = span && off / CS_GRANULE_BYTES >= S.vsh_base / CS_GRANULE_BYTES;
-                if (lead)
-                    cs_box_job_post(mark, s, off, post ? span : 0u, CS_AGENT_MBAR + t.j,
-                                    t.ph + 1, t.moff, t.bytes);
-                if (post) span = 0;
-                else mark = 0;
-            }
             if (span) {
+                uint32_t off = cs_bcast(active, t.off, leader);
                 uint32_t g0 = off / CS_GRANULE_BYTES, g1 = (off + span - 1) / CS_GRANULE_BYTES;
                 uint32_t agent = CS_AGENT_MBAR + cs_bcast(active, t.j, leader);
                 uint32_t clk = cs_bcast(active, t.ph, leader) + 1;
@@ -1042,7 +1025,6 @@ CS_DEV uint32_t cs_tensor_calls(bool& cs_leaving, uint64_t smem, uint64_t map, u
             if (pair && cs_bcast(active, t.skip, leader)) break;
         }
     }
-    if (mark) cs_box_job_collect(active, leader, mark, slot);
     {
         CS_PROF(27);
         CS_STAMP_PART(2);

@@ -38,7 +38,6 @@ CS_DEV void cs_begin_resets(uint32_t i, uint32_t n) {
         cs_shv.mbar_full = 0;
         cs_shv.tmap_claimed = 0;
         cs_shv.init_run = 0;
-        cs_shv.box_job.state = cs_shv.box_job.misses = 0;
     }
     cs_clear_store_tags(i, n);
     for (uint32_t j = i; j < CS_MBARRIERS; j += n) cs_mlock_sh[j] = cs_mkey_sh[j] = cs_mlive_sh[j] = 0;

@@ -15,13 +15,6 @@ struct cs_vc_smem_layout_t {
     uint32_t* rows;  // FLAG_BAR0_ROWS: each warp's clock at its arrivals [2][nwarps][nlogical]
 };
 #define CS_TMAP_CACHE 4
-// A box's write one warp hands another (cs_box_help, tensor.h): `state` says whose and how
-// far (CS_BOX_JOB_*, with the site of the call), the rest what the write needs and finds.
-struct cs_box_job_t {
-    uint32_t state, w, site, off, span, agent, clk, moff, bytes;  // (off, span: window bytes)
-    uint32_t kind, prev_site, prev_warp;  // its finding (kind 0: none)
-    uint32_t misses;  // helpers of this CTA that waited for an issuer in vain
-};
 // The CTA's checker state in its shared memory (a static in the host build).
 struct CS_ALIGN16 cs_shared_t {
     uint32_t slot, gen, mbar_used;  // mbar_used: bit j, mbarrier entry j is in use
@@ -51,7 +44,6 @@ struct CS_ALIGN16 cs_shared_t {
     uint32_t init_run;  // a warp makes a run of inits by its lanes at once (__consan_mbar_init_run)
     cs_vc_smem_layout_t vlay;
     CS_ALIGN16 uint32_t vfast[CS_VF_WORDS];  // the inline read's record (abi.VF_*)
-    cs_box_job_t box_job;  // a tensor pair's first box, handed to a warp of its site (tensor.h)
 };
 #define cs_vc_smem_layout_sh (cs_shv.vlay)
 #define cs_mlock_sh (cs_shv.mlock)

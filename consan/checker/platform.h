@@ -63,10 +63,6 @@ CS_DEV void cs_fence_lock() { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 CS_DEV void cs_fence_sys() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 CS_DEV void cs_pause() {}
 CS_DEV void cs_syncwarp(uint32_t) {}
-CS_DEV uint32_t cs_sh_ld_acq(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-CS_DEV void cs_sh_st_rel(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-static long long cs_host_cycles;
-CS_DEV long long cs_cycles() { return cs_host_cycles += 100; }
 // The device build's cs_ld32 ... cs_st128 and cs_g_st are global-space accesses: on shared
 // memory they fault (cudaErrorInvalidAddressSpace; on the H100, a visibility row read so
 // where the granule tables are in shared memory). The host build holds the launch's dynamic
@@ -224,18 +220,6 @@ CS_DEV void cs_fence_sys() { __threadfence_system(); }
 // atomics in the same shared memory slowed the holder down (cs_mbar_lock says by how much).
 CS_DEV void cs_pause() { __nanosleep(64); }
 CS_DEV void cs_syncwarp(uint32_t m) { __syncwarp(m); }
-// A word of the CTA's own state in its shared memory (generic address) that one warp hands
-// another: loaded with acquire, stored with release, at CTA scope.
-CS_DEV uint32_t cs_sh_ld_acq(const uint32_t* p) {
-    uint32_t v, a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
-    return v;
-}
-CS_DEV void cs_sh_st_rel(uint32_t* p, uint32_t v) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("st.release.cta.shared::cta.u32 [%0], %1;" :: "r"(a), "r"(v) : "memory");
-}
-CS_DEV long long cs_cycles() { return clock64(); }
 // Shadow tables belong to one CTA (one SM): relaxed CTA-scope accesses may hit in L1.
 CS_DEV uint32_t cs_ld32(const uint32_t* p) {
     uint32_t v; asm volatile("ld.relaxed.cta.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
