@@ -49,6 +49,25 @@ def test_the_event_trace_pairs_each_exit_with_its_entry():
     assert intervals(words) == [(20, 100, 200, 0), (32, 110, 150, 1), (5, 300, 400, 0)]
 
 
+def test_the_step_view_gives_each_warp_its_calls_of_each_step(capsys):
+    """evtrace_async.py --steps: a step opens with a warp's call of the given kind and holds
+    that warp's top-level calls until its next one (nested scopes left out); a warp with
+    fewer steps prints none past its last."""
+    from benchmarks.breakdown_async import PROBES
+    from benchmarks.evtrace_async import by_steps
+
+    chain, tensor = PROBES.index("wgmma chain (a K step's rows)"), PROBES.index("tensor")
+    iv = {(0, 0): [(chain, 1000, 2000, 0), (tensor, 2500, 5000, 0), (chain, 2600, 2700, 1),
+                   (chain, 6000, 7000, 0), (tensor, 7500, 9000, 0)],
+          (0, 1): [(chain, 1000, 2100, 0), (tensor, 2500, 2600, 0)]}
+    by_steps(iv, 2, "wgmma chain (a K step's rows)", (0, 2))
+    lines = capsys.readouterr().out.strip().splitlines()[1:]
+    assert lines == [
+        "step 0 warp 0: wgmma chain (a K step's rows) 1.0->2.0, tensor 2.5->5.0",
+        "step 0 warp 1: wgmma chain (a K step's rows) 1.0->2.1, tensor 2.5->2.6",
+        "step 1 warp 0: wgmma chain (a K step's rows) 6.0->7.0, tensor 7.5->9.0"]
+
+
 def test_the_event_gap_table_is_in_microseconds():
     """benchmarks/event_gap.py: its event columns come in ms and print in us; the launch
     call's wall time is in us already."""
