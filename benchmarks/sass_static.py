@@ -133,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arch", default="sm_90a")
     p.add_argument("--value-tags", action="store_true",
                    help="instrument as the Triton front end does (stores pass value tags)")
+    p.add_argument("--all", action="store_true",
+                   help="the same counts for every function linked in, the checker's own "
+                        "out-of-line functions too")
     p.add_argument("--lines", metavar="PROBE",
                    help="also a probe's instructions by the checker source line they come "
                         "from (a -lineinfo build of the checker the module links; nvdisasm)")
@@ -180,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, insns in sorted(functions(sass).items()):
         if name.startswith("__consan_"):
             print(f"probe {name}: {counts(insns)}")
+        elif a.all and not name.startswith("$") and name != "":
+            print(f"function {name}: {counts(insns)}")
     if a.lines:  # (the variant link_with_checker picks for the module)
         defines = (*toolchain._variant_defines(psh, vsh, *toolchain.checker_variant(ins, psh, vsh)),
                    *toolchain.checker_defines())

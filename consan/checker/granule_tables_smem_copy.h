@@ -314,7 +314,7 @@ CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t
     const bool clear8 = whole && x.nr > 4 && x.nr <= 8 && wg0 >= x.nr;
     {
     CS_PROF(56);
-    for (uint32_t b = b0 + r; b <= b1; b += n) {
+    for (uint32_t b = b0 + r; CS_COPY_READERS && b <= b1; b += n) {
         if (clear4 && cs_vc_smem_readers_clear4(x, q, b, wg0)) continue;
         if (clear8 && cs_vc_smem_readers_clear8(x, q, b)) continue;
         uint32_t a = cs_block_lo(b, g0);

@@ -299,8 +299,9 @@ CS_DEV uint32_t cs_mbar_count(uint32_t* e, uint32_t op, uint32_t arg, uint32_t l
     // The first release into the open phase's slot stores the warp's clock over the zeros
     // there: no load of the slot (two round trips to device memory that the TMA ring's
     // carried arrive waited for, 19% of its tensor probe's stall samples, ncu on the H100).
-    if (arrives && m.written == m.phase + 1) cs_vc_join(cs_mbar_slot(e, m.phase), mine);
-    else if (arrives) cs_vc_copy(cs_mbar_slot(e, m.phase), mine);
+    if (arrives && CS_ARRIVE_RELEASE && m.written == m.phase + 1)
+        cs_vc_join(cs_mbar_slot(e, m.phase), mine);
+    else if (arrives && CS_ARRIVE_RELEASE) cs_vc_copy(cs_mbar_slot(e, m.phase), mine);
     if (arrives) cs_mbar_written(e, m.written, m.phase);
     bool under = arrives && (int32_t)m.pending < (int32_t)count;
     if (under) cs_mbar_record(CS_MBARRIER_UNDERFLOW, site, off, e);

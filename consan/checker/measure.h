@@ -198,6 +198,23 @@ struct cs_prof_scope {
 #define CS_READ_FENCE() cs_fence()
 #endif
 
+// CONSAN_NULL_ARRIVE_RELEASE: an arrive releases no clock into its phase's slot (a wait then
+// acquires only what copies' landings and other arrivals left: the model is wrong), and
+// CONSAN_NULL_COPY_READERS: a copy engine's box write (lanes build) skips its readers' pass
+// (their summaries, after the fence and clocks: a read before the copy goes unjudged): what each costs
+// a kernel's path, in the build that runs (a profile build's scopes inside a part cost more
+// than the part).
+#ifdef CONSAN_NULL_ARRIVE_RELEASE
+#define CS_ARRIVE_RELEASE 0
+#else
+#define CS_ARRIVE_RELEASE 1
+#endif
+#ifdef CONSAN_NULL_COPY_READERS
+#define CS_COPY_READERS 0
+#else
+#define CS_COPY_READERS 1
+#endif
+
 // CONSAN_NULL_INIT_SLOTS: an mbarrier init leaves its clock slots as the slot's earlier
 // CTAs left them (the model is wrong then: a wait may acquire a stale clock): what emptying
 // them costs.

@@ -107,6 +107,19 @@ def test_inits_that_leave_their_slots_build_shorter(monkeypatch):
     assert bare.count("st.v4.u32") < plain.count("st.v4.u32")  # (generic: cs_vc_st4)
 
 
+def test_arrives_without_releases_and_copies_without_readers_build_shorter(monkeypatch):
+    """CONSAN_NULL_ARRIVE_RELEASE and CONSAN_NULL_COPY_READERS: the shared-memory tables'
+    build loses an arrive's clock release into its phase's slot, or a box write's readers'
+    pass (each a shorter build)."""
+    monkeypatch.setenv("CONSAN_CHECKER_DEFINES", "")
+    plain = toolchain.checker_ptx(SM90A, vsh=True)
+    for label, define in (("no arrive releases", "CONSAN_NULL_ARRIVE_RELEASE"),
+                          ("no copy readers", "CONSAN_NULL_COPY_READERS")):
+        assert ba.CONFIGS[label] == define
+        monkeypatch.setenv("CONSAN_CHECKER_DEFINES", define)
+        assert len(toolchain.checker_ptx(SM90A, vsh=True)) < len(plain), label
+
+
 def test_the_profile_counts_inits_apart():
     """The profile's probe kinds: an mbarrier init is its own row (checker.cu's scope 62),
     within the 63 scopes a rank's quarter of cs_prof holds."""
