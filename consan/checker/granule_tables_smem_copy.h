@@ -273,52 +273,13 @@ CS_DEV bool cs_vc_smem_readers_clear8(const cs_vc_smem_ctx_t& x, const cs_reader
     return true;
 }
 
-// A lane's blocks of a box's write past its common case (below), out of line: the epochs of
-// blocks e, e + n, ... up to b1, then (after a fence) the readers of blocks rd, rd + n, ...,
-// each as the inline loops it follows would have taken it (the common case tried first:
-// where it fails it changes nothing). Every lane of the write calls it together (a lane
-// with nothing left passes CS_NO_BLOCK), so the call is made by the whole of its lanes.
-// Returns the lane's first finding, as cs_vc_smem_first picks it (kind 0: none).
-#define CS_NO_BLOCK 0xFFFFFFFFu
-CS_NOINLINE cs_found cs_vc_smem_copy_rest(uint32_t slot, uint32_t w, const uint32_t* seen,
-                                          uint32_t e, uint32_t rd, uint32_t b1, uint32_t n,
-                                          uint32_t g0, uint32_t g1, uint32_t site, uint32_t by,
-                                          uint32_t now, bool whole) {
-    cs_vc_smem_ctx_t x = cs_vc_smem_ctx(slot, w);
-    if (seen) x.mine = seen;
-    cs_vc_smem_copy c = {{0, CS_NO_SITE, CS_NO_WARP}, {0, CS_NO_SITE, CS_NO_WARP}, 0, 0, 0xFFFFFFFFu};
-    uint32_t* bsite = cs_vc_smem_bsite(x, 0);
-    for (uint32_t b = e; b <= b1; b += n) {
-        if (whole && cs_vc_smem_copy_held(x, b, bsite, site, by, now, c)) continue;
-        cs_vc_smem_copy_block_body(x, b, cs_block_lo(b, g0), cs_block_hi(b, g1), site, by, now, c);
-    }
-    cs_fence();  // (these blocks' epochs, then their readers)
-    const cs_reader_clocks_t q = cs_vc_smem_reader_clocks(x);
-    const uint32_t wg0 = cs_vc_smem_nwr() + cs_vc_smem_nbulk();
-    const bool clear4 = whole && x.nr <= 4, clear8 = whole && x.nr > 4 && x.nr <= 8 && wg0 >= x.nr;
-    for (uint32_t b = rd; CS_COPY_READERS && b <= b1; b += n) {
-        if (clear4 && cs_vc_smem_readers_clear4(x, q, b, wg0)) continue;
-        if (clear8 && cs_vc_smem_readers_clear8(x, q, b)) continue;
-        cs_vc_smem_block_readers(x, &q, b, cs_block_lo(b, g0), cs_block_hi(b, g1), c.fr, c.ar);
-    }
-    bool epoch = c.fw.kind && (!c.fr.kind || c.aw <= c.ar);  // (as cs_vc_smem_first)
-    cs_finding f = epoch ? c.fw : c.fr;
-    return {f, f.kind ? (epoch ? c.aw : c.ar) : 0xFFFFFFFFu};
-}
-
 // The same write by the lanes `lanes` of warp w together (every one calls it, with the
 // same arguments): lane r of n takes blocks b0 + r, b0 + r + n, ... -- its epochs, a
-// fence, then their readers. The common case runs here: a block a copy held whole
-// (cs_vc_smem_copy_held), then, for the blocks so written, readers none or ordered
-// (cs_vc_smem_readers_clear4/8). A lane's first block past it and the rest of its blocks
-// go to one call out of line that every lane makes together where any lane needs it (a
-// call from a branch would release the lanes waiting for it: instrument/converge.py). The
-// general bodies inline put some 870 cold instructions between the hot ones: 1,696 SASS
-// instructions in all (the TMA ring), 528 now; and without the readers' pass the TMA ring
-// ran 0.115 -> 0.103 ms by events (breakdown_async.py "no copy readers", H200). The finding
-// at the lowest granule is every lane's (`own`: each lane's first in its own blocks, `at`
-// all ones where it has none). `seen`, where given, is the clock the write is judged with
-// in place of warp w's (a peer's copy: w is then CS_MAX_WARPS, multicast.h).
+// fence, then their readers -- with no call out of line on the way (a call from a branch
+// would release the lanes waiting for it: instrument/converge.py). The finding at the
+// lowest granule is every lane's (`own`: each lane's first in its own blocks, `at` all
+// ones where it has none). `seen`, where given, is the clock the write is judged with in
+// place of warp w's (a peer's copy: w is then CS_MAX_WARPS, multicast.h).
 CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t g0, uint32_t g1,
                                          uint32_t site, uint32_t by, uint32_t clk,
                                          uint32_t lanes, const uint32_t* seen, bool own) {
@@ -333,14 +294,14 @@ CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t
     const uint32_t b0 = g0 / CS_VC_BLOCK, b1 = g1 / CS_VC_BLOCK;
     const bool whole = g0 % CS_VC_BLOCK == 0 && (g1 + 1) % CS_VC_BLOCK == 0;
     uint32_t* bsite = cs_vc_smem_bsite(x, 0);
-    uint32_t e = CS_NO_BLOCK, rd = CS_NO_BLOCK;  // the lane's first block past the common case
     {
     CS_PROF(54);
-    for (uint32_t b = b0 + r; b <= b1; b += n)
-        if (!whole || !cs_vc_smem_copy_held(x, b, bsite, site, by, now, c)) {
-            e = b;
-            break;
-        }
+    for (uint32_t b = b0 + r; b <= b1; b += n) {
+        if (whole && cs_vc_smem_copy_held(x, b, bsite, site, by, now, c)) continue;
+        uint32_t a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
+        cs_vc_smem_copy_block_body(x, b, a, z, site, by, now, c);
+    }
     }
     cs_reader_clocks_t q;
     {
@@ -353,23 +314,23 @@ CS_NOINLINE cs_found cs_vc_smem_engine_lanes(uint32_t slot, uint32_t w, uint32_t
     const bool clear8 = whole && x.nr > 4 && x.nr <= 8 && wg0 >= x.nr;
     {
     CS_PROF(56);
-    for (uint32_t b = b0 + r; CS_COPY_READERS && b <= b1 && b < e; b += n) {
+    for (uint32_t b = b0 + r; CS_COPY_READERS && b <= b1; b += n) {
         if (clear4 && cs_vc_smem_readers_clear4(x, q, b, wg0)) continue;
         if (clear8 && cs_vc_smem_readers_clear8(x, q, b)) continue;
-        rd = b;
-        break;
+        uint32_t a = cs_block_lo(b, g0);
+        uint32_t z = cs_block_hi(b, g1);
+        cs_vc_smem_block_readers(x, &q, b, a, z, c.fr, c.ar);
     }
     }
-    if (rd == CS_NO_BLOCK) rd = e;
-    cs_found y = {{0, CS_NO_SITE, CS_NO_WARP}, 0xFFFFFFFFu};
-    if (cs_any(lanes, rd != CS_NO_BLOCK))  // (the common case finds nothing)
-        y = cs_vc_smem_copy_rest(slot, w, seen, e, rd, b1, n, g0, g1, site, by, now, whole);
-    if (own) return y;
-    uint32_t low = cs_min(lanes, y.at);
+    bool epoch = c.fw.kind && (!c.fr.kind || c.aw <= c.ar);  // (as cs_vc_smem_first)
+    cs_finding f = epoch ? c.fw : c.fr;
+    uint32_t at = f.kind ? (epoch ? c.aw : c.ar) : 0xFFFFFFFFu;
+    if (own) return {f, at};
+    uint32_t low = cs_min(lanes, at);
     if (low == 0xFFFFFFFFu) return out;
-    int src = cs_ffs(cs_ballot(lanes, y.at == low)) - 1;
-    out.f = {cs_bcast(lanes, y.f.kind, src), cs_bcast(lanes, y.f.prev_site, src),
-             cs_bcast(lanes, y.f.prev_warp, src)};
+    int src = cs_ffs(cs_ballot(lanes, at == low)) - 1;
+    out.f = {cs_bcast(lanes, f.kind, src), cs_bcast(lanes, f.prev_site, src),
+             cs_bcast(lanes, f.prev_warp, src)};
     out.at = low;
     return out;
 }
