@@ -64,8 +64,8 @@ CONFIGS = {
     # before its first barrier
     "no init slots": "CONSAN_NULL_INIT_SLOTS",
     # an arrive's clock release into its phase's slot, and a box write's readers' pass
-    # (their summaries), each left out: what the part costs the kernel's
-    # path in the build that runs (the profile build's scopes inflate a part)
+    # (their summaries), each left out: what the part costs the kernel's path in the build
+    # that runs (the profile build's scopes inflate a part)
     "no arrive releases": "CONSAN_NULL_ARRIVE_RELEASE",
     "no copy readers": "CONSAN_NULL_COPY_READERS",
     "no read sites": "CONSAN_NULL_READ_SITES",

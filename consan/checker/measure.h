@@ -200,9 +200,9 @@ struct cs_prof_scope {
 
 // CONSAN_NULL_ARRIVE_RELEASE: an arrive releases no clock into its phase's slot (a wait then
 // acquires only what copies' landings and other arrivals left: the model is wrong), and
-// CONSAN_NULL_COPY_READERS: a copy engine's box write (lanes build) skips its readers' pass
-// (their summaries, after the fence and clocks: a read before the copy goes unjudged): what each costs
-// a kernel's path, in the build that runs (a profile build's scopes inside a part cost more
+// CONSAN_NULL_COPY_READERS: a copy engine's box write (lanes build) skips its readers'
+// summaries after the fence (a read before the copy goes unjudged): what each part costs a
+// kernel's path in the build that runs (a profile build's scopes inside a part cost more
 // than the part).
 #ifdef CONSAN_NULL_ARRIVE_RELEASE
 #define CS_ARRIVE_RELEASE 0
